@@ -1,0 +1,3 @@
+from hwspec.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,91 @@
+"""Diagnostics: every problem hwspec reports, from a YAML syntax error to a rule finding.
+
+A `Diagnostic` always carries the file and a 1-based line and column, so that a person (or an
+editor, or GitHub's annotations) can jump to the place. Loading problems use codes `E1xx`
+(syntax/shape) and `E2xx` (references); rule findings use the rule id (`HW201`) and name.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class Severity(enum.IntEnum):
+    """Ordered severities; `error` findings stop generation and make `validate` exit 1."""
+
+    INFO = 10
+    WARNING = 20
+    ERROR = 30
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> "Severity":
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r}; expected one of: error, warning, info") from None
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """A 1-based line and column in a source file."""
+
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One reported problem.
+
+    `code` is a loader code (`E101`) or a rule id (`HW201`); `name` is the rule's short name
+    (`backend-nic-per-gpu`) and is empty for loader problems. `line`/`col` are 1-based; 0 means
+    "the whole file" (e.g. a file that cannot be read at all).
+    """
+
+    file: str
+    line: int
+    col: int
+    severity: Severity
+    code: str
+    message: str
+    hint: str | None = None
+    name: str = ""
+    related: tuple[tuple[str, int, int, str], ...] = field(default=())
+
+    @property
+    def tag(self) -> str:
+        """`E101` or `HW201 backend-nic-per-gpu`, as shown between the brackets."""
+        return f"{self.code} {self.name}" if self.name else self.code
+
+    def format(self) -> str:
+        """`file:line:col: severity[CODE name]: message` plus an indented `hint:` line."""
+        text = f"{self.file}:{self.line}:{self.col}: {self.severity.label}[{self.tag}]: {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def sort_key(self) -> tuple:
+        return (self.file, self.line, self.col, self.code, self.message)
+
+
+class HwspecError(Exception):
+    """Input that cannot be turned into a platform. Carries every diagnostic found so far."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = sorted(diagnostics, key=Diagnostic.sort_key)
+        super().__init__("\n".join(d.format() for d in self.diagnostics))
+
+
+def display_path(path: Path | str) -> str:
+    """The path as the user should see it: relative to the working directory when below it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
