@@ -1,0 +1,214 @@
+"""Loader-level expansion of compact platform files, before the spec model sees them.
+
+Two forms are expanded:
+
+* **repeat blocks**: a list item with a `repeat:` key stands for one item per value of its
+  variables, e.g. ``- {repeat: {i: 0..7}, id: gpu${i}, slot: ${i}}`` becomes eight items.
+  Ranges are inclusive (`0..7`); several variables give their cartesian product, the first
+  varying slowest. Inside the item every string may use `${expr}` or `${expr:fmt}` where
+  `expr` is integer arithmetic over the variables (`+ - * // %`, parentheses, int literals
+  including `0x1f`) and `fmt` a Python format spec (`${i*0x20+0x17:02x}` -> `17`).
+  Substitution always yields strings; the spec model converts them to numbers where a
+  number is expected.
+* **annotated values**: a mapping whose keys are `value` plus `source` and/or `assumed`
+  stands for its `value`; the note is kept as provenance (`Provenance`) under the value's
+  path, so that any single number can say where it comes from.
+
+`expand()` returns the plain data plus a map from every expanded path back to the path in
+the file as written, so that later errors still point at the right line.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwspec.diagnostics import Diagnostic, HwspecError, Severity
+from hwspec.source import SourceDoc
+
+DataPath = tuple[str | int, ...]
+
+MAX_REPEAT_ITEMS = 4096
+_RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
+_PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
+_ALLOWED_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a value comes from: a free-text `source`, and `assumed` (the reason) when the
+    value is an assumption rather than a stated fact."""
+
+    source: str | None = None
+    assumed: str | None = None
+
+
+@dataclass
+class Expanded:
+    """Result of `expand`: plain data, the expanded->written path map, and provenance notes
+    keyed by expanded path (for annotated values and for blocks with `source`/`assumed`)."""
+
+    data: Any
+    origin: dict[DataPath, DataPath] = field(default_factory=dict)
+    provenance: dict[DataPath, Provenance] = field(default_factory=dict)
+
+    def written_path(self, path: DataPath) -> DataPath:
+        """The path in the file as written for an expanded `path` (longest known prefix)."""
+        for cut in range(len(path), -1, -1):
+            if path[:cut] in self.origin:
+                return self.origin[path[:cut]]
+        return ()
+
+
+class _ExpandError(Exception):
+    def __init__(self, path: DataPath, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.path, self.message, self.hint = path, message, hint
+
+
+def evaluate(expr: str, variables: dict[str, int]) -> int:
+    """Evaluate integer arithmetic `expr` over `variables`; raises ValueError with a message."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"cannot read '{expr}' as integer arithmetic") from None
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in variables:
+                known = ", ".join(sorted(variables)) or "none"
+                raise ValueError(f"unknown variable '{node.id}' (variables here: {known})")
+            return variables[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = walk(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _ALLOWED_OPS):
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
+                raise ValueError(f"division by zero in '{expr}'")
+            if abs(left) > 2**48 or abs(right) > 2**48:
+                raise ValueError(f"number too large in '{expr}'")
+            return {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
+                    ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}[type(node.op)](left, right)
+        raise ValueError(f"'{expr}' is not integer arithmetic: use variables, integers and + - * // %")
+
+    return walk(tree)
+
+
+def substitute(text: str, variables: dict[str, int]) -> str:
+    """Replace every `${expr}` / `${expr:fmt}` in `text`."""
+
+    def one(match: re.Match[str]) -> str:
+        expr, _, spec = match.group(1).partition(":")
+        value = evaluate(expr, variables)
+        try:
+            return format(value, spec)
+        except ValueError:
+            raise ValueError(f"bad format '{spec}' in '${{{match.group(1)}}}'") from None
+
+    return _PLACEHOLDER.sub(one, text)
+
+
+def _parse_repeat(spec: Any, path: DataPath) -> list[dict[str, int]]:
+    if not isinstance(spec, dict) or not spec:
+        raise _ExpandError(path, "repeat needs a mapping of variables to ranges, e.g. repeat: {i: 0..7}")
+    axes: list[list[tuple[str, int]]] = []
+    for name, value in spec.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise _ExpandError(path + (name,), f"'{name}' is not a variable name")
+        if isinstance(value, int) and not isinstance(value, bool):
+            values = [value]
+        elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            values = list(value)
+        elif isinstance(value, str) and (m := _RANGE.match(value)):
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if hi < lo:
+                raise _ExpandError(path + (name,), f"empty range '{value}': the end is below the start")
+            if hi - lo + 1 > MAX_REPEAT_ITEMS:
+                raise _ExpandError(path + (name,), f"range '{value}' is longer than {MAX_REPEAT_ITEMS}")
+            values = list(range(lo, hi + 1))
+        else:
+            raise _ExpandError(path + (name,), f"cannot read {value!r} as a range",
+                               hint="write an inclusive range such as 0..7, or a list of integers")
+        axes.append([(name, v) for v in values])
+    combos = [dict(c) for c in itertools.product(*axes)]
+    if len(combos) > MAX_REPEAT_ITEMS:
+        raise _ExpandError(path, f"repeat expands to {len(combos)} items, more than {MAX_REPEAT_ITEMS}")
+    return combos
+
+
+def _is_annotated_value(node: Any) -> bool:
+    return isinstance(node, dict) and "value" in node and set(node) <= {"value", "source", "assumed"} and len(node) > 1
+
+
+def expand(doc: SourceDoc) -> Expanded:
+    """Expand repeat blocks, `${...}` placeholders and annotated values in `doc`.
+
+    Raises HwspecError (code E120) listing every bad repeat block or expression.
+    """
+    result = Expanded(data=None)
+    errors: list[Diagnostic] = []
+
+    def walk(node: Any, written: DataPath, out: DataPath, variables: dict[str, int]) -> Any:
+        result.origin[out] = written
+        if isinstance(node, str):
+            if variables and "${" in node:
+                try:
+                    return substitute(node, variables)
+                except ValueError as exc:
+                    raise _ExpandError(written, str(exc)) from None
+            if "${" in node and _PLACEHOLDER.search(node):
+                raise _ExpandError(written, f"'{node}' uses ${{...}} outside a repeat block")
+            return node
+        if isinstance(node, list):
+            items: list[Any] = []
+            for index, item in enumerate(node):
+                if isinstance(item, dict) and "repeat" in item:
+                    try:
+                        combos = _parse_repeat(item["repeat"], written + (index, "repeat"))
+                        body = {k: v for k, v in item.items() if k != "repeat"}
+                        for combo in combos:
+                            items.append(walk(body, written + (index,), out + (len(items),), {**variables, **combo}))
+                    except _ExpandError as exc:
+                        errors.append(_diagnostic(doc, exc))
+                    continue
+                try:
+                    items.append(walk(item, written + (index,), out + (len(items),), variables))
+                except _ExpandError as exc:
+                    errors.append(_diagnostic(doc, exc))
+            return items
+        if isinstance(node, dict):
+            if _is_annotated_value(node):
+                result.provenance[out] = Provenance(_as_note(node.get("source")), _as_note(node.get("assumed")))
+                return walk(node["value"], written + ("value",), out, variables)
+            if "source" in node or "assumed" in node:
+                result.provenance[out] = Provenance(_as_note(node.get("source")), _as_note(node.get("assumed")))
+            mapping: dict[str, Any] = {}
+            for key, value in node.items():
+                try:
+                    mapping[key] = walk(value, written + (key,), out + (key,), variables)
+                except _ExpandError as exc:
+                    errors.append(_diagnostic(doc, exc))
+            return mapping
+        return node
+
+    result.data = walk(doc.data, (), (), {})
+    if errors:
+        raise HwspecError(errors)
+    return result
+
+
+def _as_note(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _diagnostic(doc: SourceDoc, exc: _ExpandError) -> Diagnostic:
+    pos = doc.locate(exc.path)
+    return Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E120", exc.message, exc.hint)

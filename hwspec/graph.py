@@ -1,0 +1,70 @@
+"""The topology graph: one node per device, one edge per link, built from a resolved platform.
+
+It is the one structure rules and generators read for connectivity. Node attributes:
+`kind` (socket | root-port | switch | gpu | nic | ssd | nvswitch), `numa` (NUMA node or None)
+and `item` (the model object, None for the NVSwitch). Edge attributes: `kind` (pcie | nvlink |
+cpu), `bandwidth` (bytes/s per direction), and `link` (a `PcieLink`) or `links` (NVLink count).
+PCIe edges also carry `parent`, the upstream end.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from hwspec.model import Platform
+
+NVSWITCH = "nvswitch"
+
+
+def build_graph(platform: Platform) -> nx.Graph:
+    """Build the topology graph of `platform` (deterministic node and edge order)."""
+    graph = nx.Graph(name=platform.name)
+    for socket in platform.sockets:
+        graph.add_node(socket.id, kind="socket", numa=socket.numa_node, item=socket)
+    for bridge in platform.bridges:
+        graph.add_node(bridge.id, kind=bridge.kind, numa=_numa(platform, bridge.socket), item=bridge)
+    for kind, items in (("gpu", platform.gpus), ("nic", platform.nics), ("ssd", platform.ssds)):
+        for item in items:
+            graph.add_node(item.id, kind=kind, numa=item.numa_node, item=item)
+    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
+        graph.add_edge(item.upstream, item.id, kind="pcie", parent=item.upstream, link=item.link,
+                       bandwidth=item.link.bandwidth)
+    for a, b in platform.cpu_links:
+        graph.add_edge(a, b, kind="cpu", bandwidth=platform.cpu_link_bandwidth)
+    for connection in platform.nvlinks:
+        if connection.b == NVSWITCH and NVSWITCH not in graph:
+            graph.add_node(NVSWITCH, kind="nvswitch", numa=None, item=None)
+        graph.add_edge(connection.a, connection.b, kind="nvlink", links=connection.links,
+                       bandwidth=connection.bandwidth)
+    return graph
+
+
+def _numa(platform: Platform, socket: str | None) -> int | None:
+    return platform.socket_by_id[socket].numa_node if socket in platform.socket_by_id else None
+
+
+def subgraph(graph: nx.Graph, kind: str) -> nx.Graph:
+    """The edges of one kind (pcie, nvlink, cpu) with their end nodes."""
+    return graph.edge_subgraph([(a, b) for a, b, k in graph.edges(data="kind") if k == kind])
+
+
+def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
+    """PCIe links as a directed graph, parent -> child, over every node of `graph`."""
+    tree = nx.DiGraph()
+    tree.add_nodes_from(graph.nodes(data=True))
+    for a, b, data in graph.edges(data=True):
+        if data["kind"] == "pcie":
+            parent = data["parent"]
+            tree.add_edge(parent, b if parent == a else a, **data)
+    return tree
+
+
+def pcie_path(graph: nx.Graph, source: str, target: str) -> list[str] | None:
+    """The PCIe-only path between two devices, or None when they are not PCIe-connected."""
+    pcie = subgraph(graph, "pcie")
+    if source not in pcie or target not in pcie:
+        return None
+    try:
+        return nx.shortest_path(pcie, source, target)
+    except nx.NetworkXNoPath:
+        return None

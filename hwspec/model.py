@@ -1,0 +1,316 @@
+"""The resolved platform: the public model that rules and generators read.
+
+Everything here is final: parts are merged in, repeat blocks expanded, references resolved to
+ids that exist, and every device knows its socket and NUMA node (or `None` when the PCIe
+tree does not lead to a socket, which rule HW101 reports). Units are canonical: bytes,
+bytes/s per direction, FLOP/s. Generators must not look behind this model; if one needs
+more, add it here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal, Mapping
+
+from hwspec.expand import Expanded, Provenance
+from hwspec.source import SourceDoc
+
+PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
+"""Transfers per second per lane, by PCIe generation."""
+
+_PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a source file, 1-based."""
+
+    file: str
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    """A PCIe link of `width` lanes at generation `gen`."""
+
+    gen: int
+    width: int
+
+    @property
+    def transfer_rate(self) -> float:
+        """Transfers per second per lane (16e9 for Gen4)."""
+        return PCIE_GT_PER_LANE[self.gen]
+
+    @property
+    def bandwidth(self) -> float:
+        """Usable bytes/s per direction after line encoding: Gen4 x16 = 31.5e9."""
+        return self.transfer_rate * _PCIE_ENCODING[self.gen] * self.width / 8
+
+    def __str__(self) -> str:
+        return f"Gen{self.gen} x{self.width}"
+
+
+@dataclass(frozen=True)
+class Socket:
+    """A CPU socket and its NUMA node. `cpus` are the logical CPU numbers of the node."""
+
+    id: str
+    numa_node: int
+    part: str
+    model_name: str
+    vendor: str
+    arch: str
+    family: int
+    model: int
+    cores: int
+    threads_per_core: int
+    cpus: tuple[int, ...]
+    memory_capacity: int
+    memory_bandwidth: float
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """A PCIe switch or root port. `link` is its upstream link."""
+
+    id: str
+    kind: Literal["switch", "root-port"]
+    upstream: str
+    bus: str
+    link: PcieLink
+    max_oversubscription: float
+    socket: str | None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """An accelerator. `index` is its ordinal by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), which
+    is also its local rank and NCCL `dev`."""
+
+    id: str
+    index: int
+    part: str
+    model_name: str
+    vendor: str
+    form_factor: str
+    slot: int | None
+    sm: int
+    pci_vendor: str
+    pci_device: str
+    hbm_capacity: int
+    hbm_bandwidth: float
+    compute: Mapping[str, float]
+    sparse: frozenset[str]
+    fabric_kind: str
+    fabric_links: int
+    fabric_link_bandwidth: float
+    max_link: PcieLink
+    upstream: str
+    bus: str
+    link: PcieLink
+    socket: str | None
+    numa_node: int | None
+
+
+@dataclass(frozen=True)
+class Nic:
+    """A network adapter port. `gpu` is set for a backend NIC paired with a GPU. `speed` is
+    bytes/s per direction."""
+
+    id: str
+    index: int
+    part: str
+    model_name: str
+    role: Literal["backend", "ingestion", "frontend", "management"]
+    transport: Literal["rocev2", "infiniband", "tcp"]
+    supported_transports: tuple[str, ...]
+    speed: float
+    rdma: bool
+    gpudirect: bool
+    pci_vendor: str
+    pci_device: str
+    max_link: PcieLink
+    gpu: str | None
+    device: str | None
+    interface: str | None
+    port: int
+    upstream: str
+    bus: str
+    link: PcieLink
+    socket: str | None
+    numa_node: int | None
+
+
+@dataclass(frozen=True)
+class Ssd:
+    id: str
+    capacity: int
+    bandwidth: float
+    upstream: str
+    bus: str
+    link: PcieLink
+    socket: str | None
+    numa_node: int | None
+
+
+@dataclass(frozen=True)
+class NvlinkConnection:
+    """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
+    an NVSwitch (`b` = "nvswitch"). `bandwidth` is bytes/s per direction for all `links`."""
+
+    a: str
+    b: str
+    links: int
+    bandwidth: float
+
+
+@dataclass(frozen=True)
+class Baseboard:
+    """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b)."""
+
+    kind: str
+    slots: int
+    ports_per_slot: int
+    links_per_port: int
+    wiring: str
+    ports: Mapping[tuple[int, int], int]
+
+
+@dataclass(frozen=True)
+class Backend:
+    transport: str
+    nic_per_gpu: bool
+    gpudirect: bool
+    rail_optimized: bool
+    gid_index: int | None
+    traffic_class: int | None
+    service_level: int | None
+
+
+@dataclass(frozen=True)
+class Declares:
+    sockets: int | None
+    gpus: int | None
+    memory: int | None
+
+
+@dataclass(frozen=True)
+class RuleSetting:
+    """A platform's change to one rule: new severity ("off" disables it) and the reason."""
+
+    severity: str
+    reason: str
+    location: Location
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A value marked `assumed:` in the platform or its parts, with where it is written."""
+
+    path: str
+    assumed: str
+    source: str | None
+    location: Location
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
+    by bus id. Lookups are derived (`by_id`, `gpu2nic`, ...)."""
+
+    name: str
+    title: str
+    file: str
+    sockets: tuple[Socket, ...]
+    cpu_links: tuple[tuple[str, str], ...]
+    cpu_link_bandwidth: float | None
+    cpu_interconnect: str | None
+    bridges: tuple[Bridge, ...]
+    gpus: tuple[Gpu, ...]
+    nics: tuple[Nic, ...]
+    ssds: tuple[Ssd, ...]
+    baseboard: Baseboard | None
+    nvlink_topology: str
+    nvlinks: tuple[NvlinkConnection, ...]
+    fabric_symmetric: bool
+    backend: Backend | None
+    declares: Declares
+    sources: Mapping[str, str]
+    rule_settings: Mapping[str, RuleSetting]
+    assumptions: tuple[Assumption, ...]
+    _doc: SourceDoc = field(repr=False, compare=False)
+    _expanded: Expanded = field(repr=False, compare=False)
+    _entity_paths: Mapping[str, tuple] = field(repr=False, compare=False)
+
+    kind: str = "node"
+
+    @cached_property
+    def by_id(self) -> dict[str, Socket | Bridge | Gpu | Nic | Ssd]:
+        items = (*self.sockets, *self.bridges, *self.gpus, *self.nics, *self.ssds)
+        return {item.id: item for item in items}
+
+    @cached_property
+    def socket_by_id(self) -> dict[str, Socket]:
+        return {s.id: s for s in self.sockets}
+
+    @cached_property
+    def gpu_by_id(self) -> dict[str, Gpu]:
+        return {g.id: g for g in self.gpus}
+
+    @cached_property
+    def backend_nics(self) -> tuple[Nic, ...]:
+        return tuple(n for n in self.nics if n.role == "backend")
+
+    @cached_property
+    def host_nics(self) -> tuple[Nic, ...]:
+        """Ingestion/frontend NICs: what bootstrap and socket traffic use."""
+        return tuple(n for n in self.nics if n.role in ("ingestion", "frontend"))
+
+    @cached_property
+    def gpu2nic(self) -> dict[str, Nic]:
+        """GPU id -> its backend NIC (first by bus id when a GPU has several)."""
+        mapping: dict[str, Nic] = {}
+        for nic in self.backend_nics:
+            if nic.gpu is not None:
+                mapping.setdefault(nic.gpu, nic)
+        return mapping
+
+    @cached_property
+    def children(self) -> dict[str, tuple[str, ...]]:
+        """PCIe parent id -> ids of devices/bridges directly below it (sorted by bus id)."""
+        below: dict[str, list[tuple[str, str]]] = {}
+        for item in (*self.bridges, *self.gpus, *self.nics, *self.ssds):
+            below.setdefault(item.upstream, []).append((item.bus, item.id))
+        return {parent: tuple(i for _, i in sorted(kids)) for parent, kids in below.items()}
+
+    def fabric_bandwidth(self, gpu_id: str) -> float:
+        """Sum of logical fabric bandwidth of one GPU, bytes/s per direction."""
+        return sum(c.bandwidth for c in self.nvlinks if gpu_id in (c.a, c.b))
+
+    def fabric_link_count(self, gpu_id: str) -> int:
+        return sum(c.links for c in self.nvlinks if gpu_id in (c.a, c.b))
+
+    @property
+    def memory_capacity(self) -> int:
+        """Host DDR in bytes, summed over sockets."""
+        return sum(s.memory_capacity for s in self.sockets)
+
+    @property
+    def memory_bandwidth(self) -> float:
+        return sum(s.memory_bandwidth for s in self.sockets)
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> Location:
+        """Where `entity` (an id, or None for the file top) and optionally one of its fields
+        is written. Repeat-expanded entries point at their template line."""
+        path = self._entity_paths.get(entity, ()) if entity is not None else ()
+        if entity is not None and entity not in self._entity_paths:
+            path = (entity,)
+        written = self._expanded.written_path(tuple(path) + tuple(fields))
+        pos = self._doc.locate(written)
+        return Location(self._doc.file, pos.line, pos.col)
+
+    def provenance(self, entity: str, *fields: str | int) -> Provenance | None:
+        path = tuple(self._entity_paths.get(entity, ())) + tuple(fields)
+        return self._expanded.provenance.get(path)

@@ -1,0 +1,217 @@
+"""Resolution: a validated `NodeSpec` plus its parts becomes the public `Platform`.
+
+Called only after references have been checked, so lookups here do not fail; structural
+faults that rules report (a PCIe cycle, a device that reaches no socket) resolve to `None`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from pydantic import BaseModel
+
+from hwspec import model as m
+from hwspec.errors import dotted
+from hwspec.expand import Expanded
+from hwspec.source import SourceDoc
+from hwspec.spec import CpuPart, GpuPart, NicPart, NodeSpec, PcieLink as PcieLinkSpec
+
+# DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
+# quad, 6 links per GPU with two doubled pairs (nvidia-smi topo -m on a DGX-1V).
+HYBRID_CUBE_MESH: dict[tuple[int, int], int] = {
+    (0, 1): 1, (0, 2): 1, (0, 3): 2, (0, 4): 2, (1, 2): 2, (1, 3): 1, (1, 5): 2, (2, 3): 2,
+    (2, 6): 1, (3, 7): 1, (4, 5): 1, (4, 6): 1, (4, 7): 2, (5, 6): 2, (5, 7): 1, (6, 7): 2,
+}
+
+
+def _link(spec: PcieLinkSpec) -> m.PcieLink:
+    return m.PcieLink(spec.generation, spec.width)
+
+
+def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[int, int], int]:
+    """Slot pair -> count for a named topology over the given slots."""
+    slots = sorted(set(slots))
+    if name == "fully-connected":
+        return {(a, b): per_pair for i, a in enumerate(slots) for b in slots[i + 1:]}
+    if name == "hybrid-cube-mesh":
+        present = set(slots)
+        return {pair: n for pair, n in HYBRID_CUBE_MESH.items() if set(pair) <= present}
+    return {}
+
+
+def _cpu_lists(sockets: list, parts: dict[str, BaseModel]) -> dict[str, tuple[int, ...]]:
+    """Linux's usual numbering: first thread of every core, socket by socket, then siblings."""
+    ordered = sorted(sockets, key=lambda s: s.numa_node)
+    total = sum(parts[s.id].cores for s in ordered)
+    lists, offset = {}, 0
+    for socket in ordered:
+        part: CpuPart = parts[socket.id]
+        cpus = [offset + c + thread * total for thread in range(part.threads_per_core) for c in range(part.cores)]
+        lists[socket.id] = tuple(cpus)
+        offset += part.cores
+    return lists
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """`"0-3,8"` -> (0, 1, 2, 3, 8)."""
+    cpus: list[int] = []
+    for chunk in text.split(","):
+        lo, _, hi = chunk.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return tuple(cpus)
+
+
+def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, expanded: Expanded) -> m.Platform:
+    entity_paths: dict[str, tuple] = {}
+    for section in ("sockets", "pcie", "gpus", "nics", "ssds"):
+        for index, entry in enumerate(getattr(spec, section)):
+            entity_paths[entry.id] = (section, index)
+
+    derived_cpus = _cpu_lists(spec.sockets, parts)
+    sockets = []
+    for s in sorted(spec.sockets, key=lambda s: (s.numa_node, s.id)):
+        part: CpuPart = parts[s.id]
+        sockets.append(m.Socket(
+            id=s.id, numa_node=s.numa_node, part=s.part, model_name=part.model_name, vendor=part.vendor,
+            arch=part.arch, family=part.family, model=part.model, cores=part.cores,
+            threads_per_core=part.threads_per_core,
+            cpus=parse_cpu_list(s.cpus) if s.cpus else derived_cpus[s.id],
+            memory_capacity=s.memory.capacity, memory_bandwidth=s.memory.bandwidth))
+    numa = {s.id: s.numa_node for s in sockets}
+    upstream = {b.id: b.upstream for b in spec.pcie}
+
+    def socket_of(parent: str) -> str | None:
+        seen: set[str] = set()
+        while parent not in numa:
+            if parent in seen or parent not in upstream:
+                return None
+            seen.add(parent)
+            parent = upstream[parent]
+        return parent
+
+    bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=b.bus, link=_link(b.link),
+                                     max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream))
+                            for b in spec.pcie), key=lambda b: (b.bus, b.id)))
+
+    gpus = []
+    for index, g in enumerate(sorted(spec.gpus, key=lambda g: (g.pcie.bus, g.id))):
+        part: GpuPart = parts[g.id]
+        socket = socket_of(g.pcie.upstream)
+        gpus.append(m.Gpu(
+            id=g.id, index=index, part=g.part, model_name=part.model_name, vendor=part.vendor,
+            form_factor=part.form_factor, slot=g.slot, sm=part.sm, pci_vendor=part.pci_vendor,
+            pci_device=part.pci_device, hbm_capacity=part.hbm.capacity, hbm_bandwidth=part.hbm.bandwidth,
+            compute=dict(sorted(part.compute.items())), sparse=frozenset(part.sparse),
+            fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
+            fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
+            upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
+            socket=socket, numa_node=numa.get(socket) if socket else None))
+
+    nics = []
+    for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):
+        part: NicPart = parts[n.id]
+        socket = socket_of(n.pcie.upstream)
+        nics.append(m.Nic(
+            id=n.id, index=index, part=n.part, model_name=part.model_name, role=n.role, transport=n.transport,
+            supported_transports=tuple(part.transports), speed=part.speed, rdma=part.rdma,
+            gpudirect=part.gpudirect, pci_vendor=part.pci_vendor, pci_device=part.pci_device,
+            max_link=_link(part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
+            upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or part.pcie),
+            socket=socket, numa_node=numa.get(socket) if socket else None))
+
+    ssds = []
+    for s in sorted(spec.ssds, key=lambda s: (s.pcie.bus, s.id)):
+        socket = socket_of(s.pcie.upstream)
+        link = _link(s.pcie.link) if s.pcie.link else m.PcieLink(3, 4)
+        ssds.append(m.Ssd(id=s.id, capacity=s.capacity, bandwidth=s.bandwidth, upstream=s.pcie.upstream,
+                          bus=s.pcie.bus, link=link, socket=socket, numa_node=numa.get(socket) if socket else None))
+
+    baseboard = None
+    if spec.baseboard is not None:
+        board = spec.baseboard
+        if isinstance(board.wiring, str):
+            ports = _pattern(board.wiring, range(board.slots))
+            wiring = board.wiring
+        else:
+            ports = {}
+            for a, b in board.wiring:
+                pair = (min(a, b), max(a, b))
+                ports[pair] = ports.get(pair, 0) + 1
+            wiring = "explicit"
+        baseboard = m.Baseboard(kind=board.kind, slots=board.slots, ports_per_slot=board.ports_per_slot,
+                                links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())))
+
+    gpu_by_id = {g.id: g for g in gpus}
+    nvlinks: list[m.NvlinkConnection] = []
+    topology, symmetric = "none", True
+    if spec.nvlink is not None:
+        symmetric = spec.nvlink.symmetric
+        def connect(a: m.Gpu, b: m.Gpu, links: int) -> None:
+            first, second = sorted((a, b), key=lambda g: g.index)
+            bandwidth = links * min(a.fabric_link_bandwidth, b.fabric_link_bandwidth)
+            nvlinks.append(m.NvlinkConnection(first.id, second.id, links, bandwidth))
+
+        if isinstance(spec.nvlink.topology, list):
+            topology = "explicit"
+            for pair in spec.nvlink.topology:
+                connect(gpu_by_id[pair.gpus[0]], gpu_by_id[pair.gpus[1]], pair.links)
+        elif spec.nvlink.topology == "nvswitch":
+            topology = "nvswitch"
+            for g in gpus:
+                nvlinks.append(m.NvlinkConnection(g.id, "nvswitch", g.fabric_links, g.fabric_links * g.fabric_link_bandwidth))
+        else:
+            topology = spec.nvlink.topology
+            by_slot = {g.slot: g for g in gpus if g.slot is not None}
+            excluded = {(min(a, b), max(a, b)) for a, b in spec.nvlink.exclude}
+            for (a, b), count in _pattern(topology, by_slot, spec.nvlink.links_per_pair).items():
+                if (a, b) not in excluded:
+                    connect(by_slot[a], by_slot[b], count)
+    nvlinks.sort(key=lambda c: (gpu_by_id[c.a].index, gpu_by_id[c.b].index if c.b in gpu_by_id else -1))
+
+    backend = None
+    if spec.backend is not None:
+        b = spec.backend
+        backend = m.Backend(b.transport, b.nic_per_gpu, b.gpudirect, b.rail_optimized, b.gid_index, b.traffic_class, b.service_level)
+
+    def location(path: tuple) -> m.Location:
+        pos = doc.locate(expanded.written_path(path))
+        return m.Location(doc.file, pos.line, pos.col)
+
+    assumptions: list[m.Assumption] = []
+    for path, note in expanded.provenance.items():
+        where = location(path)
+        # a repeat block's note is written once: report it once, under its first expansion
+        if note.assumed and all((a.location, a.assumed) != (where, note.assumed) for a in assumptions):
+            assumptions.append(m.Assumption(dotted(path), note.assumed, note.source, where))
+    seen_parts: set[str] = set()
+    for section in ("sockets", "gpus", "nics"):
+        for entry in getattr(spec, section):
+            if entry.part in seen_parts or not entry.part:
+                continue
+            seen_parts.add(entry.part)
+            part = parts[entry.id]
+            if part.assumed:
+                assumptions.append(m.Assumption(f"parts.{entry.part}", part.assumed, part.source,
+                                                location(entity_paths[entry.id] + ("part",))))
+
+    return m.Platform(
+        name=spec.name, title=spec.title or spec.name, file=doc.file, sockets=tuple(sockets),
+        cpu_links=_cpu_links(spec),
+        cpu_link_bandwidth=spec.cpu_interconnect.bandwidth if spec.cpu_interconnect else None,
+        cpu_interconnect=spec.cpu_interconnect.kind if spec.cpu_interconnect else None,
+        bridges=bridges, gpus=tuple(gpus), nics=tuple(nics), ssds=tuple(ssds), baseboard=baseboard,
+        nvlink_topology=topology, nvlinks=tuple(nvlinks), fabric_symmetric=symmetric, backend=backend,
+        declares=m.Declares(spec.declares.sockets, spec.declares.gpus, spec.declares.memory),
+        sources=dict(spec.sources),
+        rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
+                       for key, value in spec.rules.items()},
+        assumptions=tuple(assumptions), _doc=doc, _expanded=expanded, _entity_paths=entity_paths)
+
+
+def _cpu_links(spec: NodeSpec) -> tuple[tuple[str, str], ...]:
+    if spec.cpu_interconnect is None:
+        return ()
+    ids = sorted(s.id for s in spec.sockets)
+    if spec.cpu_interconnect.links == "fully-connected":
+        return tuple((a, b) for i, a in enumerate(ids) for b in ids[i + 1:])
+    return tuple(sorted(tuple(sorted(pair)) for pair in spec.cpu_interconnect.links))

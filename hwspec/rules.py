@@ -1,0 +1,190 @@
+"""The rule engine: rules are functions in `validators/*.py`, discovered by path.
+
+A rule module is plain Python loaded under a private module name (never `import validators`:
+a popular PyPI package has that name). A rule is any module-level function decorated with
+`@rule(id, name, severity)`; its docstring's first paragraph states the invariant and the
+rest says why it matters (`hwspec explain ID` prints it). It receives a `Context` and yields
+findings made with `ctx.finding(...)`.
+
+A platform may change a rule under `rules:` by id or name, with a reason; `off` disables it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import networkx as nx
+
+from hwspec.diagnostics import Diagnostic, HwspecError, Severity, display_path
+from hwspec.errors import nearest
+from hwspec.model import Location
+
+RuleCheck = Callable[["Context"], Iterable["Finding"]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule. `scope` is "node" (run once per node platform) or "cluster"."""
+
+    id: str
+    name: str
+    severity: Severity
+    scope: str
+    check: RuleCheck
+    file: str
+
+    @property
+    def summary(self) -> str:
+        """First line of the docstring: the invariant."""
+        return (inspect.getdoc(self.check) or "").split("\n", 1)[0]
+
+    @property
+    def doc(self) -> str:
+        return inspect.getdoc(self.check) or ""
+
+
+def rule(id: str, name: str, severity: str = "error", scope: str = "node") -> Callable[[RuleCheck], RuleCheck]:
+    """Mark a function as rule `id` (`HW201`) named `name` (`backend-nic-per-gpu`)."""
+    if scope not in ("node", "cluster"):
+        raise ValueError(f"rule {id}: scope must be 'node' or 'cluster', not {scope!r}")
+
+    def mark(check: RuleCheck) -> RuleCheck:
+        check.__hwspec_rule__ = (id, name, Severity.parse(severity), scope)  # type: ignore[attr-defined]
+        return check
+
+    return mark
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule reports: a message, where (a Location), and an optional hint."""
+
+    message: str
+    location: Location
+    hint: str | None = None
+
+
+class Context:
+    """What a rule sees: the resolved `platform` (a node or cluster) and its topology `graph`."""
+
+    def __init__(self, platform: Any, graph: nx.Graph | None):
+        self.platform = platform
+        self.graph = graph
+
+    def finding(self, message: str, at: tuple | Location | None = None, hint: str | None = None) -> Finding:
+        """A finding located at `at`: a Location, or `(entity_id, *fields)` resolved in the platform."""
+        if isinstance(at, Location):
+            location = at
+        else:
+            entity, *fields = at or (None,)
+            location = self.platform.locate(entity, *fields)
+        return Finding(message, location, hint)
+
+
+def _module_name(path: Path) -> str:
+    digest = hashlib.sha1(str(path.parent).encode()).hexdigest()[:10]
+    return f"hwspec._rules_{digest}.{path.stem}"
+
+
+def load_rules(directories: Iterable[Path]) -> list[Rule]:
+    """Discover rules in every `*.py` of `directories` (files starting with `_` are helpers).
+
+    Raises HwspecError for a module that fails to import and for duplicate ids or names."""
+    rules: dict[str, Rule] = {}
+    names: dict[str, Rule] = {}
+    errors: list[Diagnostic] = []
+    for directory in directories:
+        directory = Path(directory).resolve()
+        for path in sorted(directory.glob("*.py")):
+            if path.name.startswith("_"):
+                continue
+            try:
+                module = _import(path)
+            except Exception as exc:  # a site's broken rule file must not give a traceback
+                line = _error_line(exc, path)
+                errors.append(Diagnostic(display_path(path), line, 1, Severity.ERROR, "E301",
+                                         f"cannot load rules: {type(exc).__name__}: {exc}"))
+                continue
+            for _, check in sorted(vars(module).items()):
+                meta = getattr(check, "__hwspec_rule__", None)
+                if meta is None or not callable(check):
+                    continue
+                found = Rule(*meta, check=check, file=display_path(path))
+                line = inspect.getsourcelines(check)[1]
+                clash = rules.get(found.id) or names.get(found.name)
+                if clash is not None:
+                    errors.append(Diagnostic(found.file, line, 1, Severity.ERROR, "E302",
+                                             f"rule {found.id} {found.name} clashes with {clash.id} {clash.name} in {clash.file}"))
+                    continue
+                rules[found.id], names[found.name] = found, found
+    if errors:
+        raise HwspecError(errors)
+    return sorted(rules.values(), key=lambda r: r.id)
+
+
+def _import(path: Path):
+    name = _module_name(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _error_line(exc: BaseException, path: Path) -> int:
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return exc.lineno
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if Path(frame.filename).resolve() == path and frame.lineno:
+            return frame.lineno
+    return 1
+
+
+def run_rules(platform: Any, graph: nx.Graph | None, rules: list[Rule], scope: str = "node") -> list[Diagnostic]:
+    """Run every rule of `scope` on `platform`, applying the platform's `rules:` settings.
+
+    Returns diagnostics sorted by position. A rule that raises is reported as an error
+    finding (E900) rather than aborting the run."""
+    by_key = {r.id: r for r in rules} | {r.name: r for r in rules}
+    diagnostics: list[Diagnostic] = []
+    overrides: dict[str, str] = {}
+    for key, setting in platform.rule_settings.items():
+        target = by_key.get(key)
+        if target is None:
+            guess = nearest(key, by_key)
+            where = setting.location
+            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E303",
+                                          f"rules: unknown rule '{key}'",
+                                          (f"did you mean '{guess}'? " if guess else "") + "run 'hwspec rules' to list them"))
+            continue
+        overrides[target.id] = setting.severity
+
+    context = Context(platform, graph)
+    for current in rules:
+        if current.scope != scope or overrides.get(current.id) == "off":
+            continue
+        severity = Severity.parse(overrides[current.id]) if current.id in overrides else current.severity
+        try:
+            findings = list(current.check(context) or ())
+        except Exception as exc:
+            where = platform.locate(None)
+            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
+                                          f"rule {current.id} {current.name} failed: {type(exc).__name__}: {exc}",
+                                          f"this is a bug in {current.file}"))
+            continue
+        for f in findings:
+            diagnostics.append(Diagnostic(f.location.file, f.location.line, f.location.col, severity,
+                                          current.id, f.message, f.hint, name=current.name))
+    return sorted(diagnostics, key=Diagnostic.sort_key)

@@ -1,0 +1,296 @@
+"""The spec language: pydantic models of a platform file as written (after `expand`).
+
+Every model forbids unknown keys and may carry `source` (where its values come from) and
+`assumed` (why they are an assumption). Quantities use the unit types of `hwspec.units`
+and are stored canonically: sizes in bytes, bandwidths in bytes/s per direction, compute in
+FLOP/s (or integer op/s), PCIe rates in transfers/s. References between entries are plain
+ids (`upstream: sw0`); `hwspec.load` checks that they resolve.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
+
+SPEC_VERSION = 1
+
+
+def _check_pattern(pattern: str, what: str, example: str):
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise PydanticCustomError("hwspec_format", f"'{value}' is not {what}, e.g. '{example}'")
+        return value
+
+    return AfterValidator(check)
+
+
+Id = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": r"^[a-z][a-z0-9_-]*$"}),
+               _check_pattern(r"[a-z][a-z0-9_-]*", "an id (lower-case letters, digits, '-' and '_', starting with a letter)", "gpu0")]
+"""An entry id: `gpu0`, `sw-1`. Used in references and in generated names."""
+
+PartName = Annotated[str, Field(max_length=64),
+                     _check_pattern(r"[a-z0-9][a-z0-9_.-]*", "a part name (lower-case letters, digits, '.', '-', '_')", "a100-sxm4-40gb")]
+
+BusId = Annotated[str, Field(json_schema_extra={"pattern": r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$"}),
+                  _check_pattern(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]",
+                                 "a PCI bus id in lower-case 'dddd:bb:dd.f' form, as the kernel and NCCL print it", "0000:17:00.0")]
+"""PCI bus id, lower case, 4-digit domain: NCCL matches these strings byte for byte."""
+
+OsName = Annotated[str, Field(max_length=15, json_schema_extra={"pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"}),
+                   _check_pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+                                  "a device or interface name (letters, digits, '.', '-', '_'; at most 15)", "mlx5_0")]
+"""A name as the OS shows it (`mlx5_0`, `eth0`). The safe set keeps generated shell and env
+files free of quoting problems: anything else is refused here, never escaped later."""
+
+CpuList = Annotated[str, _check_pattern(r"\d+(-\d+)?(,\d+(-\d+)?)*", "a CPU list such as '0-27,112-139'", "0-27,112-139")]
+
+Dtype = Literal["fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+Transport = Literal["rocev2", "infiniband", "tcp"]
+NicRole = Literal["backend", "ingestion", "frontend", "management"]
+PCIE_GEN_RATES: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
+
+
+class Spec(BaseModel):
+    """Base of every spec model: unknown keys are errors; `source`/`assumed` are notes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str | None = Field(None, description="Where the values of this entry come from.")
+    assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")
+
+
+class PcieLink(Spec):
+    """A PCIe link: generation (or its transfer rate) and lane count."""
+
+    gen: int | None = Field(None, ge=1, le=6, description="PCIe generation, 1-6.")
+    speed: TransferRate | None = Field(None, description="Alternative to gen: '16 GT/s'.")
+    width: Literal[1, 2, 4, 8, 16, 32] = Field(description="Lanes.")
+
+    @model_validator(mode="after")
+    def _gen_or_speed(self) -> "PcieLink":
+        if (self.gen is None) == (self.speed is None):
+            raise PydanticCustomError("hwspec_link", "give either 'gen' (e.g. 4) or 'speed' (e.g. '16 GT/s'), not both or neither")
+        if self.speed is not None and self.speed not in PCIE_GEN_RATES.values():
+            raise PydanticCustomError("hwspec_link", "speed must be a PCIe rate: 2.5, 5, 8, 16, 32 or 64 GT/s")
+        return self
+
+    @property
+    def generation(self) -> int:
+        if self.gen is not None:
+            return self.gen
+        return next(g for g, rate in PCIE_GEN_RATES.items() if rate == self.speed)
+
+
+class PartRef(Spec):
+    """Fields shared by entries built from a catalogue part."""
+
+    part: PartName = Field(description="Name of a part in the catalogue (platforms/parts).")
+    override: dict | None = Field(None, description="Part fields that differ on this platform (merged over the part).")
+
+
+# ---------------------------------------------------------------- parts
+
+
+class CpuPart(Spec):
+    vendor: Literal["intel", "amd", "arm", "ibm"]
+    arch: Literal["x86_64", "arm64", "ppc64"]
+    model_name: str
+    family: int = Field(ge=0, description="CPUID family as NCCL computes it (base + extended).")
+    model: int = Field(ge=0, description="CPUID model as NCCL computes it (base + extended<<4).")
+    cores: int = Field(ge=1, description="Physical cores per socket.")
+    threads_per_core: int = Field(2, ge=1, le=8)
+
+
+class HbmSpec(Spec):
+    capacity: Bytes
+    bandwidth: ByteRate
+
+
+class FabricCapability(Spec):
+    """What the accelerator part can do on its GPU-to-GPU fabric."""
+
+    kind: Literal["nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "xgmi", "none"]
+    links: int = Field(ge=0, description="Links the part has.")
+    link_bandwidth: ByteRate = Field(description="Per link, per direction.")
+
+
+class GpuPart(Spec):
+    vendor: Literal["nvidia", "amd", "intel", "other"]
+    model_name: str
+    form_factor: Literal["sxm2", "sxm3", "sxm4", "sxm5", "oam", "pcie"]
+    sm: int = Field(ge=0, description="CUDA compute capability x10 (80 for A100); NCCL's 'sm'.")
+    pci_vendor: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+    pci_device: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+    hbm: HbmSpec
+    compute: dict[Dtype, FlopRate] = Field(description="Dense peak per dtype.")
+    sparse: list[Dtype] = Field(default_factory=list, description="Dtypes with 2:4 structured sparsity (2x dense peak).")
+    fabric: FabricCapability
+    pcie: PcieLink = Field(description="Host interface the part supports at most.")
+
+
+class NicPart(Spec):
+    vendor: str
+    model_name: str
+    speed: ByteRate = Field(description="Per port, per direction.")
+    ports: int = Field(1, ge=1)
+    transports: list[Transport]
+    rdma: bool
+    gpudirect: bool = Field(description="Supports GPUDirect RDMA (peer memory).")
+    pci_vendor: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+    pci_device: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+    pcie: PcieLink
+
+
+class PartsCatalogue(Spec):
+    """A parts file: `kind: parts` with named CPUs, GPUs and NICs."""
+
+    hwspec: Literal[1]
+    kind: Literal["parts"]
+    cpus: dict[PartName, CpuPart] = Field(default_factory=dict)
+    gpus: dict[PartName, GpuPart] = Field(default_factory=dict)
+    nics: dict[PartName, NicPart] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- node
+
+
+class SocketMemory(Spec):
+    capacity: Bytes = Field(description="DDR attached to this socket.")
+    bandwidth: ByteRate = Field(description="DDR bandwidth of this socket.")
+
+
+class SocketSpec(PartRef):
+    id: Id
+    numa_node: int = Field(ge=0, le=1023)
+    cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent.")
+    memory: SocketMemory
+
+
+class CpuInterconnectSpec(Spec):
+    kind: str = Field(description="e.g. upi, xgmi.")
+    links: Literal["fully-connected"] | list[tuple[Id, Id]]
+    bandwidth: ByteRate = Field(description="Per link, per direction.")
+
+
+class PcieAttach(Spec):
+    """Where a device sits in the PCIe tree."""
+
+    upstream: Id = Field(description="A socket, root port or switch id.")
+    bus: BusId
+    link: PcieLink | None = Field(None, description="Defaults to the part's host interface.")
+
+
+class PcieBridgeSpec(Spec):
+    """A PCIe switch or root port; its `link` is its upstream link."""
+
+    id: Id
+    kind: Literal["switch", "root-port"] = "switch"
+    upstream: Id
+    bus: BusId
+    link: PcieLink
+    max_oversubscription: float = Field(2.0, gt=0, description="Sum of child link bandwidth over uplink bandwidth that is acceptable.")
+
+
+Wiring = Literal["fully-connected", "hybrid-cube-mesh"]
+
+
+class BaseboardSpec(Spec):
+    """The accelerator baseboard's physical port wiring: the superset the logical fabric uses."""
+
+    kind: Literal["oam-ubb", "hgx", "custom"] = "oam-ubb"
+    slots: int = Field(ge=1, le=64)
+    ports_per_slot: int = Field(ge=0)
+    links_per_port: int = Field(1, ge=1, description="Accelerator fabric links one port can carry.")
+    wiring: Wiring | list[tuple[int, int]] = Field(description="A named superset topology, or one [slot, slot] entry per wired port.")
+
+
+class GpuSpec(PartRef):
+    id: Id
+    slot: int | None = Field(None, ge=0)
+    pcie: PcieAttach
+
+
+class NvlinkPair(Spec):
+    gpus: tuple[Id, Id]
+    links: int = Field(ge=1)
+
+
+class NvlinkSpec(Spec):
+    """The logical GPU fabric in use; must embed in the baseboard wiring."""
+
+    topology: Literal["fully-connected", "hybrid-cube-mesh", "nvswitch"] | list[NvlinkPair]
+    links_per_pair: int = Field(1, ge=1, description="For fully-connected: links between every pair.")
+    exclude: list[tuple[int, int]] = Field(default_factory=list, description="Slot pairs left out of a named pattern.")
+    symmetric: bool = Field(True, description="Every GPU has the same fabric bandwidth (HW305 checks it).")
+
+
+class NicSpec(PartRef):
+    id: Id
+    role: NicRole
+    transport: Transport
+    gpu: Id | None = Field(None, description="The GPU a backend NIC serves.")
+    device: OsName | None = Field(None, description="RDMA device name, e.g. mlx5_0.")
+    interface: OsName | None = Field(None, description="Network interface name, e.g. eth0.")
+    port: int = Field(1, ge=1)
+    pcie: PcieAttach
+
+
+class SsdSpec(Spec):
+    id: Id
+    capacity: Bytes
+    bandwidth: ByteRate = Field(description="Sequential read bandwidth.")
+    pcie: PcieAttach
+
+
+class BackendSpec(Spec):
+    """The scale-out (collective) network as this node sees it."""
+
+    transport: Transport
+    nic_per_gpu: bool = Field(False, description="Declares one dedicated backend NIC per GPU.")
+    gpudirect: bool = Field(False, description="Declares GPUDirect RDMA between GPU and NIC.")
+    rail_optimized: bool = Field(False, description="NIC i of every node is on rail i.")
+    gid_index: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
+    traffic_class: int | None = Field(None, ge=0, le=255)
+    service_level: int | None = Field(None, ge=0, le=15)
+
+
+class DeclaresSpec(Spec):
+    """Counts and totals the platform promises; rules check them against what is wired."""
+
+    sockets: int | None = Field(None, ge=1)
+    gpus: int | None = Field(None, ge=0)
+    memory: Bytes | None = Field(None, description="Total host DDR.")
+
+
+class RuleSetting(Spec):
+    severity: Literal["error", "warning", "info", "off"]
+    reason: str = Field(min_length=1, description="Why this platform changes the rule.")
+
+
+class NodeSpec(Spec):
+    """A node platform file (`kind: node`)."""
+
+    hwspec: Literal[1] = Field(description="Spec language version.")
+    kind: Literal["node"]
+    name: Id
+    title: str | None = None
+    description: str | None = None
+    sources: dict[str, str] = Field(default_factory=dict, description="Named sources the notes refer to.")
+    declares: DeclaresSpec = Field(default_factory=DeclaresSpec)
+    sockets: list[SocketSpec] = Field(min_length=1)
+    cpu_interconnect: CpuInterconnectSpec | None = None
+    pcie: list[PcieBridgeSpec] = Field(default_factory=list)
+    baseboard: BaseboardSpec | None = None
+    gpus: list[GpuSpec] = Field(default_factory=list)
+    nvlink: NvlinkSpec | None = None
+    nics: list[NicSpec] = Field(default_factory=list)
+    ssds: list[SsdSpec] = Field(default_factory=list)
+    backend: BackendSpec | None = None
+    rules: dict[str, RuleSetting] = Field(default_factory=dict, description="Per-rule severity changes, by id or name.")
