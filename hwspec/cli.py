@@ -61,6 +61,60 @@ def _rules(args: argparse.Namespace) -> list:
     return load_rules(rule_directories(args.rules))
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Validate, then render every platform's plan and write it (or compare with --check)."""
+    from hwspec import generate, pipeline, report
+    from hwspec.diagnostics import HwspecError
+
+    try:
+        rules = _rules(args)
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return EXIT_UNREADABLE
+    files = pipeline.platform_files(args.paths or [Path("platforms")])
+    if not files:
+        sys.stderr.write("hwspec: no platform files found\n")
+        return EXIT_UNREADABLE
+    plan: dict[str, str] = {}
+    names: list[str] = []
+    failed = False
+    for path in files:
+        checked = pipeline.check(path, rules, args.parts)
+        sys.stderr.write(report.render(checked.diagnostics, "text"))
+        if checked.failed():
+            failed = True
+            continue
+        try:
+            plan.update(generate.plan_for(checked.platform, checked.graph, args.templates))
+        except generate.GenerationError as exc:
+            sys.stderr.write(f"hwspec: error: {exc}\n")
+            failed = True
+            continue
+        names.append(checked.platform.name)
+    if failed:
+        sys.stderr.write("hwspec: nothing written: fix the errors above first\n" if not args.check else "hwspec: check aborted by errors\n")
+        return EXIT_UNREADABLE
+    out_dir = args.output
+    if args.check:
+        stale = generate.check_plan(plan, out_dir, names)
+        for entry in stale:
+            sys.stdout.write(entry + "\n")
+        if stale:
+            sys.stderr.write(f"hwspec: {len(stale)} generated file(s) out of date; run 'hwspec generate' and commit the result\n")
+            return EXIT_FINDINGS
+        sys.stderr.write(f"hwspec: {len(plan)} generated file(s) up to date\n")
+        return EXIT_OK
+    try:
+        changed = generate.write_plan(plan, out_dir, names)
+        svgs = generate.render_svgs(plan, out_dir) if not args.no_svg else []
+    except (OSError, ValueError, generate.GenerationError) as exc:
+        sys.stderr.write(f"hwspec: error: {exc}\n")
+        return EXIT_UNREADABLE
+    sys.stderr.write(f"hwspec: {len(plan)} file(s) generated in {out_dir} ({len(changed)} changed"
+                     + (f", {len(svgs)} SVG diagram(s) rendered" if svgs else "") + ")\n")
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from hwspec.schema import schema_text
 
@@ -112,6 +166,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check platform files and report findings"),
+    "generate": (cmd_generate, "validate, then write generated configs (or --check them)"),
     "schema": (cmd_schema, "print the JSON Schema of platform files (for editors)"),
     "rules": (cmd_rules, "list every rule"),
     "explain": (cmd_explain, "print a rule's invariant and rationale"),
@@ -129,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
     validate.add_argument("--werror", action="store_true", help="treat warnings as errors")
     _add_common(validate)
+
+    gen = sub.add_parser("generate", help=COMMANDS["generate"][1])
+    gen.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="platform files or directories (default: platforms/)")
+    gen.add_argument("-o", "--output", type=Path, default=Path("generated"), metavar="DIR", help="output directory (default: generated/)")
+    gen.add_argument("--check", action="store_true", help="compare with DIR instead of writing: exit 1 when stale")
+    gen.add_argument("--templates", metavar="DIR", action="append", default=[], type=Path,
+                     help="site templates, searched before the built-in ones (repeatable)")
+    gen.add_argument("--no-svg", action="store_true", help="do not render SVG diagrams even when graphviz is installed")
+    _add_common(gen)
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
