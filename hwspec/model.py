@@ -69,6 +69,8 @@ class Socket:
     cpus: tuple[int, ...]
     memory_capacity: int
     memory_bandwidth: float
+    overridden: tuple[str, ...] = ()
+    """Dotted paths of the part fields this entry overrides (`cores`), sorted."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ class Gpu:
     link: PcieLink
     socket: str | None
     numa_node: int | None
+    overridden: tuple[str, ...] = ()
+    """Dotted paths of the part fields this GPU overrides (`hbm.capacity`), sorted."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,8 @@ class Nic:
     link: PcieLink
     socket: str | None
     numa_node: int | None
+    overridden: tuple[str, ...] = ()
+    """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
 
 
 @dataclass(frozen=True)

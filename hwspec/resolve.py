@@ -52,6 +52,15 @@ def _cpu_lists(sockets: list, parts: dict[str, BaseModel]) -> dict[str, tuple[in
     return lists
 
 
+def _overridden(override: dict | None, prefix: str = "") -> tuple[str, ...]:
+    """Dotted paths of the leaves of a part `override` mapping: `{hbm: {capacity: ..}}` -> `hbm.capacity`."""
+    paths: list[str] = []
+    for key, value in (override or {}).items():
+        path = f"{prefix}{key}"
+        paths.extend(_overridden(value, path + ".") if isinstance(value, dict) and value else [path])
+    return tuple(sorted(paths))
+
+
 def parse_cpu_list(text: str) -> tuple[int, ...]:
     """`"0-3,8"` -> (0, 1, 2, 3, 8)."""
     cpus: list[int] = []
@@ -76,7 +85,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             arch=part.arch, family=part.family, model=part.model, cores=part.cores,
             threads_per_core=part.threads_per_core,
             cpus=parse_cpu_list(s.cpus) if s.cpus else derived_cpus[s.id],
-            memory_capacity=s.memory.capacity, memory_bandwidth=s.memory.bandwidth))
+            memory_capacity=s.memory.capacity, memory_bandwidth=s.memory.bandwidth,
+            overridden=_overridden(s.override)))
     numa = {s.id: s.numa_node for s in sockets}
     upstream = {b.id: b.upstream for b in spec.pcie}
 
@@ -105,7 +115,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
             fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
             upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
-            socket=socket, numa_node=numa.get(socket) if socket else None))
+            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override)))
 
     nics = []
     for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):
@@ -117,7 +127,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             gpudirect=part.gpudirect, pci_vendor=part.pci_vendor, pci_device=part.pci_device,
             max_link=_link(part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
             upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or part.pcie),
-            socket=socket, numa_node=numa.get(socket) if socket else None))
+            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))
 
     ssds = []
     for s in sorted(spec.ssds, key=lambda s: (s.pcie.bus, s.id)):
