@@ -94,11 +94,13 @@ def validation_diagnostics(
     file: str,
     locate: Callable[[DataPath], Position],
     prefix: DataPath = (),
+    locate_key: Callable[[DataPath], Position] | None = None,
 ) -> list[Diagnostic]:
     """One diagnostic per distinct problem in `exc`.
 
     Errors that only differ by union branch are merged into one message. `prefix` is prepended
-    to paths when `data` is a part of a larger document (used for part overrides)."""
+    to paths when `data` is a part of a larger document (used for part overrides). Unknown keys
+    are located with `locate_key` (the key itself) when given, other problems at the value."""
     grouped: dict[tuple[DataPath, str], list[dict]] = {}
     for error in exc.errors(include_url=False):
         path = real_path(data, tuple(error["loc"]))
@@ -119,7 +121,7 @@ def validation_diagnostics(
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}unknown key '{key}'"
             if allowed:
                 hint = (f"did you mean '{guess}'? " if guess else "") + "allowed keys here: " + ", ".join(allowed)
-            code, pos = "E112", locate(full)
+            code, pos = "E112", (locate_key or locate)(full)
         elif group == "missing":
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}missing required key '{path[-1]}'"
             code, pos = "E111", locate(full[:-1])

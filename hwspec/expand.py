@@ -201,7 +201,8 @@ def expand(doc: SourceDoc) -> Expanded:
 
     result.data = walk(doc.data, (), (), {})
     if errors:
-        raise HwspecError(errors)
+        # a fault inside a repeat block is met once per iteration: report it once
+        raise HwspecError(list(dict.fromkeys(errors)))
     return result
 
 

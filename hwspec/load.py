@@ -56,11 +56,13 @@ def _load_document(path: Path) -> tuple[SourceDoc, Expanded]:
 @functools.lru_cache(maxsize=32)
 def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
     doc, expanded = _load_document(path)
-    locate = lambda p: doc.locate(expanded.written_path(p))  # noqa: E731
     try:
         catalogue = PartsCatalogue.model_validate(expanded.data)
     except ValidationError as exc:
-        raise HwspecError(validation_diagnostics(exc, PartsCatalogue, expanded.data, doc.file, locate)) from None
+        raise HwspecError(validation_diagnostics(
+            exc, PartsCatalogue, expanded.data, doc.file,
+            lambda p: doc.locate(expanded.written_path(p)),
+            locate_key=lambda p: doc.key_position(expanded.written_path(p)))) from None
     parts: dict[str, dict[str, Part]] = {}
     for kind in PART_KINDS:
         for name, model in getattr(catalogue, kind).items():
@@ -127,6 +129,9 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     def locate(p: DataPath) -> Position:
         return doc.locate(expanded.written_path(p))
 
+    def locate_key(p: DataPath) -> Position:
+        return doc.key_position(expanded.written_path(p))
+
     errors: list[Diagnostic] = []
 
     def error(p: DataPath, code: str, message: str, hint: str | None = None) -> None:
@@ -140,7 +145,7 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     try:
         spec = NodeSpec.model_validate(expanded.data)
     except ValidationError as exc:
-        errors.extend(validation_diagnostics(exc, NodeSpec, expanded.data, doc.file, locate))
+        errors.extend(validation_diagnostics(exc, NodeSpec, expanded.data, doc.file, locate, locate_key=locate_key))
         raise HwspecError(errors) from None
     if errors:
         raise HwspecError(errors)

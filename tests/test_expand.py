@@ -1,0 +1,80 @@
+"""Repeat blocks, ${...} arithmetic and annotated values."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwspec.diagnostics import HwspecError
+from hwspec.expand import Provenance, evaluate, expand, substitute
+from hwspec.source import load_yaml_text
+
+
+def expanded(text: str):
+    return expand(load_yaml_text(text, "t.yaml"))
+
+
+def messages(text: str) -> list[str]:
+    with pytest.raises(HwspecError) as caught:
+        expanded(text)
+    return [d.format() for d in caught.value.diagnostics]
+
+
+@pytest.mark.parametrize("expr, value", [("i", 3), ("i//2", 1), ("i%2", 1), ("0x10+i*0x20", 0x70), ("-(i-5)", 2), ("(i+1)*2", 8)])
+def test_integer_arithmetic(expr, value):
+    assert evaluate(expr, {"i": 3}) == value
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("j", "unknown variable 'j' (variables here: i)"),
+    ("i/2", "'i/2' is not integer arithmetic: use variables, integers and + - * // %"),
+    ("__import__('os')", "'__import__('os')' is not integer arithmetic: use variables, integers and + - * // %"),
+    ("i//0", "division by zero in 'i//0'"),
+    ("i +", "cannot read 'i +' as integer arithmetic"),
+])
+def test_arithmetic_refuses_anything_else(expr, message):
+    with pytest.raises(ValueError) as caught:
+        evaluate(expr, {"i": 3})
+    assert str(caught.value) == message
+
+
+def test_substitute_applies_format_specs():
+    assert substitute("0000:${0x17+i*0x20:02x}:00.0", {"i": 1}) == "0000:37:00.0"
+    assert substitute("gpu${i}-nic${i+1}", {"i": 0}) == "gpu0-nic1"
+
+
+def test_repeat_expands_ranges_lists_and_products_first_variable_slowest():
+    result = expanded("items:\n  - repeat: {a: 0..1, b: [5, 7]}\n    id: x${a}${b}\n  - id: last\n")
+    assert result.data == {"items": [{"id": "x05"}, {"id": "x07"}, {"id": "x15"}, {"id": "x17"}, {"id": "last"}]}
+    assert result.written_path(("items", 3, "id")) == ("items", 0, "id")
+    assert result.written_path(("items", 4)) == ("items", 1)
+
+
+def test_annotated_values_become_their_value_and_keep_provenance():
+    result = expanded("memory:\n  capacity: {value: 1 TiB, source: datasheet, assumed: even split}\n")
+    assert result.data == {"memory": {"capacity": "1 TiB"}}
+    assert result.provenance[("memory", "capacity")] == Provenance("datasheet", "even split")
+
+
+def test_blocks_with_source_or_assumed_record_provenance_and_keep_the_keys():
+    result = expanded("backend: {transport: tcp, assumed: not stated}\n")
+    assert result.data == {"backend": {"transport": "tcp", "assumed": "not stated"}}
+    assert result.provenance[("backend",)] == Provenance(None, "not stated")
+
+
+def test_bad_repeat_blocks_are_all_reported():
+    assert messages(
+        "a:\n  - repeat: {i: 7..0}\n    id: x\n"
+        "  - repeat: {i: lots}\n    id: y\n"
+        "  - repeat: {i: 0..1}\n    id: z${k}\n"
+        "b: ${i}\n"
+    ) == [
+        "t.yaml:2:17: error[E120]: empty range '7..0': the end is below the start",
+        "t.yaml:4:17: error[E120]: cannot read 'lots' as a range\n  hint: write an inclusive range such as 0..7, or a list of integers",
+        "t.yaml:7:9: error[E120]: unknown variable 'k' (variables here: i)",
+        "t.yaml:8:4: error[E120]: '${i}' uses ${...} outside a repeat block",
+    ]
+
+
+def test_repeat_refuses_huge_expansions():
+    assert messages("a:\n  - repeat: {i: 0..99999}\n    id: x\n") == [
+        "t.yaml:2:17: error[E120]: range '0..99999' is longer than 4096"]
