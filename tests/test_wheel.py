@@ -1,0 +1,52 @@
+"""The built wheel carries the built-in templates, rules and parts, and works from any directory."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
+                   check=True, capture_output=True, text=True)
+    (built,) = out.glob("hwspec-*.whl")
+    return built
+
+
+def test_wheel_carries_builtin_content_and_no_top_level_validators_package(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    for directory, pattern in (("templates", "*.j2"), ("validators", "*.py"), ("parts", "*.yaml")):
+        source = {p.name for p in (ROOT / ("platforms/parts" if directory == "parts" else directory)).glob(pattern)}
+        packaged = {n.rsplit("/", 1)[1] for n in names if n.startswith(f"hwspec/_content/{directory}/")}
+        assert source and source <= packaged, f"{directory}: missing {sorted(source - packaged)}"
+    assert not any(n.startswith(("validators/", "templates/")) for n in names)
+
+
+def test_installed_wheel_validates_and_generates_from_another_directory(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True, text=True)
+    work = tmp_path / "elsewhere"
+    shutil.copytree(ROOT / "platforms", work / "platforms", ignore=shutil.ignore_patterns("parts"))
+    hwspec = env_dir / "bin" / "hwspec"
+    rules = subprocess.run([str(hwspec), "rules"], cwd=work, capture_output=True, text=True, check=True)
+    assert "HW201" in rules.stdout
+    result = subprocess.run([str(hwspec), "generate", "--no-svg"], cwd=work, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    generated = sorted(p.relative_to(work / "generated") for p in (work / "generated").rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(ROOT / "generated") for p in (ROOT / "generated").rglob("*")
+                       if p.is_file() and p.suffix != ".svg" and p.parts[-2] in {"zion", "zionex"})
+    assert generated and set(committed) <= set(generated)
+    for relative in committed:
+        assert (work / "generated" / relative).read_text() == (ROOT / "generated" / relative).read_text(), relative
