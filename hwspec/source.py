@@ -1,0 +1,401 @@
+"""Safe YAML loading that remembers where every mapping key and every value came from.
+
+The data is built by hand from PyYAML's composed node graph (never `yaml.load`), so only plain
+data can come out: dict / list / str / int / float / bool / None. Loading works in three steps:
+
+1. compose (one pass of PyYAML's parser): syntax errors, nesting deeper than MAX_DEPTH and
+   recursive aliases stop everything here, so each is reported alone; a second document does not;
+2. check every node of the graph once (aliases share nodes, so this is cheap even for a
+   'billion laughs' file): tags, scalar values, non-string and duplicate keys, merge keys, and the
+   size and depth the data would have once aliases are expanded; all problems are collected;
+3. build the data, recording the 1-based position of every key and value by path.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from dataclasses import dataclass, field
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity, display_path
+
+Path_ = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_NODES = 100_000  # nodes after alias expansion
+MAX_DEPTH = 64  # nesting depth of collections (the top-level mapping is depth 1)
+
+_Y = "tag:yaml.org,2002:"
+STR, SEQ, MAP, MERGE = _Y + "str", _Y + "seq", _Y + "map", _Y + "merge"
+# The SafeConstructor method for each scalar tag; a `<<` that is not a mapping key is the string "<<".
+_SCALARS = {STR: "str", _Y + "int": "int", _Y + "float": "float", _Y + "bool": "bool", _Y + "null": "null",
+            MERGE: "str"}
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_KINDS = {ScalarNode: "scalar", SequenceNode: "list", MappingNode: "mapping"}
+_TAGS = {"scalar": _SCALARS, "list": {SEQ}, "mapping": {MAP}}  # the tags each kind of node may have
+_PLAIN = "platform files are plain data; remove the tag"
+_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # the line breaks PyYAML counts
+
+
+@dataclass(frozen=True)
+class SourceDoc:
+    """A loaded platform file: plain data plus where each key and value starts in the file.
+
+    Invariants: `data` is a dict with str keys all the way down, holding only dict / list / str /
+    int / float / bool / None, as a tree (aliases are expanded into copies, nothing is shared);
+    every path into `data` has a value position, and every non-empty path a key position. The
+    root value is the whole file, at 1:1. Values that came through an alias (`x: *a`) are at the
+    alias; the keys and values inside it (and keys brought in by `<<` merges) are where the
+    anchored text is.
+    """
+
+    file: str
+    data: dict
+    _values: dict = field(default_factory=dict, repr=False, compare=False)
+    _keys: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def value_position(self, path: Path_) -> Position:
+        """Where the value at `path` starts; KeyError if there is no value at `path`."""
+        path = tuple(path)
+        if not path:
+            return Position(1, 1)
+        if path not in self._values:
+            raise KeyError(f"{self.file}: no value at {path!r}")
+        return self._values[path]
+
+    def key_position(self, path: Path_) -> Position:
+        """Where the key naming `path[-1]` starts (for a list index: where the item starts)."""
+        path = tuple(path)
+        if path not in self._keys:
+            raise KeyError(f"{self.file}: no key at {path!r}")
+        return self._keys[path]
+
+    def locate(self, path: Path_) -> Position:
+        """The value position of `path`, else of its longest known prefix, else 1:1. Never raises."""
+        path = tuple(path)
+        for end in range(len(path), 0, -1):
+            if path[:end] in self._values:
+                return self._values[path[:end]]
+        return Position(1, 1)
+
+
+def load_yaml_file(path: pathlib.Path) -> SourceDoc:
+    """Read and load a platform file; the size is checked before the file is read."""
+    path = pathlib.Path(path)
+    file = display_path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise HwspecError([_too_big(file, size)])
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        message = f"cannot read file: {e.strerror or e}"
+        raise HwspecError([_error(file, Position(1, 1), "E100", message)]) from None
+    return load_yaml_text(raw, file)
+
+
+def load_yaml_text(text: str | bytes, file: str) -> SourceDoc:
+    """Load one platform document from `text` (bytes must be UTF-8); raise HwspecError on any problem."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_FILE_BYTES:
+        raise HwspecError([_too_big(file, len(raw))])
+    if isinstance(text, bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            prefix = raw[: e.start].decode("utf-8")
+            message = f"file is not valid UTF-8 (byte 0x{raw[e.start]:02x})"
+            at = _position_at(prefix, len(prefix))
+            raise HwspecError([_error(file, at, "E102", message, "save the file as UTF-8")]) from None
+    try:
+        return _Load(text, file).run()
+    except RecursionError:  # not expected: compose stops at MAX_DEPTH, and checking is iterative
+        raise HwspecError([_error(file, Position(1, 1), "E106", _TOO_DEEP)]) from None
+
+
+def _error(file: str, where, code: str, message: str, hint: str | None = None) -> Diagnostic:
+    """An error diagnostic at a Position or a (0-based) PyYAML mark."""
+    pos = where if isinstance(where, Position) else _pos(where)
+    return Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint)
+
+
+def _too_big(file: str, size: int) -> Diagnostic:
+    limit = MAX_FILE_BYTES // 2**20
+    message = f"file is {size / 2**20:.1f} MiB, larger than the {limit} MiB limit for a platform file"
+    return _error(file, Position(1, 1), "E101", message)
+
+
+def _pos(mark) -> Position:
+    return Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
+
+
+_TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels"
+
+
+def _position_at(text: str, index: int) -> Position:
+    line, start = 1, 0
+    for m in _BREAK.finditer(text, 0, index):
+        line, start = line + 1, m.end()
+    return Position(line, index - start + 1)
+
+
+def _tag_name(tag: str) -> str:
+    return "!!" + tag[len(_Y):] if tag.startswith(_Y) else tag
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    return node.value if isinstance(node, SequenceNode) else []
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader resolution minus timestamps (they stay strings) and the odd `=` value tag.
+
+    `compose_node` is wrapped to stop at MAX_DEPTH (PyYAML composes recursively), to refuse an
+    alias inside its own anchor, and to remember where each alias was written.
+    """
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in (_Y + "timestamp", _Y + "value")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def __init__(self, text: str, file: str):
+        super().__init__(text)
+        self.file, self.depth, self.open_anchors = file, 0, set()
+        self.alias_marks: dict[tuple[int, int, bool], yaml.Mark] = {}  # (id(parent), item index, is key)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self.open_anchors:
+                name = event.anchor
+                message = f"alias '*{name}' is inside its own anchor '&{name}', so it would expand forever"
+                raise HwspecError([_error(self.file, event.start_mark, "E105", message)])
+            node = super().compose_node(parent, index)
+            if parent is not None:
+                self.alias_marks[(id(parent), len(parent.value), index is None)] = event.start_mark
+            return node
+        if not isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            return super().compose_node(parent, index)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise HwspecError([_error(self.file, event.start_mark, "E106", _TOO_DEEP)])
+        if event.anchor is not None:
+            self.open_anchors.add(event.anchor)
+        node = super().compose_node(parent, index)
+        self.open_anchors.discard(event.anchor)
+        self.depth -= 1
+        return node
+
+
+class _Load:
+    """One load: compose, check every node once, then build the data and its positions."""
+
+    def __init__(self, text: str, file: str):
+        self.text, self.file = text, file
+        self.problems: list[Diagnostic] = []
+        self.scalars: dict[int, object] = {}  # id(ScalarNode) -> its value
+        self.alias_marks: dict = {}
+        self.values: dict[Path_, Position] = {}
+        self.keys: dict[Path_, Position] = {}
+
+    def error(self, where, code: str, message: str, hint: str | None = None) -> None:
+        self.problems.append(_error(self.file, where, code, message, hint))
+
+    def run(self) -> SourceDoc:
+        root = self.compose()
+        if root is None or (isinstance(root, ScalarNode) and root.tag == _Y + "null" and root.value == ""):
+            self.error(Position(1, 1), "E108", "file is empty")
+            raise HwspecError(self.problems)
+        self.check(root)
+        if not isinstance(root, MappingNode):
+            message = f"a platform file must be a mapping of keys to values, got {self.describe(root)}"
+            self.error(root.start_mark, "E108", message)
+        if self.problems:
+            raise HwspecError(self.problems)
+        return SourceDoc(self.file, self.build(root, ()), self.values, self.keys)
+
+    def compose(self) -> Node | None:
+        loader = None
+        try:
+            loader = _Loader(self.text, self.file)
+            loader.get_event()  # stream start
+            if loader.check_event(yaml.StreamEndEvent):
+                return None
+            root = loader.compose_document()
+            if not loader.check_event(yaml.StreamEndEvent):
+                self.error(loader.peek_event().start_mark, "E103",
+                           "a platform file holds one YAML document; found a second one",
+                           "put each platform in its own file")
+            self.alias_marks = loader.alias_marks
+            return root
+        except yaml.reader.ReaderError as e:
+            code = e.character if isinstance(e.character, int) else ord(e.character)  # an int for str input
+            hint = "a NUL character means this is probably not a text file" if code == 0 else None
+            message = f"file contains the character U+{code:04X}, which YAML does not allow"
+            at = _position_at(self.text, e.position)
+            raise HwspecError([_error(self.file, at, "E102", message, hint)]) from None
+        except yaml.MarkedYAMLError as e:
+            raise HwspecError([self.syntax_error(e)]) from None
+        finally:
+            if loader is not None:
+                loader.dispose()
+
+    def syntax_error(self, e: yaml.MarkedYAMLError) -> Diagnostic:
+        mark = e.problem_mark or e.context_mark
+        context = _pos(e.context_mark)
+        message, hint = f"invalid YAML: {e.problem or e.context}", None
+        if e.context and e.problem:
+            where = f" at line {context.line}, column {context.col}" if e.context_mark else ""
+            message += f" ({e.context}{where})"
+        if (e.context or "").startswith("found duplicate anchor"):  # "...; first occurrence"
+            anchor = e.context.split(";")[0]
+            message = f"invalid YAML: {anchor} (first defined at line {context.line}, column {context.col})"
+            hint = "give each anchor its own name"
+        elif (e.problem or "").startswith("found undefined alias"):
+            hint = "define the anchor ('&name') before using it ('*name')"
+        elif mark is not None and "\t" in (_BREAK.split(self.text) + [""])[mark.line][: mark.column + 1]:
+            hint = "YAML indentation must use spaces, not tabs"
+        return _error(self.file, _pos(mark), "E103", message, hint)
+
+    def check(self, root: Node) -> None:
+        """Check each node once, children first, and compute expanded sizes and depths."""
+        size: dict[int, int] = {}
+        height: dict[int, int] = {}  # collections on the longest downward path, expanded
+        seen, stack = {id(root)}, [(root, iter(_children(root)))]
+        while stack:  # iterative: alias chains can make the expanded graph deeper than the stack
+            node, todo = stack[-1]
+            child = next(todo, None)
+            if child is not None:
+                if id(child) not in seen:  # compose guarantees no cycles, so seen means done
+                    seen.add(id(child))
+                    stack.append((child, iter(_children(child))))
+                continue
+            stack.pop()
+            kids = _children(node)
+            size[id(node)] = 1 + sum(size[id(k)] for k in kids)
+            below = max((height[id(k)] for k in kids), default=0)
+            height[id(node)] = below + (not isinstance(node, ScalarNode))
+            self.check_node(node)
+        if size[id(root)] > MAX_NODES:  # point at the smallest piece that is already too large
+            node = root
+            while bigger := [k for k in _children(node) if size[id(k)] > MAX_NODES]:
+                node = bigger[0]
+            hint = "a platform file this large is almost certainly a mistake (or a 'billion laughs' document)"
+            message = f"anchors and aliases expand to more than {MAX_NODES} nodes"
+            self.error(node.start_mark, "E105", message, hint)
+        if height[id(root)] > MAX_DEPTH:  # only reachable through aliases; compose caught the rest
+            node = root
+            for _ in range(MAX_DEPTH):
+                node = max(_children(node), key=lambda k: height[id(k)])
+            self.error(node.start_mark, "E106", _TOO_DEEP)
+
+    def check_node(self, node: Node) -> None:
+        kind, name = _KINDS[type(node)], _tag_name(node.tag)
+        if node.tag not in _TAGS[kind]:
+            message = f"unsupported YAML tag '{name}'"
+            if any(node.tag in tags for tags in _TAGS.values()):
+                message = f"YAML tag '{name}' cannot be used on a {kind}"
+            self.error(node.start_mark, "E103", message, _PLAIN)
+        elif kind == "scalar":
+            try:
+                self.scalars[id(node)] = getattr(_CONSTRUCTOR, "construct_yaml_" + _SCALARS[node.tag])(node)
+            except (ValueError, KeyError, IndexError, TypeError):  # explicit tags (`!!int x`), huge ints
+                self.error(node.start_mark, "E103", f"cannot read {_short(node.value)} as {name}")
+        if kind == "mapping":
+            self.check_keys(node)
+
+    def check_keys(self, node: MappingNode) -> None:
+        first: dict[str, Node] = {}
+        first_merge = None
+        for key_node, value_node in node.value:
+            if key_node.tag == MERGE:
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                if not all(isinstance(s, MappingNode) for s in sources):
+                    self.error(value_node.start_mark, "E103", "a merge key '<<' needs a mapping or a list of "
+                               "mappings", "write '<<: *anchor' or '<<: [*one, *two]'")
+                if first_merge is not None:
+                    hint = "merge several mappings with '<<: [*one, *two]'"
+                    self.duplicate(key_node, "<<", first_merge, hint)
+                first_merge = first_merge or key_node
+                continue
+            if isinstance(key_node, ScalarNode) and id(key_node) not in self.scalars:
+                continue  # its tag or value is already reported
+            key = self.scalars.get(id(key_node))
+            if not isinstance(key, str):
+                message = f"mapping keys must be strings, got {self.describe(key_node)}"
+                self.error(key_node.start_mark, "E107", message, self.key_hint(key_node, key))
+            elif key in first:
+                self.duplicate(key_node, key, first[key])
+            else:
+                first[key] = key_node
+
+    def duplicate(self, node: Node, key: str, earlier: Node, hint: str | None = None) -> None:
+        at = _pos(earlier.start_mark)
+        message = f"duplicate key {key!r} (first defined at line {at.line}, column {at.col})"
+        self.error(node.start_mark, "E104", message, hint)
+
+    def describe(self, node: Node) -> str:
+        if not isinstance(node, ScalarNode):
+            return f"a {_KINDS[type(node)]}"
+        value = self.scalars.get(id(node), node.value)
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return f"the boolean {node.value!r}"
+        if isinstance(value, (int, float)):
+            return f"the {'integer' if isinstance(value, int) else 'number'} {node.value}"
+        return f"the string {_short(value)}"
+
+    @staticmethod
+    def key_hint(node: Node, key: object) -> str:
+        if not isinstance(node, ScalarNode):
+            return "use a plain name as the key"
+        if node.value == "":
+            return "give the key a name"
+        if isinstance(key, bool) and node.value.lower() in ("yes", "no", "on", "off"):
+            return f"{node.value!r} is read as a boolean in YAML 1.1; quote it"
+        return "quote the key: '" + node.value.replace("'", "''") + "':"
+
+    def mark(self, owner: Node, index: int, is_key: bool, node: Node) -> Position:
+        return _pos(self.alias_marks.get((id(owner), index, is_key), node.start_mark))
+
+    def pairs(self, node: MappingNode) -> dict[str, tuple[Node, Node, Node, int]]:
+        """key -> (key node, value node, owning mapping, index): merged keys first, explicit keys win."""
+        merged, explicit = {}, {}
+        for index, (key_node, value_node) in enumerate(node.value):
+            if key_node.tag != MERGE:
+                explicit[self.scalars[id(key_node)]] = (key_node, value_node, node, index)
+                continue
+            for source in value_node.value if isinstance(value_node, SequenceNode) else [value_node]:
+                for key, item in self.pairs(source).items():
+                    merged.setdefault(key, item)  # earlier sources take precedence
+        return {**merged, **explicit}
+
+    def build(self, node: Node, path: Path_):
+        if isinstance(node, ScalarNode):
+            return self.scalars[id(node)]
+        if isinstance(node, SequenceNode):
+            items = []
+            for index, item in enumerate(node.value):
+                here = path + (index,)
+                self.keys[here] = self.values[here] = self.mark(node, index, False, item)
+                items.append(self.build(item, here))
+            return items
+        mapping = {}
+        for key, (key_node, value_node, owner, index) in self.pairs(node).items():
+            here = path + (key,)
+            self.keys[here] = self.mark(owner, index, True, key_node)
+            self.values[here] = self.mark(owner, index, False, value_node)
+            mapping[key] = self.build(value_node, here)
+        return mapping
