@@ -62,7 +62,7 @@ def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
         raise HwspecError(validation_diagnostics(
             exc, PartsCatalogue, expanded.data, doc.file,
             lambda p: doc.locate(expanded.written_path(p)),
-            locate_key=lambda p: doc.key_position(expanded.written_path(p)))) from None
+            locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
     parts: dict[str, dict[str, Part]] = {}
     for kind in PART_KINDS:
         for name, model in getattr(catalogue, kind).items():
@@ -130,7 +130,7 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
         return doc.locate(expanded.written_path(p))
 
     def locate_key(p: DataPath) -> Position:
-        return doc.key_position(expanded.written_path(p))
+        return doc.locate_key(expanded.written_path(p))
 
     errors: list[Diagnostic] = []
 

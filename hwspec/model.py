@@ -275,6 +275,15 @@ class Platform:
         return tuple(n for n in self.nics if n.role in ("ingestion", "frontend"))
 
     @cached_property
+    def collective_nics(self) -> tuple[Nic, ...]:
+        """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
+        without any (Zion), the host NICs running the backend transport."""
+        if self.backend_nics:
+            return self.backend_nics
+        transport = self.backend.transport if self.backend else "tcp"
+        return tuple(n for n in self.host_nics if n.transport == transport)
+
+    @cached_property
     def gpu2nic(self) -> dict[str, Nic]:
         """GPU id -> its backend NIC (first by bus id when a GPU has several)."""
         mapping: dict[str, Nic] = {}

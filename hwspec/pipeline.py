@@ -41,33 +41,65 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
     return [content.builtin_dir("validators"), *map(Path, extra)]
 
 
-def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> Any:
-    """Load a node or cluster platform file (by its `kind`)."""
-    from hwspec.load import load_platform
+def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str, Any]]:
+    """Load a node or cluster platform file, by its `kind`.
 
-    return load_platform(path, parts_dirs)
+    Returns the platform and, for a cluster, its distinct node platforms with their graphs
+    (`{node file: (platform, graph)}`), each loaded once however many nodes use it."""
+    from hwspec.cluster import load_cluster
+    from hwspec.load import load_catalogue, load_node, parts_directories, read_spec
+
+    doc, expanded, data = read_spec(Path(path))
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == "node":
+        return load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs))), {}
+    if kind == "cluster":
+        nodes: dict[str, Any] = {}
+
+        def load_node_file(node_path: Path) -> tuple[Any, nx.Graph]:
+            key = str(node_path.resolve())
+            if key not in nodes:
+                if not node_path.is_file():
+                    raise FileNotFoundError(node_path)
+                from hwspec.load import load_platform
+
+                platform = load_platform(node_path, parts_dirs)
+                nodes[key] = (platform, build_graph_for(platform))
+            return nodes[key]
+
+        return load_cluster(doc, expanded, Path(path), load_node_file), nodes
+    pos = doc.locate(("kind",))
+    raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
+                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'")])
 
 
 def build_graph_for(platform: Any) -> nx.Graph:
+    if getattr(platform, "kind", "node") == "cluster":
+        from hwspec.cluster import build_cluster_graph
+
+        return build_cluster_graph(platform)
     from hwspec.graph import build_graph
 
     return build_graph(platform)
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()) -> Checked:
-    """Load `path` and run `rules` (all built-in rules when None) on it."""
+    """Load `path` and run `rules` (all built-in rules when None) on it. For a cluster, node
+    rules run once per distinct node platform, then cluster rules once."""
     from hwspec.rules import load_rules, run_rules
 
     result = Checked(Path(path))
     try:
-        result.platform = load_any(Path(path), parts_dirs)
+        result.platform, nodes = load_any(Path(path), parts_dirs)
     except HwspecError as exc:
         result.diagnostics = list(exc.diagnostics)
         return result
     if rules is None:
         rules = load_rules(rule_directories())
+    for node_platform, node_graph in nodes.values():
+        result.diagnostics.extend(run_rules(node_platform, node_graph, rules, scope="node"))
     result.graph = build_graph_for(result.platform)
-    result.diagnostics = run_rules(result.platform, result.graph, rules, scope=getattr(result.platform, "kind", "node"))
+    result.diagnostics.extend(run_rules(result.platform, result.graph, rules, scope=getattr(result.platform, "kind", "node")))
     return result
 
 

@@ -73,6 +73,10 @@ class SourceDoc:
             raise KeyError(f"{self.file}: no key at {path!r}")
         return self._keys[path]
 
+    def locate_key(self, path: Path_) -> Position:
+        """The key position of `path` when there is one, else `locate(path)`. Never raises."""
+        return self._keys.get(tuple(path)) or self.locate(path)
+
     def locate(self, path: Path_) -> Position:
         """The value position of `path`, else of its longest known prefix, else 1:1. Never raises."""
         path = tuple(path)

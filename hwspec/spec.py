@@ -294,3 +294,65 @@ class NodeSpec(Spec):
     ssds: list[SsdSpec] = Field(default_factory=list)
     backend: BackendSpec | None = None
     rules: dict[str, RuleSetting] = Field(default_factory=dict, description="Per-rule severity changes, by id or name.")
+
+
+# ---------------------------------------------------------------- cluster
+
+
+class NodeGroupSpec(Spec):
+    """`count` nodes of one node platform. Hostname/address patterns use `${...}` with `n`
+    (index in the cluster, from 0) and `i` (index in this group, from `first`)."""
+
+    platform: str = Field(description="A node platform file, relative to this file (e.g. zionex.yaml).")
+    count: int = Field(ge=1, le=1_000_000)
+    first: int = Field(0, ge=0, description="Value of `i` for the group's first node.")
+    hostname: str = Field(description="Pattern, e.g. 'zx${i:04}'.")
+    address: str | None = Field(None, description="Backend/bootstrap IPv4 pattern, e.g. '10.1.${n//256}.${n%256}'.")
+
+
+class SwitchTier(Spec):
+    ports: int = Field(ge=2, description="Ports per switch.")
+    uplinks: int = Field(0, ge=0, description="Leaf ports used as uplinks to the spine tier.")
+    speed: ByteRate | None = Field(None, description="Uplink speed per port; defaults to the NIC speed.")
+    count: int | None = Field(None, ge=1, description="Spine switches; derived from the uplinks when absent.")
+
+
+class BackendNetworkSpec(Spec):
+    """The scale-out network for collectives."""
+
+    transport: Transport
+    speed: ByteRate = Field(description="Per backend NIC, per direction.")
+    topology: Literal["single-switch", "rail-optimized", "clos"]
+    leaf: SwitchTier
+    spine: SwitchTier | None = None
+    oversubscription: float | None = Field(None, ge=1, description="Declared leaf downlink:uplink bandwidth ratio.")
+    min_bisection: ByteRate | None = Field(None, description="Declared minimum bisection bandwidth, per direction.")
+
+
+class FrontendNetworkSpec(Spec):
+    """The frontend/ingestion network: the nodes' ingestion or frontend NICs."""
+
+    speed: ByteRate = Field(description="Per NIC, per direction.")
+    ingestion_share: float | None = Field(None, gt=0, le=1, description="Share of frontend bandwidth the data-ingestion service may use.")
+
+
+class RendezvousSpec(Spec):
+    port: int = Field(29500, ge=1, le=65535)
+    backend: Literal["c10d", "static"] = "c10d"
+
+
+class ClusterSpec(Spec):
+    """A cluster platform file (`kind: cluster`)."""
+
+    hwspec: Literal[1]
+    kind: Literal["cluster"]
+    name: Id
+    title: str | None = None
+    description: str | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+    nodes: list[NodeGroupSpec] = Field(min_length=1)
+    backend: BackendNetworkSpec | None = None
+    frontend: FrontendNetworkSpec | None = None
+    rendezvous: RendezvousSpec = Field(default_factory=RendezvousSpec)
+    world_size: int | None = Field(None, ge=1, description="Declared number of ranks (GPUs).")
+    rules: dict[str, RuleSetting] = Field(default_factory=dict)
