@@ -1,10 +1,11 @@
 """The rule engine: rules are functions in `validators/*.py`, discovered by path.
 
 A rule module is plain Python loaded under a private module name (never `import validators`:
-a popular PyPI package has that name). A rule is any module-level function decorated with
-`@rule(id, name, severity)`; its docstring's first paragraph states the invariant and the
-rest says why it matters (`hwspec explain ID` prints it). It receives a `Context` and yields
-findings made with `ctx.finding(...)`.
+a popular PyPI package has that name); helpers shared by the modules of one directory live in
+its `_*.py` files and are imported relatively (`from ._common import gbit`). A rule is any
+function defined in a rule module and decorated with `@rule(id, name, severity)`; its
+docstring's first line states the invariant and the rest says why it matters (`hwspec
+explain ID` prints it). It receives a `Context` and yields findings made with `ctx.finding(...)`.
 
 A platform may change a rule under `rules:` by id or name, with a reason; `off` disables it.
 """
@@ -16,6 +17,7 @@ import importlib.util
 import inspect
 import sys
 import traceback
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -88,9 +90,21 @@ class Context:
         return Finding(message, location, hint)
 
 
+def _package(directory: Path) -> str:
+    """A private package for one rule directory, so that its rule modules can import the
+    directory's `_*.py` helpers relatively (`from ._common import gbit`) without the
+    directory being an importable package (and without clashing with another site's helpers)."""
+    name = "hwspec._rules_" + hashlib.sha1(str(directory).encode()).hexdigest()[:10]
+    if name not in sys.modules:
+        package = types.ModuleType(name, f"rules in {directory}")
+        package.__path__ = [str(directory)]
+        package.__package__ = name
+        sys.modules[name] = package
+    return name
+
+
 def _module_name(path: Path) -> str:
-    digest = hashlib.sha1(str(path.parent).encode()).hexdigest()[:10]
-    return f"hwspec._rules_{digest}.{path.stem}"
+    return f"{_package(path.parent)}.{path.stem}"
 
 
 def load_rules(directories: Iterable[Path]) -> list[Rule]:
@@ -114,8 +128,8 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                 continue
             for _, check in sorted(vars(module).items()):
                 meta = getattr(check, "__hwspec_rule__", None)
-                if meta is None or not callable(check):
-                    continue
+                if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
+                    continue  # not a rule, or a rule imported from elsewhere (registered there)
                 found = Rule(*meta, check=check, file=display_path(path))
                 line = inspect.getsourcelines(check)[1]
                 clash = rules.get(found.id) or names.get(found.name)
@@ -178,6 +192,9 @@ def run_rules(platform: Any, graph: nx.Graph | None, rules: list[Rule], scope: s
         severity = Severity.parse(overrides[current.id]) if current.id in overrides else current.severity
         try:
             findings = list(current.check(context) or ())
+            for f in findings:
+                if not isinstance(f, Finding):
+                    raise TypeError(f"yielded {type(f).__name__}, not a Finding made by ctx.finding()")
         except Exception as exc:
             where = platform.locate(None)
             diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
