@@ -1,0 +1,212 @@
+"""Cluster rules: the backend fabric as wired, names and sizes. Run once per cluster file;
+the node platforms' own rules run once per node platform, not once per node."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+
+from hwspec.rules import Context, rule
+
+from ._common import gbit, number
+
+
+def _tbit(rate: float) -> str:
+    return f"{number(rate * 8 / 1e12)} Tb/s"
+
+
+@rule("HW801", "rail-alignment", "error", scope="cluster")
+def rail_alignment(ctx: Context):
+    """On a rail-optimized fabric, local rank i of every node uses NIC i, the NIC on rail i.
+
+    Rails are wired by NIC index: NIC i of every node goes to the leaves of rail i. NCCL is
+    told to keep rings on one NIC index (NCCL_CROSS_NIC=0); if a node type pairs GPU i with
+    another NIC, or has a different number of NICs, its traffic for rank i lands on another
+    rail and crosses the spine (or finds no path at all on a rail-only fabric)."""
+    cluster = ctx.platform
+    fabric = cluster.fabric
+    if fabric is None or fabric.topology != "rail-optimized":
+        return
+    for index, group in enumerate(cluster.groups):
+        platform = group.platform
+        nics = platform.collective_nics
+        if len(nics) != fabric.nics_per_node:
+            yield ctx.finding(f"nodes[{index}] ({platform.name}) has {len(nics)} backend NICs, but the fabric has "
+                              f"{fabric.nics_per_node} rails", at=("nodes", index, "platform"),
+                              hint="every node of a rail-optimized cluster needs one NIC per rail")
+            continue
+        rail_of = {nic.id: position for position, nic in enumerate(nics)}
+        for gpu in platform.gpus:
+            nic = platform.gpu2nic.get(gpu.id)
+            if nic is not None and rail_of.get(nic.id) != gpu.index:
+                yield ctx.finding(
+                    f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {nic.id}, which is on rail "
+                    f"{rail_of[nic.id]}, not rail {gpu.index}", at=platform.locate(nic.id, "gpu"),
+                    hint="pair GPU i with the i-th backend NIC by bus id, or use a Clos topology")
+
+
+@rule("HW802", "switch-ports", "error", scope="cluster")
+def switch_ports(ctx: Context):
+    """No switch has more cables than ports: leaf hosts + uplinks, and the spine tier's uplinks.
+
+    A design that needs more ports than a switch has cannot be cabled; the derived wiring
+    would silently describe a fabric that does not exist."""
+    fabric = ctx.platform.fabric
+    if fabric is None:
+        return
+    overfull = [leaf for leaf in fabric.leaves if leaf.down_ports + leaf.uplinks > leaf.ports]
+    if overfull:
+        leaf = max(overfull, key=lambda l: l.down_ports + l.uplinks)
+        yield ctx.finding(f"{len(overfull)} leaf switch(es) need more ports than they have: {leaf.id} carries "
+                          f"{leaf.down_ports} NIC ports + {leaf.uplinks} uplinks on {leaf.ports} ports",
+                          at=("backend", "leaf", "ports"),
+                          hint="raise leaf ports, lower uplinks, or use more leaves (rail-optimized or clos)")
+    if fabric.spine_count and fabric.spine_ports_used > fabric.spine_count * fabric.spine_ports:
+        yield ctx.finding(f"the spine tier needs {fabric.spine_ports_used} ports, but {fabric.spine_count} spines x "
+                          f"{fabric.spine_ports} ports = {fabric.spine_count * fabric.spine_ports}",
+                          at=("backend", "spine"))
+
+
+@rule("HW803", "oversubscription-declared", "error", scope="cluster")
+def oversubscription_declared(ctx: Context):
+    """A declared leaf oversubscription equals the ratio of the wiring: downlink over uplink bandwidth.
+
+    Capacity planning and the roofline's inter-node bounds read the declared figure; if the
+    wiring says otherwise, one of them is wrong."""
+    fabric = ctx.platform.fabric
+    if fabric is None or fabric.declared_oversubscription is None:
+        return
+    actual = fabric.design_oversubscription
+    declared = fabric.declared_oversubscription
+    if actual is None:
+        yield ctx.finding(f"the backend declares {number(declared)}:1 oversubscription, but it has no spine tier "
+                          f"(one leaf, or one leaf per rail): nothing is oversubscribed",
+                          at=("backend", "oversubscription"))
+    elif not math.isclose(actual, declared, rel_tol=0.01):
+        leaf = fabric.leaves[0]
+        yield ctx.finding(f"the backend declares {number(declared)}:1 oversubscription, but the leaves wire "
+                          f"{leaf.ports - leaf.uplinks} x {gbit(fabric.nic_speed)} down and {leaf.uplinks} x "
+                          f"{gbit(fabric.uplink_speed)} up: {number(actual)}:1", at=("backend", "oversubscription"))
+
+
+@rule("HW804", "bisection-minimum", "error", scope="cluster")
+def bisection_minimum(ctx: Context):
+    """The bisection bandwidth computed from the wiring meets the declared minimum.
+
+    AlltoAll-heavy training (embedding exchange in recommendation models) is bound by
+    bisection; a declared minimum is a promise the wiring must keep."""
+    fabric = ctx.platform.fabric
+    if fabric is None or fabric.declared_min_bisection is None:
+        return
+    if fabric.bisection < fabric.declared_min_bisection * (1 - 1e-9):
+        yield ctx.finding(f"bisection bandwidth is {_tbit(fabric.bisection)} per direction, below the declared "
+                          f"minimum of {_tbit(fabric.declared_min_bisection)}", at=("backend", "min_bisection"),
+                          hint="add uplinks or spines, or lower the declared minimum")
+
+
+@rule("HW805", "host-names", "error", scope="cluster")
+def host_names(ctx: Context):
+    """Hostnames are unique valid DNS labels, and addresses are unique IPv4 or IPv6 addresses.
+
+    Hostfiles, Slurm and the rendezvous all key on names; a duplicate silently drops a node
+    or double-books one."""
+    seen: dict[str, int] = {}
+    addresses: dict[str, int] = {}
+    node = 0
+    for index, group in enumerate(ctx.platform.groups):
+        for offset, name in enumerate(group.hostnames):
+            if len(name) > 63 or not name or not all(c.isalnum() or c == "-" for c in name) or name.startswith("-"):
+                yield ctx.finding(f"nodes[{index}]: hostname '{name}' is not a DNS label (letters, digits, '-'; at most 63)",
+                                  at=("nodes", index, "hostname"))
+                return
+            if name in seen:
+                yield ctx.finding(f"hostname '{name}' is used by node {seen[name]} and node {node + offset}",
+                                  at=("nodes", index, "hostname"), hint="make the pattern depend on i or n")
+                return
+            seen[name] = node + offset
+        for offset, address in enumerate(group.addresses or ()):
+            try:
+                ipaddress.ip_address(address)
+            except ValueError:
+                yield ctx.finding(f"nodes[{index}]: '{address}' is not an IP address", at=("nodes", index, "address"))
+                return
+            if address in addresses:
+                yield ctx.finding(f"address {address} is used by node {addresses[address]} and node {node + offset}",
+                                  at=("nodes", index, "address"))
+                return
+            addresses[address] = node + offset
+        node += group.count
+
+
+@rule("HW806", "world-size", "error", scope="cluster")
+def world_size(ctx: Context):
+    """The declared world size equals nodes x GPUs per node.
+
+    Launchers, the sharding planner and the batch size all derive from the world size."""
+    cluster = ctx.platform
+    if cluster.declared_world_size is not None and cluster.declared_world_size != cluster.world_size:
+        parts = " + ".join(f"{g.count} x {g.gpus_per_node}" for g in cluster.groups)
+        yield ctx.finding(f"world_size is declared as {cluster.declared_world_size}, but the nodes hold {parts} = "
+                          f"{cluster.world_size} GPUs", at=("world_size",))
+
+
+@rule("HW807", "backend-matches-nodes", "error", scope="cluster")
+def backend_matches_nodes(ctx: Context):
+    """The backend network's transport and per-NIC speed match the nodes' backend NICs.
+
+    The fabric is sized from its own speed; NCCL and the roofline use the NICs'. A 200 Gb/s
+    NIC on a fabric declared at 100 Gb/s means one of the two is wrong."""
+    fabric = ctx.platform.fabric
+    if fabric is None:
+        return
+    for index, group in enumerate(ctx.platform.groups):
+        for nic in group.platform.collective_nics:
+            if nic.speed != fabric.nic_speed or nic.transport != fabric.transport:
+                yield ctx.finding(f"nodes[{index}] ({group.platform.name}): {nic.id} is {gbit(nic.speed)} {nic.transport}, "
+                                  f"the backend network is {gbit(fabric.nic_speed)} {fabric.transport}",
+                                  at=("backend", "speed"))
+                break
+
+
+@rule("HW808", "clos-connectivity", "error", scope="cluster")
+def clos_connectivity(ctx: Context):
+    """Every leaf reaches every spine, and leaves that must talk have a spine tier between them.
+
+    In a two-tier Clos a leaf with fewer uplinks than there are spines cannot reach some
+    spines, so some leaf pairs share no spine. Leaves without uplinks are islands (only a
+    rail-optimized fabric with one leaf per rail may do without, by moving data to the
+    right rail over NVLink first)."""
+    fabric = ctx.platform.fabric
+    if fabric is None or len(fabric.leaves) <= 1:
+        return
+    rails = {leaf.rail for leaf in fabric.leaves}
+    one_leaf_per_rail = fabric.topology == "rail-optimized" and len(fabric.leaves) == len(rails)
+    if not fabric.spine_count and not one_leaf_per_rail:
+        yield ctx.finding(f"{len(fabric.leaves)} leaves have no spine tier between them: nodes on different leaves "
+                          f"cannot reach each other", at=("backend", "leaf"), hint="declare leaf uplinks and a spine")
+    elif fabric.spine_count:
+        short = [leaf for leaf in fabric.leaves if leaf.uplinks < fabric.spine_count]
+        if short:
+            yield ctx.finding(f"{short[0].id} has {short[0].uplinks} uplinks but there are {fabric.spine_count} spines: "
+                              f"it cannot reach every spine", at=("backend", "spine"),
+                              hint="give every leaf at least one uplink per spine (use larger spine switches)")
+        if len(fabric.leaves) > fabric.spine_ports:
+            yield ctx.finding(f"{len(fabric.leaves)} leaves but spines have {fabric.spine_ports} ports: "
+                              f"a spine cannot reach every leaf", at=("backend", "spine", "ports"))
+
+
+@rule("HW809", "rail-declaration", "warning", scope="cluster")
+def rail_declaration(ctx: Context):
+    """A node platform's `backend.rail_optimized` agrees with the cluster's fabric.
+
+    The node's generated nccl.conf sets NCCL_CROSS_NIC from its own declaration; the cluster's
+    nccl.conf overrides it, but a node platform used elsewhere would carry the wrong value."""
+    fabric = ctx.platform.fabric
+    if fabric is None:
+        return
+    cluster_rails = fabric.topology == "rail-optimized"
+    for index, group in enumerate(ctx.platform.groups):
+        backend = group.platform.backend
+        if backend is not None and backend.rail_optimized != cluster_rails:
+            yield ctx.finding(f"{group.platform.name} declares rail_optimized: {str(backend.rail_optimized).lower()}, "
+                              f"but this cluster's backend is {fabric.topology}", at=("backend", "topology"))

@@ -1,0 +1,184 @@
+"""GPU fabric rules: the logical NVLink pattern fits the parts and the baseboard, and is whole."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterator
+
+import networkx as nx
+
+from hwspec.graph import subgraph
+from hwspec.rules import Context, Finding, rule
+
+from ._common import fabric_at, gbyte, gpu_fabric, gpu_pairs, id_list, in_file_order
+
+
+@rule("HW301", "nvlink-embeds-in-baseboard")
+def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
+    """Every logical GPU pair has at most as many links as the baseboard wires between their slots, times links_per_port.
+
+    The logical fabric is what NCCL will be told; the baseboard is copper. A pair the board does
+    not wire (or wires with fewer ports) cannot carry the links, so the generated topology would
+    promise bandwidth that does not exist. GPUs joined by a logical fabric therefore need a
+    baseboard and a slot on it.
+    """
+    p = ctx.platform
+    pairs = gpu_pairs(p)
+    board = p.baseboard
+    if pairs and board is None:
+        shown = [f"{c.a}-{c.b}: {c.links}" for c in pairs.values()]
+        listed = id_list(shown[:3]) + (", ..." if len(shown) > 3 else "")
+        yield ctx.finding(f"nvlink: {len(pairs)} GPU pair(s) are linked ({listed}), but there is no baseboard to carry them",
+                          at=fabric_at(), hint="describe the accelerator baseboard and its wiring under 'baseboard:'")
+        return
+    for (a, b), connection in pairs.items():
+        ga, gb = p.gpu_by_id[a], p.gpu_by_id[b]
+        missing = next((g for g in (ga, gb) if g.slot is None), None)
+        if missing is not None:
+            yield ctx.finding(f"{a}-{b}: {connection.links} NVLink links asked, but {missing.id} has no baseboard slot",
+                              at=(missing.id,), hint=f"give {missing.id} the 'slot:' it sits in")
+            continue
+        if ga.slot == gb.slot or max(ga.slot, gb.slot) >= board.slots:
+            continue  # HW307 reports it
+        ports = board.ports.get((min(ga.slot, gb.slot), max(ga.slot, gb.slot)), 0)
+        carried = ports * board.links_per_port
+        if connection.links > carried:
+            yield ctx.finding(
+                f"{a}-{b} (slots {ga.slot} and {gb.slot}): {connection.links} NVLink links asked, but the baseboard "
+                f"wires {ports} port(s) between these slots, carrying {carried} link(s) at {board.links_per_port} per port",
+                at=fabric_at(),
+                hint="leave the pair out (nvlink.exclude), lower its link count, or correct the baseboard wiring")
+
+
+@rule("HW302", "nvlink-link-budget")
+def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
+    """No GPU uses more fabric links than its part has (`fabric.links`).
+
+    An A100 has 12 NVLink links; a logical pattern that gives one 14 describes a GPU that does
+    not exist, and the bandwidth computed from it is overstated.
+    """
+    p = ctx.platform
+    for gpu in p.gpus:
+        mine = gpu_fabric(p, gpu.id)
+        used = sum(c.links for c in mine)
+        if used > gpu.fabric_links:
+            peers = ", ".join(f"{c.b if c.a == gpu.id else c.a}: {c.links}" for c in mine)
+            yield ctx.finding(f"{gpu.id} uses {used} NVLink links ({peers}), but its part {gpu.part} has {gpu.fabric_links}",
+                              at=fabric_at(), hint="lower links_per_pair or the per-pair counts, or leave pairs out")
+
+
+@rule("HW303", "nvlink-symmetric")
+def nvlink_symmetric(ctx: Context) -> Iterator[Finding]:
+    """Each GPU pair is listed once in the logical fabric, and no GPU is linked to itself.
+
+    A pair listed twice is ambiguous (are the links added, or is one entry stale?); with different
+    counts one of them is certainly wrong. A GPU linked to itself is a typo for another GPU.
+    """
+    p = ctx.platform
+    first: dict[frozenset[str], int] = {}
+    for c in p.nvlinks:
+        if c.a == c.b:
+            yield ctx.finding(f"{c.a} is linked to itself ({c.links} links)", at=fabric_at(),
+                              hint="name the other GPU of the pair")
+            continue
+        key = frozenset((c.a, c.b))
+        if key not in first:
+            first[key] = c.links
+        elif first[key] != c.links:
+            yield ctx.finding(f"{c.a}-{c.b} is listed twice, with {first[key]} and {c.links} links", at=fabric_at(),
+                              hint="keep one entry with the pair's link count")
+        else:
+            yield ctx.finding(f"{c.a}-{c.b} is listed twice ({c.links} links each)", at=fabric_at(),
+                              hint="keep one entry with the pair's total link count")
+
+
+@rule("HW304", "nvlink-connected")
+def nvlink_connected(ctx: Context) -> Iterator[Finding]:
+    """When the node has a GPU fabric, it joins all of the node's GPUs into one connected graph.
+
+    NCCL builds its rings and trees over NVLink where it can; GPUs in separate NVLink islands
+    talk over PCIe and the CPU instead, and the slowest hop sets the speed of every collective.
+    """
+    p = ctx.platform
+    if p.nvlink_topology == "none" or len(p.gpus) < 2:
+        return
+    fabric = nx.Graph()
+    fabric.add_nodes_from(g.id for g in p.gpus)
+    if ctx.graph is not None:
+        nvlink = subgraph(ctx.graph, "nvlink")
+        fabric.add_edges_from((a, b) for a, b, links in nvlink.edges(data="links") if links and a != b)
+    islands = [sorted((i for i in island if i in p.gpu_by_id), key=lambda i: p.gpu_by_id[i].index)
+               for island in nx.connected_components(fabric)]
+    islands = sorted((i for i in islands if i), key=lambda i: p.gpu_by_id[i[0]].index)
+    if len(islands) > 1:
+        shown = " and ".join("{" + id_list(i) + "}" for i in islands)
+        yield ctx.finding(f"the NVLink fabric splits the {len(p.gpus)} GPUs into {len(islands)} islands: {shown}",
+                          at=fabric_at(), hint="link the islands, or leave fewer pairs out of the pattern")
+
+
+@rule("HW305", "fabric-uniform")
+def fabric_uniform(ctx: Context) -> Iterator[Finding]:
+    """Every GPU has the same fabric bandwidth, unless `nvlink.symmetric: false` says otherwise.
+
+    Collectives run at the pace of the slowest GPU; an asymmetric pattern is usually a pair left
+    out by mistake. Platforms that are asymmetric on purpose say so, and tools that assume a
+    uniform fabric (the roofline, rail planning) can then refuse them.
+    """
+    p = ctx.platform
+    if p.nvlink_topology == "none" or not p.fabric_symmetric or not p.gpus:
+        return
+    bandwidth = {g.id: sum(c.bandwidth for c in gpu_fabric(p, g.id)) for g in p.gpus}
+    slow = min(p.gpus, key=lambda g: bandwidth[g.id])
+    fast = max(p.gpus, key=lambda g: bandwidth[g.id])
+    if bandwidth[fast.id] - bandwidth[slow.id] > 1e-9 * bandwidth[fast.id]:
+        yield ctx.finding(f"{slow.id} has {gbyte(bandwidth[slow.id])} of NVLink bandwidth, {fast.id} has "
+                          f"{gbyte(bandwidth[fast.id])}; the fabric is declared symmetric",
+                          at=fabric_at(), hint="give every GPU the same links, or set nvlink.symmetric: false")
+
+
+@rule("HW306", "baseboard-ports")
+def baseboard_ports(ctx: Context) -> Iterator[Finding]:
+    """No baseboard slot has more wired ports than `ports_per_slot`.
+
+    A slot's ports are the module's physical fabric ports (7 on an OAM v1.5 module). Wiring
+    that gives a slot more is not a board that can be built, so the embedding check (HW301)
+    would accept logical patterns no real board carries.
+    """
+    board = ctx.platform.baseboard
+    if board is None:
+        return
+    wired: Counter[int] = Counter()
+    for (a, b), ports in board.ports.items():
+        wired[a] += ports
+        wired[b] += ports
+    for slot in sorted(wired):
+        if wired[slot] > board.ports_per_slot:
+            peers = ", ".join(f"slot {b if a == slot else a}: {n}" for (a, b), n in board.ports.items() if slot in (a, b))
+            yield ctx.finding(f"baseboard slot {slot} has {wired[slot]} wired ports ({peers}), "
+                              f"but ports_per_slot is {board.ports_per_slot}",
+                              at=(None, "baseboard", "wiring"), hint="correct the wiring or ports_per_slot")
+
+
+@rule("HW307", "gpu-slot")
+def gpu_slot(ctx: Context) -> Iterator[Finding]:
+    """Each GPU's baseboard slot exists on the board and holds only that GPU.
+
+    Slots place GPUs on the fabric: two GPUs in one slot, or a slot the board does not have,
+    make every NVLink pair of those GPUs meaningless.
+    """
+    p = ctx.platform
+    board = p.baseboard
+    if board is None:
+        return
+    taken: dict[int, str] = {}
+    for gpu in in_file_order(p, p.gpus):
+        if gpu.slot is None:
+            continue
+        if gpu.slot >= board.slots:
+            yield ctx.finding(f"{gpu.id}: slot {gpu.slot} is outside the baseboard's {board.slots} slots "
+                              f"(0-{board.slots - 1})", at=(gpu.id, "slot"), hint="slots are numbered from 0")
+        elif gpu.slot in taken:
+            yield ctx.finding(f"{gpu.id}: slot {gpu.slot} is already taken by {taken[gpu.slot]}",
+                              at=(gpu.id, "slot"), hint="give each GPU its own slot")
+        else:
+            taken[gpu.slot] = gpu.id

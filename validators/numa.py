@@ -1,0 +1,75 @@
+"""Host rules: NUMA nodes, CPU lists and memory add up; GPUs have their part's memory."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from hwspec.rules import Context, Finding, rule
+from hwspec.units import format_bytes
+
+from ._common import cpu_list, gbyte, in_file_order
+
+
+@rule("HW501", "numa-unique")
+def numa_unique(ctx: Context) -> Iterator[Finding]:
+    """Each socket has its own NUMA node id, and no CPU is listed for two sockets.
+
+    NUMA ids and CPU lists become the launcher's CPU and memory binding (numactl, taskset). A
+    shared id or CPU binds two GPUs' workers to one socket's cores and memory while the other
+    socket idles.
+    """
+    p = ctx.platform
+    numa: dict[int, str] = {}
+    cpus: dict[int, str] = {}
+    for socket in in_file_order(p, p.sockets):
+        other = numa.setdefault(socket.numa_node, socket.id)
+        if other != socket.id:
+            yield ctx.finding(f"{socket.id}: NUMA node {socket.numa_node} is already {other}'s",
+                              at=(socket.id, "numa_node"), hint="number NUMA nodes as 'numactl -H' shows them")
+        shared: dict[str, list[int]] = {}
+        for cpu in socket.cpus:
+            owner = cpus.setdefault(cpu, socket.id)
+            if owner != socket.id:
+                shared.setdefault(owner, []).append(cpu)
+        for owner, overlap in shared.items():
+            yield ctx.finding(f"{socket.id}: CPUs {cpu_list(overlap)} are also listed for {owner}",
+                              at=(socket.id, "cpus"), hint="copy each node's CPU list from 'lscpu' or 'numactl -H'")
+
+
+@rule("HW502", "memory-total")
+def memory_total(ctx: Context) -> Iterator[Finding]:
+    """The sockets' memory adds up to `declares.memory`, when it is declared.
+
+    The declared total is what the machine is sold and planned as (embedding tables are sized
+    against it); a per-socket figure that does not add up means one of the two is wrong.
+    """
+    p = ctx.platform
+    declared = p.declares.memory
+    if declared is None or declared == p.memory_capacity:
+        return
+    each = " + ".join(format_bytes(s.memory_capacity) for s in p.sockets)
+    yield ctx.finding(f"declares.memory is {format_bytes(declared)}, but the sockets have "
+                      f"{format_bytes(p.memory_capacity)} ({each})",
+                      at=(None, "declares", "memory"), hint="correct the per-socket memory or the declared total")
+
+
+@rule("HW503", "hbm-matches-part", severity="warning")
+def hbm_matches_part(ctx: Context) -> Iterator[Finding]:
+    """A GPU has its part's HBM: capacity and bandwidth are not overridden per GPU.
+
+    HBM is what tells one GPU model from another (A100 40 GB vs 80 GB): an override usually means
+    the wrong part is named, and the catalogue, the roofline and the model planner then disagree
+    about the machine. Add the right part to the catalogue instead.
+    """
+    p = ctx.platform
+    for gpu in p.gpus:
+        for path in gpu.overridden:
+            if path == "hbm.capacity":
+                value = format_bytes(gpu.hbm_capacity)
+            elif path == "hbm.bandwidth":
+                value = gbyte(gpu.hbm_bandwidth)
+            else:
+                continue
+            yield ctx.finding(f"{gpu.id} overrides the HBM {path.split('.')[1]} of its part {gpu.part} with {value}",
+                              at=(gpu.id, "override", *path.split(".")),
+                              hint="name (or add) the part with this memory instead of overriding it")
