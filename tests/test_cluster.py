@@ -1,0 +1,111 @@
+"""Clusters: the model derived from a cluster file, and the cluster rules (one fixture per fault)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hwspec import pipeline
+from hwspec.rules import Rule, load_rules, rule
+from hwspec.diagnostics import Severity
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "cluster"
+
+
+@pytest.fixture(autouse=True)
+def _in_fixtures(monkeypatch):
+    monkeypatch.chdir(FIXTURES)
+
+
+def findings(name: str) -> list[str]:
+    checked = pipeline.check(FIXTURES / name)
+    assert checked.platform is not None, [d.format() for d in checked.diagnostics]
+    return [d.format() for d in checked.diagnostics]
+
+
+def test_clean_rail_optimized_cluster_has_no_findings():
+    assert findings("rail_cluster_ok.yaml") == []
+
+
+@pytest.mark.parametrize("fixture, expected", [
+    ("crossed_rails.yaml", [
+        "node_crossed_rails.yaml:30:10: error[HW801 rail-alignment]: crossed: local rank 0 (gpu0) uses nic1, "
+        "which is on rail 1, not rail 0\n  hint: pair GPU i with the i-th backend NIC by bus id, or use a Clos topology",
+        "node_crossed_rails.yaml:30:10: error[HW801 rail-alignment]: crossed: local rank 1 (gpu1) uses nic0, "
+        "which is on rail 0, not rail 1\n  hint: pair GPU i with the i-th backend NIC by bus id, or use a Clos topology"]),
+    ("ports_overcommitted.yaml", [
+        "ports_overcommitted.yaml:13:17: error[HW802 switch-ports]: 1 leaf switch(es) need more ports than they have: "
+        "switch0 carries 8 NIC ports + 0 uplinks on 6 ports\n"
+        "  hint: raise leaf ports, lower uplinks, or use more leaves (rail-optimized or clos)"]),
+    ("oversubscription_mismatch.yaml", [
+        "oversubscription_mismatch.yaml:15:21: error[HW803 oversubscription-declared]: the backend declares 2:1 "
+        "oversubscription, but the leaves wire 6 x 200 Gb/s down and 2 x 200 Gb/s up: 3:1"]),
+    ("bisection_below_minimum.yaml", [
+        "bisection_below_minimum.yaml:15:18: error[HW804 bisection-minimum]: bisection bandwidth is 0.4 Tb/s per "
+        "direction, below the declared minimum of 10 Tb/s\n  hint: add uplinks or spines, or lower the declared minimum"]),
+    ("duplicate_hostnames.yaml", [
+        "duplicate_hostnames.yaml:7:15: error[HW805 host-names]: hostname 'node' is used by node 0 and node 1\n"
+        "  hint: make the pattern depend on i or n"]),
+    ("world_size_mismatch.yaml", [
+        "world_size_mismatch.yaml:9:13: error[HW806 world-size]: world_size is declared as 100, but the nodes hold "
+        "4 x 2 = 8 GPUs"]),
+    ("backend_speed_mismatch.yaml", [
+        "backend_speed_mismatch.yaml:11:10: error[HW807 backend-matches-nodes]: nodes[0] (minimal): nic0 is "
+        "200 Gb/s rocev2, the backend network is 100 Gb/s rocev2"]),
+    ("leaves_without_spine.yaml", [
+        "leaves_without_spine.yaml:13:9: error[HW808 clos-connectivity]: 2 leaves have no spine tier between them: "
+        "nodes on different leaves cannot reach each other\n  hint: declare leaf uplinks and a spine"]),
+    ("rail_declaration_mismatch.yaml", [
+        "rail_declaration_mismatch.yaml:12:13: warning[HW809 rail-declaration]: minimal declares rail_optimized: true, "
+        "but this cluster's backend is single-switch"]),
+])
+def test_each_cluster_fault_is_caught_by_its_rule(fixture, expected):
+    assert findings(fixture) == expected
+
+
+@pytest.mark.parametrize("name", ["zionex-16.yaml", "zion-16.yaml"])
+def test_shipped_clusters_validate_clean(name):
+    checked = pipeline.check(ROOT / "platforms" / name)
+    assert [d.format() for d in checked.diagnostics] == []
+
+
+def test_zionex_16_is_the_papers_cluster():
+    cluster = pipeline.check(ROOT / "platforms" / "zionex-16.yaml").platform
+    assert (cluster.node_count, cluster.world_size) == (16, 128)
+    assert cluster.hostnames[0] == "zionex00" and cluster.hostnames[-1] == "zionex15"
+    assert cluster.groups[0].addresses[:2] == ("10.16.0.1", "10.16.0.2")
+    fabric = cluster.fabric
+    assert (fabric.topology, fabric.nics_per_node, fabric.nic_speed) == ("single-switch", 8, 25e9)
+    assert fabric.bisection == 64 * 25e9  # half of 128 NICs, non-blocking
+    assert fabric.design_oversubscription is None
+
+
+def test_rail_optimized_wiring_puts_nic_i_of_every_node_on_rail_i():
+    cluster = pipeline.check(FIXTURES / "rail_cluster_ok.yaml").platform
+    assert [(leaf.id, leaf.rail, list(leaf.nodes), leaf.down_ports) for leaf in cluster.fabric.leaves] == [
+        ("rail0-leaf0", 0, [0, 1, 2, 3], 4), ("rail1-leaf0", 1, [0, 1, 2, 3], 4)]
+
+
+def test_clos_wiring_derives_leaves_spines_and_bisection():
+    cluster = pipeline.check(FIXTURES / "oversubscription_mismatch.yaml").platform
+    fabric = cluster.fabric
+    assert [(leaf.id, list(leaf.nodes), leaf.down_ports, leaf.uplinks) for leaf in fabric.leaves] == [
+        ("leaf0", [0, 1, 2], 6, 2), ("leaf1", [3, 4, 5], 6, 2)]
+    assert fabric.spine_count == 1 and fabric.design_oversubscription == 3
+    assert fabric.bisection == 2 * 25e9  # 4 uplinks, half of them cross the cut
+
+
+def test_a_node_platform_is_validated_once_per_cluster_not_once_per_node():
+    calls: list[str] = []
+
+    @rule("HW999", "count-calls", "info")
+    def count_calls(ctx):
+        """Counts its calls."""
+        calls.append(ctx.platform.name)
+        return ()
+
+    counter = Rule("HW999", "count-calls", Severity.INFO, "node", count_calls, "test")
+    checked = pipeline.check(ROOT / "platforms" / "zionex-16.yaml", rules=[*load_rules(pipeline.rule_directories()), counter])
+    assert checked.platform.node_count == 16 and calls == ["zionex"]
