@@ -26,7 +26,7 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
     pairs = gpu_pairs(p)
     board = p.baseboard
     if pairs and board is None:
-        shown = [f"{c.a}-{c.b}: {c.links}" for c in pairs.values()]
+        shown = [f"{c.a}-{c.b}: {c.links} links" for c in pairs.values()]
         listed = id_list(shown[:3]) + (", ..." if len(shown) > 3 else "")
         yield ctx.finding(f"nvlink: {len(pairs)} GPU pair(s) are linked ({listed}), but there is no baseboard to carry them",
                           at=fabric_at(), hint="describe the accelerator baseboard and its wiring under 'baseboard:'")

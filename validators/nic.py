@@ -57,7 +57,7 @@ def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
     for nic, gpu in _pairs(ctx):
         if common_bridge(p, nic.id, gpu.id) is None:
             yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: they share no PCIe switch or root port, "
-                              "so their traffic turns in the CPU",
+                              "so their traffic goes through the CPU",
                               at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
 
 
