@@ -1,2 +1,4 @@
 """Built-in generators. Each module registers its generators with `@generator` on import;
 add a module here and import it below."""
+
+from hwspec.generators import nccl  # noqa: F401

@@ -1,0 +1,164 @@
+"""`nccl-topo.xml`: the whole node as an NCCL_TOPO_FILE.
+
+The file describes every socket as a `<cpu>`, the PCIe tree below it (bridges that lead to a
+GPU or NIC, GPUs with their NVLinks, NICs with their `<net>`), sorted by bus id at every level.
+SSDs are left out (NCCL has no use for them), and so are bridges with nothing NCCL uses below.
+The output is checked with `hwspec.nccl_check` before it is returned: a file NCCL would misread
+is a generation error, never a written file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hwspec.generate import GenContext, GenerationError, Plan, generator
+from hwspec.model import Gpu, Nic, Platform
+from hwspec.nccl_check import NVSWITCH_SENTINEL, PCIE_LINK_SPEED, check_nccl_xml
+
+CLASS_BRIDGE = "0x060400"
+CLASS_GPU = "0x030200"
+CLASS_ETHERNET = "0x020000"
+CLASS_INFINIBAND = "0x020700"
+TCLASS_GPU = "0x030200"
+TCLASS_NVSWITCH = "0x068000"
+
+CPU_VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
+"""spec vendor -> the CPUID vendor string NCCL expects on x86."""
+
+
+@dataclass
+class XmlNode:
+    """One element: attributes in writing order, children sorted by the builder."""
+
+    tag: str
+    attrs: list[tuple[str, str]] = field(default_factory=list)
+    children: list["XmlNode"] = field(default_factory=list)
+
+
+def cpumap(cpus: tuple[int, ...], total: int) -> str:
+    """`cpus` as sysfs writes node/cpumap: 32-bit hex words, most significant first, enough
+    words for `total` CPUs. cpumap((0, 1, 33), 64) == "00000002,00000003"."""
+    mask = 0
+    for cpu in cpus:
+        mask |= 1 << cpu
+    words = max(1, -(-total // 32))
+    return ",".join(f"{(mask >> (32 * i)) & 0xFFFFFFFF:08x}" for i in reversed(range(words)))
+
+
+def net_speed(nic: Nic) -> int:
+    """`<net speed>` in Mbit/s from bytes/s per direction (25e9 B/s -> 200000)."""
+    return round(nic.speed * 8 / 1e6)
+
+
+def net_name(nic: Nic) -> str | None:
+    """What NCCL's plugins call the NIC: the RDMA device, or the interface for TCP-only NICs."""
+    if nic.transport != "tcp" and nic.device:
+        return nic.device
+    return nic.interface or nic.device
+
+
+def net_gdr(platform: Platform, nic: Nic) -> bool:
+    """GPUDirect RDMA for this NIC: a GPUDirect platform, a backend RDMA NIC that can do it."""
+    backend = platform.backend
+    return bool(backend and backend.gpudirect and nic.role == "backend" and nic.transport != "tcp"
+                and nic.rdma and nic.gpudirect)
+
+
+def topology(platform: Platform) -> XmlNode:
+    """The `<system>` tree of `platform` (everything NCCL reads, nothing else)."""
+    orphans = [d.id for d in (*platform.gpus, *platform.nics) if d.socket is None]
+    if orphans:
+        raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
+                              "through the PCIe tree, so they have no place in the topology file")
+    total = max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
+    gdr = "1" if platform.backend is not None and platform.backend.gpudirect else "0"
+    nvlinks = _nvlinks(platform)
+    wanted = _wanted(platform)
+    net_devs = iter(range(len(platform.nics)))
+
+    def below(parent: str) -> list[XmlNode]:
+        nodes = []
+        for child in platform.children.get(parent, ()):
+            if child not in wanted:
+                continue
+            item = platform.by_id[child]
+            if isinstance(item, Gpu):
+                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)),
+                                      ("gdr", gdr)],
+                              [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)])
+                               for target, tclass, count in nvlinks.get(item.id, [])])
+                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
+                                                 item.pci_vendor, item.pci_device), [gpu]))
+            elif isinstance(item, Nic):
+                pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
+                name = net_name(item)
+                children = []
+                if name is not None and item.role != "management":
+                    net = XmlNode("net", [("name", name), ("dev", str(next(net_devs))), ("speed", str(net_speed(item))),
+                                          ("port", str(item.port)), ("gdr", "1" if net_gdr(platform, item) else "0")])
+                    children.append(XmlNode("nic", [], [net]))
+                nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width), children))
+            else:  # a bridge
+                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child)))
+        return nodes
+
+    system = XmlNode("system", [("version", "1")])
+    for socket in platform.sockets:
+        attrs = [("numaid", str(socket.numa_node)), ("affinity", cpumap(socket.cpus, total)), ("arch", socket.arch)]
+        if socket.arch == "x86_64":
+            if socket.vendor not in CPU_VENDORS:
+                raise GenerationError(f"{platform.file}: nccl-topo.xml: socket {socket.id} is x86_64 with vendor "
+                                      f"{socket.vendor!r}; NCCL knows Intel and AMD")
+            attrs += [("vendor", CPU_VENDORS[socket.vendor]), ("familyid", str(socket.family)),
+                      ("modelid", str(socket.model))]
+        system.children.append(XmlNode("cpu", attrs, below(socket.id)))
+    return system
+
+
+def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = None, device: str | None = None) -> list[tuple[str, str]]:
+    attrs = [("busid", bus), ("class", pci_class)]
+    if vendor and device:
+        attrs += [("vendor", vendor), ("device", device)]
+    return attrs + [("link_speed", PCIE_LINK_SPEED[gen]), ("link_width", str(width))]
+
+
+def _wanted(platform: Platform) -> set[str]:
+    """GPUs, NICs, and the bridges above them."""
+    upstream = {b.id: b.upstream for b in platform.bridges}
+    wanted: set[str] = set()
+    for device in (*platform.gpus, *platform.nics):
+        wanted.add(device.id)
+        parent = device.upstream
+        while parent in upstream and parent not in wanted:
+            wanted.add(parent)
+            parent = upstream[parent]
+    return wanted
+
+
+def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
+    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed."""
+    counts: dict[str, dict[tuple[str, str], int]] = {}
+    for link in platform.nvlinks:
+        ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
+        for gpu, peer in ends:
+            if peer in platform.gpu_by_id:
+                key = (platform.gpu_by_id[peer].bus, TCLASS_GPU)
+            else:
+                key = (NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
+            per_gpu = counts.setdefault(gpu, {})
+            per_gpu[key] = per_gpu.get(key, 0) + link.links
+    return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
+
+
+@generator("nccl-topo")
+def nccl_topo(ctx: GenContext) -> Plan:
+    """The node's NCCL_TOPO_FILE, checked against NCCL's parser rules."""
+    platform: Platform = ctx.platform
+    if not platform.gpus:
+        return {}
+    text = ctx.render("nccl-topo.xml.j2", "xml", system=topology(platform))
+    problems = check_nccl_xml(text)
+    if problems:
+        raise GenerationError(f"{platform.file}: nccl-topo.xml fails the NCCL compatibility check:\n  "
+                              + "\n  ".join(problems))
+    return {"nccl-topo.xml": text}
