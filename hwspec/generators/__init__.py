@@ -2,3 +2,4 @@
 add a module here and import it below."""
 
 from hwspec.generators import nccl  # noqa: F401
+from hwspec.generators import launch  # noqa: F401

@@ -1,0 +1,310 @@
+"""Launcher environment: nccl.conf, launch.env, ranks.tsv and bind.sh for ZionEX and Zion,
+their formats as bash, docker --env-file, NCCL's conf reader and sh read them, and the refusal
+of values that would need quoting."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from hwspec.diagnostics import HwspecError
+from hwspec.generate import GenerationError, UnsafeValue, env_value, plan_for, shell_word, xml_attr
+from hwspec.generators.launch import cpu_ranges, gdr_level, nccl_settings, omp_threads, path_level
+from hwspec.graph import build_graph
+from hwspec.load import load_platform
+from hwspec.pipeline import check
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF_LINE = re.compile(r"^[A-Z0-9_]+=[^ \t'\"]*$")
+LAUNCH_FILES = ("nccl.conf", "launch.env", "ranks.tsv", "bind.sh")
+
+
+@lru_cache(maxsize=None)
+def _checked(name: str):
+    checked = check(ROOT / "platforms" / f"{name}.yaml")
+    assert not checked.failed(), checked.diagnostics
+    return checked
+
+
+@lru_cache(maxsize=None)
+def plan(name: str) -> dict[str, str]:
+    checked = _checked(name)
+    files = plan_for(checked.platform, checked.graph, only=["nccl-conf", "launch-env", "ranks", "bind"])
+    return {key.split("/", 1)[1]: text for key, text in files.items()}
+
+
+def settings(text: str) -> dict[str, str]:
+    """NAME=value lines split on the first '=' (what NCCL's conf reader and docker do)."""
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+# ------------------------------------------------------------------ nccl.conf
+
+
+@pytest.mark.parametrize("name", ["zionex", "zion"])
+def test_nccl_conf_lines_are_name_value_or_comments(name):
+    lines = plan(name)["nccl.conf"].splitlines()
+    assert lines and all(line.startswith("#") or CONF_LINE.match(line) for line in lines), lines
+    assert any("/etc/hwspec/" + name + "/nccl-topo.xml" in line for line in lines if line.startswith("#"))
+
+
+def test_zionex_nccl_conf():
+    conf = settings(plan("zionex")["nccl.conf"])
+    cross_nic = "0" if _checked("zionex").platform.backend.rail_optimized else "1"
+    assert conf == {
+        "NCCL_IB_HCA": "=" + ",".join(f"mlx5_{i}:1" for i in range(8)),
+        "NCCL_SOCKET_IFNAME": "=eth10,eth20,eth30,eth40",
+        "NCCL_IB_GID_INDEX": "3",
+        "NCCL_IB_TC": "106",
+        "NCCL_NET_GDR_LEVEL": "PIX",
+        "NCCL_CROSS_NIC": cross_nic,
+        "NCCL_TOPO_FILE": "/etc/hwspec/zionex/nccl-topo.xml",
+    }
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1" in plan("zionex")["nccl.conf"]
+
+
+def test_zion_nccl_conf():
+    assert settings(plan("zion")["nccl.conf"]) == {
+        "NCCL_SOCKET_IFNAME": "=eth0,eth1,eth2,eth3",
+        "NCCL_IB_DISABLE": "1",
+        "NCCL_CROSS_NIC": "1",
+        "NCCL_TOPO_FILE": "/etc/hwspec/zion/nccl-topo.xml",
+    }
+
+
+def test_cross_nic_follows_rail_optimization():
+    platform, graph = _checked("zionex").platform, _checked("zionex").graph
+    for rail, expected in ((True, "0"), (False, "1")):
+        changed = dataclasses.replace(platform, backend=dataclasses.replace(platform.backend, rail_optimized=rail))
+        values = {s.name: s.value for s in nccl_settings(changed, graph)}
+        assert values["NCCL_CROSS_NIC"] == expected
+
+
+# ------------------------------------------------------------------ launch.env
+
+
+@pytest.mark.parametrize("name", ["zionex", "zion"])
+def test_launch_env_reads_the_same_in_bash_and_as_a_docker_env_file(name, tmp_path):
+    text = plan(name)["launch.env"]
+    for line in text.splitlines():
+        # docker --env-file: no leading blanks, '#' comments, every other line NAME=value
+        assert line.startswith("#") or CONF_LINE.match(line), line
+    docker = settings(text)
+    (tmp_path / "launch.env").write_text(text)
+    result = subprocess.run(["bash", "-c", "set -a; . ./launch.env; set +a; env -0"], cwd=tmp_path,
+                            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, capture_output=True, check=True)
+    bash = dict(item.split("=", 1) for item in result.stdout.decode().split("\0") if "=" in item)
+    assert {key: bash.get(key) for key in docker} == docker
+    assert docker["PET_NPROC_PER_NODE"] == "8"
+    assert docker["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert docker["OMP_NUM_THREADS"] == "14"
+    nccl = {k: v for k, v in docker.items() if k.startswith("NCCL_")}
+    assert nccl == settings(plan(name)["nccl.conf"])
+
+
+def test_omp_threads_is_cores_per_gpu_on_its_numa_node():
+    # ZionEX: 28 cores and 2 GPUs per socket; Zion: the same on the 4 sockets that have GPUs
+    assert omp_threads(_checked("zionex").platform) == 14
+    assert omp_threads(_checked("zion").platform) == 14
+
+
+# ------------------------------------------------------------------ ranks.tsv
+
+
+def test_zionex_ranks_table():
+    lines = plan("zionex")["ranks.tsv"].splitlines()
+    comments = [line for line in lines if line.startswith("#")]
+    assert lines[:len(comments)] == comments and len(comments) >= 3
+    rows = [line.split("\t") for line in lines[len(comments):]]
+    assert rows[0] == ["local_rank", "gpu", "gpu_bus_id", "nic", "nic_bus_id", "numa_node", "cpus"]
+    assert rows[1] == ["0", "gpu0", "0000:14:00.0", "mlx5_0", "0000:16:00.0", "0", "0-27,112-139"]
+    assert rows[4] == ["3", "gpu3", "0000:5c:00.0", "mlx5_3", "0000:5e:00.0", "1", "28-55,140-167"]
+    assert [row[0] for row in rows[1:]] == [str(i) for i in range(8)]
+    assert all(len(row) == 7 for row in rows)
+
+
+def test_zion_ranks_table_has_no_backend_nic():
+    lines = [line for line in plan("zion")["ranks.tsv"].splitlines() if not line.startswith("#")]
+    assert lines[1].split("\t") == ["0", "gpu0", "0000:14:00.0", "-", "-", "0", "0-27,224-251"]
+    assert lines[8].split("\t")[5] == "6"
+
+
+def test_cpu_ranges():
+    assert cpu_ranges((0, 1, 2, 5, 7, 8)) == "0-2,5,7-8"
+    assert cpu_ranges((3,)) == "3"
+    assert cpu_ranges(()) == ""
+
+
+# ------------------------------------------------------------------ bind.sh
+
+SH = shutil.which("sh") or "/bin/sh"
+
+
+def _bind(tmp_path: Path, name: str = "zionex") -> Path:
+    script = tmp_path / "bind.sh"
+    script.write_text(plan(name)["bind.sh"])
+    script.chmod(0o755)
+    return script
+
+
+def _fake_numactl(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "numactl"
+    fake.write_text('#!/bin/sh\necho "numactl $* CUDA_DEVICE_ORDER=$CUDA_DEVICE_ORDER"\n')
+    fake.chmod(0o755)
+    return bin_dir
+
+
+def _run(script: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SH, str(script), *args], env=env, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("name", ["zionex", "zion"])
+def test_bind_sh_is_valid_posix_sh(name, tmp_path):
+    text = plan(name)["bind.sh"]
+    assert text.startswith("#!/bin/sh\n# Generated by hwspec ")
+    subprocess.run([SH, "-n", str(_bind(tmp_path, name))], check=True)
+
+
+def test_bind_sh_execs_numactl_on_the_ranks_numa_node(tmp_path):
+    script, bin_dir = _bind(tmp_path), _fake_numactl(tmp_path)
+    path = f"{bin_dir}:/usr/bin:/bin"
+    result = _run(script, {"PATH": path, "LOCAL_RANK": "3"}, "cmd")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, "numactl --cpunodebind=1 --membind=1 -- cmd CUDA_DEVICE_ORDER=PCI_BUS_ID\n", "")
+    # launchers other than torchrun: Slurm, then Open MPI
+    result = _run(script, {"PATH": path, "SLURM_LOCALID": "6", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "cmd", "a b")
+    assert result.stdout == "numactl --cpunodebind=3 --membind=3 -- cmd a b CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
+    result = _run(script, {"PATH": path, "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "cmd")
+    assert result.stdout.startswith("numactl --cpunodebind=0 --membind=0 -- cmd")
+
+
+def test_bind_sh_fails_loudly(tmp_path):
+    script, bin_dir = _bind(tmp_path), _fake_numactl(tmp_path)
+    path = f"{bin_dir}:/usr/bin:/bin"
+    result = _run(script, {"PATH": path, "LOCAL_RANK": "8"}, "cmd")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "bind.sh: local rank '8' does not exist on zionex (local ranks 0-7)\n"
+    result = _run(script, {"PATH": path}, "cmd")
+    assert result.returncode == 2 and result.stderr.startswith("bind.sh: no local rank: set LOCAL_RANK")
+    # no numactl on PATH: refuse rather than run unbound, unless asked
+    result = _run(script, {"PATH": str(tmp_path / "empty"), "LOCAL_RANK": "3"}, "cmd")
+    assert result.returncode == 127
+    assert result.stderr.startswith("bind.sh: numactl not found on PATH")
+    result = _run(script, {"PATH": "/usr/bin:/bin", "LOCAL_RANK": "3", "HWSPEC_BIND": "off"}, "echo", "unbound")
+    assert (result.returncode, result.stdout) == (0, "unbound\n")
+
+
+# ------------------------------------------------------------------ GPUDirect level
+
+NODE = """\
+hwspec: 1
+kind: node
+name: {name}
+sockets:
+  - id: cpu0
+    part: xeon-platinum-8380h
+    numa_node: 0
+    memory: {{capacity: 256 GiB, bandwidth: 80 GB/s}}
+pcie:
+  - {{id: sw0, upstream: cpu0, bus: "0000:11:00.0", link: {{gen: 4, width: 16}}, max_oversubscription: 8}}
+  - {{id: sw1, upstream: sw0, bus: "0000:12:00.0", link: {{gen: 4, width: 16}}, max_oversubscription: 8}}
+gpus:
+  - {{id: gpu0, part: a100-sxm4-40gb, pcie: {{upstream: sw0, bus: "0000:14:00.0"}}}}
+nics:
+  - id: nic0
+    part: connectx-6-200g
+    role: backend
+    transport: rocev2
+    gpu: gpu0
+    device: {device}
+    interface: {interface}
+    pcie: {{upstream: {nic_upstream}, bus: "0000:16:00.0"}}
+  - id: fe0
+    part: ethernet-100g
+    role: ingestion
+    transport: tcp
+    interface: eth0
+    pcie: {{upstream: cpu0, bus: "0000:30:00.0"}}
+backend: {{transport: rocev2, nic_per_gpu: true, gpudirect: true}}
+"""
+
+
+def node(tmp_path: Path, name: str = "tiny", device: str = "mlx5_0", interface: str = "eth1", nic_upstream: str = "sw0") -> Path:
+    path = tmp_path / f"{name if re.fullmatch(r'[a-z0-9_-]+', name) else 'adversarial'}.yaml"
+    path.write_text(NODE.format(name=json.dumps(name), device=json.dumps(device), interface=json.dumps(interface),
+                                nic_upstream=nic_upstream), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("upstream, level", [("sw0", "PIX"), ("sw1", "PXB"), ("cpu0", "PHB")])
+def test_gdr_level_follows_the_pcie_distance_between_gpu_and_nic(tmp_path, upstream, level):
+    platform = load_platform(node(tmp_path, nic_upstream=upstream))
+    graph = build_graph(platform)
+    assert path_level(graph, "gpu0", "nic0") == level
+    assert gdr_level(platform, graph) == level
+    assert {s.name: s.value for s in nccl_settings(platform, graph)}["NCCL_NET_GDR_LEVEL"] == level
+
+
+def test_gdr_level_across_sockets_is_capped_at_phb():
+    checked = _checked("zionex")
+    assert path_level(checked.graph, "gpu0", "nic2") == "SYS"
+    assert path_level(checked.graph, "gpu0", "fe0") == "PHB"
+    assert path_level(checked.graph, "gpu0", "nic1") == "PIX"
+
+
+def test_no_gdr_level_without_gpudirect():
+    checked = _checked("zionex")
+    platform = dataclasses.replace(checked.platform, backend=dataclasses.replace(checked.platform.backend, gpudirect=False))
+    assert "NCCL_NET_GDR_LEVEL" not in {s.name for s in nccl_settings(platform, checked.graph)}
+
+
+# ------------------------------------------------------------------ values that would need quoting
+
+ADVERSARIAL = ['eth0"', "eth0'", "eth<0>", "e\nX=1", "$(reboot)", "eth 0", "`id`", "eth0;ls"]
+
+
+@pytest.mark.parametrize("value", ADVERSARIAL)
+@pytest.mark.parametrize("field", ["interface", "device", "name"])
+def test_adversarial_names_are_refused_when_the_platform_is_loaded(tmp_path, field, value):
+    with pytest.raises(HwspecError) as caught:
+        load_platform(node(tmp_path, **{field: value}))
+    messages = [d.message for d in caught.value.diagnostics]
+    where = {"interface": "nics[0].interface: ", "device": "nics[0].device: ", "name": "name: "}[field]
+    what = "an id" if field == "name" else "a device or interface name"
+    assert len(messages) == 1 and messages[0].startswith(where) and f"is not {what}" in messages[0], messages
+
+
+@pytest.mark.parametrize("value", ADVERSARIAL + ["a=b c", "~root", "*", "x|y", "a&b", "\t"])
+def test_env_and_shell_filters_refuse_unsafe_values(value):
+    with pytest.raises(UnsafeValue):
+        env_value(value)
+    with pytest.raises(UnsafeValue):
+        shell_word(value)
+
+
+def test_filters_pass_safe_values_and_xml_attr_escapes():
+    assert env_value("=mlx5_0:1,mlx5_1:1") == "=mlx5_0:1,mlx5_1:1"
+    assert shell_word("0000:14:00.0") == "0000:14:00.0"
+    assert xml_attr('a"b<c>&d\ne') == '"a&quot;b&lt;c&gt;&amp;d&#10;e"'
+
+
+def test_a_hostile_value_that_bypassed_validation_stops_generation():
+    checked = _checked("zionex")
+    platform = checked.platform
+    nics = tuple(dataclasses.replace(n, interface="eth10;reboot") if n.id == "fe0" else n for n in platform.nics)
+    hostile = dataclasses.replace(platform, nics=nics)
+    for only in (["nccl-conf"], ["launch-env"]):
+        with pytest.raises(GenerationError, match=r"refusing to write '=eth10;reboot,eth20,eth30,eth40'"):
+            plan_for(hostile, checked.graph, only=only)
+    # the XML escapes it instead (and the compatibility check still judges the result)
+    assert "eth10;reboot" in plan_for(hostile, checked.graph, only=["nccl-topo"])["zionex/nccl-topo.xml"]
