@@ -1,0 +1,126 @@
+"""Generation end to end: deterministic plans, `hwspec generate --check` exit codes and
+diffs, output paths that cannot escape, atomic writes, executable scripts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hwspec import writer
+from hwspec.cli import main
+from hwspec.generate import plan_for, write_plan
+from hwspec.pipeline import check
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_PLATFORMS = ("zionex", "zion")
+MY_FILES = ("nccl-topo.xml", "nccl.conf", "launch.env", "ranks.tsv", "bind.sh")
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # headers name the platform file relative to the working directory
+
+
+def full_plan() -> dict[str, str]:
+    plan: dict[str, str] = {}
+    for name in NODE_PLATFORMS:
+        checked = check(Path("platforms") / f"{name}.yaml")
+        assert not checked.failed(), checked.diagnostics
+        plan.update(plan_for(checked.platform, checked.graph))
+    return plan
+
+
+def test_plans_are_deterministic_across_runs_and_hash_seeds(tmp_path):
+    first, second = full_plan(), full_plan()
+    assert first == second
+    assert all(f"{p}/{f}" in first for p in NODE_PLATFORMS for f in MY_FILES)
+    # a separate interpreter with another hash seed writes the same bytes
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    subprocess.run([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(tmp_path),
+                    *(f"platforms/{p}.yaml" for p in NODE_PLATFORMS)], cwd=ROOT, env=env, check=True, capture_output=True)
+    for key, text in first.items():
+        assert (tmp_path / key).read_text(encoding="utf-8") == text, key
+
+
+def _fresh_copy(tmp_path: Path) -> Path:
+    out = tmp_path / "generated"
+    shutil.copytree(ROOT / "generated", out)
+    return out
+
+
+def _check(out: Path, *paths: str) -> int:
+    return main(["generate", "--check", "-o", str(out), *(paths or [f"platforms/{p}.yaml" for p in NODE_PLATFORMS])])
+
+
+def test_check_passes_on_a_fresh_copy_of_generated(tmp_path, capsys):
+    out = _fresh_copy(tmp_path)
+    status = _check(out)
+    captured = capsys.readouterr()
+    assert status == 0, captured.out + captured.err
+    assert "up to date" in captured.err
+
+
+def test_check_fails_with_a_diff_when_a_file_was_edited(tmp_path, capsys):
+    out = _fresh_copy(tmp_path)
+    conf = out / "zionex" / "nccl.conf"
+    conf.write_text(conf.read_text().replace("NCCL_IB_TC=106", "NCCL_IB_TC=0"))
+    assert _check(out) == 1
+    report = capsys.readouterr().out
+    assert report.startswith(f"stale: {conf}\n")
+    assert "-NCCL_IB_TC=0\n+NCCL_IB_TC=106" in report
+    assert report.count("stale: ") == 1
+
+
+def test_check_reports_missing_and_left_over_files(tmp_path, capsys):
+    out = _fresh_copy(tmp_path)
+    (out / "zion" / "ranks.tsv").unlink()
+    (out / "zion" / "old.conf").write_text("x")
+    assert _check(out) == 1
+    report = capsys.readouterr().out
+    assert f"missing: {out / 'zion' / 'ranks.tsv'}" in report
+    assert f"not generated any more: {out / 'zion' / 'old.conf'}" in report
+
+
+def test_check_returns_2_on_a_validation_error(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "platforms" / "zionex.yaml").read_text().replace("numa_node: ${i}", "numa_nod: ${i}", 1))
+    assert _check(_fresh_copy(tmp_path), str(bad)) == 2
+    assert "numa_nod" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("relative", ["../x", "zionex/../../x", "/tmp/x", "a/./../../x"])
+def test_write_plan_refuses_paths_outside_the_output_dir(tmp_path, relative):
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="refusing output path"):
+        write_plan({relative: "text\n"}, out)
+    assert not (tmp_path / "x").exists()
+
+
+def test_write_plan_is_atomic_and_marks_scripts_executable(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    plan = {"p/nccl.conf": "NCCL_A=1\n", "p/bind.sh": "#!/bin/sh\nexit 0\n"}
+    assert sorted(p.name for p in write_plan(plan, out, ["p"])) == ["bind.sh", "nccl.conf"]
+    assert sorted(p.name for p in (out / "p").iterdir()) == ["bind.sh", "nccl.conf"]  # no temp files
+    assert (out / "p" / "bind.sh").stat().st_mode & 0o777 == 0o755
+    assert (out / "p" / "nccl.conf").stat().st_mode & 0o777 == 0o644
+    assert write_plan(plan, out, ["p"]) == []  # unchanged files are not rewritten
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(writer.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_plan({"p/nccl.conf": "NCCL_A=2\n", "p/bind.sh": plan["p/bind.sh"]}, out, ["p"])
+    assert (out / "p" / "nccl.conf").read_text() == "NCCL_A=1\n"
+    assert sorted(p.name for p in (out / "p").iterdir()) == ["bind.sh", "nccl.conf"]
+
+
+def test_generated_bind_sh_is_executable_after_generate(tmp_path):
+    assert main(["generate", "--no-svg", "-o", str(tmp_path), "platforms/zionex.yaml"]) == 0
+    assert (tmp_path / "zionex" / "bind.sh").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "zionex" / "nccl-topo.xml").stat().st_mode & 0o777 == 0o644
