@@ -78,6 +78,8 @@ def oversubscription_declared(ctx: Context):
         return
     actual = fabric.design_oversubscription
     declared = fabric.declared_oversubscription
+    if actual is None and declared == 1:
+        return  # a single tier is non-blocking: 1:1 is what it is
     if actual is None:
         yield ctx.finding(f"the backend declares {number(declared)}:1 oversubscription, but it has no spine tier "
                           f"(one leaf, or one leaf per rail): nothing is oversubscribed",
