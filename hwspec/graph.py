@@ -49,13 +49,16 @@ def subgraph(graph: nx.Graph, kind: str) -> nx.Graph:
 
 
 def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
-    """PCIe links as a directed graph, parent -> child, over every node of `graph`."""
+    """PCIe links as a directed graph, parent -> child, over every node of `graph`.
+
+    Built from each node's `upstream`, not from the undirected edges: two bridges naming each
+    other share one undirected edge, and the cycle (which rule HW101 reports) must survive."""
     tree = nx.DiGraph()
     tree.add_nodes_from(graph.nodes(data=True))
-    for a, b, data in graph.edges(data=True):
-        if data["kind"] == "pcie":
-            parent = data["parent"]
-            tree.add_edge(parent, b if parent == a else a, **data)
+    for node, item in graph.nodes(data="item"):
+        parent = getattr(item, "upstream", None)
+        if parent is not None:
+            tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.link, bandwidth=item.link.bandwidth)
     return tree
 
 

@@ -1,0 +1,72 @@
+"""The rule engine's loading of rule directories, and the PCIe tree rules read."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import networkx as nx
+
+from hwspec.graph import build_graph, pcie_tree
+from hwspec.load import load_platform
+from hwspec.rules import load_rules, run_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests/fixtures/rules"
+
+RULE = '''
+from hwspec.rules import rule
+
+from ._words import WORD
+
+
+@rule("{id}", "{name}", severity="info")
+def check(ctx):
+    """Says a word."""
+    yield ctx.finding(WORD, at=("gpu0",))
+'''
+
+
+def rules_dir(path: Path, rule_id: str, word: str) -> Path:
+    path.mkdir(parents=True)
+    (path / "_words.py").write_text(f"WORD = {word!r}\n")
+    (path / "says.py").write_text(RULE.format(id=rule_id, name=f"says-{word}"))
+    return path
+
+
+def test_each_rule_directory_imports_its_own_helpers(tmp_path: Path) -> None:
+    rules = load_rules([rules_dir(tmp_path / "a", "A001", "apple"), rules_dir(tmp_path / "b", "B001", "banana")])
+    platform = load_platform(FIXTURES / "base_2gpu.yaml")
+    found = run_rules(platform, build_graph(platform), rules)
+    assert [(d.code, d.message) for d in found] == [("A001", "apple"), ("B001", "banana")]
+
+
+def test_a_rule_imported_into_another_module_is_registered_once(tmp_path: Path) -> None:
+    site = rules_dir(tmp_path / "site", "S001", "pear")
+    (site / "more.py").write_text(textwrap.dedent('''
+        from hwspec.rules import rule
+
+        from .says import check  # reused, not redefined
+
+
+        @rule("S002", "more")
+        def more(ctx):
+            """Nothing more."""
+            return ()
+    '''))
+    assert [r.id for r in load_rules([site])] == ["S001", "S002"]
+
+
+def test_pcie_tree_keeps_a_cycle_of_two_bridges() -> None:
+    platform = load_platform(FIXTURES / "pcie_cycle.yaml")
+    tree = pcie_tree(build_graph(platform))
+    assert sorted(nx.simple_cycles(tree)) == [["sw0", "sw1"]]
+    assert tree.edges["sw1", "sw0"]["parent"] == "sw1" and tree.edges["sw0", "sw1"]["parent"] == "sw0"
+
+
+def test_pcie_tree_has_one_edge_per_device_or_bridge() -> None:
+    platform = load_platform(ROOT / "platforms/zionex.yaml")
+    tree = pcie_tree(build_graph(platform))
+    items = (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)
+    assert sorted(tree.edges) == sorted((item.upstream, item.id) for item in items)
+    assert tree.edges["sw0", "gpu0"]["link"] == platform.gpu_by_id["gpu0"].link
