@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path, PurePath
 from typing import Iterable
+from urllib.parse import quote
 
 from hwspec import __version__
 from hwspec.diagnostics import Diagnostic, Severity
@@ -55,6 +57,13 @@ def _github(d: Diagnostic) -> str:
     return f"::{_GITHUB_LEVEL[d.severity]} {props}::{_escape_data(message)}"
 
 
+def _uri(file: str) -> str:
+    """A SARIF artifact URI: relative paths stay relative (percent-encoded), absolute ones become file: URIs."""
+    if PurePath(file).is_absolute():
+        return Path(file).as_uri()
+    return quote(file.replace("\\", "/"))
+
+
 def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
     """A SARIF 2.1.0 log with one run; rule metadata for every known rule and loader code."""
     descriptors: dict[str, dict] = {}
@@ -73,7 +82,7 @@ def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
             "ruleId": d.code, "ruleIndex": ids.index(d.code), "level": _SARIF_LEVEL[d.severity],
             "message": {"text": text},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d.file.replace("\\", "/")},
+                "artifactLocation": {"uri": _uri(d.file)},
                 "region": {"startLine": max(d.line, 1), "startColumn": max(d.col, 1)}}}],
         })
     return {

@@ -116,6 +116,10 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
     errors: list[Diagnostic] = []
     for directory in directories:
         directory = Path(directory).resolve()
+        if not directory.is_dir():
+            errors.append(Diagnostic(display_path(directory), 1, 1, Severity.ERROR, "E301",
+                                     "cannot load rules: not a directory"))
+            continue
         for path in sorted(directory.glob("*.py")):
             if path.name.startswith("_"):
                 continue
