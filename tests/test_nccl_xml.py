@@ -302,3 +302,73 @@ def test_generation_fails_when_the_output_breaks_the_nccl_rules(tmp_path, monkey
     assert str(caught.value) == (
         "platforms/zionex.yaml: nccl-topo.xml fails the NCCL compatibility check:\n"
         "  line 2: XML declaration '<?xml ...?>' is not allowed (NCCL: \"XML Parse : expected >, got '?'\")")
+
+
+DUAL_PORT = """\
+hwspec: 1
+kind: node
+name: dual
+sockets:
+  - {id: cpu0, part: xeon-platinum-8380h, numa_node: 0, memory: {capacity: 256 GiB, bandwidth: 80 GB/s}}
+pcie:
+  - {id: sw0, upstream: cpu0, bus: "0000:11:00.0", link: {gen: 4, width: 16}, max_oversubscription: 8}
+  - {id: sw9, upstream: cpu0, bus: "0000:40:00.0", link: {gen: 4, width: 16}}
+gpus:
+  - {id: gpu0, part: a100-sxm4-40gb, pcie: {upstream: sw0, bus: "0000:14:00.0"}}
+nics:
+  - {id: nic0, part: connectx-6-200g, role: backend, transport: infiniband, gpu: gpu0, device: mlx5_0, port: 1,
+     pcie: {upstream: sw0, bus: "0000:16:00.0"}}
+  - {id: nic1, part: connectx-6-200g, role: backend, transport: infiniband, device: mlx5_0, port: 2,
+     pcie: {upstream: sw0, bus: "0000:16:00.0"}}
+  - {id: bmc0, part: ethernet-100g, role: management, transport: tcp, interface: eno1,
+     pcie: {upstream: cpu0, bus: "0000:30:00.0"}}
+ssds:
+  - {id: ssd0, capacity: 1 TB, bandwidth: 3 GB/s, pcie: {upstream: sw9, bus: "0000:41:00.0"}}
+backend: {transport: infiniband, nic_per_gpu: true, gpudirect: true}
+"""
+
+
+def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, monkeypatch):
+    from hwspec.graph import build_graph
+    from hwspec.load import load_platform
+
+    monkeypatch.chdir(tmp_path)
+    Path("dual.yaml").write_text(DUAL_PORT)
+    platform = load_platform(Path("dual.yaml"))
+    text = plan_for(platform, build_graph(platform), only=["nccl-topo"])["dual/nccl-topo.xml"]
+    assert check_nccl_xml(text) == []
+    assert text.split("\n", 1)[1] == """\
+<system version="1">
+  <cpu numaid="0" affinity="00ffffff,ffffffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="85">
+    <pci busid="0000:11:00.0" class="0x060400" link_speed="16.0 GT/s PCIe" link_width="16">
+      <pci busid="0000:14:00.0" class="0x030200" vendor="0x10de" device="0x20b0" link_speed="16.0 GT/s PCIe" link_width="16">
+        <gpu dev="0" sm="80" rank="0" gdr="1"/>
+      </pci>
+      <pci busid="0000:16:00.0" class="0x020700" link_speed="16.0 GT/s PCIe" link_width="16">
+        <nic>
+          <net name="mlx5_0" dev="0" speed="200000" port="1" gdr="1"/>
+          <net name="mlx5_0" dev="1" speed="200000" port="2" gdr="1"/>
+        </nic>
+      </pci>
+    </pci>
+    <pci busid="0000:30:00.0" class="0x020000" link_speed="8.0 GT/s PCIe" link_width="16"/>
+  </cpu>
+</system>
+"""
+
+
+def test_nvswitch_links_use_the_sentinel_target(tmp_path, monkeypatch):
+    from hwspec.graph import build_graph
+    from hwspec.load import load_platform
+
+    monkeypatch.chdir(tmp_path)
+    text = DUAL_PORT.replace("nics:", '  - {id: gpu1, part: a100-sxm4-40gb, pcie: {upstream: sw0, bus: "0000:18:00.0"}}\n'
+                                      "nvlink: {topology: nvswitch}\nnics:")
+    Path("dual.yaml").write_text(text)
+    platform = load_platform(Path("dual.yaml"))
+    xml = plan_for(platform, build_graph(platform), only=["nccl-topo"])["dual/nccl-topo.xml"]
+    assert check_nccl_xml(xml) == []
+    links = [(pci.get("busid"), link.attrib) for pci in ElementTree.fromstring(xml).iter("pci")
+             for link in pci.findall("gpu/nvlink")]
+    assert links == [(bus, {"target": "fffffff:ff:ff.0", "count": "12", "tclass": "0x068000"})
+                     for bus in ("0000:14:00.0", "0000:18:00.0")]

@@ -78,8 +78,9 @@ def topology(platform: Platform) -> XmlNode:
 
     def below(parent: str) -> list[XmlNode]:
         nodes = []
+        done: set[str] = set()
         for child in platform.children.get(parent, ()):
-            if child not in wanted:
+            if child not in wanted or child in done:
                 continue
             item = platform.by_id[child]
             if isinstance(item, Gpu):
@@ -90,14 +91,15 @@ def topology(platform: Platform) -> XmlNode:
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
                                                  item.pci_vendor, item.pci_device), [gpu]))
             elif isinstance(item, Nic):
+                # the ports of one adapter function share its <pci> and <nic>: one <net> each
+                ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
+                done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
-                name = net_name(item)
-                children = []
-                if name is not None and item.role != "management":
-                    net = XmlNode("net", [("name", name), ("dev", str(next(net_devs))), ("speed", str(net_speed(item))),
-                                          ("port", str(item.port)), ("gdr", "1" if net_gdr(platform, item) else "0")])
-                    children.append(XmlNode("nic", [], [net]))
-                nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width), children))
+                nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
+                                        ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")])
+                        for n in ports if net_name(n) is not None and n.role != "management"]
+                nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
+                                     [XmlNode("nic", [], nets)] if nets else []))
             else:  # a bridge
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child)))
         return nodes
