@@ -153,8 +153,8 @@ def nccl_settings(platform: Platform, graph: nx.Graph) -> list[Setting]:
             settings.append(Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
                                     "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives"))
     if backend is not None and backend.transport == "tcp":
-        data = [n for n in platform.backend_nics if n.interface] or [n for n in platform.host_nics if n.interface]
-        socket_nics, why = data, "TCP backend: collectives and bootstrap run over these interfaces"
+        socket_nics = [n for n in platform.collective_nics if n.interface]
+        why = "TCP backend: collectives and bootstrap run over these interfaces"
     else:
         socket_nics = [n for n in platform.host_nics if n.interface]
         why = "bootstrap and socket traffic on the ingestion/frontend interfaces, by exact name"
