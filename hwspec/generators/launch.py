@@ -12,12 +12,12 @@ Install location: the topology file is expected at `/etc/hwspec/<platform>/nccl-
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import networkx as nx
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
+from hwspec.generators.nccl import net_name
 from hwspec.graph import pcie_path
 from hwspec.model import Gpu, Nic, Platform, Socket
 
@@ -29,9 +29,6 @@ MAX_IB_HCAS = 32
 
 GDR_LEVELS = ("PIX", "PXB", "PHB", "SYS")
 """NCCL path types from nearest to farthest, as NCCL_NET_GDR_LEVEL takes them."""
-
-_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
-
 
 @dataclass(frozen=True)
 class Setting:
@@ -53,9 +50,7 @@ class Rank:
 
     @property
     def nic_name(self) -> str:
-        if self.nic is None:
-            return "-"
-        return self.nic.device or self.nic.interface or self.nic.id
+        return (net_name(self.nic) or self.nic.id) if self.nic is not None else "-"
 
     @property
     def nic_bus(self) -> str:
@@ -141,6 +136,7 @@ def nccl_settings(platform: Platform, graph: nx.Graph) -> list[Setting]:
     backend = platform.backend
     settings: list[Setting] = []
     rdma = backend is not None and backend.transport != "tcp"
+    tcp = backend is not None and backend.transport == "tcp"
     if rdma:
         hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
         unnamed = [n.id for n in hcas if not n.device]
@@ -152,7 +148,7 @@ def nccl_settings(platform: Platform, graph: nx.Graph) -> list[Setting]:
         if hcas:
             settings.append(Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
                                     "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives"))
-    if backend is not None and backend.transport == "tcp":
+    if tcp:
         socket_nics = [n for n in platform.collective_nics if n.interface]
         why = "TCP backend: collectives and bootstrap run over these interfaces"
     else:
@@ -160,7 +156,7 @@ def nccl_settings(platform: Platform, graph: nx.Graph) -> list[Setting]:
         why = "bootstrap and socket traffic on the ingestion/frontend interfaces, by exact name"
     if socket_nics:
         settings.append(Setting("NCCL_SOCKET_IFNAME", "=" + ",".join(n.interface for n in socket_nics), why))
-    if backend is not None and backend.transport == "tcp":
+    if tcp:
         settings.append(Setting("NCCL_IB_DISABLE", "1", "TCP backend: no IB/RoCE verbs"))
     if rdma:
         for name, value, why in (("NCCL_IB_GID_INDEX", backend.gid_index, "RoCE GID index of the backend network"),
@@ -178,9 +174,6 @@ def nccl_settings(platform: Platform, graph: nx.Graph) -> list[Setting]:
                                 if backend.rail_optimized else "no rail-optimized fabric: rings may cross NICs"))
     settings.append(Setting("NCCL_TOPO_FILE", topo_file(platform),
                             f"this platform's nccl-topo.xml, installed under {TOPO_INSTALL_DIR}/{platform.name}/"))
-    for setting in settings:
-        if not _NAME.fullmatch(setting.name):
-            raise GenerationError(f"bad setting name {setting.name!r}")
     return settings
 
 
@@ -196,6 +189,8 @@ def _graph(ctx: GenContext) -> nx.Graph:
 def nccl_conf(ctx: GenContext) -> Plan:
     """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment."""
     platform: Platform = ctx.platform
+    if not platform.gpus:
+        return {}
     return {"nccl.conf": ctx.render("nccl.conf.j2", "hash", settings=nccl_settings(platform, _graph(ctx)),
                                     topo_file=topo_file(platform))}
 
