@@ -16,6 +16,7 @@ topo.cc); see the reference `nccl-topology-xml.md`.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from xml.etree import ElementTree
@@ -92,9 +93,10 @@ class _Tokenizer:
         self.errors: list[str] = []
         self.elements: list[_Element] = []
         self._tab_lines: set[int] = set()
+        self._newlines = [i for i, c in enumerate(text) if c == "\n"]
 
     def line(self, pos: int | None = None) -> int:
-        return self.text.count("\n", 0, self.pos if pos is None else pos) + 1
+        return bisect.bisect_left(self._newlines, self.pos if pos is None else pos) + 1
 
     def error(self, message: str, pos: int | None = None) -> None:
         self.errors.append(f"line {self.line(pos)}: {message}")
