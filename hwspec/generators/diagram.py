@@ -1,0 +1,281 @@
+"""`topology.dot`: the node's topology for graphviz.
+
+Sockets are clusters holding their PCIe tree; each PCIe switch is a cluster inside its socket,
+and a GPU and its backend NIC under the same parent are boxed together as on the board. NVLink
+edges (green, `constraint=false` so they do not distort the PCIe tree), PCIe edges (generation,
+width, GB/s) and CPU interconnect edges are drawn; backend and ingestion/frontend NICs differ in
+shape and colour, and a legend says which is which.
+
+Everything visible is prepared here as quoted DOT strings; the template only lays it out.
+Output is deterministic: platform order (sockets by NUMA node, devices by bus id), no dates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+from xml.sax.saxutils import escape
+
+from hwspec.generate import GenContext, generator
+from hwspec.model import Platform
+from hwspec.roofline import gbps, gib
+
+NVSWITCH = "nvswitch"
+LEGEND_PREFIX = "_legend_"
+"""Legend node ids start with an underscore, which platform ids (lower-case letter first) cannot."""
+
+STYLES: dict[str, dict[str, str]] = {
+    "socket": {"shape": "box", "style": "filled,bold", "fillcolor": "#dae8fc", "color": "#6c8ebf"},
+    "root-port": {"shape": "invtrapezium", "style": "filled", "fillcolor": "#eeeeee", "color": "#777777"},
+    "switch": {"shape": "invtrapezium", "style": "filled", "fillcolor": "#f5f5f5", "color": "#333333"},
+    "gpu": {"shape": "box", "style": "filled,bold", "fillcolor": "#d5e8d4", "color": "#4d7c0f"},
+    "nic-backend": {"shape": "box", "style": "filled,rounded", "fillcolor": "#ffe6cc", "color": "#d79b00"},
+    "nic-host": {"shape": "hexagon", "style": "filled", "fillcolor": "#e1d5e7", "color": "#9673a6"},
+    "nic-management": {"shape": "hexagon", "style": "filled,dashed", "fillcolor": "#f5f5f5", "color": "#999999"},
+    "ssd": {"shape": "cylinder", "style": "filled", "fillcolor": "#fff2cc", "color": "#b09500"},
+    "nvswitch": {"shape": "octagon", "style": "filled,bold", "fillcolor": "#d5e8d4", "color": "#4d7c0f"},
+}
+EDGE_STYLES: dict[str, dict[str, str]] = {
+    "pcie": {"class": "pcie", "color": "#555555", "fontcolor": "#333333"},
+    "cpu": {"class": "cpu", "color": "#6c8ebf", "fontcolor": "#3d5a80", "style": "dashed", "penwidth": "2", "constraint": "false"},
+    "nvlink": {"class": "nvlink", "color": "#76b900", "fontcolor": "#4d7c0f", "constraint": "false",
+               "tailport": "s", "headport": "s"},
+}
+"""Edge styles; `class` also lands in the SVG, so the kinds can be styled or picked out. Labels
+are `xlabel`s: dot (2.43 at least) fails on labelled flat edges inside clusters ("trouble in
+init_rank") and does not place plain labels with splines=curved. NVLink edges leave and enter
+GPUs at the bottom, so the curved arcs run below the GPU row."""
+LEGEND_NODES = (
+    ("socket", "CPU socket / NUMA node"), ("root-port", "PCIe root port"), ("switch", "PCIe switch"),
+    ("gpu", "GPU"), ("nic-backend", "backend NIC\n(RDMA, paired with a GPU)"),
+    ("nic-host", "ingestion / frontend NIC\n(on the CPU)"), ("ssd", "SSD"),
+)
+LEGEND_EDGES = (("nvlink", "NVLink (links, GB/s per direction)"), ("pcie", "PCIe (generation, width, GB/s)"),
+                ("cpu", "CPU interconnect"))
+
+
+def quote(value: Any) -> str:
+    """A DOT quoted string: backslash and double quote escaped, so any text is one safe ID."""
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def label(*lines: Any) -> str:
+    """A quoted label of `lines` joined by DOT line breaks; each line's own text is escaped
+    (a backslash stays a backslash, newlines become breaks)."""
+    escaped = []
+    for line in lines:
+        text = str(line).replace("\r", "")
+        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        escaped.append(text)
+    return '"' + "\\n".join(escaped) + '"'
+
+
+def attrs(style: dict[str, str], **extra: str) -> str:
+    """`key="value", ...` with every value quoted, except values already quoted by `label`."""
+    items = [f"{k}={quote(v)}" for k, v in style.items()]
+    items += [f"{k}={v}" for k, v in extra.items()]
+    return ", ".join(items)
+
+
+@dataclass
+class Cluster:
+    id: str
+    attrs: str
+    items: list[Any] = field(default_factory=list)  # Node lines (str) and nested Clusters, in order
+
+    @property
+    def is_cluster(self) -> bool:
+        return True
+
+
+def nic_kind(role: str) -> str:
+    if role == "backend":
+        return "nic-backend"
+    if role in ("ingestion", "frontend"):
+        return "nic-host"
+    return "nic-management"
+
+
+def _node_line(node_id: str, style: str, text: str) -> str:
+    return f"{quote(node_id)} [{attrs({'class': style, **STYLES[style]}, label=text)}];"
+
+
+def _device_line(platform: Platform, item_id: str) -> str:
+    item = platform.by_id[item_id]
+    kind = _kind(platform, item_id)
+    if kind == "socket":
+        return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})", item.model_name,
+                                                   f"{gib(item.memory_capacity)} DDR, {gbps(item.memory_bandwidth)}"))
+    if kind in ("root-port", "switch"):
+        name = "root port" if kind == "root-port" else "PCIe switch"
+        return _node_line(item_id, kind, label(f"{item.id}: {name}", item.bus))
+    if kind == "gpu":
+        return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", item.model_name,
+                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", item.bus))
+    if kind == "nic":
+        names = ", ".join(n for n in (item.device, item.interface) if n)
+        role = f"{item.role} {item.transport}" + (f" for {item.gpu}" if item.gpu else "")
+        return _node_line(item_id, nic_kind(item.role), label(f"{item.id}" + (f" ({names})" if names else ""),
+                                                              item.model_name, f"{role}, {gbps(item.speed)}", item.bus))
+    return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}", item.bus))
+
+
+def _kind(platform: Platform, item_id: str) -> str:
+    item = platform.by_id[item_id]
+    if item_id in platform.socket_by_id:
+        return "socket"
+    if hasattr(item, "kind"):
+        return item.kind  # bridge: "switch" | "root-port"
+    if item_id in platform.gpu_by_id:
+        return "gpu"
+    return "nic" if hasattr(item, "role") else "ssd"
+
+
+def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
+    """Top-level items (clusters and node lines) and the set of ids placed."""
+    placed: set[str] = set()
+    children = platform.children
+    pair_of = {gpu: nic.id for gpu, nic in platform.gpu2nic.items()}
+
+    def below(parent: str) -> list[Any]:
+        """Items for the devices directly below `parent`, recursing into bridges."""
+        items: list[Any] = []
+        kids = [k for k in children.get(parent, ()) if k not in placed]
+        paired_nics = {pair_of[k] for k in kids if k in pair_of and pair_of[k] in kids}
+        for kid in kids:
+            if kid in placed or kid in paired_nics:
+                continue
+            placed.add(kid)
+            kind = _kind(platform, kid)
+            if kind == "switch":
+                cluster = Cluster(quote(f"cluster_{kid}"), attrs({"label": "", "style": "rounded,dashed", "color": "#999999"}))
+                cluster.items = [_device_line(platform, kid), *below(kid)]
+                items.append(cluster)
+            elif kind == "root-port":
+                items += [_device_line(platform, kid), *below(kid)]
+            elif kid in pair_of and pair_of[kid] in paired_nics:
+                nic = pair_of[kid]
+                placed.add(nic)
+                pair = Cluster(quote(f"cluster_pair_{kid}"), attrs({"label": "", "style": "rounded,dotted", "color": "#d79b00"}))
+                pair.items = [_device_line(platform, kid), _device_line(platform, nic)]
+                items.append(pair)
+            else:
+                items.append(_device_line(platform, kid))
+        return items
+
+    top: list[Any] = []
+    for socket in platform.sockets:
+        placed.add(socket.id)
+        cluster = Cluster(quote(f"cluster_{socket.id}"),
+                          attrs({"style": "rounded,filled", "fillcolor": "#f7fbff", "color": "#6c8ebf"},
+                                label=label(f"socket {socket.id}, NUMA node {socket.numa_node}")))
+        cluster.items = [_device_line(platform, socket.id), *below(socket.id)]
+        top.append(cluster)
+    # Devices whose PCIe tree leads to no socket (rule HW101 reports them): drawn outside.
+    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
+        if item.id not in placed and item.upstream not in platform.by_id:
+            placed.add(item.id)
+            top.append(_device_line(platform, item.id))
+            top += below(item.id)
+    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):  # cycles
+        if item.id not in placed:
+            placed.add(item.id)
+            top.append(_device_line(platform, item.id))
+    if any(c.b == NVSWITCH for c in platform.nvlinks):
+        top.append(_node_line(NVSWITCH, "nvswitch", label("NVSwitch")))
+        placed.add(NVSWITCH)
+    return top, placed
+
+
+def _edges(platform: Platform, placed: set[str]) -> list[str]:
+    lines = []
+    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
+        if item.upstream in placed:
+            lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
+                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=label(str(item.link), gbps(item.link.bandwidth)))}];")
+    for a, b in platform.cpu_links:
+        name = (platform.cpu_interconnect or "CPU link").upper()
+        text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
+        lines.append(f"{quote(a)} -- {quote(b)} [{attrs(EDGE_STYLES['cpu'], xlabel=text)}];")
+    for c in platform.nvlinks:
+        kind = platform.gpu_by_id[c.a].fabric_kind if c.a in platform.gpu_by_id else "nvlink"
+        text = label(f"{c.links} x {kind}, {gbps(c.bandwidth)}")  # e.g. "2 x nvlink3, 50 GB/s"
+        lines.append(f"{quote(c.a)} -- {quote(c.b)} "
+                     f"[{attrs(EDGE_STYLES['nvlink'], xlabel=text, penwidth=quote(f'{1 + c.links:g}'))}];")
+    return lines
+
+
+def _legend() -> Cluster:
+    """Sample nodes in a column (invisible edges keep the order) and one horizontal sample
+    edge per link kind."""
+    legend = Cluster(quote("cluster_legend"), attrs({"style": "rounded", "color": "#bbbbbb"}, label=label("legend")))
+    previous = None
+    for kind, text in LEGEND_NODES:
+        node = f"{LEGEND_PREFIX}{kind}"
+        legend.items.append(_node_line(node, kind, label(*text.split("\n"))))
+        if previous:
+            legend.items.append(f'{quote(previous)} -- {quote(node)} [style="invis"];')
+        previous = node
+    for kind, text in LEGEND_EDGES:
+        a, b = f"{LEGEND_PREFIX}{kind}_a", f"{LEGEND_PREFIX}{kind}_b"
+        point = attrs({"shape": "point", "width": "0.05"})
+        style = {k: v for k, v in EDGE_STYLES[kind].items() if k not in ("constraint", "tailport", "headport")}
+        legend.items += [f"{quote(a)} [{point}];", f"{quote(b)} [{point}];",
+                         f"{{ rank=\"same\"; {quote(a)}; {quote(b)}; }}",
+                         f'{quote(previous)} -- {quote(a)} [style="invis"];',
+                         f"{quote(a)} -- {quote(b)} [{attrs(style, xlabel=label(text), minlen='3')}];"]
+        previous = a
+    return legend
+
+
+def _nvlink_matrix(platform: Platform) -> str | None:
+    """An HTML-like table node, like `nvidia-smi topo -m`: NVLink links between each GPU pair.
+    Dense NVLink meshes are hard to follow as edges alone; the table is exact."""
+    if not platform.nvlinks:
+        return None
+    gpus = [g.id for g in platform.gpus]
+    links = {(c.a, c.b): c.links for c in platform.nvlinks} | {(c.b, c.a): c.links for c in platform.nvlinks}
+    columns = gpus + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    cell = '<td align="center">{}</td>'
+    rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(g)}</b>") for g in columns) + "</tr>"]
+    for a in gpus:
+        cells = [cell.format(f"<b>{escape(a)}</b>")]
+        for b in columns:
+            n = links.get((a, b))
+            cells.append(cell.format("X" if a == b else (f'<font color="#4d7c0f">NV{n}</font>' if n else "-")))
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    per_link = sorted({g.fabric_link_bandwidth for g in platform.gpus})
+    caption = "NVLink links per GPU pair (NVn = n links" + (
+        f", {' / '.join(gbps(b) for b in per_link)} each per direction)" if per_link else ")")
+    table = (f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3"><tr><td colspan="{len(columns) + 1}">'
+             f"{escape(caption)}</td></tr>{''.join(rows)}</table>")
+    return f'{quote(LEGEND_PREFIX + "nvlink_matrix")} [shape="plaintext", class="legend", label=<{table}>];'
+
+
+def topology_view(platform: Platform) -> dict[str, Any]:
+    """The values the template lays out: quoted graph name and title, clusters, edges, legend."""
+    top, placed = _layout(platform)
+    legend = _legend()
+    matrix = _nvlink_matrix(platform)
+    if matrix:
+        legend.items.append(matrix)
+    return {"graph_id": quote(platform.name), "graph_label": label(platform.title),
+            "items": top, "edges": _edges(platform, placed), "legend": legend}
+
+
+def device_ids(platform: Platform) -> list[str]:
+    """Every id drawn as a node (the legend aside)."""
+    ids = [s.id for s in platform.sockets] + [i.id for i in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)]
+    return ids + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+
+
+@generator("diagram")
+def topology_dot(ctx: GenContext) -> dict[str, str]:
+    return {"topology.dot": ctx.render("topology.dot.j2", "slash", **topology_view(ctx.platform))}
+
+
+def iter_clusters(items: Iterable[Any]) -> Iterable[Cluster]:
+    for item in items:
+        if isinstance(item, Cluster):
+            yield item
+            yield from iter_clusters(item.items)
