@@ -164,9 +164,40 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_roofline(args: argparse.Namespace) -> int:
+    """Validate one node platform, then print its roofline parameters (text tables or JSON)."""
+    from hwspec import pipeline, report, roofline
+    from hwspec.diagnostics import HwspecError
+
+    try:
+        rules = _rules(args)
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return EXIT_UNREADABLE
+    checked = pipeline.check(args.platform, rules, args.parts)
+    sys.stderr.write(report.render(checked.diagnostics, "text"))
+    if checked.unreadable:
+        return EXIT_UNREADABLE
+    if checked.failed():
+        sys.stderr.write(f"hwspec: {args.platform} has errors: fix them first ('hwspec validate {args.platform}')\n")
+        return EXIT_FINDINGS
+    if getattr(checked.platform, "kind", "node") != "node":
+        sys.stderr.write(f"hwspec: {args.platform} is a {checked.platform.kind} platform; roofline takes a node platform\n")
+        return EXIT_UNREADABLE
+    document = roofline.roofline(checked.platform)
+    if args.format == "json":
+        import json
+
+        sys.stdout.write(json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(roofline.text_report(document))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check platform files and report findings"),
     "generate": (cmd_generate, "validate, then write generated configs (or --check them)"),
+    "roofline": (cmd_roofline, "print a node platform's roofline parameters (peaks, tiers, ridge points, collective bounds)"),
     "schema": (cmd_schema, "print the JSON Schema of platform files (for editors)"),
     "rules": (cmd_rules, "list every rule"),
     "explain": (cmd_explain, "print a rule's invariant and rationale"),
@@ -193,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="site templates, searched before the built-in ones (repeatable)")
     gen.add_argument("--no-svg", action="store_true", help="do not render SVG diagrams even when graphviz is installed")
     _add_common(gen)
+
+    roof = sub.add_parser("roofline", help=COMMANDS["roofline"][1])
+    roof.add_argument("platform", type=Path, metavar="PLATFORM", help="a node platform file")
+    roof.add_argument("--format", choices=("text", "json"), default="text")
+    _add_common(roof)
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
