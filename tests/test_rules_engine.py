@@ -60,7 +60,7 @@ def test_a_rule_imported_into_another_module_is_registered_once(tmp_path: Path) 
 def test_pcie_tree_keeps_a_cycle_of_two_bridges() -> None:
     platform = load_platform(FIXTURES / "pcie_cycle.yaml")
     tree = pcie_tree(build_graph(platform))
-    assert sorted(nx.simple_cycles(tree)) == [["sw0", "sw1"]]
+    assert [sorted(cycle) for cycle in nx.simple_cycles(tree)] == [["sw0", "sw1"]]
     assert tree.edges["sw1", "sw0"]["parent"] == "sw1" and tree.edges["sw0", "sw1"]["parent"] == "sw0"
 
 
