@@ -179,7 +179,7 @@ def _gpu_tiers(platform: Platform, gpu: Gpu, below: dict[str, int]) -> dict[str,
     else:
         unpaired = [n for n in platform.backend_nics if n.gpu is None]
         nics, via = (unpaired, "backend NICs shared by all GPUs") if unpaired else (list(platform.host_nics), "host (ingestion/frontend) NICs shared by all GPUs")
-        tiers["backend_nic"] = _tier(math.fsum(n.speed for n in nics) / n_gpus, transport=_transport(platform, nics),
+        tiers["backend_nic"] = _tier(math.fsum(n.speed for n in nics) / n_gpus, transport=_transport(nics),
                                      shared_by_gpus=n_gpus, nics=len(nics), via=via) if nics else None
 
     host = platform.host_nics
@@ -187,7 +187,7 @@ def _gpu_tiers(platform: Platform, gpu: Gpu, below: dict[str, int]) -> dict[str,
     return tiers
 
 
-def _transport(platform: Platform, nics: Iterable) -> str:
+def _transport(nics: Iterable) -> str:
     kinds = sorted({n.transport for n in nics})
     return ",".join(kinds)
 
