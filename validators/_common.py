@@ -68,10 +68,6 @@ def pcie_field(item: Bridge | Gpu | Nic, name: str) -> tuple[str, ...]:
     return (item.id, name) if isinstance(item, Bridge) else (item.id, "pcie", name)
 
 
-def line_of(platform: Platform, at: tuple[str, ...]) -> int:
-    return platform.locate(*at).line
-
-
 # ---------------------------------------------------------------- the PCIe tree
 
 
@@ -168,6 +164,5 @@ def gpu_fabric(platform: Platform, gpu_id: str) -> list[NvlinkConnection]:
     return mine + [c for c in platform.nvlinks if c.a == gpu_id and c.b not in platform.gpu_by_id and c.b != c.a]
 
 
-def fabric_at() -> tuple[None, str, str]:
-    """Where the logical fabric is written."""
-    return (None, "nvlink", "topology")
+FABRIC_AT = (None, "nvlink", "topology")
+"""Where fabric findings point: the model does not keep which `topology` entry a pair came from."""

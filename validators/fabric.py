@@ -10,7 +10,7 @@ import networkx as nx
 from hwspec.graph import subgraph
 from hwspec.rules import Context, Finding, rule
 
-from ._common import fabric_at, gbyte, gpu_fabric, gpu_pairs, id_list, in_file_order
+from ._common import FABRIC_AT, gbyte, gpu_fabric, gpu_pairs, id_list, in_file_order
 
 
 @rule("HW301", "nvlink-embeds-in-baseboard")
@@ -29,7 +29,7 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
         shown = [f"{c.a}-{c.b}: {c.links} links" for c in pairs.values()]
         listed = id_list(shown[:3]) + (", ..." if len(shown) > 3 else "")
         yield ctx.finding(f"nvlink: {len(pairs)} GPU pair(s) are linked ({listed}), but there is no baseboard to carry them",
-                          at=fabric_at(), hint="describe the accelerator baseboard and its wiring under 'baseboard:'")
+                          at=FABRIC_AT, hint="describe the accelerator baseboard and its wiring under 'baseboard:'")
         return
     for (a, b), connection in pairs.items():
         ga, gb = p.gpu_by_id[a], p.gpu_by_id[b]
@@ -46,7 +46,7 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(
                 f"{a}-{b} (slots {ga.slot} and {gb.slot}): {connection.links} NVLink links asked, but the baseboard "
                 f"wires {ports} port(s) between these slots, carrying {carried} link(s) at {board.links_per_port} per port",
-                at=fabric_at(),
+                at=FABRIC_AT,
                 hint="leave the pair out (nvlink.exclude), lower its link count, or correct the baseboard wiring")
 
 
@@ -64,7 +64,7 @@ def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
         if used > gpu.fabric_links:
             peers = ", ".join(f"{c.b if c.a == gpu.id else c.a}: {c.links}" for c in mine)
             yield ctx.finding(f"{gpu.id} uses {used} NVLink links ({peers}), but its part {gpu.part} has {gpu.fabric_links}",
-                              at=fabric_at(), hint="lower links_per_pair or the per-pair counts, or leave pairs out")
+                              at=FABRIC_AT, hint="lower links_per_pair or the per-pair counts, or leave pairs out")
 
 
 @rule("HW303", "nvlink-symmetric")
@@ -78,17 +78,17 @@ def nvlink_symmetric(ctx: Context) -> Iterator[Finding]:
     first: dict[frozenset[str], int] = {}
     for c in p.nvlinks:
         if c.a == c.b:
-            yield ctx.finding(f"{c.a} is linked to itself ({c.links} links)", at=fabric_at(),
+            yield ctx.finding(f"{c.a} is linked to itself ({c.links} links)", at=FABRIC_AT,
                               hint="name the other GPU of the pair")
             continue
         key = frozenset((c.a, c.b))
         if key not in first:
             first[key] = c.links
         elif first[key] != c.links:
-            yield ctx.finding(f"{c.a}-{c.b} is listed twice, with {first[key]} and {c.links} links", at=fabric_at(),
+            yield ctx.finding(f"{c.a}-{c.b} is listed twice, with {first[key]} and {c.links} links", at=FABRIC_AT,
                               hint="keep one entry with the pair's link count")
         else:
-            yield ctx.finding(f"{c.a}-{c.b} is listed twice ({c.links} links each)", at=fabric_at(),
+            yield ctx.finding(f"{c.a}-{c.b} is listed twice ({c.links} links each)", at=FABRIC_AT,
                               hint="keep one entry with the pair's total link count")
 
 
@@ -113,7 +113,7 @@ def nvlink_connected(ctx: Context) -> Iterator[Finding]:
     if len(islands) > 1:
         shown = " and ".join("{" + id_list(i) + "}" for i in islands)
         yield ctx.finding(f"the NVLink fabric splits the {len(p.gpus)} GPUs into {len(islands)} islands: {shown}",
-                          at=fabric_at(), hint="link the islands, or leave fewer pairs out of the pattern")
+                          at=FABRIC_AT, hint="link the islands, or leave fewer pairs out of the pattern")
 
 
 @rule("HW305", "fabric-uniform")
@@ -133,7 +133,7 @@ def fabric_uniform(ctx: Context) -> Iterator[Finding]:
     if bandwidth[fast.id] - bandwidth[slow.id] > 1e-9 * bandwidth[fast.id]:
         yield ctx.finding(f"{slow.id} has {gbyte(bandwidth[slow.id])} of NVLink bandwidth, {fast.id} has "
                           f"{gbyte(bandwidth[fast.id])}; the fabric is declared symmetric",
-                          at=fabric_at(), hint="give every GPU the same links, or set nvlink.symmetric: false")
+                          at=FABRIC_AT, hint="give every GPU the same links, or set nvlink.symmetric: false")
 
 
 @rule("HW306", "baseboard-ports")

@@ -71,7 +71,8 @@ def bus_id_unique(ctx: Context) -> Iterator[Finding]:
                           hint="copy the bus ids from 'lspci -D' on the machine")
 
 
-def _same_adapter(a, b) -> bool:
+def _same_adapter(a: object, b: object) -> bool:
+    """Two ports of one multi-port NIC (same part, different `port`)."""
     return isinstance(a, Nic) and isinstance(b, Nic) and a.part == b.part and a.port != b.port
 
 
