@@ -84,7 +84,7 @@ def test_cross_nic_follows_rail_optimization():
     platform, graph = _checked("zionex").platform, _checked("zionex").graph
     for rail, expected in ((True, "0"), (False, "1")):
         changed = dataclasses.replace(platform, backend=dataclasses.replace(platform.backend, rail_optimized=rail))
-        values = {s.name: s.value for s in nccl_settings(changed, graph)}
+        values = {s.name: s.value for s in nccl_settings(changed, graph, "/etc/hwspec/x")}
         assert values["NCCL_CROSS_NIC"] == expected
 
 
@@ -252,7 +252,7 @@ def test_gdr_level_follows_the_pcie_distance_between_gpu_and_nic(tmp_path, upstr
     graph = build_graph(platform)
     assert path_level(graph, "gpu0", "nic0") == level
     assert gdr_level(platform, graph) == level
-    assert {s.name: s.value for s in nccl_settings(platform, graph)}["NCCL_NET_GDR_LEVEL"] == level
+    assert {s.name: s.value for s in nccl_settings(platform, graph, "/etc/hwspec/x")}["NCCL_NET_GDR_LEVEL"] == level
 
 
 def test_gdr_level_across_sockets_is_capped_at_phb():
@@ -265,7 +265,7 @@ def test_gdr_level_across_sockets_is_capped_at_phb():
 def test_no_gdr_level_without_gpudirect():
     checked = _checked("zionex")
     platform = dataclasses.replace(checked.platform, backend=dataclasses.replace(checked.platform.backend, gpudirect=False))
-    assert "NCCL_NET_GDR_LEVEL" not in {s.name for s in nccl_settings(platform, checked.graph)}
+    assert "NCCL_NET_GDR_LEVEL" not in {s.name for s in nccl_settings(platform, checked.graph, "/etc/hwspec/x")}
 
 
 # ------------------------------------------------------------------ values that would need quoting

@@ -5,3 +5,5 @@ from hwspec.generators import nccl  # noqa: F401
 from hwspec.generators import launch  # noqa: F401
 from hwspec.generators import roofline  # noqa: F401
 from hwspec.generators import diagram  # noqa: F401
+from hwspec.generators import slurm  # noqa: F401
+from hwspec.generators import cluster  # noqa: F401

@@ -6,8 +6,9 @@ disagree. Every value is written through the `env_value`/`shell_word` filters: a
 would need quoting is refused, never quoted, because NCCL's conf reader and docker --env-file
 take values verbatim.
 
-Install location: the topology file is expected at `/etc/hwspec/<platform>/nccl-topo.xml`
-(TOPO_INSTALL_DIR); `nccl.conf` and `launch.env` point NCCL_TOPO_FILE there.
+Install location: the topology file is expected at `<install dir>/nccl-topo.xml`, where the
+install dir is `/etc/hwspec/<platform>` (or, for a node of a cluster,
+`/etc/hwspec/<cluster>/nodes/<platform>`); `nccl.conf` and `launch.env` point NCCL_TOPO_FILE there.
 """
 
 from __future__ import annotations
@@ -20,9 +21,6 @@ from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.generators.nccl import net_name
 from hwspec.graph import pcie_path
 from hwspec.model import Gpu, Nic, Platform, Socket
-
-TOPO_INSTALL_DIR = "/etc/hwspec"
-"""Where a node's generated files are installed: /etc/hwspec/<platform>/nccl-topo.xml."""
 
 MAX_IB_HCAS = 32
 """NCCL reads at most 32 entries from NCCL_IB_HCA."""
@@ -86,8 +84,8 @@ def ranks(platform: Platform) -> list[Rank]:
             for g in platform.gpus]
 
 
-def topo_file(platform: Platform) -> str:
-    return f"{TOPO_INSTALL_DIR}/{platform.name}/nccl-topo.xml"
+def topo_file(install_dir: str) -> str:
+    return f"{install_dir}/nccl-topo.xml"
 
 
 def omp_threads(platform: Platform) -> int:
@@ -131,8 +129,9 @@ def gdr_level(platform: Platform, graph: nx.Graph) -> str | None:
     return GDR_LEVELS[min(worst, GDR_LEVELS.index("PHB"))]
 
 
-def nccl_settings(platform: Platform, graph: nx.Graph) -> list[Setting]:
-    """The NCCL_* settings of the node, in the order they are written."""
+def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
+    """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
+    (the cluster's rail layout) overrides the platform's own declaration when given."""
     backend = platform.backend
     settings: list[Setting] = []
     rdma = backend is not None and backend.transport != "tcp"
@@ -169,11 +168,12 @@ def nccl_settings(platform: Platform, graph: nx.Graph) -> list[Setting]:
             settings.append(Setting("NCCL_NET_GDR_LEVEL", level,
                                     "GPUDirect RDMA up to this PCIe distance between a GPU and its NIC"))
     if backend is not None:
-        settings.append(Setting("NCCL_CROSS_NIC", "0" if backend.rail_optimized else "1",
+        rails = backend.rail_optimized if rail_optimized is None else rail_optimized
+        settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
                                 "rail-optimized fabric: keep each ring/tree on the same NIC index"
-                                if backend.rail_optimized else "no rail-optimized fabric: rings may cross NICs"))
-    settings.append(Setting("NCCL_TOPO_FILE", topo_file(platform),
-                            f"this platform's nccl-topo.xml, installed under {TOPO_INSTALL_DIR}/{platform.name}/"))
+                                if rails else "no rail-optimized fabric: rings may cross NICs"))
+    settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir),
+                            f"this platform's nccl-topo.xml, installed under {install_dir}/"))
     return settings
 
 
@@ -185,14 +185,17 @@ def _graph(ctx: GenContext) -> nx.Graph:
     return build_graph(ctx.platform)
 
 
+def _settings(ctx: GenContext) -> list[Setting]:
+    return nccl_settings(ctx.platform, _graph(ctx), ctx.install_dir, ctx.rail_optimized)
+
+
 @generator("nccl-conf")
 def nccl_conf(ctx: GenContext) -> Plan:
     """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment."""
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    return {"nccl.conf": ctx.render("nccl.conf.j2", "hash", settings=nccl_settings(platform, _graph(ctx)),
-                                    topo_file=topo_file(platform))}
+    return {"nccl.conf": ctx.render("nccl.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir))}
 
 
 @generator("launch-env")
@@ -205,8 +208,7 @@ def launch_env(ctx: GenContext) -> Plan:
     launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
                 Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do"),
                 Setting("OMP_NUM_THREADS", str(omp_threads(platform)), "physical cores per rank on its NUMA node")]
-    return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher,
-                                     settings=nccl_settings(platform, _graph(ctx)))}
+    return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx))}
 
 
 @generator("ranks")
