@@ -1,0 +1,130 @@
+"""Cluster roofline parameters: aggregates, injection and bisection bandwidth, and
+hierarchical collective bounds, built on the node documents of `hwspec.roofline`.
+
+Units as in `hwspec.roofline`: bytes, bytes/s per direction, FLOP/s, in key names.
+Collective bounds follow nccl-tests' conventions for n = world size ranks: for a buffer of S
+bytes, algbw = S / t and busbw = algbw x factor (2(n-1)/n for AllReduce, (n-1)/n otherwise).
+Every bound is an upper bound from link bandwidths alone (no latency, no protocol overhead).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hwspec import roofline as rf
+from hwspec.cluster import Cluster
+
+HIERARCHICAL_METHOD = (
+    "Upper bounds from bandwidth alone, per byte of the nccl-tests buffer S, with G GPUs per node, N nodes, "
+    "n = N*G ranks, B_intra = the node's intra-node busbw bound (NVLink, else PCIe) and B_inj = per-GPU "
+    "injection bandwidth (its backend NIC, capped by its share of the bisection). "
+    "all_reduce: intra-node reduce-scatter + inter-node all-reduce of S/G per GPU + intra-node all-gather: "
+    "t/S = 2(G-1)/(G*B_intra) + 2(N-1)/(N*G*B_inj). "
+    "all_gather / reduce_scatter: t/S = (G-1)/(G*B_intra) + (N-1)/(N*G*B_inj). "
+    "all_to_all: each GPU sends S/n to every rank; (n-G)/n of S leaves the node: "
+    "t/S = max((n-G)/(n*B_inj), (G-1)/(n*B_intra), n/(4*bisection)). "
+    "algbw = 1/(t/S); busbw = algbw * nccl-tests factor."
+)
+
+
+def _hierarchical(nodes: int, gpus: int, intra: float, injection: float, bisection: float) -> dict[str, Any]:
+    n = nodes * gpus
+    per_byte = {
+        "all_reduce": 2 * (gpus - 1) / (gpus * intra) + 2 * (nodes - 1) / (nodes * gpus * injection),
+        "all_gather": (gpus - 1) / (gpus * intra) + (nodes - 1) / (nodes * gpus * injection),
+        "all_to_all": max((n - gpus) / (n * injection), (gpus - 1) / (n * intra) if gpus > 1 else 0.0,
+                          n / (4 * bisection) if nodes > 1 else 0.0),
+    }
+    per_byte["reduce_scatter"] = per_byte["all_gather"]
+    result: dict[str, Any] = {"n_ranks": n, "method": HIERARCHICAL_METHOD}
+    for name in rf.COLLECTIVES:
+        algbw = 1 / per_byte[name] if per_byte[name] > 0 else math.inf
+        factor = rf.busbw_factor(name, n)
+        result[name] = {"algbw_bytes_per_s": algbw, "busbw_factor": factor, "busbw_bytes_per_s": algbw * factor}
+    result["all_to_all"]["inter_node_share"] = (n - gpus) / (n - 1) if n > 1 else 0.0
+    return result
+
+
+def cluster_roofline(cluster: Cluster) -> dict[str, Any]:
+    """The cluster's roofline document (without `_generated`)."""
+    node_docs = {p.name: rf.roofline(p) for p in cluster.node_platforms}
+    aggregate: dict[str, Any] = {"nodes": cluster.node_count, "gpus": cluster.world_size, "compute": {}}
+    sums = ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "ddr_capacity_bytes", "ddr_bandwidth_bytes_per_s",
+            "ssd_capacity_bytes", "ssd_bandwidth_bytes_per_s")
+    for key in sums:
+        aggregate[key] = sum(group.count * node_docs[group.platform.name]["node"][key] for group in cluster.groups)
+    for group in cluster.groups:
+        for dtype, peaks in node_docs[group.platform.name]["node"]["compute"].items():
+            entry = aggregate["compute"].setdefault(dtype, {})
+            for kind, value in peaks.items():
+                entry[kind] = entry.get(kind, 0.0) + group.count * value
+
+    gpus = min(g.gpus_per_node for g in cluster.groups)
+    intra = min((node_docs[p.name]["intra_node_collectives"] or {}).get("busbw_bound_bytes_per_s", 0.0)
+                for p in cluster.node_platforms) or math.inf
+    nic = min(_per_gpu_nic(p) for p in cluster.node_platforms)
+    fabric = cluster.fabric
+    network: dict[str, Any] = {"per_gpu_nic_bytes_per_s": nic}
+    injection = nic
+    bisection = math.inf
+    if fabric is not None:
+        bisection = fabric.bisection
+        share = 2 * bisection / cluster.world_size if cluster.world_size else math.inf
+        injection = min(nic, share)
+        network.update({
+            "topology": fabric.topology, "transport": fabric.transport,
+            "leaf_switches": len(fabric.leaves), "spine_switches": fabric.spine_count,
+            "oversubscription": fabric.design_oversubscription or 1.0,
+            "bisection_bytes_per_s": bisection,
+            "injection_total_bytes_per_s": fabric.injection_total,
+        })
+    network["per_gpu_injection_bytes_per_s"] = injection
+    if cluster.frontend is not None:
+        hosts = sum(len(g.platform.host_nics) * g.count for g in cluster.groups)
+        network["frontend_total_bytes_per_s"] = hosts * cluster.frontend.speed
+        if cluster.frontend.ingestion_share is not None:
+            network["ingestion_per_gpu_bytes_per_s"] = (hosts * cluster.frontend.speed * cluster.frontend.ingestion_share
+                                                        / cluster.world_size)
+    collectives = None
+    if cluster.world_size > 1 and math.isfinite(intra) and nic > 0:
+        collectives = _hierarchical(cluster.node_count, gpus, intra, injection, bisection if fabric else math.inf)
+    return {
+        "schema_version": rf.SCHEMA_VERSION,
+        "units": rf.UNITS,
+        "cluster": {"name": cluster.name, "title": cluster.title, "file": cluster.file,
+                    "node_platforms": {g.platform.name: g.count for g in cluster.groups}},
+        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
+                         "location": f"{a.location.file}:{a.location.line}"}
+                        for a in (*cluster.assumptions, *(a for p in cluster.node_platforms for a in p.assumptions))],
+        "aggregate": aggregate,
+        "network": network,
+        "collectives": collectives,
+    }
+
+
+def _per_gpu_nic(platform) -> float:
+    """Scale-out bandwidth per GPU: its paired backend NIC (the slowest), else the node's
+    collective NICs shared by its GPUs."""
+    if not platform.gpus:
+        return 0.0
+    if platform.gpu2nic and len(platform.gpu2nic) == len(platform.gpus):
+        return min(nic.speed for nic in platform.gpu2nic.values())
+    return sum(n.speed for n in platform.collective_nics) / len(platform.gpus)
+
+
+def cluster_torchrec(cluster: Cluster, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """TorchRec Topology kwargs for the whole cluster: the node view with world_size = all
+    GPUs, local_world_size = GPUs per node, inter_host_bw = per-GPU injection bandwidth."""
+    node = rf.torchrec_topology(cluster.node_platforms[0])
+    if node is None:
+        return None
+    kwargs = dict(node["topology_kwargs"])
+    kwargs["world_size"] = cluster.world_size
+    kwargs["local_world_size"] = min(g.gpus_per_node for g in cluster.groups)
+    kwargs["inter_host_bw"] = doc["network"]["per_gpu_injection_bytes_per_s"] / 1000.0
+    derivation = dict(node["_derivation"])
+    derivation["world_size"] = "all GPUs of the cluster"
+    derivation["local_world_size"] = "GPUs per node"
+    derivation["inter_host_bw"] = "per-GPU injection bandwidth: the backend NIC, capped by the GPU's share of the bisection"
+    return {**node, "_derivation": {k: derivation[k] for k in kwargs}, "topology_kwargs": kwargs}

@@ -1,0 +1,140 @@
+"""Cluster generators: the node files of each node platform (once, not per node) rendered in
+the cluster's context, and the cluster's launch files: `nccl.conf`, `cluster.env`,
+`node-launch.sh` and the Slurm batch script `train.sbatch`.
+
+Install location on the machines: `/etc/hwspec/<cluster>/` (HWSPEC_DIR), with node files in
+`nodes/<node platform>/`. A node finds its own platform by its short hostname in hosts.tsv.
+"""
+
+from __future__ import annotations
+
+from hwspec.cluster import Cluster
+from hwspec.generate import GenContext, GenerationError, Plan, generator, render_all
+from hwspec.generators.launch import Setting
+
+
+def rail_optimized(cluster: Cluster) -> bool | None:
+    """The cluster's rail layout, or None without a declared backend fabric."""
+    return None if cluster.fabric is None else cluster.fabric.topology == "rail-optimized"
+
+
+@generator("cluster-nodes", kinds=("cluster",))
+def cluster_nodes(ctx: GenContext) -> Plan:
+    """`nodes/<platform>/...`: every node generator's files for each distinct node platform,
+    installed under HWSPEC_DIR/nodes/<platform>, with NCCL_CROSS_NIC from the cluster's rails."""
+    cluster: Cluster = ctx.platform
+    plan: Plan = {}
+    seen: set[str] = set()
+    for group in cluster.groups:
+        node = group.platform
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        files = render_all(node, group.graph, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
+                           rail_optimized=rail_optimized(cluster), source=node.file)
+        plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
+    return plan
+
+
+@generator("cluster-launch", kinds=("cluster",))
+def cluster_launch(ctx: GenContext) -> Plan:
+    """nccl.conf (cluster-wide NCCL settings), cluster.env (torchrun rendezvous),
+    node-launch.sh (one per node: picks the node's platform files, runs torchrun) and
+    train.sbatch (Slurm: one node-launch.sh per node via srun)."""
+    cluster: Cluster = ctx.platform
+    gpus = {g.gpus_per_node for g in cluster.groups}
+    if len(gpus) != 1:
+        raise GenerationError(f"{cluster.file}: torchrun needs the same number of GPUs on every node; "
+                              f"node platforms have {sorted(gpus)}")
+    (gpus_per_node,) = gpus
+    rails = rail_optimized(cluster)
+    cluster_settings = []
+    if rails is not None:
+        cluster_settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
+                                        f"the backend is {cluster.fabric.topology}: "
+                                        + ("keep each ring/tree on one rail" if rails else "rings may cross NICs")))
+    env = [
+        Setting("PET_NNODES", str(cluster.node_count), "torchrun --nnodes (train.sbatch uses the allocation's size)"),
+        Setting("PET_NPROC_PER_NODE", str(gpus_per_node), "torchrun --nproc-per-node: one rank per GPU"),
+        Setting("PET_RDZV_BACKEND", cluster.rendezvous_backend, "torchrun --rdzv-backend"),
+        Setting("HWSPEC_RDZV_PORT", str(cluster.rendezvous_port), "port of the rendezvous on the first node"),
+        Setting("HWSPEC_DIR", ctx.install_dir, "where this cluster's generated files are installed"),
+    ]
+    cpus = min(sum(len(s.cpus) for s in g.platform.sockets) for g in cluster.groups)
+    return {
+        "nccl.conf": ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings),
+        "cluster.env": ctx.render("cluster/cluster.env.j2", "hash", settings=env),
+        "node-launch.sh": ctx.render("cluster/node-launch.sh.j2", None, header=ctx.header("hash"),
+                                     install_dir=ctx.install_dir),
+        "train.sbatch": ctx.render("cluster/train.sbatch.j2", None, header=ctx.header("hash"), cluster=cluster,
+                                   gpus_per_node=gpus_per_node, cpus_per_node=cpus, install_dir=ctx.install_dir),
+    }
+
+
+@generator("cluster-roofline", kinds=("cluster",))
+def cluster_roofline_json(ctx: GenContext) -> Plan:
+    """roofline.json (aggregates, injection, bisection, hierarchical collective bounds) and
+    torchrec-topology.json (Topology kwargs with world_size and local_world_size)."""
+    from hwspec.cluster_roofline import cluster_roofline, cluster_torchrec
+    from hwspec.generators.roofline import dump
+
+    doc = cluster_roofline(ctx.platform)
+    plan = {"roofline.json": dump({"_generated": ctx.header_lines(), **doc})}
+    torchrec = cluster_torchrec(ctx.platform, doc)
+    if torchrec is not None:
+        plan["torchrec-topology.json"] = dump({"_generated": ctx.header_lines(), **torchrec})
+    return plan
+
+
+DRAW_NODES_UP_TO = 32
+"""Clusters with more nodes are drawn as a summary: node groups and switch tiers, not hosts."""
+
+
+@generator("cluster-diagram", kinds=("cluster",))
+def cluster_diagram(ctx: GenContext) -> Plan:
+    """cluster.dot: hosts and switches with their links, or a summary for large clusters."""
+    from hwspec.generators.diagram import label, quote
+    from hwspec.hostlist import compress
+
+    cluster: Cluster = ctx.platform
+    fabric = cluster.fabric
+    lines = [f"graph {quote(cluster.name)} {{", "  graph [rankdir=BT, fontname=Helvetica, labelloc=t, label="
+             + quote(f"{cluster.title}: {cluster.node_count} nodes, {cluster.world_size} GPUs") + "];",
+             "  node [fontname=Helvetica, fontsize=10];", "  edge [fontname=Helvetica, fontsize=9];"]
+    speed = f"{fabric.nic_speed * 8 / 1e9:g} Gb/s" if fabric else ""
+    small = cluster.node_count <= DRAW_NODES_UP_TO
+    if small:
+        for group in cluster.groups:
+            for host in group.hostnames:
+                lines.append(f"  {quote(host)} [shape=box, style=filled, fillcolor=\"#dbe9f6\", label="
+                             + label(host, f"{group.platform.name}, {group.gpus_per_node} GPUs") + "];")
+    else:
+        for index, group in enumerate(cluster.groups):
+            lines.append(f"  {quote(f'group{index}')} [shape=box3d, style=filled, fillcolor=\"#dbe9f6\", label="
+                         + label(f"{group.count} x {group.platform.name}", compress(group.hostnames)) + "];")
+    if fabric is not None:
+        hostnames = cluster.hostnames
+        leaves = fabric.leaves
+        if small:
+            for leaf in leaves:
+                title = label(leaf.id, f"rail {leaf.rail}") if leaf.rail is not None else quote(leaf.id)
+                lines.append(f"  {quote(leaf.id)} [shape=box, style=\"rounded,filled\", fillcolor=\"#f6e3c8\", label={title}];")
+                nics = 1 if leaf.rail is not None else fabric.nics_per_node
+                for node in leaf.nodes:
+                    lines.append(f"  {quote(hostnames[node])} -- {quote(leaf.id)} [label={quote(f'{nics} x {speed}')}];")
+        else:
+            rails = len({leaf.rail for leaf in leaves})
+            summary = [f"{len(leaves)} leaf switches"] + ([f"{rails} rails x {len(leaves) // rails} pods"]
+                                                         if fabric.topology == "rail-optimized" else [])
+            lines.append(f"  leaves [shape=box, style=\"rounded,filled\", fillcolor=\"#f6e3c8\", label={label(*summary)}];")
+            for index in range(len(cluster.groups)):
+                lines.append(f"  {quote(f'group{index}')} -- leaves [label={quote(f'{fabric.nics_per_node} x {speed} per node')}];")
+        if fabric.spine_count:
+            lines.append(f"  spines [shape=box, style=\"rounded,filled\", fillcolor=\"#e8d5f0\", label="
+                         + label(f"{fabric.spine_count} spine switches", f"{fabric.spine_ports} ports each") + "];")
+            targets = [leaf.id for leaf in leaves] if small else ["leaves"]
+            uplink = f"{leaves[0].uplinks} x {fabric.uplink_speed * 8 / 1e9:g} Gb/s" if small else "uplinks"
+            for target in targets:
+                lines.append(f"  {quote(target)} -- spines [label={quote(uplink)}, color=\"#7a4f9a\"];")
+    lines.append("}")
+    return {"cluster.dot": ctx.header("slash") + "\n".join(lines) + "\n"}
