@@ -26,12 +26,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from hwspec import pipeline, report
-    from hwspec.diagnostics import HwspecError
 
-    try:
-        rules = _rules(args)
-    except HwspecError as exc:
-        sys.stderr.write(report.render(exc.diagnostics, "text"))
+    rules = _rules(args)
+    if rules is None:
         return EXIT_UNREADABLE
     files = pipeline.platform_files(args.paths)
     if not files:
@@ -54,22 +51,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
-def _rules(args: argparse.Namespace) -> list:
+def _rules(args: argparse.Namespace) -> list | None:
+    """The built-in rules plus `--rules DIR`s; None (after printing why) when one fails to load."""
+    from hwspec.diagnostics import HwspecError
     from hwspec.pipeline import rule_directories
+    from hwspec.report import render
     from hwspec.rules import load_rules
 
-    return load_rules(rule_directories(args.rules))
+    try:
+        return load_rules(rule_directories(args.rules))
+    except HwspecError as exc:
+        sys.stderr.write(render(exc.diagnostics, "text"))
+        return None
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Validate, then render every platform's plan and write it (or compare with --check)."""
     from hwspec import generate, pipeline, report
-    from hwspec.diagnostics import HwspecError
 
-    try:
-        rules = _rules(args)
-    except HwspecError as exc:
-        sys.stderr.write(report.render(exc.diagnostics, "text"))
+    rules = _rules(args)
+    if rules is None:
         return EXIT_UNREADABLE
     files = pipeline.platform_files(args.paths or [Path("platforms")])
     if not files:
@@ -129,13 +130,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from hwspec.diagnostics import HwspecError
-    from hwspec.report import render
 
-    try:
-        rules = _rules(args)
-    except HwspecError as exc:
-        sys.stderr.write(render(exc.diagnostics, "text"))
+    rules = _rules(args)
+    if rules is None:
         return EXIT_UNREADABLE
     width = max((len(r.name) for r in rules), default=0)
     for r in rules:
@@ -144,20 +141,17 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from hwspec.diagnostics import HwspecError
     from hwspec.errors import nearest
-    from hwspec.report import render
 
-    try:
-        rules = _rules(args)
-    except HwspecError as exc:
-        sys.stderr.write(render(exc.diagnostics, "text"))
+    rules = _rules(args)
+    if rules is None:
         return EXIT_UNREADABLE
     by_key = {r.id.lower(): r for r in rules} | {r.name.lower(): r for r in rules}
     found = by_key.get(args.rule.lower())
     if found is None:
         guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules])
-        sys.stderr.write(f"hwspec: unknown rule '{args.rule}'" + (f"; did you mean '{guess}'?" if guess else "") + "\n")
+        sys.stderr.write(f"hwspec: unknown rule '{args.rule}'" + (f" (did you mean '{guess}'?)" if guess else "")
+                         + "; run 'hwspec rules' to list them\n")
         return EXIT_UNREADABLE
     sys.stdout.write(f"{found.id} {found.name} (default severity: {found.severity.label}, scope: {found.scope})\n"
                      f"defined in {found.file}\n\n{found.doc}\n")
@@ -167,12 +161,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_roofline(args: argparse.Namespace) -> int:
     """Validate one node platform, then print its roofline parameters (text tables or JSON)."""
     from hwspec import pipeline, report, roofline
-    from hwspec.diagnostics import HwspecError
 
-    try:
-        rules = _rules(args)
-    except HwspecError as exc:
-        sys.stderr.write(report.render(exc.diagnostics, "text"))
+    rules = _rules(args)
+    if rules is None:
         return EXIT_UNREADABLE
     checked = pipeline.check(args.platform, rules, args.parts)
     sys.stderr.write(report.render(checked.diagnostics, "text"))

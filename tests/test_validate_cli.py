@@ -183,8 +183,8 @@ def test_explain_prints_invariant_and_rationale(capsys: pytest.CaptureFixture[st
 
 
 def test_explain_unknown_rule_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "explain", "nosuch") == (2, "", "hwspec: unknown rule 'nosuch'\n")
-    assert run(capsys, "explain", "nic-name") == (2, "", "hwspec: unknown rule 'nic-name'; did you mean 'nic-names'?\n")
+    assert run(capsys, "explain", "nosuch") == (2, "", "hwspec: unknown rule 'nosuch'; run 'hwspec rules' to list them\n")
+    assert run(capsys, "explain", "nic-name") == (2, "", "hwspec: unknown rule 'nic-name' (did you mean 'nic-names'?); run 'hwspec rules' to list them\n")
 
 
 # ---------------------------------------------------------------- site rules (--rules DIR)

@@ -130,7 +130,7 @@ def cluster_diagram(ctx: GenContext) -> Plan:
             for index in range(len(cluster.groups)):
                 lines.append(f"  {quote(f'group{index}')} -- leaves [label={quote(f'{fabric.nics_per_node} x {speed} per node')}];")
         if fabric.spine_count:
-            lines.append(f"  spines [shape=box, style=\"rounded,filled\", fillcolor=\"#e8d5f0\", label="
+            lines.append("  spines [shape=box, style=\"rounded,filled\", fillcolor=\"#e8d5f0\", label="
                          + label(f"{fabric.spine_count} spine switches", f"{fabric.spine_ports} ports each") + "];")
             targets = [leaf.id for leaf in leaves] if small else ["leaves"]
             uplink = f"{leaves[0].uplinks} x {fabric.uplink_speed * 8 / 1e9:g} Gb/s" if small else "uplinks"

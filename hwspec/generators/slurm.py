@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hwspec.cluster import Cluster
 from hwspec.generate import GenContext, env_value, generator
+from hwspec.generators.launch import cpu_ranges
 from hwspec.hostlist import compress
 
 
@@ -14,20 +15,7 @@ def _cores(platform, gpu) -> str:
     """Slurm's Cores= for a GPU: the first-thread CPU ids of the GPU's NUMA node, as ranges."""
     socket = platform.socket_by_id[gpu.socket]
     first_threads = sorted(socket.cpus)[: socket.cores]
-    return compress_numbers(first_threads)
-
-
-def compress_numbers(numbers: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5"."""
-    out, start, previous = [], None, None
-    for number in sorted(numbers) + [None]:  # type: ignore[list-item]
-        if start is not None and number == previous + 1:
-            previous = number
-            continue
-        if start is not None:
-            out.append(str(start) if start == previous else f"{start}-{previous}")
-        start = previous = number
-    return ",".join(out)
+    return cpu_ranges(tuple(first_threads))
 
 
 def gpu_links(platform, gpu) -> str:
