@@ -87,11 +87,23 @@ class Bridge:
 
 
 @dataclass(frozen=True)
-class Gpu:
+class PcieDevice:
+    """A device in the PCIe tree: its `upstream` bridge or socket, bus id, link, and the socket
+    and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports)."""
+
+    id: str
+    upstream: str
+    bus: str
+    link: PcieLink
+    socket: str | None
+    numa_node: int | None
+
+
+@dataclass(frozen=True)
+class Gpu(PcieDevice):
     """An accelerator. `index` is its ordinal by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), which
     is also its local rank and NCCL `dev`."""
 
-    id: str
     index: int
     part: str
     model_name: str
@@ -109,21 +121,15 @@ class Gpu:
     fabric_links: int
     fabric_link_bandwidth: float
     max_link: PcieLink
-    upstream: str
-    bus: str
-    link: PcieLink
-    socket: str | None
-    numa_node: int | None
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this GPU overrides (`hbm.capacity`), sorted."""
 
 
 @dataclass(frozen=True)
-class Nic:
+class Nic(PcieDevice):
     """A network adapter port. `gpu` is set for a backend NIC paired with a GPU. `speed` is
     bytes/s per direction."""
 
-    id: str
     index: int
     part: str
     model_name: str
@@ -140,25 +146,14 @@ class Nic:
     device: str | None
     interface: str | None
     port: int
-    upstream: str
-    bus: str
-    link: PcieLink
-    socket: str | None
-    numa_node: int | None
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
 
 
 @dataclass(frozen=True)
-class Ssd:
-    id: str
+class Ssd(PcieDevice):
     capacity: int
     bandwidth: float
-    upstream: str
-    bus: str
-    link: PcieLink
-    socket: str | None
-    numa_node: int | None
 
 
 @dataclass(frozen=True)
