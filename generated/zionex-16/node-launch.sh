@@ -5,9 +5,16 @@
 # Runs torchrun on this node with its node platform's environment and per-rank binding:
 #   srun --ntasks-per-node=1 node-launch.sh python3 train.py ...
 # The node's platform is looked up by short hostname in hosts.tsv. The rendezvous comes from
-# PET_RDZV_ENDPOINT (train.sbatch sets it), or from torchrun's own arguments.
+# PET_RDZV_ENDPOINT (train.sbatch sets it), or from torchrun's own arguments. Settings already
+# in the environment win over cluster.env and launch.env.
 set -eu
 me=node-launch.sh
+load_env() {  # KEY=value lines; a variable already in the environment wins, as with nccl.conf
+    while IFS= read -r line || [ -n "$line" ]; do
+        case $line in ''|'#'*) continue ;; esac
+        printenv "${line%%=*}" >/dev/null || export "$line"
+    done < "$1"
+}
 dir=${HWSPEC_DIR:-/etc/hwspec/zionex-16}
 if [ $# -eq 0 ]; then
     echo "usage: $me COMMAND [ARG...]" >&2
@@ -19,8 +26,6 @@ if [ -z "$platform" ]; then
     echo "$me: host '$host' is not in $dir/hosts.tsv" >&2
     exit 2
 fi
-set -a
-. "$dir/cluster.env"
-. "$dir/nodes/$platform/launch.env"
-set +a
+load_env "$dir/cluster.env"
+load_env "$dir/nodes/$platform/launch.env"
 exec torchrun --no-python "$dir/nodes/$platform/bind.sh" "$@"

@@ -58,8 +58,7 @@ def cluster_launch(ctx: GenContext) -> Plan:
         Setting("PET_NPROC_PER_NODE", str(gpus_per_node), "torchrun --nproc-per-node: one rank per GPU"),
         Setting("PET_RDZV_BACKEND", cluster.rendezvous_backend, "torchrun --rdzv-backend"),
         Setting("HWSPEC_RDZV_PORT", str(cluster.rendezvous_port), "port of the rendezvous on the first node"),
-        Setting("HWSPEC_DIR", ctx.install_dir, "where this cluster's generated files are installed"),
-    ]
+    ]  # not HWSPEC_DIR: the scripts default it and must keep a value the user exported
     cpus = min(sum(len(s.cpus) for s in g.platform.sockets) for g in cluster.groups)
     return {
         "nccl.conf": ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings),
