@@ -159,7 +159,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_roofline(args: argparse.Namespace) -> int:
-    """Validate one node platform, then print its roofline parameters (text tables or JSON)."""
+    """Validate one node or cluster platform, then print its roofline parameters (text tables or JSON)."""
     from hwspec import pipeline, report, roofline
 
     rules = _rules(args)
@@ -172,23 +172,26 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     if checked.failed():
         sys.stderr.write(f"hwspec: {args.platform} has errors: fix them first ('hwspec validate {args.platform}')\n")
         return EXIT_FINDINGS
-    if getattr(checked.platform, "kind", "node") != "node":
-        sys.stderr.write(f"hwspec: {args.platform} is a {checked.platform.kind} platform; roofline takes a node platform\n")
-        return EXIT_UNREADABLE
-    document = roofline.roofline(checked.platform)
+    if getattr(checked.platform, "kind", "node") == "cluster":
+        from hwspec import cluster_roofline
+
+        document = cluster_roofline.cluster_roofline(checked.platform)
+        text = cluster_roofline.cluster_text_report
+    else:
+        document, text = roofline.roofline(checked.platform), roofline.text_report
     if args.format == "json":
         import json
 
         sys.stdout.write(json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(roofline.text_report(document))
+        sys.stdout.write(text(document))
     return EXIT_OK
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check platform files and report findings"),
     "generate": (cmd_generate, "validate, then write generated configs (or --check them)"),
-    "roofline": (cmd_roofline, "print a node platform's roofline parameters (peaks, tiers, ridge points, collective bounds)"),
+    "roofline": (cmd_roofline, "print a platform's roofline parameters (peaks, tiers, ridge points, collective bounds)"),
     "schema": (cmd_schema, "print the JSON Schema of platform files (for editors)"),
     "rules": (cmd_rules, "list every rule"),
     "explain": (cmd_explain, "print a rule's invariant and rationale"),

@@ -128,3 +128,39 @@ def cluster_torchrec(cluster: Cluster, doc: dict[str, Any]) -> dict[str, Any] | 
     derivation["local_world_size"] = "GPUs per node"
     derivation["inter_host_bw"] = "per-GPU injection bandwidth: the backend NIC, capped by the GPU's share of the bisection"
     return {**node, "_derivation": {k: derivation[k] for k in kwargs}, "topology_kwargs": kwargs}
+
+
+def cluster_text_report(doc: dict[str, Any]) -> str:
+    """The cluster roofline document as tables for people (GB/s = 1e9 bytes/s)."""
+    cluster, aggregate, network = doc["cluster"], doc["aggregate"], doc["network"]
+    groups = ", ".join(f"{count} x {name}" for name, count in cluster["node_platforms"].items())
+    out = [f"{cluster['name']}: {cluster['title']}",
+           f"source: {cluster['file']}; {groups}; {aggregate['gpus']} GPUs; bandwidths per direction", "",
+           "Aggregate peak compute"]
+    out += rf.table(["dtype", "dense PFLOPS", "sparse PFLOPS"],
+                    [[dtype, rf.number(peaks["dense_flop_per_s"] / 1e15),
+                      rf.number(peaks["sparse_flop_per_s"] / 1e15) if "sparse_flop_per_s" in peaks else "-"]
+                     for dtype, peaks in sorted(aggregate["compute"].items())])
+    out += ["", "Aggregate memory"]
+    out += rf.table(["memory", "capacity", "bandwidth"],
+                    [[tier, rf.gib(aggregate[f"{tier}_capacity_bytes"]), rf.gbps(aggregate[f"{tier}_bandwidth_bytes_per_s"])]
+                     for tier in ("hbm", "ddr", "ssd")])
+    out += ["", "Network"]
+    rows = [["per-GPU NIC", rf.gbps(network["per_gpu_nic_bytes_per_s"])],
+            ["per-GPU injection", rf.gbps(network["per_gpu_injection_bytes_per_s"])]]
+    if "bisection_bytes_per_s" in network:
+        rows += [["bisection", rf.gbps(network["bisection_bytes_per_s"])],
+                 ["fabric", f"{network['topology']}, {network['leaf_switches']} leaf / {network['spine_switches']} spine "
+                            f"switches, {rf.number(network['oversubscription'])}:1"]]
+    if "ingestion_per_gpu_bytes_per_s" in network:
+        rows.append(["ingestion per GPU", rf.gbps(network["ingestion_per_gpu_bytes_per_s"])])
+    out += rf.table(["", "bandwidth"], rows, align="ll")
+    collectives = doc["collectives"]
+    if collectives:
+        out += ["", f"Cluster collective bounds (n = {collectives['n_ranks']}, hierarchical)"]
+        out += rf.table(["collective", "factor", "busbw", "algbw"],
+                        [[name, rf.number(collectives[name]["busbw_factor"]), rf.gbps(collectives[name]["busbw_bytes_per_s"]),
+                          rf.gbps(collectives[name]["algbw_bytes_per_s"])] for name in rf.COLLECTIVES])
+        out.append(f"  all_to_all: {rf.number(100 * collectives['all_to_all']['inter_node_share'])}% of the traffic crosses nodes")
+    out += ["", f"{len(doc['assumptions'])} assumption(s): see roofline.json or the platform files"]
+    return "\n".join(out) + "\n"

@@ -434,7 +434,7 @@ def calculon_system(platform: Platform, doc: dict[str, Any] | None = None) -> tu
 # ------------------------------------------------------------------ text report
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
     """4 significant digits, integers above 1000 in full, no exponent: 31.51, 1555, 0.8."""
     if value == 0:
         return "0"
@@ -445,7 +445,7 @@ def _number(value: float) -> str:
 
 
 def gbps(value: float | None) -> str:
-    return "-" if value is None else f"{_number(value / 1e9)} GB/s"
+    return "-" if value is None else f"{number(value / 1e9)} GB/s"
 
 
 def gib(value: int | None) -> str:
@@ -453,11 +453,11 @@ def gib(value: int | None) -> str:
         return "-"
     for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
         if value >= scale:
-            return f"{_number(value / scale)} {unit}"
+            return f"{number(value / scale)} {unit}"
     return f"{value} B"
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "", indent: str = "  ") -> list[str]:
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "", indent: str = "  ") -> list[str]:
     """Columns padded to their widest cell; `align` has one letter per column, "l" or "r"
     (default: first column left, the others right)."""
     rows = [list(header)] + [list(r) for r in rows]
@@ -499,40 +499,40 @@ def text_report(doc: dict[str, Any]) -> str:
         numa = ", ".join(map(str, group["numa_nodes"])) or "none"
         out += ["", f"GPUs {', '.join(gpus)}: {len(gpus)} x {group['model_name']} ({group['part']}), NUMA nodes {numa}",
                 "", "Peak compute per GPU"]
-        out += _table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
-                      ((dtype, _number(c["dense_flop_per_s"] / 1e12),
-                        _number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
+        out += table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
+                      ((dtype, number(c["dense_flop_per_s"] / 1e12),
+                        number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
                        for dtype, c in group["compute"].items()))
         out += ["", "Tiers per GPU"]
         tiers = group["tiers"]
-        out += _table(("tier", "capacity", "bandwidth", "detail"),
+        out += table(("tier", "capacity", "bandwidth", "detail"),
                       ((name, gib(t.get("capacity_bytes")) if t else "-", gbps(t["bandwidth_bytes_per_s"]) if t else "-",
                         _detail(name, t) if t else "none")
                        for name, t in tiers.items()), align="lrrl")
         present = [name for name in tiers if tiers[name] is not None]
         out += ["", "Ridge points per GPU (FLOP/byte = dense peak / tier bandwidth; sparse doubles them)"]
-        out += _table(("dtype", *present),
-                      ((dtype, *(_number(c["dense_ridge_flop_per_byte"][name]) for name in present))
+        out += table(("dtype", *present),
+                      ((dtype, *(number(c["dense_ridge_flop_per_byte"][name]) for name in present))
                        for dtype, c in group["compute"].items()))
     bounds = doc["intra_node_collectives"]
     if bounds is not None:
         out += ["", f"Intra-node collective bounds (n = {bounds['n_gpus']}, via {bounds['via'] or 'nothing'}, "
                     f"{bounds['gpu_pairs_with_direct_nvlink']} of {bounds['gpu_pairs']} GPU pairs with direct NVLink)"]
-        out += _table(("collective", "factor", "busbw", "algbw"),
-                      ((name, _number(bounds[name]["busbw_factor"]), gbps(bounds[name]["busbw_bytes_per_s"]),
+        out += table(("collective", "factor", "busbw", "algbw"),
+                      ((name, number(bounds[name]["busbw_factor"]), gbps(bounds[name]["busbw_bytes_per_s"]),
                         gbps(bounds[name]["algbw_bytes_per_s"])) for name in COLLECTIVES))
         out += ["  busbw = algbw x factor (nccl-tests); bound = bottleneck per-GPU NVLink bandwidth, or PCIe without an NVLink path"]
     node = doc["node"]
     out += ["", f"Node ({node['gpus']} GPUs, {node['sockets']} sockets)"]
-    out += _table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
-                  ((dtype, _number(c["dense_flop_per_s"] / 1e12),
-                    _number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
+    out += table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
+                  ((dtype, number(c["dense_flop_per_s"] / 1e12),
+                    number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
                    for dtype, c in node["compute"].items()))
-    out += [""] + _table(("memory", "capacity", "bandwidth"), (
+    out += [""] + table(("memory", "capacity", "bandwidth"), (
         ("hbm", gib(node["hbm_capacity_bytes"]), gbps(node["hbm_bandwidth_bytes_per_s"])),
         ("ddr", gib(node["ddr_capacity_bytes"]), gbps(node["ddr_bandwidth_bytes_per_s"])),
         ("ssd", gib(node["ssd_capacity_bytes"]) if node["ssd_capacity_bytes"] else "-", gbps(node["ssd_bandwidth_bytes_per_s"]) if node["ssd_capacity_bytes"] else "-")))
-    out += [""] + _table(("links", "bandwidth"), (
+    out += [""] + table(("links", "bandwidth"), (
         ("nvlink (sum over GPUs)", gbps(node["nvlink_bandwidth_bytes_per_s"])),
         ("backend NICs", gbps(node["backend_nic_bandwidth_bytes_per_s"] or None)),
         ("ingestion/frontend NICs", gbps(node["host_nic_bandwidth_bytes_per_s"] or None))))

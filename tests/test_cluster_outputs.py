@@ -258,3 +258,16 @@ def test_scale_benchmark_runs_at_small_sizes():
     report = json.loads(out.stdout)
     assert [r["nodes"] for r in report["results"]] == [16, 256]
     assert all(r["seconds_total"] > 0 and r["peak_rss_mib"] > 0 for r in report["results"])
+
+
+def test_roofline_command_prints_the_cluster_table(capsys, monkeypatch):
+    from hwspec.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["roofline", "platforms/zionex-16.yaml"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "zionex-16: 16x ZionEX (128 A100) on a dedicated 200 Gb/s RoCE backend"
+    assert "  bf16                39.94          79.87" in out
+    assert "  all_reduce       1.984  130.5 GB/s  65.75 GB/s" in out
+    assert main(["roofline", "platforms/zionex-16.yaml", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["aggregate"]["gpus"] == 128

@@ -373,11 +373,3 @@ def test_cli_refuses_invalid_and_unreadable_platforms(capsys, tmp_path):
     assert "E201" in err and "fix them first" in err
     assert main(["roofline", str(FIXTURES / "malformed_yaml.yaml")]) == 2
     assert main(["roofline", str(tmp_path / "missing.yaml")]) == 2
-
-
-def test_cli_refuses_cluster_platforms(capsys):
-    clusters = [p for p in sorted((ROOT / "platforms").glob("*.yaml")) if "kind: cluster" in p.read_text()]
-    if not clusters:
-        pytest.skip("no cluster platform shipped")
-    assert main(["roofline", str(clusters[0])]) == 2
-    assert "takes a node platform" in capsys.readouterr().err
