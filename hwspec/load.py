@@ -48,14 +48,25 @@ class Catalogue:
         return self.parts.get(kind, {}).get(name)
 
 
-def _load_document(path: Path) -> tuple[SourceDoc, Expanded]:
+def read_document(path: Path) -> tuple[SourceDoc, Expanded]:
+    """Load a platform or parts file and expand it (repeat blocks, annotated values)."""
     doc = load_yaml_file(path)
     return doc, expand(doc)
 
 
-@functools.lru_cache(maxsize=32)
 def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
-    doc, expanded = _load_document(path)
+    """A parts file's parts by kind and name; parsed once per version of the file."""
+    try:
+        stat = path.stat()
+        stamp = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        stamp = None  # the loader reports the unreadable file
+    return _parse_parts_file(path, stamp)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict[str, Part]]:
+    doc, expanded = read_document(path)
     try:
         catalogue = PartsCatalogue.model_validate(expanded.data)
     except ValidationError as exc:
@@ -105,19 +116,13 @@ def _deep_merge(base: Any, override: Any) -> Any:
     return override
 
 
-def read_spec(path: Path) -> tuple[SourceDoc, Expanded, dict]:
-    """Load and expand a platform file; returns the raw expanded data (a mapping)."""
-    doc, expanded = _load_document(path)
-    return doc, expanded, expanded.data
-
-
 def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform:
     """Load, validate and resolve the node platform in `path`.
 
     Raises HwspecError with every problem found (E1xx shape, E2xx references)."""
     path = Path(path)
-    doc, expanded, data = read_spec(path)
-    kind = data.get("kind") if isinstance(data, dict) else None
+    doc, expanded = read_document(path)
+    kind = expanded.data.get("kind")
     if kind != "node":
         pos = doc.locate(("kind",))
         raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",

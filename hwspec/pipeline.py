@@ -47,10 +47,10 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str
     Returns the platform and, for a cluster, its distinct node platforms with their graphs
     (`{node file: (platform, graph)}`), each loaded once however many nodes use it."""
     from hwspec.cluster import load_cluster
-    from hwspec.load import load_catalogue, load_node, parts_directories, read_spec
+    from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
-    doc, expanded, data = read_spec(Path(path))
-    kind = data.get("kind") if isinstance(data, dict) else None
+    doc, expanded = read_document(Path(path))
+    kind = expanded.data.get("kind")
     if kind == "node":
         return load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs))), {}
     if kind == "cluster":

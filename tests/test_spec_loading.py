@@ -134,3 +134,15 @@ def test_shipped_zion_matches_the_reference():
     assert {n.speed for n in platform.nics} == {12.5e9}
     assert all(n.upstream.startswith("cpu") for n in platform.nics)
     assert [platform.fabric_link_count(g.id) for g in platform.gpus] == [6] * 8
+
+
+def test_a_changed_parts_file_is_read_again(tmp_path):
+    (tmp_path / "parts").mkdir()
+    cpus = (ROOT / "platforms" / "parts" / "cpus.yaml").read_text()
+    local = tmp_path / "parts" / "site.yaml"
+    local.write_text(cpus.replace("xeon-platinum-8380h:", "site-cpu:").replace("xeon-platinum-8280:", "other-cpu:"))
+    platform_file = tmp_path / "node.yaml"
+    platform_file.write_text((FIXTURES / "minimal_node.yaml").read_text().replace("part: xeon-platinum-8380h", "part: site-cpu"))
+    assert load_platform(platform_file).sockets[0].cores == 28
+    local.write_text(local.read_text().replace("cores: 28\n    threads_per_core: 2\n\n  other-cpu", "cores: 20\n    threads_per_core: 2\n\n  other-cpu"))
+    assert load_platform(platform_file).sockets[0].cores == 20
