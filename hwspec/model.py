@@ -165,6 +165,8 @@ class NvlinkConnection:
     b: str
     links: int
     bandwidth: float
+    entry: int | None = None
+    """Index of the pair in an explicit `nvlink.topology` list (None for a named pattern)."""
 
 
 @dataclass(frozen=True)

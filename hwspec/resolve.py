@@ -156,15 +156,15 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
     topology, symmetric = "none", True
     if spec.nvlink is not None:
         symmetric = spec.nvlink.symmetric
-        def connect(a: m.Gpu, b: m.Gpu, links: int) -> None:
+        def connect(a: m.Gpu, b: m.Gpu, links: int, entry: int | None = None) -> None:
             first, second = sorted((a, b), key=lambda g: g.index)
             bandwidth = links * min(a.fabric_link_bandwidth, b.fabric_link_bandwidth)
-            nvlinks.append(m.NvlinkConnection(first.id, second.id, links, bandwidth))
+            nvlinks.append(m.NvlinkConnection(first.id, second.id, links, bandwidth, entry))
 
         if isinstance(spec.nvlink.topology, list):
             topology = "explicit"
-            for pair in spec.nvlink.topology:
-                connect(gpu_by_id[pair.gpus[0]], gpu_by_id[pair.gpus[1]], pair.links)
+            for entry, pair in enumerate(spec.nvlink.topology):
+                connect(gpu_by_id[pair.gpus[0]], gpu_by_id[pair.gpus[1]], pair.links, entry)
         elif spec.nvlink.topology == "nvswitch":
             topology = "nvswitch"
             for g in gpus:

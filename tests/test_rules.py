@@ -135,11 +135,11 @@ FAULTS = [
         '\n  hint: lower links_per_pair or the per-pair counts, or leave pairs out',
     ], id='HW302-nvlink_over_budget'),
     pytest.param('nvlink_pair_twice', [
-        '50:5: error[HW303 nvlink-symmetric]: gpu0-gpu1 is listed twice, with 12 and 6 links'
+        '51:7: error[HW303 nvlink-symmetric]: gpu0-gpu1 is listed twice, with 12 and 6 links'
         "\n  hint: keep one entry with the pair's link count",
     ], id='HW303-nvlink_pair_twice'),
     pytest.param('nvlink_self_link', [
-        '50:5: error[HW303 nvlink-symmetric]: gpu1 is linked to itself (2 links)'
+        '51:7: error[HW303 nvlink-symmetric]: gpu1 is linked to itself (2 links)'
         '\n  hint: name the other GPU of the pair',
     ], id='HW303-nvlink_self_link'),
     pytest.param('nvlink_islands', [

@@ -165,4 +165,10 @@ def gpu_fabric(platform: Platform, gpu_id: str) -> list[NvlinkConnection]:
 
 
 FABRIC_AT = (None, "nvlink", "topology")
-"""Where fabric findings point: the model does not keep which `topology` entry a pair came from."""
+"""Where fabric findings about the whole pattern point."""
+
+
+def connection_at(connection: NvlinkConnection) -> tuple:
+    """Where a finding about one GPU pair points: its entry in an explicit `nvlink.topology`
+    list, or the named pattern it comes from."""
+    return FABRIC_AT if connection.entry is None else FABRIC_AT + (connection.entry,)

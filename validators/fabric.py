@@ -10,7 +10,7 @@ import networkx as nx
 from hwspec.graph import subgraph
 from hwspec.rules import Context, Finding, rule
 
-from ._common import FABRIC_AT, gbyte, gpu_fabric, gpu_pairs, id_list, in_file_order
+from ._common import FABRIC_AT, connection_at, gbyte, gpu_fabric, gpu_pairs, id_list, in_file_order
 
 
 @rule("HW301", "nvlink-embeds-in-baseboard")
@@ -46,7 +46,7 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(
                 f"{a}-{b} (slots {ga.slot} and {gb.slot}): {connection.links} NVLink links asked, but the baseboard "
                 f"wires {ports} port(s) between these slots, carrying {carried} link(s) at {board.links_per_port} per port",
-                at=FABRIC_AT,
+                at=connection_at(connection),
                 hint="leave the pair out (nvlink.exclude), lower its link count, or correct the baseboard wiring")
 
 
@@ -78,17 +78,17 @@ def nvlink_symmetric(ctx: Context) -> Iterator[Finding]:
     first: dict[frozenset[str], int] = {}
     for c in p.nvlinks:
         if c.a == c.b:
-            yield ctx.finding(f"{c.a} is linked to itself ({c.links} links)", at=FABRIC_AT,
+            yield ctx.finding(f"{c.a} is linked to itself ({c.links} links)", at=connection_at(c),
                               hint="name the other GPU of the pair")
             continue
         key = frozenset((c.a, c.b))
         if key not in first:
             first[key] = c.links
         elif first[key] != c.links:
-            yield ctx.finding(f"{c.a}-{c.b} is listed twice, with {first[key]} and {c.links} links", at=FABRIC_AT,
+            yield ctx.finding(f"{c.a}-{c.b} is listed twice, with {first[key]} and {c.links} links", at=connection_at(c),
                               hint="keep one entry with the pair's link count")
         else:
-            yield ctx.finding(f"{c.a}-{c.b} is listed twice ({c.links} links each)", at=FABRIC_AT,
+            yield ctx.finding(f"{c.a}-{c.b} is listed twice ({c.links} links each)", at=connection_at(c),
                               hint="keep one entry with the pair's total link count")
 
 
