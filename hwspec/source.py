@@ -270,6 +270,8 @@ class _Load:
             hint = "define the anchor ('&name') before using it ('*name')"
         elif mark is not None and "\t" in (_BREAK.split(self.text) + [""])[mark.line][: mark.column + 1]:
             hint = "YAML indentation must use spaces, not tabs"
+        elif mark is not None and "${" in (_BREAK.split(self.text) + [""])[mark.line] and "flow" in (e.context or ""):
+            hint = "inside {...} or [...], quote values that contain ${...}: upstream: \"sw${g//2}\""
         return _error(self.file, _pos(mark), "E103", message, hint)
 
     def check(self, root: Node) -> None:

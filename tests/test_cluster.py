@@ -57,6 +57,9 @@ def test_clean_rail_optimized_cluster_has_no_findings():
     ("leaves_without_spine.yaml", [
         "leaves_without_spine.yaml:13:9: error[HW808 clos-connectivity]: 2 leaves have no spine tier between them: "
         "nodes on different leaves cannot reach each other\n  hint: declare leaf uplinks and a spine"]),
+    ("mixed_gpu_counts.yaml", [
+        "mixed_gpu_counts.yaml:6:16: error[HW810 uniform-gpus-per-node]: nodes[1] (one-gpu) has 1 GPUs per node, "
+        "nodes[0] (minimal) has 2\n  hint: split the cluster, or use node platforms with equal GPU counts"]),
     ("rail_declaration_mismatch.yaml", [
         "rail_declaration_mismatch.yaml:12:13: warning[HW809 rail-declaration]: minimal declares rail_optimized: true, "
         "but this cluster's backend is single-switch"]),
@@ -109,3 +112,20 @@ def test_a_node_platform_is_validated_once_per_cluster_not_once_per_node():
     counter = Rule("HW999", "count-calls", Severity.INFO, "node", count_calls, "test")
     checked = pipeline.check(ROOT / "platforms" / "zionex-16.yaml", rules=[*load_rules(pipeline.rule_directories()), counter])
     assert checked.platform.node_count == 16 and calls == ["zionex"]
+
+
+def test_node_groups_may_use_different_node_platforms(tmp_path):
+    from hwspec import generate
+
+    checked = pipeline.check(FIXTURES / "mixed_platforms_ok.yaml")
+    assert checked.diagnostics == []
+    cluster = checked.platform
+    assert [g.platform.name for g in cluster.groups] == ["minimal", "star"]
+    assert cluster.hostnames == ["a0", "a1", "b0", "b1", "b2"] and cluster.world_size == 10
+    assert [g.first_node for g in cluster.groups] == [0, 2]
+    plan = generate.plan_for(cluster, checked.graph)
+    assert {p.split("/")[2] for p in plan if p.startswith("mixed-ok/nodes/")} == {"minimal", "star"}
+    hosts = [line.split("\t") for line in plan["mixed-ok/hosts.tsv"].splitlines() if not line.startswith("#")][1:]
+    assert [(h[0], h[2]) for h in hosts] == [("a0", "minimal"), ("a1", "minimal"), ("b0", "star"), ("b1", "star"), ("b2", "star")]
+    gres = [line for line in plan["mixed-ok/slurm/gres.conf"].splitlines() if line.startswith("NodeName")]
+    assert [line.split()[0] for line in gres] == ["NodeName=a[0-1]"] * 2 + ["NodeName=b[0-2]"] * 2

@@ -146,3 +146,13 @@ def test_a_changed_parts_file_is_read_again(tmp_path):
     assert load_platform(platform_file).sockets[0].cores == 28
     local.write_text(local.read_text().replace("cores: 28\n    threads_per_core: 2\n\n  other-cpu", "cores: 20\n    threads_per_core: 2\n\n  other-cpu"))
     assert load_platform(platform_file).sockets[0].cores == 20
+
+
+def test_an_unquoted_placeholder_in_a_flow_mapping_gets_a_hint(tmp_path):
+    path = tmp_path / "flow.yaml"
+    path.write_text("a:\n  - repeat: {g: 0..1}\n    pcie: {upstream: sw${g//2}, bus: x}\n")
+    with pytest.raises(HwspecError) as caught:
+        load_platform(path)
+    (diagnostic,) = caught.value.diagnostics
+    assert (diagnostic.line, diagnostic.col, diagnostic.code) == (3, 25, "E103")
+    assert diagnostic.hint == 'inside {...} or [...], quote values that contain ${...}: upstream: "sw${g//2}"'

@@ -212,3 +212,18 @@ def rail_declaration(ctx: Context):
         if backend is not None and backend.rail_optimized != cluster_rails:
             yield ctx.finding(f"{group.platform.name} declares rail_optimized: {str(backend.rail_optimized).lower()}, "
                               f"but this cluster's backend is {fabric.topology}", at=("backend", "topology"))
+
+
+@rule("HW810", "uniform-gpus-per-node", "error", scope="cluster")
+def uniform_gpus_per_node(ctx: Context):
+    """Every node of the cluster has the same number of GPUs.
+
+    torchrun and the sharding planner assume one local world size for all nodes (torchrun
+    supports only a homogeneous LOCAL_WORLD_SIZE); node groups may differ in anything else."""
+    groups = ctx.platform.groups
+    first = groups[0] if groups else None
+    for index, group in enumerate(groups[1:], start=1):
+        if group.gpus_per_node != first.gpus_per_node:
+            yield ctx.finding(f"nodes[{index}] ({group.platform.name}) has {group.gpus_per_node} GPUs per node, "
+                              f"nodes[0] ({first.platform.name}) has {first.gpus_per_node}",
+                              at=("nodes", index, "platform"), hint="split the cluster, or use node platforms with equal GPU counts")
