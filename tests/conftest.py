@@ -1,0 +1,37 @@
+"""Hypothesis profiles for the property tests (tests/test_properties*.py, tests/test_fuzz.py).
+
+* ``ci`` (the default): derandomized, no example database, few examples, so that the whole
+  property suite is reproducible and runs in well under two minutes on a 2-core machine;
+* ``deep``: many more examples, random seeds, and the local example database (.hypothesis/),
+  so that a failure found once is replayed first next time.
+
+Select one with ``HWSPEC_HYPOTHESIS_PROFILE=deep python -m pytest tests/test_properties*.py
+tests/test_fuzz.py``. Tests that pin their own ``@settings(max_examples=...)`` keep it; the
+property tests scale theirs from the profile's ``max_examples``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+PROFILE_ENV = "HWSPEC_HYPOTHESIS_PROFILE"
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    max_examples=20,
+    deadline=None,  # timing on a shared CI box is noise; hangs are caught by explicit time limits
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "deep",
+    max_examples=400,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))
