@@ -497,9 +497,9 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
         per_port = draw(st.integers(1, widest), label="links per port")
         wired = [[a, b] for (a, b), count in sorted(pairs.items()) for _ in range(-(-count // per_port))]
         if slots_total > 1:
-            extra = draw(st.lists(st.tuples(st.integers(0, slots_total - 1), st.integers(0, slots_total - 1))
-                                  .filter(lambda p: p[0] != p[1]), max_size=3), label="extra wired ports")
-            wired += [list(p) for p in extra]
+            extra = draw(st.lists(st.tuples(st.integers(0, slots_total - 1), st.integers(1, slots_total - 1)),
+                                  max_size=3), label="extra wired ports")
+            wired += [[a, (a + step) % slots_total] for a, step in extra]
         per_slot = [0] * slots_total
         for a, b in wired:
             per_slot[a] += 1
@@ -862,10 +862,42 @@ def _no_baseboard(draw, layout: _Layout):
     return Fault("HW301", ("nvlink", "topology"), "the baseboard carrying the NVLink pairs removed"), spec
 
 
+def _ring_pair(draw, spec: dict) -> tuple[int, dict]:
+    pairs = spec["nvlink"]["topology"]
+    k = draw(st.integers(0, len(pairs) - 1), label="ring pair")
+    return k, pairs[k]
+
+
+def _carried(spec: dict, pair: dict) -> int:
+    """NVLink links the baseboard carries between the slots of an explicit pair's GPUs."""
+    from hwspec.resolve import HYBRID_CUBE_MESH
+
+    board = spec["baseboard"]
+    slot = {g["id"]: g["slot"] for g in spec["gpus"]}
+    a, b = sorted(slot[g] for g in pair["gpus"])
+    wiring = board["wiring"]
+    if wiring == "fully-connected":
+        ports = 1
+    elif wiring == "hybrid-cube-mesh":
+        ports = HYBRID_CUBE_MESH.get((a, b), 0)
+    else:
+        ports = sum(1 for p in wiring if sorted(p) == [a, b])
+    return ports * board.get("links_per_port", 1)
+
+
+@_mutation("HW301", nvlink=("ring",), min_gpus=2)
+def _pair_beyond_board(draw, layout: _Layout):
+    spec = copy.deepcopy(layout.spec)
+    k, pair = _ring_pair(draw, spec)
+    pair["links"] = _carried(spec, pair) + 1
+    return Fault("HW301", ("nvlink", "topology", k),
+                 f"{pair['gpus'][0]}-{pair['gpus'][1]} given {pair['links']} links, more than the baseboard wires"), spec
+
+
 @_mutation("HW302", nvlink=("ring",), min_gpus=2)
 def _over_link_budget(draw, layout: _Layout):
     spec = copy.deepcopy(layout.spec)
-    pair = spec["nvlink"]["topology"][0]
+    _, pair = _ring_pair(draw, spec)
     pair["links"] = layout.gpu_links + 1
     return Fault("HW302", ("nvlink", "topology"),
                  f"{pair['gpus'][0]}-{pair['gpus'][1]} given {pair['links']} links, more than the part has"), spec
@@ -874,15 +906,15 @@ def _over_link_budget(draw, layout: _Layout):
 @_mutation("HW303", nvlink=("ring",), min_gpus=2)
 def _self_link(draw, layout: _Layout):
     spec = copy.deepcopy(layout.spec)
-    pair = spec["nvlink"]["topology"][0]
+    k, pair = _ring_pair(draw, spec)
     pair["gpus"][1] = pair["gpus"][0]
-    return Fault("HW303", ("nvlink", "topology"), f"{pair['gpus'][0]} linked to itself"), spec
+    return Fault("HW303", ("nvlink", "topology", k), f"{pair['gpus'][0]} linked to itself"), spec
 
 
 @_mutation("HW305", nvlink=("ring",), min_gpus=3)
 def _asymmetric(draw, layout: _Layout):
     spec = copy.deepcopy(layout.spec)
-    pair = spec["nvlink"]["topology"][0]
+    _, pair = _ring_pair(draw, spec)
     pair["links"] = layout.per_pair - 1 if layout.per_pair > 1 else layout.per_pair + 1
     return Fault("HW305", ("nvlink", "topology"),
                  f"{pair['gpus'][0]}-{pair['gpus'][1]} given {pair['links']} links, the other ring pairs {layout.per_pair}"), spec
