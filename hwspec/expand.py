@@ -34,6 +34,11 @@ from hwspec.source import SourceDoc
 DataPath = tuple[str | int, ...]
 
 MAX_REPEAT_ITEMS = 4096
+MAX_EXPRESSION = 256
+"""Longest `${...}` expression, in characters: deeper nesting overflows Python's parser."""
+MAX_FORMAT_WIDTH = 64
+"""Largest width or precision in a `${expr:fmt}` format spec: no id or name is longer, and an
+unbounded width lets a 300-byte file ask for gigabytes."""
 PATTERN_KEYS = frozenset({"hostname", "address"})
 """Keys whose values are per-node patterns (`zx${i:04}`), expanded later per node, not here."""
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
@@ -83,9 +88,11 @@ def compile_expression(expr: str) -> Callable[[dict[str, int]], int]:
     Only variables, int literals (`0x1f` too), unary +/- and `+ - * // %` are accepted;
     anything else raises ValueError with a message for people. Evaluation raises ValueError
     for an unknown variable, division by zero, or numbers beyond 2**48."""
+    if len(expr) > MAX_EXPRESSION:
+        raise ValueError(f"'{expr[:40]}...' is longer than {MAX_EXPRESSION} characters")
     try:
         tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):
         raise ValueError(f"cannot read '{expr}' as integer arithmetic") from None
 
     def build(node: ast.AST) -> Callable[[dict[str, int]], int]:
@@ -130,6 +137,17 @@ def evaluate(expr: str, variables: dict[str, int]) -> int:
     return compile_expression(expr)(variables)
 
 
+def _format(value: int, spec: str, original: str) -> str:
+    """`format(value, spec)` for `${expr:spec}`; ValueError with a message for a spec Python
+    refuses (also `c` beyond U+10FFFF, an OverflowError) or wider than MAX_FORMAT_WIDTH."""
+    if any(int(number) > MAX_FORMAT_WIDTH for number in re.findall(r"\d+", spec)):
+        raise ValueError(f"format '{spec}' in '{original}' is wider than {MAX_FORMAT_WIDTH} characters")
+    try:
+        return format(value, spec)
+    except (ValueError, OverflowError):
+        raise ValueError(f"bad format '{spec}' in '{original}'") from None
+
+
 def compile_pattern(text: str, names: tuple[str, ...]) -> Callable[[dict[str, int]], str]:
     """Pre-parse a `${...}` pattern once, for expanding it many times (hostnames of 16k nodes).
 
@@ -152,10 +170,7 @@ def compile_pattern(text: str, names: tuple[str, ...]) -> Callable[[dict[str, in
                 out.append(piece)
             else:
                 compiled, spec, original = piece
-                try:
-                    out.append(format(compiled(variables), spec))
-                except ValueError:
-                    raise ValueError(f"bad format '{spec}' in '{original}'") from None
+                out.append(_format(compiled(variables), spec, original))
         return "".join(out)
 
     return render
@@ -166,11 +181,7 @@ def substitute(text: str, variables: dict[str, int]) -> str:
 
     def one(match: re.Match[str]) -> str:
         expr, _, spec = match.group(1).partition(":")
-        value = evaluate(expr, variables)
-        try:
-            return format(value, spec)
-        except ValueError:
-            raise ValueError(f"bad format '{spec}' in '${{{match.group(1)}}}'") from None
+        return _format(evaluate(expr, variables), spec, match.group(0))
 
     return _PLACEHOLDER.sub(one, text)
 
