@@ -194,9 +194,10 @@ def _transport(nics: Iterable) -> str:
 
 def _compute(gpu: Gpu, tiers: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
     """Peak per dtype (dense, and sparse = 2 x dense where 2:4 sparsity applies) and ridge points
-    (peak / tier bandwidth) against every tier that has a bandwidth."""
+    (peak / tier bandwidth) against every tier that has a bandwidth (a zero one has no ridge)."""
     compute: dict[str, dict[str, Any]] = {}
-    bandwidths = {name: tier["bandwidth_bytes_per_s"] for name, tier in tiers.items() if tier is not None}
+    bandwidths = {name: tier["bandwidth_bytes_per_s"] for name, tier in tiers.items()
+                  if tier is not None and tier["bandwidth_bytes_per_s"] > 0}
     for dtype, dense in sorted(gpu.compute.items()):
         entry: dict[str, Any] = {"dense_flop_per_s": dense,
                                  "dense_ridge_flop_per_byte": {t: dense / bw for t, bw in bandwidths.items()}}
@@ -509,7 +510,7 @@ def text_report(doc: dict[str, Any]) -> str:
                       ((name, gib(t.get("capacity_bytes")) if t else "-", gbps(t["bandwidth_bytes_per_s"]) if t else "-",
                         _detail(name, t) if t else "none")
                        for name, t in tiers.items()), align="lrrl")
-        present = [name for name in tiers if tiers[name] is not None]
+        present = [name for name in tiers if tiers[name] is not None and tiers[name]["bandwidth_bytes_per_s"] > 0]
         out += ["", "Ridge points per GPU (FLOP/byte = dense peak / tier bandwidth; sparse doubles them)"]
         out += table(("dtype", *present),
                       ((dtype, *(number(c["dense_ridge_flop_per_byte"][name]) for name in present))
