@@ -5,6 +5,12 @@ GPU or NIC, GPUs with their NVLinks, NICs with their `<net>`), sorted by bus id 
 SSDs are left out (NCCL has no use for them), and so are bridges with nothing NCCL uses below.
 The output is checked with `hwspec.nccl_check` before it is returned: a file NCCL would misread
 is a generation error, never a written file.
+
+NCCL 2.21+ reads at most 256 elements. A node too large for the complete file gets the most
+detailed form that fits, as NCCL's own merge with detection allows (DETAIL_LEVELS): first
+without `<nvlink>` elements (NCCL then asks NVML for the NVLinks of a `<gpu>` that has none),
+then as a skeleton of CPUs and PCIe devices by bus id (NCCL adds `<gpu>` and `<net>` itself,
+as with the cloud vendors' files). The file says which form it is in a comment.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from dataclasses import dataclass, field
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.model import Gpu, Nic, Platform
-from hwspec.nccl_check import NVSWITCH_SENTINEL, PCIE_LINK_SPEED, check_nccl_xml
+from hwspec.nccl_check import MAX_ELEMENTS, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, check_nccl_xml
 
 CLASS_BRIDGE = "0x060400"
 CLASS_GPU = "0x030200"
@@ -21,6 +27,15 @@ CLASS_ETHERNET = "0x020000"
 CLASS_INFINIBAND = "0x020700"
 TCLASS_GPU = "0x030200"
 TCLASS_NVSWITCH = "0x068000"
+
+DETAIL_LEVELS = {
+    "complete": "the complete node: CPUs, PCIe tree, GPUs with their NVLinks, NICs with their nets",
+    "no-nvlink": (f"NVLinks left out to stay within NCCL's {MAX_ELEMENTS} elements: NCCL asks NVML for the NVLinks "
+                  "of a <gpu> that lists none"),
+    "skeleton": (f"a skeleton to stay within NCCL's {MAX_ELEMENTS} elements: CPUs and the PCIe tree with GPUs and "
+                 "NICs by bus id; NCCL adds <gpu> and <net> from detection"),
+}
+"""Forms of the file from most to least detailed; the first that fits NCCL's limit is written."""
 
 CPU_VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
 """spec vendor -> the CPUID vendor string NCCL expects on x86."""
@@ -64,8 +79,8 @@ def net_gdr(platform: Platform, nic: Nic) -> bool:
                 and nic.rdma and nic.gpudirect)
 
 
-def topology(platform: Platform) -> XmlNode:
-    """The `<system>` tree of `platform` (everything NCCL reads, nothing else)."""
+def topology(platform: Platform, detail: str = "complete") -> XmlNode:
+    """The `<system>` tree of `platform` at `detail` (a key of DETAIL_LEVELS)."""
     orphans = [d.id for d in (*platform.gpus, *platform.nics) if d.socket is None]
     if orphans:
         raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
@@ -84,12 +99,13 @@ def topology(platform: Platform) -> XmlNode:
                 continue
             item = platform.by_id[child]
             if isinstance(item, Gpu):
+                links = [] if detail != "complete" else nvlinks.get(item.id, [])
                 gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)),
                                       ("gdr", gdr)],
                               [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)])
-                               for target, tclass, count in nvlinks.get(item.id, [])])
+                               for target, tclass, count in links])
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
-                                                 item.pci_vendor, item.pci_device), [gpu]))
+                                                 item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu]))
             elif isinstance(item, Nic):
                 # the ports of one adapter function share its <pci> and <nic>: one <net> each
                 ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
@@ -99,7 +115,7 @@ def topology(platform: Platform) -> XmlNode:
                                         ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")])
                         for n in ports if net_name(n) is not None and n.role != "management"]
                 nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
-                                     [XmlNode("nic", [], nets)] if nets else []))
+                                     [XmlNode("nic", [], nets)] if nets and detail != "skeleton" else []))
             else:  # a bridge
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child)))
         return nodes
@@ -152,13 +168,23 @@ def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
     return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
 
 
+def elements(node: XmlNode) -> int:
+    """Elements in the tree rooted at `node`, as NCCL counts them."""
+    return 1 + sum(elements(child) for child in node.children)
+
+
 @generator("nccl-topo")
 def nccl_topo(ctx: GenContext) -> Plan:
-    """The node's NCCL_TOPO_FILE, checked against NCCL's parser rules."""
+    """The node's NCCL_TOPO_FILE in the most detailed form within NCCL's limits, checked
+    against NCCL's parser rules."""
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    text = ctx.render("nccl-topo.xml.j2", "xml", system=topology(platform))
+    for detail in DETAIL_LEVELS:
+        system = topology(platform, detail)
+        if elements(system) <= MAX_ELEMENTS:
+            break
+    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail])
     problems = check_nccl_xml(text)
     if problems:
         raise GenerationError(f"{platform.file}: nccl-topo.xml fails the NCCL compatibility check:\n  "
