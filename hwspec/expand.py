@@ -34,6 +34,9 @@ from hwspec.source import SourceDoc
 DataPath = tuple[str | int, ...]
 
 MAX_REPEAT_ITEMS = 4096
+MAX_EXPANDED_VALUES = 100_000
+"""Values (scalars, lists, mappings) an expanded document may hold, like source.MAX_NODES for
+aliases: repeat blocks inside repeat blocks multiply, and so does a large repeated body."""
 MAX_EXPRESSION = 256
 """Longest `${...}` expression, in characters: deeper nesting overflows Python's parser."""
 MAX_FORMAT_WIDTH = 64
@@ -70,6 +73,14 @@ class Expanded:
             if path[:cut] in self.origin:
                 return self.origin[path[:cut]]
         return ()
+
+
+class _TooLarge(Exception):
+    """The expansion outgrew MAX_EXPANDED_VALUES at `path` (as written): stops everything."""
+
+    def __init__(self, path: DataPath):
+        super().__init__(path)
+        self.path = path
 
 
 class _ExpandError(Exception):
@@ -225,8 +236,13 @@ def expand(doc: SourceDoc) -> Expanded:
     """
     result = Expanded(data=None)
     errors: list[Diagnostic] = []
+    produced = 0
 
     def walk(node: Any, written: DataPath, out: DataPath, variables: dict[str, int]) -> Any:
+        nonlocal produced
+        produced += 1
+        if produced > MAX_EXPANDED_VALUES:
+            raise _TooLarge(written)
         result.origin[out] = written
         if isinstance(node, str) and out and out[-1] in PATTERN_KEYS:
             return node
@@ -271,7 +287,13 @@ def expand(doc: SourceDoc) -> Expanded:
             return mapping
         return node
 
-    result.data = walk(doc.data, (), (), {})
+    try:
+        result.data = walk(doc.data, (), (), {})
+    except _TooLarge as exc:
+        pos = doc.locate(exc.path)
+        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E120",
+                                      f"repeat blocks expand to more than {MAX_EXPANDED_VALUES} values",
+                                      "look for a repeat block inside another, or a large block repeated many times")]) from None
     if errors:
         # a fault inside a repeat block is met once per iteration: report it once
         raise HwspecError(list(dict.fromkeys(errors)))
