@@ -9,6 +9,7 @@ than one leaf, a spine tier. Everything per node is arithmetic on the node index
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +24,25 @@ from hwspec.expand import Expanded, compile_pattern
 from hwspec.model import Assumption, Location, Platform, RuleSetting
 from hwspec.source import SourceDoc
 from hwspec.spec import ClusterSpec
+
+
+MAX_CLUSTER_NODES = 1_000_000
+"""Nodes in one cluster (all groups together), the bound each group's `count` already has."""
+MAX_PATTERN = 253
+"""Characters in a hostname or address pattern: a DNS name is at most 253 (a label 63)."""
+MAX_SWITCHES = 262_144
+"""Leaf plus spine switches the derived backend fabric may have: a 1M-node, 8-rail fabric of
+64-port leaves has 250k. Each is an object and a graph node, so the bound is one on memory."""
+MAX_UPLINK_PORTS = 2_097_152
+"""Leaf-to-spine ports the derived fabric may wire (16x the 16,384-node benchmark's)."""
+
+
+class FabricTooLarge(ValueError):
+    """The backend fabric a cluster file asks for is too large to derive; `path` is the key."""
+
+    def __init__(self, message: str, path: DataPath):
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass(frozen=True)
@@ -183,6 +203,10 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
     first = 0
     for index, group in enumerate(spec.nodes):
         here = ("nodes", index)
+        if first + group.count > MAX_CLUSTER_NODES:
+            error(here + ("count",), f"{dotted(here)}: the cluster would have more than {MAX_CLUSTER_NODES} nodes",
+                  "split it into several clusters")
+            break
         path = (cluster_file.parent / group.platform)
         try:
             platform, graph = load_node(path)
@@ -202,7 +226,11 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
     if errors:
         raise HwspecError(errors)
 
-    fabric = _fabric(spec, groups) if spec.backend else None
+    try:
+        fabric = _fabric(spec, groups) if spec.backend else None
+    except FabricTooLarge as exc:
+        error(exc.path, str(exc), "use switches with more ports, or fewer uplinks")
+        raise HwspecError(errors) from None
     frontend = Frontend(spec.frontend.speed, spec.frontend.ingestion_share) if spec.frontend else None
 
     def location(p: DataPath) -> Location:
@@ -220,6 +248,9 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
 
 
 def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tuple[str, ...] | None:
+    if len(pattern) > MAX_PATTERN:
+        error(where, f"{dotted(where)}: the pattern is {len(pattern)} characters long, more than {MAX_PATTERN}")
+        return None
     try:
         render = compile_pattern(pattern, ("n", "i"))
         return tuple(render({"n": first + k, "i": group.first + k}) for k in range(group.count))
@@ -236,11 +267,17 @@ def _fabric(spec: ClusterSpec, groups: list[NodeGroup]) -> Fabric:
     spine = backend.spine
     down = max(leaf.ports - leaf.uplinks, 1)
     leaves: list[Leaf] = []
+
+    def at_most(count: int, what: str, path: DataPath, limit: int = MAX_SWITCHES) -> None:
+        if count > limit:
+            raise FabricTooLarge(f"backend: the fabric would have {count} {what}, more than {limit}", path)
+
     if backend.topology == "single-switch":
         leaves.append(Leaf("switch0", None, range(node_count), leaf.ports, node_count * nics_per_node, 0))
     elif backend.topology == "rail-optimized":
         per_leaf = down
         pods = math.ceil(node_count / per_leaf)
+        at_most(nics_per_node * pods, "leaf switches", ("backend", "leaf", "ports"))
         for rail in range(nics_per_node):
             for pod in range(pods):
                 nodes = range(pod * per_leaf, min(node_count, (pod + 1) * per_leaf))
@@ -248,13 +285,16 @@ def _fabric(spec: ClusterSpec, groups: list[NodeGroup]) -> Fabric:
     else:
         per_leaf = max(down // nics_per_node, 1)
         count = math.ceil(node_count / per_leaf)
+        at_most(count, "leaf switches", ("backend", "leaf", "ports"))
         for index in range(count):
             nodes = range(index * per_leaf, min(node_count, (index + 1) * per_leaf))
             leaves.append(Leaf(f"leaf{index}", None, nodes, leaf.ports, len(nodes) * nics_per_node,
                                leaf.uplinks if count > 1 else 0))
     uplinks = sum(l.uplinks for l in leaves)
+    at_most(uplinks, "leaf-to-spine ports", ("backend", "leaf", "uplinks"), MAX_UPLINK_PORTS)
     spine_ports = spine.ports if spine else 0
     spine_count = (spine.count or (math.ceil(uplinks / spine.ports) if spine.ports else 0)) if (spine and uplinks) else 0
+    at_most(len(leaves) + spine_count, "switches", ("backend", "spine"))
     return Fabric(topology=backend.topology, transport=backend.transport, nic_speed=backend.speed,
                   nics_per_node=nics_per_node, leaves=tuple(leaves), spine_count=spine_count, spine_ports=spine_ports,
                   uplink_speed=leaf.speed or backend.speed, declared_oversubscription=backend.oversubscription,
@@ -273,9 +313,13 @@ def build_cluster_graph(cluster: Cluster) -> nx.Graph:
         return graph
     for spine in range(fabric.spine_count):
         graph.add_node(f"spine{spine}", kind="spine")
+    stops = [group.nodes.stop for group in cluster.groups]  # groups hold consecutive node ranges
     for leaf in fabric.leaves:
         graph.add_node(leaf.id, kind="leaf", item=leaf)
-        for index, group in enumerate(cluster.groups):
+        for index in range(bisect.bisect_right(stops, leaf.nodes.start), len(cluster.groups)):
+            group = cluster.groups[index]
+            if group.nodes.start >= leaf.nodes.stop:
+                break  # only the groups overlapping the leaf's nodes, not every group per leaf
             shared = len(range(max(leaf.nodes.start, group.nodes.start), min(leaf.nodes.stop, group.nodes.stop)))
             if shared:
                 ports = shared * (1 if leaf.rail is not None else fabric.nics_per_node)
