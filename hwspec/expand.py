@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -219,10 +220,10 @@ def _parse_repeat(spec: Any, path: DataPath) -> list[dict[str, int]]:
             raise _ExpandError(path + (name,), f"cannot read {value!r} as a range",
                                hint="write an inclusive range such as 0..7, or a list of integers")
         axes.append([(name, v) for v in values])
-    combos = [dict(c) for c in itertools.product(*axes)]
-    if len(combos) > MAX_REPEAT_ITEMS:
-        raise _ExpandError(path, f"repeat expands to {len(combos)} items, more than {MAX_REPEAT_ITEMS}")
-    return combos
+    total = math.prod(len(axis) for axis in axes)  # before building them: 4096^3 would never finish
+    if total > MAX_REPEAT_ITEMS:
+        raise _ExpandError(path, f"repeat expands to {total} items, more than {MAX_REPEAT_ITEMS}")
+    return [dict(c) for c in itertools.product(*axes)]
 
 
 def _is_annotated_value(node: Any) -> bool:
