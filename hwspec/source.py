@@ -138,6 +138,7 @@ def _pos(mark) -> Position:
 
 
 _TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels"
+_TOO_BIG_HINT = "a platform file this large is almost certainly a mistake (or a 'billion laughs' document)"
 
 
 def _position_at(text: str, index: int) -> Position:
@@ -175,11 +176,17 @@ class _Loader(yaml.SafeLoader):
 
     def __init__(self, text: str, file: str):
         super().__init__(text)
-        self.file, self.depth, self.open_anchors = file, 0, set()
+        self.file, self.depth, self.open_anchors, self.composed = file, 0, set(), 0
         self.alias_marks: dict[tuple[int, int, bool], yaml.Mark] = {}  # (id(parent), item index, is key)
 
     def compose_node(self, parent, index):
         event = self.peek_event()
+        if not isinstance(event, yaml.AliasEvent):
+            # the written nodes alone are too many: stop now, not after composing 4 MiB of them
+            self.composed += 1
+            if self.composed > MAX_NODES:
+                message = f"the file has more than {MAX_NODES} nodes (keys, values and list items)"
+                raise HwspecError([_error(self.file, event.start_mark, "E105", message, _TOO_BIG_HINT)])
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self.open_anchors:
                 name = event.anchor
@@ -297,7 +304,7 @@ class _Load:
             node = root
             while bigger := [k for k in _children(node) if size[id(k)] > MAX_NODES]:
                 node = bigger[0]
-            hint = "a platform file this large is almost certainly a mistake (or a 'billion laughs' document)"
+            hint = _TOO_BIG_HINT
             message = f"anchors and aliases expand to more than {MAX_NODES} nodes"
             self.error(node.start_mark, "E105", message, hint)
         if height[id(root)] > MAX_DEPTH:  # only reachable through aliases; compose caught the rest
