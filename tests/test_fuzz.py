@@ -1,0 +1,354 @@
+"""Fuzzing the input path: whatever a platform file holds, `hwspec validate` ends with
+diagnostics and exit status 1 or 2, never a traceback, a hang or unbounded memory.
+
+Inputs: arbitrary bytes, arbitrary YAML (random data dumped to YAML) and YAML-ish text, deep
+nesting, alias expansions, a wrong-typed value at any position of a valid node or cluster spec,
+non-UTF-8 bytes in a valid file, very long strings, and `${...}` expressions in repeat blocks.
+Examples run in-process through `hwspec.cli.main` (an exception is a traceback) and
+`hwspec.pipeline.check`, each under a hard time limit; the memory-hungry families also run in a
+subprocess under an address-space limit. Every crash found is kept in tests/fuzz_corpus/ (the
+minimal input, named for the bug) and replayed by the corpus tests at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from hwspec import pipeline
+from hwspec.cli import main
+from hwspec.testing import cluster_specs, dump_yaml, node_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
+EXAMPLES = settings.default.max_examples
+TIME_LIMIT = 20  # seconds for one input, in-process: far above any real file's time
+MEMORY_LIMIT = 1536 * 2**20  # bytes of address space for a subprocess validate
+FUZZ = settings(max_examples=EXAMPLES * 2, deadline=timedelta(seconds=10))
+
+
+# ------------------------------------------------------------------ running validate
+
+
+class Hang(AssertionError):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int = TIME_LIMIT):
+    """Fail (instead of waiting forever) when the body runs longer than `seconds`."""
+
+    def expire(signum, frame):
+        raise Hang(f"validate ran longer than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def validate(files: dict[str, bytes], target: str) -> tuple[int, str, str]:
+    """Write `files` into a fresh directory, run `hwspec validate target` in-process, and check
+    `pipeline.check` agrees. Returns (status, stdout, stderr); any exception propagates."""
+    with tempfile.TemporaryDirectory(prefix="hwspec-fuzz-") as directory:
+        for name, raw in files.items():
+            (Path(directory) / name).write_bytes(raw)
+        path = Path(directory) / target
+        out, err = io.StringIO(), io.StringIO()
+        with time_limit():
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = main(["validate", str(path)])
+            checked = pipeline.check(path)
+    assert (status == 0) == (not checked.failed()), (status, [d.format() for d in checked.diagnostics])
+    return status, out.getvalue(), err.getvalue()
+
+
+def assert_diagnosed(files: dict[str, bytes], target: str = "fuzz.yaml") -> None:
+    """validate ends with at least one error diagnostic and exit status 1 or 2."""
+    status, out, err = validate(files, target)
+    assert status in (1, 2), f"exit {status}\n{out}{err}"
+    assert "error[" in out, out + err
+    assert "Traceback" not in out + err
+
+
+def assert_ends_cleanly(files: dict[str, bytes], target: str = "fuzz.yaml") -> int:
+    """validate ends with a verdict: 0 when pipeline.check finds nothing wrong, else 1 or 2."""
+    status, out, err = validate(files, target)
+    assert status in (0, 1, 2) and "Traceback" not in out + err, f"exit {status}\n{out}{err}"
+    return status
+
+
+# ------------------------------------------------------------------ bytes and YAML
+
+
+@FUZZ
+@given(st.binary(max_size=2000))
+def test_arbitrary_bytes(raw):
+    assert_diagnosed({"fuzz.yaml": raw})
+
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30))
+KEYS = st.one_of(st.text(max_size=12), st.sampled_from(["hwspec", "kind", "name", "sockets", "gpus", "nics", "pcie",
+                                                        "nvlink", "baseboard", "backend", "declares", "nodes", "repeat",
+                                                        "value", "source", "assumed", "<<", "id", "part", "upstream"]))
+DATA = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=5) | st.dictionaries(KEYS, inner, max_size=5),
+                    max_leaves=40)
+
+
+@FUZZ
+@given(DATA, st.sampled_from([None, "node", "cluster"]), st.sampled_from([False, True, None]))
+def test_arbitrary_yaml(data, kind, flow):
+    """Random data as YAML; with `kind` set it reaches the spec models and their error paths."""
+    if kind is not None and isinstance(data, dict):
+        data = {"hwspec": 1, "kind": kind, **data}
+    raw = yaml.safe_dump(data, default_flow_style=flow, allow_unicode=True).encode()
+    note(raw.decode())
+    assert_diagnosed({"fuzz.yaml": raw})
+
+
+def tokens(*words: str) -> st.SearchStrategy[str]:
+    """Text made of `words` (single characters or longer tokens)."""
+    return st.lists(st.sampled_from(words), max_size=80).map("".join)
+
+
+YAMLISH = tokens(*"abk01: -[]{},&*!|>'\"#%@`?<=\n\t\\.$", "\r\n", "${i}", "!!str ", "&a ", "*a", "<<: ", "---\n",
+                 "\ufeff", "\x85", "\u2028")
+
+
+@FUZZ
+@given(YAMLISH)
+def test_yaml_syntax_soup(text):
+    assert_diagnosed({"fuzz.yaml": ("hwspec: 1\nkind: node\n" + text).encode()})
+
+
+@settings(max_examples=max(5, EXAMPLES // 2), deadline=timedelta(seconds=10))
+@given(depth=st.integers(1, 400), style=st.sampled_from(["flow-list", "flow-map", "block-list", "block-map", "alias"]))
+def test_deep_nesting(depth, style):
+    if style == "flow-list":
+        body = "x: " + "[" * depth + "1" + "]" * depth + "\n"
+    elif style == "flow-map":
+        body = "x: " + "{a: " * depth + "1" + "}" * depth + "\n"
+    elif style == "block-list":
+        body = "x:\n" + "".join("  " * i + "-\n" for i in range(1, depth)) + "  " * depth + "- 1\n"
+    elif style == "block-map":
+        body = "x:\n" + "".join("  " * i + "a:\n" for i in range(1, depth)) + "  " * depth + "a: 1\n"
+    else:  # each anchor nests the previous one: shallow text, deep data
+        body = "a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, depth)) + "x: *a0\n"
+    assert_diagnosed({"fuzz.yaml": ("hwspec: 1\nkind: node\nname: n\n" + body).encode()})
+
+
+def alias_bomb(width: int, depth: int) -> str:
+    lines = ["hwspec: 1", "kind: node", "name: n", "l0: &l0 [" + ", ".join(["x"] * width) + "]"]
+    for level in range(1, depth):
+        lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=max(5, EXAMPLES // 2), deadline=timedelta(seconds=10))
+@given(width=st.integers(2, 12), depth=st.integers(1, 12))
+def test_alias_expansion(width, depth):
+    """'Billion laughs' of every shape: refused (E105) or small enough, never expanded blindly."""
+    assert_diagnosed({"fuzz.yaml": alias_bomb(width, depth).encode()})
+
+
+# ------------------------------------------------------------------ valid specs, one value wrong
+
+
+def paths(data, prefix=()):
+    """Every path into `data`, the root first."""
+    yield prefix
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from paths(value, prefix + (key,))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from paths(value, prefix + (index,))
+
+
+def replaced(data, path, value):
+    if not path:
+        return value
+    data = copy.deepcopy(data)
+    parent = data
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    return data
+
+
+def at(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
+WRONG_SCALAR = st.one_of(st.lists(SCALARS, min_size=1, max_size=3), st.dictionaries(st.text(max_size=6), SCALARS,
+                                                                                     min_size=1, max_size=3))
+
+
+def wrong_type(value) -> st.SearchStrategy:
+    """A value of another type than `value` that no field accepting `value` also accepts:
+    collections for scalars (non-empty: `[]` is a valid explicit NVLink topology), scalars or
+    the other collection for collections (never None: optional sections accept it)."""
+    if isinstance(value, dict):
+        return st.one_of(st.integers(), st.text(max_size=12), st.booleans(), st.lists(SCALARS, min_size=1, max_size=3))
+    if isinstance(value, list):
+        return st.one_of(st.integers(), st.text(max_size=12), st.booleans(),
+                         st.dictionaries(st.text(max_size=6), SCALARS, min_size=1, max_size=3))
+    return WRONG_SCALAR
+
+
+@FUZZ
+@given(node_specs(max_gpus=4, max_sockets=2), st.data())
+def test_wrong_type_anywhere_in_a_node_spec(spec, data):
+    path = data.draw(st.sampled_from(list(paths(spec))), label="path")
+    bad = replaced(spec, path, data.draw(wrong_type(at(spec, path)), label="wrong value"))
+    raw = yaml.safe_dump(bad, sort_keys=False, allow_unicode=True).encode()
+    note(raw.decode())
+    assert_diagnosed({"fuzz.yaml": raw})
+
+
+@settings(max_examples=EXAMPLES, deadline=timedelta(seconds=10))
+@given(cluster_specs(max_gpus=2, max_sockets=2, max_nodes=8), st.data())
+def test_wrong_type_anywhere_in_a_cluster_spec(files, data):
+    path = data.draw(st.sampled_from(list(paths(files.cluster))), label="path")
+    bad = replaced(files.cluster, path, data.draw(wrong_type(at(files.cluster, path)), label="wrong value"))
+    raw = yaml.safe_dump(bad, sort_keys=False, allow_unicode=True).encode()
+    note(raw.decode())
+    assert_diagnosed({"cluster.yaml": raw, files.node_file: dump_yaml(files.node).encode()}, "cluster.yaml")
+
+
+# ------------------------------------------------------------------ encodings and sizes
+
+
+@FUZZ
+@given(node_specs(max_gpus=2, max_sockets=2), st.data())
+def test_non_utf8_bytes_in_a_valid_file(spec, data):
+    raw = dump_yaml(spec).encode()
+    bad = data.draw(st.sampled_from([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xc0\xaf", b"\x80abc",
+                                     b"\xf8\x88\x80\x80\x80"]), label="bad bytes")
+    where = data.draw(st.integers(0, len(raw)), label="offset")
+    encoding = data.draw(st.sampled_from([None, "utf-16", "latin-1", "utf-32"]), label="encoding")
+    if encoding is None:
+        raw = raw[:where] + bad + raw[where:]
+    else:
+        raw = (dump_yaml(spec) + "title: caf\u00e9 \u00b5s\n").encode(encoding)
+    assert_diagnosed({"fuzz.yaml": raw})
+
+
+@settings(max_examples=EXAMPLES, deadline=timedelta(seconds=10))
+@given(node_specs(max_gpus=2, max_sockets=2), st.data())
+def test_very_long_strings(spec, data):
+    """A long string in place of any string value (free-text fields may take it: then the file
+    is clean), or a file beyond the 4 MiB limit (E101)."""
+    strings = [p for p in paths(spec) if isinstance(at(spec, p), str)]
+    path = data.draw(st.sampled_from(strings), label="path")
+    length = data.draw(st.sampled_from([70, 300, 10_000, 200_000, 5 * 2**20]), label="length")
+    char = data.draw(st.sampled_from(["x", "\u00e9", "\U0001f600", " ", "9", "$"]), label="char")
+    if length > 4 * 2**20:  # beyond the file limit; PyYAML's emitter would take seconds to write it
+        raw = (dump_yaml(spec) + "title: " + char * length + "\n").encode()
+    else:
+        raw = yaml.safe_dump(replaced(spec, path, char * length), sort_keys=False, allow_unicode=True,
+                             width=2**31).encode()
+    status = assert_ends_cleanly({"fuzz.yaml": raw})
+    if len(raw) > 4 * 2**20:
+        assert status == 2
+
+
+EXPRESSION = tokens(*"i01239+-*/%()x ", "//", "0x", "j", "1114112", "2**48").filter(bool)
+FORMAT = tokens(*"0123456789<>^=+-#,_.xXbcdeEfFgGnos%", "99", "100")
+
+
+@FUZZ
+@given(EXPRESSION, FORMAT, st.sampled_from(["node", "cluster"]))
+def test_expressions_and_formats(expr, fmt, where):
+    """Arbitrary `${expr:fmt}` in a repeat block or a hostname pattern: a value or a diagnostic."""
+    placeholder = "${" + expr + (":" + fmt if fmt else "") + "}"
+    node = ("hwspec: 1\nkind: node\nname: n\nsockets:\n  - repeat: {i: 0..3}\n    id: \"cpu" + placeholder + "\"\n"
+            "    part: xeon-platinum-8380h\n    numa_node: ${i}\n    memory: {capacity: 1 GiB, bandwidth: 1 GB/s}\n")
+    if where == "node":
+        assert_ends_cleanly({"fuzz.yaml": node.encode()})
+        return
+    node = node.replace('"cpu' + placeholder + '"', "cpu${i}")
+    cluster = ("hwspec: 1\nkind: cluster\nname: c\nnodes:\n  - platform: node.yaml\n    count: 3\n"
+               "    hostname: \"n" + placeholder + "\"\n")
+    assert_ends_cleanly({"cluster.yaml": cluster.encode(), "node.yaml": node.encode()}, "cluster.yaml")
+
+
+# ------------------------------------------------------------------ memory, in a subprocess
+
+
+def run_limited(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    """`python -m hwspec ARGS` with at most MEMORY_LIMIT of address space."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    return subprocess.run([sys.executable, "-m", "hwspec", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout, preexec_fn=limit)
+
+
+def test_resource_bombs_stay_within_memory(tmp_path):
+    """One subprocess, several files that ask for far more than MEMORY_LIMIT if expanded
+    naively: every one gets its own error, nothing runs out of memory."""
+    bombs = {
+        "laughs.yaml": alias_bomb(10, 12),  # 10^12 nodes
+        "wide.yaml": alias_bomb(1000, 3),  # 10^9 nodes from a 12 kB file
+        "repeat.yaml": ("hwspec: 1\nkind: node\nname: n\nsockets:\n  - repeat: {i: 0..4095, j: 0..4095}\n    id: c\n"),
+        "body.yaml": ("hwspec: 1\nkind: node\nname: n\nsockets:\n  - repeat: {i: 0..4095}\n    id: c\n    source: ["
+                      + ", ".join(["1"] * 50_000) + "]\n"),
+        "width.yaml": ("hwspec: 1\nkind: node\nname: n\nsockets:\n  - repeat: {i: 0..4095}\n    id: \"${i:0999999999}\"\n"),
+        "big.yaml": "hwspec: 1\nkind: node\nname: n\ntitle: " + "x" * (5 * 2**20) + "\n",
+        # 4 MiB of small values: once composed in full (800 MB) before being counted
+        "many.yaml": "hwspec: 1\nkind: node\nname: n\nsources: {" + ", ".join(f"k{i}: v" for i in range(340_000)) + "}\n",
+    }
+    for name, text in bombs.items():
+        (tmp_path / name).write_text(text)
+    result = run_limited("validate", str(tmp_path))
+    assert result.returncode in (1, 2) and "Traceback" not in result.stderr and "MemoryError" not in result.stderr, \
+        result.stderr[-3000:]
+    for name in bombs:
+        assert f"{name}:" in result.stdout, f"no diagnostic for {name}\n{result.stdout[-3000:]}"
+
+
+# ------------------------------------------------------------------ the corpus of crashes found
+
+
+def corpus_entries() -> list[Path]:
+    """Top-level files and directories (a cluster and its node platform) of tests/fuzz_corpus/,
+    except `generate/`: inputs that validate clean but once crashed a generator."""
+    return sorted(p for p in CORPUS.iterdir() if p.name != "generate" and (p.is_dir() or p.suffix == ".yaml"))
+
+
+@pytest.mark.parametrize("entry", corpus_entries(), ids=lambda p: p.name)
+def test_corpus_input_ends_in_diagnostics(entry):
+    """Every crash ever found, through `python -m hwspec validate` under the memory limit."""
+    target = entry / "cluster.yaml" if entry.is_dir() else entry
+    result = run_limited("validate", str(target.relative_to(ROOT)))
+    assert result.returncode in (1, 2), result.stdout[-2000:] + result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and "error[" in result.stdout, result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("entry", sorted((CORPUS / "generate").glob("*.yaml")), ids=lambda p: p.name)
+def test_corpus_platform_generates(entry, tmp_path):
+    """Inputs that validate and once crashed `generate` or `roofline`: both now succeed."""
+    relative = str(entry.relative_to(ROOT))
+    for args in (["validate", relative], ["generate", "--no-svg", "-o", str(tmp_path), relative], ["roofline", relative]):
+        result = run_limited(*args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, f"{args}\n{result.stderr[-3000:]}"
