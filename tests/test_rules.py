@@ -156,6 +156,10 @@ FAULTS = [
         '38:70: error[HW306 baseboard-ports]: baseboard slot 1 has 2 wired ports (slot 0: 2), but ports_per_slot is 1'
         '\n  hint: correct the wiring or ports_per_slot',
     ], id='HW306-baseboard_too_many_ports'),
+    pytest.param('baseboard_wiring_outside_board', [
+        '38:70: error[HW306 baseboard-ports]: baseboard wiring [1, 2] (1 port(s)) names a slot outside 0-1'
+        '\n  hint: the board has 2 slots, numbered from 0',
+    ], id='HW306-baseboard_wiring_outside_board'),
     pytest.param('gpu_slot_outside_board', [
         "46:11: error[HW307 gpu-slot]: gpu1: slot 2 is outside the baseboard's 2 slots (0-1)"
         '\n  hint: slots are numbered from 0',

@@ -138,15 +138,20 @@ def fabric_uniform(ctx: Context) -> Iterator[Finding]:
 
 @rule("HW306", "baseboard-ports")
 def baseboard_ports(ctx: Context) -> Iterator[Finding]:
-    """No baseboard slot has more wired ports than `ports_per_slot`.
+    """Wired ports join two different slots of the board, and no slot has more than `ports_per_slot`.
 
     A slot's ports are the module's physical fabric ports (7 on an OAM v1.5 module). Wiring
-    that gives a slot more is not a board that can be built, so the embedding check (HW301)
-    would accept logical patterns no real board carries.
+    that gives a slot more, or names a slot the board does not have, is not a board that can
+    be built, so the embedding check (HW301) would accept logical patterns no real board carries.
     """
     board = ctx.platform.baseboard
     if board is None:
         return
+    for (a, b), ports in board.ports.items():
+        if a == b or max(a, b) >= board.slots or min(a, b) < 0:
+            what = f"joins slot {a} to itself" if a == b else f"names a slot outside 0-{board.slots - 1}"
+            yield ctx.finding(f"baseboard wiring [{a}, {b}] ({ports} port(s)) {what}",
+                              at=(None, "baseboard", "wiring"), hint=f"the board has {board.slots} slots, numbered from 0")
     wired: Counter[int] = Counter()
     for (a, b), ports in board.ports.items():
         wired[a] += ports
