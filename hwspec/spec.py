@@ -17,6 +17,10 @@ from pydantic_core import PydanticCustomError
 
 from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
 
+Bandwidth = Annotated[ByteRate, Field(gt=0)]
+"""A bandwidth that must be above zero: a link or memory with no bandwidth is a mistake (leave
+out a tier that does not exist instead)."""
+
 SPEC_VERSION = 1
 
 
@@ -110,7 +114,7 @@ class CpuPart(Spec):
 
 class HbmSpec(Spec):
     capacity: Bytes
-    bandwidth: ByteRate
+    bandwidth: Bandwidth
 
 
 class FabricCapability(Spec):
@@ -118,7 +122,7 @@ class FabricCapability(Spec):
 
     kind: Literal["nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "xgmi", "none"]
     links: int = Field(ge=0, description="Links the part has.")
-    link_bandwidth: ByteRate = Field(description="Per link, per direction.")
+    link_bandwidth: Bandwidth = Field(description="Per link, per direction.")
 
 
 class GpuPart(Spec):
@@ -138,7 +142,7 @@ class GpuPart(Spec):
 class NicPart(Spec):
     vendor: str
     model_name: str
-    speed: ByteRate = Field(description="Per port, per direction.")
+    speed: Bandwidth = Field(description="Per port, per direction.")
     ports: int = Field(1, ge=1)
     transports: list[Transport]
     rdma: bool
@@ -163,7 +167,7 @@ class PartsCatalogue(Spec):
 
 class SocketMemory(Spec):
     capacity: Bytes = Field(description="DDR attached to this socket.")
-    bandwidth: ByteRate = Field(description="DDR bandwidth of this socket.")
+    bandwidth: Bandwidth = Field(description="DDR bandwidth of this socket.")
 
 
 class SocketSpec(PartRef):
@@ -176,7 +180,7 @@ class SocketSpec(PartRef):
 class CpuInterconnectSpec(Spec):
     kind: str = Field(description="e.g. upi, xgmi.")
     links: Literal["fully-connected"] | list[tuple[Id, Id]]
-    bandwidth: ByteRate = Field(description="Per link, per direction.")
+    bandwidth: Bandwidth = Field(description="Per link, per direction.")
 
 
 class PcieAttach(Spec):
@@ -245,7 +249,7 @@ class NicSpec(PartRef):
 class SsdSpec(Spec):
     id: Id
     capacity: Bytes
-    bandwidth: ByteRate = Field(description="Sequential read bandwidth.")
+    bandwidth: Bandwidth = Field(description="Sequential read bandwidth.")
     pcie: PcieAttach
 
 
@@ -313,7 +317,7 @@ class NodeGroupSpec(Spec):
 class SwitchTier(Spec):
     ports: int = Field(ge=2, description="Ports per switch.")
     uplinks: int = Field(0, ge=0, description="Leaf ports used as uplinks to the spine tier.")
-    speed: ByteRate | None = Field(None, description="Uplink speed per port; defaults to the NIC speed.")
+    speed: Bandwidth | None = Field(None, description="Uplink speed per port; defaults to the NIC speed.")
     count: int | None = Field(None, ge=1, description="Spine switches; derived from the uplinks when absent.")
 
 
@@ -321,18 +325,18 @@ class BackendNetworkSpec(Spec):
     """The scale-out network for collectives."""
 
     transport: Transport
-    speed: ByteRate = Field(description="Per backend NIC, per direction.")
+    speed: Bandwidth = Field(description="Per backend NIC, per direction.")
     topology: Literal["single-switch", "rail-optimized", "clos"]
     leaf: SwitchTier
     spine: SwitchTier | None = None
     oversubscription: float | None = Field(None, ge=1, description="Declared leaf downlink:uplink bandwidth ratio.")
-    min_bisection: ByteRate | None = Field(None, description="Declared minimum bisection bandwidth, per direction.")
+    min_bisection: Bandwidth | None = Field(None, description="Declared minimum bisection bandwidth, per direction.")
 
 
 class FrontendNetworkSpec(Spec):
     """The frontend/ingestion network: the nodes' ingestion or frontend NICs."""
 
-    speed: ByteRate = Field(description="Per NIC, per direction.")
+    speed: Bandwidth = Field(description="Per NIC, per direction.")
     ingestion_share: float | None = Field(None, gt=0, le=1, description="Share of frontend bandwidth the data-ingestion service may use.")
 
 

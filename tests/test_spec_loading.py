@@ -156,3 +156,12 @@ def test_an_unquoted_placeholder_in_a_flow_mapping_gets_a_hint(tmp_path):
     (diagnostic,) = caught.value.diagnostics
     assert (diagnostic.line, diagnostic.col, diagnostic.code) == (3, 25, "E103")
     assert diagnostic.hint == 'inside {...} or [...], quote values that contain ${...}: upstream: "sw${g//2}"'
+
+
+def test_a_zero_bandwidth_is_refused(tmp_path):
+    path = tmp_path / "zero.yaml"
+    path.write_text((FIXTURES / "minimal_node.yaml").read_text().replace("bandwidth: 80 GB/s}", "bandwidth: 0 GB/s}"))
+    with pytest.raises(HwspecError) as caught:
+        load_platform(path)
+    assert [d.format().split(": ", 1)[1] for d in caught.value.diagnostics] == [
+        "error[E110]: sockets[0].memory.bandwidth: Input should be greater than 0, got '0 GB/s'"]
