@@ -94,9 +94,9 @@ def cluster_roofline(cluster: Cluster) -> dict[str, Any]:
         "units": rf.UNITS,
         "cluster": {"name": cluster.name, "title": cluster.title, "file": cluster.file,
                     "node_platforms": {g.platform.name: g.count for g in cluster.groups}},
-        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
-                         "location": f"{a.location.file}:{a.location.line}"}
-                        for a in (*cluster.assumptions, *(a for p in cluster.node_platforms for a in p.assumptions))],
+        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source, "file": a.location.file}
+                        for a in sorted((*cluster.assumptions, *(a for p in cluster.node_platforms for a in p.assumptions)),
+                                        key=lambda a: (a.location.file, a.path))],
         "aggregate": aggregate,
         "network": network,
         "collectives": collectives,

@@ -187,12 +187,20 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
         pos = doc.locate(expanded.written_path(path))
         return m.Location(doc.file, pos.line, pos.col)
 
+    entity_at = {path: entity for entity, path in entity_paths.items()}
+
+    def named(path: tuple) -> str:
+        """`("sockets", 0, "memory")` -> `cpu0.memory`: entries by id, the rest as written."""
+        if path[:2] in entity_at:
+            return ".".join([entity_at[path[:2]], *map(str, path[2:])])
+        return dotted(path)
+
     assumptions: list[m.Assumption] = []
     for path, note in expanded.provenance.items():
         where = location(path)
         # a repeat block's note is written once: report it once, under its first expansion
         if note.assumed and all((a.location, a.assumed) != (where, note.assumed) for a in assumptions):
-            assumptions.append(m.Assumption(dotted(path), note.assumed, note.source, where))
+            assumptions.append(m.Assumption(named(path), note.assumed, note.source, where))
     seen_parts: set[str] = set()
     for section in ("sockets", "gpus", "nics"):
         for entry in getattr(spec, section):

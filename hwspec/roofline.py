@@ -265,7 +265,7 @@ def roofline(platform: Platform) -> dict[str, Any]:
         "units": UNITS,
         "platform": {"name": platform.name, "title": platform.title, "file": platform.file},
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
-                         "location": f"{a.location.file}:{a.location.line}"} for a in platform.assumptions],
+                         "file": a.location.file} for a in sorted(platform.assumptions, key=lambda a: a.path)],
         "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
         "gpu_groups": _groups(platform, figures),
         "intra_node_collectives": bounds,

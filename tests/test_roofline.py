@@ -132,11 +132,14 @@ def test_units_convention_every_numeric_leaf_has_a_suffix(zionex, zion):
         walk(rf.roofline(platform), None, None)
 
 
-def test_assumptions_are_carried_with_their_location(zionex):
+def test_assumptions_are_carried_with_their_file_and_entry(zionex):
     doc = rf.roofline(zionex)
     assert len(doc["assumptions"]) == len(zionex.assumptions) > 0
+    assert [a["path"] for a in doc["assumptions"]] == sorted(a["path"] for a in doc["assumptions"])
     nvlink = next(a for a in doc["assumptions"] if a["path"] == "nvlink")
-    assert nvlink["location"].startswith(zionex.file + ":") and "almost fully connected" in nvlink["assumed"]
+    assert nvlink["file"] == zionex.file and "almost fully connected" in nvlink["assumed"]
+    memory = next(a for a in doc["assumptions"] if a["path"] == "cpu0.memory.capacity")
+    assert memory["source"] == "paper: 1.5 TB in total"
 
 
 # ------------------------------------------------------------------ ridge points and collectives
