@@ -1,0 +1,48 @@
+"""The README's examples run as written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from hwspec.graph import build_graph
+from hwspec.load import load_platform
+from hwspec.rules import load_rules, run_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def python_blocks(section: str) -> list[str]:
+    """The ```python blocks of the README section headed `## {section}`."""
+    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", body, re.DOTALL)
+
+
+def test_the_rules_section_site_rule_works(tmp_path):
+    (rule_source,) = python_blocks("Rules")
+    (tmp_path / "site.py").write_text(rule_source)
+    rules = load_rules([tmp_path])
+    assert [(r.id, r.name) for r in rules] == [("SITE001", "eight-gpus")]
+    zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
+    assert run_rules(zionex, build_graph(zionex), rules) == []
+    small = load_platform(ROOT / "tests" / "fixtures" / "spec" / "minimal_node.yaml")
+    (finding,) = run_rules(small, build_graph(small), rules)
+    assert (finding.code, finding.message) == ("SITE001", "2 GPUs, expected 8")
+
+
+def test_the_property_testing_example_passes_and_catches_a_mistyped_threshold(tmp_path):
+    rule_source, test_source = python_blocks("Property-based testing")
+    (tmp_path / "site_rules").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "site_rules" / "switches.py").write_text(rule_source)
+    (tmp_path / "tests" / "test_site.py").write_text(test_source)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_site.py",
+               "-o", "addopts=", "-W", "ignore::DeprecationWarning", "--hypothesis-seed=0"]
+    passed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert passed.returncode == 0, passed.stdout[-2000:]
+    (tmp_path / "site_rules" / "switches.py").write_text(rule_source.replace("> 4:", "> 5:"))
+    failed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 1 and "Falsifying example" in failed.stdout, failed.stdout[-2000:]
