@@ -50,4 +50,5 @@ def test_the_property_testing_example_passes_and_catches_a_mistyped_threshold(tm
     assert passed.returncode == 0, passed.stdout[-2000:]
     (tmp_path / "site_rules" / "switches.py").write_text(rule_source.replace("> 4:", "> 5:"))
     failed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert failed.returncode == 1 and "Falsifying example" in failed.stdout, failed.stdout[-2000:]
+    expected = "FAILED tests/test_site.py::test_gpus_per_switch_fires_exactly_on_crowded_switches - AssertionError"
+    assert failed.returncode == 1 and expected in failed.stdout, failed.stdout[-2000:]
