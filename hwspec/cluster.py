@@ -169,12 +169,6 @@ class Cluster:
     def hostnames(self) -> list[str]:
         return [h for g in self.groups for h in g.hostnames]
 
-    def group_of(self, node: int) -> NodeGroup:
-        for group in self.groups:
-            if node in group.nodes:
-                return group
-        raise IndexError(node)
-
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         path = ((entity,) if entity is not None else ()) + tuple(fields)
         pos = self._doc.locate(self._expanded.written_path(path))

@@ -736,7 +736,7 @@ def _duplicate_bus(draw, layout: _Layout):
     items = _file_order(spec)
     j = draw(st.integers(1, len(items) - 1), label="second device")
     i = draw(st.integers(0, j - 1), label="first device")
-    (s1, i1, first), (s2, i2, second) = items[i], items[j]
+    (s1, _, first), (s2, i2, second) = items[i], items[j]
     bus = first["bus"] if s1 == "pcie" else first["pcie"]["bus"]
     (second if s2 == "pcie" else second["pcie"])["bus"] = bus
     return Fault("HW102", _bus_path(s2, i2), f"{second['id']} takes bus id {bus} of {first['id']}"), spec
