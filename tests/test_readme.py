@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -46,9 +47,11 @@ def test_the_property_testing_example_passes_and_catches_a_mistyped_threshold(tm
         "settings.load_profile('quick')\n")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_site.py",
                "-o", "addopts=", "-W", "ignore::DeprecationWarning"]
-    passed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "COLUMNS": "200"}  # pytest shortens its summary lines to the terminal width
+    passed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert passed.returncode == 0, passed.stdout[-2000:]
     (tmp_path / "site_rules" / "switches.py").write_text(rule_source.replace("> 4:", "> 5:"))
-    failed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    expected = "FAILED tests/test_site.py::test_gpus_per_switch_fires_exactly_on_crowded_switches - AssertionError"
-    assert failed.returncode == 1 and expected in failed.stdout, failed.stdout[-2000:]
+    failed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert failed.returncode == 1, failed.stdout[-2000:]
+    assert "FAILED tests/test_site.py::test_gpus_per_switch_fires_exactly_on_crowded_switches" in failed.stdout
+    assert "AssertionError" in failed.stdout, failed.stdout[-2000:]
