@@ -86,7 +86,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             failed = True
             continue
         try:
-            plan.update(generate.plan_for(checked.platform, checked.graph, args.templates))
+            plan.update(generate.plan_for(checked.topology, args.templates))
         except generate.GenerationError as exc:
             sys.stderr.write(f"hwspec: error: {exc}\n")
             failed = True
@@ -175,10 +175,10 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     if getattr(checked.platform, "kind", "node") == "cluster":
         from hwspec import cluster_roofline
 
-        document = cluster_roofline.cluster_roofline(checked.platform)
+        document = cluster_roofline.cluster_roofline(checked.topology)
         text = cluster_roofline.cluster_text_report
     else:
-        document, text = roofline.roofline(checked.platform), roofline.text_report
+        document, text = roofline.roofline(checked.topology), roofline.text_report
     if args.format == "json":
         import json
 

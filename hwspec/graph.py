@@ -1,6 +1,8 @@
 """The topology graph: one node per device, one edge per link, built from a resolved platform.
 
-It is the one structure rules and generators read for connectivity. Node attributes:
+A view for drawing and for site rules that want networkx: built on demand by
+`Topology.graph`. Derived facts (paths, islands, NUMA placement) are `hwspec.topology`
+queries, not graph walks. Node attributes:
 `kind` (socket | root-port | switch | gpu | nic | ssd | nvswitch), `numa` (NUMA node or None)
 and `item` (the model object, None for the NVSwitch). Edge attributes: `kind` (pcie | nvlink |
 cpu), `bandwidth` (bytes/s per direction), and `link` (a `PcieLink`) or `links` (NVLink count).
@@ -60,14 +62,3 @@ def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
         if parent is not None:
             tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.link, bandwidth=item.link.bandwidth)
     return tree
-
-
-def pcie_path(graph: nx.Graph, source: str, target: str) -> list[str] | None:
-    """The PCIe-only path between two devices, or None when they are not PCIe-connected."""
-    pcie = subgraph(graph, "pcie")
-    if source not in pcie or target not in pcie:
-        return None
-    try:
-        return nx.shortest_path(pcie, source, target)
-    except nx.NetworkXNoPath:
-        return None

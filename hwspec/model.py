@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
-from hwspec.expand import Expanded, Provenance
-from hwspec.source import SourceDoc
+if TYPE_CHECKING:
+    from hwspec.topology import Topology
 
 PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
 """Transfers per second per lane, by PCIe generation."""
@@ -29,6 +29,15 @@ class Location:
     file: str
     line: int
     col: int
+
+
+class SourceMap(Protocol):
+    """Where the entries of a resolved model are written (`hwspec.sourcemap` implements it,
+    so the model does not depend on the YAML layer)."""
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> "Location": ...
+
+    def provenance(self, entity: str, *fields: str | int) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -243,9 +252,7 @@ class Platform:
     sources: Mapping[str, str]
     rule_settings: Mapping[str, RuleSetting]
     assumptions: tuple[Assumption, ...]
-    _doc: SourceDoc = field(repr=False, compare=False)
-    _expanded: Expanded = field(repr=False, compare=False)
-    _entity_paths: Mapping[str, tuple] = field(repr=False, compare=False)
+    source_map: SourceMap = field(repr=False, compare=False)
 
     kind: str = "node"
 
@@ -263,6 +270,10 @@ class Platform:
         return {g.id: g for g in self.gpus}
 
     @cached_property
+    def bridge_by_id(self) -> dict[str, Bridge]:
+        return {b.id: b for b in self.bridges}
+
+    @cached_property
     def backend_nics(self) -> tuple[Nic, ...]:
         return tuple(n for n in self.nics if n.role == "backend")
 
@@ -272,37 +283,37 @@ class Platform:
         return tuple(n for n in self.nics if n.role in ("ingestion", "frontend"))
 
     @cached_property
+    def topology(self) -> "Topology":
+        """The node's resolved topology (`hwspec.topology.Topology`), built once on first use:
+        every derived connectivity fact (paths, NUMA placement, islands, NIC shares) lives there."""
+        from hwspec.topology import Topology
+
+        return Topology(self)
+
+    # Shorthands kept for existing callers; each is the topology's answer, not a second computation.
+
+    @property
     def collective_nics(self) -> tuple[Nic, ...]:
-        """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
-        without any (Zion), the host NICs running the backend transport."""
-        if self.backend_nics:
-            return self.backend_nics
-        transport = self.backend.transport if self.backend else "tcp"
-        return tuple(n for n in self.host_nics if n.transport == transport)
+        """`topology.collective_nics`."""
+        return self.topology.collective_nics
 
-    @cached_property
+    @property
     def gpu2nic(self) -> dict[str, Nic]:
-        """GPU id -> its backend NIC (first by bus id when a GPU has several)."""
-        mapping: dict[str, Nic] = {}
-        for nic in self.backend_nics:
-            if nic.gpu is not None:
-                mapping.setdefault(nic.gpu, nic)
-        return mapping
+        """`topology.gpu2nic`."""
+        return self.topology.gpu2nic
 
-    @cached_property
+    @property
     def children(self) -> dict[str, tuple[str, ...]]:
-        """PCIe parent id -> ids of devices/bridges directly below it (sorted by bus id)."""
-        below: dict[str, list[tuple[str, str]]] = {}
-        for item in (*self.bridges, *self.gpus, *self.nics, *self.ssds):
-            below.setdefault(item.upstream, []).append((item.bus, item.id))
-        return {parent: tuple(i for _, i in sorted(kids)) for parent, kids in below.items()}
+        """`topology.children`."""
+        return self.topology.children
 
     def fabric_bandwidth(self, gpu_id: str) -> float:
-        """Sum of logical fabric bandwidth of one GPU, bytes/s per direction."""
-        return sum(c.bandwidth for c in self.nvlinks if gpu_id in (c.a, c.b))
+        """`topology.nvlink_bandwidth(gpu_id)`."""
+        return self.topology.nvlink_bandwidth(gpu_id)
 
     def fabric_link_count(self, gpu_id: str) -> int:
-        return sum(c.links for c in self.nvlinks if gpu_id in (c.a, c.b))
+        """`topology.nvlink_links(gpu_id)`."""
+        return self.topology.nvlink_links(gpu_id)
 
     @property
     def memory_capacity(self) -> int:
@@ -316,13 +327,8 @@ class Platform:
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where `entity` (an id, or None for the file top) and optionally one of its fields
         is written. Repeat-expanded entries point at their template line."""
-        path = self._entity_paths.get(entity, ()) if entity is not None else ()
-        if entity is not None and entity not in self._entity_paths:
-            path = (entity,)
-        written = self._expanded.written_path(tuple(path) + tuple(fields))
-        pos = self._doc.locate(written)
-        return Location(self._doc.file, pos.line, pos.col)
+        return self.source_map.locate(entity, *fields)
 
-    def provenance(self, entity: str, *fields: str | int) -> Provenance | None:
-        path = tuple(self._entity_paths.get(entity, ())) + tuple(fields)
-        return self._expanded.provenance.get(path)
+    def provenance(self, entity: str, *fields: str | int) -> Any:
+        """The `source:`/`assumed:` note of an entry or field, or None."""
+        return self.source_map.provenance(entity, *fields)

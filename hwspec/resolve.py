@@ -12,8 +12,10 @@ from pydantic import BaseModel
 
 from hwspec import model as m
 from hwspec.errors import dotted
+from hwspec.topology import climb
 from hwspec.expand import Expanded
 from hwspec.source import SourceDoc
+from hwspec.sourcemap import DocumentSourceMap
 from hwspec.spec import CpuPart, GpuPart, NicPart, NodeSpec, PcieLink as PcieLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
@@ -91,13 +93,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
     upstream = {b.id: b.upstream for b in spec.pcie}
 
     def socket_of(parent: str) -> str | None:
-        seen: set[str] = set()
-        while parent not in numa:
-            if parent in seen or parent not in upstream:
-                return None
-            seen.add(parent)
-            parent = upstream[parent]
-        return parent
+        top = climb(parent, upstream.get, numa)[-1]
+        return top if top in numa else None
 
     bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=b.bus, link=_link(b.link),
                                      max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream))
@@ -183,9 +180,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
         b = spec.backend
         backend = m.Backend(b.transport, b.nic_per_gpu, b.gpudirect, b.rail_optimized, b.gid_index, b.traffic_class, b.service_level)
 
-    def location(path: tuple) -> m.Location:
-        pos = doc.locate(expanded.written_path(path))
-        return m.Location(doc.file, pos.line, pos.col)
+    source_map = DocumentSourceMap(doc, expanded, entity_paths)
+    location = source_map.at
 
     entity_at = {path: entity for entity, path in entity_paths.items()}
 
@@ -223,7 +219,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
         sources=dict(spec.sources),
         rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
                        for key, value in spec.rules.items()},
-        assumptions=tuple(assumptions), _doc=doc, _expanded=expanded, _entity_paths=entity_paths)
+        assumptions=tuple(assumptions), source_map=source_map)
 
 
 def _cpu_links(spec: NodeSpec) -> tuple[tuple[str, str], ...]:

@@ -159,14 +159,13 @@ def check_node_text(text: str | bytes, rules: Sequence | None = None, file: str 
     """Every diagnostic for node platform YAML `text`: the loader's (when it does not load) or
     the node rules' (`rules`, default: the built-in ones). Empty means clean."""
     from hwspec.diagnostics import HwspecError
-    from hwspec.graph import build_graph
     from hwspec.rules import run_rules
 
     try:
         platform = load_node_text(text, file)
     except HwspecError as exc:
         return list(exc.diagnostics)
-    return run_rules(platform, build_graph(platform), list(_builtin_rules() if rules is None else rules), scope="node")
+    return run_rules(platform.topology, list(_builtin_rules() if rules is None else rules), scope="node")
 
 
 # ------------------------------------------------------------------ node layout

@@ -7,7 +7,7 @@ from typing import Iterator
 from hwspec.model import Bridge
 from hwspec.rules import Context, Finding, rule
 
-from ._common import gbit, gbyte, id_list, link_text, nic_path, pcie_field
+from ._common import gbit, gbyte, id_list, link_text, pcie_field
 
 
 @rule("HW401", "nic-path-bandwidth")
@@ -22,7 +22,7 @@ def nic_path_bandwidth(ctx: Context) -> Iterator[Finding]:
     for nic in p.nics:
         if nic.socket is None:
             continue
-        for item in nic_path(p, nic):
+        for item in ctx.topology.nic_path(nic):
             if item.link.bandwidth < nic.speed:
                 where = f"{item.id}'s {link_text(item.link, 'uplink')}" if isinstance(item, Bridge) else f"a {link_text(item.link)}"
                 yield ctx.finding(f"{nic.id}: {gbit(nic.speed)} NIC ({gbyte(nic.speed)}) sits behind {where}",
@@ -44,7 +44,7 @@ def switch_uplink_traffic(ctx: Context) -> Iterator[Finding]:
     for nic in p.nics:
         if nic.socket is None:
             continue
-        for item in nic_path(p, nic)[1:]:
+        for item in ctx.topology.nic_path(nic)[1:]:
             crossing.setdefault(item.id, []).append(nic)
     for bridge in p.bridges:
         nics = crossing.get(bridge.id, [])

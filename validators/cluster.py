@@ -28,8 +28,8 @@ def rail_alignment(ctx: Context):
     if fabric is None or fabric.topology != "rail-optimized":
         return
     for index, group in enumerate(cluster.groups):
-        platform = group.platform
-        nics = platform.collective_nics
+        platform, topology = group.platform, group.topology
+        nics = topology.collective_nics
         if len(nics) != fabric.nics_per_node:
             yield ctx.finding(f"nodes[{index}] ({platform.name}) has {len(nics)} backend NICs, but the fabric has "
                               f"{fabric.nics_per_node} rails", at=("nodes", index, "platform"),
@@ -37,7 +37,7 @@ def rail_alignment(ctx: Context):
             continue
         rail_of = {nic.id: position for position, nic in enumerate(nics)}
         for gpu in platform.gpus:
-            nic = platform.gpu2nic.get(gpu.id)
+            nic = topology.nic_of(gpu.id)
             if nic is not None and rail_of.get(nic.id) != gpu.index:
                 yield ctx.finding(
                     f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {nic.id}, which is on rail "
@@ -162,7 +162,7 @@ def backend_matches_nodes(ctx: Context):
     if fabric is None:
         return
     for index, group in enumerate(ctx.platform.groups):
-        for nic in group.platform.collective_nics:
+        for nic in group.topology.collective_nics:
             if nic.speed != fabric.nic_speed or nic.transport != fabric.transport:
                 yield ctx.finding(f"nodes[{index}] ({group.platform.name}): {nic.id} is {gbit(nic.speed)} {nic.transport}, "
                                   f"the backend network is {gbit(fabric.nic_speed)} {fabric.transport}",

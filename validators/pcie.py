@@ -7,7 +7,7 @@ from typing import Iterator
 from hwspec.model import Bridge, Nic
 from hwspec.rules import Context, Finding, rule
 
-from ._common import chain, gbyte, id_list, in_file_order, link_text, number, pcie_field
+from ._common import gbyte, id_list, in_file_order, link_text, number, pcie_field
 
 
 @rule("HW101", "pcie-tree")
@@ -25,7 +25,7 @@ def pcie_tree(ctx: Context) -> Iterator[Finding]:
     for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds):
         if item.socket is not None:
             continue
-        ids = chain(p, item.id)
+        ids = ctx.topology.chain(item.id)
         loop = ids[ids.index(ids[-1]):]
         key = frozenset(loop)
         cycles.setdefault(key, loop)
@@ -86,7 +86,7 @@ def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for bridge in p.bridges:
-        kids = [p.by_id[i] for i in p.children.get(bridge.id, ())]
+        kids = [p.by_id[i] for i in ctx.topology.children.get(bridge.id, ())]
         total = sum(k.link.bandwidth for k in kids)
         ratio = total / bridge.link.bandwidth
         if ratio > bridge.max_oversubscription + 1e-9:

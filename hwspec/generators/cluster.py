@@ -30,7 +30,7 @@ def cluster_nodes(ctx: GenContext) -> Plan:
         if node.name in seen:
             continue
         seen.add(node.name)
-        files = render_all(node, group.graph, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
+        files = render_all(node.topology, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
                            rail_optimized=rail_optimized(cluster), source=node.file)
         plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
     return plan
@@ -77,9 +77,9 @@ def cluster_roofline_json(ctx: GenContext) -> Plan:
     from hwspec.cluster_roofline import cluster_roofline, cluster_torchrec
     from hwspec.generators.roofline import dump
 
-    doc = cluster_roofline(ctx.platform)
+    doc = cluster_roofline(ctx.topology)
     plan = {"roofline.json": dump({"_generated": ctx.header_lines(), **doc})}
-    torchrec = cluster_torchrec(ctx.platform, doc)
+    torchrec = cluster_torchrec(ctx.topology, doc)
     if torchrec is not None:
         plan["torchrec-topology.json"] = dump({"_generated": ctx.header_lines(), **torchrec})
     return plan

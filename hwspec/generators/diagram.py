@@ -134,8 +134,9 @@ def _kind(platform: Platform, item_id: str) -> str:
 def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
     """Top-level items (clusters and node lines) and the set of ids placed."""
     placed: set[str] = set()
-    children = platform.children
-    pair_of = {gpu: nic.id for gpu, nic in platform.gpu2nic.items()}
+    topology = platform.topology
+    children = topology.children
+    pair_of = {gpu: nic.id for gpu, nic in topology.gpu2nic.items()}
 
     def below(parent: str) -> list[Any]:
         """Items for the devices directly below `parent`, recursing into bridges."""

@@ -15,18 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
-
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.generators.nccl import net_name
-from hwspec.graph import pcie_path
 from hwspec.model import Gpu, Nic, Platform, Socket
+from hwspec.topology import PATH_TYPES, Topology
 
 MAX_IB_HCAS = 32
 """NCCL reads at most 32 entries from NCCL_IB_HCA."""
 
-GDR_LEVELS = ("PIX", "PXB", "PHB", "SYS")
-"""NCCL path types from nearest to farthest, as NCCL_NET_GDR_LEVEL takes them."""
 
 @dataclass(frozen=True)
 class Setting:
@@ -79,59 +75,39 @@ def cpu_ranges(cpus: tuple[int, ...]) -> str:
     return ",".join(chunks)
 
 
-def ranks(platform: Platform) -> list[Rank]:
-    return [Rank(g.index, g, platform.gpu2nic.get(g.id), platform.socket_by_id.get(g.socket) if g.socket else None)
-            for g in platform.gpus]
+def ranks(topology: Topology) -> list[Rank]:
+    return [Rank(g.index, g, topology.nic_of(g.id), topology.socket_of(g.id)) for g in topology.platform.gpus]
 
 
 def topo_file(install_dir: str) -> str:
     return f"{install_dir}/nccl-topo.xml"
 
 
-def omp_threads(platform: Platform) -> int:
+def omp_threads(topology: Topology) -> int:
     """Physical cores per rank when every rank is bound to its GPU's NUMA node: the socket's
     cores shared by the GPUs on it (the smallest share on the node); without NUMA placement,
     all cores over all GPUs."""
-    per_socket: dict[str, int] = {}
-    for gpu in platform.gpus:
-        if gpu.socket is not None:
-            per_socket[gpu.socket] = per_socket.get(gpu.socket, 0) + 1
+    platform = topology.platform
     if platform.gpus and all(g.socket is not None for g in platform.gpus):
-        return max(1, min(platform.socket_by_id[s].cores // n for s, n in per_socket.items()))
+        on = {g.socket for g in platform.gpus}
+        return max(1, min(platform.socket_by_id[s].cores // len(topology.gpus_on(s)) for s in on))
     cores = sum(s.cores for s in platform.sockets)
     return max(1, cores // max(1, len(platform.gpus)))
 
 
-def path_level(graph: nx.Graph, a: str, b: str) -> str:
-    """NCCL's name for the PCIe distance between two devices: PIX (one bridge), PXB (several
-    bridges, not the CPU), PHB (through the CPU), SYS (across sockets)."""
-    path = pcie_path(graph, a, b)
-    if path is None:
-        return "SYS"
-    between = [graph.nodes[n]["kind"] for n in path[1:-1]]
-    if "socket" in between:
-        return "PHB"
-    return "PIX" if len(between) <= 1 else "PXB"
-
-
-def gdr_level(platform: Platform, graph: nx.Graph) -> str | None:
-    """NCCL_NET_GDR_LEVEL: the farthest GPU-to-own-NIC distance on the node (each GPU's paired
-    backend NIC, or its nearest GPUDirect NIC), capped at PHB; None without GPUDirect NICs."""
-    capable = [n for n in platform.backend_nics if n.transport != "tcp" and n.rdma and n.gpudirect]
-    if not capable or not platform.gpus:
+def gdr_level(topology: Topology) -> str | None:
+    """NCCL_NET_GDR_LEVEL: the farthest GPU-to-own-NIC distance on the node
+    (`Topology.gdr_path_type`), capped at PHB; None without GPUDirect NICs."""
+    level = topology.gdr_path_type()
+    if level is None:
         return None
-    worst = 0
-    for gpu in platform.gpus:
-        paired = platform.gpu2nic.get(gpu.id)
-        candidates = [paired] if paired is not None and paired in capable else capable
-        best = min(GDR_LEVELS.index(path_level(graph, gpu.id, nic.id)) for nic in candidates)
-        worst = max(worst, best)
-    return GDR_LEVELS[min(worst, GDR_LEVELS.index("PHB"))]
+    return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
 
 
-def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
+def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
     """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
     (the cluster's rail layout) overrides the platform's own declaration when given."""
+    platform = topology.platform
     backend = platform.backend
     settings: list[Setting] = []
     rdma = backend is not None and backend.transport != "tcp"
@@ -148,7 +124,7 @@ def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_op
             settings.append(Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
                                     "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives"))
     if tcp:
-        socket_nics = [n for n in platform.collective_nics if n.interface]
+        socket_nics = [n for n in topology.collective_nics if n.interface]
         why = "TCP backend: collectives and bootstrap run over these interfaces"
     else:
         socket_nics = [n for n in platform.host_nics if n.interface]
@@ -163,7 +139,7 @@ def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_op
                                  ("NCCL_IB_SL", backend.service_level, "service level of the backend network")):
             if value is not None:
                 settings.append(Setting(name, str(value), why))
-        level = gdr_level(platform, graph) if backend.gpudirect else None
+        level = gdr_level(topology) if backend.gpudirect else None
         if level is not None:
             settings.append(Setting("NCCL_NET_GDR_LEVEL", level,
                                     "GPUDirect RDMA up to this PCIe distance between a GPU and its NIC"))
@@ -177,16 +153,8 @@ def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_op
     return settings
 
 
-def _graph(ctx: GenContext) -> nx.Graph:
-    if ctx.graph is not None:
-        return ctx.graph
-    from hwspec.graph import build_graph
-
-    return build_graph(ctx.platform)
-
-
 def _settings(ctx: GenContext) -> list[Setting]:
-    return nccl_settings(ctx.platform, _graph(ctx), ctx.install_dir, ctx.rail_optimized)
+    return nccl_settings(ctx.topology, ctx.install_dir, ctx.rail_optimized)
 
 
 @generator("nccl-conf")
@@ -207,7 +175,7 @@ def launch_env(ctx: GenContext) -> Plan:
         return {}
     launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
                 Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do"),
-                Setting("OMP_NUM_THREADS", str(omp_threads(platform)), "physical cores per rank on its NUMA node")]
+                Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node")]
     return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx))}
 
 
@@ -217,7 +185,7 @@ def ranks_table(ctx: GenContext) -> Plan:
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    return {"ranks.tsv": ctx.render("ranks.tsv.j2", "hash", ranks=ranks(platform))}
+    return {"ranks.tsv": ctx.render("ranks.tsv.j2", "hash", ranks=ranks(ctx.topology))}
 
 
 @generator("bind")
@@ -230,4 +198,4 @@ def bind_script(ctx: GenContext) -> Plan:
     if unplaced:
         raise GenerationError(f"{platform.file}: bind.sh: {', '.join(unplaced)} have no NUMA node to bind to")
     # rendered without the automatic header: the shebang must stay on the first line
-    return {"bind.sh": ctx.render("bind.sh.j2", None, header=ctx.header("hash"), ranks=ranks(platform))}
+    return {"bind.sh": ctx.render("bind.sh.j2", None, header=ctx.header("hash"), ranks=ranks(ctx.topology))}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.model import Gpu, Nic, Platform
+from hwspec.topology import Topology
 from hwspec.nccl_check import MAX_ELEMENTS, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, check_nccl_xml
 
 CLASS_BRIDGE = "0x060400"
@@ -79,8 +80,9 @@ def net_gdr(platform: Platform, nic: Nic) -> bool:
                 and nic.rdma and nic.gpudirect)
 
 
-def topology(platform: Platform, detail: str = "complete") -> XmlNode:
-    """The `<system>` tree of `platform` at `detail` (a key of DETAIL_LEVELS)."""
+def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
+    """The `<system>` tree of a node's `topology` at `detail` (a key of DETAIL_LEVELS)."""
+    platform = topology.platform
     orphans = [d.id for d in (*platform.gpus, *platform.nics) if d.socket is None]
     if orphans:
         raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
@@ -88,13 +90,13 @@ def topology(platform: Platform, detail: str = "complete") -> XmlNode:
     total = max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
     gdr = "1" if platform.backend is not None and platform.backend.gpudirect else "0"
     nvlinks = _nvlinks(platform)
-    wanted = _wanted(platform)
+    wanted = _wanted(topology)
     net_devs = iter(range(len(platform.nics)))
 
     def below(parent: str) -> list[XmlNode]:
         nodes = []
         done: set[str] = set()
-        for child in platform.children.get(parent, ()):
+        for child in topology.children.get(parent, ()):
             if child not in wanted or child in done:
                 continue
             item = platform.by_id[child]
@@ -140,16 +142,13 @@ def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = No
     return attrs + [("link_speed", PCIE_LINK_SPEED[gen]), ("link_width", str(width))]
 
 
-def _wanted(platform: Platform) -> set[str]:
+def _wanted(topology: Topology) -> set[str]:
     """GPUs, NICs, and the bridges above them."""
-    upstream = {b.id: b.upstream for b in platform.bridges}
+    platform = topology.platform
     wanted: set[str] = set()
     for device in (*platform.gpus, *platform.nics):
         wanted.add(device.id)
-        parent = device.upstream
-        while parent in upstream and parent not in wanted:
-            wanted.add(parent)
-            parent = upstream[parent]
+        wanted.update(topology.bridges_above(device.id))
     return wanted
 
 
@@ -181,7 +180,7 @@ def nccl_topo(ctx: GenContext) -> Plan:
     if not platform.gpus:
         return {}
     for detail in DETAIL_LEVELS:
-        system = topology(platform, detail)
+        system = system_tree(ctx.topology, detail)
         if elements(system) <= MAX_ELEMENTS:
             break
     text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail])

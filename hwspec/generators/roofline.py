@@ -21,7 +21,7 @@ def dump(document: Any) -> str:
 
 @generator("roofline")
 def roofline_json(ctx: GenContext) -> dict[str, str]:
-    document = {"_generated": ctx.header_lines(), **rf.roofline(ctx.platform)}
+    document = {"_generated": ctx.header_lines(), **rf.roofline(ctx.topology)}
     return {"roofline.json": dump(document)}
 
 
@@ -29,7 +29,7 @@ def roofline_json(ctx: GenContext) -> dict[str, str]:
 def torchrec_topology_json(ctx: GenContext) -> dict[str, str]:
     """Kwargs for torchrec.distributed.planner.types.Topology, under `topology_kwargs` so the
     object can be splatted as is; notes sit beside it."""
-    view = rf.torchrec_topology(ctx.platform)
+    view = rf.torchrec_topology(ctx.topology)
     if view is None:
         return {}
     return {"torchrec-topology.json": dump({"_generated": ctx.header_lines(), **view})}
@@ -39,7 +39,7 @@ def torchrec_topology_json(ctx: GenContext) -> dict[str, str]:
 def calculon_system_json(ctx: GenContext) -> dict[str, str]:
     """Calculon's system JSON. Calculon's System reads its top-level keys by name (only network
     entries are checked for an exact key set), so `_generated` and `_notes` ride at the top level."""
-    built = rf.calculon_system(ctx.platform)
+    built = rf.calculon_system(ctx.topology)
     if built is None:
         return {}
     system, notes = built
