@@ -101,9 +101,9 @@ class Dialect:
     """Who has `max_elements`, as messages say it ("NCCL 2.21+")."""
 
 
-NCCL = Dialect("NCCL", "1", CHILDREN, "nvlink", ("0x03",), ("dev", "sm", "rank", "gdr"), FAMILY_VENDORS, MAX_ELEMENTS, "NCCL 2.21+")
+NCCL = Dialect("NCCL", "1", CHILDREN, "nvlink", ("0x03",), ("dev", "sm", "rank"), FAMILY_VENDORS, MAX_ELEMENTS, "NCCL 2.21+")
 RCCL = Dialect("RCCL", "2", {**CHILDREN, "gpu": ("xgmi",), "xgmi": ()}, "xgmi", ("0x03", CLASS_ACCELERATOR),
-               ("dev", "sm", "gcn", "arch", "rank", "gdr"), FAMILY_VENDORS + ("AuthenticAMD",), RCCL_MAX_ELEMENTS,
+               ("dev", "sm", "gcn", "arch", "rank"), FAMILY_VENDORS + ("AuthenticAMD",), RCCL_MAX_ELEMENTS,
                "RCCL")
 """RCCL on an AMD build (ROCm/rccl src/graph/xml.cc ncclTopoXmlLoadGpu: handlers { "xgmi" } only;
 topo.cc ncclTopoAddGpu reads sm, gcn, arch, rank, dev, gdr; ncclTopoAddCpu reads familyid/modelid for AMD)."""
@@ -327,7 +327,7 @@ def _required(element: _Element, dialect: Dialect) -> list[str]:
     if name == "pci":
         return ["busid", "class", "link_speed", "link_width"]
     if name == "gpu":
-        return list(dialect.gpu_attributes)
+        return list(dialect.gpu_attributes)  # gdr: the library fills it in at init when the file leaves it out
     if name == dialect.gpu_link:
         keys = ["count", "tclass"]
         if _gpu_tclass(element, dialect):

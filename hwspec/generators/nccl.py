@@ -59,13 +59,14 @@ class XmlForm:
     """`tclass` of a GPU peer."""
     max_elements: int
 
-    def gpu_attrs(self, gpu: Gpu, gdr: str) -> list[tuple[str, str]]:
-        """`<gpu>` attributes in the order the library's own dump writes them."""
+    def gpu_attrs(self, gpu: Gpu, gdr: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """`<gpu>` attributes in the order the library's own dump writes them; `gdr` is the
+        `gdr` attribute, or nothing when the library is to detect it."""
         if self.library == "rccl":
             # RCCL's sm is the compute-unit count (topo.cc ncclTopoAddGpu); rccl_limits refuses a part without it
             return [("dev", str(gpu.index)), ("sm", str(gpu.compute_units)), ("gcn", str(gpu.gcn)),
-                    ("arch", str(gpu.hip_arch)), ("rank", str(gpu.index)), ("gdr", gdr)]
-        return [("dev", str(gpu.index)), ("sm", str(gpu.sm)), ("rank", str(gpu.index)), ("gdr", gdr)]
+                    ("arch", str(gpu.hip_arch)), ("rank", str(gpu.index)), *gdr]
+        return [("dev", str(gpu.index)), ("sm", str(gpu.sm)), ("rank", str(gpu.index)), *gdr]
 
 
 NCCL_FORM = XmlForm("nccl", "1", CLASS_GPU, "nvlink", TCLASS_GPU, MAX_ELEMENTS)
@@ -125,7 +126,9 @@ def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | N
         raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
                               "through the PCIe tree, so they have no place in the topology file")
     total = max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
-    gdr = "1" if platform.backend is not None and platform.backend.gpudirect else "0"
+    # gdr: declared, or (backend.gpudirect: detect) left out for NCCL's detection to fill in
+    detect = platform.backend is not None and platform.backend.gpudirect is None
+    gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
     nvlinks = _nvlinks(platform, form.gpu_tclass)
     wanted = _wanted(topology)
     net_devs = iter(range(len(platform.nics)))
@@ -150,7 +153,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | N
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
                 nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
-                                        ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")])
+                                        ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])])
                         for n in ports if net_name(n) is not None and n.role != "management"]
                 nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
                                      [XmlNode("nic", [], nets)] if nets and detail != "skeleton" else []))
@@ -190,7 +193,10 @@ def _wanted(topology: Topology) -> set[str]:
 
 def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU) -> dict[str, list[tuple[str, str, int]]]:
     """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed.
-    `gpu_tclass` is the class a GPU peer is written with (NCCL 0x030200, RCCL 0x120000)."""
+    `gpu_tclass` is the class a GPU peer is written with (NCCL 0x030200, RCCL 0x120000).
+    An NVSwitch is named by its bus id, as NCCL's own dump does; a switch the OS does not show
+    (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry."""
+    switch_bus = {s.id: s.bus for s in platform.baseboard.nvswitches} if platform.baseboard else {}
     counts: dict[str, dict[tuple[str, str], int]] = {}
     for link in platform.nvlinks:
         ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
@@ -198,7 +204,7 @@ def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU) -> dict[str, list
             if peer in platform.gpu_by_id:
                 key = (platform.gpu_by_id[peer].bus, gpu_tclass)
             else:
-                key = (NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
+                key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
             per_gpu = counts.setdefault(gpu, {})
             per_gpu[key] = per_gpu.get(key, 0) + link.links
     return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
