@@ -257,3 +257,16 @@ def test_amd_part_without_compute_units_is_reported_and_not_written():
 def test_nvidia_nodes_have_no_rccl_limits():
     checked = check(ROOT / "platforms" / "hgx-h100.yaml")
     assert rccl_limits(checked.topology) == []
+
+
+def test_amd_cluster_gres_confines_gpus_by_render_node(tmp_path):
+    (tmp_path / "mi300x-oam.yaml").write_text((ROOT / "platforms" / "mi300x-oam.yaml").read_text(encoding="utf-8"))
+    (tmp_path / "mi-2.yaml").write_text(
+        "hwspec: 1\nkind: cluster\nname: mi-2\nnodes:\n  - {platform: mi300x-oam.yaml, count: 2, hostname: 'mi${i}'}\n"
+        "world_size: 16\n", encoding="utf-8")
+    checked = check(tmp_path / "mi-2.yaml")
+    assert not checked.failed(), checked.diagnostics
+    files = plan_for(checked.topology)
+    gres = [line for line in files["mi-2/slurm/gres.conf"].splitlines() if line.startswith("NodeName=")]
+    assert [line.split(" File=")[1].split(" ")[0] for line in gres] == [f"/dev/dri/renderD{128 + i}" for i in range(8)]
+    assert "mi-2/nodes/mi300x-oam/rccl-topo.xml" in files and "mi-2/nodes/mi300x-oam/nccl-topo.xml" not in files
