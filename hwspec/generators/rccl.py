@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
-from hwspec.generators.nccl import CPU_VENDORS, DETAIL_LEVELS, RCCL_FORM, collective_library, elements, system_tree
+from hwspec.generators.nccl import (CPU_VENDORS, DETAIL_LEVELS, RCCL_FORM, collective_library, detection_notes, elements,
+                                   system_tree)
 from hwspec.model import Platform
 from hwspec.nccl_check import check_rccl_xml
 from hwspec.topology import Topology
@@ -91,7 +92,8 @@ def rccl_topo(ctx: GenContext) -> Plan:
         system = system_tree(topology, detail, RCCL_FORM)
         if elements(system) <= RCCL_FORM.max_elements:
             break
-    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail])
+    notes = [note.replace("NCCL", "RCCL") for note in detection_notes(platform)]  # RCCL's detection is NCCL's code
+    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail], notes=notes)
     problems = check_rccl_xml(text)
     if problems:
         raise GenerationError(f"{platform.file}: {RCCL_TOPO_FILE} fails the RCCL compatibility check:\n  "
