@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from hwspec import roofline as rf
 from hwspec.generate import plan_for
 from hwspec.generators.nccl import net_name
-from hwspec.nccl_check import NVSWITCH_SENTINEL, check_nccl_xml
+from hwspec.generators.nccl import collective_library
+from hwspec.nccl_check import NVSWITCH_SENTINEL, check_nccl_xml, check_rccl_xml
 from hwspec.testing import check_node_text, dump_yaml, load_node_text, node_platforms, node_specs
 
 EXAMPLES = settings.default.max_examples
@@ -118,11 +119,12 @@ def check_nccl_topology(platform) -> None:
     """In every form: each GPU and NIC by bus id; unless a skeleton, each GPU once with ranks
     0..n-1 and each backend NIC once; in the complete form, symmetric NVLink counts that add up
     to each GPU's links."""
-    text = only(platform, "nccl-topo")["nccl-topo.xml"]
-    assert check_nccl_xml(text) == []
+    library = collective_library(platform)  # AMD GPUs: RCCL's file, <xgmi> links
+    text = only(platform, f"{library}-topo")[f"{library}-topo.xml"]
+    assert (check_rccl_xml if library == "rccl" else check_nccl_xml)(text) == []
     root = ElementTree.fromstring(text)
     form = "skeleton" if SKELETON in text else "without NVLinks" if NO_NVLINKS in text else "complete"
-    event(f"nccl-topo.xml {form}")
+    event(f"{library}-topo.xml {form}")
     busids = Counter(pci.get("busid") for pci in root.iter("pci"))
     assert all(busids[d.bus] == 1 for d in (*platform.gpus, *platform.nics)), busids
     if form == "skeleton":
@@ -142,7 +144,7 @@ def check_nccl_topology(platform) -> None:
 
     links = {bus: Counter() for bus in gpus}
     for bus, gpu in gpus.items():
-        for nvlink in gpu.findall("nvlink"):
+        for nvlink in gpu.findall("xgmi" if library == "rccl" else "nvlink"):
             links[bus][nvlink.get("target")] += int(nvlink.get("count"))
     for a, peers in links.items():
         for b, count in peers.items():
@@ -264,15 +266,16 @@ BASH = shutil.which("bash") or "/bin/bash"
 @given(node_platforms(**SMALL))
 def test_env_files_read_the_same_in_bash_and_line_by_line(platform):
     files = only(platform, "nccl-conf", "launch-env")
-    assert "nccl.conf" in files and "launch.env" in files
+    conf_name = f"{collective_library(platform)}.conf"  # rccl.conf for AMD GPUs
+    assert conf_name in files and "launch.env" in files
     with tempfile.TemporaryDirectory() as directory:
-        for name in ("nccl.conf", "launch.env"):
+        for name in (conf_name, "launch.env"):
             plain = plain_parse(files[name])
             assert plain and all(key.isidentifier() and key.isupper() for key in plain), plain
             path = Path(directory) / name
             path.write_text(files[name], encoding="utf-8")
             assert bash_parse(path, plain) == plain
-    conf, env = plain_parse(files["nccl.conf"]), plain_parse(files["launch.env"])
+    conf, env = plain_parse(files[conf_name]), plain_parse(files["launch.env"])
     assert {k: v for k, v in env.items() if k.startswith("NCCL_")} == conf
     assert env["PET_NPROC_PER_NODE"] == str(len(platform.gpus))
 
