@@ -64,6 +64,9 @@ FAMILY_VENDORS = ("GenuineIntel", "CentaurHauls", "  Shanghai  ")
 RCCL_MAX_ELEMENTS = 1024
 """RCCL's parser limit in the oldest stored source (xml.cc: "XML parser is limited to 1024 nodes");
 newer RCCL allocates NCCL_TOPO_XML_MAX_NODES (8192). The smaller bound keeps a file readable by both."""
+RCCL_MAX_CHILDREN = 32
+"""MAX_SUBS in the oldest stored RCCL xml.h, filled without a bounds check by its parser (newer RCCL:
+512, checked). More children under one element overwrite memory there, so files stay within 32."""
 CLASS_ACCELERATOR = "0x120000"
 """PCI class 'processing accelerator': an AMD Instinct GPU, and the `tclass` of an xGMI peer."""
 GCN = re.compile(r"gfx[0-9a-f]{3,4}")
@@ -99,12 +102,14 @@ class Dialect:
     max_elements: int
     limit_from: str
     """Who has `max_elements`, as messages say it ("NCCL 2.21+")."""
+    max_children: int | None = None
+    """Children one element may have, where the parser has a fixed table (None: not checked)."""
 
 
 NCCL = Dialect("NCCL", "1", CHILDREN, "nvlink", ("0x03",), ("dev", "sm", "rank"), FAMILY_VENDORS, MAX_ELEMENTS, "NCCL 2.21+")
 RCCL = Dialect("RCCL", "2", {**CHILDREN, "gpu": ("xgmi",), "xgmi": ()}, "xgmi", ("0x03", CLASS_ACCELERATOR),
                ("dev", "sm", "gcn", "arch", "rank"), FAMILY_VENDORS + ("AuthenticAMD",), RCCL_MAX_ELEMENTS,
-               "RCCL")
+               "RCCL", RCCL_MAX_CHILDREN)
 """RCCL on an AMD build (ROCm/rccl src/graph/xml.cc ncclTopoXmlLoadGpu: handlers { "xgmi" } only;
 topo.cc ncclTopoAddGpu reads sm, gcn, arch, rank, dev, gdr; ncclTopoAddCpu reads familyid/modelid for AMD)."""
 
@@ -370,6 +375,9 @@ def _check_element(element: _Element, errors: list[str], dialect: Dialect = NCCL
     for key in _required(element, dialect):
         if element.get(key) is None:
             errors.append(f"{at} is missing required attribute '{key}'")
+    if dialect.max_children is not None and len(element.children) > dialect.max_children:
+        errors.append(f"{at} has {len(element.children)} children: {dialect.limit_from} keeps at most "
+                      f"{dialect.max_children} under one element")
     if len(element.attrs) > MAX_ATTRIBUTES:
         errors.append(f"{at} has {len(element.attrs)} attributes: NCCL keeps only the first {MAX_ATTRIBUTES}")
     for key, value in element.attrs:

@@ -159,7 +159,8 @@ def test_rccl_element_limit():
     nets = "".join(f'    <nic><net name="n{i}" dev="{i + 1}"/></nic>\n' for i in range(520))
     text = replace_once(TWO_MI300X, "  </cpu>", nets + "  </cpu>")
     assert check_rccl_xml(text) == [
-        'file: 1051 elements: RCCL reads at most 1024 ("XML parser is limited to 1024 nodes")']
+        'file: 1051 elements: RCCL reads at most 1024 ("XML parser is limited to 1024 nodes")',
+        'line 2: <cpu> has 523 children: RCCL keeps at most 32 under one element']
 
 
 # ------------------------------------------------------------------ generated files
@@ -270,3 +271,9 @@ def test_amd_cluster_gres_confines_gpus_by_render_node(tmp_path):
     gres = [line for line in files["mi-2/slurm/gres.conf"].splitlines() if line.startswith("NodeName=")]
     assert [line.split(" File=")[1].split(" ")[0] for line in gres] == [f"/dev/dri/renderD{128 + i}" for i in range(8)]
     assert "mi-2/nodes/mi300x-oam/rccl-topo.xml" in files and "mi-2/nodes/mi300x-oam/nccl-topo.xml" not in files
+
+
+def test_more_children_than_old_rccls_table_holds():
+    nics = "".join(f'    <nic><net name="n{i}" dev="{i + 1}"/></nic>\n' for i in range(30))
+    text = replace_once(TWO_MI300X, "  </cpu>", nics + "  </cpu>")
+    assert check_rccl_xml(text) == ["line 2: <cpu> has 33 children: RCCL keeps at most 32 under one element"]

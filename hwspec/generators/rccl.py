@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
-from hwspec.generators.nccl import (CPU_VENDORS, DETAIL_LEVELS, RCCL_FORM, collective_library, detection_notes, elements,
-                                   system_tree)
+from hwspec.generators.nccl import (CPU_VENDORS, DETAIL_LEVELS, RCCL_FORM, XmlNode, collective_library, detection_notes,
+                                   elements, system_tree)
 from hwspec.model import Platform
-from hwspec.nccl_check import check_rccl_xml
+from hwspec.nccl_check import RCCL_MAX_CHILDREN, check_rccl_xml
 from hwspec.topology import Topology
 
 RCCL_TOPO_FILE = "rccl-topo.xml"
@@ -69,11 +69,25 @@ def rccl_limits(topology: Topology) -> list[RcclLimit]:
             limits.append(RcclLimit(f"{nic.id} reaches no CPU socket through the PCIe tree, so it has no place in "
                                     "rccl-topo.xml", (nic.id, "pcie", "upstream")))
     if not limits:
-        size = elements(system_tree(topology, "skeleton", RCCL_FORM))
+        skeleton = system_tree(topology, "skeleton", RCCL_FORM)
+        size = elements(skeleton)
         if size > RCCL_FORM.max_elements:
             limits.append(RcclLimit(f"even the skeleton topology has {size} elements; RCCL reads at most "
                                     f"{RCCL_FORM.max_elements}", (None, "gpus")))
+        crowded = _most_children(skeleton)
+        if crowded > RCCL_MAX_CHILDREN:
+            limits.append(RcclLimit(f"a CPU or PCIe switch has {crowded} devices below it; RCCL reads at most "
+                                    f"{RCCL_MAX_CHILDREN} children of one element", (None, "pcie")))
     return limits
+
+
+def _most_children(node: XmlNode) -> int:
+    """The largest number of children any element of the tree has."""
+    return max([len(node.children), *(_most_children(child) for child in node.children)])
+
+
+def _fits(system: XmlNode) -> bool:
+    return elements(system) <= RCCL_FORM.max_elements and _most_children(system) <= RCCL_MAX_CHILDREN
 
 
 @generator("rccl-topo")
@@ -90,7 +104,7 @@ def rccl_topo(ctx: GenContext) -> Plan:
                               + "\n  ".join(limit.message for limit in limits))
     for detail in DETAIL_LEVELS:
         system = system_tree(topology, detail, RCCL_FORM)
-        if elements(system) <= RCCL_FORM.max_elements:
+        if _fits(system):  # more than 32 xGMI peers (33+ GPUs) leave the links to RCCL's detection
             break
     notes = [note.replace("NCCL", "RCCL") for note in detection_notes(platform)]  # RCCL's detection is NCCL's code
     text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail], notes=notes)
