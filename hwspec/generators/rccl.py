@@ -86,6 +86,14 @@ def _most_children(node: XmlNode) -> int:
     return max([len(node.children), *(_most_children(child) for child in node.children)])
 
 
+def _in_rccl_words(text: str) -> str:
+    """A note about NCCL's detection, said of RCCL's (which asks ROCm SMI for xGMI links)."""
+    for nccl, rccl in (("NCCL's 256 elements", f"RCCL's {RCCL_FORM.max_elements} elements"), ("NCCL", "RCCL"),
+                       ("NVML", "ROCm SMI"), ("NVLinks", "xGMI links"), ("<nvlink>", "<xgmi>")):
+        text = text.replace(nccl, rccl)
+    return text
+
+
 def _fits(system: XmlNode) -> bool:
     return elements(system) <= RCCL_FORM.max_elements and _most_children(system) <= RCCL_MAX_CHILDREN
 
@@ -106,8 +114,9 @@ def rccl_topo(ctx: GenContext) -> Plan:
         system = system_tree(topology, detail, RCCL_FORM)
         if _fits(system):  # more than 32 xGMI peers (33+ GPUs) leave the links to RCCL's detection
             break
-    notes = [note.replace("NCCL", "RCCL") for note in detection_notes(platform)]  # RCCL's detection is NCCL's code
-    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail], notes=notes)
+    notes = [_in_rccl_words(note) for note in detection_notes(platform)]  # RCCL's detection is NCCL's code
+    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=_in_rccl_words(DETAIL_LEVELS[detail]),
+                      notes=notes)
     problems = check_rccl_xml(text)
     if problems:
         raise GenerationError(f"{platform.file}: {RCCL_TOPO_FILE} fails the RCCL compatibility check:\n  "
