@@ -217,7 +217,10 @@ class _Loader(_Hooks, yaml.SafeLoader):
         self._hooks_init(file)
 
 
-_CParser = getattr(yaml, "CParser", None)
+try:
+    from yaml.cyaml import CParser as _CParser  # PyYAML built with libyaml
+except ImportError:  # pragma: no cover - pure-Python PyYAML: the reference loader alone
+    _CParser = None
 
 
 class _FastLoader(_Hooks, yaml.composer.Composer, *((_CParser,) if _CParser else ()), yaml.resolver.Resolver):
