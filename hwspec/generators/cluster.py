@@ -73,15 +73,16 @@ def cluster_launch(ctx: GenContext) -> Plan:
 @generator("cluster-roofline", kinds=("cluster",))
 def cluster_roofline_json(ctx: GenContext) -> Plan:
     """roofline.json (aggregates, injection, bisection, hierarchical collective bounds) and
-    torchrec-topology.json (Topology kwargs with world_size and local_world_size)."""
+    torchrec-topology.json (Topology kwargs and TopologyFactory configs with world_size and
+    local_world_size)."""
     from hwspec.cluster_roofline import cluster_roofline, cluster_torchrec
-    from hwspec.generators.roofline import dump
+    from hwspec.generators.roofline import dump, torchrec_document
 
     doc = cluster_roofline(ctx.platform)
     plan = {"roofline.json": dump({"_generated": ctx.header_lines(), **doc})}
     torchrec = cluster_torchrec(ctx.platform, doc)
     if torchrec is not None:
-        plan["torchrec-topology.json"] = dump({"_generated": ctx.header_lines(), **torchrec})
+        plan["torchrec-topology.json"] = dump({"_generated": ctx.header_lines(), **torchrec_document(torchrec)})
     return plan
 
 
