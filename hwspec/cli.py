@@ -72,6 +72,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
+    try:
+        generate.install_root(args.install_root)
+    except generate.GenerationError as exc:
+        sys.stderr.write(f"hwspec: error: {exc}\n")
+        return EXIT_UNREADABLE
     files = pipeline.platform_files(args.paths or [Path("platforms")])
     if not files:
         sys.stderr.write("hwspec: no platform files found\n")
@@ -86,7 +91,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             failed = True
             continue
         try:
-            plan.update(generate.plan_for(checked.platform, checked.graph, args.templates))
+            plan.update(generate.plan_for(checked.platform, checked.graph, args.templates, root=args.install_root))
         except generate.GenerationError as exc:
             sys.stderr.write(f"hwspec: error: {exc}\n")
             failed = True
@@ -217,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--templates", metavar="DIR", action="append", default=[], type=Path,
                      help="site templates, searched before the built-in ones (repeatable)")
     gen.add_argument("--no-svg", action="store_true", help="do not render SVG diagrams even when graphviz is installed")
+    gen.add_argument("--install-root", metavar="DIR", default="/etc/hwspec",
+                     help="where the files are installed on the machines, as DIR/<platform>/ "
+                          "(default /etc/hwspec); nccl.conf, the env files and the scripts all follow it")
     _add_common(gen)
 
     roof = sub.add_parser("roofline", help=COMMANDS["roofline"][1])

@@ -2,15 +2,17 @@
 the cluster's context, and the cluster's launch files: `nccl.conf`, `cluster.env`,
 `node-launch.sh` and the Slurm batch script `train.sbatch`.
 
-Install location on the machines: `/etc/hwspec/<cluster>/` (HWSPEC_DIR), with node files in
-`nodes/<node platform>/`. A node finds its own platform by its short hostname in hosts.tsv.
+Install location on the machines: `<install root>/<cluster>/` (`hwspec generate
+--install-root`, default /etc/hwspec; HWSPEC_DIR relocates it at run time), with node files in
+`nodes/<node platform>/`. A node finds its own platform in hosts.tsv by HWSPEC_NODE, Slurm's
+node name or its short hostname.
 """
 
 from __future__ import annotations
 
 from hwspec.cluster import Cluster
 from hwspec.generate import GenContext, GenerationError, Plan, generator, render_all
-from hwspec.generators.launch import Setting
+from hwspec.generators.launch import Setting, nccl_conf_text
 
 
 def rail_optimized(cluster: Cluster) -> bool | None:
@@ -61,7 +63,7 @@ def cluster_launch(ctx: GenContext) -> Plan:
     ]  # not HWSPEC_DIR: the scripts default it and must keep a value the user exported
     cpus = min(sum(len(s.cpus) for s in g.platform.sockets) for g in cluster.groups)
     return {
-        "nccl.conf": ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings),
+        "nccl.conf": nccl_conf_text(ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings), cluster.file),
         "cluster.env": ctx.render("cluster/cluster.env.j2", "hash", settings=env),
         "node-launch.sh": ctx.render("cluster/node-launch.sh.j2", None, header=ctx.header("hash"),
                                      install_dir=ctx.install_dir),
