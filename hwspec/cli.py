@@ -48,6 +48,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         warnings = sum(d.severity.label == "warning" for d in diagnostics)
         verdict = "ok" if status == EXIT_OK else "failed"
         sys.stderr.write(f"hwspec: {len(files)} file(s) checked: {errors} error(s), {warnings} warning(s): {verdict}\n")
+    if args.exit_zero and status != EXIT_OK:
+        sys.stderr.write("hwspec: --exit-zero: exit status 0 although the report has "
+                         + ("unreadable files" if status == EXIT_UNREADABLE else "errors") + "\n")
+        return EXIT_OK
     return status
 
 
@@ -213,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="platform files or directories (default: platforms/)")
     validate.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
     validate.add_argument("--werror", action="store_true", help="treat warnings as errors")
+    validate.add_argument("--exit-zero", action="store_true",
+                          help="exit 0 even with findings or unreadable files (they are in the report), so a CI "
+                               "step can write the SARIF file and a later step upload it; usage errors still exit 2")
     _add_common(validate)
 
     gen = sub.add_parser("generate", help=COMMANDS["generate"][1])
