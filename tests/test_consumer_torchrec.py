@@ -98,3 +98,13 @@ def test_sharding_planner_plans_on_the_generated_cluster_topology(planner_types)
     assert sorted(sharding) == [f"t{i}" for i in range(4)]
     ranks = {shard.placement.rank() for table in sharding.values() for shard in table.sharding_spec.shards}
     assert ranks and max(ranks) < doc["topology_kwargs"]["world_size"]
+
+
+def test_the_readme_torchrec_example_builds_the_topology(planner_types, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n### TorchRec\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    exec(compile(code, "README.md#TorchRec", "exec"), namespace)
+    assert (namespace["topology"].world_size, namespace["topology"].intra_host_bw) == (128, A100_NVLINK_TOTAL_BYTES_PER_MS)
