@@ -44,19 +44,22 @@ def slurm_cores(platform, gpu) -> str:
 def node_hardware(platform) -> dict[str, int | str]:
     """The slurm.conf node line's hardware fields for a node platform: Sockets,
     CoresPerSocket, ThreadsPerCore (the smallest on the node: Slurm takes one value per node),
-    RealMemory (MiB, installed DDR less REAL_MEMORY_RESERVE) and Gres (`gpu:TYPE:N` per GPU part)."""
+    RealMemory (MiB, installed DDR less REAL_MEMORY_RESERVE) and Gres (`gpu:TYPE:N` per GPU
+    part); a field the platform cannot say is left to Slurm's default."""
     sockets = platform.sockets
     parts: dict[str, int] = {}
     for gpu in platform.gpus:
         parts[gpu.part] = parts.get(gpu.part, 0) + 1
-    memory_mib = sum(s.memory_capacity for s in sockets) // 2**20
-    return {
-        "Sockets": len(sockets),
-        "CoresPerSocket": min(s.cores for s in sockets),
-        "ThreadsPerCore": min(s.threads_per_core for s in sockets),
-        "RealMemory": int(memory_mib * (1 - REAL_MEMORY_RESERVE)),
-        "Gres": ",".join(f"gpu:{part}:{count}" for part, count in sorted(parts.items())),
-    }
+    memory_mib = int(sum(s.memory_capacity for s in sockets) // 2**20 * (1 - REAL_MEMORY_RESERVE))
+    fields: dict[str, int | str] = {}
+    if sockets:
+        fields.update(Sockets=len(sockets), CoresPerSocket=min(s.cores for s in sockets),
+                      ThreadsPerCore=min(s.threads_per_core for s in sockets))
+    if memory_mib > 0:
+        fields["RealMemory"] = memory_mib
+    if parts:
+        fields["Gres"] = ",".join(f"gpu:{part}:{count}" for part, count in sorted(parts.items()))
+    return fields
 
 
 def node_lines(hostnames: tuple[str, ...], addresses: tuple[str, ...] | None) -> list[tuple[str, str | None]]:
