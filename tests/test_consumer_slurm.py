@@ -6,6 +6,7 @@ SlurmUser=root here, with auth/none, in a temporary directory; nothing is instal
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -110,33 +111,50 @@ def test_slurmd_with_an_untyped_node_line_ignores_the_typed_gpus(slurm_programs,
     assert "Ignoring extra GRES" in log
 
 
-def test_slurmctld_loads_node_lines_partition_and_topology(slurm_programs, zionex16: Path, tmp_path: Path) -> None:
-    conf = slurm_dir(tmp_path, zionex16)
+@contextlib.contextmanager
+def slurmctld(programs: dict[str, str], conf: Path):
+    """A slurmctld running on `conf` (foreground, its own state); yields `scontrol(*args)`,
+    which returns scontrol's standard output and fails the test on an error."""
     env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
-    ctld = subprocess.Popen([slurm_programs["slurmctld"], "-D", "-i", "-f", str(conf / "slurm.conf")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    daemon = subprocess.Popen([programs["slurmctld"], "-D", "-i", "-f", str(conf / "slurm.conf")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+    def scontrol(*args: str) -> str:
+        result = subprocess.run([programs["scontrol"], *args], capture_output=True, text=True, env=env, timeout=30)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
     try:
         deadline = time.monotonic() + 60
-        while True:
-            topology = subprocess.run([slurm_programs["scontrol"], "show", "topology"], capture_output=True,
-                                      text=True, env=env, timeout=30)
-            if topology.returncode == 0 or time.monotonic() > deadline or ctld.poll() is not None:
-                break
+        while subprocess.run([programs["scontrol"], "ping"], capture_output=True, env=env, timeout=30).returncode != 0:
+            assert daemon.poll() is None and time.monotonic() < deadline, "slurmctld did not start"
             time.sleep(0.5)
-        assert topology.returncode == 0, topology.stderr
-        assert topology.stdout.split() == ["SwitchName=switch0", "Level=0", "LinkSpeed=1", "Nodes=zionex[00-15]"]
-        node = subprocess.run([slurm_programs["scontrol"], "show", "node", "zionex15"], capture_output=True,
-                              text=True, env=env, timeout=30).stdout
-        fields = dict(re.findall(r"(\w+)=(\S+)", node))
+        yield scontrol
+    finally:
+        daemon.terminate()
+        try:
+            log, _ = daemon.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            daemon.kill()
+            log, _ = daemon.communicate()
+        assert "fatal" not in log, log
+
+
+def test_slurmctld_loads_node_lines_partition_and_topology(slurm_programs, zionex16: Path, tmp_path: Path) -> None:
+    with slurmctld(slurm_programs, slurm_dir(tmp_path, zionex16)) as scontrol:
+        assert scontrol("show", "topology").split() == ["SwitchName=switch0", "Level=0", "LinkSpeed=1", "Nodes=zionex[00-15]"]
+        fields = dict(re.findall(r"(\w+)=(\S+)", scontrol("show", "node", "zionex15")))
         assert {k: fields[k] for k in ("Gres", "NodeAddr", "Sockets", "CoresPerSocket", "ThreadsPerCore", "RealMemory",
                                        "CPUTot", "Partitions")} == {
             "Gres": "gpu:a100-oam-40gb:8", "NodeAddr": "10.16.0.16", "Sockets": "4", "CoresPerSocket": "28",
             "ThreadsPerCore": "2", "RealMemory": str(int(4 * 384 * 1024 * 0.97)), "CPUTot": "224",
             "Partitions": "zionex-16"}
-    finally:
-        ctld.terminate()
-        try:
-            ctld.communicate(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            ctld.kill()
-            ctld.communicate()
+
+
+def test_slurmctld_reads_rail_pods_under_the_spine(slurm_programs, tmp_path: Path) -> None:
+    generated = generate(FIXTURES / "rail_pods_spine.yaml", tmp_path / "out") / "rail_pods_spine"
+    with slurmctld(slurm_programs, slurm_dir(tmp_path / "slurm", generated)) as scontrol:
+        switches = [dict(re.findall(r"(\w+)=(\S+)", line)) for line in scontrol("show", "topology").splitlines()]
+    assert sorted((s["SwitchName"], s["Level"], s.get("Nodes"), s.get("Switches")) for s in switches) == [
+        ("pod0", "0", "r[0-1]", None), ("pod1", "0", "r[2-3]", None), ("pod2", "0", "r[4-5]", None),
+        ("pod3", "0", "r[6-7]", None), ("spine", "1", "r[0-7]", "pod[0-3]")]

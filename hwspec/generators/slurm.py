@@ -145,5 +145,6 @@ def _switches(cluster: Cluster) -> list[dict]:
                   for leaf in fabric.leaves]
     if len(leaves) > 1:
         leaves.append({"name": "spine", "switches": compress(leaf["name"] for leaf in leaves),
-                       "comment": f"the spine tier ({fabric.spine_count} switches) as one top switch"})
+                       "comment": f"the spine tier ({fabric.spine_count} switch{'es' if fabric.spine_count != 1 else ''}) "
+                                  "as one top switch"})
     return leaves
