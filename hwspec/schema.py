@@ -176,15 +176,21 @@ def _is_object_ref(node: dict, defs: dict) -> bool:
 
 
 def _repeat_variant(item: dict, defs: dict) -> dict:
+    """A reference to the repeat-block form of `item`'s model. The form itself is made by
+    `_add_repeat_variants` once every model is widened, so that it copies the widened model."""
     name = item["$ref"].split("/")[-1]
-    variant = f"{name}Repeat"
-    if variant not in defs:
+    defs.setdefault(f"{name}Repeat", None)
+    return {"$ref": f"#/$defs/{name}Repeat"}
+
+
+def _add_repeat_variants(defs: dict) -> None:
+    for variant in [name for name, body in defs.items() if body is None]:
+        name = variant.removesuffix("Repeat")
         body = copy.deepcopy(defs[name])
         body["properties"] = {"repeat": _REPEAT, **body.get("properties", {})}
         body["required"] = ["repeat"]
         body["description"] = f"A repeat block of {name} entries."
         defs[variant] = body
-    return {"$ref": f"#/$defs/{variant}"}
 
 
 def _describe_refs(defs: dict) -> None:
@@ -208,8 +214,8 @@ def platform_schema() -> dict:
     defs["NodeSpec"], defs["PartsCatalogue"], defs["ClusterSpec"] = node, parts, cluster
     _describe_refs(defs)
     for name in list(defs):
-        if not name.endswith("Repeat"):
-            _widen(defs[name], defs, name)
+        _widen(defs[name], defs, name)
+    _add_repeat_variants(defs)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
