@@ -597,8 +597,8 @@ def group_numa_nodes(draw, spec: dict) -> dict:
                 {"id": s["id"], "numa_node": s["numa_node"], "cpus": cpu_ranges(cpus[s["id"]]), "memory": s["memory"]}
                 for s in pair]})
             i += 2
-        else:
-            grouped.append(sockets[i])
+        else:  # written out too: a derived list depends on the socket's place among the packages
+            grouped.append({**sockets[i], "cpus": cpu_ranges(cpus[sockets[i]["id"]])})
             i += 1
     spec["sockets"] = grouped
     if "sockets" in spec.get("declares", {}):
