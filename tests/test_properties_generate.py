@@ -109,6 +109,16 @@ def test_nccl_topology_holds_every_gpu_and_backend_nic_once(platform):
 
 
 @settings(max_examples=max(5, EXAMPLES // 2))
+@given(node_platforms(gpu_parts=["mi300x-oam-192gb"], max_gpus=8, max_sockets=4))
+def test_rccl_topology_of_amd_nodes_holds_every_gpu_and_its_xgmi_links(platform):
+    """Any drawn MI300X node: RCCL's file (never NCCL's), each GPU once, xGMI counts symmetric
+    and adding up to each GPU's links."""
+    assert collective_library(platform) == "rccl"
+    assert "nccl-topo.xml" not in only(platform, "nccl-topo")
+    check_nccl_topology(platform)
+
+
+@settings(max_examples=max(5, EXAMPLES // 2))
 @given(node_platforms(min_gpus=12, max_gpus=13, nvlink=["fully-connected"], nic_modes=["per-gpu"]))
 def test_nccl_topology_of_nodes_at_nccls_element_limit(platform):
     """12-13 fully connected GPUs with their NICs: at NCCL's 256 elements, both sides of it."""
