@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from hwspec.spec import ClusterSpec, NodeSpec, PartsCatalogue
+from hwspec.workload import WorkloadSpec
 
 SCHEMA_ID = "https://hwspec.dev/schema/hwspec.schema.json"
 _TEMPLATED = {"type": "string", "pattern": r"\$\{", "description": "A value computed in a repeat block: ${expr} or ${expr:fmt}."}
@@ -67,12 +68,14 @@ def _repeat_variant(item: dict, defs: dict) -> dict:
 
 
 def platform_schema() -> dict:
-    """One schema for node, cluster and parts files (chosen by `kind`)."""
+    """One schema for node, cluster, parts and workload files (chosen by `kind`)."""
     node = NodeSpec.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
     parts = PartsCatalogue.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
     cluster = ClusterSpec.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
-    defs = {**node.pop("$defs", {}), **parts.pop("$defs", {}), **cluster.pop("$defs", {})}
+    workload = WorkloadSpec.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
+    defs = {**node.pop("$defs", {}), **parts.pop("$defs", {}), **cluster.pop("$defs", {}), **workload.pop("$defs", {})}
     defs["NodeSpec"], defs["PartsCatalogue"], defs["ClusterSpec"] = node, parts, cluster
+    defs["WorkloadSpec"] = workload
     for name in list(defs):
         if not name.endswith("Repeat"):
             _widen(defs[name], defs)
@@ -80,8 +83,10 @@ def platform_schema() -> dict:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "hwspec platform file",
-        "description": "A hwspec node platform (kind: node), cluster (kind: cluster) or parts catalogue (kind: parts).",
-        "oneOf": [{"$ref": "#/$defs/NodeSpec"}, {"$ref": "#/$defs/ClusterSpec"}, {"$ref": "#/$defs/PartsCatalogue"}],
+        "description": ("A hwspec node platform (kind: node), cluster (kind: cluster), parts catalogue (kind: parts) "
+                        "or workload (kind: workload)."),
+        "oneOf": [{"$ref": "#/$defs/NodeSpec"}, {"$ref": "#/$defs/ClusterSpec"}, {"$ref": "#/$defs/PartsCatalogue"},
+                  {"$ref": "#/$defs/WorkloadSpec"}],
         "$defs": dict(sorted(defs.items())),
     }
 

@@ -1,0 +1,207 @@
+"""The workload estimate, term by term, on hand-computed tiny cases.
+
+The platform is a `Figures` record with round numbers (2 nodes x 2 GPUs); the workload is a
+tiny DLRM written as YAML. Every expected number below is worked out by hand in the comment
+beside it, from the formulas in the README's "Estimating a workload" section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from hwspec.diagnostics import HwspecError
+from hwspec.estimate import estimate, inter_node_share, placement
+from hwspec.platform_figures import Figures
+from hwspec.workload import load_workload
+
+TINY = Figures(
+    name="tiny", title="tiny", file="tiny.yaml", kind="cluster", gpus=4, gpus_per_node=2, nodes=2, sockets_per_node=1,
+    gpu_model="toy", peak_flop_per_s={"fp16": 1e12, "fp32": 5e11},
+    hbm_capacity=1e6, hbm_bandwidth=1e9, ddr_capacity=1e7, ddr_bandwidth=1e8, ssd_capacity=1e8, ssd_bandwidth=1e7,
+    pcie_host_bandwidth=2e8, pcie_host_shared_bandwidth=1e8, nvlink_bandwidth=1e9,
+    nic_bandwidth=1e8, injection_bandwidth=1e8, ingestion_bandwidth=5e7, transport="rocev2", gpudirect=True,
+    collectives_scope="hierarchical",
+    algbw={"all_to_all": 1e8, "all_reduce": 5e7, "reduce_scatter": 2e8, "all_gather": 2e8},
+    busbw={},
+)
+
+BASE = """\
+hwspec: 1
+kind: workload
+name: tiny
+batch: {{per_gpu: 10}}
+compute_dtype: {dtype}
+bottom_mlp: [4, 8, 2]
+top_mlp: [6, 3, 1]
+interaction: {interaction}
+embeddings:
+  precision: fp32
+  optimizer: {optimizer}
+  index_dtype: int32
+  hbm_share: 0.5
+  tables:
+    - {{name: t, count: 2, rows: 100, dim: 2, pooling: 3, sharding: {sharding}, column_shards: 2}}
+communication: {{forward: {forward}, backward: fp32, allreduce: fp32}}
+"""
+
+
+def tiny(tmp_path: Path, **changes: str):
+    values = {"dtype": "fp16", "interaction": "cat", "optimizer": "sgd", "sharding": "table-wise", "forward": "fp32"} | changes
+    path = tmp_path / "tiny.yaml"
+    path.write_text(BASE.format(**values))
+    return load_workload(path)
+
+
+def terms(doc) -> dict[str, float]:
+    return {t["id"]: t["seconds"] for t in doc["terms"]}
+
+
+def amounts(doc) -> dict[str, float]:
+    return {t["id"]: t.get("amount_bytes", t.get("amount_flop")) for t in doc["terms"]}
+
+
+def test_table_wise_terms_match_the_hand_computation(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path))
+    # n = 4 GPUs, local batch b = 10, global batch B = 40
+    assert (doc["local_batch"], doc["global_batch"]) == (10, 40)
+    a, t = amounts(doc), terms(doc)
+    # lookups forward: b x count x pooling x dim x 4 bytes = 10 x 2 x 3 x 2 x 4 = 480 B, at HBM 1e9 B/s
+    assert a["embedding_fwd"] == 480 and t["embedding_fwd"] == pytest.approx(4.8e-7)
+    # backward (sgd, no state): rows read and written, 2 x 480 = 960 B
+    assert a["embedding_bwd"] == 960 and t["embedding_bwd"] == pytest.approx(9.6e-7)
+    # MLP forward: 2 x (4x8 + 8x2 + 6x3 + 3x1) = 138 FLOP per sample, x 10 = 1380 FLOP at 1e12 FLOP/s
+    assert a["mlp_fwd"] == 1380 and t["mlp_fwd"] == pytest.approx(1.38e-9)
+    assert a["mlp_bwd"] == 2760 and t["mlp_bwd"] == pytest.approx(2.76e-9)
+    # input AlltoAll: b x count x (pooling x 4-byte ids + 4-byte length) = 10 x 2 x 16 = 320 B at 1e8
+    assert a["input_alltoall"] == 320 and t["input_alltoall"] == pytest.approx(3.2e-6)
+    # pooled embeddings: b x count x dim x 4 bytes = 160 B each way at the all_to_all algbw 1e8
+    assert a["embedding_alltoall_fwd"] == 160 and t["embedding_alltoall_fwd"] == pytest.approx(1.6e-6)
+    assert a["embedding_alltoall_bwd"] == 160 and t["embedding_alltoall_bwd"] == pytest.approx(1.6e-6)
+    # AllReduce: weights and biases (32+8)+(16+2)+(18+3)+(3+1) = 83 x 4 B = 332 B at 5e7
+    assert a["dense_allreduce"] == 332 and t["dense_allreduce"] == pytest.approx(6.64e-6)
+    # input bytes: b x (4 dense x 4 B + 4 B label + 2 tables x 16 B) = 10 x 52 = 520 B
+    assert a["host_to_device"] == 520 and t["host_to_device"] == pytest.approx(5.2e-6)  # PCIe shared 1e8
+    assert a["ingestion"] == 520 and t["ingestion"] == pytest.approx(1.04e-5)  # ingestion 5e7
+    assert t["host_staging"] == 0  # GPUDirect RDMA: nothing bounces through host memory
+
+
+def test_overlap_takes_the_busiest_resource_and_serial_the_sum(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path))
+    resources = doc["resources_seconds"]
+    assert resources["gpu"] == pytest.approx(4.8e-7 + 9.6e-7 + 1.38e-9 + 2.76e-9)
+    assert resources["network"] == pytest.approx(3.2e-6 + 1.6e-6 + 1.6e-6 + 6.64e-6)  # 1.304e-5
+    assert resources["pcie"] == pytest.approx(5.2e-6)
+    assert resources["ingestion"] == pytest.approx(1.04e-5)
+    assert doc["overlapped_seconds"] == pytest.approx(1.304e-5)
+    assert doc["serial_seconds"] == pytest.approx(1.44414e-6 + 1.304e-5 + 5.2e-6 + 1.04e-5)
+    assert doc["qps_overlapped"] == pytest.approx(40 / 1.304e-5)
+    assert doc["qps_serial"] == pytest.approx(40 / 3.008414e-5)
+    assert doc["bottleneck"]["resource"] == "network" and doc["bottleneck"]["term"] == "dense_allreduce"
+
+
+def test_tables_spill_from_hbm_to_host_ddr_across_pcie(tmp_path):
+    small = dataclasses.replace(TINY, hbm_capacity=200)
+    doc = estimate(small, tiny(tmp_path))
+    # need per GPU: 2 tables x 100 rows x 8 B / 4 GPUs = 400 B; HBM holds 50% of 200 = 100 B
+    tiers = {t["tier"]: t for t in doc["placement"]["tiers"]}
+    assert doc["placement"]["need_bytes_per_gpu"] == 400
+    assert (tiers["hbm"]["stored_bytes"], tiers["host_ddr"]["stored_bytes"], tiers["ssd"]["stored_bytes"]) == (100, 300, 0)
+    assert tiers["host_ddr"]["bandwidth_bytes_per_s"] == 1e8  # min(DDR share 1e8, PCIe shared 1e8)
+    # 480 B x (0.25 / 1e9 + 0.75 / 1e8) = 3.72e-6 s
+    assert terms(doc)["embedding_fwd"] == pytest.approx(3.72e-6)
+
+
+def test_tables_spill_to_ssd_after_ddr(tmp_path):
+    doc = placement(dataclasses.replace(TINY, hbm_capacity=200, ddr_capacity=100), tiny(tmp_path))
+    assert [t["stored_bytes"] for t in doc["tiers"]] == [100, 100, 200]
+    assert doc["tiers"][2]["bandwidth_bytes_per_s"] == 1e7  # min(SSD 1e7, PCIe shared 1e8)
+
+
+def test_tables_that_do_not_fit_are_a_located_error(tmp_path):
+    with pytest.raises(HwspecError) as exc:
+        estimate(dataclasses.replace(TINY, hbm_capacity=200, ddr_capacity=100, ssd_capacity=100), tiny(tmp_path))
+    (d,) = exc.value.diagnostics
+    assert (d.code, d.line, d.col) == ("E401", 15, 5)
+    assert d.message == ("the embedding tables need 400 B per GPU on tiny (4 GPUs), "
+                         "but HBM (50% of it), host DDR and SSD hold 300 B")
+
+
+def test_compute_dtype_without_a_peak_is_a_located_error(tmp_path):
+    with pytest.raises(HwspecError) as exc:
+        estimate(TINY, tiny(tmp_path, dtype="bf16"))
+    (d,) = exc.value.diagnostics
+    assert (d.code, d.line, d.col) == ("E402", 5, 16)
+    assert d.message == "compute_dtype 'bf16' has no peak on tiny's GPUs (toy)"
+    assert d.hint == "peaks known: fp16, fp32"
+
+
+def test_row_wise_tables_reduce_scatter_forward_and_all_gather_backward(tmp_path):
+    t = terms(estimate(TINY, tiny(tmp_path, sharding="row-wise")))
+    # B x count x dim x 4 = 40 x 2 x 2 x 4 = 640 B at reduce_scatter / all_gather algbw 2e8
+    assert t["embedding_alltoall_fwd"] == pytest.approx(3.2e-6)
+    assert t["embedding_alltoall_bwd"] == pytest.approx(3.2e-6)
+    assert t["input_alltoall"] == pytest.approx(3.2e-6)  # ids go to their row shard: same 320 B
+
+
+def test_column_wise_tables_send_the_ids_to_every_column_shard(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, sharding="column-wise"))
+    assert amounts(doc)["input_alltoall"] == 640  # 2 shards x 320 B
+    assert amounts(doc)["embedding_alltoall_fwd"] == 160  # the shards together carry the full dim
+
+
+def test_data_parallel_tables_need_no_alltoall_but_allreduce_their_gradients(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, sharding="data-parallel"))
+    a = amounts(doc)
+    assert a["input_alltoall"] == 0 and a["embedding_alltoall_fwd"] == 0 and a["embedding_alltoall_bwd"] == 0
+    assert a["dense_allreduce"] == 332 + 2 * 100 * 2 * 4  # MLP + whole tables: 1932 B
+    assert a["embedding_bwd"] == 960 + 2 * 1600  # lookups + the dense optimizer step over both tables
+    assert doc["placement"]["need_bytes_per_gpu"] == 1600  # whole tables on every GPU
+
+
+def test_quantized_forward_communication_halves_the_forward_alltoall(tmp_path):
+    assert amounts(estimate(TINY, tiny(tmp_path, forward="fp16")))["embedding_alltoall_fwd"] == 80
+
+
+def test_rowwise_adagrad_reads_and_writes_one_state_value_per_row(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, optimizer="rowwise-adagrad"))
+    assert amounts(doc)["embedding_bwd"] == 10 * 2 * 3 * 2 * (8 + 4)  # 1440 B
+    assert doc["placement"]["need_bytes_per_gpu"] == 2 * 100 * 12 / 4
+
+
+def test_dot_interaction_adds_pairwise_dot_products(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, interaction="dot"))
+    # 3 features (2 tables + dense) of the bottom output width 2: 3 x 2 / 2 pairs x 2 x 2 = 12 FLOP
+    assert amounts(doc)["mlp_fwd"] == 10 * (138 + 12)
+
+
+def test_without_gpudirect_the_inter_node_collectives_cross_the_host_link(tmp_path):
+    doc = estimate(dataclasses.replace(TINY, gpudirect=False), tiny(tmp_path))
+    # (n-G)/n = 1/2 of the AlltoAlls (320 + 160 + 160 B), 2(N-1)/(N G) = 1/2 of the AllReduce (332 B)
+    assert amounts(doc)["host_staging"] == pytest.approx(0.5 * 640 + 0.5 * 332)
+    assert terms(doc)["host_staging"] == pytest.approx(486 / 1e8)
+    assert doc["resources_seconds"]["pcie"] == pytest.approx(5.2e-6 + 4.86e-6)
+
+
+def test_inter_node_shares_follow_the_hierarchical_algorithm():
+    assert inter_node_share(TINY, "all_to_all") == 0.5
+    assert inter_node_share(TINY, "all_reduce") == 0.5
+    assert inter_node_share(TINY, "reduce_scatter") == 0.25
+    assert inter_node_share(dataclasses.replace(TINY, nodes=1, gpus=2), "all_to_all") == 0
+
+
+def test_a_global_batch_is_split_over_the_gpus(tmp_path):
+    path = tmp_path / "global.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise", forward="fp32")
+                    .replace("batch: {per_gpu: 10}", "batch: {global: 40}"))
+    doc = estimate(TINY, load_workload(path))
+    assert (doc["local_batch"], doc["global_batch"]) == (10, 40)
+    assert amounts(doc)["embedding_fwd"] == 480
+
+
+def test_a_platform_without_collective_bounds_has_no_communication_time(tmp_path):
+    single = dataclasses.replace(TINY, gpus=1, gpus_per_node=1, nodes=1, algbw={})
+    t = terms(estimate(single, tiny(tmp_path)))
+    assert t["input_alltoall"] == t["embedding_alltoall_fwd"] == t["dense_allreduce"] == 0
