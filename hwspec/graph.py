@@ -5,7 +5,7 @@ A view for drawing and for site rules that want networkx: built on demand by
 queries, not graph walks. Node attributes:
 `kind` (socket | root-port | switch | gpu | nic | ssd | nvswitch), `numa` (NUMA node or None)
 and `item` (the model object, None for the NVSwitch). Edge attributes: `kind` (pcie | nvlink |
-cpu), `bandwidth` (bytes/s per direction), and `link` (a `PcieLink`) or `links` (NVLink count).
+cpu), `bandwidth` (bytes/s per direction), and `link` (the physical `PcieLink`) or `links` (NVLink count).
 PCIe edges also carry `parent`, the upstream end.
 """
 
@@ -29,8 +29,8 @@ def build_graph(platform: Platform) -> nx.Graph:
         for item in items:
             graph.add_node(item.id, kind=kind, numa=item.numa_node, item=item)
     for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
-        graph.add_edge(item.upstream, item.id, kind="pcie", parent=item.upstream, link=item.link,
-                       bandwidth=item.link.bandwidth)
+        graph.add_edge(item.upstream, item.id, kind="pcie", parent=item.upstream, link=item.physical,
+                       bandwidth=item.physical.bandwidth)
     for a, b in platform.cpu_links:
         graph.add_edge(a, b, kind="cpu", bandwidth=platform.cpu_link_bandwidth)
     for connection in platform.nvlinks:
@@ -60,5 +60,5 @@ def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
     for node, item in graph.nodes(data="item"):
         parent = getattr(item, "upstream", None)
         if parent is not None:
-            tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.link, bandwidth=item.link.bandwidth)
+            tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.physical, bandwidth=item.physical.bandwidth)
     return tree

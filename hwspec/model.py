@@ -54,7 +54,7 @@ class PcieLink:
 
     @property
     def bandwidth(self) -> float:
-        """Usable bytes/s per direction after line encoding: Gen4 x16 = 31.5e9."""
+        """Usable bytes/s per direction after line encoding: Gen4 x16 = 31.5e9 (0 for width 0)."""
         return self.transfer_rate * _PCIE_ENCODING[self.gen] * self.width / 8
 
     def __str__(self) -> str:
@@ -84,7 +84,8 @@ class Socket:
 
 @dataclass(frozen=True)
 class Bridge:
-    """A PCIe switch or root port. `link` is its upstream link."""
+    """A PCIe switch or root port. `link` is its upstream link as the OS presents it (written to
+    NCCL's topology file); `physical` the link it trains at (used for every bandwidth)."""
 
     id: str
     kind: Literal["switch", "root-port"]
@@ -93,12 +94,15 @@ class Bridge:
     link: PcieLink
     max_oversubscription: float
     socket: str | None
+    physical: PcieLink
 
 
 @dataclass(frozen=True)
 class PcieDevice:
     """A device in the PCIe tree: its `upstream` bridge or socket, bus id, link, and the socket
-    and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports)."""
+    and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports).
+    `link` is the link as the OS presents it (written to NCCL's topology file, may be virtual
+    with width 0); `physical` the link it trains at, which every bandwidth is computed from."""
 
     id: str
     upstream: str
@@ -106,6 +110,7 @@ class PcieDevice:
     link: PcieLink
     socket: str | None
     numa_node: int | None
+    physical: PcieLink
 
 
 @dataclass(frozen=True)

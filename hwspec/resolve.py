@@ -27,7 +27,13 @@ HYBRID_CUBE_MESH: dict[tuple[int, int], int] = {
 
 
 def _link(spec: PcieLinkSpec) -> m.PcieLink:
+    """The link as presented."""
     return m.PcieLink(spec.generation, spec.width)
+
+
+def _physical(spec: PcieLinkSpec) -> m.PcieLink:
+    """The link the hardware trains at: `physical` when given, else the presented link."""
+    return _link(spec.physical) if getattr(spec, "physical", None) is not None else _link(spec)
 
 
 def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[int, int], int]:
@@ -97,7 +103,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
         return top if top in numa else None
 
     bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=b.bus, link=_link(b.link),
-                                     max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream))
+                                     max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream),
+                                     physical=_physical(b.link))
                             for b in spec.pcie), key=lambda b: (b.bus, b.id)))
 
     gpus = []
@@ -112,6 +119,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
             fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
             upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
+            physical=_physical(g.pcie.link or part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override)))
 
     nics = []
@@ -124,14 +132,16 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             gpudirect=part.gpudirect, pci_vendor=part.pci_vendor, pci_device=part.pci_device,
             max_link=_link(part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
             upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or part.pcie),
+            physical=_physical(n.pcie.link or part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))
 
     ssds = []
     for s in sorted(spec.ssds, key=lambda s: (s.pcie.bus, s.id)):
         socket = socket_of(s.pcie.upstream)
         link = _link(s.pcie.link) if s.pcie.link else m.PcieLink(3, 4)
+        physical = _physical(s.pcie.link) if s.pcie.link else link
         ssds.append(m.Ssd(id=s.id, capacity=s.capacity, bandwidth=s.bandwidth, upstream=s.pcie.upstream,
-                          bus=s.pcie.bus, link=link, socket=socket, numa_node=numa.get(socket) if socket else None))
+                          bus=s.pcie.bus, link=link, physical=physical, socket=socket, numa_node=numa.get(socket) if socket else None))
 
     baseboard = None
     if spec.baseboard is not None:

@@ -132,7 +132,7 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
     if path is None:
         tiers["pcie_host"] = tiers["pcie_host_shared"] = None
     else:
-        links = [platform.by_id[item].link for item in path]  # type: ignore[union-attr]
+        links = [platform.by_id[item].physical for item in path]  # type: ignore[union-attr]
         narrowest = min(links, key=lambda link: link.bandwidth)
         tiers["pcie_host"] = _tier(narrowest.bandwidth, link=str(narrowest), hops=len(path))
         crossing = topology.gpus_crossing
@@ -219,7 +219,7 @@ def roofline(topology: Topology) -> dict[str, Any]:
     figures = per_gpu(topology)
     n = len(platform.gpus)
     nvlink = [topology.nvlink_bandwidth(g.id) for g in platform.gpus]
-    pcie = [g.link.bandwidth for g in platform.gpus]
+    pcie = [g.physical.bandwidth for g in platform.gpus]
     bounds = collective_bounds(n, nvlink, pcie, topology.nvlink_connected)
     if bounds is not None:
         pairs = n * (n - 1) // 2

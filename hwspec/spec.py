@@ -70,8 +70,8 @@ class Spec(BaseModel):
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")
 
 
-class PcieLink(Spec):
-    """A PCIe link: generation (or its transfer rate) and lane count."""
+class PhysicalLink(Spec):
+    """The PCIe link a device or bridge physically trains at: what bandwidth is computed from."""
 
     gen: int | None = Field(None, ge=1, le=6, description="PCIe generation, 1-6.")
     speed: TransferRate | None = Field(None, description="Alternative to gen: '16 GT/s'.")
@@ -90,6 +90,23 @@ class PcieLink(Spec):
         if self.gen is not None:
             return self.gen
         return next(g for g, rate in PCIE_GEN_RATES.items() if rate == self.speed)
+
+
+class PcieLink(PhysicalLink):
+    """A PCIe link as the OS presents it (`lspci`, sysfs): generation (or transfer rate) and lane
+    count. This is what NCCL's topology file gets. A VM may present a virtual link (a Gen1 x1
+    bridge, width 0 for a passed-through device); then `physical` states the link the hardware
+    trains at, which rules and the roofline use. Without `physical`, the link is both."""
+
+    width: Literal[0, 1, 2, 4, 8, 16, 32] = Field(description="Lanes (0: the width a VM reports for a passed-through device).")
+    physical: PhysicalLink | None = Field(None, description="The link the hardware trains at, when the presented one differs (a VM's virtual bridge).")
+
+    @model_validator(mode="after")
+    def _width_zero_needs_physical(self) -> "PcieLink":
+        if self.width == 0 and self.physical is None:
+            raise PydanticCustomError("hwspec_link", "a link of width 0 carries no bandwidth: add 'physical: {gen: .., width: ..}', "
+                                                     "the link the device trains at")
+        return self
 
 
 class PartRef(Spec):

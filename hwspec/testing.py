@@ -21,7 +21,9 @@ the built-in catalogue:
 * a PCIe tree per GPU switch: every GPU sits on a "leaf" switch; above a leaf there may be a
   second switch level (a top switch over 1-4 leaves) and a root port, each chain hanging off a
   socket. Every bridge of a chain has one generation (3, 4 or 5; x16); a device whose part is
-  newer than its chain states the link it trains at (`pcie.link`);
+  newer than its chain states the link it trains at (`pcie.link`); with `virtual_links=True`,
+  any bridge may be presented as a VM shows it (Gen1 x1) and any GPU or NIC with width 0, the
+  trained link then written as `link.physical`;
 * 1-16 GPUs of one catalogue part; NVLink logical pattern `none`, `fully-connected` (when the
   part has the links, `links_per_pair` 1..what fits), fully-connected minus a perfect matching
   (`exclude`), `ring` (explicit pairs), `hybrid-cube-mesh` (8 GPUs, >= 6 links) or `nvswitch`;
@@ -513,15 +515,44 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
 
 def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
                gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
-               nic_modes: Iterable[str] | None = None, name: str = "node") -> st.SearchStrategy[dict]:
+               nic_modes: Iterable[str] | None = None, name: str = "node",
+               virtual_links: bool = False) -> st.SearchStrategy[dict]:
     """Valid node platform specs as plain dicts (what a YAML file holds).
 
     `min_/max_sockets` (1-8) and `min_/max_gpus` (1-16) bound the sizes; `gpu_parts` limits the
     catalogue GPU parts, `nvlink` the patterns (`NVLINK_PATTERNS`), `nic_modes` the backend NIC
-    layouts (`NIC_MODES`); `name` is the platform name. Every spec passes every built-in rule
-    with no finding; see the module docstring for what varies and what is guaranteed."""
-    return _layouts(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
-                    gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name).map(lambda layout: layout.spec)
+    layouts (`NIC_MODES`); `name` is the platform name; `virtual_links` lets links be presented
+    as a VM shows them (see `present_virtually`). Every spec passes every built-in rule with no
+    finding; see the module docstring for what varies and what is guaranteed."""
+    layouts = _layouts(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
+                       gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name)
+    specs = layouts.map(lambda layout: layout.spec)
+    return specs.flatmap(lambda spec: present_virtually(spec)) if virtual_links else specs
+
+
+def _physical_link(entry: dict, part_link: Any | None) -> dict:
+    """The link an entry trains at, as written: its own `link`, else its part's interface."""
+    if "link" in entry:
+        return dict(entry["link"])
+    return {"gen": part_link.generation, "width": part_link.width}
+
+
+@st.composite
+def present_virtually(draw, spec: dict) -> dict:
+    """`spec` with some links presented as a VM shows them: a bridge as Gen1 x1, a GPU or NIC
+    with width 0 at its trained generation; each keeps its trained link as `link.physical`,
+    so every bandwidth, rule and roofline figure is unchanged."""
+    spec = copy.deepcopy(spec)
+    gpu_parts, nic_parts = _parts("gpus"), _parts("nics")
+    for bridge in spec.get("pcie", []):
+        if draw(st.booleans(), label=f"{bridge['id']} virtual"):
+            bridge["link"] = {"gen": 1, "width": 1, "physical": _physical_link(bridge, None)}
+    for section, parts in (("gpus", gpu_parts), ("nics", nic_parts)):
+        for entry in spec.get(section, []):
+            if draw(st.booleans(), label=f"{entry['id']} virtual"):
+                trained = _physical_link(entry["pcie"], parts[entry["part"]].pcie)
+                entry["pcie"]["link"] = {"gen": trained["gen"], "width": 0, "physical": trained}
+    return spec
 
 
 def node_yaml(**kwargs: Any) -> st.SearchStrategy[str]:

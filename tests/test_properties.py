@@ -90,6 +90,24 @@ def test_every_nvlink_pattern_is_valid(pattern, data):
 
 
 @settings(max_examples=max(5, EXAMPLES // 2))
+@given(data=st.data())
+def test_virtually_presented_links_change_no_finding_and_no_number(data):
+    """A VM's virtual links (`link` Gen1 x1 or width 0, the trained link as `link.physical`)
+    are judged by no rule and change no roofline figure: only NCCL's topology file shows them."""
+    from hwspec import roofline
+    from hwspec.testing import dump_yaml, load_node_text, present_virtually
+
+    spec = data.draw(node_specs(max_gpus=8, max_sockets=4))
+    virtual = data.draw(present_virtually(spec))
+    note(dump_yaml(virtual))
+    assert check_node_text(dump_yaml(virtual)) == [], formatted(check_node_text(dump_yaml(virtual)))
+    plain, shown = load_node_text(dump_yaml(spec)), load_node_text(dump_yaml(virtual))
+    assert [d.physical for d in (*shown.bridges, *shown.gpus, *shown.nics)] == \
+        [d.physical for d in (*plain.bridges, *plain.gpus, *plain.nics)]
+    assert roofline.roofline(shown.topology) == roofline.roofline(plain.topology)
+
+
+@settings(max_examples=max(5, EXAMPLES // 2))
 @given(node_yaml(max_gpus=8, max_sockets=4))
 def test_generated_files_validate_through_the_pipeline_and_the_cli(text):
     with tempfile.TemporaryDirectory() as directory:

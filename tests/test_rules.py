@@ -60,7 +60,8 @@ FAULTS = [
     ], id='HW103-switch_oversubscribed'),
     pytest.param('link_newer_than_bridge', [
         '26:11: error[HW104 pcie-link-exceeds-bridge]: sw0: Gen4 x16 link below rp0, a Gen3 root port (uplink Gen3 x16): a Gen3 root port has no Gen4 ports'
-        "\n  hint: write the link it trains at (gen: 3), or correct rp0's generation",
+        "\n  hint: correct the generation sw0 or rp0 trains at ('lspci -vv', LnkSta); a link the OS shows differently"
+        " (a VM's virtual bridge) is written as 'link', the trained one as 'link.physical'",
     ], id='HW104-link_newer_than_bridge'),
     pytest.param('nic_link_above_part', [
         '71:55: error[HW105 device-link-capability]: fe0: Gen4 x16 link, but its part ethernet-100g supports at most Gen3 x16'

@@ -68,6 +68,13 @@ def pcie_field(item: Bridge | Gpu | Nic, name: str) -> tuple[str, ...]:
     return (item.id, name) if isinstance(item, Bridge) else (item.id, "pcie", name)
 
 
+def physical_field(item: Bridge | Gpu | Nic) -> tuple[str, ...]:
+    """Where the link bandwidth rules judge is written: `link.physical` when the presented link
+    differs from the trained one (a VM's virtual bridge), else `link`."""
+    where = pcie_field(item, "link")
+    return where + ("physical",) if item.physical != item.link else where
+
+
 # ---------------------------------------------------------------- the topology
 # Paths, bridges, NUMA nodes, islands and NIC shares are queries of `ctx.topology`
 # (`hwspec.topology.Topology`); rules never walk the PCIe tree themselves.

@@ -120,6 +120,13 @@ def _device_line(platform: Platform, item_id: str) -> str:
     return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}", item.bus))
 
 
+def _link_label(item: Any) -> str:
+    """'Gen4 x16\n31.51 GB/s'; a presented link that differs from the trained one shows both."""
+    if item.physical == item.link:
+        return label(str(item.link), gbps(item.link.bandwidth))
+    return label(f"{item.physical} (shown as {item.link})", gbps(item.physical.bandwidth))
+
+
 def _kind(platform: Platform, item_id: str) -> str:
     item = platform.by_id[item_id]
     if item_id in platform.socket_by_id:
@@ -193,7 +200,7 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
     for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
         if item.upstream in placed:
             lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
-                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=label(str(item.link), gbps(item.link.bandwidth)))}];")
+                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=_link_label(item))}];")
     for a, b in platform.cpu_links:
         name = (platform.cpu_interconnect or "CPU link").upper()
         text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
