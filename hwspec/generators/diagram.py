@@ -1,10 +1,15 @@
 """`topology.dot`: the node's topology for graphviz.
 
 Sockets are clusters holding their PCIe tree; each PCIe switch is a cluster inside its socket,
-and a GPU and its backend NIC under the same parent are boxed together as on the board. NVLink
-edges (green, `constraint=false` so they do not distort the PCIe tree), PCIe edges (generation,
-width, GB/s) and CPU interconnect edges are drawn; backend and ingestion/frontend NICs differ in
-shape and colour, and a legend says which is which.
+and a GPU and its backend NIC under the same parent are boxed together as on the board. PCIe
+edges (generation, width, GB/s) and CPU interconnect edges are drawn; backend and
+ingestion/frontend NICs differ in shape and colour, and a legend says which is which.
+
+The GPU fabric is drawn so that it stays readable (`fabric_style`): a sparse fabric (every GPU
+with at most `SPARSE_PEERS` GPU peers, e.g. a ring) as green NVLink edges (`constraint=false`, so
+they do not distort the PCIe tree); a dense mesh not as edges at all but as a heat table of links
+per GPU pair in its own panel, each GPU's box saying its NVLink total; an NVSwitch as one node
+with one unlabelled edge per GPU, its label giving the per-GPU figures.
 
 Everything visible is prepared here as quoted DOT strings; the template only lays it out.
 Output is deterministic: platform order (sockets by NUMA node, devices by bus id), no dates.
@@ -21,6 +26,11 @@ from hwspec.model import Platform
 from hwspec.roofline import gbps, gib
 
 NVSWITCH = "nvswitch"
+SPARSE_PEERS = 2
+"""A fabric where every GPU has at most this many GPU peers is drawn as edges; a denser one as a
+table (eight GPUs with four to seven peers each draw as a tangle of crossing arcs)."""
+HEAT = ("#f1f8e9", "#dcedc8", "#c5e1a5", "#aed581")
+"""Cell colours of the NVLink table, from one link up to the most links any pair has."""
 LEGEND_PREFIX = "_legend_"
 """Legend node ids start with an underscore, which platform ids (lower-case letter first) cannot."""
 
@@ -110,8 +120,10 @@ def _device_line(platform: Platform, item_id: str) -> str:
         name = "root port" if kind == "root-port" else "PCIe switch"
         return _node_line(item_id, kind, label(f"{item.id}: {name}", item.bus))
     if kind == "gpu":
+        links = platform.topology.nvlink_links(item_id)
+        fabric = [f"NVLink {links} x {item.fabric_kind}, {gbps(platform.topology.nvlink_bandwidth(item_id))}"] if links else []
         return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", item.model_name,
-                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", item.bus))
+                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric, item.bus))
     if kind == "nic":
         names = ", ".join(n for n in (item.device, item.interface) if n)
         role = f"{item.role} {item.transport}" + (f" for {item.gpu}" if item.gpu else "")
@@ -190,9 +202,34 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
     if any(c.b == NVSWITCH for c in platform.nvlinks):
-        top.append(_node_line(NVSWITCH, "nvswitch", label("NVSwitch")))
+        top.append(_node_line(NVSWITCH, "nvswitch", label(*_nvswitch_lines(platform))))
         placed.add(NVSWITCH)
     return top, placed
+
+
+def fabric_style(platform: Platform) -> str:
+    """How the GPU fabric is drawn: "switch" (an NVSwitch node), "edges" (sparse: at most
+    SPARSE_PEERS GPU peers per GPU), "table" (a denser mesh), or "none" (no NVLink)."""
+    if not platform.nvlinks:
+        return "none"
+    if any(c.b not in platform.gpu_by_id for c in platform.nvlinks):
+        return "switch"
+    peers: dict[str, set[str]] = {}
+    for c in platform.nvlinks:
+        peers.setdefault(c.a, set()).add(c.b)
+        peers.setdefault(c.b, set()).add(c.a)
+    return "edges" if max(len(p) for p in peers.values()) <= SPARSE_PEERS else "table"
+
+
+def _nvswitch_lines(platform: Platform) -> list[str]:
+    """'NVSwitch', then the GPUs on it and their links and bandwidth (a range when they differ)."""
+    on = [c for c in platform.nvlinks if c.b == NVSWITCH]
+    links = sorted({c.links for c in on})
+    bandwidth = sorted({c.bandwidth for c in on})
+    kinds = sorted({platform.gpu_by_id[c.a].fabric_kind for c in on if c.a in platform.gpu_by_id}) or ["nvlink"]
+    span = lambda values, fmt: fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"  # noqa: E731
+    return ["NVSwitch", f"{len({c.a for c in on})} GPUs, {span(links, str)} x {'/'.join(kinds)} each",
+            f"{span(bandwidth, gbps)} per GPU per direction"]
 
 
 def _edges(platform: Platform, placed: set[str]) -> list[str]:
@@ -205,7 +242,12 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
         name = (platform.cpu_interconnect or "CPU link").upper()
         text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
         lines.append(f"{quote(a)} -- {quote(b)} [{attrs(EDGE_STYLES['cpu'], xlabel=text)}];")
-    for c in platform.nvlinks:
+    style = fabric_style(platform)
+    for c in platform.nvlinks if style in ("edges", "switch") else ():
+        if style == "switch":  # one thin edge per GPU down to the switch, which is ranked below the GPUs
+            look = {**EDGE_STYLES["nvlink"], "constraint": "true", "headport": "n", "penwidth": "2"}
+            lines.append(f"{quote(c.a)} -- {quote(c.b)} [{attrs(look)}];")
+            continue
         kind = platform.gpu_by_id[c.a].fabric_kind if c.a in platform.gpu_by_id else "nvlink"
         text = label(f"{c.links} x {kind}, {gbps(c.bandwidth)}")  # e.g. "2 x nvlink3, 50 GB/s"
         lines.append(f"{quote(c.a)} -- {quote(c.b)} "
@@ -245,12 +287,22 @@ def _nvlink_matrix(platform: Platform) -> str | None:
     links = {(c.a, c.b): c.links for c in platform.nvlinks} | {(c.b, c.a): c.links for c in platform.nvlinks}
     columns = gpus + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
     cell = '<td align="center">{}</td>'
+    most = max(links.values(), default=1) or 1
+
+    def shade(n: int) -> str:
+        return HEAT[min(len(HEAT) - 1, max(0, round((len(HEAT) - 1) * n / most)))]
+
     rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(g)}</b>") for g in columns) + "</tr>"]
     for a in gpus:
         cells = [cell.format(f"<b>{escape(a)}</b>")]
         for b in columns:
             n = links.get((a, b))
-            cells.append(cell.format("X" if a == b else (f'<font color="#4d7c0f">NV{n}</font>' if n else "-")))
+            if a == b:
+                cells.append('<td align="center" bgcolor="#dddddd">X</td>')
+            elif n:
+                cells.append(f'<td align="center" bgcolor="{shade(n)}">NV{n}</td>')
+            else:
+                cells.append(cell.format("-"))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     per_link = sorted({g.fabric_link_bandwidth for g in platform.gpus})
     caption = "NVLink links per GPU pair (NVn = n links" + (
@@ -265,8 +317,14 @@ def topology_view(platform: Platform) -> dict[str, Any]:
     top, placed = _layout(platform)
     legend = _legend()
     matrix = _nvlink_matrix(platform)
-    if matrix:
+    style = fabric_style(platform)
+    if matrix and style == "edges":
         legend.items.append(matrix)
+    elif matrix and style == "table":
+        panel = Cluster(quote("cluster_nvlink"), attrs({"style": "rounded", "color": "#76b900"},
+                                                       label=label("NVLink fabric (logical): drawn as a table, not as edges")))
+        panel.items.append(matrix)
+        top.insert(0, panel)
     return {"graph_id": quote(platform.name), "graph_label": label(platform.title),
             "items": top, "edges": _edges(platform, placed), "legend": legend}
 
