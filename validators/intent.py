@@ -13,13 +13,15 @@ from ._common import id_list
 def declared_counts(ctx: Context) -> Iterator[Finding]:
     """The number of sockets and GPUs described equals `declares.sockets` and `declares.gpus`, when declared.
 
+    Sockets are physical packages: a socket with several NUMA nodes counts once.
+
     `declares` records what the machine is known to have (from its datasheet or paper); a
     mismatch means an entry is missing, duplicated, or a repeat range is off by one.
     """
     p = ctx.platform
-    for field, noun, items in (("sockets", "socket", p.sockets), ("gpus", "GPU", p.gpus)):
+    for field, noun, ids in (("sockets", "socket", p.packages), ("gpus", "GPU", [g.id for g in p.gpus])):
         declared = getattr(p.declares, field)
-        if declared is not None and declared != len(items):
-            yield ctx.finding(f"declares.{field} is {declared}, but {len(items)} {noun}(s) are described "
-                              f"({id_list(i.id for i in items) or 'none'})",
+        if declared is not None and declared != len(ids):
+            yield ctx.finding(f"declares.{field} is {declared}, but {len(ids)} {noun}(s) are described "
+                              f"({id_list(ids) or 'none'})",
                               at=(None, "declares", field), hint=f"correct the {field} list or the declared count")

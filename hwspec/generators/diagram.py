@@ -201,18 +201,24 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         if item.id not in placed:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
-    if any(c.b == NVSWITCH for c in platform.nvlinks):
-        top.append(_node_line(NVSWITCH, "nvswitch", label(*_nvswitch_lines(platform))))
-        placed.add(NVSWITCH)
+    for switch in _switches(platform):
+        top.append(_node_line(switch, "nvswitch", label(*_nvswitch_lines(platform, switch))))
+        placed.add(switch)
     return top, placed
 
 
+def _switches(platform: Platform) -> list[str]:
+    """The NVSwitch ids GPUs are linked to, in the order written ("nvswitch" when the file
+    describes no switch chips)."""
+    return list(dict.fromkeys(c.b for c in platform.nvlinks if c.b not in platform.gpu_by_id and c.b != c.a))
+
+
 def fabric_style(platform: Platform) -> str:
-    """How the GPU fabric is drawn: "switch" (an NVSwitch node), "edges" (sparse: at most
+    """How the GPU fabric is drawn: "switch" (NVSwitch nodes), "edges" (sparse: at most
     SPARSE_PEERS GPU peers per GPU), "table" (a denser mesh), or "none" (no NVLink)."""
     if not platform.nvlinks:
         return "none"
-    if any(c.b not in platform.gpu_by_id for c in platform.nvlinks):
+    if _switches(platform):
         return "switch"
     peers: dict[str, set[str]] = {}
     for c in platform.nvlinks:
@@ -221,14 +227,15 @@ def fabric_style(platform: Platform) -> str:
     return "edges" if max(len(p) for p in peers.values()) <= SPARSE_PEERS else "table"
 
 
-def _nvswitch_lines(platform: Platform) -> list[str]:
-    """'NVSwitch', then the GPUs on it and their links and bandwidth (a range when they differ)."""
-    on = [c for c in platform.nvlinks if c.b == NVSWITCH]
+def _nvswitch_lines(platform: Platform, switch: str) -> list[str]:
+    """The switch's name, then the GPUs on it and their links and bandwidth (a range when they differ)."""
+    on = [c for c in platform.nvlinks if c.b == switch]
     links = sorted({c.links for c in on})
     bandwidth = sorted({c.bandwidth for c in on})
     kinds = sorted({platform.gpu_by_id[c.a].fabric_kind for c in on if c.a in platform.gpu_by_id}) or ["nvlink"]
     span = lambda values, fmt: fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"  # noqa: E731
-    return ["NVSwitch", f"{len({c.a for c in on})} GPUs, {span(links, str)} x {'/'.join(kinds)} each",
+    return ["NVSwitch" if switch == NVSWITCH else f"{switch}: NVSwitch",
+            f"{len({c.a for c in on})} GPUs, {span(links, str)} x {'/'.join(kinds)} each",
             f"{span(bandwidth, gbps)} per GPU per direction"]
 
 
@@ -244,7 +251,7 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
         lines.append(f"{quote(a)} -- {quote(b)} [{attrs(EDGE_STYLES['cpu'], xlabel=text)}];")
     style = fabric_style(platform)
     for c in platform.nvlinks if style in ("edges", "switch") else ():
-        if style == "switch":  # one thin edge per GPU down to the switch, which is ranked below the GPUs
+        if c.b not in platform.gpu_by_id:  # one thin edge per GPU down to its switch, ranked below the GPUs
             look = {**EDGE_STYLES["nvlink"], "constraint": "true", "headport": "n", "penwidth": "2"}
             lines.append(f"{quote(c.a)} -- {quote(c.b)} [{attrs(look)}];")
             continue
@@ -285,7 +292,7 @@ def _nvlink_matrix(platform: Platform) -> str | None:
         return None
     gpus = [g.id for g in platform.gpus]
     links = {(c.a, c.b): c.links for c in platform.nvlinks} | {(c.b, c.a): c.links for c in platform.nvlinks}
-    columns = gpus + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    columns = gpus + _switches(platform)
     cell = '<td align="center">{}</td>'
     most = max(links.values(), default=1) or 1
 
@@ -332,7 +339,7 @@ def topology_view(platform: Platform) -> dict[str, Any]:
 def device_ids(platform: Platform) -> list[str]:
     """Every id drawn as a node (the legend aside)."""
     ids = [s.id for s in platform.sockets] + [i.id for i in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)]
-    return ids + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    return ids + _switches(platform)
 
 
 @generator("diagram")

@@ -26,10 +26,11 @@ MAX_IB_HCAS = 32
 
 @dataclass(frozen=True)
 class Setting:
-    """One `NAME=value` line and the comment that explains it."""
+    """One `NAME=value` line and the comment that explains it; with `value` None, only the
+    comment is written (a setting deliberately left to NCCL, and why)."""
 
     name: str
-    value: str
+    value: str | None
     why: str
 
 
@@ -84,14 +85,13 @@ def topo_file(install_dir: str) -> str:
 
 
 def omp_threads(topology: Topology) -> int:
-    """Physical cores per rank when every rank is bound to its GPU's NUMA node: the socket's
-    cores shared by the GPUs on it (the smallest share on the node); without NUMA placement,
-    all cores over all GPUs."""
+    """Physical cores per rank when every rank is bound to its GPU's NUMA node: the cores in
+    the NUMA node's CPU list shared by the GPUs on it (`Topology.cores_per_rank`, the smallest
+    share on the node, at least 1); without NUMA placement, all cores over all GPUs."""
     platform = topology.platform
     if platform.gpus and all(g.socket is not None for g in platform.gpus):
-        on = {g.socket for g in platform.gpus}
-        return max(1, min(platform.socket_by_id[s].cores // len(topology.gpus_on(s)) for s in on))
-    cores = sum(s.cores for s in platform.sockets)
+        return max(1, min(topology.cores_per_rank(s) for s in {g.socket for g in platform.gpus}))
+    cores = sum(topology.physical_cores(s.id) for s in platform.sockets)
     return max(1, cores // max(1, len(platform.gpus)))
 
 
@@ -104,6 +104,26 @@ def gdr_level(topology: Topology) -> str | None:
     return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
 
 
+def _ib_hca(platform: Platform) -> list[Setting]:
+    """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
+    name when every one is named; else nothing, left to NCCL's own selection, and said so. An
+    exact-match filter is never built from names the file does not state."""
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    if platform.backend.ib_hca is not None:
+        return [Setting("NCCL_IB_HCA", platform.backend.ib_hca,
+                        "the backend RDMA NICs, selected by the filter the platform declares (backend.ib_hca)")]
+    if not hcas:
+        return []
+    if any(not n.device for n in hcas):
+        return [Setting("NCCL_IB_HCA", None,
+                        "NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend "
+                        "NICs itself (declare backend.ib_hca to filter them)")]
+    if len(hcas) > MAX_IB_HCAS:
+        raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
+    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
+                    "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives")]
+
+
 def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
     """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
     (the cluster's rail layout) overrides the platform's own declaration when given."""
@@ -113,16 +133,7 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
     rdma = backend is not None and backend.transport != "tcp"
     tcp = backend is not None and backend.transport == "tcp"
     if rdma:
-        hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
-        unnamed = [n.id for n in hcas if not n.device]
-        if unnamed:
-            raise GenerationError(f"{platform.file}: backend NIC(s) {', '.join(unnamed)} have no RDMA device name "
-                                  "(`device:`), so NCCL_IB_HCA cannot name them")
-        if len(hcas) > MAX_IB_HCAS:
-            raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
-        if hcas:
-            settings.append(Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
-                                    "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives"))
+        settings.extend(_ib_hca(platform))
     if tcp:
         socket_nics = [n for n in topology.collective_nics if n.interface]
         why = "TCP backend: collectives and bootstrap run over these interfaces"
