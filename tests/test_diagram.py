@@ -249,3 +249,15 @@ def test_dot_renders_it_without_complaint(rendered):
 def test_dot_renders_the_nvswitch_drawing_without_complaint(nvswitch_platform):
     result = subprocess.run(["dot", "-Tjson"], input=_view_text(nvswitch_platform), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_several_nvswitch_chips_joining_the_same_gpus_are_one_fabric_node():
+    checked = pipeline.check(ROOT / "tests" / "fixtures" / "machines" / "a100_nvswitch_vm.yaml")
+    assert not checked.failed(), checked.diagnostics
+    platform = checked.platform
+    nodes, edges, _ = parse(_view_text(platform))
+    nvlink = [(a, b) for a, b, attrs in edges if attrs.get("class") == "nvlink" and not a.startswith("_")]
+    assert sorted(nvlink) == sorted((g.id, diagram.SWITCH_FABRIC) for g in platform.gpus)  # 8 edges, not 6 x 8
+    assert nodes[diagram.SWITCH_FABRIC]["label"] == (
+        "NVSwitch fabric: 6 chips (nvs0-nvs5)\\n8 GPUs, 12 x nvlink3 each\\n300 GB/s per GPU per direction")
+    assert set(_devices(nodes)) == set(diagram.device_ids(platform))

@@ -26,6 +26,8 @@ from hwspec.model import Platform
 from hwspec.roofline import gbps, gib
 
 NVSWITCH = "nvswitch"
+SWITCH_FABRIC = "NVSwitch fabric"
+"""Node id of the one node drawn for several NVSwitch chips (no platform id has capitals or spaces)."""
 SPARSE_PEERS = 2
 """A fabric where every GPU has at most this many GPU peers is drawn as edges; a denser one as a
 table (eight GPUs with four to seven peers each draw as a tangle of crossing arcs)."""
@@ -201,9 +203,9 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         if item.id not in placed:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
-    for switch in _switches(platform):
-        top.append(_node_line(switch, "nvswitch", label(*_nvswitch_lines(platform, switch))))
-        placed.add(switch)
+    for node, chips in _switch_nodes(platform).items():
+        top.append(_node_line(node, "nvswitch", label(*_nvswitch_lines(platform, node, chips))))
+        placed.add(node)
     return top, placed
 
 
@@ -211,6 +213,17 @@ def _switches(platform: Platform) -> list[str]:
     """The NVSwitch ids GPUs are linked to, in the order written ("nvswitch" when the file
     describes no switch chips)."""
     return list(dict.fromkeys(c.b for c in platform.nvlinks if c.b not in platform.gpu_by_id and c.b != c.a))
+
+
+def _switch_nodes(platform: Platform) -> dict[str, list[str]]:
+    """Drawn switch node id -> the NVSwitch ids it stands for: one `SWITCH_FABRIC` node for
+    several chips that all join the same GPUs (an HGX baseboard: 6 chips x 8 GPUs would be 48
+    crossing edges), else one node per chip."""
+    switches = _switches(platform)
+    gpus_of = {s: frozenset(c.a for c in platform.nvlinks if c.b == s) for s in switches}
+    if len(switches) > 1 and len(set(gpus_of.values())) == 1:
+        return {SWITCH_FABRIC: switches}
+    return {s: [s] for s in switches}
 
 
 def fabric_style(platform: Platform) -> str:
@@ -227,16 +240,30 @@ def fabric_style(platform: Platform) -> str:
     return "edges" if max(len(p) for p in peers.values()) <= SPARSE_PEERS else "table"
 
 
-def _nvswitch_lines(platform: Platform, switch: str) -> list[str]:
-    """The switch's name, then the GPUs on it and their links and bandwidth (a range when they differ)."""
-    on = [c for c in platform.nvlinks if c.b == switch]
-    links = sorted({c.links for c in on})
-    bandwidth = sorted({c.bandwidth for c in on})
-    kinds = sorted({platform.gpu_by_id[c.a].fabric_kind for c in on if c.a in platform.gpu_by_id}) or ["nvlink"]
+def _nvswitch_lines(platform: Platform, node: str, chips: list[str]) -> list[str]:
+    """The switch's name, then its GPUs with their links and bandwidth to it (summed over the
+    chips a fabric node stands for; a range when GPUs differ)."""
+    per_gpu = _switch_links(platform, chips)
+    links = sorted({n for n, _ in per_gpu.values()})
+    bandwidth = sorted({b for _, b in per_gpu.values()})
+    kinds = sorted({platform.gpu_by_id[g].fabric_kind for g in per_gpu if g in platform.gpu_by_id}) or ["nvlink"]
     span = lambda values, fmt: fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"  # noqa: E731
-    return ["NVSwitch" if switch == NVSWITCH else f"{switch}: NVSwitch",
-            f"{len({c.a for c in on})} GPUs, {span(links, str)} x {'/'.join(kinds)} each",
+    if node == SWITCH_FABRIC:
+        name = f"NVSwitch fabric: {len(chips)} chips ({chips[0]}-{chips[-1]})"
+    else:
+        name = "NVSwitch" if node == NVSWITCH else f"{node}: NVSwitch"
+    return [name, f"{len(per_gpu)} GPUs, {span(links, str)} x {'/'.join(kinds)} each",
             f"{span(bandwidth, gbps)} per GPU per direction"]
+
+
+def _switch_links(platform: Platform, chips: list[str]) -> dict[str, tuple[int, float]]:
+    """GPU id -> (links, bandwidth) to the switch chips `chips`, summed, in the order written."""
+    found: dict[str, tuple[int, float]] = {}
+    for c in platform.nvlinks:
+        if c.b in chips:
+            links, bandwidth = found.get(c.a, (0, 0.0))
+            found[c.a] = (links + c.links, bandwidth + c.bandwidth)
+    return found
 
 
 def _edges(platform: Platform, placed: set[str]) -> list[str]:
@@ -250,11 +277,13 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
         text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
         lines.append(f"{quote(a)} -- {quote(b)} [{attrs(EDGE_STYLES['cpu'], xlabel=text)}];")
     style = fabric_style(platform)
+    look = {**EDGE_STYLES["nvlink"], "constraint": "true", "headport": "n", "penwidth": "2"}
+    for node, chips in _switch_nodes(platform).items():  # one thin edge per GPU down to its switch, below the GPUs
+        for gpu in _switch_links(platform, chips):
+            lines.append(f"{quote(gpu)} -- {quote(node)} [{attrs(look)}];")
     for c in platform.nvlinks if style in ("edges", "switch") else ():
-        if c.b not in platform.gpu_by_id:  # one thin edge per GPU down to its switch, ranked below the GPUs
-            look = {**EDGE_STYLES["nvlink"], "constraint": "true", "headport": "n", "penwidth": "2"}
-            lines.append(f"{quote(c.a)} -- {quote(c.b)} [{attrs(look)}];")
-            continue
+        if c.b not in platform.gpu_by_id:
+            continue  # drawn above
         kind = platform.gpu_by_id[c.a].fabric_kind if c.a in platform.gpu_by_id else "nvlink"
         text = label(f"{c.links} x {kind}, {gbps(c.bandwidth)}")  # e.g. "2 x nvlink3, 50 GB/s"
         lines.append(f"{quote(c.a)} -- {quote(c.b)} "
@@ -339,7 +368,7 @@ def topology_view(platform: Platform) -> dict[str, Any]:
 def device_ids(platform: Platform) -> list[str]:
     """Every id drawn as a node (the legend aside)."""
     ids = [s.id for s in platform.sockets] + [i.id for i in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)]
-    return ids + _switches(platform)
+    return ids + list(_switch_nodes(platform))
 
 
 @generator("diagram")
