@@ -156,7 +156,22 @@ def test_pcie_and_cpu_edges(rendered):
         assert pcie[(item.upstream, item.id)]["xlabel"].startswith(f"Gen{item.link.gen} x{item.link.width}\\n")
         assert pcie[(item.upstream, item.id)]["xlabel"].endswith("GB/s")
     cpu = [(a, b) for a, b, attrs in edges if attrs.get("class") == "cpu" and not a.startswith("_")]
-    assert sorted(cpu) == sorted(platform.cpu_links)
+    assert diagram.cpu_link_style(platform) == "table" and cpu == []  # 4 and 8 sockets, 3 peers each
+    nodes, _, _ = parse(text)
+    table = nodes[diagram.LEGEND_PREFIX + "cpu_link_matrix"]["label"]
+    assert table.count('bgcolor="#dae8fc">1</td>') == 2 * len(platform.cpu_links)  # each link in both directions
+    assert "UPI links per socket pair" in table
+
+
+def test_a_two_socket_interconnect_is_drawn_as_labelled_edges():
+    zionex = _load("zionex").platform
+    platform = dataclasses.replace(zionex, cpu_links=(("cpu0", "cpu1"), ("cpu2", "cpu3")))
+    assert diagram.cpu_link_style(platform) == "edges"
+    nodes, edges, _ = parse(_view_text(platform))
+    cpu = {(a, b): attrs for a, b, attrs in edges if attrs.get("class") == "cpu" and not a.startswith("_")}
+    assert set(cpu) == {("cpu0", "cpu1"), ("cpu2", "cpu3")}
+    assert cpu[("cpu0", "cpu1")]["xlabel"] == "UPI\\n41.6 GB/s"
+    assert diagram.LEGEND_PREFIX + "cpu_link_matrix" not in nodes
 
 
 def test_backend_and_host_nics_look_different(rendered):
@@ -177,7 +192,7 @@ def test_backend_and_host_nics_look_different(rendered):
 def test_sockets_are_clusters_holding_their_switches_and_pairs(zionex_view):
     platform, view = zionex_view
     top = {c.id: c for c in view["items"] if isinstance(c, diagram.Cluster)}
-    assert set(top) == {f'"cluster_{s.id}"' for s in platform.sockets} | {'"cluster_nvlink"'}  # the NVLink table's panel
+    assert set(top) == {f'"cluster_{s.id}"' for s in platform.sockets} | {'"cluster_nvlink"', '"cluster_cpu_links"'}  # the tables' panels
     clusters = {c.id: c for c in diagram.iter_clusters(view["items"])}
     for switch in (b for b in platform.bridges if b.kind == "switch"):
         socket_cluster = clusters[f'"cluster_{switch.socket}"']

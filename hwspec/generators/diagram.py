@@ -226,6 +226,52 @@ def _switch_nodes(platform: Platform) -> dict[str, list[str]]:
     return {s: [s] for s in switches}
 
 
+def _peers(pairs) -> dict[str, set[str]]:
+    peers: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if a != b:
+            peers.setdefault(a, set()).add(b)
+            peers.setdefault(b, set()).add(a)
+    return peers
+
+
+def cpu_link_style(platform: Platform) -> str:
+    """How the CPU interconnect is drawn: "edges" when every socket has at most SPARSE_PEERS
+    peers (two sockets, a ring), else "table" (four or eight sockets with three peers each draw
+    as arcs crossing the whole picture)."""
+    peers = _peers(platform.cpu_links)
+    return "table" if peers and max(len(p) for p in peers.values()) > SPARSE_PEERS else "edges"
+
+
+def _cpu_link_table(platform: Platform) -> str:
+    """An HTML-like table node: CPU interconnect links between each socket pair."""
+    sockets = [s.id for s in platform.sockets]
+    links: dict[tuple[str, str], int] = {}
+    for a, b in platform.cpu_links:
+        links[(a, b)] = links.get((a, b), 0) + 1
+        if a != b:
+            links[(b, a)] = links.get((b, a), 0) + 1
+    name = (platform.cpu_interconnect or "CPU link").upper()
+    cell = '<td align="center">{}</td>'
+    rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(s)}</b>") for s in sockets) + "</tr>"]
+    for a in sockets:
+        cells = [cell.format(f"<b>{escape(a)}</b>")]
+        for b in sockets:
+            n = links.get((a, b))
+            if a == b:
+                cells.append('<td align="center" bgcolor="#dddddd">X</td>')
+            elif n:
+                cells.append(f'<td align="center" bgcolor="#dae8fc">{n}</td>')
+            else:
+                cells.append(cell.format("-"))
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    each = f", {gbps(platform.cpu_link_bandwidth)} each per direction" if platform.cpu_link_bandwidth else ""
+    caption = f"{name} links per socket pair{each}"
+    table = (f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3"><tr><td colspan="{len(sockets) + 1}">'
+             f"{escape(caption)}</td></tr>{''.join(rows)}</table>")
+    return f'{quote(LEGEND_PREFIX + "cpu_link_matrix")} [shape="plaintext", class="legend", label=<{table}>];'
+
+
 def fabric_style(platform: Platform) -> str:
     """How the GPU fabric is drawn: "switch" (NVSwitch nodes), "edges" (sparse: at most
     SPARSE_PEERS GPU peers per GPU), "table" (a denser mesh), or "none" (no NVLink)."""
@@ -272,7 +318,7 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
         if item.upstream in placed:
             lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
                      f"[{attrs(EDGE_STYLES['pcie'], xlabel=_link_label(item))}];")
-    for a, b in platform.cpu_links:
+    for a, b in platform.cpu_links if cpu_link_style(platform) == "edges" else ():
         name = (platform.cpu_interconnect or "CPU link").upper()
         text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
         lines.append(f"{quote(a)} -- {quote(b)} [{attrs(EDGE_STYLES['cpu'], xlabel=text)}];")
@@ -360,6 +406,12 @@ def topology_view(platform: Platform) -> dict[str, Any]:
         panel = Cluster(quote("cluster_nvlink"), attrs({"style": "rounded", "color": "#76b900"},
                                                        label=label("NVLink fabric (logical): drawn as a table, not as edges")))
         panel.items.append(matrix)
+        top.insert(0, panel)
+    if cpu_link_style(platform) == "table":
+        name = (platform.cpu_interconnect or "CPU link").upper()
+        panel = Cluster(quote("cluster_cpu_links"), attrs({"style": "rounded", "color": "#6c8ebf"},
+                                                          label=label(f"CPU interconnect ({name}): drawn as a table, not as edges")))
+        panel.items.append(_cpu_link_table(platform))
         top.insert(0, panel)
     return {"graph_id": quote(platform.name), "graph_label": label(platform.title),
             "items": top, "edges": _edges(platform, placed), "legend": legend}
