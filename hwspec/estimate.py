@@ -121,10 +121,12 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
 
 def _per_lookup_time(place: dict[str, Any]) -> tuple[float, str]:
     """Seconds per byte of lookup traffic, averaged over the tiers, and the tier mix as text."""
-    per_byte = sum(t["fraction"] / t["bandwidth_bytes_per_s"] for t in place["tiers"] if t["fraction"] > 0)
-    mix = ", ".join(f"{rf.number(100 * t['fraction'])}% {t['tier']} at {rf.gbps(t['bandwidth_bytes_per_s'])}"
-                    for t in place["tiers"] if t["fraction"] > 0)
-    return per_byte, mix
+    used = [t for t in place["tiers"] if t["fraction"] > 0]
+    per_byte = sum(t["fraction"] / t["bandwidth_bytes_per_s"] for t in used)
+    if len(used) == 1:
+        return per_byte, f"{used[0]['tier']} {rf.gbps(used[0]['bandwidth_bytes_per_s'])}"
+    mix = " / ".join(f"{rf.number(100 * t['fraction'])}% {t['tier']}" for t in used)
+    return per_byte, f"{mix}: {rf.gbps(1 / per_byte)} effective" if per_byte else mix
 
 
 # ---------------------------------------------------------------- the estimate
@@ -171,9 +173,9 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     fwd = b * sum(t.count * t.pooling * t.dim * DTYPE_BYTES[t.precision] for t in workload.tables)
     bwd = b * sum(t.count * t.pooling * 2 * t.row_bytes for t in workload.tables)
     dp_update = sum(2 * t.storage_bytes for t in workload.sharded("data-parallel"))
-    terms.append(_term("embedding_fwd", fwd, "bytes", lookup_rate, "embedding tiers", mix))
-    terms.append(_term("embedding_bwd", bwd + dp_update, "bytes", lookup_rate, "embedding tiers",
-                       mix + ("; includes the dense optimizer step of the data-parallel tables" if dp_update else "")))
+    terms.append(_term("embedding_fwd", fwd, "bytes", lookup_rate, mix))
+    terms.append(_term("embedding_bwd", bwd + dp_update, "bytes", lookup_rate, mix,
+                       "includes the dense optimizer step of the data-parallel tables" if dp_update else ""))
 
     # MLPs and interaction: 2 x in x out FLOPs per layer per sample forward, twice that backward.
     flops = b * (workload.mlp_flops_per_sample + workload.interaction_flops_per_sample)
