@@ -124,6 +124,8 @@ class Cluster:
     assumptions: tuple[Assumption, ...]
     source_map: SourceMap = field(repr=False, compare=False)
     kind: str = "cluster"
+    environment: dict[str, str] = field(default_factory=dict)
+    """Extra cluster-wide settings as written (`environment:`)."""
 
     @property
     def node_count(self) -> int:

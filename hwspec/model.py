@@ -286,6 +286,8 @@ class Platform:
     source_map: SourceMap = field(repr=False, compare=False)
 
     kind: str = "node"
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
 
     @cached_property
     def by_id(self) -> dict[str, Socket | Bridge | Gpu | Nic | Ssd]:

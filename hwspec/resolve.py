@@ -269,7 +269,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
         sources=dict(spec.sources),
         rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
                        for key, value in spec.rules.items()},
-        assumptions=tuple(assumptions), source_map=source_map)
+        assumptions=tuple(assumptions), source_map=source_map, environment=dict(spec.environment))
 
 
 def _cpu_links(spec: NodeSpec, domains: list[_Domain]) -> tuple[tuple[str, str], ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
@@ -354,6 +354,16 @@ class RuleSetting(Spec):
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
 
 
+EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": r"^[A-Z_][A-Z0-9_]*$"}),
+                    _check_pattern(r"[A-Z_][A-Z0-9_]*", "an environment variable name (upper-case letters, digits, '_')",
+                                   "NCCL_IB_TIMEOUT")]
+EnvValue = Annotated[str, Field(max_length=4096), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
+                                                                  str(v) if isinstance(v, (int, float)) else v),
+                     _check_pattern(r"[A-Za-z0-9_./:,=@%+^-]*", "a value env files and nccl.conf take verbatim "
+                                    "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")]
+"""An environment value: strings as written, numbers as written, booleans as 1/0."""
+
+
 class NodeSpec(Spec):
     """A node platform file (`kind: node`)."""
 
@@ -374,6 +384,10 @@ class NodeSpec(Spec):
     ssds: list[SsdSpec] = Field(default_factory=list)
     backend: BackendSpec | None = None
     rules: dict[str, RuleSetting] = Field(default_factory=dict, description="Per-rule severity changes, by id or name.")
+    environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
+        "Extra settings for this platform, e.g. the NCCL settings its vendor documents (NCCL_IB_QPS_PER_CONNECTION: 4): "
+        "NCCL_* names go to nccl.conf and launch.env (replacing hwspec's own value of the same name), others to "
+        "launch.env only. HW701 warns about NCCL_* names NCCL does not know."))
 
 
 # ---------------------------------------------------------------- cluster
@@ -436,3 +450,6 @@ class ClusterSpec(Spec):
     rendezvous: RendezvousSpec = Field(default_factory=RendezvousSpec)
     world_size: int | None = Field(None, ge=1, description="Declared number of ranks (GPUs).")
     rules: dict[str, RuleSetting] = Field(default_factory=dict)
+    environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
+        "Extra cluster-wide settings: NCCL_* names go to the cluster's nccl.conf and cluster.env, others to cluster.env. "
+        "HW811 warns about NCCL_* names NCCL does not know."))

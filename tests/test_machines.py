@@ -175,3 +175,44 @@ def test_a_socket_is_one_numa_node_or_lists_its_numa_nodes(tmp_path):
     messages = [d.format() for d in pipeline.check(tmp_path / "vm.yaml").diagnostics]
     assert messages and all(m.endswith("a socket with 'numa_nodes' gives numa_node per NUMA node, not on the socket")
                             for m in messages)
+
+
+# ------------------------------------------------------------------ environment: the vendor's settings
+
+
+VENDOR = """environment:
+  NCCL_IB_QPS_PER_CONNECTION: 4
+  NCCL_IB_ADAPTIVE_ROUTING: true
+  NCCL_IB_HCA: "=mlx5_0:1,mlx5_1:1"
+  UCX_TLS: rc
+"""
+
+
+def test_platform_environment_is_merged_into_nccl_conf_and_launch_env(tmp_path):
+    (tmp_path / "vm.yaml").write_text((FIXTURES / "h100_virtual_bridges_vm.yaml").read_text() + VENDOR)
+    checked = pipeline.check(tmp_path / "vm.yaml")
+    assert checked.diagnostics == []
+    plan = {p.split("/", 1)[1]: t for p, t in generate.plan_for(checked.topology).items()}
+    conf, env = _settings(plan["nccl.conf"]), _settings(plan["launch.env"])
+    assert conf["NCCL_IB_QPS_PER_CONNECTION"] == "4" and conf["NCCL_IB_ADAPTIVE_ROUTING"] == "1"
+    assert conf["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_1:1"  # the platform's value replaces hwspec's, in place
+    assert "# set by the platform's environment: (hwspec would write mlx5: the backend RDMA NICs, selected by the " \
+           "filter the platform declares (backend.ib_hca))" in plan["nccl.conf"].splitlines()
+    assert "UCX_TLS" not in conf and env["UCX_TLS"] == "rc"
+    assert {k: v for k, v in env.items() if k.startswith("NCCL_")} == conf
+
+
+def test_an_environment_value_that_needs_quoting_is_refused_where_it_is_written(tmp_path):
+    (tmp_path / "vm.yaml").write_text((FIXTURES / "h100_virtual_bridges_vm.yaml").read_text()
+                                      + 'environment:\n  NCCL_DEBUG: "INFO; reboot"\n')
+    (message,) = [d.format() for d in pipeline.check(tmp_path / "vm.yaml").diagnostics]
+    assert message == (f"{tmp_path / 'vm.yaml'}:62:15: error[E110]: environment.NCCL_DEBUG: 'INFO; reboot' is not a value "
+                       "env files and nccl.conf take verbatim (letters, digits and _./:,=@%+^-; no spaces or quotes), e.g. '22'")
+
+
+def test_cluster_environment_goes_to_the_cluster_files():
+    checked = pipeline.check(Path(__file__).parent / "fixtures" / "cluster" / "nccl_variable_unknown.yaml")
+    plan = {p.split("/", 1)[1]: t for p, t in generate.plan_for(checked.topology).items()}
+    conf, env = _settings(plan["nccl.conf"]), _settings(plan["cluster.env"])
+    assert (conf["NCCL_IB_TIMEOUT"], conf["NCCL_IB_TIMEOUTS"], conf["NCCL_CROSS_NIC"]) == ("22", "23", "0")
+    assert env["UCX_TLS"] == "rc" and env["NCCL_IB_TIMEOUT"] == "22" and "UCX_TLS" not in conf

@@ -212,6 +212,11 @@ FAULTS = [
         '6:30: error[HW601 declared-counts]: declares.gpus is 8, but 2 GPU(s) are described (gpu0, gpu1)'
         '\n  hint: correct the gpus list or the declared count',
     ], id='HW601-declared_counts_wrong'),
+    pytest.param('nccl_variable_unknown', [
+        "74:30: warning[HW701 nccl-variable-known]: environment: NCCL does not read NCCL_IB_QPS_PER_CONECTION"
+        "\n  hint: did you mean NCCL_IB_QPS_PER_CONNECTION? a variable of a newer NCCL or a plugin is fine: change this "
+        "rule under 'rules:' with the reason",
+    ], id='HW701-nccl_variable_unknown'),
 ]
 
 

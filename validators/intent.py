@@ -6,7 +6,7 @@ from typing import Iterator
 
 from hwspec.rules import Context, Finding, rule
 
-from ._common import id_list
+from ._common import id_list, unknown_nccl_names
 
 
 @rule("HW601", "declared-counts")
@@ -25,3 +25,13 @@ def declared_counts(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(f"declares.{field} is {declared}, but {len(ids)} {noun}(s) are described "
                               f"({id_list(ids) or 'none'})",
                               at=(None, "declares", field), hint=f"correct the {field} list or the declared count")
+
+
+@rule("HW701", "nccl-variable-known", severity="warning")
+def nccl_variable_known(ctx: Context) -> Iterator[Finding]:
+    """Every NCCL_* name under `environment:` is a variable NCCL reads.
+
+    NCCL ignores variables it does not know, silently: a misspelt NCCL_IB_QPS_PER_CONECTION
+    changes nothing, and the setting the vendor documents is not in effect.
+    """
+    yield from unknown_nccl_names(ctx)

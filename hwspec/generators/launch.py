@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.generators.nccl import net_name
 from hwspec.model import Gpu, Nic, Platform, Socket
+from hwspec.nccl_env import is_nccl
 from hwspec.topology import PATH_TYPES, Topology
 
 MAX_IB_HCAS = 32
@@ -161,7 +162,22 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
                                 if rails else "no rail-optimized fabric: rings may cross NICs"))
     settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir),
                             f"this platform's nccl-topo.xml, installed under {install_dir}/"))
-    return settings
+    return merge_environment(settings, {k: v for k, v in platform.environment.items() if is_nccl(k)}, "the platform's")
+
+
+def merge_environment(settings: list[Setting], extra: dict[str, str], whose: str) -> list[Setting]:
+    """`settings` with the `environment:` entries `extra` merged in: an entry replaces a
+    generated setting of the same name in place (the comment says so), the others follow in
+    the order written."""
+    merged = []
+    for setting in settings:
+        if setting.name in extra:
+            was = "unset" if setting.value is None else setting.value
+            setting = Setting(setting.name, extra[setting.name], f"set by {whose} environment: (hwspec would write {was}: {setting.why})")
+        merged.append(setting)
+    done = {s.name for s in merged}
+    merged += [Setting(name, value, f"set by {whose} environment:") for name, value in extra.items() if name not in done]
+    return merged
 
 
 def _settings(ctx: GenContext) -> list[Setting]:
@@ -187,6 +203,7 @@ def launch_env(ctx: GenContext) -> Plan:
     launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
                 Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do"),
                 Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node")]
+    launcher = merge_environment(launcher, {k: v for k, v in platform.environment.items() if not is_nccl(k)}, "the platform's")
     return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx))}
 
 
