@@ -205,3 +205,17 @@ def test_a_platform_without_collective_bounds_has_no_communication_time(tmp_path
     single = dataclasses.replace(TINY, gpus=1, gpus_per_node=1, nodes=1, algbw={})
     t = terms(estimate(single, tiny(tmp_path)))
     assert t["input_alltoall"] == t["embedding_alltoall_fwd"] == t["dense_allreduce"] == 0
+
+
+def test_comparison_names_the_term_that_changes_most_and_the_speedup(tmp_path):
+    from hwspec.compare import comparison
+
+    workload = tiny(tmp_path)
+    fast = dataclasses.replace(TINY, name="fast", algbw={k: 2 * v for k, v in TINY.algbw.items()})
+    doc = comparison(TINY, fast, estimate(TINY, workload), estimate(fast, workload))
+    # every collective twice as fast: network 1.304e-5 -> 6.52e-6 s, so ingestion (1.04e-5 s) now bounds
+    assert doc["estimates"]["b"]["bottleneck"]["resource"] == "ingestion"
+    assert doc["speedup_overlapped"] == pytest.approx(1.304e-5 / 1.04e-5)
+    assert doc["changes_most"] == "dense_allreduce"  # 6.64e-6 -> 3.32e-6 s, the largest saving
+    assert doc["term_changes"][0]["saved_seconds"] == pytest.approx(3.32e-6)
+    assert [c["id"] for c in doc["term_changes"][1:3]] == ["input_alltoall", "embedding_alltoall_bwd"]

@@ -224,3 +224,18 @@ def test_the_readme_workload_example_loads(tmp_path):
     (tmp_path / "example.yaml").write_text(example)
     w = load_workload(tmp_path / "example.yaml")
     assert (w.name, w.tables[0].count, w.comm_backward) == ("model-i", 200, "bf16")
+
+
+@pytest.mark.parametrize("path", WORKLOADS, ids=lambda p: p.name)
+def test_shipped_workloads_match_the_json_schema_and_point_editors_at_it(path):
+    import jsonschema
+    import yaml
+
+    from hwspec.schema import platform_schema
+
+    validator = jsonschema.Draft202012Validator(platform_schema())
+    assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == []
+    assert path.read_text().splitlines()[0] == "# yaml-language-server: $schema=../schema/hwspec.schema.json"
+    data = yaml.safe_load(path.read_text())
+    data["embeddings"]["tables"][0]["poolng"] = 3
+    assert list(validator.iter_errors(data))
