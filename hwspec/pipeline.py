@@ -73,7 +73,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str
         return load_workload_document(doc, expanded), {}
     pos = doc.locate(("kind",))
     raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
-                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'")])
+                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()) -> Checked:
