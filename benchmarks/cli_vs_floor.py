@@ -8,7 +8,8 @@ Each case runs the CLI as a process (`python -m hwspec ...`) and beside it a flo
 that does the unavoidable part of the same job: start Python, read the same YAML files with
 PyYAML's C loader, and write (or, for --check, read and compare) the same output bytes. The
 ratio CLI/floor is what the targets bound, so the figures stay comparable on a noisy shared
-machine; each time is the best of several repetitions. Peak memory is the CLI process's own
+machine; each time is the best of several repetitions after a warm-up run (which lets Python
+write its bytecode cache, as an installed tool has one: PYTHONDONTWRITEBYTECODE is unset). Peak memory is the CLI process's own
 maximum resident set size (wait4's rusage).
 
 Targets: validate of one node platform <= 4x, generate --check of the shipped platforms <= 4x,
@@ -53,10 +54,14 @@ elif mode == "check":
 """
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""Processes run as an installed tool runs: Python may cache bytecode (a warm-up run writes it)."""
+
+
 def run(argv: list[str], cwd: Path) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one process; fails loudly on a non-zero exit."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     out, err = proc.stdout.read(), proc.stderr.read()
@@ -68,6 +73,7 @@ def run(argv: list[str], cwd: Path) -> tuple[float, float]:
 
 
 def best(argv: list[str], cwd: Path, repeat: int) -> tuple[float, float]:
+    run(argv, cwd)  # warm-up: bytecode caches and the OS page cache, not counted
     runs = [run(argv, cwd) for _ in range(repeat)]
     return min(t for t, _ in runs), max(m for _, m in runs)
 

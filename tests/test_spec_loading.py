@@ -34,7 +34,7 @@ def test_unknown_and_misspelt_keys_are_reported_at_the_key_with_allowed_keys_and
         "  hint: did you mean 'numa_node'? allowed keys here: assumed, cpus, id, memory, numa_node, numa_nodes, override, "
         "part, source",
         "unknown_and_misspelt_keys.yaml:9:1: error[E112]: unknown key 'colour'\n"
-        "  hint: allowed keys here: assumed, backend, baseboard, cpu_interconnect, declares, description, gpus, hwspec, "
+        "  hint: allowed keys here: assumed, backend, baseboard, cpu_interconnect, declares, description, environment, gpus, hwspec, "
         "kind, name, nics, nvlink, pcie, rules, sockets, source, sources, ssds, title",
     ]
 
