@@ -2,8 +2,9 @@
 
 `estimate(figures, workload)` is a pure function of the platform's `Figures` (bytes, bytes/s
 per direction, FLOP/s) and a resolved `Workload`. Every term is a time in seconds per
-iteration for one GPU (all GPUs do the same work: the load is taken as balanced), computed as
-an amount divided by the rate that bounds it:
+iteration for the busiest GPU (row-wise and data-parallel work is even; table-wise tables and
+column-wise shards are indivisible, so the busiest GPU carries at least the `busiest` bound),
+computed as an amount divided by the rate that bounds it:
 
   embedding lookups  bytes touched / tier bandwidth (HBM; host DDR and SSD across PCIe when the
                      tables spill), forward and backward
@@ -27,7 +28,7 @@ from typing import Any
 from hwspec import roofline as rf
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity
 from hwspec.platform_figures import Figures
-from hwspec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, Workload
+from hwspec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Workload
 
 RESOURCES = {
     "gpu": "GPU memory and compute",
@@ -53,6 +54,63 @@ TERMS = (
 """(id, label, resource) of every term, in display order."""
 
 TIER_NAMES = ("hbm", "host_ddr", "ssd")
+
+
+def busiest(groups: list[tuple[float, int]], n: int) -> float:
+    """A lower bound on the largest per-GPU sum when, for each (weight, count), `count`
+    indivisible items of `weight` are placed on `n` GPUs, whatever the placement: the average,
+    the largest item, the n-th plus the (n+1)-th largest (two of the n+1 largest share a GPU), and
+    (k+1) x the (kn+1)-th largest for every k (some GPU holds k+1 of the kn+1 largest).
+    `busiest([(1.0, 200)], 128) == 2.0`; a greedy largest-first placement comes close to it."""
+    items = sorted(((w, c) for w, c in groups if w > 0 and c > 0), reverse=True)
+    if not items or n < 1:
+        return 0.0
+    bound = max(math.fsum(w * c for w, c in items) / n, items[0][0])
+    end = 0
+    weights_at: list[tuple[int, float]] = []  # (last rank, weight) of each group, ranks from 1
+    for w, c in items:
+        end += c
+        weights_at.append((end, w))
+        k = (end - 1) // n
+        bound = max(bound, (k + 1) * w)
+
+    def kth(rank: int) -> float:
+        return next((w for last, w in weights_at if last >= rank), 0.0)
+
+    return max(bound, kth(n) + kth(n + 1))
+
+
+@dataclass(frozen=True)
+class Shards:
+    """The busiest GPU's share of the table- and column-wise tables (indivisible shards), each
+    figure a `busiest` bound on its own; `imbalance` is the lookup bound over the average."""
+
+    lookup_bytes_per_sample: float    # forward: sum of pooling x dim x bytes of its shards
+    update_bytes_per_sample: float    # backward: sum of pooling x 2 (row + optimizer state) bytes
+    storage_bytes: float
+    dims: float                        # pooled-embedding elements it sends per sample
+    shards: int
+    imbalance: float
+
+
+def table_wise_shards(workload: Workload, n: int) -> Shards:
+    """The busiest-GPU bounds of the table-wise tables and column-wise shards on `n` GPUs."""
+    fwd, bwd, storage, dims = [], [], [], []
+    shards = 0
+    for t in workload.sharded("table-wise", "column-wise"):
+        k = t.column_shards if t.sharding == "column-wise" else 1
+        dim = t.dim / k
+        row = dim * DTYPE_BYTES[t.precision] + (OPTIMIZER_STATE_BYTES[workload.optimizer](dim) if k > 1 else t.state_bytes_per_row)
+        count = t.count * k
+        shards += count
+        fwd.append((t.pooling * dim * DTYPE_BYTES[t.precision], count))
+        bwd.append((t.pooling * 2 * row, count))
+        storage.append((t.rows * row, count))
+        dims.append((dim, count))
+    lookup = busiest(fwd, n)
+    average = math.fsum(w * c for w, c in fwd) / n if n else 0.0
+    return Shards(lookup, busiest(bwd, n), busiest(storage, n), busiest(dims, n), shards,
+                  lookup / average if average else 1.0)
 
 
 @dataclass(frozen=True)
@@ -89,14 +147,15 @@ def _term(tid: str, amount: float, unit: str, rate: float, bound_by: str, detail
 
 def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
     """Where each GPU's share of the tables lives: HBM (up to hbm_share of it), then the GPU's
-    host-DDR share, then its SSD share, filled in that order. Model-parallel tables are split
-    evenly over all GPUs, data-parallel tables are whole on every GPU. Lookups are taken as
+    host-DDR share, then its SSD share, filled in that order. The GPU is the busiest one: its
+    table- and column-wise shards are the `busiest` bound, row-wise tables are split evenly over
+    all GPUs, data-parallel tables are whole on every GPU. Lookups are taken as
     uniform over the stored bytes (no caching), so a tier serves the fraction of lookups it
     stores. Raises HwspecError (E401) when the tables do not fit."""
     n = figures.gpus
-    mp = sum(t.storage_bytes for t in workload.tables if t.sharding != "data-parallel")
-    dp = sum(t.storage_bytes for t in workload.tables if t.sharding == "data-parallel")
-    need = mp / n + dp
+    rw = sum(t.storage_bytes for t in workload.sharded("row-wise"))
+    dp = sum(t.storage_bytes for t in workload.sharded("data-parallel"))
+    need = table_wise_shards(workload, n).storage_bytes + rw / n + dp
     capacities = {"hbm": figures.hbm_capacity * workload.hbm_share, "host_ddr": figures.ddr_capacity,
                   "ssd": figures.ssd_capacity}
     bandwidths = {"hbm": figures.hbm_bandwidth,
@@ -170,8 +229,12 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     terms: list[Term] = []
 
     # Embedding lookups: rows read forward; rows and optimizer state read and written backward.
-    fwd = b * sum(t.count * t.pooling * t.dim * DTYPE_BYTES[t.precision] for t in workload.tables)
-    bwd = b * sum(t.count * t.pooling * 2 * t.row_bytes for t in workload.tables)
+    # A table-wise GPU looks up its shards for the whole global batch; row-wise tables are spread
+    # evenly; data-parallel tables serve the local batch.
+    shards = table_wise_shards(workload, n)
+    even = workload.sharded("row-wise", "data-parallel")
+    fwd = big_b * shards.lookup_bytes_per_sample + b * sum(t.count * t.pooling * t.dim * DTYPE_BYTES[t.precision] for t in even)
+    bwd = big_b * shards.update_bytes_per_sample + b * sum(t.count * t.pooling * 2 * t.row_bytes for t in even)
     dp_update = sum(2 * t.storage_bytes for t in workload.sharded("data-parallel"))
     terms.append(_term("embedding_fwd", fwd, "bytes", lookup_rate, mix))
     terms.append(_term("embedding_bwd", bwd + dp_update, "bytes", lookup_rate, mix,
@@ -191,13 +254,12 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     a2a_name = f"all_to_all algbw {rf.gbps(a2a)} ({figures.collectives_scope})"
     terms.append(_term("input_alltoall", ids, "bytes", a2a, a2a_name))
 
-    # Pooled embeddings: TW/CW by AlltoAll (S = local batch x dims), RW by ReduceScatter forward
-    # and AllGather backward (S = global batch x dims).
-    tw_dims = sum(t.count * t.dim for t in workload.sharded("table-wise", "column-wise"))
+    # Pooled embeddings: TW/CW by AlltoAll, finished when the busiest sender is (S = global batch x
+    # its dims), RW by ReduceScatter forward and AllGather backward (S = global batch x dims).
     rw_dims = sum(t.count * t.dim for t in workload.sharded("row-wise"))
     for tid, s_comm, rw_collective in (("embedding_alltoall_fwd", s_fwd, "reduce_scatter"),
                                        ("embedding_alltoall_bwd", s_bwd, "all_gather")):
-        tw_bytes, rw_bytes = b * tw_dims * s_comm, big_b * rw_dims * s_comm
+        tw_bytes, rw_bytes = big_b * shards.dims * s_comm, big_b * rw_dims * s_comm
         rw_rate = _collective(figures, rw_collective)
         seconds = (tw_bytes / a2a if tw_bytes and a2a else 0.0) + (rw_bytes / rw_rate if rw_bytes and rw_rate else 0.0)
         amount = tw_bytes + rw_bytes
@@ -227,7 +289,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     staged = 0.0
     if not figures.gpudirect and figures.nodes > 1:
         staged = (ids * inter_node_share(figures, "all_to_all")
-                  + b * tw_dims * (s_fwd + s_bwd) * inter_node_share(figures, "all_to_all")
+                  + big_b * shards.dims * (s_fwd + s_bwd) * inter_node_share(figures, "all_to_all")
                   + big_b * rw_dims * (s_fwd * inter_node_share(figures, "reduce_scatter") + s_bwd * inter_node_share(figures, "all_gather"))
                   + dense * inter_node_share(figures, "all_reduce"))
     terms.append(_term("host_staging", staged, "bytes", figures.pcie_host_shared_bandwidth,
@@ -250,6 +312,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
         "local_batch": b,
         "global_batch": big_b,
         "compute_dtype": dtype,
+        "table_wise_balance": {"shards": shards.shards, "busiest_over_average": shards.imbalance},
         "placement": place,
         "terms": [t.as_dict() for t in terms],
         "resources_seconds": resources,
@@ -294,7 +357,11 @@ def text_report(doc: dict[str, Any]) -> str:
                     ((t["tier"], rf.gib(int(t["capacity_bytes"])), rf.gib(int(t["stored_bytes"])) if t["stored_bytes"] >= 1 else "0",
                       f"{rf.number(100 * t['fraction'])}%", rf.gbps(t["bandwidth_bytes_per_s"]))
                      for t in doc["placement"]["tiers"]))
-    out += ["", "Per-iteration terms per GPU (ms)"]
+    balance = doc["table_wise_balance"]
+    if balance["shards"]:
+        out += ["", f"Table-wise balance: {balance['shards']} indivisible table/column shards on {p['gpus']} GPUs; "
+                    f"the busiest GPU looks up at least {rf.number(balance['busiest_over_average'])}x the average"]
+    out += ["", "Per-iteration terms per GPU (ms, the busiest GPU)"]
     out += rf.table(("term", "resource", "amount", "time", "bound by"),
                     ((t["label"], t["resource"], amount(t), ms(t["seconds"]), t["bound_by"]) for t in doc["terms"]),
                     align="llrrl")
