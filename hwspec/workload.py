@@ -62,8 +62,8 @@ class BatchSpec(Spec):
 class TableSpec(Spec):
     """`count` identical embedding tables."""
 
-    name: Id
-    count: int = Field(1, ge=1, le=1_000_000)
+    name: Id = Field(description="Name of the table group, unique in the file.")
+    count: int = Field(1, ge=1, le=1_000_000, description="Identical tables in this group.")
     rows: int = Field(ge=1, le=10**13, description="Rows (hash size) per table.")
     dim: int = Field(ge=1, le=65536, description="Embedding dimension.")
     pooling: float = Field(gt=0, le=1_000_000, description="Average lookups per sample (pooling factor).")
@@ -73,21 +73,23 @@ class TableSpec(Spec):
 
 
 class EmbeddingsSpec(Spec):
-    precision: StorageDtype = "fp32"
-    sharding: Sharding = "table-wise"
-    optimizer: Optimizer = "rowwise-adagrad"
-    index_dtype: IndexDtype = "int64"
+    """The embedding tables and how they are stored, sharded and trained."""
+
+    precision: StorageDtype = Field("fp32", description="Storage dtype of every table (a table may say its own).")
+    sharding: Sharding = Field("table-wise", description="Sharding of every table (a table may say its own: a mix).")
+    optimizer: Optimizer = Field("rowwise-adagrad", description="Sparse optimizer: its state per row is stored and updated.")
+    index_dtype: IndexDtype = Field("int64", description="Dtype of the sparse feature ids in the input.")
     hbm_share: float = Field(0.8, gt=0, le=1, description="Fraction of each GPU's HBM the tables may use.")
-    tables: list[TableSpec] = Field(min_length=1)
+    tables: list[TableSpec] = Field(min_length=1, description="Table groups: count identical tables each.")
 
 
 class CommunicationSpec(Spec):
     """Dtypes on the wire (quantized communication): pooled embeddings forward, their gradients
     backward, and the dense-gradient AllReduce."""
 
-    forward: CommDtype = "fp32"
-    backward: CommDtype = "fp32"
-    allreduce: CommDtype = "fp32"
+    forward: CommDtype = Field("fp32", description="Dtype of the pooled embeddings sent forward.")
+    backward: CommDtype = Field("fp32", description="Dtype of their gradients sent backward.")
+    allreduce: CommDtype = Field("fp32", description="Dtype of the dense gradients in the AllReduce.")
 
 
 class WorkloadSpec(Spec):
@@ -95,18 +97,19 @@ class WorkloadSpec(Spec):
 
     hwspec: Literal[1]
     kind: Literal["workload"]
-    name: Id
+    name: Id = Field(description="Name of the workload (letters, digits, '-', '_').")
     title: str | None = None
     description: str | None = None
     sources: dict[str, str] = Field(default_factory=dict)
-    batch: BatchSpec
+    batch: BatchSpec = Field(description="Samples per iteration: global or per GPU.")
     compute_dtype: Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"] = Field(
         "fp32", description="Dtype of the MLP math; must have a peak on the platform's GPUs.")
     bottom_mlp: list[int] = Field(min_length=2, description="Layer widths including the input (dense features first).")
     top_mlp: list[int] = Field(min_length=2, description="Layer widths including the input (the interaction output).")
-    interaction: Literal["dot", "cat"] = "dot"
-    embeddings: EmbeddingsSpec
-    communication: CommunicationSpec = Field(default_factory=CommunicationSpec)
+    interaction: Literal["dot", "cat"] = Field("dot", description="Feature interaction: pairwise dot products or concatenation.")
+    embeddings: EmbeddingsSpec = Field(description="The embedding tables and how they are stored, sharded and trained.")
+    communication: CommunicationSpec = Field(default_factory=CommunicationSpec,
+                                             description="Dtypes on the wire (quantized communication).")
 
     @model_validator(mode="after")
     def _widths(self) -> "WorkloadSpec":
