@@ -180,12 +180,17 @@ def _repeat_variant(item: dict, defs: dict) -> dict:
     name = item["$ref"].split("/")[-1]
     variant = f"{name}Repeat"
     if variant not in defs:
-        body = copy.deepcopy(defs[name])
-        body["properties"] = {"repeat": _REPEAT, **body.get("properties", {})}
-        body["required"] = ["repeat"]
-        body["description"] = f"A repeat block of {name} entries."
-        defs[variant] = body
+        defs[variant] = _repeat_body(defs, name)
     return {"$ref": f"#/$defs/{variant}"}
+
+
+def _repeat_body(defs: dict, name: str) -> dict:
+    """The repeat-block variant of model `name`: its body (as widened so far) plus `repeat`."""
+    body = copy.deepcopy(defs[name])
+    body["properties"] = {"repeat": _REPEAT, **body.get("properties", {})}
+    body["required"] = ["repeat"]
+    body["description"] = f"A repeat block of {name} entries."
+    return body
 
 
 def _describe_refs(defs: dict) -> None:
@@ -213,6 +218,8 @@ def platform_schema() -> dict:
     for name in list(defs):
         if not name.endswith("Repeat"):
             _widen(defs[name], defs, name)
+    for name in [n for n in defs if n.endswith("Repeat")]:  # copied before their model was widened, maybe
+        defs[name] = _repeat_body(defs, name[: -len("Repeat")])
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
