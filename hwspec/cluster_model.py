@@ -156,6 +156,8 @@ class Cluster:
     assumptions: tuple[Assumption, ...]
     source_map: SourceMap = field(repr=False, compare=False)
     kind: str = "cluster"
+    environment: dict[str, str] = field(default_factory=dict)
+    """Extra cluster-wide settings as written (`environment:`)."""
     nvlink_domains: NvlinkDomains | None = None
     """NVLink domains beyond a node, or None when each node is its own NVLink domain."""
 

@@ -108,7 +108,8 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
         frontend=frontend, rendezvous_port=spec.rendezvous.port, rendezvous_backend=spec.rendezvous.backend,
         declared_world_size=spec.world_size, sources=dict(spec.sources),
         rule_settings={k: RuleSetting(v.severity, v.reason, location(("rules", k))) for k, v in spec.rules.items()},
-        assumptions=assumptions, source_map=source_map, nvlink_domains=domains)
+        assumptions=assumptions, source_map=source_map, environment=dict(spec.environment),
+        nvlink_domains=domains)
 
 
 DOMAIN_NAME = re.compile(r"[a-z]([-a-z0-9_.]{0,61}[a-z0-9])?")

@@ -4,7 +4,7 @@ A view for drawing and for site rules that want networkx: built on demand by
 `Topology.graph`. Derived facts (paths, islands, NUMA placement) are `hwspec.topology`
 queries, not graph walks. Node attributes:
 `kind` (socket | root-port | switch | gpu | nic | ssd | nvswitch), `numa` (NUMA node or None)
-and `item` (the model object, None for the NVSwitch). Edge attributes: `kind` (pcie | nvlink |
+and `item` (the model object; for an NVSwitch its `NvSwitch`, or None when the file lists none). Edge attributes: `kind` (pcie | nvlink |
 cpu), `bandwidth` (bytes/s per direction), and `link` (the physical `PcieLink`) or `links` (NVLink count).
 PCIe edges also carry `parent`, the upstream end.
 """
@@ -33,9 +33,10 @@ def build_graph(platform: Platform) -> nx.Graph:
                        bandwidth=item.physical.bandwidth)
     for a, b in platform.cpu_links:
         graph.add_edge(a, b, kind="cpu", bandwidth=platform.cpu_link_bandwidth)
+    switches = {s.id: s for s in platform.baseboard.nvswitches} if platform.baseboard else {}
     for connection in platform.nvlinks:
-        if connection.b == NVSWITCH and NVSWITCH not in graph:
-            graph.add_node(NVSWITCH, kind="nvswitch", numa=None, item=None)
+        if connection.b not in platform.gpu_by_id and connection.b not in graph:
+            graph.add_node(connection.b, kind="nvswitch", numa=None, item=switches.get(connection.b))
         graph.add_edge(connection.a, connection.b, kind="nvlink", links=connection.links,
                        bandwidth=connection.bandwidth)
     return graph

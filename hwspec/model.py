@@ -63,7 +63,10 @@ class PcieLink:
 
 @dataclass(frozen=True)
 class Socket:
-    """A CPU socket and its NUMA node. `cpus` are the logical CPU numbers of the node."""
+    """A NUMA node of a CPU socket: a whole socket, or one of its NUMA nodes under sub-NUMA
+    clustering / NPS modes. `package` is the id of the physical socket it belongs to (its own
+    id for a socket that is one NUMA node); `cores` are the physical cores of this NUMA node;
+    `cpus` its logical CPU numbers. Devices hang off it, and bind to it."""
 
     id: str
     numa_node: int
@@ -80,6 +83,12 @@ class Socket:
     memory_bandwidth: float
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this entry overrides (`cores`), sorted."""
+    package: str = ""
+    """The physical socket's id (this entry's own id when the socket is one NUMA node)."""
+
+    def __post_init__(self) -> None:
+        if not self.package:
+            object.__setattr__(self, "package", self.id)
 
 
 @dataclass(frozen=True)
@@ -173,7 +182,8 @@ class Ssd(PcieDevice):
 @dataclass(frozen=True)
 class NvlinkConnection:
     """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
-    an NVSwitch (`b` = "nvswitch"). `bandwidth` is bytes/s per direction for all `links`."""
+    an NVSwitch (`b` = the switch's id, or "nvswitch" for switches the file does not list).
+    `bandwidth` is bytes/s per direction for all `links`."""
 
     a: str
     b: str
@@ -184,8 +194,19 @@ class NvlinkConnection:
 
 
 @dataclass(frozen=True)
+class NvSwitch:
+    """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
+    its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
+
+    id: str
+    links_per_gpu: int
+    bus: str | None
+
+
+@dataclass(frozen=True)
 class Baseboard:
-    """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b)."""
+    """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
+    `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch")."""
 
     kind: str
     slots: int
@@ -193,17 +214,22 @@ class Baseboard:
     links_per_port: int
     wiring: str
     ports: Mapping[tuple[int, int], int]
+    nvswitches: tuple[NvSwitch, ...] = ()
 
 
 @dataclass(frozen=True)
 class Backend:
+    """The scale-out network as the node sees it. `gpudirect` is None when left to NCCL's
+    detection ('detect'); `ib_hca` is the declared NCCL_IB_HCA filter, if any."""
+
     transport: str
     nic_per_gpu: bool
-    gpudirect: bool
+    gpudirect: bool | None
     rail_optimized: bool
     gid_index: int | None
     traffic_class: int | None
     service_level: int | None
+    ib_hca: str | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +286,8 @@ class Platform:
     source_map: SourceMap = field(repr=False, compare=False)
 
     kind: str = "node"
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
 
     @cached_property
     def by_id(self) -> dict[str, Socket | Bridge | Gpu | Nic | Ssd]:
@@ -319,6 +347,11 @@ class Platform:
     def fabric_link_count(self, gpu_id: str) -> int:
         """`topology.nvlink_links(gpu_id)`."""
         return self.topology.nvlink_links(gpu_id)
+
+    @cached_property
+    def packages(self) -> tuple[str, ...]:
+        """Physical CPU sockets by id, in NUMA order (`sockets` lists NUMA nodes)."""
+        return tuple(dict.fromkeys(s.package for s in self.sockets))
 
     @property
     def memory_capacity(self) -> int:

@@ -250,7 +250,7 @@ def _node(topology: Topology) -> dict[str, Any]:
         compute[dtype] = entry
     return {
         "gpus": len(platform.gpus),
-        "sockets": len(platform.sockets),
+        "sockets": len(platform.packages),
         "compute": compute,
         "hbm_capacity_bytes": sum(g.hbm_capacity for g in platform.gpus),
         "hbm_bandwidth_bytes_per_s": math.fsum(g.hbm_bandwidth for g in platform.gpus),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
@@ -187,11 +187,39 @@ class SocketMemory(Spec):
     bandwidth: Bandwidth = Field(description="DDR bandwidth of this socket.")
 
 
-class SocketSpec(PartRef):
+class NumaNodeSpec(Spec):
+    """One NUMA node of a socket (sub-NUMA clustering, AMD NPS modes): its CPUs and memory.
+    Its `id` is what PCIe entries hang off (`upstream:`)."""
+
     id: Id
-    numa_node: int = Field(ge=0, le=1023)
-    cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent.")
+    numa_node: int = Field(ge=0, le=1023, description="The NUMA node number, as 'numactl -H' shows it.")
+    cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent "
+                                                    "(the socket's cores split evenly among its NUMA nodes).")
     memory: SocketMemory
+
+
+class SocketSpec(PartRef):
+    """A CPU socket. Either the socket is one NUMA node (`numa_node`, `cpus`, `memory` here),
+    or it lists its `numa_nodes`, each with its own CPUs and memory."""
+
+    id: Id
+    numa_node: int | None = Field(None, ge=0, le=1023, description="The socket's NUMA node, when it is one.")
+    cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent.")
+    memory: SocketMemory | None = None
+    numa_nodes: list[NumaNodeSpec] | None = Field(None, min_length=1, max_length=64,
+                                                  description="The socket's NUMA nodes, when it has several (SNC, NPS2/NPS4).")
+
+    @model_validator(mode="after")
+    def _one_numa_form(self) -> "SocketSpec":
+        if self.numa_nodes is not None:
+            given = [key for key in ("numa_node", "cpus", "memory") if getattr(self, key) is not None]
+            if given:
+                raise PydanticCustomError("hwspec_numa", "a socket with 'numa_nodes' gives {keys} per NUMA node, not on the socket",
+                                          {"keys": ", ".join(given)})
+        elif self.numa_node is None or self.memory is None:
+            raise PydanticCustomError("hwspec_numa", "a socket needs 'numa_node' and 'memory' (one NUMA node), "
+                                                     "or 'numa_nodes' (several)")
+        return self
 
 
 class CpuInterconnectSpec(Spec):
@@ -222,14 +250,34 @@ class PcieBridgeSpec(Spec):
 Wiring = Literal["fully-connected", "hybrid-cube-mesh"]
 
 
+class NvSwitchSpec(Spec):
+    """An NVSwitch chip on the baseboard and how many fabric links every GPU has to it."""
+
+    id: Id
+    links_per_gpu: int = Field(ge=1, le=64, description="Fabric links from each GPU to this switch (HGX H100: 5, 5, 4, 4).")
+    bus: BusId | None = Field(None, description="The switch's PCI bus id where the OS shows it (NCCL names NVLink "
+                                                 "targets by it); without one, NCCL's 'invisible NVSwitch' is written.")
+
+
 class BaseboardSpec(Spec):
-    """The accelerator baseboard's physical port wiring: the superset the logical fabric uses."""
+    """The accelerator baseboard's physical wiring: point-to-point ports between slots (the
+    superset the logical fabric uses), or NVSwitch chips every GPU is wired to."""
 
     kind: Literal["oam-ubb", "hgx", "custom"] = "oam-ubb"
     slots: int = Field(ge=1, le=64)
-    ports_per_slot: int = Field(ge=0)
+    ports_per_slot: int = Field(0, ge=0, description="Fabric ports per slot (point-to-point wiring).")
     links_per_port: int = Field(1, ge=1, description="Accelerator fabric links one port can carry.")
-    wiring: Wiring | list[tuple[int, int]] = Field(description="A named superset topology, or one [slot, slot] entry per wired port.")
+    wiring: Wiring | Literal["nvswitch"] | list[tuple[int, int]] = Field(
+        description="A named superset topology, one [slot, slot] entry per wired port, or 'nvswitch'.")
+    nvswitches: list[NvSwitchSpec] | None = Field(None, min_length=1, max_length=64,
+                                                  description="The NVSwitch chips, for wiring: nvswitch.")
+
+    @model_validator(mode="after")
+    def _switches_with_nvswitch_wiring(self) -> "BaseboardSpec":
+        if (self.wiring == "nvswitch") != (self.nvswitches is not None):
+            raise PydanticCustomError("hwspec_baseboard", "'wiring: nvswitch' and 'nvswitches' go together: list the "
+                                                          "NVSwitch chips and each GPU's links to them")
+        return self
 
 
 class GpuSpec(PartRef):
@@ -270,12 +318,23 @@ class SsdSpec(Spec):
     pcie: PcieAttach
 
 
+IbHcaFilter = Annotated[str, Field(max_length=256), _check_pattern(r"[\^]?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*",
+                                             "an NCCL_IB_HCA filter such as 'mlx5', '^mlx5_an0' or '=mlx5_0:1,mlx5_1:1'",
+                                             "mlx5")]
+"""NCCL_IB_HCA's syntax: an optional '^' (exclude) and '=' (exact names, else prefixes), then
+comma-separated device names with an optional ':port'."""
+
+
 class BackendSpec(Spec):
     """The scale-out (collective) network as this node sees it."""
 
     transport: Transport
     nic_per_gpu: bool = Field(False, description="Declares one dedicated backend NIC per GPU.")
-    gpudirect: bool = Field(False, description="Declares GPUDirect RDMA between GPU and NIC.")
+    gpudirect: bool | Literal["detect"] = Field(False, description="Declares GPUDirect RDMA between GPU and NIC; "
+                                                                   "'detect' leaves it to NCCL's detection (no gdr in nccl-topo.xml).")
+    ib_hca: IbHcaFilter | None = Field(None, description="NCCL_IB_HCA as NCCL takes it ('mlx5', '^mlx5_an0', '=mlx5_0:1'): how "
+                                                         "NCCL selects the backend RDMA devices when their names are not written "
+                                                         "('device:') or differ between images.")
     rail_optimized: bool = Field(False, description="NIC i of every node is on rail i.")
     gid_index: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
     traffic_class: int | None = Field(None, ge=0, le=255)
@@ -293,6 +352,16 @@ class DeclaresSpec(Spec):
 class RuleSetting(Spec):
     severity: Literal["error", "warning", "info", "off"]
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
+
+
+EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": r"^[A-Z_][A-Z0-9_]*$"}),
+                    _check_pattern(r"[A-Z_][A-Z0-9_]*", "an environment variable name (upper-case letters, digits, '_')",
+                                   "NCCL_IB_TIMEOUT")]
+EnvValue = Annotated[str, Field(max_length=4096), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
+                                                                  str(v) if isinstance(v, (int, float)) else v),
+                     _check_pattern(r"[A-Za-z0-9_./:,=@%+^-]*", "a value env files and nccl.conf take verbatim "
+                                    "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")]
+"""An environment value: strings as written, numbers as written, booleans as 1/0."""
 
 
 class NodeSpec(Spec):
@@ -315,6 +384,10 @@ class NodeSpec(Spec):
     ssds: list[SsdSpec] = Field(default_factory=list)
     backend: BackendSpec | None = None
     rules: dict[str, RuleSetting] = Field(default_factory=dict, description="Per-rule severity changes, by id or name.")
+    environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
+        "Extra settings for this platform, e.g. the NCCL settings its vendor documents (NCCL_IB_QPS_PER_CONNECTION: 4): "
+        "NCCL_* names go to nccl.conf and launch.env (replacing hwspec's own value of the same name), others to "
+        "launch.env only. HW701 warns about NCCL_* names NCCL does not know."))
 
 
 # ---------------------------------------------------------------- cluster
@@ -394,3 +467,6 @@ class ClusterSpec(Spec):
     world_size: int | None = Field(None, ge=1, description="Declared number of ranks (GPUs).")
     nvlink_domain: NvlinkDomainSpec | None = Field(None, description="NVLink domains spanning several nodes (racks such as GB200 NVL72).")
     rules: dict[str, RuleSetting] = Field(default_factory=dict)
+    environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
+        "Extra cluster-wide settings: NCCL_* names go to the cluster's nccl.conf and cluster.env, others to cluster.env. "
+        "HW811 warns about NCCL_* names NCCL does not know."))

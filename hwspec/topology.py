@@ -213,6 +213,17 @@ class Topology:
         """The logical CPUs of a NUMA node (empty for an unknown node)."""
         return next((s.cpus for s in self.platform.sockets if s.numa_node == numa_node), ())
 
+    def physical_cores(self, socket_id: str) -> int:
+        """Physical cores in a NUMA node's CPU list: its logical CPUs over the part's threads per
+        core (a VM's 24 vCPUs on a 2-thread part are 12 cores)."""
+        socket = self.platform.socket_by_id[socket_id]
+        return len(socket.cpus) // max(1, socket.threads_per_core)
+
+    def cores_per_rank(self, socket_id: str) -> int:
+        """Physical cores each rank bound to this NUMA node gets: its CPU list's cores divided by
+        the GPUs (local ranks) on it; all of them when it has no GPU. May be 0 (HW504 warns)."""
+        return self.physical_cores(socket_id) // max(1, len(self.gpus_on(socket_id)))
+
     def gpus_on(self, socket_id: str) -> tuple[Gpu, ...]:
         """The GPUs whose PCIe tree leads to `socket_id`, by index."""
         return self._gpus_on.get(socket_id, ())

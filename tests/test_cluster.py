@@ -60,6 +60,10 @@ def test_clean_rail_optimized_cluster_has_no_findings():
     ("mixed_gpu_counts.yaml", [
         "mixed_gpu_counts.yaml:6:16: error[HW810 uniform-gpus-per-node]: nodes[1] (one-gpu) has 1 GPUs per node, "
         "nodes[0] (minimal) has 2\n  hint: split the cluster, or use node platforms with equal GPU counts"]),
+    ("nccl_variable_unknown.yaml", [
+        "nccl_variable_unknown.yaml:15:21: warning[HW811 cluster-nccl-variable-known]: environment: NCCL does not read "
+        "NCCL_IB_TIMEOUTS\n  hint: did you mean NCCL_IB_TIMEOUT? a variable of a newer NCCL or a plugin is fine: change "
+        "this rule under 'rules:' with the reason"]),
     ("rail_declaration_mismatch.yaml", [
         "rail_declaration_mismatch.yaml:12:13: warning[HW809 rail-declaration]: minimal declares rail_optimized: true, "
         "but this cluster's backend is single-switch"]),

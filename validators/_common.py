@@ -6,9 +6,11 @@ directory a private package, so nothing here is importable as `validators`.
 
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
+from hwspec.errors import nearest
 from hwspec.model import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
+from hwspec.nccl_env import KNOWN
 from hwspec.topology import RDMA_TRANSPORTS  # noqa: F401  (re-exported for the rule modules)
 
 T = TypeVar("T")  # a model item with an `id`
@@ -93,3 +95,17 @@ def connection_at(connection: NvlinkConnection) -> tuple:
     """Where a finding about one GPU pair points: its entry in an explicit `nvlink.topology`
     list, or the named pattern it comes from."""
     return FABRIC_AT if connection.entry is None else FABRIC_AT + (connection.entry,)
+
+
+# ---------------------------------------------------------------- environment
+
+
+def unknown_nccl_names(ctx: Any) -> Iterator[Any]:
+    """Findings for the NCCL_* names of `ctx.platform.environment` outside `hwspec.nccl_env.KNOWN`."""
+    for name in ctx.platform.environment:
+        if name.startswith("NCCL_") and name not in KNOWN:
+            guess = nearest(name, sorted(KNOWN))
+            yield ctx.finding(f"environment: NCCL does not read {name}",
+                              at=(None, "environment", name),
+                              hint=(f"did you mean {guess}? " if guess else "") + "a variable of a newer NCCL or a "
+                                   "plugin is fine: change this rule under 'rules:' with the reason")

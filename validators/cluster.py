@@ -8,7 +8,7 @@ import math
 
 from hwspec.rules import Context, rule
 
-from ._common import gbit, number
+from ._common import gbit, number, unknown_nccl_names
 
 
 def _tbit(rate: float) -> str:
@@ -227,3 +227,13 @@ def uniform_gpus_per_node(ctx: Context):
             yield ctx.finding(f"nodes[{index}] ({group.platform.name}) has {group.gpus_per_node} GPUs per node, "
                               f"nodes[0] ({first.platform.name}) has {first.gpus_per_node}",
                               at=("nodes", index, "platform"), hint="split the cluster, or use node platforms with equal GPU counts")
+
+
+@rule("HW811", "cluster-nccl-variable-known", "warning", scope="cluster")
+def cluster_nccl_variable_known(ctx: Context):
+    """Every NCCL_* name under the cluster's `environment:` is a variable NCCL reads.
+
+    NCCL ignores variables it does not know, silently: a misspelt name leaves the setting the
+    fabric's vendor documents out of effect on every node.
+    """
+    yield from unknown_nccl_names(ctx)

@@ -129,20 +129,27 @@ def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
 
 @rule("HW206", "nic-names")
 def nic_names(ctx: Context) -> Iterator[Finding]:
-    """NIC device and interface names are unique, and each NIC has the names its transport needs.
+    """NIC device and interface names are unique; backend RDMA NICs are all named or all left to NCCL; each NIC has the interface its transport needs.
 
-    RDMA transports (rocev2, infiniband) are addressed by device (`NCCL_IB_HCA=mlx5_0`); RoCE
-    and TCP need the network interface (`NCCL_SOCKET_IFNAME`, GID lookup). A missing or shared
-    name makes the generated environment pick the wrong NIC or none.
+    RDMA devices (rocev2, infiniband) may be left unnamed: NCCL then picks them itself, or by
+    the filter in `backend.ib_hca`. But when some backend NICs are named and others not, the
+    exact-name NCCL_IB_HCA built from the named ones would leave the others out. Sockets (TCP)
+    and host RoCE NICs need the network interface (`NCCL_SOCKET_IFNAME`); a backend RoCE NIC
+    is reached through its RDMA device, whose GID NCCL finds itself. A shared name makes the
+    generated environment pick the wrong NIC.
     """
     p = ctx.platform
     devices: dict[tuple[str, int], Nic] = {}
     interfaces: dict[str, Nic] = {}
+    rdma = [n for n in p.backend_nics if n.transport in RDMA_TRANSPORTS]
+    named = [n for n in in_file_order(p, rdma) if n.device is not None]
     for nic in in_file_order(p, p.nics):
-        if nic.transport in RDMA_TRANSPORTS and nic.device is None:
-            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the RDMA device name ('device:')",
-                              at=(nic.id, "device"), hint="e.g. 'device: mlx5_0', as 'ibv_devices' shows it")
-        if nic.transport in ("rocev2", "tcp") and nic.interface is None:
+        if nic in rdma and nic.device is None and named and (p.backend is None or p.backend.ib_hca is None):
+            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the RDMA device name ('device:'), "
+                              f"as {named[0].id} has one",
+                              at=(nic.id, "device"), hint="e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none "
+                                                          "and let NCCL pick them (optionally by 'backend.ib_hca')")
+        if (nic.transport == "tcp" or (nic.transport == "rocev2" and nic.role != "backend")) and nic.interface is None:
             yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the network interface name ('interface:')",
                               at=(nic.id, "interface"), hint="e.g. 'interface: eth0', as 'ip link' shows it")
         if nic.device is not None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from hwspec.cluster import Cluster
 from hwspec.generate import GenContext, GenerationError, Plan, generator, render_all
-from hwspec.generators.launch import Setting
+from hwspec.generators.launch import Setting, merge_environment
+from hwspec.nccl_env import is_nccl
 
 
 def rail_optimized(cluster: Cluster) -> bool | None:
@@ -63,6 +64,10 @@ def cluster_launch(ctx: GenContext) -> Plan:
         Setting("HWSPEC_RDZV_PORT", str(cluster.rendezvous_port), "port of the rendezvous on the first node"),
     ]  # not HWSPEC_DIR: the scripts default it and must keep a value the user exported
     env += domain_env(cluster)
+    nccl_extra = {k: v for k, v in cluster.environment.items() if is_nccl(k)}
+    cluster_settings = merge_environment(cluster_settings, nccl_extra, "the cluster's")
+    env = merge_environment(env, {k: v for k, v in cluster.environment.items() if not is_nccl(k)}, "the cluster's")
+    env += [s for s in cluster_settings if s.name in nccl_extra]
     cpus = min(sum(len(s.cpus) for s in g.platform.sockets) for g in cluster.groups)
     return {
         "nccl.conf": ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings),

@@ -189,10 +189,16 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         if item.id not in placed:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
-    if any(c.b == NVSWITCH for c in platform.nvlinks):
-        top.append(_node_line(NVSWITCH, "nvswitch", label("NVSwitch")))
-        placed.add(NVSWITCH)
+    for switch in _switches(platform):
+        top.append(_node_line(switch, "nvswitch", label("NVSwitch" if switch == NVSWITCH else f"{switch}: NVSwitch")))
+        placed.add(switch)
     return top, placed
+
+
+def _switches(platform: Platform) -> list[str]:
+    """The NVSwitch ids GPUs are linked to, in the order written ("nvswitch" when the file
+    describes no switch chips)."""
+    return list(dict.fromkeys(c.b for c in platform.nvlinks if c.b not in platform.gpu_by_id and c.b != c.a))
 
 
 def _edges(platform: Platform, placed: set[str]) -> list[str]:
@@ -243,7 +249,7 @@ def _nvlink_matrix(platform: Platform) -> str | None:
         return None
     gpus = [g.id for g in platform.gpus]
     links = {(c.a, c.b): c.links for c in platform.nvlinks} | {(c.b, c.a): c.links for c in platform.nvlinks}
-    columns = gpus + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    columns = gpus + _switches(platform)
     cell = '<td align="center">{}</td>'
     rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(g)}</b>") for g in columns) + "</tr>"]
     for a in gpus:
@@ -274,7 +280,7 @@ def topology_view(platform: Platform) -> dict[str, Any]:
 def device_ids(platform: Platform) -> list[str]:
     """Every id drawn as a node (the legend aside)."""
     ids = [s.id for s in platform.sockets] + [i.id for i in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)]
-    return ids + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    return ids + _switches(platform)
 
 
 @generator("diagram")

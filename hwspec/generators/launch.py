@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.generators.nccl import net_name
 from hwspec.model import Gpu, Nic, Platform, Socket
+from hwspec.nccl_env import is_nccl
 from hwspec.topology import PATH_TYPES, Topology
 
 MAX_IB_HCAS = 32
@@ -26,10 +27,11 @@ MAX_IB_HCAS = 32
 
 @dataclass(frozen=True)
 class Setting:
-    """One `NAME=value` line and the comment that explains it."""
+    """One `NAME=value` line and the comment that explains it; with `value` None, only the
+    comment is written (a setting deliberately left to NCCL, and why)."""
 
     name: str
-    value: str
+    value: str | None
     why: str
 
 
@@ -84,14 +86,13 @@ def topo_file(install_dir: str) -> str:
 
 
 def omp_threads(topology: Topology) -> int:
-    """Physical cores per rank when every rank is bound to its GPU's NUMA node: the socket's
-    cores shared by the GPUs on it (the smallest share on the node); without NUMA placement,
-    all cores over all GPUs."""
+    """Physical cores per rank when every rank is bound to its GPU's NUMA node: the cores in
+    the NUMA node's CPU list shared by the GPUs on it (`Topology.cores_per_rank`, the smallest
+    share on the node, at least 1); without NUMA placement, all cores over all GPUs."""
     platform = topology.platform
     if platform.gpus and all(g.socket is not None for g in platform.gpus):
-        on = {g.socket for g in platform.gpus}
-        return max(1, min(platform.socket_by_id[s].cores // len(topology.gpus_on(s)) for s in on))
-    cores = sum(s.cores for s in platform.sockets)
+        return max(1, min(topology.cores_per_rank(s) for s in {g.socket for g in platform.gpus}))
+    cores = sum(topology.physical_cores(s.id) for s in platform.sockets)
     return max(1, cores // max(1, len(platform.gpus)))
 
 
@@ -104,6 +105,26 @@ def gdr_level(topology: Topology) -> str | None:
     return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
 
 
+def _ib_hca(platform: Platform) -> list[Setting]:
+    """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
+    name when every one is named; else nothing, left to NCCL's own selection, and said so. An
+    exact-match filter is never built from names the file does not state."""
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    if platform.backend.ib_hca is not None:
+        return [Setting("NCCL_IB_HCA", platform.backend.ib_hca,
+                        "the backend RDMA NICs, selected by the filter the platform declares (backend.ib_hca)")]
+    if not hcas:
+        return []
+    if any(not n.device for n in hcas):
+        return [Setting("NCCL_IB_HCA", None,
+                        "NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend "
+                        "NICs itself (declare backend.ib_hca to filter them)")]
+    if len(hcas) > MAX_IB_HCAS:
+        raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
+    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
+                    "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives")]
+
+
 def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
     """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
     (the cluster's rail layout) overrides the platform's own declaration when given."""
@@ -113,16 +134,7 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
     rdma = backend is not None and backend.transport != "tcp"
     tcp = backend is not None and backend.transport == "tcp"
     if rdma:
-        hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
-        unnamed = [n.id for n in hcas if not n.device]
-        if unnamed:
-            raise GenerationError(f"{platform.file}: backend NIC(s) {', '.join(unnamed)} have no RDMA device name "
-                                  "(`device:`), so NCCL_IB_HCA cannot name them")
-        if len(hcas) > MAX_IB_HCAS:
-            raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
-        if hcas:
-            settings.append(Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
-                                    "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives"))
+        settings.extend(_ib_hca(platform))
     if tcp:
         socket_nics = [n for n in topology.collective_nics if n.interface]
         why = "TCP backend: collectives and bootstrap run over these interfaces"
@@ -150,7 +162,22 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
                                 if rails else "no rail-optimized fabric: rings may cross NICs"))
     settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir),
                             f"this platform's nccl-topo.xml, installed under {install_dir}/"))
-    return settings
+    return merge_environment(settings, {k: v for k, v in platform.environment.items() if is_nccl(k)}, "the platform's")
+
+
+def merge_environment(settings: list[Setting], extra: dict[str, str], whose: str) -> list[Setting]:
+    """`settings` with the `environment:` entries `extra` merged in: an entry replaces a
+    generated setting of the same name in place (the comment says so), the others follow in
+    the order written."""
+    merged = []
+    for setting in settings:
+        if setting.name in extra:
+            was = "unset" if setting.value is None else setting.value
+            setting = Setting(setting.name, extra[setting.name], f"set by {whose} environment: (hwspec would write {was}: {setting.why})")
+        merged.append(setting)
+    done = {s.name for s in merged}
+    merged += [Setting(name, value, f"set by {whose} environment:") for name, value in extra.items() if name not in done]
+    return merged
 
 
 def _settings(ctx: GenContext) -> list[Setting]:
@@ -176,6 +203,7 @@ def launch_env(ctx: GenContext) -> Plan:
     launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
                 Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do"),
                 Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node")]
+    launcher = merge_environment(launcher, {k: v for k, v in platform.environment.items() if not is_nccl(k)}, "the platform's")
     return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx))}
 
 

@@ -88,7 +88,9 @@ def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
         raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
                               "through the PCIe tree, so they have no place in the topology file")
     total = max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
-    gdr = "1" if platform.backend is not None and platform.backend.gpudirect else "0"
+    # gdr: declared, or (backend.gpudirect: detect) left out for NCCL's detection to fill in
+    detect = platform.backend is not None and platform.backend.gpudirect is None
+    gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
     nvlinks = _nvlinks(platform)
     wanted = _wanted(topology)
     net_devs = iter(range(len(platform.nics)))
@@ -102,8 +104,7 @@ def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
             item = platform.by_id[child]
             if isinstance(item, Gpu):
                 links = [] if detail != "complete" else nvlinks.get(item.id, [])
-                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)),
-                                      ("gdr", gdr)],
+                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)), *gdr],
                               [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)])
                                for target, tclass, count in links])
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
@@ -114,7 +115,7 @@ def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
                 nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
-                                        ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")])
+                                        ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])])
                         for n in ports if net_name(n) is not None and n.role != "management"]
                 nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
                                      [XmlNode("nic", [], nets)] if nets and detail != "skeleton" else []))
@@ -153,7 +154,10 @@ def _wanted(topology: Topology) -> set[str]:
 
 
 def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
-    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed."""
+    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed.
+    An NVSwitch is named by its bus id, as NCCL's own dump does; a switch the OS does not show
+    (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry."""
+    switch_bus = {s.id: s.bus for s in platform.baseboard.nvswitches} if platform.baseboard else {}
     counts: dict[str, dict[tuple[str, str], int]] = {}
     for link in platform.nvlinks:
         ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
@@ -161,7 +165,7 @@ def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
             if peer in platform.gpu_by_id:
                 key = (platform.gpu_by_id[peer].bus, TCLASS_GPU)
             else:
-                key = (NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
+                key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
             per_gpu = counts.setdefault(gpu, {})
             per_gpu[key] = per_gpu.get(key, 0) + link.links
     return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
