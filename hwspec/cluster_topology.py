@@ -75,10 +75,14 @@ class ClusterTopology:
             return tuple((name, nodes) for nodes, name in pods.items())
         return tuple((leaf.id, leaf.nodes) for leaf in fabric.leaves)
 
+    @cached_property
+    def _leaf_group_stops(self) -> list[int]:
+        return [nodes.stop for _, nodes in self.leaf_groups]
+
     def leaf_group_of(self, node: int) -> int:
-        """Index into `leaf_groups` of the group holding cluster node `node`."""
-        stops = [nodes.stop for _, nodes in self.leaf_groups]
-        return bisect.bisect_right(stops, node)
+        """Index into `leaf_groups` of the group holding cluster node `node` (leaf groups hold
+        consecutive node ranges)."""
+        return bisect.bisect_right(self._leaf_group_stops, node)
 
     @cached_property
     def domains_split_by_leaves(self) -> tuple[int, ...]:

@@ -21,7 +21,7 @@ import yaml
 
 from hwspec.cluster import Cluster
 from hwspec.cluster_topology import ClusterTopology
-from hwspec.generate import GenContext, GenerationError, generator
+from hwspec.generate import GenContext, generator
 from hwspec.generators.launch import Setting
 from hwspec.hostlist import compress
 
@@ -160,9 +160,7 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
     """`slurm/topology.yaml`, `kubernetes/topology.yaml` and `kubernetes/label-nodes.sh`."""
     topology: ClusterTopology = ctx.topology
     cluster = topology.platform
-    name = k8s_name(cluster.name)
-    if not name:
-        raise GenerationError(f"{cluster.file}: cluster name {cluster.name!r} gives no Kubernetes name")
+    name = k8s_name(cluster.name)  # never empty: an id starts with a letter
     slurm_note = ("# Slurm 25.05+ topology.yaml(5). Slurm reads this file instead of topology.conf when both exist\n"
                   "# (install one of them beside slurm.conf). Partitions choose a topology with Topology=<name>.\n")
     if cluster.nvlink_domains is not None:
