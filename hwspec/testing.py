@@ -1135,6 +1135,19 @@ def _cluster_fault(draw, rules: frozenset[str], kwargs: dict) -> tuple[Fault, Cl
         world = cluster["nodes"][0]["count"] * len(files.node["gpus"])
         cluster["world_size"] = world + draw(st.integers(1, 8), label="off by")
         return Fault("HW806", ("world_size",), f"world_size is {cluster['world_size']}, the nodes hold {world}"), ClusterFiles(cluster, files.node)
+    if rule in ("HW821", "HW822"):
+        files = draw(_cluster_files(**{**kwargs, "nvlink_domains": True}))
+        cluster = copy.deepcopy(files.cluster)
+        domain = cluster["nvlink_domain"]
+        count = cluster["nodes"][0]["count"]
+        if rule == "HW821":
+            domain["nodes"] = count + 1
+            return Fault("HW821", ("nvlink_domain", "nodes"), f"{count} nodes in one domain of {count + 1}"), ClusterFiles(cluster, files.node)
+        catalogue = _parts("gpus")
+        links = domain["nodes"] * sum(catalogue[g["part"]].fabric.links for g in files.node["gpus"])
+        domain["switch_trays"], domain["switch_ports"] = 1, links - 1
+        return (Fault("HW822", ("nvlink_domain", "switch_ports"), f"one switch tray of {links - 1} ports for {links} GPU links"),
+                ClusterFiles(cluster, files.node))
     files = draw(_cluster_files(**{**kwargs, "backend_network": True}))
     cluster = copy.deepcopy(files.cluster)
     speed = cluster["backend"]["speed"]
@@ -1142,14 +1155,15 @@ def _cluster_fault(draw, rules: frozenset[str], kwargs: dict) -> tuple[Fault, Cl
     return Fault("HW807", ("backend", "speed"), f"the backend network runs at {cluster['backend']['speed']}, the NICs at {speed}"), ClusterFiles(cluster, files.node)
 
 
-CLUSTER_FAULT_RULES = ("HW805", "HW806", "HW807")
+CLUSTER_FAULT_RULES = ("HW805", "HW806", "HW807", "HW821", "HW822")
 """The cluster rules `faulty_cluster_specs` has mutations for."""
 
 
 def faulty_cluster_specs(*, rules: Iterable[str] | None = None, **kwargs: Any) -> st.SearchStrategy[tuple[Fault, ClusterFiles]]:
     """`(Fault, ClusterFiles)`: a valid `cluster_specs(**kwargs)` cluster with one fault in the
     cluster file (duplicate hostnames HW805, wrong world size HW806, backend speed unlike the
-    NICs' HW807). `Fault.path` is a path in the cluster file."""
+    NICs' HW807, an NVLink domain larger than the cluster HW821, too few NVLink switch ports
+    HW822). `Fault.path` is a path in the cluster file."""
     wanted = frozenset(CLUSTER_FAULT_RULES if rules is None else rules)
     if not wanted or wanted - set(CLUSTER_FAULT_RULES):
         raise ValueError(f"cluster faults cover {', '.join(CLUSTER_FAULT_RULES)}, not {sorted(wanted)}")
