@@ -45,7 +45,6 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str
 
     Returns the platform and, for a cluster, its distinct node platforms
     (`{node file: platform}`), each loaded once however many nodes use it."""
-    from hwspec.cluster_resolve import load_cluster
     from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
     doc, expanded = read_document(Path(path))
@@ -53,6 +52,8 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str
     if kind == "node":
         return load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs))), {}
     if kind == "cluster":
+        from hwspec.cluster_resolve import load_cluster
+
         nodes: dict[str, Any] = {}
 
         def load_node_file(node_path: Path) -> Any:

@@ -34,7 +34,7 @@ def test_unknown_and_misspelt_keys_are_reported_at_the_key_with_allowed_keys_and
         "  hint: did you mean 'numa_node'? allowed keys here: assumed, cpus, id, memory, numa_node, numa_nodes, override, "
         "part, source",
         "unknown_and_misspelt_keys.yaml:9:1: error[E112]: unknown key 'colour'\n"
-        "  hint: allowed keys here: assumed, backend, baseboard, cpu_interconnect, declares, description, gpus, hwspec, "
+        "  hint: allowed keys here: assumed, backend, baseboard, cpu_interconnect, declares, description, environment, gpus, hwspec, "
         "kind, name, nics, nvlink, pcie, rules, sockets, source, sources, ssds, title",
     ]
 
@@ -59,7 +59,7 @@ def test_dangling_reference_suggests_the_nearest_id():
 def test_every_problem_in_a_file_is_reported_with_its_line_and_column():
     assert errors_of("several_errors.yaml") == [
         "several_errors.yaml:6:11: error[E203]: sockets[0]: unknown CPU part 'xeon-platinum-838oh'\n"
-        "  hint: did you mean 'xeon-platinum-8380h'? known CPU parts: epyc-7v12, xeon-platinum-8280, xeon-platinum-8380h, xeon-platinum-8460y",
+        "  hint: did you mean 'xeon-platinum-8380h'? known CPU parts: epyc-7v12, grace, xeon-platinum-8280, xeon-platinum-8380h, xeon-platinum-8460y",
         "several_errors.yaml:7:16: error[E110]: sockets[0].numa_node: Input should be a valid integer, "
         "unable to parse string as an integer, got 'zero'",
         "several_errors.yaml:8:24: error[E110]: sockets[0].memory.capacity: expected a size with a unit, e.g. '40 GiB' "
