@@ -84,3 +84,28 @@ def test_domains_agree_across_slurm_kubernetes_torchrec_and_nccl(files):
     wants_serial = files.cluster["nvlink_domain"].get("clique_id") == "rack-serial" and size > 1
     assert (nccl.get("NCCL_MNNVL_CLIQUE_ID") == "-2") == wants_serial
     assert "NCCL_MNNVL_UUID" not in nccl
+
+
+@settings(max_examples=EXAMPLES)
+@given(cluster_specs(max_nodes=12, max_gpus=4, max_sockets=2))
+def test_scheduler_files_of_any_cluster_follow_the_consumers_grammars(files):
+    """Clusters without NVLink domains too: topology.yaml has only the fabric tree (the cluster
+    default) over every node once; the Kueue documents pass the CRD schemas; every node gets
+    one value per level and the levels nest."""
+    checked = check_cluster_files(files)
+    assert checked.platform is not None and checked.diagnostics == []
+    cluster = checked.platform
+    plan = {path.split("/", 1)[1]: text for path, text in plan_for(checked.topology, only=["scheduler-topology"]).items()}
+    slurm = check_slurm_topology_yaml(plan["slurm/topology.yaml"])
+    assert [t["topology"] for t in slurm] == ["fabric"]
+    leaves = [s for s in slurm[0]["tree"]["switches"] if "nodes" in s]
+    assert sorted(h for s in leaves for h in expand(s["nodes"])) == sorted(cluster.hostnames)
+    levels = [level["nodeLabel"] for level in
+              check_kueue_manifests(plan["kubernetes/topology.yaml"])["Topology"]["spec"]["levels"]]
+    assert DOMAIN not in levels
+    rows = parse_label_script(plan["kubernetes/label-nodes.sh"])
+    assert [node for node, _ in rows] == cluster.hostnames
+    assert all(set(levels[:-1]) <= set(labels) for _, labels in rows)
+    if LEAF in levels:  # the Kubernetes leaf of a node is its Slurm leaf switch
+        slurm_leaf = {h: s["switch"] for s in leaves for h in expand(s["nodes"])}
+        assert all(labels[LEAF] == slurm_leaf[node] for node, labels in rows)
