@@ -83,7 +83,20 @@ def shell_word(value: Any) -> str:
 
 
 INSTALL_ROOT = "/etc/hwspec"
-"""Generated files are installed under INSTALL_ROOT/<platform or cluster>/ on the machines."""
+"""Generated files are installed under INSTALL_ROOT/<platform or cluster>/ on the machines
+(the default of `hwspec generate --install-root`)."""
+
+
+def install_root(root: str) -> str:
+    """`root` checked as an install root: an absolute path of safe characters (it is written
+    into nccl.conf, env files and scripts unquoted), without a trailing slash."""
+    text = str(root)
+    if not text.startswith("/"):
+        raise GenerationError(f"--install-root {text!r}: must be an absolute path (NCCL_TOPO_FILE cannot be relative)")
+    if not SAFE_VALUE.fullmatch(text) or "=" in text or "//" in text or "/../" in f"{text}/" or "/./" in f"{text}/":
+        raise GenerationError(f"--install-root {text!r}: only letters, digits and _./:,@%+^- in plain path "
+                              "components are allowed (it is written unquoted into nccl.conf and scripts)")
+    return text.rstrip("/") or "/"
 
 COMMENT_SYNTAX = {"xml": ("<!--", "-->"), "hash": ("#", ""), "slash": ("//", "")}
 
@@ -153,11 +166,15 @@ class GenerationError(Exception):
     """A generator could not produce valid output (message names the platform and file)."""
 
 
-def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[str] = ()) -> Plan:
+def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
+             root: str = INSTALL_ROOT) -> Plan:
     """Render every generator for `topology` (a node's or cluster's) into
-    `{<platform name>/<path>: text}` (sorted)."""
+    `{<platform name>/<path>: text}` (sorted), for installation under `root`/<platform name>/
+    on the machines."""
     env = template_environment(template_dirs)
-    plan = {f"{topology.name}/{path}": text for path, text in render_all(topology, env, only=only).items()}
+    install_dir = f"{install_root(root).rstrip('/')}/{topology.name}"
+    plan = {f"{topology.name}/{path}": text
+            for path, text in render_all(topology, env, only=only, install_dir=install_dir).items()}
     return dict(sorted(plan.items()))
 
 

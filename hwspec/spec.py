@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from hwspec.expand import Substituted
 from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
 
 Bandwidth = Annotated[ByteRate, Field(gt=0)]
@@ -61,6 +62,13 @@ NicRole = Literal["backend", "ingestion", "frontend", "management"]
 PCIE_GEN_RATES: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
 
 
+def _is_integer(value: object) -> bool:
+    """An int, or a float with no fraction (JSON Schema's "integer" counts 12.0 as one)."""
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class Spec(BaseModel):
     """Base of every spec model: unknown keys are errors; `source`/`assumed` are notes."""
 
@@ -68,6 +76,22 @@ class Spec(BaseModel):
 
     source: str | None = Field(None, description="Where the values of this entry come from.")
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _integers_are_written_as_numbers(cls, value: object, info: ValidationInfo) -> object:
+        """A whole number is written as a number: `2` (or `2.0`), not `"2"` or `true` (pydantic
+        would coerce them; the JSON Schema does not, and neither does hwspec). The text of a
+        `${...}` placeholder (`slot: ${g}`) is the one string accepted there."""
+        field = cls.model_fields.get(info.field_name or "")
+        plain_integer = (field is not None and field.annotation in (int, int | None)
+                         and not any(hasattr(m, "func") for m in field.metadata))  # unit types parse their strings
+        if plain_integer and value is not None and not _is_integer(value) and not isinstance(value, Substituted):
+            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+                raise PydanticCustomError("hwspec_integer", f"'{value}' is a string: write the number without quotes ({value.strip()})")
+            shown = f"'{value}'" if isinstance(value, str) else str(value).lower()
+            raise PydanticCustomError("hwspec_integer", f"{shown} is not a whole number, e.g. 2")
+        return value
 
 
 class PhysicalLink(Spec):

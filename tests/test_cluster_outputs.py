@@ -175,7 +175,7 @@ def test_sbatch_runs_torchrun_through_node_launch_and_bind_on_every_node(tmp_pat
     srun, torchrun = log.read_text().splitlines()
     assert srun == f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 {install}/node-launch.sh python3 train.py"
     assert torchrun == (f"torchrun --no-python {install}/nodes/zionex/bind.sh python3 train.py NNODES=2 NPROC=8 "
-                        f"RDZV=zionex03:29500 CROSS=1 HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1")
+                        f"RDZV=10.16.0.4:29500 CROSS=1 HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1")
 
 
 def test_node_launch_refuses_a_host_that_is_not_in_the_cluster(tmp_path):
@@ -185,7 +185,8 @@ def test_node_launch_refuses_a_host_that_is_not_in_the_cluster(tmp_path):
     result = subprocess.run(["sh", str(GENERATED / "zionex-16" / "node-launch.sh"), "true"], capture_output=True, text=True,
                             env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HWSPEC_DIR": str(GENERATED / "zionex-16")})
     assert result.returncode == 2
-    assert result.stderr == f"node-launch.sh: host 'stranger' is not in {GENERATED / 'zionex-16'}/hosts.tsv\n"
+    assert result.stderr == (f"node-launch.sh: host 'stranger' is not in {GENERATED / 'zionex-16'}/hosts.tsv "
+                             "(set HWSPEC_NODE to this node's name there)\n")
 
 
 def test_cluster_roofline_aggregates_and_hierarchical_bounds():

@@ -129,10 +129,18 @@ def test_torchrec_builds_the_topology_with_its_pod_size():
     types = pytest.importorskip("torchrec.distributed.planner.types")
     import inspect
 
-    kwargs = json.loads((GENERATED / "gb200-nvl72" / "torchrec-topology.json").read_text())["topology_kwargs"]
+    doc = json.loads((GENERATED / "gb200-nvl72" / "torchrec-topology.json").read_text())
+    kwargs = doc["topology_kwargs"]
     accepted = inspect.signature(types.Topology).parameters
     topology = types.Topology(**{k: v for k, v in kwargs.items() if k in accepted})
     assert topology._intra_group_size == 72  # pod_size x local_world_size: the NVLink domain's GPUs
+    factory = doc["factory"]
+    assert factory["trainer_config"]["pod_size"] == 18
+    built = types.TopologyFactory.create_topology(
+        trainer_config=types.TrainerConfig(**factory["trainer_config"]),
+        hardware_config=types.HardwareConfig(**factory["hardware_config"]),
+        kernel_config=types.KernelConfig(**factory["kernel_config"]))
+    assert built._intra_group_size == 72 and built.world_size == 72
 
 
 # ---------------------------------------------------------------- rules and errors

@@ -269,7 +269,7 @@ def test_torchrec_kwargs_zionex():
         "hbm_mem_bw": 1555e9 / 1000,                 # bytes per millisecond from here on
         "ddr_mem_bw": 40e9 / 1000,
         "hbm_to_ddr_mem_bw": PCIE4_X16 / 1000,
-        "intra_host_bw": 300e9 / 1000,
+        "intra_host_bw": 2 * 300e9 / 1000,           # both directions: TorchRec's NVLink convention
         "inter_host_bw": 25e9 / 1000,
     }
     assert isinstance(kwargs["hbm_cap"], int) and isinstance(kwargs["ddr_cap"], int)
@@ -281,7 +281,7 @@ def test_torchrec_kwargs_zion_share_the_cpu_nics():
     kwargs = json.loads(_plan("zion")["zion/torchrec-topology.json"])["topology_kwargs"]
     assert set(kwargs) <= TORCHREC_TOPOLOGY_SIGNATURE
     assert kwargs["inter_host_bw"] == 4 * 12.5e9 / 8 / 1000
-    assert kwargs["intra_host_bw"] == 150e9 / 1000 and kwargs["hbm_mem_bw"] == 900e9 / 1000
+    assert kwargs["intra_host_bw"] == 2 * 150e9 / 1000 and kwargs["hbm_mem_bw"] == 900e9 / 1000
     assert kwargs["hbm_to_ddr_mem_bw"] == PCIE3_X16 / 1000 and kwargs["hbm_cap"] == 32 * GIB
 
 

@@ -13,6 +13,7 @@ install dir is `/etc/hwspec/<platform>` (or, for a node of a cluster,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
@@ -122,7 +123,7 @@ def _ib_hca(platform: Platform) -> list[Setting]:
     if len(hcas) > MAX_IB_HCAS:
         raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
     return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
-                    "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives")]
+                    "the backend RDMA NICs, by exact name (leading equals sign) and port; nothing else carries collectives")]
 
 
 def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
@@ -180,17 +181,48 @@ def merge_environment(settings: list[Setting], extra: dict[str, str], whose: str
     return merged
 
 
+NCCL_CONF_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+NCCL_CONF_MAX = 1023
+"""NCCL copies at most 1023 characters of a name and of a value."""
+
+
+def nccl_conf_text(text: str, source: str) -> str:
+    """`text` made safe for every NCCL version's nccl.conf reader. NCCL reads `NAME=value`
+    lines verbatim (value: everything after the first `=`); a line without `=` is skipped.
+    Before NCCL 2.26.2 a `#` line is not a comment to NCCL: only the missing `=` skips it, so
+    a comment containing `=` sets a junk variable. So every `=` in a comment line is written
+    as `%3D`; every other non-blank line must be NAME=value with a valid name and short enough
+    not to be cut, or generation fails naming `source`."""
+    out = []
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        body = line.rstrip("\n")
+        if body.startswith("#"):
+            out.append(line.replace("=", "%3D"))
+            continue
+        if not body:
+            out.append(line)
+            continue
+        name, equals, value = body.partition("=")
+        if not equals or not NCCL_CONF_NAME.fullmatch(name) or len(name) > NCCL_CONF_MAX or len(value) > NCCL_CONF_MAX:
+            raise GenerationError(f"{source}: nccl.conf line {number} is not NAME=value as NCCL reads it "
+                                  f"(name [A-Z0-9_], at most {NCCL_CONF_MAX} characters each): {body[:80]!r}")
+        out.append(line)
+    return "".join(out)
+
+
 def _settings(ctx: GenContext) -> list[Setting]:
     return nccl_settings(ctx.topology, ctx.install_dir, ctx.rail_optimized)
 
 
 @generator("nccl-conf")
 def nccl_conf(ctx: GenContext) -> Plan:
-    """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment."""
+    """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment, in the
+    form every NCCL version reads the same (`nccl_conf_text`)."""
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    return {"nccl.conf": ctx.render("nccl.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir))}
+    text = ctx.render("nccl.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir))
+    return {"nccl.conf": nccl_conf_text(text, platform.file)}
 
 
 @generator("launch-env")
