@@ -100,6 +100,34 @@ def test_nvl72_rack_states_one_72_gpu_domain_to_every_consumer():
     assert 'subgraph "cluster_nvl72-rack0"' in dot and "18 nodes, 72 GPUs, 9 NVLink switch trays, 900 GB/s per GPU" in dot
 
 
+def block_conf(text: str) -> tuple[list[tuple[str, str]], list[int]]:
+    """topology.conf(5) for topology/block: `BlockName=... Nodes=...` lines and one
+    `BlockSizes=a,b,...` line, whitespace-separated key=value pairs, '#' comments."""
+    blocks, sizes = [], None
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        pairs = dict(pair.split("=", 1) for pair in line.split())
+        if "BlockName" in pairs:
+            assert set(pairs) == {"BlockName", "Nodes"}, line
+            blocks.append((pairs["BlockName"], pairs["Nodes"]))
+        else:
+            assert set(pairs) == {"BlockSizes"} and sizes is None, line
+            sizes = [int(x) for x in pairs["BlockSizes"].split(",")]
+    return blocks, sizes
+
+
+@pytest.mark.parametrize("cluster", ["gb200-nvl72", "gb200-nvl72-x4"])
+def test_block_topology_conf_has_the_blocks_of_topology_yaml(cluster):
+    block = check_slurm_topology_yaml((GENERATED / cluster / "slurm" / "topology.yaml").read_text())[0]["block"]
+    blocks, sizes = block_conf((GENERATED / cluster / "slurm" / "topology-block.conf").read_text())
+    assert blocks == [(b["block"], b["nodes"]) for b in block["blocks"]] and sizes == block["block_sizes"]
+
+
+def test_clusters_without_domains_get_no_block_topology_conf():
+    assert not (GENERATED / "zionex-16" / "slurm" / "topology-block.conf").exists()
+
+
 def test_four_racks_are_four_blocks_under_two_pods():
     out = GENERATED / "gb200-nvl72-x4"
     slurm = check_slurm_topology_yaml((out / "slurm" / "topology.yaml").read_text())

@@ -3,6 +3,8 @@
 - `slurm/topology.yaml` (Slurm 25.05+, topology.yaml(5)): a `block` topology whose blocks are
   the NVLink domains (`block_sizes`: the domain size and its power-of-two multiples), and a
   `tree` topology of the backend fabric (the same switches as `slurm/topology.conf`).
+- `slurm/topology-block.conf` (clusters with NVLink domains; Slurm 23.11-24.11 with
+  `TopologyPlugin=topology/block`, topology.conf(5)): the same blocks as `BlockName=` lines.
 - `kubernetes/topology.yaml`: a Kueue `Topology` (ordered node-label levels, hostname lowest)
   and a `ResourceFlavor` that uses it; `kubernetes/label-nodes.sh` puts those labels on the
   nodes with `kubectl label`.
@@ -157,7 +159,8 @@ def _yaml(data) -> str:
 
 @generator("scheduler-topology", kinds=("cluster",))
 def scheduler_topology(ctx: GenContext) -> dict[str, str]:
-    """`slurm/topology.yaml`, `kubernetes/topology.yaml` and `kubernetes/label-nodes.sh`."""
+    """`slurm/topology.yaml`, `slurm/topology-block.conf` (with NVLink domains),
+    `kubernetes/topology.yaml` and `kubernetes/label-nodes.sh`."""
     topology: ClusterTopology = ctx.topology
     cluster = topology.platform
     name = k8s_name(cluster.name)  # never empty: an id starts with a letter
@@ -183,8 +186,20 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
     for host, labels in node_labels(topology):
         lines.append("label " + " ".join(shlex.quote(part) for part in
                                          (host, *(f"{key}={value}" for key, value in labels.items()))))
+    slurm_documents = slurm_topologies(topology)
+    plan = {}
+    if cluster.nvlink_domains is not None:
+        block = slurm_documents[0]["block"]
+        plan["slurm/topology-block.conf"] = (
+            ctx.header("hash")
+            + "# Slurm 23.11-24.11: topology.conf for TopologyPlugin=topology/block (install it as topology.conf\n"
+              "# and set TopologyPlugin=topology/block in slurm.conf). One block per NVLink domain, in\n"
+              "# node order; Slurm pairs neighbouring blocks into the larger BlockSizes.\n"
+            + "".join(f"BlockName={b['block']} Nodes={b['nodes']}\n" for b in block["blocks"])
+            + "BlockSizes=" + ",".join(str(size) for size in block["block_sizes"]) + "\n")
     return {
-        "slurm/topology.yaml": ctx.header("hash") + slurm_note + _yaml(slurm_topologies(topology)),
+        **plan,
+        "slurm/topology.yaml": ctx.header("hash") + slurm_note + _yaml(slurm_documents),
         "kubernetes/topology.yaml": ctx.header("hash") + k8s_note + yaml.safe_dump_all(
             documents, sort_keys=False, default_flow_style=False, width=1000),
         "kubernetes/label-nodes.sh": "\n".join(lines) + "\n",
