@@ -35,17 +35,19 @@ def nvlink_domain_switch_ports(ctx: Context):
     domains = cluster.nvlink_domains
     if domains is None:
         return
-    node_of_group = [(index, group) for index, group in enumerate(cluster.groups)]
-    worst = 0
-    for d in range(domains.count):
+    links_per_node = [sum(g.fabric_links for g in group.platform.gpus) for group in cluster.groups]
+    worst, g = 0, 0
+    for d in range(domains.count):  # domains and groups both in node order: one merged walk
         nodes = domains.nodes(d)
         links = 0
-        for index, group in node_of_group:
-            shared = len(range(max(nodes.start, group.nodes.start), min(nodes.stop, group.nodes.stop)))
-            links += shared * sum(g.fabric_links for g in group.platform.gpus)
+        while g < len(cluster.groups) and cluster.groups[g].nodes.stop <= nodes.start:
+            g += 1
+        k = g
+        while k < len(cluster.groups) and cluster.groups[k].nodes.start < nodes.stop:
+            span = cluster.groups[k].nodes
+            links += len(range(max(nodes.start, span.start), min(nodes.stop, span.stop))) * links_per_node[k]
+            k += 1
         worst = max(worst, links)
-        if d >= 1 and len(cluster.groups) == 1:
-            break  # one node platform: every full domain needs the same ports
     if worst > domains.switch_port_budget:
         yield ctx.finding(f"a domain's GPUs have {worst} NVLinks, but {domains.switch_trays} switch trays x "
                           f"{domains.switch_ports} ports = {domains.switch_port_budget}", at=("nvlink_domain", "switch_ports"),
