@@ -545,6 +545,30 @@ def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1,
     return specs.flatmap(lambda spec: present_virtually(spec)) if virtual_links else specs
 
 
+ENVIRONMENT_SETTINGS: dict[str, tuple] = {
+    "NCCL_IB_QPS_PER_CONNECTION": (1, 2, 4, 8),
+    "NCCL_IB_TIMEOUT": (18, 20, 22),
+    "NCCL_IB_ADAPTIVE_ROUTING": (True, False),
+    "NCCL_IB_PCI_RELAXED_ORDERING": (1,),
+    "NCCL_DEBUG": ("WARN", "INFO"),
+    "NCCL_CROSS_NIC": (0, 1, 2),
+    "UCX_TLS": ("rc", "ud,rc"),
+    "CUDA_MODULE_LOADING": ("LAZY",),
+}
+"""Settings vendors document, and values for them, that `with_environment` draws from."""
+
+
+@st.composite
+def with_environment(draw, spec: dict) -> dict:
+    """`spec` with an `environment:` of 0-4 settings from ENVIRONMENT_SETTINGS (NCCL names
+    NCCL knows, launcher names; one may replace a setting hwspec writes, NCCL_CROSS_NIC)."""
+    spec = copy.deepcopy(spec)
+    names = draw(st.lists(st.sampled_from(sorted(ENVIRONMENT_SETTINGS)), max_size=4, unique=True), label="settings")
+    if names:
+        spec["environment"] = {name: draw(st.sampled_from(ENVIRONMENT_SETTINGS[name]), label=name) for name in names}
+    return spec
+
+
 @st.composite
 def group_numa_nodes(draw, spec: dict) -> dict:
     """`spec` with some pairs of consecutive sockets grouped into one physical socket (`pkgN`)

@@ -232,3 +232,15 @@ def test_a_cluster_of_a100_vms_validates_clean_and_generates():
     node_env = _settings(plan["nodes/a100-nvswitch-vm/launch.env"])
     assert node_env["OMP_NUM_THREADS"] == "12" and "NCCL_IB_HCA" not in node_env
     assert _settings(plan["nccl.conf"])["NCCL_IB_TIMEOUT"] == "22"
+
+
+def test_slurm_counts_physical_sockets_of_numa_split_nodes():
+    """Slurm's Sockets/CoresPerSocket describe packages (slurmd -C counts them so), while each
+    GPU's Cores= are its NUMA node's cores."""
+    checked = pipeline.check(FIXTURES / "a100_nvswitch_vm_cluster.yaml")
+    plan = {p.split("/", 1)[1]: t for p, t in generate.plan_for(checked.topology).items()}
+    (node,) = [line for line in plan["slurm/slurm.conf"].splitlines() if line.startswith("NodeName=")]
+    assert " Sockets=2 CoresPerSocket=48 ThreadsPerCore=1 " in node
+    cores = [line.split("Cores=")[1].split()[0] for line in plan["slurm/gres.conf"].splitlines()
+             if line.startswith("NodeName=") and "Cores=" in line]
+    assert cores == ["24-47", "24-47", "0-23", "0-23", "72-95", "72-95", "48-71", "48-71"]
