@@ -155,9 +155,20 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     if errors:
         raise HwspecError(errors)
     parts = _resolve_parts(spec, catalogue, locate, doc.file, errors)
+    _check_c2c_parts(spec, parts, error)
     if errors:
         raise HwspecError(errors)
     return resolve_node(spec, parts, doc, expanded)
+
+
+def _check_c2c_parts(spec: NodeSpec, parts: dict[str, BaseModel], error) -> None:
+    """A GPU attached over NVLink-C2C needs a part that has C2C links (`c2c:` in the part)."""
+    for index, gpu in enumerate(spec.gpus):
+        part = parts.get(gpu.id)
+        if gpu.c2c is not None and part is not None and getattr(part, "c2c", None) is None:
+            error(("gpus", index, "c2c"), "E207", f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, "
+                                                  f"but its part '{gpu.part}' has no C2C links",
+                  "add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'")
 
 
 PART_SECTIONS = (("sockets", "cpus", "CPU"), ("gpus", "gpus", "GPU"), ("nics", "nics", "NIC"))
@@ -276,6 +287,10 @@ def _check_references(data: Any, error) -> None:
                        "a socket or PCIe bridge")
     for index, nic in _entries(data, "nics"):
         expect(nic.get("gpu"), ("gpu",), ("nics", index, "gpu"), "a GPU")
+    for index, gpu in _entries(data, "gpus"):
+        c2c = gpu.get("c2c")
+        if isinstance(c2c, dict):
+            expect(c2c.get("socket"), ("socket",), ("gpus", index, "c2c", "socket"), "a socket")
     links = (data.get("cpu_interconnect") or {}).get("links") if isinstance(data.get("cpu_interconnect"), dict) else None
     if isinstance(links, list):
         for index, pair in enumerate(links):

@@ -152,6 +152,17 @@ class Gpu(PcieDevice):
     """AMD: packed hipDeviceArch_t (RCCL's `arch`)."""
     compute_units: int | None = None
     """AMD: compute units (RCCL's `sm`)."""
+    c2c_socket: str | None = None
+    """The socket the GPU's NVLink-C2C links go to (Grace Hopper/Blackwell), None without C2C."""
+    c2c_links: int = 0
+    """NVLink-C2C links to `c2c_socket` (0 without C2C)."""
+    c2c_link_bandwidth: float = 0.0
+    """Bytes/s per direction per C2C link."""
+
+    @property
+    def c2c_bandwidth(self) -> float:
+        """NVLink-C2C bandwidth to `c2c_socket`, bytes/s per direction (0 without C2C)."""
+        return self.c2c_links * self.c2c_link_bandwidth
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from hwspec.topology import climb
 from hwspec.expand import Expanded
 from hwspec.source import SourceDoc
 from hwspec.sourcemap import DocumentSourceMap
-from hwspec.spec import CpuPart, GpuPart, NicPart, NodeSpec, PcieLink as PcieLinkSpec
+from hwspec.spec import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
 # quad, 6 links per GPU with two doubled pairs (nvidia-smi topo -m on a DGX-1V).
@@ -96,6 +96,13 @@ def _overridden(override: dict | None, prefix: str = "") -> tuple[str, ...]:
     return tuple(sorted(paths))
 
 
+def _c2c(gpu: GpuSpec, part: GpuPart) -> dict[str, object]:
+    """The GPU's NVLink-C2C fields (none when it is not attached over C2C; the loader has checked the part)."""
+    if gpu.c2c is None or part.c2c is None:
+        return {}
+    return {"c2c_socket": gpu.c2c.socket, "c2c_links": part.c2c.links, "c2c_link_bandwidth": part.c2c.link_bandwidth}
+
+
 def parse_cpu_list(text: str) -> tuple[int, ...]:
     """`"0-3,8"` -> (0, 1, 2, 3, 8)."""
     cpus: list[int] = []
@@ -153,7 +160,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
             physical=_physical(g.pcie.link or part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override),
-            gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units))
+            gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units,
+            **_c2c(g, part)))
 
     nics = []
     for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):

@@ -54,8 +54,10 @@ TIER_NOTES = {
     "host_ddr": "the GPU's NUMA node's DDR divided among the GPUs on that node; reaching it from the GPU also crosses pcie_host",
     "ssd": "the node's SSDs divided among all GPUs",
     "nvlink": "the sum of the GPU's NVLink connections",
-    "pcie_host": "the narrowest PCIe link on the GPU's path to its socket, with the GPU alone on it",
-    "pcie_host_shared": "the same path when every GPU transfers at once: each link divided by the GPUs below it",
+    "pcie_host": ("the GPU's link to its socket, with the GPU alone on it: its NVLink-C2C links when it has them, "
+                  "else the narrowest PCIe link on its path to its socket"),
+    "pcie_host_shared": ("the same when every GPU transfers at once: a GPU's NVLink-C2C links are its own; "
+                         "each PCIe link is divided by the GPUs below it"),
     "backend_nic": "the GPU's paired backend NIC; without one, the node's backend (or else host) NICs divided among the GPUs",
     "ingestion_share": "the node's ingestion/frontend NICs divided among the GPUs",
 }
@@ -128,16 +130,12 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
     tiers["nvlink"] = _tier(topology.nvlink_bandwidth(gpu.id), links=topology.nvlink_links(gpu.id),
                             fabric=gpu.fabric_kind)
 
-    path = topology.host_path(gpu.id)
-    if path is None:
+    host = topology.host_link(gpu.id)
+    if host is None:
         tiers["pcie_host"] = tiers["pcie_host_shared"] = None
     else:
-        links = [platform.by_id[item].physical for item in path]  # type: ignore[union-attr]
-        narrowest = min(links, key=lambda link: link.bandwidth)
-        tiers["pcie_host"] = _tier(narrowest.bandwidth, link=str(narrowest), hops=len(path))
-        crossing = topology.gpus_crossing
-        shared = min(link.bandwidth / crossing[item] for item, link in zip(path, links))
-        tiers["pcie_host_shared"] = _tier(shared, shared_by_gpus=max(crossing[item] for item in path))
+        tiers["pcie_host"] = _tier(host.bandwidth, link=host.link, hops=host.hops)
+        tiers["pcie_host_shared"] = _tier(host.shared_bandwidth, shared_by_gpus=host.shared_by)
 
     tiers["backend_nic"] = _scale_out_tier(topology, gpu)
     host = platform.host_nics
@@ -322,7 +320,8 @@ def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> 
         "ddr_cap": "host DDR per rank, bytes: the GPU's NUMA node's DDR divided among its GPUs",
         "hbm_mem_bw": "HBM bandwidth per GPU",
         "ddr_mem_bw": "host DDR bandwidth per rank (NUMA node's bandwidth divided among its GPUs)",
-        "hbm_to_ddr_mem_bw": ("the GPU's PCIe host link (narrowest link to its socket, GPU alone on it); "
+        "hbm_to_ddr_mem_bw": ("the GPU's host link, GPU alone on it (its NVLink-C2C links when it has them, else the "
+                              "narrowest PCIe link to its socket); "
                               "roofline.json tier pcie_host_shared gives the figure when all GPUs transfer at once"),
         "intra_host_bw": "per-GPU intra-node bandwidth: the intra-node collective busbw bound (NVLink, else PCIe)",
         "inter_host_bw": "per-GPU scale-out bandwidth: " + _scale_out_note(topology),

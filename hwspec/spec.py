@@ -166,6 +166,13 @@ class FabricCapability(Spec):
     link_bandwidth: Bandwidth = Field(description="Per link, per direction.")
 
 
+class C2cCapability(Spec):
+    """The part's NVLink-C2C (chip-to-chip) links to a CPU, as NVML counts them (Grace Hopper, Grace Blackwell)."""
+
+    links: int = Field(ge=1, le=64, description="C2C links the GPU has to its CPU (NVML_FI_DEV_C2C_LINK_COUNT).")
+    link_bandwidth: Bandwidth = Field(description="Per link, per direction (NVML_FI_DEV_C2C_LINK_GET_MAX_BW).")
+
+
 class GpuPart(Spec):
     vendor: Literal["nvidia", "amd", "intel", "other"]
     model_name: str
@@ -181,6 +188,7 @@ class GpuPart(Spec):
     compute: dict[Dtype, FlopRate] = Field(description="Dense peak per dtype.")
     sparse: list[Dtype] = Field(default_factory=list, description="Dtypes with 2:4 structured sparsity (2x dense peak).")
     fabric: FabricCapability
+    c2c: C2cCapability | None = Field(None, description="NVLink-C2C links to a CPU, for parts that have them.")
     pcie: PcieLink = Field(description="Host interface the part supports at most.")
 
 
@@ -308,10 +316,18 @@ class BaseboardSpec(Spec):
         return self
 
 
+class C2cAttach(Spec):
+    """A GPU's NVLink-C2C attachment to a CPU socket; links and bandwidth come from the part's `c2c`."""
+
+    socket: Id = Field(description="The socket (or NUMA node) the GPU's C2C links go to, e.g. grace0.")
+
+
 class GpuSpec(PartRef):
     id: Id
     slot: int | None = Field(None, ge=0)
     pcie: PcieAttach
+    c2c: C2cAttach | None = Field(None, description="NVLink-C2C to a CPU, besides the PCIe presence the OS shows "
+                                                    "(Grace Blackwell): host traffic and GPUDirect to the socket's NICs use it.")
 
 
 class NvlinkPair(Spec):

@@ -14,6 +14,7 @@ the model's ids; bandwidths are bytes/s per direction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping
 
@@ -22,13 +23,18 @@ from hwspec.model import Bridge, Gpu, Location, Nic, NvlinkConnection, Platform,
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
     import networkx as nx
 
-PathType = Literal["NVL", "PIX", "PXB", "PHB", "SYS"]
-PATH_TYPES: tuple[PathType, ...] = ("NVL", "PIX", "PXB", "PHB", "SYS")
+PathType = Literal["NVL", "PIX", "PXB", "P2C", "PHB", "SYS"]
+PATH_TYPES: tuple[PathType, ...] = ("NVL", "PIX", "PXB", "P2C", "PHB", "SYS")
 """NCCL's path types from nearest to farthest (src/graph/topo.h): NVL over NVLink, PIX through
-at most one PCIe bridge, PXB through several bridges without the CPU, PHB through the CPU's
-host bridge, SYS across the socket interconnect."""
+at most one PCIe bridge, PXB through several bridges without the CPU, P2C from a GPU over its
+NVLink-C2C to its CPU and down that CPU's PCIe to a NIC (NCCL 2.26+; GPUDirect RDMA allowed over
+it by default since 2.27), PHB through the CPU's host bridge, SYS across the socket interconnect."""
 
 RDMA_TRANSPORTS = ("rocev2", "infiniband")
+
+GPUDIRECT_PATHS: tuple[PathType, ...] = ("PIX", "PXB", "P2C")
+"""GPU-to-NIC path types over which GPUDirect RDMA runs at the NIC's speed: a shared PCIe switch or
+root port, or the GPU's NVLink-C2C to the CPU whose root port holds the NIC (`Topology.gpudirect_path`)."""
 
 
 def climb(start: str, parent_of: Callable[[str], str | None], is_root: Container[str]) -> list[str]:
@@ -49,6 +55,21 @@ def climb(start: str, parent_of: Callable[[str], str | None], is_root: Container
             break
         seen.add(parent)
     return ids
+
+
+@dataclass(frozen=True)
+class HostLink:
+    """A GPU's way to host memory (`Topology.host_link`): `kind` "c2c" or "pcie", `link` as
+    people read it ("Gen5 x16", "NVLink-C2C 5 x 45 GB/s"), `bandwidth` with the GPU alone and
+    `shared_bandwidth` with every GPU transferring at once (bytes/s per direction), `hops` links
+    to the socket, `shared_by` the most GPUs on one of those links."""
+
+    kind: Literal["c2c", "pcie"]
+    link: str
+    bandwidth: float
+    shared_bandwidth: float
+    hops: int
+    shared_by: int
 
 
 class Topology:
@@ -185,10 +206,34 @@ class Topology:
 
     def path_type(self, a: str, b: str) -> PathType:
         """NCCL's path type between two devices: NVL for two GPUs with a direct NVLink
-        connection (or both on an NVSwitch), else `pcie_path_type`."""
+        connection (or both on an NVSwitch); P2C for a GPU and a NIC on the socket the GPU's
+        NVLink-C2C goes to, when PCIe alone would go through that CPU (PHB); else `pcie_path_type`."""
         if frozenset((a, b)) in self._direct_nvlink:
             return "NVL"
-        return self.pcie_path_type(a, b)
+        pcie = self.pcie_path_type(a, b)
+        if pcie in ("PHB", "SYS") and self._over_c2c(a, b):
+            return "P2C"
+        return pcie
+
+    def _over_c2c(self, a: str, b: str) -> bool:
+        """One of `a`, `b` is a GPU with NVLink-C2C to the socket the other (a NIC) reaches."""
+        p = self.platform
+        for gpu_id, other in ((a, b), (b, a)):
+            gpu, nic = p.gpu_by_id.get(gpu_id), p.by_id.get(other)
+            if gpu is not None and gpu.c2c_socket is not None and isinstance(nic, Nic):
+                socket = self.socket_of(nic.id)
+                return socket is not None and socket.id == gpu.c2c_socket
+        return False
+
+    def gpudirect_path(self, gpu_id: str, nic_id: str) -> bool:
+        """Whether GPU and NIC are close enough for GPUDirect RDMA at the NIC's speed: their
+        `path_type` is one of `GPUDIRECT_PATHS` (PIX, PXB, or P2C over the GPU's NVLink-C2C)."""
+        return self.path_type(gpu_id, nic_id) in GPUDIRECT_PATHS
+
+    def c2c_socket(self, gpu_id: str) -> Socket | None:
+        """The socket a GPU is attached to over NVLink-C2C, or None (no C2C)."""
+        gpu = self.platform.gpu_by_id.get(gpu_id)
+        return self.platform.socket_by_id.get(gpu.c2c_socket) if gpu is not None and gpu.c2c_socket else None
 
     def host_path(self, item_id: str) -> tuple[str, ...] | None:
         """`item_id` and the bridges up to (not including) its socket, the items whose
@@ -197,6 +242,24 @@ class Topology:
         if ids[-1] not in self.platform.socket_by_id:
             return None
         return tuple(ids[:-1])
+
+    def host_link(self, gpu_id: str) -> HostLink | None:
+        """How a GPU reaches host memory: over its NVLink-C2C when it has one (its own links,
+        shared with no other GPU), else the narrowest PCIe link of its host path, alone and with
+        every GPU transferring at once (each link divided by the GPUs whose host path crosses it).
+        None when the GPU reaches no socket. Bandwidths are bytes/s per direction."""
+        gpu = self.platform.gpu_by_id[gpu_id]
+        if gpu.c2c_socket is not None and gpu.c2c_bandwidth > 0:
+            return HostLink("c2c", f"NVLink-C2C {gpu.c2c_links} x {gpu.c2c_link_bandwidth / 1e9:g} GB/s",
+                            gpu.c2c_bandwidth, gpu.c2c_bandwidth, 1, 1)
+        path = self.host_path(gpu_id)
+        if path is None:
+            return None
+        links = [self.platform.by_id[item].physical for item in path]  # type: ignore[union-attr]
+        narrowest = min(links, key=lambda link: link.bandwidth)
+        crossing = self.gpus_crossing
+        shared = min(link.bandwidth / crossing[item] for item, link in zip(path, links))
+        return HostLink("pcie", str(narrowest), narrowest.bandwidth, shared, len(path), max(crossing[item] for item in path))
 
     @cached_property
     def gpus_crossing(self) -> dict[str, int]:
@@ -393,7 +456,7 @@ class Topology:
         return path
 
     def gdr_path_type(self) -> PathType | None:
-        """The farthest GPU-to-own-NIC PCIe distance on the node under GPUDirect RDMA: each
+        """The farthest GPU-to-own-NIC distance (PCIe, or P2C over NVLink-C2C) on the node under GPUDirect RDMA: each
         GPU's paired backend NIC, or its nearest GPUDirect-capable NIC; None without such NICs."""
         p = self.platform
         capable = [n for n in p.backend_nics if n.transport != "tcp" and n.rdma and n.gpudirect]
@@ -403,7 +466,7 @@ class Topology:
         for gpu in p.gpus:
             paired = self.gpu2nic.get(gpu.id)
             candidates = [paired] if paired is not None and paired in capable else capable
-            best = min(PATH_TYPES.index(self.pcie_path_type(gpu.id, nic.id)) for nic in candidates)
+            best = min(PATH_TYPES.index(self.path_type(gpu.id, nic.id)) for nic in candidates)
             worst = max(worst, best)
         return PATH_TYPES[worst]
 

@@ -47,14 +47,16 @@ def _pairs(ctx: Context) -> Iterator[tuple[Nic, Gpu]]:
 
 @rule("HW202", "backend-nic-locality")
 def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
-    """A backend NIC sits under the same PCIe switch or root port as its GPU.
+    """A backend NIC sits under the same PCIe switch or root port as its GPU, or, for a GPU attached over NVLink-C2C, on the GPU's own C2C socket.
 
     GPUDirect RDMA moves data between GPU and NIC through the PCIe switch they share. Without a
     shared switch or root port the traffic goes through the CPU's host bridge (NCCL's PHB or SYS
-    distance): NCCL then disables GPUDirect or runs it at a fraction of the NIC's speed.
+    distance): NCCL then disables GPUDirect or runs it at a fraction of the NIC's speed. A Grace
+    Blackwell GPU reaches the NICs on its own Grace's root ports over NVLink-C2C (NCCL's P2C),
+    where GPUDirect RDMA runs at full speed; a NIC on the other Grace is SYS.
     """
     for nic, gpu in _pairs(ctx):
-        if ctx.topology.common_bridge(nic.id, gpu.id) is None:
+        if not ctx.topology.gpudirect_path(gpu.id, nic.id):
             yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: they share no PCIe switch or root port, "
                               "so their traffic goes through the CPU",
                               at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
@@ -75,8 +77,10 @@ def backend_nic_numa(ctx: Context) -> Iterator[Finding]:
 
 def _move_hint(ctx: Context, nic: Nic, gpu: Gpu) -> str:
     p = ctx.platform
-    near = [g.id for g in p.gpus if g.id != gpu.id and ctx.topology.common_bridge(nic.id, g.id) is not None]
-    return f"move {nic.id} under {gpu.upstream}" + (f", or pair it with {' or '.join(near)}" if near else "")
+    near = [g.id for g in p.gpus if g.id != gpu.id and ctx.topology.gpudirect_path(g.id, nic.id)]
+    where = (f"onto {gpu.c2c_socket} (the socket of {gpu.id}'s NVLink-C2C)" if gpu.c2c_socket is not None
+             else f"under {gpu.upstream}")
+    return f"move {nic.id} {where}" + (f", or pair it with {' or '.join(near)}" if near else "")
 
 
 @rule("HW204", "backend-nic-rdma")

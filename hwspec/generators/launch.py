@@ -100,10 +100,14 @@ def omp_threads(topology: Topology) -> int:
 
 def gdr_level(topology: Topology) -> str | None:
     """NCCL_NET_GDR_LEVEL: the farthest GPU-to-own-NIC distance on the node
-    (`Topology.gdr_path_type`), capped at PHB; None without GPUDirect NICs."""
+    (`Topology.gdr_path_type`), capped at PHB; None without GPUDirect NICs. P2C (a GPU's
+    NVLink-C2C to the CPU holding its NIC) is written as PHB: NCCL before 2.26 has no P2C name,
+    and PHB admits P2C paths in every version that has them."""
     level = topology.gdr_path_type()
     if level is None:
         return None
+    if level == "P2C":
+        return "PHB"
     return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
 
 

@@ -109,6 +109,13 @@ def net_name(nic: Nic) -> str | None:
     return nic.interface or nic.device
 
 
+def c2c_element(gpu: Gpu) -> XmlNode:
+    """`<c2c bw count>` of a GPU attached over NVLink-C2C, as NCCL's xml.cc writes it from NVML:
+    `bw` the per-link speed in MB/s (NVML_FI_DEV_C2C_LINK_GET_MAX_BW; NCCL takes bw x count / 1000
+    as the link's GB/s), `count` the active links."""
+    return XmlNode("c2c", [("bw", str(round(gpu.c2c_link_bandwidth / 1e6))), ("count", str(gpu.c2c_links))])
+
+
 def net_gdr(platform: Platform, nic: Nic) -> bool:
     """GPUDirect RDMA for this NIC: a GPUDirect platform, a backend RDMA NIC that can do it."""
     backend = platform.backend
@@ -144,7 +151,8 @@ def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | N
                 links = [] if detail != "complete" else nvlinks.get(item.id, [])
                 gpu = XmlNode("gpu", form.gpu_attrs(item, gdr),
                               [XmlNode(form.gpu_link, [("target", target), ("count", str(count)), ("tclass", tclass)])
-                               for target, tclass, count in links])
+                               for target, tclass, count in links]
+                              + ([c2c_element(item)] if detail == "complete" and item.c2c_socket is not None else []))
                 nodes.append(XmlNode("pci", _pci(item.bus, form.gpu_class, item.link.gen, item.link.width,
                                                  item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu]))
             elif isinstance(item, Nic):
