@@ -16,7 +16,7 @@ from hwspec.rules import Rule, load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path("tests/fixtures/rules")
-CLEAN = ["base_2gpu", "nic_dual_port_ok"]
+CLEAN = ["base_2gpu", "nic_dual_port_ok", "c2c_gpu_nic_on_own_grace"]
 
 
 @pytest.fixture(autouse=True)
@@ -89,6 +89,18 @@ FAULTS = [
         '57:22: error[HW203 backend-nic-numa]: gpu0 (sw0, NUMA 0) is paired with nic0 (sw1, NUMA 1): their traffic crosses the socket interconnect'
         '\n  hint: move nic0 under sw0, or pair it with gpu1',
     ], id='HW202+HW203-backend_nic_on_other_switch'),
+    pytest.param('c2c_gpu_nic_on_other_grace', [
+        "32:22: error[HW202 backend-nic-locality]: gpu0 (grace0, NUMA 0) is paired with nic0 (grace1, NUMA 1): they share "
+        "no PCIe switch, and nic0 is not on grace0, where gpu0's NVLink-C2C goes, so their traffic crosses between the CPUs"
+        "\n  hint: move nic0 onto grace0 (the socket of gpu0's NVLink-C2C), or pair it with gpu1",
+        "32:22: error[HW203 backend-nic-numa]: gpu0 (grace0, NUMA 0) is paired with nic0 (grace1, NUMA 1): their traffic "
+        "crosses the socket interconnect\n  hint: move nic0 onto grace0 (the socket of gpu0's NVLink-C2C), or pair it with gpu1",
+        "39:22: error[HW202 backend-nic-locality]: gpu1 (grace1, NUMA 1) is paired with nic1 (grace0, NUMA 0): they share "
+        "no PCIe switch, and nic1 is not on grace1, where gpu1's NVLink-C2C goes, so their traffic crosses between the CPUs"
+        "\n  hint: move nic1 onto grace1 (the socket of gpu1's NVLink-C2C), or pair it with gpu0",
+        "39:22: error[HW203 backend-nic-numa]: gpu1 (grace1, NUMA 1) is paired with nic1 (grace0, NUMA 0): their traffic "
+        "crosses the socket interconnect\n  hint: move nic1 onto grace1 (the socket of gpu1's NVLink-C2C), or pair it with gpu0",
+    ], id='HW202+HW203-c2c_gpu_nic_on_other_grace'),
     pytest.param('backend_nic_not_rdma', [
         '59:11: error[HW204 backend-nic-rdma]: nic1: backend NIC part ethernet-100g (100GbE adapter) cannot do RDMA'
         '\n  hint: use an RDMA-capable part for backend NICs',
@@ -235,7 +247,7 @@ def test_clean_fixture(fixture: str, rules: list[Rule]) -> None:
     assert formatted(FIXTURES / f"{fixture}.yaml", rules) == []
 
 
-@pytest.mark.parametrize("name", ["zion", "zionex", "hgx-h100", "mi300x-oam"])
+@pytest.mark.parametrize("name", ["zion", "zionex", "hgx-h100", "mi300x-oam", "gb200-tray"])
 def test_shipped_platform_is_clean(name: str, rules: list[Rule]) -> None:
     assert formatted(Path("platforms") / f"{name}.yaml", rules) == []
 

@@ -56,10 +56,15 @@ def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
     where GPUDirect RDMA runs at full speed; a NIC on the other Grace is SYS.
     """
     for nic, gpu in _pairs(ctx):
-        if not ctx.topology.gpudirect_path(gpu.id, nic.id):
-            yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: they share no PCIe switch or root port, "
-                              "so their traffic goes through the CPU",
-                              at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
+        if ctx.topology.gpudirect_path(gpu.id, nic.id):
+            continue
+        if gpu.c2c_socket is not None:
+            why = (f"they share no PCIe switch, and {nic.id} is not on {gpu.c2c_socket}, where {gpu.id}'s NVLink-C2C goes, "
+                   "so their traffic crosses between the CPUs")
+        else:
+            why = "they share no PCIe switch or root port, so their traffic goes through the CPU"
+        yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: {why}",
+                          at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
 
 
 @rule("HW203", "backend-nic-numa")
