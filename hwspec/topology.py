@@ -2,9 +2,10 @@
 
 `Topology(platform)` is what rules (`ctx.topology`), generators (`ctx.topology`), the roofline
 and site rules read. It answers the questions that need a walk of the PCIe tree or of the
-GPU fabric: the path between two devices and NCCL's name for it (PIX, PXB, PHB, SYS, NVL),
+GPU fabric: the path between two devices and NCCL's name for it (PIX, PXB, P2C, PHB, SYS, NVL),
 the lowest bridge two devices share, a device's socket and NUMA node, NVLink islands, the NIC
-of a GPU and its share of scale-out bandwidth, the CPUs of a NUMA node. These facts have no
+of a GPU and its share of scale-out bandwidth, a GPU's link to host memory (NVLink-C2C or
+PCIe), the CPUs of a NUMA node. These facts have no
 other home: code that needs one asks the topology, never walks `upstream` itself.
 
 Invariants: the topology never changes after it is built (queries are cached); every walk is
