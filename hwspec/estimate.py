@@ -283,7 +283,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     inputs = b * (workload.dense_features * DENSE_INPUT_BYTES + LABEL_BYTES
                   + sum(t.count * (t.pooling * s_idx + LENGTH_BYTES) for t in workload.tables))
     terms.append(_term("host_to_device", inputs, "bytes", figures.pcie_host_shared_bandwidth,
-                       f"PCIe host link, all GPUs at once {rf.gbps(figures.pcie_host_shared_bandwidth)}"))
+                       f"host link (PCIe, or NVLink-C2C), all GPUs at once {rf.gbps(figures.pcie_host_shared_bandwidth)}"))
 
     # Without GPUDirect RDMA, the inter-node part of every collective crosses the PCIe host link.
     staged = 0.0

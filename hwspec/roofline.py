@@ -409,7 +409,7 @@ def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tu
         "Units as Calculon reads them: tflops x1e12 FLOP/s, GiB x1024^3 bytes, GBps and bandwidth x1e9 bytes/s (per direction, per GPU), latency in seconds.",
         "Peak model: every efficiency table is [[0, 1.0]] (datasheet peak for all sizes), network efficiency 1.0, processor_usage 0.0; calibrate against measurements before trusting absolute times.",
         "matrix: tensor-core peaks; float32 is the IEEE FP32 peak (TF32 is opt-in). vector: the FP32 CUDA-core peak for every dtype (platform parts list no non-tensor half-precision rate; conservative).",
-        "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's PCIe host link).",
+        "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's host link: NVLink-C2C when it has one, else PCIe).",
         f"networks[0]: intra-node tier over {via or 'nothing'}, bandwidth = intra-node collective busbw bound, size = GPUs per node. "
         "networks[1]: scale-out tier, bandwidth = per-GPU backend NIC share, size 65536.",
         "ops use ring conventions ([1.0, -1] for reduce_scatter/all_gather, [2.0, -1] for all_reduce) so bandwidth is an nccl-tests busbw.",

@@ -218,6 +218,13 @@ FAULTS = [
         "10:11: warning[HW504 cores-per-rank]: cpu0 (NUMA 0) has 0 physical core(s) in its CPU list (1 CPUs, 2 per core) "
         "for 1 GPUs (gpu0)\n  hint: check the CPU list ('numactl -H') and the part's threads_per_core",
     ], id='HW504-cores_fewer_than_ranks'),
+    pytest.param('c2c_socket_not_pcie_socket', [
+        "20:19: error[HW505 c2c-socket-numa]: gpu0: its NVLink-C2C goes to grace1, but its PCIe presence reaches grace0 (NUMA 0)"
+        "\n  hint: name the same socket in gpu0's 'c2c' and 'pcie'",
+        "32:22: error[HW202 backend-nic-locality]: gpu0 (grace0, NUMA 0) is paired with nic0 (grace0, NUMA 0): they share "
+        "no PCIe switch, and nic0 is not on grace1, where gpu0's NVLink-C2C goes, so their traffic crosses between the CPUs"
+        "\n  hint: move nic0 onto grace1 (the socket of gpu0's NVLink-C2C)",
+    ], id='HW505+HW202-c2c_socket_not_pcie_socket'),
     pytest.param('declared_counts_wrong', [
         '6:21: error[HW601 declared-counts]: declares.sockets is 4, but 2 socket(s) are described (cpu0, cpu1)'
         '\n  hint: correct the sockets list or the declared count',

@@ -91,3 +91,19 @@ def cores_per_rank(ctx: Context) -> Iterator[Finding]:
                               f"in its CPU list ({len(socket.cpus)} CPUs, {socket.threads_per_core} per core) for "
                               f"{len(gpus)} GPUs ({', '.join(g.id for g in gpus)})",
                               at=(socket.id, "cpus"), hint="check the CPU list ('numactl -H') and the part's threads_per_core")
+
+
+@rule("HW505", "c2c-socket-numa")
+def c2c_socket_numa(ctx: Context) -> Iterator[Finding]:
+    """A GPU attached over NVLink-C2C reaches the same socket through its PCIe presence.
+
+    The GPU's NUMA node (rank binding, the DDR tier, NCCL's `<cpu>` for the GPU) comes from the
+    socket its PCIe presence hangs off, while its host traffic and GPUDirect RDMA use the socket of
+    its NVLink-C2C. On a Grace Blackwell tray both are the GPU's own Grace; two different sockets
+    mean one of the two entries names the wrong Grace.
+    """
+    for gpu in ctx.platform.gpus:
+        if gpu.c2c_socket is not None and gpu.socket is not None and gpu.socket != gpu.c2c_socket:
+            yield ctx.finding(f"{gpu.id}: its NVLink-C2C goes to {gpu.c2c_socket}, but its PCIe presence reaches {gpu.socket} "
+                              f"(NUMA {gpu.numa_node})",
+                              at=(gpu.id, "c2c", "socket"), hint=f"name the same socket in {gpu.id}'s 'c2c' and 'pcie'")
