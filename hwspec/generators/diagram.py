@@ -52,6 +52,7 @@ EDGE_STYLES: dict[str, dict[str, str]] = {
     "cpu": {"class": "cpu", "color": "#6c8ebf", "fontcolor": "#3d5a80", "style": "dashed", "penwidth": "2", "constraint": "false"},
     "nvlink": {"class": "nvlink", "color": "#76b900", "fontcolor": "#4d7c0f", "constraint": "false",
                "tailport": "s", "headport": "s"},
+    "c2c": {"class": "c2c", "color": "#76b900", "fontcolor": "#4d7c0f", "style": "bold", "penwidth": "3", "constraint": "false"},
 }
 """Edge styles; `class` also lands in the SVG, so the kinds can be styled or picked out. Labels
 are `xlabel`s: dot (2.43 at least) fails on labelled flat edges inside clusters ("trouble in
@@ -64,6 +65,8 @@ LEGEND_NODES = (
 )
 LEGEND_EDGES = (("nvlink", "NVLink (links, GB/s per direction)"), ("pcie", "PCIe (generation, width, GB/s)"),
                 ("cpu", "CPU interconnect"))
+LEGEND_C2C = ("c2c", "NVLink-C2C GPU to CPU (links, GB/s per direction)")
+"""Legend edge added on platforms with a GPU attached over NVLink-C2C."""
 
 
 def quote(value: Any) -> str:
@@ -318,6 +321,10 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
         if item.upstream in placed:
             lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
                      f"[{attrs(EDGE_STYLES['pcie'], xlabel=_link_label(item))}];")
+    for gpu in platform.gpus:  # NVLink-C2C beside the PCIe presence (Grace Hopper/Blackwell)
+        if gpu.c2c_socket is not None and gpu.c2c_socket in placed:
+            text = label(f"NVLink-C2C {gpu.c2c_links} x {gbps(gpu.c2c_link_bandwidth)}", gbps(gpu.c2c_bandwidth))
+            lines.append(f"{quote(gpu.c2c_socket)} -- {quote(gpu.id)} [{attrs(EDGE_STYLES['c2c'], xlabel=text)}];")
     for a, b in platform.cpu_links if cpu_link_style(platform) == "edges" else ():
         name = (platform.cpu_interconnect or "CPU link").upper()
         text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
@@ -337,9 +344,9 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
     return lines
 
 
-def _legend() -> Cluster:
+def _legend(c2c: bool = False) -> Cluster:
     """Sample nodes in a column (invisible edges keep the order) and one horizontal sample
-    edge per link kind."""
+    edge per link kind (NVLink-C2C only when `c2c`)."""
     legend = Cluster(quote("cluster_legend"), attrs({"style": "rounded", "color": "#bbbbbb"}, label=label("legend")))
     previous = None
     for kind, text in LEGEND_NODES:
@@ -348,7 +355,7 @@ def _legend() -> Cluster:
         if previous:
             legend.items.append(f'{quote(previous)} -- {quote(node)} [style="invis"];')
         previous = node
-    for kind, text in LEGEND_EDGES:
+    for kind, text in (*LEGEND_EDGES, *((LEGEND_C2C,) if c2c else ())):
         a, b = f"{LEGEND_PREFIX}{kind}_a", f"{LEGEND_PREFIX}{kind}_b"
         point = attrs({"shape": "point", "width": "0.05"})
         style = {k: v for k, v in EDGE_STYLES[kind].items() if k not in ("constraint", "tailport", "headport")}
@@ -402,7 +409,7 @@ def fabric_name(platform: Platform) -> str:
 def topology_view(platform: Platform) -> dict[str, Any]:
     """The values the template lays out: quoted graph name and title, clusters, edges, legend."""
     top, placed = _layout(platform)
-    legend = _legend()
+    legend = _legend(c2c=any(g.c2c_socket is not None for g in platform.gpus))
     matrix = _nvlink_matrix(platform)
     style = fabric_style(platform)
     if matrix and style == "edges":
