@@ -45,7 +45,7 @@ def platform_rows(a: Figures, b: Figures) -> list[dict[str, Any]]:
     value("per-GPU NIC bandwidth", a.nic_bandwidth, b.nic_bandwidth, rf.gbps)
     value("per-GPU injection bandwidth", a.injection_bandwidth, b.injection_bandwidth, rf.gbps)
     value("per-GPU ingestion bandwidth", a.ingestion_bandwidth, b.ingestion_bandwidth, rf.gbps)
-    value("PCIe host link per GPU (all at once)", a.pcie_host_shared_bandwidth, b.pcie_host_shared_bandwidth, rf.gbps)
+    value("Host link per GPU (PCIe or NVLink-C2C, all at once)", a.pcie_host_shared_bandwidth, b.pcie_host_shared_bandwidth, rf.gbps)
     value("NVLink per GPU", a.nvlink_bandwidth, b.nvlink_bandwidth, rf.gbps)
     value("HBM per GPU", a.hbm_capacity, b.hbm_capacity, lambda v: rf.gib(int(v)))
     value("HBM bandwidth per GPU", a.hbm_bandwidth, b.hbm_bandwidth, rf.gbps)
