@@ -170,7 +170,8 @@ class C2cCapability(Spec):
     """The part's NVLink-C2C (chip-to-chip) links to a CPU, as NVML counts them (Grace Hopper, Grace Blackwell)."""
 
     links: int = Field(ge=1, le=64, description="C2C links the GPU has to its CPU (NVML_FI_DEV_C2C_LINK_COUNT).")
-    link_bandwidth: Bandwidth = Field(description="Per link, per direction (NVML_FI_DEV_C2C_LINK_GET_MAX_BW).")
+    link_bandwidth: Annotated[ByteRate, Field(ge=1e6, le=1e15)] = Field(
+        description="Per link, per direction (NVML_FI_DEV_C2C_LINK_GET_MAX_BW); NCCL's topology file takes it as whole MB/s.")
 
 
 class GpuPart(Spec):

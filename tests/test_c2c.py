@@ -143,3 +143,19 @@ def test_the_diagram_draws_each_gpus_c2c_to_its_grace_with_its_bandwidth(tray):
     assert any(a == "_legend_c2c_a" for a, _, _ in edges)
     zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
     assert "c2c" not in plan_for(zionex.topology, only=["diagram"])["zionex/topology.dot"]
+
+
+def test_a_c2c_link_slower_than_nccls_mb_per_s_unit_is_refused_in_the_part(tmp_path, monkeypatch):
+    parts = (ROOT / "platforms" / "parts" / "gb200.yaml").read_text().split("\ncpus:")[0]
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "slow.yaml").write_text(
+        parts.replace("b200-gb200:", "slow-c2c:").replace("link_bandwidth: 45 GB/s", "link_bandwidth: 0.5 MB/s"))
+    monkeypatch.chdir(tmp_path)
+    Path("slow.yaml").write_text(OWN_GRACE.read_text().replace("part: b200-gb200", "part: slow-c2c"))
+    with pytest.raises(HwspecError) as caught:
+        load_platform(Path("slow.yaml"))
+    line = next(i for i, text in enumerate((tmp_path / "parts" / "slow.yaml").read_text().splitlines(), 1)
+                if "0.5 MB/s" in text)
+    assert [d.format() for d in caught.value.diagnostics] == [
+        f"parts/slow.yaml:{line}:23: error[E110]: gpus.slow-c2c.c2c.link_bandwidth: Input should be greater than or "
+        "equal to 1000000, got '0.5 MB/s'"]

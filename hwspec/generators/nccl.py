@@ -152,7 +152,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | N
                 gpu = XmlNode("gpu", form.gpu_attrs(item, gdr),
                               [XmlNode(form.gpu_link, [("target", target), ("count", str(count)), ("tclass", tclass)])
                                for target, tclass, count in links]
-                              + ([c2c_element(item)] if detail == "complete" and item.c2c_socket is not None else []))
+                              + ([c2c_element(item)] if detail == "complete" and form.library == "nccl" and item.c2c_socket is not None else []))
                 nodes.append(XmlNode("pci", _pci(item.bus, form.gpu_class, item.link.gen, item.link.width,
                                                  item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu]))
             elif isinstance(item, Nic):
