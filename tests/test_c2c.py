@@ -159,3 +159,15 @@ def test_a_c2c_link_slower_than_nccls_mb_per_s_unit_is_refused_in_the_part(tmp_p
     assert [d.format() for d in caught.value.diagnostics] == [
         f"parts/slow.yaml:{line}:23: error[E110]: gpus.slow-c2c.c2c.link_bandwidth: Input should be greater than or "
         "equal to 1000000, got '0.5 MB/s'"]
+
+
+def test_nccl_settings_allow_gdr_over_c2c_only_where_gpus_reach_their_nics_over_it(tray):
+    from hwspec.generators.launch import nccl_settings
+
+    settings = {s.name: s for s in nccl_settings(tray.topology, "/etc/hwspec/gb200-tray")}
+    assert (settings["NCCL_NET_GDR_LEVEL"].value, settings["NCCL_NET_GDR_C2C"].value) == ("PHB", "1")
+    zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
+    names = [s.name for s in nccl_settings(zionex.topology, "/etc/hwspec/zionex")]
+    assert "NCCL_NET_GDR_LEVEL" in names and "NCCL_NET_GDR_C2C" not in names
+    wrong = load_platform(OTHER_GRACE)
+    assert "NCCL_NET_GDR_C2C" not in [s.name for s in nccl_settings(wrong.topology, "/etc/hwspec/x")]

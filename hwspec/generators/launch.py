@@ -111,6 +111,11 @@ def gdr_level(topology: Topology) -> str | None:
     return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
 
 
+def gdr_over_c2c(topology: Topology) -> bool:
+    """A GPU reaches its paired backend NIC over its NVLink-C2C (NCCL's P2C path)."""
+    return any(topology.path_type(gpu_id, nic.id) == "P2C" for gpu_id, nic in topology.gpu2nic.items())
+
+
 def _ib_hca(platform: Platform) -> list[Setting]:
     """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
     name when every one is named; else nothing, left to NCCL's own selection, and said so. An
@@ -159,8 +164,15 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
                 settings.append(Setting(name, str(value), why))
         level = gdr_level(topology) if backend.gpudirect else None
         if level is not None:
+            c2c = gdr_over_c2c(topology)
             settings.append(Setting("NCCL_NET_GDR_LEVEL", level,
+                                    "GPUDirect RDMA up to this distance between a GPU and its NIC (PHB admits P2C, a GPU's "
+                                    "NVLink-C2C to the CPU holding its NIC)" if c2c else
                                     "GPUDirect RDMA up to this PCIe distance between a GPU and its NIC"))
+        if level is not None and c2c:
+            settings.append(Setting("NCCL_NET_GDR_C2C", "1",
+                                    "GPUDirect RDMA over NVLink-C2C to the NICs on the GPU's own CPU (NCCL 2.26+; "
+                                    "the default from 2.27)"))
     if backend is not None:
         rails = backend.rail_optimized if rail_optimized is None else rail_optimized
         settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
