@@ -111,7 +111,6 @@ def _errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> list[
     monkeypatch.chdir(tmp_path)
     path = Path("c2c.yaml")
     path.write_text(text)
-    (tmp_path / "parts").mkdir(exist_ok=True)
     with pytest.raises(HwspecError) as caught:
         load_platform(path, parts_dirs=[ROOT / "platforms" / "parts"])
     return [d.format() for d in caught.value.diagnostics]

@@ -149,10 +149,10 @@ def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | N
             item = platform.by_id[child]
             if isinstance(item, Gpu):
                 links = [] if detail != "complete" else nvlinks.get(item.id, [])
+                c2c = detail == "complete" and form.library == "nccl" and item.c2c_socket is not None
                 gpu = XmlNode("gpu", form.gpu_attrs(item, gdr),
                               [XmlNode(form.gpu_link, [("target", target), ("count", str(count)), ("tclass", tclass)])
-                               for target, tclass, count in links]
-                              + ([c2c_element(item)] if detail == "complete" and form.library == "nccl" and item.c2c_socket is not None else []))
+                               for target, tclass, count in links] + ([c2c_element(item)] if c2c else []))
                 nodes.append(XmlNode("pci", _pci(item.bus, form.gpu_class, item.link.gen, item.link.width,
                                                  item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu]))
             elif isinstance(item, Nic):
