@@ -230,7 +230,8 @@ def test_yaml_model_yaml_model_is_the_identity(text):
     assert comparable(load_node_text(dumped)) == comparable(load_node_text(text))
 
 
-@pytest.mark.parametrize("path", ["platforms/zionex.yaml", "platforms/zion.yaml", "tests/fixtures/spec/minimal_node.yaml"])
+@pytest.mark.parametrize("path", ["platforms/zionex.yaml", "platforms/zion.yaml", "platforms/gb200-tray.yaml",
+                                  "tests/fixtures/spec/minimal_node.yaml"])
 def test_round_trip_of_written_platforms(path):
     """Repeat blocks, `${...}` and annotated values expand away; the model survives the dump."""
     first, second, _ = round_trip((ROOT / path).read_text(encoding="utf-8"))
