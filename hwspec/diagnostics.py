@@ -11,6 +11,8 @@ import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hwspec.text import visible
+
 
 class Severity(enum.IntEnum):
     """Ordered severities; `error` findings stop generation and make `validate` exit 1."""
@@ -64,8 +66,9 @@ class Diagnostic:
         return f"{self.code} {self.name}" if self.name else self.code
 
     def format(self) -> str:
-        """`file:line:col: severity[CODE name]: message` plus an indented `hint:` line."""
-        text = f"{self.file}:{self.line}:{self.col}: {self.severity.label}[{self.tag}]: {self.message}"
+        """`file:line:col: severity[CODE name]: message` plus an indented `hint:` line. The file
+        name is shown `visible` (a path may hold line breaks or terminal escapes)."""
+        text = f"{visible(self.file)}:{self.line}:{self.col}: {self.severity.label}[{self.tag}]: {self.message}"
         if self.hint:
             text += f"\n  hint: {self.hint}"
         return text

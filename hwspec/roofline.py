@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 import networkx as nx
 
 from hwspec.model import Gpu, Platform
+from hwspec.text import visible
 
 SCHEMA_VERSION = 1
 
@@ -263,9 +264,9 @@ def roofline(platform: Platform) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "units": UNITS,
-        "platform": {"name": platform.name, "title": platform.title, "file": platform.file},
+        "platform": {"name": platform.name, "title": platform.title, "file": visible(platform.file)},
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
-                         "file": a.location.file} for a in sorted(platform.assumptions, key=lambda a: a.path)],
+                         "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
         "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
         "gpu_groups": _groups(platform, figures),
         "intra_node_collectives": bounds,

@@ -234,7 +234,7 @@ def test_unreadable_files(tmp_path, monkeypatch):
         "missing.yaml:1:1: error[E100]: cannot read file: No such file or directory")
     monkeypatch.chdir(tmp_path)
     Path("dir.yaml").mkdir()
-    assert errors(Path("dir.yaml")) == "dir.yaml:1:1: error[E100]: cannot read file: Is a directory"
+    assert errors(Path("dir.yaml")) == "dir.yaml:1:1: error[E100]: cannot read file: it is a directory, not a regular file"
 
 
 def test_empty_file_and_top_level_not_a_mapping():

@@ -184,8 +184,14 @@ def clos_connectivity(ctx: Context):
     rails = {leaf.rail for leaf in fabric.leaves}
     one_leaf_per_rail = fabric.topology == "rail-optimized" and len(fabric.leaves) == len(rails)
     if not fabric.spine_count and not one_leaf_per_rail:
-        yield ctx.finding(f"{len(fabric.leaves)} leaves have no spine tier between them: nodes on different leaves "
-                          f"cannot reach each other", at=("backend", "leaf"), hint="declare leaf uplinks and a spine")
+        uplinks = max(leaf.uplinks for leaf in fabric.leaves)
+        if uplinks:
+            yield ctx.finding(f"{len(fabric.leaves)} leaves have {uplinks} uplinks each, but there is no spine tier "
+                              f"for them to reach: nodes on different leaves cannot reach each other",
+                              at=("backend", "leaf", "uplinks"), hint="declare the spine tier: spine: {ports: P}")
+        else:
+            yield ctx.finding(f"{len(fabric.leaves)} leaves have no spine tier between them: nodes on different leaves "
+                              f"cannot reach each other", at=("backend", "leaf"), hint="declare leaf uplinks and a spine")
     elif fabric.spine_count:
         short = [leaf for leaf in fabric.leaves if leaf.uplinks < fabric.spine_count]
         if short:
