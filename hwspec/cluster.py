@@ -30,6 +30,10 @@ MAX_CLUSTER_NODES = 1_000_000
 """Nodes in one cluster (all groups together), the bound each group's `count` already has."""
 MAX_PATTERN = 253
 """Characters in a hostname or address pattern: a DNS name is at most 253 (a label 63)."""
+MAX_NAME = 63
+"""Characters in one rendered host name (a DNS label) or address (an IPv6 address with a zone
+fits): each name is checked as it is rendered, so a group's names take at most
+count x MAX_NAME characters, bounded before expansion starts."""
 MAX_SWITCHES = 262_144
 """Leaf plus spine switches the derived backend fabric may have: a 1M-node, 8-rail fabric of
 64-port leaves has 250k. Each is an object and a graph node, so the bound is one on memory."""
@@ -247,7 +251,16 @@ def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tu
         return None
     try:
         render = compile_pattern(pattern, ("n", "i"))
-        return tuple(render({"n": first + k, "i": group.first + k}) for k in range(group.count))
+        names = []
+        for k in range(group.count):
+            name = render({"n": first + k, "i": group.first + k})
+            if len(name) > MAX_NAME:
+                error(where, f"{dotted(where)}: node {first + k} would be named '{name[:MAX_NAME]}...' "
+                      f"({len(name)} characters), longer than {MAX_NAME}",
+                      "a host name is one DNS label (at most 63 characters); use a shorter pattern")
+                return None
+            names.append(name)
+        return tuple(names)
     except ValueError as exc:
         error(where, f"{dotted(where)}: {exc}", "patterns may use n (node index in the cluster) and i (index in the group)")
         return None

@@ -208,3 +208,56 @@ def test_fifo_in_parts_directory_is_refused_without_blocking(tmp_path):
     result = hwspec("validate", "zionex.yaml", cwd=tmp_path, timeout=30)
     assert result.returncode == 2
     assert result.stdout == "parts/gpus.yaml:1:1: error[E100]: cannot read file: it is a FIFO, not a regular file\n"
+
+
+# ---------------------------------------------------------------- resource bombs
+
+
+@pytest.mark.parametrize("text", [
+    "1" + " " * 100_000 + "G" + " " * 100_000 + "B",
+    "1 Gb/s" + " " * 100_000 + "per" + " " * 100_000 + "x",
+    "1 GB/s" + " " * 100_000 + "bidirectional" + " " * 100_000 + "x",
+], ids=["inner-blanks", "per-direction-blanks", "bidirectional-blanks"])
+def test_unit_parser_is_linear_in_blanks(text):
+    import time
+
+    from hwspec.units import UnitError, parse_byte_rate
+
+    start = time.perf_counter()
+    with pytest.raises(UnitError) as error:
+        parse_byte_rate(text)
+    assert time.perf_counter() - start < 0.5
+    assert len(str(error.value)) < 400, "a 200 KB value is not echoed"
+
+
+def test_unit_parser_still_reads_qualifiers():
+    from hwspec.units import parse_byte_rate
+
+    assert parse_byte_rate("200 Gb/s per \t direction") == 25e9
+    assert parse_byte_rate(" 50 GB/s  bidirectional ") == 25e9
+    assert parse_byte_rate("25 GB/s") == 25e9
+
+
+def test_cpu_list_size_is_bounded_before_expansion():
+    from pydantic import TypeAdapter, ValidationError
+
+    from hwspec.spec import CpuList
+
+    adapter = TypeAdapter(CpuList)
+    assert adapter.validate_python("0-27,112-139") == "0-27,112-139"
+    for text, message in [(",".join(["0-65535"] * 3000), "the list names more than 65536 CPUs"),
+                          ("0-65536", "CPU 65536 is above the largest CPU id 65535"),
+                          ("9-3", "range '9-3' runs backwards: write the lower CPU first"),
+                          ("0-99999999999", "is not a CPU list")]:
+        with pytest.raises(ValidationError) as error:
+            adapter.validate_python(text)
+        assert message in str(error.value)
+
+
+def test_million_nodes_with_wide_hostname_pattern_stops_at_the_first_long_name(tmp_path):
+    """30 placeholders of width 64 x 1M nodes built 2 GB of names in 54 s before any check."""
+    entry = ROOT / "tests" / "fuzz_corpus" / "cluster_hostname_width_amplification" / "cluster.yaml"
+    result = hwspec("validate", entry, timeout=30)
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{entry.relative_to(ROOT)}:6:53: error[E205]: nodes[0].hostname: node 0 would be named '")
+    assert "(1920 characters), longer than 63" in result.stdout

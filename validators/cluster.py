@@ -117,7 +117,7 @@ def host_names(ctx: Context):
     node = 0
     for index, group in enumerate(ctx.platform.groups):
         for offset, name in enumerate(group.hostnames):
-            if len(name) > 63 or not name or not all(c.isalnum() or c == "-" for c in name) or name.startswith("-"):
+            if len(name) > 63 or not name or not all(c.isascii() and (c.isalnum() or c == "-") for c in name) or name.startswith("-"):
                 yield ctx.finding(f"nodes[{index}]: hostname '{name}' is not a DNS label (letters, digits, '-'; at most 63)",
                                   at=("nodes", index, "hostname"))
                 return
