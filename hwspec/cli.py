@@ -17,9 +17,27 @@ from hwspec import __version__
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _seconds(text: str) -> float:
+    """argparse type: a finite, non-negative number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _add_rules_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
                         help="also load rules from DIR (repeatable)")
+    parser.add_argument("--rule-time-limit", metavar="SECONDS", type=_seconds, default=None,
+                        help="stop a rule (or a rule module's import) after SECONDS and report E900 "
+                             "(default 10, or HWSPEC_RULE_TIME_LIMIT; 0: no limit)")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    _add_rules_options(parser)
     parser.add_argument("--parts", metavar="DIR", action="append", default=[], type=Path,
                         help="also load parts from DIR (repeatable; later wins)")
 
@@ -56,8 +74,9 @@ def _rules(args: argparse.Namespace) -> list | None:
     from hwspec.diagnostics import HwspecError
     from hwspec.pipeline import rule_directories
     from hwspec.report import render
-    from hwspec.rules import load_rules
+    from hwspec.rules import load_rules, set_time_limit
 
+    set_time_limit(getattr(args, "rule_time_limit", None))
     try:
         return load_rules(rule_directories(args.rules))
     except HwspecError as exc:
@@ -231,8 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=COMMANDS[name][1])
         if name == "explain":
             p.add_argument("rule", metavar="ID", help="rule id (HW201) or name")
-        p.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
-                       help="also load rules from DIR (repeatable)")
+        _add_rules_options(p)
     return parser
 
 

@@ -261,3 +261,62 @@ def test_million_nodes_with_wide_hostname_pattern_stops_at_the_first_long_name(t
     assert result.returncode == 1
     assert result.stdout.startswith(f"{entry.relative_to(ROOT)}:6:53: error[E205]: nodes[0].hostname: node 0 would be named '")
     assert "(1920 characters), longer than 63" in result.stdout
+
+
+# ---------------------------------------------------------------- site rules escape containment
+
+ESCAPING_RULES = {
+    "exits": ("import sys\n\n", "sys.exit(0)", "rule SITE001 escape called sys.exit(0)"),
+    "interrupts": ("", "raise KeyboardInterrupt", "rule SITE001 escape raised KeyboardInterrupt"),
+    "generator_exit": ("", "raise GeneratorExit", "rule SITE001 escape raised GeneratorExit"),
+    "loops": ("", "while True:\n        pass", "rule SITE001 escape ran longer than the 1 s time limit"),
+    "swallows_the_timeout": ("", "while True:\n        try:\n            while True:\n                pass\n"
+                             "        except BaseException:\n            break\n    while True:\n        pass",
+                             "rule SITE001 escape ran longer than the 1 s time limit"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(ESCAPING_RULES))
+def test_site_rule_escape_is_e900_and_keeps_the_json_report(tmp_path, fault):
+    imports, body, message = ESCAPING_RULES[fault]
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "escape.py").write_text(
+        f"{imports}from hwspec.rules import rule\n\n\n@rule('SITE001', 'escape')\ndef escape(ctx):\n"
+        f"    \"\"\"Escapes.\"\"\"\n    print('noise on stdout')\n    {body}\n    yield from ()\n")
+    copy_zionex(tmp_path)
+    result = hwspec("validate", "--format", "json", "--rules", "rules", "--rule-time-limit", "1", "zionex.yaml",
+                    cwd=tmp_path, timeout=60)
+    no_traceback(result)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert [(d["code"], d["message"]) for d in report] == [("E900", message)]
+    assert "noise on stdout" in result.stderr
+
+
+def test_rule_printing_is_kept_out_of_the_sarif_report(tmp_path):
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "chatty.py").write_text(
+        "import sys\nfrom hwspec.rules import rule\n\nprint('import noise')\n\n\n@rule('SITE002', 'chatty', 'warning')\n"
+        "def chatty(ctx):\n    \"\"\"Talks.\"\"\"\n    print('rule noise')\n    sys.stdout = None\n"
+        "    yield ctx.finding('said something')\n")
+    copy_zionex(tmp_path)
+    result = hwspec("validate", "--format", "sarif", "--rules", "rules", "zionex.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sarif = json.loads(result.stdout)
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["SITE002"]
+    assert "import noise" in result.stderr and "rule noise" in result.stderr
+
+
+def test_rule_module_exiting_at_import_is_e301(tmp_path):
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "bye.py").write_text("import sys\nsys.exit(3)\n")
+    result = hwspec("validate", "--rules", "rules", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("rules/bye.py:1:1: error[E301]: cannot load rules: the module called sys.exit(3) "
+                                    "while it was imported\n")
+
+
+def test_rule_time_limit_option_is_checked():
+    result = hwspec("validate", "--rule-time-limit", "-1")
+    assert result.returncode == 2
+    assert "argument --rule-time-limit: expected a finite number of seconds >= 0, got '-1'" in result.stderr
