@@ -152,6 +152,30 @@ class GenerationError(Exception):
     """A generator could not produce valid output (message names the platform and file)."""
 
 
+@dataclass(frozen=True)
+class Limit:
+    """Something a generator cannot write for a platform: `message`, where it is in the
+    platform file (`at` as for `ctx.finding`: entity id or None, then keys) and a `hint`.
+
+    Each generator states its limits in one function (e.g. `nccl.topology_limits`); the
+    generation rules (validators/generation.py) report them as located findings during
+    `validate`, and the generator refuses through `refuse` with the same list, so `validate`
+    clean means `generate` succeeds."""
+
+    message: str
+    at: tuple = (None,)
+    hint: str | None = None
+    reported_by: str = ""
+    """A rule that already reports this fact where it belongs (HW101 for a device outside the
+    PCIe tree): the generation rules leave it to that rule, which cannot be switched off either."""
+
+
+def refuse(platform: Any, output: str, limits: list[Limit]) -> None:
+    """Raise GenerationError for `limits` (when there are any) of generating `output`."""
+    if limits:
+        raise GenerationError(f"{platform.file}: {output}: " + "; ".join(limit.message for limit in limits))
+
+
 def plan_for(platform: Any, graph: nx.Graph | None, template_dirs: Iterable[Path] = (), only: Iterable[str] = ()) -> Plan:
     """Render every generator for `platform` into `{<platform name>/<path>: text}` (sorted)."""
     env = template_environment(template_dirs)

@@ -141,6 +141,7 @@ class Rule:
     scope: str
     check: RuleCheck
     file: str
+    waivable: bool = True
 
     @property
     def summary(self) -> str:
@@ -152,13 +153,18 @@ class Rule:
         return inspect.getdoc(self.check) or ""
 
 
-def rule(id: str, name: str, severity: str = "error", scope: str = "node") -> Callable[[RuleCheck], RuleCheck]:
-    """Mark a function as rule `id` (`HW201`) named `name` (`backend-nic-per-gpu`)."""
+def rule(id: str, name: str, severity: str = "error", scope: str = "node",
+         waivable: bool = True) -> Callable[[RuleCheck], RuleCheck]:
+    """Mark a function as rule `id` (`HW201`) named `name` (`backend-nic-per-gpu`).
+
+    A rule that is not `waivable` (the generation rules: what a generator cannot write) cannot
+    be switched off or lowered under a platform's `rules:` (E304): generation would refuse anyway."""
     if scope not in ("node", "cluster"):
         raise ValueError(f"rule {id}: scope must be 'node' or 'cluster', not {scope!r}")
 
     def mark(check: RuleCheck) -> RuleCheck:
         check.__hwspec_rule__ = (id, name, Severity.parse(severity), scope)  # type: ignore[attr-defined]
+        check.__hwspec_waivable__ = waivable  # type: ignore[attr-defined]
         return check
 
     return mark
@@ -239,7 +245,7 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                 meta = getattr(check, "__hwspec_rule__", None)
                 if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
                     continue  # not a rule, or a rule imported from elsewhere (registered there)
-                found = Rule(*meta, check=check, file=display_path(path))
+                found = Rule(*meta, check=check, file=display_path(path), waivable=getattr(check, "__hwspec_waivable__", True))
                 line = inspect.getsourcelines(check)[1]
                 clash = rules.get(found.id) or names.get(found.name)
                 if clash is not None:
@@ -308,6 +314,13 @@ def run_rules(platform: Any, graph: nx.Graph | None, rules: list[Rule], scope: s
             diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E303",
                                           f"rules: unknown rule '{key}'",
                                           (f"did you mean '{guess}'? " if guess else "") + "run 'hwspec rules' to list them"))
+            continue
+        if not target.waivable and setting.severity != target.severity.label:
+            where = setting.location
+            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E304",
+                                          f"rules: {target.id} {target.name} cannot be set to {setting.severity}",
+                                          "it reports what generate cannot write, so generate would refuse the "
+                                          "platform anyway; fix the platform instead"))
             continue
         overrides[target.id] = setting.severity
 

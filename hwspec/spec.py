@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
@@ -300,8 +300,14 @@ class DeclaresSpec(Spec):
     memory: Bytes | None = Field(None, description="Total host DDR.")
 
 
+def _off(value: object) -> object:
+    """YAML 1.1 reads a bare `off` (and `no`, `false`) as false: what the user wrote is `off`."""
+    return "off" if value is False else value
+
+
 class RuleSetting(Spec):
-    severity: Literal["error", "warning", "info", "off"]
+    severity: Annotated[Literal["error", "warning", "info", "off"], BeforeValidator(_off)] = Field(
+        description="New severity, or off (written bare or quoted: YAML's false is read as off).")
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
 
 

@@ -320,3 +320,53 @@ def test_rule_time_limit_option_is_checked():
     result = hwspec("validate", "--rule-time-limit", "-1")
     assert result.returncode == 2
     assert "argument --rule-time-limit: expected a finite number of seconds >= 0, got '-1'" in result.stderr
+
+
+# ---------------------------------------------------------------- validate says ok, generate fails
+
+
+@pytest.mark.parametrize("fixture, output, message", [
+    ("cpu_affinity_too_long", "nccl-topo.xml", "CPU 1027 needs a 296-character affinity mask"),
+    ("cpu_vendor_unknown_to_nccl", "nccl-topo.xml", "socket cpu0 is x86_64 with vendor 'arm'"),
+    ("backend_nics_beyond_ib_hca", "nccl.conf", "34 backend NICs; NCCL_IB_HCA takes at most 32"),
+])
+def test_generator_refuses_what_the_generation_rule_reports(fixture, output, message):
+    """One list of limits per generator: the rule's finding and the generator's refusal agree."""
+    from hwspec.generate import GenerationError, plan_for
+    from hwspec.graph import build_graph
+    from hwspec.load import load_platform
+
+    platform = load_platform(ROOT / "tests" / "fixtures" / "rules" / f"{fixture}.yaml")
+    with pytest.raises(GenerationError) as error:
+        plan_for(platform, build_graph(platform))
+    assert f": {output}: {message}" in str(error.value)
+
+
+def test_generation_rules_cannot_be_switched_off(tmp_path):
+    text = (ROOT / "tests" / "fixtures" / "rules" / "cpu_vendor_unknown_to_nccl.yaml").read_text()
+    (tmp_path / "p.yaml").write_text(text + "rules:\n  HW901: {severity: off, reason: \"we want it anyway\"}\n")
+    result = hwspec("validate", "p.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "p.yaml:74:3: error[E304]: rules: HW901 nccl-topo-writable cannot be set to off\n" \
+           "  hint: it reports what generate cannot write, so generate would refuse the platform anyway; " \
+           "fix the platform instead\n" in result.stdout
+    assert "error[HW901 nccl-topo-writable]" in result.stdout
+
+
+def test_unsafe_ipv6_zone_is_found_by_validate_not_by_generate(tmp_path):
+    fixture = ROOT / "tests" / "fixtures" / "cluster" / "address_zone_unsafe.yaml"
+    result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", fixture)
+    assert result.returncode == 2
+    assert "error[HW904 hostfile-writable]" in result.stderr and "hwspec: nothing written" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- the README's own example
+
+
+def test_rule_severity_off_written_bare_is_accepted(tmp_path):
+    """`severity: off` is YAML 1.1's false; the README writes it that way."""
+    text = (ROOT / "tests" / "fixtures" / "rules" / "switch_oversubscribed.yaml").read_text()
+    (tmp_path / "p.yaml").write_text(text + "rules:\n  HW103: {severity: off, reason: \"measured: no contention\"}\n")
+    result = hwspec("validate", "p.yaml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "")

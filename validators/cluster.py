@@ -106,7 +106,7 @@ def bisection_minimum(ctx: Context):
                           hint="add uplinks or spines, or lower the declared minimum")
 
 
-@rule("HW805", "host-names", "error", scope="cluster")
+@rule("HW805", "host-names", "error", scope="cluster", waivable=False)
 def host_names(ctx: Context):
     """Hostnames are unique valid DNS labels, and addresses are unique IPv4 or IPv6 addresses.
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from hwspec.generate import GenContext, GenerationError, Plan, generator
+from hwspec.generate import GenContext, Limit, Plan, generator, refuse
 from hwspec.generators.nccl import net_name
 from hwspec.graph import pcie_path
 from hwspec.model import Gpu, Nic, Platform, Socket
@@ -129,6 +129,29 @@ def gdr_level(platform: Platform, graph: nx.Graph) -> str | None:
     return GDR_LEVELS[min(worst, GDR_LEVELS.index("PHB"))]
 
 
+def settings_limits(platform: Platform) -> list[Limit]:
+    """What keeps the NCCL settings (nccl.conf, launch.env) from being written: an RDMA backend
+    NIC without a device name (NCCL_IB_HCA names each), more than NCCL_IB_HCA can hold."""
+    backend = platform.backend
+    if not platform.gpus or backend is None or backend.transport == "tcp":
+        return []
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    limits = [Limit(f"backend NIC {n.id} has no RDMA device name, so NCCL_IB_HCA cannot name it", (n.id,),
+                    "add its device name, e.g. device: mlx5_0", reported_by="HW206") for n in hcas if not n.device]
+    if len(hcas) > MAX_IB_HCAS:
+        limits.append(Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),
+                            f"keep at most {MAX_IB_HCAS} NICs in the backend role"))
+    return limits
+
+
+def bind_limits(platform: Platform) -> list[Limit]:
+    """What keeps bind.sh from being written: a GPU with no NUMA node to bind its rank to
+    (reported during validate by HW101: the GPU is outside every socket's PCIe tree)."""
+    return [Limit(f"{g.id} has no NUMA node for bind.sh to bind its rank to (it reaches no CPU socket)",
+                  (g.id, "pcie", "upstream"), "attach it under a socket's PCIe tree", reported_by="HW101")
+            for g in platform.gpus if g.numa_node is None]
+
+
 def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
     """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
     (the cluster's rail layout) overrides the platform's own declaration when given."""
@@ -137,13 +160,8 @@ def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_op
     rdma = backend is not None and backend.transport != "tcp"
     tcp = backend is not None and backend.transport == "tcp"
     if rdma:
+        refuse(platform, "nccl.conf", settings_limits(platform))
         hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
-        unnamed = [n.id for n in hcas if not n.device]
-        if unnamed:
-            raise GenerationError(f"{platform.file}: backend NIC(s) {', '.join(unnamed)} have no RDMA device name "
-                                  "(`device:`), so NCCL_IB_HCA cannot name them")
-        if len(hcas) > MAX_IB_HCAS:
-            raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
         if hcas:
             settings.append(Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
                                     "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives"))
@@ -226,8 +244,6 @@ def bind_script(ctx: GenContext) -> Plan:
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    unplaced = [g.id for g in platform.gpus if g.numa_node is None]
-    if unplaced:
-        raise GenerationError(f"{platform.file}: bind.sh: {', '.join(unplaced)} have no NUMA node to bind to")
+    refuse(platform, "bind.sh", bind_limits(platform))
     # rendered without the automatic header: the shebang must stay on the first line
     return {"bind.sh": ctx.render("bind.sh.j2", None, header=ctx.header("hash"), ranks=ranks(platform))}
