@@ -347,7 +347,7 @@ def test_generation_rules_cannot_be_switched_off(tmp_path):
     (tmp_path / "p.yaml").write_text(text + "rules:\n  HW901: {severity: off, reason: \"we want it anyway\"}\n")
     result = hwspec("validate", "p.yaml", cwd=tmp_path)
     assert result.returncode == 1
-    assert "p.yaml:74:3: error[E304]: rules: HW901 nccl-topo-writable cannot be set to off\n" \
+    assert "p.yaml:74:10: error[E304]: rules: HW901 nccl-topo-writable cannot be set to off\n" \
            "  hint: it reports what generate cannot write, so generate would refuse the platform anyway; " \
            "fix the platform instead\n" in result.stdout
     assert "error[HW901 nccl-topo-writable]" in result.stdout
