@@ -125,7 +125,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"hwspec: {len(plan)} generated file(s) up to date\n")
         return EXIT_OK
     try:
-        changed = generate.write_plan(plan, out_dir, names)
+        changed = generate.write_plan(plan, out_dir, names, svg=not args.no_svg)
         svgs = generate.render_svgs(plan, out_dir) if not args.no_svg else []
     except (OSError, ValueError, generate.GenerationError) as exc:
         sys.stderr.write(f"hwspec: error: {exc}\n")

@@ -24,7 +24,7 @@ import networkx as nx
 
 from hwspec import __version__, content
 from hwspec.text import XML_COMMENT_DASH, comment, visible
-from hwspec.writer import safe_join, write_atomic
+from hwspec.writer import existing_files, read_existing, safe_join, write_atomic, write_tree
 
 Plan = dict[str, str]
 GeneratorFunc = Callable[["GenContext"], Plan]
@@ -206,59 +206,72 @@ def render_all(platform: Any, graph: nx.Graph | None, env: jinja2.Environment, o
     return plan
 
 
-def write_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = ()) -> list[Path]:
-    """Write every file of `plan` under `out_dir` atomically; remove stale files left in the
-    platforms' directories. Returns the paths written or changed."""
-    changed = []
-    for relative, text in plan.items():
-        target = safe_join(out_dir, relative)
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            mode = 0o755 if text.startswith("#!") else 0o644
-            write_atomic(target, text, mode)
-            changed.append(target)
-    for stale in _orphans(plan, out_dir, platforms):
-        stale.unlink()
-        changed.append(stale)
-    return changed
+def write_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), svg: bool = False) -> list[Path]:
+    """Write every file of `plan` under `out_dir`, each platform's directory all-or-nothing
+    (`hwspec.writer.write_tree`: the whole plan is checked first, the output directory is
+    locked, symlinks are replaced and never followed, a kill leaves the old set or the new
+    one). Files a platform no longer produces go with its old set; rendered SVGs stay unless
+    `svg` renders them again. Returns the paths written, changed or removed.
+
+    `platforms` is accepted for compatibility: every platform directory in the plan is written."""
+    del platforms
+    return write_tree(Path(out_dir), plan, keep=_ignored, extra=_svg_renderer(plan) if svg else None)
 
 
 def _orphans(plan: Plan, out_dir: Path, platforms: Iterable[str]) -> list[Path]:
-    planned = {safe_join(out_dir, p) for p in plan}
+    planned = set(plan)
     orphans = []
     for name in sorted(set(platforms)):
-        root = out_dir / name
-        if root.is_dir():
-            orphans.extend(p for p in sorted(root.rglob("*")) if p.is_file() and p.resolve() not in planned
-                           and not _ignored(p))
+        orphans.extend(out_dir / name / relative for relative in existing_files(out_dir / name)
+                       if f"{name}/{relative}" not in planned and not _ignored(relative))
     return orphans
 
 
-def _ignored(path: Path) -> bool:
+def _ignored(path: str | Path) -> bool:
     """Files generate may leave beside the plan: rendered SVGs (not committed)."""
-    return path.suffix == ".svg"
+    return str(path).endswith(".svg")
 
 
-def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
-    """Render every planned `.dot` file to `.svg` beside it when graphviz's `dot` is on PATH.
-
-    SVGs are not part of the plan (graphviz output differs between versions), so `--check`
-    ignores them and they are not committed."""
+def _svg_renderer(plan: Plan) -> Callable[[Path, str], list[str]] | None:
+    """Renders a platform's planned `.dot` files to `.svg` into its new set (see render_svgs)."""
     import shutil
-    import subprocess
 
     dot = shutil.which("dot")
     if dot is None:
+        return None
+
+    def render(staging: Path, platform: str) -> list[str]:
+        written = []
+        for relative, text in plan.items():
+            if relative.endswith(".dot") and relative.startswith(platform + "/"):
+                inner = relative[len(platform) + 1:-4] + ".svg"
+                write_atomic(staging / inner, render_svg(dot, relative, text))
+                written.append(inner)
+        return written
+
+    return render
+
+
+def render_svg(dot: str, relative: str, text: str) -> str:
+    """graphviz's SVG of the DOT `text` (`relative` names it in errors)."""
+    import subprocess
+
+    result = subprocess.run([dot, "-Tsvg"], input=text, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise GenerationError(f"dot failed on {relative}: {visible(result.stderr.strip())}")
+    return result.stdout
+
+
+def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
+    """The SVGs of every planned `.dot` file, when graphviz's `dot` is on PATH: the paths they
+    are (or would be) at. `write_plan(..., svg=True)` renders them into each platform's new
+    set, so they appear with it; SVGs are not part of the plan (graphviz output differs between
+    versions), so `--check` ignores them and they are not committed."""
+    import shutil
+
+    if shutil.which("dot") is None:
         return []
-    written = []
-    for relative, text in plan.items():
-        if relative.endswith(".dot"):
-            target = safe_join(out_dir, relative[:-4] + ".svg")
-            result = subprocess.run([dot, "-Tsvg"], input=text, capture_output=True, text=True, timeout=120)
-            if result.returncode != 0:
-                raise GenerationError(f"dot failed on {relative}: {result.stderr.strip()}")
-            write_atomic(target, result.stdout)
-            written.append(target)
-    return written
+    return [safe_join(out_dir, relative[:-4] + ".svg") for relative in plan if relative.endswith(".dot")]
 
 
 def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context_lines: int = 3) -> list[str]:
@@ -266,11 +279,12 @@ def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context
     or left over), each with a short unified diff; empty when everything is up to date."""
     reports = []
     for relative, text in plan.items():
-        target = safe_join(out_dir, relative)
-        if not target.exists():
+        safe_join(out_dir, relative)
+        existing = read_existing(out_dir, relative)
+        if existing is None:
             reports.append(f"missing: {out_dir / relative}")
             continue
-        current = target.read_text(encoding="utf-8", errors="replace")
+        current = existing.decode("utf-8", errors="replace")
         if current != text:
             diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(), f"{out_dir / relative} (committed)",
                                              f"{out_dir / relative} (generated)", n=context_lines, lineterm=""))

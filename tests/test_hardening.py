@@ -370,3 +370,125 @@ def test_rule_severity_off_written_bare_is_accepted(tmp_path):
     (tmp_path / "p.yaml").write_text(text + "rules:\n  HW103: {severity: off, reason: \"measured: no contention\"}\n")
     result = hwspec("validate", "p.yaml", cwd=tmp_path)
     assert (result.returncode, result.stdout) == (0, "")
+
+
+# ---------------------------------------------------------------- output directory safety
+
+
+def test_symlink_at_an_output_file_is_replaced_not_followed(tmp_path):
+    from hwspec.generate import write_plan
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "out" / "p").mkdir(parents=True)
+    (tmp_path / "out" / "p" / "nccl.conf").symlink_to(victim)
+    write_plan({"p/nccl.conf": "NCCL_A=1\n"}, tmp_path / "out", ["p"])
+    assert victim.read_text() == "precious\n"
+    target = tmp_path / "out" / "p" / "nccl.conf"
+    assert not target.is_symlink() and target.read_text() == "NCCL_A=1\n"
+
+
+def test_symlinked_platform_directory_is_replaced_not_written_through(tmp_path):
+    from hwspec.generate import write_plan
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "p").symlink_to(elsewhere, target_is_directory=True)
+    write_plan({"p/nccl.conf": "NCCL_A=1\n", "p/sub/x.tsv": "x\n"}, tmp_path / "out", ["p"])
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
+    assert not (tmp_path / "out" / "p").is_symlink()
+    assert sorted(p.name for p in (tmp_path / "out" / "p").iterdir()) == ["nccl.conf", "sub"]
+
+
+def test_check_does_not_read_through_a_symlink(tmp_path):
+    from hwspec.generate import check_plan
+
+    secret = tmp_path / "secret"
+    secret.write_text("NCCL_A=1\n")
+    (tmp_path / "out" / "p").mkdir(parents=True)
+    (tmp_path / "out" / "p" / "nccl.conf").symlink_to(secret)
+    assert check_plan({"p/nccl.conf": "NCCL_A=1\n"}, tmp_path / "out", ["p"]) == [f"missing: {tmp_path}/out/p/nccl.conf"]
+
+
+@pytest.mark.parametrize("bad", [{"../x": "x\n"}, {"q/bad": "\udcff\n"}, {"toplevel": "x\n"}, {".q/x": "x\n"}],
+                         ids=["escapes", "unencodable", "outside-a-platform-directory", "hidden"])
+def test_a_refused_file_leaves_nothing_written(tmp_path, bad):
+    from hwspec.generate import write_plan
+
+    plan = {"a/one.conf": "A=1\n", **bad, "z/two.conf": "B=2\n"}
+    with pytest.raises(ValueError, match="refusing"):
+        write_plan(plan, tmp_path / "out", ["a", "z"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_parked_old_set_of_a_killed_run_is_restored_and_leftovers_removed(tmp_path):
+    from hwspec.writer import recover
+
+    out = tmp_path / "out"
+    (out / ".p.hwspec-old.123").mkdir(parents=True)
+    (out / ".p.hwspec-old.123" / "nccl.conf").write_text("old\n")
+    (out / ".p.hwspec-new.abc").mkdir()
+    (out / ".p.hwspec-new.abc" / "nccl.conf").write_text("half\n")
+    (out / "q").mkdir()
+    (out / ".q.hwspec-old.9").mkdir()
+    (out / ".x.conf.k2j3.tmp").write_text("")
+    recover(out)
+    assert sorted(p.name for p in out.iterdir()) == ["p", "q"]
+    assert (out / "p" / "nccl.conf").read_text() == "old\n"
+
+
+def _variant(tmp_path: Path, name: str, sockets: str) -> Path:
+    """zionex.yaml with a different title (every header and JSON changes with it)."""
+    text = (PLATFORMS / "zionex.yaml").read_text()
+    directory = tmp_path / name
+    directory.mkdir()
+    (directory / "zionex.yaml").write_text(text.replace("\ntitle:", f"\ntitle: {sockets} #", 1))
+    return directory / "zionex.yaml"
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
+    import signal
+    import time
+
+    old, new = _variant(tmp_path, "old", "A"), _variant(tmp_path, "new", "B")
+    sets = {}
+    for label, platform in (("old", old), ("new", new)):
+        out = tmp_path / f"ref-{label}"
+        assert hwspec("generate", "--no-svg", "-o", out, platform).returncode == 0
+        sets[label] = _tree(out / "zionex")
+    assert sets["old"] != sets["new"]
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for attempt, delay in enumerate((0.6, 0.9, 1.2, 1.5, 1.8, 2.1, 2.4)):
+        source = (old, new)[attempt % 2]
+        process = subprocess.Popen([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(out), str(source)],
+                                   cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        from hwspec.writer import recover
+
+        recover(out)  # what the next run does first, under the lock
+        if (out / "zionex").exists():
+            assert _tree(out / "zionex") in (sets["old"], sets["new"]), f"mixed set after a kill at {delay} s"
+        assert not out.exists() or not [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_concurrent_generates_into_one_directory_both_succeed(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(3):
+        processes = [subprocess.Popen([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(out),
+                                       "platforms/zionex.yaml", "platforms/zion.yaml"], cwd=ROOT, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        for process in processes:
+            _, err = process.communicate(timeout=120)
+            assert process.returncode == 0, err
+    assert not [p for p in out.rglob("*") if p.name.startswith(".")]
+    assert hwspec("generate", "--check", "-o", out, "platforms/zionex.yaml", "platforms/zion.yaml").returncode == 0
