@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from hwspec import __version__
+from hwspec.text import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -28,6 +29,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _not_a_directory(path: Path) -> str | None:
+    """Why `path` cannot be used as an option's directory, or None when it can."""
+    try:
+        if path.is_dir():
+            return None
+        return "is not a directory" if path.exists() else "no such directory"
+    except (OSError, ValueError):
+        return "cannot be read"
+
+
 def _add_rules_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
                         help="also load rules from DIR (repeatable)")
@@ -40,6 +51,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     _add_rules_options(parser)
     parser.add_argument("--parts", metavar="DIR", action="append", default=[], type=Path,
                         help="also load parts from DIR (repeatable; later wins)")
+    parser.add_argument("--platform-root", metavar="DIR", action="append", default=[], type=Path, dest="platform_roots",
+                        help="a cluster's node platforms may also be below DIR (by default only below the "
+                             "cluster file's directory; repeatable)")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -54,7 +68,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     diagnostics, status = [], EXIT_OK
     for path in files:
-        checked = pipeline.check(path, rules, args.parts)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots)
         diagnostics.extend(report.escalate(checked.diagnostics, args.werror))
         if checked.unreadable:
             status = EXIT_UNREADABLE
@@ -99,7 +113,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     names: list[str] = []
     failed = False
     for path in files:
-        checked = pipeline.check(path, rules, args.parts)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots)
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.failed():
             failed = True
@@ -184,7 +198,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
-    checked = pipeline.check(args.platform, rules, args.parts)
+    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots)
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE
@@ -260,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_UNREADABLE
+    for option, dest in (("--parts", "parts"), ("--templates", "templates"), ("--platform-root", "platform_roots")):
+        for directory in getattr(args, dest, ()):
+            problem = _not_a_directory(directory)
+            if problem:
+                parser.error(f"{option} {visible(str(directory))}: {problem}")
     func = getattr(args, "func", None) or COMMANDS[args.command][0]
     try:
         return func(args)

@@ -41,6 +41,15 @@ MAX_UPLINK_PORTS = 2_097_152
 """Leaf-to-spine ports the derived fabric may wire (16x the 16,384-node benchmark's)."""
 
 
+class PlatformOutsideRoots(Exception):
+    """A cluster's node platform path leads outside the directories it may name (`root` is the
+    cluster file's directory)."""
+
+    def __init__(self, root: Path):
+        super().__init__(str(root))
+        self.root = root
+
+
 class FabricTooLarge(ValueError):
     """The backend fabric a cluster file asks for is too large to derive; `path` is the key."""
 
@@ -214,7 +223,13 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
             first += group.count
             continue
         except FileNotFoundError:
-            error(here + ("platform",), f"{dotted(here)}: node platform file '{group.platform}' not found", code="E206")
+            error(here + ("platform",), f"{dotted(here)}: node platform file '{_short(group.platform)}' not found", code="E206")
+            first += group.count
+            continue
+        except PlatformOutsideRoots as exc:
+            error(here + ("platform",), f"{dotted(here)}: node platform '{_short(group.platform)}' is outside the cluster "
+                  f"file's directory ({exc.root})", "move it below that directory, or allow its directory with "
+                  "--platform-root DIR", code="E207")
             first += group.count
             continue
         hostnames = _expand_names(group.hostname, group, first, here + ("hostname",), error)
@@ -243,6 +258,14 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
         declared_world_size=spec.world_size, sources=dict(spec.sources),
         rule_settings={k: RuleSetting(v.severity, v.reason, location(("rules", k))) for k, v in spec.rules.items()},
         assumptions=assumptions, _doc=doc, _expanded=expanded)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A path from the file as shown in a message: printable, at most `limit` characters."""
+    from hwspec.text import visible
+
+    shown = visible(text)
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
 
 
 def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tuple[str, ...] | None:

@@ -268,7 +268,12 @@ class _Load:
             raise HwspecError(self.problems)
         self.check(root)
         if not isinstance(root, MappingNode):
-            message = f"a platform file must be a mapping of keys to values, got {self.describe(root)}"
+            # the file may be anything (a cluster's `platform:` names a path): say what it
+            # holds, never the text itself
+            got = self.describe(root)
+            if isinstance(root, ScalarNode) and isinstance(self.scalars.get(id(root), root.value), str):
+                got = f"a string of {len(root.value)} characters (not shown)"
+            message = f"a platform file must be a mapping of keys to values, got {got}"
             self.error(root.start_mark, "E108", message)
         if self.problems:
             raise HwspecError(self.problems)

@@ -355,7 +355,7 @@ def test_generation_rules_cannot_be_switched_off(tmp_path):
 
 def test_unsafe_ipv6_zone_is_found_by_validate_not_by_generate(tmp_path):
     fixture = ROOT / "tests" / "fixtures" / "cluster" / "address_zone_unsafe.yaml"
-    result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", fixture)
+    result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", "--platform-root", "tests/fixtures", fixture)
     assert result.returncode == 2
     assert "error[HW904 hostfile-writable]" in result.stderr and "hwspec: nothing written" in result.stderr
     assert not (tmp_path / "out").exists()
@@ -492,3 +492,61 @@ def test_concurrent_generates_into_one_directory_both_succeed(tmp_path):
             assert process.returncode == 0, err
     assert not [p for p in out.rglob("*") if p.name.startswith(".")]
     assert hwspec("generate", "--check", "-o", out, "platforms/zionex.yaml", "platforms/zion.yaml").returncode == 0
+
+
+# ---------------------------------------------------------------- silent option mistakes
+
+
+@pytest.mark.parametrize("option, value, problem", [
+    ("--parts", "missing-dir", "no such directory"),
+    ("--parts", "README.md", "is not a directory"),
+    ("--templates", "missing-dir", "no such directory"),
+    ("--templates", "README.md", "is not a directory"),
+    ("--platform-root", "missing-dir", "no such directory"),
+])
+def test_option_directory_that_is_missing_or_a_file_is_an_error(option, value, problem):
+    result = hwspec("generate", "--check", option, value)
+    assert result.returncode == 2
+    assert result.stderr.endswith(f"hwspec: error: {option} {value}: {problem}\n")
+
+
+CLUSTER_NAMING = """\
+hwspec: 1
+kind: cluster
+name: c
+nodes:
+  - {{platform: {platform}, count: 2, hostname: "n${{n}}"}}
+"""
+
+
+def test_cluster_platform_outside_its_directory_is_refused(tmp_path):
+    (tmp_path / "secret.yaml").write_text("root: x\n")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "cluster.yaml").write_text(CLUSTER_NAMING.format(platform="../secret.yaml"))
+    result = hwspec("validate", "c/cluster.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == (f"c/cluster.yaml:5:16: error[E207]: nodes[0]: node platform '../secret.yaml' is outside the "
+                             f"cluster file's directory ({tmp_path}/c)\n"
+                             "  hint: move it below that directory, or allow its directory with --platform-root DIR\n")
+    (tmp_path / "c" / "link.yaml").symlink_to(tmp_path / "secret.yaml")
+    (tmp_path / "c" / "cluster.yaml").write_text(CLUSTER_NAMING.format(platform="link.yaml"))
+    assert "error[E207]" in hwspec("validate", "c/cluster.yaml", cwd=tmp_path).stdout, "a symlink does not lead out"
+    (tmp_path / "c" / "cluster.yaml").write_text(CLUSTER_NAMING.format(platform="/etc/passwd"))
+    assert "error[E207]" in hwspec("validate", "c/cluster.yaml", cwd=tmp_path).stdout
+
+
+def test_platform_root_option_allows_a_directory(tmp_path):
+    shutil.copy(ROOT / "tests" / "fixtures" / "spec" / "minimal_node.yaml", tmp_path / "node.yaml")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "cluster.yaml").write_text(CLUSTER_NAMING.format(platform="../node.yaml"))
+    result = hwspec("validate", "--platform-root", ".", "c/cluster.yaml", cwd=tmp_path)
+    assert "E207" not in result.stdout and result.returncode in (0, 1), result.stdout
+
+
+def test_unparseable_platform_file_content_is_not_echoed(tmp_path):
+    (tmp_path / "secret.txt").write_text("root:x:0:0:TOPSECRET:/root:/bin/bash\n")
+    (tmp_path / "cluster.yaml").write_text(CLUSTER_NAMING.format(platform="secret.txt"))
+    result = hwspec("validate", "cluster.yaml", cwd=tmp_path)
+    assert result.returncode == 2 and "TOPSECRET" not in result.stdout + result.stderr
+    assert "secret.txt:1:1: error[E108]: a platform file must be a mapping of keys to values, got a string of 36 " \
+           "characters (not shown)\n" in result.stdout

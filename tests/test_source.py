@@ -243,7 +243,8 @@ def test_empty_file_and_top_level_not_a_mapping():
     assert errors(Path("top_level_list.yaml")) == (
         "top_level_list.yaml:1:1: error[E108]: a platform file must be a mapping of keys to values, got a list")
     assert errors("\n  just text\n") == (
-        "p.yaml:2:3: error[E108]: a platform file must be a mapping of keys to values, got the string 'just text'")
+        "p.yaml:2:3: error[E108]: a platform file must be a mapping of keys to values, got a string of 9 characters "
+        "(not shown)")
 
 
 def test_syntax_errors():
