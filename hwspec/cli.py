@@ -121,7 +121,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         try:
             plan.update(generate.plan_for(checked.platform, checked.graph, args.templates))
         except generate.GenerationError as exc:
-            sys.stderr.write(f"hwspec: error: {exc}\n")
+            sys.stderr.write(f"hwspec: error[E901]: {exc}\n")
             failed = True
             continue
         names.append(checked.platform.name)
@@ -142,7 +142,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         changed = generate.write_plan(plan, out_dir, names, svg=not args.no_svg)
         svgs = generate.render_svgs(plan, out_dir) if not args.no_svg else []
     except (OSError, ValueError, generate.GenerationError) as exc:
-        sys.stderr.write(f"hwspec: error: {exc}\n")
+        sys.stderr.write(f"hwspec: error[{'E901' if isinstance(exc, generate.GenerationError) else 'E902'}]: "
+                         f"{visible(str(exc))}\n")
         return EXIT_UNREADABLE
     sys.stderr.write(f"hwspec: {len(plan)} file(s) generated in {out_dir} ({len(changed)} changed"
                      + (f", {len(svgs)} SVG diagram(s) rendered" if svgs else "") + ")\n")
@@ -174,15 +175,20 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from hwspec.codes import CODES, lookup
     from hwspec.errors import nearest
 
+    code = lookup(args.rule)
+    if code is not None:
+        sys.stdout.write(f"{code.code} {code.title}\n\n{code.doc}\n")
+        return EXIT_OK
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
     by_key = {r.id.lower(): r for r in rules} | {r.name.lower(): r for r in rules}
     found = by_key.get(args.rule.lower())
     if found is None:
-        guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules])
+        guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules] + list(CODES))
         sys.stderr.write(f"hwspec: unknown rule '{args.rule}'" + (f" (did you mean '{guess}'?)" if guess else "")
                          + "; run 'hwspec rules' to list them\n")
         return EXIT_UNREADABLE
@@ -263,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("rules", "explain"):
         p = sub.add_parser(name, help=COMMANDS[name][1])
         if name == "explain":
-            p.add_argument("rule", metavar="ID", help="rule id (HW201) or name")
+            p.add_argument("rule", metavar="ID", help="rule id (HW201) or name, or a code (E105)")
         _add_rules_options(p)
     return parser
 

@@ -219,7 +219,7 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
             platform, graph = load_node(path)
         except HwspecError as exc:
             errors.extend(exc.diagnostics)
-            error(here + ("platform",), f"{dotted(here)}: node platform '{group.platform}' has errors (reported above)", code="E206")
+            error(here + ("platform",), f"{dotted(here)}: node platform '{_short(group.platform)}' has errors (reported above)", code="E206")
             first += group.count
             continue
         except FileNotFoundError:
