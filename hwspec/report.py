@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path, PurePath
 from typing import Iterable
 from urllib.parse import quote
@@ -60,8 +61,8 @@ def _github(d: Diagnostic) -> str:
 def _uri(file: str) -> str:
     """A SARIF artifact URI: relative paths stay relative (percent-encoded), absolute ones become file: URIs."""
     if PurePath(file).is_absolute():
-        return Path(file).as_uri()
-    return quote(file.replace("\\", "/"))
+        return "file://" + quote(os.fsencode(file))  # a non-UTF-8 name's bytes, percent-encoded
+    return quote(os.fsencode(file.replace("\\", "/")))
 
 
 def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:

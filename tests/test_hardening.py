@@ -550,3 +550,17 @@ def test_unparseable_platform_file_content_is_not_echoed(tmp_path):
     assert result.returncode == 2 and "TOPSECRET" not in result.stdout + result.stderr
     assert "secret.txt:1:1: error[E108]: a platform file must be a mapping of keys to values, got a string of 36 " \
            "characters (not shown)\n" in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
+def test_report_of_a_non_utf8_file_name_is_written_in_every_format(tmp_path, fmt):
+    directory = os.fsencode(tmp_path) + b"/bad\xff"
+    os.makedirs(directory)
+    with open(directory + b"/broken.yaml", "w") as handle:
+        handle.write("hwspec: 1\nkind: node\nname: [\n")
+    result = hwspec("validate", "--format", fmt, os.fsdecode(b"bad\xff/broken.yaml"), cwd=tmp_path)
+    no_traceback(result)
+    assert result.returncode == 2 and result.stdout
+    if fmt == "sarif":
+        assert json.loads(result.stdout)["runs"][0]["results"][0]["locations"][0]["physicalLocation"][
+            "artifactLocation"]["uri"] == "bad%FF/broken.yaml"
