@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 import types
 from dataclasses import dataclass
@@ -94,8 +95,13 @@ def contained(limit: float | None = None) -> Iterator[None]:
     main = threading.current_thread() is threading.main_thread()
     interrupted = False
     previous_alarm = previous_int = None
+    outer_deadline: float | None = None
+    outer_interval = 0.0
+    timed = False
     if main:
         def on_alarm(signum, frame):
+            if outer_deadline is not None and time.monotonic() >= outer_deadline - 0.001 and callable(previous_alarm):
+                previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
             raise RuleTimeout()
 
         def on_interrupt(signum, frame):
@@ -104,9 +110,14 @@ def contained(limit: float | None = None) -> Iterator[None]:
             raise KeyboardInterrupt
 
         previous_int = signal.signal(signal.SIGINT, on_interrupt)
-        if limit:
+        outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, 0, 0)  # read (and pause) a caller's timer
+        if outer_delay:
+            outer_deadline = time.monotonic() + outer_delay
+        first = min(d for d in (limit, outer_delay) if d) if (limit or outer_delay) else 0
+        if first:
+            timed = True
             previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, limit, 0.1)
+            signal.setitimer(signal.ITIMER_REAL, first, 0.1)
     try:
         with contextlib.redirect_stdout(saved_err):
             yield
@@ -124,9 +135,11 @@ def contained(limit: float | None = None) -> Iterator[None]:
         raise _Escape(f"raised {type(exc).__name__}") from None
     finally:
         if main:
-            if limit:
+            if timed:
                 signal.setitimer(signal.ITIMER_REAL, 0, 0)
                 signal.signal(signal.SIGALRM, previous_alarm)
+            if outer_deadline is not None:  # give the caller's timer back what is left of it
+                signal.setitimer(signal.ITIMER_REAL, max(outer_deadline - time.monotonic(), 0.001), outer_interval)
             signal.signal(signal.SIGINT, previous_int)
         sys.stdout, sys.stderr = saved_out, saved_err
 

@@ -49,3 +49,13 @@ def comment(value: Any, syntax: str = "hash") -> str:
     if syntax == "xml":
         text = XML_COMMENT_DASH.sub(r"\\x2d", text)
     return text
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(value: Any) -> str:
+    """`value` with every control character, line break and lone surrogate but `\\n` shown as
+    its `visible` escape; backslashes stay as they are (for messages, which quote hostile
+    values but are not parsed back)."""
+    return _CONTROLS.sub(lambda m: visible(m.group()), str(value))

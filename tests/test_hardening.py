@@ -564,3 +564,39 @@ def test_report_of_a_non_utf8_file_name_is_written_in_every_format(tmp_path, fmt
     if fmt == "sarif":
         assert json.loads(result.stdout)["runs"][0]["results"][0]["locations"][0]["physicalLocation"][
             "artifactLocation"]["uri"] == "bad%FF/broken.yaml"
+
+
+def test_rule_time_limit_keeps_a_callers_alarm(tmp_path):
+    """A caller's own SIGALRM timer (a test's hang guard) survives the rules and still fires."""
+    import signal
+    import time
+
+    from hwspec.graph import build_graph
+    from hwspec.load import load_platform
+    from hwspec.rules import load_rules, run_rules
+
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.5)
+        platform = load_platform(PLATFORMS / "zionex.yaml")
+        from hwspec import pipeline
+
+        assert run_rules(platform, build_graph(platform), load_rules(pipeline.rule_directories())) == []
+        remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 0 < remaining <= 1.5
+        time.sleep(remaining + 0.2)
+        assert fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_hostile_value_in_a_message_cannot_forge_a_diagnostic_line(tmp_path):
+    text = (ROOT / "tests" / "fixtures" / "rules" / "base_2gpu.yaml").read_text()
+    text = text.replace("upstream: sw0, bus: \"0000:14:00.0\"", 'upstream: "x\\nzionex.yaml:1:1: error[E000]: forged\\u001b[2J", bus: "0000:14:00.0"')
+    (tmp_path / "p.yaml").write_text(text)
+    result = hwspec("validate", "p.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert all(line.startswith(("p.yaml:", "  ")) for line in result.stdout.splitlines()), result.stdout
+    assert "\x1b" not in result.stdout and "\\x1b[2J" in result.stdout
