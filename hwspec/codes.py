@@ -62,7 +62,7 @@ _ENTRIES = [
     ("E302", "rule clash", "Two rules share an id or a name."),
     ("E303", "unknown rule", "A platform's `rules:` names a rule that does not exist."),
     ("E304", "rule cannot be changed", "A platform's `rules:` switches off or lowers a rule that reports what "
-     "generation cannot write (the generation rules HW901-HW904, and HW101, HW206, HW805 that report such "
+     "generation cannot write (the generation rules HW901-HW903, and HW101, HW206, HW805 that report such "
      "limits too): generate would refuse the platform anyway."),
     # engine and generation
     ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "

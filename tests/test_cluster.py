@@ -46,7 +46,7 @@ def test_clean_rail_optimized_cluster_has_no_findings():
         "bisection_below_minimum.yaml:15:18: error[HW804 bisection-minimum]: bisection bandwidth is 0.4 Tb/s per "
         "direction, below the declared minimum of 10 Tb/s\n  hint: add uplinks or spines, or lower the declared minimum"]),
     ("address_zone_unsafe.yaml", [
-        "address_zone_unsafe.yaml:8:14: error[HW904 hostfile-writable]: nodes[0]: address 'fe80::1%a b' cannot be "
+        "address_zone_unsafe.yaml:8:14: error[HW903 hostfile-writable]: nodes[0]: address 'fe80::1%a b' cannot be "
         "written to a hostfile: only letters, digits and _./:,=@%+^- are allowed\n"
         "  hint: an IPv6 zone is an interface name, e.g. %eth0"]),
     ("duplicate_hostnames.yaml", [

@@ -357,7 +357,7 @@ def test_unsafe_ipv6_zone_is_found_by_validate_not_by_generate(tmp_path):
     fixture = ROOT / "tests" / "fixtures" / "cluster" / "address_zone_unsafe.yaml"
     result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", "--platform-root", "tests/fixtures", fixture)
     assert result.returncode == 2
-    assert "error[HW904 hostfile-writable]" in result.stderr and "hwspec: nothing written" in result.stderr
+    assert "error[HW903 hostfile-writable]" in result.stderr and "hwspec: nothing written" in result.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -45,7 +45,7 @@ def nccl_settings_writable(ctx: Context) -> Iterator[Finding]:
     yield from _report(ctx, settings_limits(ctx.platform))
 
 
-@rule("HW904", "hostfile-writable", scope="cluster", waivable=False)
+@rule("HW903", "hostfile-writable", scope="cluster", waivable=False)
 def hostfile_writable(ctx: Context) -> Iterator[Finding]:
     """hostfile and hosts.tsv can carry every host name and address.
 

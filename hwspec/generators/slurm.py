@@ -32,7 +32,7 @@ def gpu_links(platform, gpu) -> str:
 def hostfile_limits(cluster: Cluster) -> list[Limit]:
     """What keeps hostfile and hosts.tsv from being written: a host name or address with a
     character a hostfile line (`host slots=N`) cannot carry. The first offender per group.
-    HW805 reports the host names (a DNS label is stricter); HW904 the addresses (an IPv6
+    HW805 reports the host names (a DNS label is stricter); HW903 the addresses (an IPv6
     address may carry any text as its zone)."""
     limits = []
     for index, group in enumerate(cluster.groups):
