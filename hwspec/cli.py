@@ -111,6 +111,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     plan: dict[str, str] = {}
     names: list[str] = []
+    owners: dict[str, Path] = {}
     failed = False
     for path in files:
         checked = pipeline.check(path, rules, args.parts, args.platform_roots)
@@ -118,6 +119,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if checked.failed():
             failed = True
             continue
+        name = checked.platform.name
+        if name in owners:
+            sys.stderr.write(f"hwspec: error[E902]: {visible(str(owners[name]))} and {visible(str(path))} are both named "
+                             f"'{name}': their files would overwrite each other in {visible(str(args.output))}/{name}/\n")
+            failed = True
+            continue
+        owners[name] = path
         try:
             plan.update(generate.plan_for(checked.platform, checked.graph, args.templates))
         except generate.GenerationError as exc:

@@ -70,8 +70,9 @@ _ENTRIES = [
      "rule; what it printed went to stderr. A bug in the rule's file."),
     ("E901", "generation failed", "A generator refused a platform that validated clean (a limit no generation rule "
      "reports yet): a bug in hwspec. Nothing was written."),
-    ("E902", "output not written", "The output cannot be written: a refused path, text that is not UTF-8, or an "
-     "operating-system error (permissions, disk full). Nothing of the platform's new set was put in place."),
+    ("E902", "output not written", "The output cannot be written: two platforms of one run have the same name (their "
+     "files would share a directory), a refused path, text that is not UTF-8, or an operating-system error "
+     "(permissions, disk full). Nothing of the platform's new set was put in place."),
 ]
 
 CODES: dict[str, Code] = {code: Code(code, title, doc) for code, title, doc in _ENTRIES}

@@ -600,3 +600,13 @@ def test_a_hostile_value_in_a_message_cannot_forge_a_diagnostic_line(tmp_path):
     assert result.returncode == 1
     assert all(line.startswith(("p.yaml:", "  ")) for line in result.stdout.splitlines()), result.stdout
     assert "\x1b" not in result.stdout and "\\x1b[2J" in result.stdout
+
+
+def test_two_platforms_with_one_name_are_refused_before_writing(tmp_path):
+    copy_zionex(tmp_path / "a")
+    copy_zionex(tmp_path / "b")
+    result = hwspec("generate", "--no-svg", "-o", "out", "a/zionex.yaml", "b/zionex.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "hwspec: error[E902]: a/zionex.yaml and b/zionex.yaml are both named 'zionex': their files would overwrite " \
+           "each other in out/zionex/\n" in result.stderr
+    assert not (tmp_path / "out").exists()
