@@ -1068,7 +1068,8 @@ TEXT_FIELDS: tuple[Path_, ...] = (("title",), ("description",), ("sources", "pap
 """Free text of a node platform: accepted as written, and shown safely wherever it is written."""
 
 NAME_FIELDS: tuple[Path_, ...] = (("name",), ("sockets", 0, "id"), ("sockets", 0, "cpus"), ("gpus", 0, "id"),
-                                  ("gpus", 0, "pcie", "bus"), ("nics", 0, "device"), ("nics", 0, "interface"))
+                                  ("gpus", 0, "part"), ("gpus", 0, "pcie", "bus"), ("gpus", 0, "pcie", "upstream"),
+                                  ("nics", 0, "device"), ("nics", 0, "interface"), ("rules", "HW103", "severity"))
 """Names of a node platform: a hostile one is refused by validate, at its place."""
 
 
@@ -1121,9 +1122,10 @@ def hostile_node_specs(draw, **kwargs: Any) -> tuple[Path_, str, dict]:
 @st.composite
 def hostile_cluster_specs(draw, **kwargs: Any) -> tuple[Path_, ClusterFiles]:
     """`(path, files)`: a valid `cluster_specs(**kwargs)` cluster with hostile text in its title,
-    a host name pattern or an address pattern."""
+    a host name pattern, an address pattern or its node platform path."""
     files = draw(cluster_specs(**kwargs))
     cluster = copy.deepcopy(files.cluster)
-    path = draw(st.sampled_from((("title",), ("nodes", 0, "hostname"), ("nodes", 0, "address"))), label="field")
+    path = draw(st.sampled_from((("title",), ("nodes", 0, "hostname"), ("nodes", 0, "address"), ("nodes", 0, "platform"))),
+                label="field")
     _set(cluster, path, draw(hostile_texts(), label="text"))
     return path, ClusterFiles(cluster, files.node)
