@@ -483,7 +483,7 @@ def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
 def test_concurrent_generates_into_one_directory_both_succeed(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _ in range(3):
+    for _ in range(2):
         processes = [subprocess.Popen([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(out),
                                        "platforms/zionex.yaml", "platforms/zion.yaml"], cwd=ROOT, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
@@ -610,3 +610,11 @@ def test_two_platforms_with_one_name_are_refused_before_writing(tmp_path):
     assert "hwspec: error[E902]: a/zionex.yaml and b/zionex.yaml are both named 'zionex': their files would overwrite " \
            "each other in out/zionex/\n" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_output_directory_that_is_a_file_is_a_clear_error(tmp_path):
+    (tmp_path / "out").write_text("not a directory\n")
+    result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", "platforms/zionex.yaml")
+    assert result.returncode == 2
+    assert result.stderr.endswith(f"hwspec: error[E902]: [Errno 17] File exists: '{tmp_path}/out'\n"), result.stderr
+    assert (tmp_path / "out").read_text() == "not a directory\n"
