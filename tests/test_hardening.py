@@ -329,6 +329,7 @@ def test_rule_time_limit_option_is_checked():
     ("cpu_affinity_too_long", "nccl-topo.xml", "CPU 1027 needs a 296-character affinity mask"),
     ("cpu_vendor_unknown_to_nccl", "nccl-topo.xml", "socket cpu0 is x86_64 with vendor 'arm'"),
     ("backend_nics_beyond_ib_hca", "nccl.conf", "34 backend NICs; NCCL_IB_HCA takes at most 32"),
+    ("gpu_sm_beyond_attribute_length", "nccl-topo.xml", 'gpu0: sm="88888888888888888888..." in <gpu> would be 260'),
 ])
 def test_generator_refuses_what_the_generation_rule_reports(fixture, output, message):
     """One list of limits per generator: the rule's finding and the generator's refusal agree."""

@@ -48,6 +48,8 @@ class XmlNode:
     tag: str
     attrs: list[tuple[str, str]] = field(default_factory=list)
     children: list["XmlNode"] = field(default_factory=list)
+    at: str | None = None
+    """The platform entity (id) the element describes, to locate a problem with it; not written."""
 
 
 def cpumap(cpus: tuple[int, ...], total: int) -> str:
@@ -83,7 +85,9 @@ def topology_limits(platform: Platform) -> list[Limit]:
     """What keeps `nccl-topo.xml` from being written for `platform` (empty: it can be): a GPU or
     NIC that reaches no CPU socket, an x86 CPU vendor NCCL does not know, a CPU affinity
     mask longer than NCCL's 255-character attribute, a node whose smallest form (the
-    skeleton) still has more than NCCL's 256 elements. Nothing to check without GPUs (no file)."""
+    skeleton) still has more than NCCL's 256 elements, any other attribute of the form that
+    would be written longer than NCCL reads (a CPUID family, compute capability, port or speed
+    with hundreds of digits). Nothing to check without GPUs (no file)."""
     if not platform.gpus:
         return []
     limits: list[Limit] = []
@@ -105,11 +109,34 @@ def topology_limits(platform: Platform) -> list[Limit]:
                             (widest.id, "cpus") if widest.cpus else (widest.id,),
                             "number the CPUs from 0 without large gaps"))
     if not limits:
-        size = elements(topology(platform, "skeleton"))
+        detail, system = choose_topology(platform)
+        size = elements(system)
         if size > MAX_ELEMENTS:
             limits.append(Limit(f"even the skeleton topology has {size} elements; NCCL 2.21+ reads at most "
                                 f"{MAX_ELEMENTS}", (None, "gpus"), "split the node, or leave the topology to NCCL's detection"))
+        for node in _walk(system):
+            for key, value in node.attrs:
+                if len(value) >= MAX_STRING:
+                    limits.append(Limit(f"{node.at or 'the node'}: {key}=\"{value[:20]}...\" in <{node.tag}> would be "
+                                        f"{len(value)} characters; NCCL reads attributes of at most {MAX_STRING - 1}",
+                                        (node.at,), "use a realistic value"))
     return limits
+
+
+def choose_topology(platform: Platform) -> tuple[str, XmlNode]:
+    """The most detailed form of the topology within NCCL's element limit (the skeleton when
+    none fits): `(detail, tree)`."""
+    for detail in DETAIL_LEVELS:
+        system = topology(platform, detail)
+        if elements(system) <= MAX_ELEMENTS:
+            break
+    return detail, system
+
+
+def _walk(node: XmlNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
 
 
 MAX_AFFINITY_CPUS = (MAX_STRING // 9) * 32
@@ -141,22 +168,25 @@ def topology(platform: Platform, detail: str = "complete") -> XmlNode:
                 links = [] if detail != "complete" else nvlinks.get(item.id, [])
                 gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)),
                                       ("gdr", gdr)],
-                              [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)])
-                               for target, tclass, count in links])
+                              [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)], at=item.id)
+                               for target, tclass, count in links], at=item.id)
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
-                                                 item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu]))
+                                                 item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu],
+                                     at=item.id))
             elif isinstance(item, Nic):
                 # the ports of one adapter function share its <pci> and <nic>: one <net> each
                 ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
                 nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
-                                        ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")])
+                                        ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")], at=n.id)
                         for n in ports if net_name(n) is not None and n.role != "management"]
                 nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
-                                     [XmlNode("nic", [], nets)] if nets and detail != "skeleton" else []))
+                                     [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
+                                     at=item.id))
             else:  # a bridge
-                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child)))
+                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child),
+                                     at=item.id))
         return nodes
 
     system = XmlNode("system", [("version", "1")])
@@ -165,7 +195,7 @@ def topology(platform: Platform, detail: str = "complete") -> XmlNode:
         if socket.arch == "x86_64":
             attrs += [("vendor", CPU_VENDORS[socket.vendor]), ("familyid", str(socket.family)),
                       ("modelid", str(socket.model))]
-        system.children.append(XmlNode("cpu", attrs, below(socket.id)))
+        system.children.append(XmlNode("cpu", attrs, below(socket.id), at=socket.id))
     return system
 
 
@@ -217,10 +247,7 @@ def nccl_topo(ctx: GenContext) -> Plan:
     if not platform.gpus:
         return {}
     refuse(platform, "nccl-topo.xml", topology_limits(platform))
-    for detail in DETAIL_LEVELS:
-        system = topology(platform, detail)
-        if elements(system) <= MAX_ELEMENTS:
-            break
+    detail, system = choose_topology(platform)
     text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail])
     problems = check_nccl_xml(text)
     if problems:  # a limit topology_limits does not know yet: a bug, but never a written file
