@@ -84,8 +84,8 @@ class _Escape(Exception):
 def contained(limit: float | None = None) -> Iterator[None]:
     """Run site code (a rule, or a rule module's import) in a box.
 
-    Inside, `sys.stdout` is the process's stderr, so `print` in a rule cannot corrupt a JSON or
-    SARIF report; `sys.stdout`/`sys.stderr` are restored afterwards whatever the code did to
+    Inside, `sys.stdout` and file descriptor 1 are the process's stderr, so `print`,
+    `os.write(1, ...)` or a child process in a rule cannot corrupt a JSON or SARIF report; `sys.stdout`/`sys.stderr` are restored afterwards whatever the code did to
     them. `SystemExit`, `KeyboardInterrupt` that is not a real Ctrl-C, `GeneratorExit` and
     any other BaseException become `_Escape`; running past `limit` seconds (SIGALRM, main
     thread only; repeated every 0.1 s in case the code swallows the first) becomes `_Escape`
@@ -118,6 +118,7 @@ def contained(limit: float | None = None) -> Iterator[None]:
             timed = True
             previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
             signal.setitimer(signal.ITIMER_REAL, first, 0.1)
+    saved_fd = _divert_stdout_fd()
     try:
         with contextlib.redirect_stdout(saved_err):
             yield
@@ -142,6 +143,27 @@ def contained(limit: float | None = None) -> Iterator[None]:
                 signal.setitimer(signal.ITIMER_REAL, max(outer_deadline - time.monotonic(), 0.001), outer_interval)
             signal.signal(signal.SIGINT, previous_int)
         sys.stdout, sys.stderr = saved_out, saved_err
+        _restore_stdout_fd(saved_fd)
+
+
+def _divert_stdout_fd() -> int | None:
+    """Point file descriptor 1 at stderr (what a rule writes with os.write(1, ...) or a child
+    process prints stays out of the report); returns a copy of the old descriptor to restore."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        return saved
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _restore_stdout_fd(saved: int | None) -> None:
+    if saved is None:
+        return
+    with contextlib.suppress(OSError):
+        os.dup2(saved, 1)
+    os.close(saved)
 
 
 @dataclass(frozen=True)

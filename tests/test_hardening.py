@@ -297,7 +297,8 @@ def test_rule_printing_is_kept_out_of_the_sarif_report(tmp_path):
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "chatty.py").write_text(
         "import sys\nfrom hwspec.rules import rule\n\nprint('import noise')\n\n\n@rule('SITE002', 'chatty', 'warning')\n"
-        "def chatty(ctx):\n    \"\"\"Talks.\"\"\"\n    print('rule noise')\n    sys.stdout = None\n"
+        "def chatty(ctx):\n    \"\"\"Talks.\"\"\"\n    print('rule noise')\n    import os, subprocess\n"
+        "    os.write(1, b'fd noise\\n')\n    subprocess.run(['echo', 'child noise'])\n    sys.stdout = None\n"
         "    yield ctx.finding('said something')\n")
     copy_zionex(tmp_path)
     result = hwspec("validate", "--format", "sarif", "--rules", "rules", "zionex.yaml", cwd=tmp_path)
@@ -305,6 +306,7 @@ def test_rule_printing_is_kept_out_of_the_sarif_report(tmp_path):
     sarif = json.loads(result.stdout)
     assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["SITE002"]
     assert "import noise" in result.stderr and "rule noise" in result.stderr
+    assert "fd noise" in result.stderr and "child noise" in result.stderr
 
 
 def test_rule_module_exiting_at_import_is_e301(tmp_path):
