@@ -64,7 +64,7 @@ def run_one(nodes: int) -> dict:
         validated = time.perf_counter()
         if checked.failed():
             raise SystemExit("\n".join(d.format() for d in checked.diagnostics))
-        plan = generate.plan_for(checked.platform, checked.graph)
+        plan = generate.plan_for(checked.topology)
         planned = time.perf_counter()
         generate.write_plan(plan, work / "generated", [checked.platform.name])
         written = time.perf_counter()

@@ -188,14 +188,19 @@ def compile_pattern(text: str, names: tuple[str, ...]) -> Callable[[dict[str, in
     return render
 
 
+class Substituted(str):
+    """Text produced by substituting `${...}` placeholders. The spec accepts it where a whole
+    number is expected (`slot: ${g}`), unlike a string written in the file (`slot: "2"`)."""
+
+
 def substitute(text: str, variables: dict[str, int]) -> str:
-    """Replace every `${expr}` / `${expr:fmt}` in `text`."""
+    """Replace every `${expr}` / `${expr:fmt}` in `text`; the result is a `Substituted`."""
 
     def one(match: re.Match[str]) -> str:
         expr, _, spec = match.group(1).partition(":")
         return _format(evaluate(expr, variables), spec, match.group(0))
 
-    return _PLACEHOLDER.sub(one, text)
+    return Substituted(_PLACEHOLDER.sub(one, text))
 
 
 def _parse_repeat(spec: Any, path: DataPath) -> list[dict[str, int]]:

@@ -1,4 +1,4 @@
-"""Generation: resolved platform + graph -> plan `{relative path: text}` -> write or check.
+"""Generation: resolved topology -> plan `{relative path: text}` -> write or check.
 
 Generators are pure functions registered with `@generator(name)` in `hwspec/generators/`.
 Each receives a `GenContext` and returns `{path relative to the platform's output dir: text}`.
@@ -20,7 +20,6 @@ from typing import Any, Callable, Iterable
 from xml.sax.saxutils import escape
 
 import jinja2
-import networkx as nx
 
 from hwspec import __version__, content
 from hwspec.text import XML_COMMENT_DASH, comment, visible
@@ -90,27 +89,45 @@ def xml_comment(value: Any) -> str:
 
 
 INSTALL_ROOT = "/etc/hwspec"
-"""Generated files are installed under INSTALL_ROOT/<platform or cluster>/ on the machines."""
+"""Generated files are installed under INSTALL_ROOT/<platform or cluster>/ on the machines
+(the default of `hwspec generate --install-root`)."""
+
+
+def install_root(root: str) -> str:
+    """`root` checked as an install root: an absolute path of safe characters (it is written
+    into nccl.conf, env files and scripts unquoted), without a trailing slash."""
+    text = str(root)
+    if not text.startswith("/"):
+        raise GenerationError(f"--install-root {text!r}: must be an absolute path (NCCL_TOPO_FILE cannot be relative)")
+    if not SAFE_VALUE.fullmatch(text) or "=" in text or "//" in text or "/../" in f"{text}/" or "/./" in f"{text}/":
+        raise GenerationError(f"--install-root {text!r}: only letters, digits and _./:,@%+^- in plain path "
+                              "components are allowed (it is written unquoted into nccl.conf and scripts)")
+    return text.rstrip("/") or "/"
 
 COMMENT_SYNTAX = {"xml": ("<!--", "-->"), "hash": ("#", ""), "slash": ("//", "")}
 
 
 @dataclass
 class GenContext:
-    """What a generator sees. `platform` is the resolved model, `graph` its topology graph,
-    `name` the generator's name (used in headers), `source` the platform file as shown.
+    """What a generator sees. `topology` is the resolved topology (`hwspec.topology.Topology`
+    or `hwspec.cluster_topology.ClusterTopology`) and `platform` its model, `name` the
+    generator's name (used in headers), `source` the platform file as shown.
 
     Deployment context: `install_dir` is where the files are installed on the machines
     (default /etc/hwspec/<platform>); `rail_optimized`, when set, is the rail layout of the
     cluster the node is part of, which overrides the node platform's own declaration."""
 
-    platform: Any
-    graph: nx.Graph | None
+    topology: Any
     env: jinja2.Environment
     name: str
     source: str
     install_dir: str = ""
     rail_optimized: bool | None = None
+
+    @property
+    def platform(self) -> Any:
+        """The resolved model (`Platform` or `Cluster`) of `topology`."""
+        return self.topology.platform
 
     def __post_init__(self) -> None:
         if not self.install_dir:
@@ -133,8 +150,8 @@ class GenContext:
         return "".join(f"{start} {line}\n" for line in self.header_lines())
 
     def render(self, template: str, syntax: str | None, **values: Any) -> str:
-        """Render `template` with `values` (plus `platform`, `graph`), prefixed by the header."""
-        body = self.env.get_template(template).render(platform=self.platform, graph=self.graph, **values)
+        """Render `template` with `values` (plus `platform`, `topology`), prefixed by the header."""
+        body = self.env.get_template(template).render(platform=self.platform, topology=self.topology, **values)
         return (self.header(syntax) if syntax else "") + body
 
 
@@ -176,25 +193,31 @@ def refuse(platform: Any, output: str, limits: list[Limit]) -> None:
         raise GenerationError(f"{platform.file}: {output}: " + "; ".join(limit.message for limit in limits))
 
 
-def plan_for(platform: Any, graph: nx.Graph | None, template_dirs: Iterable[Path] = (), only: Iterable[str] = ()) -> Plan:
-    """Render every generator for `platform` into `{<platform name>/<path>: text}` (sorted)."""
+def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
+             root: str = INSTALL_ROOT) -> Plan:
+    """Render every generator for `topology` (a node's or cluster's) into
+    `{<platform name>/<path>: text}` (sorted), for installation under `root`/<platform name>/
+    on the machines."""
     env = template_environment(template_dirs)
-    plan = {f"{platform.name}/{path}": text for path, text in render_all(platform, graph, env, only=only).items()}
+    install_dir = f"{install_root(root).rstrip('/')}/{topology.name}"
+    plan = {f"{topology.name}/{path}": text
+            for path, text in render_all(topology, env, only=only, install_dir=install_dir).items()}
     return dict(sorted(plan.items()))
 
 
-def render_all(platform: Any, graph: nx.Graph | None, env: jinja2.Environment, only: Iterable[str] = (),
+def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
                install_dir: str = "", rail_optimized: bool | None = None, source: str | None = None) -> Plan:
-    """Every generator of `platform`'s kind, as `{path inside its directory: text}`.
+    """Every generator of `topology`'s kind, as `{path inside its directory: text}`.
 
     Cluster generators call this for their node platforms with the cluster's deployment
     context (`install_dir`, `rail_optimized`)."""
     wanted = set(only)
     plan: Plan = {}
+    platform = topology.platform
     for name, (func, kinds) in generators().items():
-        if getattr(platform, "kind", "node") not in kinds or (wanted and name not in wanted):
+        if topology.kind not in kinds or (wanted and name not in wanted):
             continue
-        context = GenContext(platform, graph, env, name, source or platform.file, install_dir, rail_optimized)
+        context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized)
         try:
             files = func(context)
         except (UnsafeValue, jinja2.TemplateError) as exc:

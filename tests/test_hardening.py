@@ -336,12 +336,12 @@ def test_rule_time_limit_option_is_checked():
 def test_generator_refuses_what_the_generation_rule_reports(fixture, output, message):
     """One list of limits per generator: the rule's finding and the generator's refusal agree."""
     from hwspec.generate import GenerationError, plan_for
-    from hwspec.graph import build_graph
     from hwspec.load import load_platform
+    from hwspec.topology import Topology
 
     platform = load_platform(ROOT / "tests" / "fixtures" / "rules" / f"{fixture}.yaml")
     with pytest.raises(GenerationError) as error:
-        plan_for(platform, build_graph(platform))
+        plan_for(Topology(platform))
     assert f": {output}: {message}" in str(error.value)
 
 
@@ -574,9 +574,9 @@ def test_rule_time_limit_keeps_a_callers_alarm(tmp_path):
     import signal
     import time
 
-    from hwspec.graph import build_graph
     from hwspec.load import load_platform
     from hwspec.rules import load_rules, run_rules
+    from hwspec.topology import Topology
 
     fired = []
     previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))
@@ -585,7 +585,7 @@ def test_rule_time_limit_keeps_a_callers_alarm(tmp_path):
         platform = load_platform(PLATFORMS / "zionex.yaml")
         from hwspec import pipeline
 
-        assert run_rules(platform, build_graph(platform), load_rules(pipeline.rule_directories())) == []
+        assert run_rules(Topology(platform), load_rules(pipeline.rule_directories())) == []
         remaining = signal.getitimer(signal.ITIMER_REAL)[0]
         assert 0 < remaining <= 1.5
         time.sleep(remaining + 0.2)

@@ -34,7 +34,7 @@ def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
     NCCL's topology parser has fixed limits (MAX_STR_LEN, NCCL_TOPO_XML_MAX_NODES) and knows
     only Intel and AMD on x86; a file beyond them is refused by hwspec rather than misread by
     NCCL on every node."""
-    yield from _report(ctx, topology_limits(ctx.platform))
+    yield from _report(ctx, topology_limits(ctx.topology))
 
 
 @rule("HW902", "nccl-settings-writable", waivable=False)

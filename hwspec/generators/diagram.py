@@ -128,6 +128,13 @@ def _device_line(platform: Platform, item_id: str) -> str:
     return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}", item.bus))
 
 
+def _link_label(item: Any) -> str:
+    """'Gen4 x16\n31.51 GB/s'; a presented link that differs from the trained one shows both."""
+    if item.physical == item.link:
+        return label(str(item.link), gbps(item.link.bandwidth))
+    return label(f"{item.physical} (shown as {item.link})", gbps(item.physical.bandwidth))
+
+
 def _kind(platform: Platform, item_id: str) -> str:
     item = platform.by_id[item_id]
     if item_id in platform.socket_by_id:
@@ -142,8 +149,9 @@ def _kind(platform: Platform, item_id: str) -> str:
 def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
     """Top-level items (clusters and node lines) and the set of ids placed."""
     placed: set[str] = set()
-    children = platform.children
-    pair_of = {gpu: nic.id for gpu, nic in platform.gpu2nic.items()}
+    topology = platform.topology
+    children = topology.children
+    pair_of = {gpu: nic.id for gpu, nic in topology.gpu2nic.items()}
 
     def below(parent: str) -> list[Any]:
         """Items for the devices directly below `parent`, recursing into bridges."""
@@ -189,10 +197,16 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         if item.id not in placed:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
-    if any(c.b == NVSWITCH for c in platform.nvlinks):
-        top.append(_node_line(NVSWITCH, "nvswitch", label("NVSwitch")))
-        placed.add(NVSWITCH)
+    for switch in _switches(platform):
+        top.append(_node_line(switch, "nvswitch", label("NVSwitch" if switch == NVSWITCH else f"{switch}: NVSwitch")))
+        placed.add(switch)
     return top, placed
+
+
+def _switches(platform: Platform) -> list[str]:
+    """The NVSwitch ids GPUs are linked to, in the order written ("nvswitch" when the file
+    describes no switch chips)."""
+    return list(dict.fromkeys(c.b for c in platform.nvlinks if c.b not in platform.gpu_by_id and c.b != c.a))
 
 
 def _edges(platform: Platform, placed: set[str]) -> list[str]:
@@ -200,7 +214,7 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
     for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
         if item.upstream in placed:
             lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
-                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=label(str(item.link), gbps(item.link.bandwidth)))}];")
+                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=_link_label(item))}];")
     for a, b in platform.cpu_links:
         name = (platform.cpu_interconnect or "CPU link").upper()
         text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
@@ -243,7 +257,7 @@ def _nvlink_matrix(platform: Platform) -> str | None:
         return None
     gpus = [g.id for g in platform.gpus]
     links = {(c.a, c.b): c.links for c in platform.nvlinks} | {(c.b, c.a): c.links for c in platform.nvlinks}
-    columns = gpus + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    columns = gpus + _switches(platform)
     cell = '<td align="center">{}</td>'
     rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(g)}</b>") for g in columns) + "</tr>"]
     for a in gpus:
@@ -274,7 +288,7 @@ def topology_view(platform: Platform) -> dict[str, Any]:
 def device_ids(platform: Platform) -> list[str]:
     """Every id drawn as a node (the legend aside)."""
     ids = [s.id for s in platform.sockets] + [i.id for i in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)]
-    return ids + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    return ids + _switches(platform)
 
 
 @generator("diagram")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from hwspec.generate import GenContext, GenerationError, Limit, Plan, generator, refuse
 from hwspec.model import Gpu, Nic, Platform
+from hwspec.topology import Topology
 from hwspec.nccl_check import MAX_ELEMENTS, MAX_STRING, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, check_nccl_xml
 
 CLASS_BRIDGE = "0x060400"
@@ -81,13 +82,14 @@ def net_gdr(platform: Platform, nic: Nic) -> bool:
                 and nic.rdma and nic.gpudirect)
 
 
-def topology_limits(platform: Platform) -> list[Limit]:
+def topology_limits(topology: Topology) -> list[Limit]:
     """What keeps `nccl-topo.xml` from being written for `platform` (empty: it can be): a GPU or
     NIC that reaches no CPU socket, an x86 CPU vendor NCCL does not know, a CPU affinity
     mask longer than NCCL's 255-character attribute, a node whose smallest form (the
     skeleton) still has more than NCCL's 256 elements, any other attribute of the form that
     would be written longer than NCCL reads (a CPUID family, compute capability, port or speed
     with hundreds of digits). Nothing to check without GPUs (no file)."""
+    platform = topology.platform
     if not platform.gpus:
         return []
     limits: list[Limit] = []
@@ -109,7 +111,7 @@ def topology_limits(platform: Platform) -> list[Limit]:
                             (widest.id, "cpus") if widest.cpus else (widest.id,),
                             "number the CPUs from 0 without large gaps"))
     if not limits:
-        detail, system = choose_topology(platform)
+        detail, system = choose_topology(topology)
         size = elements(system)
         if size > MAX_ELEMENTS:
             limits.append(Limit(f"even the skeleton topology has {size} elements; NCCL 2.21+ reads at most "
@@ -123,11 +125,11 @@ def topology_limits(platform: Platform) -> list[Limit]:
     return limits
 
 
-def choose_topology(platform: Platform) -> tuple[str, XmlNode]:
+def choose_topology(topology: Topology) -> tuple[str, XmlNode]:
     """The most detailed form of the topology within NCCL's element limit (the skeleton when
     none fits): `(detail, tree)`."""
     for detail in DETAIL_LEVELS:
-        system = topology(platform, detail)
+        system = system_tree(topology, detail)
         if elements(system) <= MAX_ELEMENTS:
             break
     return detail, system
@@ -148,26 +150,28 @@ def _cpu_total(platform: Platform) -> int:
     return max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
 
 
-def topology(platform: Platform, detail: str = "complete") -> XmlNode:
-    """The `<system>` tree of `platform` at `detail` (a key of DETAIL_LEVELS). Call only for a
-    platform without `topology_limits`."""
+def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
+    """The `<system>` tree of a node's `topology` at `detail` (a key of DETAIL_LEVELS). Call
+    only for a node without `topology_limits`."""
+    platform = topology.platform
     total = _cpu_total(platform)
-    gdr = "1" if platform.backend is not None and platform.backend.gpudirect else "0"
+    # gdr: declared, or (backend.gpudirect: detect) left out for NCCL's detection to fill in
+    detect = platform.backend is not None and platform.backend.gpudirect is None
+    gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
     nvlinks = _nvlinks(platform)
-    wanted = _wanted(platform)
+    wanted = _wanted(topology)
     net_devs = iter(range(len(platform.nics)))
 
     def below(parent: str) -> list[XmlNode]:
         nodes = []
         done: set[str] = set()
-        for child in platform.children.get(parent, ()):
+        for child in topology.children.get(parent, ()):
             if child not in wanted or child in done:
                 continue
             item = platform.by_id[child]
             if isinstance(item, Gpu):
                 links = [] if detail != "complete" else nvlinks.get(item.id, [])
-                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)),
-                                      ("gdr", gdr)],
+                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)), *gdr],
                               [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)], at=item.id)
                                for target, tclass, count in links], at=item.id)
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
@@ -179,7 +183,8 @@ def topology(platform: Platform, detail: str = "complete") -> XmlNode:
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
                 nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
-                                        ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")], at=n.id)
+                                        ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])],
+                                at=n.id)
                         for n in ports if net_name(n) is not None and n.role != "management"]
                 nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
                                      [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
@@ -206,21 +211,21 @@ def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = No
     return attrs + [("link_speed", PCIE_LINK_SPEED[gen]), ("link_width", str(width))]
 
 
-def _wanted(platform: Platform) -> set[str]:
+def _wanted(topology: Topology) -> set[str]:
     """GPUs, NICs, and the bridges above them."""
-    upstream = {b.id: b.upstream for b in platform.bridges}
+    platform = topology.platform
     wanted: set[str] = set()
     for device in (*platform.gpus, *platform.nics):
         wanted.add(device.id)
-        parent = device.upstream
-        while parent in upstream and parent not in wanted:
-            wanted.add(parent)
-            parent = upstream[parent]
+        wanted.update(topology.bridges_above(device.id))
     return wanted
 
 
 def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
-    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed."""
+    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed.
+    An NVSwitch is named by its bus id, as NCCL's own dump does; a switch the OS does not show
+    (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry."""
+    switch_bus = {s.id: s.bus for s in platform.baseboard.nvswitches} if platform.baseboard else {}
     counts: dict[str, dict[tuple[str, str], int]] = {}
     for link in platform.nvlinks:
         ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
@@ -228,7 +233,7 @@ def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
             if peer in platform.gpu_by_id:
                 key = (platform.gpu_by_id[peer].bus, TCLASS_GPU)
             else:
-                key = (NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
+                key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
             per_gpu = counts.setdefault(gpu, {})
             per_gpu[key] = per_gpu.get(key, 0) + link.links
     return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
@@ -246,8 +251,8 @@ def nccl_topo(ctx: GenContext) -> Plan:
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    refuse(platform, "nccl-topo.xml", topology_limits(platform))
-    detail, system = choose_topology(platform)
+    refuse(platform, "nccl-topo.xml", topology_limits(ctx.topology))
+    detail, system = choose_topology(ctx.topology)
     text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail])
     problems = check_nccl_xml(text)
     if problems:  # a limit topology_limits does not know yet: a bug, but never a written file
