@@ -423,11 +423,12 @@ class RuleSetting(Spec):
 EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": r"^[A-Z_][A-Z0-9_]*$"}),
                     _check_pattern(r"[A-Z_][A-Z0-9_]*", "an environment variable name (upper-case letters, digits, '_')",
                                    "NCCL_IB_TIMEOUT")]
-EnvValue = Annotated[str, Field(max_length=4096), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
+EnvValue = Annotated[str, Field(max_length=1023), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
                                                                   str(v) if isinstance(v, (int, float)) else v),
                      _check_pattern(r"[A-Za-z0-9_./:,=@%+^-]*", "a value env files and nccl.conf take verbatim "
                                     "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")]
-"""An environment value: strings as written, numbers as written, booleans as 1/0."""
+"""An environment value: strings as written, numbers as written, booleans as 1/0; at most 1023
+characters, what NCCL copies of a nccl.conf value."""
 
 
 class NodeSpec(Spec):

@@ -1141,8 +1141,9 @@ TEXT_FIELDS: tuple[Path_, ...] = (("title",), ("description",), ("sources", "pap
 
 NAME_FIELDS: tuple[Path_, ...] = (("name",), ("sockets", 0, "id"), ("sockets", 0, "cpus"), ("gpus", 0, "id"),
                                   ("gpus", 0, "part"), ("gpus", 0, "pcie", "bus"), ("gpus", 0, "pcie", "upstream"),
-                                  ("nics", 0, "device"), ("nics", 0, "interface"), ("rules", "HW103", "severity"))
-"""Names of a node platform: a hostile one is refused by validate, at its place."""
+                                  ("nics", 0, "device"), ("nics", 0, "interface"), ("rules", "HW103", "severity"),
+                                  ("environment", "NCCL_IB_TIMEOUT"))
+"""Names (and env values) of a node platform: a hostile one is refused by validate, at its place."""
 
 
 def hostile_texts(max_pieces: int = 6) -> st.SearchStrategy[str]:

@@ -621,3 +621,22 @@ def test_output_directory_that_is_a_file_is_a_clear_error(tmp_path):
     assert result.returncode == 2
     assert result.stderr.endswith(f"hwspec: error[E902]: [Errno 17] File exists: '{tmp_path}/out'\n"), result.stderr
     assert (tmp_path / "out").read_text() == "not a directory\n"
+
+
+def test_environment_value_longer_than_nccl_reads_is_refused_by_validate(tmp_path):
+    """A 2000-character value validated ok and then failed generate (nccl.conf's 1023 limit)."""
+    text = (ROOT / "tests" / "fixtures" / "rules" / "base_2gpu.yaml").read_text()
+    (tmp_path / "p.yaml").write_text(text + "environment:\n  NCCL_IB_TIMEOUT: \"" + "2" * 2000 + "\"\n")
+    result = hwspec("validate", "p.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith("p.yaml:75:20: error[E110]: environment.NCCL_IB_TIMEOUT: String should have at most "
+                                    "1023 characters")
+
+
+def test_generated_json_escapes_invisible_characters_from_the_platform():
+    """DEL, C1 controls and U+2028 in a title reached roofline.json raw (found by the hostile fuzzer)."""
+    from hwspec.generators.roofline import dump
+
+    text = dump({"title": "x\x7fy\u2028z\x85é"})
+    assert text == '{\n  "title": "x\\u007fy\\u2028z\\u0085é"\n}\n'
+    assert json.loads(text) == {"title": "x\x7fy\u2028z\x85é"}
