@@ -128,6 +128,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if checked.failed():
             failed = True
             continue
+        if checked.topology is None:
+            continue  # a workload file: checked, nothing to generate
         name = checked.platform.name
         if name in owners:
             sys.stderr.write(f"hwspec: error[E902]: {visible(str(owners[name]))} and {visible(str(path))} are both named "
@@ -285,6 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
     roof.add_argument("platform", type=Path, metavar="PLATFORM", help="a node platform file")
     roof.add_argument("--format", choices=("text", "json"), default="text")
     _add_common(roof)
+
+    from hwspec.cli_estimate import add_parsers as add_estimate_parsers
+
+    COMMANDS.update(add_estimate_parsers(sub, _add_common))
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

@@ -64,6 +64,11 @@ _ENTRIES = [
     ("E304", "rule cannot be changed", "A platform's `rules:` switches off or lowers a rule that reports what "
      "generation cannot write (the generation rules HW901-HW903, and HW101, HW206, HW805 that report such "
      "limits too): generate would refuse the platform anyway."),
+    # estimates (hwspec/estimate.py)
+    ("E401", "tables do not fit", "`hwspec estimate`/`compare`: a workload's embedding tables need more per GPU than HBM "
+     "(the workload's share of it), host DDR and SSD hold."),
+    ("E402", "no peak for the dtype", "`hwspec estimate`/`compare`: the workload's compute_dtype has no peak on the "
+     "platform's GPUs."),
     # engine and generation
     ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
      "(`--rule-time-limit`, default 10 s) or yielded something that is not a finding. The message names the "

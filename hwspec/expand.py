@@ -171,6 +171,7 @@ def compile_pattern(text: str, names: tuple[str, ...]) -> Callable[[dict[str, in
         expr, _, spec = match.group(1).partition(":")
         compiled = compile_expression(expr)
         compiled(dict.fromkeys(names, 1))  # unknown variables are reported now, not per node
+        _format(0, spec, match.group(0))  # a bad or too wide format is reported now, once
         pieces.append((compiled, spec, match.group(0)))
         position = match.end()
     pieces.append(text[position:])
@@ -180,9 +181,13 @@ def compile_pattern(text: str, names: tuple[str, ...]) -> Callable[[dict[str, in
         for piece in pieces:
             if isinstance(piece, str):
                 out.append(piece)
-            else:
-                compiled, spec, original = piece
-                out.append(_format(compiled(variables), spec, original))
+                continue
+            compiled, spec, original = piece
+            value = compiled(variables)
+            try:
+                out.append(format(value, spec))  # the spec's width was checked at compile time
+            except (ValueError, OverflowError):
+                out.append(_format(value, spec, original))  # raises with the message
         return "".join(out)
 
     return render

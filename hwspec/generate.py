@@ -12,6 +12,7 @@ Output is deterministic: no timestamps, no absolute paths, sorted iteration ever
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -156,8 +157,16 @@ class GenContext:
 
 
 def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environment:
-    """Site template dirs first (so a site can override a built-in template), then built-ins."""
-    search = [str(Path(d)) for d in template_dirs] + [str(content.builtin_dir("templates"))]
+    """Site template dirs first (so a site can override a built-in template), then built-ins.
+
+    One environment per list of directories for the whole process, so a template is compiled
+    once however many platforms render it (jinja2 still reloads a template whose file changed)."""
+    return _environment(tuple(str(Path(d)) for d in template_dirs))
+
+
+@functools.lru_cache(maxsize=16)
+def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
+    search = [*template_dirs, str(content.builtin_dir("templates"))]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters.update(xml_attr=xml_attr, env_value=env_value, shell_word=shell_word, comment=comment,

@@ -41,13 +41,12 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
 
 
 def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = ()) -> tuple[Any, dict[str, Any]]:
-    """Load a node or cluster platform file, by its `kind`.
+    """Load a node or cluster platform file (or a workload file), by its `kind`.
 
     Returns the platform and, for a cluster, its distinct node platforms
     (`{node file: platform}`), each loaded once however many nodes use it. A cluster's node
     platforms must be inside the cluster file's directory tree or one of `platform_roots`
     (symlinks resolved): a cluster file cannot make hwspec read any file on disk."""
-    from hwspec.cluster_resolve import load_cluster
     from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
     doc, expanded = read_document(Path(path))
@@ -55,6 +54,8 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
     if kind == "node":
         return load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs))), {}
     if kind == "cluster":
+        from hwspec.cluster_resolve import load_cluster
+
         nodes: dict[str, Any] = {}
 
         roots = [Path(path).resolve().parent, *(Path(r).resolve() for r in platform_roots)]
@@ -77,9 +78,13 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
             return nodes[key]
 
         return load_cluster(doc, expanded, Path(path), load_node_file), nodes
+    if kind == "workload":
+        from hwspec.workload import load_workload_document
+
+        return load_workload_document(doc, expanded), {}
     pos = doc.locate(("kind",))
     raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
-                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'")])
+                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),
@@ -95,6 +100,8 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
     except HwspecError as exc:
         result.diagnostics = list(exc.diagnostics)
         return result
+    if getattr(result.platform, "kind", None) == "workload":
+        return result  # a workload has no topology and no platform rules
     if rules is None:
         rules = load_rules(rule_directories())
     for node_platform in nodes.values():

@@ -215,7 +215,17 @@ def _groups(topology: Topology, figures: dict[str, dict[str, Any]]) -> list[dict
 
 
 def roofline(topology: Topology) -> dict[str, Any]:
-    """The roofline document of a node's `topology` (without the `_generated` provenance entry)."""
+    """The roofline document of a node's `topology` (without the `_generated` provenance entry).
+
+    Computed once per topology (roofline.json, TorchRec, Calculon and the cluster roofline all
+    read it): callers must not change the document."""
+    cached = getattr(topology, "_roofline", None)
+    if cached is None:
+        cached = topology._roofline = _document(topology)
+    return cached
+
+
+def _document(topology: Topology) -> dict[str, Any]:
     platform = topology.platform
     figures = per_gpu(topology)
     n = len(platform.gpus)

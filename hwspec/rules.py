@@ -282,12 +282,13 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                 errors.append(Diagnostic(display_path(path), line, 1, Severity.ERROR, "E301",
                                          f"cannot load rules: {type(exc).__name__}: {_short(str(exc))}"))
                 continue
+            shown = display_path(path)
             for _, check in sorted(vars(module).items()):
                 meta = getattr(check, "__hwspec_rule__", None)
                 if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
                     continue  # not a rule, or a rule imported from elsewhere (registered there)
-                found = Rule(*meta, check=check, file=display_path(path), waivable=getattr(check, "__hwspec_waivable__", True))
-                line = inspect.getsourcelines(check)[1]
+                found = Rule(*meta, check=check, file=shown, waivable=getattr(check, "__hwspec_waivable__", True))
+                line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
                 clash = rules.get(found.id) or names.get(found.name)
                 if clash is not None:
                     errors.append(Diagnostic(found.file, line, 1, Severity.ERROR, "E302",

@@ -24,9 +24,10 @@ import json
 from typing import Any
 
 from hwspec.spec import ClusterSpec, NodeSpec, PartsCatalogue
+from hwspec.workload import WorkloadSpec
 
 SCHEMA_ID = "https://hwspec.dev/schema/hwspec.schema.json"
-KINDS = {"node": "NodeSpec", "cluster": "ClusterSpec", "parts": "PartsCatalogue"}
+KINDS = {"node": "NodeSpec", "cluster": "ClusterSpec", "parts": "PartsCatalogue", "workload": "WorkloadSpec"}
 _TEMPLATED_IF = {"type": "string", "pattern": r"\$\{"}
 _REPEAT = {
     "type": "object",
@@ -39,7 +40,7 @@ _ANNOTATIONS = ("title", "description", "default", "examples")
 
 FIELD_DESCRIPTIONS: dict[str, str] = {
     "hwspec": "Version of the platform file format: 1.",
-    "kind": "What the file describes: node (one machine), cluster (nodes and networks) or parts (a catalogue).",
+    "kind": "What the file describes: node (one machine), cluster (nodes and networks), parts (a catalogue) or workload (a model to estimate).",
     "name": "Name of the platform; generated files go to generated/<name>/ (letters, digits, _.-).",
     "title": "A human title, shown in reports and diagrams.",
     "description": "Free text about the platform.",
@@ -205,13 +206,15 @@ def _describe_refs(defs: dict) -> None:
 
 
 def platform_schema() -> dict:
-    """One schema for node, cluster and parts files, chosen by `kind` (if/then, so that an
-    error is reported inside the kind the file says it is)."""
+    """One schema for node, cluster, parts and workload files, chosen by `kind` (if/then, so
+    that an error is reported inside the kind the file says it is)."""
     node = NodeSpec.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
     parts = PartsCatalogue.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
     cluster = ClusterSpec.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
-    defs = {**node.pop("$defs", {}), **parts.pop("$defs", {}), **cluster.pop("$defs", {})}
+    workload = WorkloadSpec.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
+    defs = {**node.pop("$defs", {}), **parts.pop("$defs", {}), **cluster.pop("$defs", {}), **workload.pop("$defs", {})}
     defs["NodeSpec"], defs["PartsCatalogue"], defs["ClusterSpec"] = node, parts, cluster
+    defs["WorkloadSpec"] = workload
     _describe_refs(defs)
     for name in list(defs):
         _widen(defs[name], defs, name)
@@ -220,7 +223,8 @@ def platform_schema() -> dict:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "hwspec platform file",
-        "description": "A hwspec node platform (kind: node), cluster (kind: cluster) or parts catalogue (kind: parts).",
+        "description": ("A hwspec node platform (kind: node), cluster (kind: cluster), parts catalogue (kind: parts) "
+                        "or workload (kind: workload)."),
         "type": "object",
         "required": ["hwspec", "kind"],
         "properties": {"hwspec": {"const": 1, "description": FIELD_DESCRIPTIONS["hwspec"]},

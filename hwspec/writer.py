@@ -275,3 +275,23 @@ def _place(root: Path, relative: str, data: bytes, unchanged_from: Path | None) 
         handle.flush()
         os.fsync(handle.fileno())
     os.chmod(path, mode)
+
+
+def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `data` to `path` via a temp file and rename (binary files: PNG, SVG bytes). A
+    symlink at `path` is replaced by the file, not followed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -86,12 +86,33 @@ def test_one_node_per_device(rendered):
     assert set(_devices(nodes)) == expected == set(diagram.device_ids(platform))
 
 
-def test_nvlink_edges_are_the_platforms_nvlinks(rendered):
+def test_dense_nvlink_meshes_are_a_table_not_edges(rendered):
     platform, text = rendered
-    _, edges, _ = parse(text)
+    nodes, edges, _ = parse(text)
+    assert diagram.fabric_style(platform) == "table"  # ZionEX: 6 peers per GPU; Zion: hybrid cube mesh
+    assert [e for e in edges if e[2].get("class") == "nvlink" and not e[0].startswith("_")] == []
+    for gpu in platform.gpus:  # what the edges said is on the GPU's box instead
+        total = (f"NVLink {platform.topology.nvlink_links(gpu.id)} x {gpu.fabric_kind}, "
+                 f"{platform.topology.nvlink_bandwidth(gpu.id) / 1e9:g} GB/s")
+        assert total in nodes[gpu.id]["label"].split("\\n")
+    assert '<td align="center" bgcolor=' in nodes[diagram.LEGEND_PREFIX + "nvlink_matrix"]["label"]
+
+
+def _view_text(platform) -> str:
+    env = generate.template_environment()
+    context = generate.GenContext(platform.topology, env, "diagram", platform.file)
+    return context.render("topology.dot.j2", "slash", **diagram.topology_view(platform))
+
+
+def test_a_sparse_nvlink_ring_is_drawn_as_labelled_edges():
+    zionex = _load("zionex").platform
+    ring = tuple(c for c in zionex.nvlinks if (int(c.b[3:]) - int(c.a[3:])) % 8 in (1, 7))
+    platform = dataclasses.replace(zionex, nvlinks=ring)
+    assert diagram.fabric_style(platform) == "edges"
+    nodes, edges, _ = parse(_view_text(platform))
     nvlink = [(a, b, attrs) for a, b, attrs in edges if attrs.get("class") == "nvlink" and not a.startswith("_")]
-    assert collections.Counter((a, b) for a, b, _ in nvlink) == collections.Counter((c.a, c.b) for c in platform.nvlinks)
-    by_pair = {(c.a, c.b): c for c in platform.nvlinks}
+    assert collections.Counter((a, b) for a, b, _ in nvlink) == collections.Counter((c.a, c.b) for c in ring)
+    by_pair = {(c.a, c.b): c for c in ring}
     for a, b, attrs in nvlink:
         connection = by_pair[(a, b)]
         assert attrs["constraint"] == "false"
@@ -99,6 +120,30 @@ def test_nvlink_edges_are_the_platforms_nvlinks(rendered):
             f"{connection.bandwidth / 1e9:g} GB/s")
     assert len({attrs["color"] for _, _, attrs in nvlink}) == 1
     assert nvlink[0][2]["color"] not in {attrs.get("color") for _, _, attrs in edges if attrs.get("class") != "nvlink"}
+    assert diagram.LEGEND_PREFIX + "nvlink_matrix" in nodes  # the exact table stays, in the legend
+
+
+@pytest.fixture(scope="module")
+def nvswitch_platform(tmp_path_factory):
+    text = (ROOT / "platforms" / "zionex.yaml").read_text()
+    start, end = text.index("nvlink:\n"), text.index("# --- NICs")
+    path = tmp_path_factory.mktemp("nvswitch") / "zionex-nvswitch.yaml"
+    path.write_text(text[:start] + "nvlink: {topology: nvswitch}\n\n" + text[end:])
+    checked = pipeline.check(path)
+    assert not checked.failed(), checked.diagnostics
+    return checked.platform
+
+
+def test_an_nvswitch_is_one_node_with_one_plain_edge_per_gpu_below_them(nvswitch_platform):
+    platform = nvswitch_platform
+    assert diagram.fabric_style(platform) == "switch"
+    nodes, edges, _ = parse(_view_text(platform))
+    nvlink = [(a, b, attrs) for a, b, attrs in edges if attrs.get("class") == "nvlink" and not a.startswith("_")]
+    assert sorted(a for a, _, _ in nvlink) == sorted(g.id for g in platform.gpus)
+    assert {b for _, b, _ in nvlink} == {diagram.NVSWITCH}
+    assert all("xlabel" not in attrs and attrs["constraint"] == "true" for _, _, attrs in nvlink)
+    assert nodes[diagram.NVSWITCH]["label"] == "NVSwitch\\n8 GPUs, 12 x nvlink3 each\\n300 GB/s per GPU per direction"
+    assert diagram.LEGEND_PREFIX + "nvlink_matrix" not in nodes  # one column of the same number says nothing
 
 
 def test_pcie_and_cpu_edges(rendered):
@@ -111,7 +156,22 @@ def test_pcie_and_cpu_edges(rendered):
         assert pcie[(item.upstream, item.id)]["xlabel"].startswith(f"Gen{item.link.gen} x{item.link.width}\\n")
         assert pcie[(item.upstream, item.id)]["xlabel"].endswith("GB/s")
     cpu = [(a, b) for a, b, attrs in edges if attrs.get("class") == "cpu" and not a.startswith("_")]
-    assert sorted(cpu) == sorted(platform.cpu_links)
+    assert diagram.cpu_link_style(platform) == "table" and cpu == []  # 4 and 8 sockets, 3 peers each
+    nodes, _, _ = parse(text)
+    table = nodes[diagram.LEGEND_PREFIX + "cpu_link_matrix"]["label"]
+    assert table.count('bgcolor="#dae8fc">1</td>') == 2 * len(platform.cpu_links)  # each link in both directions
+    assert "UPI links per socket pair" in table
+
+
+def test_a_two_socket_interconnect_is_drawn_as_labelled_edges():
+    zionex = _load("zionex").platform
+    platform = dataclasses.replace(zionex, cpu_links=(("cpu0", "cpu1"), ("cpu2", "cpu3")))
+    assert diagram.cpu_link_style(platform) == "edges"
+    nodes, edges, _ = parse(_view_text(platform))
+    cpu = {(a, b): attrs for a, b, attrs in edges if attrs.get("class") == "cpu" and not a.startswith("_")}
+    assert set(cpu) == {("cpu0", "cpu1"), ("cpu2", "cpu3")}
+    assert cpu[("cpu0", "cpu1")]["xlabel"] == "UPI\\n41.6 GB/s"
+    assert diagram.LEGEND_PREFIX + "cpu_link_matrix" not in nodes
 
 
 def test_backend_and_host_nics_look_different(rendered):
@@ -132,7 +192,7 @@ def test_backend_and_host_nics_look_different(rendered):
 def test_sockets_are_clusters_holding_their_switches_and_pairs(zionex_view):
     platform, view = zionex_view
     top = {c.id: c for c in view["items"] if isinstance(c, diagram.Cluster)}
-    assert set(top) == {f'"cluster_{s.id}"' for s in platform.sockets}
+    assert set(top) == {f'"cluster_{s.id}"' for s in platform.sockets} | {'"cluster_nvlink"', '"cluster_cpu_links"'}  # the tables' panels
     clusters = {c.id: c for c in diagram.iter_clusters(view["items"])}
     for switch in (b for b in platform.bridges if b.kind == "switch"):
         socket_cluster = clusters[f'"cluster_{switch.socket}"']
@@ -148,7 +208,7 @@ def zionex_view():
     return platform, diagram.topology_view(platform)
 
 
-def test_nvlink_matrix_in_the_legend(rendered):
+def test_nvlink_matrix_lists_every_connection(rendered):
     platform, text = rendered
     nodes, _, _ = parse(text)
     matrix = nodes[diagram.LEGEND_PREFIX + "nvlink_matrix"]["label"]
@@ -196,4 +256,23 @@ def test_dot_renders_it_without_complaint(rendered):
         frozenset((layout["objects"][e["tail"]]["name"], layout["objects"][e["head"]]["name"])) for e in layout["edges"])
     visible = collections.Counter(frozenset((a, b)) for a, b, _ in edges)
     assert all(drawn_edges[pair] >= count for pair, count in visible.items())
-    assert sum(1 for e in layout["edges"] if e.get("class") == "nvlink" and not layout["objects"][e["tail"]]["name"].startswith("_")) == len(platform.nvlinks)
+    drawn_nvlink = sum(1 for e in layout["edges"] if e.get("class") == "nvlink" and not layout["objects"][e["tail"]]["name"].startswith("_"))
+    assert drawn_nvlink == (len(platform.nvlinks) if diagram.fabric_style(platform) != "table" else 0)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed (CI installs it)")
+def test_dot_renders_the_nvswitch_drawing_without_complaint(nvswitch_platform):
+    result = subprocess.run(["dot", "-Tjson"], input=_view_text(nvswitch_platform), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_several_nvswitch_chips_joining_the_same_gpus_are_one_fabric_node():
+    checked = pipeline.check(ROOT / "tests" / "fixtures" / "machines" / "a100_nvswitch_vm.yaml")
+    assert not checked.failed(), checked.diagnostics
+    platform = checked.platform
+    nodes, edges, _ = parse(_view_text(platform))
+    nvlink = [(a, b) for a, b, attrs in edges if attrs.get("class") == "nvlink" and not a.startswith("_")]
+    assert sorted(nvlink) == sorted((g.id, diagram.SWITCH_FABRIC) for g in platform.gpus)  # 8 edges, not 6 x 8
+    assert nodes[diagram.SWITCH_FABRIC]["label"] == (
+        "NVSwitch fabric: 6 chips (nvs0-nvs5)\\n8 GPUs, 12 x nvlink3 each\\n300 GB/s per GPU per direction")
+    assert set(_devices(nodes)) == set(diagram.device_ids(platform))

@@ -28,7 +28,7 @@ BEST_MATCH = {
     "quoted_count.yaml": ("$.nvlink.links_per_pair", "'12' is not of type 'integer'"),
     "quoted_numa_node.yaml": ("$.sockets[0].numa_node", "'0' is not of type 'integer'"),
     "boolean_count.yaml": ("$.nvlink.links_per_pair", "True is not of type 'integer'"),
-    "misspelt_kind.yaml": ("$.kind", "'nod' is not one of ['node', 'cluster', 'parts']"),
+    "misspelt_kind.yaml": ("$.kind", "'nod' is not one of ['node', 'cluster', 'parts', 'workload']"),
     "unknown_key.yaml": ("$", "Additional properties are not allowed ('colour' was unexpected)"),
     "unknown_unit.yaml": ("$.sockets[0].memory.capacity",
                           r"'256 gigs' does not match '^\\s*[0-9][0-9_.eE+-]*\\s*(KiB|MiB|GiB|TiB|PiB|kB|MB|GB|TB|PB|B)\\s*$'"),

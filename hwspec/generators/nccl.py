@@ -239,6 +239,17 @@ def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
     return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
 
 
+def detection_notes(platform: Platform) -> list[str]:
+    """Comments saying what the file leaves to NCCL's detection (fixed text, no platform names)."""
+    notes = []
+    if any(net_name(n) is None for n in platform.nics if n.role != "management"):
+        notes.append("NICs without a device name in the platform file have a <pci> and no <nic>: "
+                     "NCCL's detection adds their <net> under the same bus id")
+    if platform.backend is not None and platform.backend.gpudirect is None:
+        notes.append("gdr is left out (backend.gpudirect: detect): NCCL fills it in from detection")
+    return notes
+
+
 def elements(node: XmlNode) -> int:
     """Elements in the tree rooted at `node`, as NCCL counts them."""
     return 1 + sum(elements(child) for child in node.children)
@@ -253,7 +264,8 @@ def nccl_topo(ctx: GenContext) -> Plan:
         return {}
     refuse(platform, "nccl-topo.xml", topology_limits(ctx.topology))
     detail, system = choose_topology(ctx.topology)
-    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail])
+    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail],
+                      notes=detection_notes(platform))
     problems = check_nccl_xml(text)
     if problems:  # a limit topology_limits does not know yet: a bug, but never a written file
         raise GenerationError(f"{platform.file}: nccl-topo.xml fails the NCCL compatibility check:\n  "
