@@ -148,7 +148,11 @@ def test_shell_quick_start_generate_runs_as_written(tmp_path):
 def test_shell_quick_start_test_command_is_what_ci_runs():
     """The second quick-start command runs this suite, so it is checked, not run: CI runs it."""
     command = blocks("sh")[1].strip()
-    assert command in (ROOT / ".ci" / "run").read_text().splitlines()
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    create, install, run = command.split(" && ")
+    assert create in ci and run in ci
+    assert install == ".venv/bin/pip install -q -e '.[test]'"
+    assert ".venv/bin/pip install -q -e '.[test,consumers]'" in ci  # CI installs the test extra and more
 
 
 def test_shell_benchmark_command_runs(tmp_path):
