@@ -166,7 +166,7 @@ def _check_c2c_parts(spec: NodeSpec, parts: dict[str, BaseModel], error) -> None
     for index, gpu in enumerate(spec.gpus):
         part = parts.get(gpu.id)
         if gpu.c2c is not None and part is not None and getattr(part, "c2c", None) is None:
-            error(("gpus", index, "c2c"), "E207", f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, "
+            error(("gpus", index, "c2c"), "E208", f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, "
                                                   f"but its part '{gpu.part}' has no C2C links",
                   "add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'")
 

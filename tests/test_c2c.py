@@ -127,7 +127,7 @@ def test_c2c_on_a_gpu_whose_part_has_no_c2c_links_is_refused(tmp_path, monkeypat
     text = OWN_GRACE.read_text().replace(
         "    part: b200-gb200\n    pcie: {upstream: grace1", "    part: h100-sxm5-80gb\n    pcie: {upstream: grace1")
     assert _errors(tmp_path, monkeypatch, text) == [
-        "c2c.yaml:24:10: error[E207]: gpus[1]: 'gpu1' is attached over NVLink-C2C, but its part 'h100-sxm5-80gb' "
+        "c2c.yaml:24:10: error[E208]: gpus[1]: 'gpu1' is attached over NVLink-C2C, but its part 'h100-sxm5-80gb' "
         "has no C2C links\n  hint: add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'"]
 
 
