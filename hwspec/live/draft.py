@@ -1,0 +1,625 @@
+"""Observed machine -> a readable draft platform file (`hwspec import`).
+
+A thin layer over `observed.Machine`: it only decides how the spec language says what was
+observed. Parts are recognised from the catalogue by PCI vendor/device id (GPUs, NICs) or
+CPUID vendor/family/model (CPUs); a device the catalogue does not know gets the nearest part
+with the observed facts as `override:` and an `assumed:` note saying so. Values no input gives
+(DDR capacity, a RoCE interface name, bus ids from `topo -m`) are placeholders marked
+`assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
+expanding the draft again. The draft names its inputs in `sources:`/`source:`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic
+from hwspec.live.repeat import fold
+from hwspec.model import PcieLink
+from hwspec.units import format_bytes
+
+RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
+"""Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
+PLACEHOLDER_MEMORY = 256 * 2**30
+PLACEHOLDER_DDR_BANDWIDTH = "100 GB/s"
+ID_SAFE = re.compile(r"[^a-z0-9_-]+")
+
+
+@dataclass
+class Draft:
+    """The draft platform as a dict in writing order, plus notes for the user."""
+
+    spec: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _cpu_list(cpus: tuple[int, ...]) -> str:
+    """(0, 1, 2, 5) -> '0-2,5'."""
+    ranges: list[str] = []
+    ordered = sorted(set(cpus))
+    start = prev = ordered[0]
+    for cpu in ordered[1:] + [None]:
+        if cpu is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        ranges.append(f"{start}-{prev}" if prev != start else str(start))
+        if cpu is not None:
+            start = prev = cpu
+    return ",".join(ranges)
+
+
+def _name(text: str) -> str:
+    name = ID_SAFE.sub("-", text.lower()).strip("-_")
+    if not name or not name[0].isalpha():
+        name = "node-" + name
+    return name[:64]
+
+
+def _note(entry: dict, assumed: list[str]) -> None:
+    if assumed:
+        entry["assumed"] = "; ".join(dict.fromkeys(assumed))
+
+
+class _Writer:
+    def __init__(self, machine: Machine, catalogue, name: str):
+        self.m, self.cat, self.name = machine, catalogue, name
+        self.ids: dict[str, str] = {}  # machine key -> spec id
+        self.notes: list[str] = []
+        self.links: dict[str, tuple[int, int]] = {}  # spec id -> (gen, width) of its upstream link
+        self.next_bus = 0x10
+
+    def parts(self, kind: str) -> dict[str, Any]:
+        return {name: part.model for name, part in sorted(self.cat.parts.get(kind, {}).items())}
+
+    def source(self) -> str:
+        return "hwspec import of " + ", ".join(f"{file} ({what})" for file, what in self.m.sources)
+
+    def bus(self, key: str, bus: str | None, assumed: list[str]) -> str:
+        if bus:
+            return bus
+        while any(d.bus == f"0000:{self.next_bus:02x}:00.0" for d in (*self.m.bridges.values(), *self.m.gpus.values(), *self.m.nics.values())):
+            self.next_bus += 1
+        text = f"0000:{self.next_bus:02x}:00.0"
+        self.next_bus += 1
+        assumed.append("the input gives no PCI bus id: placeholder")
+        return text
+
+    # ------------------------------------------------------------ sockets
+
+    def sockets(self) -> list[dict]:
+        numa_ids = sorted(self.m.numa)
+        if not numa_ids:
+            numa_ids = sorted({n for n in (self.m.numa_of(k) for k in (*self.m.gpus, *self.m.nics)) if n is not None and n >= 0}) or [0]
+        cpus = self.parts("cpus")
+        out = []
+        for position, numa in enumerate(numa_ids):
+            node = self.m.numa.get(numa)
+            ident = f"cpu{position}"
+            self.ids[f"{NUMA_PREFIX}{numa}"] = ident
+            assumed: list[str] = []
+            entry: dict[str, Any] = {"id": ident}
+            matches = [n for n, p in cpus.items() if node is not None and p.vendor == node.vendor
+                       and p.family == node.family and p.model == node.model and (node.arch is None or p.arch == node.arch)]
+            if matches:
+                entry["part"] = matches[0]
+            else:
+                base = next((n for n, p in cpus.items() if node is not None and p.vendor == node.vendor), next(iter(cpus)))
+                entry["part"] = base
+                if node is not None and node.vendor is not None and node.family is not None and node.model is not None:
+                    override: dict[str, Any] = {"vendor": node.vendor, "family": node.family, "model": node.model}
+                    if node.arch:
+                        override["arch"] = node.arch
+                    override["model_name"] = node.model_name or f"{node.vendor} CPU family {node.family} model {node.model}"
+                    entry["override"] = override
+                    assumed.append(f"CPU {node.vendor} family {node.family} model {node.model} is not in the parts "
+                                   f"catalogue: {base}'s figures with the observed identity")
+                else:
+                    assumed.append(f"the input does not identify the CPU: {base} assumed")
+            entry["numa_node"] = numa
+            if node is not None and node.cpus:
+                entry["cpus"] = _cpu_list(node.cpus)
+            else:
+                assumed.append("the input gives no CPU list: derived from the part")
+            capacity = node.memory if node is not None and node.memory else None
+            if capacity is None:
+                assumed.append("DDR capacity and bandwidth are not in the input: placeholders")
+                capacity = PLACEHOLDER_MEMORY
+            else:
+                assumed.append("DDR bandwidth is not in the input: placeholder")
+            entry["memory"] = {"capacity": format_bytes(capacity), "bandwidth": PLACEHOLDER_DDR_BANDWIDTH}
+            _note(entry, assumed)
+            out.append(entry)
+        return out
+
+    # ------------------------------------------------------------ PCIe tree
+
+    def wanted(self) -> list[str]:
+        """Bridge keys on the path from a NUMA node to a GPU or NIC, in tree order (by bus id)."""
+        keep: set[str] = set()
+        for key in (*self.m.gpus, *self.m.nics):
+            for parent in self.m.ancestors(key):
+                if parent in self.m.bridges:
+                    keep.add(parent)
+        children: dict[str, list[str]] = {}
+        for key in keep:
+            children.setdefault(self.m.bridges[key].parent, []).append(key)
+        ordered: list[str] = []
+
+        def visit(parent: str) -> None:
+            for key in sorted(children.get(parent, []), key=lambda k: self.m.bridges[k].bus or k):
+                ordered.append(key)
+                visit(key)
+
+        roots = sorted({self.m.bridges[k].parent for k in keep if self.m.bridges[k].parent not in keep})
+        for root in roots:
+            visit(root)
+        return ordered
+
+    def upstream(self, parent: str, assumed: list[str]) -> str:
+        if parent in self.ids:
+            return self.ids[parent]
+        first = next(iter(self.ids.values()))
+        assumed.append(f"the input gives no NUMA node here ({parent}): attached to {first}")
+        return first
+
+    def bridges(self) -> list[dict]:
+        out = []
+        counters = {"rp": 0, "sw": 0}
+        below: dict[str, list[tuple[int, int]]] = {}
+        entries = []
+        for key in self.wanted():
+            bridge = self.m.bridges[key]
+            prefix = "rp" if bridge.parent.startswith(NUMA_PREFIX) else "sw"
+            ident = f"{prefix}{counters[prefix]}"
+            counters[prefix] += 1
+            self.ids[key] = ident
+            assumed: list[str] = []
+            entry: dict[str, Any] = {"id": ident}
+            if prefix == "rp":
+                entry["kind"] = "root-port"
+            entry["upstream"] = self.upstream(bridge.parent, assumed)
+            entry["bus"] = self.bus(key, bridge.bus, assumed)
+            entries.append((key, entry, assumed))
+        for key, entry, assumed in entries:
+            link = self.m.bridges[key].link
+            gen, width = (link.gen, link.width) if link else (None, None)
+            if gen is None or width is None:
+                gen, width = self._guess_link(link, key, assumed)
+            entry["link"] = {"gen": gen, "width": width}
+            self.links[entry["id"]] = (gen, width)
+        return [entry for _, entry, _ in entries] if False else self._finish_bridges(entries)
+
+    def _finish_bridges(self, entries) -> list[dict]:
+        out = []
+        for key, entry, assumed in entries:
+            _note(entry, assumed)
+            out.append(entry)
+        return out
+
+    def _guess_link(self, link: Link | None, key: str, assumed: list[str]) -> tuple[int, int]:
+        """A bridge link the input does not give in full: from its bandwidth, or x16 at the
+        fastest generation of the devices below."""
+        if link is not None and link.bandwidth and link.gen is None:
+            for width in (16, 8, 4, 2, 1, 32):
+                for gen in range(1, 7):
+                    if abs(PcieLink(gen, width).bandwidth - link.bandwidth) <= 0.02 * link.bandwidth:
+                        assumed.append(f"the input gives the link as {link.bandwidth / 1e9:.2f} GB/s only: taken as Gen{gen} x{width}")
+                        return gen, width
+        gens = [d.link.gen for d in (*self.m.gpus.values(), *self.m.nics.values(), *self.m.bridges.values())
+                if d.link and d.link.gen and key in self.m.ancestors(d.key)]
+        gen = (link.gen if link and link.gen else None) or (max(gens) if gens else 4)
+        width = link.width if link and link.width else 16
+        assumed.append(f"the input does not give this link in full: taken as Gen{gen} x{width}")
+        return gen, width
+
+    def max_oversubscription(self, bridges: list[dict], devices: list[dict]) -> None:
+        """Set `max_oversubscription` where the links below a bridge add up to more than 2x its uplink (HW103)."""
+        below: dict[str, float] = {}
+        for entry in (*bridges, *devices):
+            link = self.links.get(entry["id"])
+            parent = entry.get("upstream") or entry.get("pcie", {}).get("upstream")
+            if link and parent:
+                below[parent] = below.get(parent, 0.0) + PcieLink(*link).bandwidth
+        for entry in bridges:
+            ratio = below.get(entry["id"], 0.0) / PcieLink(*self.links[entry["id"]]).bandwidth
+            if ratio > 2:
+                entry["max_oversubscription"] = math.ceil(ratio)
+
+    def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None]:
+        """(pcie.link to write or None, part pcie override or None) for an observed device link."""
+        gen = link.gen if link and link.gen else None
+        width = link.width if link and link.width else None
+        if link is not None and link.bandwidth and gen is None:
+            for w in (part_link.width, 16, 8, 4, 2, 1):
+                for g in range(part_link.generation, 0, -1):
+                    if abs(PcieLink(g, w).bandwidth - link.bandwidth) <= 0.02 * link.bandwidth:
+                        gen, width = g, w
+                        break
+                if gen:
+                    break
+        if gen is None:
+            gen = part_link.generation
+            if link is None:
+                assumed.append(f"the input gives no {what} link: the part's")
+        if width is None:
+            width = part_link.width
+        override = None
+        if gen > part_link.generation or width > part_link.width:
+            override = {"gen": max(gen, part_link.generation), "width": max(width, part_link.width)}
+            part_gen, part_width = override["gen"], override["width"]
+        else:
+            part_gen, part_width = part_link.generation, part_link.width
+        if (gen, width) == (part_gen, part_width):
+            return None, override
+        return {"gen": gen, "width": width}, override
+
+    # ------------------------------------------------------------ GPUs and fabric
+
+    def gpus(self) -> tuple[list[dict], dict | None, dict | None]:
+        gpus = self.m.gpus_in_order()
+        catalogue = self.parts("gpus")
+        counts = self.m.nvlink_counts()
+        per_gpu = Counter()
+        for (gpu, _target), (count, _where) in counts.items():
+            per_gpu[gpu] += count
+        out = []
+        self.gpu_ids = {}
+        for index, gpu in enumerate(gpus):
+            ident = f"gpu{index}"
+            self.ids[gpu.key] = self.gpu_ids[gpu.key] = ident
+            assumed: list[str] = []
+            entry: dict[str, Any] = {"id": ident}
+            candidates = [n for n, p in catalogue.items() if gpu.vendor and p.pci_vendor == gpu.vendor and p.pci_device == gpu.device
+                          and (gpu.sm is None or p.sm == gpu.sm)]
+            links_needed = per_gpu.get(gpu.key, 0)
+            fitting = [n for n in candidates if catalogue[n].fabric.links >= links_needed]
+            override: dict[str, Any] = {}
+            if fitting or candidates:
+                part = (fitting or candidates)[0]
+            else:
+                same_sm = [n for n, p in catalogue.items() if gpu.sm is not None and p.sm == gpu.sm]
+                same_vendor = [n for n, p in catalogue.items() if gpu.vendor and p.pci_vendor == gpu.vendor]
+                part = (same_sm or same_vendor or list(catalogue))[0]
+                if gpu.vendor and gpu.device:
+                    override.update(pci_vendor=gpu.vendor, pci_device=gpu.device)
+                    if gpu.sm is not None and gpu.sm != catalogue[part].sm:
+                        override["sm"] = gpu.sm
+                    override["model_name"] = gpu.model_name or f"GPU {gpu.vendor}:{gpu.device}"
+                    assumed.append(f"GPU {gpu.vendor}:{gpu.device} (sm {gpu.sm}) is not in the parts catalogue: "
+                                   f"{part}'s figures with the observed identity")
+                else:
+                    assumed.append(f"the input does not name the GPU model (no PCI vendor/device id): {part} assumed")
+            spec_part = catalogue[part]
+            if links_needed > spec_part.fabric.links or (counts and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
+                                                         and links_needed != spec_part.fabric.links):
+                override["fabric"] = {"links": links_needed}
+            entry["part"] = part
+            link, pcie_override = self.device_link(gpu.link, spec_part.pcie, assumed, "GPU")
+            if pcie_override:
+                override["pcie"] = pcie_override
+            if override:
+                entry["override"] = override
+            entry["pcie"] = {"upstream": self.upstream(gpu.parent, assumed), "bus": self.bus(gpu.key, gpu.bus, assumed)}
+            if link:
+                entry["pcie"]["link"] = link
+            self.links[ident] = (link or {}).get("gen") or (pcie_override or {}).get("gen") or spec_part.pcie.generation, \
+                (link or {}).get("width") or (pcie_override or {}).get("width") or spec_part.pcie.width
+            _note(entry, assumed)
+            out.append(entry)
+        baseboard, nvlink = self.fabric(gpus, out, counts)
+        return out, baseboard, nvlink
+
+    def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
+        if not counts:
+            return None, None
+        source = f"observed: {self.source()}"
+        if any(t == NVSWITCH for (_g, t) in counts):
+            if any(t != NVSWITCH for (_g, t) in counts):
+                self.notes.append("GPU-to-GPU NVLinks beside NVSwitch links are left out of the draft")
+            return None, {"topology": "nvswitch", "source": source}
+        index = {g.key: i for i, g in enumerate(gpus)}
+        pairs: dict[tuple[int, int], int] = {}
+        for (a, b), (count, where) in counts.items():
+            if a not in index or b not in index:
+                continue
+            back = counts.get((b, a), (0, None))[0]
+            if back != count:
+                self.notes.append(f"{where}: NVLink count {count} from {a} to {b} but {back} back: the smaller is used")
+            key = (min(index[a], index[b]), max(index[a], index[b]))
+            pairs[key] = min(count, back) if back else count
+        pairs = {k: v for k, v in pairs.items() if v > 0}
+        if not pairs:
+            return None, None
+        for i, entry in enumerate(entries):
+            items = list(entry.items())
+            entry.clear()
+            entry.update(items[:2] + [("slot", i)] + items[2:])
+        n = len(gpus)
+        all_pairs = {(a, b) for a in range(n) for b in range(a + 1, n)}
+        values = set(pairs.values())
+        missing = sorted(all_pairs - set(pairs))
+        degree = Counter()
+        for (a, b) in pairs:
+            degree[a] += 1
+            degree[b] += 1
+        matching = len(missing) * 2 == n and len({x for p in missing for x in p}) == n
+        board: dict[str, Any] = {"kind": "custom", "slots": n}
+        nvlink: dict[str, Any]
+        if len(values) == 1 and (not missing or matching):
+            per_pair = values.pop()
+            nvlink = {"topology": "fully-connected"}
+            if per_pair != 1:
+                nvlink["links_per_pair"] = per_pair
+            if missing:
+                nvlink["exclude"] = [list(p) for p in missing]
+            board.update(ports_per_slot=n - 1, links_per_port=per_pair, wiring="fully-connected")
+        else:
+            nvlink = {"topology": [{"gpus": [f"gpu{a}", f"gpu{b}"], "links": c} for (a, b), c in sorted(pairs.items())]}
+            board.update(ports_per_slot=max(degree.values()), links_per_port=max(pairs.values()),
+                         wiring=[[a, b] for (a, b) in sorted(pairs)])
+        if board.get("links_per_port") == 1:
+            del board["links_per_port"]
+        bandwidth = Counter()
+        for (a, b), c in pairs.items():
+            bandwidth[a] += c
+            bandwidth[b] += c
+        if len({bandwidth[i] for i in range(n)}) > 1:
+            nvlink["symmetric"] = False
+        nvlink["source"] = source
+        board["assumed"] = "the input shows the NVLinks in use, not the baseboard's wiring: taken to wire exactly these"
+        return board, nvlink
+
+    # ------------------------------------------------------------ NICs
+
+    def nics(self) -> tuple[list[dict], dict | None]:
+        catalogue = self.parts("nics")
+        gpu_bridges = {self.m.gpus[k].parent for k in self.m.gpus}
+        order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
+        backend_entries: list[tuple[Nic, dict]] = []
+        other_entries: list[dict] = []
+        for nic in order:
+            if nic.bus is None and not self.m.has_tree and False:
+                continue
+            if nic.bus is None and self.m.has_tree:
+                self.notes.append(f"{nic.where}: a NIC without a PCI device (virtual or fused) cannot be described: left out")
+                continue
+            near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
+            ports = nic.ports or [None]
+            for port in ports:
+                assumed: list[str] = []
+                name = port.name if port is not None else None
+                gdr = port.gdr if port is not None else None
+                backend = bool(gdr) or near_gpu
+                rdma_name = bool(name and RDMA_NAME.match(name))
+                if name is None:
+                    rdma_name = nic.fabric == "infiniband" or backend
+                if not rdma_name:
+                    transport = "tcp"
+                elif nic.fabric == "infiniband":
+                    transport = "infiniband"
+                else:
+                    transport = "rocev2"
+                speed = port.speed if port is not None else None
+                part, override = self.nic_part(catalogue, nic, speed, transport, backend, assumed)
+                entry: dict[str, Any] = {"id": "", "part": part}
+                if override:
+                    entry["override"] = override
+                entry["role"] = "backend" if backend else "ingestion" if transport == "tcp" else "frontend"
+                entry["transport"] = transport
+                if transport != "tcp":
+                    entry["device"] = name or self.free_name("mlx5_")
+                    if name is None:
+                        assumed.append("the input does not name the RDMA device: placeholder")
+                if transport in ("rocev2", "tcp"):
+                    if transport == "tcp" and name:
+                        entry["interface"] = name
+                    elif nic.interfaces:
+                        entry["interface"] = nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
+                    else:
+                        entry["interface"] = self.free_name("eth")
+                        assumed.append("the input does not name the network interface: placeholder (see 'ip link')")
+                if port is not None and port.port != 1:
+                    entry["port"] = port.port
+                part_model = catalogue.get(part)
+                part_link = part_model.pcie if part_model else None
+                link, pcie_override = self.device_link(nic.link, part_link, assumed, "NIC")
+                if pcie_override:
+                    entry.setdefault("override", {})["pcie"] = pcie_override
+                entry["pcie"] = {"upstream": self.upstream(nic.parent, assumed), "bus": self.bus(nic.key, nic.bus, assumed)}
+                if link:
+                    entry["pcie"]["link"] = link
+                gen = (link or pcie_override or {}).get("gen") or part_link.generation
+                width = (link or pcie_override or {}).get("width") or part_link.width
+                entry["_link"] = (gen, width)
+                _note(entry, assumed)
+                (backend_entries.append((nic, entry)) if backend else other_entries.append(entry))
+        # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
+        for i, (_nic, entry) in enumerate(backend_entries):
+            entry["id"] = f"nic{i}"
+        for i, entry in enumerate(other_entries):
+            entry["id"] = f"fe{i}"
+        for entry in (*(e for _, e in backend_entries), *other_entries):
+            self.links[entry["id"]] = entry.pop("_link")
+        by_bridge: dict[str, list[dict]] = {}
+        for nic, entry in backend_entries:
+            by_bridge.setdefault(nic.parent, []).append(entry)
+        gpus_by_bridge: dict[str, list[str]] = {}
+        for gpu in self.m.gpus_in_order():
+            gpus_by_bridge.setdefault(gpu.parent, []).append(self.gpu_ids[gpu.key])
+        paired = 0
+        for bridge, entries in by_bridge.items():
+            gpus = gpus_by_bridge.get(bridge, [])
+            if len(gpus) == len(entries):
+                for gpu, entry in zip(gpus, entries):
+                    items = list(entry.items())
+                    at = [k for k, _ in items].index("transport") + 1
+                    entry.clear()
+                    entry.update(items[:at] + [("gpu", gpu)] + items[at:])
+                    paired += 1
+        backend = None
+        if backend_entries or any(g.gdr for g in self.m.gpus.values()):
+            transports = Counter(e["transport"] for _, e in backend_entries)
+            gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
+            if gdr_values:
+                gpudirect = all(gdr_values)
+            else:
+                gpudirect = any(p.gdr for n, _ in backend_entries for p in n.ports)
+            backend = {"transport": transports.most_common(1)[0][0] if transports else "tcp"}
+            if backend_entries and paired == len(backend_entries) == len(self.m.gpus):
+                backend["nic_per_gpu"] = True
+            if gpudirect:
+                backend["gpudirect"] = True
+            backend["source"] = f"observed: {self.source()}"
+        return [e for _, e in backend_entries] + other_entries, backend
+
+    def free_name(self, prefix: str) -> str:
+        """A placeholder `prefixN` used by no observed NIC and no earlier placeholder."""
+        if not hasattr(self, "_used"):
+            self._used = {p.name for n in self.m.nics.values() for p in n.ports if p.name}
+            self._used |= {i for n in self.m.nics.values() for i in n.interfaces}
+        k = 0
+        while f"{prefix}{k}" in self._used:
+            k += 1
+        self._used.add(f"{prefix}{k}")
+        return f"{prefix}{k}"
+
+    def nic_part(self, catalogue, nic: Nic, speed: float | None, transport: str, backend: bool, assumed: list[str]):
+        def fits(p) -> bool:
+            return ((speed is None or p.speed == speed) and transport in p.transports
+                    and (not backend or transport == "tcp" or (p.rdma and p.gpudirect)))
+
+        by_id = [n for n, p in catalogue.items() if nic.vendor and p.pci_vendor == nic.vendor and p.pci_device == nic.device and fits(p)]
+        if by_id:
+            return by_id[0], None
+        by_speed = [n for n, p in catalogue.items() if fits(p) and (nic.link is None or nic.link.gen is None
+                                                                    or p.pcie.generation >= nic.link.gen)]
+        by_speed = by_speed or [n for n, p in catalogue.items() if fits(p)]
+        if transport == "tcp":  # a NIC used for TCP only: a plain Ethernet part before an RDMA one
+            by_speed.sort(key=lambda n: catalogue[n].rdma)
+        if by_speed and not (nic.vendor and nic.device):
+            if speed is None:
+                assumed.append(f"the input gives neither the NIC model nor its speed: {by_speed[0]} assumed")
+            return by_speed[0], None
+        base = (by_speed or [n for n, p in catalogue.items() if transport in p.transports] or list(catalogue))[0]
+        override: dict[str, Any] = {}
+        if nic.vendor and nic.device:
+            override.update(pci_vendor=nic.vendor, pci_device=nic.device, model_name=f"NIC {nic.vendor}:{nic.device}")
+        if speed is not None and catalogue[base].speed != speed:
+            override["speed"] = f"{speed * 8 / 1e9:g} Gb/s"
+        if override:
+            assumed.append(f"NIC {nic.vendor}:{nic.device} is not in the parts catalogue: {base}'s figures with the observed identity and speed"
+                           if nic.vendor else f"no catalogue NIC runs at this speed: {base} with the observed speed")
+        return base, override or None
+
+    # ------------------------------------------------------------ the document
+
+    def build(self) -> Draft:
+        spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": self.name,
+                                "title": f"{self.name} (imported from a live node)",
+                                "source": self.source()}
+        spec["sources"] = {f"input{i}": f"{file}: {what}" for i, (file, what) in enumerate(self.m.sources)}
+        spec["sockets"] = self.sockets()
+        bridges = self.bridges()
+        gpus, baseboard, nvlink = self.gpus()
+        nics, backend = self.nics()
+        self.max_oversubscription(bridges, [*gpus, *nics])
+        spec["sockets"] = fold(spec["sockets"])
+        if bridges:
+            spec["pcie"] = fold([b for b in bridges if b.get("kind") == "root-port"]) + fold([b for b in bridges if b.get("kind") != "root-port"])
+        if baseboard:
+            spec["baseboard"] = baseboard
+        if gpus:
+            spec["gpus"] = fold(gpus, "g")
+        if nvlink:
+            spec["nvlink"] = nvlink
+        if nics:
+            backend_nics = [n for n in nics if n["role"] == "backend"]
+            spec["nics"] = fold(backend_nics, "g" if all("gpu" in n for n in backend_nics) else "i") + fold([n for n in nics if n["role"] != "backend"])
+        if backend:
+            spec["backend"] = backend
+        return Draft(spec, self.notes)
+
+
+def draft_platform(machine: Machine, catalogue, name: str) -> Draft:
+    """The draft platform for `machine` (dict in writing order) with notes for the user."""
+    return _Writer(machine, catalogue, _name(name)).build()
+
+
+def _expanded_equal(folded: dict, flat: dict) -> bool:
+    """Whether `folded` (with repeat blocks) expands to `flat`, comparing scalars as text."""
+    from hwspec.expand import expand
+    from hwspec.source import load_yaml_text
+
+    def norm(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: norm(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [norm(v) for v in x]
+        return str(x)
+
+    try:
+        data = expand(load_yaml_text(dump(folded), "draft.yaml")).data
+    except Exception:  # noqa: BLE001 - any failure means: do not fold
+        return False
+    return norm(data) == norm(flat)
+
+
+def dump(spec: dict) -> str:
+    return yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=4096, allow_unicode=True)
+
+
+def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
+    """The draft as YAML text (repeat blocks checked by expansion) and the notes."""
+    draft = draft_platform(machine, catalogue, name)
+    spec = draft.spec
+    flat = _unfold(spec)
+    if not _expanded_equal(spec, flat):
+        spec = flat
+    header = ["# Draft platform file written by 'hwspec import' from a live node.",
+              "# Check every 'assumed:' note: those values are not in the inputs.",
+              "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE INPUT...' on each node."]
+    header += [f"# note: {n}" for n in draft.notes]
+    return "\n".join(header) + "\n" + dump(spec), draft.notes
+
+
+def _unfold(spec: dict) -> dict:
+    """`spec` with every repeat block written out (what the draft means)."""
+    from hwspec.expand import substitute
+
+    def sub(node: Any, variables: dict[str, int]) -> Any:
+        if isinstance(node, dict):
+            return {k: sub(v, variables) for k, v in node.items()}
+        if isinstance(node, str) and "${" in node:
+            return substitute(node, variables)
+        return node
+
+    out = {}
+    for key, value in spec.items():
+        if isinstance(value, list):
+            items = []
+            for item in value:
+                if isinstance(item, dict) and "repeat" in item:
+                    (var, rng), = item["repeat"].items()
+                    lo, hi = map(int, rng.split(".."))
+                    body = {k: v for k, v in item.items() if k != "repeat"}
+                    items.extend(_typed(sub(body, {var: i})) for i in range(lo, hi + 1))
+                else:
+                    items.append(item)
+            out[key] = items
+        else:
+            out[key] = value
+    return out
+
+
+def _typed(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _typed(v) for k, v in node.items()}
+    if isinstance(node, str) and re.fullmatch(r"-?[0-9]+", node):
+        return int(node)
+    return node
