@@ -36,6 +36,8 @@ class Draft:
     """The draft platform as a dict in writing order, plus notes for the user."""
 
     spec: dict[str, Any]
+    flat: dict[str, Any]
+    """The same platform without repeat blocks: what `spec` must expand to."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -475,6 +477,8 @@ class _Writer:
                 backend["nic_per_gpu"] = True
             if gpudirect:
                 backend["gpudirect"] = True
+            elif not gdr_values and not any(p.gdr is not None for n, _ in backend_entries for p in n.ports):
+                backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left out"
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
 
@@ -529,21 +533,25 @@ class _Writer:
         gpus, baseboard, nvlink = self.gpus()
         nics, backend = self.nics()
         self.max_oversubscription(bridges, [*gpus, *nics])
-        spec["sockets"] = fold(spec["sockets"])
-        if bridges:
-            spec["pcie"] = fold([b for b in bridges if b.get("kind") == "root-port"]) + fold([b for b in bridges if b.get("kind") != "root-port"])
-        if baseboard:
-            spec["baseboard"] = baseboard
-        if gpus:
-            spec["gpus"] = fold(gpus, "g")
-        if nvlink:
-            spec["nvlink"] = nvlink
-        if nics:
-            backend_nics = [n for n in nics if n["role"] == "backend"]
-            spec["nics"] = fold(backend_nics, "g" if all("gpu" in n for n in backend_nics) else "i") + fold([n for n in nics if n["role"] != "backend"])
-        if backend:
-            spec["backend"] = backend
-        return Draft(spec, self.notes)
+        roots = [b for b in bridges if b.get("kind") == "root-port"]
+        switches = [b for b in bridges if b.get("kind") != "root-port"]
+        backend_nics = [n for n in nics if n["role"] == "backend"]
+        host_nics = [n for n in nics if n["role"] != "backend"]
+        sections = [("sockets", [spec["sockets"]], "i"), ("pcie", [roots, switches], "i"), ("baseboard", baseboard, None),
+                    ("gpus", [gpus], "g"), ("nvlink", nvlink, None),
+                    ("nics", [backend_nics, host_nics], "g" if all("gpu" in n for n in backend_nics) else "i"),
+                    ("backend", backend, None)]
+        flat = dict(spec)
+        for key, value, var in sections:
+            if not value or (var and not any(value)):
+                spec.pop(key, None)
+                continue
+            if var is None:
+                spec[key] = flat[key] = value
+                continue
+            flat[key] = [entry for group in value for entry in group]
+            spec[key] = [entry for i, group in enumerate(value) for entry in fold(group, var if i == 0 else "i")]
+        return Draft(spec, flat, self.notes)
 
 
 def draft_platform(machine: Machine, catalogue, name: str) -> Draft:
@@ -578,48 +586,10 @@ def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
     """The draft as YAML text (repeat blocks checked by expansion) and the notes."""
     draft = draft_platform(machine, catalogue, name)
     spec = draft.spec
-    flat = _unfold(spec)
-    if not _expanded_equal(spec, flat):
-        spec = flat
+    if not _expanded_equal(spec, draft.flat):
+        spec = draft.flat
     header = ["# Draft platform file written by 'hwspec import' from a live node.",
               "# Check every 'assumed:' note: those values are not in the inputs.",
               "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE INPUT...' on each node."]
     header += [f"# note: {n}" for n in draft.notes]
     return "\n".join(header) + "\n" + dump(spec), draft.notes
-
-
-def _unfold(spec: dict) -> dict:
-    """`spec` with every repeat block written out (what the draft means)."""
-    from hwspec.expand import substitute
-
-    def sub(node: Any, variables: dict[str, int]) -> Any:
-        if isinstance(node, dict):
-            return {k: sub(v, variables) for k, v in node.items()}
-        if isinstance(node, str) and "${" in node:
-            return substitute(node, variables)
-        return node
-
-    out = {}
-    for key, value in spec.items():
-        if isinstance(value, list):
-            items = []
-            for item in value:
-                if isinstance(item, dict) and "repeat" in item:
-                    (var, rng), = item["repeat"].items()
-                    lo, hi = map(int, rng.split(".."))
-                    body = {k: v for k, v in item.items() if k != "repeat"}
-                    items.extend(_typed(sub(body, {var: i})) for i in range(lo, hi + 1))
-                else:
-                    items.append(item)
-            out[key] = items
-        else:
-            out[key] = value
-    return out
-
-
-def _typed(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _typed(v) for k, v in node.items()}
-    if isinstance(node, str) and re.fullmatch(r"-?[0-9]+", node):
-        return int(node)
-    return node

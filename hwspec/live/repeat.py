@@ -1,6 +1,6 @@
 """Folding runs of regular list entries into `repeat` blocks, as a person would write them.
 
-`fold(entries, var)` returns the list with every run of two or more consecutive entries
+`fold(entries, var)` returns the list with every run of three or more consecutive entries
 that differ only in values following the index of the run folded into one
 `{repeat: {var: 0..n-1}, ...}` item. A value follows the index when it is an integer (or a
 number inside a string: `gpu3`, `mlx5_3`, the hex fields of a bus id) that is affine in the
@@ -15,7 +15,7 @@ from typing import Any
 
 BUSID = re.compile(r"([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])")
 _DECIMAL = re.compile(r"(0|[1-9][0-9]*)")
-MIN_RUN = 2
+MIN_RUN = 3
 
 
 def _flatten(entry: Any, path: tuple = ()) -> dict[tuple, Any] | None:
@@ -38,12 +38,14 @@ def _int_expression(values: list[int], var: str, hexa: bool) -> str | None:
     lit = (lambda x: f"0x{x:02x}" if hexa and x >= 10 else str(x))
 
     def terms(parts: list[tuple[int, str]], constant: int) -> str:
-        text = ""
-        for coefficient, term in parts:
-            if coefficient == 0:
-                continue
-            piece = term if coefficient == 1 else f"{term}*{lit(abs(coefficient))}" if coefficient > 0 else f"{term}*{lit(-coefficient)}"
-            text += ("-" if coefficient < 0 else ("+" if text else "")) + piece
+        pieces = [(c, t if c in (1, -1) else f"{t}*{lit(abs(c))}") for c, t in parts if c]
+        if pieces and pieces[0][0] < 0 and constant > 0:  # 7-g reads better than -g+7
+            text = lit(constant)
+            constant = 0
+        else:
+            text = ""
+        for coefficient, piece in pieces:
+            text += ("-" if coefficient < 0 else "+" if text else "") + piece
         if constant or not text:
             text += ("+" if constant > 0 and text else "-" if constant < 0 and text else "") + lit(abs(constant) if text else constant)
         return text
