@@ -92,8 +92,9 @@ class _Differ:
         for nic in p.nics:
             if nic.id in self.nic_key or (nic.role == "management"):
                 continue
-            if not tree and not m.nics:
-                continue  # topo -m without NICs says nothing about them
+            kind = "rdma-nics" if nic.device and nic.transport != "tcp" else "tcp-nics"
+            if kind not in m.listed:
+                continue  # the inputs do not list such NICs: their absence says nothing
             names = "/".join(x for x in (nic.device, nic.interface) if x)
             self.add("D101", p.locate(nic.id), f"{nic.id} ({names}, {nic.bus}) is not in the machine: no NIC with "
                      + (f"bus id {nic.bus}" if tree else f"name {names}") + f" in {source}")
@@ -110,7 +111,7 @@ class _Differ:
                 self.add("D102", p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: {nic.bus or key} ({names})", nic.where)
         spec_numa = {s.numa_node: s for s in p.sockets}
         for socket in p.sockets:
-            if m.numa and socket.numa_node not in m.numa:
+            if "numa" in m.listed and socket.numa_node not in m.numa:
                 self.add("D101", p.locate(socket.id, "numa_node"),
                          f"{socket.id}: NUMA node {socket.numa_node} is not in the machine (it has {sorted(m.numa)})")
         for numa, node in m.numa.items():

@@ -193,4 +193,5 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         machine.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
         return
     _Reader(file, machine).run(root)
+    machine.listed.update({"numa", "rdma-nics", "tcp-nics"})
     # drop bridges of the tree that lead nowhere NCCL or hwspec cares about is the draft's job

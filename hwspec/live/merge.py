@@ -37,6 +37,7 @@ def _conflict(base: Machine, what: str, mine, theirs, where_mine, where_theirs) 
 def merge_into(base: Machine, other: Machine) -> None:
     """Fold `other` into `base` (see the module docstring)."""
     base.sources.extend(other.sources)
+    base.listed |= other.listed
     base.problems.extend(other.problems)
     for numa, node in other.numa.items():
         mine = base.numa.get(numa)

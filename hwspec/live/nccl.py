@@ -235,3 +235,10 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         if link.target != NVSWITCH and link.target not in gpus:
             machine.problem(link.where, Severity.WARNING, "I104", f"NVLink target {link.target} is not a GPU in this file")
     machine.nvlinks[:] = [l for l in machine.nvlinks if l.target == NVSWITCH or l.target in gpus]
+    from hwspec.live.draft import RDMA_NAME
+
+    names = [p.name for n in machine.nics.values() for p in n.ports if p.name]
+    if any(RDMA_NAME.match(n) for n in names):
+        machine.listed.add("rdma-nics")
+    if any(not RDMA_NAME.match(n) for n in names):
+        machine.listed.add("tcp-nics")

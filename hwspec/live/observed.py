@@ -159,6 +159,10 @@ class Machine:
     nvswitches: dict[str, Where] = field(default_factory=dict)
     """NVSwitch chips the input names (by bus id), beyond the links to them."""
     problems: list[Diagnostic] = field(default_factory=list)
+    listed: set[str] = field(default_factory=set)
+    """What the inputs list completely, so that its absence means something: `numa` (every
+    NUMA node: lstopo), `rdma-nics` (every RDMA NIC), `tcp-nics` (every plain network NIC).
+    An NCCL dump lists the NICs of the network plugin in use; topo -m only RDMA NICs."""
 
     @property
     def has_tree(self) -> bool:
