@@ -31,7 +31,7 @@ def sniff(data: bytes) -> str | None:
     head = data[:4096].lstrip()
     if b"<topology" in head:
         return "lstopo"
-    if b"<system" in head:
+    if b"<system" in head or head.startswith(b"<"):
         return "nccl"
     text = head.decode("utf-8", "replace")
     if "GPU0" in text or "Legend" in text or "CPU Affinity" in text:
@@ -58,4 +58,5 @@ def read_input(path: Path, fmt: str | None = None) -> Machine:
     module = importlib.import_module({"nccl": "hwspec.live.nccl", "lstopo": "hwspec.live.lstopo",
                                       "topo-m": "hwspec.live.topo_matrix"}[fmt])
     module.parse(data, file, machine)
+    machine.problems.sort(key=lambda d: (d.line, d.col))
     return machine

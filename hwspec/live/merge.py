@@ -31,7 +31,7 @@ def read_inputs(paths: Iterable[Path], fmt: str | None = None) -> Machine:
 
 def _conflict(base: Machine, what: str, mine, theirs, where_mine, where_theirs) -> None:
     base.problem(where_theirs, Severity.WARNING, "I104",
-                 f"{what}: {theirs} here, but {mine} in {where_mine}; the first is kept")
+                 f"{what}: {theirs} here, but {mine} in {where_mine}; keeping {mine}")
 
 
 def merge_into(base: Machine, other: Machine) -> None:
