@@ -131,8 +131,10 @@ class _Differ:
         where_now = buses[0] if buses else f"NUMA node {self.m.numa_of(seen.key)}"
         if upstream is not None and hasattr(upstream, "bus") and not hasattr(upstream, "numa_node") and hasattr(upstream, "link"):
             if upstream.bus not in buses:
+                moved = f"{seen.bus} " if seen.bus and seen.bus != device.bus else ""
                 self.add("D103", self.p.locate(ident, "pcie", "upstream"),
-                         f"{ident} is under {device.upstream} ({upstream.bus}) in the spec, but under {where_now} in the machine", seen.where)
+                         f"{ident} ({device.bus}) is under {device.upstream} ({upstream.bus}) in the spec, but {moved}under "
+                         f"{where_now} in the machine", seen.where)
 
     def numa(self, ident: str, device, seen: PciNode) -> None:
         observed = self.m.numa_of(seen.key)
