@@ -293,3 +293,28 @@ def test_this_machine_imports_from_lstopo_and_diffs_clean_against_its_draft(tmp_
     assert main(["import", str(live), "-o", str(draft)]) == 0
     assert main(["diff", str(draft), str(live)]) == 0
     capsys.readouterr()
+
+
+# ------------------------------------------------------------------ samples and README
+
+
+def test_the_committed_samples_are_what_make_samples_writes():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "tests/data/live/make_samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, text in module.samples().items():
+        assert (LIVE / name).read_text() == text, f"{name} is stale: run tests/data/live/make_samples.py"
+
+
+def test_the_readme_sample_commands_run_as_written(tmp_path):
+    body = (ROOT / "README.md").read_text().split("\n## From a live machine\n", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```sh\n(.*?)```", body, re.DOTALL)[-1].strip().splitlines()
+    hwspec = str(Path(shutil.which("hwspec") or ROOT / ".venv/bin/hwspec"))
+    results = [subprocess.run([hwspec, *line.split()[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+               for line in commands]
+    assert [r.returncode for r in results] == [0, 1]
+    assert "- repeat: {g: 0..7}\n  id: gpu${g}\n" in results[0].stdout
+    printed = re.search(r"The second prints `(.*?)` and exits 1", body, re.DOTALL).group(1)
+    assert results[1].stdout.splitlines()[0] == " ".join(printed.split())

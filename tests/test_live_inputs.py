@@ -241,3 +241,24 @@ def test_parsing_is_linear_in_the_input(tmp_path):
         parse_text(tmp_path, body(n))
         timings.append(time.perf_counter() - start)
     assert timings[1] < 8 * timings[0] + 0.5
+
+
+def test_an_rccl_dump_with_xgmi_links_is_read_like_nccls(tmp_path):
+    text = ('<system version="2">\n'
+            '  <cpu numaid="0" affinity="ffffffff" arch="x86_64" vendor="AuthenticAMD" familyid="25" modelid="17">\n'
+            '    <pci busid="0000:05:00.0" class="0x120000" vendor="0x1002" device="0x74a1" link_speed="32.0 GT/s PCIe" link_width="16">\n'
+            '      <gpu dev="0" sm="94" gcn="gfx942" arch="38911" rank="0" gdr="1">\n'
+            '        <xgmi target="0000:15:00.0" count="1" tclass="0x120000"/>\n'
+            '      </gpu>\n'
+            '    </pci>\n'
+            '    <pci busid="0000:15:00.0" class="0x120000" vendor="0x1002" device="0x74a1" link_speed="32.0 GT/s PCIe" link_width="16">\n'
+            '      <gpu dev="1" sm="94" gcn="gfx942" arch="38911" rank="1" gdr="1">\n'
+            '        <xgmi target="0000:05:00.0" count="1" tclass="0x120000"/>\n'
+            '      </gpu>\n'
+            '    </pci>\n'
+            '  </cpu>\n'
+            '</system>\n')
+    m = parse_text(tmp_path, text)
+    assert m.problems == []
+    assert {k: v[0] for k, v in m.nvlink_counts().items()} == {("0000:05:00.0", "0000:15:00.0"): 1, ("0000:15:00.0", "0000:05:00.0"): 1}
+    assert m.gpus["0000:05:00.0"].vendor == "0x1002" and m.numa[0].vendor == "amd"

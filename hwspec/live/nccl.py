@@ -190,7 +190,7 @@ class _Reader:
             if count is None or count <= 0:
                 continue
             tclass = (child.attrs.get("tclass") or "").lower()
-            if tclass.startswith("0x03"):
+            if tclass.startswith("0x03") or child.tag == "xgmi":  # RCCL's xgmi always names a GPU
                 target = self.busid(child, "target")
                 if target is None:
                     continue
