@@ -4,7 +4,6 @@ gives diagnostics located at the input's file and line, never a traceback, hang 
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 

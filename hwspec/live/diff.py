@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hwspec.diagnostics import Diagnostic, Severity
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Gpu, Machine, Nic, PciNode, Where
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode, Where, cpu_list
 from hwspec.model import Location, Platform
 
 
@@ -220,12 +220,9 @@ class _Differ:
                              f"{path[0]} in the machine", path[1])
 
     def nvlinks(self) -> None:
+        if "nvlinks" not in self.m.listed:
+            return  # no input shows NVLinks (lstopo, an NCCL skeleton)
         counts = self.m.nvlink_counts()
-        if not counts and not self.m.nvlinks:
-            if self.p.nvlinks and self.m.sources and all(what.startswith("hwloc") for _, what in self.m.sources):
-                return  # lstopo does not show NVLinks
-            if not self.p.nvlinks:
-                return
         at = self.p.locate(None, "nvlink")
         for link in self.p.nvlinks:
             a = self.gpu_key.get(link.a)
@@ -254,10 +251,8 @@ class _Differ:
             if node is None or node.cpus is None:
                 continue
             if tuple(sorted(node.cpus)) != tuple(sorted(socket.cpus)):
-                from hwspec.live.draft import _cpu_list
-
                 self.add("D108", self.p.locate(socket.id, "cpus"), f"{socket.id}: NUMA node {socket.numa_node} has CPUs "
-                         f"{_cpu_list(socket.cpus) if socket.cpus else 'none'} in the spec, but {_cpu_list(node.cpus) if node.cpus else 'none'} "
+                         f"{cpu_list(socket.cpus) if socket.cpus else 'none'} in the spec, but {cpu_list(node.cpus) if node.cpus else 'none'} "
                          "in the machine", node.where)
         for gpu in self.p.gpus:
             key = self.gpu_key.get(gpu.id)
@@ -266,10 +261,8 @@ class _Differ:
                 continue
             socket = self.p.socket_by_id[gpu.socket]
             if tuple(sorted(seen.cpus)) != tuple(sorted(socket.cpus)):
-                from hwspec.live.draft import _cpu_list
-
-                self.add("D108", self.p.locate(gpu.id), f"{gpu.id}: close CPUs are {_cpu_list(socket.cpus)} ({socket.id}) in the spec, "
-                         f"but {_cpu_list(seen.cpus)} in the machine", seen.where)
+                self.add("D108", self.p.locate(gpu.id), f"{gpu.id}: close CPUs are {cpu_list(socket.cpus)} ({socket.id}) in the spec, "
+                         f"but {cpu_list(seen.cpus)} in the machine", seen.where)
 
     def gpudirect(self) -> None:
         backend = self.p.backend

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic, cpu_list
 from hwspec.live.repeat import fold
 from hwspec.model import PcieLink
 from hwspec.units import format_bytes
@@ -39,21 +39,6 @@ class Draft:
     flat: dict[str, Any]
     """The same platform without repeat blocks: what `spec` must expand to."""
     notes: list[str] = field(default_factory=list)
-
-
-def _cpu_list(cpus: tuple[int, ...]) -> str:
-    """(0, 1, 2, 5) -> '0-2,5'."""
-    ranges: list[str] = []
-    ordered = sorted(set(cpus))
-    start = prev = ordered[0]
-    for cpu in ordered[1:] + [None]:
-        if cpu is not None and cpu == prev + 1:
-            prev = cpu
-            continue
-        ranges.append(f"{start}-{prev}" if prev != start else str(start))
-        if cpu is not None:
-            start = prev = cpu
-    return ",".join(ranges)
 
 
 def _name(text: str) -> str:
@@ -125,7 +110,7 @@ class _Writer:
                     assumed.append(f"the input does not identify the CPU: {base} assumed")
             entry["numa_node"] = numa
             if node is not None and node.cpus:
-                entry["cpus"] = _cpu_list(node.cpus)
+                entry["cpus"] = cpu_list(node.cpus)
             else:
                 assumed.append("the input gives no CPU list: derived from the part")
             capacity = node.memory if node is not None and node.memory else None
@@ -171,10 +156,9 @@ class _Writer:
         return first
 
     def bridges(self) -> list[dict]:
-        out = []
+        """Root ports (bridges on a NUMA node) and switches on the way to a GPU or NIC."""
         counters = {"rp": 0, "sw": 0}
-        below: dict[str, list[tuple[int, int]]] = {}
-        entries = []
+        out = []
         for key in self.wanted():
             bridge = self.m.bridges[key]
             prefix = "rp" if bridge.parent.startswith(NUMA_PREFIX) else "sw"
@@ -187,19 +171,12 @@ class _Writer:
                 entry["kind"] = "root-port"
             entry["upstream"] = self.upstream(bridge.parent, assumed)
             entry["bus"] = self.bus(key, bridge.bus, assumed)
-            entries.append((key, entry, assumed))
-        for key, entry, assumed in entries:
-            link = self.m.bridges[key].link
+            link = bridge.link
             gen, width = (link.gen, link.width) if link else (None, None)
             if gen is None or width is None:
                 gen, width = self._guess_link(link, key, assumed)
             entry["link"] = {"gen": gen, "width": width}
-            self.links[entry["id"]] = (gen, width)
-        return [entry for _, entry, _ in entries] if False else self._finish_bridges(entries)
-
-    def _finish_bridges(self, entries) -> list[dict]:
-        out = []
-        for key, entry, assumed in entries:
+            self.links[ident] = (gen, width)
             _note(entry, assumed)
             out.append(entry)
         return out
@@ -386,8 +363,6 @@ class _Writer:
         backend_entries: list[tuple[Nic, dict]] = []
         other_entries: list[dict] = []
         for nic in order:
-            if nic.bus is None and not self.m.has_tree and False:
-                continue
             if nic.bus is None and self.m.has_tree:
                 self.notes.append(f"{nic.where}: a NIC without a PCI device (virtual or fused) cannot be described: left out")
                 continue

@@ -108,10 +108,6 @@ class _Reader:
                 self.numa(e)
             elif kind in ("Bridge", "PCIDev"):
                 self.pci(e, kind)
-        packages = {}
-        for e in walk(root):
-            if e.tag == "object" and e.attrs.get("type") in ("Package", "Socket"):
-                packages[e.attrs.get("os_index")] = e
         for node in self.m.numa.values():
             node.arch = node.arch or self.arch
 
@@ -194,4 +190,3 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         return
     _Reader(file, machine).run(root)
     machine.listed.update({"numa", "rdma-nics", "tcp-nics"})
-    # drop bridges of the tree that lead nowhere NCCL or hwspec cares about is the draft's job

@@ -242,3 +242,5 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         machine.listed.add("rdma-nics")
     if any(not RDMA_NAME.match(n) for n in names):
         machine.listed.add("tcp-nics")
+    if any(g.sm is not None for g in machine.gpus.values()):  # <gpu> elements: NCCL lists their NVLinks
+        machine.listed.add("nvlinks")

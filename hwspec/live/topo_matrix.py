@@ -133,7 +133,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                 machine.problem(where, Severity.WARNING, "I103", f"{name}: NUMA Affinity '{numa[:40]}' is not one NUMA node")
     machine.gpus.update(gpus)
     machine.nics.update(nics)
-    machine.listed.add("rdma-nics")
+    machine.listed.update({"rdma-nics", "nvlinks"})
     _tree(machine, gpus, nics)
 
 

@@ -31,7 +31,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from hwspec.generate import plan_for  # noqa: E402
-from hwspec.generators.nccl import cpumap  # noqa: E402
 from hwspec.graph import build_graph  # noqa: E402
 from hwspec.load import load_platform  # noqa: E402
 from hwspec.model import Bridge, Platform  # noqa: E402
