@@ -58,7 +58,7 @@ def imported(paths: list[Path], name: str = "imported") -> tuple[str, list]:
     machine = read_inputs(paths)
     assert [d for d in machine.problems if d.severity.label == "error"] == []
     text, _ = draft_text(machine, catalogue(), name)
-    return text, check_draft(text, f"{name}.yaml", catalogue())
+    return text, check_draft(text, f"{name}.yaml")
 
 
 def errors(diagnostics: list) -> list[str]:

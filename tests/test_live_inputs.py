@@ -261,3 +261,18 @@ def test_an_rccl_dump_with_xgmi_links_is_read_like_nccls(tmp_path):
     assert m.problems == []
     assert {k: v[0] for k, v in m.nvlink_counts().items()} == {("0000:05:00.0", "0000:15:00.0"): 1, ("0000:15:00.0", "0000:05:00.0"): 1}
     assert m.gpus["0000:05:00.0"].vendor == "0x1002" and m.numa[0].vendor == "amd"
+
+
+def test_topo_m_of_an_nvswitch_board_gives_links_to_the_switches(tmp_path):
+    """HGX H100: every pair shows NV18, the 18 links each GPU has to the NVSwitches (7 x 18
+    links per GPU would be more than any GPU has)."""
+    n = 8
+    rows = ["\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\tCPU Affinity\tNUMA Affinity"]
+    for i in range(n):
+        cells = [" X " if i == j else "NV18" for j in range(n)]
+        rows.append(f"GPU{i}\t" + "\t".join(cells) + f"\t{0 if i < 4 else 56}-{55 if i < 4 else 111}\t{i // 4}")
+    m = parse_text(tmp_path, "\n".join(rows) + "\n", "topo.txt")
+    assert m.problems == []
+    assert {k: v[0] for k, v in m.nvlink_counts().items()} == {(f"GPU{i}", NVSWITCH): 18 for i in range(n)}
+    # the ZionEX board (NV2 to 6 of 7 peers) stays GPU-to-GPU
+    assert all(t != NVSWITCH for _, t in read_input(LIVE / "zionex.topo-m.txt").nvlink_counts())

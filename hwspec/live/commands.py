@@ -50,22 +50,22 @@ def _read(args: argparse.Namespace):
     return machine, fatal
 
 
-def check_draft(text: str, file: str, catalogue) -> list:
-    """Every diagnostic of the draft `text`: the loader's, else the built-in node rules'."""
-    from hwspec import pipeline
-    from hwspec.diagnostics import HwspecError
-    from hwspec.expand import expand
-    from hwspec.graph import build_graph
-    from hwspec.load import load_node
-    from hwspec.rules import load_rules, run_rules
-    from hwspec.source import load_yaml_text
+def check_draft(text: str, file: str, parts_dirs=()) -> list:
+    """Every diagnostic of the draft `text` as `hwspec validate` reports it (loader, then the
+    built-in rules), with `file` as the file name. Checked through a temporary copy, so that
+    nothing is written when the draft is printed."""
+    import dataclasses
+    import tempfile
 
-    try:
-        doc = load_yaml_text(text, file)
-        platform = load_node(doc, expand(doc), catalogue)
-    except HwspecError as exc:
-        return list(exc.diagnostics)
-    return run_rules(platform, build_graph(platform), load_rules(pipeline.rule_directories()), scope="node")
+    from hwspec import pipeline
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "draft.yaml"
+        path.write_text(text, encoding="utf-8")
+        checked = pipeline.check(path, None, parts_dirs)
+        name = str(path)
+        return [dataclasses.replace(d, file=file) if d.file in (name, path.name) or d.file.endswith("/draft.yaml") else d
+                for d in checked.diagnostics]
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -87,7 +87,7 @@ def run_import(args: argparse.Namespace) -> int:
     name = args.name or (args.output.stem if args.output else "imported")
     text, _notes = draft_text(machine, catalogue, name)
     file = str(args.output) if args.output else "<draft>"
-    problems = check_draft(text, file, catalogue)
+    problems = check_draft(text, file, args.parts)
     if args.output:
         from hwspec.writer import write_atomic
 

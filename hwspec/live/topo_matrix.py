@@ -2,7 +2,7 @@
 
 The matrix names GPUs (`GPU0`...) and NICs (`NIC0`... with a "NIC Legend" giving `mlx5_0`, or
 the RDMA names as columns in drivers before ~470), and says for each pair how they connect:
-`NV#` (# bonded NVLinks), `PIX` (at most one PCIe bridge), `PXB` (several bridges, no host
+`NV#` (# bonded NVLinks; on NVSwitch boards every pair shows the GPU's links to the switches), `PIX` (at most one PCIe bridge), `PXB` (several bridges, no host
 bridge), `PHB` (through a host bridge), `NODE` (between host bridges of one NUMA node), `SYS`
 (across the CPU interconnect; `SOC` in old drivers), `X` (self). GPU rows add `CPU Affinity`,
 `NUMA Affinity` and (drivers 535+) `GPU NUMA ID`. Cells are tab-separated; headers may carry
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Severity
-from hwspec.live.observed import NUMA_PREFIX, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink, Where
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink, Where
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _GPU = re.compile(r"GPU(\d+)")
@@ -25,6 +25,8 @@ _CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
 _LEGEND = re.compile(r"\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
 MAX_LINES = 10_000
+MAX_GPU_LINKS = 18
+"""The most NVLinks one NVIDIA GPU has (H100, B200): a GPU showing more in total goes through NVSwitches."""
 MAX_DEVICES = 1024
 
 
@@ -131,10 +133,26 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                 device.numa = int(numa)
             elif numa and numa != "N/A":
                 machine.problem(where, Severity.WARNING, "I103", f"{name}: NUMA Affinity '{numa[:40]}' is not one NUMA node")
+    _nvswitch(machine, gpus)
     machine.gpus.update(gpus)
     machine.nics.update(nics)
     machine.listed.update({"rdma-nics", "nvlinks"})
     _tree(machine, gpus, nics)
+
+
+def _nvswitch(machine: Machine, gpus: dict[str, Gpu]) -> None:
+    """On an NVSwitch board topo -m shows NV# (the GPU's links to the switches) for every GPU
+    pair. When every pair shows the same NV# and that adds up to more links per GPU than any
+    GPU has, the links are read as # links from each GPU to the NVSwitches."""
+    n = len(gpus)
+    counts = {(l.gpu, l.target): l.count for l in machine.nvlinks}
+    values = set(counts.values())
+    if n < 3 or len(counts) != n * (n - 1) or len(values) != 1 or values.pop() * (n - 1) <= MAX_GPU_LINKS:
+        return
+    first = {}
+    for link in machine.nvlinks:
+        first.setdefault(link.gpu, link)
+    machine.nvlinks[:] = [NvLink(gpu, NVSWITCH, link.count, link.where) for gpu, link in first.items()]
 
 
 def _tree(machine: Machine, gpus: dict[str, Gpu], nics: dict[str, Nic]) -> None:
