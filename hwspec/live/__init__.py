@@ -9,3 +9,7 @@
 The spec-facing parts (`draft`, `diff`) are thin layers over `observed`: a new spec feature
 only changes how they map the observed machine.
 """
+
+FORMATS = ("nccl", "lstopo", "topo-m")
+"""Input formats: NCCL topology XML (NCCL_TOPO_DUMP_FILE), hwloc XML (lstopo --of xml), nvidia-smi topo -m text.
+Defined here, import-light, for the command line's --help."""

@@ -15,7 +15,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
 
 def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
-    from hwspec.live.inputs import FORMATS
+    from hwspec.live import FORMATS
 
     if name == "diff":
         parser.add_argument("spec", type=Path, metavar="SPEC", help="the node's platform file")

@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwspec.diagnostics import Severity, display_path
+from hwspec.live import FORMATS  # noqa: F401 - re-exported
 from hwspec.live.observed import MAX_INPUT_BYTES, Machine, Where
-
-FORMATS = ("nccl", "lstopo", "topo-m")
-"""Input formats: NCCL topology XML (NCCL_TOPO_DUMP_FILE), hwloc XML (lstopo --of xml), nvidia-smi topo -m text."""
 
 
 def read_bytes(path: Path, machine: Machine) -> bytes | None:
