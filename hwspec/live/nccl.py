@@ -68,15 +68,17 @@ class _Reader:
         gen = PCIE_SPEED_STRINGS.get((speed or "").strip())
         if speed is not None and speed.strip() and gen is None:
             self.warn(e, f"link_speed=\"{speed[:40]}\" is not a PCIe speed NCCL knows (it would read Gen3)")
-        lanes = None
+        lanes, zero = None, False
         if width is not None and width.strip():
             if not _INT.fullmatch(width.strip()) or int(width) < 0:
                 self.warn(e, f"link_width=\"{width[:40]}\" is not a lane count")
-            elif int(width) > 0:  # NCCL writes 0 for virtual functions and reads it as x16
+            elif int(width) > 0:
                 lanes = int(width)
+            else:  # NCCL writes 0 for devices passed through to a VM and reads it as x16
+                zero = True
         if gen is None and lanes is None:
             return None
-        return Link.of(gen, lanes)
+        return Link.of(gen, lanes, zero)
 
     def pci_id(self, e: Element, key: str) -> str | None:
         value = e.attrs.get(key)
@@ -200,8 +202,12 @@ class _Reader:
             else:
                 target = NVSWITCH
                 switch = (child.attrs.get("target") or "").lower()
-                if BUSID.fullmatch(switch) and switch not in self.m.nvswitches:
-                    self.m.nvswitches[switch] = self.at(child)
+                if BUSID.fullmatch(switch):
+                    self.m.nvswitches.setdefault(switch, self.at(child))
+                else:
+                    switch = None  # NCCL's sentinel fffffff:ff:ff.0: a switch the VM does not show
+                self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child), switch))
+                continue
             self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child)))
 
     def nic(self, e: Element, nic: Nic | None, parent: str, key: str) -> None:

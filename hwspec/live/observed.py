@@ -43,15 +43,19 @@ class Link:
     gen: int | None
     width: int | None
     bandwidth: float | None = None
+    width_zero: bool = False
+    """The input reported width 0: a device passed through to a VM (NCCL reads it as x16)."""
 
     @classmethod
-    def of(cls, gen: int | None, width: int | None) -> "Link":
+    def of(cls, gen: int | None, width: int | None, width_zero: bool = False) -> "Link":
         bandwidth = PcieLink(gen, width).bandwidth if gen in PCIE_GT_PER_LANE and width else None
-        return cls(gen, width, bandwidth)
+        return cls(gen, width, bandwidth, width_zero)
 
     def __str__(self) -> str:
         if self.gen and self.width:
             return f"Gen{self.gen} x{self.width}"
+        if self.gen:
+            return f"Gen{self.gen} x0 (passed through to a VM)" if self.width_zero else f"Gen{self.gen}"
         if self.bandwidth:
             return f"{self.bandwidth / 1e9:.2f} GB/s"
         return "unknown"
@@ -135,12 +139,14 @@ class Nic(PciNode):
 
 @dataclass(frozen=True)
 class NvLink:
-    """`count` fabric links from GPU `gpu` to `target`: another GPU's key, or NVSWITCH."""
+    """`count` fabric links from GPU `gpu` to `target`: another GPU's key, or NVSWITCH (then
+    `switch` is the NVSwitch's bus id when the input names it)."""
 
     gpu: str
     target: str
     count: int
     where: Where
+    switch: str | None = None
 
 
 @dataclass
@@ -205,6 +211,15 @@ class Machine:
             counts[(link.gpu, link.target)] = ((previous[0] if previous else 0) + link.count,
                                                previous[1] if previous else link.where)
         return counts
+
+    def nvswitch_links(self) -> dict[str, dict[str | None, int]]:
+        """GPU key -> {NVSwitch bus id (None: unnamed): links}, in input order."""
+        out: dict[str, dict[str | None, int]] = {}
+        for link in self.nvlinks:
+            if link.target == NVSWITCH:
+                per_gpu = out.setdefault(link.gpu, {})
+                per_gpu[link.switch] = per_gpu.get(link.switch, 0) + link.count
+        return out
 
     def problem(self, where: Where, severity: Severity, code: str, message: str, hint: str | None = None) -> None:
         self.problems.append(Diagnostic(where.file, where.line, where.col, severity, code, message, hint, INPUT_CODES.get(code, "")))
