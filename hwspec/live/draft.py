@@ -31,6 +31,15 @@ PLACEHOLDER_DDR_BANDWIDTH = "100 GB/s"
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
 
 
+def spec_has(model: str, field_name: str) -> bool:
+    """Whether the spec language has `field_name` on `model` (hwspec.spec): the draft uses a
+    newer form (a link's `physical`, NVSwitch chips on the baseboard) only where it exists."""
+    from hwspec import spec
+
+    cls = getattr(spec, model, None)
+    return cls is not None and field_name in cls.model_fields
+
+
 @dataclass
 class Draft:
     """The draft platform as a dict in writing order, plus notes for the user."""
@@ -210,8 +219,10 @@ class _Writer:
             if ratio > 2:
                 entry["max_oversubscription"] = math.ceil(ratio)
 
-    def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None]:
-        """(pcie.link to write or None, part pcie override or None) for an observed device link."""
+    def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None, tuple[int, int]]:
+        """(pcie.link to write or None, part pcie override or None, the (gen, width) it trains at)
+        for an observed device link. A width-0 link (a device passed through to a VM) is written
+        as presented with the part's width as `physical` where the spec language has that form."""
         gen = link.gen if link and link.gen else None
         width = link.width if link and link.width else None
         if link is not None and link.bandwidth and gen is None:
@@ -234,9 +245,30 @@ class _Writer:
             part_gen, part_width = override["gen"], override["width"]
         else:
             part_gen, part_width = part_link.generation, part_link.width
+        if link is not None and link.width_zero and spec_has("PcieLink", "physical"):
+            return {"gen": gen, "width": 0, "physical": {"value": {"gen": gen, "width": width}, "assumed": (
+                f"the VM reports width 0 for the passed-through {what}: its part's x{width} assumed")}}, override, (gen, width)
         if (gen, width) == (part_gen, part_width):
-            return None, override
-        return {"gen": gen, "width": width}, override
+            return None, override, (gen, width)
+        return {"gen": gen, "width": width}, override, (gen, width)
+
+    def virtual_bridges(self, bridges: list[dict]) -> None:
+        """In a VM (a device reports width 0), a bridge presented slower than a device below it
+        is a virtual one: it gets `physical`, the fastest link below it, where the spec has that form."""
+        if not spec_has("PcieLink", "physical") or not any(
+                d.link is not None and d.link.width_zero for d in (*self.m.gpus.values(), *self.m.nics.values())):
+            return
+        key_of = {ident: key for key, ident in self.ids.items()}
+        for entry in bridges:
+            below = [self.links[self.ids[d.key]] for d in (*self.m.gpus.values(), *self.m.nics.values())
+                     if d.key in self.ids and key_of.get(entry["id"]) in self.m.ancestors(d.key)]
+            gen, width = entry["link"]["gen"], entry["link"]["width"]
+            fastest = max(below, default=(gen, width))
+            if fastest[0] > gen:
+                entry["link"]["physical"] = {"value": {"gen": fastest[0], "width": fastest[1]}, "assumed": (
+                    f"the VM presents a virtual Gen{gen} x{width} bridge: taken to be the Gen{fastest[0]} x{fastest[1]} "
+                    "of the devices below")}
+                self.links[entry["id"]] = fastest
 
     # ------------------------------------------------------------ GPUs and fabric
 
@@ -275,11 +307,12 @@ class _Writer:
                 else:
                     assumed.append(f"the input does not name the GPU model (no PCI vendor/device id): {part} assumed")
             spec_part = catalogue[part]
-            if links_needed > spec_part.fabric.links or (counts and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
+            exact = not spec_has("BaseboardSpec", "nvswitches")  # the old 'nvswitch' topology uses all of the part's links
+            if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
                                                          and links_needed != spec_part.fabric.links):
                 override["fabric"] = {"links": links_needed}
             entry["part"] = part
-            link, pcie_override = self.device_link(gpu.link, spec_part.pcie, assumed, "GPU")
+            link, pcie_override, trained = self.device_link(gpu.link, spec_part.pcie, assumed, "GPU")
             if pcie_override:
                 override["pcie"] = pcie_override
             if override:
@@ -287,8 +320,7 @@ class _Writer:
             entry["pcie"] = {"upstream": self.upstream(gpu.parent, assumed), "bus": self.bus(gpu.key, gpu.bus, assumed)}
             if link:
                 entry["pcie"]["link"] = link
-            self.links[ident] = (link or {}).get("gen") or (pcie_override or {}).get("gen") or spec_part.pcie.generation, \
-                (link or {}).get("width") or (pcie_override or {}).get("width") or spec_part.pcie.width
+            self.links[ident] = trained
             _note(entry, assumed)
             out.append(entry)
         baseboard, nvlink = self.fabric(gpus, out, counts)
@@ -301,7 +333,7 @@ class _Writer:
         if any(t == NVSWITCH for (_g, t) in counts):
             if any(t != NVSWITCH for (_g, t) in counts):
                 self.notes.append("GPU-to-GPU NVLinks beside NVSwitch links are left out of the draft")
-            return None, {"topology": "nvswitch", "source": source}
+            return self.nvswitch_board(gpus, entries), {"topology": "nvswitch", "source": source}
         index = {g.key: i for i, g in enumerate(gpus)}
         pairs: dict[tuple[int, int], int] = {}
         for (a, b), (count, where) in counts.items():
@@ -354,6 +386,31 @@ class _Writer:
         board["assumed"] = "the input shows the NVLinks in use, not the baseboard's wiring: taken to wire exactly these"
         return board, nvlink
 
+    def nvswitch_board(self, gpus, entries: list[dict]) -> dict | None:
+        """An HGX-style board with the NVSwitch chips the input names, where the spec language
+        has them and every GPU has the same links to the same switches; else None."""
+        if not spec_has("BaseboardSpec", "nvswitches"):
+            return None
+        per_gpu = self.m.nvswitch_links()
+        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
+        if len(shapes) != 1 or set(per_gpu) != {g.key for g in gpus}:
+            self.notes.append("the GPUs have different links to the NVSwitches: the board's switches are left out")
+            return None
+        for i, entry in enumerate(entries):
+            items = list(entry.items())
+            entry.clear()
+            entry.update(items[:2] + [("slot", i)] + items[2:])
+        switches = []
+        for i, (bus, links) in enumerate(shapes.pop()):
+            switch: dict[str, Any] = {"id": f"nvs{i}"}
+            if bus:
+                switch["bus"] = bus
+            switch["links_per_gpu"] = links
+            switches.append(switch)
+        return {"kind": "hgx", "slots": len(gpus), "wiring": "nvswitch", "nvswitches": switches,
+                "source": f"observed: {self.source()}",
+                "assumed": "the input shows NVSwitch chips and each GPU's links to them: the board is taken to be an HGX baseboard"}
+
     # ------------------------------------------------------------ NICs
 
     def nics(self) -> tuple[list[dict], dict | None]:
@@ -405,15 +462,13 @@ class _Writer:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
                 part_link = part_model.pcie if part_model else None
-                link, pcie_override = self.device_link(nic.link, part_link, assumed, "NIC")
+                link, pcie_override, trained = self.device_link(nic.link, part_link, assumed, "NIC")
                 if pcie_override:
                     entry.setdefault("override", {})["pcie"] = pcie_override
                 entry["pcie"] = {"upstream": self.upstream(nic.parent, assumed), "bus": self.bus(nic.key, nic.bus, assumed)}
                 if link:
                     entry["pcie"]["link"] = link
-                gen = (link or pcie_override or {}).get("gen") or part_link.generation
-                width = (link or pcie_override or {}).get("width") or part_link.width
-                entry["_link"] = (gen, width)
+                entry["_link"] = trained
                 _note(entry, assumed)
                 (backend_entries.append((nic, entry)) if backend else other_entries.append(entry))
         # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
@@ -507,6 +562,7 @@ class _Writer:
         bridges = self.bridges()
         gpus, baseboard, nvlink = self.gpus()
         nics, backend = self.nics()
+        self.virtual_bridges(bridges)
         self.max_oversubscription(bridges, [*gpus, *nics])
         roots = [b for b in bridges if b.get("kind") == "root-port"]
         switches = [b for b in bridges if b.get("kind") != "root-port"]
@@ -535,7 +591,8 @@ def draft_platform(machine: Machine, catalogue, name: str) -> Draft:
 
 
 def _expanded_equal(folded: dict, flat: dict) -> bool:
-    """Whether `folded` (with repeat blocks) expands to `flat`, comparing scalars as text."""
+    """Whether `folded` (with repeat blocks) means what `flat` means: both expanded by the
+    loader's own expansion, scalars compared as text."""
     from hwspec.expand import expand
     from hwspec.source import load_yaml_text
 
@@ -547,10 +604,10 @@ def _expanded_equal(folded: dict, flat: dict) -> bool:
         return str(x)
 
     try:
-        data = expand(load_yaml_text(dump(folded), "draft.yaml")).data
+        data = [expand(load_yaml_text(dump(doc), "draft.yaml")).data for doc in (folded, flat)]
     except Exception:  # noqa: BLE001 - any failure means: do not fold
         return False
-    return norm(data) == norm(flat)
+    return norm(data[0]) == norm(data[1])
 
 
 def dump(spec: dict) -> str:

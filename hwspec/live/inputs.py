@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwspec.diagnostics import Severity, display_path
-from hwspec.live import FORMATS  # noqa: F401 - re-exported
 from hwspec.live.observed import MAX_INPUT_BYTES, Machine, Where
 
 
