@@ -338,3 +338,20 @@ def test_the_readme_sample_commands_run_as_written(tmp_path):
     assert "- repeat: {g: 0..7}\n  id: gpu${g}\n" in results[0].stdout
     printed = re.search(r"The second prints `(.*?)` and exits 1", body, re.DOTALL).group(1)
     assert results[1].stdout.splitlines()[0] == " ".join(printed.split())
+
+
+def test_the_h100_draft_diffs_clean_against_its_dump_and_finds_an_nvswitch_link_down(tmp_path, capsys):
+    draft = tmp_path / "h100.yaml"
+    main(["import", str(H100), "-o", str(draft)])
+    assert main(["diff", str(draft), str(H100)]) == 0
+    lines = H100.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if '<nvlink target="0000:f4:00.0" count="5"' in line and i > 20)  # GPU 1's
+    lines[at] = lines[at].replace('count="5"', 'count="4"')
+    broken = tmp_path / "h100-link-down.xml"
+    broken.write_text("".join(lines))
+    capsys.readouterr()
+    assert main(["diff", str(draft), str(broken)]) == 1
+    (finding,) = capsys.readouterr().out.splitlines()[:1]
+    expected = ("gpu1 has 5 NVLinks to NVSwitch nvs1 (0000:f4:00.0) in the spec, but 4 in the machine" if NVSWITCH_SPEC
+                else "gpu1 has 18 NVLinks to the NVSwitches in the spec, but 17 in the machine")
+    assert f"error[D106 nvlink-count]: {expected} (seen at {broken}:{at + 1})" in finding

@@ -224,15 +224,31 @@ class _Differ:
             return  # no input shows NVLinks (lstopo, an NCCL skeleton)
         counts = self.m.nvlink_counts()
         at = self.p.locate(None, "nvlink")
+        gpu_ids = {g.id for g in self.p.gpus}
+        switch_bus = {s.id: getattr(s, "bus", None) for s in getattr(self.p.baseboard, "nvswitches", None) or ()}
+        observed_switches = self.m.nvswitch_links()
         for link in self.p.nvlinks:
             a = self.gpu_key.get(link.a)
             if a is None:
                 continue
-            if link.b == "nvswitch":
+            if link.b not in gpu_ids:  # to an NVSwitch: per switch where both name it, else the GPU's total
+                bus = switch_bus.get(link.b)
+                per_switch = observed_switches.get(a, {})
                 have = counts.get((a, NVSWITCH))
-                observed, where = (have[0], have[1]) if have else (0, None)
-                if observed < link.links:
-                    self.add("D106", at, f"{link.a} has {link.links} NVLinks to the NVSwitches in the spec, but {observed} in the machine", where)
+                if bus is not None and bus in per_switch:
+                    observed, spec_links, what = per_switch[bus], link.links, f"to NVSwitch {link.b} ({bus})"
+                    place = self.p.locate(link.b)
+                elif bus is not None and per_switch and None not in per_switch:
+                    observed, spec_links, what = 0, link.links, f"to NVSwitch {link.b} ({bus})"
+                    place = self.p.locate(link.b)
+                else:
+                    if link.b != next((c.b for c in self.p.nvlinks if c.a == link.a and c.b not in gpu_ids), None):
+                        continue  # the GPU's total is compared once
+                    spec_links = sum(c.links for c in self.p.nvlinks if c.a == link.a and c.b not in gpu_ids)
+                    observed, what, place = (have[0] if have else 0), "to the NVSwitches", at
+                if observed < spec_links:
+                    self.add("D106", place, f"{link.a} has {spec_links} NVLinks {what} in the spec, but {observed} in the machine",
+                             have[1] if have else None, "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")
                 continue
             b = self.gpu_key.get(link.b)
             if b is None:
