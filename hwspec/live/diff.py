@@ -238,6 +238,7 @@ class _Differ:
                 if bus is not None and bus in per_switch:
                     observed, spec_links, what = per_switch[bus], link.links, f"to NVSwitch {link.b} ({bus})"
                     place = self.p.locate(link.b)
+                    have = (observed, next(l.where for l in self.m.nvlinks if l.gpu == a and l.switch == bus))
                 elif bus is not None and per_switch and None not in per_switch:
                     observed, spec_links, what = 0, link.links, f"to NVSwitch {link.b} ({bus})"
                     place = self.p.locate(link.b)
