@@ -144,20 +144,28 @@ class _Differ:
             self.add("D104", self.p.locate(ident, "pcie", "upstream"),
                      f"{ident} is on NUMA node {device.numa_node} in the spec, but on NUMA node {observed} in the machine", seen.where)
 
-    def link(self, ident: str, spec_link, seen: PciNode, at: Location) -> None:
+    def link(self, ident: str, item, seen: PciNode, at: Location) -> None:
+        """D105 when the observed link is slower or narrower than the spec's: than both its
+        presented and its physical form where the spec has the two (a VM shows the presented one)."""
         link = seen.link
         if link is None:
             return
-        problems = []
-        if link.gen is not None and link.gen < spec_link.gen:
-            problems.append("slower")
-        if link.width is not None and link.width < spec_link.width:
-            problems.append("narrower")
-        if link.gen is None and link.width is None and link.bandwidth and link.bandwidth < 0.98 * spec_link.bandwidth:
-            problems.append("slower")
-        if problems:
-            self.add("D105", at, f"{ident}: PCIe link is {spec_link} in the spec, but {link} in the machine "
-                     f"({' and '.join(problems)})", seen.where, "reseat the card, check the slot's lanes and the BIOS link settings")
+        forms = [item.link] + [f for f in (getattr(item, "physical", None),) if f is not None and f != item.link]
+
+        def below(form) -> list[str]:
+            problems = []
+            if link.gen is not None and link.gen < form.gen:
+                problems.append("slower")
+            if link.width is not None and link.width < form.width:
+                problems.append("narrower")
+            if link.gen is None and link.width is None and link.bandwidth and link.bandwidth < 0.98 * form.bandwidth:
+                problems.append("slower")
+            return problems
+
+        verdicts = [below(form) for form in forms]
+        if all(verdicts):
+            self.add("D105", at, f"{ident}: PCIe link is {forms[-1]} in the spec, but {link} in the machine "
+                     f"({' and '.join(verdicts[-1])})", seen.where, "reseat the card, check the slot's lanes and the BIOS link settings")
 
     def devices(self) -> None:
         p = self.p
@@ -168,7 +176,7 @@ class _Differ:
             seen = self.m.gpus[key]
             self.placement(gpu.id, gpu, seen)
             self.numa(gpu.id, gpu, seen)
-            self.link(gpu.id, gpu.link, seen, p.locate(gpu.id, "pcie", "link"))
+            self.link(gpu.id, gpu, seen, p.locate(gpu.id, "pcie", "link"))
             if seen.vendor and seen.device and (seen.vendor, seen.device) != (gpu.pci_vendor, gpu.pci_device):
                 self.add("D111", p.locate(gpu.id, "part"), f"{gpu.id} is a {gpu.part} ({gpu.pci_vendor}:{gpu.pci_device}) in the spec, "
                          f"but {seen.vendor}:{seen.device} in the machine", seen.where)
@@ -179,7 +187,7 @@ class _Differ:
             seen = self.m.nics[key]
             self.placement(nic.id, nic, seen)
             self.numa(nic.id, nic, seen)
-            self.link(nic.id, nic.link, seen, p.locate(nic.id, "pcie", "link"))
+            self.link(nic.id, nic, seen, p.locate(nic.id, "pcie", "link"))
             port = next((q for q in seen.ports if q.port == nic.port), seen.ports[0] if len(seen.ports) == 1 else None)
             if port is not None:
                 if port.speed is not None and port.speed < nic.speed:
@@ -192,7 +200,7 @@ class _Differ:
         for bridge in p.bridges:
             seen = self.m.bridges.get(bridge.bus) if self.m.has_tree else None
             if seen is not None:
-                self.link(bridge.id, bridge.link, seen, p.locate(bridge.id, "link"))
+                self.link(bridge.id, bridge, seen, p.locate(bridge.id, "link"))
 
     def nic_gpu_switch(self) -> None:
         for nic in self.p.backend_nics:
