@@ -356,3 +356,34 @@ def test_the_h100_draft_diffs_clean_against_its_dump_and_finds_an_nvswitch_link_
                 else "gpu1 has 18 NVLinks to the NVSwitches in the spec, but 17 in the machine")
     first = next(i for i, line in enumerate(lines) if "<nvlink" in line and i > at - 4)  # GPU 1's first <nvlink>
     assert f"error[D106 nvlink-count]: {expected} (seen at {broken}:{(at if NVSWITCH_SPEC else first) + 1})" in finding
+
+
+# ------------------------------------------------------------------ repeat folding
+
+
+def test_fold_writes_regular_runs_as_repeat_blocks_people_would_write():
+    from hwspec.live.repeat import fold
+
+    gpus = [{"id": f"gpu{g}", "pcie": {"upstream": f"sw{g // 2}", "bus": f"0000:{g // 2 * 0x40 + 0x14 + g % 2 * 8:02x}:00.0"}}
+            for g in range(8)]
+    assert fold(gpus, "g") == [{"repeat": {"g": "0..7"}, "id": "gpu${g}",
+                                "pcie": {"upstream": "sw${g//2}", "bus": "0000:${g//2*0x40+g%2*8+0x14:02x}:00.0"}}]
+    nics = [{"id": f"nic{g}", "device": f"mlx5_{7 - g}"} for g in range(8)]
+    assert fold(nics, "g") == [{"repeat": {"g": "0..7"}, "id": "nic${g}", "device": "mlx5_${7-g}"}]
+    assert fold([{"id": "a"}, {"id": "a"}, {"id": "a"}]) == [{"id": "a"}] * 3  # identical entries are shown, not hidden
+    assert fold([{"id": "gpu0"}, {"id": "gpu1"}]) == [{"id": "gpu0"}, {"id": "gpu1"}]  # two entries read better written out
+
+
+def test_fold_is_linear_on_irregular_lists():
+    import random
+    import time
+
+    from hwspec.live.repeat import fold
+
+    rng = random.Random(1)
+    entries = [{"id": f"nic{i}", "device": f"mlx5_{rng.randint(0, 999)}", "pcie": {"bus": f"0000:{rng.randint(0, 255):02x}:00.0"}}
+               for i in range(2000)]
+    start = time.perf_counter()
+    folded = fold(entries)
+    assert time.perf_counter() - start < 20
+    assert sum(len(range(*map(int, ("0", e["repeat"]["i"].split("..")[1])))) + 1 if "repeat" in e else 1 for e in folded) == 2000

@@ -130,21 +130,30 @@ def _template(run: list[dict], var: str) -> dict | None:
     return build(())
 
 
+WINDOW = 8
+"""A run is extended while a longer one fits within this many more entries (block patterns
+need up to k entries to show themselves): linear work on irregular lists."""
+
+
 def fold(entries: list[dict], var: str = "i") -> list[dict]:
-    """`entries` with regular runs folded into repeat blocks (longest run first, left to right)."""
+    """`entries` with regular runs folded into repeat blocks (the longest run from each
+    position, left to right)."""
     out: list[dict] = []
     start = 0
     while start < len(entries):
-        folded = None
-        for end in range(len(entries), start + MIN_RUN - 1, -1):
+        best: tuple[dict, int] | None = None
+        end, misses = start + MIN_RUN, 0
+        while end <= len(entries) and misses < WINDOW:
             body = _template(entries[start:end], var)
             if body is not None:
-                folded = ({"repeat": {var: f"0..{end - start - 1}"}, **body}, end)
-                break
-        if folded is None:
+                best, misses = (body, end), 0
+            else:
+                misses += 1
+            end += 1
+        if best is None:
             out.append(entries[start])
             start += 1
         else:
-            out.append(folded[0])
-            start = folded[1]
+            out.append({"repeat": {var: f"0..{best[1] - start - 1}"}, **best[0]})
+            start = best[1]
     return out
