@@ -276,3 +276,12 @@ def test_topo_m_of_an_nvswitch_board_gives_links_to_the_switches(tmp_path):
     assert {k: v[0] for k, v in m.nvlink_counts().items()} == {(f"GPU{i}", NVSWITCH): 18 for i in range(n)}
     # the ZionEX board (NV2 to 6 of 7 peers) stays GPU-to-GPU
     assert all(t != NVSWITCH for _, t in read_input(LIVE / "zionex.topo-m.txt").nvlink_counts())
+
+
+def test_asymmetric_nvlink_counts_in_one_dump_are_a_located_contradiction(tmp_path):
+    text = (LIVE / "zionex.nccl.xml").read_text()
+    lines = text.splitlines(keepends=True)
+    lines[6] = lines[6].replace('count="2"', 'count="3"')  # gpu0 -> gpu1 only
+    m = parse_text(tmp_path, "".join(lines))
+    assert [(d.code, d.line, d.message) for d in m.problems] == [
+        ("I104", 7, "3 NVLinks from 0000:14:00.0 to 0000:1c:00.0, but 2 back: NVLink counts are the same both ways")]

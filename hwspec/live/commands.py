@@ -85,7 +85,9 @@ def run_import(args: argparse.Namespace) -> int:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return EXIT_UNREADABLE
     name = args.name or (args.output.stem if args.output else "imported")
-    text, _notes = draft_text(machine, catalogue, name)
+    text, notes = draft_text(machine, catalogue, name)
+    for note in notes:
+        sys.stderr.write(f"hwspec: note: {note}\n")
     file = str(args.output) if args.output else "<draft>"
     problems = check_draft(text, file, args.parts)
     if args.output:

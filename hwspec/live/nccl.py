@@ -241,6 +241,14 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         if link.target != NVSWITCH and link.target not in gpus:
             machine.problem(link.where, Severity.WARNING, "I104", f"NVLink target {link.target} is not a GPU in this file")
     machine.nvlinks[:] = [l for l in machine.nvlinks if l.target == NVSWITCH or l.target in gpus]
+    counts = machine.nvlink_counts()
+    reported: set[frozenset] = set()
+    for (a, b), (count, where) in counts.items():
+        back = counts.get((b, a), (0, None))[0]
+        if b != NVSWITCH and back != count and frozenset((a, b)) not in reported:
+            reported.add(frozenset((a, b)))
+            machine.problem(where, Severity.WARNING, "I104", f"{count} NVLinks from {a} to {b}, but {back} back: "
+                            "NVLink counts are the same both ways")
     from hwspec.live.draft import RDMA_NAME
 
     names = [p.name for n in machine.nics.values() for p in n.ports if p.name]
