@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from hwspec import content
 from hwspec.cli import main
@@ -387,3 +388,64 @@ def test_fold_is_linear_on_irregular_lists():
     folded = fold(entries)
     assert time.perf_counter() - start < 20
     assert sum(len(range(*map(int, ("0", e["repeat"]["i"].split("..")[1])))) + 1 if "repeat" in e else 1 for e in folded) == 2000
+
+
+# ------------------------------------------------------------------ properties over hwspec.testing platforms
+
+
+def _samples_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "tests/data/live/make_samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SAMPLES = _samples_module()
+
+
+def _write(directory: str, name: str, text: str) -> Path:
+    path = Path(directory) / name
+    path.write_text(text)
+    return path
+
+
+@settings(max_examples=settings().max_examples, suppress_health_check=[HealthCheck.too_slow])
+@given(node_yaml(max_gpus=8, max_sockets=4))
+def test_a_platform_diffs_clean_against_every_input_of_its_own_machine(text):
+    """diff(P, what P's machine reports) is silent, for each input format and merged; and
+    the draft from lstopo + topo -m validates with no error and diffs clean too."""
+    platform = load_node_text(text, "node.yaml")
+    assume(platform.gpus)
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = {"nccl": _write(tmp, "n.xml", nccl_xml(platform)), "lstopo": _write(tmp, "l.xml", SAMPLES.lstopo_xml(platform)),
+                  "topo-m": _write(tmp, "t.txt", SAMPLES.topo_m(platform))}
+        for paths in ([inputs["nccl"]], [inputs["lstopo"]], [inputs["topo-m"]], [inputs["lstopo"], inputs["topo-m"]],
+                      [inputs["nccl"], inputs["lstopo"], inputs["topo-m"]]):
+            machine = read_inputs(paths)
+            assert machine.problems == []
+            assert [d.format() for d in diff(platform, machine)] == [], paths
+        draft, diagnostics = imported([inputs["lstopo"], inputs["topo-m"]], "drafted")
+        assert errors(diagnostics) == []
+        drafted = load_node_text(draft, "drafted.yaml")
+        assert [d.format() for d in diff(drafted, read_inputs([inputs["lstopo"], inputs["topo-m"]]))] == []
+
+
+@settings(max_examples=settings().max_examples, suppress_health_check=[HealthCheck.too_slow])
+@given(node_yaml(max_gpus=8, max_sockets=4), st.data())
+def test_a_gpu_trained_narrower_than_its_spec_is_found_at_its_line(text, data):
+    platform = load_node_text(text, "node.yaml")
+    assume(platform.gpus)
+    gpu = data.draw(st.sampled_from(platform.gpus), label="GPU")
+    assume(gpu.link.width > 1)
+    xml = nccl_xml(platform)
+    head = f'<pci busid="{gpu.bus}" class="0x030200"'
+    line = next(l for l in xml.splitlines() if head in l)
+    faulty = xml.replace(line, line.replace(f'link_width="{gpu.link.width}"', f'link_width="{gpu.link.width // 2}"'))
+    with tempfile.TemporaryDirectory() as tmp:
+        findings = diff(platform, read_inputs([_write(tmp, "n.xml", faulty)]))
+    at = platform.locate(gpu.id, "pcie", "link")
+    assert [(d.code, d.line, d.col) for d in findings] == [("D105", at.line, at.col)]
+    assert f"{gpu.id}: PCIe link is Gen{gpu.link.gen} x{gpu.link.width} in the spec, but Gen{gpu.link.gen} x{gpu.link.width // 2}" \
+           in findings[0].message

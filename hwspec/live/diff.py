@@ -255,6 +255,11 @@ class _Differ:
                         continue  # the GPU's total is compared once
                     spec_links = sum(c.links for c in self.p.nvlinks if c.a == link.a and c.b not in gpu_ids)
                     observed, what, place = (have[0] if have else 0), "to the NVSwitches", at
+                    if have is None:  # topo -m of a small NVSwitch board: each pair shows the GPU's links to the switches
+                        pairs = [(c, w) for (g, t), (c, w) in counts.items() if g == a and t != NVSWITCH]
+                        if pairs:
+                            observed, where = max(pairs, key=lambda cw: cw[0])
+                            have = (observed, where)
                 if observed < spec_links:
                     self.add("D106", place, f"{link.a} has {spec_links} NVLinks {what} in the spec, but {observed} in the machine",
                              have[1] if have else None, "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")

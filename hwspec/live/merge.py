@@ -114,6 +114,10 @@ def _merge_matrix(base: Machine, other: Machine) -> None:
         counts = base.nvlink_counts()
         for link in links:
             have = counts.get((link.gpu, link.target))
+            switches = [counts.get((g, NVSWITCH)) for g in (link.gpu, link.target)]
+            if link.target != NVSWITCH and all(switches):
+                # an NVSwitch board: topo -m shows each pair the GPUs' links to the switches
+                have = min(switches, key=lambda cw: cw[0])
             if link.target != NVSWITCH and (have is None or have[0] != link.count):
                 _conflict(base, f"NVLinks from {link.gpu} to {link.target}", have[0] if have else 0, link.count,
                           have[1] if have else mine[0].where, link.where)

@@ -190,8 +190,16 @@ def topo_m(platform: Platform) -> str:
     names = [f"GPU{g.index}" for g in gpus] + [f"NIC{i}" for i in range(len(unique))]
     ids = [g.id for g in gpus] + [n.id for n in unique]
     links = {}
+    to_switches = {}
     for c in platform.nvlinks:
-        links[(c.a, c.b)] = links[(c.b, c.a)] = links.get((c.a, c.b), 0) + c.links
+        if c.b in platform.gpu_by_id:
+            links[(c.a, c.b)] = links[(c.b, c.a)] = links.get((c.a, c.b), 0) + c.links
+        else:
+            to_switches[c.a] = to_switches.get(c.a, 0) + c.links
+    for a in to_switches:  # on an NVSwitch board every GPU pair shows the GPU's links to the switches
+        for b in to_switches:
+            if a != b:
+                links[(a, b)] = min(to_switches[a], to_switches[b])
     lines = ["\t" + "\t".join(names) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"]
     for name, a in zip(names, ids):
         cells = []
