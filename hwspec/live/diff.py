@@ -296,8 +296,8 @@ class _Differ:
 
     def gpudirect(self) -> None:
         backend = self.p.backend
-        if backend is None or not backend.gpudirect:
-            return
+        if backend is None or backend.gpudirect is not True:
+            return  # not declared, or left to NCCL's detection
         at = self.p.locate(None, "backend", "gpudirect")
         for gpu in self.p.gpus:
             seen = self.m.gpus.get(self.gpu_key.get(gpu.id, ""))
