@@ -285,3 +285,15 @@ def test_asymmetric_nvlink_counts_in_one_dump_are_a_located_contradiction(tmp_pa
     m = parse_text(tmp_path, "".join(lines))
     assert [(d.code, d.line, d.message) for d in m.problems] == [
         ("I104", 7, "3 NVLinks from 0000:14:00.0 to 0000:1c:00.0, but 2 back: NVLink counts are the same both ways")]
+
+
+def test_topo_m_pasted_with_spaces_instead_of_tabs_is_read(tmp_path):
+    """Output copied from a terminal or a web page loses its tabs: columns are runs of spaces."""
+    rows = ["        GPU0  GPU1  GPU2  GPU3  CPU Affinity  NUMA"]
+    for i in range(4):
+        cells = "  ".join(" X  " if i == j else "NV18" for j in range(4))
+        rows.append(f"GPU{i}    {cells}  {0 if i < 2 else 52}-{51 if i < 2 else 103}         {i // 2}")
+    m = parse_text(tmp_path, "\n".join(rows) + "\n\nLegend:\n\n  X    = Self\n", "topo.txt")
+    assert m.problems == []
+    assert {k: v[0] for k, v in m.nvlink_counts().items()} == {(f"GPU{i}", NVSWITCH): 18 for i in range(4)}
+    assert [m.gpus[f"GPU{i}"].numa for i in range(4)] == [0, 0, 1, 1] and m.gpus["GPU3"].cpus == tuple(range(52, 104))

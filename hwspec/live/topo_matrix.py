@@ -128,7 +128,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                 device.cpus = parse_cpu_list(cpus)
                 if device.cpus is None:
                     machine.problem(where, Severity.WARNING, "I103", f"{name}: CPU Affinity '{cpus[:40]}' is not a CPU list")
-            numa = values.get("NUMA Affinity")
+            numa = values.get("NUMA Affinity", values.get("NUMA"))
             if numa and numa.isdigit():
                 device.numa = int(numa)
             elif numa and numa != "N/A":
