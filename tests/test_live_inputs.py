@@ -297,3 +297,25 @@ def test_topo_m_pasted_with_spaces_instead_of_tabs_is_read(tmp_path):
     assert m.problems == []
     assert {k: v[0] for k, v in m.nvlink_counts().items()} == {(f"GPU{i}", NVSWITCH): 18 for i in range(4)}
     assert [m.gpus[f"GPU{i}"].numa for i in range(4)] == [0, 0, 1, 1] and m.gpus["GPU3"].cpus == tuple(range(52, 104))
+
+
+def test_hwloc_3_xml_with_flag_typed_os_devices_and_nvswitches(tmp_path):
+    text = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n<topology version="3.0">\n'
+            ' <object type="Machine" os_index="0" cpuset="0x0000000f" nodeset="0x00000001">\n'
+            '  <object type="Package" os_index="0" cpuset="0x0000000f" nodeset="0x00000001">\n'
+            '   <object type="NUMANode" os_index="0" cpuset="0x0000000f" nodeset="0x00000001" local_memory="1024"/>\n'
+            '   <object type="Bridge" bridge_type="0-1" depth="0">\n'
+            '    <object type="PCIDev" pci_busid="0000:3b:00.0" pci_type="0207 [15b3:1021] [15b3:0023] 00 00" pci_link_speed="63.015385">\n'
+            '     <object type="OSDev" name="ibp59s0" osdev_type="16"/>\n'
+            '     <object type="OSDev" name="mlx5_0" osdev_type="32"/>\n'
+            '    </object>\n'
+            '    <object type="PCIDev" subtype="NVSwitch" pci_busid="0000:61:00.0" pci_type="0000 [0000:0000] [0000:0000] 00 00"/>\n'
+            '   </object>\n'
+            '  </object>\n'
+            ' </object>\n'
+            '</topology>\n')
+    m = parse_text(tmp_path, text)
+    assert m.problems == []
+    nic = m.nics["0000:3b:00.0"]
+    assert (nic.fabric, nic.interfaces, [p.name for p in nic.ports]) == ("infiniband", ["ibp59s0"], ["mlx5_0"])
+    assert nic.link.bandwidth == pytest.approx(63.015385e9) and list(m.nvswitches) == ["0000:61:00.0"]

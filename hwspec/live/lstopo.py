@@ -1,5 +1,6 @@
 """hwloc XML (`lstopo --of xml`, hwloc 1.x and 2.x) -> Machine.
 
+hwloc 3.x XML (`<topology version="3.0">`) is read too: OS device types are flags there.
 What it gives: NUMA nodes with their CPU sets and memory, packages with CPUID vendor/family/
 model, the PCIe tree (host bridges, bridges by bus id, devices with class and vendor/device
 ids, link bandwidth in GB/s), and OS devices below PCI devices: network interfaces (`eth0`),
@@ -17,7 +18,10 @@ from hwspec.live.xmlread import Element, XmlError, parse_xml, walk
 
 _PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
-OSDEV_NETWORK, OSDEV_OPENFABRICS = "2", "3"
+OSDEV_KIND_V2 = {"2": "network", "3": "openfabrics"}
+"""hwloc 2.x writes the OS device type as an enum (0 block, 1 GPU, 2 network, 3 OpenFabrics, 4 DMA, 5 coproc)."""
+OSDEV_FLAG_NETWORK, OSDEV_FLAG_OPENFABRICS = 1 << 4, 1 << 5
+"""hwloc 3.x writes it as flags (storage 1, memory 2, GPU 4, coproc 8, network 16, OpenFabrics 32, DMA 64)."""
 
 
 def parse_bitmap(text: str | None) -> tuple[int, ...] | None:
@@ -46,6 +50,7 @@ class _Reader:
     def __init__(self, file: str, machine: Machine):
         self.file, self.m = file, machine
         self.arch: str | None = None
+        self.flags = False  # OS device types as hwloc 3 flags
 
     def at(self, e: Element) -> Where:
         return Where(self.file, e.line, e.col)
@@ -98,6 +103,7 @@ class _Reader:
         if root.tag != "topology":
             self.m.problem(self.at(root), Severity.ERROR, "I101", f"the root element is <{root.tag}>, not <topology>: not hwloc XML")
             return
+        self.flags = root.attrs.get("version", "2.0").split(".")[0] not in ("1", "2")
         for e in walk(root):
             if e.tag != "object":
                 continue
@@ -140,6 +146,13 @@ class _Reader:
             return
         self.m.numa[numa] = node
 
+    def osdev_kind(self, osdev: Element) -> str | None:
+        value = osdev.attrs.get("osdev_type", "")
+        if not self.flags:
+            return OSDEV_KIND_V2.get(value)
+        flags = int(value) if value.isdigit() else 0
+        return "openfabrics" if flags & OSDEV_FLAG_OPENFABRICS else "network" if flags & OSDEV_FLAG_NETWORK else None
+
     def pci(self, e: Element, kind: str) -> None:
         bus = e.attrs.get("pci_busid")
         if bus is None:
@@ -171,12 +184,13 @@ class _Reader:
                 name = osdev.attrs.get("name")
                 if not name:
                     continue
-                if osdev.attrs.get("osdev_type") == OSDEV_OPENFABRICS or osdev.attrs.get("subtype") == "OpenFabrics":
+                kind = self.osdev_kind(osdev)
+                if kind == "openfabrics":
                     nic.ports.append(NicPort(name, self.at(osdev)))
-                elif osdev.attrs.get("osdev_type") == OSDEV_NETWORK or osdev.attrs.get("subtype") == "Network":
+                elif kind == "network":
                     nic.interfaces.append(name)
             self.m.nics[bus] = nic
-        elif pci_class.startswith("0680"):
+        elif pci_class.startswith("0680") or e.attrs.get("subtype") == "NVSwitch":
             self.m.nvswitches[bus] = where
 
 
