@@ -449,3 +449,52 @@ def test_a_gpu_trained_narrower_than_its_spec_is_found_at_its_line(text, data):
     assert [(d.code, d.line, d.col) for d in findings] == [("D105", at.line, at.col)]
     assert f"{gpu.id}: PCIe link is Gen{gpu.link.gen} x{gpu.link.width} in the spec, but Gen{gpu.link.gen} x{gpu.link.width // 2}" \
            in findings[0].message
+
+
+def _snc_lstopo() -> str:
+    """hwloc 2 XML of a 2-socket machine in SNC2 mode: NUMA nodes 0-1 on package 0, 2-3 on
+    package 1, 8 CPUs each; one GPU and one RDMA NIC below a switch on NUMA node 1."""
+    def bitmap(bits):
+        mask = sum(1 << b for b in bits)
+        return f"0x{mask:08x}"
+
+    out = ['<?xml version="1.0" encoding="UTF-8"?>', '<!DOCTYPE topology SYSTEM "hwloc2.dtd">', '<topology version="2.0">',
+           f'<object type="Machine" os_index="0" cpuset="{bitmap(range(32))}" nodeset="0x0000000f">',
+           '<info name="Architecture" value="x86_64"/>']
+    for package in range(2):
+        cpus = range(package * 16, package * 16 + 16)
+        out += [f'<object type="Package" os_index="{package}" cpuset="{bitmap(cpus)}" nodeset="{bitmap([2 * package, 2 * package + 1])}">',
+                '<info name="CPUVendor" value="GenuineIntel"/><info name="CPUFamilyNumber" value="6"/>'
+                '<info name="CPUModelNumber" value="85"/>']
+        for half in range(2):
+            numa = 2 * package + half
+            node_cpus = range(numa * 8, numa * 8 + 8)
+            out.append(f'<object type="Group" cpuset="{bitmap(node_cpus)}" nodeset="{bitmap([numa])}">')
+            out.append(f'<object type="NUMANode" os_index="{numa}" cpuset="{bitmap(node_cpus)}" nodeset="{bitmap([numa])}" '
+                       f'local_memory="{128 * 2**30}"/>')
+            if numa == 1:
+                out += ['<object type="Bridge" bridge_type="0-1" depth="0">',
+                        '<object type="Bridge" bridge_type="1-1" depth="1" pci_busid="0000:20:00.0" pci_type="0604 [8086:2030] [0000:0000] 00" pci_link_speed="31.507692">',
+                        '<object type="PCIDev" pci_busid="0000:21:00.0" pci_type="0302 [10de:20b0] [10de:134f] a1" pci_link_speed="31.507692"/>',
+                        '<object type="PCIDev" pci_busid="0000:22:00.0" pci_type="0200 [15b3:101b] [15b3:0007] 00" pci_link_speed="31.507692">',
+                        '<object type="OSDev" name="ens1" osdev_type="2"/><object type="OSDev" name="mlx5_0" osdev_type="3"/>',
+                        '</object></object></object>']
+            out.append('</object>')
+        out.append('</object>')
+    out += ['</object>', '</topology>']
+    return "\n".join(out) + "\n"
+
+
+def test_numa_nodes_of_one_socket_are_drafted_as_its_numa_nodes_where_the_spec_has_them(tmp_path):
+    live = tmp_path / "snc.xml"
+    live.write_text(_snc_lstopo())
+    text, diagnostics = imported([live], "snc")
+    assert errors(diagnostics) == []
+    platform = load_node_text(text, "snc.yaml")
+    assert [(s.numa_node, s.cpus) for s in platform.sockets] == [(n, tuple(range(n * 8, n * 8 + 8))) for n in range(4)]
+    assert platform.gpus[0].numa_node == 1 and platform.nics[0].device == "mlx5_0" and platform.nics[0].interface == "ens1"
+    if spec_has("SocketSpec", "numa_nodes"):
+        assert "numa_nodes:\n  - id: numa0\n    numa_node: 0\n" in text and text.count("part: xeon-platinum-8280") == 2
+    else:
+        assert "numa_nodes:" not in text and text.count("part: xeon-platinum-8280") == 4
+    assert [d.format() for d in diff(platform, read_inputs([live]))] == []

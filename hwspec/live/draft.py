@@ -89,49 +89,71 @@ class _Writer:
     # ------------------------------------------------------------ sockets
 
     def sockets(self) -> list[dict]:
+        """One entry per socket. NUMA nodes of one package (lstopo on a sub-NUMA-clustered or
+        NPS machine) become the socket's `numa_nodes` where the spec language has them, else
+        one socket each."""
         numa_ids = sorted(self.m.numa)
         if not numa_ids:
             numa_ids = sorted({n for n in (self.m.numa_of(k) for k in (*self.m.gpus, *self.m.nics)) if n is not None and n >= 0}) or [0]
-        cpus = self.parts("cpus")
+        groups: list[list[int]] = [[n] for n in numa_ids]
+        packages = [self.m.numa[n].package if n in self.m.numa else None for n in numa_ids]
+        if spec_has("SocketSpec", "numa_nodes") and None not in packages and len(set(packages)) < len(packages):
+            by_package: dict[int, list[int]] = {}
+            for numa, package in zip(numa_ids, packages):
+                by_package.setdefault(package, []).append(numa)
+            groups = [by_package[p] for p in sorted(by_package)]
         out = []
-        for position, numa in enumerate(numa_ids):
-            node = self.m.numa.get(numa)
-            ident = f"cpu{position}"
-            self.ids[f"{NUMA_PREFIX}{numa}"] = ident
+        for position, group in enumerate(groups):
             assumed: list[str] = []
-            entry: dict[str, Any] = {"id": ident}
-            matches = [n for n, p in cpus.items() if node is not None and p.vendor == node.vendor
-                       and p.family == node.family and p.model == node.model and (node.arch is None or p.arch == node.arch)]
-            if matches:
-                entry["part"] = matches[0]
+            entry: dict[str, Any] = {"id": f"cpu{position}"}
+            entry.update(self.cpu_part(self.m.numa.get(group[0]), assumed))
+            if len(group) == 1:
+                self.ids[f"{NUMA_PREFIX}{group[0]}"] = entry["id"]
+                entry.update(self.numa_fields(group[0], assumed))
             else:
-                base = next((n for n, p in cpus.items() if node is not None and p.vendor == node.vendor), next(iter(cpus)))
-                entry["part"] = base
-                if node is not None and node.vendor is not None and node.family is not None and node.model is not None:
-                    override: dict[str, Any] = {"vendor": node.vendor, "family": node.family, "model": node.model}
-                    if node.arch:
-                        override["arch"] = node.arch
-                    override["model_name"] = node.model_name or f"{node.vendor} CPU family {node.family} model {node.model}"
-                    entry["override"] = override
-                    assumed.append(f"CPU {node.vendor} family {node.family} model {node.model} is not in the parts "
-                                   f"catalogue: {base}'s figures with the observed identity")
-                else:
-                    assumed.append(f"the input does not identify the CPU: {base} assumed")
-            entry["numa_node"] = numa
-            if node is not None and node.cpus:
-                entry["cpus"] = cpu_list(node.cpus)
-            else:
-                assumed.append("the input gives no CPU list: derived from the part")
-            capacity = node.memory if node is not None and node.memory else None
-            if capacity is None:
-                assumed.append("DDR capacity and bandwidth are not in the input: placeholders")
-                capacity = PLACEHOLDER_MEMORY
-            else:
-                assumed.append("DDR bandwidth is not in the input: placeholder")
-            entry["memory"] = {"capacity": format_bytes(capacity), "bandwidth": PLACEHOLDER_DDR_BANDWIDTH}
+                entry["numa_nodes"] = []
+                for numa in group:
+                    self.ids[f"{NUMA_PREFIX}{numa}"] = f"numa{numa}"
+                    entry["numa_nodes"].append({"id": f"numa{numa}", **self.numa_fields(numa, assumed)})
             _note(entry, assumed)
             out.append(entry)
         return out
+
+    def cpu_part(self, node, assumed: list[str]) -> dict[str, Any]:
+        """`part` (and `override`) for the CPU of NUMA node `node`: by CPUID vendor/family/model."""
+        cpus = self.parts("cpus")
+        matches = [n for n, p in cpus.items() if node is not None and p.vendor == node.vendor
+                   and p.family == node.family and p.model == node.model and (node.arch is None or p.arch == node.arch)]
+        if matches:
+            return {"part": matches[0]}
+        base = next((n for n, p in cpus.items() if node is not None and p.vendor == node.vendor), next(iter(cpus)))
+        if node is None or node.vendor is None or node.family is None or node.model is None:
+            assumed.append(f"the input does not identify the CPU: {base} assumed")
+            return {"part": base}
+        override: dict[str, Any] = {"vendor": node.vendor, "family": node.family, "model": node.model}
+        if node.arch:
+            override["arch"] = node.arch
+        override["model_name"] = node.model_name or f"{node.vendor} CPU family {node.family} model {node.model}"
+        assumed.append(f"CPU {node.vendor} family {node.family} model {node.model} is not in the parts "
+                       f"catalogue: {base}'s figures with the observed identity")
+        return {"part": base, "override": override}
+
+    def numa_fields(self, numa: int, assumed: list[str]) -> dict[str, Any]:
+        """`numa_node`, `cpus` and `memory` of one NUMA node."""
+        node = self.m.numa.get(numa)
+        fields: dict[str, Any] = {"numa_node": numa}
+        if node is not None and node.cpus:
+            fields["cpus"] = cpu_list(node.cpus)
+        else:
+            assumed.append("the input gives no CPU list: derived from the part")
+        capacity = node.memory if node is not None and node.memory else None
+        if capacity is None:
+            assumed.append("DDR capacity and bandwidth are not in the input: placeholders")
+            capacity = PLACEHOLDER_MEMORY
+        else:
+            assumed.append("DDR bandwidth is not in the input: placeholder")
+        fields["memory"] = {"capacity": format_bytes(capacity), "bandwidth": PLACEHOLDER_DDR_BANDWIDTH}
+        return fields
 
     # ------------------------------------------------------------ PCIe tree
 
