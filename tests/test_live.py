@@ -498,3 +498,11 @@ def test_numa_nodes_of_one_socket_are_drafted_as_its_numa_nodes_where_the_spec_h
     else:
         assert "numa_nodes:" not in text and "- repeat: {i: 0..3}\n  id: cpu${i}\n  part: xeon-platinum-8280\n" in text
     assert [d.format() for d in diff(platform, read_inputs([live]))] == []
+
+
+def test_a_forced_input_format_that_does_not_fit_is_unusable(tmp_path, capsys):
+    assert main(["import", str(LIVE / "zionex.nccl.xml"), "--input-format", "topo-m"]) == 2
+    err = capsys.readouterr().err
+    assert "zionex.nccl.xml:1:1: error[I101 input-syntax]: no header row with GPU0: not 'nvidia-smi topo -m' output" in err
+    assert main(["import", str(LIVE / "zionex.topo-m.txt"), "--input-format", "lstopo"]) == 2
+    assert "zionex.topo-m.txt:1:2: error[I101 input-syntax]: not well-formed XML: syntax error" in capsys.readouterr().err
