@@ -77,8 +77,9 @@ class _Differ:
         nic_by_name = {name: n.key for n in m.nics.values() for name in [*(q.name for q in n.ports if q.name), *n.interfaces]}
         for nic in p.nics:
             key = nic_by_bus.get(nic.bus) if tree else None
-            if key is not None and self.m.nics[key].ports and not (
-                    {q.name for q in self.m.nics[key].ports} & {nic.device, nic.interface}):
+            names = {x for x in (nic.device, nic.interface) if x}
+            if key is not None and names and self.m.nics[key].ports and not (
+                    {q.name for q in self.m.nics[key].ports} | set(self.m.nics[key].interfaces)) & names:
                 key = None  # the bus holds another NIC now: look for this one by name
             if key is None:
                 key = nic_by_name.get(nic.device or "") or nic_by_name.get(nic.interface or "")
