@@ -29,7 +29,9 @@ TARGETS = {"seconds_2048": 2.0, "seconds_16384": 15.0, "peak_rss_mib": 2048.0, "
 
 def cluster_yaml(nodes: int) -> str:
     """A rail-optimized two-tier fabric: 64-port leaves (32 down, 32 up) per rail and pod,
-    and a spine tier of 4096-port director switches (so that every leaf reaches every spine)."""
+    and a spine tier of director switches with a port per leaf (at least 4096), so that every
+    leaf reaches every spine."""
+    spine_ports = max(4096, 8 * -(-nodes // 32))
     return f"""hwspec: 1
 kind: cluster
 name: zionex-{nodes}
@@ -44,7 +46,7 @@ backend:
   speed: 200 Gb/s
   topology: rail-optimized
   leaf: {{ports: 64, uplinks: 32}}
-  spine: {{ports: 4096}}
+  spine: {{ports: {spine_ports}}}
   oversubscription: 1
 frontend:
   speed: 100 Gb/s
@@ -64,7 +66,7 @@ def run_one(nodes: int) -> dict:
         validated = time.perf_counter()
         if checked.failed():
             raise SystemExit("\n".join(d.format() for d in checked.diagnostics))
-        plan = generate.plan_for(checked.platform, checked.graph)
+        plan = generate.plan_for(checked.topology)
         planned = time.perf_counter()
         generate.write_plan(plan, work / "generated", [checked.platform.name])
         written = time.perf_counter()

@@ -48,6 +48,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         warnings = sum(d.severity.label == "warning" for d in diagnostics)
         verdict = "ok" if status == EXIT_OK else "failed"
         sys.stderr.write(f"hwspec: {len(files)} file(s) checked: {errors} error(s), {warnings} warning(s): {verdict}\n")
+    if args.exit_zero and status != EXIT_OK:
+        sys.stderr.write("hwspec: --exit-zero: exit status 0 although the report has "
+                         + ("unreadable files" if status == EXIT_UNREADABLE else "errors") + "\n")
+        return EXIT_OK
     return status
 
 
@@ -72,6 +76,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
+    try:
+        generate.install_root(args.install_root)
+    except generate.GenerationError as exc:
+        sys.stderr.write(f"hwspec: error: {exc}\n")
+        return EXIT_UNREADABLE
     files = pipeline.platform_files(args.paths or [Path("platforms")])
     if not files:
         sys.stderr.write("hwspec: no platform files found\n")
@@ -85,8 +94,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if checked.failed():
             failed = True
             continue
+        if checked.topology is None:
+            continue  # a workload file: checked, nothing to generate
         try:
-            plan.update(generate.plan_for(checked.platform, checked.graph, args.templates))
+            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root))
         except generate.GenerationError as exc:
             sys.stderr.write(f"hwspec: error: {exc}\n")
             failed = True
@@ -175,10 +186,10 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     if getattr(checked.platform, "kind", "node") == "cluster":
         from hwspec import cluster_roofline
 
-        document = cluster_roofline.cluster_roofline(checked.platform)
+        document = cluster_roofline.cluster_roofline(checked.topology)
         text = cluster_roofline.cluster_text_report
     else:
-        document, text = roofline.roofline(checked.platform), roofline.text_report
+        document, text = roofline.roofline(checked.topology), roofline.text_report
     if args.format == "json":
         import json
 
@@ -222,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="platform files or directories (default: platforms/)")
     validate.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
     validate.add_argument("--werror", action="store_true", help="treat warnings as errors")
+    validate.add_argument("--exit-zero", action="store_true",
+                          help="exit 0 even with findings or unreadable files (they are in the report), so a CI "
+                               "step can write the SARIF file and a later step upload it; usage errors still exit 2")
     _add_common(validate)
 
     gen = sub.add_parser("generate", help=COMMANDS["generate"][1])
@@ -231,12 +245,19 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--templates", metavar="DIR", action="append", default=[], type=Path,
                      help="site templates, searched before the built-in ones (repeatable)")
     gen.add_argument("--no-svg", action="store_true", help="do not render SVG diagrams even when graphviz is installed")
+    gen.add_argument("--install-root", metavar="DIR", default="/etc/hwspec",
+                     help="where the files are installed on the machines, as DIR/<platform>/ "
+                          "(default /etc/hwspec); nccl.conf, the env files and the scripts all follow it")
     _add_common(gen)
 
     roof = sub.add_parser("roofline", help=COMMANDS["roofline"][1])
     roof.add_argument("platform", type=Path, metavar="PLATFORM", help="a node platform file")
     roof.add_argument("--format", choices=("text", "json"), default="text")
     _add_common(roof)
+
+    from hwspec.cli_estimate import add_parsers as add_estimate_parsers
+
+    COMMANDS.update(add_estimate_parsers(sub, _add_common))
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from hwspec import roofline as rf
-from hwspec.cluster import Cluster
+from hwspec.cluster_topology import ClusterTopology
 
 HIERARCHICAL_METHOD = (
     "Upper bounds from bandwidth alone, per byte of the nccl-tests buffer S, with G GPUs per node, N nodes, "
@@ -46,9 +46,10 @@ def _hierarchical(nodes: int, gpus: int, intra: float, injection: float, bisecti
     return result
 
 
-def cluster_roofline(cluster: Cluster) -> dict[str, Any]:
+def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
     """The cluster's roofline document (without `_generated`)."""
-    node_docs = {p.name: rf.roofline(p) for p in cluster.node_platforms}
+    cluster = topology.platform
+    node_docs = {p.name: rf.roofline(p.topology) for p in cluster.node_platforms}
     aggregate: dict[str, Any] = {"nodes": cluster.node_count, "gpus": cluster.world_size, "compute": {}}
     sums = ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "ddr_capacity_bytes", "ddr_bandwidth_bytes_per_s",
             "ssd_capacity_bytes", "ssd_bandwidth_bytes_per_s")
@@ -63,7 +64,7 @@ def cluster_roofline(cluster: Cluster) -> dict[str, Any]:
     gpus = min(g.gpus_per_node for g in cluster.groups)
     intra = min((node_docs[p.name]["intra_node_collectives"] or {}).get("busbw_bound_bytes_per_s", 0.0)
                 for p in cluster.node_platforms) or math.inf
-    nic = min(_per_gpu_nic(p) for p in cluster.node_platforms)
+    nic = min(topology.per_gpu_scale_out(p) for p in cluster.node_platforms)
     fabric = cluster.fabric
     network: dict[str, Any] = {"per_gpu_nic_bytes_per_s": nic}
     injection = nic
@@ -103,20 +104,11 @@ def cluster_roofline(cluster: Cluster) -> dict[str, Any]:
     }
 
 
-def _per_gpu_nic(platform) -> float:
-    """Scale-out bandwidth per GPU: its paired backend NIC (the slowest), else the node's
-    collective NICs shared by its GPUs."""
-    if not platform.gpus:
-        return 0.0
-    if platform.gpu2nic and len(platform.gpu2nic) == len(platform.gpus):
-        return min(nic.speed for nic in platform.gpu2nic.values())
-    return sum(n.speed for n in platform.collective_nics) / len(platform.gpus)
-
-
-def cluster_torchrec(cluster: Cluster, doc: dict[str, Any]) -> dict[str, Any] | None:
+def cluster_torchrec(topology: ClusterTopology, doc: dict[str, Any]) -> dict[str, Any] | None:
     """TorchRec Topology kwargs for the whole cluster: the node view with world_size = all
     GPUs, local_world_size = GPUs per node, inter_host_bw = per-GPU injection bandwidth."""
-    node = rf.torchrec_topology(cluster.node_platforms[0])
+    cluster = topology.platform
+    node = rf.torchrec_topology(cluster.node_platforms[0].topology)
     if node is None:
         return None
     kwargs = dict(node["topology_kwargs"])

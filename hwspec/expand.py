@@ -171,6 +171,7 @@ def compile_pattern(text: str, names: tuple[str, ...]) -> Callable[[dict[str, in
         expr, _, spec = match.group(1).partition(":")
         compiled = compile_expression(expr)
         compiled(dict.fromkeys(names, 1))  # unknown variables are reported now, not per node
+        _format(0, spec, match.group(0))  # a bad or too wide format is reported now, once
         pieces.append((compiled, spec, match.group(0)))
         position = match.end()
     pieces.append(text[position:])
@@ -180,22 +181,31 @@ def compile_pattern(text: str, names: tuple[str, ...]) -> Callable[[dict[str, in
         for piece in pieces:
             if isinstance(piece, str):
                 out.append(piece)
-            else:
-                compiled, spec, original = piece
-                out.append(_format(compiled(variables), spec, original))
+                continue
+            compiled, spec, original = piece
+            value = compiled(variables)
+            try:
+                out.append(format(value, spec))  # the spec's width was checked at compile time
+            except (ValueError, OverflowError):
+                out.append(_format(value, spec, original))  # raises with the message
         return "".join(out)
 
     return render
 
 
+class Substituted(str):
+    """Text produced by substituting `${...}` placeholders. The spec accepts it where a whole
+    number is expected (`slot: ${g}`), unlike a string written in the file (`slot: "2"`)."""
+
+
 def substitute(text: str, variables: dict[str, int]) -> str:
-    """Replace every `${expr}` / `${expr:fmt}` in `text`."""
+    """Replace every `${expr}` / `${expr:fmt}` in `text`; the result is a `Substituted`."""
 
     def one(match: re.Match[str]) -> str:
         expr, _, spec = match.group(1).partition(":")
         return _format(evaluate(expr, variables), spec, match.group(0))
 
-    return _PLACEHOLDER.sub(one, text)
+    return Substituted(_PLACEHOLDER.sub(one, text))
 
 
 def _parse_repeat(spec: Any, path: DataPath) -> list[dict[str, int]]:

@@ -1,4 +1,4 @@
-"""Generation: resolved platform + graph -> plan `{relative path: text}` -> write or check.
+"""Generation: resolved topology -> plan `{relative path: text}` -> write or check.
 
 Generators are pure functions registered with `@generator(name)` in `hwspec/generators/`.
 Each receives a `GenContext` and returns `{path relative to the platform's output dir: text}`.
@@ -12,6 +12,7 @@ Output is deterministic: no timestamps, no absolute paths, sorted iteration ever
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,6 @@ from typing import Any, Callable, Iterable
 from xml.sax.saxutils import escape
 
 import jinja2
-import networkx as nx
 
 from hwspec import __version__, content
 from hwspec.writer import safe_join, write_atomic
@@ -83,27 +83,45 @@ def shell_word(value: Any) -> str:
 
 
 INSTALL_ROOT = "/etc/hwspec"
-"""Generated files are installed under INSTALL_ROOT/<platform or cluster>/ on the machines."""
+"""Generated files are installed under INSTALL_ROOT/<platform or cluster>/ on the machines
+(the default of `hwspec generate --install-root`)."""
+
+
+def install_root(root: str) -> str:
+    """`root` checked as an install root: an absolute path of safe characters (it is written
+    into nccl.conf, env files and scripts unquoted), without a trailing slash."""
+    text = str(root)
+    if not text.startswith("/"):
+        raise GenerationError(f"--install-root {text!r}: must be an absolute path (NCCL_TOPO_FILE cannot be relative)")
+    if not SAFE_VALUE.fullmatch(text) or "=" in text or "//" in text or "/../" in f"{text}/" or "/./" in f"{text}/":
+        raise GenerationError(f"--install-root {text!r}: only letters, digits and _./:,@%+^- in plain path "
+                              "components are allowed (it is written unquoted into nccl.conf and scripts)")
+    return text.rstrip("/") or "/"
 
 COMMENT_SYNTAX = {"xml": ("<!--", "-->"), "hash": ("#", ""), "slash": ("//", "")}
 
 
 @dataclass
 class GenContext:
-    """What a generator sees. `platform` is the resolved model, `graph` its topology graph,
-    `name` the generator's name (used in headers), `source` the platform file as shown.
+    """What a generator sees. `topology` is the resolved topology (`hwspec.topology.Topology`
+    or `hwspec.cluster_topology.ClusterTopology`) and `platform` its model, `name` the
+    generator's name (used in headers), `source` the platform file as shown.
 
     Deployment context: `install_dir` is where the files are installed on the machines
     (default /etc/hwspec/<platform>); `rail_optimized`, when set, is the rail layout of the
     cluster the node is part of, which overrides the node platform's own declaration."""
 
-    platform: Any
-    graph: nx.Graph | None
+    topology: Any
     env: jinja2.Environment
     name: str
     source: str
     install_dir: str = ""
     rail_optimized: bool | None = None
+
+    @property
+    def platform(self) -> Any:
+        """The resolved model (`Platform` or `Cluster`) of `topology`."""
+        return self.topology.platform
 
     def __post_init__(self) -> None:
         if not self.install_dir:
@@ -122,14 +140,22 @@ class GenContext:
         return "".join(f"{start} {line}\n" for line in self.header_lines())
 
     def render(self, template: str, syntax: str | None, **values: Any) -> str:
-        """Render `template` with `values` (plus `platform`, `graph`), prefixed by the header."""
-        body = self.env.get_template(template).render(platform=self.platform, graph=self.graph, **values)
+        """Render `template` with `values` (plus `platform`, `topology`), prefixed by the header."""
+        body = self.env.get_template(template).render(platform=self.platform, topology=self.topology, **values)
         return (self.header(syntax) if syntax else "") + body
 
 
 def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environment:
-    """Site template dirs first (so a site can override a built-in template), then built-ins."""
-    search = [str(Path(d)) for d in template_dirs] + [str(content.builtin_dir("templates"))]
+    """Site template dirs first (so a site can override a built-in template), then built-ins.
+
+    One environment per list of directories for the whole process, so a template is compiled
+    once however many platforms render it (jinja2 still reloads a template whose file changed)."""
+    return _environment(tuple(str(Path(d)) for d in template_dirs))
+
+
+@functools.lru_cache(maxsize=16)
+def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
+    search = [*template_dirs, str(content.builtin_dir("templates"))]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters.update(xml_attr=xml_attr, env_value=env_value, shell_word=shell_word)
@@ -140,25 +166,31 @@ class GenerationError(Exception):
     """A generator could not produce valid output (message names the platform and file)."""
 
 
-def plan_for(platform: Any, graph: nx.Graph | None, template_dirs: Iterable[Path] = (), only: Iterable[str] = ()) -> Plan:
-    """Render every generator for `platform` into `{<platform name>/<path>: text}` (sorted)."""
+def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
+             root: str = INSTALL_ROOT) -> Plan:
+    """Render every generator for `topology` (a node's or cluster's) into
+    `{<platform name>/<path>: text}` (sorted), for installation under `root`/<platform name>/
+    on the machines."""
     env = template_environment(template_dirs)
-    plan = {f"{platform.name}/{path}": text for path, text in render_all(platform, graph, env, only=only).items()}
+    install_dir = f"{install_root(root).rstrip('/')}/{topology.name}"
+    plan = {f"{topology.name}/{path}": text
+            for path, text in render_all(topology, env, only=only, install_dir=install_dir).items()}
     return dict(sorted(plan.items()))
 
 
-def render_all(platform: Any, graph: nx.Graph | None, env: jinja2.Environment, only: Iterable[str] = (),
+def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
                install_dir: str = "", rail_optimized: bool | None = None, source: str | None = None) -> Plan:
-    """Every generator of `platform`'s kind, as `{path inside its directory: text}`.
+    """Every generator of `topology`'s kind, as `{path inside its directory: text}`.
 
     Cluster generators call this for their node platforms with the cluster's deployment
     context (`install_dir`, `rail_optimized`)."""
     wanted = set(only)
     plan: Plan = {}
+    platform = topology.platform
     for name, (func, kinds) in generators().items():
-        if getattr(platform, "kind", "node") not in kinds or (wanted and name not in wanted):
+        if topology.kind not in kinds or (wanted and name not in wanted):
             continue
-        context = GenContext(platform, graph, env, name, source or platform.file, install_dir, rail_optimized)
+        context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized)
         try:
             files = func(context)
         except (UnsafeValue, jinja2.TemplateError) as exc:

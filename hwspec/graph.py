@@ -1,9 +1,11 @@
 """The topology graph: one node per device, one edge per link, built from a resolved platform.
 
-It is the one structure rules and generators read for connectivity. Node attributes:
+A view for drawing and for site rules that want networkx: built on demand by
+`Topology.graph`. Derived facts (paths, islands, NUMA placement) are `hwspec.topology`
+queries, not graph walks. Node attributes:
 `kind` (socket | root-port | switch | gpu | nic | ssd | nvswitch), `numa` (NUMA node or None)
-and `item` (the model object, None for the NVSwitch). Edge attributes: `kind` (pcie | nvlink |
-cpu), `bandwidth` (bytes/s per direction), and `link` (a `PcieLink`) or `links` (NVLink count).
+and `item` (the model object; for an NVSwitch its `NvSwitch`, or None when the file lists none). Edge attributes: `kind` (pcie | nvlink |
+cpu), `bandwidth` (bytes/s per direction), and `link` (the physical `PcieLink`) or `links` (NVLink count).
 PCIe edges also carry `parent`, the upstream end.
 """
 
@@ -27,13 +29,14 @@ def build_graph(platform: Platform) -> nx.Graph:
         for item in items:
             graph.add_node(item.id, kind=kind, numa=item.numa_node, item=item)
     for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
-        graph.add_edge(item.upstream, item.id, kind="pcie", parent=item.upstream, link=item.link,
-                       bandwidth=item.link.bandwidth)
+        graph.add_edge(item.upstream, item.id, kind="pcie", parent=item.upstream, link=item.physical,
+                       bandwidth=item.physical.bandwidth)
     for a, b in platform.cpu_links:
         graph.add_edge(a, b, kind="cpu", bandwidth=platform.cpu_link_bandwidth)
+    switches = {s.id: s for s in platform.baseboard.nvswitches} if platform.baseboard else {}
     for connection in platform.nvlinks:
-        if connection.b == NVSWITCH and NVSWITCH not in graph:
-            graph.add_node(NVSWITCH, kind="nvswitch", numa=None, item=None)
+        if connection.b not in platform.gpu_by_id and connection.b not in graph:
+            graph.add_node(connection.b, kind="nvswitch", numa=None, item=switches.get(connection.b))
         graph.add_edge(connection.a, connection.b, kind="nvlink", links=connection.links,
                        bandwidth=connection.bandwidth)
     return graph
@@ -58,16 +61,5 @@ def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
     for node, item in graph.nodes(data="item"):
         parent = getattr(item, "upstream", None)
         if parent is not None:
-            tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.link, bandwidth=item.link.bandwidth)
+            tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.physical, bandwidth=item.physical.bandwidth)
     return tree
-
-
-def pcie_path(graph: nx.Graph, source: str, target: str) -> list[str] | None:
-    """The PCIe-only path between two devices, or None when they are not PCIe-connected."""
-    pcie = subgraph(graph, "pcie")
-    if source not in pcie or target not in pcie:
-        return None
-    try:
-        return nx.shortest_path(pcie, source, target)
-    except nx.NetworkXNoPath:
-        return None

@@ -229,6 +229,29 @@ def _check_references(data: Any, error) -> None:
                 continue
             seen[ident] = (section, index, "id")
             kinds[ident] = kind
+            if section == "sockets" and isinstance(entry.get("numa_nodes"), list):
+                kinds[ident] = "package"  # devices hang off its NUMA nodes
+                for j, numa in enumerate(entry["numa_nodes"]):
+                    sub = numa.get("id") if isinstance(numa, dict) else None
+                    if not isinstance(sub, str):
+                        continue
+                    where = (section, index, "numa_nodes", j, "id")
+                    if sub in seen:
+                        error(where, "E202", f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
+                        continue
+                    seen[sub], kinds[sub] = where, "socket"
+
+    board = data.get("baseboard") if isinstance(data.get("baseboard"), dict) else {}
+    switches = board.get("nvswitches") if isinstance(board.get("nvswitches"), list) else []
+    for index, switch in enumerate(switches):
+        ident = switch.get("id") if isinstance(switch, dict) else None
+        if not isinstance(ident, str):
+            continue
+        where = ("baseboard", "nvswitches", index, "id")
+        if ident in seen:
+            error(where, "E202", f"duplicate id '{ident}' (also used by {dotted(seen[ident][:-1])})")
+            continue
+        seen[ident], kinds[ident] = where, "nvswitch"
 
     def expect(value: Any, allowed: tuple[str, ...], where: DataPath, what: str) -> None:
         if not isinstance(value, str) or kinds.get(value) in allowed:
@@ -249,14 +272,15 @@ def _check_references(data: Any, error) -> None:
         for index, entry in _entries(data, section):
             attach = entry.get("pcie")
             if isinstance(attach, dict):
-                expect(attach.get("upstream"), upstream_kinds, (section, index, "pcie", "upstream"), "a socket or PCIe bridge")
+                expect(attach.get("upstream"), upstream_kinds, (section, index, "pcie", "upstream"),
+                       "a socket or PCIe bridge")
     for index, nic in _entries(data, "nics"):
         expect(nic.get("gpu"), ("gpu",), ("nics", index, "gpu"), "a GPU")
     links = (data.get("cpu_interconnect") or {}).get("links") if isinstance(data.get("cpu_interconnect"), dict) else None
     if isinstance(links, list):
         for index, pair in enumerate(links):
             for side, value in enumerate(pair if isinstance(pair, list) else []):
-                expect(value, ("socket",), ("cpu_interconnect", "links", index, side), "a socket")
+                expect(value, ("socket", "package"), ("cpu_interconnect", "links", index, side), "a socket")
     nvlink = data.get("nvlink") if isinstance(data.get("nvlink"), dict) else {}
     topology = nvlink.get("topology")
     if isinstance(topology, list):

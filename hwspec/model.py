@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
-from hwspec.expand import Expanded, Provenance
-from hwspec.source import SourceDoc
+if TYPE_CHECKING:
+    from hwspec.topology import Topology
 
 PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
 """Transfers per second per lane, by PCIe generation."""
@@ -31,6 +31,15 @@ class Location:
     col: int
 
 
+class SourceMap(Protocol):
+    """Where the entries of a resolved model are written (`hwspec.sourcemap` implements it,
+    so the model does not depend on the YAML layer)."""
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> "Location": ...
+
+    def provenance(self, entity: str, *fields: str | int) -> Any: ...
+
+
 @dataclass(frozen=True)
 class PcieLink:
     """A PCIe link of `width` lanes at generation `gen`."""
@@ -45,7 +54,7 @@ class PcieLink:
 
     @property
     def bandwidth(self) -> float:
-        """Usable bytes/s per direction after line encoding: Gen4 x16 = 31.5e9."""
+        """Usable bytes/s per direction after line encoding: Gen4 x16 = 31.5e9 (0 for width 0)."""
         return self.transfer_rate * _PCIE_ENCODING[self.gen] * self.width / 8
 
     def __str__(self) -> str:
@@ -54,7 +63,10 @@ class PcieLink:
 
 @dataclass(frozen=True)
 class Socket:
-    """A CPU socket and its NUMA node. `cpus` are the logical CPU numbers of the node."""
+    """A NUMA node of a CPU socket: a whole socket, or one of its NUMA nodes under sub-NUMA
+    clustering / NPS modes. `package` is the id of the physical socket it belongs to (its own
+    id for a socket that is one NUMA node); `cores` are the physical cores of this NUMA node;
+    `cpus` its logical CPU numbers. Devices hang off it, and bind to it."""
 
     id: str
     numa_node: int
@@ -71,11 +83,18 @@ class Socket:
     memory_bandwidth: float
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this entry overrides (`cores`), sorted."""
+    package: str = ""
+    """The physical socket's id (this entry's own id when the socket is one NUMA node)."""
+
+    def __post_init__(self) -> None:
+        if not self.package:
+            object.__setattr__(self, "package", self.id)
 
 
 @dataclass(frozen=True)
 class Bridge:
-    """A PCIe switch or root port. `link` is its upstream link."""
+    """A PCIe switch or root port. `link` is its upstream link as the OS presents it (written to
+    NCCL's topology file); `physical` the link it trains at (used for every bandwidth)."""
 
     id: str
     kind: Literal["switch", "root-port"]
@@ -84,12 +103,15 @@ class Bridge:
     link: PcieLink
     max_oversubscription: float
     socket: str | None
+    physical: PcieLink
 
 
 @dataclass(frozen=True)
 class PcieDevice:
     """A device in the PCIe tree: its `upstream` bridge or socket, bus id, link, and the socket
-    and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports)."""
+    and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports).
+    `link` is the link as the OS presents it (written to NCCL's topology file, may be virtual
+    with width 0); `physical` the link it trains at, which every bandwidth is computed from."""
 
     id: str
     upstream: str
@@ -97,6 +119,7 @@ class PcieDevice:
     link: PcieLink
     socket: str | None
     numa_node: int | None
+    physical: PcieLink
 
 
 @dataclass(frozen=True)
@@ -159,7 +182,8 @@ class Ssd(PcieDevice):
 @dataclass(frozen=True)
 class NvlinkConnection:
     """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
-    an NVSwitch (`b` = "nvswitch"). `bandwidth` is bytes/s per direction for all `links`."""
+    an NVSwitch (`b` = the switch's id, or "nvswitch" for switches the file does not list).
+    `bandwidth` is bytes/s per direction for all `links`."""
 
     a: str
     b: str
@@ -170,8 +194,19 @@ class NvlinkConnection:
 
 
 @dataclass(frozen=True)
+class NvSwitch:
+    """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
+    its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
+
+    id: str
+    links_per_gpu: int
+    bus: str | None
+
+
+@dataclass(frozen=True)
 class Baseboard:
-    """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b)."""
+    """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
+    `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch")."""
 
     kind: str
     slots: int
@@ -179,17 +214,22 @@ class Baseboard:
     links_per_port: int
     wiring: str
     ports: Mapping[tuple[int, int], int]
+    nvswitches: tuple[NvSwitch, ...] = ()
 
 
 @dataclass(frozen=True)
 class Backend:
+    """The scale-out network as the node sees it. `gpudirect` is None when left to NCCL's
+    detection ('detect'); `ib_hca` is the declared NCCL_IB_HCA filter, if any."""
+
     transport: str
     nic_per_gpu: bool
-    gpudirect: bool
+    gpudirect: bool | None
     rail_optimized: bool
     gid_index: int | None
     traffic_class: int | None
     service_level: int | None
+    ib_hca: str | None = None
 
 
 @dataclass(frozen=True)
@@ -243,11 +283,11 @@ class Platform:
     sources: Mapping[str, str]
     rule_settings: Mapping[str, RuleSetting]
     assumptions: tuple[Assumption, ...]
-    _doc: SourceDoc = field(repr=False, compare=False)
-    _expanded: Expanded = field(repr=False, compare=False)
-    _entity_paths: Mapping[str, tuple] = field(repr=False, compare=False)
+    source_map: SourceMap = field(repr=False, compare=False)
 
     kind: str = "node"
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
 
     @cached_property
     def by_id(self) -> dict[str, Socket | Bridge | Gpu | Nic | Ssd]:
@@ -263,6 +303,10 @@ class Platform:
         return {g.id: g for g in self.gpus}
 
     @cached_property
+    def bridge_by_id(self) -> dict[str, Bridge]:
+        return {b.id: b for b in self.bridges}
+
+    @cached_property
     def backend_nics(self) -> tuple[Nic, ...]:
         return tuple(n for n in self.nics if n.role == "backend")
 
@@ -272,37 +316,42 @@ class Platform:
         return tuple(n for n in self.nics if n.role in ("ingestion", "frontend"))
 
     @cached_property
+    def topology(self) -> "Topology":
+        """The node's resolved topology (`hwspec.topology.Topology`), built once on first use:
+        every derived connectivity fact (paths, NUMA placement, islands, NIC shares) lives there."""
+        from hwspec.topology import Topology
+
+        return Topology(self)
+
+    # Shorthands kept for existing callers; each is the topology's answer, not a second computation.
+
+    @property
     def collective_nics(self) -> tuple[Nic, ...]:
-        """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
-        without any (Zion), the host NICs running the backend transport."""
-        if self.backend_nics:
-            return self.backend_nics
-        transport = self.backend.transport if self.backend else "tcp"
-        return tuple(n for n in self.host_nics if n.transport == transport)
+        """`topology.collective_nics`."""
+        return self.topology.collective_nics
 
-    @cached_property
+    @property
     def gpu2nic(self) -> dict[str, Nic]:
-        """GPU id -> its backend NIC (first by bus id when a GPU has several)."""
-        mapping: dict[str, Nic] = {}
-        for nic in self.backend_nics:
-            if nic.gpu is not None:
-                mapping.setdefault(nic.gpu, nic)
-        return mapping
+        """`topology.gpu2nic`."""
+        return self.topology.gpu2nic
 
-    @cached_property
+    @property
     def children(self) -> dict[str, tuple[str, ...]]:
-        """PCIe parent id -> ids of devices/bridges directly below it (sorted by bus id)."""
-        below: dict[str, list[tuple[str, str]]] = {}
-        for item in (*self.bridges, *self.gpus, *self.nics, *self.ssds):
-            below.setdefault(item.upstream, []).append((item.bus, item.id))
-        return {parent: tuple(i for _, i in sorted(kids)) for parent, kids in below.items()}
+        """`topology.children`."""
+        return self.topology.children
 
     def fabric_bandwidth(self, gpu_id: str) -> float:
-        """Sum of logical fabric bandwidth of one GPU, bytes/s per direction."""
-        return sum(c.bandwidth for c in self.nvlinks if gpu_id in (c.a, c.b))
+        """`topology.nvlink_bandwidth(gpu_id)`."""
+        return self.topology.nvlink_bandwidth(gpu_id)
 
     def fabric_link_count(self, gpu_id: str) -> int:
-        return sum(c.links for c in self.nvlinks if gpu_id in (c.a, c.b))
+        """`topology.nvlink_links(gpu_id)`."""
+        return self.topology.nvlink_links(gpu_id)
+
+    @cached_property
+    def packages(self) -> tuple[str, ...]:
+        """Physical CPU sockets by id, in NUMA order (`sockets` lists NUMA nodes)."""
+        return tuple(dict.fromkeys(s.package for s in self.sockets))
 
     @property
     def memory_capacity(self) -> int:
@@ -316,13 +365,8 @@ class Platform:
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where `entity` (an id, or None for the file top) and optionally one of its fields
         is written. Repeat-expanded entries point at their template line."""
-        path = self._entity_paths.get(entity, ()) if entity is not None else ()
-        if entity is not None and entity not in self._entity_paths:
-            path = (entity,)
-        written = self._expanded.written_path(tuple(path) + tuple(fields))
-        pos = self._doc.locate(written)
-        return Location(self._doc.file, pos.line, pos.col)
+        return self.source_map.locate(entity, *fields)
 
-    def provenance(self, entity: str, *fields: str | int) -> Provenance | None:
-        path = tuple(self._entity_paths.get(entity, ())) + tuple(fields)
-        return self._expanded.provenance.get(path)
+    def provenance(self, entity: str, *fields: str | int) -> Any:
+        """The `source:`/`assumed:` note of an entry or field, or None."""
+        return self.source_map.provenance(entity, *fields)

@@ -274,7 +274,7 @@ def _required(element: _Element) -> list[str]:
     if name == "pci":
         return ["busid", "class", "link_speed", "link_width"]
     if name == "gpu":
-        return ["dev", "sm", "rank", "gdr"]
+        return ["dev", "sm", "rank"]  # gdr: NCCL fills it in at init when the file leaves it out
     if name == "nvlink":
         keys = ["count", "tclass"]
         if (element.get("tclass") or "").startswith("0x03"):

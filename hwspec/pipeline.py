@@ -1,4 +1,4 @@
-"""The main flow for one platform file: load -> graph -> rules -> findings.
+"""The main flow for one platform file: load -> topology -> rules -> findings.
 
 `check` never raises for bad input: everything becomes a diagnostic, and `Checked.ok`
 says whether generation may go on.
@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import networkx as nx
-
 from hwspec import content
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity
 
@@ -21,11 +19,12 @@ READ_ERROR_CODES = frozenset({"E100", "E101", "E102", "E103", "E104", "E105", "E
 
 @dataclass
 class Checked:
-    """Outcome of checking one file. `platform`/`graph` are None when loading failed."""
+    """Outcome of checking one file. `platform` (the model) and `topology` (the resolved
+    `Topology` or `ClusterTopology` that rules and generators read) are None when loading failed."""
 
     path: Path
     platform: Any = None
-    graph: nx.Graph | None = None
+    topology: Any = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -42,11 +41,10 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
 
 
 def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str, Any]]:
-    """Load a node or cluster platform file, by its `kind`.
+    """Load a node or cluster platform file (or a workload file), by its `kind`.
 
-    Returns the platform and, for a cluster, its distinct node platforms with their graphs
-    (`{node file: (platform, graph)}`), each loaded once however many nodes use it."""
-    from hwspec.cluster import load_cluster
+    Returns the platform and, for a cluster, its distinct node platforms
+    (`{node file: platform}`), each loaded once however many nodes use it."""
     from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
     doc, expanded = read_document(Path(path))
@@ -54,33 +52,28 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str
     if kind == "node":
         return load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs))), {}
     if kind == "cluster":
+        from hwspec.cluster_resolve import load_cluster
+
         nodes: dict[str, Any] = {}
 
-        def load_node_file(node_path: Path) -> tuple[Any, nx.Graph]:
+        def load_node_file(node_path: Path) -> Any:
             key = str(node_path.resolve())
             if key not in nodes:
                 if not node_path.is_file():
                     raise FileNotFoundError(node_path)
                 from hwspec.load import load_platform
 
-                platform = load_platform(node_path, parts_dirs)
-                nodes[key] = (platform, build_graph_for(platform))
+                nodes[key] = load_platform(node_path, parts_dirs)
             return nodes[key]
 
         return load_cluster(doc, expanded, Path(path), load_node_file), nodes
+    if kind == "workload":
+        from hwspec.workload import load_workload_document
+
+        return load_workload_document(doc, expanded), {}
     pos = doc.locate(("kind",))
     raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
-                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'")])
-
-
-def build_graph_for(platform: Any) -> nx.Graph:
-    if getattr(platform, "kind", "node") == "cluster":
-        from hwspec.cluster import build_cluster_graph
-
-        return build_cluster_graph(platform)
-    from hwspec.graph import build_graph
-
-    return build_graph(platform)
+                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()) -> Checked:
@@ -94,12 +87,14 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
     except HwspecError as exc:
         result.diagnostics = list(exc.diagnostics)
         return result
+    if getattr(result.platform, "kind", None) == "workload":
+        return result  # a workload has no topology and no platform rules
     if rules is None:
         rules = load_rules(rule_directories())
-    for node_platform, node_graph in nodes.values():
-        result.diagnostics.extend(run_rules(node_platform, node_graph, rules, scope="node"))
-    result.graph = build_graph_for(result.platform)
-    result.diagnostics.extend(run_rules(result.platform, result.graph, rules, scope=getattr(result.platform, "kind", "node")))
+    for node_platform in nodes.values():
+        result.diagnostics.extend(run_rules(node_platform.topology, rules, scope="node"))
+    result.topology = result.platform.topology
+    result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind))
     return result
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Iterable
 from urllib.parse import quote
 
@@ -57,11 +57,31 @@ def _github(d: Diagnostic) -> str:
     return f"::{_GITHUB_LEVEL[d.severity]} {props}::{_escape_data(message)}"
 
 
-def _uri(file: str) -> str:
-    """A SARIF artifact URI: relative paths stay relative (percent-encoded), absolute ones become file: URIs."""
-    if PurePath(file).is_absolute():
-        return Path(file).as_uri()
-    return quote(file.replace("\\", "/"))
+SRCROOT = "%SRCROOT%"
+"""The uriBaseId of repository-relative artifact URIs (GitHub code scanning resolves them
+against the checkout)."""
+
+
+def repository_root(path: Path) -> Path | None:
+    """The nearest directory at or above `path` holding `.git` (a directory, or a file in a
+    git worktree), or None outside any repository."""
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def artifact_location(file: str) -> dict[str, str]:
+    """A SARIF artifactLocation for a diagnostic's file, whatever path it was given by: relative
+    to the root of the git repository holding it (uriBaseId %SRCROOT%, percent-encoded), else
+    relative to the working directory when under it, else an absolute file: URI."""
+    path = Path(file).resolve() if file else Path.cwd()
+    root = repository_root(path.parent)
+    for base, base_id in ((root, SRCROOT), (Path.cwd().resolve(), None)):
+        if base is not None and path.is_relative_to(base):
+            location = {"uri": quote(path.relative_to(base).as_posix())}
+            return {**location, "uriBaseId": base_id} if base_id else location
+    return {"uri": path.as_uri()}
 
 
 def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
@@ -82,7 +102,7 @@ def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
             "ruleId": d.code, "ruleIndex": ids.index(d.code), "level": _SARIF_LEVEL[d.severity],
             "message": {"text": text},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _uri(d.file)},
+                "artifactLocation": artifact_location(d.file),
                 "region": {"startLine": max(d.line, 1), "startColumn": max(d.col, 1)}}}],
         })
     return {

@@ -6,14 +6,17 @@ faults that rules report (a PCIe cycle, a device that reaches no socket) resolve
 
 from __future__ import annotations
 
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from pydantic import BaseModel
 
 from hwspec import model as m
 from hwspec.errors import dotted
+from hwspec.topology import climb
 from hwspec.expand import Expanded
 from hwspec.source import SourceDoc
+from hwspec.sourcemap import DocumentSourceMap
 from hwspec.spec import CpuPart, GpuPart, NicPart, NodeSpec, PcieLink as PcieLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
@@ -25,7 +28,13 @@ HYBRID_CUBE_MESH: dict[tuple[int, int], int] = {
 
 
 def _link(spec: PcieLinkSpec) -> m.PcieLink:
+    """The link as presented."""
     return m.PcieLink(spec.generation, spec.width)
+
+
+def _physical(spec: PcieLinkSpec) -> m.PcieLink:
+    """The link the hardware trains at: `physical` when given, else the presented link."""
+    return _link(spec.physical) if getattr(spec, "physical", None) is not None else _link(spec)
 
 
 def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[int, int], int]:
@@ -39,16 +48,42 @@ def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[i
     return {}
 
 
-def _cpu_lists(sockets: list, parts: dict[str, BaseModel]) -> dict[str, tuple[int, ...]]:
-    """Linux's usual numbering: first thread of every core, socket by socket, then siblings."""
-    ordered = sorted(sockets, key=lambda s: s.numa_node)
-    total = sum(parts[s.id].cores for s in ordered)
+@dataclass(frozen=True)
+class _Domain:
+    """One NUMA node as written: a whole socket, or one entry of a socket's `numa_nodes`."""
+
+    id: str
+    numa_node: int
+    cpus: str | None
+    memory: Any
+    package: Any  # the SocketSpec
+    cores: int
+    path: tuple
+
+
+def _domains(spec: NodeSpec, parts: dict[str, BaseModel]) -> list[_Domain]:
+    domains = []
+    for i, s in enumerate(spec.sockets):
+        part: CpuPart = parts[s.id]
+        if s.numa_nodes is None:
+            domains.append(_Domain(s.id, s.numa_node, s.cpus, s.memory, s, part.cores, ("sockets", i)))
+            continue
+        share = max(1, part.cores // len(s.numa_nodes))
+        for j, n in enumerate(s.numa_nodes):
+            domains.append(_Domain(n.id, n.numa_node, n.cpus, n.memory, s, share, ("sockets", i, "numa_nodes", j)))
+    return domains
+
+
+def _cpu_lists(domains: list[_Domain], parts: dict[str, BaseModel]) -> dict[str, tuple[int, ...]]:
+    """Linux's usual numbering: first thread of every core, NUMA node by NUMA node, then siblings."""
+    ordered = sorted(domains, key=lambda d: d.numa_node)
+    total = sum(d.cores for d in ordered)
     lists, offset = {}, 0
-    for socket in ordered:
-        part: CpuPart = parts[socket.id]
-        cpus = [offset + c + thread * total for thread in range(part.threads_per_core) for c in range(part.cores)]
-        lists[socket.id] = tuple(cpus)
-        offset += part.cores
+    for domain in ordered:
+        part: CpuPart = parts[domain.package.id]
+        cpus = [offset + c + thread * total for thread in range(part.threads_per_core) for c in range(domain.cores)]
+        lists[domain.id] = tuple(cpus)
+        offset += domain.cores
     return lists
 
 
@@ -75,32 +110,33 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
     for section in ("sockets", "pcie", "gpus", "nics", "ssds"):
         for index, entry in enumerate(getattr(spec, section)):
             entity_paths[entry.id] = (section, index)
+    domains = _domains(spec, parts)
+    entity_paths.update({d.id: d.path for d in domains})
+    if spec.baseboard is not None:
+        entity_paths.update({s.id: ("baseboard", "nvswitches", i) for i, s in enumerate(spec.baseboard.nvswitches or ())})
 
-    derived_cpus = _cpu_lists(spec.sockets, parts)
+    derived_cpus = _cpu_lists(domains, parts)
     sockets = []
-    for s in sorted(spec.sockets, key=lambda s: (s.numa_node, s.id)):
+    for d in sorted(domains, key=lambda d: (d.numa_node, d.id)):
+        s = d.package
         part: CpuPart = parts[s.id]
         sockets.append(m.Socket(
-            id=s.id, numa_node=s.numa_node, part=s.part, model_name=part.model_name, vendor=part.vendor,
-            arch=part.arch, family=part.family, model=part.model, cores=part.cores,
+            id=d.id, numa_node=d.numa_node, part=s.part, model_name=part.model_name, vendor=part.vendor,
+            arch=part.arch, family=part.family, model=part.model, cores=d.cores,
             threads_per_core=part.threads_per_core,
-            cpus=parse_cpu_list(s.cpus) if s.cpus else derived_cpus[s.id],
-            memory_capacity=s.memory.capacity, memory_bandwidth=s.memory.bandwidth,
-            overridden=_overridden(s.override)))
+            cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
+            memory_capacity=d.memory.capacity, memory_bandwidth=d.memory.bandwidth,
+            overridden=_overridden(s.override), package=s.id))
     numa = {s.id: s.numa_node for s in sockets}
     upstream = {b.id: b.upstream for b in spec.pcie}
 
     def socket_of(parent: str) -> str | None:
-        seen: set[str] = set()
-        while parent not in numa:
-            if parent in seen or parent not in upstream:
-                return None
-            seen.add(parent)
-            parent = upstream[parent]
-        return parent
+        top = climb(parent, upstream.get, numa)[-1]
+        return top if top in numa else None
 
     bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=b.bus, link=_link(b.link),
-                                     max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream))
+                                     max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream),
+                                     physical=_physical(b.link))
                             for b in spec.pcie), key=lambda b: (b.bus, b.id)))
 
     gpus = []
@@ -115,6 +151,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
             fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
             upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
+            physical=_physical(g.pcie.link or part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override)))
 
     nics = []
@@ -127,20 +164,22 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             gpudirect=part.gpudirect, pci_vendor=part.pci_vendor, pci_device=part.pci_device,
             max_link=_link(part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
             upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or part.pcie),
+            physical=_physical(n.pcie.link or part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))
 
     ssds = []
     for s in sorted(spec.ssds, key=lambda s: (s.pcie.bus, s.id)):
         socket = socket_of(s.pcie.upstream)
         link = _link(s.pcie.link) if s.pcie.link else m.PcieLink(3, 4)
+        physical = _physical(s.pcie.link) if s.pcie.link else link
         ssds.append(m.Ssd(id=s.id, capacity=s.capacity, bandwidth=s.bandwidth, upstream=s.pcie.upstream,
-                          bus=s.pcie.bus, link=link, socket=socket, numa_node=numa.get(socket) if socket else None))
+                          bus=s.pcie.bus, link=link, physical=physical, socket=socket, numa_node=numa.get(socket) if socket else None))
 
     baseboard = None
     if spec.baseboard is not None:
         board = spec.baseboard
         if isinstance(board.wiring, str):
-            ports = _pattern(board.wiring, range(board.slots))
+            ports = _pattern(board.wiring, range(board.slots))  # none for nvswitch: GPUs meet at the switches
             wiring = board.wiring
         else:
             ports = {}
@@ -149,7 +188,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
                 ports[pair] = ports.get(pair, 0) + 1
             wiring = "explicit"
         baseboard = m.Baseboard(kind=board.kind, slots=board.slots, ports_per_slot=board.ports_per_slot,
-                                links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())))
+                                links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())),
+                                nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus) for s in board.nvswitches or ()))
 
     gpu_by_id = {g.id: g for g in gpus}
     nvlinks: list[m.NvlinkConnection] = []
@@ -167,8 +207,13 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
                 connect(gpu_by_id[pair.gpus[0]], gpu_by_id[pair.gpus[1]], pair.links, entry)
         elif spec.nvlink.topology == "nvswitch":
             topology = "nvswitch"
+            switches = baseboard.nvswitches if baseboard is not None else ()
             for g in gpus:
-                nvlinks.append(m.NvlinkConnection(g.id, "nvswitch", g.fabric_links, g.fabric_links * g.fabric_link_bandwidth))
+                if not switches:  # switches not described: all of the GPU's links to one NVSwitch
+                    nvlinks.append(m.NvlinkConnection(g.id, "nvswitch", g.fabric_links, g.fabric_links * g.fabric_link_bandwidth))
+                for switch in switches:
+                    nvlinks.append(m.NvlinkConnection(g.id, switch.id, switch.links_per_gpu,
+                                                      switch.links_per_gpu * g.fabric_link_bandwidth))
         else:
             topology = spec.nvlink.topology
             by_slot = {g.slot: g for g in gpus if g.slot is not None}
@@ -181,11 +226,12 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
     backend = None
     if spec.backend is not None:
         b = spec.backend
-        backend = m.Backend(b.transport, b.nic_per_gpu, b.gpudirect, b.rail_optimized, b.gid_index, b.traffic_class, b.service_level)
+        gpudirect = None if b.gpudirect == "detect" else b.gpudirect
+        backend = m.Backend(b.transport, b.nic_per_gpu, gpudirect, b.rail_optimized, b.gid_index, b.traffic_class,
+                            b.service_level, b.ib_hca)
 
-    def location(path: tuple) -> m.Location:
-        pos = doc.locate(expanded.written_path(path))
-        return m.Location(doc.file, pos.line, pos.col)
+    source_map = DocumentSourceMap(doc, expanded, entity_paths)
+    location = source_map.at
 
     entity_at = {path: entity for entity, path in entity_paths.items()}
 
@@ -214,7 +260,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
 
     return m.Platform(
         name=spec.name, title=spec.title or spec.name, file=doc.file, sockets=tuple(sockets),
-        cpu_links=_cpu_links(spec),
+        cpu_links=_cpu_links(spec, domains),
         cpu_link_bandwidth=spec.cpu_interconnect.bandwidth if spec.cpu_interconnect else None,
         cpu_interconnect=spec.cpu_interconnect.kind if spec.cpu_interconnect else None,
         bridges=bridges, gpus=tuple(gpus), nics=tuple(nics), ssds=tuple(ssds), baseboard=baseboard,
@@ -223,13 +269,21 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
         sources=dict(spec.sources),
         rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
                        for key, value in spec.rules.items()},
-        assumptions=tuple(assumptions), _doc=doc, _expanded=expanded, _entity_paths=entity_paths)
+        assumptions=tuple(assumptions), source_map=source_map, environment=dict(spec.environment))
 
 
-def _cpu_links(spec: NodeSpec) -> tuple[tuple[str, str], ...]:
+def _cpu_links(spec: NodeSpec, domains: list[_Domain]) -> tuple[tuple[str, str], ...]:
+    """Socket-to-socket links as pairs of model sockets (NUMA nodes): a socket with several
+    NUMA nodes is reached at its first (lowest-numbered) one."""
     if spec.cpu_interconnect is None:
         return ()
+    entry: dict[str, str] = {}
+    for d in sorted(domains, key=lambda d: d.numa_node):
+        entry.setdefault(d.package.id, d.id)
+        entry.setdefault(d.id, d.id)
     ids = sorted(s.id for s in spec.sockets)
     if spec.cpu_interconnect.links == "fully-connected":
-        return tuple((a, b) for i, a in enumerate(ids) for b in ids[i + 1:])
-    return tuple(sorted(tuple(sorted(pair)) for pair in spec.cpu_interconnect.links))
+        pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
+    else:
+        pairs = list(spec.cpu_interconnect.links)
+    return tuple(sorted({tuple(sorted((entry[a], entry[b]))) for a, b in pairs if entry[a] != entry[b]}))

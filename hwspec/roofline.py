@@ -1,6 +1,6 @@
 """Roofline numbers for a node platform, and the views consumers read.
 
-Pure functions of the resolved `Platform` (no I/O): `roofline(platform)` builds the document
+Pure functions of the resolved `Topology` (no I/O): `roofline(topology)` builds the document
 written as `roofline.json` and printed by `hwspec roofline`; `torchrec_topology` and
 `calculon_system` convert it for TorchRec's planner and for Calculon; `text_report` formats
 it for people.
@@ -18,9 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-import networkx as nx
-
-from hwspec.model import Gpu, Platform
+from hwspec.model import Gpu
+from hwspec.topology import Topology
 
 SCHEMA_VERSION = 1
 
@@ -96,55 +95,21 @@ def collective_bounds(n: int, nvlink: Sequence[float], pcie: Sequence[float], nv
 # ------------------------------------------------------------------ per-GPU figures
 
 
-def host_path(platform: Platform, gpu: Gpu) -> list[str] | None:
-    """Ids from `gpu` up to (not including) its socket, whose upstream links it crosses; None
-    when the PCIe tree does not lead to a socket."""
-    bridges = {b.id: b for b in platform.bridges}
-    path, parent = [gpu.id], gpu.upstream
-    while parent not in platform.socket_by_id:
-        if parent not in bridges or parent in path:
-            return None
-        path.append(parent)
-        parent = bridges[parent].upstream
-    return path
-
-
-def _link_of(platform: Platform, item_id: str):
-    return platform.by_id[item_id].link  # type: ignore[union-attr]
-
-
-def _nvlink_connected(platform: Platform) -> bool:
-    graph = nx.Graph()
-    graph.add_nodes_from(g.id for g in platform.gpus)
-    graph.add_edges_from((c.a, c.b) for c in platform.nvlinks)
-    gpus = [g.id for g in platform.gpus]
-    return bool(gpus) and all(nx.has_path(graph, gpus[0], g) for g in gpus[1:])
-
-
-def _direct_pairs(platform: Platform) -> int:
-    """GPU pairs joined by a direct NVLink connection (every pair, with an NVSwitch)."""
-    gpus = {g.id for g in platform.gpus}
-    if any(c.b not in gpus for c in platform.nvlinks):  # an NVSwitch: every attached pair is one hop
-        attached = {c.a for c in platform.nvlinks if c.b not in gpus}
-        direct = {frozenset((c.a, c.b)) for c in platform.nvlinks if c.b in gpus}
-        return len(direct | {frozenset((a, b)) for a in attached for b in attached if a < b})
-    return len({frozenset((c.a, c.b)) for c in platform.nvlinks})
-
-
 def _tier(bandwidth: float | None, **extra: Any) -> dict[str, Any] | None:
     if bandwidth is None or bandwidth <= 0:
         return None
     return {"bandwidth_bytes_per_s": bandwidth, **extra}
 
 
-def _gpu_tiers(platform: Platform, gpu: Gpu, below: dict[str, int]) -> dict[str, dict[str, Any] | None]:
+def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]:
+    platform = topology.platform
     n_gpus = len(platform.gpus)
     tiers: dict[str, dict[str, Any] | None] = {}
     tiers["hbm"] = {"capacity_bytes": gpu.hbm_capacity, "bandwidth_bytes_per_s": gpu.hbm_bandwidth}
 
-    socket = platform.socket_by_id.get(gpu.socket) if gpu.socket else None
+    socket = topology.socket_of(gpu.id)
     if socket is not None:
-        sharing = sum(1 for g in platform.gpus if g.socket == socket.id)
+        sharing = len(topology.gpus_on(socket.id))
         tiers["host_ddr"] = {"capacity_bytes": socket.memory_capacity // sharing,
                              "bandwidth_bytes_per_s": socket.memory_bandwidth / sharing,
                              "shared_by_gpus": sharing,
@@ -160,31 +125,41 @@ def _gpu_tiers(platform: Platform, gpu: Gpu, below: dict[str, int]) -> dict[str,
     else:
         tiers["ssd"] = None
 
-    tiers["nvlink"] = _tier(platform.fabric_bandwidth(gpu.id), links=platform.fabric_link_count(gpu.id),
+    tiers["nvlink"] = _tier(topology.nvlink_bandwidth(gpu.id), links=topology.nvlink_links(gpu.id),
                             fabric=gpu.fabric_kind)
 
-    path = host_path(platform, gpu)
+    path = topology.host_path(gpu.id)
     if path is None:
         tiers["pcie_host"] = tiers["pcie_host_shared"] = None
     else:
-        links = [_link_of(platform, item) for item in path]
+        links = [platform.by_id[item].physical for item in path]  # type: ignore[union-attr]
         narrowest = min(links, key=lambda link: link.bandwidth)
         tiers["pcie_host"] = _tier(narrowest.bandwidth, link=str(narrowest), hops=len(path))
-        shared = min(link.bandwidth / below[item] for item, link in zip(path, links))
-        tiers["pcie_host_shared"] = _tier(shared, shared_by_gpus=max(below[item] for item in path))
+        crossing = topology.gpus_crossing
+        shared = min(link.bandwidth / crossing[item] for item, link in zip(path, links))
+        tiers["pcie_host_shared"] = _tier(shared, shared_by_gpus=max(crossing[item] for item in path))
 
-    paired = platform.gpu2nic.get(gpu.id)
-    if paired is not None:
-        tiers["backend_nic"] = _tier(paired.speed, transport=paired.transport, shared_by_gpus=1, via="paired backend NIC")
-    else:
-        unpaired = [n for n in platform.backend_nics if n.gpu is None]
-        nics, via = (unpaired, "backend NICs shared by all GPUs") if unpaired else (list(platform.host_nics), "host (ingestion/frontend) NICs shared by all GPUs")
-        tiers["backend_nic"] = _tier(math.fsum(n.speed for n in nics) / n_gpus, transport=_transport(nics),
-                                     shared_by_gpus=n_gpus, nics=len(nics), via=via) if nics else None
-
+    tiers["backend_nic"] = _scale_out_tier(topology, gpu)
     host = platform.host_nics
     tiers["ingestion_share"] = _tier(math.fsum(n.speed for n in host) / n_gpus, nics=len(host), shared_by_gpus=n_gpus) if host else None
     return tiers
+
+
+def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
+    """The GPU's share of the collective NICs (`Topology.scale_out_share`)."""
+    nics = topology.scale_out_nics(gpu.id)
+    if not nics:
+        return None
+    sharing = max(topology.scale_out_users(n.id) for n in nics)
+    share = topology.scale_out_share(gpu.id)
+    paired = topology.nic_of(gpu.id)
+    if paired is not None and nics == (paired,):
+        via = "paired backend NIC" if sharing == 1 else "paired backend NIC, shared with the GPUs that have none"
+        return _tier(share, transport=paired.transport, shared_by_gpus=sharing, via=via)
+    n_gpus = len(topology.platform.gpus)
+    kind = "backend NICs" if all(n.role == "backend" for n in nics) else "host (ingestion/frontend) NICs"
+    who = "all GPUs" if sharing == n_gpus else "the GPUs without a paired NIC"
+    return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=f"{kind} shared by {who}")
 
 
 def _transport(nics: Iterable) -> str:
@@ -209,29 +184,19 @@ def _compute(gpu: Gpu, tiers: dict[str, dict[str, Any] | None]) -> dict[str, dic
     return compute
 
 
-def _below(platform: Platform) -> dict[str, int]:
-    """Item id -> number of GPUs whose host path crosses the item's upstream link."""
-    counts: dict[str, int] = {}
-    for gpu in platform.gpus:
-        for item in host_path(platform, gpu) or ():
-            counts[item] = counts.get(item, 0) + 1
-    return counts
-
-
-def per_gpu(platform: Platform) -> dict[str, dict[str, Any]]:
+def per_gpu(topology: Topology) -> dict[str, dict[str, Any]]:
     """GPU id -> {"part", "model_name", "compute", "tiers"} for every GPU (by index)."""
-    below = _below(platform)
     result = {}
-    for gpu in platform.gpus:
-        tiers = _gpu_tiers(platform, gpu, below)
+    for gpu in topology.platform.gpus:
+        tiers = _gpu_tiers(topology, gpu)
         result[gpu.id] = {"part": gpu.part, "model_name": gpu.model_name, "compute": _compute(gpu, tiers), "tiers": tiers}
     return result
 
 
-def _groups(platform: Platform, figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _groups(topology: Topology, figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """GPUs with identical figures grouped (in GPU index order), with the NUMA nodes they sit on."""
     groups: list[dict[str, Any]] = []
-    for gpu in platform.gpus:
+    for gpu in topology.platform.gpus:
         entry = figures[gpu.id]
         for group in groups:
             if all(group[key] == entry[key] for key in entry):
@@ -248,16 +213,27 @@ def _groups(platform: Platform, figures: dict[str, dict[str, Any]]) -> list[dict
 # ------------------------------------------------------------------ the document
 
 
-def roofline(platform: Platform) -> dict[str, Any]:
-    """The roofline document of `platform` (without the `_generated` provenance entry)."""
-    figures = per_gpu(platform)
+def roofline(topology: Topology) -> dict[str, Any]:
+    """The roofline document of a node's `topology` (without the `_generated` provenance entry).
+
+    Computed once per topology (roofline.json, TorchRec, Calculon and the cluster roofline all
+    read it): callers must not change the document."""
+    cached = getattr(topology, "_roofline", None)
+    if cached is None:
+        cached = topology._roofline = _document(topology)
+    return cached
+
+
+def _document(topology: Topology) -> dict[str, Any]:
+    platform = topology.platform
+    figures = per_gpu(topology)
     n = len(platform.gpus)
-    nvlink = [platform.fabric_bandwidth(g.id) for g in platform.gpus]
-    pcie = [g.link.bandwidth for g in platform.gpus]
-    bounds = collective_bounds(n, nvlink, pcie, _nvlink_connected(platform))
+    nvlink = [topology.nvlink_bandwidth(g.id) for g in platform.gpus]
+    pcie = [g.physical.bandwidth for g in platform.gpus]
+    bounds = collective_bounds(n, nvlink, pcie, topology.nvlink_connected)
     if bounds is not None:
         pairs = n * (n - 1) // 2
-        direct = _direct_pairs(platform)
+        direct = topology.direct_nvlink_pairs
         bounds["gpu_pairs"] = pairs
         bounds["gpu_pairs_with_direct_nvlink"] = direct
     return {
@@ -267,13 +243,14 @@ def roofline(platform: Platform) -> dict[str, Any]:
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
                          "file": a.location.file} for a in sorted(platform.assumptions, key=lambda a: a.path)],
         "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
-        "gpu_groups": _groups(platform, figures),
+        "gpu_groups": _groups(topology, figures),
         "intra_node_collectives": bounds,
-        "node": _node(platform, figures),
+        "node": _node(topology),
     }
 
 
-def _node(platform: Platform, figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _node(topology: Topology) -> dict[str, Any]:
+    platform = topology.platform
     compute: dict[str, dict[str, float]] = {}
     for dtype in sorted({d for g in platform.gpus for d in g.compute}):
         having = [g for g in platform.gpus if dtype in g.compute]
@@ -283,7 +260,7 @@ def _node(platform: Platform, figures: dict[str, dict[str, Any]]) -> dict[str, A
         compute[dtype] = entry
     return {
         "gpus": len(platform.gpus),
-        "sockets": len(platform.sockets),
+        "sockets": len(platform.packages),
         "compute": compute,
         "hbm_capacity_bytes": sum(g.hbm_capacity for g in platform.gpus),
         "hbm_bandwidth_bytes_per_s": math.fsum(g.hbm_bandwidth for g in platform.gpus),
@@ -291,7 +268,7 @@ def _node(platform: Platform, figures: dict[str, dict[str, Any]]) -> dict[str, A
         "ddr_bandwidth_bytes_per_s": platform.memory_bandwidth,
         "ssd_capacity_bytes": sum(s.capacity for s in platform.ssds),
         "ssd_bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds),
-        "nvlink_bandwidth_bytes_per_s": math.fsum(platform.fabric_bandwidth(g.id) for g in platform.gpus),
+        "nvlink_bandwidth_bytes_per_s": math.fsum(topology.nvlink_bandwidth(g.id) for g in platform.gpus),
         "backend_nic_bandwidth_bytes_per_s": math.fsum(n.speed for n in platform.backend_nics),
         "host_nic_bandwidth_bytes_per_s": math.fsum(n.speed for n in platform.host_nics),
     }
@@ -315,10 +292,11 @@ TORCHREC_TOPOLOGY_KWARGS = ("world_size", "local_world_size", "compute_device", 
 _BYTES_PER_MS = 1000.0  # bytes/s -> bytes/ms
 
 
-def torchrec_topology(platform: Platform, doc: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """`{"_units", "_usage", "_derivation", "topology_kwargs"}` for one node; None without GPUs.
     Heterogeneous GPUs take the smallest figure of each kind (TorchRec has one per rank)."""
-    doc = doc or roofline(platform)
+    platform = topology.platform
+    doc = doc or roofline(topology)
     if not platform.gpus:
         return None
     n = len(platform.gpus)
@@ -347,13 +325,22 @@ def torchrec_topology(platform: Platform, doc: dict[str, Any] | None = None) -> 
         "hbm_to_ddr_mem_bw": ("the GPU's PCIe host link (narrowest link to its socket, GPU alone on it); "
                               "roofline.json tier pcie_host_shared gives the figure when all GPUs transfer at once"),
         "intra_host_bw": "per-GPU intra-node bandwidth: the intra-node collective busbw bound (NVLink, else PCIe)",
-        "inter_host_bw": "per-GPU scale-out bandwidth: " + (
-            "the GPU's paired backend NIC" if platform.gpu2nic else "the node's NICs divided among the GPUs (no per-GPU NIC)"),
+        "inter_host_bw": "per-GPU scale-out bandwidth: " + _scale_out_note(topology),
     }
     return {"_units": "hbm_cap and ddr_cap: bytes; every *_bw: bytes per millisecond (bytes/s / 1000, SI bytes), per direction",
             "_usage": "Topology(**json.load(open(path))['topology_kwargs']) from torchrec.distributed.planner.types (TorchRec >= 1.1.0 for hbm_to_ddr_mem_bw)",
             "_derivation": {key: derivation[key] for key in kwargs},
             "topology_kwargs": kwargs}
+
+
+def _scale_out_note(topology: Topology) -> str:
+    gpus = topology.platform.gpus
+    if not topology.gpu2nic:
+        return "the node's NICs divided among the GPUs (no per-GPU NIC)"
+    if all(topology.scale_out_nics(g.id) == (topology.nic_of(g.id),) and topology.scale_out_users(topology.nic_of(g.id).id) == 1
+           for g in gpus):
+        return "the GPU's paired backend NIC"
+    return "the smallest GPU share of the collective NICs, each NIC divided among the GPUs using it"
 
 
 # ------------------------------------------------------------------ Calculon
@@ -379,10 +366,11 @@ def _gb(value: float) -> float:
     return value / 1e9
 
 
-def calculon_system(platform: Platform, doc: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]] | None:
+def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]] | None:
     """Calculon's system JSON for one GPU of this node (slowest figure of each kind when GPUs
     differ), and notes explaining the choices. None without GPUs or without any Calculon dtype."""
-    doc = doc or roofline(platform)
+    platform = topology.platform
+    doc = doc or roofline(topology)
     if not platform.gpus:
         return None
     matrix: dict[str, Any] = {}

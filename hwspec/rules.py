@@ -5,7 +5,9 @@ a popular PyPI package has that name); helpers shared by the modules of one dire
 its `_*.py` files and are imported relatively (`from ._common import gbit`). A rule is any
 function defined in a rule module and decorated with `@rule(id, name, severity)`; its
 docstring's first line states the invariant and the rest says why it matters (`hwspec
-explain ID` prints it). It receives a `Context` and yields findings made with `ctx.finding(...)`.
+explain ID` prints it). It receives a `Context` and yields findings made with `ctx.finding(...)`:
+`ctx.platform` is the resolved model, `ctx.topology` the resolved topology with its queries
+(`hwspec.topology.Topology` for a node, `hwspec.cluster_topology.ClusterTopology` for a cluster).
 
 A platform may change a rule under `rules:` by id or name, with a reason; `off` disables it.
 """
@@ -21,8 +23,6 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
-
-import networkx as nx
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity, display_path
 from hwspec.errors import nearest
@@ -74,11 +74,17 @@ class Finding:
 
 
 class Context:
-    """What a rule sees: the resolved `platform` (a node or cluster) and its topology `graph`."""
+    """What a rule sees: `topology`, the resolved topology of a node or cluster with its
+    queries (paths, NUMA nodes, islands, NIC shares, ...), and `platform`, its model."""
 
-    def __init__(self, platform: Any, graph: nx.Graph | None):
-        self.platform = platform
-        self.graph = graph
+    def __init__(self, topology: Any):
+        self.topology = topology
+        self.platform = topology.platform
+
+    @property
+    def graph(self) -> Any:
+        """The topology's networkx graph, built on first use (for site rules that want networkx)."""
+        return self.topology.graph
 
     def finding(self, message: str, at: tuple | Location | None = None, hint: str | None = None) -> Finding:
         """A finding located at `at`: a Location, or `(entity_id, *fields)` resolved in the platform."""
@@ -86,7 +92,7 @@ class Context:
             location = at
         else:
             entity, *fields = at or (None,)
-            location = self.platform.locate(entity, *fields)
+            location = self.topology.locate(entity, *fields)
         return Finding(message, location, hint)
 
 
@@ -130,12 +136,13 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                 errors.append(Diagnostic(display_path(path), line, 1, Severity.ERROR, "E301",
                                          f"cannot load rules: {type(exc).__name__}: {exc}"))
                 continue
+            shown = display_path(path)
             for _, check in sorted(vars(module).items()):
                 meta = getattr(check, "__hwspec_rule__", None)
                 if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
                     continue  # not a rule, or a rule imported from elsewhere (registered there)
-                found = Rule(*meta, check=check, file=display_path(path))
-                line = inspect.getsourcelines(check)[1]
+                found = Rule(*meta, check=check, file=shown)
+                line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
                 clash = rules.get(found.id) or names.get(found.name)
                 if clash is not None:
                     errors.append(Diagnostic(found.file, line, 1, Severity.ERROR, "E302",
@@ -170,14 +177,16 @@ def _error_line(exc: BaseException, path: Path) -> int:
     return 1
 
 
-def run_rules(platform: Any, graph: nx.Graph | None, rules: list[Rule], scope: str = "node") -> list[Diagnostic]:
-    """Run every rule of `scope` on `platform`, applying the platform's `rules:` settings.
+def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Diagnostic]:
+    """Run every rule of `scope` on `topology` (a node's `Topology` or a cluster's
+    `ClusterTopology`), applying its platform's `rules:` settings.
 
     Returns diagnostics sorted by position. A rule that raises is reported as an error
     finding (E900) rather than aborting the run."""
     by_key = {r.id: r for r in rules} | {r.name: r for r in rules}
     diagnostics: list[Diagnostic] = []
     overrides: dict[str, str] = {}
+    platform = topology.platform
     for key, setting in platform.rule_settings.items():
         target = by_key.get(key)
         if target is None:
@@ -189,7 +198,7 @@ def run_rules(platform: Any, graph: nx.Graph | None, rules: list[Rule], scope: s
             continue
         overrides[target.id] = setting.severity
 
-    context = Context(platform, graph)
+    context = Context(topology)
     for current in rules:
         if current.scope != scope or overrides.get(current.id) == "off":
             continue

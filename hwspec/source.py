@@ -162,7 +162,7 @@ def _children(node: Node) -> list[Node]:
     return node.value if isinstance(node, SequenceNode) else []
 
 
-class _Loader(yaml.SafeLoader):
+class _Hooks:
     """SafeLoader resolution minus timestamps (they stay strings) and the odd `=` value tag.
 
     `compose_node` is wrapped to stop at MAX_DEPTH (PyYAML composes recursively), to refuse an
@@ -174,8 +174,7 @@ class _Loader(yaml.SafeLoader):
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
-    def __init__(self, text: str, file: str):
-        super().__init__(text)
+    def _hooks_init(self, file: str) -> None:
         self.file, self.depth, self.open_anchors, self.composed = file, 0, set(), 0
         self.alias_marks: dict[tuple[int, int, bool], yaml.Mark] = {}  # (id(parent), item index, is key)
 
@@ -209,6 +208,34 @@ class _Loader(yaml.SafeLoader):
         return node
 
 
+class _Loader(_Hooks, yaml.SafeLoader):
+    """The reference loader: PyYAML's pure-Python scanner and parser. Every diagnostic about
+    the YAML itself (syntax, characters) comes from it."""
+
+    def __init__(self, text: str, file: str):
+        yaml.SafeLoader.__init__(self, text)
+        self._hooks_init(file)
+
+
+try:
+    from yaml.cyaml import CParser as _CParser  # PyYAML built with libyaml
+except ImportError:  # pragma: no cover - pure-Python PyYAML: the reference loader alone
+    _CParser = None
+
+
+class _FastLoader(_Hooks, yaml.composer.Composer, *((_CParser,) if _CParser else ()), yaml.resolver.Resolver):
+    """libyaml's scanner and parser (PyYAML's CParser events, same marks) under the same
+    Python composer and hooks: the node graph is the one `_Loader` builds, several times
+    faster. Used first; any YAML error makes `_Load` compose again with `_Loader`, so
+    messages never depend on which parser ran."""
+
+    def __init__(self, text: str, file: str):
+        _CParser.__init__(self, text)
+        yaml.resolver.Resolver.__init__(self)
+        self.anchors = {}
+        self._hooks_init(file)
+
+
 class _Load:
     """One load: compose, check every node once, then build the data and its positions."""
 
@@ -237,9 +264,18 @@ class _Load:
         return SourceDoc(self.file, self.build(root, ()), self.values, self.keys)
 
     def compose(self) -> Node | None:
-        loader = None
+        if _CParser is not None:
+            before = len(self.problems)
+            try:
+                return self._compose_with(_FastLoader)
+            except (yaml.YAMLError, UnicodeError, ValueError):
+                del self.problems[before:]  # let the reference parser say what is wrong
+        return self._compose(_Loader)
+
+    def _compose_with(self, loader_class) -> Node | None:
+        """Compose with `loader_class`; YAML errors propagate as PyYAML raises them."""
+        loader = loader_class(self.text, self.file)
         try:
-            loader = _Loader(self.text, self.file)
             loader.get_event()  # stream start
             if loader.check_event(yaml.StreamEndEvent):
                 return None
@@ -250,6 +286,12 @@ class _Load:
                            "put each platform in its own file")
             self.alias_marks = loader.alias_marks
             return root
+        finally:
+            loader.dispose()
+
+    def _compose(self, loader_class) -> Node | None:
+        try:
+            return self._compose_with(loader_class)
         except yaml.reader.ReaderError as e:
             code = e.character if isinstance(e.character, int) else ord(e.character)  # an int for str input
             hint = "a NUL character means this is probably not a text file" if code == 0 else None
@@ -258,9 +300,6 @@ class _Load:
             raise HwspecError([_error(self.file, at, "E102", message, hint)]) from None
         except yaml.MarkedYAMLError as e:
             raise HwspecError([self.syntax_error(e)]) from None
-        finally:
-            if loader is not None:
-                loader.dispose()
 
     def syntax_error(self, e: yaml.MarkedYAMLError) -> Diagnostic:
         mark = e.problem_mark or e.context_mark

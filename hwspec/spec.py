@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from hwspec.expand import Substituted
 from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
 
 Bandwidth = Annotated[ByteRate, Field(gt=0)]
@@ -61,6 +62,13 @@ NicRole = Literal["backend", "ingestion", "frontend", "management"]
 PCIE_GEN_RATES: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
 
 
+def _is_integer(value: object) -> bool:
+    """An int, or a float with no fraction (JSON Schema's "integer" counts 12.0 as one)."""
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class Spec(BaseModel):
     """Base of every spec model: unknown keys are errors; `source`/`assumed` are notes."""
 
@@ -69,9 +77,25 @@ class Spec(BaseModel):
     source: str | None = Field(None, description="Where the values of this entry come from.")
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _integers_are_written_as_numbers(cls, value: object, info: ValidationInfo) -> object:
+        """A whole number is written as a number: `2` (or `2.0`), not `"2"` or `true` (pydantic
+        would coerce them; the JSON Schema does not, and neither does hwspec). The text of a
+        `${...}` placeholder (`slot: ${g}`) is the one string accepted there."""
+        field = cls.model_fields.get(info.field_name or "")
+        plain_integer = (field is not None and field.annotation in (int, int | None)
+                         and not any(hasattr(m, "func") for m in field.metadata))  # unit types parse their strings
+        if plain_integer and value is not None and not _is_integer(value) and not isinstance(value, Substituted):
+            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+                raise PydanticCustomError("hwspec_integer", f"'{value}' is a string: write the number without quotes ({value.strip()})")
+            shown = f"'{value}'" if isinstance(value, str) else str(value).lower()
+            raise PydanticCustomError("hwspec_integer", f"{shown} is not a whole number, e.g. 2")
+        return value
 
-class PcieLink(Spec):
-    """A PCIe link: generation (or its transfer rate) and lane count."""
+
+class PhysicalLink(Spec):
+    """The PCIe link a device or bridge physically trains at: what bandwidth is computed from."""
 
     gen: int | None = Field(None, ge=1, le=6, description="PCIe generation, 1-6.")
     speed: TransferRate | None = Field(None, description="Alternative to gen: '16 GT/s'.")
@@ -90,6 +114,23 @@ class PcieLink(Spec):
         if self.gen is not None:
             return self.gen
         return next(g for g, rate in PCIE_GEN_RATES.items() if rate == self.speed)
+
+
+class PcieLink(PhysicalLink):
+    """A PCIe link as the OS presents it (`lspci`, sysfs): generation (or transfer rate) and lane
+    count. This is what NCCL's topology file gets. A VM may present a virtual link (a Gen1 x1
+    bridge, width 0 for a passed-through device); then `physical` states the link the hardware
+    trains at, which rules and the roofline use. Without `physical`, the link is both."""
+
+    width: Literal[0, 1, 2, 4, 8, 16, 32] = Field(description="Lanes (0: the width a VM reports for a passed-through device).")
+    physical: PhysicalLink | None = Field(None, description="The link the hardware trains at, when the presented one differs (a VM's virtual bridge).")
+
+    @model_validator(mode="after")
+    def _width_zero_needs_physical(self) -> "PcieLink":
+        if self.width == 0 and self.physical is None:
+            raise PydanticCustomError("hwspec_link", "a link of width 0 carries no bandwidth: add 'physical: {gen: .., width: ..}', "
+                                                     "the link the device trains at")
+        return self
 
 
 class PartRef(Spec):
@@ -170,11 +211,39 @@ class SocketMemory(Spec):
     bandwidth: Bandwidth = Field(description="DDR bandwidth of this socket.")
 
 
-class SocketSpec(PartRef):
+class NumaNodeSpec(Spec):
+    """One NUMA node of a socket (sub-NUMA clustering, AMD NPS modes): its CPUs and memory.
+    Its `id` is what PCIe entries hang off (`upstream:`)."""
+
     id: Id
-    numa_node: int = Field(ge=0, le=1023)
-    cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent.")
+    numa_node: int = Field(ge=0, le=1023, description="The NUMA node number, as 'numactl -H' shows it.")
+    cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent "
+                                                    "(the socket's cores split evenly among its NUMA nodes).")
     memory: SocketMemory
+
+
+class SocketSpec(PartRef):
+    """A CPU socket. Either the socket is one NUMA node (`numa_node`, `cpus`, `memory` here),
+    or it lists its `numa_nodes`, each with its own CPUs and memory."""
+
+    id: Id
+    numa_node: int | None = Field(None, ge=0, le=1023, description="The socket's NUMA node, when it is one.")
+    cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent.")
+    memory: SocketMemory | None = None
+    numa_nodes: list[NumaNodeSpec] | None = Field(None, min_length=1, max_length=64,
+                                                  description="The socket's NUMA nodes, when it has several (SNC, NPS2/NPS4).")
+
+    @model_validator(mode="after")
+    def _one_numa_form(self) -> "SocketSpec":
+        if self.numa_nodes is not None:
+            given = [key for key in ("numa_node", "cpus", "memory") if getattr(self, key) is not None]
+            if given:
+                raise PydanticCustomError("hwspec_numa", "a socket with 'numa_nodes' gives {keys} per NUMA node, not on the socket",
+                                          {"keys": ", ".join(given)})
+        elif self.numa_node is None or self.memory is None:
+            raise PydanticCustomError("hwspec_numa", "a socket needs 'numa_node' and 'memory' (one NUMA node), "
+                                                     "or 'numa_nodes' (several)")
+        return self
 
 
 class CpuInterconnectSpec(Spec):
@@ -205,14 +274,34 @@ class PcieBridgeSpec(Spec):
 Wiring = Literal["fully-connected", "hybrid-cube-mesh"]
 
 
+class NvSwitchSpec(Spec):
+    """An NVSwitch chip on the baseboard and how many fabric links every GPU has to it."""
+
+    id: Id
+    links_per_gpu: int = Field(ge=1, le=64, description="Fabric links from each GPU to this switch (HGX H100: 5, 5, 4, 4).")
+    bus: BusId | None = Field(None, description="The switch's PCI bus id where the OS shows it (NCCL names NVLink "
+                                                 "targets by it); without one, NCCL's 'invisible NVSwitch' is written.")
+
+
 class BaseboardSpec(Spec):
-    """The accelerator baseboard's physical port wiring: the superset the logical fabric uses."""
+    """The accelerator baseboard's physical wiring: point-to-point ports between slots (the
+    superset the logical fabric uses), or NVSwitch chips every GPU is wired to."""
 
     kind: Literal["oam-ubb", "hgx", "custom"] = "oam-ubb"
     slots: int = Field(ge=1, le=64)
-    ports_per_slot: int = Field(ge=0)
+    ports_per_slot: int = Field(0, ge=0, description="Fabric ports per slot (point-to-point wiring).")
     links_per_port: int = Field(1, ge=1, description="Accelerator fabric links one port can carry.")
-    wiring: Wiring | list[tuple[int, int]] = Field(description="A named superset topology, or one [slot, slot] entry per wired port.")
+    wiring: Wiring | Literal["nvswitch"] | list[tuple[int, int]] = Field(
+        description="A named superset topology, one [slot, slot] entry per wired port, or 'nvswitch'.")
+    nvswitches: list[NvSwitchSpec] | None = Field(None, min_length=1, max_length=64,
+                                                  description="The NVSwitch chips, for wiring: nvswitch.")
+
+    @model_validator(mode="after")
+    def _switches_with_nvswitch_wiring(self) -> "BaseboardSpec":
+        if (self.wiring == "nvswitch") != (self.nvswitches is not None):
+            raise PydanticCustomError("hwspec_baseboard", "'wiring: nvswitch' and 'nvswitches' go together: list the "
+                                                          "NVSwitch chips and each GPU's links to them")
+        return self
 
 
 class GpuSpec(PartRef):
@@ -253,12 +342,23 @@ class SsdSpec(Spec):
     pcie: PcieAttach
 
 
+IbHcaFilter = Annotated[str, Field(max_length=256), _check_pattern(r"[\^]?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*",
+                                             "an NCCL_IB_HCA filter such as 'mlx5', '^mlx5_an0' or '=mlx5_0:1,mlx5_1:1'",
+                                             "mlx5")]
+"""NCCL_IB_HCA's syntax: an optional '^' (exclude) and '=' (exact names, else prefixes), then
+comma-separated device names with an optional ':port'."""
+
+
 class BackendSpec(Spec):
     """The scale-out (collective) network as this node sees it."""
 
     transport: Transport
     nic_per_gpu: bool = Field(False, description="Declares one dedicated backend NIC per GPU.")
-    gpudirect: bool = Field(False, description="Declares GPUDirect RDMA between GPU and NIC.")
+    gpudirect: bool | Literal["detect"] = Field(False, description="Declares GPUDirect RDMA between GPU and NIC; "
+                                                                   "'detect' leaves it to NCCL's detection (no gdr in nccl-topo.xml).")
+    ib_hca: IbHcaFilter | None = Field(None, description="NCCL_IB_HCA as NCCL takes it ('mlx5', '^mlx5_an0', '=mlx5_0:1'): how "
+                                                         "NCCL selects the backend RDMA devices when their names are not written "
+                                                         "('device:') or differ between images.")
     rail_optimized: bool = Field(False, description="NIC i of every node is on rail i.")
     gid_index: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
     traffic_class: int | None = Field(None, ge=0, le=255)
@@ -276,6 +376,16 @@ class DeclaresSpec(Spec):
 class RuleSetting(Spec):
     severity: Literal["error", "warning", "info", "off"]
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
+
+
+EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": r"^[A-Z_][A-Z0-9_]*$"}),
+                    _check_pattern(r"[A-Z_][A-Z0-9_]*", "an environment variable name (upper-case letters, digits, '_')",
+                                   "NCCL_IB_TIMEOUT")]
+EnvValue = Annotated[str, Field(max_length=4096), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
+                                                                  str(v) if isinstance(v, (int, float)) else v),
+                     _check_pattern(r"[A-Za-z0-9_./:,=@%+^-]*", "a value env files and nccl.conf take verbatim "
+                                    "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")]
+"""An environment value: strings as written, numbers as written, booleans as 1/0."""
 
 
 class NodeSpec(Spec):
@@ -298,6 +408,10 @@ class NodeSpec(Spec):
     ssds: list[SsdSpec] = Field(default_factory=list)
     backend: BackendSpec | None = None
     rules: dict[str, RuleSetting] = Field(default_factory=dict, description="Per-rule severity changes, by id or name.")
+    environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
+        "Extra settings for this platform, e.g. the NCCL settings its vendor documents (NCCL_IB_QPS_PER_CONNECTION: 4): "
+        "NCCL_* names go to nccl.conf and launch.env (replacing hwspec's own value of the same name), others to "
+        "launch.env only. HW701 warns about NCCL_* names NCCL does not know."))
 
 
 # ---------------------------------------------------------------- cluster
@@ -360,3 +474,6 @@ class ClusterSpec(Spec):
     rendezvous: RendezvousSpec = Field(default_factory=RendezvousSpec)
     world_size: int | None = Field(None, ge=1, description="Declared number of ranks (GPUs).")
     rules: dict[str, RuleSetting] = Field(default_factory=dict)
+    environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
+        "Extra cluster-wide settings: NCCL_* names go to the cluster's nccl.conf and cluster.env, others to cluster.env. "
+        "HW811 warns about NCCL_* names NCCL does not know."))

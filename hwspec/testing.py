@@ -21,12 +21,18 @@ the built-in catalogue:
 * a PCIe tree per GPU switch: every GPU sits on a "leaf" switch; above a leaf there may be a
   second switch level (a top switch over 1-4 leaves) and a root port, each chain hanging off a
   socket. Every bridge of a chain has one generation (3, 4 or 5; x16); a device whose part is
-  newer than its chain states the link it trains at (`pcie.link`);
+  newer than its chain states the link it trains at (`pcie.link`); with `virtual_links=True`,
+  any bridge may be presented as a VM shows it (Gen1 x1) and any GPU or NIC with width 0, the
+  trained link then written as `link.physical`; with `numa_nodes=True`, consecutive sockets
+  may be grouped into one physical socket listing them as `numa_nodes` (CPU lists written out,
+  so every binding is unchanged);
 * 1-16 GPUs of one catalogue part; NVLink logical pattern `none`, `fully-connected` (when the
   part has the links, `links_per_pair` 1..what fits), fully-connected minus a perfect matching
   (`exclude`), `ring` (explicit pairs), `hybrid-cube-mesh` (8 GPUs, >= 6 links) or `nvswitch`;
   every pattern but `none`/`nvswitch` sits on a baseboard whose wiring (named or an explicit
-  port list, possibly with extra ports) is a superset of it, with permuted slots;
+  port list, possibly with extra ports) is a superset of it, with permuted slots; `nvswitch`
+  may describe its switch chips (an `hgx` board, 1-6 switches, each GPU's links per switch
+  within the part's budget);
 * backend NICs in one of three modes: `per-gpu` (one RDMA NIC per GPU on the GPU's switch,
   `nic_per_gpu` and `gpudirect` declared), `shared` (one RDMA NIC per leaf switch, no
   `nic_per_gpu`), or `none` (Zion-like: collectives over TCP on host NICs, maybe no `backend:`).
@@ -159,14 +165,13 @@ def check_node_text(text: str | bytes, rules: Sequence | None = None, file: str 
     """Every diagnostic for node platform YAML `text`: the loader's (when it does not load) or
     the node rules' (`rules`, default: the built-in ones). Empty means clean."""
     from hwspec.diagnostics import HwspecError
-    from hwspec.graph import build_graph
     from hwspec.rules import run_rules
 
     try:
         platform = load_node_text(text, file)
     except HwspecError as exc:
         return list(exc.diagnostics)
-    return run_rules(platform, build_graph(platform), list(_builtin_rules() if rules is None else rules), scope="node")
+    return run_rules(platform.topology, list(_builtin_rules() if rules is None else rules), scope="node")
 
 
 # ------------------------------------------------------------------ node layout
@@ -437,7 +442,15 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
     if pattern == "none":
         return None, None
     if pattern == "nvswitch":
-        return None, {"topology": "nvswitch"}
+        if not draw(st.booleans(), label="NVSwitch chips described"):
+            return None, {"topology": "nvswitch"}
+        # an hgx board: 1-6 switches, each GPU's links spread over them within the part's budget
+        count = draw(st.integers(1, min(6, links)), label="NVSwitch chips")
+        per_switch = [draw(st.integers(1, links - count + 1), label="links to a switch") for _ in range(count)]
+        while sum(per_switch) > links:  # shrink the largest until the budget holds (every switch keeps >= 1)
+            per_switch[per_switch.index(max(per_switch))] -= 1
+        switches = [{"id": f"nvs{i}", "links_per_gpu": k} for i, k in enumerate(per_switch)]
+        return {"kind": "hgx", "slots": n, "wiring": "nvswitch", "nvswitches": switches}, {"topology": "nvswitch"}
     slots_total = 8 if pattern == "hybrid-cube-mesh" else n + draw(st.integers(0, 2), label="empty slots")
     slots = draw(st.permutations(range(slots_total)), label="slots")[:n]
     for entry, slot in zip(gpus, slots):
@@ -514,15 +527,74 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
 
 def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
                gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
-               nic_modes: Iterable[str] | None = None, name: str = "node") -> st.SearchStrategy[dict]:
+               nic_modes: Iterable[str] | None = None, name: str = "node",
+               virtual_links: bool = False, numa_nodes: bool = False) -> st.SearchStrategy[dict]:
     """Valid node platform specs as plain dicts (what a YAML file holds).
 
     `min_/max_sockets` (1-8) and `min_/max_gpus` (1-16) bound the sizes; `gpu_parts` limits the
     catalogue GPU parts, `nvlink` the patterns (`NVLINK_PATTERNS`), `nic_modes` the backend NIC
-    layouts (`NIC_MODES`); `name` is the platform name. Every spec passes every built-in rule
-    with no finding; see the module docstring for what varies and what is guaranteed."""
-    return _layouts(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
-                    gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name).map(lambda layout: layout.spec)
+    layouts (`NIC_MODES`); `name` is the platform name; `virtual_links` lets links be presented
+    as a VM shows them (see `present_virtually`), `numa_nodes` lets sockets hold several NUMA
+    nodes (see `group_numa_nodes`). Every spec passes every built-in rule with no finding; see
+    the module docstring for what varies and what is guaranteed."""
+    layouts = _layouts(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
+                       gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name)
+    specs = layouts.map(lambda layout: layout.spec)
+    if numa_nodes:
+        specs = specs.flatmap(lambda spec: group_numa_nodes(spec))
+    return specs.flatmap(lambda spec: present_virtually(spec)) if virtual_links else specs
+
+
+@st.composite
+def group_numa_nodes(draw, spec: dict) -> dict:
+    """`spec` with some pairs of consecutive sockets grouped into one physical socket (`pkgN`)
+    listing them as its `numa_nodes`: ids, NUMA numbers, memory and CPU lists stay as they
+    were (the CPU lists written out), so every device, binding and figure is unchanged;
+    `declares.sockets` counts the physical sockets."""
+    from hwspec.generators.launch import cpu_ranges
+
+    spec = copy.deepcopy(spec)
+    cpus = {s.id: s.cpus for s in load_node_text(dump_yaml(spec)).sockets}
+    sockets, grouped, i = spec["sockets"], [], 0
+    while i < len(sockets):
+        if i + 1 < len(sockets) and draw(st.booleans(), label=f"group {sockets[i]['id']}"):
+            pair = sockets[i:i + 2]
+            grouped.append({"id": f"pkg{len(grouped)}", "part": pair[0]["part"], "numa_nodes": [
+                {"id": s["id"], "numa_node": s["numa_node"], "cpus": cpu_ranges(cpus[s["id"]]), "memory": s["memory"]}
+                for s in pair]})
+            i += 2
+        else:
+            grouped.append(sockets[i])
+            i += 1
+    spec["sockets"] = grouped
+    if "sockets" in spec.get("declares", {}):
+        spec["declares"]["sockets"] = len(grouped)
+    return spec
+
+
+def _physical_link(entry: dict, part_link: Any | None) -> dict:
+    """The link an entry trains at, as written: its own `link`, else its part's interface."""
+    if "link" in entry:
+        return dict(entry["link"])
+    return {"gen": part_link.generation, "width": part_link.width}
+
+
+@st.composite
+def present_virtually(draw, spec: dict) -> dict:
+    """`spec` with some links presented as a VM shows them: a bridge as Gen1 x1, a GPU or NIC
+    with width 0 at its trained generation; each keeps its trained link as `link.physical`,
+    so every bandwidth, rule and roofline figure is unchanged."""
+    spec = copy.deepcopy(spec)
+    gpu_parts, nic_parts = _parts("gpus"), _parts("nics")
+    for bridge in spec.get("pcie", []):
+        if draw(st.booleans(), label=f"{bridge['id']} virtual"):
+            bridge["link"] = {"gen": 1, "width": 1, "physical": _physical_link(bridge, None)}
+    for section, parts in (("gpus", gpu_parts), ("nics", nic_parts)):
+        for entry in spec.get(section, []):
+            if draw(st.booleans(), label=f"{entry['id']} virtual"):
+                trained = _physical_link(entry["pcie"], parts[entry["part"]].pcie)
+                entry["pcie"]["link"] = {"gen": trained["gen"], "width": 0, "physical": trained}
+    return spec
 
 
 def node_yaml(**kwargs: Any) -> st.SearchStrategy[str]:

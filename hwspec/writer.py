@@ -35,3 +35,22 @@ def safe_join(root: Path, relative: str) -> Path:
     if not target.is_relative_to(root.resolve()):
         raise ValueError(f"refusing output path {relative!r}: it escapes {root}")
     return target
+
+
+def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `data` to `path` via a temp file and rename (binary files: PNG, SVG bytes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -60,6 +60,10 @@ def test_clean_rail_optimized_cluster_has_no_findings():
     ("mixed_gpu_counts.yaml", [
         "mixed_gpu_counts.yaml:6:16: error[HW810 uniform-gpus-per-node]: nodes[1] (one-gpu) has 1 GPUs per node, "
         "nodes[0] (minimal) has 2\n  hint: split the cluster, or use node platforms with equal GPU counts"]),
+    ("nccl_variable_unknown.yaml", [
+        "nccl_variable_unknown.yaml:15:21: warning[HW811 cluster-nccl-variable-known]: environment: NCCL does not read "
+        "NCCL_IB_TIMEOUTS\n  hint: did you mean NCCL_IB_TIMEOUT? a variable of a newer NCCL or a plugin is fine: change "
+        "this rule under 'rules:' with the reason"]),
     ("rail_declaration_mismatch.yaml", [
         "rail_declaration_mismatch.yaml:12:13: warning[HW809 rail-declaration]: minimal declares rail_optimized: true, "
         "but this cluster's backend is single-switch"]),
@@ -123,7 +127,7 @@ def test_node_groups_may_use_different_node_platforms(tmp_path):
     assert [g.platform.name for g in cluster.groups] == ["minimal", "star"]
     assert cluster.hostnames == ["a0", "a1", "b0", "b1", "b2"] and cluster.world_size == 10
     assert [g.first_node for g in cluster.groups] == [0, 2]
-    plan = generate.plan_for(cluster, checked.graph)
+    plan = generate.plan_for(cluster.topology)
     assert {p.split("/")[2] for p in plan if p.startswith("mixed-ok/nodes/")} == {"minimal", "star"}
     hosts = [line.split("\t") for line in plan["mixed-ok/hosts.tsv"].splitlines() if not line.startswith("#")][1:]
     assert [(h[0], h[2]) for h in hosts] == [("a0", "minimal"), ("a1", "minimal"), ("b0", "star"), ("b1", "star"), ("b2", "star")]

@@ -86,7 +86,7 @@ def test_topology_conf_follows_slurm_tree_syntax(cluster):
 
 def test_rail_optimized_clos_topology_conf_has_pods_under_one_spine(tmp_path):
     checked = _synthetic(tmp_path, nodes=100, topology="rail-optimized")
-    plan = generate.plan_for(checked.platform, checked.graph)
+    plan = generate.plan_for(checked.topology)
     text = plan["synthetic/slurm/topology.conf"]
     lines = [line for line in text.splitlines() if line.startswith("SwitchName")]
     assert lines[0] == "SwitchName=pod0 Nodes=zx[000-031]"
@@ -125,15 +125,15 @@ def test_node_files_are_generated_once_per_node_platform_in_the_clusters_context
 
 
 def test_cluster_nccl_conf_takes_cross_nic_from_the_rail_layout(tmp_path):
-    rails = generate.plan_for(*_graph_pair(_synthetic(tmp_path, nodes=64, topology="rail-optimized")))
+    rails = generate.plan_for(*_topology_only(_synthetic(tmp_path, nodes=64, topology="rail-optimized")))
     assert "NCCL_CROSS_NIC=0\n" in rails["synthetic/nccl.conf"]
     assert "NCCL_CROSS_NIC=0\n" in rails["synthetic/nodes/zionex/nccl.conf"]
     star = (GENERATED / "zionex-16" / "nccl.conf").read_text()
     assert "NCCL_CROSS_NIC=1\n" in star
 
 
-def _graph_pair(checked: pipeline.Checked):
-    return checked.platform, checked.graph
+def _topology_only(checked: pipeline.Checked):
+    return (checked.topology,)
 
 
 def test_cluster_env_parses_the_same_in_bash_and_as_an_env_file():
@@ -175,7 +175,7 @@ def test_sbatch_runs_torchrun_through_node_launch_and_bind_on_every_node(tmp_pat
     srun, torchrun = log.read_text().splitlines()
     assert srun == f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 {install}/node-launch.sh python3 train.py"
     assert torchrun == (f"torchrun --no-python {install}/nodes/zionex/bind.sh python3 train.py NNODES=2 NPROC=8 "
-                        f"RDZV=zionex03:29500 CROSS=1 HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1")
+                        f"RDZV=10.16.0.4:29500 CROSS=1 HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1")
 
 
 def test_node_launch_refuses_a_host_that_is_not_in_the_cluster(tmp_path):
@@ -185,7 +185,8 @@ def test_node_launch_refuses_a_host_that_is_not_in_the_cluster(tmp_path):
     result = subprocess.run(["sh", str(GENERATED / "zionex-16" / "node-launch.sh"), "true"], capture_output=True, text=True,
                             env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HWSPEC_DIR": str(GENERATED / "zionex-16")})
     assert result.returncode == 2
-    assert result.stderr == f"node-launch.sh: host 'stranger' is not in {GENERATED / 'zionex-16'}/hosts.tsv\n"
+    assert result.stderr == (f"node-launch.sh: host 'stranger' is not in {GENERATED / 'zionex-16'}/hosts.tsv "
+                             "(set HWSPEC_NODE to this node's name there)\n")
 
 
 def test_cluster_roofline_aggregates_and_hierarchical_bounds():
@@ -222,7 +223,7 @@ def test_cluster_torchrec_kwargs_carry_world_and_local_world_size():
 
 def test_large_clusters_are_summarised_in_the_diagram(tmp_path):
     checked = _synthetic(tmp_path, nodes=100, topology="clos")
-    dot = generate.plan_for(checked.platform, checked.graph)["synthetic/cluster.dot"]
+    dot = generate.plan_for(checked.topology)["synthetic/cluster.dot"]
     assert "zx000" not in dot.replace("zx[000-099]", "")
     assert '"group0" [shape=box3d' in dot and "spines [" in dot
     small = (GENERATED / "zionex-16" / "cluster.dot").read_text()
@@ -241,7 +242,7 @@ def test_output_does_not_grow_per_node_except_per_node_files(tmp_path):
         work = tmp_path / str(nodes)
         work.mkdir()
         checked = _synthetic(work, nodes=nodes, topology="rail-optimized")
-        plan = generate.plan_for(checked.platform, checked.graph)
+        plan = generate.plan_for(checked.topology)
         sizes[nodes] = {path.split("/", 1)[1]: len(text) for path, text in plan.items()}
     per_node = {"hostfile", "hosts.tsv", "slurm/topology.conf"}
     for path, size in sizes[512].items():

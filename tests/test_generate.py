@@ -31,7 +31,7 @@ def full_plan() -> dict[str, str]:
     for name in NODE_PLATFORMS:
         checked = check(Path("platforms") / f"{name}.yaml")
         assert not checked.failed(), checked.diagnostics
-        plan.update(plan_for(checked.platform, checked.graph))
+        plan.update(plan_for(checked.topology))
     return plan
 
 

@@ -17,8 +17,7 @@ import pytest
 
 from hwspec.diagnostics import HwspecError
 from hwspec.generate import GenerationError, UnsafeValue, env_value, plan_for, shell_word, xml_attr
-from hwspec.generators.launch import cpu_ranges, gdr_level, nccl_settings, omp_threads, path_level
-from hwspec.graph import build_graph
+from hwspec.generators.launch import cpu_ranges, gdr_level, nccl_settings, omp_threads
 from hwspec.load import load_platform
 from hwspec.pipeline import check
 
@@ -37,7 +36,7 @@ def _checked(name: str):
 @lru_cache(maxsize=None)
 def plan(name: str) -> dict[str, str]:
     checked = _checked(name)
-    files = plan_for(checked.platform, checked.graph, only=["nccl-conf", "launch-env", "ranks", "bind"])
+    files = plan_for(checked.topology, only=["nccl-conf", "launch-env", "ranks", "bind"])
     return {key.split("/", 1)[1]: text for key, text in files.items()}
 
 
@@ -81,10 +80,10 @@ def test_zion_nccl_conf():
 
 
 def test_cross_nic_follows_rail_optimization():
-    platform, graph = _checked("zionex").platform, _checked("zionex").graph
+    platform = _checked("zionex").platform
     for rail, expected in ((True, "0"), (False, "1")):
         changed = dataclasses.replace(platform, backend=dataclasses.replace(platform.backend, rail_optimized=rail))
-        values = {s.name: s.value for s in nccl_settings(changed, graph, "/etc/hwspec/x")}
+        values = {s.name: s.value for s in nccl_settings(changed.topology, "/etc/hwspec/x")}
         assert values["NCCL_CROSS_NIC"] == expected
 
 
@@ -112,8 +111,8 @@ def test_launch_env_reads_the_same_in_bash_and_as_a_docker_env_file(name, tmp_pa
 
 def test_omp_threads_is_cores_per_gpu_on_its_numa_node():
     # ZionEX: 28 cores and 2 GPUs per socket; Zion: the same on the 4 sockets that have GPUs
-    assert omp_threads(_checked("zionex").platform) == 14
-    assert omp_threads(_checked("zion").platform) == 14
+    assert omp_threads(_checked("zionex").topology) == 14
+    assert omp_threads(_checked("zion").topology) == 14
 
 
 # ------------------------------------------------------------------ ranks.tsv
@@ -249,23 +248,25 @@ def node(tmp_path: Path, name: str = "tiny", device: str = "mlx5_0", interface: 
 @pytest.mark.parametrize("upstream, level", [("sw0", "PIX"), ("sw1", "PXB"), ("cpu0", "PHB")])
 def test_gdr_level_follows_the_pcie_distance_between_gpu_and_nic(tmp_path, upstream, level):
     platform = load_platform(node(tmp_path, nic_upstream=upstream))
-    graph = build_graph(platform)
-    assert path_level(graph, "gpu0", "nic0") == level
-    assert gdr_level(platform, graph) == level
-    assert {s.name: s.value for s in nccl_settings(platform, graph, "/etc/hwspec/x")}["NCCL_NET_GDR_LEVEL"] == level
+    topology = platform.topology
+    assert topology.pcie_path_type("gpu0", "nic0") == level
+    assert gdr_level(topology) == level
+    assert {s.name: s.value for s in nccl_settings(topology, "/etc/hwspec/x")}["NCCL_NET_GDR_LEVEL"] == level
 
 
 def test_gdr_level_across_sockets_is_capped_at_phb():
     checked = _checked("zionex")
-    assert path_level(checked.graph, "gpu0", "nic2") == "SYS"
-    assert path_level(checked.graph, "gpu0", "fe0") == "PHB"
-    assert path_level(checked.graph, "gpu0", "nic1") == "PIX"
+    topology = checked.topology
+    assert topology.pcie_path_type("gpu0", "nic2") == "SYS"
+    assert topology.pcie_path_type("gpu0", "fe0") == "PHB"
+    assert topology.pcie_path_type("gpu0", "nic1") == "PIX"
+    assert gdr_level(topology) == "PIX"
 
 
 def test_no_gdr_level_without_gpudirect():
     checked = _checked("zionex")
     platform = dataclasses.replace(checked.platform, backend=dataclasses.replace(checked.platform.backend, gpudirect=False))
-    assert "NCCL_NET_GDR_LEVEL" not in {s.name for s in nccl_settings(platform, checked.graph, "/etc/hwspec/x")}
+    assert "NCCL_NET_GDR_LEVEL" not in {s.name for s in nccl_settings(platform.topology, "/etc/hwspec/x")}
 
 
 # ------------------------------------------------------------------ values that would need quoting
@@ -305,6 +306,6 @@ def test_a_hostile_value_that_bypassed_validation_stops_generation():
     hostile = dataclasses.replace(platform, nics=nics)
     for only in (["nccl-conf"], ["launch-env"]):
         with pytest.raises(GenerationError, match=r"refusing to write '=eth10;reboot,eth20,eth30,eth40'"):
-            plan_for(hostile, checked.graph, only=only)
+            plan_for(hostile.topology, only=only)
     # the XML escapes it instead (and the compatibility check still judges the result)
-    assert "eth10;reboot" in plan_for(hostile, checked.graph, only=["nccl-topo"])["zionex/nccl-topo.xml"]
+    assert "eth10;reboot" in plan_for(hostile.topology, only=["nccl-topo"])["zionex/nccl-topo.xml"]

@@ -201,7 +201,7 @@ def test_more_than_16_attributes_are_rejected():
 def generated(name: str) -> str:
     checked = check(ROOT / "platforms" / f"{name}.yaml")
     assert not checked.failed(), checked.diagnostics
-    return plan_for(checked.platform, checked.graph, only=["nccl-topo"])[f"{name}/nccl-topo.xml"]
+    return plan_for(checked.topology, only=["nccl-topo"])[f"{name}/nccl-topo.xml"]
 
 
 @pytest.mark.parametrize("name", ["zionex", "zion"])
@@ -298,7 +298,7 @@ def test_generation_fails_when_the_output_breaks_the_nccl_rules(tmp_path, monkey
     monkeypatch.chdir(ROOT)
     checked = check(Path("platforms/zionex.yaml"))
     with pytest.raises(GenerationError) as caught:
-        plan_for(checked.platform, checked.graph, template_dirs=[tmp_path], only=["nccl-topo"])
+        plan_for(checked.topology, template_dirs=[tmp_path], only=["nccl-topo"])
     assert str(caught.value) == (
         "platforms/zionex.yaml: nccl-topo.xml fails the NCCL compatibility check:\n"
         "  line 2: XML declaration '<?xml ...?>' is not allowed (NCCL: \"XML Parse : expected >, got '?'\")")
@@ -329,13 +329,12 @@ backend: {transport: infiniband, nic_per_gpu: true, gpudirect: true}
 
 
 def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, monkeypatch):
-    from hwspec.graph import build_graph
     from hwspec.load import load_platform
 
     monkeypatch.chdir(tmp_path)
     Path("dual.yaml").write_text(DUAL_PORT)
     platform = load_platform(Path("dual.yaml"))
-    text = plan_for(platform, build_graph(platform), only=["nccl-topo"])["dual/nccl-topo.xml"]
+    text = plan_for(platform.topology, only=["nccl-topo"])["dual/nccl-topo.xml"]
     assert check_nccl_xml(text) == []
     assert text.split("\n", 1)[1] == """\
 <system version="1">
@@ -358,7 +357,6 @@ def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, mo
 
 
 def test_nvswitch_links_use_the_sentinel_target(tmp_path, monkeypatch):
-    from hwspec.graph import build_graph
     from hwspec.load import load_platform
 
     monkeypatch.chdir(tmp_path)
@@ -366,7 +364,7 @@ def test_nvswitch_links_use_the_sentinel_target(tmp_path, monkeypatch):
                                       "nvlink: {topology: nvswitch}\nnics:")
     Path("dual.yaml").write_text(text)
     platform = load_platform(Path("dual.yaml"))
-    xml = plan_for(platform, build_graph(platform), only=["nccl-topo"])["dual/nccl-topo.xml"]
+    xml = plan_for(platform.topology, only=["nccl-topo"])["dual/nccl-topo.xml"]
     assert check_nccl_xml(xml) == []
     links = [(pci.get("busid"), link.attrib) for pci in ElementTree.fromstring(xml).iter("pci")
              for link in pci.findall("gpu/nvlink")]

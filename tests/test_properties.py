@@ -90,6 +90,61 @@ def test_every_nvlink_pattern_is_valid(pattern, data):
 
 
 @settings(max_examples=max(5, EXAMPLES // 2))
+@given(data=st.data())
+def test_sockets_grouped_into_numa_nodes_change_no_finding_and_no_number(data):
+    """Grouping sockets as NUMA nodes of one physical socket (CPU lists kept) changes nothing
+    but the count of physical sockets."""
+    from hwspec import roofline
+    from hwspec.generators.launch import omp_threads
+    from hwspec.testing import dump_yaml, group_numa_nodes, load_node_text
+
+    spec = data.draw(node_specs(max_gpus=8, max_sockets=4))
+    grouped = data.draw(group_numa_nodes(spec))
+    note(dump_yaml(grouped))
+    assert check_node_text(dump_yaml(grouped)) == [], formatted(check_node_text(dump_yaml(grouped)))
+    plain, split = load_node_text(dump_yaml(spec)), load_node_text(dump_yaml(grouped))
+    assert [(s.id, s.numa_node, s.cpus) for s in split.sockets] == [(s.id, s.numa_node, s.cpus) for s in plain.sockets]
+    assert len(split.packages) == len(grouped["sockets"])
+    assert omp_threads(split.topology) == omp_threads(plain.topology)
+    before, after = roofline.roofline(plain.topology), roofline.roofline(split.topology)
+    assert before["gpu_groups"] == after["gpu_groups"]
+
+
+@settings(max_examples=max(5, EXAMPLES // 2))
+@given(data=st.data())
+def test_described_nvswitch_chips_carry_each_gpus_links(data):
+    from hwspec.testing import load_node_text
+
+    text = data.draw(node_yaml(nvlink=["nvswitch"], max_gpus=8, max_sockets=2))
+    note(text)
+    assert check_node_text(text) == [], formatted(check_node_text(text))
+    platform = load_node_text(text)
+    switches = platform.baseboard.nvswitches if platform.baseboard else ()
+    for gpu in platform.gpus:
+        links = sum(s.links_per_gpu for s in switches) if switches else gpu.fabric_links
+        assert platform.topology.nvlink_links(gpu.id) == links <= gpu.fabric_links
+    assert platform.topology.nvlink_connected
+
+
+@settings(max_examples=max(5, EXAMPLES // 2))
+@given(data=st.data())
+def test_virtually_presented_links_change_no_finding_and_no_number(data):
+    """A VM's virtual links (`link` Gen1 x1 or width 0, the trained link as `link.physical`)
+    are judged by no rule and change no roofline figure: only NCCL's topology file shows them."""
+    from hwspec import roofline
+    from hwspec.testing import dump_yaml, load_node_text, present_virtually
+
+    spec = data.draw(node_specs(max_gpus=8, max_sockets=4))
+    virtual = data.draw(present_virtually(spec))
+    note(dump_yaml(virtual))
+    assert check_node_text(dump_yaml(virtual)) == [], formatted(check_node_text(dump_yaml(virtual)))
+    plain, shown = load_node_text(dump_yaml(spec)), load_node_text(dump_yaml(virtual))
+    assert [d.physical for d in (*shown.bridges, *shown.gpus, *shown.nics)] == \
+        [d.physical for d in (*plain.bridges, *plain.gpus, *plain.nics)]
+    assert roofline.roofline(shown.topology) == roofline.roofline(plain.topology)
+
+
+@settings(max_examples=max(5, EXAMPLES // 2))
 @given(node_yaml(max_gpus=8, max_sockets=4))
 def test_generated_files_validate_through_the_pipeline_and_the_cli(text):
     with tempfile.TemporaryDirectory() as directory:

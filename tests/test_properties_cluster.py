@@ -34,7 +34,7 @@ def test_cluster_world_size_hostnames_and_host_lists(files):
     assert cluster.world_size == count * gpus == sum(g.count * len(g.platform.gpus) for g in cluster.groups)
     assert len(set(cluster.hostnames)) == len(cluster.hostnames) == count
 
-    plan = plan_for(cluster, checked.graph, only=["hostfile"])
+    plan = plan_for(cluster.topology, only=["hostfile"])
     lines = [line.split() for line in plan[f"{cluster.name}/hostfile"].splitlines() if not line.startswith("#")]
     assert [host for host, _ in lines] == cluster.hostnames
     assert sum(int(slots.removeprefix("slots=")) for _, slots in lines) == cluster.world_size
@@ -50,7 +50,7 @@ def test_cluster_world_size_hostnames_and_host_lists(files):
 @given(cluster_specs(backend_network=True, **SIZES))
 def test_rail_layout_is_consistent(files):
     checked = checked_cluster(files)
-    cluster, graph = checked.platform, checked.graph
+    cluster, graph = checked.platform, checked.topology.graph
     fabric = cluster.fabric
     platform = cluster.groups[0].platform
     nics = platform.collective_nics
@@ -81,5 +81,5 @@ def test_cluster_plan_is_deterministic(files):
     """Every cluster generator (host lists, Slurm, the node files rendered for the cluster, launch
     files, roofline, diagram) runs on the cluster and renders the same plan twice."""
     checked = checked_cluster(files)
-    plan = plan_for(checked.platform, checked.graph)
-    assert plan and plan == plan_for(checked.platform, checked.graph)
+    plan = plan_for(checked.topology)
+    assert plan and plan == plan_for(checked.topology)

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hwspec.graph import build_graph
 from hwspec.load import load_platform
 from hwspec.rules import load_rules, run_rules
 
@@ -28,9 +27,9 @@ def test_the_rules_section_site_rule_works(tmp_path):
     rules = load_rules([tmp_path])
     assert [(r.id, r.name) for r in rules] == [("SITE001", "eight-gpus")]
     zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
-    assert run_rules(zionex, build_graph(zionex), rules) == []
+    assert run_rules(zionex.topology, rules) == []
     small = load_platform(ROOT / "tests" / "fixtures" / "spec" / "minimal_node.yaml")
-    (finding,) = run_rules(small, build_graph(small), rules)
+    (finding,) = run_rules(small.topology, rules)
     assert (finding.code, finding.message) == ("SITE001", "2 GPUs, expected 8")
 
 

@@ -60,7 +60,8 @@ FAULTS = [
     ], id='HW103-switch_oversubscribed'),
     pytest.param('link_newer_than_bridge', [
         '26:11: error[HW104 pcie-link-exceeds-bridge]: sw0: Gen4 x16 link below rp0, a Gen3 root port (uplink Gen3 x16): a Gen3 root port has no Gen4 ports'
-        "\n  hint: write the link it trains at (gen: 3), or correct rp0's generation",
+        "\n  hint: correct the generation sw0 or rp0 trains at ('lspci -vv', LnkSta); a link the OS shows differently"
+        " (a VM's virtual bridge) is written as 'link', the trained one as 'link.physical'",
     ], id='HW104-link_newer_than_bridge'),
     pytest.param('nic_link_above_part', [
         '71:55: error[HW105 device-link-capability]: fe0: Gen4 x16 link, but its part ethernet-100g supports at most Gen3 x16'
@@ -111,8 +112,9 @@ FAULTS = [
         '\n  hint: each NIC port has its own interface name',
     ], id='HW206-nic_names_duplicate'),
     pytest.param('nic_names_missing', [
-        "50:5: error[HW206 nic-names]: nic0: transport rocev2 needs the RDMA device name ('device:')"
-        "\n  hint: e.g. 'device: mlx5_0', as 'ibv_devices' shows it",
+        "50:5: error[HW206 nic-names]: nic0: transport rocev2 needs the RDMA device name ('device:'), as nic1 has one"
+        "\n  hint: e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none and let NCCL pick them (optionally by "
+        "'backend.ib_hca')",
         "65:5: error[HW206 nic-names]: fe0: transport tcp needs the network interface name ('interface:')"
         "\n  hint: e.g. 'interface: eth0', as 'ip link' shows it",
     ], id='HW206-nic_names_missing'),
@@ -200,12 +202,21 @@ FAULTS = [
         '47:32: warning[HW503 hbm-matches-part]: gpu1 overrides the HBM capacity of its part a100-oam-40gb with 80 GiB'
         '\n  hint: name (or add) the part with this memory instead of overriding it',
     ], id='HW503-hbm_override'),
+    pytest.param('cores_fewer_than_ranks', [
+        "10:11: warning[HW504 cores-per-rank]: cpu0 (NUMA 0) has 0 physical core(s) in its CPU list (1 CPUs, 2 per core) "
+        "for 1 GPUs (gpu0)\n  hint: check the CPU list ('numactl -H') and the part's threads_per_core",
+    ], id='HW504-cores_fewer_than_ranks'),
     pytest.param('declared_counts_wrong', [
         '6:21: error[HW601 declared-counts]: declares.sockets is 4, but 2 socket(s) are described (cpu0, cpu1)'
         '\n  hint: correct the sockets list or the declared count',
         '6:30: error[HW601 declared-counts]: declares.gpus is 8, but 2 GPU(s) are described (gpu0, gpu1)'
         '\n  hint: correct the gpus list or the declared count',
     ], id='HW601-declared_counts_wrong'),
+    pytest.param('nccl_variable_unknown', [
+        "74:30: warning[HW701 nccl-variable-known]: environment: NCCL does not read NCCL_IB_QPS_PER_CONECTION"
+        "\n  hint: did you mean NCCL_IB_QPS_PER_CONNECTION? a variable of a newer NCCL or a plugin is fine: change this "
+        "rule under 'rules:' with the reason",
+    ], id='HW701-nccl_variable_unknown'),
 ]
 
 

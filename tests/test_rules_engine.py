@@ -37,7 +37,7 @@ def rules_dir(path: Path, rule_id: str, word: str) -> Path:
 def test_each_rule_directory_imports_its_own_helpers(tmp_path: Path) -> None:
     rules = load_rules([rules_dir(tmp_path / "a", "A001", "apple"), rules_dir(tmp_path / "b", "B001", "banana")])
     platform = load_platform(FIXTURES / "base_2gpu.yaml")
-    found = run_rules(platform, build_graph(platform), rules)
+    found = run_rules(platform.topology, rules)
     assert [(d.code, d.message) for d in found] == [("A001", "apple"), ("B001", "banana")]
 
 

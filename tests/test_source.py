@@ -339,3 +339,29 @@ def test_safe_dump_round_trips(data, flow):
     for path in _paths(data):  # every key and value has a position inside the text
         for pos in (doc.key_position(path), doc.value_position(path)):
             assert 1 <= pos.line <= len(lines) + 1 and pos.col >= 1
+
+
+def _load_both(path: Path):
+    """(fast, reference) outcomes of loading `path`: (data, value positions, key positions) or the diagnostics."""
+    from hwspec import source
+
+    outcomes = []
+    for fast in (True, False):
+        saved = source._CParser
+        if not fast:
+            source._CParser = None
+        try:
+            doc = source.load_yaml_file(path)
+            outcomes.append((doc.data, doc._values, doc._keys))
+        except HwspecError as exc:
+            outcomes.append([d.format() for d in exc.diagnostics])
+        finally:
+            source._CParser = saved
+    return outcomes
+
+
+@pytest.mark.parametrize("path", sorted({*Path(__file__).parent.rglob("*.yaml"), *(Path(__file__).parent.parent / "platforms").rglob("*.yaml")}),
+                         ids=lambda p: p.name)
+def test_libyaml_and_the_reference_parser_give_the_same_document_or_diagnostics(path):
+    fast, reference = _load_both(path)
+    assert fast == reference

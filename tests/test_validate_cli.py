@@ -152,7 +152,8 @@ def test_sarif_format_validates_against_the_schema(capsys: pytest.CaptureFixture
     assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in results)
     assert {r.id for r in load_rules(rule_directories())} <= {r["id"] for r in rules}
     location = results[0]["locations"][0]["physicalLocation"]
-    assert location == {"artifactLocation": {"uri": str(ON_SOCKET)}, "region": {"startLine": 57, "startColumn": 22}}
+    assert location == {"artifactLocation": {"uri": ON_SOCKET.resolve().relative_to(ROOT).as_posix(), "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": 57, "startColumn": 22}}
     assert results[2]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == bad.as_uri()
 
 

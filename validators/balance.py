@@ -7,7 +7,7 @@ from typing import Iterator
 from hwspec.model import Bridge
 from hwspec.rules import Context, Finding, rule
 
-from ._common import gbit, gbyte, id_list, link_text, nic_path, pcie_field
+from ._common import gbit, gbyte, id_list, link_text, physical_field
 
 
 @rule("HW401", "nic-path-bandwidth")
@@ -22,11 +22,11 @@ def nic_path_bandwidth(ctx: Context) -> Iterator[Finding]:
     for nic in p.nics:
         if nic.socket is None:
             continue
-        for item in nic_path(p, nic):
-            if item.link.bandwidth < nic.speed:
-                where = f"{item.id}'s {link_text(item.link, 'uplink')}" if isinstance(item, Bridge) else f"a {link_text(item.link)}"
+        for item in ctx.topology.nic_path(nic):
+            if item.physical.bandwidth < nic.speed:
+                where = f"{item.id}'s {link_text(item.physical, 'uplink')}" if isinstance(item, Bridge) else f"a {link_text(item.physical)}"
                 yield ctx.finding(f"{nic.id}: {gbit(nic.speed)} NIC ({gbyte(nic.speed)}) sits behind {where}",
-                                  at=pcie_field(item, "link"),
+                                  at=physical_field(item),
                                   hint="give the NIC (and the bridges above it) a link at least as fast as the NIC")
 
 
@@ -44,15 +44,15 @@ def switch_uplink_traffic(ctx: Context) -> Iterator[Finding]:
     for nic in p.nics:
         if nic.socket is None:
             continue
-        for item in nic_path(p, nic)[1:]:
+        for item in ctx.topology.nic_path(nic)[1:]:
             crossing.setdefault(item.id, []).append(nic)
     for bridge in p.bridges:
         nics = crossing.get(bridge.id, [])
         total = sum(n.speed for n in nics)
-        if nics and total > bridge.link.bandwidth:
+        if nics and total > bridge.physical.bandwidth:
             verb = "sends" if len(nics) == 1 else "send"
             yield ctx.finding(f"{bridge.id}: {id_list(n.id for n in nics)} {verb} {gbit(total)} ({gbyte(total)}) "
-                              f"across its {link_text(bridge.link, 'uplink')}",
-                              at=(bridge.id, "link"),
+                              f"across its {link_text(bridge.physical, 'uplink')}",
+                              at=physical_field(bridge),
                               hint="widen the uplink, spread the NICs over more bridges, or place each backend "
                                    "NIC beside its GPU with GPUDirect RDMA")

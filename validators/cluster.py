@@ -8,7 +8,7 @@ import math
 
 from hwspec.rules import Context, rule
 
-from ._common import gbit, number
+from ._common import gbit, number, unknown_nccl_names
 
 
 def _tbit(rate: float) -> str:
@@ -28,8 +28,8 @@ def rail_alignment(ctx: Context):
     if fabric is None or fabric.topology != "rail-optimized":
         return
     for index, group in enumerate(cluster.groups):
-        platform = group.platform
-        nics = platform.collective_nics
+        platform, topology = group.platform, group.topology
+        nics = topology.collective_nics
         if len(nics) != fabric.nics_per_node:
             yield ctx.finding(f"nodes[{index}] ({platform.name}) has {len(nics)} backend NICs, but the fabric has "
                               f"{fabric.nics_per_node} rails", at=("nodes", index, "platform"),
@@ -37,7 +37,7 @@ def rail_alignment(ctx: Context):
             continue
         rail_of = {nic.id: position for position, nic in enumerate(nics)}
         for gpu in platform.gpus:
-            nic = platform.gpu2nic.get(gpu.id)
+            nic = topology.nic_of(gpu.id)
             if nic is not None and rail_of.get(nic.id) != gpu.index:
                 yield ctx.finding(
                     f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {nic.id}, which is on rail "
@@ -162,7 +162,7 @@ def backend_matches_nodes(ctx: Context):
     if fabric is None:
         return
     for index, group in enumerate(ctx.platform.groups):
-        for nic in group.platform.collective_nics:
+        for nic in group.topology.collective_nics:
             if nic.speed != fabric.nic_speed or nic.transport != fabric.transport:
                 yield ctx.finding(f"nodes[{index}] ({group.platform.name}): {nic.id} is {gbit(nic.speed)} {nic.transport}, "
                                   f"the backend network is {gbit(fabric.nic_speed)} {fabric.transport}",
@@ -227,3 +227,13 @@ def uniform_gpus_per_node(ctx: Context):
             yield ctx.finding(f"nodes[{index}] ({group.platform.name}) has {group.gpus_per_node} GPUs per node, "
                               f"nodes[0] ({first.platform.name}) has {first.gpus_per_node}",
                               at=("nodes", index, "platform"), hint="split the cluster, or use node platforms with equal GPU counts")
+
+
+@rule("HW811", "cluster-nccl-variable-known", "warning", scope="cluster")
+def cluster_nccl_variable_known(ctx: Context):
+    """Every NCCL_* name under the cluster's `environment:` is a variable NCCL reads.
+
+    NCCL ignores variables it does not know, silently: a misspelt name leaves the setting the
+    fabric's vendor documents out of effect on every node.
+    """
+    yield from unknown_nccl_names(ctx)

@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterator
 
-import networkx as nx
-
-from hwspec.graph import subgraph
 from hwspec.rules import Context, Finding, rule
 
-from ._common import FABRIC_AT, connection_at, gbyte, gpu_fabric, gpu_pairs, id_list, in_file_order
+from ._common import FABRIC_AT, connection_at, gbyte, id_list, in_file_order
 
 
 @rule("HW301", "nvlink-embeds-in-baseboard")
@@ -23,7 +20,7 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
     baseboard and a slot on it.
     """
     p = ctx.platform
-    pairs = gpu_pairs(p)
+    pairs = ctx.topology.gpu_pairs
     board = p.baseboard
     if pairs and board is None:
         shown = [f"{c.a}-{c.b}: {c.links} links" for c in pairs.values()]
@@ -59,7 +56,7 @@ def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for gpu in p.gpus:
-        mine = gpu_fabric(p, gpu.id)
+        mine = ctx.topology.gpu_fabric(gpu.id)
         used = sum(c.links for c in mine)
         if used > gpu.fabric_links:
             peers = ", ".join(f"{c.b if c.a == gpu.id else c.a}: {c.links}" for c in mine)
@@ -102,14 +99,7 @@ def nvlink_connected(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     if p.nvlink_topology == "none" or len(p.gpus) < 2:
         return
-    fabric = nx.Graph()
-    fabric.add_nodes_from(g.id for g in p.gpus)
-    if ctx.graph is not None:
-        nvlink = subgraph(ctx.graph, "nvlink")
-        fabric.add_edges_from((a, b) for a, b, links in nvlink.edges(data="links") if links and a != b)
-    islands = [sorted((i for i in island if i in p.gpu_by_id), key=lambda i: p.gpu_by_id[i].index)
-               for island in nx.connected_components(fabric)]
-    islands = sorted((i for i in islands if i), key=lambda i: p.gpu_by_id[i[0]].index)
+    islands = ctx.topology.nvlink_islands
     if len(islands) > 1:
         shown = " and ".join("{" + id_list(i) + "}" for i in islands)
         yield ctx.finding(f"the NVLink fabric splits the {len(p.gpus)} GPUs into {len(islands)} islands: {shown}",
@@ -127,7 +117,7 @@ def fabric_uniform(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     if p.nvlink_topology == "none" or not p.fabric_symmetric or not p.gpus:
         return
-    bandwidth = {g.id: sum(c.bandwidth for c in gpu_fabric(p, g.id)) for g in p.gpus}
+    bandwidth = {g.id: sum(c.bandwidth for c in ctx.topology.gpu_fabric(g.id)) for g in p.gpus}
     slow = min(p.gpus, key=lambda g: bandwidth[g.id])
     fast = max(p.gpus, key=lambda g: bandwidth[g.id])
     if bandwidth[fast.id] - bandwidth[slow.id] > 1e-9 * bandwidth[fast.id]:

@@ -7,7 +7,7 @@ from typing import Iterator
 from hwspec.model import Gpu, Nic
 from hwspec.rules import Context, Finding, rule
 
-from ._common import RDMA_TRANSPORTS, ancestors, below, common_bridge, id_list, in_file_order, place
+from ._common import RDMA_TRANSPORTS, id_list, in_file_order, place
 
 
 @rule("HW201", "backend-nic-per-gpu")
@@ -40,7 +40,7 @@ def _pairs(ctx: Context) -> Iterator[tuple[Nic, Gpu]]:
     """Backend NICs with their GPU, both reaching a socket (HW101 reports the others)."""
     p = ctx.platform
     for nic in p.backend_nics:
-        gpu = p.gpu_by_id.get(nic.gpu) if nic.gpu else None
+        gpu = p.gpu_by_id.get(nic.gpu) if nic.gpu else None  # the NIC's own claim, not topology.nic_of
         if gpu is not None and nic.socket is not None and gpu.socket is not None:
             yield nic, gpu
 
@@ -55,7 +55,7 @@ def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for nic, gpu in _pairs(ctx):
-        if common_bridge(p, nic.id, gpu.id) is None:
+        if ctx.topology.common_bridge(nic.id, gpu.id) is None:
             yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: they share no PCIe switch or root port, "
                               "so their traffic goes through the CPU",
                               at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
@@ -76,7 +76,7 @@ def backend_nic_numa(ctx: Context) -> Iterator[Finding]:
 
 def _move_hint(ctx: Context, nic: Nic, gpu: Gpu) -> str:
     p = ctx.platform
-    near = [g.id for g in p.gpus if g.id != gpu.id and common_bridge(p, nic.id, g.id) is not None]
+    near = [g.id for g in p.gpus if g.id != gpu.id and ctx.topology.common_bridge(nic.id, g.id) is not None]
     return f"move {nic.id} under {gpu.upstream}" + (f", or pair it with {' or '.join(near)}" if near else "")
 
 
@@ -115,10 +115,11 @@ def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for nic in p.host_nics:
-        for bridge_id in ancestors(p, nic.id):
+        for bridge_id in ctx.topology.bridges_above(nic.id):
             if p.by_id[bridge_id].kind != "switch":
                 continue
-            gpus = [g.id for g in p.gpus if g.id in below(p, bridge_id)]
+            under = ctx.topology.below(bridge_id)
+            gpus = [g.id for g in p.gpus if g.id in under]
             if gpus:
                 yield ctx.finding(f"{nic.id} ({nic.role}) sits below {bridge_id}, which also holds {id_list(gpus)}: "
                                   "host traffic shares the GPUs' uplink",
@@ -128,20 +129,27 @@ def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
 
 @rule("HW206", "nic-names")
 def nic_names(ctx: Context) -> Iterator[Finding]:
-    """NIC device and interface names are unique, and each NIC has the names its transport needs.
+    """NIC device and interface names are unique; backend RDMA NICs are all named or all left to NCCL; each NIC has the interface its transport needs.
 
-    RDMA transports (rocev2, infiniband) are addressed by device (`NCCL_IB_HCA=mlx5_0`); RoCE
-    and TCP need the network interface (`NCCL_SOCKET_IFNAME`, GID lookup). A missing or shared
-    name makes the generated environment pick the wrong NIC or none.
+    RDMA devices (rocev2, infiniband) may be left unnamed: NCCL then picks them itself, or by
+    the filter in `backend.ib_hca`. But when some backend NICs are named and others not, the
+    exact-name NCCL_IB_HCA built from the named ones would leave the others out. Sockets (TCP)
+    and host RoCE NICs need the network interface (`NCCL_SOCKET_IFNAME`); a backend RoCE NIC
+    is reached through its RDMA device, whose GID NCCL finds itself. A shared name makes the
+    generated environment pick the wrong NIC.
     """
     p = ctx.platform
     devices: dict[tuple[str, int], Nic] = {}
     interfaces: dict[str, Nic] = {}
+    rdma = [n for n in p.backend_nics if n.transport in RDMA_TRANSPORTS]
+    named = [n for n in in_file_order(p, rdma) if n.device is not None]
     for nic in in_file_order(p, p.nics):
-        if nic.transport in RDMA_TRANSPORTS and nic.device is None:
-            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the RDMA device name ('device:')",
-                              at=(nic.id, "device"), hint="e.g. 'device: mlx5_0', as 'ibv_devices' shows it")
-        if nic.transport in ("rocev2", "tcp") and nic.interface is None:
+        if nic in rdma and nic.device is None and named and (p.backend is None or p.backend.ib_hca is None):
+            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the RDMA device name ('device:'), "
+                              f"as {named[0].id} has one",
+                              at=(nic.id, "device"), hint="e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none "
+                                                          "and let NCCL pick them (optionally by 'backend.ib_hca')")
+        if (nic.transport == "tcp" or (nic.transport == "rocev2" and nic.role != "backend")) and nic.interface is None:
             yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the network interface name ('interface:')",
                               at=(nic.id, "interface"), hint="e.g. 'interface: eth0', as 'ip link' shows it")
         if nic.device is not None:

@@ -73,3 +73,21 @@ def hbm_matches_part(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(f"{gpu.id} overrides the HBM {path.split('.')[1]} of its part {gpu.part} with {value}",
                               at=(gpu.id, "override", *path.split(".")),
                               hint="name (or add) the part with this memory instead of overriding it")
+
+
+@rule("HW504", "cores-per-rank", severity="warning")
+def cores_per_rank(ctx: Context) -> Iterator[Finding]:
+    """Every NUMA node with GPUs has at least one physical core (in its CPU list) per GPU.
+
+    Each local rank is bound to its GPU's NUMA node and runs OMP_NUM_THREADS = the node's
+    cores divided by its ranks. With fewer cores than ranks, ranks share cores and the data
+    loader threads starve; usually the CPU list or the part's threads per core is wrong.
+    """
+    t = ctx.topology
+    for socket in ctx.platform.sockets:
+        gpus = t.gpus_on(socket.id)
+        if gpus and t.cores_per_rank(socket.id) < 1:
+            yield ctx.finding(f"{socket.id} (NUMA {socket.numa_node}) has {t.physical_cores(socket.id)} physical core(s) "
+                              f"in its CPU list ({len(socket.cpus)} CPUs, {socket.threads_per_core} per core) for "
+                              f"{len(gpus)} GPUs ({', '.join(g.id for g in gpus)})",
+                              at=(socket.id, "cpus"), hint="check the CPU list ('numactl -H') and the part's threads_per_core")

@@ -7,7 +7,7 @@ from typing import Iterator
 from hwspec.model import Bridge, Nic
 from hwspec.rules import Context, Finding, rule
 
-from ._common import chain, gbyte, id_list, in_file_order, link_text, number, pcie_field
+from ._common import gbyte, id_list, in_file_order, link_text, number, pcie_field, physical_field
 
 
 @rule("HW101", "pcie-tree")
@@ -25,7 +25,7 @@ def pcie_tree(ctx: Context) -> Iterator[Finding]:
     for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds):
         if item.socket is not None:
             continue
-        ids = chain(p, item.id)
+        ids = ctx.topology.chain(item.id)
         loop = ids[ids.index(ids[-1]):]
         key = frozenset(loop)
         cycles.setdefault(key, loop)
@@ -78,7 +78,7 @@ def _same_adapter(a: object, b: object) -> bool:
 
 @rule("HW103", "pcie-oversubscription", severity="warning")
 def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
-    """The links below a PCIe bridge add up to at most `max_oversubscription` times its uplink bandwidth.
+    """The links below a PCIe bridge add up to at most `max_oversubscription` times its uplink bandwidth (physical links).
 
     Devices below a bridge share its uplink. Some oversubscription is normal (GPU-to-NIC traffic
     under GPUDirect never leaves the switch), which is why the limit is per bridge; beyond it,
@@ -86,41 +86,44 @@ def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for bridge in p.bridges:
-        kids = [p.by_id[i] for i in p.children.get(bridge.id, ())]
-        total = sum(k.link.bandwidth for k in kids)
-        ratio = total / bridge.link.bandwidth
+        kids = [p.by_id[i] for i in ctx.topology.children.get(bridge.id, ())]
+        total = sum(k.physical.bandwidth for k in kids)
+        ratio = total / bridge.physical.bandwidth
         if ratio > bridge.max_oversubscription + 1e-9:
             yield ctx.finding(
                 f"{bridge.id}: {gbyte(total)} of links below it ({id_list(k.id for k in kids)}) share its "
-                f"{link_text(bridge.link, 'uplink')}: {number(ratio)}:1, above its max_oversubscription of "
+                f"{link_text(bridge.physical, 'uplink')}: {number(ratio)}:1, above its max_oversubscription of "
                 f"{number(bridge.max_oversubscription)}",
-                at=(bridge.id, "link"),
+                at=physical_field(bridge),
                 hint="widen the uplink, move devices to another bridge, or raise max_oversubscription "
                      "if the traffic pattern allows it")
 
 
 @rule("HW104", "pcie-link-exceeds-bridge")
 def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
-    """No device or bridge link is of a newer PCIe generation than the bridge it hangs off.
+    """No device or bridge trains at a newer PCIe generation than the bridge it hangs off (physical links).
 
     A Gen3 switch has no Gen4 ports: the link trains at Gen3, half the bandwidth the file
-    promises, and every bandwidth computed from it (NCCL's topology, the roofline) is wrong.
+    promises, and every bandwidth computed from it (the roofline, the balance rules) is wrong.
+    Links a VM presents (virtual Gen1 bridges over Gen5 devices) are not judged: the rule reads
+    each link's `physical` form, which defaults to the presented one.
     """
     p = ctx.platform
     for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds):
         parent = p.by_id.get(item.upstream)
-        if isinstance(parent, Bridge) and item.link.gen > parent.link.gen:
+        if isinstance(parent, Bridge) and item.physical.gen > parent.physical.gen:
             what = "switch" if parent.kind == "switch" else "root port"
             yield ctx.finding(
-                f"{item.id}: {item.link} link below {parent.id}, a Gen{parent.link.gen} {what} "
-                f"(uplink {parent.link}): a Gen{parent.link.gen} {what} has no Gen{item.link.gen} ports",
-                at=pcie_field(item, "link"),
-                hint=f"write the link it trains at (gen: {parent.link.gen}), or correct {parent.id}'s generation")
+                f"{item.id}: {item.physical} link below {parent.id}, a Gen{parent.physical.gen} {what} "
+                f"(uplink {parent.physical}): a Gen{parent.physical.gen} {what} has no Gen{item.physical.gen} ports",
+                at=physical_field(item),
+                hint=f"correct the generation {item.id} or {parent.id} trains at ('lspci -vv', LnkSta); a link the OS "
+                     "shows differently (a VM's virtual bridge) is written as 'link', the trained one as 'link.physical'")
 
 
 @rule("HW105", "device-link-capability")
 def device_link_capability(ctx: Context) -> Iterator[Finding]:
-    """A GPU or NIC link is no faster or wider than its part's host interface (`pcie` of the part).
+    """A GPU or NIC's physical link is no faster or wider than its part's host interface (`pcie` of the part).
 
     A device cannot train above its own interface: a Gen4 x16 NIC in the file that is a Gen3 x16
     part runs at half the stated bandwidth. Either the link or the part is wrong.
@@ -128,8 +131,8 @@ def device_link_capability(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     for item in (*p.gpus, *p.nics):
         cap = item.max_link
-        if item.link.gen > cap.gen or item.link.width > cap.width:
-            yield ctx.finding(f"{item.id}: {item.link} link, but its part {item.part} supports at most {cap}",
-                              at=pcie_field(item, "link"),
+        if item.physical.gen > cap.gen or item.physical.width > cap.width:
+            yield ctx.finding(f"{item.id}: {item.physical} link, but its part {item.part} supports at most {cap}",
+                              at=physical_field(item),
                               hint=f"write the link the device trains at (at most gen: {cap.gen}, width: {cap.width}), "
                                    "or use the right part")

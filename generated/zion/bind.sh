@@ -7,7 +7,8 @@
 #   srun ... ./bind.sh python3 train.py ...
 # The local rank comes from LOCAL_RANK (torchrun), else SLURM_LOCALID (srun), else
 # OMPI_COMM_WORLD_LOCAL_RANK (mpirun). Without numactl it fails; HWSPEC_BIND=off runs the
-# command unbound instead.
+# command unbound instead. When NCCL_TOPO_FILE is set (launch.env sets it) and the file is not
+# there, it stops: NCCL would only log that at INFO level and run without the topology.
 set -eu
 me=bind.sh
 rank=${LOCAL_RANK:-${SLURM_LOCALID:-${OMPI_COMM_WORLD_LOCAL_RANK:-}}}
@@ -30,6 +31,10 @@ case $rank in
 esac
 if [ $# -eq 0 ]; then
     echo "usage: $me COMMAND [ARG...]" >&2
+    exit 2
+fi
+if [ -n "${NCCL_TOPO_FILE:-}" ] && [ ! -r "$NCCL_TOPO_FILE" ]; then
+    echo "$me: NCCL topology file $NCCL_TOPO_FILE is missing: install this platform's nccl-topo.xml there, or set NCCL_TOPO_FILE to where it is" >&2
     exit 2
 fi
 export CUDA_DEVICE_ORDER=PCI_BUS_ID

@@ -4,9 +4,12 @@
 # Regenerate with: hwspec generate platforms/zionex-16.yaml
 # Runs torchrun on this node with its node platform's environment and per-rank binding:
 #   srun --ntasks-per-node=1 node-launch.sh python3 train.py ...
-# The node's platform is looked up by short hostname in hosts.tsv. The rendezvous comes from
-# PET_RDZV_ENDPOINT (train.sbatch sets it), or from torchrun's own arguments. Settings already
-# in the environment win over cluster.env and launch.env.
+# Files are read from HWSPEC_DIR (default /etc/hwspec/zionex-16). The node's platform is
+# looked up in hosts.tsv by HWSPEC_NODE, else Slurm's node name (SLURMD_NODENAME), else the short
+# hostname. The rendezvous comes from PET_RDZV_ENDPOINT (train.sbatch sets it), or from
+# torchrun's own arguments. Settings already in the environment win over cluster.env and
+# launch.env; NCCL_TOPO_FILE follows HWSPEC_DIR, and a missing topology file stops the launch
+# (NCCL itself would only log it at INFO level and run without it).
 set -eu
 me=node-launch.sh
 load_env() {  # KEY=value lines; a variable already in the environment wins, as with nccl.conf
@@ -20,10 +23,15 @@ if [ $# -eq 0 ]; then
     echo "usage: $me COMMAND [ARG...]" >&2
     exit 2
 fi
-host=$(hostname -s)
+host=${HWSPEC_NODE:-${SLURMD_NODENAME:-$(hostname -s)}}
 platform=$(awk -F '\t' -v host="$host" '$1 == host { print $3 }' "$dir/hosts.tsv")
 if [ -z "$platform" ]; then
-    echo "$me: host '$host' is not in $dir/hosts.tsv" >&2
+    echo "$me: host '$host' is not in $dir/hosts.tsv (set HWSPEC_NODE to this node's name there)" >&2
+    exit 2
+fi
+export NCCL_TOPO_FILE="${NCCL_TOPO_FILE:-$dir/nodes/$platform/nccl-topo.xml}"
+if [ ! -r "$NCCL_TOPO_FILE" ]; then
+    echo "$me: NCCL topology file $NCCL_TOPO_FILE is missing: install nodes/$platform/ under $dir, or set HWSPEC_DIR (or NCCL_TOPO_FILE) to where it is" >&2
     exit 2
 fi
 load_env "$dir/cluster.env"

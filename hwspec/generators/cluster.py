@@ -2,15 +2,18 @@
 the cluster's context, and the cluster's launch files: `nccl.conf`, `cluster.env`,
 `node-launch.sh` and the Slurm batch script `train.sbatch`.
 
-Install location on the machines: `/etc/hwspec/<cluster>/` (HWSPEC_DIR), with node files in
-`nodes/<node platform>/`. A node finds its own platform by its short hostname in hosts.tsv.
+Install location on the machines: `<install root>/<cluster>/` (`hwspec generate
+--install-root`, default /etc/hwspec; HWSPEC_DIR relocates it at run time), with node files in
+`nodes/<node platform>/`. A node finds its own platform in hosts.tsv by HWSPEC_NODE, Slurm's
+node name or its short hostname.
 """
 
 from __future__ import annotations
 
 from hwspec.cluster import Cluster
 from hwspec.generate import GenContext, GenerationError, Plan, generator, render_all
-from hwspec.generators.launch import Setting
+from hwspec.generators.launch import Setting, merge_environment, nccl_conf_text
+from hwspec.nccl_env import is_nccl
 
 
 def rail_optimized(cluster: Cluster) -> bool | None:
@@ -30,7 +33,7 @@ def cluster_nodes(ctx: GenContext) -> Plan:
         if node.name in seen:
             continue
         seen.add(node.name)
-        files = render_all(node, group.graph, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
+        files = render_all(node.topology, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
                            rail_optimized=rail_optimized(cluster), source=node.file)
         plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
     return plan
@@ -59,9 +62,13 @@ def cluster_launch(ctx: GenContext) -> Plan:
         Setting("PET_RDZV_BACKEND", cluster.rendezvous_backend, "torchrun --rdzv-backend"),
         Setting("HWSPEC_RDZV_PORT", str(cluster.rendezvous_port), "port of the rendezvous on the first node"),
     ]  # not HWSPEC_DIR: the scripts default it and must keep a value the user exported
+    nccl_extra = {k: v for k, v in cluster.environment.items() if is_nccl(k)}
+    cluster_settings = merge_environment(cluster_settings, nccl_extra, "the cluster's")
+    env = merge_environment(env, {k: v for k, v in cluster.environment.items() if not is_nccl(k)}, "the cluster's")
+    env += [s for s in cluster_settings if s.name in nccl_extra]
     cpus = min(sum(len(s.cpus) for s in g.platform.sockets) for g in cluster.groups)
     return {
-        "nccl.conf": ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings),
+        "nccl.conf": nccl_conf_text(ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings), cluster.file),
         "cluster.env": ctx.render("cluster/cluster.env.j2", "hash", settings=env),
         "node-launch.sh": ctx.render("cluster/node-launch.sh.j2", None, header=ctx.header("hash"),
                                      install_dir=ctx.install_dir),
@@ -73,15 +80,16 @@ def cluster_launch(ctx: GenContext) -> Plan:
 @generator("cluster-roofline", kinds=("cluster",))
 def cluster_roofline_json(ctx: GenContext) -> Plan:
     """roofline.json (aggregates, injection, bisection, hierarchical collective bounds) and
-    torchrec-topology.json (Topology kwargs with world_size and local_world_size)."""
+    torchrec-topology.json (Topology kwargs and TopologyFactory configs with world_size and
+    local_world_size)."""
     from hwspec.cluster_roofline import cluster_roofline, cluster_torchrec
-    from hwspec.generators.roofline import dump
+    from hwspec.generators.roofline import dump, torchrec_document
 
-    doc = cluster_roofline(ctx.platform)
+    doc = cluster_roofline(ctx.topology)
     plan = {"roofline.json": dump({"_generated": ctx.header_lines(), **doc})}
-    torchrec = cluster_torchrec(ctx.platform, doc)
+    torchrec = cluster_torchrec(ctx.topology, doc)
     if torchrec is not None:
-        plan["torchrec-topology.json"] = dump({"_generated": ctx.header_lines(), **torchrec})
+        plan["torchrec-topology.json"] = dump({"_generated": ctx.header_lines(), **torchrec_document(torchrec)})
     return plan
 
 

@@ -1,10 +1,15 @@
 """`topology.dot`: the node's topology for graphviz.
 
 Sockets are clusters holding their PCIe tree; each PCIe switch is a cluster inside its socket,
-and a GPU and its backend NIC under the same parent are boxed together as on the board. NVLink
-edges (green, `constraint=false` so they do not distort the PCIe tree), PCIe edges (generation,
-width, GB/s) and CPU interconnect edges are drawn; backend and ingestion/frontend NICs differ in
-shape and colour, and a legend says which is which.
+and a GPU and its backend NIC under the same parent are boxed together as on the board. PCIe
+edges (generation, width, GB/s) and CPU interconnect edges are drawn; backend and
+ingestion/frontend NICs differ in shape and colour, and a legend says which is which.
+
+The GPU fabric is drawn so that it stays readable (`fabric_style`): a sparse fabric (every GPU
+with at most `SPARSE_PEERS` GPU peers, e.g. a ring) as green NVLink edges (`constraint=false`, so
+they do not distort the PCIe tree); a dense mesh not as edges at all but as a heat table of links
+per GPU pair in its own panel, each GPU's box saying its NVLink total; an NVSwitch as one node
+with one unlabelled edge per GPU, its label giving the per-GPU figures.
 
 Everything visible is prepared here as quoted DOT strings; the template only lays it out.
 Output is deterministic: platform order (sockets by NUMA node, devices by bus id), no dates.
@@ -21,6 +26,13 @@ from hwspec.model import Platform
 from hwspec.roofline import gbps, gib
 
 NVSWITCH = "nvswitch"
+SWITCH_FABRIC = "NVSwitch fabric"
+"""Node id of the one node drawn for several NVSwitch chips (no platform id has capitals or spaces)."""
+SPARSE_PEERS = 2
+"""A fabric where every GPU has at most this many GPU peers is drawn as edges; a denser one as a
+table (eight GPUs with four to seven peers each draw as a tangle of crossing arcs)."""
+HEAT = ("#f1f8e9", "#dcedc8", "#c5e1a5", "#aed581")
+"""Cell colours of the NVLink table, from one link up to the most links any pair has."""
 LEGEND_PREFIX = "_legend_"
 """Legend node ids start with an underscore, which platform ids (lower-case letter first) cannot."""
 
@@ -110,14 +122,23 @@ def _device_line(platform: Platform, item_id: str) -> str:
         name = "root port" if kind == "root-port" else "PCIe switch"
         return _node_line(item_id, kind, label(f"{item.id}: {name}", item.bus))
     if kind == "gpu":
+        links = platform.topology.nvlink_links(item_id)
+        fabric = [f"NVLink {links} x {item.fabric_kind}, {gbps(platform.topology.nvlink_bandwidth(item_id))}"] if links else []
         return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", item.model_name,
-                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", item.bus))
+                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric, item.bus))
     if kind == "nic":
         names = ", ".join(n for n in (item.device, item.interface) if n)
         role = f"{item.role} {item.transport}" + (f" for {item.gpu}" if item.gpu else "")
         return _node_line(item_id, nic_kind(item.role), label(f"{item.id}" + (f" ({names})" if names else ""),
                                                               item.model_name, f"{role}, {gbps(item.speed)}", item.bus))
     return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}", item.bus))
+
+
+def _link_label(item: Any) -> str:
+    """'Gen4 x16\n31.51 GB/s'; a presented link that differs from the trained one shows both."""
+    if item.physical == item.link:
+        return label(str(item.link), gbps(item.link.bandwidth))
+    return label(f"{item.physical} (shown as {item.link})", gbps(item.physical.bandwidth))
 
 
 def _kind(platform: Platform, item_id: str) -> str:
@@ -134,8 +155,9 @@ def _kind(platform: Platform, item_id: str) -> str:
 def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
     """Top-level items (clusters and node lines) and the set of ids placed."""
     placed: set[str] = set()
-    children = platform.children
-    pair_of = {gpu: nic.id for gpu, nic in platform.gpu2nic.items()}
+    topology = platform.topology
+    children = topology.children
+    pair_of = {gpu: nic.id for gpu, nic in topology.gpu2nic.items()}
 
     def below(parent: str) -> list[Any]:
         """Items for the devices directly below `parent`, recursing into bridges."""
@@ -181,10 +203,113 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         if item.id not in placed:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
-    if any(c.b == NVSWITCH for c in platform.nvlinks):
-        top.append(_node_line(NVSWITCH, "nvswitch", label("NVSwitch")))
-        placed.add(NVSWITCH)
+    for node, chips in _switch_nodes(platform).items():
+        top.append(_node_line(node, "nvswitch", label(*_nvswitch_lines(platform, node, chips))))
+        placed.add(node)
     return top, placed
+
+
+def _switches(platform: Platform) -> list[str]:
+    """The NVSwitch ids GPUs are linked to, in the order written ("nvswitch" when the file
+    describes no switch chips)."""
+    return list(dict.fromkeys(c.b for c in platform.nvlinks if c.b not in platform.gpu_by_id and c.b != c.a))
+
+
+def _switch_nodes(platform: Platform) -> dict[str, list[str]]:
+    """Drawn switch node id -> the NVSwitch ids it stands for: one `SWITCH_FABRIC` node for
+    several chips that all join the same GPUs (an HGX baseboard: 6 chips x 8 GPUs would be 48
+    crossing edges), else one node per chip."""
+    switches = _switches(platform)
+    gpus_of = {s: frozenset(c.a for c in platform.nvlinks if c.b == s) for s in switches}
+    if len(switches) > 1 and len(set(gpus_of.values())) == 1:
+        return {SWITCH_FABRIC: switches}
+    return {s: [s] for s in switches}
+
+
+def _peers(pairs) -> dict[str, set[str]]:
+    peers: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if a != b:
+            peers.setdefault(a, set()).add(b)
+            peers.setdefault(b, set()).add(a)
+    return peers
+
+
+def cpu_link_style(platform: Platform) -> str:
+    """How the CPU interconnect is drawn: "edges" when every socket has at most SPARSE_PEERS
+    peers (two sockets, a ring), else "table" (four or eight sockets with three peers each draw
+    as arcs crossing the whole picture)."""
+    peers = _peers(platform.cpu_links)
+    return "table" if peers and max(len(p) for p in peers.values()) > SPARSE_PEERS else "edges"
+
+
+def _cpu_link_table(platform: Platform) -> str:
+    """An HTML-like table node: CPU interconnect links between each socket pair."""
+    sockets = [s.id for s in platform.sockets]
+    links: dict[tuple[str, str], int] = {}
+    for a, b in platform.cpu_links:
+        links[(a, b)] = links.get((a, b), 0) + 1
+        if a != b:
+            links[(b, a)] = links.get((b, a), 0) + 1
+    name = (platform.cpu_interconnect or "CPU link").upper()
+    cell = '<td align="center">{}</td>'
+    rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(s)}</b>") for s in sockets) + "</tr>"]
+    for a in sockets:
+        cells = [cell.format(f"<b>{escape(a)}</b>")]
+        for b in sockets:
+            n = links.get((a, b))
+            if a == b:
+                cells.append('<td align="center" bgcolor="#dddddd">X</td>')
+            elif n:
+                cells.append(f'<td align="center" bgcolor="#dae8fc">{n}</td>')
+            else:
+                cells.append(cell.format("-"))
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    each = f", {gbps(platform.cpu_link_bandwidth)} each per direction" if platform.cpu_link_bandwidth else ""
+    caption = f"{name} links per socket pair{each}"
+    table = (f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3"><tr><td colspan="{len(sockets) + 1}">'
+             f"{escape(caption)}</td></tr>{''.join(rows)}</table>")
+    return f'{quote(LEGEND_PREFIX + "cpu_link_matrix")} [shape="plaintext", class="legend", label=<{table}>];'
+
+
+def fabric_style(platform: Platform) -> str:
+    """How the GPU fabric is drawn: "switch" (NVSwitch nodes), "edges" (sparse: at most
+    SPARSE_PEERS GPU peers per GPU), "table" (a denser mesh), or "none" (no NVLink)."""
+    if not platform.nvlinks:
+        return "none"
+    if _switches(platform):
+        return "switch"
+    peers: dict[str, set[str]] = {}
+    for c in platform.nvlinks:
+        peers.setdefault(c.a, set()).add(c.b)
+        peers.setdefault(c.b, set()).add(c.a)
+    return "edges" if max(len(p) for p in peers.values()) <= SPARSE_PEERS else "table"
+
+
+def _nvswitch_lines(platform: Platform, node: str, chips: list[str]) -> list[str]:
+    """The switch's name, then its GPUs with their links and bandwidth to it (summed over the
+    chips a fabric node stands for; a range when GPUs differ)."""
+    per_gpu = _switch_links(platform, chips)
+    links = sorted({n for n, _ in per_gpu.values()})
+    bandwidth = sorted({b for _, b in per_gpu.values()})
+    kinds = sorted({platform.gpu_by_id[g].fabric_kind for g in per_gpu if g in platform.gpu_by_id}) or ["nvlink"]
+    span = lambda values, fmt: fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"  # noqa: E731
+    if node == SWITCH_FABRIC:
+        name = f"NVSwitch fabric: {len(chips)} chips ({chips[0]}-{chips[-1]})"
+    else:
+        name = "NVSwitch" if node == NVSWITCH else f"{node}: NVSwitch"
+    return [name, f"{len(per_gpu)} GPUs, {span(links, str)} x {'/'.join(kinds)} each",
+            f"{span(bandwidth, gbps)} per GPU per direction"]
+
+
+def _switch_links(platform: Platform, chips: list[str]) -> dict[str, tuple[int, float]]:
+    """GPU id -> (links, bandwidth) to the switch chips `chips`, summed, in the order written."""
+    found: dict[str, tuple[int, float]] = {}
+    for c in platform.nvlinks:
+        if c.b in chips:
+            links, bandwidth = found.get(c.a, (0, 0.0))
+            found[c.a] = (links + c.links, bandwidth + c.bandwidth)
+    return found
 
 
 def _edges(platform: Platform, placed: set[str]) -> list[str]:
@@ -192,12 +317,19 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
     for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
         if item.upstream in placed:
             lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
-                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=label(str(item.link), gbps(item.link.bandwidth)))}];")
-    for a, b in platform.cpu_links:
+                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=_link_label(item))}];")
+    for a, b in platform.cpu_links if cpu_link_style(platform) == "edges" else ():
         name = (platform.cpu_interconnect or "CPU link").upper()
         text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
         lines.append(f"{quote(a)} -- {quote(b)} [{attrs(EDGE_STYLES['cpu'], xlabel=text)}];")
-    for c in platform.nvlinks:
+    style = fabric_style(platform)
+    look = {**EDGE_STYLES["nvlink"], "constraint": "true", "headport": "n", "penwidth": "2"}
+    for node, chips in _switch_nodes(platform).items():  # one thin edge per GPU down to its switch, below the GPUs
+        for gpu in _switch_links(platform, chips):
+            lines.append(f"{quote(gpu)} -- {quote(node)} [{attrs(look)}];")
+    for c in platform.nvlinks if style in ("edges", "switch") else ():
+        if c.b not in platform.gpu_by_id:
+            continue  # drawn above
         kind = platform.gpu_by_id[c.a].fabric_kind if c.a in platform.gpu_by_id else "nvlink"
         text = label(f"{c.links} x {kind}, {gbps(c.bandwidth)}")  # e.g. "2 x nvlink3, 50 GB/s"
         lines.append(f"{quote(c.a)} -- {quote(c.b)} "
@@ -235,14 +367,24 @@ def _nvlink_matrix(platform: Platform) -> str | None:
         return None
     gpus = [g.id for g in platform.gpus]
     links = {(c.a, c.b): c.links for c in platform.nvlinks} | {(c.b, c.a): c.links for c in platform.nvlinks}
-    columns = gpus + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    columns = gpus + _switches(platform)
     cell = '<td align="center">{}</td>'
+    most = max(links.values(), default=1) or 1
+
+    def shade(n: int) -> str:
+        return HEAT[min(len(HEAT) - 1, max(0, round((len(HEAT) - 1) * n / most)))]
+
     rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(g)}</b>") for g in columns) + "</tr>"]
     for a in gpus:
         cells = [cell.format(f"<b>{escape(a)}</b>")]
         for b in columns:
             n = links.get((a, b))
-            cells.append(cell.format("X" if a == b else (f'<font color="#4d7c0f">NV{n}</font>' if n else "-")))
+            if a == b:
+                cells.append('<td align="center" bgcolor="#dddddd">X</td>')
+            elif n:
+                cells.append(f'<td align="center" bgcolor="{shade(n)}">NV{n}</td>')
+            else:
+                cells.append(cell.format("-"))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     per_link = sorted({g.fabric_link_bandwidth for g in platform.gpus})
     caption = "NVLink links per GPU pair (NVn = n links" + (
@@ -257,8 +399,20 @@ def topology_view(platform: Platform) -> dict[str, Any]:
     top, placed = _layout(platform)
     legend = _legend()
     matrix = _nvlink_matrix(platform)
-    if matrix:
+    style = fabric_style(platform)
+    if matrix and style == "edges":
         legend.items.append(matrix)
+    elif matrix and style == "table":
+        panel = Cluster(quote("cluster_nvlink"), attrs({"style": "rounded", "color": "#76b900"},
+                                                       label=label("NVLink fabric (logical): drawn as a table, not as edges")))
+        panel.items.append(matrix)
+        top.insert(0, panel)
+    if cpu_link_style(platform) == "table":
+        name = (platform.cpu_interconnect or "CPU link").upper()
+        panel = Cluster(quote("cluster_cpu_links"), attrs({"style": "rounded", "color": "#6c8ebf"},
+                                                          label=label(f"CPU interconnect ({name}): drawn as a table, not as edges")))
+        panel.items.append(_cpu_link_table(platform))
+        top.insert(0, panel)
     return {"graph_id": quote(platform.name), "graph_label": label(platform.title),
             "items": top, "edges": _edges(platform, placed), "legend": legend}
 
@@ -266,7 +420,7 @@ def topology_view(platform: Platform) -> dict[str, Any]:
 def device_ids(platform: Platform) -> list[str]:
     """Every id drawn as a node (the legend aside)."""
     ids = [s.id for s in platform.sockets] + [i.id for i in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)]
-    return ids + ([NVSWITCH] if any(c.b == NVSWITCH for c in platform.nvlinks) else [])
+    return ids + list(_switch_nodes(platform))
 
 
 @generator("diagram")

@@ -13,27 +13,26 @@ install dir is `/etc/hwspec/<platform>` (or, for a node of a cluster,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-
-import networkx as nx
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.generators.nccl import net_name
-from hwspec.graph import pcie_path
 from hwspec.model import Gpu, Nic, Platform, Socket
+from hwspec.nccl_env import is_nccl
+from hwspec.topology import PATH_TYPES, Topology
 
 MAX_IB_HCAS = 32
 """NCCL reads at most 32 entries from NCCL_IB_HCA."""
 
-GDR_LEVELS = ("PIX", "PXB", "PHB", "SYS")
-"""NCCL path types from nearest to farthest, as NCCL_NET_GDR_LEVEL takes them."""
 
 @dataclass(frozen=True)
 class Setting:
-    """One `NAME=value` line and the comment that explains it."""
+    """One `NAME=value` line and the comment that explains it; with `value` None, only the
+    comment is written (a setting deliberately left to NCCL, and why)."""
 
     name: str
-    value: str
+    value: str | None
     why: str
 
 
@@ -79,76 +78,66 @@ def cpu_ranges(cpus: tuple[int, ...]) -> str:
     return ",".join(chunks)
 
 
-def ranks(platform: Platform) -> list[Rank]:
-    return [Rank(g.index, g, platform.gpu2nic.get(g.id), platform.socket_by_id.get(g.socket) if g.socket else None)
-            for g in platform.gpus]
+def ranks(topology: Topology) -> list[Rank]:
+    return [Rank(g.index, g, topology.nic_of(g.id), topology.socket_of(g.id)) for g in topology.platform.gpus]
 
 
 def topo_file(install_dir: str) -> str:
     return f"{install_dir}/nccl-topo.xml"
 
 
-def omp_threads(platform: Platform) -> int:
-    """Physical cores per rank when every rank is bound to its GPU's NUMA node: the socket's
-    cores shared by the GPUs on it (the smallest share on the node); without NUMA placement,
-    all cores over all GPUs."""
-    per_socket: dict[str, int] = {}
-    for gpu in platform.gpus:
-        if gpu.socket is not None:
-            per_socket[gpu.socket] = per_socket.get(gpu.socket, 0) + 1
+def omp_threads(topology: Topology) -> int:
+    """Physical cores per rank when every rank is bound to its GPU's NUMA node: the cores in
+    the NUMA node's CPU list shared by the GPUs on it (`Topology.cores_per_rank`, the smallest
+    share on the node, at least 1); without NUMA placement, all cores over all GPUs."""
+    platform = topology.platform
     if platform.gpus and all(g.socket is not None for g in platform.gpus):
-        return max(1, min(platform.socket_by_id[s].cores // n for s, n in per_socket.items()))
-    cores = sum(s.cores for s in platform.sockets)
+        return max(1, min(topology.cores_per_rank(s) for s in {g.socket for g in platform.gpus}))
+    cores = sum(topology.physical_cores(s.id) for s in platform.sockets)
     return max(1, cores // max(1, len(platform.gpus)))
 
 
-def path_level(graph: nx.Graph, a: str, b: str) -> str:
-    """NCCL's name for the PCIe distance between two devices: PIX (one bridge), PXB (several
-    bridges, not the CPU), PHB (through the CPU), SYS (across sockets)."""
-    path = pcie_path(graph, a, b)
-    if path is None:
-        return "SYS"
-    between = [graph.nodes[n]["kind"] for n in path[1:-1]]
-    if "socket" in between:
-        return "PHB"
-    return "PIX" if len(between) <= 1 else "PXB"
-
-
-def gdr_level(platform: Platform, graph: nx.Graph) -> str | None:
-    """NCCL_NET_GDR_LEVEL: the farthest GPU-to-own-NIC distance on the node (each GPU's paired
-    backend NIC, or its nearest GPUDirect NIC), capped at PHB; None without GPUDirect NICs."""
-    capable = [n for n in platform.backend_nics if n.transport != "tcp" and n.rdma and n.gpudirect]
-    if not capable or not platform.gpus:
+def gdr_level(topology: Topology) -> str | None:
+    """NCCL_NET_GDR_LEVEL: the farthest GPU-to-own-NIC distance on the node
+    (`Topology.gdr_path_type`), capped at PHB; None without GPUDirect NICs."""
+    level = topology.gdr_path_type()
+    if level is None:
         return None
-    worst = 0
-    for gpu in platform.gpus:
-        paired = platform.gpu2nic.get(gpu.id)
-        candidates = [paired] if paired is not None and paired in capable else capable
-        best = min(GDR_LEVELS.index(path_level(graph, gpu.id, nic.id)) for nic in candidates)
-        worst = max(worst, best)
-    return GDR_LEVELS[min(worst, GDR_LEVELS.index("PHB"))]
+    return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
 
 
-def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
+def _ib_hca(platform: Platform) -> list[Setting]:
+    """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
+    name when every one is named; else nothing, left to NCCL's own selection, and said so. An
+    exact-match filter is never built from names the file does not state."""
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    if platform.backend.ib_hca is not None:
+        return [Setting("NCCL_IB_HCA", platform.backend.ib_hca,
+                        "the backend RDMA NICs, selected by the filter the platform declares (backend.ib_hca)")]
+    if not hcas:
+        return []
+    if any(not n.device for n in hcas):
+        return [Setting("NCCL_IB_HCA", None,
+                        "NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend "
+                        "NICs itself (declare backend.ib_hca to filter them)")]
+    if len(hcas) > MAX_IB_HCAS:
+        raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
+    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
+                    "the backend RDMA NICs, by exact name (leading equals sign) and port; nothing else carries collectives")]
+
+
+def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
     """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
     (the cluster's rail layout) overrides the platform's own declaration when given."""
+    platform = topology.platform
     backend = platform.backend
     settings: list[Setting] = []
     rdma = backend is not None and backend.transport != "tcp"
     tcp = backend is not None and backend.transport == "tcp"
     if rdma:
-        hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
-        unnamed = [n.id for n in hcas if not n.device]
-        if unnamed:
-            raise GenerationError(f"{platform.file}: backend NIC(s) {', '.join(unnamed)} have no RDMA device name "
-                                  "(`device:`), so NCCL_IB_HCA cannot name them")
-        if len(hcas) > MAX_IB_HCAS:
-            raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
-        if hcas:
-            settings.append(Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
-                                    "the backend RDMA NICs, by exact name ('=') and port; nothing else carries collectives"))
+        settings.extend(_ib_hca(platform))
     if tcp:
-        socket_nics = [n for n in platform.collective_nics if n.interface]
+        socket_nics = [n for n in topology.collective_nics if n.interface]
         why = "TCP backend: collectives and bootstrap run over these interfaces"
     else:
         socket_nics = [n for n in platform.host_nics if n.interface]
@@ -163,7 +152,7 @@ def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_op
                                  ("NCCL_IB_SL", backend.service_level, "service level of the backend network")):
             if value is not None:
                 settings.append(Setting(name, str(value), why))
-        level = gdr_level(platform, graph) if backend.gpudirect else None
+        level = gdr_level(topology) if backend.gpudirect else None
         if level is not None:
             settings.append(Setting("NCCL_NET_GDR_LEVEL", level,
                                     "GPUDirect RDMA up to this PCIe distance between a GPU and its NIC"))
@@ -174,28 +163,66 @@ def nccl_settings(platform: Platform, graph: nx.Graph, install_dir: str, rail_op
                                 if rails else "no rail-optimized fabric: rings may cross NICs"))
     settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir),
                             f"this platform's nccl-topo.xml, installed under {install_dir}/"))
-    return settings
+    return merge_environment(settings, {k: v for k, v in platform.environment.items() if is_nccl(k)}, "the platform's")
 
 
-def _graph(ctx: GenContext) -> nx.Graph:
-    if ctx.graph is not None:
-        return ctx.graph
-    from hwspec.graph import build_graph
+def merge_environment(settings: list[Setting], extra: dict[str, str], whose: str) -> list[Setting]:
+    """`settings` with the `environment:` entries `extra` merged in: an entry replaces a
+    generated setting of the same name in place (the comment says so), the others follow in
+    the order written."""
+    merged = []
+    for setting in settings:
+        if setting.name in extra:
+            was = "unset" if setting.value is None else setting.value
+            setting = Setting(setting.name, extra[setting.name], f"set by {whose} environment: (hwspec would write {was}: {setting.why})")
+        merged.append(setting)
+    done = {s.name for s in merged}
+    merged += [Setting(name, value, f"set by {whose} environment:") for name, value in extra.items() if name not in done]
+    return merged
 
-    return build_graph(ctx.platform)
+
+NCCL_CONF_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+NCCL_CONF_MAX = 1023
+"""NCCL copies at most 1023 characters of a name and of a value."""
+
+
+def nccl_conf_text(text: str, source: str) -> str:
+    """`text` made safe for every NCCL version's nccl.conf reader. NCCL reads `NAME=value`
+    lines verbatim (value: everything after the first `=`); a line without `=` is skipped.
+    Before NCCL 2.26.2 a `#` line is not a comment to NCCL: only the missing `=` skips it, so
+    a comment containing `=` sets a junk variable. So every `=` in a comment line is written
+    as `%3D`; every other non-blank line must be NAME=value with a valid name and short enough
+    not to be cut, or generation fails naming `source`."""
+    out = []
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        body = line.rstrip("\n")
+        if body.startswith("#"):
+            out.append(line.replace("=", "%3D"))
+            continue
+        if not body:
+            out.append(line)
+            continue
+        name, equals, value = body.partition("=")
+        if not equals or not NCCL_CONF_NAME.fullmatch(name) or len(name) > NCCL_CONF_MAX or len(value) > NCCL_CONF_MAX:
+            raise GenerationError(f"{source}: nccl.conf line {number} is not NAME=value as NCCL reads it "
+                                  f"(name [A-Z0-9_], at most {NCCL_CONF_MAX} characters each): {body[:80]!r}")
+        out.append(line)
+    return "".join(out)
 
 
 def _settings(ctx: GenContext) -> list[Setting]:
-    return nccl_settings(ctx.platform, _graph(ctx), ctx.install_dir, ctx.rail_optimized)
+    return nccl_settings(ctx.topology, ctx.install_dir, ctx.rail_optimized)
 
 
 @generator("nccl-conf")
 def nccl_conf(ctx: GenContext) -> Plan:
-    """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment."""
+    """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment, in the
+    form every NCCL version reads the same (`nccl_conf_text`)."""
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    return {"nccl.conf": ctx.render("nccl.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir))}
+    text = ctx.render("nccl.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir))
+    return {"nccl.conf": nccl_conf_text(text, platform.file)}
 
 
 @generator("launch-env")
@@ -207,7 +234,8 @@ def launch_env(ctx: GenContext) -> Plan:
         return {}
     launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
                 Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do"),
-                Setting("OMP_NUM_THREADS", str(omp_threads(platform)), "physical cores per rank on its NUMA node")]
+                Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node")]
+    launcher = merge_environment(launcher, {k: v for k, v in platform.environment.items() if not is_nccl(k)}, "the platform's")
     return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx))}
 
 
@@ -217,7 +245,7 @@ def ranks_table(ctx: GenContext) -> Plan:
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    return {"ranks.tsv": ctx.render("ranks.tsv.j2", "hash", ranks=ranks(platform))}
+    return {"ranks.tsv": ctx.render("ranks.tsv.j2", "hash", ranks=ranks(ctx.topology))}
 
 
 @generator("bind")
@@ -230,4 +258,4 @@ def bind_script(ctx: GenContext) -> Plan:
     if unplaced:
         raise GenerationError(f"{platform.file}: bind.sh: {', '.join(unplaced)} have no NUMA node to bind to")
     # rendered without the automatic header: the shebang must stay on the first line
-    return {"bind.sh": ctx.render("bind.sh.j2", None, header=ctx.header("hash"), ranks=ranks(platform))}
+    return {"bind.sh": ctx.render("bind.sh.j2", None, header=ctx.header("hash"), ranks=ranks(ctx.topology))}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.model import Gpu, Nic, Platform
+from hwspec.topology import Topology
 from hwspec.nccl_check import MAX_ELEMENTS, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, check_nccl_xml
 
 CLASS_BRIDGE = "0x060400"
@@ -79,29 +80,31 @@ def net_gdr(platform: Platform, nic: Nic) -> bool:
                 and nic.rdma and nic.gpudirect)
 
 
-def topology(platform: Platform, detail: str = "complete") -> XmlNode:
-    """The `<system>` tree of `platform` at `detail` (a key of DETAIL_LEVELS)."""
+def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
+    """The `<system>` tree of a node's `topology` at `detail` (a key of DETAIL_LEVELS)."""
+    platform = topology.platform
     orphans = [d.id for d in (*platform.gpus, *platform.nics) if d.socket is None]
     if orphans:
         raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
                               "through the PCIe tree, so they have no place in the topology file")
     total = max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
-    gdr = "1" if platform.backend is not None and platform.backend.gpudirect else "0"
+    # gdr: declared, or (backend.gpudirect: detect) left out for NCCL's detection to fill in
+    detect = platform.backend is not None and platform.backend.gpudirect is None
+    gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
     nvlinks = _nvlinks(platform)
-    wanted = _wanted(platform)
+    wanted = _wanted(topology)
     net_devs = iter(range(len(platform.nics)))
 
     def below(parent: str) -> list[XmlNode]:
         nodes = []
         done: set[str] = set()
-        for child in platform.children.get(parent, ()):
+        for child in topology.children.get(parent, ()):
             if child not in wanted or child in done:
                 continue
             item = platform.by_id[child]
             if isinstance(item, Gpu):
                 links = [] if detail != "complete" else nvlinks.get(item.id, [])
-                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)),
-                                      ("gdr", gdr)],
+                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)), *gdr],
                               [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)])
                                for target, tclass, count in links])
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
@@ -112,7 +115,7 @@ def topology(platform: Platform, detail: str = "complete") -> XmlNode:
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
                 nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
-                                        ("port", str(n.port)), ("gdr", "1" if net_gdr(platform, n) else "0")])
+                                        ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])])
                         for n in ports if net_name(n) is not None and n.role != "management"]
                 nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
                                      [XmlNode("nic", [], nets)] if nets and detail != "skeleton" else []))
@@ -140,21 +143,21 @@ def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = No
     return attrs + [("link_speed", PCIE_LINK_SPEED[gen]), ("link_width", str(width))]
 
 
-def _wanted(platform: Platform) -> set[str]:
+def _wanted(topology: Topology) -> set[str]:
     """GPUs, NICs, and the bridges above them."""
-    upstream = {b.id: b.upstream for b in platform.bridges}
+    platform = topology.platform
     wanted: set[str] = set()
     for device in (*platform.gpus, *platform.nics):
         wanted.add(device.id)
-        parent = device.upstream
-        while parent in upstream and parent not in wanted:
-            wanted.add(parent)
-            parent = upstream[parent]
+        wanted.update(topology.bridges_above(device.id))
     return wanted
 
 
 def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
-    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed."""
+    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed.
+    An NVSwitch is named by its bus id, as NCCL's own dump does; a switch the OS does not show
+    (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry."""
+    switch_bus = {s.id: s.bus for s in platform.baseboard.nvswitches} if platform.baseboard else {}
     counts: dict[str, dict[tuple[str, str], int]] = {}
     for link in platform.nvlinks:
         ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
@@ -162,10 +165,21 @@ def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
             if peer in platform.gpu_by_id:
                 key = (platform.gpu_by_id[peer].bus, TCLASS_GPU)
             else:
-                key = (NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
+                key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
             per_gpu = counts.setdefault(gpu, {})
             per_gpu[key] = per_gpu.get(key, 0) + link.links
     return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
+
+
+def detection_notes(platform: Platform) -> list[str]:
+    """Comments saying what the file leaves to NCCL's detection (fixed text, no platform names)."""
+    notes = []
+    if any(net_name(n) is None for n in platform.nics if n.role != "management"):
+        notes.append("NICs without a device name in the platform file have a <pci> and no <nic>: "
+                     "NCCL's detection adds their <net> under the same bus id")
+    if platform.backend is not None and platform.backend.gpudirect is None:
+        notes.append("gdr is left out (backend.gpudirect: detect): NCCL fills it in from detection")
+    return notes
 
 
 def elements(node: XmlNode) -> int:
@@ -181,10 +195,11 @@ def nccl_topo(ctx: GenContext) -> Plan:
     if not platform.gpus:
         return {}
     for detail in DETAIL_LEVELS:
-        system = topology(platform, detail)
+        system = system_tree(ctx.topology, detail)
         if elements(system) <= MAX_ELEMENTS:
             break
-    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail])
+    text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail],
+                      notes=detection_notes(platform))
     problems = check_nccl_xml(text)
     if problems:
         raise GenerationError(f"{platform.file}: nccl-topo.xml fails the NCCL compatibility check:\n  "

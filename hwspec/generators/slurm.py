@@ -1,21 +1,78 @@
-"""Cluster generators for schedulers and launchers: hostfile, hosts.tsv, Slurm gres.conf and
-topology.conf. Per-node lines appear only in files that are inherently per node (hostfile,
-hosts.tsv); everything else uses Slurm hostlist expressions, so its size does not grow with
-the node count."""
+"""Cluster generators for schedulers and launchers: hostfile, hosts.tsv, and Slurm's
+slurm.conf fragment, gres.conf and topology.conf. Per-node lines appear only in files that are
+inherently per node (hostfile, hosts.tsv); everything else uses Slurm hostlist expressions, so
+its size does not grow with the node count (the slurm.conf fragment falls back to one line per
+node only when host names and addresses do not compress in the same order).
+
+Slurm's own definitions (slurm.conf(5), gres.conf(5) of Slurm 22.05 and later): `Cores=` in
+gres.conf are logical core indices (core 0 is the first core of the first socket), not CPU
+ids; the node line's `Gres=gpu:TYPE:N` must name the same types as gres.conf, or slurmd ignores
+the typed GPUs ("Ignoring extra GRES"); RealMemory is in megabytes (MiB)."""
 
 from __future__ import annotations
 
 from hwspec.cluster import Cluster
 from hwspec.generate import GenContext, env_value, generator
 from hwspec.generators.launch import cpu_ranges
-from hwspec.hostlist import compress
+from hwspec.hostlist import compress, expand
+
+REAL_MEMORY_RESERVE = 0.03
+"""Share of installed DDR that the slurm.conf fragment leaves out of RealMemory: firmware and
+the kernel keep about 2-3 % of it, so /proc/meminfo's MemTotal (what slurmd measures) is below
+the installed size, and slurmctld drains a node whose measured memory is below RealMemory."""
 
 
-def _cores(platform, gpu) -> str:
-    """Slurm's Cores= for a GPU: the first-thread CPU ids of the GPU's NUMA node, as ranges."""
-    socket = platform.socket_by_id[gpu.socket]
-    first_threads = sorted(socket.cpus)[: socket.cores]
-    return cpu_ranges(tuple(first_threads))
+def slurm_sockets(platform) -> list:
+    """Sockets in Slurm's (hwloc's logical) order: by their lowest CPU id."""
+    return sorted(platform.sockets, key=lambda s: (min(s.cpus) if s.cpus else 0, s.numa_node, s.id))
+
+
+def slurm_cores(platform, gpu) -> str:
+    """Slurm's Cores= for a GPU: the logical core indices of its socket (core 0 is the first
+    core of the first socket, numbered across sockets in Slurm's order), as ranges. Empty when
+    the GPU has no socket."""
+    if gpu.socket is None:
+        return ""
+    first = 0
+    for socket in slurm_sockets(platform):
+        if socket.id == gpu.socket:
+            return cpu_ranges(tuple(range(first, first + socket.cores)))
+        first += socket.cores
+    raise AssertionError(f"{gpu.id}: socket {gpu.socket} is not on the platform")
+
+
+def node_hardware(platform) -> dict[str, int | str]:
+    """The slurm.conf node line's hardware fields for a node platform: Sockets,
+    CoresPerSocket, ThreadsPerCore (the smallest on the node: Slurm takes one value per node),
+    RealMemory (MiB, installed DDR less REAL_MEMORY_RESERVE) and Gres (`gpu:TYPE:N` per GPU
+    part); a field the platform cannot say is left to Slurm's default."""
+    sockets = platform.sockets
+    parts: dict[str, int] = {}
+    for gpu in platform.gpus:
+        parts[gpu.part] = parts.get(gpu.part, 0) + 1
+    memory_mib = int(sum(s.memory_capacity for s in sockets) // 2**20 * (1 - REAL_MEMORY_RESERVE))
+    fields: dict[str, int | str] = {}
+    if sockets:
+        fields.update(Sockets=len(sockets), CoresPerSocket=min(s.cores for s in sockets),
+                      ThreadsPerCore=min(s.threads_per_core for s in sockets))
+    if memory_mib > 0:
+        fields["RealMemory"] = memory_mib
+    if parts:
+        fields["Gres"] = ",".join(f"gpu:{part}:{count}" for part, count in sorted(parts.items()))
+    return fields
+
+
+def node_lines(hostnames: tuple[str, ...], addresses: tuple[str, ...] | None) -> list[tuple[str, str | None]]:
+    """(NodeName, NodeAddr) pairs for a group: one hostlist pair when both lists compress to
+    expressions that expand back in the same order (Slurm pairs them by position), else one
+    pair per node."""
+    names = compress(hostnames)
+    if addresses is None:
+        return [(names, None)]
+    addrs = compress(addresses)
+    if expand(names) == list(hostnames) and expand(addrs) == list(addresses):
+        return [(names, addrs)]
+    return list(zip(hostnames, addresses))
 
 
 def gpu_links(platform, gpu) -> str:
@@ -49,16 +106,21 @@ def hostfile(ctx: GenContext) -> dict[str, str]:
 
 @generator("slurm", kinds=("cluster",))
 def slurm(ctx: GenContext) -> dict[str, str]:
-    """`slurm/gres.conf` (GPUs with Cores= from NUMA affinity and Links= from NVLink counts,
-    one line per GPU per node platform) and `slurm/topology.conf` (topology/tree)."""
+    """`slurm/slurm.conf` (a fragment to `Include`: GresTypes, TopologyPlugin, one node line
+    per node group with sockets, cores, threads, memory and typed GPUs, and a partition),
+    `slurm/gres.conf` (GPUs with Cores= from NUMA affinity and Links= from NVLink counts, one
+    line per GPU per node group) and `slurm/topology.conf` (topology/tree)."""
     cluster: Cluster = ctx.platform
     groups = []
     for group in cluster.groups:
         platform = group.platform
-        gpus = [{"index": g.index, "type": g.part, "cores": _cores(platform, g), "links": gpu_links(platform, g)}
+        gpus = [{"index": g.index, "type": g.part, "cores": slurm_cores(platform, g), "links": gpu_links(platform, g)}
                 for g in platform.gpus]
-        groups.append({"nodes": compress(group.hostnames), "platform": platform.name, "gpus": gpus})
+        groups.append({"nodes": compress(group.hostnames), "platform": platform.name, "gpus": gpus,
+                       "lines": node_lines(group.hostnames, group.addresses), "hardware": node_hardware(platform)})
     return {
+        "slurm/slurm.conf": ctx.render("slurm/slurm.conf.j2", "hash", groups=groups, cluster=cluster,
+                                       all_nodes=compress(cluster.hostnames), reserve=REAL_MEMORY_RESERVE),
         "slurm/gres.conf": ctx.render("slurm/gres.conf.j2", "hash", groups=groups),
         "slurm/topology.conf": ctx.render("slurm/topology.conf.j2", "hash", switches=_switches(cluster)),
     }
@@ -83,5 +145,6 @@ def _switches(cluster: Cluster) -> list[dict]:
                   for leaf in fabric.leaves]
     if len(leaves) > 1:
         leaves.append({"name": "spine", "switches": compress(leaf["name"] for leaf in leaves),
-                       "comment": f"the spine tier ({fabric.spine_count} switches) as one top switch"})
+                       "comment": f"the spine tier ({fabric.spine_count} switch{'es' if fabric.spine_count != 1 else ''}) "
+                                  "as one top switch"})
     return leaves

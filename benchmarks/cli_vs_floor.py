@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Time the real `hwspec` CLI against a floor, in one run, and print the ratios.
+
+    .venv/bin/python benchmarks/cli_vs_floor.py            # all cases
+    .venv/bin/python benchmarks/cli_vs_floor.py --quick    # fewer repetitions
+
+Each case runs the CLI as a process (`python -m hwspec ...`) and beside it a floor process
+that does the unavoidable part of the same job: start Python, read the same YAML files with
+PyYAML's C loader, and write (or, for --check, read and compare) the same output bytes. The
+ratio CLI/floor is what the targets bound, so the figures stay comparable on a noisy shared
+machine; each time is the best of several repetitions after a warm-up run (which lets Python
+write its bytecode cache, as an installed tool has one: PYTHONDONTWRITEBYTECODE is unset). Peak memory is the CLI process's own
+maximum resident set size (wait4's rusage).
+
+Targets: validate of one node platform <= 4x, generate --check of the shipped platforms <= 4x,
+generate of a 16,384-node cluster <= 5x, peak memory of a 65,536-node cluster < 150 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from scale import cluster_yaml  # noqa: E402  (the same synthetic cluster as benchmarks/scale.py)
+
+TARGETS = {"validate_node": 4.0, "generate_check_shipped": 4.0, "generate_16384": 5.0}
+PEAK_TARGET_MIB = 150.0
+
+FLOOR = r"""
+import sys, yaml
+from pathlib import Path
+mode, out, *inputs = sys.argv[1:]
+for path in inputs:
+    yaml.load(Path(path).read_bytes(), Loader=yaml.CSafeLoader)
+if mode == "write":
+    src = Path(out.split("=", 1)[0]); dst = Path(out.split("=", 1)[1])
+    for f in sorted(p for p in src.rglob("*") if p.is_file()):
+        target = dst / f.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(f.read_bytes())
+elif mode == "check":
+    for f in sorted(p for p in Path(out).rglob("*") if p.is_file()):
+        data = f.read_bytes()
+        assert data == f.read_bytes()
+"""
+
+
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""Processes run as an installed tool runs: Python may cache bytecode (a warm-up run writes it)."""
+
+
+def run(argv: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of one process; fails loudly on a non-zero exit."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.stdout.close(), proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.decode()}{out.decode()}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def best(argv: list[str], cwd: Path, repeat: int) -> tuple[float, float]:
+    run(argv, cwd)  # warm-up: bytecode caches and the OS page cache, not counted
+    runs = [run(argv, cwd) for _ in range(repeat)]
+    return min(t for t, _ in runs), max(m for _, m in runs)
+
+
+def yaml_inputs(*files: Path) -> list[str]:
+    parts = sorted((ROOT / "platforms" / "parts").glob("*.yaml"))
+    return [str(f) for f in (*files, *parts)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 repetitions instead of 7, no 65,536-node run")
+    args = parser.parse_args()
+    repeat = 3 if args.quick else 7
+    py = sys.executable
+    cli = [py, "-m", "hwspec"]
+    results: dict[str, dict] = {}
+
+    def case(name: str, command: list[str], floor: list[str], cwd: Path, times: int = repeat) -> None:
+        cli_s, cli_mib = best(command, cwd, times)
+        floor_s, floor_mib = best(floor, cwd, times)
+        results[name] = {"cli_seconds": round(cli_s, 3), "floor_seconds": round(floor_s, 3),
+                         "ratio": round(cli_s / floor_s, 2), "cli_peak_mib": round(cli_mib, 1),
+                         "floor_peak_mib": round(floor_mib, 1)}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        zionex = ROOT / "platforms" / "zionex.yaml"
+        case("validate_node", [*cli, "validate", str(zionex)],
+             [py, "-c", FLOOR, "none", "-", *yaml_inputs(zionex)], ROOT)
+        shipped = sorted((ROOT / "platforms").glob("*.yaml"))
+        case("generate_check_shipped", [*cli, "generate", "--check", "--no-svg"],
+             [py, "-c", FLOOR, "check", str(ROOT / "generated"), *yaml_inputs(*shipped)], ROOT)
+
+        for nodes in (16384,) + (() if args.quick else (65536,)):
+            here = work / str(nodes)
+            here.mkdir()
+            node_text = zionex.read_text().replace("rail_optimized: false", "rail_optimized: true")
+            (here / "zionex.yaml").write_text(node_text)
+            (here / "cluster.yaml").write_text(cluster_yaml(nodes))
+            # one CLI run makes the bytes the floor writes
+            subprocess.run([*cli, "generate", "--no-svg", "-o", str(here / "ref"), str(here / "cluster.yaml")],
+                           cwd=here, check=True, capture_output=True)
+            out = here / "out"
+            command = [*cli, "generate", "--no-svg", "-o", str(out), str(here / "cluster.yaml")]
+            floor = [py, "-c", FLOOR, "write", f"{here / 'ref'}={here / 'floor'}",
+                     *yaml_inputs(here / "zionex.yaml", here / "cluster.yaml")]
+            if nodes == 16384:
+                case("generate_16384", command, floor, here, max(3, repeat // 2))
+            else:
+                _, peak = run(command, here)
+                results["generate_65536"] = {"cli_peak_mib": round(peak, 1)}
+
+    summary = {"python": sys.version.split()[0], "results": results, "targets": {}}
+    for name, limit in TARGETS.items():
+        if name in results:
+            ratio = results[name]["ratio"]
+            summary["targets"][name] = {"ratio": ratio, "at_most": limit, "met": ratio <= limit}
+    if "generate_65536" in results:
+        peak = results["generate_65536"]["cli_peak_mib"]
+        summary["targets"]["peak_65536_mib"] = {"measured": peak, "below": PEAK_TARGET_MIB, "met": peak < PEAK_TARGET_MIB}
+    print(json.dumps(summary, indent=2))
+    return 0 if all(t["met"] for t in summary["targets"].values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,161 @@
+"""Cluster resolution: a cluster file's `ClusterSpec` becomes the `Cluster` model.
+
+A cluster file names its node platforms by path; each node platform is loaded (and later
+validated) once, however many nodes use it. The backend fabric's wiring is derived, not
+listed: a leaf tier (one leaf per rail per pod when rail-optimized) and, when there is more
+than one leaf, a spine tier.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable
+
+from pydantic import ValidationError
+
+from hwspec.cluster_model import Cluster, Fabric, Frontend, Leaf, NodeGroup
+from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.errors import DataPath, dotted, validation_diagnostics
+from hwspec.expand import Expanded, compile_pattern
+from hwspec.model import Assumption, Platform, RuleSetting
+from hwspec.source import SourceDoc
+from hwspec.sourcemap import DocumentSourceMap
+from hwspec.spec import ClusterSpec
+
+MAX_CLUSTER_NODES = 1_000_000
+"""Nodes in one cluster (all groups together), the bound each group's `count` already has."""
+MAX_PATTERN = 253
+"""Characters in a hostname or address pattern: a DNS name is at most 253 (a label 63)."""
+MAX_SWITCHES = 262_144
+"""Leaf plus spine switches the derived backend fabric may have: a 1M-node, 8-rail fabric of
+64-port leaves has 250k. Each is an object and a graph node, so the bound is one on memory."""
+MAX_UPLINK_PORTS = 2_097_152
+"""Leaf-to-spine ports the derived fabric may wire (16x the 16,384-node benchmark's)."""
+
+
+class FabricTooLarge(ValueError):
+    """The backend fabric a cluster file asks for is too large to derive; `path` is the key."""
+
+    def __init__(self, message: str, path: DataPath):
+        super().__init__(message)
+        self.path = path
+
+
+def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_node: Callable[[Path], Platform]) -> Cluster:
+    """Validate and resolve a cluster file. `load_node(path)` loads a node platform (cached
+    by the caller, so each node platform is loaded once)."""
+
+    def locate(p: DataPath) -> Position:
+        return doc.locate(expanded.written_path(p))
+
+    try:
+        spec = ClusterSpec.model_validate(expanded.data)
+    except ValidationError as exc:
+        raise HwspecError(validation_diagnostics(exc, ClusterSpec, expanded.data, doc.file, locate,
+                                                 locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
+    errors: list[Diagnostic] = []
+
+    def error(p: DataPath, message: str, hint: str | None = None, code: str = "E205") -> None:
+        pos = locate(p)
+        errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, code, message, hint))
+
+    groups: list[NodeGroup] = []
+    first = 0
+    for index, group in enumerate(spec.nodes):
+        here = ("nodes", index)
+        if first + group.count > MAX_CLUSTER_NODES:
+            error(here + ("count",), f"{dotted(here)}: the cluster would have more than {MAX_CLUSTER_NODES} nodes",
+                  "split it into several clusters")
+            break
+        path = (cluster_file.parent / group.platform)
+        try:
+            platform = load_node(path)
+        except HwspecError as exc:
+            errors.extend(exc.diagnostics)
+            error(here + ("platform",), f"{dotted(here)}: node platform '{group.platform}' has errors (reported above)", code="E206")
+            first += group.count
+            continue
+        except FileNotFoundError:
+            error(here + ("platform",), f"{dotted(here)}: node platform file '{group.platform}' not found", code="E206")
+            first += group.count
+            continue
+        hostnames = _expand_names(group.hostname, group, first, here + ("hostname",), error)
+        addresses = _expand_names(group.address, group, first, here + ("address",), error) if group.address else None
+        groups.append(NodeGroup(platform, group.count, first, hostnames or (), addresses))
+        first += group.count
+    if errors:
+        raise HwspecError(errors)
+
+    try:
+        fabric = _fabric(spec, groups) if spec.backend else None
+    except FabricTooLarge as exc:
+        error(exc.path, str(exc), "use switches with more ports, or fewer uplinks")
+        raise HwspecError(errors) from None
+    frontend = Frontend(spec.frontend.speed, spec.frontend.ingestion_share) if spec.frontend else None
+
+    source_map = DocumentSourceMap(doc, expanded)
+    location = source_map.at
+
+    assumptions = tuple(Assumption(dotted(p), note.assumed, note.source, location(p))
+                        for p, note in expanded.provenance.items() if note.assumed)
+    return Cluster(
+        name=spec.name, title=spec.title or spec.name, file=doc.file, groups=tuple(groups), fabric=fabric,
+        frontend=frontend, rendezvous_port=spec.rendezvous.port, rendezvous_backend=spec.rendezvous.backend,
+        declared_world_size=spec.world_size, sources=dict(spec.sources),
+        rule_settings={k: RuleSetting(v.severity, v.reason, location(("rules", k))) for k, v in spec.rules.items()},
+        assumptions=assumptions, source_map=source_map, environment=dict(spec.environment))
+
+
+def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tuple[str, ...] | None:
+    if len(pattern) > MAX_PATTERN:
+        error(where, f"{dotted(where)}: the pattern is {len(pattern)} characters long, more than {MAX_PATTERN}")
+        return None
+    try:
+        render = compile_pattern(pattern, ("n", "i"))
+        return tuple(render({"n": first + k, "i": group.first + k}) for k in range(group.count))
+    except ValueError as exc:
+        error(where, f"{dotted(where)}: {exc}", "patterns may use n (node index in the cluster) and i (index in the group)")
+        return None
+
+
+def _fabric(spec: ClusterSpec, groups: list[NodeGroup]) -> Fabric:
+    backend = spec.backend
+    nics_per_node = max((len(g.topology.collective_nics) for g in groups), default=0) or 1
+    node_count = sum(g.count for g in groups)
+    leaf = backend.leaf
+    spine = backend.spine
+    down = max(leaf.ports - leaf.uplinks, 1)
+    leaves: list[Leaf] = []
+
+    def at_most(count: int, what: str, path: DataPath, limit: int = MAX_SWITCHES) -> None:
+        if count > limit:
+            raise FabricTooLarge(f"backend: the fabric would have {count} {what}, more than {limit}", path)
+
+    if backend.topology == "single-switch":
+        leaves.append(Leaf("switch0", None, range(node_count), leaf.ports, node_count * nics_per_node, 0))
+    elif backend.topology == "rail-optimized":
+        per_leaf = down
+        pods = math.ceil(node_count / per_leaf)
+        at_most(nics_per_node * pods, "leaf switches", ("backend", "leaf", "ports"))
+        for rail in range(nics_per_node):
+            for pod in range(pods):
+                nodes = range(pod * per_leaf, min(node_count, (pod + 1) * per_leaf))
+                leaves.append(Leaf(f"rail{rail}-leaf{pod}", rail, nodes, leaf.ports, len(nodes), leaf.uplinks if pods > 1 else 0))
+    else:
+        per_leaf = max(down // nics_per_node, 1)
+        count = math.ceil(node_count / per_leaf)
+        at_most(count, "leaf switches", ("backend", "leaf", "ports"))
+        for index in range(count):
+            nodes = range(index * per_leaf, min(node_count, (index + 1) * per_leaf))
+            leaves.append(Leaf(f"leaf{index}", None, nodes, leaf.ports, len(nodes) * nics_per_node,
+                               leaf.uplinks if count > 1 else 0))
+    uplinks = sum(l.uplinks for l in leaves)
+    at_most(uplinks, "leaf-to-spine ports", ("backend", "leaf", "uplinks"), MAX_UPLINK_PORTS)
+    spine_ports = spine.ports if spine else 0
+    spine_count = (spine.count or (math.ceil(uplinks / spine.ports) if spine.ports else 0)) if (spine and uplinks) else 0
+    at_most(len(leaves) + spine_count, "switches", ("backend", "spine"))
+    return Fabric(topology=backend.topology, transport=backend.transport, nic_speed=backend.speed,
+                  nics_per_node=nics_per_node, leaves=tuple(leaves), spine_count=spine_count, spine_ports=spine_ports,
+                  uplink_speed=leaf.speed or backend.speed, declared_oversubscription=backend.oversubscription,
+                  declared_min_bisection=backend.min_bisection)

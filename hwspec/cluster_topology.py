@@ -1,0 +1,101 @@
+"""The resolved topology of a cluster: the model plus the derived facts rules and generators read.
+
+`ClusterTopology(cluster)` holds the `Cluster` model, each distinct node platform's
+`Topology`, and cluster-wide figures computed once from them (per-GPU scale-out bandwidth).
+The switch-level networkx graph is built only when something asks for `graph` (drawings,
+site rules); no hwspec rule or generator needs it, so validating a 65,536-node cluster never
+builds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Mapping
+
+from hwspec.cluster_model import Cluster
+from hwspec.model import Location
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from hwspec.topology import Topology
+
+
+class ClusterTopology:
+    """The resolved cluster: `platform` (the `Cluster` model) and its derived queries."""
+
+    kind = "cluster"
+
+    def __init__(self, cluster: Cluster):
+        self.platform = cluster
+
+    def __repr__(self) -> str:
+        return f"ClusterTopology({self.platform.name!r})"
+
+    @property
+    def name(self) -> str:
+        return self.platform.name
+
+    @property
+    def file(self) -> str:
+        return self.platform.file
+
+    @property
+    def rule_settings(self) -> Mapping[str, Any]:
+        return self.platform.rule_settings
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> Location:
+        return self.platform.locate(entity, *fields)
+
+    @property
+    def node_topologies(self) -> tuple["Topology", ...]:
+        """The topology of each distinct node platform, in first-use order."""
+        return tuple(p.topology for p in self.platform.node_platforms)
+
+    def per_gpu_scale_out(self, platform: Any) -> float:
+        """The smallest per-GPU scale-out share of a node platform (`Topology.scale_out_share`),
+        bytes/s per direction; 0 without GPUs."""
+        topology = platform.topology
+        return min((topology.scale_out_share(g.id) for g in platform.gpus), default=0.0)
+
+    @cached_property
+    def graph(self) -> "nx.Graph":
+        """The switch-level graph (`build_cluster_graph`), built on first use only."""
+        return build_cluster_graph(self.platform)
+
+
+def build_cluster_graph(cluster: Cluster) -> "nx.Graph":
+    """Switch-level graph: one node per leaf and spine (kind leaf|spine) and one per node
+    group (kind group); edges carry `links` (port count) and `bandwidth` (bytes/s per
+    direction). Hosts are not nodes of their own: per-node facts are arithmetic."""
+    import networkx as nx
+
+    graph = nx.Graph(name=cluster.name)
+    fabric = cluster.fabric
+    for index, group in enumerate(cluster.groups):
+        graph.add_node(f"group{index}", kind="group", item=group)
+    if fabric is None:
+        return graph
+    for spine in range(fabric.spine_count):
+        graph.add_node(f"spine{spine}", kind="spine")
+    stops = [group.nodes.stop for group in cluster.groups]  # groups hold consecutive node ranges
+    for leaf in fabric.leaves:
+        graph.add_node(leaf.id, kind="leaf", item=leaf)
+        for index in range(bisect.bisect_right(stops, leaf.nodes.start), len(cluster.groups)):
+            group = cluster.groups[index]
+            if group.nodes.start >= leaf.nodes.stop:
+                break  # only the groups overlapping the leaf's nodes, not every group per leaf
+            shared = len(range(max(leaf.nodes.start, group.nodes.start), min(leaf.nodes.stop, group.nodes.stop)))
+            if shared:
+                ports = shared * (1 if leaf.rail is not None else fabric.nics_per_node)
+                graph.add_edge(f"group{index}", leaf.id, kind="network", links=ports, bandwidth=ports * fabric.nic_speed)
+    position = 0
+    for leaf in fabric.leaves:
+        for k in range(leaf.uplinks):
+            spine = f"spine{(position + k) % fabric.spine_count}"
+            data = graph.get_edge_data(leaf.id, spine)
+            links = (data["links"] if data else 0) + 1
+            graph.add_edge(leaf.id, spine, kind="network", links=links, bandwidth=links * fabric.uplink_speed)
+        position += leaf.uplinks
+    return graph

@@ -1,0 +1,46 @@
+"""Shared helpers for the tests that run real consumers of the generated files
+(tests/test_consumer_*.py, marked `consumer`): generating a platform into a temporary directory
+and finding the consumer's program, or skipping with the reason and the package that provides it.
+
+CI installs every consumer (`.ci/run`); a test is skipped only where its consumer is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HWSPEC = [sys.executable, "-m", "hwspec"]
+
+
+def generate(platform: Path, out: Path, *extra: str) -> Path:
+    """`hwspec generate PLATFORM -o OUT --no-svg` from the repository root; returns OUT."""
+    result = subprocess.run([*HWSPEC, "generate", str(platform), "-o", str(out), "--no-svg", *extra],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def need_program(name: str, package: str) -> str:
+    """The path of `name`, or skip: the consumer is not installed (CI installs `package`)."""
+    path = shutil.which(name) or next((str(p) for p in (Path("/usr/sbin") / name, Path("/sbin") / name) if p.exists()), None)
+    if path is None:
+        pytest.skip(f"{name} is not installed (Debian package {package}; .ci/run installs it)")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0

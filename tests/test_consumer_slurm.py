@@ -1,0 +1,160 @@
+"""The generated Slurm files as Slurm 22.05+ reads them: slurmd's own GRES parser (`slurmd -G`)
+on slurm.conf + gres.conf, and a real slurmctld loading the node lines, the partition and
+topology.conf (`scontrol show node`, `scontrol show topology`). Debian's slurmd, slurmctld and
+slurm-client packages; `.ci/run` installs them. Runs as root (slurmd and slurmctld run as
+SlurmUser=root here, with auth/none, in a temporary directory; nothing is installed in /etc)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.consumers import ROOT, free_port, generate, is_root, need_program
+
+pytestmark = pytest.mark.consumer
+
+FIXTURES = ROOT / "tests" / "fixtures" / "cluster"
+
+
+@pytest.fixture(scope="module")
+def slurm_programs() -> dict[str, str]:
+    if not is_root():
+        pytest.skip("slurmd and slurmctld need root to run with SlurmUser=root (CI runs as root)")
+    return {name: need_program(name, package) for name, package in
+            (("slurmd", "slurmd"), ("slurmctld", "slurmctld"), ("scontrol", "slurm-client"))}
+
+
+def slurm_dir(tmp: Path, generated: Path) -> Path:
+    """A Slurm configuration directory: a minimal site slurm.conf that `Include`s the generated
+    fragment, with the generated gres.conf and topology.conf beside it. The only change to the
+    generated files: gres.conf's /dev/nvidiaN become character devices under tmp/dev."""
+    conf = tmp / "etc"
+    dev = tmp / "dev"
+    for sub in (conf, dev, tmp / "state", tmp / "spool"):
+        sub.mkdir(parents=True, exist_ok=True)
+    gres = (generated / "slurm" / "gres.conf").read_text()
+    for index in sorted({int(i) for i in re.findall(r"File=/dev/nvidia(\d+)", gres)}):
+        os.mknod(dev / f"nvidia{index}", 0o600 | 0o020000, os.makedev(195, index))
+    (conf / "gres.conf").write_text(gres.replace("File=/dev/nvidia", f"File={dev}/nvidia"))
+    shutil.copy(generated / "slurm" / "topology.conf", conf / "topology.conf")
+    (conf / "slurm.conf").write_text(f"""ClusterName=hwspectest
+SlurmctldHost=localhost(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+MpiDefault=none
+StateSaveLocation={tmp}/state
+SlurmdSpoolDir={tmp}/spool
+SlurmctldPidFile={tmp}/slurmctld.pid
+SlurmdPidFile={tmp}/slurmd.pid
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmdParameters=config_overrides
+ReturnToService=2
+Include {generated}/slurm/slurm.conf
+""")
+    return conf
+
+
+def slurmd_gres(programs: dict[str, str], conf: Path, node: str) -> tuple[list[dict[str, str]], str]:
+    """`slurmd -G`: the GRES slurmd would register for `node`, one dict per line, and its log."""
+    result = subprocess.run([programs["slurmd"], "-f", str(conf / "slurm.conf"), "-N", node, "-G"],
+                            capture_output=True, text=True, timeout=60)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    gres = [dict(re.findall(r"(\w+)=(\S+)", line.split("Gres ", 1)[1])) for line in log.splitlines() if " Gres Name=" in line]
+    return gres, log
+
+
+@pytest.fixture(scope="module")
+def zionex16() -> Path:
+    """The committed zionex-16 cluster files (kept current by test_generated_up_to_date)."""
+    return ROOT / "generated" / "zionex-16"
+
+
+def test_slurmd_registers_every_typed_gpu_of_gres_conf(slurm_programs, zionex16: Path, tmp_path: Path) -> None:
+    gres, log = slurmd_gres(slurm_programs, slurm_dir(tmp_path, zionex16), "zionex07")
+    assert "Ignoring extra GRES" not in log and "fatal" not in log
+    assert [(g["Name"], g["Type"], g["Count"], g["Index"]) for g in gres] == [
+        ("gpu", "a100-oam-40gb", "1", str(i)) for i in range(8)]
+    # two GPUs per socket of 28 cores: Slurm's core indices 0-27, 28-55, ...
+    assert [g["Cores"] for g in gres] == ["0-27", "0-27", "28-55", "28-55", "56-83", "56-83", "84-111", "84-111"]
+    assert gres[0]["Links"] == "-1,2,2,2,0,2,2,2"
+
+
+def test_slurmd_reads_cores_as_core_indices_when_cpu_ids_interleave(slurm_programs, tmp_path: Path) -> None:
+    generated = generate(FIXTURES / "interleaved_cpus.yaml", tmp_path / "out") / "interleaved_cpus"
+    gres, log = slurmd_gres(slurm_programs, slurm_dir(tmp_path / "slurm", generated), "node1")
+    # socket cpu0 holds the even CPU ids, cpu1 the odd ones; Slurm numbers cores 0-27 and 28-55
+    assert [(g["Type"], g["Cores"]) for g in gres] == [("a100-sxm4-40gb", "0-27"), ("a100-sxm4-40gb", "28-55")]
+    assert "Invalid GRES" not in log
+
+
+def test_slurmd_with_an_untyped_node_line_ignores_the_typed_gpus(slurm_programs, zionex16: Path, tmp_path: Path) -> None:
+    """Why the node line must say Gres=gpu:TYPE:N: the usual Gres=gpu:8 loses every GPU."""
+    conf = slurm_dir(tmp_path, zionex16)
+    fragment = (zionex16 / "slurm" / "slurm.conf").read_text().replace("Gres=gpu:a100-oam-40gb:8", "Gres=gpu:8")
+    (tmp_path / "untyped.conf").write_text(fragment)
+    (conf / "slurm.conf").write_text((conf / "slurm.conf").read_text().replace(
+        f"Include {zionex16}/slurm/slurm.conf", f"Include {tmp_path}/untyped.conf"))
+    _, log = slurmd_gres(slurm_programs, conf, "zionex00")
+    assert "Ignoring extra GRES" in log
+
+
+@contextlib.contextmanager
+def slurmctld(programs: dict[str, str], conf: Path):
+    """A slurmctld running on `conf` (foreground, its own state); yields `scontrol(*args)`,
+    which returns scontrol's standard output and fails the test on an error."""
+    env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
+    daemon = subprocess.Popen([programs["slurmctld"], "-D", "-i", "-f", str(conf / "slurm.conf")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+    def scontrol(*args: str) -> str:
+        result = subprocess.run([programs["scontrol"], *args], capture_output=True, text=True, env=env, timeout=30)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    try:
+        deadline = time.monotonic() + 60
+        while subprocess.run([programs["scontrol"], "ping"], capture_output=True, env=env, timeout=30).returncode != 0:
+            assert daemon.poll() is None and time.monotonic() < deadline, "slurmctld did not start"
+            time.sleep(0.5)
+        yield scontrol
+    finally:
+        daemon.terminate()
+        try:
+            log, _ = daemon.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            daemon.kill()
+            log, _ = daemon.communicate()
+        assert "fatal" not in log, log
+
+
+def test_slurmctld_loads_node_lines_partition_and_topology(slurm_programs, zionex16: Path, tmp_path: Path) -> None:
+    with slurmctld(slurm_programs, slurm_dir(tmp_path, zionex16)) as scontrol:
+        assert scontrol("show", "topology").split() == ["SwitchName=switch0", "Level=0", "LinkSpeed=1", "Nodes=zionex[00-15]"]
+        fields = dict(re.findall(r"(\w+)=(\S+)", scontrol("show", "node", "zionex15")))
+        assert {k: fields[k] for k in ("Gres", "NodeAddr", "Sockets", "CoresPerSocket", "ThreadsPerCore", "RealMemory",
+                                       "CPUTot", "Partitions")} == {
+            "Gres": "gpu:a100-oam-40gb:8", "NodeAddr": "10.16.0.16", "Sockets": "4", "CoresPerSocket": "28",
+            "ThreadsPerCore": "2", "RealMemory": str(int(4 * 384 * 1024 * 0.97)), "CPUTot": "224",
+            "Partitions": "zionex-16"}
+
+
+def test_slurmctld_reads_rail_pods_under_the_spine(slurm_programs, tmp_path: Path) -> None:
+    generated = generate(FIXTURES / "rail_pods_spine.yaml", tmp_path / "out") / "rail_pods_spine"
+    with slurmctld(slurm_programs, slurm_dir(tmp_path / "slurm", generated)) as scontrol:
+        switches = [dict(re.findall(r"(\w+)=(\S+)", line)) for line in scontrol("show", "topology").splitlines()]
+    assert sorted((s["SwitchName"], s["Level"], s.get("Nodes"), s.get("Switches")) for s in switches) == [
+        ("pod0", "0", "r[0-1]", None), ("pod1", "0", "r[2-3]", None), ("pod2", "0", "r[4-5]", None),
+        ("pod3", "0", "r[6-7]", None), ("spine", "1", "r[0-7]", "pod[0-3]")]

@@ -1,0 +1,250 @@
+"""The workload estimate, term by term, on hand-computed tiny cases.
+
+The platform is a `Figures` record with round numbers (2 nodes x 2 GPUs); the workload is a
+tiny DLRM written as YAML. Every expected number below is worked out by hand in the comment
+beside it, from the formulas in the README's "Estimating a workload" section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from hwspec.diagnostics import HwspecError
+from hwspec.estimate import busiest, estimate, inter_node_share, placement
+from hwspec.platform_figures import Figures
+from hwspec.workload import load_workload
+
+TINY = Figures(
+    name="tiny", title="tiny", file="tiny.yaml", kind="cluster", gpus=4, gpus_per_node=2, nodes=2, sockets_per_node=1,
+    gpu_model="toy", peak_flop_per_s={"fp16": 1e12, "fp32": 5e11},
+    hbm_capacity=1e6, hbm_bandwidth=1e9, ddr_capacity=1e7, ddr_bandwidth=1e8, ssd_capacity=1e8, ssd_bandwidth=1e7,
+    pcie_host_bandwidth=2e8, pcie_host_shared_bandwidth=1e8, nvlink_bandwidth=1e9,
+    nic_bandwidth=1e8, injection_bandwidth=1e8, ingestion_bandwidth=5e7, transport="rocev2", gpudirect=True,
+    collectives_scope="hierarchical",
+    algbw={"all_to_all": 1e8, "all_reduce": 5e7, "reduce_scatter": 2e8, "all_gather": 2e8},
+    busbw={},
+)
+
+BASE = """\
+hwspec: 1
+kind: workload
+name: tiny
+batch: {{per_gpu: 10}}
+compute_dtype: {dtype}
+bottom_mlp: [4, 8, 2]
+top_mlp: [6, 3, 1]
+interaction: {interaction}
+embeddings:
+  precision: fp32
+  optimizer: {optimizer}
+  index_dtype: int32
+  hbm_share: 0.5
+  tables:
+    - {{name: t, count: 2, rows: 100, dim: 2, pooling: 3, sharding: {sharding}, column_shards: 2}}
+communication: {{forward: {forward}, backward: fp32, allreduce: fp32}}
+"""
+
+
+def tiny(tmp_path: Path, **changes: str):
+    values = {"dtype": "fp16", "interaction": "cat", "optimizer": "sgd", "sharding": "table-wise", "forward": "fp32"} | changes
+    path = tmp_path / "tiny.yaml"
+    path.write_text(BASE.format(**values))
+    return load_workload(path)
+
+
+def terms(doc) -> dict[str, float]:
+    return {t["id"]: t["seconds"] for t in doc["terms"]}
+
+
+def amounts(doc) -> dict[str, float]:
+    return {t["id"]: t.get("amount_bytes", t.get("amount_flop")) for t in doc["terms"]}
+
+
+def test_table_wise_terms_match_the_hand_computation(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path))
+    # n = 4 GPUs, local batch b = 10, global batch B = 40
+    assert (doc["local_batch"], doc["global_batch"]) == (10, 40)
+    a, t = amounts(doc), terms(doc)
+    # 2 whole tables on 4 GPUs: the busiest GPU holds one and looks it up for the global batch:
+    # B x pooling x dim x 4 bytes = 40 x 3 x 2 x 4 = 960 B, at HBM 1e9 B/s
+    assert a["embedding_fwd"] == 960 and t["embedding_fwd"] == pytest.approx(9.6e-7)
+    # backward (sgd, no state): rows read and written, 2 x 960 = 1920 B
+    assert a["embedding_bwd"] == 1920 and t["embedding_bwd"] == pytest.approx(1.92e-6)
+    assert doc["table_wise_balance"] == {"shards": 2, "busiest_over_average": 2.0}  # 1 table vs 0.5 on average
+    # MLP forward: 2 x (4x8 + 8x2 + 6x3 + 3x1) = 138 FLOP per sample, x 10 = 1380 FLOP at 1e12 FLOP/s
+    assert a["mlp_fwd"] == 1380 and t["mlp_fwd"] == pytest.approx(1.38e-9)
+    assert a["mlp_bwd"] == 2760 and t["mlp_bwd"] == pytest.approx(2.76e-9)
+    # input AlltoAll: b x count x (pooling x 4-byte ids + 4-byte length) = 10 x 2 x 16 = 320 B at 1e8
+    assert a["input_alltoall"] == 320 and t["input_alltoall"] == pytest.approx(3.2e-6)
+    # pooled embeddings: the busiest sender's B x dim x 4 bytes = 40 x 2 x 4 = 320 B each way at algbw 1e8
+    assert a["embedding_alltoall_fwd"] == 320 and t["embedding_alltoall_fwd"] == pytest.approx(3.2e-6)
+    assert a["embedding_alltoall_bwd"] == 320 and t["embedding_alltoall_bwd"] == pytest.approx(3.2e-6)
+    # AllReduce: weights and biases (32+8)+(16+2)+(18+3)+(3+1) = 83 x 4 B = 332 B at 5e7
+    assert a["dense_allreduce"] == 332 and t["dense_allreduce"] == pytest.approx(6.64e-6)
+    # input bytes: b x (4 dense x 4 B + 4 B label + 2 tables x 16 B) = 10 x 52 = 520 B
+    assert a["host_to_device"] == 520 and t["host_to_device"] == pytest.approx(5.2e-6)  # PCIe shared 1e8
+    assert a["ingestion"] == 520 and t["ingestion"] == pytest.approx(1.04e-5)  # ingestion 5e7
+    assert t["host_staging"] == 0  # GPUDirect RDMA: nothing bounces through host memory
+
+
+def test_overlap_takes_the_busiest_resource_and_serial_the_sum(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path))
+    resources = doc["resources_seconds"]
+    assert resources["gpu"] == pytest.approx(9.6e-7 + 1.92e-6 + 1.38e-9 + 2.76e-9)  # 2.88414e-6
+    assert resources["network"] == pytest.approx(3.2e-6 + 3.2e-6 + 3.2e-6 + 6.64e-6)  # 1.624e-5
+    assert resources["pcie"] == pytest.approx(5.2e-6)
+    assert resources["ingestion"] == pytest.approx(1.04e-5)
+    assert doc["overlapped_seconds"] == pytest.approx(1.624e-5)
+    assert doc["serial_seconds"] == pytest.approx(2.88414e-6 + 1.624e-5 + 5.2e-6 + 1.04e-5)
+    assert doc["qps_overlapped"] == pytest.approx(40 / 1.624e-5)
+    assert doc["qps_serial"] == pytest.approx(40 / 3.472414e-5)
+    assert doc["bottleneck"]["resource"] == "network" and doc["bottleneck"]["term"] == "dense_allreduce"
+
+
+def test_tables_spill_from_hbm_to_host_ddr_across_pcie(tmp_path):
+    small = dataclasses.replace(TINY, hbm_capacity=200)
+    doc = estimate(small, tiny(tmp_path))
+    # the busiest GPU holds one table: 100 rows x 8 B = 800 B; HBM holds 50% of 200 = 100 B
+    tiers = {t["tier"]: t for t in doc["placement"]["tiers"]}
+    assert doc["placement"]["need_bytes_per_gpu"] == 800
+    assert (tiers["hbm"]["stored_bytes"], tiers["host_ddr"]["stored_bytes"], tiers["ssd"]["stored_bytes"]) == (100, 700, 0)
+    assert tiers["host_ddr"]["bandwidth_bytes_per_s"] == 1e8  # min(DDR share 1e8, PCIe shared 1e8)
+    # 960 B x (0.125 / 1e9 + 0.875 / 1e8) = 8.52e-6 s
+    assert terms(doc)["embedding_fwd"] == pytest.approx(8.52e-6)
+
+
+def test_tables_spill_to_ssd_after_ddr(tmp_path):
+    doc = placement(dataclasses.replace(TINY, hbm_capacity=200, ddr_capacity=100), tiny(tmp_path))
+    assert [t["stored_bytes"] for t in doc["tiers"]] == [100, 100, 600]
+    assert doc["tiers"][2]["bandwidth_bytes_per_s"] == 1e7  # min(SSD 1e7, PCIe shared 1e8)
+
+
+def test_tables_that_do_not_fit_are_a_located_error(tmp_path):
+    with pytest.raises(HwspecError) as exc:
+        estimate(dataclasses.replace(TINY, hbm_capacity=200, ddr_capacity=100, ssd_capacity=100), tiny(tmp_path))
+    (d,) = exc.value.diagnostics
+    assert (d.code, d.line, d.col) == ("E401", 15, 5)
+    assert d.message == ("the embedding tables need 800 B per GPU on tiny (4 GPUs), "
+                         "but HBM (50% of it), host DDR and SSD hold 300 B")
+
+
+def test_compute_dtype_without_a_peak_is_a_located_error(tmp_path):
+    with pytest.raises(HwspecError) as exc:
+        estimate(TINY, tiny(tmp_path, dtype="bf16"))
+    (d,) = exc.value.diagnostics
+    assert (d.code, d.line, d.col) == ("E402", 5, 16)
+    assert d.message == "compute_dtype 'bf16' has no peak on tiny's GPUs (toy)"
+    assert d.hint == "peaks known: fp16, fp32"
+
+
+def test_row_wise_tables_reduce_scatter_forward_and_all_gather_backward(tmp_path):
+    t = terms(estimate(TINY, tiny(tmp_path, sharding="row-wise")))
+    # B x count x dim x 4 = 40 x 2 x 2 x 4 = 640 B at reduce_scatter / all_gather algbw 2e8
+    assert t["embedding_alltoall_fwd"] == pytest.approx(3.2e-6)
+    assert t["embedding_alltoall_bwd"] == pytest.approx(3.2e-6)
+    assert t["input_alltoall"] == pytest.approx(3.2e-6)  # ids go to their row shard: same 320 B
+
+
+def test_column_wise_tables_send_the_ids_to_every_column_shard(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, sharding="column-wise"))
+    assert amounts(doc)["input_alltoall"] == 640  # 2 shards x 320 B
+    # 4 shards of dim 1 on 4 GPUs, one each: lookups B x 3 x 1 x 4 = 480 B, pooled B x 1 x 4 = 160 B
+    assert amounts(doc)["embedding_fwd"] == 480
+    assert amounts(doc)["embedding_alltoall_fwd"] == 160
+    assert doc["table_wise_balance"] == {"shards": 4, "busiest_over_average": 1.0}
+
+
+def test_data_parallel_tables_need_no_alltoall_but_allreduce_their_gradients(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, sharding="data-parallel"))
+    a = amounts(doc)
+    assert a["input_alltoall"] == 0 and a["embedding_alltoall_fwd"] == 0 and a["embedding_alltoall_bwd"] == 0
+    assert a["dense_allreduce"] == 332 + 2 * 100 * 2 * 4  # MLP + whole tables: 1932 B
+    assert a["embedding_bwd"] == 960 + 2 * 1600  # lookups + the dense optimizer step over both tables
+    assert doc["placement"]["need_bytes_per_gpu"] == 1600  # whole tables on every GPU
+
+
+def test_quantized_forward_communication_halves_the_forward_alltoall(tmp_path):
+    assert amounts(estimate(TINY, tiny(tmp_path, forward="fp16")))["embedding_alltoall_fwd"] == 160  # 320 B at fp32
+
+
+def test_rowwise_adagrad_reads_and_writes_one_state_value_per_row(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, optimizer="rowwise-adagrad"))
+    assert amounts(doc)["embedding_bwd"] == 40 * 3 * 2 * (8 + 4)  # 2880 B: B x pooling x 2 x (row + state)
+    assert doc["placement"]["need_bytes_per_gpu"] == 100 * 12
+
+
+def test_dot_interaction_adds_pairwise_dot_products(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path, interaction="dot"))
+    # 3 features (2 tables + dense) of the bottom output width 2: 3 x 2 / 2 pairs x 2 x 2 = 12 FLOP
+    assert amounts(doc)["mlp_fwd"] == 10 * (138 + 12)
+
+
+def test_without_gpudirect_the_inter_node_collectives_cross_the_host_link(tmp_path):
+    doc = estimate(dataclasses.replace(TINY, gpudirect=False), tiny(tmp_path))
+    # (n-G)/n = 1/2 of the AlltoAlls (320 + 320 + 320 B), 2(N-1)/(N G) = 1/2 of the AllReduce (332 B)
+    assert amounts(doc)["host_staging"] == pytest.approx(0.5 * 960 + 0.5 * 332)
+    assert terms(doc)["host_staging"] == pytest.approx(646 / 1e8)
+    assert doc["resources_seconds"]["pcie"] == pytest.approx(5.2e-6 + 6.46e-6)
+
+
+def test_inter_node_shares_follow_the_hierarchical_algorithm():
+    assert inter_node_share(TINY, "all_to_all") == 0.5
+    assert inter_node_share(TINY, "all_reduce") == 0.5
+    assert inter_node_share(TINY, "reduce_scatter") == 0.25
+    assert inter_node_share(dataclasses.replace(TINY, nodes=1, gpus=2), "all_to_all") == 0
+
+
+def test_a_global_batch_is_split_over_the_gpus(tmp_path):
+    path = tmp_path / "global.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise", forward="fp32")
+                    .replace("batch: {per_gpu: 10}", "batch: {global: 40}"))
+    doc = estimate(TINY, load_workload(path))
+    assert (doc["local_batch"], doc["global_batch"]) == (10, 40)
+    assert amounts(doc)["embedding_fwd"] == 960
+
+
+def test_a_platform_without_collective_bounds_has_no_communication_time(tmp_path):
+    single = dataclasses.replace(TINY, gpus=1, gpus_per_node=1, nodes=1, algbw={})
+    t = terms(estimate(single, tiny(tmp_path)))
+    assert t["input_alltoall"] == t["embedding_alltoall_fwd"] == t["dense_allreduce"] == 0
+
+
+def test_comparison_names_the_term_that_changes_most_and_the_speedup(tmp_path):
+    from hwspec.compare import comparison
+
+    workload = tiny(tmp_path)
+    fast = dataclasses.replace(TINY, name="fast", algbw={k: 2 * v for k, v in TINY.algbw.items()})
+    doc = comparison(TINY, fast, estimate(TINY, workload), estimate(fast, workload))
+    # every collective twice as fast: network 1.624e-5 -> 8.12e-6 s, so ingestion (1.04e-5 s) now bounds
+    assert doc["estimates"]["b"]["bottleneck"]["resource"] == "ingestion"
+    assert doc["speedup_overlapped"] == pytest.approx(1.624e-5 / 1.04e-5)
+    assert doc["changes_most"] == "dense_allreduce"  # 6.64e-6 -> 3.32e-6 s, the largest saving
+    assert doc["term_changes"][0]["saved_seconds"] == pytest.approx(3.32e-6)
+    # then three savings of 1.6e-6 s, in id order
+    assert [c["id"] for c in doc["term_changes"][1:4]] == ["embedding_alltoall_bwd", "embedding_alltoall_fwd", "input_alltoall"]
+
+
+@pytest.mark.parametrize("groups, n, bound", [
+    ([(1.0, 200)], 128, 2.0),       # 200 equal tables on 128 GPUs: some GPU holds 2
+    ([(1.0, 1000)], 128, 8.0),      # ceil(1000 / 128)
+    ([(1.0, 2)], 4, 1.0),           # fewer tables than GPUs: the largest table
+    ([(3.0, 1), (1.0, 4)], 2, 3.5), # the average, above the largest item
+    ([(4.0, 2), (3.0, 1)], 2, 7.0), # two of the 3 largest share a GPU: 4 + 3
+    ([], 8, 0.0),
+])
+def test_busiest_gpu_bound_on_indivisible_shards(groups, n, bound):
+    assert busiest(groups, n) == bound
+
+
+def test_more_tables_than_gpus_but_not_a_multiple_load_the_busiest_gpu_more(tmp_path):
+    path = tmp_path / "five.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise", forward="fp32")
+                    .replace("count: 2,", "count: 5,"))
+    doc = estimate(TINY, load_workload(path))
+    # 5 tables on 4 GPUs: the busiest holds 2, the average 1.25
+    assert doc["table_wise_balance"] == {"shards": 5, "busiest_over_average": 1.6}
+    assert amounts(doc)["embedding_fwd"] == 2 * 40 * 3 * 2 * 4
+    assert amounts(doc)["embedding_alltoall_fwd"] == 2 * 40 * 2 * 4

@@ -1,0 +1,87 @@
+"""SARIF for GitHub code scanning: the two-step CI pattern (`--exit-zero` writes the report,
+a later step uploads it, another fails the job), artifact URIs relative to the repository root
+whatever path hwspec was given, and the report as sarif-tools (a real SARIF reader) reads it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ON_SOCKET = ROOT / "tests" / "fixtures" / "rules" / "backend_nic_on_socket.yaml"   # one HW202 error
+SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+REPO_URI = {"uri": "tests/fixtures/rules/backend_nic_on_socket.yaml", "uriBaseId": "%SRCROOT%"}
+
+
+def _validate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hwspec", "validate", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def _locations(sarif_text: str) -> list[dict]:
+    log = json.loads(sarif_text)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    return [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in log["runs"][0]["results"]]
+
+
+def test_exit_zero_writes_the_same_report_and_exits_0() -> None:
+    failing = _validate("--format", "sarif", str(ON_SOCKET))
+    passing = _validate("--format", "sarif", "--exit-zero", str(ON_SOCKET))
+    assert failing.returncode == 1 and passing.returncode == 0
+    assert passing.stdout == failing.stdout
+    assert passing.stderr == "hwspec: --exit-zero: exit status 0 although the report has errors\n"
+
+
+def test_exit_zero_covers_unreadable_files_too(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [\n")
+    result = _validate("--format", "sarif", "--exit-zero", str(broken))
+    assert result.returncode == 0
+    assert [r["ruleId"] for r in json.loads(result.stdout)["runs"][0]["results"]] == ["E103"]
+
+
+@pytest.mark.parametrize("given, cwd", [
+    ("tests/fixtures/rules/backend_nic_on_socket.yaml", ROOT),
+    (str(ON_SOCKET), ROOT),
+    (str(ON_SOCKET), Path("/")),
+    ("rules/backend_nic_on_socket.yaml", ROOT / "tests" / "fixtures"),
+    ("../fixtures/rules/backend_nic_on_socket.yaml", ROOT / "tests" / "data"),
+], ids=["from-root", "absolute", "absolute-from-elsewhere", "from-a-subdirectory", "dot-dot"])
+def test_sarif_uris_are_relative_to_the_repository_root_whatever_path_was_given(given: str, cwd: Path) -> None:
+    result = _validate("--format", "sarif", "--exit-zero", given, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    assert _locations(result.stdout) == [REPO_URI]
+
+
+def test_a_file_outside_any_repository_is_a_file_uri(tmp_path: Path) -> None:
+    outside = tmp_path / "odd name.yaml"
+    shutil.copy(ON_SOCKET, outside)
+    result = _validate("--format", "sarif", "--exit-zero", str(outside), cwd=tmp_path.parent)
+    assert _locations(result.stdout) == [{"uri": f"{tmp_path.name}/odd%20name.yaml"}]
+    result = _validate("--format", "sarif", "--exit-zero", str(outside), cwd=ROOT)
+    assert _locations(result.stdout) == [{"uri": outside.as_uri()}]
+
+
+@pytest.mark.consumer
+def test_sarif_tools_reads_the_report(tmp_path: Path) -> None:
+    sarif = shutil.which("sarif") or (str(Path(sys.executable).parent / "sarif")
+                                      if (Path(sys.executable).parent / "sarif").exists() else None)
+    if sarif is None:
+        pytest.skip("sarif-tools is not installed (pip install sarif-tools; .ci/run does)")
+    report = tmp_path / "hwspec.sarif"
+    report.write_text(_validate("--format", "sarif", "--exit-zero", str(ON_SOCKET)).stdout)
+    summary = subprocess.run([sarif, "summary", str(report)], capture_output=True, text=True, timeout=120)
+    assert summary.returncode == 0, summary.stderr
+    assert "error: 1" in summary.stdout and "HW202 gpu0 (sw0, NUMA 0) is paired with nic0" in summary.stdout
+    subprocess.run([sarif, "csv", str(report), "-o", str(tmp_path / "out.csv")], capture_output=True, check=True, timeout=120)
+    with (tmp_path / "out.csv").open(newline="") as table:
+        (row,) = csv.DictReader(table)
+    assert (row["Tool"], row["Severity"], row["Code"], row["Location"], row["Line"]) == (
+        "hwspec", "error", "HW202", "tests/fixtures/rules/backend_nic_on_socket.yaml", "57")

@@ -1,0 +1,145 @@
+"""The resolved `Topology`: its queries, their single home, and the figures built on them."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from hwspec import cluster_roofline, pipeline
+from hwspec import roofline as rf
+from hwspec.load import load_platform
+from hwspec.topology import Topology, climb
+
+ROOT = Path(__file__).parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def zionex():
+    return load_platform(ROOT / "platforms" / "zionex.yaml")
+
+
+def test_the_topology_is_built_once_per_platform(zionex):
+    assert isinstance(zionex.topology, Topology)
+    assert zionex.topology is zionex.topology
+    assert zionex.topology.platform is zionex
+
+
+def test_climb_stops_at_a_root_a_cycle_or_a_dangling_parent():
+    parents = {"gpu0": "sw0", "sw0": "rp0", "rp0": "cpu0", "a": "b", "b": "a", "x": "nowhere"}
+    assert climb("gpu0", parents.get, {"cpu0"}) == ["gpu0", "sw0", "rp0", "cpu0"]
+    assert climb("a", parents.get, {"cpu0"}) == ["a", "b", "a"]
+    assert climb("x", parents.get, {"cpu0"}) == ["x", "nowhere"]
+    assert climb("cpu0", parents.get, {"cpu0"}) == ["cpu0"]
+
+
+def test_pcie_queries_on_zionex(zionex):
+    t = zionex.topology
+    assert t.chain("gpu0") == ["gpu0", "sw0", "rp0", "cpu0"]
+    assert t.bridges_above("gpu0") == ("sw0", "rp0")
+    assert t.common_bridge("gpu0", "nic0") == "sw0"
+    assert t.common_bridge("gpu0", "nic2") is None
+    assert t.pcie_path("gpu0", "nic0") == ("gpu0", "sw0", "nic0")
+    assert t.pcie_path("gpu0", "fe0") == ("gpu0", "sw0", "rp0", "cpu0", "fe0")
+    assert t.pcie_path_type("gpu0", "nic0") == "PIX"
+    assert t.pcie_path_type("gpu0", "fe0") == "PHB"
+    assert t.pcie_path_type("gpu0", "nic2") == "SYS"
+    assert t.path_type("gpu0", "gpu1") == "NVL"
+    assert t.numa_node("nic2") == 1 and t.socket_of("gpu0").id == "cpu0"
+    assert t.host_path("gpu0") == ("gpu0", "sw0", "rp0")
+    assert t.gpus_crossing["sw0"] == 2 and t.gpus_crossing["gpu0"] == 1
+    assert [g.id for g in t.gpus_on("cpu0")] == ["gpu0", "gpu1"]
+    assert t.cpus(0) == zionex.sockets[0].cpus
+
+
+def test_nvlink_islands_need_no_graph(zionex):
+    assert zionex.topology.nvlink_islands == (tuple(f"gpu{i}" for i in range(8)),)
+    assert zionex.topology.nvlink_connected
+    split = dataclasses.replace(zionex, nvlinks=tuple(c for c in zionex.nvlinks
+                                                      if (c.a < "gpu4") == (c.b < "gpu4")))
+    assert split.topology.nvlink_islands == (("gpu0", "gpu1", "gpu2", "gpu3"), ("gpu4", "gpu5", "gpu6", "gpu7"))
+    assert not split.topology.nvlink_connected
+    assert "graph" not in vars(split.topology)  # answered without building the networkx graph
+
+
+def test_two_gpus_on_one_nic_get_half_of_it_in_the_node_and_the_cluster_roofline():
+    # Node and cluster rooflines used to disagree here (6.25 vs 12.5 GB/s): gpu1 has no NIC of
+    # its own and was given a share of the ingestion NIC. Both GPUs' collectives go through nic0.
+    node = load_platform(FIXTURES / "topology" / "shared_nic_node.yaml")
+    t = node.topology
+    assert [n.id for n in t.scale_out_nics("gpu1")] == ["nic0"] and t.scale_out_users("nic0") == 2
+    assert [t.scale_out_share(g.id) for g in node.gpus] == [12.5e9, 12.5e9]
+    doc = rf.roofline(t)
+    assert {g["tiers"]["backend_nic"]["bandwidth_bytes_per_s"] for g in doc["gpu_groups"]} == {12.5e9}
+    assert rf.torchrec_topology(t, doc)["topology_kwargs"]["inter_host_bw"] == 12.5e9 / 1000
+    checked = pipeline.check(FIXTURES / "topology" / "shared_nic_cluster.yaml")
+    assert checked.diagnostics == []
+    network = cluster_roofline.cluster_roofline(checked.topology)["network"]
+    assert network["per_gpu_nic_bytes_per_s"] == network["per_gpu_injection_bytes_per_s"] == 12.5e9
+
+
+def test_a_gpu_with_its_own_nic_keeps_all_of_it(zionex):
+    assert {zionex.topology.scale_out_share(g.id) for g in zionex.gpus} == {25e9}
+
+
+def test_validating_a_cluster_never_builds_its_switch_graph():
+    checked = pipeline.check(FIXTURES / "topology" / "shared_nic_cluster.yaml")
+    assert "graph" not in vars(checked.topology)
+    assert checked.topology.graph.number_of_nodes() == 2  # one group, one switch: built on demand
+
+
+def test_the_model_does_not_import_the_yaml_layer():
+    tree = ast.parse((ROOT / "hwspec" / "model.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not imported & {"hwspec.source", "hwspec.expand", "hwspec.load", "yaml"}
+
+
+SOURCES = sorted([*(ROOT / "hwspec").rglob("*.py"), *(ROOT / "validators").glob("*.py")])
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any((isinstance(n, ast.Attribute) and n.attr == name) or (isinstance(n, ast.Name) and n.id == name)
+               or (isinstance(n, ast.Constant) and n.value == name) for n in ast.walk(node))
+
+
+def test_only_the_topology_walks_the_pcie_tree():
+    """No loop outside `hwspec.topology.climb` follows `upstream` links: every path, bridge
+    and socket question is a topology query (the check the closing note of issue 10 names)."""
+    walks = []
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.While) and _mentions(node, "upstream"):
+                walks.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert walks == []
+    assert "climb(" in (ROOT / "hwspec" / "topology.py").read_text()
+
+
+def test_networkx_is_imported_only_by_the_graph_views():
+    """networkx costs a third of a second to import: only the on-demand graph views use it
+    (imports for type checkers only do not count)."""
+    users = []
+    for path in SOURCES:
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for block in ast.walk(tree)
+                       if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                       for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "networkx" for n in names):
+                users.append(str(path.relative_to(ROOT)))
+    assert sorted(set(users)) == ["hwspec/cluster_topology.py", "hwspec/graph.py"]
+
+
+def test_roofline_json_of_the_shipped_platforms_is_unchanged_by_the_topology():
+    for name in ("zionex", "zion"):
+        committed = json.loads((ROOT / "generated" / name / "roofline.json").read_text())
+        computed = rf.roofline(load_platform(ROOT / "platforms" / f"{name}.yaml").topology)
+        assert {k: v for k, v in committed.items() if k != "_generated"} == json.loads(json.dumps(computed))
