@@ -275,21 +275,25 @@ class _Writer:
         return {"gen": gen, "width": width}, override, (gen, width)
 
     def virtual_bridges(self, bridges: list[dict]) -> None:
-        """In a VM (a device reports width 0), a bridge presented slower than a device below it
-        is a virtual one: it gets `physical`, the fastest link below it, where the spec has that form."""
-        if not spec_has("PcieLink", "physical") or not any(
-                d.link is not None and d.link.width_zero for d in (*self.m.gpus.values(), *self.m.nics.values())):
+        """A bridge presented slower than a device below it is a VM's virtual one when it shows
+        QEMU's default Gen1 x1, or when the machine is a VM (a device reports width 0): it gets
+        `physical`, the fastest link below it, where the spec has that form. Other slower bridges
+        stay as observed (a degraded link is for `validate` to report)."""
+        if not spec_has("PcieLink", "physical"):
             return
+        in_vm = any(d.link is not None and d.link.width_zero for d in (*self.m.gpus.values(), *self.m.nics.values()))
         key_of = {ident: key for key, ident in self.ids.items()}
-        for entry in bridges:
-            below = [self.links[self.ids[d.key]] for d in (*self.m.gpus.values(), *self.m.nics.values())
-                     if d.key in self.ids and key_of.get(entry["id"]) in self.m.ancestors(d.key)]
+        for entry in reversed(bridges):  # bottom-up: a bridge below may be virtual too
+            if not in_vm and (entry["link"]["gen"], entry["link"]["width"]) != (1, 1):
+                continue
+            below = [self.links[self.ids[d.key]] for d in (*self.m.gpus.values(), *self.m.nics.values(), *self.m.bridges.values())
+                     if d.key in self.ids and self.ids[d.key] in self.links and key_of.get(entry["id"]) in self.m.ancestors(d.key)]
             gen, width = entry["link"]["gen"], entry["link"]["width"]
             fastest = max(below, default=(gen, width))
             if fastest[0] > gen:
                 entry["link"]["physical"] = {"value": {"gen": fastest[0], "width": fastest[1]}, "assumed": (
                     f"the VM presents a virtual Gen{gen} x{width} bridge: taken to be the Gen{fastest[0]} x{fastest[1]} "
-                    "of the devices below")}
+                    "of the links below")}
                 self.links[entry["id"]] = fastest
 
     # ------------------------------------------------------------ GPUs and fabric
@@ -490,7 +494,7 @@ class _Writer:
                 entry["pcie"] = {"upstream": self.upstream(nic.parent, assumed), "bus": self.bus(nic.key, nic.bus, assumed)}
                 if link:
                     entry["pcie"]["link"] = link
-                entry["_link"] = trained
+                entry["_link"], entry["_key"] = trained, nic.key
                 _note(entry, assumed)
                 (backend_entries.append((nic, entry)) if backend else other_entries.append(entry))
         # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
@@ -500,6 +504,7 @@ class _Writer:
             entry["id"] = f"fe{i}"
         for entry in (*(e for _, e in backend_entries), *other_entries):
             self.links[entry["id"]] = entry.pop("_link")
+            self.ids.setdefault(entry.pop("_key"), entry["id"])  # a function's first port names it
         by_bridge: dict[str, list[dict]] = {}
         for nic, entry in backend_entries:
             by_bridge.setdefault(nic.parent, []).append(entry)

@@ -136,7 +136,9 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     _nvswitch(machine, gpus)
     machine.gpus.update(gpus)
     machine.nics.update(nics)
-    machine.listed.update({"rdma-nics", "nvlinks"})
+    machine.listed.add("rdma-nics")
+    if len(gpus) > 1:  # NV# cells are between GPUs: one GPU's links to NVSwitches do not show
+        machine.listed.add("nvlinks")
     _tree(machine, gpus, nics)
 
 
