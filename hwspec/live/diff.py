@@ -147,11 +147,11 @@ class _Differ:
 
     def link(self, ident: str, item, seen: PciNode, at: Location) -> None:
         """D105 when the observed link is slower or narrower than the spec's: than both its
-        presented and its physical form where the spec has the two (a VM shows the presented one)."""
+        presented and its physical form when they differ (a VM shows the presented one)."""
         link = seen.link
         if link is None:
             return
-        forms = [item.link] + [f for f in (getattr(item, "physical", None),) if f is not None and f != item.link]
+        forms = [item.link] + ([item.physical] if item.physical != item.link else [])
 
         def below(form) -> list[str]:
             problems = []
@@ -234,7 +234,7 @@ class _Differ:
         counts = self.m.nvlink_counts()
         at = self.p.locate(None, "nvlink")
         gpu_ids = {g.id for g in self.p.gpus}
-        switch_bus = {s.id: getattr(s, "bus", None) for s in getattr(self.p.baseboard, "nvswitches", None) or ()}
+        switch_bus = {s.id: s.bus for s in (self.p.baseboard.nvswitches if self.p.baseboard else ())}
         observed_switches = self.m.nvswitch_links()
         for link in self.p.nvlinks:
             a = self.gpu_key.get(link.a)

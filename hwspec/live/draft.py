@@ -31,15 +31,6 @@ PLACEHOLDER_DDR_BANDWIDTH = "100 GB/s"
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
 
 
-def spec_has(model: str, field_name: str) -> bool:
-    """Whether the spec language has `field_name` on `model` (hwspec.spec): the draft uses a
-    newer form (a link's `physical`, NVSwitch chips on the baseboard) only where it exists."""
-    from hwspec import spec
-
-    cls = getattr(spec, model, None)
-    return cls is not None and field_name in cls.model_fields
-
-
 @dataclass
 class Draft:
     """The draft platform as a dict in writing order, plus notes for the user."""
@@ -90,14 +81,14 @@ class _Writer:
 
     def sockets(self) -> list[dict]:
         """One entry per socket. NUMA nodes of one package (lstopo on a sub-NUMA-clustered or
-        NPS machine) become the socket's `numa_nodes` where the spec language has them, else
-        one socket each."""
+        NPS machine) become the socket's `numa_nodes`; a NUMA node whose package is unknown is
+        a socket of its own."""
         numa_ids = sorted(self.m.numa)
         if not numa_ids:
             numa_ids = sorted({n for n in (self.m.numa_of(k) for k in (*self.m.gpus, *self.m.nics)) if n is not None and n >= 0}) or [0]
         groups: list[list[int]] = [[n] for n in numa_ids]
         packages = [self.m.numa[n].package if n in self.m.numa else None for n in numa_ids]
-        if spec_has("SocketSpec", "numa_nodes") and None not in packages and len(set(packages)) < len(packages):
+        if None not in packages and len(set(packages)) < len(packages):
             by_package: dict[int, list[int]] = {}
             for numa, package in zip(numa_ids, packages):
                 by_package.setdefault(package, []).append(numa)
@@ -244,7 +235,7 @@ class _Writer:
     def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None, tuple[int, int]]:
         """(pcie.link to write or None, part pcie override or None, the (gen, width) it trains at)
         for an observed device link. A width-0 link (a device passed through to a VM) is written
-        as presented with the part's width as `physical` where the spec language has that form."""
+        as presented with the part's width as `physical`."""
         gen = link.gen if link and link.gen else None
         width = link.width if link and link.width else None
         if link is not None and link.bandwidth and gen is None:
@@ -267,7 +258,7 @@ class _Writer:
             part_gen, part_width = override["gen"], override["width"]
         else:
             part_gen, part_width = part_link.generation, part_link.width
-        if link is not None and link.width_zero and spec_has("PcieLink", "physical"):
+        if link is not None and link.width_zero:
             return {"gen": gen, "width": 0, "physical": {"value": {"gen": gen, "width": width}, "assumed": (
                 f"the VM reports width 0 for the passed-through {what}: its part's x{width} assumed")}}, override, (gen, width)
         if (gen, width) == (part_gen, part_width):
@@ -277,10 +268,8 @@ class _Writer:
     def virtual_bridges(self, bridges: list[dict]) -> None:
         """A bridge presented slower than a device below it is a VM's virtual one when it shows
         QEMU's default Gen1 x1, or when the machine is a VM (a device reports width 0): it gets
-        `physical`, the fastest link below it, where the spec has that form. Other slower bridges
+        `physical`, the fastest link below it. Other slower bridges
         stay as observed (a degraded link is for `validate` to report)."""
-        if not spec_has("PcieLink", "physical"):
-            return
         in_vm = any(d.link is not None and d.link.width_zero for d in (*self.m.gpus.values(), *self.m.nics.values()))
         key_of = {ident: key for key, ident in self.ids.items()}
         for entry in reversed(bridges):  # bottom-up: a bridge below may be virtual too
@@ -333,7 +322,7 @@ class _Writer:
                 else:
                     assumed.append(f"the input does not name the GPU model (no PCI vendor/device id): {part} assumed")
             spec_part = catalogue[part]
-            exact = not spec_has("BaseboardSpec", "nvswitches")  # the old 'nvswitch' topology uses all of the part's links
+            exact = not self.switches_uniform()  # without listed switches, 'nvswitch' uses all of the part's links
             if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
                                                          and links_needed != spec_part.fabric.links):
                 override["fabric"] = {"links": links_needed}
@@ -412,16 +401,20 @@ class _Writer:
         board["assumed"] = "the input shows the NVLinks in use, not the baseboard's wiring: taken to wire exactly these"
         return board, nvlink
 
+    def switches_uniform(self) -> bool:
+        """Whether every GPU has links to the same NVSwitches, the same number to each."""
+        per_gpu = self.m.nvswitch_links()
+        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
+        return len(shapes) == 1 and set(per_gpu) == set(self.m.gpus)
+
     def nvswitch_board(self, gpus, entries: list[dict]) -> dict | None:
-        """An HGX-style board with the NVSwitch chips the input names, where the spec language
-        has them and every GPU has the same links to the same switches; else None."""
-        if not spec_has("BaseboardSpec", "nvswitches"):
+        """An HGX-style board with the NVSwitch chips the input names, when every GPU has the
+        same links to the same switches; else None."""
+        if not self.switches_uniform():
+            self.notes.append("the GPUs have different links to the NVSwitches: the board's switches are left out")
             return None
         per_gpu = self.m.nvswitch_links()
         shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
-        if len(shapes) != 1 or set(per_gpu) != {g.key for g in gpus}:
-            self.notes.append("the GPUs have different links to the NVSwitches: the board's switches are left out")
-            return None
         for i, entry in enumerate(entries):
             items = list(entry.items())
             entry.clear()
