@@ -513,3 +513,16 @@ def test_round_trip_of_vm_presented_and_sub_numa_platforms(text):
 def test_the_hand_written_vm_fixtures_match_the_real_files_they_were_written_from(fixture, dump, capsys):
     assert main(["diff", fixture, str(dump)]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_diff_reports_devices_whose_numa_node_the_machine_does_not_know(tmp_path, capsys):
+    """NCCL writes numaid="-1" when sysfs says numa_node -1 (a BIOS without SRAT/proximity info):
+    every device below it is on the wrong NUMA node for the launcher's bindings."""
+    dump = (LIVE / "zionex.nccl.xml").read_text().replace('<cpu numaid="3" ', '<cpu numaid="-1" ')
+    live = tmp_path / "dump.xml"
+    live.write_text(dump)
+    assert main(["diff", "platforms/zionex.yaml", str(live)]) == 1
+    out = capsys.readouterr().out
+    for device in ("gpu6", "gpu7", "nic6", "nic7", "fe3"):
+        assert f"error[D104 numa-node]: {device} is on NUMA node 3 in the spec, but on NUMA node -1 in the machine" in out
+    assert re.search(r"dump.xml:\d+:\d+: warning\[I103 input-value\]: <cpu numaid=\"-1\">: the NUMA node is unknown", out)
