@@ -526,3 +526,14 @@ def test_diff_reports_devices_whose_numa_node_the_machine_does_not_know(tmp_path
     for device in ("gpu6", "gpu7", "nic6", "nic7", "fe3"):
         assert f"error[D104 numa-node]: {device} is on NUMA node 3 in the spec, but on NUMA node -1 in the machine" in out
     assert re.search(r"dump.xml:\d+:\d+: warning\[I103 input-value\]: <cpu numaid=\"-1\">: the NUMA node is unknown", out)
+
+
+def test_the_a100_skeleton_draft_gives_nccl_the_same_tree(tmp_path):
+    """Same bus ids, NUMA nodes, link speeds and widths of every bridge, GPU and NIC, and the same
+    CPU affinity; what NCCL detects itself (the <gpu>/<net> details) the skeleton does not give."""
+    text, _ = imported([A100_SKELETON], "ndv4")
+    generated, skeleton = nccl_reading(nccl_xml(load_node_text(text, "ndv4.yaml"))), nccl_reading(A100_SKELETON.read_text())
+    assert {bus: facts[:3] for bus, facts in generated["gpus"].items()} == {bus: facts[:3] for bus, facts in skeleton["gpus"].items()}
+    assert {bus: facts[:3] for bus, facts in generated["nics"].items()} == {bus: facts[:3] for bus, facts in skeleton["nics"].items()}
+    assert generated["bridges"] == skeleton["bridges"] and generated["numa"] == skeleton["numa"]
+    assert "gpudirect: detect" in text  # the skeleton has no gdr: NCCL decides, as with the original file

@@ -528,7 +528,8 @@ class _Writer:
             if gpudirect:
                 backend["gpudirect"] = True
             elif not gdr_values and not any(p.gdr is not None for n, _ in backend_entries for p in n.ports):
-                backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left out"
+                backend["gpudirect"] = "detect"
+                backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left to NCCL's detection"
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
 
