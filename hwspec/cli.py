@@ -8,6 +8,7 @@ Exit status: 0 clean, 1 findings at error level (or stale output for `generate -
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -276,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command itself, not a caller in its own process
+        # no pydantic plugins are used here; looking for them reads every installed
+        # distribution's metadata (importlib.metadata), a good part of start-up
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

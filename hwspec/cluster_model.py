@@ -101,6 +101,38 @@ class Fabric:
 
 
 @dataclass(frozen=True)
+class NvlinkDomains:
+    """NVLink domains spanning several nodes: consecutive nodes in cluster order, `size`
+    nodes each (the last one smaller if the node count is not a multiple; rule HW811 reports
+    that). `names[d]` is domain d's name. Each domain has `switch_trays` NVLink switch trays
+    of `switch_ports` ports. `clique_id` is 'nvml' or 'rack-serial' (see `NvlinkDomainSpec`)."""
+
+    size: int
+    names: tuple[str, ...]
+    node_count: int
+    switch_trays: int
+    switch_ports: int
+    clique_id: str
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    def domain_of(self, node: int) -> int:
+        """The index of the domain holding cluster node `node`."""
+        return node // self.size
+
+    def nodes(self, domain: int) -> range:
+        """Cluster node indices of domain `domain`."""
+        return range(domain * self.size, min(self.node_count, (domain + 1) * self.size))
+
+    @property
+    def switch_port_budget(self) -> int:
+        """NVLink switch ports one domain has."""
+        return self.switch_trays * self.switch_ports
+
+
+@dataclass(frozen=True)
 class Frontend:
     speed: float
     ingestion_share: float | None
@@ -126,6 +158,8 @@ class Cluster:
     kind: str = "cluster"
     environment: dict[str, str] = field(default_factory=dict)
     """Extra cluster-wide settings as written (`environment:`)."""
+    nvlink_domains: NvlinkDomains | None = None
+    """NVLink domains beyond a node, or None when each node is its own NVLink domain."""
 
     @property
     def node_count(self) -> int:

@@ -9,12 +9,13 @@ than one leaf, a spine tier.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Callable
 
 from pydantic import ValidationError
 
-from hwspec.cluster_model import Cluster, Fabric, Frontend, Leaf, NodeGroup
+from hwspec.cluster_model import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 from hwspec.errors import DataPath, dotted, validation_diagnostics
 from hwspec.expand import Expanded, compile_pattern
@@ -93,6 +94,9 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
         error(exc.path, str(exc), "use switches with more ports, or fewer uplinks")
         raise HwspecError(errors) from None
     frontend = Frontend(spec.frontend.speed, spec.frontend.ingestion_share) if spec.frontend else None
+    domains = _nvlink_domains(spec, first, error) if spec.nvlink_domain else None
+    if errors:
+        raise HwspecError(errors)
 
     source_map = DocumentSourceMap(doc, expanded)
     location = source_map.at
@@ -104,7 +108,43 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
         frontend=frontend, rendezvous_port=spec.rendezvous.port, rendezvous_backend=spec.rendezvous.backend,
         declared_world_size=spec.world_size, sources=dict(spec.sources),
         rule_settings={k: RuleSetting(v.severity, v.reason, location(("rules", k))) for k, v in spec.rules.items()},
-        assumptions=assumptions, source_map=source_map, environment=dict(spec.environment))
+        assumptions=assumptions, source_map=source_map, environment=dict(spec.environment),
+        nvlink_domains=domains)
+
+
+DOMAIN_NAME = re.compile(r"[a-z]([-a-z0-9_.]{0,61}[a-z0-9])?")
+"""A domain name: valid as a Kubernetes label value and a Slurm block name, and never a number."""
+
+
+def _nvlink_domains(spec: ClusterSpec, node_count: int, error) -> NvlinkDomains | None:
+    """Domains of `spec.nvlink_domain.nodes` consecutive nodes, named by the `name` pattern
+    (variable d). Names must be unique and safe as Kubernetes label values and Slurm names."""
+    domain = spec.nvlink_domain
+    where = ("nvlink_domain", "name")
+    count = -(-node_count // domain.nodes)
+    if len(domain.name) > MAX_PATTERN:
+        error(where, f"nvlink_domain.name: the pattern is {len(domain.name)} characters long, more than {MAX_PATTERN}")
+        return None
+    try:
+        render = compile_pattern(domain.name, ("d",))
+        names = tuple(render({"d": d}) for d in range(count))
+    except ValueError as exc:
+        error(where, f"nvlink_domain.name: {exc}", "the pattern may use d (the domain index)")
+        return None
+    for name in names:
+        if not DOMAIN_NAME.fullmatch(name):
+            error(where, f"nvlink_domain.name: '{name}' is not a domain name: lower-case letters, digits, '-', '_' and '.', "
+                         "starting with a letter and ending with a letter or digit, at most 63",
+                  "domain names become Kubernetes label values and Slurm block names, e.g. 'rack${d:02}'")
+            return None
+    seen: set[str] = set()
+    duplicate = next((n for n in names if n in seen or seen.add(n)), None)
+    if duplicate is not None:
+        error(where, f"nvlink_domain.name: {count} domains but the pattern gives '{duplicate}' more than once",
+              "use d in the pattern, e.g. 'nvl${d}'")
+        return None
+    return NvlinkDomains(size=domain.nodes, names=names, node_count=node_count, switch_trays=domain.switch_trays,
+                         switch_ports=domain.switch_ports, clique_id=domain.clique_id)
 
 
 def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tuple[str, ...] | None:

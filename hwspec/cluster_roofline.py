@@ -24,7 +24,9 @@ HIERARCHICAL_METHOD = (
     "all_gather / reduce_scatter: t/S = (G-1)/(G*B_intra) + (N-1)/(N*G*B_inj). "
     "all_to_all: each GPU sends S/n to every rank; (n-G)/n of S leaves the node: "
     "t/S = max((n-G)/(n*B_inj), (G-1)/(n*B_intra), n/(4*bisection)). "
-    "algbw = 1/(t/S); busbw = algbw * nccl-tests factor."
+    "algbw = 1/(t/S); busbw = algbw * nccl-tests factor. "
+    "With NVLink domains beyond a node, the domain takes the node's place: G = GPUs per domain, N = domains, "
+    "B_intra = min(the node's intra-node bound, the GPU's NVLink bandwidth into the domain's switches)."
 )
 
 
@@ -87,9 +89,24 @@ def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
         if cluster.frontend.ingestion_share is not None:
             network["ingestion_per_gpu_bytes_per_s"] = (hosts * cluster.frontend.speed * cluster.frontend.ingestion_share
                                                         / cluster.world_size)
+    domains = cluster.nvlink_domains
+    units, unit_gpus = cluster.node_count, gpus
+    if domains is not None:
+        nvlink = topology.domain_gpu_bandwidth
+        units, unit_gpus = domains.count, topology.domain_gpus
+        if domains.size > 1:
+            intra = min(intra, nvlink) if nvlink else intra
+        network["nvlink_domain"] = {
+            "domains": domains.count, "nodes_per_domain": domains.size, "gpus_per_domain": unit_gpus,
+            "switch_trays": domains.switch_trays, "switch_ports_per_tray": domains.switch_ports,
+            "per_gpu_nvlink_bytes_per_s": nvlink,
+            "busbw_bound_bytes_per_s": intra if math.isfinite(intra) else None,
+            "method": "per-GPU NVLink bandwidth into the domain's switches (links x per-link bandwidth of the GPU part); "
+                      "an NVLink switch fabric is non-blocking, so every GPU of the domain reaches every other at this rate",
+        }
     collectives = None
     if cluster.world_size > 1 and math.isfinite(intra) and nic > 0:
-        collectives = _hierarchical(cluster.node_count, gpus, intra, injection, bisection if fabric else math.inf)
+        collectives = _hierarchical(units, unit_gpus, intra, injection, bisection if fabric else math.inf)
     return {
         "schema_version": rf.SCHEMA_VERSION,
         "units": rf.UNITS,
@@ -119,6 +136,10 @@ def cluster_torchrec(topology: ClusterTopology, doc: dict[str, Any]) -> dict[str
     derivation["world_size"] = "all GPUs of the cluster"
     derivation["local_world_size"] = "GPUs per node"
     derivation["inter_host_bw"] = "per-GPU injection bandwidth: the backend NIC, capped by the GPU's share of the bisection"
+    if cluster.nvlink_domains is not None:
+        kwargs["pod_size"] = cluster.nvlink_domains.size
+        derivation["pod_size"] = ("nodes per NVLink domain (TorchRec 1.8+: intra_group_size = pod_size x local_world_size "
+                                  "ranks share intra_host_bw)")
     return {**node, "_derivation": {k: derivation[k] for k in kwargs}, "topology_kwargs": kwargs}
 
 
@@ -146,6 +167,10 @@ def cluster_text_report(doc: dict[str, Any]) -> str:
                             f"switches, {rf.number(network['oversubscription'])}:1"]]
     if "ingestion_per_gpu_bytes_per_s" in network:
         rows.append(["ingestion per GPU", rf.gbps(network["ingestion_per_gpu_bytes_per_s"])])
+    if "nvlink_domain" in network:
+        domain = network["nvlink_domain"]
+        rows.append(["NVLink domain", f"{domain['domains']} x {domain['gpus_per_domain']} GPUs, "
+                                      f"{rf.gbps(domain['per_gpu_nvlink_bytes_per_s'])} per GPU"])
     out += rf.table(["", "bandwidth"], rows, align="ll")
     collectives = doc["collectives"]
     if collectives:
@@ -153,6 +178,7 @@ def cluster_text_report(doc: dict[str, Any]) -> str:
         out += rf.table(["collective", "factor", "busbw", "algbw"],
                         [[name, rf.number(collectives[name]["busbw_factor"]), rf.gbps(collectives[name]["busbw_bytes_per_s"]),
                           rf.gbps(collectives[name]["algbw_bytes_per_s"])] for name in rf.COLLECTIVES])
-        out.append(f"  all_to_all: {rf.number(100 * collectives['all_to_all']['inter_node_share'])}% of the traffic crosses nodes")
+        unit = "NVLink domains" if "nvlink_domain" in network else "nodes"
+        out.append(f"  all_to_all: {rf.number(100 * collectives['all_to_all']['inter_node_share'])}% of the traffic crosses {unit}")
     out += ["", f"{len(doc['assumptions'])} assumption(s): see roofline.json or the platform files"]
     return "\n".join(out) + "\n"

@@ -60,6 +60,56 @@ class ClusterTopology:
         return min((topology.scale_out_share(g.id) for g in platform.gpus), default=0.0)
 
     @cached_property
+    def leaf_groups(self) -> tuple[tuple[str, range], ...]:
+        """The nodes sharing the fabric's lowest switch level, in node order: each leaf of a
+        Clos or single-switch fabric, or each pod of a rail-optimized one (the nodes whose NIC
+        i is on leaf k of rail i, named `pod<k>`, as in slurm/topology.conf). Empty without a
+        backend fabric."""
+        fabric = self.platform.fabric
+        if fabric is None:
+            return ()
+        if fabric.topology == "rail-optimized":
+            pods: dict[range, str] = {}
+            for leaf in fabric.leaves:
+                pods.setdefault(leaf.nodes, f"pod{len(pods)}")
+            return tuple((name, nodes) for nodes, name in pods.items())
+        return tuple((leaf.id, leaf.nodes) for leaf in fabric.leaves)
+
+    @cached_property
+    def _leaf_group_stops(self) -> list[int]:
+        return [nodes.stop for _, nodes in self.leaf_groups]
+
+    def leaf_group_of(self, node: int) -> int:
+        """Index into `leaf_groups` of the group holding cluster node `node` (leaf groups hold
+        consecutive node ranges)."""
+        return bisect.bisect_right(self._leaf_group_stops, node)
+
+    @cached_property
+    def domains_split_by_leaves(self) -> tuple[int, ...]:
+        """Indices of the NVLink domains whose nodes are under more than one leaf group (so
+        domains do not nest in leaves); empty without domains or fabric."""
+        domains = self.platform.nvlink_domains
+        if domains is None or not self.leaf_groups:
+            return ()
+        return tuple(d for d in range(domains.count)
+                     if self.leaf_group_of(domains.nodes(d).start) != self.leaf_group_of(domains.nodes(d).stop - 1))
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs in a full NVLink domain (nodes per domain x GPUs per node, the smallest node
+        platform's); without domains, the GPUs of one node."""
+        cluster = self.platform
+        gpus = min((g.gpus_per_node for g in cluster.groups), default=0)
+        return gpus * (cluster.nvlink_domains.size if cluster.nvlink_domains else 1)
+
+    @cached_property
+    def domain_gpu_bandwidth(self) -> float:
+        """Per-GPU NVLink bandwidth into the domain's switches, bytes/s per direction: the
+        GPU part's links x per-link bandwidth, the smallest over the cluster's GPUs."""
+        return min((g.fabric_links * g.fabric_link_bandwidth for p in self.platform.node_platforms for g in p.gpus),
+                   default=0.0)
+
+    @cached_property
     def graph(self) -> "nx.Graph":
         """The switch-level graph (`build_cluster_graph`), built on first use only."""
         return build_cluster_graph(self.platform)

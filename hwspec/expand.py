@@ -44,6 +44,8 @@ MAX_FORMAT_WIDTH = 64
 """Largest width or precision in a `${expr:fmt}` format spec: no id or name is longer, and an
 unbounded width lets a 300-byte file ask for gigabytes."""
 PATTERN_KEYS = frozenset({"hostname", "address"})
+PATTERN_PATHS = frozenset({("nvlink_domain", "name")})
+"""Patterns kept verbatim by their last two keys (the cluster's domain-name pattern, variable d)."""
 """Keys whose values are per-node patterns (`zx${i:04}`), expanded later per node, not here."""
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
 _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
@@ -255,7 +257,7 @@ def expand(doc: SourceDoc) -> Expanded:
         if produced > MAX_EXPANDED_VALUES:
             raise _TooLarge(written)
         result.origin[out] = written
-        if isinstance(node, str) and out and out[-1] in PATTERN_KEYS:
+        if isinstance(node, str) and out and (out[-1] in PATTERN_KEYS or tuple(out[-2:]) in PATTERN_PATHS):
             return node
         if isinstance(node, str):
             if variables and "${" in node:

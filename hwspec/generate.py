@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,11 +154,25 @@ def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environme
     return _environment(tuple(str(Path(d)) for d in template_dirs))
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """jinja2's compiled-template cache across runs: a private per-user directory that jinja2
+    creates (mode 0700, owner checked) under the temp dir; entries are keyed by the template's
+    source, so an edited template is compiled again. HWSPEC_NO_TEMPLATE_CACHE=1 turns it off;
+    a cache that cannot be made is no error, templates are then compiled in memory."""
+    if os.environ.get("HWSPEC_NO_TEMPLATE_CACHE"):
+        return None
+    try:
+        return jinja2.FileSystemBytecodeCache()
+    except (OSError, RuntimeError):
+        return None
+
+
 @functools.lru_cache(maxsize=16)
 def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
     search = [*template_dirs, str(content.builtin_dir("templates"))]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
+                             bytecode_cache=_bytecode_cache())
     env.filters.update(xml_attr=xml_attr, env_value=env_value, shell_word=shell_word)
     return env
 

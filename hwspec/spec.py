@@ -169,7 +169,7 @@ class FabricCapability(Spec):
 class GpuPart(Spec):
     vendor: Literal["nvidia", "amd", "intel", "other"]
     model_name: str
-    form_factor: Literal["sxm2", "sxm3", "sxm4", "sxm5", "oam", "pcie"]
+    form_factor: Literal["sxm2", "sxm3", "sxm4", "sxm5", "oam", "pcie", "superchip"]
     sm: int = Field(ge=0, description="CUDA compute capability x10 (80 for A100); NCCL's 'sm'.")
     pci_vendor: str = Field(pattern=r"^0x[0-9a-f]{4}$")
     pci_device: str = Field(pattern=r"^0x[0-9a-f]{4}$")
@@ -459,6 +459,22 @@ class RendezvousSpec(Spec):
     backend: Literal["c10d", "static"] = "c10d"
 
 
+class NvlinkDomainSpec(Spec):
+    """NVLink domains larger than a node (GB200 NVL72: 18 compute trays, 72 GPUs, 9 NVLink
+    switch trays). Consecutive nodes in cluster order form a domain: domain d holds nodes
+    d*nodes .. d*nodes+nodes-1. Every GPU of a domain reaches every other one over NVLink
+    through the domain's switch trays, so a domain is a scheduling block (Slurm), a topology
+    level (Kubernetes), a TorchRec pod and an NCCL multi-node NVLink (MNNVL) clique."""
+
+    nodes: int = Field(ge=1, le=4096, description="Nodes (compute trays) per domain, e.g. 18 for GB200 NVL72.")
+    name: str = Field("nvl${d}", description="Domain name pattern; d = domain index from 0, e.g. 'rack${d:02}'.")
+    switch_trays: int = Field(ge=1, le=1024, description="NVLink switch trays per domain (9 in a GB200 NVL72 rack).")
+    switch_ports: int = Field(ge=1, le=65536, description="NVLink ports per switch tray (144 in GB200 NVL72: 2 switch chips x 72).")
+    clique_id: Literal["nvml", "rack-serial"] = Field(
+        "nvml", description="How NCCL identifies the clique: 'nvml' (the fabric manager's cliqueId, NCCL's default) "
+                            "or 'rack-serial' (NCCL_MNNVL_CLIQUE_ID=-2: a hash of the rack chassis serial, NCCL >= 2.23.4).")
+
+
 class ClusterSpec(Spec):
     """A cluster platform file (`kind: cluster`)."""
 
@@ -473,6 +489,7 @@ class ClusterSpec(Spec):
     frontend: FrontendNetworkSpec | None = None
     rendezvous: RendezvousSpec = Field(default_factory=RendezvousSpec)
     world_size: int | None = Field(None, ge=1, description="Declared number of ranks (GPUs).")
+    nvlink_domain: NvlinkDomainSpec | None = Field(None, description="NVLink domains spanning several nodes (racks such as GB200 NVL72).")
     rules: dict[str, RuleSetting] = Field(default_factory=dict)
     environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
         "Extra cluster-wide settings: NCCL_* names go to the cluster's nccl.conf and cluster.env, others to cluster.env. "

@@ -545,6 +545,30 @@ def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1,
     return specs.flatmap(lambda spec: present_virtually(spec)) if virtual_links else specs
 
 
+ENVIRONMENT_SETTINGS: dict[str, tuple] = {
+    "NCCL_IB_QPS_PER_CONNECTION": (1, 2, 4, 8),
+    "NCCL_IB_TIMEOUT": (18, 20, 22),
+    "NCCL_IB_ADAPTIVE_ROUTING": (True, False),
+    "NCCL_IB_PCI_RELAXED_ORDERING": (1,),
+    "NCCL_DEBUG": ("WARN", "INFO"),
+    "NCCL_CROSS_NIC": (0, 1, 2),
+    "UCX_TLS": ("rc", "ud,rc"),
+    "CUDA_MODULE_LOADING": ("LAZY",),
+}
+"""Settings vendors document, and values for them, that `with_environment` draws from."""
+
+
+@st.composite
+def with_environment(draw, spec: dict) -> dict:
+    """`spec` with an `environment:` of 0-4 settings from ENVIRONMENT_SETTINGS (NCCL names
+    NCCL knows, launcher names; one may replace a setting hwspec writes, NCCL_CROSS_NIC)."""
+    spec = copy.deepcopy(spec)
+    names = draw(st.lists(st.sampled_from(sorted(ENVIRONMENT_SETTINGS)), max_size=4, unique=True), label="settings")
+    if names:
+        spec["environment"] = {name: draw(st.sampled_from(ENVIRONMENT_SETTINGS[name]), label=name) for name in names}
+    return spec
+
+
 @st.composite
 def group_numa_nodes(draw, spec: dict) -> dict:
     """`spec` with some pairs of consecutive sockets grouped into one physical socket (`pkgN`)
@@ -654,12 +678,19 @@ def _collective_nics(node: dict) -> list[dict]:
 
 @st.composite
 def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_network: bool | None = None,
-                   **node_kwargs: Any) -> ClusterFiles:
+                   nvlink_domains: bool = False, **node_kwargs: Any) -> ClusterFiles:
     if backend_network:
         node_kwargs.setdefault("nic_modes", ("per-gpu", "shared"))
+    if nvlink_domains:
+        node_kwargs.setdefault("nvlink", ("nvswitch",))
     layout = draw(_layouts(**node_kwargs))
     node = layout.spec
-    count = draw(st.integers(min_nodes, max_nodes), label="nodes")
+    domain: dict[str, Any] | None = None
+    if nvlink_domains:
+        domain = _nvlink_domain(draw, node, min_nodes, max_nodes)
+        count = domain["count"]
+    else:
+        count = draw(st.integers(min_nodes, max_nodes), label="nodes")
     prefix = draw(st.sampled_from(("node", "zx", "gpu-")), label="hostname prefix")
     variable = draw(st.sampled_from(("i", "n")), label="hostname variable")
     fmt = draw(st.sampled_from(("", ":03", ":04")), label="hostname format")
@@ -679,8 +710,11 @@ def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_net
     speeds = {catalogue[n["part"]].speed for n in nics}
     transports = {n["transport"] for n in nics}
     wanted = backend_network if backend_network is not None else draw(st.booleans(), label="backend network")
+    if domain is not None:
+        cluster["nvlink_domain"] = domain["spec"]
     if wanted and len(speeds) == 1 and len(transports) == 1:
-        cluster["backend"] = _network(draw, node, count, len(nics), speeds.pop(), transports.pop())
+        cluster["backend"] = _network(draw, node, count, len(nics), speeds.pop(), transports.pop(),
+                                      block=domain["spec"]["nodes"] if domain else 1)
     elif backend_network:
         raise ValueError("backend_network=True needs a node with uniform collective NICs")
     if draw(st.booleans(), label="frontend network"):
@@ -688,8 +722,29 @@ def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_net
     return ClusterFiles(cluster, node)
 
 
-def _network(draw, node: dict, count: int, rails: int, speed: float, transport: str) -> dict:
-    """A backend network the rules accept: ports suffice, every leaf reaches the spine."""
+def _nvlink_domain(draw, node: dict, min_nodes: int, max_nodes: int) -> dict[str, Any]:
+    """An `nvlink_domain` section the rules accept, and the node count it needs: 1-4 nodes per
+    domain, a whole number of domains within min_nodes..max_nodes, switch trays with a port
+    for every GPU link (plus spares)."""
+    size = draw(st.integers(1, max(1, min(4, max_nodes))), label="nodes per domain")
+    low = max(1, -(-min_nodes // size))
+    high = max(low, max_nodes // size)
+    domains = draw(st.integers(low, high), label="domains")
+    catalogue = _parts("gpus")
+    links = size * sum(catalogue[g["part"]].fabric.links for g in node["gpus"])
+    trays = draw(st.integers(1, 4), label="switch trays")
+    ports = -(-links // trays) + draw(st.integers(0, 8), label="spare switch ports")
+    spec: dict[str, Any] = {"nodes": size, "name": draw(st.sampled_from(("nvl${d}", "rack${d:02}", "blk-${d}.a")),
+                                                        label="domain name pattern"),
+                            "switch_trays": trays, "switch_ports": max(1, ports)}
+    if draw(st.booleans(), label="clique id"):
+        spec["clique_id"] = draw(st.sampled_from(("nvml", "rack-serial")), label="clique id source")
+    return {"count": size * domains, "spec": spec}
+
+
+def _network(draw, node: dict, count: int, rails: int, speed: float, transport: str, block: int = 1) -> dict:
+    """A backend network the rules accept: ports suffice, every leaf reaches the spine, and
+    every leaf (pod) holds whole blocks of `block` nodes (NVLink domains, HW825)."""
     from hwspec.units import format_byte_rate
 
     declared = (node.get("backend") or {}).get("rail_optimized")
@@ -704,8 +759,11 @@ def _network(draw, node: dict, count: int, rails: int, speed: float, transport: 
     if topology == "single-switch":
         network["leaf"] = {"ports": max(2, count * rails + spare)}
         return network
-    groups = draw(st.integers(1, count), label="leaves per rail" if topology == "rail-optimized" else "leaves")
-    per_leaf = -(-count // groups)
+    if block == 1:
+        groups = draw(st.integers(1, count), label="leaves per rail" if topology == "rail-optimized" else "leaves")
+        per_leaf = -(-count // groups)
+    else:
+        per_leaf = block * draw(st.integers(1, count // block), label="domains per leaf")
     leaves = -(-count // per_leaf)  # what the fabric derives from the ports
     down = per_leaf if topology == "rail-optimized" else per_leaf * rails
     uplinks = draw(st.integers(1, 2), label="uplinks") if leaves > 1 else 0
@@ -718,7 +776,7 @@ def _network(draw, node: dict, count: int, rails: int, speed: float, transport: 
 
 
 def cluster_specs(*, min_nodes: int = 1, max_nodes: int = 16, backend_network: bool | None = None,
-                  **node_kwargs: Any) -> st.SearchStrategy[ClusterFiles]:
+                  nvlink_domains: bool = False, **node_kwargs: Any) -> st.SearchStrategy[ClusterFiles]:
     """Valid clusters of `min_nodes..max_nodes` nodes of one generated node platform
     (`node_specs(**node_kwargs)`), as `ClusterFiles` (write them with `.write(dir)` or check
     them with `check_cluster_files`).
@@ -727,8 +785,13 @@ def cluster_specs(*, min_nodes: int = 1, max_nodes: int = 16, backend_network: b
     declared) is nodes x GPUs. The backend network (when drawn, or when `backend_network` is
     True) matches the nodes' collective NICs in speed and transport, has a leaf port for every
     NIC, and a spine reaching every leaf; it is rail-optimized exactly when the node platform
-    declares `rail_optimized`. Every cluster passes every built-in rule with no finding."""
-    return _cluster_files(min_nodes=min_nodes, max_nodes=max_nodes, backend_network=backend_network, **node_kwargs)
+    declares `rail_optimized`. With `nvlink_domains`, the node's GPUs are on NVSwitches (unless
+    `nvlink` says otherwise) and the cluster declares `nvlink_domain`: 1-4 nodes per domain, a
+    whole number of domains (so the node count is a multiple of the domain size, possibly above
+    min_nodes), enough switch ports, and leaves holding whole domains. Every cluster passes
+    every built-in rule with no finding."""
+    return _cluster_files(min_nodes=min_nodes, max_nodes=max_nodes, backend_network=backend_network,
+                          nvlink_domains=nvlink_domains, **node_kwargs)
 
 
 def _loaded_cluster(files: ClusterFiles):
@@ -1096,6 +1159,19 @@ def _cluster_fault(draw, rules: frozenset[str], kwargs: dict) -> tuple[Fault, Cl
         world = cluster["nodes"][0]["count"] * len(files.node["gpus"])
         cluster["world_size"] = world + draw(st.integers(1, 8), label="off by")
         return Fault("HW806", ("world_size",), f"world_size is {cluster['world_size']}, the nodes hold {world}"), ClusterFiles(cluster, files.node)
+    if rule in ("HW821", "HW822"):
+        files = draw(_cluster_files(**{**kwargs, "nvlink_domains": True}))
+        cluster = copy.deepcopy(files.cluster)
+        domain = cluster["nvlink_domain"]
+        count = cluster["nodes"][0]["count"]
+        if rule == "HW821":
+            domain["nodes"] = count + 1
+            return Fault("HW821", ("nvlink_domain", "nodes"), f"{count} nodes in one domain of {count + 1}"), ClusterFiles(cluster, files.node)
+        catalogue = _parts("gpus")
+        links = domain["nodes"] * sum(catalogue[g["part"]].fabric.links for g in files.node["gpus"])
+        domain["switch_trays"], domain["switch_ports"] = 1, links - 1
+        return (Fault("HW822", ("nvlink_domain", "switch_ports"), f"one switch tray of {links - 1} ports for {links} GPU links"),
+                ClusterFiles(cluster, files.node))
     files = draw(_cluster_files(**{**kwargs, "backend_network": True}))
     cluster = copy.deepcopy(files.cluster)
     speed = cluster["backend"]["speed"]
@@ -1103,14 +1179,15 @@ def _cluster_fault(draw, rules: frozenset[str], kwargs: dict) -> tuple[Fault, Cl
     return Fault("HW807", ("backend", "speed"), f"the backend network runs at {cluster['backend']['speed']}, the NICs at {speed}"), ClusterFiles(cluster, files.node)
 
 
-CLUSTER_FAULT_RULES = ("HW805", "HW806", "HW807")
+CLUSTER_FAULT_RULES = ("HW805", "HW806", "HW807", "HW821", "HW822")
 """The cluster rules `faulty_cluster_specs` has mutations for."""
 
 
 def faulty_cluster_specs(*, rules: Iterable[str] | None = None, **kwargs: Any) -> st.SearchStrategy[tuple[Fault, ClusterFiles]]:
     """`(Fault, ClusterFiles)`: a valid `cluster_specs(**kwargs)` cluster with one fault in the
     cluster file (duplicate hostnames HW805, wrong world size HW806, backend speed unlike the
-    NICs' HW807). `Fault.path` is a path in the cluster file."""
+    NICs' HW807, an NVLink domain larger than the cluster HW821, too few NVLink switch ports
+    HW822). `Fault.path` is a path in the cluster file."""
     wanted = frozenset(CLUSTER_FAULT_RULES if rules is None else rules)
     if not wanted or wanted - set(CLUSTER_FAULT_RULES):
         raise ValueError(f"cluster faults cover {', '.join(CLUSTER_FAULT_RULES)}, not {sorted(wanted)}")

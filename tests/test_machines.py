@@ -216,3 +216,31 @@ def test_cluster_environment_goes_to_the_cluster_files():
     conf, env = _settings(plan["nccl.conf"]), _settings(plan["cluster.env"])
     assert (conf["NCCL_IB_TIMEOUT"], conf["NCCL_IB_TIMEOUTS"], conf["NCCL_CROSS_NIC"]) == ("22", "23", "0")
     assert env["UCX_TLS"] == "rc" and env["NCCL_IB_TIMEOUT"] == "22" and "UCX_TLS" not in conf
+
+
+def test_a_cluster_of_a100_vms_validates_clean_and_generates():
+    checked = pipeline.check(FIXTURES / "a100_nvswitch_vm_cluster.yaml")
+    assert checked.diagnostics == []
+    cluster = checked.platform
+    assert [len(leaf.nodes) for leaf in cluster.fabric.leaves] == [4] * 8  # one leaf per rail
+    from hwspec import cluster_roofline
+
+    network = cluster_roofline.cluster_roofline(checked.topology)["network"]
+    assert network["per_gpu_nic_bytes_per_s"] == network["per_gpu_injection_bytes_per_s"] == 25e9
+    assert "graph" not in vars(checked.topology)
+    plan = {p.split("/", 1)[1]: t for p, t in generate.plan_for(checked.topology).items()}
+    node_env = _settings(plan["nodes/a100-nvswitch-vm/launch.env"])
+    assert node_env["OMP_NUM_THREADS"] == "12" and "NCCL_IB_HCA" not in node_env
+    assert _settings(plan["nccl.conf"])["NCCL_IB_TIMEOUT"] == "22"
+
+
+def test_slurm_counts_physical_sockets_of_numa_split_nodes():
+    """Slurm's Sockets/CoresPerSocket describe packages (slurmd -C counts them so), while each
+    GPU's Cores= are its NUMA node's cores."""
+    checked = pipeline.check(FIXTURES / "a100_nvswitch_vm_cluster.yaml")
+    plan = {p.split("/", 1)[1]: t for p, t in generate.plan_for(checked.topology).items()}
+    (node,) = [line for line in plan["slurm/slurm.conf"].splitlines() if line.startswith("NodeName=")]
+    assert " Sockets=2 CoresPerSocket=48 ThreadsPerCore=1 " in node
+    cores = [line.split("Cores=")[1].split()[0] for line in plan["slurm/gres.conf"].splitlines()
+             if line.startswith("NodeName=") and "Cores=" in line]
+    assert cores == ["24-47", "24-47", "0-23", "0-23", "72-95", "72-95", "48-71", "48-71"]

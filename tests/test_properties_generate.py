@@ -358,3 +358,24 @@ def with_backend_nic(spec: dict, part: str) -> dict:
 @given(node_specs(nic_modes=["per-gpu", "shared"], **SMALL))
 def test_a_faster_backend_nic_never_lowers_a_bound(spec):
     at_least(bounds(with_backend_nic(spec, "connectx-6-200g")), bounds(with_backend_nic(spec, "connectx-5-100g")))
+
+
+@settings(max_examples=max(5, EXAMPLES // 2))
+@given(data=st.data())
+def test_environment_settings_land_in_the_files_they_belong_to(data):
+    """NCCL_* entries are in nccl.conf and launch.env, exactly once and with the written
+    value; other entries only in launch.env; the platform stays valid."""
+    from hwspec.testing import dump_yaml, load_node_text, node_specs, with_environment
+
+    spec = data.draw(node_specs(max_gpus=4, max_sockets=2).flatmap(with_environment))
+    text = dump_yaml(spec)
+    note(text)
+    assert check_node_text(text) == []
+    platform = load_node_text(text)
+    plan = plan_for(platform.topology, only=["nccl-conf", "launch-env"])
+    conf, env = plan[f"{platform.name}/nccl.conf"], plan[f"{platform.name}/launch.env"]
+    for name, value in platform.environment.items():
+        line = f"{name}={value}"
+        assert env.splitlines().count(line) == 1
+        assert conf.splitlines().count(line) == (1 if name.startswith("NCCL_") else 0)
+        assert sum(l.startswith(name + "=") for l in env.splitlines()) == 1

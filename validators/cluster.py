@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 
 from hwspec.rules import Context, rule
 
@@ -106,6 +107,11 @@ def bisection_minimum(ctx: Context):
                           hint="add uplinks or spines, or lower the declared minimum")
 
 
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+"""Dotted-quad IPv4 exactly as ipaddress accepts it (no leading zeros, 0-255)."""
+
+
 @rule("HW805", "host-names", "error", scope="cluster")
 def host_names(ctx: Context):
     """Hostnames are unique valid DNS labels, and addresses are unique IPv4 or IPv6 addresses.
@@ -128,7 +134,8 @@ def host_names(ctx: Context):
             seen[name] = node + offset
         for offset, address in enumerate(group.addresses or ()):
             try:
-                ipaddress.ip_address(address)
+                if not _IPV4.fullmatch(address):  # the common case without ipaddress's object per node
+                    ipaddress.ip_address(address)
             except ValueError:
                 yield ctx.finding(f"nodes[{index}]: '{address}' is not an IP address", at=("nodes", index, "address"))
                 return

@@ -53,7 +53,6 @@ def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
     shared switch or root port the traffic goes through the CPU's host bridge (NCCL's PHB or SYS
     distance): NCCL then disables GPUDirect or runs it at a fraction of the NIC's speed.
     """
-    p = ctx.platform
     for nic, gpu in _pairs(ctx):
         if ctx.topology.common_bridge(nic.id, gpu.id) is None:
             yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: they share no PCIe switch or root port, "

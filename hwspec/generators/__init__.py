@@ -7,3 +7,4 @@ from hwspec.generators import roofline  # noqa: F401
 from hwspec.generators import diagram  # noqa: F401
 from hwspec.generators import slurm  # noqa: F401
 from hwspec.generators import cluster  # noqa: F401
+from hwspec.generators import domains  # noqa: F401

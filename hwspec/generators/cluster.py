@@ -56,12 +56,16 @@ def cluster_launch(ctx: GenContext) -> Plan:
         cluster_settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
                                         f"the backend is {cluster.fabric.topology}: "
                                         + ("keep each ring/tree on one rail" if rails else "rings may cross NICs")))
+    from hwspec.generators.domains import domain_env, mnnvl_settings
+
+    cluster_settings += mnnvl_settings(cluster)
     env = [
         Setting("PET_NNODES", str(cluster.node_count), "torchrun --nnodes (train.sbatch uses the allocation's size)"),
         Setting("PET_NPROC_PER_NODE", str(gpus_per_node), "torchrun --nproc-per-node: one rank per GPU"),
         Setting("PET_RDZV_BACKEND", cluster.rendezvous_backend, "torchrun --rdzv-backend"),
         Setting("HWSPEC_RDZV_PORT", str(cluster.rendezvous_port), "port of the rendezvous on the first node"),
     ]  # not HWSPEC_DIR: the scripts default it and must keep a value the user exported
+    env += domain_env(cluster)
     nccl_extra = {k: v for k, v in cluster.environment.items() if is_nccl(k)}
     cluster_settings = merge_environment(cluster_settings, nccl_extra, "the cluster's")
     env = merge_environment(env, {k: v for k, v in cluster.environment.items() if not is_nccl(k)}, "the cluster's")
@@ -97,6 +101,13 @@ DRAW_NODES_UP_TO = 32
 """Clusters with more nodes are drawn as a summary: node groups and switch tiers, not hosts."""
 
 
+def _domain_caption(topology) -> str:
+    """One line about an NVLink domain: nodes, GPUs, switch trays, per-GPU NVLink bandwidth."""
+    domains = topology.platform.nvlink_domains
+    return (f"{domains.size} nodes, {topology.domain_gpus} GPUs, {domains.switch_trays} NVLink switch trays, "
+            f"{topology.domain_gpu_bandwidth / 1e9:g} GB/s per GPU")
+
+
 @generator("cluster-diagram", kinds=("cluster",))
 def cluster_diagram(ctx: GenContext) -> Plan:
     """cluster.dot: hosts and switches with their links, or a summary for large clusters."""
@@ -110,15 +121,28 @@ def cluster_diagram(ctx: GenContext) -> Plan:
              "  node [fontname=Helvetica, fontsize=10];", "  edge [fontname=Helvetica, fontsize=9];"]
     speed = f"{fabric.nic_speed * 8 / 1e9:g} Gb/s" if fabric else ""
     small = cluster.node_count <= DRAW_NODES_UP_TO
+    domains = cluster.nvlink_domains
     if small:
-        for group in cluster.groups:
-            for host in group.hostnames:
-                lines.append(f"  {quote(host)} [shape=box, style=filled, fillcolor=\"#dbe9f6\", label="
-                             + label(host, f"{group.platform.name}, {group.gpus_per_node} GPUs") + "];")
+        host_lines = [f"  {quote(host)} [shape=box, style=filled, fillcolor=\"#dbe9f6\", label="
+                      + label(host, f"{group.platform.name}, {group.gpus_per_node} GPUs") + "];"
+                      for group in cluster.groups for host in group.hostnames]
+        if domains is None:
+            lines += host_lines
+        for d in range(domains.count if domains else 0):
+            lines.append(f"  subgraph {quote(f'cluster_{domains.names[d]}')} {{")
+            lines.append("    graph [style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
+                         + label(f"NVLink domain {domains.names[d]}", _domain_caption(ctx.topology)) + "];")
+            lines += ["  " + host_lines[n] for n in domains.nodes(d)]
+            lines.append("  }")
     else:
         for index, group in enumerate(cluster.groups):
             lines.append(f"  {quote(f'group{index}')} [shape=box3d, style=filled, fillcolor=\"#dbe9f6\", label="
                          + label(f"{group.count} x {group.platform.name}", compress(group.hostnames)) + "];")
+        if domains is not None:
+            lines.append("  domains [shape=box, style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
+                         + label(f"{domains.count} NVLink domains", _domain_caption(ctx.topology)) + "];")
+            for index in range(len(cluster.groups)):
+                lines.append(f"  {quote(f'group{index}')} -- domains [color=\"#5a8f3c\", label={quote('NVLink')}];")
     if fabric is not None:
         hostnames = cluster.hostnames
         leaves = fabric.leaves

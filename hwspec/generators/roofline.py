@@ -61,7 +61,7 @@ def torchrec_document(view: dict[str, Any]) -> dict[str, Any]:
         derivation["intra_host_bw"] = ("per-GPU intra-node bandwidth, both directions summed (TorchRec's convention: "
                                        "an A100's 12 NVLinks are its 600 GB/s default): twice the intra-node "
                                        "collective busbw bound (NVLink, else PCIe) of roofline.json")
-    trainer = {key: kwargs[key] for key in ("world_size", "local_world_size")}
+    trainer = {key: kwargs[key] for key in ("world_size", "local_world_size", "pod_size") if key in kwargs}
     hardware = {field: kwargs[key] for key, field in _FACTORY_HARDWARE.items() if key in kwargs}
     kernel = {"compute_device": kwargs["compute_device"], "use_hardware_based_bandwidth": True}
     return {

@@ -46,14 +46,17 @@ def node_hardware(platform) -> dict[str, int | str]:
     CoresPerSocket, ThreadsPerCore (the smallest on the node: Slurm takes one value per node),
     RealMemory (MiB, installed DDR less REAL_MEMORY_RESERVE) and Gres (`gpu:TYPE:N` per GPU
     part); a field the platform cannot say is left to Slurm's default."""
-    sockets = platform.sockets
+    sockets = platform.sockets  # NUMA nodes; a physical socket may hold several (platform.packages)
     parts: dict[str, int] = {}
     for gpu in platform.gpus:
         parts[gpu.part] = parts.get(gpu.part, 0) + 1
     memory_mib = int(sum(s.memory_capacity for s in sockets) // 2**20 * (1 - REAL_MEMORY_RESERVE))
     fields: dict[str, int | str] = {}
     if sockets:
-        fields.update(Sockets=len(sockets), CoresPerSocket=min(s.cores for s in sockets),
+        cores: dict[str, int] = {}
+        for s in sockets:
+            cores[s.package] = cores.get(s.package, 0) + s.cores
+        fields.update(Sockets=len(cores), CoresPerSocket=min(cores.values()),
                       ThreadsPerCore=min(s.threads_per_core for s in sockets))
     if memory_mib > 0:
         fields["RealMemory"] = memory_mib

@@ -1,0 +1,154 @@
+"""Checkers for the scheduler formats hwspec writes, from the consumers' own definitions:
+
+* Slurm topology.yaml(5) (SchedMD/slurm doc/man/man5/topology.yaml.5, May 2025): a YAML list
+  of topologies; `topology` (a unique name) first; `cluster_default` bool; exactly one of
+  `block` {block_sizes, blocks: [{block, nodes}]}, `tree` {switches: [{switch, children,
+  nodes}]} (switch names at most 64 characters) or `flat: true`; "each block must have at
+  least the planning base block size count of nodes"; "successive BlockSizes must be a power
+  of two larger than the prior values".
+* Kueue's CRDs (kubernetes-sigs/kueue config/components/crd/bases/kueue.x-k8s.io_topologies.yaml
+  and apis/kueue/v1beta1/resourceflavor_types.go): the OpenAPI schemas below as JSON Schema,
+  plus their CEL rules (levels unique; kubernetes.io/hostname only as the lowest level; a
+  ResourceFlavor with topologyName has at least one nodeLabel).
+* Kubernetes label syntax (k8s.io/apimachinery validation: qualified names and label values).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import jsonschema
+import yaml
+
+from hwspec.hostlist import expand
+
+DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+LABEL_KEY = re.compile(rf"^({DNS_SUBDOMAIN}/)?{LABEL_NAME}$")
+LABEL_VALUE = re.compile(rf"^({LABEL_NAME})?$")
+
+# From the Topology CRD's openAPIV3Schema (spec.levels).
+KUEUE_TOPOLOGY_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"const": "Topology"},
+        "metadata": {"type": "object", "required": ["name"],
+                     "properties": {"name": {"type": "string", "maxLength": 253, "pattern": f"^{DNS_SUBDOMAIN}$"}}},
+        "spec": {
+            "type": "object", "required": ["levels"], "additionalProperties": False,
+            "properties": {"levels": {
+                "type": "array", "minItems": 1, "maxItems": 8,
+                "items": {"type": "object", "required": ["nodeLabel"], "additionalProperties": False,
+                          "properties": {"nodeLabel": {
+                              "type": "string", "minLength": 1, "maxLength": 316,
+                              "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                                         r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"}}}}},
+        },
+    },
+}
+# From ResourceFlavorSpec (nodeLabels: at most 8; TopologyReference: DNS subdomain, <= 253).
+KUEUE_FLAVOR_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"const": "ResourceFlavor"},
+        "metadata": {"type": "object", "required": ["name"],
+                     "properties": {"name": {"type": "string", "maxLength": 253, "pattern": f"^{DNS_SUBDOMAIN}$"}}},
+        "spec": {"type": "object", "properties": {
+            "nodeLabels": {"type": "object", "maxProperties": 8, "additionalProperties": {"type": "string"}},
+            "topologyName": {"type": "string", "maxLength": 253, "pattern": f"^{DNS_SUBDOMAIN}$"},
+        }},
+    },
+}
+KUEUE_API_VERSIONS = {"kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2"}
+
+
+def check_slurm_topology_yaml(text: str) -> list[dict]:
+    """Parse and check a topology.yaml as topology.yaml(5) defines it; returns the topologies."""
+    data = yaml.safe_load(text)
+    assert isinstance(data, list) and data, "topology.yaml is a non-empty list of topologies"
+    names = [entry.get("topology") for entry in data]
+    assert all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names), names
+    defaults = 0
+    for entry in data:
+        assert next(iter(entry)) == "topology", f"'topology' must be the first attribute: {list(entry)}"
+        kinds = [k for k in ("block", "tree", "flat") if k in entry]
+        assert len(kinds) == 1, f"{entry['topology']}: exactly one of block, tree, flat; got {kinds}"
+        assert set(entry) <= {"topology", "cluster_default", "block", "tree", "flat"}, set(entry)
+        assert isinstance(entry.get("cluster_default", False), bool)
+        defaults += entry.get("cluster_default", False)
+        if "block" in entry:
+            block = entry["block"]
+            assert set(block) <= {"block_sizes", "blocks"}
+            sizes = block["block_sizes"]
+            assert all(isinstance(s, int) and s > 0 for s in sizes)
+            for before, after in zip(sizes, sizes[1:]):
+                ratio = after // before
+                assert after == before * ratio and ratio >= 2 and ratio & (ratio - 1) == 0, sizes
+            blocks = block["blocks"]
+            assert len({b["block"] for b in blocks}) == len(blocks)
+            for b in blocks:
+                assert set(b) <= {"block", "nodes"} and b["block"]
+                assert len(expand(b["nodes"])) >= sizes[0], f"{b['block']} has fewer nodes than the base block size"
+        elif "tree" in entry:
+            switches = entry["tree"]["switches"]
+            assert len({s["switch"] for s in switches}) == len(switches)
+            known = {s["switch"] for s in switches}
+            for s in switches:
+                assert set(s) <= {"switch", "children", "nodes"} and 0 < len(s["switch"]) <= 64
+                assert ("children" in s) != ("nodes" in s), s
+                if "children" in s:
+                    assert set(expand(s["children"])) <= known, s
+        else:
+            assert entry["flat"] is True
+    # Slurm uses "the first topology defined with cluster_default: true"; hwspec marks exactly one
+    assert defaults == 1, f"{defaults} topologies have cluster_default: true"
+    return data
+
+
+def check_kueue_manifests(text: str) -> dict[str, dict]:
+    """Validate the Topology and ResourceFlavor documents against Kueue's CRD schemas and CEL
+    rules; returns them by kind."""
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    by_kind = {d["kind"]: d for d in docs}
+    assert sorted(by_kind) == ["ResourceFlavor", "Topology"] and len(docs) == 2
+    for doc in docs:
+        assert doc["apiVersion"] in KUEUE_API_VERSIONS
+    topology, flavor = by_kind["Topology"], by_kind["ResourceFlavor"]
+    jsonschema.validate(topology, KUEUE_TOPOLOGY_SCHEMA)
+    jsonschema.validate(flavor, KUEUE_FLAVOR_SCHEMA)
+    levels = [level["nodeLabel"] for level in topology["spec"]["levels"]]
+    assert len(set(levels)) == len(levels), "must be unique"
+    assert "kubernetes.io/hostname" not in levels or levels[-1] == "kubernetes.io/hostname", \
+        "the kubernetes.io/hostname label can only be used at the lowest level of topology"
+    spec = flavor["spec"]
+    assert "topologyName" not in spec or len(spec.get("nodeLabels", {})) >= 1, \
+        "at least one nodeLabel is required when topology is set"
+    assert spec["topologyName"] == topology["metadata"]["name"]
+    for key, value in spec["nodeLabels"].items():
+        assert LABEL_KEY.match(key) and LABEL_VALUE.match(value) and len(value) <= 63, (key, value)
+    return by_kind
+
+
+def parse_label_script(text: str) -> list[tuple[str, dict[str, str]]]:
+    """The (node, labels) of every `label NODE key=value ...` line of label-nodes.sh, parsed the
+    way sh splits words; each key and value checked against Kubernetes' label syntax."""
+    rows = []
+    for line in text.splitlines():
+        if not line.startswith("label "):
+            continue
+        _, node, *pairs = shlex.split(line)
+        labels = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            assert sep and LABEL_KEY.match(key), pair
+            prefix, _, name = key.rpartition("/")
+            assert len(name) <= 63 and len(prefix) <= 253, key
+            assert LABEL_VALUE.match(value) and len(value) <= 63, pair
+            labels[key] = value
+        rows.append((node, labels))
+    return rows
