@@ -537,3 +537,20 @@ def test_the_a100_skeleton_draft_gives_nccl_the_same_tree(tmp_path):
     assert {bus: facts[:3] for bus, facts in generated["nics"].items()} == {bus: facts[:3] for bus, facts in skeleton["nics"].items()}
     assert generated["bridges"] == skeleton["bridges"] and generated["numa"] == skeleton["numa"]
     assert "gpudirect: detect" in text  # the skeleton has no gdr: NCCL decides, as with the original file
+
+
+def test_a_plain_ethernet_nic_is_drafted_as_what_lstopo_shows_not_as_rdma(tmp_path, capsys):
+    """lstopo lists every RDMA device: a NIC function without one (here the first ZionEX NIC
+    with its mlx5_0 removed) is drafted as a TCP NIC with its interface, and `validate` then says
+    what is wrong with a TCP NIC beside a GPU."""
+    text = (LIVE / "zionex.lstopo.xml").read_text()
+    text = re.sub(r'\s*<object type="OSDev" gp_index="\d+" name="mlx5_0" osdev_type="3">\s*<info [^>]*/>\s*</object>', "", text)
+    live = tmp_path / "live.xml"
+    live.write_text(text)
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(live), "-o", str(draft)]) == 1
+    err = capsys.readouterr().err
+    platform = load_platform(draft)
+    nic = next(n for n in platform.nics if n.bus == "0000:16:00.0")
+    assert (nic.transport, nic.interface, nic.device, nic.role) == ("tcp", "eth1", None, "ingestion")
+    assert f"error[HW205 ingestion-nic-placement]: {nic.id}" in err

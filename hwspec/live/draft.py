@@ -448,10 +448,13 @@ class _Writer:
                 assumed: list[str] = []
                 name = port.name if port is not None else None
                 gdr = port.gdr if port is not None else None
-                backend = bool(gdr) or near_gpu
-                rdma_name = bool(name and RDMA_NAME.match(name))
-                if name is None:
-                    rdma_name = nic.fabric == "infiniband" or backend
+                if name is not None:
+                    rdma_name = bool(RDMA_NAME.match(name))
+                elif "rdma-nics" in self.m.listed:
+                    rdma_name = False  # the inputs list every RDMA device, and this function has none
+                else:  # a skeleton: NCCL lists the PCI device only
+                    rdma_name = nic.fabric == "infiniband" or near_gpu or bool(gdr)
+                backend = bool(gdr) or (near_gpu and rdma_name)
                 if not rdma_name:
                     transport = "tcp"
                 elif nic.fabric == "infiniband":
