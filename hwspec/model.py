@@ -146,6 +146,12 @@ class Gpu(PcieDevice):
     max_link: PcieLink
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this GPU overrides (`hbm.capacity`), sorted."""
+    gcn: str | None = None
+    """AMD: gfx target (RCCL's `gcn`)."""
+    hip_arch: int | None = None
+    """AMD: packed hipDeviceArch_t (RCCL's `arch`)."""
+    compute_units: int | None = None
+    """AMD: compute units (RCCL's `sm`)."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,15 @@ topo.cc); see the reference `nccl-topology-xml.md`.
 
 `check_nccl_xml(text)` returns one message per violation, each starting with `line N:` (or
 `file:` for whole-file facts); an empty list means NCCL will read the file as written.
+
+RCCL (AMD's fork) reads the same grammar with its own rules, the RCCL dialect
+(`check_rccl_xml`, read from ROCm/rccl src/graph/xml.cc, xml.h, topo.cc, topo.h): the root is
+`<system version="2">` (NCCL_TOPO_XML_VERSION 2; NCCL wants 1, and each library rejects the
+other's file with "XML Topology has wrong version"); a `<gpu>` takes `<xgmi>` children only
+(an AMD build's handler table, so `<nvlink>` is ignored) and needs `gcn` and `arch` besides
+NCCL's attributes, with `sm` holding the compute-unit count; an xGMI peer's class is
+`0x120000` (processing accelerator), which RCCL maps to a GPU; AMD CPUs need `familyid` and
+`modelid` as Intel ones do (RCCL reads them to tell Rome/Milan from other Zen parts).
 """
 
 from __future__ import annotations
@@ -51,6 +60,17 @@ X86_VENDORS = ("GenuineIntel", "AuthenticAMD", "CentaurHauls", "  Shanghai  ")
 FAMILY_VENDORS = ("GenuineIntel", "CentaurHauls", "  Shanghai  ")
 """Vendors for which NCCL requires familyid and modelid."""
 
+
+RCCL_MAX_ELEMENTS = 1024
+"""RCCL's parser limit in the oldest stored source (xml.cc: "XML parser is limited to 1024 nodes");
+newer RCCL allocates NCCL_TOPO_XML_MAX_NODES (8192). The smaller bound keeps a file readable by both."""
+RCCL_MAX_CHILDREN = 32
+"""MAX_SUBS in the oldest stored RCCL xml.h, filled without a bounds check by its parser (newer RCCL:
+512, checked). More children under one element overwrite memory there, so files stay within 32."""
+CLASS_ACCELERATOR = "0x120000"
+"""PCI class 'processing accelerator': an AMD Instinct GPU, and the `tclass` of an xGMI peer."""
+GCN = re.compile(r"gfx[0-9a-f]{3,4}")
+
 NVSWITCH_SENTINEL = "fffffff:ff:ff.0"
 """nvlink target NCCL writes for an NVSwitch it cannot see (7 f's)."""
 
@@ -59,6 +79,39 @@ _INT = re.compile(r"-?[0-9]+")
 _UINT = re.compile(r"[0-9]+")
 _HEX_CLASS = re.compile(r"0x[0-9a-f]{2,6}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What one library's topology-file reader accepts on top of the shared tokenizer."""
+
+    name: str
+    """"NCCL" or "RCCL": used in messages."""
+    version: str
+    """The only `<system version>` the library reads."""
+    children: dict[str, tuple[str, ...]]
+    """Handler tables: the children each element may have (anything else is skipped)."""
+    gpu_link: str
+    """The element of a GPU-to-GPU link: `nvlink` or `xgmi`."""
+    gpu_classes: tuple[str, ...]
+    """Prefixes of a `tclass` that names a GPU peer (which then needs a `target`)."""
+    gpu_attributes: tuple[str, ...]
+    """Required attributes of `<gpu>`."""
+    family_vendors: tuple[str, ...]
+    """x86 vendors for which `familyid` and `modelid` are required."""
+    max_elements: int
+    limit_from: str
+    """Who has `max_elements`, as messages say it ("NCCL 2.21+")."""
+    max_children: int | None = None
+    """Children one element may have, where the parser has a fixed table (None: not checked)."""
+
+
+NCCL = Dialect("NCCL", "1", CHILDREN, "nvlink", ("0x03",), ("dev", "sm", "rank"), FAMILY_VENDORS, MAX_ELEMENTS, "NCCL 2.21+")
+RCCL = Dialect("RCCL", "2", {**CHILDREN, "gpu": ("xgmi",), "xgmi": ()}, "xgmi", ("0x03", CLASS_ACCELERATOR),
+               ("dev", "sm", "gcn", "arch", "rank"), FAMILY_VENDORS + ("AuthenticAMD",), RCCL_MAX_ELEMENTS,
+               "RCCL", RCCL_MAX_CHILDREN)
+"""RCCL on an AMD build (ROCm/rccl src/graph/xml.cc ncclTopoXmlLoadGpu: handlers { "xgmi" } only;
+topo.cc ncclTopoAddGpu reads sm, gcn, arch, rank, dev, gdr; ncclTopoAddCpu reads familyid/modelid for AMD)."""
 
 
 @dataclass
@@ -259,8 +312,13 @@ class _Tokenizer:
 # ------------------------------------------------------------------ checks of the tree
 
 
-def _required(element: _Element) -> list[str]:
-    """Attributes without which NCCL fails or silently skips the element."""
+def _gpu_tclass(element: _Element, dialect: Dialect) -> bool:
+    """The link names a GPU peer: its tclass starts with one of the dialect's GPU classes."""
+    return (element.get("tclass") or "").startswith(dialect.gpu_classes)
+
+
+def _required(element: _Element, dialect: Dialect) -> list[str]:
+    """Attributes without which the library fails or silently skips the element."""
     name = element.name
     if name == "system":
         return ["version"]
@@ -268,16 +326,16 @@ def _required(element: _Element) -> list[str]:
         keys = ["numaid", "arch"]
         if (element.get("arch") or "").startswith("x86_64"):
             keys.append("vendor")
-            if element.get("vendor") in FAMILY_VENDORS:
+            if element.get("vendor") in dialect.family_vendors:
                 keys += ["familyid", "modelid"]
         return keys
     if name == "pci":
         return ["busid", "class", "link_speed", "link_width"]
     if name == "gpu":
-        return ["dev", "sm", "rank"]  # gdr: NCCL fills it in at init when the file leaves it out
-    if name == "nvlink":
+        return list(dialect.gpu_attributes)  # gdr: the library fills it in at init when the file leaves it out
+    if name == dialect.gpu_link:
         keys = ["count", "tclass"]
-        if (element.get("tclass") or "").startswith("0x03"):
+        if _gpu_tclass(element, dialect):
             keys.append("target")
         return keys
     if name == "c2c":
@@ -299,7 +357,10 @@ _FORMATS: dict[tuple[str, str], tuple[re.Pattern[str], str]] = {
     ("gpu", "rank"): (_UINT, "an integer"),
     ("gpu", "sm"): (_UINT, "an integer"),
     ("gpu", "gdr"): (re.compile(r"[01]"), "0 or 1"),
+    ("gpu", "gcn"): (GCN, "a gfx target such as 'gfx942'"),
+    ("gpu", "arch"): (_UINT, "an integer (hipDeviceProp_t.arch packed)"),
     ("nvlink", "count"): (re.compile(r"[1-9][0-9]*"), "a positive integer"),
+    ("xgmi", "count"): (re.compile(r"[1-9][0-9]*"), "a positive integer"),
     ("c2c", "count"): (_UINT, "an integer"),
     ("c2c", "bw"): (_UINT, "an integer"),
     ("net", "dev"): (_UINT, "an integer"),
@@ -309,11 +370,14 @@ _FORMATS: dict[tuple[str, str], tuple[re.Pattern[str], str]] = {
 }
 
 
-def _check_element(element: _Element, errors: list[str]) -> None:
+def _check_element(element: _Element, errors: list[str], dialect: Dialect = NCCL) -> None:
     at = f"line {element.line}: {element.tag()}"
-    for key in _required(element):
+    for key in _required(element, dialect):
         if element.get(key) is None:
             errors.append(f"{at} is missing required attribute '{key}'")
+    if dialect.max_children is not None and len(element.children) > dialect.max_children:
+        errors.append(f"{at} has {len(element.children)} children: {dialect.limit_from} keeps at most "
+                      f"{dialect.max_children} under one element")
     if len(element.attrs) > MAX_ATTRIBUTES:
         errors.append(f"{at} has {len(element.attrs)} attributes: NCCL keeps only the first {MAX_ATTRIBUTES}")
     for key, value in element.attrs:
@@ -321,8 +385,8 @@ def _check_element(element: _Element, errors: list[str]) -> None:
         if rule is not None and not rule[0].fullmatch(value):
             errors.append(f"{at}: {key}=\"{value}\" is not {rule[1]}")
     name = element.name
-    if name == "system" and element.get("version") not in (None, "1"):
-        errors.append(f"{at}: version must be \"1\" (NCCL: \"XML Topology has wrong version\")")
+    if name == "system" and element.get("version") not in (None, dialect.version):
+        errors.append(f"{at}: version must be \"{dialect.version}\" ({dialect.name}: \"XML Topology has wrong version\")")
     if name == "cpu":
         arch = element.get("arch")
         if arch is not None and arch not in CPU_ARCHS:
@@ -342,26 +406,26 @@ def _check_element(element: _Element, errors: list[str]) -> None:
         if speed is not None and speed not in LINK_SPEEDS:
             errors.append(f"{at}: link_speed=\"{speed}\" is not one of NCCL's strings "
                           f"({', '.join(PCIE_LINK_SPEED.values())}); NCCL would silently assume Gen3")
-    if name in ("nvlink", "pcilink"):
+    if name in (dialect.gpu_link, "pcilink"):
         target = element.get("target")
-        is_gpu = name == "nvlink" and (element.get("tclass") or "").startswith("0x03")
+        is_gpu = name == dialect.gpu_link and _gpu_tclass(element, dialect)
         if target is not None and (is_gpu or name == "pcilink") and not BUSID.fullmatch(target):
             errors.append(f"{at}: target=\"{target}\" is not a lower-case 'dddd:bb:dd.f' bus id")
-    allowed = CHILDREN.get(name)
+    allowed = dialect.children.get(name)
     if allowed is None:
         return
     for child in element.children:
         if child.name not in allowed:
             where = f"allowed there: {', '.join(allowed)}" if allowed else f"<{name}> takes no children"
             errors.append(f"line {child.line}: {child.tag()} is not allowed under {element.tag()} "
-                          f"(NCCL ignores it and everything inside it); {where}")
+                          f"({dialect.name} ignores it and everything inside it); {where}")
         else:
-            _check_element(child, errors)
+            _check_element(child, errors, dialect)
 
 
-def _check_semantics(root: _Element, errors: list[str]) -> None:
-    """Cross-element rules: unique bus ids, ranks 0..n-1, unique net devs, NVLink peers."""
-    elements = list(_walk(root))
+def _check_semantics(root: _Element, errors: list[str], dialect: Dialect = NCCL) -> None:
+    """Cross-element rules: unique bus ids, ranks 0..n-1, unique net devs, NVLink/xGMI peers."""
+    elements = list(_walk(root, dialect))
     busids: dict[str, int] = {}
     for e in elements:
         if e.name == "pci" and e.get("busid") is not None:
@@ -398,16 +462,17 @@ def _check_semantics(root: _Element, errors: list[str]) -> None:
         if gpu.parent is not None and gpu.parent.name == "pci" and gpu.parent.get("busid"):
             gpu_bus[gpu.parent.get("busid")] = gpu
     counts: dict[tuple[str, str], tuple[int, int]] = {}
-    for link in (e for e in elements if e.name == "nvlink" and (e.get("tclass") or "").startswith("0x03")):
+    link_name = "NVLink" if dialect.gpu_link == "nvlink" else "xGMI"
+    for link in (e for e in elements if e.name == dialect.gpu_link and _gpu_tclass(e, dialect)):
         target, count = link.get("target"), link.get("count")
         if target is None or count is None or not _UINT.fullmatch(count) or link.parent is None or link.parent.parent is None:
             continue
         source = link.parent.parent.get("busid")
         if target not in gpu_bus:
-            errors.append(f"line {link.line}: <nvlink target=\"{target}\"> names no GPU in this file")
+            errors.append(f"line {link.line}: <{link.name} target=\"{target}\"> names no GPU in this file")
             continue
         if target == source:
-            errors.append(f"line {link.line}: <nvlink target=\"{target}\"> links a GPU to itself")
+            errors.append(f"line {link.line}: <{link.name} target=\"{target}\"> links a GPU to itself")
             continue
         key = (source, target)
         previous = counts.get(key, (0, link.line))[0]
@@ -415,35 +480,47 @@ def _check_semantics(root: _Element, errors: list[str]) -> None:
     for (source, target), (count, line) in sorted(counts.items()):
         back = counts.get((target, source), (0, 0))[0]
         if back != count:
-            errors.append(f"line {line}: NVLink count from {source} to {target} is {count} "
-                          f"but from {target} to {source} is {back}: NVLink counts must be symmetric")
+            errors.append(f"line {line}: {link_name} count from {source} to {target} is {count} "
+                          f"but from {target} to {source} is {back}: {link_name} counts must be symmetric")
 
 
-def _walk(element: _Element):
-    """The elements NCCL reads: misplaced ones (already reported) are skipped with their subtree."""
+def _walk(element: _Element, dialect: Dialect = NCCL):
+    """The elements the library reads: misplaced ones (already reported) are skipped with their subtree."""
     yield element
     for child in element.children:
-        if child.name in CHILDREN.get(element.name, ()):
-            yield from _walk(child)
+        if child.name in dialect.children.get(element.name, ()):
+            yield from _walk(child, dialect)
 
 
 def check_nccl_xml(text: str) -> list[str]:
     """Every way `text` breaks NCCL's topology-file rules (empty when NCCL reads it as written)."""
+    return check_topology_xml(text, NCCL)
+
+
+def check_rccl_xml(text: str) -> list[str]:
+    """Every way `text` breaks RCCL's topology-file rules (empty when RCCL reads it as written)."""
+    return check_topology_xml(text, RCCL)
+
+
+def check_topology_xml(text: str, dialect: Dialect) -> list[str]:
+    """Every way `text` breaks `dialect`'s topology-file rules. The tokenizer is shared (RCCL's
+    parser is NCCL's), so its messages quote NCCL's error texts for both."""
     tokens = _Tokenizer(text)
     root = tokens.parse()
     errors = list(tokens.errors)
+    needs = f"<system version=\"{dialect.version}\">"
     if root is None:
         if not errors:
-            errors.append("file: no elements: NCCL needs <system version=\"1\">")
+            errors.append(f"file: no elements: {dialect.name} needs {needs}")
         return errors
-    if len(tokens.elements) > MAX_ELEMENTS:
-        errors.append(f"file: {len(tokens.elements)} elements: NCCL 2.21+ reads at most {MAX_ELEMENTS} "
-                      "(\"XML parser is limited to 256 nodes\")")
+    if len(tokens.elements) > dialect.max_elements:
+        errors.append(f"file: {len(tokens.elements)} elements: {dialect.limit_from} reads at most {dialect.max_elements} "
+                      f"(\"XML parser is limited to {dialect.max_elements} nodes\")")
     if root.name != "system":
-        errors.append(f"line {root.line}: the root element is {root.tag()}: NCCL needs <system version=\"1\">")
+        errors.append(f"line {root.line}: the root element is {root.tag()}: {dialect.name} needs {needs}")
         return errors
-    _check_element(root, errors)
-    _check_semantics(root, errors)
+    _check_element(root, errors, dialect)
+    _check_semantics(root, errors, dialect)
     if not errors:
         # NCCL is the strict judge; a file it accepts should also be XML other tools can read.
         try:

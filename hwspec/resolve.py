@@ -152,7 +152,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, ex
             fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
             upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
             physical=_physical(g.pcie.link or part.pcie),
-            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override)))
+            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override),
+            gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units))
 
     nics = []
     for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):

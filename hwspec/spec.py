@@ -170,7 +170,11 @@ class GpuPart(Spec):
     vendor: Literal["nvidia", "amd", "intel", "other"]
     model_name: str
     form_factor: Literal["sxm2", "sxm3", "sxm4", "sxm5", "oam", "pcie", "superchip"]
-    sm: int = Field(ge=0, description="CUDA compute capability x10 (80 for A100); NCCL's 'sm'.")
+    sm: int = Field(0, ge=0, description="CUDA compute capability x10 (80 for A100); NCCL's 'sm'. 0 for parts without CUDA.")
+    gcn: str | None = Field(None, pattern=r"^gfx[0-9a-f]{3,4}$",
+                            description="AMD GPUs: the gfx target (gfx942 for MI300X); RCCL's <gpu gcn>.")
+    hip_arch: int | None = Field(None, ge=0, description="AMD GPUs: hipDeviceProp_t.arch packed as an int (RCCL's <gpu arch>).")
+    compute_units: int | None = Field(None, ge=1, description="AMD GPUs: compute units; RCCL's <gpu sm> holds this count.")
     pci_vendor: str = Field(pattern=r"^0x[0-9a-f]{4}$")
     pci_device: str = Field(pattern=r"^0x[0-9a-f]{4}$")
     hbm: HbmSpec

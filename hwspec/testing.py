@@ -195,12 +195,18 @@ class _Layout:
         return next(i for i, e in enumerate(self.spec[section]) if e["id"] == ident)
 
 
-def _patterns_for(n: int, links: int) -> list[str]:
+MAX_NODE_CPUS = 896
+"""Logical CPUs whose NCCL affinity mask (28 words of 8 hex digits, comma-separated) stays
+under NCCL's 255-character attribute limit."""
+
+
+def _patterns_for(n: int, links: int, kind: str = "nvlink3") -> list[str]:
+    """The NVLink patterns `n` GPUs with `links` fabric links of `kind` can use (xGMI has no switch)."""
     fits = {
         "none": True,
         "fully-connected": n == 1 or links >= n - 1,
         "ring": n >= 2 and links >= (1 if n == 2 else 2),
-        "nvswitch": links >= 1,
+        "nvswitch": links >= 1 and kind != "xgmi",
         "hybrid-cube-mesh": n == 8 and links >= 6,
         "fully-connected-minus-matching": n >= 4 and n % 2 == 0 and links >= n - 2,
     }
@@ -232,7 +238,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
 
     # Sizes first, as small integers: failures shrink to 1 socket and 1 GPU.
     feasible = [n for n in range(min_gpus, max_gpus + 1)
-                if any(set(patterns_allowed) & set(_patterns_for(n, gpu_catalogue[g].fabric.links)) for g in gpu_names)]
+                if any(set(patterns_allowed) & set(_patterns_for(n, gpu_catalogue[g].fabric.links, gpu_catalogue[g].fabric.kind)) for g in gpu_names)]
     if not feasible:
         raise ValueError(f"no GPU part of {gpu_names} carries NVLink patterns {patterns_allowed} "
                          f"with {min_gpus}-{max_gpus} GPUs")
@@ -241,8 +247,12 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     else:
         n_gpus = draw(st.sampled_from(feasible), label="GPUs")
     n_sockets = draw(st.integers(min_sockets, max_sockets), label="sockets")
-    cpu_part = draw(st.sampled_from(sorted(cpu_catalogue)), label="CPU part")
-    usable = [g for g in gpu_names if set(patterns_allowed) & set(_patterns_for(n_gpus, gpu_catalogue[g].fabric.links))]
+    # NCCL's attribute values stay under 255 characters: a node's cpumap (9 characters per 32 CPUs)
+    # fits for at most 896 logical CPUs, so large-core parts come with fewer sockets.
+    cpu_fits = [c for c in sorted(cpu_catalogue)
+                if n_sockets * cpu_catalogue[c].cores * cpu_catalogue[c].threads_per_core <= MAX_NODE_CPUS]
+    cpu_part = draw(st.sampled_from(cpu_fits), label="CPU part")
+    usable = [g for g in gpu_names if set(patterns_allowed) & set(_patterns_for(n_gpus, gpu_catalogue[g].fabric.links, gpu_catalogue[g].fabric.kind))]
     gpu_name = draw(st.sampled_from(usable), label="GPU part")
     gpu = gpu_catalogue[gpu_name]
 
@@ -360,7 +370,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
                      "pcie": {"upstream": socket, "bus": bus_id()}})
 
     # The logical GPU fabric and the baseboard under it.
-    pattern = draw(st.sampled_from([p for p in _patterns_for(n_gpus, gpu.fabric.links) if p in patterns_allowed]),
+    pattern = draw(st.sampled_from([p for p in _patterns_for(n_gpus, gpu.fabric.links, gpu.fabric.kind) if p in patterns_allowed]),
                    label="NVLink pattern")
     layout.pattern = pattern
     baseboard, nvlink = _fabric(draw, layout, gpus, pattern, gpu.fabric.links)
@@ -587,8 +597,8 @@ def group_numa_nodes(draw, spec: dict) -> dict:
                 {"id": s["id"], "numa_node": s["numa_node"], "cpus": cpu_ranges(cpus[s["id"]]), "memory": s["memory"]}
                 for s in pair]})
             i += 2
-        else:
-            grouped.append(sockets[i])
+        else:  # written out too: a derived list depends on the socket's place among the packages
+            grouped.append({**sockets[i], "cpus": cpu_ranges(cpus[sockets[i]["id"]])})
             i += 1
     spec["sockets"] = grouped
     if "sockets" in spec.get("declares", {}):

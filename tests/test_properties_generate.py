@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from hwspec import roofline as rf
 from hwspec.generate import plan_for
 from hwspec.generators.nccl import net_name
-from hwspec.nccl_check import NVSWITCH_SENTINEL, check_nccl_xml
+from hwspec.generators.nccl import collective_library
+from hwspec.nccl_check import NVSWITCH_SENTINEL, check_nccl_xml, check_rccl_xml
 from hwspec.testing import check_node_text, dump_yaml, load_node_text, node_platforms, node_specs
 
 EXAMPLES = settings.default.max_examples
@@ -108,6 +109,16 @@ def test_nccl_topology_holds_every_gpu_and_backend_nic_once(platform):
 
 
 @settings(max_examples=max(5, EXAMPLES // 2))
+@given(node_platforms(gpu_parts=["mi300x-oam-192gb"], max_gpus=8, max_sockets=4))
+def test_rccl_topology_of_amd_nodes_holds_every_gpu_and_its_xgmi_links(platform):
+    """Any drawn MI300X node: RCCL's file (never NCCL's), each GPU once, xGMI counts symmetric
+    and adding up to each GPU's links."""
+    assert collective_library(platform) == "rccl"
+    assert "nccl-topo.xml" not in only(platform, "nccl-topo")
+    check_nccl_topology(platform)
+
+
+@settings(max_examples=max(5, EXAMPLES // 2))
 @given(node_platforms(min_gpus=12, max_gpus=13, nvlink=["fully-connected"], nic_modes=["per-gpu"]))
 def test_nccl_topology_of_nodes_at_nccls_element_limit(platform):
     """12-13 fully connected GPUs with their NICs: at NCCL's 256 elements, both sides of it."""
@@ -118,11 +129,12 @@ def check_nccl_topology(platform) -> None:
     """In every form: each GPU and NIC by bus id; unless a skeleton, each GPU once with ranks
     0..n-1 and each backend NIC once; in the complete form, symmetric NVLink counts that add up
     to each GPU's links."""
-    text = only(platform, "nccl-topo")["nccl-topo.xml"]
-    assert check_nccl_xml(text) == []
+    library = collective_library(platform)  # AMD GPUs: RCCL's file, <xgmi> links
+    text = only(platform, f"{library}-topo")[f"{library}-topo.xml"]
+    assert (check_rccl_xml if library == "rccl" else check_nccl_xml)(text) == []
     root = ElementTree.fromstring(text)
     form = "skeleton" if SKELETON in text else "without NVLinks" if NO_NVLINKS in text else "complete"
-    event(f"nccl-topo.xml {form}")
+    event(f"{library}-topo.xml {form}")
     busids = Counter(pci.get("busid") for pci in root.iter("pci"))
     assert all(busids[d.bus] == 1 for d in (*platform.gpus, *platform.nics)), busids
     if form == "skeleton":
@@ -142,7 +154,7 @@ def check_nccl_topology(platform) -> None:
 
     links = {bus: Counter() for bus in gpus}
     for bus, gpu in gpus.items():
-        for nvlink in gpu.findall("nvlink"):
+        for nvlink in gpu.findall("xgmi" if library == "rccl" else "nvlink"):
             links[bus][nvlink.get("target")] += int(nvlink.get("count"))
     for a, peers in links.items():
         for b, count in peers.items():
@@ -264,15 +276,16 @@ BASH = shutil.which("bash") or "/bin/bash"
 @given(node_platforms(**SMALL))
 def test_env_files_read_the_same_in_bash_and_line_by_line(platform):
     files = only(platform, "nccl-conf", "launch-env")
-    assert "nccl.conf" in files and "launch.env" in files
+    conf_name = f"{collective_library(platform)}.conf"  # rccl.conf for AMD GPUs
+    assert conf_name in files and "launch.env" in files
     with tempfile.TemporaryDirectory() as directory:
-        for name in ("nccl.conf", "launch.env"):
+        for name in (conf_name, "launch.env"):
             plain = plain_parse(files[name])
             assert plain and all(key.isidentifier() and key.isupper() for key in plain), plain
             path = Path(directory) / name
             path.write_text(files[name], encoding="utf-8")
             assert bash_parse(path, plain) == plain
-    conf, env = plain_parse(files["nccl.conf"]), plain_parse(files["launch.env"])
+    conf, env = plain_parse(files[conf_name]), plain_parse(files["launch.env"])
     assert {k: v for k, v in env.items() if k.startswith("NCCL_")} == conf
     assert env["PET_NPROC_PER_NODE"] == str(len(platform.gpus))
 
@@ -363,8 +376,8 @@ def test_a_faster_backend_nic_never_lowers_a_bound(spec):
 @settings(max_examples=max(5, EXAMPLES // 2))
 @given(data=st.data())
 def test_environment_settings_land_in_the_files_they_belong_to(data):
-    """NCCL_* entries are in nccl.conf and launch.env, exactly once and with the written
-    value; other entries only in launch.env; the platform stays valid."""
+    """NCCL_* entries are in nccl.conf (rccl.conf for AMD GPUs) and launch.env, exactly once and
+    with the written value; other entries only in launch.env; the platform stays valid."""
     from hwspec.testing import dump_yaml, load_node_text, node_specs, with_environment
 
     spec = data.draw(node_specs(max_gpus=4, max_sockets=2).flatmap(with_environment))
@@ -373,7 +386,8 @@ def test_environment_settings_land_in_the_files_they_belong_to(data):
     assert check_node_text(text) == []
     platform = load_node_text(text)
     plan = plan_for(platform.topology, only=["nccl-conf", "launch-env"])
-    conf, env = plan[f"{platform.name}/nccl.conf"], plan[f"{platform.name}/launch.env"]
+    conf_name = f"{collective_library(platform)}.conf"  # rccl.conf for AMD GPUs
+    conf, env = plan[f"{platform.name}/{conf_name}"], plan[f"{platform.name}/launch.env"]
     for name, value in platform.environment.items():
         line = f"{name}={value}"
         assert env.splitlines().count(line) == 1

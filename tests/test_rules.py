@@ -212,6 +212,10 @@ FAULTS = [
         '6:30: error[HW601 declared-counts]: declares.gpus is 8, but 2 GPU(s) are described (gpu0, gpu1)'
         '\n  hint: correct the gpus list or the declared count',
     ], id='HW601-declared_counts_wrong'),
+    pytest.param('amd_gpus_on_nvswitch', [
+        "48:20: error[HW911 rccl-topo-writable]: an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch "
+        "to join the GPUs to; list the xGMI pairs (fully-connected or explicit)",
+    ], id='HW911-amd_gpus_on_nvswitch'),
     pytest.param('nccl_variable_unknown', [
         "74:30: warning[HW701 nccl-variable-known]: environment: NCCL does not read NCCL_IB_QPS_PER_CONECTION"
         "\n  hint: did you mean NCCL_IB_QPS_PER_CONNECTION? a variable of a newer NCCL or a plugin is fine: change this "
@@ -231,7 +235,7 @@ def test_clean_fixture(fixture: str, rules: list[Rule]) -> None:
     assert formatted(FIXTURES / f"{fixture}.yaml", rules) == []
 
 
-@pytest.mark.parametrize("name", ["zion", "zionex"])
+@pytest.mark.parametrize("name", ["zion", "zionex", "hgx-h100", "mi300x-oam"])
 def test_shipped_platform_is_clean(name: str, rules: list[Rule]) -> None:
     assert formatted(Path("platforms") / f"{name}.yaml", rules) == []
 

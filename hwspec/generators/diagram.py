@@ -123,7 +123,7 @@ def _device_line(platform: Platform, item_id: str) -> str:
         return _node_line(item_id, kind, label(f"{item.id}: {name}", item.bus))
     if kind == "gpu":
         links = platform.topology.nvlink_links(item_id)
-        fabric = [f"NVLink {links} x {item.fabric_kind}, {gbps(platform.topology.nvlink_bandwidth(item_id))}"] if links else []
+        fabric = [f"{fabric_name(platform)} {links} x {item.fabric_kind}, {gbps(platform.topology.nvlink_bandwidth(item_id))}"] if links else []
         return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", item.model_name,
                                                 f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric, item.bus))
     if kind == "nic":
@@ -387,11 +387,16 @@ def _nvlink_matrix(platform: Platform) -> str | None:
                 cells.append(cell.format("-"))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     per_link = sorted({g.fabric_link_bandwidth for g in platform.gpus})
-    caption = "NVLink links per GPU pair (NVn = n links" + (
+    caption = f"{fabric_name(platform)} links per GPU pair (NVn = n links" + (
         f", {' / '.join(gbps(b) for b in per_link)} each per direction)" if per_link else ")")
     table = (f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3"><tr><td colspan="{len(columns) + 1}">'
              f"{escape(caption)}</td></tr>{''.join(rows)}</table>")
     return f'{quote(LEGEND_PREFIX + "nvlink_matrix")} [shape="plaintext", class="legend", label=<{table}>];'
+
+
+def fabric_name(platform: Platform) -> str:
+    """What the GPU fabric is called in labels: "xGMI" for AMD's Infinity Fabric links, else "NVLink"."""
+    return "xGMI" if any(g.fabric_kind == "xgmi" for g in platform.gpus) else "NVLink"
 
 
 def topology_view(platform: Platform) -> dict[str, Any]:
@@ -404,7 +409,7 @@ def topology_view(platform: Platform) -> dict[str, Any]:
         legend.items.append(matrix)
     elif matrix and style == "table":
         panel = Cluster(quote("cluster_nvlink"), attrs({"style": "rounded", "color": "#76b900"},
-                                                       label=label("NVLink fabric (logical): drawn as a table, not as edges")))
+                                                       label=label(f"{fabric_name(platform)} fabric (logical): drawn as a table, not as edges")))
         panel.items.append(matrix)
         top.insert(0, panel)
     if cpu_link_style(platform) == "table":

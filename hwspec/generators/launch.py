@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
-from hwspec.generators.nccl import net_name
+from hwspec.generators.nccl import collective_library, net_name
 from hwspec.model import Gpu, Nic, Platform, Socket
 from hwspec.nccl_env import is_nccl
 from hwspec.topology import PATH_TYPES, Topology
@@ -82,8 +82,9 @@ def ranks(topology: Topology) -> list[Rank]:
     return [Rank(g.index, g, topology.nic_of(g.id), topology.socket_of(g.id)) for g in topology.platform.gpus]
 
 
-def topo_file(install_dir: str) -> str:
-    return f"{install_dir}/nccl-topo.xml"
+def topo_file(install_dir: str, library: str = "nccl") -> str:
+    """Where the node's topology file is installed: nccl-topo.xml, or rccl-topo.xml for RCCL."""
+    return f"{install_dir}/{library}-topo.xml"
 
 
 def omp_threads(topology: Topology) -> int:
@@ -161,8 +162,9 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
         settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
                                 "rail-optimized fabric: keep each ring/tree on the same NIC index"
                                 if rails else "no rail-optimized fabric: rings may cross NICs"))
-    settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir),
-                            f"this platform's nccl-topo.xml, installed under {install_dir}/"))
+    library = collective_library(platform)
+    settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir, library),
+                            f"this platform's {library}-topo.xml, installed under {install_dir}/"))
     return merge_environment(settings, {k: v for k, v in platform.environment.items() if is_nccl(k)}, "the platform's")
 
 
@@ -217,26 +219,44 @@ def _settings(ctx: GenContext) -> list[Setting]:
 @generator("nccl-conf")
 def nccl_conf(ctx: GenContext) -> Plan:
     """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment, in the
-    form every NCCL version reads the same (`nccl_conf_text`)."""
+    form every NCCL version reads the same (`nccl_conf_text`). For AMD GPUs /etc/rccl.conf
+    instead: RCCL reads the same NCCL_* names, with NCCL's conf reader, from ~/.rccl.conf or
+    /etc/rccl.conf (its NCCL_CONF_FILE default), not from /etc/nccl.conf."""
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    text = ctx.render("nccl.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir))
-    return {"nccl.conf": nccl_conf_text(text, platform.file)}
+    library = collective_library(platform)
+    text = ctx.render(f"{library}.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir, library))
+    return {f"{library}.conf": nccl_conf_text(text, platform.file)}
+
+
+def device_order(platform: Platform) -> Setting:
+    """How GPU ordinals are made to follow local ranks (GPU index by bus id): CUDA_DEVICE_ORDER
+    for NVIDIA; for AMD, whose runtime has no such switch, HIP_VISIBLE_DEVICES listing the HIP
+    ordinals in local-rank order (ROCm enumerates GPUs in its KFD topology order, which the
+    file takes to be bus order: `rocm-smi --showbus` shows it on the machine)."""
+    if collective_library(platform) == "rccl":
+        return Setting("HIP_VISIBLE_DEVICES", ",".join(str(g.index) for g in platform.gpus),
+                       "HIP ordinals in local-rank order (GPU i = i-th by bus id; check with 'rocm-smi --showbus'); "
+                       "HIP has no CUDA_DEVICE_ORDER")
+    return Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do")
 
 
 @generator("launch-env")
 def launch_env(ctx: GenContext) -> Plan:
-    """Environment for torchrun (PET_*), CUDA and NCCL, for `set -a; . ./launch.env` and
-    `docker run --env-file`."""
+    """Environment for torchrun (PET_*), CUDA and NCCL (HIP and RCCL on AMD nodes), for
+    `set -a; . ./launch.env` and `docker run --env-file`."""
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
     launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
-                Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do"),
+                device_order(platform),
                 Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node")]
     launcher = merge_environment(launcher, {k: v for k, v in platform.environment.items() if not is_nccl(k)}, "the platform's")
-    return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx))}
+    stack = "HIP and RCCL (NCCL_* names)" if collective_library(platform) == "rccl" else "CUDA and NCCL"
+    conf = "/etc/rccl.conf" if collective_library(platform) == "rccl" else "/etc/nccl.conf"
+    return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx),
+                                     stack=stack, conf=conf)}
 
 
 @generator("ranks")

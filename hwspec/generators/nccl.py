@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.model import Gpu, Nic, Platform
 from hwspec.topology import Topology
-from hwspec.nccl_check import MAX_ELEMENTS, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, check_nccl_xml
+from hwspec.nccl_check import (CLASS_ACCELERATOR, MAX_ELEMENTS, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, RCCL_MAX_ELEMENTS,
+                               check_nccl_xml)
 
 CLASS_BRIDGE = "0x060400"
 CLASS_GPU = "0x030200"
@@ -40,6 +41,41 @@ DETAIL_LEVELS = {
 
 CPU_VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
 """spec vendor -> the CPUID vendor string NCCL expects on x86."""
+
+
+@dataclass(frozen=True)
+class XmlForm:
+    """What differs between NCCL's topology file and RCCL's (same grammar, other rules)."""
+
+    library: str
+    """"nccl" or "rccl"."""
+    version: str
+    """`<system version>`: NCCL reads only 1, RCCL only 2."""
+    gpu_class: str
+    """PCI class of a GPU's `<pci>`."""
+    gpu_link: str
+    """Element of a GPU-to-GPU link."""
+    gpu_tclass: str
+    """`tclass` of a GPU peer."""
+    max_elements: int
+
+    def gpu_attrs(self, gpu: Gpu, gdr: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """`<gpu>` attributes in the order the library's own dump writes them; `gdr` is the
+        `gdr` attribute, or nothing when the library is to detect it."""
+        if self.library == "rccl":
+            # RCCL's sm is the compute-unit count (topo.cc ncclTopoAddGpu); rccl_limits refuses a part without it
+            return [("dev", str(gpu.index)), ("sm", str(gpu.compute_units)), ("gcn", str(gpu.gcn)),
+                    ("arch", str(gpu.hip_arch)), ("rank", str(gpu.index)), *gdr]
+        return [("dev", str(gpu.index)), ("sm", str(gpu.sm)), ("rank", str(gpu.index)), *gdr]
+
+
+NCCL_FORM = XmlForm("nccl", "1", CLASS_GPU, "nvlink", TCLASS_GPU, MAX_ELEMENTS)
+RCCL_FORM = XmlForm("rccl", "2", CLASS_ACCELERATOR, "xgmi", CLASS_ACCELERATOR, RCCL_MAX_ELEMENTS)
+
+
+def collective_library(platform: Platform) -> str:
+    """"rccl" when the node's GPUs are AMD's (RCCL reads the topology file), else "nccl"."""
+    return "rccl" if platform.gpus and any(g.vendor == "amd" for g in platform.gpus) else "nccl"
 
 
 @dataclass
@@ -80,8 +116,10 @@ def net_gdr(platform: Platform, nic: Nic) -> bool:
                 and nic.rdma and nic.gpudirect)
 
 
-def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
-    """The `<system>` tree of a node's `topology` at `detail` (a key of DETAIL_LEVELS)."""
+def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | None" = None) -> XmlNode:
+    """The `<system>` tree of a node's `topology` at `detail` (a key of DETAIL_LEVELS), in
+    `form` (NCCL's by default, or RCCL's)."""
+    form = form or NCCL_FORM
     platform = topology.platform
     orphans = [d.id for d in (*platform.gpus, *platform.nics) if d.socket is None]
     if orphans:
@@ -91,7 +129,7 @@ def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
     # gdr: declared, or (backend.gpudirect: detect) left out for NCCL's detection to fill in
     detect = platform.backend is not None and platform.backend.gpudirect is None
     gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
-    nvlinks = _nvlinks(platform)
+    nvlinks = _nvlinks(platform, form.gpu_tclass)
     wanted = _wanted(topology)
     net_devs = iter(range(len(platform.nics)))
 
@@ -104,10 +142,10 @@ def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
             item = platform.by_id[child]
             if isinstance(item, Gpu):
                 links = [] if detail != "complete" else nvlinks.get(item.id, [])
-                gpu = XmlNode("gpu", [("dev", str(item.index)), ("sm", str(item.sm)), ("rank", str(item.index)), *gdr],
-                              [XmlNode("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)])
+                gpu = XmlNode("gpu", form.gpu_attrs(item, gdr),
+                              [XmlNode(form.gpu_link, [("target", target), ("count", str(count)), ("tclass", tclass)])
                                for target, tclass, count in links])
-                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_GPU, item.link.gen, item.link.width,
+                nodes.append(XmlNode("pci", _pci(item.bus, form.gpu_class, item.link.gen, item.link.width,
                                                  item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu]))
             elif isinstance(item, Nic):
                 # the ports of one adapter function share its <pci> and <nic>: one <net> each
@@ -123,7 +161,7 @@ def system_tree(topology: Topology, detail: str = "complete") -> XmlNode:
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child)))
         return nodes
 
-    system = XmlNode("system", [("version", "1")])
+    system = XmlNode("system", [("version", form.version)])
     for socket in platform.sockets:
         attrs = [("numaid", str(socket.numa_node)), ("affinity", cpumap(socket.cpus, total)), ("arch", socket.arch)]
         if socket.arch == "x86_64":
@@ -153,8 +191,9 @@ def _wanted(topology: Topology) -> set[str]:
     return wanted
 
 
-def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
+def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU) -> dict[str, list[tuple[str, str, int]]]:
     """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed.
+    `gpu_tclass` is the class a GPU peer is written with (NCCL 0x030200, RCCL 0x120000).
     An NVSwitch is named by its bus id, as NCCL's own dump does; a switch the OS does not show
     (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry."""
     switch_bus = {s.id: s.bus for s in platform.baseboard.nvswitches} if platform.baseboard else {}
@@ -163,7 +202,7 @@ def _nvlinks(platform: Platform) -> dict[str, list[tuple[str, str, int]]]:
         ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
         for gpu, peer in ends:
             if peer in platform.gpu_by_id:
-                key = (platform.gpu_by_id[peer].bus, TCLASS_GPU)
+                key = (platform.gpu_by_id[peer].bus, gpu_tclass)
             else:
                 key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
             per_gpu = counts.setdefault(gpu, {})
@@ -192,8 +231,8 @@ def nccl_topo(ctx: GenContext) -> Plan:
     """The node's NCCL_TOPO_FILE in the most detailed form within NCCL's limits, checked
     against NCCL's parser rules."""
     platform: Platform = ctx.platform
-    if not platform.gpus:
-        return {}
+    if not platform.gpus or collective_library(platform) != "nccl":
+        return {}  # AMD GPUs: RCCL rejects NCCL's version-1 file; rccl-topo.xml is written instead
     for detail in DETAIL_LEVELS:
         system = system_tree(ctx.topology, detail)
         if elements(system) <= MAX_ELEMENTS:

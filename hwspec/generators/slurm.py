@@ -107,6 +107,15 @@ def hostfile(ctx: GenContext) -> dict[str, str]:
     }
 
 
+def gpu_device_file(gpu) -> str:
+    """The device file Slurm confines a GPU by: /dev/nvidiaN for NVIDIA; for AMD the DRM render
+    node /dev/dri/renderD(128+N), N being the GPU's index by bus id (amdgpu creates render nodes
+    in PCI probe order, i.e. bus order; `ls -l /dev/dri/by-path` shows the mapping)."""
+    if gpu.vendor == "amd":
+        return f"/dev/dri/renderD{128 + gpu.index}"
+    return f"/dev/nvidia{gpu.index}"
+
+
 @generator("slurm", kinds=("cluster",))
 def slurm(ctx: GenContext) -> dict[str, str]:
     """`slurm/slurm.conf` (a fragment to `Include`: GresTypes, TopologyPlugin, one node line
@@ -117,8 +126,8 @@ def slurm(ctx: GenContext) -> dict[str, str]:
     groups = []
     for group in cluster.groups:
         platform = group.platform
-        gpus = [{"index": g.index, "type": g.part, "cores": slurm_cores(platform, g), "links": gpu_links(platform, g)}
-                for g in platform.gpus]
+        gpus = [{"index": g.index, "type": g.part, "cores": slurm_cores(platform, g), "links": gpu_links(platform, g),
+                 "file": gpu_device_file(g)} for g in platform.gpus]
         groups.append({"nodes": compress(group.hostnames), "platform": platform.name, "gpus": gpus,
                        "lines": node_lines(group.hostnames, group.addresses), "hardware": node_hardware(platform)})
     return {
