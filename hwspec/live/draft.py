@@ -558,8 +558,8 @@ class _Writer:
         by_speed = [n for n, p in catalogue.items() if fits(p) and (nic.link is None or nic.link.gen is None
                                                                     or p.pcie.generation >= nic.link.gen)]
         by_speed = by_speed or [n for n, p in catalogue.items() if fits(p)]
-        if transport == "tcp":  # a NIC used for TCP only: a plain Ethernet part before an RDMA one
-            by_speed.sort(key=lambda n: catalogue[n].rdma)
+        # the most modest part that fits: a plain Ethernet part for TCP, the oldest PCIe generation
+        by_speed.sort(key=lambda n: (transport == "tcp" and catalogue[n].rdma, catalogue[n].pcie.generation, n))
         if by_speed and not (nic.vendor and nic.device):
             if speed is None:
                 assumed.append(f"the input gives neither the NIC model nor its speed: {by_speed[0]} assumed")
