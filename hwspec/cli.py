@@ -14,15 +14,47 @@ from pathlib import Path
 from typing import Callable
 
 from hwspec import __version__
+from hwspec.text import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _seconds(text: str) -> float:
+    """argparse type: a finite, non-negative number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _not_a_directory(path: Path) -> str | None:
+    """Why `path` cannot be used as an option's directory, or None when it can."""
+    try:
+        if path.is_dir():
+            return None
+        return "is not a directory" if path.exists() else "no such directory"
+    except (OSError, ValueError):
+        return "cannot be read"
+
+
+def _add_rules_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
                         help="also load rules from DIR (repeatable)")
+    parser.add_argument("--rule-time-limit", metavar="SECONDS", type=_seconds, default=None,
+                        help="stop a rule (or a rule module's import) after SECONDS and report E900 "
+                             "(default 10, or HWSPEC_RULE_TIME_LIMIT; 0: no limit)")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    _add_rules_options(parser)
     parser.add_argument("--parts", metavar="DIR", action="append", default=[], type=Path,
                         help="also load parts from DIR (repeatable; later wins)")
+    parser.add_argument("--platform-root", metavar="DIR", action="append", default=[], type=Path, dest="platform_roots",
+                        help="a cluster's node platforms may also be below DIR (by default only below the "
+                             "cluster file's directory; repeatable)")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -37,7 +69,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     diagnostics, status = [], EXIT_OK
     for path in files:
-        checked = pipeline.check(path, rules, args.parts)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots)
         diagnostics.extend(report.escalate(checked.diagnostics, args.werror))
         if checked.unreadable:
             status = EXIT_UNREADABLE
@@ -61,8 +93,9 @@ def _rules(args: argparse.Namespace) -> list | None:
     from hwspec.diagnostics import HwspecError
     from hwspec.pipeline import rule_directories
     from hwspec.report import render
-    from hwspec.rules import load_rules
+    from hwspec.rules import load_rules, set_time_limit
 
+    set_time_limit(getattr(args, "rule_time_limit", None))
     try:
         return load_rules(rule_directories(args.rules))
     except HwspecError as exc:
@@ -88,19 +121,27 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     plan: dict[str, str] = {}
     names: list[str] = []
+    owners: dict[str, Path] = {}
     failed = False
     for path in files:
-        checked = pipeline.check(path, rules, args.parts)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots)
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.failed():
             failed = True
             continue
         if checked.topology is None:
             continue  # a workload file: checked, nothing to generate
+        name = checked.platform.name
+        if name in owners:
+            sys.stderr.write(f"hwspec: error[E902]: {visible(str(owners[name]))} and {visible(str(path))} are both named "
+                             f"'{name}': their files would overwrite each other in {visible(str(args.output))}/{name}/\n")
+            failed = True
+            continue
+        owners[name] = path
         try:
             plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root))
         except generate.GenerationError as exc:
-            sys.stderr.write(f"hwspec: error: {exc}\n")
+            sys.stderr.write(f"hwspec: error[E901]: {exc}\n")
             failed = True
             continue
         names.append(checked.platform.name)
@@ -118,10 +159,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"hwspec: {len(plan)} generated file(s) up to date\n")
         return EXIT_OK
     try:
-        changed = generate.write_plan(plan, out_dir, names)
+        changed = generate.write_plan(plan, out_dir, names, svg=not args.no_svg)
         svgs = generate.render_svgs(plan, out_dir) if not args.no_svg else []
     except (OSError, ValueError, generate.GenerationError) as exc:
-        sys.stderr.write(f"hwspec: error: {exc}\n")
+        sys.stderr.write(f"hwspec: error[{'E901' if isinstance(exc, generate.GenerationError) else 'E902'}]: "
+                         f"{visible(str(exc))}\n")
         return EXIT_UNREADABLE
     sys.stderr.write(f"hwspec: {len(plan)} file(s) generated in {out_dir} ({len(changed)} changed"
                      + (f", {len(svgs)} SVG diagram(s) rendered" if svgs else "") + ")\n")
@@ -153,15 +195,20 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from hwspec.codes import CODES, lookup
     from hwspec.errors import nearest
 
+    code = lookup(args.rule)
+    if code is not None:
+        sys.stdout.write(f"{code.code} {code.title}\n\n{code.doc}\n")
+        return EXIT_OK
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
     by_key = {r.id.lower(): r for r in rules} | {r.name.lower(): r for r in rules}
     found = by_key.get(args.rule.lower())
     if found is None:
-        guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules])
+        guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules] + list(CODES))
         sys.stderr.write(f"hwspec: unknown rule '{args.rule}'" + (f" (did you mean '{guess}'?)" if guess else "")
                          + "; run 'hwspec rules' to list them\n")
         return EXIT_UNREADABLE
@@ -177,7 +224,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
-    checked = pipeline.check(args.platform, rules, args.parts)
+    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots)
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE
@@ -266,9 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("rules", "explain"):
         p = sub.add_parser(name, help=COMMANDS[name][1])
         if name == "explain":
-            p.add_argument("rule", metavar="ID", help="rule id (HW201) or name")
-        p.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
-                       help="also load rules from DIR (repeatable)")
+            p.add_argument("rule", metavar="ID", help="rule id (HW201) or name, or a code (E105)")
+        _add_rules_options(p)
     from hwspec.live.commands import add_arguments
 
     for name in ("import", "diff"):
@@ -286,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_UNREADABLE
+    for option, dest in (("--parts", "parts"), ("--templates", "templates"), ("--platform-root", "platform_roots")):
+        for directory in getattr(args, dest, ()):
+            problem = _not_a_directory(directory)
+            if problem:
+                parser.error(f"{option} {visible(str(directory))}: {problem}")
     func = getattr(args, "func", None) or COMMANDS[args.command][0]
     try:
         return func(args)

@@ -23,7 +23,7 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     rules = _rules(args)
     if rules is None:
         return None, EXIT_UNREADABLE
-    checked = pipeline.check(path, rules, args.parts)
+    checked = pipeline.check(path, rules, args.parts, args.platform_roots)
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return None, EXIT_UNREADABLE

@@ -28,11 +28,24 @@ MAX_CLUSTER_NODES = 1_000_000
 """Nodes in one cluster (all groups together), the bound each group's `count` already has."""
 MAX_PATTERN = 253
 """Characters in a hostname or address pattern: a DNS name is at most 253 (a label 63)."""
+MAX_NAME = 63
+"""Characters in one rendered host name (a DNS label) or address (an IPv6 address with a zone
+fits): each name is checked as it is rendered, so a group's names take at most
+count x MAX_NAME characters, bounded before expansion starts."""
 MAX_SWITCHES = 262_144
 """Leaf plus spine switches the derived backend fabric may have: a 1M-node, 8-rail fabric of
 64-port leaves has 250k. Each is an object and a graph node, so the bound is one on memory."""
 MAX_UPLINK_PORTS = 2_097_152
 """Leaf-to-spine ports the derived fabric may wire (16x the 16,384-node benchmark's)."""
+
+
+class PlatformOutsideRoots(Exception):
+    """A cluster's node platform path leads outside the directories it may name (`root` is the
+    cluster file's directory)."""
+
+    def __init__(self, root: Path):
+        super().__init__(str(root))
+        self.root = root
 
 
 class FabricTooLarge(ValueError):
@@ -74,11 +87,18 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
             platform = load_node(path)
         except HwspecError as exc:
             errors.extend(exc.diagnostics)
-            error(here + ("platform",), f"{dotted(here)}: node platform '{group.platform}' has errors (reported above)", code="E206")
+            error(here + ("platform",), f"{dotted(here)}: node platform '{_short(group.platform)}' has errors (reported above)",
+                  code="E206")
             first += group.count
             continue
         except FileNotFoundError:
-            error(here + ("platform",), f"{dotted(here)}: node platform file '{group.platform}' not found", code="E206")
+            error(here + ("platform",), f"{dotted(here)}: node platform file '{_short(group.platform)}' not found", code="E206")
+            first += group.count
+            continue
+        except PlatformOutsideRoots as exc:
+            error(here + ("platform",), f"{dotted(here)}: node platform '{_short(group.platform)}' is outside the cluster "
+                  f"file's directory ({exc.root})", "move it below that directory, or allow its directory with "
+                  "--platform-root DIR", code="E207")
             first += group.count
             continue
         hostnames = _expand_names(group.hostname, group, first, here + ("hostname",), error)
@@ -147,13 +167,30 @@ def _nvlink_domains(spec: ClusterSpec, node_count: int, error) -> NvlinkDomains 
                          switch_ports=domain.switch_ports, clique_id=domain.clique_id)
 
 
+def _short(text: str, limit: int = 80) -> str:
+    """A path from the file as shown in a message: printable, at most `limit` characters."""
+    from hwspec.text import visible
+
+    shown = visible(text)
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
+
+
 def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tuple[str, ...] | None:
     if len(pattern) > MAX_PATTERN:
         error(where, f"{dotted(where)}: the pattern is {len(pattern)} characters long, more than {MAX_PATTERN}")
         return None
     try:
         render = compile_pattern(pattern, ("n", "i"))
-        return tuple(render({"n": first + k, "i": group.first + k}) for k in range(group.count))
+        names = []
+        for k in range(group.count):
+            name = render({"n": first + k, "i": group.first + k})
+            if len(name) > MAX_NAME:
+                error(where, f"{dotted(where)}: node {first + k} would be named '{name[:MAX_NAME]}...' "
+                      f"({len(name)} characters), longer than {MAX_NAME}",
+                      "a host name is one DNS label (at most 63 characters); use a shorter pattern")
+                return None
+            names.append(name)
+        return tuple(names)
     except ValueError as exc:
         error(where, f"{dotted(where)}: {exc}", "patterns may use n (node index in the cluster) and i (index in the group)")
         return None

@@ -14,6 +14,7 @@ from typing import Any
 
 from hwspec import roofline as rf
 from hwspec.cluster_topology import ClusterTopology
+from hwspec.text import visible
 
 HIERARCHICAL_METHOD = (
     "Upper bounds from bandwidth alone, per byte of the nccl-tests buffer S, with G GPUs per node, N nodes, "
@@ -110,9 +111,9 @@ def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
     return {
         "schema_version": rf.SCHEMA_VERSION,
         "units": rf.UNITS,
-        "cluster": {"name": cluster.name, "title": cluster.title, "file": cluster.file,
+        "cluster": {"name": cluster.name, "title": cluster.title, "file": visible(cluster.file),
                     "node_platforms": {g.platform.name: g.count for g in cluster.groups}},
-        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source, "file": a.location.file}
+        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source, "file": visible(a.location.file)}
                         for a in sorted((*cluster.assumptions, *(a for p in cluster.node_platforms for a in p.assumptions)),
                                         key=lambda a: (a.location.file, a.path))],
         "aggregate": aggregate,

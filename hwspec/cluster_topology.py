@@ -141,7 +141,7 @@ def build_cluster_graph(cluster: Cluster) -> "nx.Graph":
                 ports = shared * (1 if leaf.rail is not None else fabric.nics_per_node)
                 graph.add_edge(f"group{index}", leaf.id, kind="network", links=ports, bandwidth=ports * fabric.nic_speed)
     position = 0
-    for leaf in fabric.leaves:
+    for leaf in fabric.leaves if fabric.spine_count else ():  # uplinks without `spine:` lead nowhere (HW808)
         for k in range(leaf.uplinks):
             spine = f"spine{(position + k) % fabric.spine_count}"
             data = graph.get_edge_data(leaf.id, spine)

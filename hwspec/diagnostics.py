@@ -11,6 +11,8 @@ import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hwspec.text import one_line, visible
+
 
 class Severity(enum.IntEnum):
     """Ordered severities; `error` findings stop generation and make `validate` exit 1."""
@@ -64,14 +66,21 @@ class Diagnostic:
         return f"{self.code} {self.name}" if self.name else self.code
 
     def format(self) -> str:
-        """`file:line:col: severity[CODE name]: message` plus an indented `hint:` line."""
-        text = f"{self.file}:{self.line}:{self.col}: {self.severity.label}[{self.tag}]: {self.message}"
+        """`file:line:col: severity[CODE name]: message` plus an indented `hint:` line. The file
+        name is shown `visible` (a path may hold line breaks or terminal escapes); in the message
+        and hint, control characters are escaped and every further line is indented, so a value
+        quoted from a hostile file can neither forge a diagnostic line nor drive the terminal."""
+        text = f"{visible(self.file)}:{self.line}:{self.col}: {self.severity.label}[{self.tag}]: {_lines(self.message)}"
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {_lines(self.hint)}"
         return text
 
     def sort_key(self) -> tuple:
         return (self.file, self.line, self.col, self.code, self.message)
+
+
+def _lines(text: str) -> str:
+    return "\n  ".join(one_line(line) for line in text.split("\n"))
 
 
 class HwspecError(Exception):

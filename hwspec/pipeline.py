@@ -40,11 +40,13 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
     return [content.builtin_dir("validators"), *map(Path, extra)]
 
 
-def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str, Any]]:
+def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = ()) -> tuple[Any, dict[str, Any]]:
     """Load a node or cluster platform file (or a workload file), by its `kind`.
 
     Returns the platform and, for a cluster, its distinct node platforms
-    (`{node file: platform}`), each loaded once however many nodes use it."""
+    (`{node file: platform}`), each loaded once however many nodes use it. A cluster's node
+    platforms must be inside the cluster file's directory tree or one of `platform_roots`
+    (symlinks resolved): a cluster file cannot make hwspec read any file on disk."""
     from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
     doc, expanded = read_document(Path(path))
@@ -56,8 +58,17 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str
 
         nodes: dict[str, Any] = {}
 
+        roots = [Path(path).resolve().parent, *(Path(r).resolve() for r in platform_roots)]
+
         def load_node_file(node_path: Path) -> Any:
-            key = str(node_path.resolve())
+            from hwspec.cluster_resolve import PlatformOutsideRoots
+
+            if "\x00" in str(node_path):
+                raise FileNotFoundError(node_path)
+            resolved = node_path.resolve()
+            if not any(resolved.is_relative_to(root) for root in roots):
+                raise PlatformOutsideRoots(roots[0])
+            key = str(resolved)
             if key not in nodes:
                 if not node_path.is_file():
                     raise FileNotFoundError(node_path)
@@ -76,14 +87,16 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = ()) -> tuple[Any, dict[str
                                   f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
 
 
-def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()) -> Checked:
+def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),
+          platform_roots: Iterable[Path] = ()) -> Checked:
     """Load `path` and run `rules` (all built-in rules when None) on it. For a cluster, node
-    rules run once per distinct node platform, then cluster rules once."""
+    rules run once per distinct node platform, then cluster rules once; its node platforms
+    must be below the cluster file's directory or one of `platform_roots`."""
     from hwspec.rules import load_rules, run_rules
 
     result = Checked(Path(path))
     try:
-        result.platform, nodes = load_any(Path(path), parts_dirs)
+        result.platform, nodes = load_any(Path(path), parts_dirs, platform_roots)
     except HwspecError as exc:
         result.diagnostics = list(exc.diagnostics)
         return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Iterable
 from urllib.parse import quote
@@ -79,7 +80,7 @@ def artifact_location(file: str) -> dict[str, str]:
     root = repository_root(path.parent)
     for base, base_id in ((root, SRCROOT), (Path.cwd().resolve(), None)):
         if base is not None and path.is_relative_to(base):
-            location = {"uri": quote(path.relative_to(base).as_posix())}
+            location = {"uri": quote(os.fsencode(path.relative_to(base).as_posix()))}  # a non-UTF-8 name: its bytes
             return {**location, "uriBaseId": base_id} if base_id else location
     return {"uri": path.as_uri()}
 

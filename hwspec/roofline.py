@@ -20,6 +20,7 @@ from typing import Any, Iterable, Sequence
 
 from hwspec.model import Gpu
 from hwspec.topology import Topology
+from hwspec.text import visible
 
 SCHEMA_VERSION = 1
 
@@ -239,9 +240,9 @@ def _document(topology: Topology) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "units": UNITS,
-        "platform": {"name": platform.name, "title": platform.title, "file": platform.file},
+        "platform": {"name": platform.name, "title": platform.title, "file": visible(platform.file)},
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
-                         "file": a.location.file} for a in sorted(platform.assumptions, key=lambda a: a.path)],
+                         "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
         "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
         "gpu_groups": _groups(topology, figures),
         "intra_node_collectives": bounds,

@@ -14,21 +14,156 @@ A platform may change a rule under `rules:` by id or name, with a reason; `off` 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import inspect
+import math
+import os
+import signal
 import sys
+import threading
+import time
 import traceback
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity, display_path
 from hwspec.errors import nearest
 from hwspec.model import Location
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
+
+TIME_LIMIT = 10.0
+"""Seconds one rule may run (and one rule module may take to import) before it is stopped and
+reported as E900. `hwspec validate --rule-time-limit S` and HWSPEC_RULE_TIME_LIMIT change it;
+0 means no limit."""
+
+
+_chosen_limit: float | None = None
+
+
+def set_time_limit(seconds: float | None) -> None:
+    """Set the per-rule time limit for this process (the CLI's --rule-time-limit); None resets."""
+    global _chosen_limit
+    _chosen_limit = seconds
+
+
+def time_limit() -> float:
+    """The per-rule time limit in force: the one set by set_time_limit, else
+    HWSPEC_RULE_TIME_LIMIT when set, else TIME_LIMIT."""
+    if _chosen_limit is not None:
+        return _chosen_limit
+    text = os.environ.get("HWSPEC_RULE_TIME_LIMIT")
+    if text is None:
+        return TIME_LIMIT
+    try:
+        value = float(text)
+    except ValueError:
+        return TIME_LIMIT
+    return value if value >= 0 and math.isfinite(value) else TIME_LIMIT
+
+
+class RuleTimeout(BaseException):
+    """Raised inside a rule that ran past its time limit. A BaseException, so that the rule's
+    own `except Exception:` does not swallow it."""
+
+
+class _Escape(Exception):
+    """A rule (or rule module) left its box: `what` says how (SystemExit, KeyboardInterrupt,
+    the time limit, ...)."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+
+
+@contextlib.contextmanager
+def contained(limit: float | None = None) -> Iterator[None]:
+    """Run site code (a rule, or a rule module's import) in a box.
+
+    Inside, `sys.stdout` and file descriptor 1 are the process's stderr, so `print`,
+    `os.write(1, ...)` or a child process in a rule cannot corrupt a JSON or SARIF report; `sys.stdout`/`sys.stderr` are restored afterwards whatever the code did to
+    them. `SystemExit`, `KeyboardInterrupt` that is not a real Ctrl-C, `GeneratorExit` and
+    any other BaseException become `_Escape`; running past `limit` seconds (SIGALRM, main
+    thread only; repeated every 0.1 s in case the code swallows the first) becomes `_Escape`
+    too. A real Ctrl-C (SIGINT) still stops hwspec. Ordinary exceptions pass through."""
+    limit = time_limit() if limit is None else limit
+    saved_out, saved_err = sys.stdout, sys.stderr
+    main = threading.current_thread() is threading.main_thread()
+    interrupted = False
+    previous_alarm = previous_int = None
+    outer_deadline: float | None = None
+    outer_interval = 0.0
+    timed = False
+    if main:
+        def on_alarm(signum, frame):
+            if outer_deadline is not None and time.monotonic() >= outer_deadline - 0.001 and callable(previous_alarm):
+                previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
+            raise RuleTimeout()
+
+        def on_interrupt(signum, frame):
+            nonlocal interrupted
+            interrupted = True
+            raise KeyboardInterrupt
+
+        previous_int = signal.signal(signal.SIGINT, on_interrupt)
+        outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, 0, 0)  # read (and pause) a caller's timer
+        if outer_delay:
+            outer_deadline = time.monotonic() + outer_delay
+        first = min(d for d in (limit, outer_delay) if d) if (limit or outer_delay) else 0
+        if first:
+            timed = True
+            previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, first, 0.1)
+    saved_fd = _divert_stdout_fd()
+    try:
+        with contextlib.redirect_stdout(saved_err):
+            yield
+    except RuleTimeout:
+        raise _Escape(f"ran longer than the {limit:g} s time limit") from None
+    except KeyboardInterrupt:
+        if interrupted:
+            raise
+        raise _Escape("raised KeyboardInterrupt") from None
+    except SystemExit as exc:
+        raise _Escape(f"called sys.exit({exc.code!r})") from None
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise _Escape(f"raised {type(exc).__name__}") from None
+    finally:
+        if main:
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, 0, 0)
+                signal.signal(signal.SIGALRM, previous_alarm)
+            if outer_deadline is not None:  # give the caller's timer back what is left of it
+                signal.setitimer(signal.ITIMER_REAL, max(outer_deadline - time.monotonic(), 0.001), outer_interval)
+            signal.signal(signal.SIGINT, previous_int)
+        sys.stdout, sys.stderr = saved_out, saved_err
+        _restore_stdout_fd(saved_fd)
+
+
+def _divert_stdout_fd() -> int | None:
+    """Point file descriptor 1 at stderr (what a rule writes with os.write(1, ...) or a child
+    process prints stays out of the report); returns a copy of the old descriptor to restore."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        return saved
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _restore_stdout_fd(saved: int | None) -> None:
+    if saved is None:
+        return
+    with contextlib.suppress(OSError):
+        os.dup2(saved, 1)
+    os.close(saved)
 
 
 @dataclass(frozen=True)
@@ -41,6 +176,7 @@ class Rule:
     scope: str
     check: RuleCheck
     file: str
+    waivable: bool = True
 
     @property
     def summary(self) -> str:
@@ -52,13 +188,18 @@ class Rule:
         return inspect.getdoc(self.check) or ""
 
 
-def rule(id: str, name: str, severity: str = "error", scope: str = "node") -> Callable[[RuleCheck], RuleCheck]:
-    """Mark a function as rule `id` (`HW201`) named `name` (`backend-nic-per-gpu`)."""
+def rule(id: str, name: str, severity: str = "error", scope: str = "node",
+         waivable: bool = True) -> Callable[[RuleCheck], RuleCheck]:
+    """Mark a function as rule `id` (`HW201`) named `name` (`backend-nic-per-gpu`).
+
+    A rule that is not `waivable` (the generation rules: what a generator cannot write) cannot
+    be switched off or lowered under a platform's `rules:` (E304): generation would refuse anyway."""
     if scope not in ("node", "cluster"):
         raise ValueError(f"rule {id}: scope must be 'node' or 'cluster', not {scope!r}")
 
     def mark(check: RuleCheck) -> RuleCheck:
         check.__hwspec_rule__ = (id, name, Severity.parse(severity), scope)  # type: ignore[attr-defined]
+        check.__hwspec_waivable__ = waivable  # type: ignore[attr-defined]
         return check
 
     return mark
@@ -130,18 +271,23 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
             if path.name.startswith("_"):
                 continue
             try:
-                module = _import(path)
+                with contained():
+                    module = _import(path)
+            except _Escape as exc:  # the module's top level exited, was interrupted or hung
+                errors.append(Diagnostic(display_path(path), 1, 1, Severity.ERROR, "E301",
+                                         f"cannot load rules: the module {exc.what} while it was imported"))
+                continue
             except Exception as exc:  # a site's broken rule file must not give a traceback
                 line = _error_line(exc, path)
                 errors.append(Diagnostic(display_path(path), line, 1, Severity.ERROR, "E301",
-                                         f"cannot load rules: {type(exc).__name__}: {exc}"))
+                                         f"cannot load rules: {type(exc).__name__}: {_short(str(exc))}"))
                 continue
             shown = display_path(path)
             for _, check in sorted(vars(module).items()):
                 meta = getattr(check, "__hwspec_rule__", None)
                 if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
                     continue  # not a rule, or a rule imported from elsewhere (registered there)
-                found = Rule(*meta, check=check, file=shown)
+                found = Rule(*meta, check=check, file=shown, waivable=getattr(check, "__hwspec_waivable__", True))
                 line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
                 clash = rules.get(found.id) or names.get(found.name)
                 if clash is not None:
@@ -177,12 +323,29 @@ def _error_line(exc: BaseException, path: Path) -> int:
     return 1
 
 
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _check_finding(f: Any) -> None:
+    """A finding as ctx.finding() makes it: str message and hint, a Location with int positions."""
+    if not isinstance(f, Finding):
+        raise TypeError(f"yielded {type(f).__name__}, not a Finding made by ctx.finding()")
+    location = f.location
+    if (not isinstance(f.message, str) or not (f.hint is None or isinstance(f.hint, str))
+            or not isinstance(location, Location) or not isinstance(location.file, str)
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (location.line, location.col))):
+        raise TypeError("yielded a Finding with a non-string message or hint, or a bad location")
+
+
 def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Diagnostic]:
     """Run every rule of `scope` on `topology` (a node's `Topology` or a cluster's
     `ClusterTopology`), applying its platform's `rules:` settings.
 
-    Returns diagnostics sorted by position. A rule that raises is reported as an error
-    finding (E900) rather than aborting the run."""
+    Returns diagnostics sorted by position. A rule runs `contained`: one that raises, exits,
+    is interrupted, runs past the time limit or yields something that is not a Finding is
+    reported as an error finding (E900) with its id, and the run goes on; what it prints goes
+    to stderr, never into the report."""
     by_key = {r.id: r for r in rules} | {r.name: r for r in rules}
     diagnostics: list[Diagnostic] = []
     overrides: dict[str, str] = {}
@@ -196,6 +359,13 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Dia
                                           f"rules: unknown rule '{key}'",
                                           (f"did you mean '{guess}'? " if guess else "") + "run 'hwspec rules' to list them"))
             continue
+        if not target.waivable and setting.severity != target.severity.label:
+            where = setting.location
+            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E304",
+                                          f"rules: {target.id} {target.name} cannot be set to {setting.severity}",
+                                          "it reports what generate cannot write, so generate would refuse the "
+                                          "platform anyway; fix the platform instead"))
+            continue
         overrides[target.id] = setting.severity
 
     context = Context(topology)
@@ -204,14 +374,20 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Dia
             continue
         severity = Severity.parse(overrides[current.id]) if current.id in overrides else current.severity
         try:
-            findings = list(current.check(context) or ())
+            with contained():
+                findings = list(current.check(context) or ())
             for f in findings:
-                if not isinstance(f, Finding):
-                    raise TypeError(f"yielded {type(f).__name__}, not a Finding made by ctx.finding()")
+                _check_finding(f)
+        except _Escape as exc:
+            where = platform.locate(None)
+            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
+                                          f"rule {current.id} {current.name} {exc.what}",
+                                          f"a rule must only yield findings; this is a bug in {current.file}"))
+            continue
         except Exception as exc:
             where = platform.locate(None)
             diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
-                                          f"rule {current.id} {current.name} failed: {type(exc).__name__}: {exc}",
+                                          f"rule {current.id} {current.name} failed: {type(exc).__name__}: {_short(str(exc))}",
                                           f"this is a bug in {current.file}"))
             continue
         for f in findings:

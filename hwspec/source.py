@@ -13,8 +13,10 @@ data can come out: dict / list / str / int / float / bool / None. Loading works 
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
+import stat
 from dataclasses import dataclass, field
 
 import yaml
@@ -37,6 +39,7 @@ _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 _KINDS = {ScalarNode: "scalar", SequenceNode: "list", MappingNode: "mapping"}
 _TAGS = {"scalar": _SCALARS, "list": {SEQ}, "mapping": {MAP}}  # the tags each kind of node may have
 _PLAIN = "platform files are plain data; remove the tag"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # the line breaks PyYAML counts
 
 
@@ -86,20 +89,55 @@ class SourceDoc:
         return Position(1, 1)
 
 
-def load_yaml_file(path: pathlib.Path) -> SourceDoc:
-    """Read and load a platform file; the size is checked before the file is read."""
-    path = pathlib.Path(path)
+def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of `path`, which must be a regular file of at most `limit` bytes.
+
+    A FIFO, socket, device or directory is refused before it is opened for reading (reading
+    one would block forever or never end), and again on the open descriptor (the path may
+    have been swapped in between); the file is opened non-blocking and read up to `limit`.
+    Raises HwspecError (E100 unreadable, E101 too large)."""
     file = display_path(path)
+
+    def refuse(message: str) -> HwspecError:
+        return HwspecError([_error(file, Position(1, 1), "E100", message)])
+
+    if "\x00" in os.fspath(path):
+        raise refuse("cannot read file: the path holds a NUL character")
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise HwspecError([_too_big(file, size)])
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_FILE_BYTES + 1)
+        kind = _file_kind(os.stat(path).st_mode)
+        if kind:
+            raise refuse(f"cannot read file: it is {kind}, not a regular file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            kind = _file_kind(info.st_mode)
+            if kind:
+                raise refuse(f"cannot read file: it is {kind}, not a regular file")
+            if info.st_size > limit:
+                raise HwspecError([_too_big(file, info.st_size)])
+            raw = stream.read(limit + 1)
     except OSError as e:
-        message = f"cannot read file: {e.strerror or e}"
-        raise HwspecError([_error(file, Position(1, 1), "E100", message)]) from None
-    return load_yaml_text(raw, file)
+        raise refuse(f"cannot read file: {e.strerror or e}") from None
+    if len(raw) > limit:
+        raise HwspecError([_too_big(file, len(raw))])
+    return raw
+
+
+def _file_kind(mode: int) -> str | None:
+    """None for a regular file, else what it is ("a FIFO", "a directory", ...)."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def load_yaml_file(path: pathlib.Path) -> SourceDoc:
+    """Read and load a platform file: a regular file, its size checked before it is read."""
+    path = pathlib.Path(path)
+    return load_yaml_text(read_regular_file(path), display_path(path))
 
 
 def load_yaml_text(text: str | bytes, file: str) -> SourceDoc:
@@ -257,7 +295,12 @@ class _Load:
             raise HwspecError(self.problems)
         self.check(root)
         if not isinstance(root, MappingNode):
-            message = f"a platform file must be a mapping of keys to values, got {self.describe(root)}"
+            # the file may be anything (a cluster's `platform:` names a path): say what it
+            # holds, never the text itself
+            got = self.describe(root)
+            if isinstance(root, ScalarNode) and isinstance(self.scalars.get(id(root), root.value), str):
+                got = f"a string of {len(root.value)} characters (not shown)"
+            message = f"a platform file must be a mapping of keys to values, got {got}"
             self.error(root.start_mark, "E108", message)
         if self.problems:
             raise HwspecError(self.problems)
@@ -352,6 +395,15 @@ class _Load:
                 node = max(_children(node), key=lambda k: height[id(k)])
             self.error(node.start_mark, "E106", _TOO_DEEP)
 
+    def check_encodable(self, node: Node, value: object) -> None:
+        """A string must be writable as UTF-8: a `"\\ud800"` escape makes a lone surrogate,
+        which no generated file (and no terminal) can hold."""
+        if isinstance(value, str) and _SURROGATE.search(value):
+            at = _SURROGATE.search(value).start()
+            self.error(node.start_mark, "E109", f"string has a lone surrogate (U+{ord(value[at]):04X}) at character "
+                       f"{at + 1}: it cannot be written as UTF-8", "write the character itself, or a \\U escape for "
+                       "characters beyond U+FFFF")
+
     def check_node(self, node: Node) -> None:
         kind, name = _KINDS[type(node)], _tag_name(node.tag)
         if node.tag not in _TAGS[kind]:
@@ -364,6 +416,8 @@ class _Load:
                 self.scalars[id(node)] = getattr(_CONSTRUCTOR, "construct_yaml_" + _SCALARS[node.tag])(node)
             except (ValueError, KeyError, IndexError, TypeError):  # explicit tags (`!!int x`), huge ints
                 self.error(node.start_mark, "E103", f"cannot read {_short(node.value)} as {name}")
+            else:
+                self.check_encodable(node, self.scalars[id(node)])
         if kind == "mapping":
             self.check_keys(node)
 

@@ -54,7 +54,43 @@ OsName = Annotated[str, Field(max_length=15, json_schema_extra={"pattern": r"^[A
 """A name as the OS shows it (`mlx5_0`, `eth0`). The safe set keeps generated shell and env
 files free of quoting problems: anything else is refused here, never escaped later."""
 
-CpuList = Annotated[str, _check_pattern(r"\d+(-\d+)?(,\d+(-\d+)?)*", "a CPU list such as '0-27,112-139'", "0-27,112-139")]
+MAX_CPU_ID = 65535
+"""Largest logical CPU id (Linux's NR_CPUS tops out at 8192 today)."""
+MAX_CORES = 1024
+"""Physical cores per socket."""
+MAX_SOCKETS = 64
+"""Sockets (NUMA nodes) per node: with MAX_CORES and 8 threads, a node has at most 524,288 CPUs."""
+
+
+def _cpu_count(value: str) -> int:
+    """CPUs a (pattern-checked) CPU list names, without expanding it."""
+    total = 0
+    for chunk in value.split(","):
+        lo, _, hi = chunk.partition("-")
+        total += int(hi or lo) - int(lo) + 1
+    return total
+
+
+def _check_cpu_list(value: str) -> str:
+    """A CPU list whose size is computed before anything is expanded: every id at most
+    MAX_CPU_ID, ranges ascending, at most MAX_CPU_ID + 1 CPUs in all (a 4 MiB file of
+    `0-65535,` repeats would otherwise expand to billions)."""
+    total = 0
+    for chunk in value.split(","):
+        lo, _, hi = chunk.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if last > MAX_CPU_ID:
+            raise PydanticCustomError("hwspec_format", f"CPU {last} is above the largest CPU id {MAX_CPU_ID}")
+        if last < first:
+            raise PydanticCustomError("hwspec_format", f"range '{chunk}' runs backwards: write the lower CPU first")
+        total += last - first + 1
+        if total > MAX_CPU_ID + 1:
+            raise PydanticCustomError("hwspec_format", f"the list names more than {MAX_CPU_ID + 1} CPUs")
+    return value
+
+
+CpuList = Annotated[str, _check_pattern(r"\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*", "a CPU list such as '0-27,112-139'", "0-27,112-139"),
+                    AfterValidator(_check_cpu_list)]
 
 Dtype = Literal["fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
 Transport = Literal["rocev2", "infiniband", "tcp"]
@@ -149,7 +185,7 @@ class CpuPart(Spec):
     model_name: str
     family: int = Field(ge=0, description="CPUID family as NCCL computes it (base + extended).")
     model: int = Field(ge=0, description="CPUID model as NCCL computes it (base + extended<<4).")
-    cores: int = Field(ge=1, description="Physical cores per socket.")
+    cores: int = Field(ge=1, le=MAX_CORES, description="Physical cores per socket.")
     threads_per_core: int = Field(2, ge=1, le=8)
 
 
@@ -377,19 +413,26 @@ class DeclaresSpec(Spec):
     memory: Bytes | None = Field(None, description="Total host DDR.")
 
 
+def _off(value: object) -> object:
+    """YAML 1.1 reads a bare `off` (and `no`, `false`) as false: what the user wrote is `off`."""
+    return "off" if value is False else value
+
+
 class RuleSetting(Spec):
-    severity: Literal["error", "warning", "info", "off"]
+    severity: Annotated[Literal["error", "warning", "info", "off"], BeforeValidator(_off)] = Field(
+        description="New severity, or off (written bare or quoted: YAML's false is read as off).")
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
 
 
 EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": r"^[A-Z_][A-Z0-9_]*$"}),
                     _check_pattern(r"[A-Z_][A-Z0-9_]*", "an environment variable name (upper-case letters, digits, '_')",
                                    "NCCL_IB_TIMEOUT")]
-EnvValue = Annotated[str, Field(max_length=4096), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
+EnvValue = Annotated[str, Field(max_length=1023), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
                                                                   str(v) if isinstance(v, (int, float)) else v),
                      _check_pattern(r"[A-Za-z0-9_./:,=@%+^-]*", "a value env files and nccl.conf take verbatim "
                                     "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")]
-"""An environment value: strings as written, numbers as written, booleans as 1/0."""
+"""An environment value: strings as written, numbers as written, booleans as 1/0; at most 1023
+characters, what NCCL copies of a nccl.conf value."""
 
 
 class NodeSpec(Spec):
@@ -402,7 +445,18 @@ class NodeSpec(Spec):
     description: str | None = None
     sources: dict[str, str] = Field(default_factory=dict, description="Named sources the notes refer to.")
     declares: DeclaresSpec = Field(default_factory=DeclaresSpec)
-    sockets: list[SocketSpec] = Field(min_length=1)
+    sockets: list[SocketSpec] = Field(min_length=1, max_length=MAX_SOCKETS)
+
+    @field_validator("sockets")
+    @classmethod
+    def _cpus_bounded(cls, sockets: list[SocketSpec]) -> list[SocketSpec]:
+        """The CPUs the node's lists name, counted before any list is expanded: at most
+        MAX_CPU_ID + 1 in all (64 sockets x 64 NUMA nodes x 65,536 CPUs would be 268M ids)."""
+        lists = [s.cpus for s in sockets] + [n.cpus for s in sockets for n in (s.numa_nodes or ())]
+        total = sum(_cpu_count(text) for text in lists if text)
+        if total > MAX_CPU_ID + 1:
+            raise PydanticCustomError("hwspec_format", f"the CPU lists name {total} CPUs, more than {MAX_CPU_ID + 1}")
+        return sockets
     cpu_interconnect: CpuInterconnectSpec | None = None
     pcie: list[PcieBridgeSpec] = Field(default_factory=list)
     baseboard: BaseboardSpec | None = None

@@ -88,8 +88,8 @@ DURATION_UNITS: dict[str, Fraction] = {unit: factor for unit, (factor, _) in _DU
 _WS = r"[ \t\r\n\u00a0\u202f]"  # the same class in the parser and in the JSON-schema pattern
 _NUMBER = r"[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9]+)?"
 _QUALIFIERS = rf"per{_WS}+direction|bidirectional"
-_QUANTITY = re.compile(rf"{_WS}*(?P<sign>-?)(?P<number>{_NUMBER}){_WS}*(?P<unit>.*?){_WS}*", re.DOTALL)
-_QUALIFIED = re.compile(rf"(?P<unit>.*?){_WS}+(?P<qualifier>{_QUALIFIERS})", re.DOTALL)
+_WS_CHARS = " \t\r\n\u00a0\u202f"  # _WS as a str.strip() argument
+_LEADING_NUMBER = re.compile(rf"(?P<sign>-?)(?P<number>{_NUMBER})")
 _NOT_FINITE = re.compile(rf"{_WS}*[+-]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
 _SIZE_IN_BITS = re.compile(r"(?P<prefix>(?P<letter>[kKMGTP])(?P<binary>i?))?(?:b|bit|bits)")
 _FLOP_WORD = re.compile(r"(flops|flop/s|ops|op/s)$", re.IGNORECASE)
@@ -212,6 +212,41 @@ def _exact(number: str) -> Fraction:
     return Fraction(digits) * Fraction(10) ** shift
 
 
+def _short(text: str, limit: int = 40) -> str:
+    """`text` for a message: cut to `limit` characters (a 100 KB value is not echoed)."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _split_quantity(value: str) -> dict[str, str] | None:
+    """`value` as sign, number and unit text (blanks around each dropped), or None when it
+    does not start with a number. Linear in len(value): strip and one anchored match, no
+    backtracking over blanks (a regex with `.*?` between blank runs is quadratic)."""
+    text = value.strip(_WS_CHARS)
+    match = _LEADING_NUMBER.match(text)
+    if match is None:
+        return None
+    return {"sign": match["sign"], "number": match["number"], "unit": text[match.end():].lstrip(_WS_CHARS)}
+
+
+def _split_qualifier(unit: str) -> tuple[str, str] | None:
+    """`"Gb/s per direction"` -> ("Gb/s", "per direction"), `"GB/s bidirectional"` ->
+    ("GB/s", "bidirectional"); None without a qualifier. Linear in len(unit)."""
+    for word, qualifier in (("bidirectional", "bidirectional"), ("direction", "per direction")):
+        if not unit.endswith(word):
+            continue
+        head = unit[:-len(word)]
+        if qualifier == "per direction":
+            blanks = head.rstrip(_WS_CHARS)
+            if blanks == head or not blanks.endswith("per"):
+                return None
+            head = blanks[:-3]
+        stripped = head.rstrip(_WS_CHARS)
+        if stripped == head or not stripped:
+            return None
+        return stripped, qualifier
+    return None
+
+
 def _parse(kind: _Kind, value: object) -> Fraction:
     """The exact canonical amount written in `value`, or UnitError."""
     example = kind.examples[0]
@@ -221,8 +256,8 @@ def _parse(kind: _Kind, value: object) -> Fraction:
             "got the bare number {}; accepted units: " + kind.accepted)
     if not isinstance(value, str):
         raise UnitError(bare.format(value))
-    shown = value.strip()
-    match = _QUANTITY.fullmatch(value)
+    shown = _short(value.strip())
+    match = _split_quantity(value)
     if match is None or (match["unit"] and not match["unit"][0].isalpha()):
         if _NOT_FINITE.match(value):
             raise UnitError(f"{kind.article} must be a finite number, got '{shown}'")
@@ -233,11 +268,11 @@ def _parse(kind: _Kind, value: object) -> Fraction:
         raise UnitError(bare.format(number))
     if match["sign"]:
         raise UnitError(f"{kind.article} must not be negative, got '{shown}'")
-    if kind.qualifiers and (qualified := _QUALIFIED.fullmatch(unit)):
-        unit, qualifier = qualified["unit"], qualified["qualifier"]
+    if kind.qualifiers and (qualified := _split_qualifier(unit)):
+        unit, qualifier = qualified
     canonical = kind.lookup(unit)
     if canonical is None:
-        raise UnitError(_unit_problem(kind, number, unit, " " + qualifier if qualifier else ""))
+        raise UnitError(_unit_problem(kind, number, _short(unit), " " + qualifier if qualifier else ""))
     try:
         amount = _exact(number) * kind.units[canonical][0]
     except OverflowError:
@@ -250,7 +285,7 @@ def _to_float(kind: _Kind, value: object) -> float:
     try:
         return float(amount)
     except OverflowError:
-        raise UnitError(f"'{str(value).strip()}' is too large for {kind.article}") from None
+        raise UnitError(f"'{_short(str(value).strip())}' is too large for {kind.article}") from None
 
 
 def _plain(decimal: Decimal) -> str:

@@ -1,44 +1,285 @@
-"""Writing files atomically: a reader sees the old file or the new one, never half of one."""
+"""Writing generated files: atomic per file, and all-or-nothing per platform directory.
+
+`write_atomic` writes one file through a temp file and a rename: a reader sees the old file or
+the new one. `write_tree` writes a whole output directory (`<out>/<platform>/...`) so that a kill
+at any moment leaves either the old set of files or the new one, never a mix:
+
+1. the whole plan is checked before anything is written (every path stays inside the output
+   directory, every text is valid UTF-8), so a refused path never leaves half a plan behind;
+2. the output directory is locked (`flock` on the directory itself, so no lock file is left)
+   for the whole run, so two runs into one directory take turns instead of sweeping each
+   other's files;
+3. each platform's new set is written into a fresh hidden staging directory beside the old
+   one (unchanged files are hard-linked from the old set), then exchanged with the old
+   directory in one `renameat2(RENAME_EXCHANGE)` (Linux; elsewhere two renames, and a run
+   that finds the old set parked after a kill restores it first); the old set is then removed;
+4. symlinks are never followed below the output directory: an existing file or directory that
+   is a symlink is not read and is replaced by the new regular file or directory (the link
+   itself goes, never the file it points to).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import errno
 import os
+import shutil
+import stat
+import sys
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Callable, Iterator
+
+STAGING = ".hwspec-new."
+PARKED = ".hwspec-old."
+"""Prefixes of the hidden directories of an unfinished write: `.<platform>.hwspec-new.XXXX`
+(a new set being written) and `.<platform>.hwspec-old.XXXX` (an old set being replaced)."""
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write `text` (UTF-8, newlines as given) to `path` via a temp file and rename."""
+    """Write `text` (UTF-8, newlines as given) to `path` via a temp file and rename. A symlink
+    at `path` is replaced by the file, not followed."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
-def safe_join(root: Path, relative: str) -> Path:
-    """`root / relative`, refusing absolute paths, `..`, and anything that escapes `root`."""
+def check_relative(relative: str, root: Path) -> PurePosixPath:
+    """`relative` as a safe path below `root`: not absolute, no `..`, `.` or empty parts, no
+    backslash, NUL or line break, and no hidden top-level name (those are the writer's own).
+    Raises ValueError naming the path."""
     parts = PurePosixPath(relative)
-    if parts.is_absolute() or relative.startswith("\\") or any(p in ("..", "") for p in parts.parts) or "\\" in relative:
+    if (parts.is_absolute() or "\\" in relative or "\x00" in relative or "\n" in relative or "\r" in relative
+            or any(p in ("..", "", ".") for p in relative.split("/"))):
         raise ValueError(f"refusing output path {relative!r}: it must stay inside {root}")
-    target = (root / Path(*parts.parts)).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise ValueError(f"refusing output path {relative!r}: it escapes {root}")
-    return target
+    if parts.parts[0].startswith("."):
+        raise ValueError(f"refusing output path {relative!r}: a hidden top-level name in {root}")
+    return parts
+
+
+def safe_join(root: Path, relative: str) -> Path:
+    """`root / relative`, refusing absolute paths, `..`, and anything that escapes `root`.
+    Symlinks below `root` are not resolved (the writer never follows them)."""
+    return Path(root) / Path(*check_relative(relative, Path(root)).parts)
+
+
+def read_existing(root: Path, relative: str) -> bytes | None:
+    """The bytes of the regular file `root/relative`, or None when it is missing, is not a
+    regular file, or any directory on the way below `root` is a symlink (never followed)."""
+    current = Path(root)
+    parts = PurePosixPath(relative).parts
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except (OSError, ValueError):
+            return None
+        last = index == len(parts) - 1
+        if (last and not stat.S_ISREG(info.st_mode)) or (not last and not stat.S_ISDIR(info.st_mode)):
+            return None
+    try:
+        fd = os.open(current, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def existing_files(root: Path) -> list[str]:
+    """Relative paths (with /) of the regular files below `root`, without following symlinks
+    (a symlink is listed as a file: it is something in the way)."""
+    found: list[str] = []
+    if not root.is_dir() or root.is_symlink():
+        return found
+    for directory, dirs, files in os.walk(root, followlinks=False):
+        base = Path(directory).relative_to(root)
+        for name in files + [d for d in dirs if (Path(directory) / d).is_symlink()]:
+            found.append((base / name).as_posix())
+    return sorted(found)
+
+
+@contextlib.contextmanager
+def locked(out_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `out_dir` (created if missing) for the block. Another hwspec
+    writing to the same directory waits (and says so on stderr)."""
+    import fcntl
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.stderr.write(f"hwspec: waiting for another hwspec run writing to {out_dir}\n")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _renameat2() -> Callable[[str, str], bool] | None:
+    libc_name = ctypes.util.find_library("c")
+    if not sys.platform.startswith("linux") or not libc_name:
+        return None
+    try:
+        libc = ctypes.CDLL(libc_name, use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+
+    def exchange(a: str, b: str) -> bool:
+        if function(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+            return True
+        code = ctypes.get_errno()
+        if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            return False  # the filesystem cannot exchange: fall back to two renames
+        raise OSError(code, os.strerror(code), b)
+
+    return exchange
+
+
+_EXCHANGE = _renameat2()
+
+
+def _exchange(new: Path, target: Path) -> Path | None:
+    """Put directory `new` at `target`. Returns where the old `target` now is (to be removed),
+    or None when there was none. Atomic with RENAME_EXCHANGE; otherwise the old directory is
+    parked first, and `recover` puts it back if a kill comes between the two renames."""
+    if not os.path.lexists(target):
+        os.rename(new, target)
+        return None
+    if _EXCHANGE is not None and _EXCHANGE(str(new), str(target)):
+        return new
+    parked = target.parent / f".{target.name}{PARKED}{os.getpid()}"
+    os.rename(target, parked)
+    os.rename(new, target)
+    return parked
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, a symlink (the link only) or a directory tree, without following links."""
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def recover(out_dir: Path) -> None:
+    """Clean up after a killed run (call with the lock held): a platform directory that was
+    parked and not replaced is put back; staging and parked leftovers are removed."""
+    if not out_dir.is_dir():
+        return
+    for entry in sorted(out_dir.iterdir()):
+        name = entry.name
+        if not name.startswith("."):
+            continue
+        for marker in (PARKED, STAGING):
+            if marker in name:
+                platform = out_dir / name[1:name.index(marker)]
+                if marker == PARKED and not os.path.lexists(platform) and entry.is_dir() and not entry.is_symlink():
+                    os.rename(entry, platform)  # the old set, parked by a run killed before the new one was in place
+                else:
+                    _remove(entry)
+                break
+        else:
+            if name.endswith(".tmp") and name.count(".") >= 2:
+                _remove(entry)  # a write_atomic temp file of a killed run
+
+
+def write_tree(out_dir: Path, plan: dict[str, str], keep: Callable[[str], bool] = lambda _: False,
+               extra: Callable[[Path, str], list[str]] | None = None) -> list[Path]:
+    """Write `plan` (`{"<platform>/<path>": text}`) under `out_dir`, one platform directory
+    at a time, all-or-nothing (see the module docstring). Files of an old set that the plan no
+    longer has are dropped unless `keep(relative path)` says so (rendered SVGs); `extra(staging
+    directory, platform)` may add files to a platform's new set before it is put in place and
+    returns their relative paths. Returns the paths written, changed or removed."""
+    encoded: dict[str, bytes] = {}
+    groups: dict[str, dict[str, bytes]] = {}
+    for relative, text in plan.items():
+        parts = check_relative(relative, out_dir)
+        if len(parts.parts) < 2:
+            raise ValueError(f"refusing output path {relative!r}: files go into a platform directory")
+        try:
+            encoded[relative] = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"refusing to write {relative}: it holds {text[exc.start]!r}, which is not valid UTF-8") from None
+        groups.setdefault(parts.parts[0], {})["/".join(parts.parts[1:])] = encoded[relative]
+    changed: list[Path] = []
+    with locked(out_dir):
+        recover(out_dir)
+        for platform, files in sorted(groups.items()):
+            changed.extend(_write_platform(out_dir, platform, files, keep, extra))
+    return changed
+
+
+def _write_platform(out_dir: Path, platform: str, files: dict[str, bytes], keep: Callable[[str], bool],
+                    extra: Callable[[Path, str], list[str]] | None) -> list[Path]:
+    target = out_dir / platform
+    intact = target.is_dir() and not target.is_symlink()
+    old = existing_files(target) if intact else []
+    current = {relative: read_existing(target, relative) for relative in old} if intact else {}
+    kept = [r for r in old if r not in files and keep(r) and current.get(r) is not None]
+    changed = [target / r for r, data in sorted(files.items()) if current.get(r) != data]
+    changed += [target / r for r in old if r not in files and r not in kept]
+    if not changed and extra is None and (intact or not files):
+        return []
+    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{platform}{STAGING}"))
+    try:
+        for relative, data in sorted(files.items()):
+            _place(staging, relative, data, target if current.get(relative) == data else None)
+        for relative in kept:
+            _place(staging, relative, current[relative] or b"", target)
+        added = extra(staging, platform) if extra is not None else []
+        if not changed and intact and all(read_existing(target, r) == read_existing(staging, r) for r in added):
+            _remove(staging)
+            return []
+        os.chmod(staging, 0o755)
+        old_set = _exchange(staging, target)
+    except BaseException:
+        _remove(staging)
+        raise
+    if old_set is not None:
+        _remove(old_set)
+    return changed
+
+
+def _place(root: Path, relative: str, data: bytes, unchanged_from: Path | None) -> None:
+    """Put one file of a new set into the staging directory: a hard link to the identical old
+    file when there is one (keeps its inode and time), else a new file (0755 for a script)."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if unchanged_from is not None:
+        with contextlib.suppress(OSError):
+            os.link(unchanged_from / relative, path, follow_symlinks=False)
+            return
+    mode = 0o755 if data.startswith(b"#!") else 0o644
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(path, mode)
 
 
 def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `data` to `path` via a temp file and rename (binary files: PNG, SVG bytes)."""
+    """Write `data` to `path` via a temp file and rename (binary files: PNG, SVG bytes). A
+    symlink at `path` is replaced by the file, not followed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

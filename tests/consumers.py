@@ -21,8 +21,10 @@ HWSPEC = [sys.executable, "-m", "hwspec"]
 
 
 def generate(platform: Path, out: Path, *extra: str) -> Path:
-    """`hwspec generate PLATFORM -o OUT --no-svg` from the repository root; returns OUT."""
-    result = subprocess.run([*HWSPEC, "generate", str(platform), "-o", str(out), "--no-svg", *extra],
+    """`hwspec generate PLATFORM -o OUT --no-svg` from the repository root; returns OUT. A
+    fixture cluster may name node platforms anywhere in the repository (--platform-root)."""
+    result = subprocess.run([*HWSPEC, "generate", str(platform), "-o", str(out), "--no-svg",
+                             "--platform-root", str(ROOT), *extra],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return out

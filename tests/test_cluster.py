@@ -20,7 +20,7 @@ def _in_fixtures(monkeypatch):
 
 
 def findings(name: str) -> list[str]:
-    checked = pipeline.check(FIXTURES / name)
+    checked = pipeline.check(FIXTURES / name, platform_roots=[FIXTURES.parent])
     assert checked.platform is not None, [d.format() for d in checked.diagnostics]
     return [d.format() for d in checked.diagnostics]
 
@@ -45,6 +45,10 @@ def test_clean_rail_optimized_cluster_has_no_findings():
     ("bisection_below_minimum.yaml", [
         "bisection_below_minimum.yaml:15:18: error[HW804 bisection-minimum]: bisection bandwidth is 0.4 Tb/s per "
         "direction, below the declared minimum of 10 Tb/s\n  hint: add uplinks or spines, or lower the declared minimum"]),
+    ("address_zone_unsafe.yaml", [
+        "address_zone_unsafe.yaml:8:14: error[HW903 hostfile-writable]: nodes[0]: address 'fe80::1%a b' cannot be "
+        "written to a hostfile: only letters, digits and _./:,=@%+^- are allowed\n"
+        "  hint: an IPv6 zone is an interface name, e.g. %eth0"]),
     ("duplicate_hostnames.yaml", [
         "duplicate_hostnames.yaml:7:15: error[HW805 host-names]: hostname 'node' is used by node 0 and node 1\n"
         "  hint: make the pattern depend on i or n"]),
@@ -90,13 +94,13 @@ def test_zionex_16_is_the_papers_cluster():
 
 
 def test_rail_optimized_wiring_puts_nic_i_of_every_node_on_rail_i():
-    cluster = pipeline.check(FIXTURES / "rail_cluster_ok.yaml").platform
+    cluster = pipeline.check(FIXTURES / "rail_cluster_ok.yaml", platform_roots=[FIXTURES.parent]).platform
     assert [(leaf.id, leaf.rail, list(leaf.nodes), leaf.down_ports) for leaf in cluster.fabric.leaves] == [
         ("rail0-leaf0", 0, [0, 1, 2, 3], 4), ("rail1-leaf0", 1, [0, 1, 2, 3], 4)]
 
 
 def test_clos_wiring_derives_leaves_spines_and_bisection():
-    cluster = pipeline.check(FIXTURES / "oversubscription_mismatch.yaml").platform
+    cluster = pipeline.check(FIXTURES / "oversubscription_mismatch.yaml", platform_roots=[FIXTURES.parent]).platform
     fabric = cluster.fabric
     assert [(leaf.id, list(leaf.nodes), leaf.down_ports, leaf.uplinks) for leaf in fabric.leaves] == [
         ("leaf0", [0, 1, 2], 6, 2), ("leaf1", [3, 4, 5], 6, 2)]
@@ -121,7 +125,7 @@ def test_a_node_platform_is_validated_once_per_cluster_not_once_per_node():
 def test_node_groups_may_use_different_node_platforms(tmp_path):
     from hwspec import generate
 
-    checked = pipeline.check(FIXTURES / "mixed_platforms_ok.yaml")
+    checked = pipeline.check(FIXTURES / "mixed_platforms_ok.yaml", platform_roots=[FIXTURES.parent])
     assert checked.diagnostics == []
     cluster = checked.platform
     assert [g.platform.name for g in cluster.groups] == ["minimal", "star"]

@@ -15,6 +15,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import json
+import os
+import re
+import shutil
 import resource
 import signal
 import subprocess
@@ -30,7 +34,8 @@ from hypothesis import strategies as st
 
 from hwspec import pipeline
 from hwspec.cli import main
-from hwspec.testing import cluster_specs, dump_yaml, node_specs
+from hwspec.testing import (cluster_specs, dump_yaml, hostile_cluster_specs, hostile_names, hostile_node_specs,
+                            node_specs)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
@@ -289,6 +294,116 @@ def test_expressions_and_formats(expr, fmt, where):
     cluster = ("hwspec: 1\nkind: cluster\nname: c\nnodes:\n  - platform: node.yaml\n    count: 3\n"
                "    hostname: \"n" + placeholder + "\"\n")
     assert_ends_cleanly({"cluster.yaml": cluster.encode(), "node.yaml": node.encode()}, "cluster.yaml")
+
+
+# ------------------------------------------------------------------ hostile text in every field, hostile paths
+
+_UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
+_ENV_LINE = re.compile(r"(#.*|[A-Z_][A-Z0-9_]*=[A-Za-z0-9_./:,=@%+^-]*|)")
+
+
+def assert_outputs_safe(out: Path) -> None:
+    """Every generated file is UTF-8 with no control character but newline and TAB; env/conf
+    files are comments and NAME=safe-value lines only; scripts parse; sourcing the env files
+    and running bind.sh's argument check runs nothing; XML passes NCCL's parser rules with a
+    header comment free of `--`; JSON parses."""
+    from hwspec.nccl_check import check_nccl_xml
+
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        text = path.read_bytes().decode("utf-8")
+        bad = _UNSAFE_CHARS.search(text)
+        assert bad is None, f"{path.name}: unsafe character {bad.group()!r}"
+        lines = text.split("\n")
+        if path.suffix in (".env", ".conf") and path.parent.name != "slurm":
+            for line in lines:
+                assert _ENV_LINE.fullmatch(line), f"{path.name}: {line!r}"
+        elif path.suffix == ".sh" or path.suffix == ".sbatch":
+            assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0, path.name
+        elif path.suffix == ".xml":
+            assert check_nccl_xml(text) == [], path.name
+            assert "--" not in lines[0][4:-3], lines[0]
+        elif path.suffix == ".json":
+            json.loads(text)
+        else:
+            assert all(not line.startswith(("#", "//")) or "\r" not in line for line in lines)
+    for env in out.rglob("*.env"):
+        subprocess.run(["bash", "-c", "set -a; . ./" + env.name], cwd=env.parent, capture_output=True, timeout=30)
+    for script in out.rglob("bind.sh"):
+        subprocess.run(["bash", str(script)], cwd=script.parent, capture_output=True, timeout=30,
+                       env={"LOCAL_RANK": "999", "PATH": os.environ.get("PATH", "")})
+    assert not list(out.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+@contextlib.contextmanager
+def inside(directory: Path):
+    previous = os.getcwd()
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with time_limit(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return status, out.getvalue(), err.getvalue()
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(hostile_node_specs(max_sockets=2, max_gpus=3), hostile_names())
+def test_hostile_text_in_any_field_and_a_hostile_directory_name(case, directory_name):
+    """Free text is accepted and shown safely, a hostile name is refused at its place (or the
+    file refused as unencodable), and a clean validate means generate writes only safe files,
+    from a directory whose name holds line breaks, `$(...)`, quotes, controls or non-UTF-8 bytes."""
+    path, kind, spec = case
+    note(f"{kind} at {path}: {pipeline_path(spec, path)!r}; directory {directory_name!r}")
+    with tempfile.TemporaryDirectory(prefix="hwspec-hostile-") as work:
+        directory = os.path.join(os.fsencode(work), directory_name)
+        os.mkdir(directory)
+        with open(os.path.join(directory, b"node.yaml"), "w", encoding="utf-8") as handle:
+            handle.write(dump_yaml(spec))
+        target = os.fsdecode(os.path.join(directory_name, b"node.yaml"))
+        with inside(Path(work)):
+            status, out, err = run_cli("validate", "--", target)
+            assert "Traceback" not in out + err and status in (0, 1, 2), out + err
+            generated, gen_out, gen_err = run_cli("generate", "--no-svg", "-o", "out", "--", target)
+            assert "Traceback" not in gen_out + gen_err
+            if status == 0:
+                assert generated == 0, f"validate said ok, generate failed:\n{gen_err}"
+                assert_outputs_safe(Path(work) / "out")
+            else:
+                assert generated == 2 and not (Path(work) / "out").exists(), gen_err
+                assert "error[" in out
+                if kind == "name":
+                    assert re.search(r"node\.yaml:\d+:\d+: error\[", out), out
+
+
+def pipeline_path(spec: dict, path: tuple) -> object:
+    node: object = spec
+    for key in path:
+        node = node[key]  # type: ignore[index]
+    return node
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(hostile_cluster_specs(max_gpus=2, max_sockets=2, max_nodes=4))
+def test_hostile_text_in_a_cluster_title_hostname_or_address(case):
+    path, files = case
+    with tempfile.TemporaryDirectory(prefix="hwspec-hostile-") as work:
+        files.write(work)
+        with inside(Path(work)):
+            status, out, err = run_cli("validate", "cluster.yaml")
+            assert "Traceback" not in out + err and status in (0, 1, 2), out + err
+            generated, _, gen_err = run_cli("generate", "--no-svg", "-o", "out", "cluster.yaml")
+            if status == 0:
+                assert generated == 0, f"validate said ok, generate failed:\n{gen_err}"
+                assert_outputs_safe(Path(work) / "out")
+            else:
+                assert generated == 2 and not (Path(work) / "out").exists(), gen_err
+                if path != ("title",):
+                    assert "cluster.yaml:" in out and "error[" in out, out
 
 
 # ------------------------------------------------------------------ memory, in a subprocess

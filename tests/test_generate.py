@@ -116,14 +116,15 @@ def test_write_plan_is_atomic_and_marks_scripts_executable(tmp_path, monkeypatch
     assert (out / "p" / "nccl.conf").stat().st_mode & 0o777 == 0o644
     assert write_plan(plan, out, ["p"]) == []  # unchanged files are not rewritten
 
-    def broken_replace(src, dst):
+    def broken_exchange(new, target):
         raise OSError("disk full")
 
-    monkeypatch.setattr(writer.os, "replace", broken_replace)
+    monkeypatch.setattr(writer, "_exchange", broken_exchange)
     with pytest.raises(OSError, match="disk full"):
         write_plan({"p/nccl.conf": "NCCL_A=2\n", "p/bind.sh": plan["p/bind.sh"]}, out, ["p"])
     assert (out / "p" / "nccl.conf").read_text() == "NCCL_A=1\n"
     assert sorted(p.name for p in (out / "p").iterdir()) == ["bind.sh", "nccl.conf"]
+    assert sorted(p.name for p in out.iterdir()) == ["p"]  # no staging directory left behind
 
 
 def test_generated_bind_sh_is_executable_after_generate(tmp_path):

@@ -211,7 +211,8 @@ def test_an_environment_value_that_needs_quoting_is_refused_where_it_is_written(
 
 
 def test_cluster_environment_goes_to_the_cluster_files():
-    checked = pipeline.check(Path(__file__).parent / "fixtures" / "cluster" / "nccl_variable_unknown.yaml")
+    fixtures = Path(__file__).parent / "fixtures"
+    checked = pipeline.check(fixtures / "cluster" / "nccl_variable_unknown.yaml", platform_roots=[fixtures])
     plan = {p.split("/", 1)[1]: t for p, t in generate.plan_for(checked.topology).items()}
     conf, env = _settings(plan["nccl.conf"]), _settings(plan["cluster.env"])
     assert (conf["NCCL_IB_TIMEOUT"], conf["NCCL_IB_TIMEOUTS"], conf["NCCL_CROSS_NIC"]) == ("22", "23", "0")

@@ -277,3 +277,10 @@ def test_more_children_than_old_rccls_table_holds():
     nics = "".join(f'    <nic><net name="n{i}" dev="{i + 1}"/></nic>\n' for i in range(30))
     text = replace_once(TWO_MI300X, "  </cpu>", nics + "  </cpu>")
     assert check_rccl_xml(text) == ["line 2: <cpu> has 33 children: RCCL keeps at most 32 under one element"]
+
+
+def test_hw911_cannot_be_switched_off_because_generate_would_refuse_anyway():
+    text = _mi300x_text("    part: mi300x-oam-192gb\n", "    part: mi300x-oam-192gb\n    override: {compute_units: null}\n")
+    text += "rules:\n  HW911: {severity: off, reason: \"RCCL will cope\"}\n"
+    codes = [f.code for f in check_node_text(text, file="platforms/mi300x-oam.yaml")]
+    assert "E304" in codes and codes.count("HW911") == 8

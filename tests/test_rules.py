@@ -42,6 +42,22 @@ def formatted(path: Path, rules: list[Rule]) -> list[str]:
 
 
 FAULTS = [
+    pytest.param('cpu_affinity_too_long', [
+        "14:11: error[HW901 nccl-topo-writable]: CPU 1027 needs a 296-character affinity mask, but NCCL reads attributes "
+        "of at most 254 characters (CPU ids up to 895)\n  hint: number the CPUs from 0 without large gaps",
+    ], id='HW901-cpu_affinity_too_long'),
+    pytest.param('cpu_vendor_unknown_to_nccl', [
+        "8:11: error[HW901 nccl-topo-writable]: socket cpu0 is x86_64 with vendor 'arm'; NCCL's topology file knows "
+        "Intel and AMD\n  hint: use an Intel or AMD CPU part",
+    ], id='HW901-cpu_vendor_unknown_to_nccl'),
+    pytest.param('gpu_sm_beyond_attribute_length', [
+        '39:5: error[HW901 nccl-topo-writable]: gpu0: sm="88888888888888888888..." in <gpu> would be 260 characters; NCCL '
+        "reads attributes of at most 254\n  hint: use a realistic value",
+    ], id='HW901-gpu_sm_beyond_attribute_length'),
+    pytest.param('backend_nics_beyond_ib_hca', [
+        "65:5: error[HW902 nccl-settings-writable]: 34 backend NICs; NCCL_IB_HCA takes at most 32"
+        "\n  hint: keep at most 32 NICs in the backend role",
+    ], id='HW902-backend_nics_beyond_ib_hca'),
     pytest.param('pcie_cycle', [
         '24:15: error[HW101 pcie-tree]: PCIe cycle sw0 -> sw1 -> sw0 reaches no CPU socket; cut off below it: gpu0, gpu1, nic0, nic1'
         "\n  hint: point one of these 'upstream' entries at a socket or a root port",

@@ -234,7 +234,7 @@ def test_unreadable_files(tmp_path, monkeypatch):
         "missing.yaml:1:1: error[E100]: cannot read file: No such file or directory")
     monkeypatch.chdir(tmp_path)
     Path("dir.yaml").mkdir()
-    assert errors(Path("dir.yaml")) == "dir.yaml:1:1: error[E100]: cannot read file: Is a directory"
+    assert errors(Path("dir.yaml")) == "dir.yaml:1:1: error[E100]: cannot read file: it is a directory, not a regular file"
 
 
 def test_empty_file_and_top_level_not_a_mapping():
@@ -243,7 +243,8 @@ def test_empty_file_and_top_level_not_a_mapping():
     assert errors(Path("top_level_list.yaml")) == (
         "top_level_list.yaml:1:1: error[E108]: a platform file must be a mapping of keys to values, got a list")
     assert errors("\n  just text\n") == (
-        "p.yaml:2:3: error[E108]: a platform file must be a mapping of keys to values, got the string 'just text'")
+        "p.yaml:2:3: error[E108]: a platform file must be a mapping of keys to values, got a string of 9 characters "
+        "(not shown)")
 
 
 def test_syntax_errors():

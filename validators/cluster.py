@@ -112,7 +112,7 @@ _IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 """Dotted-quad IPv4 exactly as ipaddress accepts it (no leading zeros, 0-255)."""
 
 
-@rule("HW805", "host-names", "error", scope="cluster")
+@rule("HW805", "host-names", "error", scope="cluster", waivable=False)
 def host_names(ctx: Context):
     """Hostnames are unique valid DNS labels, and addresses are unique IPv4 or IPv6 addresses.
 
@@ -123,7 +123,7 @@ def host_names(ctx: Context):
     node = 0
     for index, group in enumerate(ctx.platform.groups):
         for offset, name in enumerate(group.hostnames):
-            if len(name) > 63 or not name or not all(c.isalnum() or c == "-" for c in name) or name.startswith("-"):
+            if len(name) > 63 or not name or not all(c.isascii() and (c.isalnum() or c == "-") for c in name) or name.startswith("-"):
                 yield ctx.finding(f"nodes[{index}]: hostname '{name}' is not a DNS label (letters, digits, '-'; at most 63)",
                                   at=("nodes", index, "hostname"))
                 return
@@ -191,8 +191,14 @@ def clos_connectivity(ctx: Context):
     rails = {leaf.rail for leaf in fabric.leaves}
     one_leaf_per_rail = fabric.topology == "rail-optimized" and len(fabric.leaves) == len(rails)
     if not fabric.spine_count and not one_leaf_per_rail:
-        yield ctx.finding(f"{len(fabric.leaves)} leaves have no spine tier between them: nodes on different leaves "
-                          f"cannot reach each other", at=("backend", "leaf"), hint="declare leaf uplinks and a spine")
+        uplinks = max(leaf.uplinks for leaf in fabric.leaves)
+        if uplinks:
+            yield ctx.finding(f"{len(fabric.leaves)} leaves have {uplinks} uplinks each, but there is no spine tier "
+                              f"for them to reach: nodes on different leaves cannot reach each other",
+                              at=("backend", "leaf", "uplinks"), hint="declare the spine tier: spine: {ports: P}")
+        else:
+            yield ctx.finding(f"{len(fabric.leaves)} leaves have no spine tier between them: nodes on different leaves "
+                              f"cannot reach each other", at=("backend", "leaf"), hint="declare leaf uplinks and a spine")
     elif fabric.spine_count:
         short = [leaf for leaf in fabric.leaves if leaf.uplinks < fabric.spine_count]
         if short:

@@ -126,7 +126,7 @@ def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
                 break
 
 
-@rule("HW206", "nic-names")
+@rule("HW206", "nic-names", waivable=False)
 def nic_names(ctx: Context) -> Iterator[Finding]:
     """NIC device and interface names are unique; backend RDMA NICs are all named or all left to NCCL; each NIC has the interface its transport needs.
 

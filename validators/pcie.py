@@ -10,7 +10,7 @@ from hwspec.rules import Context, Finding, rule
 from ._common import gbyte, id_list, in_file_order, link_text, number, pcie_field, physical_field
 
 
-@rule("HW101", "pcie-tree")
+@rule("HW101", "pcie-tree", waivable=False)
 def pcie_tree(ctx: Context) -> Iterator[Finding]:
     """Every PCIe bridge and device reaches a CPU socket through the PCIe tree, and root ports sit on a socket.
 

@@ -13,7 +13,7 @@ from hwspec.generators.rccl import rccl_limits
 from hwspec.rules import Context, Finding, rule
 
 
-@rule("HW911", "rccl-topo-writable")
+@rule("HW911", "rccl-topo-writable", waivable=False)
 def rccl_topo_writable(ctx: Context) -> Iterator[Finding]:
     """An AMD node can be written as RCCL's topology file: AMD GPUs only, parts with gcn, hip_arch and compute_units, xGMI pairs (no switch), devices under a CPU socket of a known x86 vendor, at most 1024 elements and 32 children per element.
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from xml.sax.saxutils import escape
 
 from hwspec.generate import GenContext, generator
+from hwspec.text import visible
 from hwspec.model import Platform
 from hwspec.roofline import gbps, gib
 
@@ -66,9 +67,16 @@ LEGEND_EDGES = (("nvlink", "NVLink (links, GB/s per direction)"), ("pcie", "PCIe
                 ("cpu", "CPU interconnect"))
 
 
+def _printable(text: str) -> str:
+    """`text` with every unprintable character (NUL, control characters, line breaks, lone
+    surrogates) shown as its `visible` escape, so graphviz reads one clean line."""
+    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else visible(c) for c in text)
+
+
 def quote(value: Any) -> str:
-    """A DOT quoted string: backslash and double quote escaped, so any text is one safe ID."""
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A DOT quoted string: unprintable characters shown as escapes, backslash and double quote
+    escaped, so any text is one safe ID."""
+    return '"' + _printable(str(value)).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def label(*lines: Any) -> str:
@@ -76,8 +84,8 @@ def label(*lines: Any) -> str:
     (a backslash stays a backslash, newlines become breaks)."""
     escaped = []
     for line in lines:
-        text = str(line).replace("\r", "")
-        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        text = "\\n".join(_printable(part).replace("\\", "\\\\").replace('"', '\\"')
+                          for part in str(line).replace("\r", "").split("\n"))
         escaped.append(text)
     return '"' + "\\n".join(escaped) + '"'
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hwspec.generate import GenContext, GenerationError, Plan, generator
+from hwspec.generate import GenContext, GenerationError, Limit, Plan, generator, refuse
 from hwspec.generators.nccl import collective_library, net_name
 from hwspec.model import Gpu, Nic, Platform, Socket
 from hwspec.nccl_env import is_nccl
@@ -107,6 +107,28 @@ def gdr_level(topology: Topology) -> str | None:
     return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
 
 
+def settings_limits(platform: Platform) -> list[Limit]:
+    """What keeps the NCCL settings (nccl.conf, launch.env) from being written: more named
+    backend RDMA NICs than NCCL_IB_HCA can hold (without a declared `backend.ib_hca` filter)."""
+    backend = platform.backend
+    if not platform.gpus or backend is None or backend.transport == "tcp" or backend.ib_hca is not None:
+        return []
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    limits: list[Limit] = []
+    if all(n.device for n in hcas) and len(hcas) > MAX_IB_HCAS:
+        limits.append(Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),
+                            f"keep at most {MAX_IB_HCAS} NICs in the backend role"))
+    return limits
+
+
+def bind_limits(platform: Platform) -> list[Limit]:
+    """What keeps bind.sh from being written: a GPU with no NUMA node to bind its rank to
+    (reported during validate by HW101: the GPU is outside every socket's PCIe tree)."""
+    return [Limit(f"{g.id} has no NUMA node for bind.sh to bind its rank to (it reaches no CPU socket)",
+                  (g.id, "pcie", "upstream"), "attach it under a socket's PCIe tree", reported_by="HW101")
+            for g in platform.gpus if g.numa_node is None]
+
+
 def _ib_hca(platform: Platform) -> list[Setting]:
     """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
     name when every one is named; else nothing, left to NCCL's own selection, and said so. An
@@ -121,8 +143,7 @@ def _ib_hca(platform: Platform) -> list[Setting]:
         return [Setting("NCCL_IB_HCA", None,
                         "NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend "
                         "NICs itself (declare backend.ib_hca to filter them)")]
-    if len(hcas) > MAX_IB_HCAS:
-        raise GenerationError(f"{platform.file}: {len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}")
+    refuse(platform, "nccl.conf", settings_limits(platform))
     return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
                     "the backend RDMA NICs, by exact name (leading equals sign) and port; nothing else carries collectives")]
 
@@ -274,8 +295,6 @@ def bind_script(ctx: GenContext) -> Plan:
     platform: Platform = ctx.platform
     if not platform.gpus:
         return {}
-    unplaced = [g.id for g in platform.gpus if g.numa_node is None]
-    if unplaced:
-        raise GenerationError(f"{platform.file}: bind.sh: {', '.join(unplaced)} have no NUMA node to bind to")
+    refuse(platform, "bind.sh", bind_limits(platform))
     # rendered without the automatic header: the shebang must stay on the first line
     return {"bind.sh": ctx.render("bind.sh.j2", None, header=ctx.header("hash"), ranks=ranks(ctx.topology))}

@@ -8,15 +8,24 @@ comments, so provenance goes into a `_generated` key holding the header lines.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hwspec import roofline as rf
 from hwspec.generate import GenContext, generator
 
 
+_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
+"""Characters json.dumps leaves raw with ensure_ascii=False that terminals or JavaScript read as
+controls or line breaks (DEL, C1 controls, the Unicode line and paragraph separators)."""
+
+
 def dump(document: Any) -> str:
-    """Deterministic JSON: sorted keys, 2-space indent, strict (no NaN/Infinity), final newline."""
-    return json.dumps(document, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    """Deterministic JSON: sorted keys, 2-space indent, strict (no NaN/Infinity), final newline.
+    Text from the platform file stays readable UTF-8, but DEL, C1 controls and U+2028/U+2029 are
+    written as \\u escapes (they can only occur inside strings, where an escape means the same)."""
+    text = json.dumps(document, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @generator("roofline")

@@ -12,7 +12,7 @@ the typed GPUs ("Ignoring extra GRES"); RealMemory is in megabytes (MiB)."""
 from __future__ import annotations
 
 from hwspec.cluster import Cluster
-from hwspec.generate import GenContext, env_value, generator
+from hwspec.generate import SAFE_VALUE, GenContext, Limit, env_value, generator, refuse
 from hwspec.generators.launch import cpu_ranges
 from hwspec.hostlist import compress, expand
 
@@ -89,11 +89,29 @@ def gpu_links(platform, gpu) -> str:
     return ",".join("-1" if other.id == gpu.id else str(counts[other.id]) for other in platform.gpus)
 
 
+def hostfile_limits(cluster: Cluster) -> list[Limit]:
+    """What keeps hostfile and hosts.tsv from being written: a host name or address with a
+    character a hostfile line (`host slots=N`) cannot carry. The first offender per group.
+    HW805 reports the host names (a DNS label is stricter); HW903 the addresses (an IPv6
+    address may carry any text as its zone)."""
+    limits = []
+    for index, group in enumerate(cluster.groups):
+        for field, names in (("hostname", group.hostnames), ("address", group.addresses or ())):
+            bad = next((name for name in names if not SAFE_VALUE.fullmatch(name) or not name), None)
+            if bad is not None:
+                limits.append(Limit(f"nodes[{index}]: {field} {bad!r} cannot be written to a hostfile: only letters, "
+                                    "digits and _./:,=@%+^- are allowed", ("nodes", index, field),
+                                    "an IPv6 zone is an interface name, e.g. %eth0" if field == "address" else None,
+                                    reported_by="HW805" if field == "hostname" else ""))
+    return limits
+
+
 @generator("hostfile", kinds=("cluster",))
 def hostfile(ctx: GenContext) -> dict[str, str]:
     """`hostfile` (one `host slots=N` line per node, MPI/DeepSpeed style) and `hosts.tsv`
     (hostname, address, node platform, GPUs), in cluster node order."""
     cluster: Cluster = ctx.platform
+    refuse(cluster, "hostfile", hostfile_limits(cluster))
     lines, rows = [], []
     for group in cluster.groups:
         slots = group.gpus_per_node
