@@ -247,6 +247,18 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from hwspec.live.commands import run_import
+
+    return run_import(args)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from hwspec.live.commands import run_diff
+
+    return run_diff(args)
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check platform files and report findings"),
     "generate": (cmd_generate, "validate, then write generated configs (or --check them)"),
@@ -254,6 +266,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "schema": (cmd_schema, "print the JSON Schema of platform files (for editors)"),
     "rules": (cmd_rules, "list every rule"),
     "explain": (cmd_explain, "print a rule's invariant and rationale"),
+    "import": (cmd_import, "draft a platform file from a live node (NCCL dump, lstopo XML, nvidia-smi topo -m)"),
+    "diff": (cmd_diff, "compare a live node with its platform file"),
 }
 
 
@@ -301,6 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "explain":
             p.add_argument("rule", metavar="ID", help="rule id (HW201) or name, or a code (E105)")
         _add_rules_options(p)
+    from hwspec.live.commands import add_arguments
+
+    for name in ("import", "diff"):
+        add_arguments(name, sub.add_parser(name, help=COMMANDS[name][1]))
     return parser
 
 

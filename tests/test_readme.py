@@ -85,7 +85,8 @@ def sh_block(starts: str) -> str:
 
 def test_every_shell_example_has_its_test():
     tested = ("python3 -m venv .venv && .venv/bin/pip install -q -e . &&", "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]'",
-              ".venv/bin/python benchmarks/scale.py", ".venv/bin/python benchmarks/cli_vs_floor.py", "HWSPEC_HYPOTHESIS_PROFILE=deep")
+              ".venv/bin/python benchmarks/scale.py", ".venv/bin/python benchmarks/cli_vs_floor.py", "HWSPEC_HYPOTHESIS_PROFILE=deep",
+              "hwspec import tests/data/live/")  # tests/test_live.py runs the 'From a live machine' sample block
     assert all(any(b.startswith(prefix) for prefix in tested) for b in blocks("sh")), blocks("sh")
 
 

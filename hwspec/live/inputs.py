@@ -1,0 +1,59 @@
+"""Reading one input file: size limits, decoding, and the choice of parser by content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwspec.diagnostics import Severity, display_path
+from hwspec.live.observed import MAX_INPUT_BYTES, Machine, Where
+
+
+def read_bytes(path: Path, machine: Machine) -> bytes | None:
+    """The file's bytes, or None after recording why it cannot be read (I100)."""
+    where = Where(display_path(path), 0, 0)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        machine.problem(where, Severity.ERROR, "I100", f"cannot read: {exc.strerror or exc}")
+        return None
+    if len(data) > MAX_INPUT_BYTES:
+        machine.problem(where, Severity.ERROR, "I100", f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB: not a node topology")
+        return None
+    return data
+
+
+def sniff(data: bytes) -> str | None:
+    """The format of `data` from its first tags or words, or None."""
+    head = data[:4096].lstrip()
+    if b"<topology" in head:
+        return "lstopo"
+    if b"<system" in head or head.startswith(b"<"):
+        return "nccl"
+    text = head.decode("utf-8", "replace")
+    if "GPU0" in text or "Legend" in text or "CPU Affinity" in text:
+        return "topo-m"
+    return None
+
+
+def read_input(path: Path, fmt: str | None = None) -> Machine:
+    """Parse one input file (format by content unless `fmt`); problems are in `.problems`."""
+    import importlib
+
+    machine = Machine()
+    file = display_path(path)
+    data = read_bytes(Path(path), machine)
+    if data is None:
+        return machine
+    fmt = fmt or sniff(data)
+    if fmt is None:
+        machine.problem(Where(file, 1), Severity.ERROR, "I101",
+                        "not an input hwspec reads: expected an NCCL topology dump (<system>), hwloc XML "
+                        "(<topology>) or 'nvidia-smi topo -m' output",
+                        "produce one with NCCL_TOPO_DUMP_FILE, 'lstopo --of xml' or 'nvidia-smi topo -m'")
+        return machine
+    module = importlib.import_module({"nccl": "hwspec.live.nccl", "lstopo": "hwspec.live.lstopo",
+                                      "topo-m": "hwspec.live.topo_matrix"}[fmt])
+    module.parse(data, file, machine)
+    machine.problems.sort(key=lambda d: (d.line, d.col))
+    return machine

@@ -1,0 +1,206 @@
+"""hwloc XML (`lstopo --of xml`, hwloc 1.x and 2.x) -> Machine.
+
+hwloc 3.x XML (`<topology version="3.0">`) is read too: OS device types are flags there.
+What it gives: NUMA nodes with their CPU sets and memory, packages with CPUID vendor/family/
+model, the PCIe tree (host bridges, bridges by bus id, devices with class and vendor/device
+ids, link bandwidth in GB/s), and OS devices below PCI devices: network interfaces (`eth0`),
+RDMA devices (`mlx5_0`) and GPU names. hwloc gives a link only as a bandwidth, so
+Gen3 x16 and Gen4 x8 look the same: links keep `gen`/`width` None. NVLinks are not in it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hwspec.diagnostics import Severity
+from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, Where
+from hwspec.live.xmlread import Element, XmlError, parse_xml, walk
+
+_PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
+_BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+OSDEV_KIND_V2 = {"2": "network", "3": "openfabrics"}
+"""hwloc 2.x writes the OS device type as an enum (0 block, 1 GPU, 2 network, 3 OpenFabrics, 4 DMA, 5 coproc)."""
+OSDEV_FLAG_NETWORK, OSDEV_FLAG_OPENFABRICS = 1 << 4, 1 << 5
+"""hwloc 3.x writes it as flags (storage 1, memory 2, GPU 4, coproc 8, network 16, OpenFabrics 32, DMA 64)."""
+
+
+def parse_bitmap(text: str | None) -> tuple[int, ...] | None:
+    """hwloc bitmap ("0x000000ff,0xffffffff", words most significant first) -> set bits.
+    None for a malformed or infinite set."""
+    if not text:
+        return None
+    words = text.split(",")
+    bits: list[int] = []
+    for position, word in enumerate(reversed(words)):
+        word = word.strip()
+        if not re.fullmatch(r"0x[0-9a-fA-F]{1,8}", word):
+            return None
+        value = int(word, 16)
+        bits.extend(position * 32 + bit for bit in range(32) if value >> bit & 1)
+    if text.startswith("0xf...f"):
+        return None
+    return tuple(sorted(bits))
+
+
+def _info(e: Element) -> dict[str, str]:
+    return {c.attrs.get("name", ""): c.attrs.get("value", "") for c in e.children if c.tag == "info"}
+
+
+class _Reader:
+    def __init__(self, file: str, machine: Machine):
+        self.file, self.m = file, machine
+        self.arch: str | None = None
+        self.flags = False  # OS device types as hwloc 3 flags
+
+    def at(self, e: Element) -> Where:
+        return Where(self.file, e.line, e.col)
+
+    def warn(self, e: Element, message: str, code: str = "I103") -> None:
+        self.m.problem(self.at(e), Severity.WARNING, code, message)
+
+    def numa_of(self, e: Element) -> str | None:
+        """`numa:N` of the nearest non-I/O ancestor whose nodeset holds one NUMA node."""
+        node = e.parent
+        while node is not None:
+            if node.tag == "object" and node.attrs.get("type") not in ("Bridge", "PCIDev", "OSDev"):
+                bits = parse_bitmap(node.attrs.get("nodeset"))
+                if bits is not None and len(bits) == 1:
+                    return f"{NUMA_PREFIX}{bits[0]}"
+                if node.attrs.get("type") == "NUMANode" and node.attrs.get("os_index", "").isdigit():
+                    return f"{NUMA_PREFIX}{int(node.attrs['os_index'])}"
+                if bits is not None and len(bits) > 1:
+                    return None
+            node = node.parent
+        return None
+
+    def pci_parent(self, e: Element) -> str | None:
+        node = e.parent
+        while node is not None and node.tag == "object":
+            kind = node.attrs.get("type")
+            if kind in ("Bridge", "PCIDev") and node.attrs.get("pci_busid"):
+                return node.attrs["pci_busid"].lower()
+            if kind not in ("Bridge", "PCIDev"):
+                break
+            node = node.parent
+        numa = self.numa_of(e)
+        if numa is None:
+            self.warn(e, "the PCI device's locality is not one NUMA node: left without a NUMA node")
+            return f"{NUMA_PREFIX}-1"
+        return numa
+
+    def link(self, e: Element) -> Link | None:
+        text = e.attrs.get("pci_link_speed")
+        if text is None:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            self.warn(e, f"pci_link_speed=\"{text[:40]}\" is not a number (GB/s)")
+            return None
+        return Link(None, None, value * 1e9) if value > 0 else None
+
+    def run(self, root: Element) -> None:
+        if root.tag != "topology":
+            self.m.problem(self.at(root), Severity.ERROR, "I101", f"the root element is <{root.tag}>, not <topology>: not hwloc XML")
+            return
+        self.flags = root.attrs.get("version", "2.0").split(".")[0] not in ("1", "2")
+        for e in walk(root):
+            if e.tag != "object":
+                continue
+            kind = e.attrs.get("type")
+            if kind == "Machine":
+                self.arch = _info(e).get("Architecture") or self.arch
+            elif kind == "NUMANode":
+                self.numa(e)
+            elif kind in ("Bridge", "PCIDev"):
+                self.pci(e, kind)
+        for node in self.m.numa.values():
+            node.arch = node.arch or self.arch
+
+    def numa(self, e: Element) -> None:
+        index = e.attrs.get("os_index", "")
+        if not index.isdigit():
+            self.warn(e, f"NUMANode os_index=\"{index[:20]}\" is not a number")
+            return
+        numa = int(index)
+        node = NumaNode(numa, self.at(e), cpus=parse_bitmap(e.attrs.get("cpuset")))
+        memory = e.attrs.get("local_memory")
+        if memory and memory.isdigit():
+            node.memory = int(memory)
+        package = e.parent
+        while package is not None and package.attrs.get("type") not in ("Package", "Socket"):
+            package = package.parent
+        if package is None:  # hwloc 1.x puts packages below NUMA nodes
+            package = next((c for c in walk(e) if c.tag == "object" and c.attrs.get("type") in ("Package", "Socket")), None)
+        if package is not None:
+            info = _info(package)
+            node.vendor = CPU_VENDORS.get(info.get("CPUVendor", ""))
+            for attr, key in (("family", "CPUFamilyNumber"), ("model", "CPUModelNumber")):
+                if info.get(key, "").isdigit():
+                    setattr(node, attr, int(info[key]))
+            node.model_name = info.get("CPUModel") or None
+            if package.attrs.get("os_index", "").isdigit():
+                node.package = int(package.attrs["os_index"])
+        if numa in self.m.numa:
+            self.warn(e, f"NUMA node {numa} repeats line {self.m.numa[numa].where.line}", "I104")
+            return
+        self.m.numa[numa] = node
+
+    def osdev_kind(self, osdev: Element) -> str | None:
+        value = osdev.attrs.get("osdev_type", "")
+        if not self.flags:
+            return OSDEV_KIND_V2.get(value)
+        flags = int(value) if value.isdigit() else 0
+        return "openfabrics" if flags & OSDEV_FLAG_OPENFABRICS else "network" if flags & OSDEV_FLAG_NETWORK else None
+
+    def pci(self, e: Element, kind: str) -> None:
+        bus = e.attrs.get("pci_busid")
+        if bus is None:
+            return  # a host bridge: its children attach to its NUMA node
+        if not _BUSID.fullmatch(bus):
+            self.warn(e, f"pci_busid=\"{bus[:40]}\" is not a PCI bus id")
+            return
+        bus = bus.lower()
+        match = _PCI_TYPE.match(e.attrs.get("pci_type", ""))
+        pci_class = match.group(1).lower() if match else ""
+        vendor = f"0x{match.group(2).lower()}" if match else None
+        device = f"0x{match.group(3).lower()}" if match else None
+        parent = self.pci_parent(e)
+        where = self.at(e)
+        osdevs = [c for c in e.children if c.tag == "object" and c.attrs.get("type") == "OSDev"]
+        if kind == "Bridge" or pci_class.startswith("0604"):
+            self.m.bridges[bus] = Bridge(bus, where, parent, bus, self.link(e), vendor, device)
+        elif pci_class.startswith("03") or pci_class.startswith("12"):
+            gpu = Gpu(bus, where, parent, bus, self.link(e), vendor, device)
+            for osdev in osdevs:
+                model = _info(osdev).get("GPUModel")
+                if model:
+                    gpu.model_name = model
+            self.m.gpus[bus] = gpu
+        elif pci_class.startswith("02"):
+            nic = Nic(bus, where, parent, bus, self.link(e), vendor, device,
+                      fabric="infiniband" if pci_class.startswith("0207") else "ethernet")
+            for osdev in osdevs:
+                name = osdev.attrs.get("name")
+                if not name:
+                    continue
+                kind = self.osdev_kind(osdev)
+                if kind == "openfabrics":
+                    nic.ports.append(NicPort(name, self.at(osdev)))
+                elif kind == "network":
+                    nic.interfaces.append(name)
+            self.m.nics[bus] = nic
+        elif pci_class.startswith("0680") or e.attrs.get("subtype") == "NVSwitch":
+            self.m.nvswitches[bus] = where
+
+
+def parse(data: bytes, file: str, machine: Machine) -> None:
+    """Read hwloc XML `data` (named `file` in diagnostics) into `machine`."""
+    machine.sources.append((file, "hwloc XML (lstopo --of xml)"))
+    try:
+        root = parse_xml(data)
+    except XmlError as exc:
+        machine.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+        return
+    _Reader(file, machine).run(root)
+    machine.listed.update({"numa", "rdma-nics", "tcp-nics"})

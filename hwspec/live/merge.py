@@ -1,0 +1,129 @@
+"""Several inputs about one node -> one Machine.
+
+The first input with a PCIe tree (NCCL dump or lstopo) is the base; the others fill in what it
+lacks (lstopo adds DDR per NUMA node and interface names, `topo -m` adds NVLinks and CPU
+affinity) and are checked against it: a contradiction is a located warning naming both inputs.
+Devices are matched by bus id; `topo -m` GPUs (no bus ids) by order (GPUn is the n-th GPU by
+bus id, as nvidia-smi numbers them), its NICs by name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from hwspec.diagnostics import Severity
+from hwspec.live.inputs import read_input
+from hwspec.live.observed import NVSWITCH, Machine, NvLink
+
+
+def read_inputs(paths: Iterable[Path], fmt: str | None = None) -> Machine:
+    """Read and merge every input; all problems (located) are in `.problems`."""
+    machines = [read_input(Path(p), fmt) for p in paths]
+    if not machines:
+        return Machine()
+    ordered = sorted(machines, key=lambda m: not m.has_tree)
+    base = ordered[0]
+    for other in ordered[1:]:
+        merge_into(base, other)
+    return base
+
+
+def _conflict(base: Machine, what: str, mine, theirs, where_mine, where_theirs) -> None:
+    base.problem(where_theirs, Severity.WARNING, "I104",
+                 f"{what}: {theirs} here, but {mine} in {where_mine}; keeping {mine}")
+
+
+def merge_into(base: Machine, other: Machine) -> None:
+    """Fold `other` into `base` (see the module docstring)."""
+    base.sources.extend(other.sources)
+    base.listed |= other.listed
+    base.problems.extend(other.problems)
+    for numa, node in other.numa.items():
+        mine = base.numa.get(numa)
+        if mine is None:
+            base.numa[numa] = node
+            continue
+        for attr in ("cpus", "arch", "vendor", "family", "model", "model_name", "memory", "package"):
+            value, theirs = getattr(mine, attr), getattr(node, attr)
+            if value is None:
+                setattr(mine, attr, theirs)
+            elif theirs is not None and theirs != value and attr in ("cpus", "vendor", "family", "model"):
+                _conflict(base, f"NUMA node {numa} {attr}", value if attr != "cpus" else len(value),
+                          theirs if attr != "cpus" else len(theirs), mine.where, node.where)
+    if other.has_tree:
+        _merge_tree(base, other)
+    else:
+        _merge_matrix(base, other)
+
+
+def _merge_tree(base: Machine, other: Machine) -> None:
+    for table in ("bridges", "gpus", "nics"):
+        mine_all, theirs_all = getattr(base, table), getattr(other, table)
+        for key, theirs in theirs_all.items():
+            mine = mine_all.get(key)
+            if mine is None:
+                if base.node(theirs.parent) is not None or theirs.parent.startswith("numa:"):
+                    mine_all[key] = theirs
+                continue
+            if mine.link is None or (mine.link.gen is None and theirs.link is not None):
+                mine.link = theirs.link
+            elif theirs.link is not None and theirs.link.bandwidth and mine.link.bandwidth \
+                    and abs(theirs.link.bandwidth - mine.link.bandwidth) > 0.02 * mine.link.bandwidth:
+                _conflict(base, f"{key} link", mine.link, theirs.link, mine.where, theirs.where)
+            for attr in ("vendor", "device"):
+                if getattr(mine, attr) is None:
+                    setattr(mine, attr, getattr(theirs, attr))
+            if table == "nics":
+                if not mine.interfaces:
+                    mine.interfaces = list(theirs.interfaces)
+                if not mine.ports:
+                    mine.ports = list(theirs.ports)
+            if table == "gpus" and mine.model_name is None:
+                mine.model_name = theirs.model_name
+    if not base.nvlinks:
+        base.nvlinks.extend(other.nvlinks)
+
+
+def _merge_matrix(base: Machine, other: Machine) -> None:
+    """`topo -m` (devices by name, no tree) into a machine with a tree."""
+    if not base.gpus:
+        for attr in ("bridges", "gpus", "nics", "paths"):
+            getattr(base, attr).update(getattr(other, attr))
+        base.nvlinks.extend(other.nvlinks)
+        return
+    mine = base.gpus_in_order()
+    theirs = sorted(other.gpus.values(), key=lambda g: g.index or 0)
+    if len(mine) != len(theirs) and theirs:
+        base.problem(theirs[0].where, Severity.WARNING, "I104",
+                     f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
+    keys = {t.key: m.key for m, t in zip(mine, theirs)}
+    for m, t in zip(mine, theirs):
+        if m.cpus is None:
+            m.cpus = t.cpus
+        if m.numa is None:
+            m.numa = t.numa
+        tree_numa = base.numa_of(m.key)
+        if t.numa is not None and tree_numa is not None and tree_numa != t.numa:
+            _conflict(base, f"GPU{t.index} NUMA node", tree_numa, t.numa, m.where, t.where)
+    links = [NvLink(keys[l.gpu], l.target if l.target == NVSWITCH else keys.get(l.target, ""), l.count, l.where)
+             for l in other.nvlinks if l.gpu in keys and (l.target == NVSWITCH or l.target in keys)]
+    if not base.nvlinks:
+        base.nvlinks.extend(links)
+    else:
+        counts = base.nvlink_counts()
+        for link in links:
+            have = counts.get((link.gpu, link.target))
+            switches = [counts.get((g, NVSWITCH)) for g in (link.gpu, link.target)]
+            if link.target != NVSWITCH and all(switches):
+                # an NVSwitch board: topo -m shows each pair the GPUs' links to the switches
+                have = min(switches, key=lambda cw: cw[0])
+            if link.target != NVSWITCH and (have is None or have[0] != link.count):
+                _conflict(base, f"NVLinks from {link.gpu} to {link.target}", have[0] if have else 0, link.count,
+                          have[1] if have else mine[0].where, link.where)
+    by_name = {p.name: n for n in base.nics.values() for p in n.ports if p.name}
+    for nic in other.nics.values():
+        for port in nic.ports:
+            if port.name in by_name and by_name[port.name].numa is None:
+                by_name[port.name].numa = nic.numa
+    base.paths.update({(keys.get(a, a), keys.get(b, b)): v for (a, b), v in other.paths.items()})

@@ -1,0 +1,260 @@
+"""NCCL topology XML (NCCL_TOPO_DUMP_FILE, NCCL_TOPO_FILE, hwspec's own nccl-topo.xml) -> Machine.
+
+Reads what NCCL reads (see the reference nccl-topology-xml.md): `<cpu>` per NUMA node with its
+affinity cpumap and CPUID identity, the `<pci>` tree (bus id, class, link speed and width,
+vendor/device ids), `<gpu>` with `<nvlink>`s, and `<nic>`/`<net>`s. Skeleton files (no `<gpu>`
+/`<net>`, as the cloud vendors ship) give devices by PCI class. RCCL's dumps (`version="2"`,
+`<xgmi>` links) are read the same way. Anything else is reported and skipped, never fatal,
+unless the file is not XML or has no `<system>`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hwspec.diagnostics import Severity
+from hwspec.live.observed import (CPU_VENDORS, NUMA_PREFIX, NVSWITCH, PCIE_SPEED_STRINGS, Bridge, Gpu, Link, Machine,
+                                  Nic, NicPort, NumaNode, NvLink, Where)
+from hwspec.live.xmlread import Element, XmlError, parse_xml
+
+BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+_INT = re.compile(r"-?[0-9]+")
+_HEX_ID = re.compile(r"0x[0-9a-fA-F]{1,4}")
+_CPUMAP = re.compile(r"[0-9a-fA-F]{1,8}(,[0-9a-fA-F]{1,8})*")
+
+
+def parse_cpumap(text: str) -> tuple[int, ...] | None:
+    """sysfs cpumap ("0000ffff,ffff0000": 32-bit words, most significant first) -> CPU numbers."""
+    if not _CPUMAP.fullmatch(text):
+        return None
+    words = text.split(",")
+    cpus = []
+    for position, word in enumerate(reversed(words)):
+        value = int(word, 16)
+        cpus.extend(position * 32 + bit for bit in range(32) if value >> bit & 1)
+    return tuple(cpus)
+
+
+class _Reader:
+    def __init__(self, file: str, machine: Machine):
+        self.file, self.m = file, machine
+
+    def at(self, e: Element) -> Where:
+        return Where(self.file, e.line, e.col)
+
+    def warn(self, e: Element, message: str, code: str = "I103") -> None:
+        self.m.problem(self.at(e), Severity.WARNING, code, message)
+
+    def int_attr(self, e: Element, key: str, required: bool = False) -> int | None:
+        value = e.attrs.get(key)
+        if value is None:
+            if required:
+                self.warn(e, f"<{e.tag}> has no '{key}'")
+            return None
+        if not _INT.fullmatch(value.strip()):
+            self.warn(e, f"<{e.tag}> {key}=\"{value[:40]}\" is not an integer")
+            return None
+        return int(value)
+
+    def busid(self, e: Element, key: str = "busid") -> str | None:
+        value = e.attrs.get(key)
+        if value is None or not BUSID.fullmatch(value):
+            self.warn(e, f"<{e.tag}> {key}=\"{(value or '')[:40]}\" is not a PCI bus id 'dddd:bb:dd.f'")
+            return None
+        return value.lower()
+
+    def link(self, e: Element) -> Link | None:
+        speed, width = e.attrs.get("link_speed"), e.attrs.get("link_width")
+        gen = PCIE_SPEED_STRINGS.get((speed or "").strip())
+        if speed is not None and speed.strip() and gen is None:
+            self.warn(e, f"link_speed=\"{speed[:40]}\" is not a PCIe speed NCCL knows (it would read Gen3)")
+        lanes, zero = None, False
+        if width is not None and width.strip():
+            if not _INT.fullmatch(width.strip()) or int(width) < 0:
+                self.warn(e, f"link_width=\"{width[:40]}\" is not a lane count")
+            elif int(width) > 0:
+                lanes = int(width)
+            else:  # NCCL writes 0 for devices passed through to a VM and reads it as x16
+                zero = True
+        if gen is None and lanes is None:
+            return None
+        return Link.of(gen, lanes, zero)
+
+    def pci_id(self, e: Element, key: str) -> str | None:
+        value = e.attrs.get(key)
+        if value is None:
+            return None
+        if not _HEX_ID.fullmatch(value):
+            self.warn(e, f"{key}=\"{value[:40]}\" is not a PCI id such as 0x10de")
+            return None
+        return f"0x{int(value, 16):04x}"
+
+    # ------------------------------------------------------------ tree
+
+    def system(self, root: Element) -> None:
+        if root.tag != "system":
+            self.m.problem(self.at(root), Severity.ERROR, "I101", f"the root element is <{root.tag}>, not <system>: not an NCCL topology file")
+            return
+        version = root.attrs.get("version")
+        if version not in ("1", "2"):
+            self.warn(root, f"<system version=\"{(version or '')[:20]}\">: NCCL writes version 1 (RCCL 2)")
+        for child in root.children:
+            if child.tag == "cpu":
+                self.cpu(child)
+            else:
+                self.warn(child, f"<{child.tag}> under <system> is ignored (NCCL reads only <cpu> there)", "I102")
+
+    def cpu(self, e: Element) -> None:
+        numa = self.int_attr(e, "numaid", required=True)
+        if numa is None:
+            return
+        if numa < 0:
+            self.warn(e, f"<cpu numaid=\"{numa}\">: the NUMA node is unknown (-1); its devices are read without a NUMA node")
+        elif numa in self.m.numa:
+            self.warn(e, f"<cpu numaid=\"{numa}\"> repeats the NUMA node of line {self.m.numa[numa].where.line}", "I104")
+            return
+        node = NumaNode(numa, self.at(e))
+        affinity = e.attrs.get("affinity")
+        if affinity is not None:
+            node.cpus = parse_cpumap(affinity)
+            if node.cpus is None:
+                self.warn(e, f"affinity=\"{affinity[:40]}\" is not a sysfs cpumap")
+        node.arch = e.attrs.get("arch")
+        vendor = e.attrs.get("vendor")
+        node.vendor = CPU_VENDORS.get(vendor or "", "arm" if (node.arch or "").startswith("arm") else None)
+        if vendor and node.vendor is None:
+            self.warn(e, f"CPU vendor \"{vendor[:40]}\" is not one hwspec knows (GenuineIntel, AuthenticAMD)")
+        node.family, node.model = self.int_attr(e, "familyid"), self.int_attr(e, "modelid")
+        parent = f"{NUMA_PREFIX}{numa}"
+        if numa >= 0:
+            self.m.numa[numa] = node
+        for child in e.children:
+            if child.tag == "pci":
+                self.pci(child, parent)
+            elif child.tag == "nic":
+                self.nic(child, None, parent, key=f"{parent}/nic{len(self.m.nics)}")
+            else:
+                self.warn(child, f"<{child.tag}> under <cpu> is ignored", "I102")
+
+    def pci(self, e: Element, parent: str) -> None:
+        bus = self.busid(e)
+        if bus is None:
+            return
+        if self.m.node(bus) is not None:
+            self.warn(e, f"bus id {bus} repeats line {self.m.node(bus).where.line}", "I104")
+            return
+        pci_class = (e.attrs.get("class") or "").lower()
+        link, vendor, device = self.link(e), self.pci_id(e, "vendor"), self.pci_id(e, "device")
+        kids = {c.tag for c in e.children}
+        where = self.at(e)
+        if "gpu" in kids or (pci_class.startswith("0x03") and not kids):
+            gpu = Gpu(bus, where, parent, bus, link, vendor, device)
+            self.m.gpus[bus] = gpu
+            for child in e.children:
+                if child.tag == "gpu":
+                    self.gpu(child, gpu)
+                else:
+                    self.warn(child, f"<{child.tag}> beside a <gpu> is ignored", "I102")
+        elif "nic" in kids or (pci_class.startswith("0x02") and not kids):
+            fabric = "infiniband" if pci_class.startswith("0x0207") else "ethernet" if pci_class.startswith("0x02") else None
+            nic = Nic(bus, where, parent, bus, link, vendor, device, fabric=fabric)
+            self.m.nics[bus] = nic
+            for child in e.children:
+                if child.tag == "nic":
+                    self.nic(child, nic, parent, bus)
+                else:
+                    self.warn(child, f"<{child.tag}> beside a <nic> is ignored", "I102")
+        elif pci_class.startswith("0x0680"):
+            self.m.nvswitches[bus] = where
+        elif e.children or pci_class.startswith("0x0604"):
+            self.m.bridges[bus] = Bridge(bus, where, parent, bus, link, vendor, device)
+            for child in e.children:
+                if child.tag == "pci":
+                    self.pci(child, bus)
+                elif child.tag == "pcilink":
+                    continue
+                else:
+                    self.warn(child, f"<{child.tag}> under a PCIe bridge is ignored", "I102")
+        else:
+            self.warn(e, f"<pci busid=\"{bus}\" class=\"{pci_class[:20]}\"> is neither a bridge, a GPU nor a NIC: ignored", "I102")
+
+    def gpu(self, e: Element, gpu: Gpu) -> None:
+        gpu.index = self.int_attr(e, "dev", required=True)
+        gpu.sm = self.int_attr(e, "sm")
+        gdr = e.attrs.get("gdr")
+        gpu.gdr = None if gdr is None else gdr == "1"
+        for child in e.children:
+            if child.tag not in ("nvlink", "xgmi"):
+                if child.tag != "c2c":
+                    self.warn(child, f"<{child.tag}> under <gpu> is ignored", "I102")
+                continue
+            count = self.int_attr(child, "count", required=True)
+            if count is None or count <= 0:
+                continue
+            tclass = (child.attrs.get("tclass") or "").lower()
+            if tclass.startswith("0x03") or child.tag == "xgmi":  # RCCL's xgmi always names a GPU
+                target = self.busid(child, "target")
+                if target is None:
+                    continue
+            elif tclass.startswith("0x068001"):
+                self.warn(child, "NVLink to a CPU (POWER9) is not described by hwspec: ignored", "I102")
+                continue
+            else:
+                target = NVSWITCH
+                switch = (child.attrs.get("target") or "").lower()
+                if BUSID.fullmatch(switch):
+                    self.m.nvswitches.setdefault(switch, self.at(child))
+                else:
+                    switch = None  # NCCL's sentinel fffffff:ff:ff.0: a switch the VM does not show
+                self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child), switch))
+                continue
+            self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child)))
+
+    def nic(self, e: Element, nic: Nic | None, parent: str, key: str) -> None:
+        if nic is None:  # a NIC without PCI device (virtual, fused): keyed by position
+            nic = Nic(key, self.at(e), parent)
+            self.m.nics[key] = nic
+        for child in e.children:
+            if child.tag != "net":
+                self.warn(child, f"<{child.tag}> under <nic> is ignored", "I102")
+                continue
+            speed = self.int_attr(child, "speed")
+            port = self.int_attr(child, "port")
+            gdr = child.attrs.get("gdr")
+            nic.ports.append(NicPort(child.attrs.get("name"), self.at(child), port if port and port > 0 else 1,
+                                     speed * 1e6 / 8 if speed and speed > 0 else None,
+                                     None if gdr is None else gdr == "1"))
+
+
+def parse(data: bytes, file: str, machine: Machine) -> None:
+    """Read NCCL topology XML `data` (named `file` in diagnostics) into `machine`."""
+    machine.sources.append((file, "NCCL topology XML"))
+    try:
+        root = parse_xml(data)
+    except XmlError as exc:
+        machine.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+        return
+    reader = _Reader(file, machine)
+    reader.system(root)
+    gpus = set(machine.gpus)
+    for link in machine.nvlinks:
+        if link.target != NVSWITCH and link.target not in gpus:
+            machine.problem(link.where, Severity.WARNING, "I104", f"NVLink target {link.target} is not a GPU in this file")
+    machine.nvlinks[:] = [l for l in machine.nvlinks if l.target == NVSWITCH or l.target in gpus]
+    counts = machine.nvlink_counts()
+    reported: set[frozenset] = set()
+    for (a, b), (count, where) in counts.items():
+        back = counts.get((b, a), (0, None))[0]
+        if b != NVSWITCH and back != count and frozenset((a, b)) not in reported:
+            reported.add(frozenset((a, b)))
+            machine.problem(where, Severity.WARNING, "I104", f"{count} NVLinks from {a} to {b}, but {back} back: "
+                            "NVLink counts are the same both ways")
+    from hwspec.live.draft import RDMA_NAME
+
+    names = [p.name for n in machine.nics.values() for p in n.ports if p.name]
+    if any(RDMA_NAME.match(n) for n in names):
+        machine.listed.add("rdma-nics")
+    if any(not RDMA_NAME.match(n) for n in names):
+        machine.listed.add("tcp-nics")
+    if any(g.sm is not None for g in machine.gpus.values()):  # <gpu> elements: NCCL lists their NVLinks
+        machine.listed.add("nvlinks")
