@@ -170,3 +170,13 @@ def test_nccl_settings_allow_gdr_over_c2c_only_where_gpus_reach_their_nics_over_
     assert "NCCL_NET_GDR_LEVEL" in names and "NCCL_NET_GDR_C2C" not in names
     wrong = load_platform(OTHER_GRACE)
     assert "NCCL_NET_GDR_C2C" not in [s.name for s in nccl_settings(wrong.topology, "/etc/hwspec/x")]
+
+
+def test_diff_of_the_tray_against_its_own_nccl_xml_is_silent(tray, tmp_path):
+    """The tray's GPU and NIC share no PCIe switch in the spec either (P2C over C2C): D107 stays quiet."""
+    from hwspec.live.diff import diff
+    from hwspec.live.merge import read_inputs
+
+    live = tmp_path / "tray.xml"
+    live.write_text(plan_for(tray.topology, only=["nccl-topo"])["gb200-tray/nccl-topo.xml"])
+    assert [d.format() for d in diff(tray, read_inputs([live]))] == []

@@ -207,6 +207,8 @@ class _Differ:
         for nic in self.p.backend_nics:
             if nic.gpu is None or nic.id not in self.nic_key or nic.gpu not in self.gpu_key:
                 continue
+            if self.p.topology.common_bridge(nic.id, nic.gpu) is None:
+                continue  # the spec puts them on no common switch either (a C2C GPU's NIC on its own CPU: P2C)
             nic_key, gpu_key = self.nic_key[nic.id], self.gpu_key[nic.gpu]
             seen = self.m.nics[nic_key]
             if self.m.has_tree:
