@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
-from xml.sax.saxutils import escape
+from hwspec.text import xml_escape as escape
 
 import jinja2
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Iterable
-from xml.sax.saxutils import escape
+from hwspec.text import xml_escape as escape
 
 from hwspec.generate import GenContext, generator
 from hwspec.text import visible
