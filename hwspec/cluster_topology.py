@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from hwspec.cluster_model import Cluster
 from hwspec.topology import ResolvedView
