@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import bisect
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from hwspec.cluster_model import Cluster
-from hwspec.model import Location
+from hwspec.topology import ResolvedView
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -22,31 +22,11 @@ if TYPE_CHECKING:
     from hwspec.topology import Topology
 
 
-class ClusterTopology:
+class ClusterTopology(ResolvedView):
     """The resolved cluster: `platform` (the `Cluster` model) and its derived queries."""
 
     kind = "cluster"
-
-    def __init__(self, cluster: Cluster):
-        self.platform = cluster
-
-    def __repr__(self) -> str:
-        return f"ClusterTopology({self.platform.name!r})"
-
-    @property
-    def name(self) -> str:
-        return self.platform.name
-
-    @property
-    def file(self) -> str:
-        return self.platform.file
-
-    @property
-    def rule_settings(self) -> Mapping[str, Any]:
-        return self.platform.rule_settings
-
-    def locate(self, entity: str | None = None, *fields: str | int) -> Location:
-        return self.platform.locate(entity, *fields)
+    platform: Cluster
 
     @property
     def node_topologies(self) -> tuple["Topology", ...]:

@@ -73,18 +73,17 @@ class HostLink:
     shared_by: int
 
 
-class Topology:
-    """The resolved node: `platform` (the model) plus its derived, cached topology queries."""
+class ResolvedView:
+    """What the node and the cluster topology share: the resolved model (`platform`) and where
+    its entries are written."""
 
-    kind = "node"
+    kind: str
 
-    def __init__(self, platform: Platform):
+    def __init__(self, platform: Any):
         self.platform = platform
 
     def __repr__(self) -> str:
-        return f"Topology({self.platform.name!r})"
-
-    # -------------------------------------------------------------- the model, for callers
+        return f"{type(self).__name__}({self.platform.name!r})"
 
     @property
     def name(self) -> str:
@@ -101,6 +100,13 @@ class Topology:
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where `entity` (and optionally one of its fields) is written; see `Platform.locate`."""
         return self.platform.locate(entity, *fields)
+
+
+class Topology(ResolvedView):
+    """The resolved node: `platform` (the model) plus its derived, cached topology queries."""
+
+    kind = "node"
+    platform: Platform
 
     @cached_property
     def graph(self) -> "nx.Graph":

@@ -41,20 +41,7 @@ PARKED = ".hwspec-old."
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """Write `text` (UTF-8, newlines as given) to `path` via a temp file and rename. A symlink
     at `path` is replaced by the file, not followed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomic_bytes(path, text.encode("utf-8"), mode)
 
 
 def check_relative(relative: str, root: Path) -> PurePosixPath:
@@ -278,8 +265,9 @@ def _place(root: Path, relative: str, data: bytes, unchanged_from: Path | None) 
 
 
 def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `data` to `path` via a temp file and rename (binary files: PNG, SVG bytes). A
-    symlink at `path` is replaced by the file, not followed."""
+    """Write `data` to `path` via a temp file in its directory, fsync and rename, so that a
+    reader sees the old file or the new one, never a part. A symlink at `path` is replaced by
+    the file, not followed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -290,8 +278,6 @@ def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
