@@ -64,7 +64,7 @@ _ENTRIES = [
     ("E302", "rule clash", "Two rules share an id or a name."),
     ("E303", "unknown rule", "A platform's `rules:` names a rule that does not exist."),
     ("E304", "rule cannot be changed", "A platform's `rules:` switches off or lowers a rule that reports what "
-     "generation cannot write (the generation rules HW901-HW903, and HW101, HW206, HW805 that report such "
+     "generation cannot write (the generation rules HW901-HW903 and HW911, and HW101, HW206, HW805 that report such "
      "limits too): generate would refuse the platform anyway."),
     # estimates (hwspec/estimate.py)
     ("E401", "tables do not fit", "`hwspec estimate`/`compare`: a workload's embedding tables need more per GPU than HBM "
