@@ -18,7 +18,7 @@ Output is deterministic: platform order (sockets by NUMA node, devices by bus id
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from hwspec.text import xml_escape as escape
 
 from hwspec.generate import GenContext, generator
@@ -254,6 +254,29 @@ def cpu_link_style(platform: Platform) -> str:
     return "table" if peers and max(len(p) for p in peers.values()) > SPARSE_PEERS else "edges"
 
 
+def _pair_table(rows: list[str], columns: list[str], links: dict[tuple[str, str], int],
+                cell: Callable[[int], tuple[str, str]], caption: str) -> str:
+    """An HTML-like table (graphviz label) of link counts between each row and column id,
+    `links[(row, column)]`, like `nvidia-smi topo -m`: X on the diagonal, "-" where there is no
+    link, else `cell(count)` -> (background colour, text)."""
+    plain = '<td align="center">{}</td>'
+    lines = ["<tr>" + plain.format("") + "".join(plain.format(f"<b>{escape(c)}</b>") for c in columns) + "</tr>"]
+    for a in rows:
+        cells = [plain.format(f"<b>{escape(a)}</b>")]
+        for b in columns:
+            n = links.get((a, b))
+            if a == b:
+                cells.append('<td align="center" bgcolor="#dddddd">X</td>')
+            elif n:
+                colour, text = cell(n)
+                cells.append(f'<td align="center" bgcolor="{colour}">{text}</td>')
+            else:
+                cells.append(plain.format("-"))
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3"><tr><td colspan="{len(columns) + 1}">'
+            f"{escape(caption)}</td></tr>{''.join(lines)}</table>")
+
+
 def _cpu_link_table(platform: Platform) -> str:
     """An HTML-like table node: CPU interconnect links between each socket pair."""
     sockets = [s.id for s in platform.sockets]
@@ -263,23 +286,8 @@ def _cpu_link_table(platform: Platform) -> str:
         if a != b:
             links[(b, a)] = links.get((b, a), 0) + 1
     name = (platform.cpu_interconnect or "CPU link").upper()
-    cell = '<td align="center">{}</td>'
-    rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(s)}</b>") for s in sockets) + "</tr>"]
-    for a in sockets:
-        cells = [cell.format(f"<b>{escape(a)}</b>")]
-        for b in sockets:
-            n = links.get((a, b))
-            if a == b:
-                cells.append('<td align="center" bgcolor="#dddddd">X</td>')
-            elif n:
-                cells.append(f'<td align="center" bgcolor="#dae8fc">{n}</td>')
-            else:
-                cells.append(cell.format("-"))
-        rows.append("<tr>" + "".join(cells) + "</tr>")
     each = f", {gbps(platform.cpu_link_bandwidth)} each per direction" if platform.cpu_link_bandwidth else ""
-    caption = f"{name} links per socket pair{each}"
-    table = (f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3"><tr><td colspan="{len(sockets) + 1}">'
-             f"{escape(caption)}</td></tr>{''.join(rows)}</table>")
+    table = _pair_table(sockets, sockets, links, lambda n: ("#dae8fc", str(n)), f"{name} links per socket pair{each}")
     return f'{quote(LEGEND_PREFIX + "cpu_link_matrix")} [shape="plaintext", class="legend", label=<{table}>];'
 
 
@@ -383,29 +391,15 @@ def _nvlink_matrix(platform: Platform) -> str | None:
     gpus = [g.id for g in platform.gpus]
     links = {(c.a, c.b): c.links for c in platform.nvlinks} | {(c.b, c.a): c.links for c in platform.nvlinks}
     columns = gpus + _switches(platform)
-    cell = '<td align="center">{}</td>'
     most = max(links.values(), default=1) or 1
 
     def shade(n: int) -> str:
         return HEAT[min(len(HEAT) - 1, max(0, round((len(HEAT) - 1) * n / most)))]
 
-    rows = ["<tr>" + cell.format("") + "".join(cell.format(f"<b>{escape(g)}</b>") for g in columns) + "</tr>"]
-    for a in gpus:
-        cells = [cell.format(f"<b>{escape(a)}</b>")]
-        for b in columns:
-            n = links.get((a, b))
-            if a == b:
-                cells.append('<td align="center" bgcolor="#dddddd">X</td>')
-            elif n:
-                cells.append(f'<td align="center" bgcolor="{shade(n)}">NV{n}</td>')
-            else:
-                cells.append(cell.format("-"))
-        rows.append("<tr>" + "".join(cells) + "</tr>")
     per_link = sorted({g.fabric_link_bandwidth for g in platform.gpus})
     caption = f"{fabric_name(platform)} links per GPU pair (NVn = n links" + (
         f", {' / '.join(gbps(b) for b in per_link)} each per direction)" if per_link else ")")
-    table = (f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3"><tr><td colspan="{len(columns) + 1}">'
-             f"{escape(caption)}</td></tr>{''.join(rows)}</table>")
+    table = _pair_table(gpus, columns, links, lambda n: (shade(n), f"NV{n}"), caption)
     return f'{quote(LEGEND_PREFIX + "nvlink_matrix")} [shape="plaintext", class="legend", label=<{table}>];'
 
 
