@@ -17,6 +17,7 @@ from hwspec.load import load_catalogue
 from hwspec.nccl_check import check_nccl_xml, check_rccl_xml
 from hwspec.pipeline import check
 from hwspec.testing import check_node_text, load_node_text
+from tests.test_nccl_xml import replace_once
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_LINE = re.compile(r"^[A-Z0-9_]+=[^ \t'\"]*$")
@@ -42,11 +43,6 @@ TWO_MI300X = """\
   </cpu>
 </system>
 """
-
-
-def replace_once(text: str, old: str, new: str) -> str:
-    assert old in text, old
-    return text.replace(old, new, 1)
 
 
 # ------------------------------------------------------------------ parts
