@@ -13,11 +13,10 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from pydantic import ValidationError
 
 from hwspec.cluster_model import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
-from hwspec.errors import DataPath, dotted, validation_diagnostics
+from hwspec.errors import DataPath, dotted, validate_document
 from hwspec.expand import Expanded, compile_pattern
 from hwspec.model import Assumption, Platform, RuleSetting
 from hwspec.source import SourceDoc
@@ -63,11 +62,7 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
     def locate(p: DataPath) -> Position:
         return doc.locate(expanded.written_path(p))
 
-    try:
-        spec = ClusterSpec.model_validate(expanded.data)
-    except ValidationError as exc:
-        raise HwspecError(validation_diagnostics(exc, ClusterSpec, expanded.data, doc.file, locate,
-                                                 locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
+    spec = validate_document(ClusterSpec, doc, expanded)
     errors: list[Diagnostic] = []
 
     def error(p: DataPath, message: str, hint: str | None = None, code: str = "E205") -> None:

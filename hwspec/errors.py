@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from hwspec.diagnostics import Diagnostic, Position, Severity
+from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 
 DataPath = tuple[str | int, ...]
 
@@ -139,3 +139,20 @@ def validation_diagnostics(
             code, pos = "E110", locate(full)
         diagnostics.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint))
     return diagnostics
+
+
+M = typing.TypeVar("M", bound=BaseModel)
+
+
+def validate_document(model: type[M], doc: Any, expanded: Any) -> M:
+    """`expanded.data` (an expanded `SourceDoc`) validated as `model`; on failure, HwspecError
+    with one diagnostic per problem, located at the written line and column."""
+
+    def locate(p: DataPath) -> Position:
+        return doc.locate(expanded.written_path(p))
+
+    try:
+        return model.model_validate(expanded.data)
+    except ValidationError as exc:
+        raise HwspecError(validation_diagnostics(exc, model, expanded.data, doc.file, locate,
+                                                 locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None

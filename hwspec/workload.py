@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
-from hwspec.errors import DataPath, dotted, validation_diagnostics
+from hwspec.errors import DataPath, dotted, validate_document
 from hwspec.expand import Expanded
 from hwspec.source import SourceDoc
 from hwspec.spec import Id, Spec
@@ -226,11 +226,7 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
     def locate(p: DataPath) -> Position:
         return doc.locate(expanded.written_path(p))
 
-    try:
-        spec = WorkloadSpec.model_validate(expanded.data)
-    except ValidationError as exc:
-        raise HwspecError(validation_diagnostics(exc, WorkloadSpec, expanded.data, doc.file, locate,
-                                                 locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
+    spec = validate_document(WorkloadSpec, doc, expanded)
     errors: list[Diagnostic] = []
     seen: dict[str, int] = {}
     for index, table in enumerate(spec.embeddings.tables):
