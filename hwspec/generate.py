@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import os
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 from hwspec.text import xml_escape as escape
 
-import jinja2
 
 from hwspec import __version__, content
 from hwspec.text import XML_COMMENT_DASH, comment, visible
 from hwspec.writer import existing_files, read_existing, safe_join, write_atomic, write_tree
+
+if TYPE_CHECKING:
+    import jinja2
 
 Plan = dict[str, str]
 GeneratorFunc = Callable[["GenContext"], Plan]
@@ -54,7 +57,10 @@ def generator(name: str, kinds: tuple[str, ...] = ("node",)) -> Callable[[Genera
 
 def generators() -> dict[str, tuple[GeneratorFunc, tuple[str, ...]]]:
     """All registered generators by name (imports the built-in ones)."""
-    import hwspec.generators  # noqa: F401  (registers on import)
+    from hwspec.generators import BUILTIN
+
+    for module in BUILTIN:
+        importlib.import_module(f"hwspec.generators.{module}")  # registers on import
 
     return dict(sorted(_REGISTRY.items()))
 
@@ -170,6 +176,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     creates (mode 0700, owner checked) under the temp dir; entries are keyed by the template's
     source, so an edited template is compiled again. HWSPEC_NO_TEMPLATE_CACHE=1 turns it off;
     a cache that cannot be made is no error, templates are then compiled in memory."""
+    import jinja2
+
     if os.environ.get("HWSPEC_NO_TEMPLATE_CACHE"):
         return None
     try:
@@ -180,6 +188,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 @functools.lru_cache(maxsize=16)
 def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
+    import jinja2  # only rendering needs it: `validate` imports the generators' limits, not jinja2
+
     search = [*template_dirs, str(content.builtin_dir("templates"))]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
@@ -235,6 +245,8 @@ def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
 
     Cluster generators call this for their node platforms with the cluster's deployment
     context (`install_dir`, `rail_optimized`)."""
+    import jinja2
+
     wanted = set(only)
     plan: Plan = {}
     platform = topology.platform
