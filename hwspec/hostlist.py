@@ -7,10 +7,24 @@ prints them. `expand` is its inverse (used by tests and by people checking outpu
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _split(host: str) -> tuple[str, str, str] | None:
+    """`"zx0042b"` -> `("zx", "0042", "b")`: the last run of digits and what surrounds it;
+    None without digits. Cached: a cluster's hosts are compressed once per switch and block."""
+    match = _NUMBERED.match(host)
+    return match.groups() if match else None  # type: ignore[return-value]
+
+
+def _has_padding(item: tuple[str, tuple[str, str, str] | None]) -> bool:
+    split = item[1]
+    return split is not None and len(split[1]) > 1 and split[1].startswith("0")
 
 
 def compress(hosts: Iterable[str]) -> str:
@@ -18,18 +32,26 @@ def compress(hosts: Iterable[str]) -> str:
 
     A number with leading zeros fixes its family's width (`n09` and `n10` are both width 2);
     numbers of a family without padding are printed as they are (`n[9-10]`)."""
+    return _compress(tuple(hosts))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compress(hosts: tuple[str, ...]) -> str:
+    """`compress`, cached: the Slurm and scheduler files list the same hosts (all of them, each
+    pod on every rail) several times."""
     unique = list(dict.fromkeys(hosts))
-    parsed = [(host, _NUMBERED.match(host)) for host in unique]
-    padded = {(m.group("prefix"), m.group("suffix"), len(m.group("number")))
-              for _, m in parsed if m and m.group("number").startswith("0") and len(m.group("number")) > 1}
+    parsed = [(host, _split(host)) for host in unique]
+    padded = {(prefix, suffix, len(digits)) for _, (prefix, digits, suffix) in filter(_has_padding, parsed)}
     families: dict[tuple[str, str, int], list[int]] = {}
     order: list[tuple[str, str, int] | str] = []
-    for host, match in parsed:
-        if match is None:
+    for host, split in parsed:
+        if split is None:
             order.append(host)
             continue
-        prefix, digits, suffix = match.group("prefix"), match.group("number"), match.group("suffix")
-        key = (prefix, suffix, len(digits)) if (prefix, suffix, len(digits)) in padded else (prefix, suffix, 0)
+        prefix, digits, suffix = split
+        key = (prefix, suffix, len(digits))
+        if key not in padded:
+            key = (prefix, suffix, 0)
         if key not in families:
             families[key] = []
             order.append(key)
