@@ -15,16 +15,14 @@ _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
 
 
 @functools.lru_cache(maxsize=1 << 17)
-def _split(host: str) -> tuple[str, str, str] | None:
-    """`"zx0042b"` -> `("zx", "0042", "b")`: the last run of digits and what surrounds it;
-    None without digits. Cached: a cluster's hosts are compressed once per switch and block."""
+def _split(host: str) -> tuple[str, str, str, int] | None:
+    """`"zx0042b"` -> `("zx", "0042", "b", 42)`: the last run of digits, what surrounds it, and
+    its value; None without digits. Cached: a cluster's hosts are compressed once per list."""
     match = _NUMBERED.match(host)
-    return match.groups() if match else None  # type: ignore[return-value]
-
-
-def _has_padding(item: tuple[str, tuple[str, str, str] | None]) -> bool:
-    split = item[1]
-    return split is not None and len(split[1]) > 1 and split[1].startswith("0")
+    if match is None:
+        return None
+    prefix, digits, suffix = match.groups()
+    return prefix, digits, suffix, int(digits)
 
 
 def compress(hosts: Iterable[str]) -> str:
@@ -40,22 +38,24 @@ def _compress(hosts: tuple[str, ...]) -> str:
     """`compress`, cached: the Slurm and scheduler files list the same hosts (all of them, each
     pod on every rail) several times."""
     unique = list(dict.fromkeys(hosts))
-    parsed = [(host, _split(host)) for host in unique]
-    padded = {(prefix, suffix, len(digits)) for _, (prefix, digits, suffix) in filter(_has_padding, parsed)}
+    splits = list(map(_split, unique))
+    padded = {(prefix, suffix, len(digits)) for prefix, digits, suffix, _ in filter(None, splits)
+              if len(digits) > 1 and digits[0] == "0"}
     families: dict[tuple[str, str, int], list[int]] = {}
     order: list[tuple[str, str, int] | str] = []
-    for host, split in parsed:
+    for host, split in zip(unique, splits):
         if split is None:
             order.append(host)
             continue
-        prefix, digits, suffix = split
+        prefix, digits, suffix, number = split
         key = (prefix, suffix, len(digits))
         if key not in padded:
             key = (prefix, suffix, 0)
-        if key not in families:
-            families[key] = []
+        numbers = families.get(key)
+        if numbers is None:
+            families[key] = numbers = []
             order.append(key)
-        families[key].append(int(digits))
+        numbers.append(number)
     parts = []
     for item in order:
         if isinstance(item, str):
