@@ -25,7 +25,6 @@ from hwspec.text import xml_escape as escape
 
 from hwspec import __version__, content
 from hwspec.text import XML_COMMENT_DASH, comment, visible
-from hwspec.writer import existing_files, read_existing, safe_join, write_atomic, write_tree
 
 if TYPE_CHECKING:
     import jinja2
@@ -273,11 +272,15 @@ def write_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), svg: bo
     `svg` renders them again. Returns the paths written, changed or removed.
 
     `platforms` is accepted for compatibility: every platform directory in the plan is written."""
+    from hwspec.writer import write_tree
+
     del platforms
     return write_tree(Path(out_dir), plan, keep=_ignored, extra=_svg_renderer(plan) if svg else None)
 
 
 def _orphans(plan: Plan, out_dir: Path, platforms: Iterable[str]) -> list[Path]:
+    from hwspec.writer import existing_files
+
     planned = set(plan)
     orphans = []
     for name in sorted(set(platforms)):
@@ -294,6 +297,8 @@ def _ignored(path: str | Path) -> bool:
 def _svg_renderer(plan: Plan) -> Callable[[Path, str], list[str]] | None:
     """Renders a platform's planned `.dot` files to `.svg` into its new set (see render_svgs)."""
     import shutil
+
+    from hwspec.writer import write_atomic
 
     dot = shutil.which("dot")
     if dot is None:
@@ -326,6 +331,8 @@ def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
     are (or would be) at. `write_plan(..., svg=True)` renders them into each platform's new
     set, so they appear with it; SVGs are not part of the plan (graphviz output differs between
     versions), so `--check` ignores them and they are not committed."""
+    from hwspec.writer import safe_join, write_atomic
+
     import shutil
 
     if shutil.which("dot") is None:
@@ -336,6 +343,8 @@ def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
 def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context_lines: int = 3) -> list[str]:
     """Compare `plan` with `out_dir`. Returns one report per stale file (missing, different
     or left over), each with a short unified diff; empty when everything is up to date."""
+    from hwspec.writer import read_existing, safe_join
+
     reports = []
     for relative, text in plan.items():
         safe_join(out_dir, relative)

@@ -190,9 +190,13 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
              "# Labels every node of the cluster for the Kueue Topology in topology.yaml.",
              "# KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).",
              "set -eu", 'label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }']
+    quoted: dict[str, str] = {}  # label arguments repeat from node to node: quote each once
     for host, labels in node_labels(topology):
-        lines.append("label " + " ".join(shlex.quote(part) for part in
-                                         (host, *(f"{key}={value}" for key, value in labels.items()))))
+        arguments = [shlex.quote(host)]
+        for key, value in labels.items():
+            argument = f"{key}={value}"
+            arguments.append(quoted.get(argument) or quoted.setdefault(argument, shlex.quote(argument)))
+        lines.append("label " + " ".join(arguments))
     slurm_documents = slurm_topologies(topology)
     plan = {}
     if cluster.nvlink_domains is not None:
