@@ -23,6 +23,7 @@ the file as written, so that later errors still point at the right line.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 import operator
@@ -103,6 +104,7 @@ Columns = Mapping[str, Sequence[int]]
 Vectorised = Callable[[Columns, int], list[int]]
 
 
+@functools.lru_cache(maxsize=1024)
 def _compile_columns(expr: str) -> Vectorised:
     """Parse integer arithmetic `expr` once into a function evaluating it at many points at
     once (`f(columns, count) -> [value at point 0, ...]`): each operator is applied to whole
@@ -110,7 +112,8 @@ def _compile_columns(expr: str) -> Vectorised:
 
     Only variables, int literals (`0x1f` too), unary +/- and `+ - * // %` are accepted;
     anything else raises ValueError with a message for people. Evaluation raises ValueError
-    for an unknown variable, division by zero, or operands beyond 2**48."""
+    for an unknown variable, division by zero, or operands beyond 2**48. Cached: a repeat block
+    evaluates the same few expressions once per repetition."""
     if len(expr) > MAX_EXPRESSION:
         raise ValueError(f"'{expr[:40]}...' is longer than {MAX_EXPRESSION} characters")
     try:
