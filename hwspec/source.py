@@ -142,7 +142,7 @@ def load_yaml_text(text: str | bytes, file: str) -> SourceDoc:
     """Load one platform document from `text` (bytes must be UTF-8); raise HwspecError on any problem."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_FILE_BYTES:
-        raise HwspecError([_too_big(display_path(path), len(raw))])
+        raise HwspecError([_too_big(file, len(raw))])
     if isinstance(text, bytes):
         try:
             text = raw.decode("utf-8")
