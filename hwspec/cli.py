@@ -68,8 +68,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         sys.stderr.write("hwspec: no platform files found in " + ", ".join(map(str, args.paths)) + "\n")
         return EXIT_UNREADABLE
     diagnostics, status = [], EXIT_OK
+    loaded = pipeline.LoadedNodes()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded)
         diagnostics.extend(report.escalate(checked.diagnostics, args.werror))
         if checked.unreadable:
             status = EXIT_UNREADABLE
@@ -123,8 +124,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     names: list[str] = []
     owners: dict[str, Path] = {}
     failed = False
+    loaded = pipeline.LoadedNodes()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded)
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.failed():
             failed = True

@@ -40,14 +40,15 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
     return [content.builtin_dir("validators"), *map(Path, extra)]
 
 
-_NODES: dict[tuple, Any] = {}
-"""Node platforms loaded in this process, by `_version`: a node file given on the command line
-and used by a cluster (zionex.yaml and zionex-16.yaml) is loaded once. Platforms are immutable."""
+class LoadedNodes(dict):
+    """Node platforms already loaded in one run, by `_version`: `hwspec generate` of platforms/
+    loads zionex.yaml once for zionex.yaml and zionex-16.yaml. The CLI makes one per command;
+    without one (a library call) every load is fresh, so no state outlives a run."""
 
 
 def _version(path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
-    """What a loaded node platform depends on: the path as given (it is shown in findings and
-    file headers), the file's bytes, and the parts files with theirs (bytes, not modification
+    """What a loaded node platform depends on: the path as given and as shown in findings and
+    file headers (relative to the working directory), the file's bytes, and the parts files with theirs (bytes, not modification
     times: a file rewritten within one clock tick keeps its time); None when something cannot
     be read (the load itself reports it)."""
     from hwspec.load import parts_directories
@@ -55,12 +56,15 @@ def _version(path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
 
     try:
         files = [path, *(f for d in parts_directories(path, parts_dirs) for f in sorted(Path(d).glob("*.yaml")))]
-        return str(path), tuple((str(f), read_regular_file(f)) for f in files)
+        from hwspec.diagnostics import display_path
+
+        return str(path), display_path(path), tuple((str(f), read_regular_file(f)) for f in files)
     except (OSError, ValueError, HwspecError):
         return None
 
 
-def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = ()) -> tuple[Any, dict[str, Any]]:
+def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = (),
+             loaded: LoadedNodes | None = None) -> tuple[Any, dict[str, Any]]:
     """Load a node or cluster platform file (or a workload file), by its `kind`.
 
     Returns the platform and, for a cluster, its distinct node platforms
@@ -70,15 +74,15 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
     from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
     parts_dirs = tuple(map(Path, parts_dirs))
-    key = _version(Path(path), parts_dirs)
-    if key in _NODES:
-        return _NODES[key], {}
+    key = _version(Path(path), parts_dirs) if loaded is not None else None
+    if key is not None and key in loaded:
+        return loaded[key], {}
     doc, expanded = read_document(Path(path))
     kind = expanded.data.get("kind")
     if kind == "node":
         platform = load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs)))
         if key is not None:
-            _NODES[key] = platform
+            loaded[key] = platform
         return platform, {}
     if kind == "cluster":
         from hwspec.cluster_resolve import load_cluster
@@ -99,15 +103,16 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
             if key not in nodes:
                 if not node_path.is_file():
                     raise FileNotFoundError(node_path)
-                version = _version(node_path, parts_dirs)
-                if version not in _NODES:
+                version = _version(node_path, parts_dirs) if loaded is not None else None
+                if version is None or version not in loaded:
                     from hwspec.load import load_platform
 
                     platform = load_platform(node_path, parts_dirs)
-                    if version is None:
-                        return platform
-                    _NODES[version] = platform
-                nodes[key] = _NODES[version]
+                    if version is not None:
+                        loaded[version] = platform
+                    nodes[key] = platform
+                else:
+                    nodes[key] = loaded[version]
             return nodes[key]
 
         return load_cluster(doc, expanded, Path(path), load_node_file), nodes
@@ -121,7 +126,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),
-          platform_roots: Iterable[Path] = ()) -> Checked:
+          platform_roots: Iterable[Path] = (), loaded: LoadedNodes | None = None) -> Checked:
     """Load `path` and run `rules` (all built-in rules when None) on it. For a cluster, node
     rules run once per distinct node platform, then cluster rules once; its node platforms
     must be below the cluster file's directory or one of `platform_roots`."""
@@ -129,7 +134,7 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
 
     result = Checked(Path(path))
     try:
-        result.platform, nodes = load_any(Path(path), parts_dirs, platform_roots)
+        result.platform, nodes = load_any(Path(path), parts_dirs, platform_roots, loaded)
     except HwspecError as exc:
         result.diagnostics = list(exc.diagnostics)
         return result

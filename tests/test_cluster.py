@@ -153,17 +153,25 @@ def test_a_node_file_given_with_its_cluster_is_loaded_once(tmp_path, monkeypatch
     loads: list[str] = []
     real = hwspec.load.load_node
     monkeypatch.setattr(hwspec.load, "load_node", lambda doc, *rest: loads.append(doc.file) or real(doc, *rest))
-    monkeypatch.setattr(pipeline, "_NODES", {})
-    first, _ = pipeline.load_any(node)
-    second, nodes = pipeline.load_any(cluster)
+    loaded = pipeline.LoadedNodes()
+    first, _ = pipeline.load_any(node, loaded=loaded)
+    second, nodes = pipeline.load_any(cluster, loaded=loaded)
     assert len(loads) == 1 and list(nodes.values()) == [first]
 
 
-def test_a_node_file_rewritten_in_place_is_loaded_again(tmp_path, monkeypatch):
+def test_without_a_run_s_loaded_nodes_every_load_is_fresh(tmp_path):
+    """A library caller gets its own objects: nothing loaded outlives the call."""
+    node, cluster = copy_zionex_pair(tmp_path)
+    first, _ = pipeline.load_any(node)
+    _, nodes = pipeline.load_any(cluster)
+    assert list(nodes.values())[0] is not first
+
+
+def test_a_node_file_rewritten_in_place_is_loaded_again(tmp_path):
     """Same path, same size, maybe the same modification time (one clock tick): new contents."""
     node, _ = copy_zionex_pair(tmp_path)
-    monkeypatch.setattr(pipeline, "_NODES", {})
-    before, _ = pipeline.load_any(node)
+    loaded = pipeline.LoadedNodes()
+    before, _ = pipeline.load_any(node, loaded=loaded)
     node.write_text(node.read_text().replace("name: zionex", "name: zionez"))
-    after, _ = pipeline.load_any(node)
+    after, _ = pipeline.load_any(node, loaded=loaded)
     assert (before.name, after.name) == ("zionex", "zionez")
