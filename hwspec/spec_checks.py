@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, PydanticKnownError
 
 from hwspec.expand import Substituted
 
@@ -235,3 +235,52 @@ class LinkMethods:
             return gen
         speed: float = getattr(self, "speed")
         return next(g for g, rate in PCIE_GEN_RATES.items() if rate == speed)
+
+
+# ---------------------------------------------------------------- numeric bounds
+
+
+def _bound(constraint: str, value: Any) -> int | float | str:
+    """The bound as pydantic_core's error context wants it (a number or a string)."""
+    return value if isinstance(value, (int, float, str)) else repr(value)
+
+
+def greater_than(x: Any, gt: Any) -> Any:
+    """`gt` on a value a function produced (a parsed unit): the same error as pydantic's own
+    check of `Field(gt=..)` there, `greater_than`, so both forms of the spec report it alike."""
+    try:
+        if not x > gt:
+            raise PydanticKnownError("greater_than", {"gt": _bound("gt", gt)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'gt' to supplied value {x}") from None
+
+
+def greater_than_or_equal(x: Any, ge: Any) -> Any:
+    """`ge` on a value a function produced (see `greater_than`)."""
+    try:
+        if not x >= ge:
+            raise PydanticKnownError("greater_than_equal", {"ge": _bound("ge", ge)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'ge' to supplied value {x}") from None
+
+
+def less_than(x: Any, lt: Any) -> Any:
+    """`lt` on a value a function produced (see `greater_than`)."""
+    try:
+        if not x < lt:
+            raise PydanticKnownError("less_than", {"lt": _bound("lt", lt)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'lt' to supplied value {x}") from None
+
+
+def less_than_or_equal(x: Any, le: Any) -> Any:
+    """`le` on a value a function produced (see `greater_than`)."""
+    try:
+        if not x <= le:
+            raise PydanticKnownError("less_than_equal", {"le": _bound("le", le)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'le' to supplied value {x}") from None
