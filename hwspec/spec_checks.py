@@ -240,7 +240,7 @@ class LinkMethods:
 # ---------------------------------------------------------------- numeric bounds
 
 
-def _bound(constraint: str, value: Any) -> int | float | str:
+def _bound(value: Any) -> int | float | str:
     """The bound as pydantic_core's error context wants it (a number or a string)."""
     return value if isinstance(value, (int, float, str)) else repr(value)
 
@@ -250,7 +250,7 @@ def greater_than(x: Any, gt: Any) -> Any:
     check of `Field(gt=..)` there, `greater_than`, so both forms of the spec report it alike."""
     try:
         if not x > gt:
-            raise PydanticKnownError("greater_than", {"gt": _bound("gt", gt)})
+            raise PydanticKnownError("greater_than", {"gt": _bound(gt)})
         return x
     except TypeError:
         raise TypeError(f"Unable to apply constraint 'gt' to supplied value {x}") from None
@@ -260,7 +260,7 @@ def greater_than_or_equal(x: Any, ge: Any) -> Any:
     """`ge` on a value a function produced (see `greater_than`)."""
     try:
         if not x >= ge:
-            raise PydanticKnownError("greater_than_equal", {"ge": _bound("ge", ge)})
+            raise PydanticKnownError("greater_than_equal", {"ge": _bound(ge)})
         return x
     except TypeError:
         raise TypeError(f"Unable to apply constraint 'ge' to supplied value {x}") from None
@@ -270,7 +270,7 @@ def less_than(x: Any, lt: Any) -> Any:
     """`lt` on a value a function produced (see `greater_than`)."""
     try:
         if not x < lt:
-            raise PydanticKnownError("less_than", {"lt": _bound("lt", lt)})
+            raise PydanticKnownError("less_than", {"lt": _bound(lt)})
         return x
     except TypeError:
         raise TypeError(f"Unable to apply constraint 'lt' to supplied value {x}") from None
@@ -280,7 +280,7 @@ def less_than_or_equal(x: Any, le: Any) -> Any:
     """`le` on a value a function produced (see `greater_than`)."""
     try:
         if not x <= le:
-            raise PydanticKnownError("less_than_equal", {"le": _bound("le", le)})
+            raise PydanticKnownError("less_than_equal", {"le": _bound(le)})
         return x
     except TypeError:
         raise TypeError(f"Unable to apply constraint 'le' to supplied value {x}") from None

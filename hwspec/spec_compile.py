@@ -32,7 +32,7 @@ import importlib
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pydantic_core
 from pydantic import BaseModel
@@ -204,8 +204,7 @@ def _refers(node: Any) -> bool:
     return False
 
 
-def _built(name: str) -> Any:
-    model = getattr(spec, name)
+def _built(model: type[BaseModel]) -> Any:
     model.model_rebuild()
     return model.__pydantic_core_schema__
 
@@ -227,16 +226,19 @@ PYDANTIC_CORE_VERSION = {version!r}
 '''
 
 
-def render_module() -> str:
-    """The text of `hwspec/_spec_runtime.py` for the installed pydantic and the current models."""
+def render_module(models: Mapping[str, type[BaseModel]] | None = None) -> str:
+    """The text of `hwspec/_spec_runtime.py` for the installed pydantic: the models of
+    RUNTIME_MODELS in `hwspec.spec` (or `models`, by name). Raises CompileError."""
+    if models is None:
+        models = {name: getattr(spec, name) for name in RUNTIME_MODELS}
     writer = _Writer()
     top: dict[str, str] = {}
-    for name in RUNTIME_MODELS:
-        schema = _built(name)
+    for name, model in models.items():
+        schema = _built(model)
         top[name] = writer.render(schema, 4, name)
     imports = "\n".join(f"from {module.rpartition('.')[0]} import {module.rpartition('.')[2]}"
                         if "." in module else f"import {module}" for module in sorted(writer.modules, key=lambda m: ("." in m, m)))
-    out = [HEADER.format(models=", ".join(RUNTIME_MODELS), imports=imports, version=pydantic_core.__version__)]
+    out = [HEADER.format(models=", ".join(models), imports=imports, version=pydantic_core.__version__)]
     out.append("\n# ---------------------------------------------------------------- classes\n")
     for source in writer.classes.values():
         out.append(f"\n{source}\n")
