@@ -29,6 +29,7 @@ import argparse
 import builtins
 import functools
 import importlib
+import math
 import re
 import sys
 from pathlib import Path
@@ -156,7 +157,7 @@ class _Writer:
             if isinstance(node, tuple):
                 return self.layout("(", ",)" if len(parts) == 1 else ")", parts, indent)
             return self.layout("[", "]", parts, indent)
-        if node is None or isinstance(node, (bool, int, float, str)):
+        if node is None or isinstance(node, (bool, int, str)) or (isinstance(node, float) and math.isfinite(node)):
             return repr(node)
         raise CompileError(f"{where}: {node!r} is not a literal the run-time form can write")
 
