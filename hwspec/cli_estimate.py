@@ -7,7 +7,6 @@ workload that does not validate or does not fit), 2 unreadable input or bad usag
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,6 +88,8 @@ def _check_plot_path(path: Path | None) -> bool:
 
 
 def _dump(document: dict) -> str:
+    import json
+
     return json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 

@@ -144,8 +144,7 @@ def _nvlink_domains(spec: ClusterSpec, node_count: int, error) -> NvlinkDomains 
         error(where, f"nvlink_domain.name: the pattern is {len(domain.name)} characters long, more than {MAX_PATTERN}")
         return None
     try:
-        render = compile_pattern(domain.name, ("d",))
-        names = tuple(render({"d": d}) for d in range(count))
+        names = tuple(compile_pattern(domain.name, ("d",)).many({"d": range(count)}, count))
     except ValueError as exc:
         error(where, f"nvlink_domain.name: {exc}", "the pattern may use d (the domain index)")
         return None
@@ -173,21 +172,28 @@ def _short(text: str, limit: int = 80) -> str:
     return shown if len(shown) <= limit else shown[:limit - 3] + "..."
 
 
+NAME_CHUNK = 4096
+"""Host names rendered at once: a pattern giving over-long names is stopped after one chunk."""
+
+
 def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tuple[str, ...] | None:
     if len(pattern) > MAX_PATTERN:
         error(where, f"{dotted(where)}: the pattern is {len(pattern)} characters long, more than {MAX_PATTERN}")
         return None
     try:
         render = compile_pattern(pattern, ("n", "i"))
-        names = []
-        for k in range(group.count):
-            name = render({"n": first + k, "i": group.first + k})
-            if len(name) > MAX_NAME:
-                error(where, f"{dotted(where)}: node {first + k} would be named '{name[:MAX_NAME]}...' "
-                      f"({len(name)} characters), longer than {MAX_NAME}",
-                      "a host name is one DNS label (at most 63 characters); use a shorter pattern")
-                return None
-            names.append(name)
+        names: list[str] = []
+        for start in range(0, group.count, NAME_CHUNK):  # chunks bound the memory of over-long names
+            size = min(NAME_CHUNK, group.count - start)
+            chunk = render.many({"n": range(first + start, first + start + size),
+                                 "i": range(group.first + start, group.first + start + size)}, size)
+            for k, name in enumerate(chunk, start):
+                if len(name) > MAX_NAME:
+                    error(where, f"{dotted(where)}: node {first + k} would be named '{name[:MAX_NAME]}...' "
+                          f"({len(name)} characters), longer than {MAX_NAME}",
+                          "a host name is one DNS label (at most 63 characters); use a shorter pattern")
+                    return None
+            names.extend(chunk)
         return tuple(names)
     except ValueError as exc:
         error(where, f"{dotted(where)}: {exc}", "patterns may use n (node index in the cluster) and i (index in the group)")

@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import os
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 from hwspec.text import xml_escape as escape
 
-import jinja2
 
 from hwspec import __version__, content
 from hwspec.text import XML_COMMENT_DASH, comment, visible
-from hwspec.writer import existing_files, read_existing, safe_join, write_atomic, write_tree
+
+if TYPE_CHECKING:
+    import jinja2
 
 Plan = dict[str, str]
 GeneratorFunc = Callable[["GenContext"], Plan]
@@ -54,7 +56,10 @@ def generator(name: str, kinds: tuple[str, ...] = ("node",)) -> Callable[[Genera
 
 def generators() -> dict[str, tuple[GeneratorFunc, tuple[str, ...]]]:
     """All registered generators by name (imports the built-in ones)."""
-    import hwspec.generators  # noqa: F401  (registers on import)
+    from hwspec.generators import BUILTIN
+
+    for module in BUILTIN:
+        importlib.import_module(f"hwspec.generators.{module}")  # registers on import
 
     return dict(sorted(_REGISTRY.items()))
 
@@ -170,6 +175,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     creates (mode 0700, owner checked) under the temp dir; entries are keyed by the template's
     source, so an edited template is compiled again. HWSPEC_NO_TEMPLATE_CACHE=1 turns it off;
     a cache that cannot be made is no error, templates are then compiled in memory."""
+    import jinja2
+
     if os.environ.get("HWSPEC_NO_TEMPLATE_CACHE"):
         return None
     try:
@@ -180,6 +187,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 @functools.lru_cache(maxsize=16)
 def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
+    import jinja2  # only rendering needs it: `validate` imports the generators' limits, not jinja2
+
     search = [*template_dirs, str(content.builtin_dir("templates"))]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
@@ -235,6 +244,8 @@ def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
 
     Cluster generators call this for their node platforms with the cluster's deployment
     context (`install_dir`, `rail_optimized`)."""
+    import jinja2
+
     wanted = set(only)
     plan: Plan = {}
     platform = topology.platform
@@ -261,11 +272,15 @@ def write_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), svg: bo
     `svg` renders them again. Returns the paths written, changed or removed.
 
     `platforms` is accepted for compatibility: every platform directory in the plan is written."""
+    from hwspec.writer import write_tree
+
     del platforms
     return write_tree(Path(out_dir), plan, keep=_ignored, extra=_svg_renderer(plan) if svg else None)
 
 
 def _orphans(plan: Plan, out_dir: Path, platforms: Iterable[str]) -> list[Path]:
+    from hwspec.writer import existing_files
+
     planned = set(plan)
     orphans = []
     for name in sorted(set(platforms)):
@@ -282,6 +297,8 @@ def _ignored(path: str | Path) -> bool:
 def _svg_renderer(plan: Plan) -> Callable[[Path, str], list[str]] | None:
     """Renders a platform's planned `.dot` files to `.svg` into its new set (see render_svgs)."""
     import shutil
+
+    from hwspec.writer import write_atomic
 
     dot = shutil.which("dot")
     if dot is None:
@@ -314,6 +331,8 @@ def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
     are (or would be) at. `write_plan(..., svg=True)` renders them into each platform's new
     set, so they appear with it; SVGs are not part of the plan (graphviz output differs between
     versions), so `--check` ignores them and they are not committed."""
+    from hwspec.writer import safe_join, write_atomic
+
     import shutil
 
     if shutil.which("dot") is None:
@@ -324,6 +343,8 @@ def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
 def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context_lines: int = 3) -> list[str]:
     """Compare `plan` with `out_dir`. Returns one report per stale file (missing, different
     or left over), each with a short unified diff; empty when everything is up to date."""
+    from hwspec.writer import read_existing, safe_join
+
     reports = []
     for relative, text in plan.items():
         safe_join(out_dir, relative)

@@ -7,10 +7,22 @@ prints them. `expand` is its inverse (used by tests and by people checking outpu
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _split(host: str) -> tuple[str, str, str, int] | None:
+    """`"zx0042b"` -> `("zx", "0042", "b", 42)`: the last run of digits, what surrounds it, and
+    its value; None without digits. Cached: a cluster's hosts are compressed once per list."""
+    match = _NUMBERED.match(host)
+    if match is None:
+        return None
+    prefix, digits, suffix = match.groups()
+    return prefix, digits, suffix, int(digits)
 
 
 def compress(hosts: Iterable[str]) -> str:
@@ -18,22 +30,32 @@ def compress(hosts: Iterable[str]) -> str:
 
     A number with leading zeros fixes its family's width (`n09` and `n10` are both width 2);
     numbers of a family without padding are printed as they are (`n[9-10]`)."""
+    return _compress(tuple(hosts))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compress(hosts: tuple[str, ...]) -> str:
+    """`compress`, cached: the Slurm and scheduler files list the same hosts (all of them, each
+    pod on every rail) several times."""
     unique = list(dict.fromkeys(hosts))
-    parsed = [(host, _NUMBERED.match(host)) for host in unique]
-    padded = {(m.group("prefix"), m.group("suffix"), len(m.group("number")))
-              for _, m in parsed if m and m.group("number").startswith("0") and len(m.group("number")) > 1}
+    splits = list(map(_split, unique))
+    padded = {(prefix, suffix, len(digits)) for prefix, digits, suffix, _ in filter(None, splits)
+              if len(digits) > 1 and digits[0] == "0"}
     families: dict[tuple[str, str, int], list[int]] = {}
     order: list[tuple[str, str, int] | str] = []
-    for host, match in parsed:
-        if match is None:
+    for host, split in zip(unique, splits):
+        if split is None:
             order.append(host)
             continue
-        prefix, digits, suffix = match.group("prefix"), match.group("number"), match.group("suffix")
-        key = (prefix, suffix, len(digits)) if (prefix, suffix, len(digits)) in padded else (prefix, suffix, 0)
-        if key not in families:
-            families[key] = []
+        prefix, digits, suffix, number = split
+        key = (prefix, suffix, len(digits))
+        if key not in padded:
+            key = (prefix, suffix, 0)
+        numbers = families.get(key)
+        if numbers is None:
+            families[key] = numbers = []
             order.append(key)
-        families[key].append(int(digits))
+        numbers.append(number)
     parts = []
     for item in order:
         if isinstance(item, str):

@@ -40,6 +40,26 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
     return [content.builtin_dir("validators"), *map(Path, extra)]
 
 
+_NODES: dict[tuple, Any] = {}
+"""Node platforms loaded in this process, by `_version`: a node file given on the command line
+and used by a cluster (zionex.yaml and zionex-16.yaml) is loaded once. Platforms are immutable."""
+
+
+def _version(path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
+    """What a loaded node platform depends on: the path as given (it is shown in findings and
+    file headers), the file's bytes, and the parts files with theirs (bytes, not modification
+    times: a file rewritten within one clock tick keeps its time); None when something cannot
+    be read (the load itself reports it)."""
+    from hwspec.load import parts_directories
+    from hwspec.source import read_regular_file
+
+    try:
+        files = [path, *(f for d in parts_directories(path, parts_dirs) for f in sorted(Path(d).glob("*.yaml")))]
+        return str(path), tuple((str(f), read_regular_file(f)) for f in files)
+    except (OSError, ValueError, HwspecError):
+        return None
+
+
 def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = ()) -> tuple[Any, dict[str, Any]]:
     """Load a node or cluster platform file (or a workload file), by its `kind`.
 
@@ -49,10 +69,17 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
     (symlinks resolved): a cluster file cannot make hwspec read any file on disk."""
     from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
+    parts_dirs = tuple(map(Path, parts_dirs))
+    key = _version(Path(path), parts_dirs)
+    if key in _NODES:
+        return _NODES[key], {}
     doc, expanded = read_document(Path(path))
     kind = expanded.data.get("kind")
     if kind == "node":
-        return load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs))), {}
+        platform = load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs)))
+        if key is not None:
+            _NODES[key] = platform
+        return platform, {}
     if kind == "cluster":
         from hwspec.cluster_resolve import load_cluster
 
@@ -72,9 +99,15 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
             if key not in nodes:
                 if not node_path.is_file():
                     raise FileNotFoundError(node_path)
-                from hwspec.load import load_platform
+                version = _version(node_path, parts_dirs)
+                if version not in _NODES:
+                    from hwspec.load import load_platform
 
-                nodes[key] = load_platform(node_path, parts_dirs)
+                    platform = load_platform(node_path, parts_dirs)
+                    if version is None:
+                        return platform
+                    _NODES[version] = platform
+                nodes[key] = _NODES[version]
             return nodes[key]
 
         return load_cluster(doc, expanded, Path(path), load_node_file), nodes

@@ -15,7 +15,6 @@ A platform may change a rule under `rules:` by id or name, with a reason; `off` 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import inspect
 import math
@@ -24,7 +23,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,11 +235,15 @@ class Context:
         return Finding(message, location, hint)
 
 
+_PACKAGES: dict[str, str] = {}
+"""Private package name per rule directory, numbered in the order directories are first loaded."""
+
+
 def _package(directory: Path) -> str:
     """A private package for one rule directory, so that its rule modules can import the
     directory's `_*.py` helpers relatively (`from ._common import gbit`) without the
     directory being an importable package (and without clashing with another site's helpers)."""
-    name = "hwspec._rules_" + hashlib.sha1(str(directory).encode()).hexdigest()[:10]
+    name = _PACKAGES.setdefault(str(directory), f"hwspec._rules_{len(_PACKAGES)}")
     if name not in sys.modules:
         package = types.ModuleType(name, f"rules in {directory}")
         package.__path__ = [str(directory)]
@@ -317,6 +319,8 @@ def _import(path: Path):
 def _error_line(exc: BaseException, path: Path) -> int:
     if isinstance(exc, SyntaxError) and exc.lineno:
         return exc.lineno
+    import traceback  # only a rule module that fails to load needs it
+
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if Path(frame.filename).resolve() == path and frame.lineno:
             return frame.lineno

@@ -96,10 +96,8 @@ def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
     one would block forever or never end), and again on the open descriptor (the path may
     have been swapped in between); the file is opened non-blocking and read up to `limit`.
     Raises HwspecError (E100 unreadable, E101 too large)."""
-    file = display_path(path)
-
     def refuse(message: str) -> HwspecError:
-        return HwspecError([_error(file, Position(1, 1), "E100", message)])
+        return HwspecError([_error(display_path(path), Position(1, 1), "E100", message)])
 
     if "\x00" in os.fspath(path):
         raise refuse("cannot read file: the path holds a NUL character")
@@ -114,12 +112,12 @@ def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
             if kind:
                 raise refuse(f"cannot read file: it is {kind}, not a regular file")
             if info.st_size > limit:
-                raise HwspecError([_too_big(file, info.st_size)])
+                raise HwspecError([_too_big(display_path(path), info.st_size)])
             raw = stream.read(limit + 1)
     except OSError as e:
         raise refuse(f"cannot read file: {e.strerror or e}") from None
     if len(raw) > limit:
-        raise HwspecError([_too_big(file, len(raw))])
+        raise HwspecError([_too_big(display_path(path), len(raw))])
     return raw
 
 

@@ -8,6 +8,7 @@ printable characters that every consumer reads as a comment or a string, never a
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -20,8 +21,11 @@ def visible(value: Any) -> str:
     surrogates) becomes an escape: `\\xNN` (a surrogate-escaped byte of a non-UTF-8 file name
     shows as that byte), `\\uNNNN` or `\\UNNNNNNNN`. The result can be encoded as UTF-8 and
     holds no line break, so it is safe in a comment of any generated file."""
+    text = str(value)
+    if text.isprintable() and "\\" not in text:  # the common case; a surrogate is never printable
+        return text
     out = []
-    for char in str(value):
+    for char in text:
         code = ord(char)
         if char == "\\":
             out.append("\\\\")
@@ -68,5 +72,10 @@ def xml_escape(text: str, extra: dict[str, str] | None = None) -> str:
     """`text` with `&`, `<`, `>` (and each key of `extra`) replaced by its entity, as
     `xml.sax.saxutils.escape` does; written here because importing xml.sax.saxutils pulls in
     urllib.request and http.client, a quarter of `hwspec validate`'s start-up."""
-    table = {**_XML_ESCAPES, **(extra or {})}
-    return "".join(table.get(char, char) for char in text)
+    return text.translate(_translation(tuple(sorted((extra or {}).items()))))
+
+
+@functools.lru_cache(maxsize=16)
+def _translation(extra: tuple[tuple[str, str], ...]) -> dict[int, str]:
+    """`str.translate` table of `_XML_ESCAPES` plus `extra`."""
+    return {ord(char): entity for char, entity in {**_XML_ESCAPES, **dict(extra)}.items()}

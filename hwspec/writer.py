@@ -21,9 +21,8 @@ at any moment leaves either the old set of files or the new one, never a mix:
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -117,12 +116,14 @@ def locked(out_dir: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+@functools.cache
 def _renameat2() -> Callable[[str, str], bool] | None:
-    libc_name = ctypes.util.find_library("c")
-    if not sys.platform.startswith("linux") or not libc_name:
+    if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # only writing needs it (`validate` and `generate --check` do not)
+
     try:
-        libc = ctypes.CDLL(libc_name, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols: libc is among them
         function = libc.renameat2
     except (OSError, AttributeError):
         return None
@@ -140,7 +141,6 @@ def _renameat2() -> Callable[[str, str], bool] | None:
     return exchange
 
 
-_EXCHANGE = _renameat2()
 
 
 def _exchange(new: Path, target: Path) -> Path | None:
@@ -150,7 +150,8 @@ def _exchange(new: Path, target: Path) -> Path | None:
     if not os.path.lexists(target):
         os.rename(new, target)
         return None
-    if _EXCHANGE is not None and _EXCHANGE(str(new), str(target)):
+    exchange = _renameat2()
+    if exchange is not None and exchange(str(new), str(target)):
         return new
     parked = target.parent / f".{target.name}{PARKED}{os.getpid()}"
     os.rename(target, parked)

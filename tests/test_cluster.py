@@ -137,3 +137,33 @@ def test_node_groups_may_use_different_node_platforms(tmp_path):
     assert [(h[0], h[2]) for h in hosts] == [("a0", "minimal"), ("a1", "minimal"), ("b0", "star"), ("b1", "star"), ("b2", "star")]
     gres = [line for line in plan["mixed-ok/slurm/gres.conf"].splitlines() if line.startswith("NodeName")]
     assert [line.split()[0] for line in gres] == ["NodeName=a[0-1]"] * 2 + ["NodeName=b[0-2]"] * 2
+
+
+def copy_zionex_pair(directory: Path) -> tuple[Path, Path]:
+    """zionex.yaml and zionex-16.yaml (a cluster of it) copied into `directory`."""
+    for name in ("zionex.yaml", "zionex-16.yaml"):
+        (directory / name).write_text((ROOT / "platforms" / name).read_text())
+    return directory / "zionex.yaml", directory / "zionex-16.yaml"
+
+
+def test_a_node_file_given_with_its_cluster_is_loaded_once(tmp_path, monkeypatch):
+    import hwspec.load
+
+    node, cluster = copy_zionex_pair(tmp_path)
+    loads: list[str] = []
+    real = hwspec.load.load_node
+    monkeypatch.setattr(hwspec.load, "load_node", lambda doc, *rest: loads.append(doc.file) or real(doc, *rest))
+    monkeypatch.setattr(pipeline, "_NODES", {})
+    first, _ = pipeline.load_any(node)
+    second, nodes = pipeline.load_any(cluster)
+    assert len(loads) == 1 and list(nodes.values()) == [first]
+
+
+def test_a_node_file_rewritten_in_place_is_loaded_again(tmp_path, monkeypatch):
+    """Same path, same size, maybe the same modification time (one clock tick): new contents."""
+    node, _ = copy_zionex_pair(tmp_path)
+    monkeypatch.setattr(pipeline, "_NODES", {})
+    before, _ = pipeline.load_any(node)
+    node.write_text(node.read_text().replace("name: zionex", "name: zionez"))
+    after, _ = pipeline.load_any(node)
+    assert (before.name, after.name) == ("zionex", "zionez")

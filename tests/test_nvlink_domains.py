@@ -260,3 +260,18 @@ def test_bad_domain_names_are_refused_at_their_line(tmp_path, monkeypatch, name,
     path = cluster_file(tmp_path, NODES.format(count=36) + "nvlink_domain:\n  nodes: 18\n  name: " + name
                         + "\n  switch_trays: 9\n  switch_ports: 144\n")
     assert findings(path) == [message]
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_scheduler_yaml_is_the_same_from_libyaml_and_the_pure_python_emitter(cluster):
+    """The scheduler files are emitted by libyaml when PyYAML has it (speed at 16k nodes); a
+    machine without it must write the same bytes, so both emitters agree on every document."""
+    import yaml
+
+    from hwspec.generators.domains import _yaml
+
+    assert hasattr(yaml, "CSafeDumper"), "PyYAML without libyaml: the fast emitter is not being tested"
+    for name in ("slurm/topology.yaml", "kubernetes/topology.yaml"):
+        documents = list(yaml.safe_load_all((GENERATED / cluster / name).read_text()))
+        pure = yaml.dump_all(documents, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=False, width=1000)
+        assert _yaml(*documents) == pure

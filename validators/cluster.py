@@ -110,6 +110,8 @@ def bisection_minimum(ctx: Context):
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 """Dotted-quad IPv4 exactly as ipaddress accepts it (no leading zeros, 0-255)."""
+_DNS_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
+"""A DNS label as hosts are named: ASCII letters, digits and '-', not first; 1-63 characters."""
 
 
 @rule("HW805", "host-names", "error", scope="cluster", waivable=False)
@@ -123,7 +125,7 @@ def host_names(ctx: Context):
     node = 0
     for index, group in enumerate(ctx.platform.groups):
         for offset, name in enumerate(group.hostnames):
-            if len(name) > 63 or not name or not all(c.isascii() and (c.isalnum() or c == "-") for c in name) or name.startswith("-"):
+            if not _DNS_LABEL.fullmatch(name):
                 yield ctx.finding(f"nodes[{index}]: hostname '{name}' is not a DNS label (letters, digits, '-'; at most 63)",
                                   at=("nodes", index, "hostname"))
                 return

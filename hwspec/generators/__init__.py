@@ -1,11 +1,8 @@
-"""Built-in generators. Each module registers its generators with `@generator` on import;
-add a module here and import it below."""
+"""Built-in generators. Each module registers its generators with `@generator` when
+`hwspec.generate.generators()` imports it; add a module here and to BUILTIN.
 
-from hwspec.generators import nccl  # noqa: F401
-from hwspec.generators import rccl  # noqa: F401
-from hwspec.generators import launch  # noqa: F401
-from hwspec.generators import roofline  # noqa: F401
-from hwspec.generators import diagram  # noqa: F401
-from hwspec.generators import slurm  # noqa: F401
-from hwspec.generators import cluster  # noqa: F401
-from hwspec.generators import domains  # noqa: F401
+Importing one module (a generation rule reads `nccl.topology_limits`) imports only that module
+and what it needs: rendering, and so jinja2, is loaded only when something is generated."""
+
+BUILTIN = ("nccl", "rccl", "launch", "roofline", "diagram", "slurm", "cluster", "domains")
+"""The built-in generator modules, in registration order."""

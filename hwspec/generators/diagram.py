@@ -73,7 +73,9 @@ LEGEND_C2C = ("c2c", "NVLink-C2C GPU to CPU (links, GB/s per direction)")
 def _printable(text: str) -> str:
     """`text` with every unprintable character (NUL, control characters, line breaks, lone
     surrogates) shown as its `visible` escape, so graphviz reads one clean line."""
-    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else visible(c) for c in text)
+    if text.isprintable():  # the common case; a surrogate is never printable
+        return text
+    return "".join(c if c.isprintable() else visible(c) for c in text)
 
 
 def quote(value: Any) -> str:

@@ -153,8 +153,15 @@ def domain_env(cluster: Cluster) -> list[Setting]:
                     "TorchRec: nodes per NVLink domain, its planner's pod_size (TorchRec 1.8+)")]
 
 
-def _yaml(data) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000)
+YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's emitter when PyYAML is built with it (a 16,384-node topology.yaml in a tenth of
+the time), else the pure-Python one: both emit the same text for these documents, which hold
+only validated names and numbers (tests/test_nvlink_domains.py compares them)."""
+
+
+def _yaml(data, *documents) -> str:
+    """`data` (or, with `documents`, every document) as block YAML in the order written."""
+    return yaml.dump_all([data, *documents], Dumper=YAML_DUMPER, sort_keys=False, default_flow_style=False, width=1000)
 
 
 @generator("scheduler-topology", kinds=("cluster",))
@@ -183,9 +190,13 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
              "# Labels every node of the cluster for the Kueue Topology in topology.yaml.",
              "# KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).",
              "set -eu", 'label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }']
+    quoted: dict[str, str] = {}  # label arguments repeat from node to node: quote each once
     for host, labels in node_labels(topology):
-        lines.append("label " + " ".join(shlex.quote(part) for part in
-                                         (host, *(f"{key}={value}" for key, value in labels.items()))))
+        arguments = [shlex.quote(host)]
+        for key, value in labels.items():
+            argument = f"{key}={value}"
+            arguments.append(quoted.get(argument) or quoted.setdefault(argument, shlex.quote(argument)))
+        lines.append("label " + " ".join(arguments))
     slurm_documents = slurm_topologies(topology)
     plan = {}
     if cluster.nvlink_domains is not None:
@@ -200,7 +211,6 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
     return {
         **plan,
         "slurm/topology.yaml": ctx.header("hash") + slurm_note + _yaml(slurm_documents),
-        "kubernetes/topology.yaml": ctx.header("hash") + k8s_note + yaml.safe_dump_all(
-            documents, sort_keys=False, default_flow_style=False, width=1000),
+        "kubernetes/topology.yaml": ctx.header("hash") + k8s_note + _yaml(*documents),
         "kubernetes/label-nodes.sh": "\n".join(lines) + "\n",
     }

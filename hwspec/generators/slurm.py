@@ -11,10 +11,14 @@ the typed GPUs ("Ignoring extra GRES"); RealMemory is in megabytes (MiB)."""
 
 from __future__ import annotations
 
-from hwspec.cluster import Cluster
+from typing import TYPE_CHECKING
+
 from hwspec.generate import SAFE_VALUE, GenContext, Limit, env_value, generator, refuse
 from hwspec.generators.launch import cpu_ranges
 from hwspec.hostlist import compress, expand
+
+if TYPE_CHECKING:
+    from hwspec.cluster import Cluster
 
 REAL_MEMORY_RESERVE = 0.03
 """Share of installed DDR that the slurm.conf fragment leaves out of RealMemory: firmware and
