@@ -5,6 +5,13 @@ Every model forbids unknown keys and may carry `source` (where its values come f
 and are stored canonically: sizes in bytes, bandwidths in bytes/s per direction, compute in
 FLOP/s (or integer op/s), PCIe rates in transfers/s. References between entries are plain
 ids (`upstream: sw0`); `hwspec.load` checks that they resolve.
+
+These models are the one definition of the spec language. `hwspec.spec_compile` derives from
+them the run-time form `hwspec/_spec_runtime.py` (the same pydantic_core schemas, without
+pydantic), which `hwspec.load` validates with; so every validator here is a module-level
+function (`hwspec.spec_checks`, `hwspec.units`), never a closure or lambda, and shared methods
+live in pydantic-free mixins (`spec_checks.LinkMethods`). After changing a model, run
+`python -m hwspec.spec_compile`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ as before, correct but slower (`runtime_form_current()` says which path is in us
 
 Instances of the run-time classes behave as the pydantic models' do for everything hwspec
 does with them: attributes (the same `__dict__`), the methods of `hwspec.spec_checks` mixins
-(`PcieLink.generation`), equality (same class and fields), hashing, frozenness, repr.
+(`PcieLink.generation`), equality (same class and fields), hashing, frozenness, repr, copying
+and pickling.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ class RuntimeSpec:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen: cannot delete '{name}'")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"__dict__": self.__dict__, "__pydantic_fields_set__": self.__pydantic_fields_set__,
+                "__pydantic_extra__": self.__pydantic_extra__, "__pydantic_private__": self.__pydantic_private__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():  # copy and pickle restore a frozen instance
+            object.__setattr__(self, name, value)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RuntimeSpec):

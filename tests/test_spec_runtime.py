@@ -208,7 +208,7 @@ def test_cluster_specs_validate_to_the_same_instances_in_both_forms(files):
     assert _assert_same("ClusterSpec", files.cluster)[0] == "ok"
 
 
-@settings(max_examples=60)
+@settings(max_examples=100)
 @given(broken(node_specs(max_sockets=4, max_gpus=8)))
 def test_broken_node_documents_give_the_same_errors_and_diagnostics_in_both_forms(document):
     _assert_same("NodeSpec", document)
@@ -334,6 +334,15 @@ def test_runtime_instances_are_frozen_comparable_and_hashable():
     data = expand(load_yaml_file(ROOT / "platforms" / "zionex.yaml")).data
     assert repr(first.pcie[0].link) == repr(pydantic_validator("NodeSpec").validate(data).pcie[0].link) == (
         "PcieLink(source=None, assumed=None, gen=4, speed=None, width=16, physical=None)")
+
+
+def test_runtime_instances_copy_and_pickle():
+    import pickle
+
+    node = _zionex()
+    for copied in (copy.copy(node), copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
+        assert copied == node and _data(copied) == _data(node)
+        assert copied.pcie[0].link.generation == 4
 
 
 def test_default_factories_build_runtime_instances():
