@@ -152,7 +152,8 @@ def validation_diagnostics(
     prefix: DataPath = (),
     locate_key: Callable[[DataPath], Position] | None = None,
 ) -> list[Diagnostic]:
-    """One diagnostic per distinct problem in `exc`.
+    """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (a
+    pydantic model class, a `SpecValidator` or a core schema: where the allowed keys come from).
 
     Errors that only differ by union branch are merged into one message. `prefix` is prepended
     to paths when `data` is a part of a larger document (used for part overrides). Unknown keys

@@ -86,6 +86,16 @@ def test_validate_and_generate_check_run_without_pydantic(argv):
     assert outcome["part_type"] == "hwspec._spec_runtime"
 
 
+def test_a_broken_file_is_reported_without_pydantic(tmp_path):
+    """The error path reads allowed keys and messages from the run-time schemas too."""
+    text = (ROOT / "platforms" / "zionex.yaml").read_text(encoding="utf-8")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(text.replace("hwspec: 1\n", "hwspec: 1\nsokets: []\n", 1), encoding="utf-8")
+    outcome = _modules_after(["validate", str(broken)])
+    assert outcome["rc"] == 1
+    assert [m for m in outcome["modules"] if m == "pydantic" or m.startswith("pydantic.")] == []
+
+
 def test_another_pydantic_core_falls_back_to_the_pydantic_models_with_the_same_outputs():
     """A module made with another pydantic_core is not used: the models validate, and
     `generate --check` still finds every generated file up to date."""
