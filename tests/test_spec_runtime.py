@@ -76,8 +76,9 @@ def _modules_after(argv: list[str], prepare: str = "") -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("argv", [["validate", "platforms/zionex.yaml"], ["generate", "--check", "platforms/zionex.yaml"]],
-                         ids=["validate", "generate-check"])
+@pytest.mark.parametrize("argv", [["validate", "platforms/zionex.yaml"], ["generate", "--check", "platforms/zionex.yaml"],
+                                  ["generate", "--check", "--no-svg"]],
+                         ids=["validate", "generate-check", "generate-check-every-shipped-platform-and-cluster"])
 def test_validate_and_generate_check_run_without_pydantic(argv):
     outcome = _modules_after(argv)
     assert outcome["rc"] == 0
