@@ -209,7 +209,11 @@ SINGLE_PARTS = PART_DOCUMENTS.flatmap(
 PART_MODEL = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart"}
 
 
-@given(node_specs(max_sockets=4, max_gpus=8))
+NODES = st.one_of(node_specs(max_sockets=4, max_gpus=8), node_specs(max_sockets=4, max_gpus=8, virtual_links=True, numa_nodes=True))
+
+
+@settings(max_examples=40)
+@given(NODES)
 def test_node_specs_validate_to_the_same_instances_in_both_forms(document):
     assert _assert_same("NodeSpec", document)[0] == "ok"
 
@@ -220,7 +224,7 @@ def test_cluster_specs_validate_to_the_same_instances_in_both_forms(files):
 
 
 @settings(max_examples=100)
-@given(broken(node_specs(max_sockets=4, max_gpus=8)))
+@given(broken(NODES))
 def test_broken_node_documents_give_the_same_errors_and_diagnostics_in_both_forms(document):
     _assert_same("NodeSpec", document)
 
