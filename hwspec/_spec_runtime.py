@@ -14,6 +14,7 @@ from hwspec import units
 from hwspec.spec_runtime import RuntimeSpec
 
 PYDANTIC_CORE_VERSION = '2.50.4'
+PYDANTIC_VERSION = '2.14.3'  # what made the schemas; the test extra of pyproject.toml pins it
 
 # ---------------------------------------------------------------- classes
 

@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import pydantic
 import pydantic_core
 from pydantic import BaseModel
 
@@ -224,6 +225,7 @@ from __future__ import annotations
 from hwspec.spec_runtime import RuntimeSpec
 
 PYDANTIC_CORE_VERSION = {version!r}
+PYDANTIC_VERSION = {pydantic_version!r}  # what made the schemas; the test extra of pyproject.toml pins it
 '''
 
 
@@ -239,7 +241,8 @@ def render_module(models: Mapping[str, type[BaseModel]] | None = None) -> str:
         top[name] = writer.render(schema, 4, name)
     imports = "\n".join(f"from {module.rpartition('.')[0]} import {module.rpartition('.')[2]}"
                         if "." in module else f"import {module}" for module in sorted(writer.modules, key=lambda m: ("." in m, m)))
-    out = [HEADER.format(models=", ".join(models), imports=imports, version=pydantic_core.__version__)]
+    out = [HEADER.format(models=", ".join(models), imports=imports, version=pydantic_core.__version__,
+                       pydantic_version=pydantic.VERSION)]
     out.append("\n# ---------------------------------------------------------------- classes\n")
     for source in writer.classes.values():
         out.append(f"\n{source}\n")

@@ -48,9 +48,16 @@ def test_runtime_module_is_what_the_pydantic_models_produce():
 
 
 def test_runtime_module_records_the_pydantic_core_it_was_made_with():
+    """The test extra pins the pydantic the module was made with: the tests run the run-time form."""
+    import tomllib
+
+    import pydantic
+
     from hwspec import _spec_runtime
 
-    assert _spec_runtime.PYDANTIC_CORE_VERSION == pydantic_core.__version__
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["test"]
+    assert f"pydantic=={_spec_runtime.PYDANTIC_VERSION}" in test_extra
+    assert (_spec_runtime.PYDANTIC_VERSION, _spec_runtime.PYDANTIC_CORE_VERSION) == (pydantic.VERSION, pydantic_core.__version__)
     assert runtime_form_current()
 
 
