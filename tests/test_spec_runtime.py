@@ -47,6 +47,18 @@ def test_runtime_module_is_what_the_pydantic_models_produce():
     assert spec_compile.render_module() == committed, "hwspec/_spec_runtime.py is stale: run python -m hwspec.spec_compile"
 
 
+def test_spec_compile_check_reports_a_stale_module_and_writing_makes_it_current(tmp_path, monkeypatch, capsys):
+    target = tmp_path / "_spec_runtime.py"
+    target.write_text("# edited by hand\n", encoding="utf-8")
+    monkeypatch.setattr(spec_compile, "TARGET", target)
+    assert spec_compile.main(["--check"]) == 1
+    assert "_spec_runtime.py is stale: run python -m hwspec.spec_compile" in capsys.readouterr().err
+    assert target.read_text(encoding="utf-8") == "# edited by hand\n"  # --check writes nothing
+    assert spec_compile.main([]) == 0
+    assert target.read_text(encoding="utf-8") == spec_compile.TARGET.read_text(encoding="utf-8") == spec_compile.render_module()
+    assert spec_compile.main(["--check"]) == 0
+
+
 def test_runtime_module_records_the_pydantic_core_it_was_made_with():
     """The test extra pins the pydantic the module was made with: the tests run the run-time form."""
     import tomllib
