@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 
 from hwspec.cluster_model import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
@@ -21,7 +21,10 @@ from hwspec.expand import Expanded, compile_pattern
 from hwspec.model import Assumption, Platform, RuleSetting
 from hwspec.source import SourceDoc
 from hwspec.sourcemap import DocumentSourceMap
-from hwspec.spec import ClusterSpec
+from hwspec.spec_runtime import spec_validator
+
+if TYPE_CHECKING:
+    from hwspec.spec import ClusterSpec
 
 MAX_CLUSTER_NODES = 1_000_000
 """Nodes in one cluster (all groups together), the bound each group's `count` already has."""
@@ -62,7 +65,7 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
     def locate(p: DataPath) -> Position:
         return doc.locate(expanded.written_path(p))
 
-    spec = validate_document(ClusterSpec, doc, expanded)
+    spec: ClusterSpec = validate_document(spec_validator("ClusterSpec"), doc, expanded)
     errors: list[Diagnostic] = []
 
     def error(p: DataPath, message: str, hint: str | None = None, code: str = "E205") -> None:

@@ -1,15 +1,27 @@
-"""Turning pydantic validation errors into diagnostics that point into the YAML file."""
+"""Turning pydantic_core validation errors into diagnostics that point into the YAML file.
+
+Works from pydantic_core alone: the allowed keys of a mapping are read from the core schema
+that validated it (a `hwspec.spec_runtime.SpecValidator`'s, or a pydantic model's own), so the
+run-time form of the spec and the pydantic models report every problem alike.
+"""
 
 from __future__ import annotations
 
 import difflib
-import types
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from pydantic import BaseModel, ValidationError
+from pydantic_core import ValidationError
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+
+if typing.TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from hwspec.spec_runtime import SpecValidator
+
+Validated = typing.Union["type[BaseModel]", "SpecValidator"]
+"""What a document is validated with: a pydantic model class or a run-time spec validator."""
 
 DataPath = tuple[str | int, ...]
 
@@ -48,36 +60,80 @@ def real_path(data: Any, loc: tuple) -> DataPath:
     return tuple(path)
 
 
-def _unwrap(annotation: Any) -> list[Any]:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
-    return [annotation]
+def core_schema_of(model: Validated | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pydantic_core schema `model` validates with."""
+    if isinstance(model, Mapping):
+        return model
+    schema = getattr(model, "core_schema", None)
+    if schema is not None:
+        return schema
+    model.model_rebuild()  # a pydantic model built on first use (defer_build)
+    return model.__pydantic_core_schema__
 
 
-def model_at(model: type[BaseModel], path: DataPath) -> type[BaseModel] | None:
-    """The pydantic model class that validates the mapping at `path`, if there is one."""
-    current: Any = model
+_WRAPPERS = frozenset({"nullable", "default", "function-before", "function-after", "function-wrap"})
+
+
+def _branches(schema: Mapping[str, Any], definitions: dict[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The schemas a value here is validated by, wrappers and references removed, unions
+    flattened in their order (`definitions` collects what `definitions` schemas name)."""
+    kind = schema["type"]
+    if kind == "definitions":
+        definitions.update({d["ref"]: d for d in schema["definitions"]})
+        return _branches(schema["schema"], definitions)
+    if kind == "definition-ref":
+        return _branches(definitions[schema["schema_ref"]], definitions)
+    if kind in _WRAPPERS and "schema" in schema:
+        return _branches(schema["schema"], definitions)
+    if kind == "union":
+        return [b for choice in schema["choices"]
+                for b in _branches(choice[0] if isinstance(choice, tuple) else choice, definitions)]
+    if kind == "tagged-union":
+        return [b for choice in schema["choices"].values() for b in _branches(choice, definitions)]
+    return [schema]
+
+
+_ANY: Mapping[str, Any] = {"type": "any"}
+
+
+def model_at(model: Validated | Mapping[str, Any], path: DataPath,
+             definitions: dict[str, Mapping[str, Any]] | None = None) -> Mapping[str, Any] | None:
+    """The core schema of the model (`type: model`) that validates the mapping at `path` in a
+    document `model` validates, if there is one. Where several branches of a union fit, the
+    first one written in the model is taken. `definitions` receives the named schemas seen."""
+    definitions = {} if definitions is None else definitions
+    current = core_schema_of(model)
     for part in path:
         candidates = []
-        for option in _unwrap(current):
-            if isinstance(option, type) and issubclass(option, BaseModel) and isinstance(part, str):
-                field = option.model_fields.get(part)
-                if field is not None:
-                    candidates.append(field.annotation)
-            origin = typing.get_origin(option)
-            if origin in (list, tuple) and isinstance(part, int):
-                args = typing.get_args(option)
-                candidates.append(args[0] if args else Any)
-            if origin is dict and isinstance(part, str):
-                candidates.append(typing.get_args(option)[1])
+        for option in _branches(current, definitions):
+            kind = option["type"]
+            if kind == "model" and isinstance(part, str):
+                fields = _fields(option, definitions)
+                if part in fields:
+                    candidates.append(fields[part]["schema"])
+            elif kind in ("list", "tuple") and isinstance(part, int):
+                items = option.get("items_schema", _ANY)
+                candidates.append((items[0] if items else _ANY) if isinstance(items, list) else items)
+            elif kind == "dict" and isinstance(part, str):
+                candidates.append(option.get("values_schema", _ANY))
         if not candidates:
             return None
         current = candidates[0]
-    models = [t for t in _unwrap(current) if isinstance(t, type) and issubclass(t, BaseModel)]
+    models = [b for b in _branches(current, definitions) if b["type"] == "model"]
     return models[0] if models else None
+
+
+def _fields(model: Mapping[str, Any], definitions: dict[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The fields of a `type: model` core schema (its inner `model-fields`)."""
+    inner = [b for b in _branches(model["schema"], definitions) if b["type"] == "model-fields"]
+    return inner[0]["fields"] if inner else {}
+
+
+def allowed_keys(model: Validated | Mapping[str, Any], path: DataPath) -> list[str]:
+    """The keys the mapping at `path` may have, sorted; empty when no model validates it."""
+    definitions: dict[str, Mapping[str, Any]] = {}
+    owner = model_at(model, path, definitions)
+    return sorted(_fields(owner, definitions)) if owner is not None else []
 
 
 def _describe(value: Any) -> str:
@@ -89,14 +145,15 @@ def _describe(value: Any) -> str:
 
 def validation_diagnostics(
     exc: ValidationError,
-    model: type[BaseModel],
+    model: Validated | Mapping[str, Any],
     data: Any,
     file: str,
     locate: Callable[[DataPath], Position],
     prefix: DataPath = (),
     locate_key: Callable[[DataPath], Position] | None = None,
 ) -> list[Diagnostic]:
-    """One diagnostic per distinct problem in `exc`.
+    """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (a
+    pydantic model class, a `SpecValidator` or a core schema: where the allowed keys come from).
 
     Errors that only differ by union branch are merged into one message. `prefix` is prepended
     to paths when `data` is a part of a larger document (used for part overrides). Unknown keys
@@ -115,8 +172,7 @@ def validation_diagnostics(
         hint = None
         if group == "extra":
             key = str(path[-1])
-            owner = model_at(model, path[:-1])
-            allowed = sorted(owner.model_fields) if owner else []
+            allowed = allowed_keys(model, path[:-1])
             guess = nearest(key, allowed)
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}unknown key '{key}'"
             if allowed:
@@ -141,18 +197,17 @@ def validation_diagnostics(
     return diagnostics
 
 
-M = typing.TypeVar("M", bound=BaseModel)
-
-
-def validate_document(model: type[M], doc: Any, expanded: Any) -> M:
-    """`expanded.data` (an expanded `SourceDoc`) validated as `model`; on failure, HwspecError
-    with one diagnostic per problem, located at the written line and column."""
+def validate_document(model: Validated, doc: Any, expanded: Any) -> Any:
+    """`expanded.data` (an expanded `SourceDoc`) validated with `model` (a pydantic model class
+    or a `SpecValidator`); on failure, HwspecError with one diagnostic per problem, located at
+    the written line and column."""
 
     def locate(p: DataPath) -> Position:
         return doc.locate(expanded.written_path(p))
 
+    validate = getattr(model, "validate", None) if not isinstance(model, type) else model.model_validate
     try:
-        return model.model_validate(expanded.data)
+        return validate(expanded.data)
     except ValidationError as exc:
         raise HwspecError(validation_diagnostics(exc, model, expanded.data, doc.file, locate,
                                                  locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None

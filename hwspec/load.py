@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from pydantic import BaseModel, ValidationError
+from pydantic_core import ValidationError
 
 from hwspec import content
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
@@ -19,15 +19,19 @@ from hwspec.expand import Expanded, expand
 from hwspec.model import Platform
 from hwspec.resolve import resolve_node
 from hwspec.source import SourceDoc, load_yaml_file
-from hwspec.spec import CpuPart, GpuPart, NicPart, NodeSpec, PartsCatalogue
+from hwspec.spec_runtime import spec_validator
 
-PART_KINDS: dict[str, type[BaseModel]] = {"cpus": CpuPart, "gpus": GpuPart, "nics": NicPart}
+if TYPE_CHECKING:
+    from hwspec.spec import NodeSpec
+
+PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart"}
+"""Catalogue section -> the spec model of its parts (`hwspec.spec`; validated by `spec_validator`)."""
 
 
 class Part:
-    """A catalogue entry: its validated model and where it is written."""
+    """A catalogue entry: its validated model (a `CpuPart`, `GpuPart` or `NicPart`) and where it is written."""
 
-    def __init__(self, kind: str, name: str, raw: dict, model: BaseModel, doc: SourceDoc, expanded: Expanded):
+    def __init__(self, kind: str, name: str, raw: dict, model: Any, doc: SourceDoc, expanded: Expanded):
         self.kind, self.name, self.raw, self.model = kind, name, raw, model
         self.doc, self.expanded = doc, expanded
 
@@ -67,11 +71,12 @@ def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
 @functools.lru_cache(maxsize=64)
 def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict[str, Part]]:
     doc, expanded = read_document(path)
+    validator = spec_validator("PartsCatalogue")
     try:
-        catalogue = PartsCatalogue.model_validate(expanded.data)
+        catalogue = validator.validate(expanded.data)
     except ValidationError as exc:
         raise HwspecError(validation_diagnostics(
-            exc, PartsCatalogue, expanded.data, doc.file,
+            exc, validator, expanded.data, doc.file,
             lambda p: doc.locate(expanded.written_path(p)),
             locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
     parts: dict[str, dict[str, Part]] = {}
@@ -147,10 +152,11 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     # together with type errors elsewhere in the file.
     _check_references(expanded.data, error)
     _check_part_names(expanded.data, catalogue, error)
+    validator = spec_validator("NodeSpec")
     try:
-        spec = NodeSpec.model_validate(expanded.data)
+        spec = validator.validate(expanded.data)
     except ValidationError as exc:
-        errors.extend(validation_diagnostics(exc, NodeSpec, expanded.data, doc.file, locate, locate_key=locate_key))
+        errors.extend(validation_diagnostics(exc, validator, expanded.data, doc.file, locate, locate_key=locate_key))
         raise HwspecError(errors) from None
     if errors:
         raise HwspecError(errors)
@@ -161,7 +167,7 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     return resolve_node(spec, parts, doc, expanded)
 
 
-def _check_c2c_parts(spec: NodeSpec, parts: dict[str, BaseModel], error) -> None:
+def _check_c2c_parts(spec: NodeSpec, parts: dict[str, Any], error) -> None:
     """A GPU attached over NVLink-C2C needs a part that has C2C links (`c2c:` in the part)."""
     for index, gpu in enumerate(spec.gpus):
         part = parts.get(gpu.id)
@@ -190,9 +196,9 @@ def _check_part_names(data: Any, catalogue: Catalogue, error) -> None:
                       (f"did you mean '{guess}'? " if guess else "") + f"known {label} parts: {known}")
 
 
-def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, errors: list[Diagnostic]) -> dict[str, BaseModel]:
+def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, errors: list[Diagnostic]) -> dict[str, Any]:
     """Part model per entry id, with the entry's `override` merged in."""
-    resolved: dict[str, BaseModel] = {}
+    resolved: dict[str, Any] = {}
     for section, kind, _ in PART_SECTIONS:
         for index, entry in enumerate(getattr(spec, section)):
             here = (section, index)
@@ -201,9 +207,9 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
                 resolved[entry.id] = part.model
                 continue
             merged = _deep_merge(part.raw, entry.override)
-            model_cls = PART_KINDS[kind]
+            validator = spec_validator(PART_KINDS[kind])
             try:
-                resolved[entry.id] = model_cls.model_validate(merged)
+                resolved[entry.id] = validator.validate(merged)
             except ValidationError as exc:
                 overridden = set(_paths(entry.override))
 
@@ -213,7 +219,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
                         return locate(_here + ("override",) + inner)
                     return _part.locate(inner)
 
-                errors.extend(validation_diagnostics(exc, model_cls, merged, file, locate_merged, prefix=here + ("override",)))
+                errors.extend(validation_diagnostics(exc, validator, merged, file, locate_merged, prefix=here + ("override",)))
     return resolved
 
 

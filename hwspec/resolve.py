@@ -7,9 +7,7 @@ faults that rules report (a PCIe cycle, a device that reaches no socket) resolve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec import model as m
 from hwspec.errors import dotted
@@ -17,7 +15,9 @@ from hwspec.topology import climb
 from hwspec.expand import Expanded
 from hwspec.source import SourceDoc
 from hwspec.sourcemap import DocumentSourceMap
-from hwspec.spec import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
+
+if TYPE_CHECKING:  # the instances are the run-time form's (hwspec.spec_runtime) or these models'
+    from hwspec.spec import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
 # quad, 6 links per GPU with two doubled pairs (nvidia-smi topo -m on a DGX-1V).
@@ -61,7 +61,7 @@ class _Domain:
     path: tuple
 
 
-def _domains(spec: NodeSpec, parts: dict[str, BaseModel]) -> list[_Domain]:
+def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
     domains = []
     for i, s in enumerate(spec.sockets):
         part: CpuPart = parts[s.id]
@@ -74,7 +74,7 @@ def _domains(spec: NodeSpec, parts: dict[str, BaseModel]) -> list[_Domain]:
     return domains
 
 
-def _cpu_lists(domains: list[_Domain], parts: dict[str, BaseModel]) -> dict[str, tuple[int, ...]]:
+def _cpu_lists(domains: list[_Domain], parts: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     """Linux's usual numbering: first thread of every core, NUMA node by NUMA node, then siblings."""
     ordered = sorted(domains, key=lambda d: d.numa_node)
     total = sum(d.cores for d in ordered)
@@ -112,7 +112,7 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     return tuple(cpus)
 
 
-def resolve_node(spec: NodeSpec, parts: dict[str, BaseModel], doc: SourceDoc, expanded: Expanded) -> m.Platform:
+def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded: Expanded) -> m.Platform:
     entity_paths: dict[str, tuple] = {}
     for section in ("sockets", "pcie", "gpus", "nics", "ssds"):
         for index, entry in enumerate(getattr(spec, section)):

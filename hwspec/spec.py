@@ -5,18 +5,24 @@ Every model forbids unknown keys and may carry `source` (where its values come f
 and are stored canonically: sizes in bytes, bandwidths in bytes/s per direction, compute in
 FLOP/s (or integer op/s), PCIe rates in transfers/s. References between entries are plain
 ids (`upstream: sw0`); `hwspec.load` checks that they resolve.
+
+These models are the one definition of the spec language. `hwspec.spec_compile` derives from
+them the run-time form `hwspec/_spec_runtime.py` (the same pydantic_core schemas, without
+pydantic), which `hwspec.load` validates with; so every validator here is a module-level
+function (`hwspec.spec_checks`, `hwspec.units`), never a closure or lambda, and shared methods
+live in pydantic-free mixins (`spec_checks.LinkMethods`). After changing a model, run
+`python -m hwspec.spec_compile`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from hwspec.expand import Substituted
-from hwspec.units import Bytes, ByteRate, FlopRate, TransferRate
+from hwspec import spec_checks as checks
+from hwspec.spec_checks import MAX_CORES, MAX_CPU_ID, MAX_SOCKETS, PCIE_GEN_RATES  # noqa: F401  (part of the spec language)
+from hwspec.unit_types import Bytes, ByteRate, FlopRate, TransferRate
 
 Bandwidth = Annotated[ByteRate, Field(gt=0)]
 """A bandwidth that must be above zero: a link or memory with no bandwidth is a mistake (leave
@@ -24,85 +30,33 @@ out a tier that does not exist instead)."""
 
 SPEC_VERSION = 1
 
+WholeNumber = Annotated[int, BeforeValidator(checks.whole_number)]
+"""A count, index or number: written as a number (`2`, `2.0`), never `"2"` or `true`. Every
+integer field of the spec language is one (tests/test_spec_runtime.py checks it)."""
 
-def _check_pattern(pattern: str, what: str, example: str):
-    compiled = re.compile(pattern)
+OptionalWholeNumber = Annotated[int | None, BeforeValidator(checks.whole_number)]
+"""A WholeNumber that may be left out. (Not `WholeNumber | None`: pydantic could not then put
+a field's `ge`/`le` on the integer itself and would check them in Python.)"""
 
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise PydanticCustomError("hwspec_format", f"'{value}' is not {what}, e.g. '{example}'")
-        return value
-
-    return AfterValidator(check)
-
-
-Id = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": r"^[a-z][a-z0-9_-]*$"}),
-               _check_pattern(r"[a-z][a-z0-9_-]*", "an id (lower-case letters, digits, '-' and '_', starting with a letter)", "gpu0")]
+Id = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": r"^[a-z][a-z0-9_-]*$"}), AfterValidator(checks.check_id)]
 """An entry id: `gpu0`, `sw-1`. Used in references and in generated names."""
 
-PartName = Annotated[str, Field(max_length=64),
-                     _check_pattern(r"[a-z0-9][a-z0-9_.-]*", "a part name (lower-case letters, digits, '.', '-', '_')", "a100-sxm4-40gb")]
+PartName = Annotated[str, Field(max_length=64), AfterValidator(checks.check_part_name)]
 
 BusId = Annotated[str, Field(json_schema_extra={"pattern": r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$"}),
-                  _check_pattern(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]",
-                                 "a PCI bus id in lower-case 'dddd:bb:dd.f' form, as the kernel and NCCL print it", "0000:17:00.0")]
+                  AfterValidator(checks.check_bus_id)]
 """PCI bus id, lower case, 4-digit domain: NCCL matches these strings byte for byte."""
 
 OsName = Annotated[str, Field(max_length=15, json_schema_extra={"pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"}),
-                   _check_pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-                                  "a device or interface name (letters, digits, '.', '-', '_'; at most 15)", "mlx5_0")]
+                   AfterValidator(checks.check_os_name)]
 """A name as the OS shows it (`mlx5_0`, `eth0`). The safe set keeps generated shell and env
 files free of quoting problems: anything else is refused here, never escaped later."""
 
-MAX_CPU_ID = 65535
-"""Largest logical CPU id (Linux's NR_CPUS tops out at 8192 today)."""
-MAX_CORES = 1024
-"""Physical cores per socket."""
-MAX_SOCKETS = 64
-"""Sockets (NUMA nodes) per node: with MAX_CORES and 8 threads, a node has at most 524,288 CPUs."""
-
-
-def _cpu_count(value: str) -> int:
-    """CPUs a (pattern-checked) CPU list names, without expanding it."""
-    total = 0
-    for chunk in value.split(","):
-        lo, _, hi = chunk.partition("-")
-        total += int(hi or lo) - int(lo) + 1
-    return total
-
-
-def _check_cpu_list(value: str) -> str:
-    """A CPU list whose size is computed before anything is expanded: every id at most
-    MAX_CPU_ID, ranges ascending, at most MAX_CPU_ID + 1 CPUs in all (a 4 MiB file of
-    `0-65535,` repeats would otherwise expand to billions)."""
-    total = 0
-    for chunk in value.split(","):
-        lo, _, hi = chunk.partition("-")
-        first, last = int(lo), int(hi or lo)
-        if last > MAX_CPU_ID:
-            raise PydanticCustomError("hwspec_format", f"CPU {last} is above the largest CPU id {MAX_CPU_ID}")
-        if last < first:
-            raise PydanticCustomError("hwspec_format", f"range '{chunk}' runs backwards: write the lower CPU first")
-        total += last - first + 1
-        if total > MAX_CPU_ID + 1:
-            raise PydanticCustomError("hwspec_format", f"the list names more than {MAX_CPU_ID + 1} CPUs")
-    return value
-
-
-CpuList = Annotated[str, _check_pattern(r"\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*", "a CPU list such as '0-27,112-139'", "0-27,112-139"),
-                    AfterValidator(_check_cpu_list)]
+CpuList = Annotated[str, AfterValidator(checks.check_cpu_list_syntax), AfterValidator(checks.check_cpu_list_size)]
 
 Dtype = Literal["fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
 Transport = Literal["rocev2", "infiniband", "tcp"]
 NicRole = Literal["backend", "ingestion", "frontend", "management"]
-PCIE_GEN_RATES: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
-
-
-def _is_integer(value: object) -> bool:
-    """An int, or a float with no fraction (JSON Schema's "integer" counts 12.0 as one)."""
-    if isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class Spec(BaseModel):
@@ -113,43 +67,15 @@ class Spec(BaseModel):
     source: str | None = Field(None, description="Where the values of this entry come from.")
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _integers_are_written_as_numbers(cls, value: object, info: ValidationInfo) -> object:
-        """A whole number is written as a number: `2` (or `2.0`), not `"2"` or `true` (pydantic
-        would coerce them; the JSON Schema does not, and neither does hwspec). The text of a
-        `${...}` placeholder (`slot: ${g}`) is the one string accepted there."""
-        field = cls.model_fields.get(info.field_name or "")
-        plain_integer = (field is not None and field.annotation in (int, int | None)
-                         and not any(hasattr(m, "func") for m in field.metadata))  # unit types parse their strings
-        if plain_integer and value is not None and not _is_integer(value) and not isinstance(value, Substituted):
-            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-                raise PydanticCustomError("hwspec_integer", f"'{value}' is a string: write the number without quotes ({value.strip()})")
-            shown = f"'{value}'" if isinstance(value, str) else str(value).lower()
-            raise PydanticCustomError("hwspec_integer", f"{shown} is not a whole number, e.g. 2")
-        return value
 
-
-class PhysicalLink(Spec):
+class PhysicalLink(checks.LinkMethods, Spec):
     """The PCIe link a device or bridge physically trains at: what bandwidth is computed from."""
 
-    gen: int | None = Field(None, ge=1, le=6, description="PCIe generation, 1-6.")
+    gen: OptionalWholeNumber = Field(None, ge=1, le=6, description="PCIe generation, 1-6.")
     speed: TransferRate | None = Field(None, description="Alternative to gen: '16 GT/s'.")
     width: Literal[1, 2, 4, 8, 16, 32] = Field(description="Lanes.")
 
-    @model_validator(mode="after")
-    def _gen_or_speed(self) -> "PcieLink":
-        if (self.gen is None) == (self.speed is None):
-            raise PydanticCustomError("hwspec_link", "give either 'gen' (e.g. 4) or 'speed' (e.g. '16 GT/s'), not both or neither")
-        if self.speed is not None and self.speed not in PCIE_GEN_RATES.values():
-            raise PydanticCustomError("hwspec_link", "speed must be a PCIe rate: 2.5, 5, 8, 16, 32 or 64 GT/s")
-        return self
-
-    @property
-    def generation(self) -> int:
-        if self.gen is not None:
-            return self.gen
-        return next(g for g, rate in PCIE_GEN_RATES.items() if rate == self.speed)
+    _gen_or_speed = model_validator(mode="after")(checks.gen_or_speed)
 
 
 class PcieLink(PhysicalLink):
@@ -161,12 +87,7 @@ class PcieLink(PhysicalLink):
     width: Literal[0, 1, 2, 4, 8, 16, 32] = Field(description="Lanes (0: the width a VM reports for a passed-through device).")
     physical: PhysicalLink | None = Field(None, description="The link the hardware trains at, when the presented one differs (a VM's virtual bridge).")
 
-    @model_validator(mode="after")
-    def _width_zero_needs_physical(self) -> "PcieLink":
-        if self.width == 0 and self.physical is None:
-            raise PydanticCustomError("hwspec_link", "a link of width 0 carries no bandwidth: add 'physical: {gen: .., width: ..}', "
-                                                     "the link the device trains at")
-        return self
+    _width_zero_needs_physical = model_validator(mode="after")(checks.width_zero_needs_physical)
 
 
 class PartRef(Spec):
@@ -183,10 +104,10 @@ class CpuPart(Spec):
     vendor: Literal["intel", "amd", "arm", "ibm"]
     arch: Literal["x86_64", "arm64", "ppc64"]
     model_name: str
-    family: int = Field(ge=0, description="CPUID family as NCCL computes it (base + extended).")
-    model: int = Field(ge=0, description="CPUID model as NCCL computes it (base + extended<<4).")
-    cores: int = Field(ge=1, le=MAX_CORES, description="Physical cores per socket.")
-    threads_per_core: int = Field(2, ge=1, le=8)
+    family: WholeNumber = Field(ge=0, description="CPUID family as NCCL computes it (base + extended).")
+    model: WholeNumber = Field(ge=0, description="CPUID model as NCCL computes it (base + extended<<4).")
+    cores: WholeNumber = Field(ge=1, le=MAX_CORES, description="Physical cores per socket.")
+    threads_per_core: WholeNumber = Field(2, ge=1, le=8)
 
 
 class HbmSpec(Spec):
@@ -198,14 +119,14 @@ class FabricCapability(Spec):
     """What the accelerator part can do on its GPU-to-GPU fabric."""
 
     kind: Literal["nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "xgmi", "none"]
-    links: int = Field(ge=0, description="Links the part has.")
+    links: WholeNumber = Field(ge=0, description="Links the part has.")
     link_bandwidth: Bandwidth = Field(description="Per link, per direction.")
 
 
 class C2cCapability(Spec):
     """The part's NVLink-C2C (chip-to-chip) links to a CPU, as NVML counts them (Grace Hopper, Grace Blackwell)."""
 
-    links: int = Field(ge=1, le=64, description="C2C links the GPU has to its CPU (NVML_FI_DEV_C2C_LINK_COUNT).")
+    links: WholeNumber = Field(ge=1, le=64, description="C2C links the GPU has to its CPU (NVML_FI_DEV_C2C_LINK_COUNT).")
     link_bandwidth: Annotated[ByteRate, Field(ge=1e6, le=1e15)] = Field(
         description="Per link, per direction (NVML_FI_DEV_C2C_LINK_GET_MAX_BW); NCCL's topology file takes it as whole MB/s.")
 
@@ -214,11 +135,11 @@ class GpuPart(Spec):
     vendor: Literal["nvidia", "amd", "intel", "other"]
     model_name: str
     form_factor: Literal["sxm2", "sxm3", "sxm4", "sxm5", "oam", "pcie", "superchip"]
-    sm: int = Field(0, ge=0, description="CUDA compute capability x10 (80 for A100); NCCL's 'sm'. 0 for parts without CUDA.")
+    sm: WholeNumber = Field(0, ge=0, description="CUDA compute capability x10 (80 for A100); NCCL's 'sm'. 0 for parts without CUDA.")
     gcn: str | None = Field(None, pattern=r"^gfx[0-9a-f]{3,4}$",
                             description="AMD GPUs: the gfx target (gfx942 for MI300X); RCCL's <gpu gcn>.")
-    hip_arch: int | None = Field(None, ge=0, description="AMD GPUs: hipDeviceProp_t.arch packed as an int (RCCL's <gpu arch>).")
-    compute_units: int | None = Field(None, ge=1, description="AMD GPUs: compute units; RCCL's <gpu sm> holds this count.")
+    hip_arch: OptionalWholeNumber = Field(None, ge=0, description="AMD GPUs: hipDeviceProp_t.arch packed as an int (RCCL's <gpu arch>).")
+    compute_units: OptionalWholeNumber = Field(None, ge=1, description="AMD GPUs: compute units; RCCL's <gpu sm> holds this count.")
     pci_vendor: str = Field(pattern=r"^0x[0-9a-f]{4}$")
     pci_device: str = Field(pattern=r"^0x[0-9a-f]{4}$")
     hbm: HbmSpec
@@ -233,7 +154,7 @@ class NicPart(Spec):
     vendor: str
     model_name: str
     speed: Bandwidth = Field(description="Per port, per direction.")
-    ports: int = Field(1, ge=1)
+    ports: WholeNumber = Field(1, ge=1)
     transports: list[Transport]
     rdma: bool
     gpudirect: bool = Field(description="Supports GPUDirect RDMA (peer memory).")
@@ -265,7 +186,7 @@ class NumaNodeSpec(Spec):
     Its `id` is what PCIe entries hang off (`upstream:`)."""
 
     id: Id
-    numa_node: int = Field(ge=0, le=1023, description="The NUMA node number, as 'numactl -H' shows it.")
+    numa_node: WholeNumber = Field(ge=0, le=1023, description="The NUMA node number, as 'numactl -H' shows it.")
     cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent "
                                                     "(the socket's cores split evenly among its NUMA nodes).")
     memory: SocketMemory
@@ -276,23 +197,13 @@ class SocketSpec(PartRef):
     or it lists its `numa_nodes`, each with its own CPUs and memory."""
 
     id: Id
-    numa_node: int | None = Field(None, ge=0, le=1023, description="The socket's NUMA node, when it is one.")
+    numa_node: OptionalWholeNumber = Field(None, ge=0, le=1023, description="The socket's NUMA node, when it is one.")
     cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent.")
     memory: SocketMemory | None = None
     numa_nodes: list[NumaNodeSpec] | None = Field(None, min_length=1, max_length=64,
                                                   description="The socket's NUMA nodes, when it has several (SNC, NPS2/NPS4).")
 
-    @model_validator(mode="after")
-    def _one_numa_form(self) -> "SocketSpec":
-        if self.numa_nodes is not None:
-            given = [key for key in ("numa_node", "cpus", "memory") if getattr(self, key) is not None]
-            if given:
-                raise PydanticCustomError("hwspec_numa", "a socket with 'numa_nodes' gives {keys} per NUMA node, not on the socket",
-                                          {"keys": ", ".join(given)})
-        elif self.numa_node is None or self.memory is None:
-            raise PydanticCustomError("hwspec_numa", "a socket needs 'numa_node' and 'memory' (one NUMA node), "
-                                                     "or 'numa_nodes' (several)")
-        return self
+    _one_numa_form = model_validator(mode="after")(checks.one_numa_form)
 
 
 class CpuInterconnectSpec(Spec):
@@ -327,7 +238,7 @@ class NvSwitchSpec(Spec):
     """An NVSwitch chip on the baseboard and how many fabric links every GPU has to it."""
 
     id: Id
-    links_per_gpu: int = Field(ge=1, le=64, description="Fabric links from each GPU to this switch (HGX H100: 5, 5, 4, 4).")
+    links_per_gpu: WholeNumber = Field(ge=1, le=64, description="Fabric links from each GPU to this switch (HGX H100: 5, 5, 4, 4).")
     bus: BusId | None = Field(None, description="The switch's PCI bus id where the OS shows it (NCCL names NVLink "
                                                  "targets by it); without one, NCCL's 'invisible NVSwitch' is written.")
 
@@ -337,20 +248,15 @@ class BaseboardSpec(Spec):
     superset the logical fabric uses), or NVSwitch chips every GPU is wired to."""
 
     kind: Literal["oam-ubb", "hgx", "custom"] = "oam-ubb"
-    slots: int = Field(ge=1, le=64)
-    ports_per_slot: int = Field(0, ge=0, description="Fabric ports per slot (point-to-point wiring).")
-    links_per_port: int = Field(1, ge=1, description="Accelerator fabric links one port can carry.")
+    slots: WholeNumber = Field(ge=1, le=64)
+    ports_per_slot: WholeNumber = Field(0, ge=0, description="Fabric ports per slot (point-to-point wiring).")
+    links_per_port: WholeNumber = Field(1, ge=1, description="Accelerator fabric links one port can carry.")
     wiring: Wiring | Literal["nvswitch"] | list[tuple[int, int]] = Field(
         description="A named superset topology, one [slot, slot] entry per wired port, or 'nvswitch'.")
     nvswitches: list[NvSwitchSpec] | None = Field(None, min_length=1, max_length=64,
                                                   description="The NVSwitch chips, for wiring: nvswitch.")
 
-    @model_validator(mode="after")
-    def _switches_with_nvswitch_wiring(self) -> "BaseboardSpec":
-        if (self.wiring == "nvswitch") != (self.nvswitches is not None):
-            raise PydanticCustomError("hwspec_baseboard", "'wiring: nvswitch' and 'nvswitches' go together: list the "
-                                                          "NVSwitch chips and each GPU's links to them")
-        return self
+    _switches_with_nvswitch_wiring = model_validator(mode="after")(checks.switches_with_nvswitch_wiring)
 
 
 class C2cAttach(Spec):
@@ -361,7 +267,7 @@ class C2cAttach(Spec):
 
 class GpuSpec(PartRef):
     id: Id
-    slot: int | None = Field(None, ge=0)
+    slot: OptionalWholeNumber = Field(None, ge=0)
     pcie: PcieAttach
     c2c: C2cAttach | None = Field(None, description="NVLink-C2C to a CPU, besides the PCIe presence the OS shows "
                                                     "(Grace Blackwell): host traffic and GPUDirect to the socket's NICs use it.")
@@ -369,14 +275,14 @@ class GpuSpec(PartRef):
 
 class NvlinkPair(Spec):
     gpus: tuple[Id, Id]
-    links: int = Field(ge=1)
+    links: WholeNumber = Field(ge=1)
 
 
 class NvlinkSpec(Spec):
     """The logical GPU fabric in use; must embed in the baseboard wiring."""
 
     topology: Literal["fully-connected", "hybrid-cube-mesh", "nvswitch"] | list[NvlinkPair]
-    links_per_pair: int = Field(1, ge=1, description="For fully-connected: links between every pair.")
+    links_per_pair: WholeNumber = Field(1, ge=1, description="For fully-connected: links between every pair.")
     exclude: list[tuple[int, int]] = Field(default_factory=list, description="Slot pairs left out of a named pattern.")
     symmetric: bool = Field(True, description="Every GPU has the same fabric bandwidth (HW305 checks it).")
 
@@ -388,7 +294,7 @@ class NicSpec(PartRef):
     gpu: Id | None = Field(None, description="The GPU a backend NIC serves.")
     device: OsName | None = Field(None, description="RDMA device name, e.g. mlx5_0.")
     interface: OsName | None = Field(None, description="Network interface name, e.g. eth0.")
-    port: int = Field(1, ge=1)
+    port: WholeNumber = Field(1, ge=1)
     pcie: PcieAttach
 
 
@@ -399,9 +305,7 @@ class SsdSpec(Spec):
     pcie: PcieAttach
 
 
-IbHcaFilter = Annotated[str, Field(max_length=256), _check_pattern(r"[\^]?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*",
-                                             "an NCCL_IB_HCA filter such as 'mlx5', '^mlx5_an0' or '=mlx5_0:1,mlx5_1:1'",
-                                             "mlx5")]
+IbHcaFilter = Annotated[str, Field(max_length=256), AfterValidator(checks.check_ib_hca)]
 """NCCL_IB_HCA's syntax: an optional '^' (exclude) and '=' (exact names, else prefixes), then
 comma-separated device names with an optional ':port'."""
 
@@ -417,37 +321,28 @@ class BackendSpec(Spec):
                                                          "NCCL selects the backend RDMA devices when their names are not written "
                                                          "('device:') or differ between images.")
     rail_optimized: bool = Field(False, description="NIC i of every node is on rail i.")
-    gid_index: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
-    traffic_class: int | None = Field(None, ge=0, le=255)
-    service_level: int | None = Field(None, ge=0, le=15)
+    gid_index: OptionalWholeNumber = Field(None, ge=0, le=255, description="RoCE GID index.")
+    traffic_class: OptionalWholeNumber = Field(None, ge=0, le=255)
+    service_level: OptionalWholeNumber = Field(None, ge=0, le=15)
 
 
 class DeclaresSpec(Spec):
     """Counts and totals the platform promises; rules check them against what is wired."""
 
-    sockets: int | None = Field(None, ge=1)
-    gpus: int | None = Field(None, ge=0)
+    sockets: OptionalWholeNumber = Field(None, ge=1)
+    gpus: OptionalWholeNumber = Field(None, ge=0)
     memory: Bytes | None = Field(None, description="Total host DDR.")
 
 
-def _off(value: object) -> object:
-    """YAML 1.1 reads a bare `off` (and `no`, `false`) as false: what the user wrote is `off`."""
-    return "off" if value is False else value
-
-
 class RuleSetting(Spec):
-    severity: Annotated[Literal["error", "warning", "info", "off"], BeforeValidator(_off)] = Field(
+    severity: Annotated[Literal["error", "warning", "info", "off"], BeforeValidator(checks.off_is_off)] = Field(
         description="New severity, or off (written bare or quoted: YAML's false is read as off).")
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
 
 
 EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": r"^[A-Z_][A-Z0-9_]*$"}),
-                    _check_pattern(r"[A-Z_][A-Z0-9_]*", "an environment variable name (upper-case letters, digits, '_')",
-                                   "NCCL_IB_TIMEOUT")]
-EnvValue = Annotated[str, Field(max_length=1023), BeforeValidator(lambda v: ("1" if v else "0") if isinstance(v, bool) else
-                                                                  str(v) if isinstance(v, (int, float)) else v),
-                     _check_pattern(r"[A-Za-z0-9_./:,=@%+^-]*", "a value env files and nccl.conf take verbatim "
-                                    "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")]
+                    AfterValidator(checks.check_env_name)]
+EnvValue = Annotated[str, Field(max_length=1023), BeforeValidator(checks.env_value_text), AfterValidator(checks.check_env_value)]
 """An environment value: strings as written, numbers as written, booleans as 1/0; at most 1023
 characters, what NCCL copies of a nccl.conf value."""
 
@@ -462,18 +357,8 @@ class NodeSpec(Spec):
     description: str | None = None
     sources: dict[str, str] = Field(default_factory=dict, description="Named sources the notes refer to.")
     declares: DeclaresSpec = Field(default_factory=DeclaresSpec)
-    sockets: list[SocketSpec] = Field(min_length=1, max_length=MAX_SOCKETS)
+    sockets: Annotated[list[SocketSpec], Field(min_length=1, max_length=MAX_SOCKETS), AfterValidator(checks.cpus_bounded)]
 
-    @field_validator("sockets")
-    @classmethod
-    def _cpus_bounded(cls, sockets: list[SocketSpec]) -> list[SocketSpec]:
-        """The CPUs the node's lists name, counted before any list is expanded: at most
-        MAX_CPU_ID + 1 in all (64 sockets x 64 NUMA nodes x 65,536 CPUs would be 268M ids)."""
-        lists = [s.cpus for s in sockets] + [n.cpus for s in sockets for n in (s.numa_nodes or ())]
-        total = sum(_cpu_count(text) for text in lists if text)
-        if total > MAX_CPU_ID + 1:
-            raise PydanticCustomError("hwspec_format", f"the CPU lists name {total} CPUs, more than {MAX_CPU_ID + 1}")
-        return sockets
     cpu_interconnect: CpuInterconnectSpec | None = None
     pcie: list[PcieBridgeSpec] = Field(default_factory=list)
     baseboard: BaseboardSpec | None = None
@@ -497,17 +382,17 @@ class NodeGroupSpec(Spec):
     (index in the cluster, from 0) and `i` (index in this group, from `first`)."""
 
     platform: str = Field(description="A node platform file, relative to this file (e.g. zionex.yaml).")
-    count: int = Field(ge=1, le=1_000_000)
-    first: int = Field(0, ge=0, description="Value of `i` for the group's first node.")
+    count: WholeNumber = Field(ge=1, le=1_000_000)
+    first: WholeNumber = Field(0, ge=0, description="Value of `i` for the group's first node.")
     hostname: str = Field(description="Pattern, e.g. 'zx${i:04}'.")
     address: str | None = Field(None, description="Backend/bootstrap IPv4 pattern, e.g. '10.1.${n//256}.${n%256}'.")
 
 
 class SwitchTier(Spec):
-    ports: int = Field(ge=2, description="Ports per switch.")
-    uplinks: int = Field(0, ge=0, description="Leaf ports used as uplinks to the spine tier.")
+    ports: WholeNumber = Field(ge=2, description="Ports per switch.")
+    uplinks: WholeNumber = Field(0, ge=0, description="Leaf ports used as uplinks to the spine tier.")
     speed: Bandwidth | None = Field(None, description="Uplink speed per port; defaults to the NIC speed.")
-    count: int | None = Field(None, ge=1, description="Spine switches; derived from the uplinks when absent.")
+    count: OptionalWholeNumber = Field(None, ge=1, description="Spine switches; derived from the uplinks when absent.")
 
 
 class BackendNetworkSpec(Spec):
@@ -530,7 +415,7 @@ class FrontendNetworkSpec(Spec):
 
 
 class RendezvousSpec(Spec):
-    port: int = Field(29500, ge=1, le=65535)
+    port: WholeNumber = Field(29500, ge=1, le=65535)
     backend: Literal["c10d", "static"] = "c10d"
 
 
@@ -541,10 +426,10 @@ class NvlinkDomainSpec(Spec):
     through the domain's switch trays, so a domain is a scheduling block (Slurm), a topology
     level (Kubernetes), a TorchRec pod and an NCCL multi-node NVLink (MNNVL) clique."""
 
-    nodes: int = Field(ge=1, le=4096, description="Nodes (compute trays) per domain, e.g. 18 for GB200 NVL72.")
+    nodes: WholeNumber = Field(ge=1, le=4096, description="Nodes (compute trays) per domain, e.g. 18 for GB200 NVL72.")
     name: str = Field("nvl${d}", description="Domain name pattern; d = domain index from 0, e.g. 'rack${d:02}'.")
-    switch_trays: int = Field(ge=1, le=1024, description="NVLink switch trays per domain (9 in a GB200 NVL72 rack).")
-    switch_ports: int = Field(ge=1, le=65536, description="NVLink ports per switch tray (144 in GB200 NVL72: 2 switch chips x 72).")
+    switch_trays: WholeNumber = Field(ge=1, le=1024, description="NVLink switch trays per domain (9 in a GB200 NVL72 rack).")
+    switch_ports: WholeNumber = Field(ge=1, le=65536, description="NVLink ports per switch tray (144 in GB200 NVL72: 2 switch chips x 72).")
     clique_id: Literal["nvml", "rack-serial"] = Field(
         "nvml", description="How NCCL identifies the clique: 'nvml' (the fabric manager's cliqueId, NCCL's default) "
                             "or 'rack-serial' (NCCL_MNNVL_CLIQUE_ID=-2: a hash of the rack chassis serial, NCCL >= 2.23.4).")
@@ -563,7 +448,7 @@ class ClusterSpec(Spec):
     backend: BackendNetworkSpec | None = None
     frontend: FrontendNetworkSpec | None = None
     rendezvous: RendezvousSpec = Field(default_factory=RendezvousSpec)
-    world_size: int | None = Field(None, ge=1, description="Declared number of ranks (GPUs).")
+    world_size: OptionalWholeNumber = Field(None, ge=1, description="Declared number of ranks (GPUs).")
     nvlink_domain: NvlinkDomainSpec | None = Field(None, description="NVLink domains spanning several nodes (racks such as GB200 NVL72).")
     rules: dict[str, RuleSetting] = Field(default_factory=dict)
     environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(

@@ -25,7 +25,9 @@ Decisions:
   form come out in the base unit ('1234567890.1234567 B/s'). Bandwidths are
   printed in bytes, compute rates as FLOPS (the canonical value does not record FLOP vs OPS).
 - In pydantic models a `UnitError` becomes a `PydanticCustomError` of type `unit` whose `msg`
-  is exactly the `UnitError` text (no "Value error, " prefix).
+  is exactly the `UnitError` text (no "Value error, " prefix): `validate_*` here. The pydantic
+  field types (`Bytes`, `ByteRate`, ...) are in `hwspec.unit_types`; this module imports no
+  pydantic (only pydantic_core's error), so the run-time spec validators can use it.
 """
 
 from __future__ import annotations
@@ -34,9 +36,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
-from typing import Annotated, Any, Callable
+from typing import Any, Callable
 
-from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 
@@ -407,32 +408,47 @@ def format_duration(x: float) -> str:
     return _format_float(_DURATION_KIND, x)
 
 
-def _pydantic(parse: Callable[[object], Any]) -> Callable[[object], Any]:
-    """`parse` for a BeforeValidator: the UnitError text becomes pydantic's `msg` verbatim (type `unit`)."""
-    def validate(value: object) -> Any:
-        try:
-            return parse(value)
-        except UnitError as error:
-            raise PydanticCustomError("unit", "{message}", {"message": str(error)}) from None
-    return validate
+def _unit_error(parse: Callable[[object], Any], value: object) -> Any:
+    """`parse(value)`, with a UnitError raised as pydantic_core's error of type `unit` whose
+    `msg` is exactly the UnitError text."""
+    try:
+        return parse(value)
+    except UnitError as error:
+        raise PydanticCustomError("unit", "{message}", {"message": str(error)}) from None
 
 
-def _serializer(format_: Callable[[Any], str]) -> PlainSerializer:
-    return PlainSerializer(format_, return_type=str, when_used="json")
+def validate_bytes(value: object) -> int:
+    """`parse_bytes` as a validator (module level: the run-time spec names it by import path)."""
+    return _unit_error(parse_bytes, value)
 
 
-Bytes = Annotated[int, BeforeValidator(_pydantic(parse_bytes)), _serializer(format_bytes),
-                  WithJsonSchema(_SIZE_KIND.json_schema("bytes"))]
-"""A size field: bytes (int) in Python, '40 GiB' in YAML and JSON."""
-ByteRate = Annotated[float, BeforeValidator(_pydantic(parse_byte_rate)), _serializer(format_byte_rate),
-                     WithJsonSchema(_BYTE_RATE_KIND.json_schema("bytes per second per direction"))]
-"""A bandwidth field: bytes per second per direction (float) in Python, '25 GB/s' in YAML and JSON."""
-FlopRate = Annotated[float, BeforeValidator(_pydantic(parse_flop_rate)), _serializer(format_flop_rate),
-                     WithJsonSchema(_FLOP_RATE_KIND.json_schema("operations per second"))]
-"""A compute-rate field: operations per second (float) in Python, '312 TFLOPS' in YAML and JSON."""
-TransferRate = Annotated[float, BeforeValidator(_pydantic(parse_transfer_rate)), _serializer(format_transfer_rate),
-                         WithJsonSchema(_TRANSFER_RATE_KIND.json_schema("transfers per second"))]
-"""A transfer-rate field: transfers per second (float) in Python, '16 GT/s' in YAML and JSON."""
-Duration = Annotated[float, BeforeValidator(_pydantic(parse_duration)), _serializer(format_duration),
-                     WithJsonSchema(_DURATION_KIND.json_schema("seconds"))]
-"""A duration field: seconds (float) in Python, '2 us' in YAML and JSON."""
+def validate_byte_rate(value: object) -> float:
+    """`parse_byte_rate` as a validator."""
+    return _unit_error(parse_byte_rate, value)
+
+
+def validate_flop_rate(value: object) -> float:
+    """`parse_flop_rate` as a validator."""
+    return _unit_error(parse_flop_rate, value)
+
+
+def validate_transfer_rate(value: object) -> float:
+    """`parse_transfer_rate` as a validator."""
+    return _unit_error(parse_transfer_rate, value)
+
+
+def validate_duration(value: object) -> float:
+    """`parse_duration` as a validator."""
+    return _unit_error(parse_duration, value)
+
+
+_FIELD_TYPES = ("Bytes", "ByteRate", "FlopRate", "TransferRate", "Duration")
+
+
+def __getattr__(name: str) -> Any:
+    """The pydantic field types (`Bytes`, `ByteRate`, ...) live in `hwspec.unit_types`, so that
+    this module imports without pydantic; they are still reachable here by their old names."""
+    if name in _FIELD_TYPES:
+        from hwspec import unit_types
+        return getattr(unit_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 from hwspec.errors import DataPath, dotted, validate_document
 from hwspec.expand import Expanded
 from hwspec.source import SourceDoc
-from hwspec.spec import Id, Spec
+from hwspec.spec import Id, OptionalWholeNumber, Spec, WholeNumber
 
 StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 CommDtype = Literal["fp32", "fp16", "bf16", "fp8"]
@@ -49,8 +49,8 @@ OPTIMIZER_STATE_BYTES = {"sgd": lambda dim: 0, "rowwise-adagrad": lambda dim: 4,
 class BatchSpec(Spec):
     """The batch: give `global` (samples per iteration over all GPUs) or `per_gpu` (local batch)."""
 
-    global_: int | None = Field(None, alias="global", ge=1, description="Samples per iteration over all GPUs.")
-    per_gpu: int | None = Field(None, ge=1, description="Samples per iteration per GPU (local batch).")
+    global_: OptionalWholeNumber = Field(None, alias="global", ge=1, description="Samples per iteration over all GPUs.")
+    per_gpu: OptionalWholeNumber = Field(None, ge=1, description="Samples per iteration per GPU (local batch).")
 
     @model_validator(mode="after")
     def _one(self) -> "BatchSpec":
@@ -63,13 +63,13 @@ class TableSpec(Spec):
     """`count` identical embedding tables."""
 
     name: Id = Field(description="Name of the table group, unique in the file.")
-    count: int = Field(1, ge=1, le=1_000_000, description="Identical tables in this group.")
-    rows: int = Field(ge=1, le=10**13, description="Rows (hash size) per table.")
-    dim: int = Field(ge=1, le=65536, description="Embedding dimension.")
+    count: WholeNumber = Field(1, ge=1, le=1_000_000, description="Identical tables in this group.")
+    rows: WholeNumber = Field(ge=1, le=10**13, description="Rows (hash size) per table.")
+    dim: WholeNumber = Field(ge=1, le=65536, description="Embedding dimension.")
     pooling: float = Field(gt=0, le=1_000_000, description="Average lookups per sample (pooling factor).")
     precision: StorageDtype | None = Field(None, description="Storage dtype; default: embeddings.precision.")
     sharding: Sharding | None = Field(None, description="Default: embeddings.sharding.")
-    column_shards: int = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding only).")
+    column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding only).")
 
 
 class EmbeddingsSpec(Spec):
