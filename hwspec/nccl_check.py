@@ -78,6 +78,11 @@ _INT = re.compile(r"-?[0-9]+")
 _UINT = re.compile(r"[0-9]+")
 _HEX_CLASS = re.compile(r"0x[0-9a-f]{2,6}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_NAME_CHARS = re.compile(r"[^ \t\n\r>/=\"'<]*")
+"""What NCCL's tokenizer takes into a name: everything up to a space, '>', '/', '=', a quote, '<' or a line break."""
+_BLANKS = re.compile(r"[ \n\r\t]*")
+_PLAIN_VALUE = re.compile(r"[^\n\r\t<>&\"']*")
+"""An attribute value with none of the characters `attribute` reports."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,7 @@ class _Tokenizer:
         self.errors: list[str] = []
         self.elements: list[_Element] = []
         self._tab_lines: set[int] = set()
-        self._newlines = [i for i, c in enumerate(text) if c == "\n"]
+        self._newlines = [match.start() for match in re.finditer("\n", text)]
 
     def line(self, pos: int | None = None) -> int:
         return bisect.bisect_left(self._newlines, self.pos if pos is None else pos) + 1
@@ -168,10 +173,13 @@ class _Tokenizer:
                        "(NCCL: \"XML Parse error : expecting '<', got '\\t'\")")
 
     def skip_blank(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos] in " \n\r\t":
-            if self.text[self.pos] == "\t":
-                self.tab()
-            self.pos += 1
+        start, end = self.pos, _BLANKS.match(self.text, self.pos).end()
+        tab = self.text.find("\t", start, end)
+        while tab >= 0:  # each TAB is reported at its own line (once per line)
+            self.pos = tab
+            self.tab()
+            tab = self.text.find("\t", tab + 1, end)
+        self.pos = end
 
     def parse(self) -> _Element | None:
         """Tokenize the whole text; return the root element (None after a fatal error)."""
@@ -237,8 +245,7 @@ class _Tokenizer:
     def name(self) -> str:
         """An element or attribute name: NCCL ends it at space, '>', '/', '=', or a line break."""
         start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos] not in " \t\n\r>/=\"'<":
-            self.pos += 1
+        self.pos = _NAME_CHARS.match(self.text, start).end()
         name = self.text[start:self.pos]
         if not _NAME.fullmatch(name):
             raise self.fatal(f"bad name {name!r}" if name else f"expected a name, got {self.peek()!r}", start)
@@ -295,9 +302,10 @@ class _Tokenizer:
             raise self.fatal(f"unterminated value of {key!r} in <{element.name}>")
         value = self.text[self.pos + 1:end]
         self.pos = end + 1
-        problems = [what for chars, what in (("\n\r", "a line break"), ("\t", "a TAB"), ("<>", "'<' or '>'"),
-                                             ("&", "'&' (NCCL does not decode entities)"), ("\"'", "a quote"))
-                    if any(ch in value for ch in chars)]
+        problems = [] if _PLAIN_VALUE.fullmatch(value) else [
+            what for chars, what in (("\n\r", "a line break"), ("\t", "a TAB"), ("<>", "'<' or '>'"),
+                                     ("&", "'&' (NCCL does not decode entities)"), ("\"'", "a quote"))
+            if any(ch in value for ch in chars)]
         for what in problems:
             self.error(f"value of {key!r} in <{element.name}> contains {what}", key_pos)
         if len(value) >= MAX_STRING:
@@ -501,9 +509,24 @@ def check_rccl_xml(text: str) -> list[str]:
     return check_topology_xml(text, RCCL)
 
 
+_CHECKED: dict[tuple[str, str], tuple[str, ...]] = {}
+"""Results of `check_topology_xml` by (dialect, text): a cluster's node files repeat the node
+platform's topology file, so it is checked once per run. At most _CHECKED_MAX entries."""
+_CHECKED_MAX = 64
+
+
 def check_topology_xml(text: str, dialect: Dialect) -> list[str]:
     """Every way `text` breaks `dialect`'s topology-file rules. The tokenizer is shared (RCCL's
     parser is NCCL's), so its messages quote NCCL's error texts for both."""
+    key = (dialect.name, text)
+    if key not in _CHECKED:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[key] = tuple(_check_topology_xml(text, dialect))
+    return list(_CHECKED[key])
+
+
+def _check_topology_xml(text: str, dialect: Dialect) -> list[str]:
     tokens = _Tokenizer(text)
     root = tokens.parse()
     errors = list(tokens.errors)
