@@ -14,10 +14,9 @@ from typing import Iterable
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
 
 
-@functools.lru_cache(maxsize=1 << 17)
 def _split(host: str) -> tuple[str, str, str, int] | None:
     """`"zx0042b"` -> `("zx", "0042", "b", 42)`: the last run of digits, what surrounds it, and
-    its value; None without digits. Cached: a cluster's hosts are compressed once per list."""
+    its value; None without digits."""
     match = _NUMBERED.match(host)
     if match is None:
         return None
