@@ -48,16 +48,15 @@ class LoadedNodes(dict):
 
 def _version(path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
     """What a loaded node platform depends on: the path as given and as shown in findings and
-    file headers (relative to the working directory), the file's bytes, and the parts files with theirs (bytes, not modification
-    times: a file rewritten within one clock tick keeps its time); None when something cannot
-    be read (the load itself reports it)."""
+    file headers (relative to the working directory), the file's bytes, and the parts files
+    with theirs (bytes, not modification times: a file rewritten within one clock tick keeps
+    its time); None when something cannot be read (the load itself reports it)."""
+    from hwspec.diagnostics import display_path
     from hwspec.load import parts_directories
     from hwspec.source import read_regular_file
 
     try:
         files = [path, *(f for d in parts_directories(path, parts_dirs) for f in sorted(Path(d).glob("*.yaml")))]
-        from hwspec.diagnostics import display_path
-
         return str(path), display_path(path), tuple((str(f), read_regular_file(f)) for f in files)
     except (OSError, ValueError, HwspecError):
         return None
