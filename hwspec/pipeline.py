@@ -42,8 +42,24 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
 
 class LoadedNodes(dict):
     """Node platforms already loaded in one run, by `_version`: `hwspec generate` of platforms/
-    loads zionex.yaml once for zionex.yaml and zionex-16.yaml. The CLI makes one per command;
-    without one (a library call) every load is fresh, so no state outlives a run."""
+    loads zionex.yaml once for zionex.yaml and zionex-16.yaml, and runs its node rules once.
+    The CLI makes one per command; without one (a library call) every load is fresh, so no
+    state outlives a run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.findings: dict[tuple[int, int], tuple[Any, list, tuple[Diagnostic, ...]]] = {}
+        """(id(platform), id(rules)) -> (platform, rules, node-rule findings); the platform and
+        rules are kept so that their ids stay theirs for the run."""
+
+    def node_findings(self, platform: Any, rules: list) -> list[Diagnostic]:
+        """The node rules' findings on `platform` (a node platform of this run), run once."""
+        from hwspec.rules import run_rules
+
+        key = (id(platform), id(rules))
+        if key not in self.findings:
+            self.findings[key] = (platform, rules, tuple(run_rules(platform.topology, rules, scope="node")))
+        return list(self.findings[key][2])
 
 
 def _version(path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
@@ -142,9 +158,13 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
     if rules is None:
         rules = load_rules(rule_directories())
     for node_platform in nodes.values():
-        result.diagnostics.extend(run_rules(node_platform.topology, rules, scope="node"))
+        result.diagnostics.extend(loaded.node_findings(node_platform, rules) if loaded is not None
+                                  else run_rules(node_platform.topology, rules, scope="node"))
     result.topology = result.platform.topology
-    result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind))
+    if loaded is not None and result.topology.kind == "node":
+        result.diagnostics.extend(loaded.node_findings(result.platform, rules))
+    else:
+        result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind))
     return result
 
 

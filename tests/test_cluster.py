@@ -175,3 +175,20 @@ def test_a_node_file_rewritten_in_place_is_loaded_again(tmp_path):
     node.write_text(node.read_text().replace("name: zionex", "name: zionez"))
     after, _ = pipeline.load_any(node, loaded=loaded)
     assert (before.name, after.name) == ("zionex", "zionez")
+
+
+def test_a_node_platform_s_rules_run_once_per_run(tmp_path, monkeypatch):
+    """zionex.yaml and zionex-16.yaml in one run: zionex's node rules run once, and both files
+    report their findings."""
+    import hwspec.rules
+
+    node, cluster = copy_zionex_pair(tmp_path)
+    scopes: list[str] = []
+    real = hwspec.rules.run_rules
+    monkeypatch.setattr(hwspec.rules, "run_rules", lambda topology, rules, scope="node": scopes.append(scope)
+                        or real(topology, rules, scope))
+    rules = load_rules(pipeline.rule_directories())
+    loaded = pipeline.LoadedNodes()
+    checked = [pipeline.check(path, rules, loaded=loaded) for path in (node, cluster)]
+    assert scopes == ["node", "cluster"]
+    assert all(c.platform is not None and not c.failed() for c in checked)
