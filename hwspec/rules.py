@@ -88,60 +88,85 @@ def contained(limit: float | None = None) -> Iterator[None]:
     any other BaseException become `_Escape`; running past `limit` seconds (SIGALRM, main
     thread only; repeated every 0.1 s in case the code swallows the first) becomes `_Escape`
     too. A real Ctrl-C (SIGINT) still stops hwspec. Ordinary exceptions pass through."""
-    limit = time_limit() if limit is None else limit
-    saved_out, saved_err = sys.stdout, sys.stderr
-    main = threading.current_thread() is threading.main_thread()
-    interrupted = False
-    previous_alarm = previous_int = None
-    outer_deadline: float | None = None
-    outer_interval = 0.0
-    timed = False
-    if main:
-        def on_alarm(signum, frame):
-            if outer_deadline is not None and time.monotonic() >= outer_deadline - 0.001 and callable(previous_alarm):
-                previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
-            raise RuleTimeout()
+    with _Box(limit) as box, box.item():
+        yield
 
-        def on_interrupt(signum, frame):
-            nonlocal interrupted
-            interrupted = True
-            raise KeyboardInterrupt
 
-        previous_int = signal.signal(signal.SIGINT, on_interrupt)
-        outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, 0, 0)  # read (and pause) a caller's timer
-        if outer_delay:
-            outer_deadline = time.monotonic() + outer_delay
-        first = min(d for d in (limit, outer_delay) if d) if (limit or outer_delay) else 0
-        if first:
-            timed = True
-            previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, first, 0.1)
-    saved_fd = _divert_stdout_fd()
-    try:
-        with contextlib.redirect_stdout(saved_err):
+class _Box:
+    """`contained` for many pieces of site code in a row (the rules of one platform): the
+    signal handlers, the caller's paused timer and file descriptor 1 are set up once, and each
+    `item()` only arms and disarms its own time limit and puts stdout back."""
+
+    def __init__(self, limit: float | None = None):
+        self.limit = time_limit() if limit is None else limit
+        self.main = threading.current_thread() is threading.main_thread()
+        self.interrupted = False
+        self.outer_deadline: float | None = None
+        self.outer_interval = 0.0
+
+    def __enter__(self) -> "_Box":
+        self.saved_out, self.saved_err = sys.stdout, sys.stderr
+        if self.main:
+            def on_alarm(signum, frame):
+                if (self.outer_deadline is not None and time.monotonic() >= self.outer_deadline - 0.001
+                        and callable(self.previous_alarm)):
+                    self.previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
+                raise RuleTimeout()
+
+            def on_interrupt(signum, frame):
+                self.interrupted = True
+                raise KeyboardInterrupt
+
+            self.previous_int = signal.signal(signal.SIGINT, on_interrupt)
+            outer_delay, self.outer_interval = signal.setitimer(signal.ITIMER_REAL, 0, 0)  # read (and pause) a caller's timer
+            if outer_delay:
+                self.outer_deadline = time.monotonic() + outer_delay
+            self.previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
+        self.saved_fd = _divert_stdout_fd()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.main:
+            signal.setitimer(signal.ITIMER_REAL, 0, 0)
+            signal.signal(signal.SIGALRM, self.previous_alarm)
+            if self.outer_deadline is not None:  # give the caller's timer back what is left of it
+                signal.setitimer(signal.ITIMER_REAL, max(self.outer_deadline - time.monotonic(), 0.001), self.outer_interval)
+            signal.signal(signal.SIGINT, self.previous_int)
+        sys.stdout, sys.stderr = self.saved_out, self.saved_err
+        _restore_stdout_fd(self.saved_fd)
+
+    @contextlib.contextmanager
+    def item(self) -> Iterator[None]:
+        """One piece of site code, with the box's rules (see `contained`)."""
+        timed = False
+        if self.main:
+            outer_left = None if self.outer_deadline is None else max(self.outer_deadline - time.monotonic(), 0.001)
+            first = min(d for d in (self.limit, outer_left) if d) if (self.limit or outer_left) else 0
+            if first:
+                timed = True
+                signal.setitimer(signal.ITIMER_REAL, first, 0.1)
+        if self.saved_fd is not None:
+            with contextlib.suppress(OSError):
+                os.dup2(2, 1)  # again: the previous piece may have moved it
+        sys.stdout = self.saved_err
+        try:
             yield
-    except RuleTimeout:
-        raise _Escape(f"ran longer than the {limit:g} s time limit") from None
-    except KeyboardInterrupt:
-        if interrupted:
+        except RuleTimeout:
+            raise _Escape(f"ran longer than the {self.limit:g} s time limit") from None
+        except KeyboardInterrupt:
+            if self.interrupted:
+                raise
+            raise _Escape("raised KeyboardInterrupt") from None
+        except SystemExit as exc:
+            raise _Escape(f"called sys.exit({exc.code!r})") from None
+        except Exception:
             raise
-        raise _Escape("raised KeyboardInterrupt") from None
-    except SystemExit as exc:
-        raise _Escape(f"called sys.exit({exc.code!r})") from None
-    except Exception:
-        raise
-    except BaseException as exc:
-        raise _Escape(f"raised {type(exc).__name__}") from None
-    finally:
-        if main:
+        except BaseException as exc:
+            raise _Escape(f"raised {type(exc).__name__}") from None
+        finally:
             if timed:
                 signal.setitimer(signal.ITIMER_REAL, 0, 0)
-                signal.signal(signal.SIGALRM, previous_alarm)
-            if outer_deadline is not None:  # give the caller's timer back what is left of it
-                signal.setitimer(signal.ITIMER_REAL, max(outer_deadline - time.monotonic(), 0.001), outer_interval)
-            signal.signal(signal.SIGINT, previous_int)
-        sys.stdout, sys.stderr = saved_out, saved_err
-        _restore_stdout_fd(saved_fd)
+            sys.stdout, sys.stderr = self.saved_err, self.saved_err
 
 
 def _divert_stdout_fd() -> int | None:
@@ -373,28 +398,31 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Dia
         overrides[target.id] = setting.severity
 
     context = Context(topology)
-    for current in rules:
-        if current.scope != scope or overrides.get(current.id) == "off":
-            continue
-        severity = Severity.parse(overrides[current.id]) if current.id in overrides else current.severity
-        try:
-            with contained():
-                findings = list(current.check(context) or ())
-            for f in findings:
-                _check_finding(f)
-        except _Escape as exc:
-            where = platform.locate(None)
-            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
-                                          f"rule {current.id} {current.name} {exc.what}",
-                                          f"a rule must only yield findings; this is a bug in {current.file}"))
-            continue
-        except Exception as exc:
-            where = platform.locate(None)
-            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
-                                          f"rule {current.id} {current.name} failed: {type(exc).__name__}: {_short(str(exc))}",
-                                          f"this is a bug in {current.file}"))
-            continue
-        for f in findings:
-            diagnostics.append(Diagnostic(f.location.file, f.location.line, f.location.col, severity,
-                                          current.id, f.message, f.hint, name=current.name))
+    chosen = [r for r in rules if r.scope == scope and overrides.get(r.id) != "off"]
+    with _Box() as box:
+        for current in chosen:
+            diagnostics.extend(_run_one(current, context, box, overrides))
     return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def _run_one(current: Rule, context: Context, box: _Box, overrides: dict[str, str]) -> list[Diagnostic]:
+    """One rule's findings as diagnostics, or its E900 when it fails or leaves its box."""
+    platform = context.topology.platform
+    severity = Severity.parse(overrides[current.id]) if current.id in overrides else current.severity
+    try:
+        with box.item():
+            findings = list(current.check(context) or ())
+        for f in findings:
+            _check_finding(f)
+    except _Escape as exc:
+        where = platform.locate(None)
+        return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
+                           f"rule {current.id} {current.name} {exc.what}",
+                           f"a rule must only yield findings; this is a bug in {current.file}")]
+    except Exception as exc:
+        where = platform.locate(None)
+        return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
+                           f"rule {current.id} {current.name} failed: {type(exc).__name__}: {_short(str(exc))}",
+                           f"this is a bug in {current.file}")]
+    return [Diagnostic(f.location.file, f.location.line, f.location.col, severity, current.id, f.message, f.hint,
+                       name=current.name) for f in findings]

@@ -309,6 +309,29 @@ def test_rule_printing_is_kept_out_of_the_sarif_report(tmp_path):
     assert "fd noise" in result.stderr and "child noise" in result.stderr
 
 
+def test_each_rule_has_its_own_time_limit_and_stdout_in_one_platform_s_run(tmp_path):
+    """The rules of a platform share one box: each still gets the whole limit (three rules of
+    0.6 s under a 1 s limit all finish), and what one rule does to stdout (fd 1 moved, sys.stdout
+    gone) does not reach the next one's output or the report."""
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "slow.py").write_text(
+        "import os, sys, time\nfrom hwspec.rules import rule\n\n\n"
+        "@rule('SITE010', 'first', 'warning')\ndef first(ctx):\n    \"\"\"Moves stdout.\"\"\"\n    time.sleep(0.6)\n"
+        "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n    sys.stdout = None\n    yield ctx.finding('first')\n\n\n"
+        "@rule('SITE011', 'second', 'warning')\ndef second(ctx):\n    \"\"\"Prints.\"\"\"\n    time.sleep(0.6)\n"
+        "    print('second noise')\n    os.write(1, b'second fd noise\\n')\n    yield ctx.finding('second')\n\n\n"
+        "@rule('SITE012', 'third', 'warning')\ndef third(ctx):\n    \"\"\"Sleeps.\"\"\"\n    time.sleep(0.6)\n"
+        "    yield ctx.finding('third')\n")
+    copy_zionex(tmp_path)
+    result = hwspec("validate", "--format", "json", "--rules", "rules", "--rule-time-limit", "1", "zionex.yaml",
+                    cwd=tmp_path, timeout=60)
+    no_traceback(result)
+    assert result.returncode == 0, result.stderr
+    assert [(d["code"], d["message"]) for d in json.loads(result.stdout)] == [
+        ("SITE010", "first"), ("SITE011", "second"), ("SITE012", "third")]
+    assert "second noise" in result.stderr and "second fd noise" in result.stderr
+
+
 def test_rule_module_exiting_at_import_is_e301(tmp_path):
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "bye.py").write_text("import sys\nsys.exit(3)\n")
