@@ -124,7 +124,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     names: list[str] = []
     owners: dict[str, Path] = {}
     failed = False
-    loaded = pipeline.LoadedNodes()
+    loaded, rendered = pipeline.LoadedNodes(), generate.Rendered()
     for path in files:
         checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded)
         sys.stderr.write(report.render(checked.diagnostics, "text"))
@@ -141,7 +141,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             continue
         owners[name] = path
         try:
-            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root))
+            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered))
         except generate.GenerationError as exc:
             sys.stderr.write(f"hwspec: error[E901]: {exc}\n")
             failed = True

@@ -17,9 +17,9 @@ import importlib
 import os
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 from hwspec.text import xml_escape as escape
 
 
@@ -130,6 +130,18 @@ class GenContext:
     source: str
     install_dir: str = ""
     rail_optimized: bool | None = None
+    rendered: "Rendered | None" = field(default=None, repr=False, compare=False)
+    """The run's outputs so far, for a cluster generator that renders its node platforms."""
+    deployment_read: set[str] = field(default_factory=set, repr=False, compare=False)
+    """Which of DEPLOYMENT the generator has read: output that read neither is the same in
+    every deployment, so `render_all` reuses it (a node platform that a cluster also renders)."""
+
+    DEPLOYMENT: ClassVar[frozenset[str]] = frozenset({"install_dir", "rail_optimized"})
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in GenContext.DEPLOYMENT:
+            object.__getattribute__(self, "deployment_read").add(name)
+        return object.__getattribute__(self, name)
 
     @property
     def platform(self) -> Any:
@@ -137,7 +149,7 @@ class GenContext:
         return self.topology.platform
 
     def __post_init__(self) -> None:
-        if not self.install_dir:
+        if not object.__getattribute__(self, "install_dir"):
             self.install_dir = f"{INSTALL_ROOT}/{self.platform.name}"
 
     def header_lines(self) -> list[str]:
@@ -226,24 +238,45 @@ def refuse(platform: Any, output: str, limits: list[Limit]) -> None:
         raise GenerationError(f"{platform.file}: {output}: " + "; ".join(limit.message for limit in limits))
 
 
+class Rendered:
+    """Generator outputs already rendered in one run (`hwspec generate` makes one): a cluster
+    renders its node platforms' files again under its own install dir, and an output whose
+    generator read no deployment value (`GenContext.DEPLOYMENT`) is the same there. Without
+    one (a library call) everything is rendered, so no output outlives a run."""
+
+    def __init__(self) -> None:
+        self.outputs: dict[tuple, list[tuple[dict[str, Any], Plan]]] = {}
+        self.topologies: list[Any] = []  # kept, so that the ids in the keys stay theirs for the run
+
+    def find(self, key: tuple, deployment: dict[str, Any]) -> Plan | None:
+        """The files rendered for `key` whose deployment values read match `deployment`."""
+        return next((files for read, files in self.outputs.get(key, ())
+                     if all(deployment[name] == value for name, value in read.items())), None)
+
+    def keep(self, key: tuple, topology: Any, read: dict[str, Any], files: Plan) -> None:
+        self.topologies.append(topology)
+        self.outputs.setdefault(key, []).append((read, files))
+
+
 def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
-             root: str = INSTALL_ROOT) -> Plan:
+             root: str = INSTALL_ROOT, rendered: Rendered | None = None) -> Plan:
     """Render every generator for `topology` (a node's or cluster's) into
     `{<platform name>/<path>: text}` (sorted), for installation under `root`/<platform name>/
-    on the machines."""
+    on the machines. `rendered` (one per run) lets a cluster reuse its node platforms' files."""
     env = template_environment(template_dirs)
     install_dir = f"{install_root(root).rstrip('/')}/{topology.name}"
     plan = {f"{topology.name}/{path}": text
-            for path, text in render_all(topology, env, only=only, install_dir=install_dir).items()}
+            for path, text in render_all(topology, env, only=only, install_dir=install_dir, rendered=rendered).items()}
     return dict(sorted(plan.items()))
 
 
 def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
-               install_dir: str = "", rail_optimized: bool | None = None, source: str | None = None) -> Plan:
+               install_dir: str = "", rail_optimized: bool | None = None, source: str | None = None,
+               rendered: Rendered | None = None) -> Plan:
     """Every generator of `topology`'s kind, as `{path inside its directory: text}`.
 
     Cluster generators call this for their node platforms with the cluster's deployment
-    context (`install_dir`, `rail_optimized`)."""
+    context (`install_dir`, `rail_optimized`) and the run's `rendered` (`ctx.rendered`)."""
     import jinja2
 
     wanted = set(only)
@@ -252,11 +285,17 @@ def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
     for name, (func, kinds) in generators().items():
         if topology.kind not in kinds or (wanted and name not in wanted):
             continue
-        context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized)
-        try:
-            files = func(context)
-        except (UnsafeValue, jinja2.TemplateError) as exc:
-            raise GenerationError(f"{platform.file}: generator {name} failed: {exc}") from exc
+        context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized, rendered=rendered)
+        deployment = {"install_dir": object.__getattribute__(context, "install_dir"), "rail_optimized": rail_optimized}
+        key = (id(topology), name, env, func, context.source)
+        files = rendered.find(key, deployment) if rendered is not None else None
+        if files is None:
+            try:
+                files = func(context)
+            except (UnsafeValue, jinja2.TemplateError) as exc:
+                raise GenerationError(f"{platform.file}: generator {name} failed: {exc}") from exc
+            if rendered is not None:
+                rendered.keep(key, topology, {f: deployment[f] for f in context.deployment_read}, files)
         for relative, text in files.items():
             if relative in plan:
                 raise GenerationError(f"{platform.file}: generators both write {relative}")

@@ -131,3 +131,29 @@ def test_generated_bind_sh_is_executable_after_generate(tmp_path):
     assert main(["generate", "--no-svg", "-o", str(tmp_path), "platforms/zionex.yaml"]) == 0
     assert (tmp_path / "zionex" / "bind.sh").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "zionex" / "nccl-topo.xml").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_did_not_read_it(monkeypatch):
+    """A cluster renders its node platform's files again under its own install dir: outputs of
+    generators that never read the deployment (install_dir, rail_optimized) are reused, the
+    others are rendered again and differ."""
+    from hwspec import generate
+
+    node = check(ROOT / "platforms" / "zionex.yaml").platform
+    env = generate.template_environment()
+    calls: list[str] = []
+    for name, (func, kinds) in generate.generators().items():
+        monkeypatch.setitem(generate._REGISTRY, name,
+                            (lambda ctx, _f=func: calls.append(ctx.name) or _f(ctx), kinds))
+    rendered = generate.Rendered()
+    first = generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex", rendered=rendered)
+    rendered_first = sorted(calls)
+    calls.clear()
+    again = generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex-16/nodes/zionex", rail_optimized=True,
+                                rendered=rendered)
+    assert sorted(calls) == ["launch-env", "nccl-conf"] and len(rendered_first) > 3
+    assert {path for path in first if first[path] != again[path]} == {"launch.env", "nccl.conf"}
+    assert again["roofline.json"] is first["roofline.json"]
+    calls.clear()
+    generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex")  # no run's outputs: all rendered
+    assert sorted(calls) == rendered_first

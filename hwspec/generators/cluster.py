@@ -34,7 +34,7 @@ def cluster_nodes(ctx: GenContext) -> Plan:
             continue
         seen.add(node.name)
         files = render_all(node.topology, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
-                           rail_optimized=rail_optimized(cluster), source=node.file)
+                           rail_optimized=rail_optimized(cluster), source=node.file, rendered=ctx.rendered)
         plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
     return plan
 
