@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from hwspec.cluster_model import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 from hwspec.errors import DataPath, dotted, validate_document
-from hwspec.expand import Expanded, compile_pattern
+from hwspec.expand import Expanded, Pattern
 from hwspec.model import Assumption, Platform, RuleSetting
 from hwspec.source import SourceDoc
 from hwspec.sourcemap import DocumentSourceMap
@@ -144,7 +144,7 @@ def _nvlink_domains(spec: ClusterSpec, node_count: int, error) -> NvlinkDomains 
         error(where, f"nvlink_domain.name: the pattern is {len(domain.name)} characters long, more than {MAX_PATTERN}")
         return None
     try:
-        names = tuple(compile_pattern(domain.name, ("d",)).many({"d": range(count)}, count))
+        names = tuple(Pattern(domain.name, ("d",)).many({"d": range(count)}, count))
     except ValueError as exc:
         error(where, f"nvlink_domain.name: {exc}", "the pattern may use d (the domain index)")
         return None
@@ -181,7 +181,7 @@ def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tu
         error(where, f"{dotted(where)}: the pattern is {len(pattern)} characters long, more than {MAX_PATTERN}")
         return None
     try:
-        render = compile_pattern(pattern, ("n", "i"))
+        render = Pattern(pattern, ("n", "i"))
         names: list[str] = []
         for start in range(0, group.count, NAME_CHUNK):  # chunks bound the memory of over-long names
             size = min(NAME_CHUNK, group.count - start)

@@ -225,11 +225,6 @@ class Pattern:
         return list(map("".join, zip(*parts))) if count else []
 
 
-def compile_pattern(text: str, names: tuple[str, ...]) -> Pattern:
-    """`Pattern(text, names)`: pre-parse a `${...}` pattern once, for expanding it many times."""
-    return Pattern(text, names)
-
-
 class Substituted(str):
     """Text produced by substituting `${...}` placeholders. The spec accepts it where a whole
     number is expected (`slot: ${g}`), unlike a string written in the file (`slot: "2"`)."""

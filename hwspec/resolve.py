@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec import model as m
+from hwspec.cpulist import parse_cpu_list
 from hwspec.errors import dotted
 from hwspec.topology import climb
 from hwspec.expand import Expanded
@@ -101,15 +102,6 @@ def _c2c(gpu: GpuSpec, part: GpuPart) -> dict[str, object]:
     if gpu.c2c is None or part.c2c is None:
         return {}
     return {"c2c_socket": gpu.c2c.socket, "c2c_links": part.c2c.links, "c2c_link_bandwidth": part.c2c.link_bandwidth}
-
-
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """`"0-3,8"` -> (0, 1, 2, 3, 8)."""
-    cpus: list[int] = []
-    for chunk in text.split(","):
-        lo, _, hi = chunk.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return tuple(cpus)
 
 
 def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded: Expanded) -> m.Platform:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, TypeVar
 
+from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
 from hwspec.errors import nearest
 from hwspec.model import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
 from hwspec.nccl_env import KNOWN
@@ -41,17 +42,6 @@ def link_text(link: PcieLink, noun: str = "link") -> str:
 
 def id_list(ids: Iterable[str]) -> str:
     return ", ".join(ids)
-
-
-def cpu_list(cpus: Iterable[int]) -> str:
-    """(0, 1, 2, 5) -> '0-2,5'."""
-    ranges: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if ranges and cpu == ranges[-1][1] + 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
 
 
 # ---------------------------------------------------------------- places in the file

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from hwspec.generate import GenContext, GenerationError, Limit, Plan, generator, refuse
 from hwspec.generators.nccl import collective_library, net_name
 from hwspec.model import Gpu, Nic, Platform, Socket
+from hwspec.cpulist import format_cpu_list as cpu_ranges  # noqa: F401  (slurm and tests use this name)
 from hwspec.nccl_env import is_nccl
 from hwspec.topology import PATH_TYPES, Topology
 
@@ -60,22 +61,6 @@ class Rank:
     @property
     def cpus(self) -> str:
         return cpu_ranges(self.socket.cpus) if self.socket is not None else "-"
-
-
-def cpu_ranges(cpus: tuple[int, ...]) -> str:
-    """(0, 1, 2, 5, 7, 8) -> "0-2,5,7-8", the form of sysfs cpulist and numactl."""
-    ordered = sorted(set(cpus))
-    chunks: list[str] = []
-    start = prev = None
-    for cpu in ordered + [None]:
-        if start is not None and (cpu is None or cpu != prev + 1):
-            chunks.append(f"{start}-{prev}" if prev != start else f"{start}")
-            start = None
-        if cpu is not None:
-            if start is None:
-                start = cpu
-            prev = cpu
-    return ",".join(chunks)
 
 
 def ranks(topology: Topology) -> list[Rank]:

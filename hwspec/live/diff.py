@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Severity
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode, Where, cpu_list
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode, Where
 from hwspec.model import Location, Platform
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic, cpu_list
+from hwspec.cpulist import format_cpu_list as cpu_list
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic
 from hwspec.live.repeat import fold
 from hwspec.model import PcieLink
 from hwspec.units import format_bytes

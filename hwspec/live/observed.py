@@ -235,23 +235,6 @@ INPUT_CODES = {
 """Codes of diagnostics about the inputs of `import` and `diff`. I100/I101 make the input unusable (exit 2)."""
 FATAL_INPUT_CODES = frozenset({"I100", "I101"})
 
-def cpu_list(cpus: tuple[int, ...]) -> str:
-    """CPU numbers as a kernel CPU list: (0, 1, 2, 5) -> '0-2,5' ('' for none)."""
-    ranges: list[str] = []
-    ordered = sorted(set(cpus))
-    if not ordered:
-        return ""
-    start = prev = ordered[0]
-    for cpu in ordered[1:] + [None]:
-        if cpu is not None and cpu == prev + 1:
-            prev = cpu
-            continue
-        ranges.append(f"{start}-{prev}" if prev != start else str(start))
-        if cpu is not None:
-            start = prev = cpu
-    return ",".join(ranges)
-
-
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 """Inputs larger than this are refused: a node's topology is a few hundred kilobytes at most."""
 

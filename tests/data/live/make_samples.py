@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
+from hwspec.cpulist import format_cpu_list  # noqa: E402
 from hwspec.generate import plan_for  # noqa: E402
 from hwspec.load import load_platform  # noqa: E402
 from hwspec.model import Bridge, Platform  # noqa: E402
@@ -163,19 +164,6 @@ def _path(platform: Platform, a: str, b: str) -> str:
     return "SYS"
 
 
-def _ranges(cpus) -> str:
-    out, ordered = [], sorted(cpus)
-    start = prev = ordered[0]
-    for cpu in ordered[1:] + [None]:
-        if cpu is not None and cpu == prev + 1:
-            prev = cpu
-            continue
-        out.append(f"{start}-{prev}" if prev != start else str(start))
-        if cpu is not None:
-            start = prev = cpu
-    return ",".join(out)
-
-
 def topo_m(platform: Platform) -> str:
     """`nvidia-smi topo -m` as a 535+ driver prints it for this platform."""
     gpus = list(platform.gpus)
@@ -211,7 +199,7 @@ def topo_m(platform: Platform) -> str:
         if a in platform.gpu_by_id:
             gpu = platform.gpu_by_id[a]
             socket = platform.socket_by_id[gpu.socket]
-            cells += [_ranges(socket.cpus), str(socket.numa_node), "", "N/A"]
+            cells += [format_cpu_list(socket.cpus), str(socket.numa_node), "", "N/A"]
         lines.append(name + "\t" + "\t".join(cells))
     lines += ["", "Legend:", "", "  X    = Self",
               "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)",
