@@ -236,35 +236,41 @@ PART_MODEL = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart"}
 NODES = st.one_of(node_specs(max_sockets=4, max_gpus=8), node_specs(max_sockets=4, max_gpus=8, virtual_links=True, numa_nodes=True))
 
 
+@needs_runtime_form
 @settings(max_examples=40)
 @given(NODES)
 def test_node_specs_validate_to_the_same_instances_in_both_forms(document):
     assert _assert_same("NodeSpec", document)[0] == "ok"
 
 
+@needs_runtime_form
 @given(cluster_specs(max_nodes=4, max_gpus=4))
 def test_cluster_specs_validate_to_the_same_instances_in_both_forms(files):
     assert _assert_same("ClusterSpec", files.cluster)[0] == "ok"
 
 
+@needs_runtime_form
 @settings(max_examples=100)
 @given(broken(NODES))
 def test_broken_node_documents_give_the_same_errors_and_diagnostics_in_both_forms(document):
     _assert_same("NodeSpec", document)
 
 
+@needs_runtime_form
 @settings(max_examples=40)
 @given(broken(cluster_specs(max_nodes=4, max_gpus=4).map(lambda files: files.cluster)))
 def test_broken_cluster_documents_give_the_same_errors_and_diagnostics_in_both_forms(document):
     _assert_same("ClusterSpec", document)
 
 
+@needs_runtime_form
 @settings(max_examples=40)
 @given(broken(PART_DOCUMENTS))
 def test_broken_parts_files_give_the_same_errors_and_diagnostics_in_both_forms(document):
     _assert_same("PartsCatalogue", document)
 
 
+@needs_runtime_form
 @settings(max_examples=40)
 @given(SINGLE_PARTS.flatmap(lambda kind_part: st.tuples(st.just(kind_part[0]), broken(st.just(kind_part[1])))))
 def test_overridden_parts_give_the_same_errors_in_both_forms(kind_and_part):
@@ -272,11 +278,13 @@ def test_overridden_parts_give_the_same_errors_in_both_forms(kind_and_part):
     _assert_same(PART_MODEL[kind], part)
 
 
+@needs_runtime_form
 def test_the_shipped_parts_validate_to_the_same_instances_in_both_forms():
     for path in PARTS:
         assert _assert_same("PartsCatalogue", _parts_document(path))[0] == "ok"
 
 
+@needs_runtime_form
 def test_quoted_integers_and_bad_units_are_reported_alike():
     document = {"hwspec": 1, "kind": "parts", "cpus": {"x": {"vendor": "amd", "arch": "x86_64", "model_name": "X", "family": "23",
                                                            "model": 1, "cores": True}},
