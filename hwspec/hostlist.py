@@ -2,16 +2,31 @@
 
 `compress` keeps the order of first appearance of each prefix/suffix/width family, merges
 consecutive numbers into ranges and preserves zero padding, as Slurm's own hostlist code
-prints them. `expand` is its inverse (used by tests and by people checking output).
+prints them. `expand` is its inverse (used by tests and by people checking output), and
+`compress_in_order` says whether a list survives the round trip in its own order.
+
+A cluster lists tens of thousands of hosts several times, so the common shape (ASCII names,
+each with a number, no hostlist syntax in them) is split by one regular expression over the
+whole list and grouped with C-level iteration; anything else takes the per-host path. Both
+give the same text (tests/test_hostlist.py compares them).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import re
+from itertools import repeat
 from typing import Iterable
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
+_HOSTLIST_SYNTAX = re.compile(r"[,\[\]]")
+_DIGITS = "0123456789"
+_NOT_DIGITS = "".join(chr(code) for code in range(128) if chr(code) not in _DIGITS)
+
+Family = tuple[str, str, int]
+"""(prefix, suffix, width): hosts printed as one `prefix[ranges]suffix`; width 0 means unpadded."""
 
 
 def _split(host: str) -> tuple[str, str, str, int] | None:
@@ -29,19 +44,79 @@ def compress(hosts: Iterable[str]) -> str:
 
     A number with leading zeros fixes its family's width (`n09` and `n10` are both width 2);
     numbers of a family without padding are printed as they are (`n[9-10]`)."""
-    return _compress(tuple(hosts))
+    return _compress(tuple(hosts))[0]
+
+
+def compress_in_order(hosts: Iterable[str]) -> str | None:
+    """`compress(hosts)` when `expand` gives `hosts` back exactly, in their order (Slurm pairs
+    `NodeName=` and `NodeAddr=` lists by position); None otherwise (duplicates, numbers out
+    of order, families interleaved, a name holding `,[]`)."""
+    hosts = tuple(hosts)
+    expression, in_order = _compress(hosts)
+    if in_order is None:  # the per-host path: expand and see (a name with `,[]` never round-trips)
+        in_order = not any(map(_HOSTLIST_SYNTAX.search, hosts)) and expand(expression) == list(hosts)
+    return expression if in_order else None
 
 
 @functools.lru_cache(maxsize=4096)
-def _compress(hosts: tuple[str, ...]) -> str:
-    """`compress`, cached: the Slurm and scheduler files list the same hosts (all of them, each
-    pod on every rail) several times."""
+def _compress(hosts: tuple[str, ...]) -> tuple[str, bool | None]:
+    """(expression, whether it expands to `hosts` in order, or None when not known), cached:
+    the Slurm and scheduler files list the same hosts (all of them, each pod on every rail)
+    several times."""
     unique = list(dict.fromkeys(hosts))
+    grouped = _families_fast(unique)
+    if grouped is None:
+        return _join(*_families_per_host(unique)), None
+    families, order, contiguous, ascending = grouped
+    in_order = len(unique) == len(hosts) and contiguous and ascending
+    return _join(families, order), in_order
+
+
+def _families_fast(unique: list[str]) -> tuple[dict[Family, list[int]], list[Family], bool, bool] | None:
+    """`_families_per_host` for the common shape, with C-level loops over the hosts and only
+    strings made per host; None when a host is not ASCII, has no digits, or holds hostlist
+    syntax (`,[]`) or a line break, or when padded and unpadded numbers would share a family.
+    Also says whether each family's hosts are contiguous and whether its numbers ascend."""
+    text = "\n".join(unique)
+    if not text.isascii() or text.count("\n") != len(unique) - 1 or _HOSTLIST_SYNTAX.search(text):
+        return None
+    bodies = list(map(str.rstrip, unique, repeat(_NOT_DIGITS)))  # each host without its suffix
+    prefixes = list(map(str.rstrip, bodies, repeat(_DIGITS)))
+    if not all(map(operator.ne, bodies, prefixes)):
+        return None  # a host without a number stands alone
+    digits = list(map(operator.getitem, bodies, map(slice, map(len, prefixes), repeat(None))))
+    suffixes = map(operator.getitem, unique, map(slice, map(len, bodies), repeat(None)))
+    keys = list(map("{}\n{}".format, prefixes, suffixes))
+    families: dict[Family, list[int]] = {}
+    unpadded: dict[tuple[str, str], set[int]] = {}
+    runs = start = 0
+    for key, run in itertools.groupby(keys):  # a run: consecutive hosts of one prefix and suffix
+        count = len(list(run))
+        run_digits = digits[start:start + count]
+        numbers = list(map(int, run_digits))
+        prefix, suffix = key.split("\n")
+        if list(map(str, numbers)) == run_digits:
+            width = 0
+            unpadded.setdefault((prefix, suffix), set()).update(map(len, run_digits))
+        elif len(set(map(len, run_digits))) == 1:
+            width = len(run_digits[0])
+        else:
+            return None
+        families.setdefault((prefix, suffix, width), []).extend(numbers)
+        runs, start = runs + 1, start + count
+    if any((prefix, suffix, width) in families for (prefix, suffix), widths in unpadded.items() for width in widths):
+        return None  # `n10` belongs with `n09`: padding decides the family, the per-host path does that
+    ascending = all(all(map(operator.lt, found, itertools.islice(found, 1, None))) for found in families.values())
+    return families, list(families), runs == len(families), ascending
+
+
+def _families_per_host(unique: list[str]) -> tuple[dict[Family, list[int]], list[Family | str]]:
+    """Each host's family by `_split`, one host at a time; hosts without a number stand alone."""
     splits = list(map(_split, unique))
     padded = {(prefix, suffix, len(digits)) for prefix, digits, suffix, _ in filter(None, splits)
               if len(digits) > 1 and digits[0] == "0"}
-    families: dict[tuple[str, str, int], list[int]] = {}
-    order: list[tuple[str, str, int] | str] = []
+    families: dict[Family, list[int]] = {}
+    order: list[Family | str] = []
     for host, split in zip(unique, splits):
         if split is None:
             order.append(host)
@@ -55,6 +130,10 @@ def _compress(hosts: tuple[str, ...]) -> str:
             families[key] = numbers = []
             order.append(key)
         numbers.append(number)
+    return families, order
+
+
+def _join(families: dict[Family, list[int]], order: list) -> str:
     parts = []
     for item in order:
         if isinstance(item, str):
@@ -70,6 +149,9 @@ def _compress(hosts: tuple[str, ...]) -> str:
 
 
 def _ranges(numbers: list[int], width: int) -> str:
+    """`[1, 2, 3, 5]` -> `"1-3,5"`, for sorted distinct numbers."""
+    if numbers[-1] - numbers[0] == len(numbers) - 1:  # one run: the usual case, decided at once
+        return f"{numbers[0]:0{width}d}-{numbers[-1]:0{width}d}"
     out = []
     start = previous = numbers[0]
     for number in numbers[1:] + [None]:  # type: ignore[list-item]
@@ -82,19 +164,23 @@ def _ranges(numbers: list[int], width: int) -> str:
     return ",".join(out)
 
 
+_PART = re.compile(r"[^,\[]*(?:\[[^\]]*\])?[^,\[]*")
+_BRACKETED = re.compile(r"(?P<prefix>[^\[]*)\[(?P<body>[^\]]*)\](?P<suffix>.*)")
+
+
 def expand(expression: str) -> list[str]:
     """`"n[01-03],x"` -> `["n01", "n02", "n03", "x"]`."""
     hosts: list[str] = []
-    for part in re.findall(r"[^,\[]*(?:\[[^\]]*\])?[^,\[]*", expression):
+    for part in _PART.findall(expression):
         if not part:
             continue
-        match = re.fullmatch(r"(?P<prefix>[^\[]*)\[(?P<body>[^\]]*)\](?P<suffix>.*)", part)
+        match = _BRACKETED.fullmatch(part)
         if match is None:
             hosts.append(part)
             continue
-        for chunk in match.group("body").split(","):
+        prefix, body, suffix = match.group("prefix", "body", "suffix")
+        for chunk in body.split(","):
             lo, _, hi = chunk.partition("-")
             width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
-            for number in range(int(lo), int(hi or lo) + 1):
-                hosts.append(f"{match.group('prefix')}{number:0{width}d}{match.group('suffix')}")
+            hosts.extend(f"{prefix}{number:0{width}d}{suffix}" for number in range(int(lo), int(hi or lo) + 1))
     return hosts

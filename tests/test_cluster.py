@@ -52,6 +52,11 @@ def test_clean_rail_optimized_cluster_has_no_findings():
     ("duplicate_hostnames.yaml", [
         "duplicate_hostnames.yaml:7:15: error[HW805 host-names]: hostname 'node' is used by node 0 and node 1\n"
         "  hint: make the pattern depend on i or n"]),
+    ("duplicate_addresses.yaml", [
+        "duplicate_addresses.yaml:8:14: error[HW805 host-names]: address 10.0.0.1 is used by node 0 and node 1"]),
+    ("hostname_with_line_break.yaml", [  # the line break must not pass as the end of one good name
+        "hostname_with_line_break.yaml:7:15: error[HW805 host-names]: nodes[0]: hostname 'n0\n  x' is not a DNS "
+        "label (letters, digits, '-'; at most 63)"]),
     ("world_size_mismatch.yaml", [
         "world_size_mismatch.yaml:9:13: error[HW806 world-size]: world_size is declared as 100, but the nodes hold "
         "4 x 2 = 8 GPUs"]),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hwspec.hostlist import compress, expand
+from hwspec import hostlist
+from hwspec.hostlist import compress, compress_in_order, expand
 
 
 @pytest.mark.parametrize("hosts, expression", [
@@ -26,3 +27,59 @@ def test_compress_matches_slurm_syntax(hosts, expression):
 def test_expand_inverts_compress(numbers, prefix, width):
     hosts = [f"{prefix}{n:0{width}d}" for n in sorted(numbers)]
     assert expand(compress(hosts)) == hosts
+
+
+def per_host(hosts: list[str]) -> str:
+    """The per-host path alone: what the fast path must agree with."""
+    unique = list(dict.fromkeys(hosts))
+    return hostlist._join(*hostlist._families_per_host(unique))
+
+
+host_names = st.lists(st.builds("{}{}{}".format, st.sampled_from(["n", "zx-", "a1b", "10.0.", "", "é"]),
+                                st.sampled_from(["", "0", "00", "7", "09", "10", "100", "0042", "255"]),
+                                st.sampled_from(["", "-ib", "b", "x9", ",", "[x]"])), max_size=30)
+
+
+@settings(derandomize=True, database=None, max_examples=400)
+@given(host_names)
+def test_fast_path_compresses_as_the_per_host_path(hosts):
+    hostlist._compress.cache_clear()
+    assert compress(hosts) == per_host(hosts)
+
+
+@settings(derandomize=True, database=None, max_examples=400)
+@given(host_names)
+def test_compress_in_order_is_given_exactly_when_expand_gives_the_list_back(hosts):
+    hostlist._compress.cache_clear()
+    expression = compress(hosts)
+    in_order = compress_in_order(hosts)
+    if in_order is None:  # a name with hostlist syntax cannot be told apart from the syntax
+        assert any(mark in host for host in hosts for mark in ",[]") or expand(expression) != hosts
+    else:
+        assert in_order == expression and expand(in_order) == hosts
+
+
+@pytest.mark.parametrize("hosts, in_order", [
+    ([f"zx{i:05}" for i in range(300)], "zx[00000-00299]"),
+    ([f"10.0.{i // 256}.{i % 256}" for i in range(512)], "10.0.0.[0-255],10.0.1.[0-255]"),
+    (["n2", "n1"], None),               # numbers descend: Slurm would pair n1 with the first address
+    (["n1", "m1", "n2"], None),         # family n interleaved with m
+    (["n1", "n1"], None),               # a duplicate is printed once
+    (["n1", "login", "n2"], None),      # the per-host path, checked by expanding
+    (["login", "n1", "n2"], "login,n[1-2]"),
+])
+def test_compress_in_order_refuses_what_expands_in_another_order(hosts, in_order):
+    assert compress_in_order(hosts) == in_order
+
+
+def test_a_host_with_a_line_break_takes_the_per_host_path():
+    assert compress(["a1\nb2", "c3"]) == per_host(["a1\nb2", "c3"]) == "a1\nb2,c3"
+
+
+@settings(derandomize=True, database=None, max_examples=300)
+@given(st.lists(st.integers(0, 1200), min_size=2, max_size=40), st.sampled_from(["n", "zx-", "a1b", "", "r7-"]),
+       st.sampled_from(["", "-ib", "b"]), st.lists(st.integers(0, 4), min_size=1, max_size=3))
+def test_one_family_compresses_as_the_per_host_path(numbers, prefix, suffix, widths):
+    hosts = [f"{prefix}{n:0{widths[i % len(widths)]}d}{suffix}" for i, n in enumerate(numbers)]
+    hostlist._compress.cache_clear()
+    assert compress(hosts) == per_host(hosts)

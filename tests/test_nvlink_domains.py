@@ -275,3 +275,13 @@ def test_scheduler_yaml_is_the_same_from_libyaml_and_the_pure_python_emitter(clu
         documents = list(yaml.safe_load_all((GENERATED / cluster / name).read_text()))
         pure = yaml.dump_all(documents, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=False, width=1000)
         assert _yaml(*documents) == pure
+
+
+@pytest.mark.parametrize("texts, words", [
+    (["zx00001", "10.0.0.1", "a_b@c%d+e=f:g,h./-"], ["zx00001", "10.0.0.1", "a_b@c%d+e=f:g,h./-"]),
+    (["zx1", "a b", "", "it's"], ["zx1", "'a b'", "''", "'it'\"'\"'s'"]),
+])
+def test_label_script_quotes_each_word_as_shlex_does(texts, words):
+    from hwspec.generators.domains import shell_words
+
+    assert shell_words(texts) == words

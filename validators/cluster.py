@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from itertools import chain
 
 from hwspec.rules import Context, rule
 
@@ -112,6 +113,23 @@ _IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 """Dotted-quad IPv4 exactly as ipaddress accepts it (no leading zeros, 0-255)."""
 _DNS_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
 """A DNS label as hosts are named: ASCII letters, digits and '-', not first; 1-63 characters."""
+_DNS_LABEL_LINES = re.compile(rf"(?:{_DNS_LABEL.pattern}\n)*")
+_IPV4_LINES = re.compile(rf"(?:{_IPV4.pattern}\n)*")
+
+
+def _all_lines(pattern: re.Pattern, values: list[str]) -> bool:
+    """Every value is one line of `pattern` (which matches no line break inside a line), in one call."""
+    text = "\n".join(values) + "\n" if values else ""
+    return text.count("\n") == len(values) and pattern.fullmatch(text) is not None
+
+
+def _clean_hosts(groups) -> bool:
+    """The common case, decided for all nodes at once: every hostname a DNS label and every
+    address dotted-quad IPv4, none used twice."""
+    names = list(chain.from_iterable(group.hostnames for group in groups))
+    addresses = list(chain.from_iterable(group.addresses or () for group in groups))
+    return (_all_lines(_DNS_LABEL_LINES, names) and len(set(names)) == len(names)
+            and _all_lines(_IPV4_LINES, addresses) and len(set(addresses)) == len(addresses))
 
 
 @rule("HW805", "host-names", "error", scope="cluster", waivable=False)
@@ -120,6 +138,8 @@ def host_names(ctx: Context):
 
     Hostfiles, Slurm and the rendezvous all key on names; a duplicate silently drops a node
     or double-books one."""
+    if _clean_hosts(ctx.platform.groups):
+        return
     seen: dict[str, int] = {}
     addresses: dict[str, int] = {}
     node = 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from itertools import repeat
 
 import yaml
 
@@ -99,29 +100,43 @@ def k8s_levels(topology: ClusterTopology) -> list[str]:
     return levels
 
 
-def node_labels(topology: ClusterTopology) -> list[tuple[str, dict[str, str]]]:
-    """(hostname, {label: value}) for every node, in cluster order: the cluster label the
-    ResourceFlavor selects, and one label per Topology level except the hostname (the
-    kubelet sets that one)."""
+def label_runs(topology: ClusterTopology) -> list[tuple[range, dict[str, str]]]:
+    """(nodes, {label: value}) for consecutive runs of nodes with the same labels, covering
+    every node in cluster order: the cluster label the ResourceFlavor selects, and one label
+    per Topology level except the hostname (the kubelet sets that one). Runs end where a leaf
+    group or an NVLink domain ends."""
     cluster = topology.platform
     levels = set(k8s_levels(topology))
-    groups = topology.leaf_groups
     domains = cluster.nvlink_domains
+    bounds = {0, cluster.node_count}
+    if LABEL_LEAF in levels:
+        bounds.update(nodes.stop for _, nodes in topology.leaf_groups)
+    if domains is not None:
+        bounds.update(domains.nodes(d).stop for d in range(domains.count))
+    edges = sorted(b for b in bounds if 0 <= b <= cluster.node_count)
     flavor = k8s_name(cluster.name)
-    rows = []
-    leaf = 0
-    for node, host in enumerate(cluster.hostnames):
+    runs = []
+    for start, stop in zip(edges, edges[1:]):
         labels = {LABEL_CLUSTER: flavor}
         if LABEL_SPINE in levels:
             labels[LABEL_SPINE] = SPINE_VALUE
         if LABEL_LEAF in levels:
-            while node >= groups[leaf][1].stop:
-                leaf += 1
-            labels[LABEL_LEAF] = groups[leaf][0]
+            labels[LABEL_LEAF] = topology.leaf_groups[topology.leaf_group_of(start)][0]
         if domains is not None:
-            labels[LABEL_DOMAIN] = domains.names[domains.domain_of(node)]
-        rows.append((host, labels))
-    return rows
+            labels[LABEL_DOMAIN] = domains.names[domains.domain_of(start)]
+        runs.append((range(start, stop), labels))
+    return runs
+
+
+_SHELL_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
+"""What `shlex.quote` quotes: a text without these characters is written as it is."""
+
+
+def shell_words(texts: list[str]) -> list[str]:
+    """`shlex.quote` of each text, decided for all of them at once when none needs quoting."""
+    if all(texts) and not _SHELL_UNSAFE.search("".join(texts)):
+        return texts
+    return list(map(shlex.quote, texts))
 
 
 def mnnvl_settings(cluster: Cluster) -> list[Setting]:
@@ -190,13 +205,10 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
              "# Labels every node of the cluster for the Kueue Topology in topology.yaml.",
              "# KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).",
              "set -eu", 'label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }']
-    quoted: dict[str, str] = {}  # label arguments repeat from node to node: quote each once
-    for host, labels in node_labels(topology):
-        arguments = [shlex.quote(host)]
-        for key, value in labels.items():
-            argument = f"{key}={value}"
-            arguments.append(quoted.get(argument) or quoted.setdefault(argument, shlex.quote(argument)))
-        lines.append("label " + " ".join(arguments))
+    hostnames = cluster.hostnames
+    for nodes, labels in label_runs(topology):
+        arguments = " ".join(shlex.quote(f"{key}={value}") for key, value in labels.items())
+        lines.extend(map("label {} {}".format, shell_words(hostnames[nodes.start:nodes.stop]), repeat(arguments)))
     slurm_documents = slurm_topologies(topology)
     plan = {}
     if cluster.nvlink_domains is not None:

@@ -11,11 +11,13 @@ the typed GPUs ("Ignoring extra GRES"); RealMemory is in megabytes (MiB)."""
 
 from __future__ import annotations
 
+import operator
+from itertools import repeat
 from typing import TYPE_CHECKING
 
-from hwspec.generate import SAFE_VALUE, GenContext, Limit, env_value, generator, refuse
+from hwspec.generate import SAFE_VALUE, GenContext, Limit, generator, refuse
 from hwspec.generators.launch import cpu_ranges
-from hwspec.hostlist import compress, expand
+from hwspec.hostlist import compress, compress_in_order
 
 if TYPE_CHECKING:
     from hwspec.cluster import Cluster
@@ -73,11 +75,10 @@ def node_lines(hostnames: tuple[str, ...], addresses: tuple[str, ...] | None) ->
     """(NodeName, NodeAddr) pairs for a group: one hostlist pair when both lists compress to
     expressions that expand back in the same order (Slurm pairs them by position), else one
     pair per node."""
-    names = compress(hostnames)
     if addresses is None:
-        return [(names, None)]
-    addrs = compress(addresses)
-    if expand(names) == list(hostnames) and expand(addrs) == list(addresses):
+        return [(compress(hostnames), None)]
+    names, addrs = compress_in_order(hostnames), compress_in_order(addresses)
+    if names is not None and addrs is not None:
         return [(names, addrs)]
     return list(zip(hostnames, addresses))
 
@@ -101,6 +102,8 @@ def hostfile_limits(cluster: Cluster) -> list[Limit]:
     limits = []
     for index, group in enumerate(cluster.groups):
         for field, names in (("hostname", group.hostnames), ("address", group.addresses or ())):
+            if all(names) and SAFE_VALUE.fullmatch("".join(names)):  # one character class: all at once
+                continue
             bad = next((name for name in names if not SAFE_VALUE.fullmatch(name) or not name), None)
             if bad is not None:
                 limits.append(Limit(f"nodes[{index}]: {field} {bad!r} cannot be written to a hostfile: only letters, "
@@ -117,12 +120,11 @@ def hostfile(ctx: GenContext) -> dict[str, str]:
     cluster: Cluster = ctx.platform
     refuse(cluster, "hostfile", hostfile_limits(cluster))
     lines, rows = [], []
-    for group in cluster.groups:
+    for group in cluster.groups:  # every name and address is SAFE_VALUE text: hostfile_limits refused the rest
         slots = group.gpus_per_node
         addresses = group.addresses or ("-",) * group.count
-        for host, address in zip(group.hostnames, addresses):
-            lines.append(f"{env_value(host)} slots={slots}\n")
-            rows.append(f"{host}\t{env_value(address)}\t{group.platform.name}\t{slots}\n")
+        lines.extend(map(operator.add, group.hostnames, repeat(f" slots={slots}\n")))
+        rows.extend(map("{}\t{}\t{}".format, group.hostnames, addresses, repeat(f"{group.platform.name}\t{slots}\n")))
     return {
         "hostfile": ctx.header("hash") + "".join(lines),
         "hosts.tsv": ctx.header("hash") + "hostname\taddress\tnode_platform\tgpus\n" + "".join(rows),
