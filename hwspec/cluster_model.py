@@ -177,9 +177,10 @@ class Cluster:
             seen.setdefault(group.platform.file, group.platform)
         return tuple(seen.values())
 
-    @property
-    def hostnames(self) -> list[str]:
-        return [h for g in self.groups for h in g.hostnames]
+    @cached_property
+    def hostnames(self) -> tuple[str, ...]:
+        """Every node's hostname, in node order."""
+        return tuple(h for g in self.groups for h in g.hostnames)
 
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where a top-level key (`entity`) and optionally its fields are written."""

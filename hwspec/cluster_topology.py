@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from hwspec.cluster_model import Cluster
+from hwspec.hostlist import HostIndex
 from hwspec.topology import ResolvedView
 
 if TYPE_CHECKING:
@@ -38,6 +39,20 @@ class ClusterTopology(ResolvedView):
         bytes/s per direction; 0 without GPUs."""
         topology = platform.topology
         return min((topology.scale_out_share(g.id) for g in platform.gpus), default=0.0)
+
+    @cached_property
+    def _host_index(self) -> HostIndex:
+        return HostIndex(self.platform.hostnames)
+
+    def hostlist(self, nodes: range | None = None) -> str:
+        """The Slurm hostlist expression (`hwspec.hostlist.compress`) of the hostnames of cluster
+        nodes `nodes` (consecutive node indices; all nodes when None)."""
+        return self._host_index.compress(range(self.platform.node_count) if nodes is None else nodes)
+
+    def hosts_in_order(self, nodes: range) -> str | None:
+        """`hostlist(nodes)` when it expands to the nodes' hostnames in node order, else None
+        (`hwspec.hostlist.compress_in_order`)."""
+        return self._host_index.compress_in_order(nodes)
 
     @cached_property
     def leaf_groups(self) -> tuple[tuple[str, range], ...]:

@@ -13,12 +13,13 @@ give the same text (tests/test_hostlist.py compares them).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import operator
 import re
 from itertools import repeat
-from typing import Iterable
+from typing import Iterable, NamedTuple, Sequence
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
 _HOSTLIST_SYNTAX = re.compile(r"[,\[\]]")
@@ -72,42 +73,103 @@ def _compress(hosts: tuple[str, ...]) -> tuple[str, bool | None]:
     return _join(families, order), in_order
 
 
-def _families_fast(unique: list[str]) -> tuple[dict[Family, list[int]], list[Family], bool, bool] | None:
-    """`_families_per_host` for the common shape, with C-level loops over the hosts and only
-    strings made per host; None when a host is not ASCII, has no digits, or holds hostlist
-    syntax (`,[]`) or a line break, or when padded and unpadded numbers would share a family.
-    Also says whether each family's hosts are contiguous and whether its numbers ascend."""
-    text = "\n".join(unique)
-    if not text.isascii() or text.count("\n") != len(unique) - 1 or _HOSTLIST_SYNTAX.search(text):
+class _Run(NamedTuple):
+    """Consecutive hosts `start:stop` of one prefix and suffix, with their numbers in host
+    order; `width` is 0 (no number padded), the digit count all of them share (some padded),
+    or -1 (padded numbers of several widths: the per-host path decides)."""
+
+    start: int
+    stop: int
+    prefix: str
+    suffix: str
+    width: int
+    numbers: list[int]
+
+
+def _runs(hosts: list[str]) -> list[_Run] | None:
+    """`hosts` split into runs with C-level loops over the hosts and only strings made per
+    host; None when a host is not ASCII, has no digits, or holds hostlist syntax (`,[]`) or a
+    line break."""
+    text = "\n".join(hosts)
+    if not text.isascii() or text.count("\n") != len(hosts) - 1 or _HOSTLIST_SYNTAX.search(text):
         return None
-    bodies = list(map(str.rstrip, unique, repeat(_NOT_DIGITS)))  # each host without its suffix
+    bodies = list(map(str.rstrip, hosts, repeat(_NOT_DIGITS)))  # each host without its suffix
     prefixes = list(map(str.rstrip, bodies, repeat(_DIGITS)))
     if not all(map(operator.ne, bodies, prefixes)):
         return None  # a host without a number stands alone
     digits = list(map(operator.getitem, bodies, map(slice, map(len, prefixes), repeat(None))))
-    suffixes = map(operator.getitem, unique, map(slice, map(len, bodies), repeat(None)))
-    keys = list(map("{}\n{}".format, prefixes, suffixes))
-    families: dict[Family, list[int]] = {}
-    unpadded: dict[tuple[str, str], set[int]] = {}
-    runs = start = 0
-    for key, run in itertools.groupby(keys):  # a run: consecutive hosts of one prefix and suffix
-        count = len(list(run))
-        run_digits = digits[start:start + count]
+    suffixes = map(operator.getitem, hosts, map(slice, map(len, bodies), repeat(None)))
+    runs = []
+    start = 0
+    for key, run in itertools.groupby(map("{}\n{}".format, prefixes, suffixes)):
+        stop = start + len(list(run))
+        run_digits = digits[start:stop]
         numbers = list(map(int, run_digits))
-        prefix, suffix = key.split("\n")
         if list(map(str, numbers)) == run_digits:
             width = 0
-            unpadded.setdefault((prefix, suffix), set()).update(map(len, run_digits))
-        elif len(set(map(len, run_digits))) == 1:
-            width = len(run_digits[0])
         else:
-            return None
-        families.setdefault((prefix, suffix, width), []).extend(numbers)
-        runs, start = runs + 1, start + count
-    if any((prefix, suffix, width) in families for (prefix, suffix), widths in unpadded.items() for width in widths):
-        return None  # `n10` belongs with `n09`: padding decides the family, the per-host path does that
+            widths = set(map(len, run_digits))
+            width = widths.pop() if len(widths) == 1 else -1
+        prefix, suffix = key.split("\n")
+        runs.append(_Run(start, stop, prefix, suffix, width, numbers))
+        start = stop
+    return runs
+
+
+def _families_fast(unique: list[str]) -> tuple[dict[Family, list[int]], list[Family], bool, bool] | None:
+    """`_families_per_host` from `_runs`; None where that is None, or when padded and unpadded
+    numbers would share a family (`n10` belongs with `n09`: the per-host path decides). Also
+    says whether each family's hosts are contiguous and whether its numbers ascend."""
+    runs = _runs(unique)
+    if runs is None or any(run.width < 0 for run in runs):
+        return None
+    families: dict[Family, list[int]] = {}
+    for run in runs:
+        families.setdefault((run.prefix, run.suffix, run.width), []).extend(run.numbers)
+    for run in runs:
+        if run.width == 0:  # the digit counts its numbers may have
+            shortest, longest = len(str(min(run.numbers))), len(str(max(run.numbers)))
+            if any((run.prefix, run.suffix, width) in families for width in range(max(shortest, 2), longest + 1)):
+                return None
     ascending = all(all(map(operator.lt, found, itertools.islice(found, 1, None))) for found in families.values())
-    return families, list(families), runs == len(families), ascending
+    return families, list(families), len(runs) == len(families), ascending
+
+
+class HostIndex:
+    """Hostlist expressions of slices of one host list (a cluster's nodes in order), each
+    equal to `compress` of the slice: the list is split into runs once, and a slice inside one
+    run is printed from its numbers without looking at its hosts again."""
+
+    def __init__(self, hosts: Sequence[str]) -> None:
+        self.hosts = tuple(hosts)
+        self.runs = _runs(list(self.hosts)) or []
+        self._starts = [run.start for run in self.runs]
+
+    def compress(self, nodes: range) -> str:
+        """`compress(hosts[nodes.start:nodes.stop])`."""
+        numbers, run = self._numbers(nodes)
+        if run is None:
+            return compress(self.hosts[nodes.start:nodes.stop]) if nodes.start < nodes.stop else ""
+        return _format(run.prefix, sorted(set(numbers)), run.width, run.suffix)
+
+    def compress_in_order(self, nodes: range) -> str | None:
+        """`compress_in_order(hosts[nodes.start:nodes.stop])`."""
+        numbers, run = self._numbers(nodes)
+        if run is None:
+            return compress_in_order(self.hosts[nodes.start:nodes.stop])
+        if not all(map(operator.lt, numbers, itertools.islice(numbers, 1, None))):
+            return None
+        return _format(run.prefix, numbers, run.width, run.suffix)
+
+    def _numbers(self, nodes: range) -> tuple[list[int], _Run | None]:
+        """The numbers of hosts `nodes` and their run, when one regular run holds them all."""
+        found = bisect.bisect_right(self._starts, nodes.start) - 1
+        if nodes.start >= nodes.stop or found < 0:
+            return [], None
+        run = self.runs[found]
+        if run.width < 0 or nodes.stop > run.stop:
+            return [], None
+        return run.numbers[nodes.start - run.start:nodes.stop - run.start], run
 
 
 def _families_per_host(unique: list[str]) -> tuple[dict[Family, list[int]], list[Family | str]]:
@@ -140,12 +202,15 @@ def _join(families: dict[Family, list[int]], order: list) -> str:
             parts.append(item)
             continue
         prefix, suffix, width = item
-        numbers = sorted(set(families[item]))
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]:0{width}d}{suffix}")
-        else:
-            parts.append(f"{prefix}[{_ranges(numbers, width)}]{suffix}")
+        parts.append(_format(prefix, sorted(set(families[item])), width, suffix))
     return ",".join(parts)
+
+
+def _format(prefix: str, numbers: list[int], width: int, suffix: str) -> str:
+    """One family: `n07` alone, `n[07-09,12]` for more (`numbers` sorted and distinct)."""
+    if len(numbers) == 1:
+        return f"{prefix}{numbers[0]:0{width}d}{suffix}"
+    return f"{prefix}[{_ranges(numbers, width)}]{suffix}"
 
 
 def _ranges(numbers: list[int], width: int) -> str:

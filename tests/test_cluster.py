@@ -134,7 +134,7 @@ def test_node_groups_may_use_different_node_platforms(tmp_path):
     assert checked.diagnostics == []
     cluster = checked.platform
     assert [g.platform.name for g in cluster.groups] == ["minimal", "star"]
-    assert cluster.hostnames == ["a0", "a1", "b0", "b1", "b2"] and cluster.world_size == 10
+    assert cluster.hostnames == ("a0", "a1", "b0", "b1", "b2") and cluster.world_size == 10
     assert [g.first_node for g in cluster.groups] == [0, 2]
     plan = generate.plan_for(cluster.topology)
     assert {p.split("/")[2] for p in plan if p.startswith("mixed-ok/nodes/")} == {"minimal", "star"}

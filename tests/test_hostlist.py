@@ -83,3 +83,24 @@ def test_one_family_compresses_as_the_per_host_path(numbers, prefix, suffix, wid
     hosts = [f"{prefix}{n:0{widths[i % len(widths)]}d}{suffix}" for i, n in enumerate(numbers)]
     hostlist._compress.cache_clear()
     assert compress(hosts) == per_host(hosts)
+
+
+@settings(derandomize=True, database=None, max_examples=400)
+@given(host_names, st.integers(0, 30), st.integers(0, 30))
+def test_host_index_slices_compress_as_the_slice_itself(hosts, start, stop):
+    index = hostlist.HostIndex(hosts)
+    assert index.compress(range(start, stop)) == (compress(hosts[start:stop]) if start < stop else "")
+
+
+@settings(derandomize=True, database=None, max_examples=200)
+@given(st.lists(st.integers(0, 1200), min_size=1, max_size=40), st.sampled_from(["n", "zx-"]),
+       st.lists(st.integers(0, 4), min_size=1, max_size=3), st.integers(0, 40), st.integers(0, 40))
+def test_host_index_slices_of_one_family_compress_as_the_slice_itself(numbers, prefix, widths, start, stop):
+    hosts = [f"{prefix}{n:0{widths[i % len(widths)]}d}" for i, n in enumerate(numbers)]
+    assert hostlist.HostIndex(hosts).compress(range(start, stop)) == (compress(hosts[start:stop]) if start < stop else "")
+
+
+@settings(derandomize=True, database=None, max_examples=400)
+@given(host_names, st.integers(0, 30), st.integers(0, 30))
+def test_host_index_says_in_order_as_the_slice_itself(hosts, start, stop):
+    assert hostlist.HostIndex(hosts).compress_in_order(range(start, stop)) == compress_in_order(hosts[start:stop])

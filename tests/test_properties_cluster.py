@@ -36,11 +36,11 @@ def test_cluster_world_size_hostnames_and_host_lists(files):
 
     plan = plan_for(cluster.topology, only=["hostfile"])
     lines = [line.split() for line in plan[f"{cluster.name}/hostfile"].splitlines() if not line.startswith("#")]
-    assert [host for host, _ in lines] == cluster.hostnames
+    assert [host for host, _ in lines] == list(cluster.hostnames)
     assert sum(int(slots.removeprefix("slots=")) for _, slots in lines) == cluster.world_size
     header, *rows = [row.split("\t") for row in plan[f"{cluster.name}/hosts.tsv"].splitlines() if not row.startswith("#")]
     assert header == ["hostname", "address", "node_platform", "gpus"]
-    assert [row[0] for row in rows] == cluster.hostnames
+    assert [row[0] for row in rows] == list(cluster.hostnames)
     assert sum(int(row[3]) for row in rows) == cluster.world_size
     addresses = [row[1] for row in rows if row[1] != "-"]
     assert len(set(addresses)) == len(addresses)

@@ -35,7 +35,7 @@ def test_domains_agree_across_slurm_kubernetes_torchrec_and_nccl(files):
     cluster = checked.platform
     size = files.cluster["nvlink_domain"]["nodes"]
     gpus = len(files.node["gpus"])
-    hostnames = cluster.hostnames
+    hostnames = list(cluster.hostnames)
     expected = [hostnames[d * size:(d + 1) * size] for d in range(cluster.node_count // size)]
     event(f"{len(expected)} domain(s) of {size} node(s), backend {cluster.fabric.topology if cluster.fabric else 'none'}")
     plan = {path.split("/", 1)[1]: text for path, text in plan_for(checked.topology).items()}
@@ -104,7 +104,7 @@ def test_scheduler_files_of_any_cluster_follow_the_consumers_grammars(files):
               check_kueue_manifests(plan["kubernetes/topology.yaml"])["Topology"]["spec"]["levels"]]
     assert DOMAIN not in levels
     rows = parse_label_script(plan["kubernetes/label-nodes.sh"])
-    assert [node for node, _ in rows] == cluster.hostnames
+    assert [node for node, _ in rows] == list(cluster.hostnames)
     assert all(set(levels[:-1]) <= set(labels) for _, labels in rows)
     if LEAF in levels:  # the Kubernetes leaf of a node is its Slurm leaf switch
         slurm_leaf = {h: s["switch"] for s in leaves for h in expand(s["nodes"])}

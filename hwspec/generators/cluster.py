@@ -112,7 +112,6 @@ def _domain_caption(topology) -> str:
 def cluster_diagram(ctx: GenContext) -> Plan:
     """cluster.dot: hosts and switches with their links, or a summary for large clusters."""
     from hwspec.generators.diagram import label, quote
-    from hwspec.hostlist import compress
 
     cluster: Cluster = ctx.platform
     fabric = cluster.fabric
@@ -137,7 +136,7 @@ def cluster_diagram(ctx: GenContext) -> Plan:
     else:
         for index, group in enumerate(cluster.groups):
             lines.append(f"  {quote(f'group{index}')} [shape=box3d, style=filled, fillcolor=\"#dbe9f6\", label="
-                         + label(f"{group.count} x {group.platform.name}", compress(group.hostnames)) + "];")
+                         + label(f"{group.count} x {group.platform.name}", ctx.topology.hostlist(group.nodes)) + "];")
         if domains is not None:
             lines.append("  domains [shape=box, style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
                          + label(f"{domains.count} NVLink domains", _domain_caption(ctx.topology)) + "];")

@@ -26,7 +26,6 @@ from hwspec.cluster import Cluster
 from hwspec.cluster_topology import ClusterTopology
 from hwspec.generate import GenContext, generator
 from hwspec.generators.launch import Setting
-from hwspec.hostlist import compress
 
 LABEL_PREFIX = "topology.hwspec.io"
 """Prefix of the node labels hwspec defines (a DNS subdomain, as Kubernetes label keys need)."""
@@ -61,19 +60,18 @@ def block_sizes(domain_size: int, domains: int) -> list[int]:
 
 def slurm_topologies(topology: ClusterTopology) -> list[dict]:
     """The topology.yaml document: a list of named topologies (first key `topology`)."""
-    from hwspec.generators.slurm import _switches
+    from hwspec.generators.slurm import tree_switches
 
     cluster = topology.platform
-    hostnames = cluster.hostnames
     result = []
     domains = cluster.nvlink_domains
     if domains is not None:
         result.append({"topology": TOPOLOGY_BLOCK, "cluster_default": True, "block": {
             "block_sizes": block_sizes(domains.size, domains.count),
-            "blocks": [{"block": name, "nodes": compress(hostnames[n] for n in domains.nodes(d))}
+            "blocks": [{"block": name, "nodes": topology.hostlist(domains.nodes(d))}
                        for d, name in enumerate(domains.names)]}})
     switches = []
-    for switch in _switches(cluster):
+    for switch in tree_switches(topology):
         entry = {"switch": switch["name"]}
         if "switches" in switch:
             entry["children"] = switch["switches"]

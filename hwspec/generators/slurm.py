@@ -21,6 +21,8 @@ from hwspec.hostlist import compress, compress_in_order
 
 if TYPE_CHECKING:
     from hwspec.cluster import Cluster
+    from hwspec.cluster_model import NodeGroup
+    from hwspec.cluster_topology import ClusterTopology
 
 REAL_MEMORY_RESERVE = 0.03
 """Share of installed DDR that the slurm.conf fragment leaves out of RealMemory: firmware and
@@ -71,16 +73,17 @@ def node_hardware(platform) -> dict[str, int | str]:
     return fields
 
 
-def node_lines(hostnames: tuple[str, ...], addresses: tuple[str, ...] | None) -> list[tuple[str, str | None]]:
+def node_lines(topology: ClusterTopology, group: NodeGroup) -> list[tuple[str, str | None]]:
     """(NodeName, NodeAddr) pairs for a group: one hostlist pair when both lists compress to
     expressions that expand back in the same order (Slurm pairs them by position), else one
     pair per node."""
-    if addresses is None:
-        return [(compress(hostnames), None)]
-    names, addrs = compress_in_order(hostnames), compress_in_order(addresses)
+    if group.addresses is None:
+        return [(topology.hostlist(group.nodes), None)]
+    names = topology.hosts_in_order(group.nodes)
+    addrs = compress_in_order(group.addresses)
     if names is not None and addrs is not None:
         return [(names, addrs)]
-    return list(zip(hostnames, addresses))
+    return list(zip(group.hostnames, group.addresses))
 
 
 def gpu_links(platform, gpu) -> str:
@@ -152,33 +155,28 @@ def slurm(ctx: GenContext) -> dict[str, str]:
         platform = group.platform
         gpus = [{"index": g.index, "type": g.part, "cores": slurm_cores(platform, g), "links": gpu_links(platform, g),
                  "file": gpu_device_file(g)} for g in platform.gpus]
-        groups.append({"nodes": compress(group.hostnames), "platform": platform.name, "gpus": gpus,
-                       "lines": node_lines(group.hostnames, group.addresses), "hardware": node_hardware(platform)})
+        groups.append({"nodes": ctx.topology.hostlist(group.nodes), "platform": platform.name, "gpus": gpus,
+                       "lines": node_lines(ctx.topology, group), "hardware": node_hardware(platform)})
     return {
         "slurm/slurm.conf": ctx.render("slurm/slurm.conf.j2", "hash", groups=groups, cluster=cluster,
-                                       all_nodes=compress(cluster.hostnames), reserve=REAL_MEMORY_RESERVE),
+                                       all_nodes=ctx.topology.hostlist(), reserve=REAL_MEMORY_RESERVE),
         "slurm/gres.conf": ctx.render("slurm/gres.conf.j2", "hash", groups=groups),
-        "slurm/topology.conf": ctx.render("slurm/topology.conf.j2", "hash", switches=_switches(cluster)),
+        "slurm/topology.conf": ctx.render("slurm/topology.conf.j2", "hash", switches=tree_switches(ctx.topology)),
     }
 
 
-def _switches(cluster: Cluster) -> list[dict]:
-    """topology/tree switches. Slurm's tree gives each node one leaf: a rail-optimized fabric
-    is described by pods (the nodes sharing a leaf index on every rail), and the spine tier,
-    when there is one, as a single top switch over the leaves (or pods)."""
-    fabric = cluster.fabric
-    hostnames = cluster.hostnames
+def tree_switches(topology: ClusterTopology) -> list[dict]:
+    """topology/tree switches. Slurm's tree gives each node one leaf: each leaf group
+    (`ClusterTopology.leaf_groups`: a rail-optimized fabric's pods, the nodes sharing a leaf
+    index on every rail), and the spine tier, when there is one, as a single top switch over
+    them."""
+    fabric = topology.platform.fabric
     if fabric is None:
-        return [{"name": "switch0", "nodes": compress(hostnames), "comment": "no backend fabric declared: one switch"}]
-    if fabric.topology == "rail-optimized":
-        pods: dict[range, str] = {}
-        for leaf in fabric.leaves:
-            pods.setdefault(leaf.nodes, f"pod{len(pods)}")
-        leaves = [{"name": name, "nodes": compress(hostnames[i] for i in nodes),
-                   "comment": f"nodes whose NIC i is on leaf {name[3:]} of rail i"} for nodes, name in pods.items()]
-    else:
-        leaves = [{"name": leaf.id, "nodes": compress(hostnames[i] for i in leaf.nodes), "comment": None}
-                  for leaf in fabric.leaves]
+        return [{"name": "switch0", "nodes": topology.hostlist(), "comment": "no backend fabric declared: one switch"}]
+    rails = fabric.topology == "rail-optimized"
+    leaves = [{"name": name, "nodes": topology.hostlist(nodes),
+               "comment": f"nodes whose NIC i is on leaf {name[3:]} of rail i" if rails else None}
+              for name, nodes in topology.leaf_groups]
     if len(leaves) > 1:
         leaves.append({"name": "spine", "switches": compress(leaf["name"] for leaf in leaves),
                        "comment": f"the spine tier ({fabric.spine_count} switch{'es' if fabric.spine_count != 1 else ''}) "
