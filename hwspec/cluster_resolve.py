@@ -187,7 +187,7 @@ def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tu
             size = min(NAME_CHUNK, group.count - start)
             chunk = render.many({"n": range(first + start, first + start + size),
                                  "i": range(group.first + start, group.first + start + size)}, size)
-            for k, name in enumerate(chunk, start):
+            for k, name in enumerate(chunk, start) if max(map(len, chunk), default=0) > MAX_NAME else ():
                 if len(name) > MAX_NAME:
                     error(where, f"{dotted(where)}: node {first + k} would be named '{name[:MAX_NAME]}...' "
                           f"({len(name)} characters), longer than {MAX_NAME}",

@@ -145,6 +145,20 @@ def _compile_columns(expr: str) -> Vectorised:
         if isinstance(node, ast.BinOp) and isinstance(node.op, _ALLOWED_OPS):
             left, right, op = build(node.left), build(node.right), _BINARY[type(node.op)]
             divides = isinstance(node.op, (ast.FloorDiv, ast.Mod))
+            if isinstance(node.right, ast.Constant) and type(node.right.value) is int:  # `n // 256`: the usual form
+                value = node.right.value
+
+                def by_constant(columns: Columns, count: int) -> list[int]:
+                    a = left(columns, count)
+                    if not a:
+                        return []
+                    if divides and value == 0:
+                        raise ValueError(f"division by zero in '{expr}'")
+                    if abs(value) > _LARGEST or max(a) > _LARGEST or min(a) < -_LARGEST:
+                        raise ValueError(f"number too large in '{expr}'")
+                    return list(map(op, a, itertools.repeat(value, count)))
+
+                return by_constant
 
             def binary(columns: Columns, count: int) -> list[int]:
                 a, b = left(columns, count), right(columns, count)
@@ -209,20 +223,29 @@ class Pattern:
 
     def many(self, columns: Columns, count: int) -> list[str]:
         """The pattern rendered at `count` points: entry k uses column k of every variable."""
+        if not count:
+            return []
+        template, values = [], []
+        for piece in self.pieces:
+            if isinstance(piece, str):
+                template.append(piece.replace("{", "{{").replace("}", "}}"))
+                continue
+            compiled, spec, _ = piece
+            template.append("{:" + spec + "}" if "{" not in spec and "}" not in spec else "{}")
+            values.append(compiled(columns, count))
+        try:  # one str.format per point: the literals and each value's format at once
+            if "{}" not in template:
+                return list(map("".join(template).format, *values)) if values else ["".join(self.pieces)] * count
+        except (ValueError, OverflowError):
+            pass  # said below, at the value that cannot be formatted
         parts: list[Sequence[str]] = []
         for piece in self.pieces:
             if isinstance(piece, str):
                 parts.append(itertools.repeat(piece, count))  # type: ignore[arg-type]
                 continue
             compiled, spec, original = piece
-            values = compiled(columns, count)
-            try:
-                parts.append(list(map(format, values, itertools.repeat(spec, count))))  # width checked at compile time
-            except (ValueError, OverflowError):
-                for value in values:
-                    _format(value, spec, original)  # raises with the message
-                raise
-        return list(map("".join, zip(*parts))) if count else []
+            parts.append([_format(value, spec, original) for value in compiled(columns, count)])
+        return list(map("".join, zip(*parts)))
 
 
 class Substituted(str):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hwspec.diagnostics import HwspecError
-from hwspec.expand import Provenance, evaluate, expand, substitute
+from hypothesis import given, settings, strategies as st
+
+from hwspec.expand import Pattern, Provenance, evaluate, expand, substitute
 from hwspec.source import load_yaml_text
 
 
@@ -78,3 +80,19 @@ def test_bad_repeat_blocks_are_all_reported():
 def test_repeat_refuses_huge_expansions():
     assert messages("a:\n  - repeat: {i: 0..99999}\n    id: x\n") == [
         "t.yaml:2:17: error[E120]: range '0..99999' is longer than 4096"]
+
+
+@settings(derandomize=True, database=None, max_examples=300)
+@given(st.lists(st.one_of(st.sampled_from(["zx", "-", "{", "}", "{}", ".", ""]),
+                          st.sampled_from(["${n}", "${i:05}", "${n//256%256}", "${n%256:x}", "${i:{<4}", "${n*3:>6}"])),
+                max_size=6),
+       st.integers(0, 5000), st.integers(1, 40))
+def test_a_pattern_renders_many_points_as_substitute_renders_each(pieces, first, count):
+    text = "".join(pieces)
+    many = Pattern(text, ("n", "i")).many({"n": range(first, first + count), "i": range(count)}, count)
+    assert many == [substitute(text, {"n": first + k, "i": k}) for k in range(count)]
+
+
+def test_a_value_a_format_cannot_write_is_named_with_its_format():
+    with pytest.raises(ValueError, match=r"bad format 'c' in '\$\{n\*1000000:c\}'"):
+        Pattern("h${n*1000000:c}", ("n",)).many({"n": range(0, 3)}, 3)
