@@ -385,9 +385,10 @@ def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context
     from hwspec.writer import read_existing, safe_join
 
     reports = []
+    directories: set[str] = set()
     for relative, text in plan.items():
         safe_join(out_dir, relative)
-        existing = read_existing(out_dir, relative)
+        existing = read_existing(out_dir, relative, directories)
         if existing is None:
             reports.append(f"missing: {out_dir / relative}")
             continue

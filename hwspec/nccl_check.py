@@ -83,6 +83,10 @@ _NAME_CHARS = re.compile(r"[^ \t\n\r>/=\"'<]*")
 _BLANKS = re.compile(r"[ \n\r\t]*")
 _PLAIN_VALUE = re.compile(r"[^\n\r\t<>&\"']*")
 """An attribute value with none of the characters `attribute` reports."""
+_CLEAN_TAG = re.compile(r"""<([A-Za-z_][A-Za-z0-9_.-]*)((?: [A-Za-z_][A-Za-z0-9_.-]*="[^\n\r\t<>&"']*")*)(/?)>""")
+"""An opening tag in which `open_tag` finds nothing to report but lengths and duplicates:
+a good name, attributes each after one space with a good name and a plain double-quoted value."""
+_CLEAN_ATTRIBUTE = re.compile(r' ([^=]*)="([^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,15 @@ class _Tokenizer:
         return name
 
     def open_tag(self) -> tuple[_Element, bool]:
+        clean = _CLEAN_TAG.match(self.text, self.pos)
+        if clean is not None:  # the usual tag, read in one step; anything to report takes the long way
+            attrs = _CLEAN_ATTRIBUTE.findall(clean.group(2))
+            lengths = [len(clean.group(1)), *(len(part) for attr in attrs for part in attr)]
+            if max(lengths) < MAX_STRING and len({key for key, _ in attrs}) == len(attrs):
+                element = _Element(clean.group(1), self.line(self.pos), attrs)
+                self.elements.append(element)
+                self.pos = clean.end()
+                return element, clean.group(3) == "/"
         tag_start = self.pos
         self.pos += 1
         element = _Element(self.name(), self.line(tag_start))

@@ -41,7 +41,7 @@ def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
 
 
 class LoadedNodes(dict):
-    """Node platforms already loaded in one run, by `_version`: `hwspec generate` of platforms/
+    """Node platforms already loaded in one run, by `version`: `hwspec generate` of platforms/
     loads zionex.yaml once for zionex.yaml and zionex-16.yaml, and runs its node rules once.
     The CLI makes one per command; without one (a library call) every load is fresh, so no
     state outlives a run."""
@@ -51,6 +51,8 @@ class LoadedNodes(dict):
         self.findings: dict[tuple[int, int], tuple[Any, list, tuple[Diagnostic, ...]]] = {}
         """(id(platform), id(rules)) -> (platform, rules, node-rule findings); the platform and
         rules are kept so that their ids stay theirs for the run."""
+        self.parts: dict[tuple[str, ...], tuple] = {}
+        """The parts files of each list of parts directories, with their bytes, read once."""
 
     def node_findings(self, platform: Any, rules: list) -> list[Diagnostic]:
         """The node rules' findings on `platform` (a node platform of this run), run once."""
@@ -61,21 +63,24 @@ class LoadedNodes(dict):
             self.findings[key] = (platform, rules, tuple(run_rules(platform.topology, rules, scope="node")))
         return list(self.findings[key][2])
 
+    def version(self, path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
+        """What a loaded node platform depends on: the path as given and as shown in findings
+        and file headers (relative to the working directory), the file's bytes, and its parts
+        files with theirs (bytes, not modification times: a file rewritten within one clock
+        tick keeps its time; each list of parts directories is read once per run); None when
+        something cannot be read (the load itself reports it)."""
+        from hwspec.diagnostics import display_path
+        from hwspec.load import parts_directories
+        from hwspec.source import read_regular_file
 
-def _version(path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
-    """What a loaded node platform depends on: the path as given and as shown in findings and
-    file headers (relative to the working directory), the file's bytes, and the parts files
-    with theirs (bytes, not modification times: a file rewritten within one clock tick keeps
-    its time); None when something cannot be read (the load itself reports it)."""
-    from hwspec.diagnostics import display_path
-    from hwspec.load import parts_directories
-    from hwspec.source import read_regular_file
-
-    try:
-        files = [path, *(f for d in parts_directories(path, parts_dirs) for f in sorted(Path(d).glob("*.yaml")))]
-        return str(path), display_path(path), tuple((str(f), read_regular_file(f)) for f in files)
-    except (OSError, ValueError, HwspecError):
-        return None
+        try:
+            directories = tuple(map(str, parts_directories(path, parts_dirs)))
+            if directories not in self.parts:
+                self.parts[directories] = tuple((str(f), read_regular_file(f)) for d in directories
+                                                for f in sorted(Path(d).glob("*.yaml")))
+            return str(path), display_path(path), read_regular_file(path), self.parts[directories]
+        except (OSError, ValueError, HwspecError):
+            return None
 
 
 def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = (),
@@ -89,7 +94,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
     from hwspec.load import load_catalogue, load_node, parts_directories, read_document
 
     parts_dirs = tuple(map(Path, parts_dirs))
-    key = _version(Path(path), parts_dirs) if loaded is not None else None
+    key = loaded.version(Path(path), parts_dirs) if loaded is not None else None
     if key is not None and key in loaded:
         return loaded[key], {}
     doc, expanded = read_document(Path(path))
@@ -118,7 +123,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
             if key not in nodes:
                 if not node_path.is_file():
                     raise FileNotFoundError(node_path)
-                version = _version(node_path, parts_dirs) if loaded is not None else None
+                version = loaded.version(node_path, parts_dirs) if loaded is not None else None
                 if version is None or version not in loaded:
                     from hwspec.load import load_platform
 

@@ -62,20 +62,26 @@ def safe_join(root: Path, relative: str) -> Path:
     return Path(root) / Path(*check_relative(relative, Path(root)).parts)
 
 
-def read_existing(root: Path, relative: str) -> bytes | None:
+def read_existing(root: Path, relative: str, directories: set[str] | None = None) -> bytes | None:
     """The bytes of the regular file `root/relative`, or None when it is missing, is not a
-    regular file, or any directory on the way below `root` is a symlink (never followed)."""
-    current = Path(root)
+    regular file, or any directory on the way below `root` is a symlink (never followed).
+    `directories` (one set per tree read) remembers the directories already found to be real
+    ones, so reading many files of one tree checks each directory once."""
+    current = os.fspath(root)
     parts = PurePosixPath(relative).parts
+    last = len(parts) - 1
     for index, part in enumerate(parts):
-        current = current / part
+        current = os.path.join(current, part)
+        if index < last and directories is not None and current in directories:
+            continue
         try:
             info = os.lstat(current)
         except (OSError, ValueError):
             return None
-        last = index == len(parts) - 1
-        if (last and not stat.S_ISREG(info.st_mode)) or (not last and not stat.S_ISDIR(info.st_mode)):
+        if (index == last and not stat.S_ISREG(info.st_mode)) or (index < last and not stat.S_ISDIR(info.st_mode)):
             return None
+        if index < last and directories is not None:
+            directories.add(current)
     try:
         fd = os.open(current, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
     except OSError:

@@ -8,6 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from hwspec.generate import GenerationError, plan_for
 from hwspec.generators.nccl import cpumap, net_speed
@@ -370,3 +371,29 @@ def test_nvswitch_links_use_the_sentinel_target(tmp_path, monkeypatch):
              for link in pci.findall("gpu/nvlink")]
     assert links == [(bus, {"target": "fffffff:ff:ff.0", "count": "12", "tclass": "0x068000"})
                      for bus in ("0000:14:00.0", "0000:18:00.0")]
+
+
+_ATTRIBUTES = st.lists(st.tuples(st.sampled_from(["id", "busid", "x", "id", "a" * 256, "9bad", "tclass"]),
+                                 st.sampled_from(['"0"', '"1"', "'2'", '"a b"', '"<"', '"' + "v" * 255 + '"', '""']),
+                                 st.sampled_from([" ", "  ", "\n", "\t"])), max_size=4)
+
+
+@settings(derandomize=True, database=None, max_examples=300)
+@given(st.lists(st.tuples(st.sampled_from(["system", "cpu", "pci", "gpu", "nvlink", "x.y", "a" * 255]), _ATTRIBUTES,
+                          st.sampled_from([">", "/>", " >", " />"])), min_size=1, max_size=5))
+def test_the_one_step_tag_reader_reports_as_the_long_way(tags):
+    """`open_tag` reads a clean tag in one regex step; every tag must give the same report
+    as with that step switched off."""
+    import re
+
+    from hwspec import nccl_check
+
+    text = '<system version="1">\n' + "".join(
+        "<" + name + "".join(space + key + "=" + value for key, value, space in attrs) + end + "\n"
+        for name, attrs, end in tags) + "</system>\n"
+    fast = nccl_check._check_topology_xml(text, nccl_check.NCCL)
+    clean, nccl_check._CLEAN_TAG = nccl_check._CLEAN_TAG, re.compile(r"(?!)")
+    try:
+        assert nccl_check._check_topology_xml(text, nccl_check.NCCL) == fast
+    finally:
+        nccl_check._CLEAN_TAG = clean
