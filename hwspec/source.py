@@ -372,7 +372,11 @@ class _Load:
             if child is not None:
                 if id(child) not in seen:  # compose guarantees no cycles, so seen means done
                     seen.add(id(child))
-                    stack.append((child, iter(_children(child))))
+                    if type(child) is ScalarNode:  # a leaf: done at once
+                        size[id(child)], height[id(child)] = 1, 0
+                        self.check_node(child)
+                    else:
+                        stack.append((child, iter(_children(child))))
                 continue
             stack.pop()
             kids = _children(node)
@@ -403,6 +407,11 @@ class _Load:
                        "characters beyond U+FFFF")
 
     def check_node(self, node: Node) -> None:
+        if node.tag == STR and type(node) is ScalarNode:  # the usual node: a string is its own text
+            self.scalars[id(node)] = node.value
+            if not node.value.isascii():  # only non-ASCII text can hold a surrogate
+                self.check_encodable(node, node.value)
+            return
         kind, name = _KINDS[type(node)], _tag_name(node.tag)
         if node.tag not in _TAGS[kind]:
             message = f"unsupported YAML tag '{name}'"
