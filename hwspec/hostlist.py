@@ -24,6 +24,8 @@ from typing import Iterable, NamedTuple, Sequence
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
 _HOSTLIST_SYNTAX = re.compile(r"[,\[\]]")
 _DIGITS = "0123456789"
+_PADDED = re.compile(r"\n0[0-9]")
+"""A number with a leading zero, in a text of one number per line."""
 _NOT_DIGITS = "".join(chr(code) for code in range(128) if chr(code) not in _DIGITS)
 
 Family = tuple[str, str, int]
@@ -97,15 +99,21 @@ def _runs(hosts: list[str]) -> list[_Run] | None:
     prefixes = list(map(str.rstrip, bodies, repeat(_DIGITS)))
     if not all(map(operator.ne, bodies, prefixes)):
         return None  # a host without a number stands alone
-    digits = list(map(operator.getitem, bodies, map(slice, map(len, prefixes), repeat(None))))
-    suffixes = map(operator.getitem, hosts, map(slice, map(len, bodies), repeat(None)))
+    digits = list(map(str.removeprefix, bodies, prefixes))
+    suffixes = list(map(str.removeprefix, hosts, bodies))
+    if prefixes.count(prefixes[0]) == len(hosts) and suffixes.count(suffixes[0]) == len(hosts):
+        keys: Iterable[str] = [f"{prefixes[0]}\n{suffixes[0]}"]  # one run: a node group's names
+        lengths: Iterable[int] = [len(hosts)]
+    else:
+        grouped = itertools.groupby(map("{}\n{}".format, prefixes, suffixes))
+        keys, lengths = zip(*((key, len(list(run))) for key, run in grouped))
     runs = []
     start = 0
-    for key, run in itertools.groupby(map("{}\n{}".format, prefixes, suffixes)):
-        stop = start + len(list(run))
+    for key, length in zip(keys, lengths):
+        stop = start + length
         run_digits = digits[start:stop]
         numbers = list(map(int, run_digits))
-        if list(map(str, numbers)) == run_digits:
+        if not _PADDED.search("\n" + "\n".join(run_digits)):
             width = 0
         else:
             widths = set(map(len, run_digits))
