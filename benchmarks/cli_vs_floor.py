@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/cli_vs_floor.py            # all cases
     .venv/bin/python benchmarks/cli_vs_floor.py --quick    # fewer repetitions
 
-Each case runs the CLI as a process (`python -m hwspec ...`) and beside it a floor process
+Each case runs the CLI as a process (the `hwspec` console script beside this Python, as the
+README runs it; `python -m hwspec` when it is not installed) and beside it a floor process
 that does the unavoidable part of the same job: start Python, read the same YAML files with
 PyYAML's C loader, and write (or, for --check, read and compare) the same output bytes. The
 ratio CLI/floor is what the targets bound, so the figures stay comparable on a noisy shared
@@ -89,7 +90,8 @@ def main() -> int:
     args = parser.parse_args()
     repeat = 3 if args.quick else 7
     py = sys.executable
-    cli = [py, "-m", "hwspec"]
+    script = Path(py).parent / "hwspec"  # the console script users run (README), as pip installs it
+    cli = [str(script)] if script.is_file() else [py, "-m", "hwspec"]
     results: dict[str, dict] = {}
 
     def case(name: str, command: list[str], floor: list[str], cwd: Path, times: int = repeat) -> None:
