@@ -8,18 +8,19 @@ derived facts that need the node topologies live in `hwspec.cluster_topology`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hwspec.model import Assumption, Location, Platform, RuleSetting, SourceMap
+from hwspec.record import Record, record
 
 if TYPE_CHECKING:
     from hwspec.cluster_topology import ClusterTopology
 
 
-@dataclass(frozen=True)
-class NodeGroup:
+@record
+class NodeGroup(Record):
     """`count` nodes of one node platform; `first_node` is the cluster index of the first."""
 
     platform: Platform
@@ -42,8 +43,8 @@ class NodeGroup:
         return range(self.first_node, self.first_node + self.count)
 
 
-@dataclass(frozen=True)
-class Leaf:
+@record
+class Leaf(Record):
     """A leaf switch. It serves cluster nodes `nodes` on NIC index `rail` (rail-optimized) or
     on all backend NICs (`rail` None)."""
 
@@ -55,8 +56,8 @@ class Leaf:
     uplinks: int
 
 
-@dataclass(frozen=True)
-class Fabric:
+@record
+class Fabric(Record):
     """The derived backend wiring. Bandwidths are bytes/s per direction."""
 
     topology: str
@@ -100,8 +101,8 @@ class Fabric:
         return min(half_injection, uplink_capacity)
 
 
-@dataclass(frozen=True)
-class NvlinkDomains:
+@record
+class NvlinkDomains(Record):
     """NVLink domains spanning several nodes: consecutive nodes in cluster order, `size`
     nodes each (the last one smaller if the node count is not a multiple; rule HW811 reports
     that). `names[d]` is domain d's name. Each domain has `switch_trays` NVLink switch trays
@@ -132,14 +133,14 @@ class NvlinkDomains:
         return self.switch_trays * self.switch_ports
 
 
-@dataclass(frozen=True)
-class Frontend:
+@record
+class Frontend(Record):
     speed: float
     ingestion_share: float | None
 
 
-@dataclass(frozen=True)
-class Cluster:
+@record
+class Cluster(Record):
     """A resolved cluster. Node indices run 0..node_count-1 in group order."""
 
     name: str

@@ -10,11 +10,12 @@ and E302 and the generation codes E901-E902); the others are error findings (exi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hwspec.record import Record, record
 
 
-@dataclass(frozen=True)
-class Code:
+
+@record
+class Code(Record):
     """One code: `title` (a few words, as listed) and `doc` (what it means and what to do)."""
 
     code: str

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hwspec.record import Record, record
 from hwspec.text import one_line, visible
 
 
@@ -41,8 +42,8 @@ class Position:
     col: int
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+@record
+class Diagnostic(Record):
     """One reported problem.
 
     `code` is a loader code (`E101`) or a rule id (`HW201`); `name` is the rule's short name

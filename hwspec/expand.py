@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity
+from hwspec.record import Record, record
 from hwspec.source import SourceDoc
 
 DataPath = tuple[str | int, ...]
@@ -54,8 +55,8 @@ _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
 _ALLOWED_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 
 
-@dataclass(frozen=True)
-class Provenance:
+@record
+class Provenance(Record):
     """Where a value comes from: a free-text `source`, and `assumed` (the reason) when the
     value is an assumption rather than a stated fact."""
 

@@ -9,9 +9,11 @@ more, add it here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
+
+from hwspec.record import Record, record
 
 if TYPE_CHECKING:
     from hwspec.topology import Topology
@@ -22,8 +24,8 @@ PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
 
 
-@dataclass(frozen=True)
-class Location:
+@record
+class Location(Record):
     """A place in a source file, 1-based."""
 
     file: str
@@ -40,8 +42,8 @@ class SourceMap(Protocol):
     def provenance(self, entity: str, *fields: str | int) -> Any: ...
 
 
-@dataclass(frozen=True)
-class PcieLink:
+@record
+class PcieLink(Record):
     """A PCIe link of `width` lanes at generation `gen`."""
 
     gen: int
@@ -61,8 +63,8 @@ class PcieLink:
         return f"Gen{self.gen} x{self.width}"
 
 
-@dataclass(frozen=True)
-class Socket:
+@record
+class Socket(Record):
     """A NUMA node of a CPU socket: a whole socket, or one of its NUMA nodes under sub-NUMA
     clustering / NPS modes. `package` is the id of the physical socket it belongs to (its own
     id for a socket that is one NUMA node); `cores` are the physical cores of this NUMA node;
@@ -91,8 +93,8 @@ class Socket:
             object.__setattr__(self, "package", self.id)
 
 
-@dataclass(frozen=True)
-class Bridge:
+@record
+class Bridge(Record):
     """A PCIe switch or root port. `link` is its upstream link as the OS presents it (written to
     NCCL's topology file); `physical` the link it trains at (used for every bandwidth)."""
 
@@ -106,8 +108,8 @@ class Bridge:
     physical: PcieLink
 
 
-@dataclass(frozen=True)
-class PcieDevice:
+@record
+class PcieDevice(Record):
     """A device in the PCIe tree: its `upstream` bridge or socket, bus id, link, and the socket
     and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports).
     `link` is the link as the OS presents it (written to NCCL's topology file, may be virtual
@@ -122,7 +124,7 @@ class PcieDevice:
     physical: PcieLink
 
 
-@dataclass(frozen=True)
+@record
 class Gpu(PcieDevice):
     """An accelerator. `index` is its ordinal by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), which
     is also its local rank and NCCL `dev`."""
@@ -165,7 +167,7 @@ class Gpu(PcieDevice):
         return self.c2c_links * self.c2c_link_bandwidth
 
 
-@dataclass(frozen=True)
+@record
 class Nic(PcieDevice):
     """A network adapter port. `gpu` is set for a backend NIC paired with a GPU. `speed` is
     bytes/s per direction."""
@@ -190,14 +192,14 @@ class Nic(PcieDevice):
     """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
 
 
-@dataclass(frozen=True)
+@record
 class Ssd(PcieDevice):
     capacity: int
     bandwidth: float
 
 
-@dataclass(frozen=True)
-class NvlinkConnection:
+@record
+class NvlinkConnection(Record):
     """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
     an NVSwitch (`b` = the switch's id, or "nvswitch" for switches the file does not list).
     `bandwidth` is bytes/s per direction for all `links`."""
@@ -210,8 +212,8 @@ class NvlinkConnection:
     """Index of the pair in an explicit `nvlink.topology` list (None for a named pattern)."""
 
 
-@dataclass(frozen=True)
-class NvSwitch:
+@record
+class NvSwitch(Record):
     """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
     its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
 
@@ -220,8 +222,8 @@ class NvSwitch:
     bus: str | None
 
 
-@dataclass(frozen=True)
-class Baseboard:
+@record
+class Baseboard(Record):
     """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
     `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch")."""
 
@@ -234,8 +236,8 @@ class Baseboard:
     nvswitches: tuple[NvSwitch, ...] = ()
 
 
-@dataclass(frozen=True)
-class Backend:
+@record
+class Backend(Record):
     """The scale-out network as the node sees it. `gpudirect` is None when left to NCCL's
     detection ('detect'); `ib_hca` is the declared NCCL_IB_HCA filter, if any."""
 
@@ -249,15 +251,15 @@ class Backend:
     ib_hca: str | None = None
 
 
-@dataclass(frozen=True)
-class Declares:
+@record
+class Declares(Record):
     sockets: int | None
     gpus: int | None
     memory: int | None
 
 
-@dataclass(frozen=True)
-class RuleSetting:
+@record
+class RuleSetting(Record):
     """A platform's change to one rule: new severity ("off" disables it) and the reason."""
 
     severity: str
@@ -265,8 +267,8 @@ class RuleSetting:
     location: Location
 
 
-@dataclass(frozen=True)
-class Assumption:
+@record
+class Assumption(Record):
     """A value marked `assumed:` in the platform or its parts, with where it is written."""
 
     path: str
@@ -275,8 +277,8 @@ class Assumption:
     location: Location
 
 
-@dataclass(frozen=True)
-class Platform:
+@record
+class Platform(Record):
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
     by bus id. Lookups are derived (`by_id`, `gpu2nic`, ...)."""
 

@@ -29,6 +29,8 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from hwspec.record import Record, record
+
 MAX_ELEMENTS = 256
 """NCCL_TOPO_XML_MAX_NODES in NCCL 2.21+ (1024 before)."""
 MAX_ATTRIBUTES = 16
@@ -89,8 +91,8 @@ a good name, attributes each after one space with a good name and a plain double
 _CLEAN_ATTRIBUTE = re.compile(r' ([^=]*)="([^"]*)"')
 
 
-@dataclass(frozen=True)
-class Dialect:
+@record
+class Dialect(Record):
     """What one library's topology-file reader accepts on top of the shared tokenizer."""
 
     name: str

@@ -11,14 +11,15 @@ These queries belong on the topology objects; they live here until they move the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from hwspec import roofline as rf
+from hwspec.record import Record, record
 
 
-@dataclass(frozen=True)
-class Figures:
+@record
+class Figures(Record):
     """The numbers of one platform that a workload estimate and a comparison read.
 
     Every per-GPU figure is the slowest GPU's (heterogeneous nodes are bounded by their

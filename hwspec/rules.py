@@ -24,13 +24,13 @@ import sys
 import threading
 import time
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity, display_path
 from hwspec.errors import nearest
 from hwspec.model import Location
+from hwspec.record import Record, record
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
 
@@ -189,8 +189,8 @@ def _restore_stdout_fd(saved: int | None) -> None:
     os.close(saved)
 
 
-@dataclass(frozen=True)
-class Rule:
+@record
+class Rule(Record):
     """A registered rule. `scope` is "node" (run once per node platform) or "cluster"."""
 
     id: str
@@ -228,8 +228,8 @@ def rule(id: str, name: str, severity: str = "error", scope: str = "node",
     return mark
 
 
-@dataclass(frozen=True)
-class Finding:
+@record
+class Finding(Record):
     """What a rule reports: a message, where (a Location), and an optional hint."""
 
     message: str

@@ -17,12 +17,13 @@ import os
 import pathlib
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity, display_path
+from hwspec.record import Record, record
 
 Path_ = tuple[str | int, ...]
 
@@ -43,8 +44,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # the line breaks PyYAML counts
 
 
-@dataclass(frozen=True)
-class SourceDoc:
+@record
+class SourceDoc(Record):
     """A loaded platform file: plain data plus where each key and value starts in the file.
 
     Invariants: `data` is a dict with str keys all the way down, holding only dict / list / str /

@@ -22,11 +22,12 @@ and pickling.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import pydantic_core
 from pydantic_core import SchemaValidator
+
+from hwspec.record import Record, record
 
 RUNTIME_MODELS = ("PartsCatalogue", "CpuPart", "GpuPart", "NicPart", "NodeSpec", "ClusterSpec")
 """The models hwspec validates documents (or part overrides) against, by name in `hwspec.spec`."""
@@ -81,8 +82,8 @@ def _class_validator(cls: type[RuntimeSpec]) -> SchemaValidator:
     return SchemaValidator(cls.__core_schema__)
 
 
-@dataclass(frozen=True)
-class SpecValidator:
+@record
+class SpecValidator(Record):
     """The validator of one spec model: `validate(data)` gives its instance or raises
     pydantic_core's `ValidationError`; `core_schema` is what it validates with (the error
     reporting in `hwspec.errors` reads the allowed keys of a mapping from it)."""

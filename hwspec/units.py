@@ -33,12 +33,14 @@ Decisions:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable
 
 from pydantic_core import PydanticCustomError
+
+from hwspec.record import Record, record
 
 
 class UnitError(ValueError):
@@ -102,8 +104,8 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
 
 
-@dataclass(frozen=True)
-class _Kind:
+@record
+class _Kind(Record):
     noun: str                                  # "bandwidth"
     examples: tuple[str, str]
     units: dict[str, tuple[Fraction, str]]     # unit -> (factor to canonical, description)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from hwspec.generate import GenContext, GenerationError, Limit, Plan, generator, refuse
 from hwspec.model import Gpu, Nic, Platform
+from hwspec.record import Record, record
 from hwspec.topology import Topology
 from hwspec.nccl_check import (CLASS_ACCELERATOR, MAX_ELEMENTS, MAX_STRING, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, RCCL_MAX_ELEMENTS,
                                check_nccl_xml)
@@ -43,8 +44,8 @@ CPU_VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
 """spec vendor -> the CPUID vendor string NCCL expects on x86."""
 
 
-@dataclass(frozen=True)
-class XmlForm:
+@record
+class XmlForm(Record):
     """What differs between NCCL's topology file and RCCL's (same grammar, other rules)."""
 
     library: str

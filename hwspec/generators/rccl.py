@@ -15,20 +15,20 @@ validate time, so `validate` clean means this generator succeeds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from hwspec.generate import GenContext, GenerationError, Plan, generator
 from hwspec.generators.nccl import (CPU_VENDORS, DETAIL_LEVELS, RCCL_FORM, XmlNode, collective_library, detection_notes,
                                    elements, system_tree)
 from hwspec.model import Platform
 from hwspec.nccl_check import RCCL_MAX_CHILDREN, check_rccl_xml
+from hwspec.record import Record, record
 from hwspec.topology import Topology
 
 RCCL_TOPO_FILE = "rccl-topo.xml"
 
 
-@dataclass(frozen=True)
-class RcclLimit:
+@record
+class RcclLimit(Record):
     """Something rccl-topo.xml cannot say; `at` is `(id, *keys)` of the YAML place to point at."""
 
     message: str
