@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from itertools import repeat
 
 import yaml
 
@@ -204,9 +203,10 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
              "# KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).",
              "set -eu", 'label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }']
     hostnames = cluster.hostnames
-    for nodes, labels in label_runs(topology):
+    for nodes, labels in label_runs(topology):  # one line per node: `label HOST ARGUMENTS`, joined per run
         arguments = " ".join(shlex.quote(f"{key}={value}") for key, value in labels.items())
-        lines.extend(map("label {} {}".format, shell_words(hostnames[nodes.start:nodes.stop]), repeat(arguments)))
+        lines.append("label " + f" {arguments}\nlabel ".join(shell_words(hostnames[nodes.start:nodes.stop]))
+                     + f" {arguments}")
     slurm_documents = slurm_topologies(topology)
     plan = {}
     if cluster.nvlink_domains is not None:

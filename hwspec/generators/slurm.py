@@ -11,7 +11,6 @@ the typed GPUs ("Ignoring extra GRES"); RealMemory is in megabytes (MiB)."""
 
 from __future__ import annotations
 
-import operator
 from itertools import repeat
 from typing import TYPE_CHECKING
 
@@ -126,7 +125,7 @@ def hostfile(ctx: GenContext) -> dict[str, str]:
     for group in cluster.groups:  # every name and address is SAFE_VALUE text: hostfile_limits refused the rest
         slots = group.gpus_per_node
         addresses = group.addresses or ("-",) * group.count
-        lines.extend(map(operator.add, group.hostnames, repeat(f" slots={slots}\n")))
+        lines.append(f" slots={slots}\n".join(group.hostnames) + f" slots={slots}\n" if group.hostnames else "")
         rows.extend(map("{}\t{}\t{}".format, group.hostnames, addresses, repeat(f"{group.platform.name}\t{slots}\n")))
     return {
         "hostfile": ctx.header("hash") + "".join(lines),
