@@ -61,11 +61,12 @@ def compress_in_order(hosts: Iterable[str]) -> str | None:
     return expression if in_order else None
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=64)
 def _compress(hosts: tuple[str, ...]) -> tuple[str, bool | None]:
     """(expression, whether it expands to `hosts` in order, or None when not known), cached:
-    the Slurm and scheduler files list the same hosts (all of them, each pod on every rail)
-    several times."""
+    the Slurm and scheduler files list the same hosts several times. Slices of a cluster's
+    node list go through `HostIndex` instead, so a few entries suffice, and a long-lived
+    process keeps at most 64 lists."""
     unique = list(dict.fromkeys(hosts))
     grouped = _families_fast(unique)
     if grouped is None:
