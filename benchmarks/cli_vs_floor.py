@@ -9,9 +9,10 @@ README runs it; `python -m hwspec` when it is not installed) and beside it a flo
 that does the unavoidable part of the same job: start Python, read the same YAML files with
 PyYAML's C loader, and write (or, for --check, read and compare) the same output bytes. The
 ratio CLI/floor is what the targets bound, so the figures stay comparable on a noisy shared
-machine; each time is the best of several repetitions after a warm-up run (which lets Python
-write its bytecode cache, as an installed tool has one: PYTHONDONTWRITEBYTECODE is unset). Peak memory is the CLI process's own
-maximum resident set size (wait4's rusage).
+machine; each time is the best of several repetitions, CLI and floor alternating, after a
+warm-up run of each (which lets Python write its bytecode cache, as an installed tool has
+one: PYTHONDONTWRITEBYTECODE is unset). Peak memory is the CLI process's own maximum
+resident set size (wait4's rusage).
 
 Targets: validate of one node platform <= 4x, generate --check of the shipped platforms <= 4x,
 generate of a 16,384-node cluster <= 5x, peak memory of a 65,536-node cluster < 150 MiB.
@@ -73,10 +74,13 @@ def run(argv: list[str], cwd: Path) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024
 
 
-def best(argv: list[str], cwd: Path, repeat: int) -> tuple[float, float]:
-    run(argv, cwd)  # warm-up: bytecode caches and the OS page cache, not counted
-    runs = [run(argv, cwd) for _ in range(repeat)]
-    return min(t for t, _ in runs), max(m for _, m in runs)
+def best_pair(cli: list[str], floor: list[str], cwd: Path, repeat: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(best seconds, peak MiB) of the CLI and of the floor, run alternately `repeat` times
+    each after one warm-up run of each: a burst of load on the shared machine then slows
+    both sides, not only one of them."""
+    run(cli, cwd), run(floor, cwd)  # warm-up: bytecode caches and the OS page cache, not counted
+    runs = [(run(cli, cwd), run(floor, cwd)) for _ in range(repeat)]
+    return tuple((min(r[side][0] for r in runs), max(r[side][1] for r in runs)) for side in (0, 1))  # type: ignore[return-value]
 
 
 def yaml_inputs(*files: Path) -> list[str]:
@@ -86,17 +90,16 @@ def yaml_inputs(*files: Path) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 repetitions instead of 7, no 65,536-node run")
+    parser.add_argument("--quick", action="store_true", help="5 repetitions instead of 11, no 65,536-node run")
     args = parser.parse_args()
-    repeat = 3 if args.quick else 7
+    repeat = 5 if args.quick else 11
     py = sys.executable
     script = Path(py).parent / "hwspec"  # the console script users run (README), as pip installs it
     cli = [str(script)] if script.is_file() else [py, "-m", "hwspec"]
     results: dict[str, dict] = {}
 
     def case(name: str, command: list[str], floor: list[str], cwd: Path, times: int = repeat) -> None:
-        cli_s, cli_mib = best(command, cwd, times)
-        floor_s, floor_mib = best(floor, cwd, times)
+        (cli_s, cli_mib), (floor_s, floor_mib) = best_pair(command, floor, cwd, times)
         results[name] = {"cli_seconds": round(cli_s, 3), "floor_seconds": round(floor_s, 3),
                          "ratio": round(cli_s / floor_s, 2), "cli_peak_mib": round(cli_mib, 1),
                          "floor_peak_mib": round(floor_mib, 1)}
@@ -124,7 +127,7 @@ def main() -> int:
             floor = [py, "-c", FLOOR, "write", f"{here / 'ref'}={here / 'floor'}",
                      *yaml_inputs(here / "zionex.yaml", here / "cluster.yaml")]
             if nodes == 16384:
-                case("generate_16384", command, floor, here, max(3, repeat // 2))
+                case("generate_16384", command, floor, here, repeat // 2 + 1)
             else:
                 _, peak = run(command, here)
                 results["generate_65536"] = {"cli_peak_mib": round(peak, 1)}

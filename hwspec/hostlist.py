@@ -17,6 +17,7 @@ import bisect
 import functools
 import itertools
 import operator
+import os
 import re
 from itertools import repeat
 from typing import Iterable, NamedTuple, Sequence
@@ -96,6 +97,12 @@ def _runs(hosts: list[str]) -> list[_Run] | None:
     text = "\n".join(hosts)
     if not text.isascii() or text.count("\n") != len(hosts) - 1 or _HOSTLIST_SYNTAX.search(text):
         return None
+    prefix = os.path.commonprefix([min(hosts), max(hosts)]).rstrip(_DIGITS)  # what all hosts start with
+    digits = list(map(str.removeprefix, hosts, repeat(prefix)))
+    if "".join(digits).isdigit() and all(digits):  # one run, no suffix: a node group's names
+        keys: Iterable[str] = [f"{prefix}\n"]
+        lengths: Iterable[int] = [len(hosts)]
+        return _numbered_runs(keys, lengths, digits)
     bodies = list(map(str.rstrip, hosts, repeat(_NOT_DIGITS)))  # each host without its suffix
     prefixes = list(map(str.rstrip, bodies, repeat(_DIGITS)))
     if not all(map(operator.ne, bodies, prefixes)):
@@ -103,11 +110,16 @@ def _runs(hosts: list[str]) -> list[_Run] | None:
     digits = list(map(str.removeprefix, bodies, prefixes))
     suffixes = list(map(str.removeprefix, hosts, bodies))
     if prefixes.count(prefixes[0]) == len(hosts) and suffixes.count(suffixes[0]) == len(hosts):
-        keys: Iterable[str] = [f"{prefixes[0]}\n{suffixes[0]}"]  # one run: a node group's names
-        lengths: Iterable[int] = [len(hosts)]
+        keys = [f"{prefixes[0]}\n{suffixes[0]}"]  # one run with a suffix
+        lengths = [len(hosts)]
     else:
         grouped = itertools.groupby(map("{}\n{}".format, prefixes, suffixes))
         keys, lengths = zip(*((key, len(list(run))) for key, run in grouped))
+    return _numbered_runs(keys, lengths, digits)
+
+
+def _numbered_runs(keys: Iterable[str], lengths: Iterable[int], digits: list[str]) -> list[_Run]:
+    """Runs of `lengths` hosts each, keyed `prefix\nsuffix`, from every host's digits."""
     runs = []
     start = 0
     for key, length in zip(keys, lengths):
