@@ -109,9 +109,8 @@ def _runs(hosts: list[str]) -> list[_Run] | None:
         return None  # a host without a number stands alone
     digits = list(map(str.removeprefix, bodies, prefixes))
     suffixes = list(map(str.removeprefix, hosts, bodies))
-    if prefixes.count(prefixes[0]) == len(hosts) and suffixes.count(suffixes[0]) == len(hosts):
-        keys = [f"{prefixes[0]}\n{suffixes[0]}"]  # one run with a suffix
-        lengths = [len(hosts)]
+    if suffixes.count(suffixes[0]) == len(hosts):  # one suffix (addresses: none): runs of one prefix
+        keys, lengths = zip(*((f"{key}\n{suffixes[0]}", len(list(run))) for key, run in itertools.groupby(prefixes)))
     else:
         grouped = itertools.groupby(map("{}\n{}".format, prefixes, suffixes))
         keys, lengths = zip(*((key, len(list(run))) for key, run in grouped))
