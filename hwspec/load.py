@@ -91,9 +91,9 @@ def load_catalogue(directories: Iterable[Path]) -> Catalogue:
     merged: dict[str, dict[str, Part]] = {}
     errors: list[Diagnostic] = []
     for directory in directories:
-        for path in sorted(Path(directory).glob("*.yaml")):
+        for path in sorted(Path(directory).resolve().glob("*.yaml")):  # one resolve per directory
             try:
-                for kind, parts in _load_parts_file(path.resolve()).items():
+                for kind, parts in _load_parts_file(path).items():
                     merged.setdefault(kind, {}).update(parts)
             except HwspecError as exc:
                 errors.extend(exc.diagnostics)
