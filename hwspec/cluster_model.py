@@ -135,6 +135,9 @@ class NvlinkDomains(Record):
 
 @record
 class Frontend(Record):
+    """The frontend (ingestion) network: `speed` per node in bytes/s per direction, and the
+    share of it ingestion may use (None when not declared)."""
+
     speed: float
     ingestion_share: float | None
 

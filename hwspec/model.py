@@ -194,6 +194,8 @@ class Nic(PcieDevice):
 
 @record
 class Ssd(PcieDevice):
+    """An NVMe SSD: `capacity` in bytes, `bandwidth` in bytes/s (read)."""
+
     capacity: int
     bandwidth: float
 
@@ -253,6 +255,9 @@ class Backend(Record):
 
 @record
 class Declares(Record):
+    """What the platform file declares it holds (`declares:`), checked against what it
+    describes; None when not declared. `memory` in bytes."""
+
     sockets: int | None
     gpus: int | None
     memory: int | None

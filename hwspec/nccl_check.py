@@ -126,6 +126,8 @@ topo.cc ncclTopoAddGpu reads sm, gcn, arch, rank, dev, gdr; ncclTopoAddCpu reads
 
 @dataclass
 class _Element:
+    """One element as the tokenizer read it: name, line, attributes in order, children."""
+
     name: str
     line: int
     attrs: list[tuple[str, str]] = field(default_factory=list)

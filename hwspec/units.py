@@ -106,6 +106,9 @@ def _any_case(word: str) -> str:
 
 @record
 class _Kind(Record):
+    """One kind of quantity: its units with their factors to the canonical unit, and how it
+    is written and read."""
+
     noun: str                                  # "bandwidth"
     examples: tuple[str, str]
     units: dict[str, tuple[Fraction, str]]     # unit -> (factor to canonical, description)

@@ -104,6 +104,9 @@ def attrs(style: dict[str, str], **extra: str) -> str:
 
 @dataclass
 class Cluster:
+    """A DOT subgraph being built: its id, its attribute text, and its lines and nested
+    subgraphs in order."""
+
     id: str
     attrs: str
     items: list[Any] = field(default_factory=list)  # Node lines (str) and nested Clusters, in order
