@@ -6,9 +6,11 @@ prints them. `expand` is its inverse (used by tests and by people checking outpu
 `compress_in_order` says whether a list survives the round trip in its own order.
 
 A cluster lists tens of thousands of hosts several times, so the common shape (ASCII names,
-each with a number, no hostlist syntax in them) is split by one regular expression over the
-whole list and grouped with C-level iteration; anything else takes the per-host path. Both
-give the same text (tests/test_hostlist.py compares them).
+each with a number, no hostlist syntax in them) is split into runs of one prefix and suffix by
+string methods mapped over the whole list (`_runs`: a few C-level passes, no object per host
+but strings); anything else takes the per-host path. Both give the same text
+(tests/test_hostlist.py compares them). `HostIndex` keeps the runs of one list (a cluster's
+nodes), so that each slice of it is printed without looking at its hosts again.
 """
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ def _runs(hosts: list[str]) -> list[_Run] | None:
 
 
 def _numbered_runs(keys: Iterable[str], lengths: Iterable[int], digits: list[str]) -> list[_Run]:
-    """Runs of `lengths` hosts each, keyed `prefix\nsuffix`, from every host's digits."""
+    """Runs of `lengths` hosts each, from every host's digits; each key is the run's prefix and
+    suffix joined by a line break (which no host holds)."""
     runs = []
     start = 0
     for key, length in zip(keys, lengths):

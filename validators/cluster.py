@@ -119,8 +119,8 @@ _IPV4_LINES = re.compile(rf"^{_IPV4.pattern}$", re.MULTILINE)
 
 def _all_lines(pattern: re.Pattern, values: list[str]) -> bool:
     """Every value is a whole line `pattern` matches (it matches no line break), in one call.
-    (Counting matches line by line, not one `(?:...\n)*` match of the whole text: that one
-    keeps a backtracking state per line and is several times slower on 16,384 names.)"""
+    (Counting whole-line matches, not one match of the whole text repeating a line pattern:
+    that one keeps a backtracking state per line and is several times slower on 16,384 names.)"""
     if not values:
         return True
     text = "\n".join(values)
