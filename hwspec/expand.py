@@ -102,7 +102,7 @@ _LARGEST = 2**48
 
 Columns = Mapping[str, Sequence[int]]
 """Values of each variable at `count` points (one per node of a group): column k is point k."""
-Vectorised = Callable[[Columns, int], list[int]]
+Vectorised = Callable[[Columns, int], Sequence[int]]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -131,11 +131,11 @@ def _compile_columns(expr: str) -> Vectorised:
         if isinstance(node, ast.Name):
             name = node.id
 
-            def lookup(columns: Columns, count: int) -> list[int]:
+            def lookup(columns: Columns, count: int) -> Sequence[int]:
                 if name not in columns:
                     known = ", ".join(sorted(columns)) or "none"
                     raise ValueError(f"unknown variable '{name}' (variables here: {known})")
-                return list(columns[name])
+                return columns[name]  # a range for a node group's i and n: not copied
 
             return lookup
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -155,7 +155,8 @@ def _compile_columns(expr: str) -> Vectorised:
                         return []
                     if divides and value == 0:
                         raise ValueError(f"division by zero in '{expr}'")
-                    if abs(value) > _LARGEST or max(a) > _LARGEST or min(a) < -_LARGEST:
+                    low, high = _bounds(a)
+                    if abs(value) > _LARGEST or high > _LARGEST or low < -_LARGEST:
                         raise ValueError(f"number too large in '{expr}'")
                     return list(map(op, a, itertools.repeat(value, count)))
 
@@ -165,7 +166,7 @@ def _compile_columns(expr: str) -> Vectorised:
                 a, b = left(columns, count), right(columns, count)
                 if divides and 0 in b:
                     raise ValueError(f"division by zero in '{expr}'")
-                if a and b and (max(a) > _LARGEST or min(a) < -_LARGEST or max(b) > _LARGEST or min(b) < -_LARGEST):
+                if a and b and not all(-_LARGEST <= bound <= _LARGEST for bound in (*_bounds(a), *_bounds(b))):
                     raise ValueError(f"number too large in '{expr}'")
                 return list(map(op, a, b))
 
@@ -173,6 +174,13 @@ def _compile_columns(expr: str) -> Vectorised:
         raise ValueError(f"'{expr}' is not integer arithmetic: use variables, integers and + - * // %")
 
     return build(tree)
+
+
+def _bounds(values: Sequence[int]) -> tuple[int, int]:
+    """(smallest, largest) of a non-empty column; a range's from its ends, without a pass."""
+    if type(values) is range:
+        return min(values[0], values[-1]), max(values[0], values[-1])
+    return min(values), max(values)
 
 
 def compile_expression(expr: str) -> Callable[[dict[str, int]], int]:

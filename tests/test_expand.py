@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hwspec.diagnostics import HwspecError
@@ -96,3 +98,13 @@ def test_a_pattern_renders_many_points_as_substitute_renders_each(pieces, first,
 def test_a_value_a_format_cannot_write_is_named_with_its_format():
     with pytest.raises(ValueError, match=r"bad format 'c' in '\$\{n\*1000000:c\}'"):
         Pattern("h${n*1000000:c}", ("n",)).many({"n": range(0, 3)}, 3)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("h${n*2}", "number too large in 'n*2'"),        # a constant operand: bounds of the range's ends
+    ("h${n+n}", "number too large in 'n+n'"),        # two columns
+    ("h${n//(n-n)}", "division by zero in 'n//(n-n)'"),
+])
+def test_a_node_group_beyond_the_operand_limit_is_refused(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Pattern(text, ("n",)).many({"n": range(2**48 - 1, 2**48 + 2)}, 3)
