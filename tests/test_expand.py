@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from hwspec.diagnostics import HwspecError
 from hypothesis import given, settings, strategies as st
 
+from hwspec.diagnostics import HwspecError
 from hwspec.expand import Pattern, Provenance, evaluate, expand, substitute
 from hwspec.source import load_yaml_text
 
