@@ -14,7 +14,7 @@ import re
 
 from hwspec.diagnostics import Severity
 from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, Where
-from hwspec.live.xmlread import Element, XmlError, parse_xml, walk
+from hwspec.live.xmlread import Element, walk
 
 _PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
@@ -196,11 +196,8 @@ class _Reader:
 
 def parse(data: bytes, file: str, machine: Machine) -> None:
     """Read hwloc XML `data` (named `file` in diagnostics) into `machine`."""
-    machine.sources.append((file, "hwloc XML (lstopo --of xml)"))
-    try:
-        root = parse_xml(data)
-    except XmlError as exc:
-        machine.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+    root = machine.read_xml(data, file, "hwloc XML (lstopo --of xml)")
+    if root is None:
         return
     _Reader(file, machine).run(root)
     machine.listed.update({"numa", "rdma-nics", "tcp-nics"})

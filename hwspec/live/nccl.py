@@ -15,7 +15,7 @@ import re
 from hwspec.diagnostics import Severity
 from hwspec.live.observed import (CPU_VENDORS, NUMA_PREFIX, NVSWITCH, PCIE_SPEED_STRINGS, Bridge, Gpu, Link, Machine,
                                   Nic, NicPort, NumaNode, NvLink, Where)
-from hwspec.live.xmlread import Element, XmlError, parse_xml
+from hwspec.live.xmlread import Element
 
 BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _INT = re.compile(r"-?[0-9]+")
@@ -228,11 +228,8 @@ class _Reader:
 
 def parse(data: bytes, file: str, machine: Machine) -> None:
     """Read NCCL topology XML `data` (named `file` in diagnostics) into `machine`."""
-    machine.sources.append((file, "NCCL topology XML"))
-    try:
-        root = parse_xml(data)
-    except XmlError as exc:
-        machine.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+    root = machine.read_xml(data, file, "NCCL topology XML")
+    if root is None:
         return
     reader = _Reader(file, machine)
     reader.system(root)

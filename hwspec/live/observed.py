@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hwspec.diagnostics import Diagnostic, Severity
+from hwspec.live.xmlread import Element, XmlError, parse_xml
 from hwspec.model import PCIE_GT_PER_LANE, PcieLink
 
 NUMA_PREFIX = "numa:"
@@ -223,6 +224,16 @@ class Machine:
 
     def problem(self, where: Where, severity: Severity, code: str, message: str, hint: str | None = None) -> None:
         self.problems.append(Diagnostic(where.file, where.line, where.col, severity, code, message, hint, INPUT_CODES.get(code, "")))
+
+    def read_xml(self, data: bytes, file: str, what: str) -> Element | None:
+        """The root element of XML input `file` (listed as a source: `what` it is), or None
+        after recording I101 at the position where it stops being XML this reader accepts."""
+        self.sources.append((file, what))
+        try:
+            return parse_xml(data)
+        except XmlError as exc:
+            self.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+            return None
 
 
 INPUT_CODES = {
