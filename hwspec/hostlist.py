@@ -102,15 +102,15 @@ def _runs(hosts: list[str]) -> list[_Run] | None:
     prefix = os.path.commonprefix([min(hosts), max(hosts)]).rstrip(_DIGITS)  # what all hosts start with
     digits = list(map(str.removeprefix, hosts, repeat(prefix)))
     if "".join(digits).isdigit() and all(digits):  # one run, no suffix: a node group's names
-        keys: Iterable[str] = [f"{prefix}\n"]
-        lengths: Iterable[int] = [len(hosts)]
-        return _numbered_runs(keys, lengths, digits)
+        return _numbered_runs([f"{prefix}\n"], [len(hosts)], digits)
     bodies = list(map(str.rstrip, hosts, repeat(_NOT_DIGITS)))  # each host without its suffix
     prefixes = list(map(str.rstrip, bodies, repeat(_DIGITS)))
     if not all(map(operator.ne, bodies, prefixes)):
         return None  # a host without a number stands alone
     digits = list(map(str.removeprefix, bodies, prefixes))
     suffixes = list(map(str.removeprefix, hosts, bodies))
+    keys: Iterable[str]
+    lengths: Iterable[int]
     if suffixes.count(suffixes[0]) == len(hosts):  # one suffix (addresses: none): runs of one prefix
         keys, lengths = zip(*((f"{key}\n{suffixes[0]}", len(list(run))) for key, run in itertools.groupby(prefixes)))
     else:
