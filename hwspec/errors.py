@@ -11,7 +11,7 @@ import difflib
 import typing
 from typing import Any, Callable, Mapping
 
-from pydantic_core import ValidationError
+from hwspec.core import ValidationError
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 

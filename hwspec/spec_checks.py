@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic_core import PydanticCustomError, PydanticKnownError
+from hwspec.core import PydanticCustomError, PydanticKnownError
 
 from hwspec.expand import Substituted
 

@@ -24,9 +24,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping
 
-import pydantic_core
-from pydantic_core import SchemaValidator
-
+from hwspec import core
+from hwspec.core import SchemaValidator
 from hwspec.record import Record, record
 
 RUNTIME_MODELS = ("PartsCatalogue", "CpuPart", "GpuPart", "NicPart", "NodeSpec", "ClusterSpec")
@@ -100,7 +99,7 @@ def runtime_form_current() -> bool:
     """True when `hwspec._spec_runtime` was made with the installed pydantic_core (it is used)."""
     from hwspec import _spec_runtime
 
-    return _spec_runtime.PYDANTIC_CORE_VERSION == pydantic_core.__version__
+    return _spec_runtime.PYDANTIC_CORE_VERSION == core.__version__
 
 
 @functools.cache
