@@ -72,3 +72,56 @@ def test_record_refuses_a_class_without_the_base():
         @record
         class Plain:
             value: int
+
+
+def _parameters(cls: type) -> list[tuple[str, object, object]]:
+    import inspect
+
+    return [(p.name, p.kind, p.default) for p in inspect.signature(cls).parameters.values()]
+
+
+def test_a_record_is_constructed_as_the_frozen_dataclass():
+    assert _parameters(Pair) == _parameters(PairDataclass)
+    assert vars(Pair("a", note="n")) == vars(PairDataclass("a", note="n")) == {"name": "a", "count": 0, "note": "n"}
+    for cls in (Pair, PairDataclass):
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
+            cls()
+        with pytest.raises(TypeError, match="got an unexpected keyword argument 'colour'"):
+            cls("a", colour="red")
+        with pytest.raises(TypeError, match="got multiple values for argument 'name'"):
+            cls("a", name="b")
+
+
+def test_a_record_is_frozen_against_deletion():
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'name'"):
+        del Pair("a").name
+
+
+def test_record_fields_take_factories_init_false_and_post_init():
+    @record
+    class Bag(Record):
+        items: list = field(default_factory=list)
+        size: int = field(default=0, init=False)
+        seen: set = field(default_factory=set, init=False)
+        label: str = ""
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "size", len(self.items))
+
+    first, second = Bag(), Bag([1, 2], label="x")
+    assert first.items is not Bag().items and first.seen is not Bag().seen  # a fresh value per instance
+    assert (first.size, second.size, second.label, second.seen) == (0, 2, "x", set())
+    assert [(name, repr(default)) for name, _, default in _parameters(Bag)] == [("items", "<factory>"), ("label", "''")]
+
+
+def test_record_refuses_what_a_dataclass_refuses_and_keyword_only_fields():
+    with pytest.raises(TypeError, match="non-default argument 'count' follows default argument"):
+        @record
+        class Backwards(Record):
+            name: str = ""
+            count: int
+
+    with pytest.raises(TypeError, match="Named.name: a record has no keyword-only fields"):
+        @record
+        class Named(Record):
+            name: str = field(kw_only=True)
