@@ -7,7 +7,6 @@ run-time form of the spec and the pydantic models report every problem alike.
 
 from __future__ import annotations
 
-import difflib
 import typing
 from typing import Any, Callable, Mapping
 
@@ -35,6 +34,8 @@ def dotted(path: DataPath) -> str:
 
 
 def nearest(word: str, choices: typing.Iterable[str]) -> str | None:
+    import difflib  # only a misspelt name needs it
+
     matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return matches[0] if matches else None
 

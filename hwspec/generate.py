@@ -11,7 +11,6 @@ Output is deterministic: no timestamps, no absolute paths, sorted iteration ever
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import os
@@ -395,6 +394,8 @@ def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context
             continue
         current = existing.decode("utf-8", errors="replace")
         if current != text:
+            import difflib  # only a stale file needs it
+
             diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(), f"{out_dir / relative} (committed)",
                                              f"{out_dir / relative} (generated)", n=context_lines, lineterm=""))
             shown = diff[:40] + ([f"... ({len(diff) - 40} more diff lines)"] if len(diff) > 40 else [])
