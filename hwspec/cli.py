@@ -8,6 +8,7 @@ Exit status: 0 clean, 1 findings at error level (or stale output for `generate -
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -325,10 +326,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the `hwspec` command line `argv` (the process's arguments when None) and return the
+    exit status."""
     if argv is None:  # the command itself, not a caller in its own process
         # no pydantic plugins are used here; looking for them reads every installed
         # distribution's metadata (importlib.metadata), a good part of start-up
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        try:
+            return _run(argv)
+        finally:
+            # The process ends with the command, and what it made lives until then: the
+            # interpreter's last garbage collection at exit would only walk it all (about 15 ms
+            # for the shipped platforms, 30 ms for 16,384 nodes). Objects are still freed.
+            gc.freeze()
+    return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

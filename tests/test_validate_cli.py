@@ -333,3 +333,14 @@ def test_python_dash_m_reports_instead_of_raising(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stdout + done.stderr
     assert "error[E103]" in done.stdout and "error[E900]: rule SITE900 broken failed: KeyError: 'gpu9'" in done.stdout
+
+
+@pytest.mark.parametrize(("call", "frozen"), [("cli.main()", True), ("cli.main(['validate', 'platforms/zionex.yaml'])", False)],
+                         ids=["the-command", "a-library-call"])
+def test_the_command_leaves_its_objects_out_of_the_last_collection_and_a_library_call_does_not(call, frozen):
+    """`hwspec` (argv None) ends the process, so it freezes the heap instead of having the
+    interpreter's exit collection walk it; a caller in its own process keeps a normal heap."""
+    code = ("import gc, sys; from hwspec import cli; sys.argv = ['hwspec', 'validate', 'platforms/zionex.yaml']; "
+            f"status = {call}; print(status, gc.get_freeze_count() > 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (0, f"0 {frozen}")
