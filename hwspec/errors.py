@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Callable, Mapping
 
-from hwspec.core import ValidationError
+from hwspec.pydantic_core_ext import ValidationError
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 

@@ -10,7 +10,7 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from hwspec.core import ValidationError
+from hwspec.pydantic_core_ext import ValidationError
 
 from hwspec import content
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hwspec.core import PydanticCustomError, PydanticKnownError
+from hwspec.pydantic_core_ext import PydanticCustomError, PydanticKnownError
 
 from hwspec.expand import Substituted
 

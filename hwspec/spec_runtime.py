@@ -24,8 +24,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping
 
-from hwspec import core
-from hwspec.core import SchemaValidator
+from hwspec import pydantic_core_ext
+from hwspec.pydantic_core_ext import SchemaValidator
 from hwspec.record import Record, record
 
 RUNTIME_MODELS = ("PartsCatalogue", "CpuPart", "GpuPart", "NicPart", "NodeSpec", "ClusterSpec")
@@ -99,7 +99,7 @@ def runtime_form_current() -> bool:
     """True when `hwspec._spec_runtime` was made with the installed pydantic_core (it is used)."""
     from hwspec import _spec_runtime
 
-    return _spec_runtime.PYDANTIC_CORE_VERSION == core.__version__
+    return _spec_runtime.PYDANTIC_CORE_VERSION == pydantic_core_ext.__version__
 
 
 @functools.cache

@@ -38,7 +38,7 @@ from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable
 
-from hwspec.core import PydanticCustomError
+from hwspec.pydantic_core_ext import PydanticCustomError
 
 from hwspec.record import Record, record
 

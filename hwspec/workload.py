@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from pydantic import Field, model_validator
-from hwspec.core import PydanticCustomError
+from hwspec.pydantic_core_ext import PydanticCustomError
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 from hwspec.errors import DataPath, dotted, validate_document

@@ -8,7 +8,7 @@ compiled module `pydantic_core._pydantic_core` (schema validators and their erro
 it holds as literals (`hwspec._spec_runtime`). So this module loads that extension module by
 itself and registers it under its own name in `sys.modules`, exactly as the import system
 would: a later `import pydantic_core` (pydantic, `hwspec schema`, tests) finds it there, and
-every class is the same object either way (`hwspec.core.ValidationError is
+every class is the same object either way (`hwspec.pydantic_core_ext.ValidationError is
 pydantic_core.ValidationError`). One thing differs: the package then has no attribute
 `_pydantic_core` (the import system binds it only when the package loads the module itself);
 `from pydantic_core._pydantic_core import ...` and `import pydantic_core._pydantic_core as m`
