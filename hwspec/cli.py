@@ -332,12 +332,16 @@ def main(argv: list[str] | None = None) -> int:
         # no pydantic plugins are used here; looking for them reads every installed
         # distribution's metadata (importlib.metadata), a good part of start-up
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        # What the command makes lives until it ends and holds next to no reference cycles
+        # (reference counting frees the rest), so the cycle collector's runs every 700
+        # allocations only walk live data: 15 ms of `generate --check`, 80 ms at 65,536 nodes,
+        # with the same peak memory once it runs every 100,000 (as mypy does, for the same reason).
+        gc.set_threshold(100_000, 10, 10)
         try:
             return _run(argv)
         finally:
-            # The process ends with the command, and what it made lives until then: the
-            # interpreter's last garbage collection at exit would only walk it all (about 15 ms
-            # for the shipped platforms, 30 ms for 16,384 nodes). Objects are still freed.
+            # and the interpreter's last collection at exit would only walk it all again
+            # (15 ms for the shipped platforms, 30 ms for 16,384 nodes); objects are still freed
             gc.freeze()
     return _run(argv)
 
