@@ -8,6 +8,8 @@ editor, or GitHub's annotations) can jump to the place. Loading problems use cod
 from __future__ import annotations
 
 import enum
+import functools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,6 +98,12 @@ def display_path(path: Path | str) -> str:
     """The path as the user should see it: relative to the working directory when below it."""
     path = Path(path)
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(path.resolve().relative_to(_resolved_directory(os.getcwd())))
     except (ValueError, OSError):
         return str(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _resolved_directory(directory: str) -> Path:
+    """`directory` with symlinks resolved: the working directory, looked up once per directory."""
+    return Path(directory).resolve()

@@ -106,7 +106,7 @@ def parts_directories(platform_file: Path, extra: Iterable[Path] = ()) -> list[P
     """The built-in catalogue, then `parts/` beside the platform file, then `extra`."""
     dirs = [content.builtin_dir("parts")]
     local = platform_file.resolve().parent / "parts"
-    if local.is_dir() and local.resolve() != dirs[0].resolve():
+    if local.is_dir() and local.resolve() != dirs[0]:  # builtin_dir is resolved
         dirs.append(local)
     dirs.extend(Path(d) for d in extra)
     return dirs
