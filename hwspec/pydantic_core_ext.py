@@ -15,7 +15,8 @@ pydantic_core.ValidationError`). One thing differs: the package then has no attr
 work as always.
 
 Whenever that is not plainly possible (pydantic_core already imported, installed other than as
-files, no single extension module beside its `__init__`), the ordinary import is used.
+files, no single extension module beside its `__init__`, or loading the module alone fails),
+the ordinary import is used.
 """
 
 from __future__ import annotations
@@ -34,12 +35,20 @@ def _compiled_module() -> ModuleType:
     if loaded is not None:
         return loaded
     path = None if "pydantic_core" in sys.modules else _extension_path()
-    if path is None:
-        import pydantic_core
+    if path is not None:
+        try:
+            return _load_alone(path)
+        except Exception:  # e.g. a release whose module needs its package: import it as usual
+            sys.modules.pop(_EXTENSION, None)
+    import pydantic_core
 
-        return sys.modules[_EXTENSION] if _EXTENSION in sys.modules else pydantic_core._pydantic_core
+    return sys.modules[_EXTENSION] if _EXTENSION in sys.modules else pydantic_core._pydantic_core
+
+
+def _load_alone(path: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(_EXTENSION, path)
-    assert spec is not None and spec.loader is not None  # an extension suffix always has its loader
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no loader for {path}")
     module = importlib.util.module_from_spec(spec)  # runs the module's initialisation
     sys.modules[_EXTENSION] = module
     spec.loader.exec_module(module)

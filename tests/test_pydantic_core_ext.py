@@ -65,3 +65,9 @@ def test_without_the_extension_file_the_package_is_imported_as_usual():
     outcome = _report(before="import importlib.machinery; importlib.machinery.EXTENSION_SUFFIXES[:] = ['.none']",
                       after='loaded = "pydantic_core" in sys.modules', package_before="loaded")
     assert outcome == {"package_before_pydantic": True, "same_classes": True, "same_module": True, "version": True}
+
+
+def test_when_loading_the_module_alone_fails_the_package_is_imported_as_usual():
+    outcome = _report(before="import importlib.util; importlib.util.spec_from_file_location = lambda *a, **k: None",
+                      after='loaded = "pydantic_core" in sys.modules', package_before="loaded")
+    assert outcome == {"package_before_pydantic": True, "same_classes": True, "same_module": True, "version": True}
