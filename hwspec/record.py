@@ -90,14 +90,14 @@ _FACTORY = _Factory()
 def _initializer(cls: type) -> Callable[..., None]:
     """The `__init__` a frozen dataclass would have: parameters in field order, each field set
     with `object.__setattr__`, then `__post_init__` if the class has one."""
-    namespace: dict[str, Any] = {"_set": object.__setattr__, "_FACTORY": _FACTORY}
+    namespace: dict[str, Any] = {"__record_set__": object.__setattr__, "__record_factory__": _FACTORY}
     parameters, body = ["self"], []
     for f in fields(cls):  # the plain fields: not ClassVar, not InitVar (which records do not take)
         if f.kw_only is True:
             raise TypeError(f"{cls.__name__}.{f.name}: a record has no keyword-only fields")
         value = _field_value(f, namespace, parameters)
         if value is not None:
-            body.append(f"_set(self, {f.name!r}, {value})")
+            body.append(f"__record_set__(self, {f.name!r}, {value})")
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
     source = f"def __init__({', '.join(parameters)}):\n    " + "\n    ".join(body or ["pass"])
@@ -109,7 +109,7 @@ def _initializer(cls: type) -> Callable[..., None]:
 
 def _field_value(f: Field, namespace: dict[str, Any], parameters: list[str]) -> str | None:
     """The expression `__init__` sets field `f` to (None: left unset), adding its parameter."""
-    default, factory = f"_default_{f.name}", f"_factory_{f.name}"
+    default, factory = f"__record_default_{f.name}__", f"__record_factory_{f.name}__"  # no field's name
     if f.default is not MISSING:
         namespace[default] = f.default
     if f.default_factory is not MISSING:
@@ -119,7 +119,7 @@ def _field_value(f: Field, namespace: dict[str, Any], parameters: list[str]) -> 
     if f.default is MISSING and f.default_factory is MISSING and "=" in parameters[-1]:
         raise TypeError(f"non-default argument {f.name!r} follows default argument")
     if f.default_factory is not MISSING:
-        parameters.append(f"{f.name}=_FACTORY")
-        return f"{factory}() if {f.name} is _FACTORY else {f.name}"
+        parameters.append(f"{f.name}=__record_factory__")
+        return f"{factory}() if {f.name} is __record_factory__ else {f.name}"
     parameters.append(f"{f.name}={default}" if f.default is not MISSING else f.name)
     return f.name

@@ -125,3 +125,14 @@ def test_record_refuses_what_a_dataclass_refuses_and_keyword_only_fields():
         @record
         class Named(Record):
             name: str = field(kw_only=True)
+
+
+def test_a_record_field_may_have_any_name_its_init_uses():
+    @record
+    class Odd(Record):
+        _set: int
+        _FACTORY: list = field(default_factory=list)
+        self_: str = "s"
+
+    odd = Odd(1)
+    assert (odd._set, odd._FACTORY, odd.self_) == (1, [], "s")
