@@ -10,9 +10,8 @@ from __future__ import annotations
 import typing
 from typing import Any, Callable, Mapping
 
-from hwspec.pydantic_core_ext import ValidationError
-
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.pydantic_core_ext import ValidationError
 
 if typing.TYPE_CHECKING:
     from pydantic import BaseModel

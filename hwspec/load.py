@@ -10,13 +10,12 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from hwspec.pydantic_core_ext import ValidationError
-
 from hwspec import content
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 from hwspec.errors import DataPath, dotted, nearest, validation_diagnostics
 from hwspec.expand import Expanded, expand
 from hwspec.model import Platform
+from hwspec.pydantic_core_ext import ValidationError
 from hwspec.resolve import resolve_node
 from hwspec.source import SourceDoc, load_yaml_file
 from hwspec.spec_runtime import spec_validator

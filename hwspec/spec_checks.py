@@ -15,9 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hwspec.pydantic_core_ext import PydanticCustomError, PydanticKnownError
-
 from hwspec.expand import Substituted
+from hwspec.pydantic_core_ext import PydanticCustomError, PydanticKnownError
 
 MAX_CPU_ID = 65535
 """Largest logical CPU id (Linux's NR_CPUS tops out at 8192 today)."""

@@ -39,7 +39,6 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from hwspec.pydantic_core_ext import PydanticCustomError
-
 from hwspec.record import Record, record
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from pydantic import Field, model_validator
-from hwspec.pydantic_core_ext import PydanticCustomError
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
 from hwspec.errors import DataPath, dotted, validate_document
 from hwspec.expand import Expanded
+from hwspec.pydantic_core_ext import PydanticCustomError
 from hwspec.source import SourceDoc
 from hwspec.spec import Id, OptionalWholeNumber, Spec, WholeNumber
 
