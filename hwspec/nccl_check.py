@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from hwspec.record import Record, record
+from hwspec.spec_checks import BUS_ID as BUSID
 
 MAX_ELEMENTS = 256
 """NCCL_TOPO_XML_MAX_NODES in NCCL 2.21+ (1024 before)."""
@@ -75,7 +76,6 @@ GCN = re.compile(r"gfx[0-9a-f]{3,4}")
 NVSWITCH_SENTINEL = "fffffff:ff:ff.0"
 """nvlink target NCCL writes for an NVSwitch it cannot see (7 f's)."""
 
-BUSID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _INT = re.compile(r"-?[0-9]+")
 _UINT = re.compile(r"[0-9]+")
 _HEX_CLASS = re.compile(r"0x[0-9a-f]{2,6}")

@@ -38,16 +38,16 @@ OptionalWholeNumber = Annotated[int | None, BeforeValidator(checks.whole_number)
 """A WholeNumber that may be left out. (Not `WholeNumber | None`: pydantic could not then put
 a field's `ge`/`le` on the integer itself and would check them in Python.)"""
 
-Id = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": r"^[a-z][a-z0-9_-]*$"}), AfterValidator(checks.check_id)]
+Id = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": f"^{checks.ID.pattern}$"}), AfterValidator(checks.check_id)]
 """An entry id: `gpu0`, `sw-1`. Used in references and in generated names."""
 
 PartName = Annotated[str, Field(max_length=64), AfterValidator(checks.check_part_name)]
 
-BusId = Annotated[str, Field(json_schema_extra={"pattern": r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$"}),
+BusId = Annotated[str, Field(json_schema_extra={"pattern": f"^{checks.BUS_ID.pattern}$"}),
                   AfterValidator(checks.check_bus_id)]
 """PCI bus id, lower case, 4-digit domain: NCCL matches these strings byte for byte."""
 
-OsName = Annotated[str, Field(max_length=15, json_schema_extra={"pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"}),
+OsName = Annotated[str, Field(max_length=15, json_schema_extra={"pattern": f"^{checks.OS_NAME.pattern}$"}),
                    AfterValidator(checks.check_os_name)]
 """A name as the OS shows it (`mlx5_0`, `eth0`). The safe set keeps generated shell and env
 files free of quoting problems: anything else is refused here, never escaped later."""
@@ -340,7 +340,7 @@ class RuleSetting(Spec):
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
 
 
-EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": r"^[A-Z_][A-Z0-9_]*$"}),
+EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": f"^{checks.ENV_NAME.pattern}$"}),
                     AfterValidator(checks.check_env_name)]
 EnvValue = Annotated[str, Field(max_length=1023), BeforeValidator(checks.env_value_text), AfterValidator(checks.check_env_value)]
 """An environment value: strings as written, numbers as written, booleans as 1/0; at most 1023

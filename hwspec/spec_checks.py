@@ -58,19 +58,22 @@ def _format_error(value: str, what: str, example: str) -> PydanticCustomError:
     return PydanticCustomError("hwspec_format", f"'{value}' is not {what}, e.g. '{example}'")
 
 
-_ID = re.compile(r"[a-z][a-z0-9_-]*")
+# ID, BUS_ID, OS_NAME and ENV_NAME are also the JSON Schema's patterns (`hwspec.spec`).
+ID = re.compile(r"[a-z][a-z0-9_-]*")
 _PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
-_BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
-_OS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+"""A PCI bus id as the kernel and NCCL print it (lower case): `hwspec.nccl_check` holds a
+topology file's bus ids to it too."""
+OS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _CPU_LIST = re.compile(r"\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*")
 _IB_HCA = re.compile(r"[\^]?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*")
-_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _ENV_VALUE = re.compile(r"[A-Za-z0-9_./:,=@%+^-]*")
 
 
 def check_id(value: str) -> str:
     """An entry id: `gpu0`, `sw-1`."""
-    if not _ID.fullmatch(value):
+    if not ID.fullmatch(value):
         raise _format_error(value, "an id (lower-case letters, digits, '-' and '_', starting with a letter)", "gpu0")
     return value
 
@@ -84,14 +87,14 @@ def check_part_name(value: str) -> str:
 
 def check_bus_id(value: str) -> str:
     """A PCI bus id in the kernel's (and NCCL's) lower-case `dddd:bb:dd.f` form."""
-    if not _BUS_ID.fullmatch(value):
+    if not BUS_ID.fullmatch(value):
         raise _format_error(value, "a PCI bus id in lower-case 'dddd:bb:dd.f' form, as the kernel and NCCL print it", "0000:17:00.0")
     return value
 
 
 def check_os_name(value: str) -> str:
     """A device or interface name as the OS shows it (`mlx5_0`, `eth0`)."""
-    if not _OS_NAME.fullmatch(value):
+    if not OS_NAME.fullmatch(value):
         raise _format_error(value, "a device or interface name (letters, digits, '.', '-', '_'; at most 15)", "mlx5_0")
     return value
 
@@ -112,7 +115,7 @@ def check_ib_hca(value: str) -> str:
 
 def check_env_name(value: str) -> str:
     """An environment variable name: upper-case letters, digits, '_'."""
-    if not _ENV_NAME.fullmatch(value):
+    if not ENV_NAME.fullmatch(value):
         raise _format_error(value, "an environment variable name (upper-case letters, digits, '_')", "NCCL_IB_TIMEOUT")
     return value
 
