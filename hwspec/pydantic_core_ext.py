@@ -40,9 +40,9 @@ def _compiled_module() -> ModuleType:
             return _load_alone(path)
         except Exception:  # e.g. a release whose module needs its package: import it as usual
             sys.modules.pop(_EXTENSION, None)
-    import pydantic_core
+    import pydantic_core._pydantic_core as compiled  # the package, then its module, as usual
 
-    return sys.modules[_EXTENSION] if _EXTENSION in sys.modules else pydantic_core._pydantic_core
+    return compiled
 
 
 def _load_alone(path: str) -> ModuleType:
