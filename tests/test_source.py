@@ -101,7 +101,8 @@ def test_merge_keys_share_blocks_and_explicit_keys_win():
             {"model": "H100", "memory_gb": 80, "nvlink": 5, "name": "last"},  # earlier merge source wins
         ],
     }
-    assert doc.data == yaml.safe_load((FIXTURES / "merge_keys.yaml").read_text())
+    # Not compared with yaml.safe_load: PyYAML 6.0.4 lets a later merge source win when the key
+    # strings are distinct objects (it deduplicates merged keys by id()), against the merge-key spec.
     assert doc.data["gpus"][1] is not doc.data["defaults"]  # aliases are expanded into copies
     # Merged keys are where the anchored text is; explicit keys where they are written.
     assert doc.key_position(("gpus", 0, "model")) == Position(2, 3)
