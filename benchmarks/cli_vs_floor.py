@@ -84,7 +84,7 @@ def best_pair(cli: list[str], floor: list[str], cwd: Path, repeat: int) -> tuple
 
 
 def yaml_inputs(*files: Path) -> list[str]:
-    parts = sorted((ROOT / "platforms" / "parts").glob("*.yaml"))
+    parts = sorted((ROOT / "src/hwspec/data/parts").glob("*.yaml"))
     return [str(f) for f in (*files, *parts)]
 
 

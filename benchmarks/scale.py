@@ -54,7 +54,8 @@ frontend:
 
 
 def run_one(nodes: int) -> dict:
-    from hwspec import generate, pipeline
+    from hwspec import pipeline
+    from hwspec.generate import engine as generate
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -21,7 +21,7 @@ import shlex
 import jsonschema
 import yaml
 
-from hwspec.hostlist import expand
+from hwspec.topology.hostlist import expand
 
 DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"

@@ -11,12 +11,12 @@ from xml.etree import ElementTree
 
 import pytest
 
-from hwspec import roofline as rf
+from hwspec.perf import roofline as rf
 from hwspec.diagnostics import HwspecError
-from hwspec.generate import plan_for
-from hwspec.generators.launch import gdr_level
-from hwspec.load import load_platform
-from hwspec.nccl_check import check_nccl_xml
+from hwspec.generate.engine import plan_for
+from hwspec.generate.launch import gdr_level
+from hwspec.model.load import load_platform
+from hwspec.formats.nccl_topology import check_nccl_xml
 
 ROOT = Path(__file__).resolve().parent.parent
 OWN_GRACE = ROOT / "tests" / "fixtures" / "rules" / "c2c_gpu_nic_on_own_grace.yaml"
@@ -112,7 +112,7 @@ def _errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> list[
     path = Path("c2c.yaml")
     path.write_text(text)
     with pytest.raises(HwspecError) as caught:
-        load_platform(path, parts_dirs=[ROOT / "platforms" / "parts"])
+        load_platform(path, parts_dirs=[ROOT / "src/hwspec/data/parts"])
     return [d.format() for d in caught.value.diagnostics]
 
 
@@ -145,7 +145,7 @@ def test_the_diagram_draws_each_gpus_c2c_to_its_grace_with_its_bandwidth(tray):
 
 
 def test_a_c2c_link_slower_than_nccls_mb_per_s_unit_is_refused_in_the_part(tmp_path, monkeypatch):
-    parts = (ROOT / "platforms" / "parts" / "gb200.yaml").read_text().split("\ncpus:")[0]
+    parts = (ROOT / "src/hwspec/data/parts" / "gb200.yaml").read_text().split("\ncpus:")[0]
     (tmp_path / "parts").mkdir()
     (tmp_path / "parts" / "slow.yaml").write_text(
         parts.replace("b200-gb200:", "slow-c2c:").replace("link_bandwidth: 45 GB/s", "link_bandwidth: 0.5 MB/s"))
@@ -161,7 +161,7 @@ def test_a_c2c_link_slower_than_nccls_mb_per_s_unit_is_refused_in_the_part(tmp_p
 
 
 def test_nccl_settings_allow_gdr_over_c2c_only_where_gpus_reach_their_nics_over_it(tray):
-    from hwspec.generators.launch import nccl_settings
+    from hwspec.generate.launch import nccl_settings
 
     settings = {s.name: s for s in nccl_settings(tray.topology, "/etc/hwspec/gb200-tray")}
     assert (settings["NCCL_NET_GDR_LEVEL"].value, settings["NCCL_NET_GDR_C2C"].value) == ("PHB", "1")

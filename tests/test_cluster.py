@@ -128,7 +128,7 @@ def test_a_node_platform_is_validated_once_per_cluster_not_once_per_node():
 
 
 def test_node_groups_may_use_different_node_platforms(tmp_path):
-    from hwspec import generate
+    from hwspec.generate import engine as generate
 
     checked = pipeline.check(FIXTURES / "mixed_platforms_ok.yaml", platform_roots=[FIXTURES.parent])
     assert checked.diagnostics == []
@@ -152,12 +152,12 @@ def copy_zionex_pair(directory: Path) -> tuple[Path, Path]:
 
 
 def test_a_node_file_given_with_its_cluster_is_loaded_once(tmp_path, monkeypatch):
-    import hwspec.load
+    import hwspec.model.load
 
     node, cluster = copy_zionex_pair(tmp_path)
     loads: list[str] = []
-    real = hwspec.load.load_node
-    monkeypatch.setattr(hwspec.load, "load_node", lambda doc, *rest: loads.append(doc.file) or real(doc, *rest))
+    real = hwspec.model.load.load_node
+    monkeypatch.setattr(hwspec.model.load, "load_node", lambda doc, *rest: loads.append(doc.file) or real(doc, *rest))
     loaded = pipeline.LoadedNodes()
     first, _ = pipeline.load_any(node, loaded=loaded)
     second, nodes = pipeline.load_any(cluster, loaded=loaded)
@@ -185,12 +185,12 @@ def test_a_node_file_rewritten_in_place_is_loaded_again(tmp_path):
 def test_a_node_platform_s_rules_run_once_per_run(tmp_path, monkeypatch):
     """zionex.yaml and zionex-16.yaml in one run: zionex's node rules run once, and both files
     report their findings."""
-    import hwspec.rules
+    import hwspec.rules.engine
 
     node, cluster = copy_zionex_pair(tmp_path)
     scopes: list[str] = []
-    real = hwspec.rules.run_rules
-    monkeypatch.setattr(hwspec.rules, "run_rules", lambda topology, rules, scope="node": scopes.append(scope)
+    real = hwspec.rules.engine.run_rules
+    monkeypatch.setattr(hwspec.rules.engine, "run_rules", lambda topology, rules, scope="node": scopes.append(scope)
                         or real(topology, rules, scope))
     rules = load_rules(pipeline.rule_directories())
     loaded = pipeline.LoadedNodes()

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from hwspec import generate, pipeline
-from hwspec.hostlist import expand
+from hwspec import pipeline
+
+from hwspec.generate import engine as generate
+from hwspec.topology.hostlist import expand
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -262,7 +264,7 @@ def test_scale_benchmark_runs_at_small_sizes():
 
 
 def test_roofline_command_prints_the_cluster_table(capsys, monkeypatch):
-    from hwspec.cli import main
+    from hwspec.cli.commands import main
 
     monkeypatch.chdir(ROOT)
     assert main(["roofline", "platforms/zionex-16.yaml"]) == 0

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from hwspec import generate, pipeline
-from hwspec.generators import diagram
+from hwspec import pipeline
+
+from hwspec.generate import engine as generate
+from hwspec.generate import diagram
 
 ROOT = Path(__file__).resolve().parent.parent
 QUOTED = r'"(?:[^"\\]|\\.)*"'

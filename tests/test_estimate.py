@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from hwspec.diagnostics import HwspecError
-from hwspec.estimate import busiest, estimate, inter_node_share, placement
-from hwspec.platform_figures import Figures
-from hwspec.workload import load_workload
+from hwspec.perf.estimate import busiest, estimate, inter_node_share, placement
+from hwspec.perf.platform_figures import Figures
+from hwspec.spec.workload import load_workload
 
 TINY = Figures(
     name="tiny", title="tiny", file="tiny.yaml", kind="cluster", gpus=4, gpus_per_node=2, nodes=2, sockets_per_node=1,
@@ -213,7 +213,7 @@ def test_a_platform_without_collective_bounds_has_no_communication_time(tmp_path
 
 
 def test_comparison_names_the_term_that_changes_most_and_the_speedup(tmp_path):
-    from hwspec.compare import comparison
+    from hwspec.perf.compare import comparison
 
     workload = tiny(tmp_path)
     fast = dataclasses.replace(TINY, name="fast", algbw={k: 2 * v for k, v in TINY.algbw.items()})

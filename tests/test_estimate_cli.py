@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hwspec import cluster_roofline
-from hwspec.cli import main
+from hwspec.perf import cluster_roofline
+from hwspec.cli.commands import main
 from hwspec.pipeline import load_any
-from hwspec.platform_figures import figures
-from hwspec.workload import load_workload
+from hwspec.perf.platform_figures import figures
+from hwspec.spec.workload import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 ZION16, ZIONEX16 = ROOT / "platforms" / "zion-16.yaml", ROOT / "platforms" / "zionex-16.yaml"
@@ -231,7 +231,7 @@ def test_shipped_workloads_match_the_json_schema_and_point_editors_at_it(path):
     import jsonschema
     import yaml
 
-    from hwspec.schema import platform_schema
+    from hwspec.spec.json_schema import platform_schema
 
     validator = jsonschema.Draft202012Validator(platform_schema())
     assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == []

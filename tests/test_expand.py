@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hwspec.diagnostics import HwspecError
-from hwspec.expand import Pattern, Provenance, evaluate, expand, substitute
-from hwspec.source import load_yaml_text
+from hwspec.source.expand import Pattern, Provenance, evaluate, expand, substitute
+from hwspec.source.loader import load_yaml_text
 
 
 def expanded(text: str):

@@ -4,7 +4,7 @@ diagnostics and exit status 1 or 2, never a traceback, a hang or unbounded memor
 Inputs: arbitrary bytes, arbitrary YAML (random data dumped to YAML) and YAML-ish text, deep
 nesting, alias expansions, a wrong-typed value at any position of a valid node or cluster spec,
 non-UTF-8 bytes in a valid file, very long strings, and `${...}` expressions in repeat blocks.
-Examples run in-process through `hwspec.cli.main` (an exception is a traceback) and
+Examples run in-process through `hwspec.cli.commands.main` (an exception is a traceback) and
 `hwspec.pipeline.check`, each under a hard time limit; the memory-hungry families also run in a
 subprocess under an address-space limit. Every crash found is kept in tests/fuzz_corpus/ (the
 minimal input, named for the bug) and replayed by the corpus tests at the end.
@@ -33,7 +33,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from hwspec import pipeline
-from hwspec.cli import main
+from hwspec.cli.commands import main
 from hwspec.testing import (cluster_specs, dump_yaml, hostile_cluster_specs, hostile_names, hostile_node_specs,
                             node_specs)
 
@@ -307,7 +307,7 @@ def assert_outputs_safe(out: Path) -> None:
     files are comments and NAME=safe-value lines only; scripts parse; sourcing the env files
     and running bind.sh's argument check runs nothing; XML passes NCCL's parser rules with a
     header comment free of `--`; JSON parses."""
-    from hwspec.nccl_check import check_nccl_xml
+    from hwspec.formats.nccl_topology import check_nccl_xml
 
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         text = path.read_bytes().decode("utf-8")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hwspec import writer
-from hwspec.cli import main
-from hwspec.generate import plan_for, write_plan
+from hwspec.generate import writer
+from hwspec.cli.commands import main
+from hwspec.generate.engine import plan_for, write_plan
 from hwspec.pipeline import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,7 +137,7 @@ def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_d
     """A cluster renders its node platform's files again under its own install dir: outputs of
     generators that never read the deployment (install_dir, rail_optimized) are reused, the
     others are rendered again and differ."""
-    from hwspec import generate
+    from hwspec.generate import engine as generate
 
     node = check(ROOT / "platforms" / "zionex.yaml").platform
     env = generate.template_environment()

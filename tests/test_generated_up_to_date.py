@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwspec.cli import main
+from hwspec.cli.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -123,7 +123,7 @@ def test_lone_surrogate_in_title_is_refused_at_its_position(tmp_path):
 
 
 def test_control_characters_in_title_are_escaped_in_dot(tmp_path):
-    from hwspec.generators.diagram import label, quote
+    from hwspec.generate.diagram import label, quote
 
     assert quote('a\x00b"\\') == '"a\\\\x00b\\"\\\\"'
     assert label("t\x01", "x\ny") == '"t\\\\x01\\nx\\ny"'
@@ -173,13 +173,13 @@ def test_clos_uplinks_without_spine_is_a_located_finding(tmp_path):
 
 
 def test_nul_in_path_is_unreadable_not_a_traceback():
-    from hwspec.cli import main
+    from hwspec.cli.commands import main
 
     assert main(["validate", "a\x00b.yaml"]) == 2
 
 
 def test_nul_in_path_message(capsys):
-    from hwspec.cli import main
+    from hwspec.cli.commands import main
 
     main(["validate", "a\x00b.yaml"])
     assert capsys.readouterr().out == "a\\x00b.yaml:1:1: error[E100]: cannot read file: the path holds a NUL character\n"
@@ -221,7 +221,7 @@ def test_fifo_in_parts_directory_is_refused_without_blocking(tmp_path):
 def test_unit_parser_is_linear_in_blanks(text):
     import time
 
-    from hwspec.units import UnitError, parse_byte_rate
+    from hwspec.spec.units import UnitError, parse_byte_rate
 
     start = time.perf_counter()
     with pytest.raises(UnitError) as error:
@@ -231,7 +231,7 @@ def test_unit_parser_is_linear_in_blanks(text):
 
 
 def test_unit_parser_still_reads_qualifiers():
-    from hwspec.units import parse_byte_rate
+    from hwspec.spec.units import parse_byte_rate
 
     assert parse_byte_rate("200 Gb/s per \t direction") == 25e9
     assert parse_byte_rate(" 50 GB/s  bidirectional ") == 25e9
@@ -241,7 +241,7 @@ def test_unit_parser_still_reads_qualifiers():
 def test_cpu_list_size_is_bounded_before_expansion():
     from pydantic import TypeAdapter, ValidationError
 
-    from hwspec.spec import CpuList
+    from hwspec.spec.models import CpuList
 
     adapter = TypeAdapter(CpuList)
     assert adapter.validate_python("0-27,112-139") == "0-27,112-139"
@@ -358,9 +358,9 @@ def test_rule_time_limit_option_is_checked():
 ])
 def test_generator_refuses_what_the_generation_rule_reports(fixture, output, message):
     """One list of limits per generator: the rule's finding and the generator's refusal agree."""
-    from hwspec.generate import GenerationError, plan_for
-    from hwspec.load import load_platform
-    from hwspec.topology import Topology
+    from hwspec.generate.engine import GenerationError, plan_for
+    from hwspec.model.load import load_platform
+    from hwspec.topology.node import Topology
 
     platform = load_platform(ROOT / "tests" / "fixtures" / "rules" / f"{fixture}.yaml")
     with pytest.raises(GenerationError) as error:
@@ -402,7 +402,7 @@ def test_rule_severity_off_written_bare_is_accepted(tmp_path):
 
 
 def test_symlink_at_an_output_file_is_replaced_not_followed(tmp_path):
-    from hwspec.generate import write_plan
+    from hwspec.generate.engine import write_plan
 
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
@@ -415,7 +415,7 @@ def test_symlink_at_an_output_file_is_replaced_not_followed(tmp_path):
 
 
 def test_symlinked_platform_directory_is_replaced_not_written_through(tmp_path):
-    from hwspec.generate import write_plan
+    from hwspec.generate.engine import write_plan
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -429,7 +429,7 @@ def test_symlinked_platform_directory_is_replaced_not_written_through(tmp_path):
 
 
 def test_check_does_not_read_through_a_symlink(tmp_path):
-    from hwspec.generate import check_plan
+    from hwspec.generate.engine import check_plan
 
     secret = tmp_path / "secret"
     secret.write_text("NCCL_A=1\n")
@@ -441,7 +441,7 @@ def test_check_does_not_read_through_a_symlink(tmp_path):
 @pytest.mark.parametrize("bad", [{"../x": "x\n"}, {"q/bad": "\udcff\n"}, {"toplevel": "x\n"}, {".q/x": "x\n"}],
                          ids=["escapes", "unencodable", "outside-a-platform-directory", "hidden"])
 def test_a_refused_file_leaves_nothing_written(tmp_path, bad):
-    from hwspec.generate import write_plan
+    from hwspec.generate.engine import write_plan
 
     plan = {"a/one.conf": "A=1\n", **bad, "z/two.conf": "B=2\n"}
     with pytest.raises(ValueError, match="refusing"):
@@ -450,7 +450,7 @@ def test_a_refused_file_leaves_nothing_written(tmp_path, bad):
 
 
 def test_parked_old_set_of_a_killed_run_is_restored_and_leftovers_removed(tmp_path):
-    from hwspec.writer import recover
+    from hwspec.generate.writer import recover
 
     out = tmp_path / "out"
     (out / ".p.hwspec-old.123").mkdir(parents=True)
@@ -498,7 +498,7 @@ def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        from hwspec.writer import recover
+        from hwspec.generate.writer import recover
 
         recover(out)  # what the next run does first, under the lock
         if (out / "zionex").exists():
@@ -597,9 +597,9 @@ def test_rule_time_limit_keeps_a_callers_alarm(tmp_path):
     import signal
     import time
 
-    from hwspec.load import load_platform
+    from hwspec.model.load import load_platform
     from hwspec.rules import load_rules, run_rules
-    from hwspec.topology import Topology
+    from hwspec.topology.node import Topology
 
     fired = []
     previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))
@@ -658,7 +658,7 @@ def test_environment_value_longer_than_nccl_reads_is_refused_by_validate(tmp_pat
 
 def test_generated_json_escapes_invisible_characters_from_the_platform():
     """DEL, C1 controls and U+2028 in a title reached roofline.json raw (found by the hostile fuzzer)."""
-    from hwspec.generators.roofline import dump
+    from hwspec.generate.roofline import dump
 
     text = dump({"title": "x\x7fy\u2028z\x85é"})
     assert text == '{\n  "title": "x\\u007fy\\u2028z\\u0085é"\n}\n'

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hwspec import hostlist
-from hwspec.hostlist import compress, compress_in_order, expand
+from hwspec.topology import hostlist
+from hwspec.topology.hostlist import compress, compress_in_order, expand
 
 
 @pytest.mark.parametrize("hosts, expression", [

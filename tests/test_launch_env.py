@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from hwspec.diagnostics import HwspecError
-from hwspec.generate import GenerationError, UnsafeValue, env_value, plan_for, shell_word, xml_attr
-from hwspec.generators.launch import cpu_ranges, gdr_level, nccl_settings, omp_threads
-from hwspec.load import load_platform
+from hwspec.generate.engine import GenerationError, UnsafeValue, env_value, plan_for, shell_word, xml_attr
+from hwspec.generate.launch import cpu_ranges, gdr_level, nccl_settings, omp_threads
+from hwspec.model.load import load_platform
 from hwspec.pipeline import check
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hwspec import content
-from hwspec.cli import main
-from hwspec.generate import plan_for
-from hwspec.live.commands import check_draft
+from hwspec.cli.commands import main
+from hwspec.generate.engine import plan_for
+from hwspec.cli.live import check_draft
 from hwspec.live.diff import diff
 from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
 from hwspec.live.nccl import parse as parse_nccl
 from hwspec.live.observed import Machine
-from hwspec.load import load_catalogue, load_platform
+from hwspec.model.load import load_catalogue, load_platform
 from hwspec.testing import check_node_text, load_node_text, node_yaml
 
 ROOT = Path(__file__).resolve().parent.parent

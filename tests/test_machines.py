@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hwspec import generate, pipeline
-from hwspec import roofline as rf
+from hwspec import pipeline
+
+from hwspec.generate import engine as generate
+from hwspec.perf import roofline as rf
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 GEN4_X16 = 16e9 * (128 / 130) * 16 / 8  # the model's order of operations: 31.5077e9
@@ -224,7 +226,7 @@ def test_a_cluster_of_a100_vms_validates_clean_and_generates():
     assert checked.diagnostics == []
     cluster = checked.platform
     assert [len(leaf.nodes) for leaf in cluster.fabric.leaves] == [4] * 8  # one leaf per rail
-    from hwspec import cluster_roofline
+    from hwspec.perf import cluster_roofline
 
     network = cluster_roofline.cluster_roofline(checked.topology)["network"]
     assert network["per_gpu_nic_bytes_per_s"] == network["per_gpu_injection_bytes_per_s"] == 25e9

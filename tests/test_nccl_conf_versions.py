@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hwspec.generate import GenerationError
-from hwspec.generators.launch import nccl_conf_text
+from hwspec.generate.engine import GenerationError
+from hwspec.generate.launch import nccl_conf_text
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFS = sorted((ROOT / "generated").rglob("nccl.conf"))
@@ -79,7 +79,7 @@ def test_a_platform_path_with_an_equals_sign_stays_a_comment(tmp_path: Path) -> 
     odd = tmp_path / "site=a" / "zionex.yaml"
     odd.parent.mkdir()
     shutil.copy(source, odd)
-    shutil.copytree(ROOT / "platforms" / "parts", odd.parent / "parts")
+    shutil.copytree(ROOT / "src/hwspec/data/parts", odd.parent / "parts")
     result = subprocess.run([sys.executable, "-m", "hwspec", "generate", str(odd), "-o", str(tmp_path / "out"), "--no-svg"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -10,9 +10,9 @@ from xml.etree import ElementTree
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hwspec.generate import GenerationError, plan_for
-from hwspec.generators.nccl import cpumap, net_speed
-from hwspec.nccl_check import check_nccl_xml
+from hwspec.generate.engine import GenerationError, plan_for
+from hwspec.generate.nccl import cpumap, net_speed
+from hwspec.formats.nccl_topology import check_nccl_xml
 from hwspec.pipeline import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -330,7 +330,7 @@ backend: {transport: infiniband, nic_per_gpu: true, gpudirect: true}
 
 
 def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, monkeypatch):
-    from hwspec.load import load_platform
+    from hwspec.model.load import load_platform
 
     monkeypatch.chdir(tmp_path)
     Path("dual.yaml").write_text(DUAL_PORT)
@@ -358,7 +358,7 @@ def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, mo
 
 
 def test_nvswitch_links_use_the_sentinel_target(tmp_path, monkeypatch):
-    from hwspec.load import load_platform
+    from hwspec.model.load import load_platform
 
     monkeypatch.chdir(tmp_path)
     text = DUAL_PORT.replace("nics:", '  - {id: gpu1, part: a100-sxm4-40gb, pcie: {upstream: sw0, bus: "0000:18:00.0"}}\n'
@@ -386,7 +386,7 @@ def test_the_one_step_tag_reader_reports_as_the_long_way(tags):
     as with that step switched off."""
     import re
 
-    from hwspec import nccl_check
+    from hwspec.formats import nccl_topology as nccl_check
 
     text = '<system version="1">\n' + "".join(
         "<" + name + "".join(space + key + "=" + value for key, value, space in attrs) + end + "\n"

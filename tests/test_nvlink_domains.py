@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hwspec import generate, pipeline
-from hwspec.hostlist import expand
+from hwspec import pipeline
+
+from hwspec.generate import engine as generate
+from hwspec.topology.hostlist import expand
 from tests.scheduler_formats import check_kueue_manifests, check_slurm_topology_yaml, parse_label_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -268,7 +270,7 @@ def test_scheduler_yaml_is_the_same_from_libyaml_and_the_pure_python_emitter(clu
     machine without it must write the same bytes, so both emitters agree on every document."""
     import yaml
 
-    from hwspec.generators.domains import _yaml
+    from hwspec.generate.domains import _yaml
 
     assert hasattr(yaml, "CSafeDumper"), "PyYAML without libyaml: the fast emitter is not being tested"
     for name in ("slurm/topology.yaml", "kubernetes/topology.yaml"):
@@ -282,6 +284,6 @@ def test_scheduler_yaml_is_the_same_from_libyaml_and_the_pure_python_emitter(clu
     (["zx1", "a b", "", "it's"], ["zx1", "'a b'", "''", "'it'\"'\"'s'"]),
 ])
 def test_label_script_quotes_each_word_as_shlex_does(texts, words):
-    from hwspec.generators.domains import shell_words
+    from hwspec.generate.domains import shell_words
 
     assert shell_words(texts) == words

@@ -18,11 +18,11 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from hwspec import pipeline
-from hwspec.cli import main
-from hwspec.expand import expand
+from hwspec.cli.commands import main
+from hwspec.source.expand import expand
 from hwspec.rules import load_rules
-from hwspec.source import load_yaml_text
-from hwspec.spec import NodeSpec
+from hwspec.source.loader import load_yaml_text
+from hwspec.spec.models import NodeSpec
 from hwspec.testing import (CLUSTER_FAULT_RULES, FAULT_RULES, NVLINK_PATTERNS, check_cluster_files, check_node_text,
                             dump_yaml, faulty_cluster_specs, faulty_node_specs, load_node_text, node_platforms,
                             node_specs, node_yaml)
@@ -94,8 +94,8 @@ def test_every_nvlink_pattern_is_valid(pattern, data):
 def test_sockets_grouped_into_numa_nodes_change_no_finding_and_no_number(data):
     """Grouping sockets as NUMA nodes of one physical socket (CPU lists kept) changes nothing
     but the count of physical sockets."""
-    from hwspec import roofline
-    from hwspec.generators.launch import omp_threads
+    from hwspec.perf import roofline
+    from hwspec.generate.launch import omp_threads
     from hwspec.testing import dump_yaml, group_numa_nodes, load_node_text
 
     spec = data.draw(node_specs(max_gpus=8, max_sockets=4))
@@ -131,7 +131,7 @@ def test_described_nvswitch_chips_carry_each_gpus_links(data):
 def test_virtually_presented_links_change_no_finding_and_no_number(data):
     """A VM's virtual links (`link` Gen1 x1 or width 0, the trained link as `link.physical`)
     are judged by no rule and change no roofline figure: only NCCL's topology file shows them."""
-    from hwspec import roofline
+    from hwspec.perf import roofline
     from hwspec.testing import dump_yaml, load_node_text, present_virtually
 
     spec = data.draw(node_specs(max_gpus=8, max_sockets=4))

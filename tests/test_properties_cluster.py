@@ -8,7 +8,7 @@ from collections import Counter
 
 from hypothesis import event, given, note, settings
 
-from hwspec.generate import plan_for
+from hwspec.generate.engine import plan_for
 from hwspec.testing import check_cluster_files, cluster_specs, dump_yaml
 
 EXAMPLES = settings.default.max_examples

@@ -24,11 +24,11 @@ import yaml
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
-from hwspec import roofline as rf
-from hwspec.generate import plan_for
-from hwspec.generators.nccl import net_name
-from hwspec.generators.nccl import collective_library
-from hwspec.nccl_check import NVSWITCH_SENTINEL, check_nccl_xml, check_rccl_xml
+from hwspec.perf import roofline as rf
+from hwspec.generate.engine import plan_for
+from hwspec.generate.nccl import net_name
+from hwspec.generate.nccl import collective_library
+from hwspec.formats.nccl_topology import NVSWITCH_SENTINEL, check_nccl_xml, check_rccl_xml
 from hwspec.testing import check_node_text, dump_yaml, load_node_text, node_platforms, node_specs
 
 EXAMPLES = settings.default.max_examples

@@ -1,4 +1,4 @@
-"""hwspec.pydantic_core_ext: pydantic_core's compiled module loaded without the package's Python part, and
+"""hwspec.spec.pydantic_core_ext: pydantic_core's compiled module loaded without the package's Python part, and
 shared with any later `import pydantic_core`."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REPORT = """
 import json, sys
 {before}
-import hwspec.pydantic_core_ext as core
+import hwspec.spec.pydantic_core_ext as core
 {after}
 import pydantic_core
 print(json.dumps({{
@@ -41,7 +41,7 @@ def test_loading_the_compiled_module_does_not_import_the_package():
 
 def test_a_later_pydantic_import_uses_the_same_classes_and_validates():
     code = """
-import hwspec.pydantic_core_ext as core
+import hwspec.spec.pydantic_core_ext as core
 from pydantic import BaseModel, version
 class Model(BaseModel):
     count: int

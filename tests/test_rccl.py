@@ -11,10 +11,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from hwspec.generate import plan_for
-from hwspec.generators.rccl import rccl_limits
-from hwspec.load import load_catalogue
-from hwspec.nccl_check import check_nccl_xml, check_rccl_xml
+from hwspec.generate.engine import plan_for
+from hwspec.generate.rccl import rccl_limits
+from hwspec.model.load import load_catalogue
+from hwspec.formats.nccl_topology import check_nccl_xml, check_rccl_xml
 from hwspec.pipeline import check
 from hwspec.testing import check_node_text, load_node_text
 from tests.test_nccl_xml import replace_once
@@ -69,7 +69,7 @@ TWO_MI300X = """\
     ("cpus", "xeon-platinum-8480p", ("model",), 143),
 ])
 def test_new_parts_load_with_their_datasheet_values(kind, name, field, value):
-    part = load_catalogue([ROOT / "platforms" / "parts"]).get(kind, name)
+    part = load_catalogue([ROOT / "src/hwspec/data/parts"]).get(kind, name)
     assert part is not None, name
     got = part.model
     for key in field:
@@ -78,7 +78,7 @@ def test_new_parts_load_with_their_datasheet_values(kind, name, field, value):
 
 
 def test_every_new_part_says_where_its_numbers_come_from():
-    catalogue = load_catalogue([ROOT / "platforms" / "parts"])
+    catalogue = load_catalogue([ROOT / "src/hwspec/data/parts"])
     new = {"gpus": ["h200-sxm-141gb", "b200-hgx-180gb", "mi300x-oam-192gb"],
            "nics": ["connectx-7-2x200g", "bluefield-3-2x200g"],
            "cpus": ["xeon-platinum-8480p", "epyc-9654", "epyc-7763"]}

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hwspec.load import load_platform
+from hwspec.model.load import load_platform
 from hwspec.rules import load_rules, run_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def test_shell_cli_vs_floor_benchmark_runs_quick(tmp_path):
 def test_every_yaml_example_is_plain_yaml_the_loader_reads():
     """Every ```yaml block (fragments included) reads through hwspec's own YAML loader: no
     syntax error, tag, duplicate key or non-string key."""
-    from hwspec.source import load_yaml_text
+    from hwspec.source.loader import load_yaml_text
 
     for block in blocks("yaml"):
         text = block if not block.startswith("- ") else "steps:\n" + "".join("  " + l for l in block.splitlines(True))
@@ -121,8 +121,8 @@ def test_yaml_environment_example_validates_clean_on_a_platform(tmp_path):
 
 
 def test_yaml_outline_names_only_real_sections():
-    from hwspec.source import load_yaml_text
-    from hwspec.spec import NodeSpec
+    from hwspec.source.loader import load_yaml_text
+    from hwspec.spec.models import NodeSpec
 
     outline = load_yaml_text(yaml_block("sockets:            #"), "README.md").data
     assert outline and set(outline) <= set(NodeSpec.model_fields)
@@ -200,11 +200,11 @@ def test_shell_deep_profile_command_names_a_registered_profile_and_real_files():
 
 
 def test_every_code_is_registered_explained_and_listed_in_the_readme(capsys):
-    from hwspec.cli import main
-    from hwspec.codes import CODES
+    from hwspec.cli.commands import main
+    from hwspec.diagnostics.codes import CODES
 
     used = set()
-    for path in [*(ROOT / "hwspec").rglob("*.py"), *(ROOT / "validators").glob("*.py")]:
+    for path in [*(ROOT / "src" / "hwspec").rglob("*.py")]:
         used |= set(re.findall(r"[\"'](E[0-9]{3})[\"'\[]", path.read_text()))  # "E105", and error[E901]
     assert used <= set(CODES), f"codes used but not registered: {sorted(used - set(CODES))}"
     listed = set(re.findall(r"^\| (E[0-9]{3}) \|", README, re.MULTILINE))

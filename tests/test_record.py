@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from hwspec.model import Gpu, PcieLink
+from hwspec.model.node import Gpu, PcieLink
 from hwspec.record import Record, record
 
 

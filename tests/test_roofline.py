@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from hwspec import generate, pipeline
-from hwspec import roofline as rf
-from hwspec.cli import main
-from hwspec.model import NvlinkConnection, PcieLink
+from hwspec import pipeline
+
+from hwspec.generate import engine as generate
+from hwspec.perf import roofline as rf
+from hwspec.cli.commands import main
+from hwspec.model.node import NvlinkConnection, PcieLink
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "spec"

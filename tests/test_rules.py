@@ -1,4 +1,4 @@
-"""The built-in rules (validators/*.py): one fixture per fault, exact findings; shipped platforms clean.
+"""The built-in rules (src/hwspec/rules/builtin/*.py): one fixture per fault, exact findings; shipped platforms clean.
 
 Each fixture in tests/fixtures/rules/ is base_2gpu.yaml with one thing changed (its first
 comment line says what). The expected findings are the exact `Diagnostic.format()` text, so a

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import networkx as nx
 
-from hwspec.graph import build_graph, pcie_tree
-from hwspec.load import load_platform
+from hwspec.topology.graph import build_graph, pcie_tree
+from hwspec.model.load import load_platform
 from hwspec.rules import load_rules, run_rules
 
 ROOT = Path(__file__).resolve().parent.parent

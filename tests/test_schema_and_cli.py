@@ -11,11 +11,11 @@ import jsonschema
 import pytest
 import yaml
 
-from hwspec.cli import main
-from hwspec.schema import platform_schema, schema_text
+from hwspec.cli.commands import main
+from hwspec.spec.json_schema import platform_schema, schema_text
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = sorted((ROOT / "platforms").glob("*.yaml")) + sorted((ROOT / "platforms" / "parts").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "platforms").glob("*.yaml")) + sorted((ROOT / "src/hwspec/data/parts").glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_version(capsys):
 
 
 def test_help_does_not_import_heavy_modules():
-    code = ("import sys, hwspec.cli; hwspec.cli.build_parser(); "
+    code = ("import sys, hwspec.cli.commands; hwspec.cli.commands.build_parser(); "
             "print(sorted(m for m in ('pydantic', 'networkx', 'jinja2', 'yaml') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -16,12 +16,12 @@ import pytest
 import yaml
 from jsonschema.exceptions import best_match
 
-from hwspec.schema import platform_schema, undescribed_properties
+from hwspec.spec.json_schema import platform_schema, undescribed_properties
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = ROOT / "schema" / "hwspec.schema.json"
 FIXTURES = ROOT / "tests" / "fixtures" / "schema"
-SHIPPED = sorted((ROOT / "platforms").glob("*.yaml")) + sorted((ROOT / "platforms" / "parts").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "platforms").glob("*.yaml")) + sorted((ROOT / "src/hwspec/data/parts").glob("*.yaml"))
 
 BEST_MATCH = {
     # fixture: (JSON path, message) of the error check-jsonschema shows first

@@ -1,4 +1,4 @@
-"""Tests for hwspec.source: the safe YAML loader that keeps positions."""
+"""Tests for hwspec.source.loader: the safe YAML loader that keeps positions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwspec.diagnostics import HwspecError, Position
-from hwspec.source import MAX_DEPTH, MAX_FILE_BYTES, SourceDoc, load_yaml_file, load_yaml_text
+from hwspec.source.loader import MAX_DEPTH, MAX_FILE_BYTES, SourceDoc, load_yaml_file, load_yaml_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "source"
 
@@ -227,13 +227,13 @@ def test_nesting_too_deep_is_reported_alone_at_the_first_place_whichever_compose
 ], ids=["plain", "star-in-scalar", "star-after-space", "alias", "alias-in-flow-list", "alias-after-flow-colon", "999-indicators",
         "1000-indicators", "over-64-KiB"])
 def test_libyaml_composes_only_small_files_without_aliases(text, composable):
-    from hwspec.source import _c_composable
+    from hwspec.source.loader import _c_composable
 
     assert _c_composable(text) is composable
 
 
 def test_the_shipped_platforms_are_composed_by_libyaml():
-    from hwspec.source import _c_composable
+    from hwspec.source.loader import _c_composable
 
     shipped = sorted((Path(__file__).parent.parent / "platforms").rglob("*.yaml"))
     assert shipped and [p.name for p in shipped if not _c_composable(p.read_text(encoding="utf-8"))] == []
@@ -377,7 +377,7 @@ def _load_three_ways(path: Path):
     """The outcomes of loading `path` with libyaml's composer where the file allows it, with
     PyYAML's composer over libyaml's events, and with PyYAML alone: (data, value positions,
     key positions) or the diagnostics."""
-    from hwspec import source
+    from hwspec.source import loader as source
 
     outcomes = []
     for c_composable, c_parser in ((source._c_composable, source._CParser), (lambda text: False, source._CParser),

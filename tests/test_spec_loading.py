@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hwspec.diagnostics import HwspecError
-from hwspec.load import load_platform
+from hwspec.model.load import load_platform
 
 FIXTURES = Path(__file__).parent / "fixtures" / "spec"
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,7 +139,7 @@ def test_shipped_zion_matches_the_reference():
 
 def test_a_changed_parts_file_is_read_again(tmp_path):
     (tmp_path / "parts").mkdir()
-    cpus = (ROOT / "platforms" / "parts" / "cpus.yaml").read_text()
+    cpus = (ROOT / "src/hwspec/data/parts" / "cpus.yaml").read_text()
     local = tmp_path / "parts" / "site.yaml"
     local.write_text(cpus.replace("xeon-platinum-8380h:", "site-cpu:").replace("xeon-platinum-8280:", "other-cpu:"))
     platform_file = tmp_path / "node.yaml"

@@ -1,4 +1,4 @@
-"""The run-time form of the spec language (hwspec/_spec_runtime.py, made by hwspec.spec_compile):
+"""The run-time form of the spec language (hwspec/_spec_runtime.py, made by hwspec.spec.compile):
 current, equivalent to the pydantic models, used without pydantic, and replaced by the models
 when the installed pydantic_core differs."""
 
@@ -21,19 +21,25 @@ from hypothesis import strategies as st
 from pydantic import AfterValidator, BaseModel, Field
 from pydantic_core import SchemaValidator, ValidationError
 
-from hwspec import spec, spec_checks, spec_compile, workload
+from hwspec.spec import models as spec
+
+from hwspec.spec import checks as spec_checks
+
+from hwspec.spec import compile as spec_compile
+
+from hwspec.spec import workload
 from hwspec.diagnostics import Position
-from hwspec.errors import allowed_keys, validation_diagnostics
-from hwspec.expand import expand
-from hwspec.source import load_yaml_file
-from hwspec.spec_runtime import RUNTIME_MODELS, RuntimeSpec, pydantic_validator, runtime_form_current, spec_validator
+from hwspec.spec.translate import allowed_keys, validation_diagnostics
+from hwspec.source.expand import expand
+from hwspec.source.loader import load_yaml_file
+from hwspec.spec.runtime import RUNTIME_MODELS, RuntimeSpec, pydantic_validator, runtime_form_current, spec_validator
 from hwspec.testing import cluster_specs, node_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_runtime_form = pytest.mark.skipif(not runtime_form_current(), reason=(
     "the installed pydantic_core is not the one hwspec/_spec_runtime.py was made with (the test extra pins it; "
     "test_runtime_module_records_the_pydantic_core_it_was_made_with fails)"))
-PARTS = sorted((ROOT / "platforms" / "parts").glob("*.yaml"))
+PARTS = sorted((ROOT / "src/hwspec/data/parts").glob("*.yaml"))
 
 
 # ---------------------------------------------------------------- staleness and version safety
@@ -47,7 +53,7 @@ def test_runtime_module_is_what_the_pydantic_models_produce():
         assert spec_validator("NodeSpec").validator is spec.NodeSpec.__pydantic_validator__
         pytest.skip(f"pydantic_core {pydantic_core.__version__} is not the one the module was made with: "
                     "the fallback is in use (checked above)")
-    assert spec_compile.render_module() == committed, "hwspec/_spec_runtime.py is stale: run python -m hwspec.spec_compile"
+    assert spec_compile.render_module() == committed, "hwspec/_spec_runtime.py is stale: run python -m hwspec.spec.compile"
 
 
 def test_spec_compile_check_reports_a_stale_module_and_writing_makes_it_current(tmp_path, monkeypatch, capsys):
@@ -55,7 +61,7 @@ def test_spec_compile_check_reports_a_stale_module_and_writing_makes_it_current(
     target.write_text("# edited by hand\n", encoding="utf-8")
     monkeypatch.setattr(spec_compile, "TARGET", target)
     assert spec_compile.main(["--check"]) == 1
-    assert "_spec_runtime.py is stale: run python -m hwspec.spec_compile" in capsys.readouterr().err
+    assert "_spec_runtime.py is stale: run python -m hwspec.spec.compile" in capsys.readouterr().err
     assert target.read_text(encoding="utf-8") == "# edited by hand\n"  # --check writes nothing
     assert spec_compile.main([]) == 0
     assert target.read_text(encoding="utf-8") == spec_compile.TARGET.read_text(encoding="utf-8") == spec_compile.render_module()
@@ -68,7 +74,7 @@ def test_runtime_module_records_the_pydantic_core_it_was_made_with():
 
     import pydantic
 
-    from hwspec import _spec_runtime
+    from hwspec.spec import _runtime as _spec_runtime
 
     test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["test"]
     assert f"pydantic=={_spec_runtime.PYDANTIC_VERSION}" in test_extra
@@ -85,7 +91,7 @@ import json, sys
 {prepare}
 from hwspec import cli
 rc = cli.main({argv!r})
-from hwspec import load
+from hwspec.model import load
 print(json.dumps({{"rc": rc, "modules": sorted(sys.modules),
                   "part_type": type(next(iter(load._load_parts_file(load.content.builtin_dir("parts") / "gpus.yaml")
                                                   .get("gpus", {{}}).values())).model).__module__}}))
@@ -106,7 +112,7 @@ def test_validate_and_generate_check_run_without_pydantic(argv):
     outcome = _modules_after(argv)
     assert outcome["rc"] == 0
     assert [m for m in outcome["modules"] if m.startswith(("pydantic", "typing_extensions"))] == ["pydantic_core._pydantic_core"]
-    assert outcome["part_type"] == "hwspec._spec_runtime"
+    assert outcome["part_type"] == "hwspec.spec._runtime"
 
 
 @needs_runtime_form
@@ -123,11 +129,11 @@ def test_a_broken_file_is_reported_without_pydantic(tmp_path):
 def test_another_pydantic_core_falls_back_to_the_pydantic_models_with_the_same_outputs():
     """A module made with another pydantic_core is not used: the models validate, and
     `generate --check` still finds every generated file up to date."""
-    prepare = "import hwspec._spec_runtime as r; r.PYDANTIC_CORE_VERSION = '0.0.0-another'"
+    prepare = "import hwspec.spec._runtime as r; r.PYDANTIC_CORE_VERSION = '0.0.0-another'"
     outcome = _modules_after(["generate", "--check", "platforms/zionex.yaml"], prepare)
     assert outcome["rc"] == 0
     assert "pydantic" in outcome["modules"]
-    assert outcome["part_type"] == "hwspec.spec"
+    assert outcome["part_type"] == "hwspec.spec.models"
 
 
 def test_fallback_reports_a_broken_file_exactly_as_the_runtime_form(tmp_path):
@@ -137,7 +143,7 @@ def test_fallback_reports_a_broken_file_exactly_as_the_runtime_form(tmp_path):
                       encoding="utf-8")
     code = "from hwspec import cli; raise SystemExit(cli.main(['validate', {path!r}]))"
     runtime = _run(code.format(path=str(broken)))
-    fallback = _run("import hwspec._spec_runtime as r; r.PYDANTIC_CORE_VERSION = 'x'\n" + code.format(path=str(broken)))
+    fallback = _run("import hwspec.spec._runtime as r; r.PYDANTIC_CORE_VERSION = 'x'\n" + code.format(path=str(broken)))
     assert runtime.returncode == fallback.returncode == 1
     assert "unknown key 'sokets'" in runtime.stdout + runtime.stderr
     assert (runtime.stdout, runtime.stderr) == (fallback.stdout, fallback.stderr)
@@ -310,7 +316,7 @@ def test_every_integer_field_is_written_as_a_whole_number():
                 for field_name, field in model.model_fields.items():
                     if field.annotation in (int, int | None):
                         funcs = [m.func for m in field.metadata if hasattr(m, "func")]
-                        if funcs != [spec_checks.whole_number] and not any(f.__module__ == "hwspec.units" for f in funcs):
+                        if funcs != [spec_checks.whole_number] and not any(f.__module__ == "hwspec.spec.units" for f in funcs):
                             missing.append(f"{name}.{field_name}")
     assert missing == []
 
@@ -366,7 +372,7 @@ def _zionex() -> Any:
 def test_runtime_instances_keep_the_shared_methods_and_class_tree():
     node = _zionex()
     link = node.pcie[0].link
-    assert type(link).__module__ == "hwspec._spec_runtime"
+    assert type(link).__module__ == "hwspec.spec._runtime"
     assert isinstance(link, spec_checks.LinkMethods) and link.generation == 4
     assert type(link).__name__ == "PcieLink" and type(link).__mro__[1].__name__ == "PhysicalLink"
     assert type(node.gpus[0]).__mro__[1].__name__ == "PartRef"
@@ -400,21 +406,21 @@ def test_default_factories_build_runtime_instances():
     document = {"hwspec": 1, "kind": "node", "name": "n", "sockets": [
         {"id": "cpu0", "part": "x", "numa_node": 0, "memory": {"capacity": "1 GiB", "bandwidth": "1 GB/s"}}]}
     node = spec_validator("NodeSpec").validate(document)
-    assert type(node.declares).__module__ == "hwspec._spec_runtime"
+    assert type(node.declares).__module__ == "hwspec.spec._runtime"
     assert node.declares.sockets is None and node.declares.__pydantic_fields_set__ == set()
     assert _data(node) == _data(pydantic_validator("NodeSpec").validate(document))
 
 
 @needs_runtime_form
 def test_a_base_class_is_not_validated_on_its_own():
-    from hwspec import _spec_runtime
+    from hwspec.spec import _runtime as _spec_runtime
 
     with pytest.raises(TypeError, match="Spec is a base class of the spec language; it is not validated on its own"):
         _spec_runtime.Spec()
 
 
 def test_runtime_models_are_the_spec_models():
-    from hwspec import _spec_runtime
+    from hwspec.spec import _runtime as _spec_runtime
 
     assert set(_spec_runtime.SCHEMAS) == set(RUNTIME_MODELS)
     for name in RUNTIME_MODELS:
@@ -435,7 +441,7 @@ def _unwrap(annotation: Any) -> list[Any]:
 
 def _model_paths(model: type[BaseModel], path: tuple = (), depth: int = 0):
     """Every path to a mapping a model validates, read from the models' annotations (the way
-    hwspec.errors found the allowed keys before it read them from the core schema)."""
+    hwspec.spec.translate found the allowed keys before it read them from the core schema)."""
     yield path, model
     if depth > 6:
         return

@@ -1,4 +1,4 @@
-"""Tests for hwspec.units: every unit, every error message, pydantic integration, exact round-trips."""
+"""Tests for hwspec.spec.units: every unit, every error message, pydantic integration, exact round-trips."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from hwspec.units import (
+from hwspec.spec.units import (
     BYTE_RATE_UNITS,
     BYTES_UNITS,
     DURATION_UNITS,

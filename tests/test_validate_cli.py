@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from hwspec.cli import main
+from hwspec.cli.commands import main
 from hwspec.pipeline import rule_directories
 from hwspec.rules import load_rules
 
@@ -174,7 +174,7 @@ def test_explain_prints_invariant_and_rationale(capsys: pytest.CaptureFixture[st
     assert status == 0
     assert out.splitlines()[:6] == [
         "HW201 backend-nic-per-gpu (default severity: error, scope: node)",
-        "defined in validators/nic.py",
+        "defined in src/hwspec/rules/builtin/nic.py",
         "",
         "Where `backend.nic_per_gpu` is declared, every GPU has exactly one backend NIC and every backend NIC names its GPU.",
         "",
@@ -267,7 +267,7 @@ def test_a_rule_clashing_with_a_builtin_exits_2(capsys: pytest.CaptureFixture[st
     status, _, err = run(capsys, "validate", "--rules", rules_dir, BASE)
     assert status == 2
     assert err == (f"{rules_dir / 'dup.py'}:4:1: error[E302]: rule HW201 my-nic-rule clashes with "
-                   "HW201 backend-nic-per-gpu in validators/nic.py\n")
+                   "HW201 backend-nic-per-gpu in src/hwspec/rules/builtin/nic.py\n")
 
 
 def test_a_missing_rules_directory_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

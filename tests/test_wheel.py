@@ -23,13 +23,16 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
-def test_wheel_carries_builtin_content_and_no_top_level_validators_package(wheel):
+def test_wheel_carries_builtin_content_as_package_data_and_no_other_top_level_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    for directory, pattern in (("templates", "*.j2"), ("validators", "*.py"), ("parts", "*.yaml")):
-        source = {p.name for p in (ROOT / ("platforms/parts" if directory == "parts" else directory)).glob(pattern)}
-        packaged = {n.rsplit("/", 1)[1] for n in names if n.startswith(f"hwspec/_content/{directory}/")}
+    package = ROOT / "src" / "hwspec"
+    for directory, pattern in (("generate/templates", "**/*.j2"), ("rules/builtin", "*.py"), ("data/parts", "*.yaml")):
+        source = {p.relative_to(package).as_posix() for p in (package / directory).glob(pattern)}
+        packaged = {n.removeprefix("hwspec/") for n in names if n.startswith(f"hwspec/{directory}/")}
         assert source and source <= packaged, f"{directory}: missing {sorted(source - packaged)}"
-    assert not any(n.startswith(("validators/", "templates/")) for n in names)
+    assert "hwspec/py.typed" in names
+    assert {n.split("/", 1)[0] for n in names if "/" in n} == {"hwspec", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
+    assert not any("__pycache__" in n for n in names)
 
 
 def test_installed_wheel_validates_and_generates_from_another_directory(wheel, tmp_path):
@@ -38,7 +41,7 @@ def test_installed_wheel_validates_and_generates_from_another_directory(wheel, t
     python = env_dir / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True, text=True)
     work = tmp_path / "elsewhere"
-    shutil.copytree(ROOT / "platforms", work / "platforms", ignore=shutil.ignore_patterns("parts"))
+    shutil.copytree(ROOT / "platforms", work / "platforms")
     hwspec = env_dir / "bin" / "hwspec"
     rules = subprocess.run([str(hwspec), "rules"], cwd=work, capture_output=True, text=True, check=True)
     assert "HW201" in rules.stdout

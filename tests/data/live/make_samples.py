@@ -31,9 +31,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from hwspec.cpulist import format_cpu_list  # noqa: E402
-from hwspec.generate import plan_for  # noqa: E402
-from hwspec.load import load_platform  # noqa: E402
-from hwspec.model import Bridge, Platform  # noqa: E402
+from hwspec.generate.engine import plan_for  # noqa: E402
+from hwspec.model.load import load_platform  # noqa: E402
+from hwspec.model.node import Bridge, Platform  # noqa: E402
 
 SHAPES = {
     "zionex": "platforms/zionex.yaml",

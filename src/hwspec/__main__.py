@@ -1,0 +1,3 @@
+from hwspec.cli.commands import main
+
+raise SystemExit(main())

@@ -1,0 +1,168 @@
+"""`hwspec estimate PLATFORM WORKLOAD` and `hwspec compare A B [WORKLOAD]`.
+
+Exit status as for the other commands: 0 done, 1 error findings (a platform with errors, a
+workload that does not validate or does not fit), 2 unreadable input or bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
+
+
+def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
+    """The checked platform's topology, or None and the exit status (after printing why)."""
+    from hwspec import pipeline
+    from hwspec.diagnostics import report
+    from hwspec.cli.commands import _rules
+
+    rules = _rules(args)
+    if rules is None:
+        return None, EXIT_UNREADABLE
+    checked = pipeline.check(path, rules, args.parts, args.platform_roots)
+    sys.stderr.write(report.render(checked.diagnostics, "text"))
+    if checked.unreadable:
+        return None, EXIT_UNREADABLE
+    if getattr(checked.platform, "kind", None) == "workload":
+        sys.stderr.write(f"hwspec: {path} is a workload file; give the platform (node or cluster) file here\n")
+        return None, EXIT_UNREADABLE
+    if checked.failed():
+        sys.stderr.write(f"hwspec: {path} has errors: fix them first ('hwspec validate {path}')\n")
+        return None, EXIT_FINDINGS
+    return checked.topology, EXIT_OK
+
+
+def _workload(path: Path) -> tuple[Any, int]:
+    from hwspec.diagnostics import report
+    from hwspec.diagnostics import HwspecError
+    from hwspec.pipeline import READ_ERROR_CODES
+    from hwspec.spec.workload import load_workload
+
+    try:
+        return load_workload(path), EXIT_OK
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        unreadable = any(d.code in READ_ERROR_CODES for d in exc.diagnostics)
+        return None, EXIT_UNREADABLE if unreadable else EXIT_FINDINGS
+
+
+def _estimate(figures, workload) -> tuple[dict | None, int]:
+    from hwspec.diagnostics import report
+    from hwspec.diagnostics import HwspecError
+    from hwspec.perf.estimate import estimate
+
+    try:
+        return estimate(figures, workload), EXIT_OK
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return None, EXIT_FINDINGS
+
+
+def _plot(estimates: list[dict], path: Path | None) -> int:
+    if path is None:
+        return EXIT_OK
+    from hwspec.perf.plot import PlotUnavailable, render
+
+    try:
+        render(estimates, path)
+    except PlotUnavailable as exc:
+        sys.stderr.write(f"hwspec: {exc}\n")
+        return EXIT_UNREADABLE
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"hwspec: error: {exc}\n")
+        return EXIT_UNREADABLE
+    sys.stderr.write(f"hwspec: plot written to {path}\n")
+    return EXIT_OK
+
+
+def _check_plot_path(path: Path | None) -> bool:
+    from hwspec.perf.plot import FORMATS
+
+    if path is not None and path.suffix.lower() not in FORMATS:
+        sys.stderr.write(f"hwspec: --plot {path}: the file must end in .svg or .png\n")
+        return False
+    return True
+
+
+def _dump(document: dict) -> str:
+    import json
+
+    return json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """Per-iteration time bounds of WORKLOAD on PLATFORM, term by term."""
+    from hwspec.perf.estimate import text_report
+    from hwspec.perf.platform_figures import figures
+
+    if not _check_plot_path(args.plot):
+        return EXIT_UNREADABLE
+    topology, status = _platform(args.platform, args)
+    if topology is None:
+        return status
+    workload, status = _workload(args.workload)
+    if workload is None:
+        return status
+    document, status = _estimate(figures(topology), workload)
+    if document is None:
+        return status
+    sys.stdout.write(_dump(document) if args.format == "json" else text_report(document))
+    return _plot([document], args.plot)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Two platforms side by side; with a workload, both estimates and the speedup."""
+    from hwspec.perf import compare
+    from hwspec.perf.platform_figures import figures
+
+    if not _check_plot_path(args.plot):
+        return EXIT_UNREADABLE
+    if args.plot is not None and args.workload is None:
+        sys.stderr.write("hwspec: --plot needs a WORKLOAD to estimate\n")
+        return EXIT_UNREADABLE
+    found = []
+    for path in (args.a, args.b):
+        topology, status = _platform(path, args)
+        if topology is None:
+            return status
+        found.append(figures(topology))
+    a, b = found
+    estimates: list[dict] = []
+    if args.workload is not None:
+        workload, status = _workload(args.workload)
+        if workload is None:
+            return status
+        for f in found:
+            document, status = _estimate(f, workload)
+            if document is None:
+                return status
+            estimates.append(document)
+    document = compare.comparison(a, b, *estimates)
+    sys.stdout.write(_dump(document) if args.format == "json" else compare.text_report(document))
+    return _plot(estimates, args.plot) if estimates else EXIT_OK
+
+
+def add_parsers(sub: argparse._SubParsersAction, add_common) -> dict[str, tuple[Any, str]]:
+    """Add the `estimate` and `compare` subcommands; returns their COMMANDS entries."""
+    commands = {
+        "estimate": (cmd_estimate, "estimate a workload's per-iteration time and QPS bounds on a platform, term by term"),
+        "compare": (cmd_compare, "two platforms side by side (and, with a workload, what the change buys it)"),
+    }
+    est = sub.add_parser("estimate", help=commands["estimate"][1])
+    est.add_argument("platform", type=Path, metavar="PLATFORM", help="a node or cluster platform file")
+    est.add_argument("workload", type=Path, metavar="WORKLOAD", help="a workload file (kind: workload)")
+    est.add_argument("--format", choices=("text", "json"), default="text")
+    est.add_argument("--plot", type=Path, metavar="FILE", help="also draw a stacked-bar chart to FILE (.svg or .png; needs matplotlib)")
+    add_common(est)
+    cmp_ = sub.add_parser("compare", help=commands["compare"][1])
+    cmp_.add_argument("a", type=Path, metavar="A", help="the platform compared from (node or cluster file)")
+    cmp_.add_argument("b", type=Path, metavar="B", help="the platform compared to")
+    cmp_.add_argument("workload", type=Path, nargs="?", metavar="WORKLOAD", help="a workload file to estimate on both")
+    cmp_.add_argument("--format", choices=("text", "json"), default="text")
+    cmp_.add_argument("--plot", type=Path, metavar="FILE", help="draw both estimates to FILE (.svg or .png; needs a WORKLOAD)")
+    add_common(cmp_)
+    return commands

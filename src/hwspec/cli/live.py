@@ -1,0 +1,142 @@
+"""`hwspec import` and `hwspec diff`: the command-line side of `hwspec.live`.
+
+Exit status, as for `validate`: 0 clean (import: the draft validates with no error; diff: the
+machine matches its spec), 1 findings (import: the draft has errors to fix; diff: differences),
+2 unusable input (an input or the spec cannot be read; nothing is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
+
+
+def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
+    from hwspec.live import FORMATS
+
+    if name == "diff":
+        parser.add_argument("spec", type=Path, metavar="SPEC", help="the node's platform file")
+    parser.add_argument("inputs", nargs="+", type=Path, metavar="LIVE",
+                        help="NCCL topology dump, 'lstopo --of xml' output or 'nvidia-smi topo -m' output (several are merged)")
+    parser.add_argument("--input-format", choices=FORMATS, default=None,
+                        help="read every input as this format (default: recognised from its content)")
+    if name == "import":
+        parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the draft to FILE (default: stdout)")
+        parser.add_argument("--name", metavar="NAME", help="platform name (default: the output file's stem, else 'imported')")
+    else:
+        parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
+    parser.add_argument("--parts", metavar="DIR", action="append", default=[], type=Path,
+                        help="also load parts from DIR (repeatable; later wins)")
+    if name == "diff":
+        parser.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
+                            help="also load rules from DIR (repeatable)")
+
+
+def _read(args: argparse.Namespace):
+    from hwspec.live.merge import read_inputs
+    from hwspec.live.observed import FATAL_INPUT_CODES
+
+    machine = read_inputs(args.inputs, args.input_format)
+    fatal = any(d.code in FATAL_INPUT_CODES for d in machine.problems)
+    if not fatal and not machine.gpus and not machine.nics and not machine.numa:
+        from hwspec.diagnostics import Diagnostic, Severity, display_path
+
+        machine.problems.append(Diagnostic(display_path(args.inputs[0]), 1, 1, Severity.ERROR, "I101",
+                                           "the inputs describe no NUMA node, GPU or NIC", name="input-syntax"))
+        fatal = True
+    return machine, fatal
+
+
+def check_draft(text: str, file: str, parts_dirs=()) -> list:
+    """Every diagnostic of the draft `text` as `hwspec validate` reports it (loader, then the
+    built-in rules), with `file` as the file name. Checked through a temporary copy, so that
+    nothing is written when the draft is printed."""
+    import dataclasses
+    import tempfile
+
+    from hwspec import pipeline
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "draft.yaml"
+        path.write_text(text, encoding="utf-8")
+        checked = pipeline.check(path, None, parts_dirs)
+        name = str(path)
+        return [dataclasses.replace(d, file=file) if d.file in (name, path.name) or d.file.endswith("/draft.yaml") else d
+                for d in checked.diagnostics]
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from hwspec import content
+    from hwspec.diagnostics import report
+    from hwspec.diagnostics import HwspecError
+    from hwspec.live.draft import draft_text
+    from hwspec.model.load import load_catalogue
+
+    machine, fatal = _read(args)
+    sys.stderr.write(report.render(machine.problems, "text"))
+    if fatal:
+        sys.stderr.write("hwspec: nothing written: the inputs cannot be used\n")
+        return EXIT_UNREADABLE
+    try:
+        catalogue = load_catalogue([content.builtin_dir("parts"), *args.parts])
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return EXIT_UNREADABLE
+    name = args.name or (args.output.stem if args.output else "imported")
+    text, notes = draft_text(machine, catalogue, name)
+    for note in notes:
+        sys.stderr.write(f"hwspec: note: {note}\n")
+    file = str(args.output) if args.output else "<draft>"
+    problems = check_draft(text, file, args.parts)
+    if args.output:
+        from hwspec.generate.writer import write_atomic
+
+        try:
+            write_atomic(args.output, text)
+        except OSError as exc:
+            sys.stderr.write(f"hwspec: cannot write {args.output}: {exc.strerror or exc}\n")
+            return EXIT_UNREADABLE
+    else:
+        sys.stdout.write(text)
+    sys.stderr.write(report.render(problems, "text"))
+    errors = sum(d.severity.label == "error" for d in problems)
+    devices = f"{len(machine.numa)} NUMA node(s), {len(machine.gpus)} GPU(s), {len(machine.nics)} NIC(s)"
+    where = f" to {args.output}" if args.output else ""
+    sys.stderr.write(f"hwspec: draft written{where} from {devices}: "
+                     + ("validates with no error; check its 'assumed:' notes\n" if not errors else
+                        f"{errors} error(s) to fix before it validates\n"))
+    return EXIT_FINDINGS if errors else EXIT_OK
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from hwspec import pipeline
+    from hwspec.diagnostics import report
+    from hwspec.diagnostics import HwspecError
+    from hwspec.live.diff import CHECKS, diff
+    from hwspec.rules.engine import load_rules
+
+    try:
+        rules = load_rules(pipeline.rule_directories(args.rules))
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return EXIT_UNREADABLE
+    checked = pipeline.check(args.spec, rules, args.parts)
+    if checked.platform is None or getattr(checked.platform, "kind", "node") != "node":
+        sys.stderr.write(report.render(checked.diagnostics, "text"))
+        if checked.platform is not None:
+            sys.stderr.write(f"hwspec: {args.spec} is a cluster: diff compares one node with its node platform file\n")
+        return EXIT_UNREADABLE
+    machine, fatal = _read(args)
+    if fatal:
+        sys.stdout.write(report.render(machine.problems, args.format, CHECKS.values()))
+        sys.stderr.write("hwspec: the inputs cannot be used: nothing compared\n")
+        return EXIT_UNREADABLE
+    findings = diff(checked.platform, machine)
+    sys.stdout.write(report.render([*findings, *machine.problems], args.format, CHECKS.values()))
+    if args.format == "text":
+        verdict = "the machine matches its spec" if not findings else f"{len(findings)} difference(s)"
+        sys.stderr.write(f"hwspec: {args.spec} against {', '.join(map(str, args.inputs))}: {verdict}\n")
+    return EXIT_FINDINGS if findings else EXIT_OK

@@ -1,0 +1,170 @@
+"""Cluster generators: the node files of each node platform (once, not per node) rendered in
+the cluster's context, and the cluster's launch files: `nccl.conf`, `cluster.env`,
+`node-launch.sh` and the Slurm batch script `train.sbatch`.
+
+Install location on the machines: `<install root>/<cluster>/` (`hwspec generate
+--install-root`, default /etc/hwspec; HWSPEC_DIR relocates it at run time), with node files in
+`nodes/<node platform>/`. A node finds its own platform in hosts.tsv by HWSPEC_NODE, Slurm's
+node name or its short hostname.
+"""
+
+from __future__ import annotations
+
+from hwspec.model.cluster import Cluster
+from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, render_all
+from hwspec.generate.launch import Setting, merge_environment, nccl_conf_text
+from hwspec.formats.nccl_env import is_nccl
+
+
+def rail_optimized(cluster: Cluster) -> bool | None:
+    """The cluster's rail layout, or None without a declared backend fabric."""
+    return None if cluster.fabric is None else cluster.fabric.topology == "rail-optimized"
+
+
+@generator("cluster-nodes", kinds=("cluster",))
+def cluster_nodes(ctx: GenContext) -> Plan:
+    """`nodes/<platform>/...`: every node generator's files for each distinct node platform,
+    installed under HWSPEC_DIR/nodes/<platform>, with NCCL_CROSS_NIC from the cluster's rails."""
+    cluster: Cluster = ctx.platform
+    plan: Plan = {}
+    seen: set[str] = set()
+    for group in cluster.groups:
+        node = group.platform
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        files = render_all(node.topology, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
+                           rail_optimized=rail_optimized(cluster), source=node.file, rendered=ctx.rendered)
+        plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
+    return plan
+
+
+@generator("cluster-launch", kinds=("cluster",))
+def cluster_launch(ctx: GenContext) -> Plan:
+    """nccl.conf (cluster-wide NCCL settings), cluster.env (torchrun rendezvous),
+    node-launch.sh (one per node: picks the node's platform files, runs torchrun) and
+    train.sbatch (Slurm: one node-launch.sh per node via srun)."""
+    cluster: Cluster = ctx.platform
+    gpus = {g.gpus_per_node for g in cluster.groups}
+    if len(gpus) != 1:
+        raise GenerationError(f"{cluster.file}: torchrun needs the same number of GPUs on every node; "
+                              f"node platforms have {sorted(gpus)}")
+    (gpus_per_node,) = gpus
+    rails = rail_optimized(cluster)
+    cluster_settings = []
+    if rails is not None:
+        cluster_settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
+                                        f"the backend is {cluster.fabric.topology}: "
+                                        + ("keep each ring/tree on one rail" if rails else "rings may cross NICs")))
+    from hwspec.generate.domains import domain_env, mnnvl_settings
+
+    cluster_settings += mnnvl_settings(cluster)
+    env = [
+        Setting("PET_NNODES", str(cluster.node_count), "torchrun --nnodes (train.sbatch uses the allocation's size)"),
+        Setting("PET_NPROC_PER_NODE", str(gpus_per_node), "torchrun --nproc-per-node: one rank per GPU"),
+        Setting("PET_RDZV_BACKEND", cluster.rendezvous_backend, "torchrun --rdzv-backend"),
+        Setting("HWSPEC_RDZV_PORT", str(cluster.rendezvous_port), "port of the rendezvous on the first node"),
+    ]  # not HWSPEC_DIR: the scripts default it and must keep a value the user exported
+    env += domain_env(cluster)
+    nccl_extra = {k: v for k, v in cluster.environment.items() if is_nccl(k)}
+    cluster_settings = merge_environment(cluster_settings, nccl_extra, "the cluster's")
+    env = merge_environment(env, {k: v for k, v in cluster.environment.items() if not is_nccl(k)}, "the cluster's")
+    env += [s for s in cluster_settings if s.name in nccl_extra]
+    cpus = min(sum(len(s.cpus) for s in g.platform.sockets) for g in cluster.groups)
+    return {
+        "nccl.conf": nccl_conf_text(ctx.render("cluster/nccl.conf.j2", "hash", settings=cluster_settings), cluster.file),
+        "cluster.env": ctx.render("cluster/cluster.env.j2", "hash", settings=env),
+        "node-launch.sh": ctx.render("cluster/node-launch.sh.j2", None, header=ctx.header("hash"),
+                                     install_dir=ctx.install_dir),
+        "train.sbatch": ctx.render("cluster/train.sbatch.j2", None, header=ctx.header("hash"), cluster=cluster,
+                                   gpus_per_node=gpus_per_node, cpus_per_node=cpus, install_dir=ctx.install_dir),
+    }
+
+
+@generator("cluster-roofline", kinds=("cluster",))
+def cluster_roofline_json(ctx: GenContext) -> Plan:
+    """roofline.json (aggregates, injection, bisection, hierarchical collective bounds) and
+    torchrec-topology.json (Topology kwargs and TopologyFactory configs with world_size and
+    local_world_size)."""
+    from hwspec.perf.cluster_roofline import cluster_roofline, cluster_torchrec
+    from hwspec.generate.roofline import dump, torchrec_document
+
+    doc = cluster_roofline(ctx.topology)
+    plan = {"roofline.json": dump({"_generated": ctx.header_lines(), **doc})}
+    torchrec = cluster_torchrec(ctx.topology, doc)
+    if torchrec is not None:
+        plan["torchrec-topology.json"] = dump({"_generated": ctx.header_lines(), **torchrec_document(torchrec)})
+    return plan
+
+
+DRAW_NODES_UP_TO = 32
+"""Clusters with more nodes are drawn as a summary: node groups and switch tiers, not hosts."""
+
+
+def _domain_caption(topology) -> str:
+    """One line about an NVLink domain: nodes, GPUs, switch trays, per-GPU NVLink bandwidth."""
+    domains = topology.platform.nvlink_domains
+    return (f"{domains.size} nodes, {topology.domain_gpus} GPUs, {domains.switch_trays} NVLink switch trays, "
+            f"{topology.domain_gpu_bandwidth / 1e9:g} GB/s per GPU")
+
+
+@generator("cluster-diagram", kinds=("cluster",))
+def cluster_diagram(ctx: GenContext) -> Plan:
+    """cluster.dot: hosts and switches with their links, or a summary for large clusters."""
+    from hwspec.generate.diagram import label, quote
+
+    cluster: Cluster = ctx.platform
+    fabric = cluster.fabric
+    lines = [f"graph {quote(cluster.name)} {{", "  graph [rankdir=BT, fontname=Helvetica, labelloc=t, label="
+             + quote(f"{cluster.title}: {cluster.node_count} nodes, {cluster.world_size} GPUs") + "];",
+             "  node [fontname=Helvetica, fontsize=10];", "  edge [fontname=Helvetica, fontsize=9];"]
+    speed = f"{fabric.nic_speed * 8 / 1e9:g} Gb/s" if fabric else ""
+    small = cluster.node_count <= DRAW_NODES_UP_TO
+    domains = cluster.nvlink_domains
+    if small:
+        host_lines = [f"  {quote(host)} [shape=box, style=filled, fillcolor=\"#dbe9f6\", label="
+                      + label(host, f"{group.platform.name}, {group.gpus_per_node} GPUs") + "];"
+                      for group in cluster.groups for host in group.hostnames]
+        if domains is None:
+            lines += host_lines
+        for d in range(domains.count if domains else 0):
+            lines.append(f"  subgraph {quote(f'cluster_{domains.names[d]}')} {{")
+            lines.append("    graph [style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
+                         + label(f"NVLink domain {domains.names[d]}", _domain_caption(ctx.topology)) + "];")
+            lines += ["  " + host_lines[n] for n in domains.nodes(d)]
+            lines.append("  }")
+    else:
+        for index, group in enumerate(cluster.groups):
+            lines.append(f"  {quote(f'group{index}')} [shape=box3d, style=filled, fillcolor=\"#dbe9f6\", label="
+                         + label(f"{group.count} x {group.platform.name}", ctx.topology.hostlist(group.nodes)) + "];")
+        if domains is not None:
+            lines.append("  domains [shape=box, style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
+                         + label(f"{domains.count} NVLink domains", _domain_caption(ctx.topology)) + "];")
+            for index in range(len(cluster.groups)):
+                lines.append(f"  {quote(f'group{index}')} -- domains [color=\"#5a8f3c\", label={quote('NVLink')}];")
+    if fabric is not None:
+        hostnames = cluster.hostnames
+        leaves = fabric.leaves
+        if small:
+            for leaf in leaves:
+                title = label(leaf.id, f"rail {leaf.rail}") if leaf.rail is not None else quote(leaf.id)
+                lines.append(f"  {quote(leaf.id)} [shape=box, style=\"rounded,filled\", fillcolor=\"#f6e3c8\", label={title}];")
+                nics = 1 if leaf.rail is not None else fabric.nics_per_node
+                for node in leaf.nodes:
+                    lines.append(f"  {quote(hostnames[node])} -- {quote(leaf.id)} [label={quote(f'{nics} x {speed}')}];")
+        else:
+            rails = len({leaf.rail for leaf in leaves})
+            summary = [f"{len(leaves)} leaf switches"] + ([f"{rails} rails x {len(leaves) // rails} pods"]
+                                                         if fabric.topology == "rail-optimized" else [])
+            lines.append(f"  leaves [shape=box, style=\"rounded,filled\", fillcolor=\"#f6e3c8\", label={label(*summary)}];")
+            for index in range(len(cluster.groups)):
+                lines.append(f"  {quote(f'group{index}')} -- leaves [label={quote(f'{fabric.nics_per_node} x {speed} per node')}];")
+        if fabric.spine_count:
+            lines.append("  spines [shape=box, style=\"rounded,filled\", fillcolor=\"#e8d5f0\", label="
+                         + label(f"{fabric.spine_count} spine switches", f"{fabric.spine_ports} ports each") + "];")
+            targets = [leaf.id for leaf in leaves] if small else ["leaves"]
+            uplink = f"{leaves[0].uplinks} x {fabric.uplink_speed * 8 / 1e9:g} Gb/s" if small else "uplinks"
+            for target in targets:
+                lines.append(f"  {quote(target)} -- spines [label={quote(uplink)}, color=\"#7a4f9a\"];")
+    lines.append("}")
+    return {"cluster.dot": ctx.header("slash") + "\n".join(lines) + "\n"}

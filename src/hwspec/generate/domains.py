@@ -1,0 +1,226 @@
+"""Scheduler outputs for every cluster, and the NVLink-domain settings of other consumers.
+
+- `slurm/topology.yaml` (Slurm 25.05+, topology.yaml(5)): a `block` topology whose blocks are
+  the NVLink domains (`block_sizes`: the domain size and its power-of-two multiples), and a
+  `tree` topology of the backend fabric (the same switches as `slurm/topology.conf`).
+- `slurm/topology-block.conf` (clusters with NVLink domains; Slurm 23.11-24.11 with
+  `TopologyPlugin=topology/block`, topology.conf(5)): the same blocks as `BlockName=` lines.
+- `kubernetes/topology.yaml`: a Kueue `Topology` (ordered node-label levels, hostname lowest)
+  and a `ResourceFlavor` that uses it; `kubernetes/label-nodes.sh` puts those labels on the
+  nodes with `kubectl label`.
+- `mnnvl_settings` (cluster nccl.conf) and `domain_env` (cluster.env) for NCCL and TorchRec.
+
+Every name written here is checked at load time (hostnames by HW805's patterns, domain names
+by `cluster_resolve.DOMAIN_NAME`) or made safe here (`k8s_name`); YAML is written by PyYAML.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import yaml
+
+from hwspec.model.cluster import Cluster
+from hwspec.topology.cluster import ClusterTopology
+from hwspec.generate.engine import GenContext, generator
+from hwspec.generate.launch import Setting
+
+LABEL_PREFIX = "topology.hwspec.io"
+"""Prefix of the node labels hwspec defines (a DNS subdomain, as Kubernetes label keys need)."""
+LABEL_CLUSTER = f"{LABEL_PREFIX}/cluster"
+LABEL_SPINE = f"{LABEL_PREFIX}/spine"
+LABEL_LEAF = f"{LABEL_PREFIX}/leaf"
+LABEL_DOMAIN = f"{LABEL_PREFIX}/nvlink-domain"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
+"""Kueue's Topology and ResourceFlavor API: v1beta1 is served from Kueue 0.14 (TAS beta, on
+by default) on; Kueue 0.15+ stores v1beta2 and still serves v1beta1."""
+SPINE_VALUE = "spine"
+TOPOLOGY_BLOCK = "nvlink-domains"
+TOPOLOGY_TREE = "fabric"
+
+
+def k8s_name(name: str) -> str:
+    """A hwspec id (`[a-z][a-z0-9_-]*`, up to 64) as a Kubernetes object name and label value:
+    '_' becomes '-', at most 63 characters, ending in a letter or digit."""
+    return re.sub(r"[^a-z0-9-]", "-", name)[:63].rstrip("-")
+
+
+def block_sizes(domain_size: int, domains: int) -> list[int]:
+    """topology.yaml's `block_sizes`: the base block (one domain) and each power-of-two
+    multiple that fits in the cluster's domains (Slurm: each size a power of two larger than
+    the one before)."""
+    sizes = [domain_size]
+    while sizes[-1] * 2 <= domain_size * domains:
+        sizes.append(sizes[-1] * 2)
+    return sizes
+
+
+def slurm_topologies(topology: ClusterTopology) -> list[dict]:
+    """The topology.yaml document: a list of named topologies (first key `topology`)."""
+    from hwspec.generate.slurm import tree_switches
+
+    cluster = topology.platform
+    result = []
+    domains = cluster.nvlink_domains
+    if domains is not None:
+        result.append({"topology": TOPOLOGY_BLOCK, "cluster_default": True, "block": {
+            "block_sizes": block_sizes(domains.size, domains.count),
+            "blocks": [{"block": name, "nodes": topology.hostlist(domains.nodes(d))}
+                       for d, name in enumerate(domains.names)]}})
+    switches = []
+    for switch in tree_switches(topology):
+        entry = {"switch": switch["name"]}
+        if "switches" in switch:
+            entry["children"] = switch["switches"]
+        else:
+            entry["nodes"] = switch["nodes"]
+        switches.append(entry)
+    result.append({"topology": TOPOLOGY_TREE, "cluster_default": domains is None, "tree": {"switches": switches}})
+    return result
+
+
+def k8s_levels(topology: ClusterTopology) -> list[str]:
+    """The Kueue Topology's node labels, coarsest first, hostname last: the spine tier (when
+    there is one), the leaf group (when NVLink domains nest in leaf groups, HW825), the NVLink
+    domain (when the cluster declares domains), the node."""
+    cluster = topology.platform
+    levels = []
+    if cluster.fabric is not None and cluster.fabric.spine_count:
+        levels.append(LABEL_SPINE)
+    if topology.leaf_groups and not topology.domains_split_by_leaves:
+        levels.append(LABEL_LEAF)
+    if cluster.nvlink_domains is not None:
+        levels.append(LABEL_DOMAIN)
+    levels.append(LABEL_HOSTNAME)
+    return levels
+
+
+def label_runs(topology: ClusterTopology) -> list[tuple[range, dict[str, str]]]:
+    """(nodes, {label: value}) for consecutive runs of nodes with the same labels, covering
+    every node in cluster order: the cluster label the ResourceFlavor selects, and one label
+    per Topology level except the hostname (the kubelet sets that one). Runs end where a leaf
+    group or an NVLink domain ends."""
+    cluster = topology.platform
+    levels = set(k8s_levels(topology))
+    domains = cluster.nvlink_domains
+    bounds = {0, cluster.node_count}
+    if LABEL_LEAF in levels:
+        bounds.update(nodes.stop for _, nodes in topology.leaf_groups)
+    if domains is not None:
+        bounds.update(domains.nodes(d).stop for d in range(domains.count))
+    edges = sorted(b for b in bounds if 0 <= b <= cluster.node_count)
+    flavor = k8s_name(cluster.name)
+    runs = []
+    for start, stop in zip(edges, edges[1:]):
+        labels = {LABEL_CLUSTER: flavor}
+        if LABEL_SPINE in levels:
+            labels[LABEL_SPINE] = SPINE_VALUE
+        if LABEL_LEAF in levels:
+            labels[LABEL_LEAF] = topology.leaf_groups[topology.leaf_group_of(start)][0]
+        if domains is not None:
+            labels[LABEL_DOMAIN] = domains.names[domains.domain_of(start)]
+        runs.append((range(start, stop), labels))
+    return runs
+
+
+_SHELL_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
+"""What `shlex.quote` quotes: a text without these characters is written as it is."""
+
+
+def shell_words(texts: list[str]) -> list[str]:
+    """`shlex.quote` of each text, decided for all of them at once when none needs quoting."""
+    if all(texts) and not _SHELL_UNSAFE.search("".join(texts)):
+        return texts
+    return list(map(shlex.quote, texts))
+
+
+def mnnvl_settings(cluster: Cluster) -> list[Setting]:
+    """NCCL multi-node NVLink settings for the cluster's nccl.conf (no '=' in the comments:
+    NCCL before 2.26.2 reads them). Nothing without domains of more than one node.
+    NCCL_MNNVL_UUID (2.25.1+) is never written: it forces the fabric's cluster UUID, which
+    only the fabric manager knows; NVML reports it per GPU."""
+    domains = cluster.nvlink_domains
+    if domains is None or domains.size == 1:
+        return []
+    settings = [Setting("NCCL_MNNVL_ENABLE", "1",
+                        f"NVLink domains of {domains.size} nodes: use multi-node NVLink and stop with an error when "
+                        "the fabric or the IMEX channels are not ready (2, the default, falls back to the network "
+                        "silently); read by NCCL 2.21.5 and later")]
+    if domains.clique_id == "rack-serial":
+        settings.append(Setting("NCCL_MNNVL_CLIQUE_ID", "-2",
+                                "clique id from a hash of the rack chassis serial number, one clique per rack; "
+                                "read by NCCL 2.23.4 and later (without it NCCL takes the cliqueId NVML reports)"))
+    return settings
+
+
+def domain_env(cluster: Cluster) -> list[Setting]:
+    """cluster.env settings for NVLink domains: TorchRec's TOPOLOGY_DOMAIN_MULTIPLE (nodes per
+    domain; torchrec.distributed.comm.get_topology_domain_multiple, the planner's default pod_size)."""
+    domains = cluster.nvlink_domains
+    if domains is None:
+        return []
+    return [Setting("TOPOLOGY_DOMAIN_MULTIPLE", str(domains.size),
+                    "TorchRec: nodes per NVLink domain, its planner's pod_size (TorchRec 1.8+)")]
+
+
+YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's emitter when PyYAML is built with it (a 16,384-node topology.yaml in a tenth of
+the time), else the pure-Python one: both emit the same text for these documents, which hold
+only validated names and numbers (tests/test_nvlink_domains.py compares them)."""
+
+
+def _yaml(data, *documents) -> str:
+    """`data` (or, with `documents`, every document) as block YAML in the order written."""
+    return yaml.dump_all([data, *documents], Dumper=YAML_DUMPER, sort_keys=False, default_flow_style=False, width=1000)
+
+
+@generator("scheduler-topology", kinds=("cluster",))
+def scheduler_topology(ctx: GenContext) -> dict[str, str]:
+    """`slurm/topology.yaml`, `slurm/topology-block.conf` (with NVLink domains),
+    `kubernetes/topology.yaml` and `kubernetes/label-nodes.sh`."""
+    topology: ClusterTopology = ctx.topology
+    cluster = topology.platform
+    name = k8s_name(cluster.name)  # never empty: an id starts with a letter
+    slurm_note = ("# Slurm 25.05+ topology.yaml(5). Slurm reads this file instead of topology.conf when both exist\n"
+                  "# (install one of them beside slurm.conf). Partitions choose a topology with Topology=<name>.\n")
+    if cluster.nvlink_domains is not None:
+        slurm_note += (f"# {TOPOLOGY_BLOCK}: one block per NVLink domain; ask for whole domains with --segment=N.\n")
+    levels = k8s_levels(topology)
+    documents = [
+        {"apiVersion": KUEUE_API, "kind": "Topology", "metadata": {"name": name},
+         "spec": {"levels": [{"nodeLabel": label} for label in levels]}},
+        {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name},
+         "spec": {"nodeLabels": {LABEL_CLUSTER: name}, "topologyName": name}},
+    ]
+    k8s_note = ("# Kueue topology-aware scheduling: kubectl apply -f topology.yaml (Kueue 0.14+), after labelling\n"
+                "# the nodes with label-nodes.sh. Levels, coarsest first: " + ", ".join(levels) + ".\n")
+    if topology.domains_split_by_leaves:
+        k8s_note += "# The leaf level is left out: NVLink domains span leaf switches (HW825).\n"
+    lines = ["#!/bin/sh", *ctx.header("hash").splitlines(),
+             "# Labels every node of the cluster for the Kueue Topology in topology.yaml.",
+             "# KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).",
+             "set -eu", 'label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }']
+    hostnames = cluster.hostnames
+    for nodes, labels in label_runs(topology):  # one line per node: `label HOST ARGUMENTS`, joined per run
+        arguments = " ".join(shlex.quote(f"{key}={value}") for key, value in labels.items())
+        lines.append("label " + f" {arguments}\nlabel ".join(shell_words(hostnames[nodes.start:nodes.stop]))
+                     + f" {arguments}")
+    slurm_documents = slurm_topologies(topology)
+    plan = {}
+    if cluster.nvlink_domains is not None:
+        block = slurm_documents[0]["block"]
+        plan["slurm/topology-block.conf"] = (
+            ctx.header("hash")
+            + "# Slurm 23.11-24.11: topology.conf for TopologyPlugin=topology/block (install it as topology.conf\n"
+              "# and set TopologyPlugin=topology/block in slurm.conf). One block per NVLink domain, in\n"
+              "# node order; Slurm pairs neighbouring blocks into the larger BlockSizes.\n"
+            + "".join(f"BlockName={b['block']} Nodes={b['nodes']}\n" for b in block["blocks"])
+            + "BlockSizes=" + ",".join(str(size) for size in block["block_sizes"]) + "\n")
+    return {
+        **plan,
+        "slurm/topology.yaml": ctx.header("hash") + slurm_note + _yaml(slurm_documents),
+        "kubernetes/topology.yaml": ctx.header("hash") + k8s_note + _yaml(*documents),
+        "kubernetes/label-nodes.sh": "\n".join(lines) + "\n",
+    }

@@ -1,0 +1,301 @@
+"""Launcher environment for a node: `nccl.conf`, `launch.env`, `ranks.tsv`, `bind.sh`.
+
+All four come from one per-rank plan (local rank = GPU index by bus id, which is the CUDA
+ordinal under CUDA_DEVICE_ORDER=PCI_BUS_ID) and one list of NCCL settings, so they cannot
+disagree. Every value is written through the `env_value`/`shell_word` filters: a value that
+would need quoting is refused, never quoted, because NCCL's conf reader and docker --env-file
+take values verbatim.
+
+Install location: the topology file is expected at `<install dir>/nccl-topo.xml`, where the
+install dir is `/etc/hwspec/<platform>` (or, for a node of a cluster,
+`/etc/hwspec/<cluster>/nodes/<platform>`); `nccl.conf` and `launch.env` point NCCL_TOPO_FILE there.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hwspec.generate.engine import GenContext, GenerationError, Limit, Plan, generator, refuse
+from hwspec.generate.nccl import collective_library, net_name
+from hwspec.model.node import Gpu, Nic, Platform, Socket
+from hwspec.cpulist import format_cpu_list as cpu_ranges  # noqa: F401  (slurm and tests use this name)
+from hwspec.formats.nccl_env import is_nccl
+from hwspec.record import Record, record
+from hwspec.topology.node import PATH_TYPES, Topology
+
+MAX_IB_HCAS = 32
+"""NCCL reads at most 32 entries from NCCL_IB_HCA."""
+
+
+@record
+class Setting(Record):
+    """One `NAME=value` line and the comment that explains it; with `value` None, only the
+    comment is written (a setting deliberately left to NCCL, and why)."""
+
+    name: str
+    value: str | None
+    why: str
+
+
+@record
+class Rank(Record):
+    """What one local rank uses: its GPU, its backend NIC, its NUMA node and that node's CPUs."""
+
+    local_rank: int
+    gpu: Gpu
+    nic: Nic | None
+    socket: Socket | None
+
+    @property
+    def nic_name(self) -> str:
+        return (net_name(self.nic) or self.nic.id) if self.nic is not None else "-"
+
+    @property
+    def nic_bus(self) -> str:
+        return self.nic.bus if self.nic is not None else "-"
+
+    @property
+    def numa_node(self) -> str:
+        return str(self.gpu.numa_node) if self.gpu.numa_node is not None else "-"
+
+    @property
+    def cpus(self) -> str:
+        return cpu_ranges(self.socket.cpus) if self.socket is not None else "-"
+
+
+def ranks(topology: Topology) -> list[Rank]:
+    return [Rank(g.index, g, topology.nic_of(g.id), topology.socket_of(g.id)) for g in topology.platform.gpus]
+
+
+def topo_file(install_dir: str, library: str = "nccl") -> str:
+    """Where the node's topology file is installed: nccl-topo.xml, or rccl-topo.xml for RCCL."""
+    return f"{install_dir}/{library}-topo.xml"
+
+
+def omp_threads(topology: Topology) -> int:
+    """Physical cores per rank when every rank is bound to its GPU's NUMA node: the cores in
+    the NUMA node's CPU list shared by the GPUs on it (`Topology.cores_per_rank`, the smallest
+    share on the node, at least 1); without NUMA placement, all cores over all GPUs."""
+    platform = topology.platform
+    if platform.gpus and all(g.socket is not None for g in platform.gpus):
+        return max(1, min(topology.cores_per_rank(s) for s in {g.socket for g in platform.gpus}))
+    cores = sum(topology.physical_cores(s.id) for s in platform.sockets)
+    return max(1, cores // max(1, len(platform.gpus)))
+
+
+def gdr_level(topology: Topology) -> str | None:
+    """NCCL_NET_GDR_LEVEL: the farthest GPU-to-own-NIC distance on the node
+    (`Topology.gdr_path_type`), capped at PHB; None without GPUDirect NICs. P2C (a GPU's
+    NVLink-C2C to the CPU holding its NIC) is written as PHB: NCCL before 2.26 has no P2C name,
+    and PHB admits P2C paths in every version that has them."""
+    level = topology.gdr_path_type()
+    if level is None:
+        return None
+    if level == "P2C":
+        return "PHB"
+    return PATH_TYPES[min(PATH_TYPES.index(level), PATH_TYPES.index("PHB"))]
+
+
+def gdr_over_c2c(topology: Topology) -> bool:
+    """A GPU reaches its paired backend NIC over its NVLink-C2C (NCCL's P2C path)."""
+    return any(topology.path_type(gpu_id, nic.id) == "P2C" for gpu_id, nic in topology.gpu2nic.items())
+
+
+def settings_limits(platform: Platform) -> list[Limit]:
+    """What keeps the NCCL settings (nccl.conf, launch.env) from being written: more named
+    backend RDMA NICs than NCCL_IB_HCA can hold (without a declared `backend.ib_hca` filter)."""
+    backend = platform.backend
+    if not platform.gpus or backend is None or backend.transport == "tcp" or backend.ib_hca is not None:
+        return []
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    limits: list[Limit] = []
+    if all(n.device for n in hcas) and len(hcas) > MAX_IB_HCAS:
+        limits.append(Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),
+                            f"keep at most {MAX_IB_HCAS} NICs in the backend role"))
+    return limits
+
+
+def bind_limits(platform: Platform) -> list[Limit]:
+    """What keeps bind.sh from being written: a GPU with no NUMA node to bind its rank to
+    (reported during validate by HW101: the GPU is outside every socket's PCIe tree)."""
+    return [Limit(f"{g.id} has no NUMA node for bind.sh to bind its rank to (it reaches no CPU socket)",
+                  (g.id, "pcie", "upstream"), "attach it under a socket's PCIe tree", reported_by="HW101")
+            for g in platform.gpus if g.numa_node is None]
+
+
+def _ib_hca(platform: Platform) -> list[Setting]:
+    """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
+    name when every one is named; else nothing, left to NCCL's own selection, and said so. An
+    exact-match filter is never built from names the file does not state."""
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    if platform.backend.ib_hca is not None:
+        return [Setting("NCCL_IB_HCA", platform.backend.ib_hca,
+                        "the backend RDMA NICs, selected by the filter the platform declares (backend.ib_hca)")]
+    if not hcas:
+        return []
+    if any(not n.device for n in hcas):
+        return [Setting("NCCL_IB_HCA", None,
+                        "NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend "
+                        "NICs itself (declare backend.ib_hca to filter them)")]
+    refuse(platform, "nccl.conf", settings_limits(platform))
+    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
+                    "the backend RDMA NICs, by exact name (leading equals sign) and port; nothing else carries collectives")]
+
+
+def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
+    """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
+    (the cluster's rail layout) overrides the platform's own declaration when given."""
+    platform = topology.platform
+    backend = platform.backend
+    settings: list[Setting] = []
+    rdma = backend is not None and backend.transport != "tcp"
+    tcp = backend is not None and backend.transport == "tcp"
+    if rdma:
+        settings.extend(_ib_hca(platform))
+    if tcp:
+        socket_nics = [n for n in topology.collective_nics if n.interface]
+        why = "TCP backend: collectives and bootstrap run over these interfaces"
+    else:
+        socket_nics = [n for n in platform.host_nics if n.interface]
+        why = "bootstrap and socket traffic on the ingestion/frontend interfaces, by exact name"
+    if socket_nics:
+        settings.append(Setting("NCCL_SOCKET_IFNAME", "=" + ",".join(n.interface for n in socket_nics), why))
+    if tcp:
+        settings.append(Setting("NCCL_IB_DISABLE", "1", "TCP backend: no IB/RoCE verbs"))
+    if rdma:
+        for name, value, why in (("NCCL_IB_GID_INDEX", backend.gid_index, "RoCE GID index of the backend network"),
+                                 ("NCCL_IB_TC", backend.traffic_class, "traffic class of the backend network"),
+                                 ("NCCL_IB_SL", backend.service_level, "service level of the backend network")):
+            if value is not None:
+                settings.append(Setting(name, str(value), why))
+        level = gdr_level(topology) if backend.gpudirect else None
+        if level is not None:
+            c2c = gdr_over_c2c(topology)
+            settings.append(Setting("NCCL_NET_GDR_LEVEL", level,
+                                    "GPUDirect RDMA up to this distance between a GPU and its NIC (PHB admits P2C, a GPU's "
+                                    "NVLink-C2C to the CPU holding its NIC)" if c2c else
+                                    "GPUDirect RDMA up to this PCIe distance between a GPU and its NIC"))
+        if level is not None and c2c:
+            settings.append(Setting("NCCL_NET_GDR_C2C", "1",
+                                    "GPUDirect RDMA over NVLink-C2C to the NICs on the GPU's own CPU (NCCL 2.26+; "
+                                    "the default from 2.27)"))
+    if backend is not None:
+        rails = backend.rail_optimized if rail_optimized is None else rail_optimized
+        settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
+                                "rail-optimized fabric: keep each ring/tree on the same NIC index"
+                                if rails else "no rail-optimized fabric: rings may cross NICs"))
+    library = collective_library(platform)
+    settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir, library),
+                            f"this platform's {library}-topo.xml, installed under {install_dir}/"))
+    return merge_environment(settings, {k: v for k, v in platform.environment.items() if is_nccl(k)}, "the platform's")
+
+
+def merge_environment(settings: list[Setting], extra: dict[str, str], whose: str) -> list[Setting]:
+    """`settings` with the `environment:` entries `extra` merged in: an entry replaces a
+    generated setting of the same name in place (the comment says so), the others follow in
+    the order written."""
+    merged = []
+    for setting in settings:
+        if setting.name in extra:
+            was = "unset" if setting.value is None else setting.value
+            setting = Setting(setting.name, extra[setting.name], f"set by {whose} environment: (hwspec would write {was}: {setting.why})")
+        merged.append(setting)
+    done = {s.name for s in merged}
+    merged += [Setting(name, value, f"set by {whose} environment:") for name, value in extra.items() if name not in done]
+    return merged
+
+
+NCCL_CONF_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+NCCL_CONF_MAX = 1023
+"""NCCL copies at most 1023 characters of a name and of a value."""
+
+
+def nccl_conf_text(text: str, source: str) -> str:
+    """`text` made safe for every NCCL version's nccl.conf reader. NCCL reads `NAME=value`
+    lines verbatim (value: everything after the first `=`); a line without `=` is skipped.
+    Before NCCL 2.26.2 a `#` line is not a comment to NCCL: only the missing `=` skips it, so
+    a comment containing `=` sets a junk variable. So every `=` in a comment line is written
+    as `%3D`; every other non-blank line must be NAME=value with a valid name and short enough
+    not to be cut, or generation fails naming `source`."""
+    out = []
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        body = line.rstrip("\n")
+        if body.startswith("#"):
+            out.append(line.replace("=", "%3D"))
+            continue
+        if not body:
+            out.append(line)
+            continue
+        name, equals, value = body.partition("=")
+        if not equals or not NCCL_CONF_NAME.fullmatch(name) or len(name) > NCCL_CONF_MAX or len(value) > NCCL_CONF_MAX:
+            raise GenerationError(f"{source}: nccl.conf line {number} is not NAME=value as NCCL reads it "
+                                  f"(name [A-Z0-9_], at most {NCCL_CONF_MAX} characters each): {body[:80]!r}")
+        out.append(line)
+    return "".join(out)
+
+
+def _settings(ctx: GenContext) -> list[Setting]:
+    return nccl_settings(ctx.topology, ctx.install_dir, ctx.rail_optimized)
+
+
+@generator("nccl-conf")
+def nccl_conf(ctx: GenContext) -> Plan:
+    """/etc/nccl.conf: NAME=value lines, read by NCCL after the process environment, in the
+    form every NCCL version reads the same (`nccl_conf_text`). For AMD GPUs /etc/rccl.conf
+    instead: RCCL reads the same NCCL_* names, with NCCL's conf reader, from ~/.rccl.conf or
+    /etc/rccl.conf (its NCCL_CONF_FILE default), not from /etc/nccl.conf."""
+    platform: Platform = ctx.platform
+    if not platform.gpus:
+        return {}
+    library = collective_library(platform)
+    text = ctx.render(f"{library}.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir, library))
+    return {f"{library}.conf": nccl_conf_text(text, platform.file)}
+
+
+def device_order(platform: Platform) -> Setting:
+    """How GPU ordinals are made to follow local ranks (GPU index by bus id): CUDA_DEVICE_ORDER
+    for NVIDIA; for AMD, whose runtime has no such switch, HIP_VISIBLE_DEVICES listing the HIP
+    ordinals in local-rank order (ROCm enumerates GPUs in its KFD topology order, which the
+    file takes to be bus order: `rocm-smi --showbus` shows it on the machine)."""
+    if collective_library(platform) == "rccl":
+        return Setting("HIP_VISIBLE_DEVICES", ",".join(str(g.index) for g in platform.gpus),
+                       "HIP ordinals in local-rank order (GPU i = i-th by bus id; check with 'rocm-smi --showbus'); "
+                       "HIP has no CUDA_DEVICE_ORDER")
+    return Setting("CUDA_DEVICE_ORDER", "PCI_BUS_ID", "CUDA ordinals follow bus ids, as local ranks do")
+
+
+@generator("launch-env")
+def launch_env(ctx: GenContext) -> Plan:
+    """Environment for torchrun (PET_*), CUDA and NCCL (HIP and RCCL on AMD nodes), for
+    `set -a; . ./launch.env` and `docker run --env-file`."""
+    platform: Platform = ctx.platform
+    if not platform.gpus:
+        return {}
+    launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
+                device_order(platform),
+                Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node")]
+    launcher = merge_environment(launcher, {k: v for k, v in platform.environment.items() if not is_nccl(k)}, "the platform's")
+    stack = "HIP and RCCL (NCCL_* names)" if collective_library(platform) == "rccl" else "CUDA and NCCL"
+    conf = "/etc/rccl.conf" if collective_library(platform) == "rccl" else "/etc/nccl.conf"
+    return {"launch.env": ctx.render("launch.env.j2", "hash", launcher=launcher, settings=_settings(ctx),
+                                     stack=stack, conf=conf)}
+
+
+@generator("ranks")
+def ranks_table(ctx: GenContext) -> Plan:
+    """ranks.tsv: local rank -> GPU, backend NIC, NUMA node and CPUs."""
+    platform: Platform = ctx.platform
+    if not platform.gpus:
+        return {}
+    return {"ranks.tsv": ctx.render("ranks.tsv.j2", "hash", ranks=ranks(ctx.topology))}
+
+
+@generator("bind")
+def bind_script(ctx: GenContext) -> Plan:
+    """bind.sh: runs a rank's command under numactl on its GPU's NUMA node."""
+    platform: Platform = ctx.platform
+    if not platform.gpus:
+        return {}
+    refuse(platform, "bind.sh", bind_limits(platform))
+    # rendered without the automatic header: the shebang must stay on the first line
+    return {"bind.sh": ctx.render("bind.sh.j2", None, header=ctx.header("hash"), ranks=ranks(ctx.topology))}

@@ -1,0 +1,332 @@
+"""A live machine against its platform file (`hwspec diff`): one finding per difference,
+located at the line of the spec that says otherwise, with both values and the input line
+that shows the machine's.
+
+Matching: with a PCIe tree in the inputs (NCCL dump, lstopo), GPUs and NICs are matched by bus
+id and NUMA nodes by number; with `nvidia-smi topo -m` alone, GPUs by order and NICs by name.
+Only what the inputs show is compared: a value they do not give is never a difference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwspec.cpulist import format_cpu_list as cpu_list
+from hwspec.diagnostics import Diagnostic, Severity
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode, Where
+from hwspec.model.node import Location, Platform
+
+
+@dataclass(frozen=True)
+class DiffCheck:
+    """One kind of difference (shaped like a rule, for the SARIF report)."""
+
+    id: str
+    name: str
+    summary: str
+    severity: Severity = Severity.ERROR
+
+    @property
+    def doc(self) -> str:
+        return self.summary
+
+
+CHECKS = {c.id: c for c in (
+    DiffCheck("D101", "missing-device", "A socket, GPU or NIC of the spec is not in the machine."),
+    DiffCheck("D102", "extra-device", "The machine has a NUMA node, GPU or NIC the spec does not describe."),
+    DiffCheck("D103", "device-placement", "A device sits under a different PCIe bridge or socket than the spec says."),
+    DiffCheck("D104", "numa-node", "A device is on a different NUMA node than the spec says."),
+    DiffCheck("D105", "pcie-link", "A PCIe link trained slower or narrower than the spec's link."),
+    DiffCheck("D106", "nvlink-count", "Fewer NVLinks between two GPUs (or to the NVSwitches) than the spec says."),
+    DiffCheck("D107", "nic-gpu-switch", "A backend NIC is not under its GPU's PCIe switch."),
+    DiffCheck("D108", "cpu-list", "A NUMA node's CPU list differs from the spec."),
+    DiffCheck("D109", "gpudirect", "The spec declares GPUDirect RDMA but the machine cannot do it."),
+    DiffCheck("D110", "nic-identity", "A NIC's name or speed differs from the spec."),
+    DiffCheck("D111", "device-model", "A device's PCI vendor/device id is not its part's."),
+)}
+
+
+class _Differ:
+    def __init__(self, platform: Platform, machine: Machine):
+        self.p, self.m = platform, machine
+        self.findings: list[Diagnostic] = []
+        self.gpu_key: dict[str, str] = {}  # spec GPU id -> machine key
+        self.nic_key: dict[str, str] = {}
+
+    def add(self, code: str, at: Location, message: str, seen: Where | None = None, hint: str | None = None) -> None:
+        check = CHECKS[code]
+        related = ((seen.file, seen.line, seen.col, "observed here"),) if seen else ()
+        if seen:
+            message += f" (seen at {seen})"
+        self.findings.append(Diagnostic(at.file, at.line, at.col, check.severity, code, message, hint, check.name, related))
+
+    # ------------------------------------------------------------ matching
+
+    def match(self) -> None:
+        m, p = self.m, self.p
+        tree = m.has_tree
+        if tree:
+            by_bus = {g.bus: g.key for g in m.gpus.values() if g.bus}
+            for gpu in p.gpus:
+                if gpu.bus in by_bus:
+                    self.gpu_key[gpu.id] = by_bus[gpu.bus]
+        else:
+            observed = sorted(m.gpus.values(), key=lambda g: g.index or 0)
+            for gpu, seen in zip(p.gpus, observed):
+                self.gpu_key[gpu.id] = seen.key
+        nic_by_bus = {n.bus: n.key for n in m.nics.values() if n.bus}
+        nic_by_name = {name: n.key for n in m.nics.values() for name in [*(q.name for q in n.ports if q.name), *n.interfaces]}
+        for nic in p.nics:
+            key = nic_by_bus.get(nic.bus) if tree else None
+            names = {x for x in (nic.device, nic.interface) if x}
+            if key is not None and names and self.m.nics[key].ports and not (
+                    {q.name for q in self.m.nics[key].ports} | set(self.m.nics[key].interfaces)) & names:
+                key = None  # the bus holds another NIC now: look for this one by name
+            if key is None:
+                key = nic_by_name.get(nic.device or "") or nic_by_name.get(nic.interface or "")
+            if key is not None:
+                self.nic_key[nic.id] = key
+        source = ", ".join(file for file, _ in m.sources)
+        for gpu in p.gpus:
+            if gpu.id not in self.gpu_key:
+                what = f"bus id {gpu.bus}" if tree else "its position"
+                self.add("D101", p.locate(gpu.id), f"{gpu.id} ({gpu.model_name}, {gpu.bus}) is not in the machine: no GPU at {what} in {source}")
+        for nic in p.nics:
+            if nic.id in self.nic_key or (nic.role == "management"):
+                continue
+            kind = "rdma-nics" if nic.device and nic.transport != "tcp" else "tcp-nics"
+            if kind not in m.listed:
+                continue  # the inputs do not list such NICs: their absence says nothing
+            names = "/".join(x for x in (nic.device, nic.interface) if x)
+            self.add("D101", p.locate(nic.id), f"{nic.id} ({names}, {nic.bus}) is not in the machine: no NIC with "
+                     + (f"bus id {nic.bus}" if tree else f"name {names}") + f" in {source}")
+        matched_gpus = set(self.gpu_key.values())
+        for key, gpu in m.gpus.items():
+            if key not in matched_gpus:
+                self.add("D102", p.locate(None, "gpus"), f"the machine has a GPU the spec does not describe: "
+                         f"{gpu.bus or key} ({gpu.vendor or '?'}:{gpu.device or '?'})", gpu.where)
+        matched_nics = set(self.nic_key.values())
+        spec_buses = {n.bus for n in p.nics} | {s.bus for s in p.ssds}
+        for key, nic in m.nics.items():
+            if key not in matched_nics and (not tree or nic.bus not in spec_buses) and (nic.bus or not tree):
+                names = ", ".join(q.name for q in nic.ports if q.name) or "unnamed"
+                self.add("D102", p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: {nic.bus or key} ({names})", nic.where)
+        spec_numa = {s.numa_node: s for s in p.sockets}
+        for socket in p.sockets:
+            if "numa" in m.listed and socket.numa_node not in m.numa:
+                self.add("D101", p.locate(socket.id, "numa_node"),
+                         f"{socket.id}: NUMA node {socket.numa_node} is not in the machine (it has {sorted(m.numa)})")
+        for numa, node in m.numa.items():
+            if numa not in spec_numa:
+                self.add("D102", p.locate(None, "sockets"), f"the machine has NUMA node {numa}, which no socket of the spec is", node.where)
+
+    # ------------------------------------------------------------ checks
+
+    def observed_buses(self, key: str) -> list[str]:
+        return [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges and self.m.bridges[k].bus]
+
+    def placement(self, ident: str, device, seen: PciNode) -> None:
+        if not self.m.has_tree:
+            return
+        upstream = self.p.by_id.get(device.upstream)
+        buses = self.observed_buses(seen.key)
+        where_now = buses[0] if buses else f"NUMA node {self.m.numa_of(seen.key)}"
+        if upstream is not None and hasattr(upstream, "bus") and not hasattr(upstream, "numa_node") and hasattr(upstream, "link"):
+            if upstream.bus not in buses:
+                moved = f"{seen.bus} " if seen.bus and seen.bus != device.bus else ""
+                self.add("D103", self.p.locate(ident, "pcie", "upstream"),
+                         f"{ident} ({device.bus}) is under {device.upstream} ({upstream.bus}) in the spec, but {moved}under "
+                         f"{where_now} in the machine", seen.where)
+
+    def numa(self, ident: str, device, seen: PciNode) -> None:
+        observed = self.m.numa_of(seen.key)
+        if observed is None or device.numa_node is None:
+            return
+        if observed != device.numa_node:
+            self.add("D104", self.p.locate(ident, "pcie", "upstream"),
+                     f"{ident} is on NUMA node {device.numa_node} in the spec, but on NUMA node {observed} in the machine", seen.where)
+
+    def link(self, ident: str, item, seen: PciNode, at: Location) -> None:
+        """D105 when the observed link is slower or narrower than the spec's: than both its
+        presented and its physical form when they differ (a VM shows the presented one)."""
+        link = seen.link
+        if link is None:
+            return
+        forms = [item.link] + ([item.physical] if item.physical != item.link else [])
+
+        def below(form) -> list[str]:
+            problems = []
+            if link.gen is not None and link.gen < form.gen:
+                problems.append("slower")
+            if link.width is not None and link.width < form.width:
+                problems.append("narrower")
+            if link.gen is None and link.width is None and link.bandwidth and link.bandwidth < 0.98 * form.bandwidth:
+                problems.append("slower")
+            return problems
+
+        verdicts = [below(form) for form in forms]
+        if all(verdicts):
+            self.add("D105", at, f"{ident}: PCIe link is {forms[-1]} in the spec, but {link} in the machine "
+                     f"({' and '.join(verdicts[-1])})", seen.where, "reseat the card, check the slot's lanes and the BIOS link settings")
+
+    def devices(self) -> None:
+        p = self.p
+        for gpu in p.gpus:
+            key = self.gpu_key.get(gpu.id)
+            if key is None:
+                continue
+            seen = self.m.gpus[key]
+            self.placement(gpu.id, gpu, seen)
+            self.numa(gpu.id, gpu, seen)
+            self.link(gpu.id, gpu, seen, p.locate(gpu.id, "pcie", "link"))
+            if seen.vendor and seen.device and (seen.vendor, seen.device) != (gpu.pci_vendor, gpu.pci_device):
+                self.add("D111", p.locate(gpu.id, "part"), f"{gpu.id} is a {gpu.part} ({gpu.pci_vendor}:{gpu.pci_device}) in the spec, "
+                         f"but {seen.vendor}:{seen.device} in the machine", seen.where)
+        for nic in p.nics:
+            key = self.nic_key.get(nic.id)
+            if key is None:
+                continue
+            seen = self.m.nics[key]
+            self.placement(nic.id, nic, seen)
+            self.numa(nic.id, nic, seen)
+            self.link(nic.id, nic, seen, p.locate(nic.id, "pcie", "link"))
+            port = next((q for q in seen.ports if q.port == nic.port), seen.ports[0] if len(seen.ports) == 1 else None)
+            if port is not None:
+                if port.speed is not None and port.speed < nic.speed:
+                    self.add("D110", p.locate(nic.id, "part"), f"{nic.id} runs at {nic.speed * 8 / 1e9:g} Gb/s in the spec, "
+                             f"but at {port.speed * 8 / 1e9:g} Gb/s in the machine", port.where)
+                names = {x for x in (nic.device, nic.interface) if x}
+                if port.name and names and port.name not in names:
+                    self.add("D110", p.locate(nic.id, "device" if nic.device else "interface"),
+                             f"{nic.id} is named {' / '.join(sorted(names))} in the spec, but {port.name} in the machine", port.where)
+        for bridge in p.bridges:
+            seen = self.m.bridges.get(bridge.bus) if self.m.has_tree else None
+            if seen is not None:
+                self.link(bridge.id, bridge, seen, p.locate(bridge.id, "link"))
+
+    def nic_gpu_switch(self) -> None:
+        for nic in self.p.backend_nics:
+            if nic.gpu is None or nic.id not in self.nic_key or nic.gpu not in self.gpu_key:
+                continue
+            if self.p.topology.common_bridge(nic.id, nic.gpu) is None:
+                continue  # the spec puts them on no common switch either (a C2C GPU's NIC on its own CPU: P2C)
+            nic_key, gpu_key = self.nic_key[nic.id], self.gpu_key[nic.gpu]
+            seen = self.m.nics[nic_key]
+            if self.m.has_tree:
+                upstream = self.p.by_id.get(nic.upstream)
+                shared = set(self.m.ancestors(nic_key)) & set(self.m.ancestors(gpu_key))
+                shared_bridges = [k for k in shared if not k.startswith(NUMA_PREFIX)]
+                if not shared_bridges:
+                    gpu_at = self.observed_buses(gpu_key)
+                    nic_at = self.observed_buses(nic_key)
+                    self.add("D107", self.p.locate(nic.id, "gpu"),
+                             f"{nic.id} serves {nic.gpu}: both under {nic.upstream} ({getattr(upstream, 'bus', '?')}) in the spec, "
+                             f"but in the machine {nic.id} is under {nic_at[0] if nic_at else 'a CPU'} and {nic.gpu} under "
+                             f"{gpu_at[0] if gpu_at else 'a CPU'}: no PCIe switch in common", seen.where,
+                             "GPU-NIC traffic now crosses the CPU: move the NIC back, or fix the spec")
+            else:
+                path = self.m.paths.get((gpu_key, nic_key)) or self.m.paths.get((nic_key, gpu_key))
+                if path is not None and path[0] not in ("PIX", "PXB"):
+                    self.add("D107", self.p.locate(nic.id, "gpu"),
+                             f"{nic.id} serves {nic.gpu} on one PCIe switch in the spec, but the path between them is "
+                             f"{path[0]} in the machine", path[1])
+
+    def nvlinks(self) -> None:
+        if "nvlinks" not in self.m.listed:
+            return  # no input shows NVLinks (lstopo, an NCCL skeleton)
+        counts = self.m.nvlink_counts()
+        at = self.p.locate(None, "nvlink")
+        gpu_ids = {g.id for g in self.p.gpus}
+        switch_bus = {s.id: s.bus for s in (self.p.baseboard.nvswitches if self.p.baseboard else ())}
+        observed_switches = self.m.nvswitch_links()
+        for link in self.p.nvlinks:
+            a = self.gpu_key.get(link.a)
+            if a is None:
+                continue
+            if link.b not in gpu_ids:  # to an NVSwitch: per switch where both name it, else the GPU's total
+                bus = switch_bus.get(link.b)
+                per_switch = observed_switches.get(a, {})
+                have = counts.get((a, NVSWITCH))
+                if bus is not None and bus in per_switch:
+                    observed, spec_links, what = per_switch[bus], link.links, f"to NVSwitch {link.b} ({bus})"
+                    place = self.p.locate(link.b)
+                    have = (observed, next(l.where for l in self.m.nvlinks if l.gpu == a and l.switch == bus))
+                elif bus is not None and per_switch and None not in per_switch:
+                    observed, spec_links, what = 0, link.links, f"to NVSwitch {link.b} ({bus})"
+                    place = self.p.locate(link.b)
+                else:
+                    if link.b != next((c.b for c in self.p.nvlinks if c.a == link.a and c.b not in gpu_ids), None):
+                        continue  # the GPU's total is compared once
+                    spec_links = sum(c.links for c in self.p.nvlinks if c.a == link.a and c.b not in gpu_ids)
+                    observed, what, place = (have[0] if have else 0), "to the NVSwitches", at
+                    if have is None:  # topo -m of a small NVSwitch board: each pair shows the GPU's links to the switches
+                        pairs = [(c, w) for (g, t), (c, w) in counts.items() if g == a and t != NVSWITCH]
+                        if pairs:
+                            observed, where = max(pairs, key=lambda cw: cw[0])
+                            have = (observed, where)
+                if observed < spec_links:
+                    self.add("D106", place, f"{link.a} has {spec_links} NVLinks {what} in the spec, but {observed} in the machine",
+                             have[1] if have else None, "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")
+                continue
+            b = self.gpu_key.get(link.b)
+            if b is None:
+                continue
+            forward, backward = counts.get((a, b)), counts.get((b, a))
+            observed = min(forward[0] if forward else 0, backward[0] if backward else 0) if (forward or backward) else 0
+            where = (forward or backward or (0, None))[1]
+            if observed < link.links:
+                place = self.p.locate(None, "nvlink", "topology", link.entry) if link.entry is not None else at
+                self.add("D106", place, f"{link.a}-{link.b}: {link.links} NVLinks in the spec, but {observed} in the machine", where,
+                         "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")
+
+    def cpus(self) -> None:
+        for socket in self.p.sockets:
+            node = self.m.numa.get(socket.numa_node)
+            if node is None or node.cpus is None:
+                continue
+            if tuple(sorted(node.cpus)) != tuple(sorted(socket.cpus)):
+                self.add("D108", self.p.locate(socket.id, "cpus"), f"{socket.id}: NUMA node {socket.numa_node} has CPUs "
+                         f"{cpu_list(socket.cpus) if socket.cpus else 'none'} in the spec, but {cpu_list(node.cpus) if node.cpus else 'none'} "
+                         "in the machine", node.where)
+        for gpu in self.p.gpus:
+            key = self.gpu_key.get(gpu.id)
+            seen = self.m.gpus.get(key) if key else None
+            if seen is None or seen.cpus is None or gpu.socket is None:
+                continue
+            socket = self.p.socket_by_id[gpu.socket]
+            if tuple(sorted(seen.cpus)) != tuple(sorted(socket.cpus)):
+                self.add("D108", self.p.locate(gpu.id), f"{gpu.id}: close CPUs are {cpu_list(socket.cpus)} ({socket.id}) in the spec, "
+                         f"but {cpu_list(seen.cpus)} in the machine", seen.where)
+
+    def gpudirect(self) -> None:
+        backend = self.p.backend
+        if backend is None or backend.gpudirect is not True:
+            return  # not declared, or left to NCCL's detection
+        at = self.p.locate(None, "backend", "gpudirect")
+        for gpu in self.p.gpus:
+            seen = self.m.gpus.get(self.gpu_key.get(gpu.id, ""))
+            if seen is not None and seen.gdr is False:
+                self.add("D109", at, f"the spec declares GPUDirect RDMA, but {gpu.id} has gdr=0 in the machine", seen.where,
+                         "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
+        for nic in self.p.backend_nics:
+            seen = self.m.nics.get(self.nic_key.get(nic.id, ""))
+            if seen is None:
+                continue
+            for port in seen.ports:
+                if port.gdr is False:
+                    self.add("D109", at, f"the spec declares GPUDirect RDMA, but {nic.id} ({port.name}) has gdr=0 in the machine", port.where,
+                             "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
+
+    def run(self) -> list[Diagnostic]:
+        self.match()
+        self.devices()
+        self.nic_gpu_switch()
+        self.nvlinks()
+        self.cpus()
+        self.gpudirect()
+        return sorted(dict.fromkeys(self.findings), key=Diagnostic.sort_key)
+
+
+def diff(platform: Platform, machine: Machine) -> list[Diagnostic]:
+    """Every difference between `platform` and the observed `machine`, at the spec's lines."""
+    return _Differ(platform, machine).run()

@@ -1,0 +1,652 @@
+"""Observed machine -> a readable draft platform file (`hwspec import`).
+
+A thin layer over `observed.Machine`: it only decides how the spec language says what was
+observed. Parts are recognised from the catalogue by PCI vendor/device id (GPUs, NICs) or
+CPUID vendor/family/model (CPUs); a device the catalogue does not know gets the nearest part
+with the observed facts as `override:` and an `assumed:` note saying so. Values no input gives
+(DDR capacity, a RoCE interface name, bus ids from `topo -m`) are placeholders marked
+`assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
+expanding the draft again. The draft names its inputs in `sources:`/`source:`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from hwspec.cpulist import format_cpu_list as cpu_list
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic
+from hwspec.live.repeat import fold
+from hwspec.model.node import PcieLink
+from hwspec.spec.units import format_bytes
+
+RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
+"""Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
+PLACEHOLDER_MEMORY = 256 * 2**30
+PLACEHOLDER_DDR_BANDWIDTH = "100 GB/s"
+ID_SAFE = re.compile(r"[^a-z0-9_-]+")
+
+
+@dataclass
+class Draft:
+    """The draft platform as a dict in writing order, plus notes for the user."""
+
+    spec: dict[str, Any]
+    flat: dict[str, Any]
+    """The same platform without repeat blocks: what `spec` must expand to."""
+    notes: list[str] = field(default_factory=list)
+
+
+def _name(text: str) -> str:
+    name = ID_SAFE.sub("-", text.lower()).strip("-_")
+    if not name or not name[0].isalpha():
+        name = "node-" + name
+    return name[:64]
+
+
+def _note(entry: dict, assumed: list[str]) -> None:
+    if assumed:
+        entry["assumed"] = "; ".join(dict.fromkeys(assumed))
+
+
+class _Writer:
+    def __init__(self, machine: Machine, catalogue, name: str):
+        self.m, self.cat, self.name = machine, catalogue, name
+        self.ids: dict[str, str] = {}  # machine key -> spec id
+        self.notes: list[str] = []
+        self.links: dict[str, tuple[int, int]] = {}  # spec id -> (gen, width) of its upstream link
+        self.next_bus = 0x10
+
+    def parts(self, kind: str) -> dict[str, Any]:
+        return {name: part.model for name, part in sorted(self.cat.parts.get(kind, {}).items())}
+
+    def source(self) -> str:
+        return "hwspec import of " + ", ".join(f"{file} ({what})" for file, what in self.m.sources)
+
+    def bus(self, key: str, bus: str | None, assumed: list[str]) -> str:
+        if bus:
+            return bus
+        while any(d.bus == f"0000:{self.next_bus:02x}:00.0" for d in (*self.m.bridges.values(), *self.m.gpus.values(), *self.m.nics.values())):
+            self.next_bus += 1
+        text = f"0000:{self.next_bus:02x}:00.0"
+        self.next_bus += 1
+        assumed.append("the input gives no PCI bus id: placeholder")
+        return text
+
+    # ------------------------------------------------------------ sockets
+
+    def sockets(self) -> list[dict]:
+        """One entry per socket. NUMA nodes of one package (lstopo on a sub-NUMA-clustered or
+        NPS machine) become the socket's `numa_nodes`; a NUMA node whose package is unknown is
+        a socket of its own."""
+        numa_ids = sorted(self.m.numa)
+        if not numa_ids:
+            numa_ids = sorted({n for n in (self.m.numa_of(k) for k in (*self.m.gpus, *self.m.nics)) if n is not None and n >= 0}) or [0]
+        groups: list[list[int]] = [[n] for n in numa_ids]
+        packages = [self.m.numa[n].package if n in self.m.numa else None for n in numa_ids]
+        if None not in packages and len(set(packages)) < len(packages):
+            by_package: dict[int, list[int]] = {}
+            for numa, package in zip(numa_ids, packages):
+                by_package.setdefault(package, []).append(numa)
+            groups = [by_package[p] for p in sorted(by_package)]
+        out = []
+        for position, group in enumerate(groups):
+            assumed: list[str] = []
+            entry: dict[str, Any] = {"id": f"cpu{position}"}
+            entry.update(self.cpu_part(self.m.numa.get(group[0]), assumed))
+            if len(group) == 1:
+                self.ids[f"{NUMA_PREFIX}{group[0]}"] = entry["id"]
+                entry.update(self.numa_fields(group[0], assumed))
+            else:
+                entry["numa_nodes"] = []
+                for numa in group:
+                    self.ids[f"{NUMA_PREFIX}{numa}"] = f"numa{numa}"
+                    entry["numa_nodes"].append({"id": f"numa{numa}", **self.numa_fields(numa, assumed)})
+            _note(entry, assumed)
+            out.append(entry)
+        return out
+
+    def cpu_part(self, node, assumed: list[str]) -> dict[str, Any]:
+        """`part` (and `override`) for the CPU of NUMA node `node`: by CPUID vendor/family/model."""
+        cpus = self.parts("cpus")
+        matches = [n for n, p in cpus.items() if node is not None and p.vendor == node.vendor
+                   and p.family == node.family and p.model == node.model and (node.arch is None or p.arch == node.arch)]
+        if matches:
+            return {"part": matches[0]}
+        base = next((n for n, p in cpus.items() if node is not None and p.vendor == node.vendor), next(iter(cpus)))
+        if node is None or node.vendor is None or node.family is None or node.model is None:
+            assumed.append(f"the input does not identify the CPU: {base} assumed")
+            return {"part": base}
+        override: dict[str, Any] = {"vendor": node.vendor, "family": node.family, "model": node.model}
+        if node.arch:
+            override["arch"] = node.arch
+        override["model_name"] = node.model_name or f"{node.vendor} CPU family {node.family} model {node.model}"
+        assumed.append(f"CPU {node.vendor} family {node.family} model {node.model} is not in the parts "
+                       f"catalogue: {base}'s figures with the observed identity")
+        return {"part": base, "override": override}
+
+    def numa_fields(self, numa: int, assumed: list[str]) -> dict[str, Any]:
+        """`numa_node`, `cpus` and `memory` of one NUMA node."""
+        node = self.m.numa.get(numa)
+        fields: dict[str, Any] = {"numa_node": numa}
+        if node is not None and node.cpus:
+            fields["cpus"] = cpu_list(node.cpus)
+        else:
+            assumed.append("the input gives no CPU list: derived from the part")
+        capacity = node.memory if node is not None and node.memory else None
+        if capacity is None:
+            assumed.append("DDR capacity and bandwidth are not in the input: placeholders")
+            capacity = PLACEHOLDER_MEMORY
+        else:
+            assumed.append("DDR bandwidth is not in the input: placeholder")
+        fields["memory"] = {"capacity": format_bytes(capacity), "bandwidth": PLACEHOLDER_DDR_BANDWIDTH}
+        return fields
+
+    # ------------------------------------------------------------ PCIe tree
+
+    def wanted(self) -> list[str]:
+        """Bridge keys on the path from a NUMA node to a GPU or NIC, in tree order (by bus id)."""
+        keep: set[str] = set()
+        for key in (*self.m.gpus, *self.m.nics):
+            for parent in self.m.ancestors(key):
+                if parent in self.m.bridges:
+                    keep.add(parent)
+        children: dict[str, list[str]] = {}
+        for key in keep:
+            children.setdefault(self.m.bridges[key].parent, []).append(key)
+        ordered: list[str] = []
+
+        def visit(parent: str) -> None:
+            for key in sorted(children.get(parent, []), key=lambda k: self.m.bridges[k].bus or k):
+                ordered.append(key)
+                visit(key)
+
+        roots = sorted({self.m.bridges[k].parent for k in keep if self.m.bridges[k].parent not in keep})
+        for root in roots:
+            visit(root)
+        return ordered
+
+    def upstream(self, parent: str, assumed: list[str]) -> str:
+        if parent in self.ids:
+            return self.ids[parent]
+        first = next(iter(self.ids.values()))
+        assumed.append(f"the input gives no NUMA node here ({parent}): attached to {first}")
+        return first
+
+    def bridges(self) -> list[dict]:
+        """Root ports (bridges on a NUMA node) and switches on the way to a GPU or NIC."""
+        counters = {"rp": 0, "sw": 0}
+        out = []
+        for key in self.wanted():
+            bridge = self.m.bridges[key]
+            prefix = "rp" if bridge.parent.startswith(NUMA_PREFIX) else "sw"
+            ident = f"{prefix}{counters[prefix]}"
+            counters[prefix] += 1
+            self.ids[key] = ident
+            assumed: list[str] = []
+            entry: dict[str, Any] = {"id": ident}
+            if prefix == "rp":
+                entry["kind"] = "root-port"
+            entry["upstream"] = self.upstream(bridge.parent, assumed)
+            entry["bus"] = self.bus(key, bridge.bus, assumed)
+            link = bridge.link
+            gen, width = (link.gen, link.width) if link else (None, None)
+            if gen is None or width is None:
+                gen, width = self._guess_link(link, key, assumed)
+            entry["link"] = {"gen": gen, "width": width}
+            self.links[ident] = (gen, width)
+            _note(entry, assumed)
+            out.append(entry)
+        return out
+
+    def _guess_link(self, link: Link | None, key: str, assumed: list[str]) -> tuple[int, int]:
+        """A bridge link the input does not give in full: from its bandwidth, or x16 at the
+        fastest generation of the devices below."""
+        if link is not None and link.bandwidth and link.gen is None:
+            for width in (16, 8, 4, 2, 1, 32):
+                for gen in range(1, 7):
+                    if abs(PcieLink(gen, width).bandwidth - link.bandwidth) <= 0.02 * link.bandwidth:
+                        assumed.append(f"the input gives the link as {link.bandwidth / 1e9:.2f} GB/s only: taken as Gen{gen} x{width}")
+                        return gen, width
+        gens = [d.link.gen for d in (*self.m.gpus.values(), *self.m.nics.values(), *self.m.bridges.values())
+                if d.link and d.link.gen and key in self.m.ancestors(d.key)]
+        gen = (link.gen if link and link.gen else None) or (max(gens) if gens else 4)
+        width = link.width if link and link.width else 16
+        assumed.append(f"the input does not give this link in full: taken as Gen{gen} x{width}")
+        return gen, width
+
+    def max_oversubscription(self, bridges: list[dict], devices: list[dict]) -> None:
+        """Set `max_oversubscription` where the links below a bridge add up to more than 2x its uplink (HW103)."""
+        below: dict[str, float] = {}
+        for entry in (*bridges, *devices):
+            link = self.links.get(entry["id"])
+            parent = entry.get("upstream") or entry.get("pcie", {}).get("upstream")
+            if link and parent:
+                below[parent] = below.get(parent, 0.0) + PcieLink(*link).bandwidth
+        for entry in bridges:
+            ratio = below.get(entry["id"], 0.0) / PcieLink(*self.links[entry["id"]]).bandwidth
+            if ratio > 2:
+                entry["max_oversubscription"] = math.ceil(ratio)
+
+    def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None, tuple[int, int]]:
+        """(pcie.link to write or None, part pcie override or None, the (gen, width) it trains at)
+        for an observed device link. A width-0 link (a device passed through to a VM) is written
+        as presented with the part's width as `physical`."""
+        gen = link.gen if link and link.gen else None
+        width = link.width if link and link.width else None
+        if link is not None and link.bandwidth and gen is None:
+            for w in (part_link.width, 16, 8, 4, 2, 1):
+                for g in range(part_link.generation, 0, -1):
+                    if abs(PcieLink(g, w).bandwidth - link.bandwidth) <= 0.02 * link.bandwidth:
+                        gen, width = g, w
+                        break
+                if gen:
+                    break
+        if gen is None:
+            gen = part_link.generation
+            if link is None:
+                assumed.append(f"the input gives no {what} link: the part's")
+        if width is None:
+            width = part_link.width
+        override = None
+        if gen > part_link.generation or width > part_link.width:
+            override = {"gen": max(gen, part_link.generation), "width": max(width, part_link.width)}
+            part_gen, part_width = override["gen"], override["width"]
+        else:
+            part_gen, part_width = part_link.generation, part_link.width
+        if link is not None and link.width_zero:
+            return {"gen": gen, "width": 0, "physical": {"value": {"gen": gen, "width": width}, "assumed": (
+                f"the VM reports width 0 for the passed-through {what}: its part's x{width} assumed")}}, override, (gen, width)
+        if (gen, width) == (part_gen, part_width):
+            return None, override, (gen, width)
+        return {"gen": gen, "width": width}, override, (gen, width)
+
+    def virtual_bridges(self, bridges: list[dict]) -> None:
+        """A bridge presented slower than a device below it is a VM's virtual one when it shows
+        QEMU's default Gen1 x1, or when the machine is a VM (a device reports width 0): it gets
+        `physical`, the fastest link below it. Other slower bridges
+        stay as observed (a degraded link is for `validate` to report)."""
+        in_vm = any(d.link is not None and d.link.width_zero for d in (*self.m.gpus.values(), *self.m.nics.values()))
+        key_of = {ident: key for key, ident in self.ids.items()}
+        for entry in reversed(bridges):  # bottom-up: a bridge below may be virtual too
+            if not in_vm and (entry["link"]["gen"], entry["link"]["width"]) != (1, 1):
+                continue
+            below = [self.links[self.ids[d.key]] for d in (*self.m.gpus.values(), *self.m.nics.values(), *self.m.bridges.values())
+                     if d.key in self.ids and self.ids[d.key] in self.links and key_of.get(entry["id"]) in self.m.ancestors(d.key)]
+            gen, width = entry["link"]["gen"], entry["link"]["width"]
+            fastest = max(below, default=(gen, width))
+            if fastest[0] > gen:
+                entry["link"]["physical"] = {"value": {"gen": fastest[0], "width": fastest[1]}, "assumed": (
+                    f"the VM presents a virtual Gen{gen} x{width} bridge: taken to be the Gen{fastest[0]} x{fastest[1]} "
+                    "of the links below")}
+                self.links[entry["id"]] = fastest
+
+    # ------------------------------------------------------------ GPUs and fabric
+
+    def gpus(self) -> tuple[list[dict], dict | None, dict | None]:
+        gpus = self.m.gpus_in_order()
+        catalogue = self.parts("gpus")
+        counts = self.m.nvlink_counts()
+        per_gpu = Counter()
+        for (gpu, _target), (count, _where) in counts.items():
+            per_gpu[gpu] += count
+        out = []
+        self.gpu_ids = {}
+        for index, gpu in enumerate(gpus):
+            ident = f"gpu{index}"
+            self.ids[gpu.key] = self.gpu_ids[gpu.key] = ident
+            assumed: list[str] = []
+            entry: dict[str, Any] = {"id": ident}
+            candidates = [n for n, p in catalogue.items() if gpu.vendor and p.pci_vendor == gpu.vendor and p.pci_device == gpu.device
+                          and (gpu.sm is None or p.sm == gpu.sm)]
+            links_needed = per_gpu.get(gpu.key, 0)
+            fitting = [n for n in candidates if catalogue[n].fabric.links >= links_needed]
+            override: dict[str, Any] = {}
+            if fitting or candidates:
+                part = (fitting or candidates)[0]
+            else:
+                same_sm = [n for n, p in catalogue.items() if gpu.sm is not None and p.sm == gpu.sm]
+                same_vendor = [n for n, p in catalogue.items() if gpu.vendor and p.pci_vendor == gpu.vendor]
+                part = (same_sm or same_vendor or list(catalogue))[0]
+                if gpu.vendor and gpu.device:
+                    override.update(pci_vendor=gpu.vendor, pci_device=gpu.device)
+                    if gpu.sm is not None and gpu.sm != catalogue[part].sm:
+                        override["sm"] = gpu.sm
+                    override["model_name"] = gpu.model_name or f"GPU {gpu.vendor}:{gpu.device}"
+                    assumed.append(f"GPU {gpu.vendor}:{gpu.device} (sm {gpu.sm}) is not in the parts catalogue: "
+                                   f"{part}'s figures with the observed identity")
+                else:
+                    assumed.append(f"the input does not name the GPU model (no PCI vendor/device id): {part} assumed")
+            spec_part = catalogue[part]
+            exact = not self.switches_uniform()  # without listed switches, 'nvswitch' uses all of the part's links
+            if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
+                                                         and links_needed != spec_part.fabric.links):
+                override["fabric"] = {"links": links_needed}
+            entry["part"] = part
+            link, pcie_override, trained = self.device_link(gpu.link, spec_part.pcie, assumed, "GPU")
+            if pcie_override:
+                override["pcie"] = pcie_override
+            if override:
+                entry["override"] = override
+            entry["pcie"] = {"upstream": self.upstream(gpu.parent, assumed), "bus": self.bus(gpu.key, gpu.bus, assumed)}
+            if link:
+                entry["pcie"]["link"] = link
+            self.links[ident] = trained
+            _note(entry, assumed)
+            out.append(entry)
+        baseboard, nvlink = self.fabric(gpus, out, counts)
+        return out, baseboard, nvlink
+
+    def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
+        if not counts:
+            return None, None
+        source = f"observed: {self.source()}"
+        if any(t == NVSWITCH for (_g, t) in counts):
+            if any(t != NVSWITCH for (_g, t) in counts):
+                self.notes.append("GPU-to-GPU NVLinks beside NVSwitch links are left out of the draft")
+            return self.nvswitch_board(gpus, entries), {"topology": "nvswitch", "source": source}
+        index = {g.key: i for i, g in enumerate(gpus)}
+        pairs: dict[tuple[int, int], int] = {}
+        for (a, b), (count, where) in counts.items():
+            if a not in index or b not in index:
+                continue
+            back = counts.get((b, a), (0, None))[0]
+            if back != count:
+                self.notes.append(f"{where}: NVLink count {count} from {a} to {b} but {back} back: the smaller is used")
+            key = (min(index[a], index[b]), max(index[a], index[b]))
+            pairs[key] = min(count, back) if back else count
+        pairs = {k: v for k, v in pairs.items() if v > 0}
+        if not pairs:
+            return None, None
+        for i, entry in enumerate(entries):
+            items = list(entry.items())
+            entry.clear()
+            entry.update(items[:2] + [("slot", i)] + items[2:])
+        n = len(gpus)
+        all_pairs = {(a, b) for a in range(n) for b in range(a + 1, n)}
+        values = set(pairs.values())
+        missing = sorted(all_pairs - set(pairs))
+        degree = Counter()
+        for (a, b) in pairs:
+            degree[a] += 1
+            degree[b] += 1
+        matching = len(missing) * 2 == n and len({x for p in missing for x in p}) == n
+        board: dict[str, Any] = {"kind": "custom", "slots": n}
+        nvlink: dict[str, Any]
+        if len(values) == 1 and (not missing or matching):
+            per_pair = values.pop()
+            nvlink = {"topology": "fully-connected"}
+            if per_pair != 1:
+                nvlink["links_per_pair"] = per_pair
+            if missing:
+                nvlink["exclude"] = [list(p) for p in missing]
+            board.update(ports_per_slot=n - 1, links_per_port=per_pair, wiring="fully-connected")
+        else:
+            nvlink = {"topology": [{"gpus": [f"gpu{a}", f"gpu{b}"], "links": c} for (a, b), c in sorted(pairs.items())]}
+            board.update(ports_per_slot=max(degree.values()), links_per_port=max(pairs.values()),
+                         wiring=[[a, b] for (a, b) in sorted(pairs)])
+        if board.get("links_per_port") == 1:
+            del board["links_per_port"]
+        bandwidth = Counter()
+        for (a, b), c in pairs.items():
+            bandwidth[a] += c
+            bandwidth[b] += c
+        if len({bandwidth[i] for i in range(n)}) > 1:
+            nvlink["symmetric"] = False
+        nvlink["source"] = source
+        board["assumed"] = "the input shows the NVLinks in use, not the baseboard's wiring: taken to wire exactly these"
+        return board, nvlink
+
+    def switches_uniform(self) -> bool:
+        """Whether every GPU has links to the same NVSwitches, the same number to each."""
+        per_gpu = self.m.nvswitch_links()
+        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
+        return len(shapes) == 1 and set(per_gpu) == set(self.m.gpus)
+
+    def nvswitch_board(self, gpus, entries: list[dict]) -> dict | None:
+        """An HGX-style board with the NVSwitch chips the input names, when every GPU has the
+        same links to the same switches; else None."""
+        if not self.switches_uniform():
+            self.notes.append("the GPUs have different links to the NVSwitches: the board's switches are left out")
+            return None
+        per_gpu = self.m.nvswitch_links()
+        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
+        for i, entry in enumerate(entries):
+            items = list(entry.items())
+            entry.clear()
+            entry.update(items[:2] + [("slot", i)] + items[2:])
+        switches = []
+        for i, (bus, links) in enumerate(shapes.pop()):
+            switch: dict[str, Any] = {"id": f"nvs{i}"}
+            if bus:
+                switch["bus"] = bus
+            switch["links_per_gpu"] = links
+            switches.append(switch)
+        return {"kind": "hgx", "slots": len(gpus), "wiring": "nvswitch", "nvswitches": switches,
+                "source": f"observed: {self.source()}",
+                "assumed": "the input shows NVSwitch chips and each GPU's links to them: the board is taken to be an HGX baseboard"}
+
+    # ------------------------------------------------------------ NICs
+
+    def nics(self) -> tuple[list[dict], dict | None]:
+        catalogue = self.parts("nics")
+        gpu_bridges = {self.m.gpus[k].parent for k in self.m.gpus}
+        order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
+        backend_entries: list[tuple[Nic, dict]] = []
+        other_entries: list[dict] = []
+        for nic in order:
+            if nic.bus is None and self.m.has_tree:
+                self.notes.append(f"{nic.where}: a NIC without a PCI device (virtual or fused) cannot be described: left out")
+                continue
+            near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
+            ports = nic.ports or [None]
+            for port in ports:
+                assumed: list[str] = []
+                name = port.name if port is not None else None
+                gdr = port.gdr if port is not None else None
+                if name is not None:
+                    rdma_name = bool(RDMA_NAME.match(name))
+                elif "rdma-nics" in self.m.listed:
+                    rdma_name = False  # the inputs list every RDMA device, and this function has none
+                else:  # a skeleton: NCCL lists the PCI device only
+                    rdma_name = nic.fabric == "infiniband" or near_gpu or bool(gdr)
+                backend = bool(gdr) or (near_gpu and rdma_name)
+                if not rdma_name:
+                    transport = "tcp"
+                elif nic.fabric == "infiniband":
+                    transport = "infiniband"
+                else:
+                    transport = "rocev2"
+                speed = port.speed if port is not None else None
+                part, override = self.nic_part(catalogue, nic, speed, transport, backend, assumed)
+                entry: dict[str, Any] = {"id": "", "part": part}
+                if override:
+                    entry["override"] = override
+                entry["role"] = "backend" if backend else "ingestion" if transport == "tcp" else "frontend"
+                entry["transport"] = transport
+                if transport != "tcp":
+                    entry["device"] = name or self.free_name("mlx5_")
+                    if name is None:
+                        assumed.append("the input does not name the RDMA device: placeholder")
+                if transport in ("rocev2", "tcp"):
+                    if transport == "tcp" and name:
+                        entry["interface"] = name
+                    elif nic.interfaces:
+                        entry["interface"] = nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
+                    else:
+                        entry["interface"] = self.free_name("eth")
+                        assumed.append("the input does not name the network interface: placeholder (see 'ip link')")
+                if port is not None and port.port != 1:
+                    entry["port"] = port.port
+                part_model = catalogue.get(part)
+                part_link = part_model.pcie if part_model else None
+                link, pcie_override, trained = self.device_link(nic.link, part_link, assumed, "NIC")
+                if pcie_override:
+                    entry.setdefault("override", {})["pcie"] = pcie_override
+                entry["pcie"] = {"upstream": self.upstream(nic.parent, assumed), "bus": self.bus(nic.key, nic.bus, assumed)}
+                if link:
+                    entry["pcie"]["link"] = link
+                entry["_link"], entry["_key"] = trained, nic.key
+                _note(entry, assumed)
+                (backend_entries.append((nic, entry)) if backend else other_entries.append(entry))
+        # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
+        for i, (_nic, entry) in enumerate(backend_entries):
+            entry["id"] = f"nic{i}"
+        for i, entry in enumerate(other_entries):
+            entry["id"] = f"fe{i}"
+        for entry in (*(e for _, e in backend_entries), *other_entries):
+            self.links[entry["id"]] = entry.pop("_link")
+            self.ids.setdefault(entry.pop("_key"), entry["id"])  # a function's first port names it
+        by_bridge: dict[str, list[dict]] = {}
+        for nic, entry in backend_entries:
+            by_bridge.setdefault(nic.parent, []).append(entry)
+        gpus_by_bridge: dict[str, list[str]] = {}
+        for gpu in self.m.gpus_in_order():
+            gpus_by_bridge.setdefault(gpu.parent, []).append(self.gpu_ids[gpu.key])
+        paired = 0
+        for bridge, entries in by_bridge.items():
+            gpus = gpus_by_bridge.get(bridge, [])
+            if len(gpus) == len(entries):
+                for gpu, entry in zip(gpus, entries):
+                    items = list(entry.items())
+                    at = [k for k, _ in items].index("transport") + 1
+                    entry.clear()
+                    entry.update(items[:at] + [("gpu", gpu)] + items[at:])
+                    paired += 1
+        backend = None
+        if backend_entries or any(g.gdr for g in self.m.gpus.values()):
+            transports = Counter(e["transport"] for _, e in backend_entries)
+            gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
+            if gdr_values:
+                gpudirect = all(gdr_values)
+            else:
+                gpudirect = any(p.gdr for n, _ in backend_entries for p in n.ports)
+            backend = {"transport": transports.most_common(1)[0][0] if transports else "tcp"}
+            if backend_entries and paired == len(backend_entries) == len(self.m.gpus):
+                backend["nic_per_gpu"] = True
+            if gpudirect:
+                backend["gpudirect"] = True
+            elif not gdr_values and not any(p.gdr is not None for n, _ in backend_entries for p in n.ports):
+                backend["gpudirect"] = "detect"
+                backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left to NCCL's detection"
+            backend["source"] = f"observed: {self.source()}"
+        return [e for _, e in backend_entries] + other_entries, backend
+
+    def free_name(self, prefix: str) -> str:
+        """A placeholder `prefixN` used by no observed NIC and no earlier placeholder."""
+        if not hasattr(self, "_used"):
+            self._used = {p.name for n in self.m.nics.values() for p in n.ports if p.name}
+            self._used |= {i for n in self.m.nics.values() for i in n.interfaces}
+        k = 0
+        while f"{prefix}{k}" in self._used:
+            k += 1
+        self._used.add(f"{prefix}{k}")
+        return f"{prefix}{k}"
+
+    def nic_part(self, catalogue, nic: Nic, speed: float | None, transport: str, backend: bool, assumed: list[str]):
+        def fits(p) -> bool:
+            return ((speed is None or p.speed == speed) and transport in p.transports
+                    and (not backend or transport == "tcp" or (p.rdma and p.gpudirect)))
+
+        by_id = [n for n, p in catalogue.items() if nic.vendor and p.pci_vendor == nic.vendor and p.pci_device == nic.device and fits(p)]
+        if by_id:
+            return by_id[0], None
+        by_speed = [n for n, p in catalogue.items() if fits(p) and (nic.link is None or nic.link.gen is None
+                                                                    or p.pcie.generation >= nic.link.gen)]
+        by_speed = by_speed or [n for n, p in catalogue.items() if fits(p)]
+        # the most modest part that fits: a plain Ethernet part for TCP, the oldest PCIe generation
+        by_speed.sort(key=lambda n: (transport == "tcp" and catalogue[n].rdma, catalogue[n].pcie.generation, n))
+        if by_speed and not (nic.vendor and nic.device):
+            if speed is None:
+                assumed.append(f"the input gives neither the NIC model nor its speed: {by_speed[0]} assumed")
+            return by_speed[0], None
+        base = (by_speed or [n for n, p in catalogue.items() if transport in p.transports] or list(catalogue))[0]
+        override: dict[str, Any] = {}
+        if nic.vendor and nic.device:
+            override.update(pci_vendor=nic.vendor, pci_device=nic.device, model_name=f"NIC {nic.vendor}:{nic.device}")
+        if speed is not None and catalogue[base].speed != speed:
+            override["speed"] = f"{speed * 8 / 1e9:g} Gb/s"
+        if override:
+            assumed.append(f"NIC {nic.vendor}:{nic.device} is not in the parts catalogue: {base}'s figures with the observed identity and speed"
+                           if nic.vendor else f"no catalogue NIC runs at this speed: {base} with the observed speed")
+        return base, override or None
+
+    # ------------------------------------------------------------ the document
+
+    def build(self) -> Draft:
+        spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": self.name,
+                                "title": f"{self.name} (imported from a live node)",
+                                "source": self.source()}
+        spec["sources"] = {f"input{i}": f"{file}: {what}" for i, (file, what) in enumerate(self.m.sources)}
+        spec["sockets"] = self.sockets()
+        bridges = self.bridges()
+        gpus, baseboard, nvlink = self.gpus()
+        nics, backend = self.nics()
+        self.virtual_bridges(bridges)
+        self.max_oversubscription(bridges, [*gpus, *nics])
+        roots = [b for b in bridges if b.get("kind") == "root-port"]
+        switches = [b for b in bridges if b.get("kind") != "root-port"]
+        backend_nics = [n for n in nics if n["role"] == "backend"]
+        host_nics = [n for n in nics if n["role"] != "backend"]
+        sections = [("sockets", [spec["sockets"]], "i"), ("pcie", [roots, switches], "i"), ("baseboard", baseboard, None),
+                    ("gpus", [gpus], "g"), ("nvlink", nvlink, None),
+                    ("nics", [backend_nics, host_nics], "g" if all("gpu" in n for n in backend_nics) else "i"),
+                    ("backend", backend, None)]
+        flat = dict(spec)
+        for key, value, var in sections:
+            if not value or (var and not any(value)):
+                spec.pop(key, None)
+                continue
+            if var is None:
+                spec[key] = flat[key] = value
+                continue
+            flat[key] = [entry for group in value for entry in group]
+            spec[key] = [entry for i, group in enumerate(value) for entry in fold(group, var if i == 0 else "i")]
+        return Draft(spec, flat, self.notes)
+
+
+def draft_platform(machine: Machine, catalogue, name: str) -> Draft:
+    """The draft platform for `machine` (dict in writing order) with notes for the user."""
+    return _Writer(machine, catalogue, _name(name)).build()
+
+
+def _expanded_equal(folded: dict, flat: dict) -> bool:
+    """Whether `folded` (with repeat blocks) means what `flat` means: both expanded by the
+    loader's own expansion, scalars compared as text."""
+    from hwspec.source.expand import expand
+    from hwspec.source.loader import load_yaml_text
+
+    def norm(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: norm(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [norm(v) for v in x]
+        return str(x)
+
+    try:
+        data = [expand(load_yaml_text(dump(doc), "draft.yaml")).data for doc in (folded, flat)]
+    except Exception:  # noqa: BLE001 - any failure means: do not fold
+        return False
+    return norm(data[0]) == norm(data[1])
+
+
+def dump(spec: dict) -> str:
+    return yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=4096, allow_unicode=True)
+
+
+def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
+    """The draft as YAML text (repeat blocks checked by expansion) and the notes."""
+    draft = draft_platform(machine, catalogue, name)
+    spec = draft.spec
+    if not _expanded_equal(spec, draft.flat):
+        spec = draft.flat
+    header = ["# Draft platform file written by 'hwspec import' from a live node.",
+              "# Check every 'assumed:' note: those values are not in the inputs.",
+              "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE INPUT...' on each node."]
+    header += [f"# note: {n}" for n in draft.notes]
+    return "\n".join(header) + "\n" + dump(spec), draft.notes

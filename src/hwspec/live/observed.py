@@ -1,0 +1,259 @@
+"""The observed machine: what a live node's own tools say about it, before any spec is involved.
+
+Every parser (`nccl`, `lstopo`, `topo_matrix`) produces one `Machine`; `merge` combines several.
+Every element carries `where`, the input file and line it was read from, so that a diagnostic
+about the machine points at the evidence. Devices are keyed by PCI bus id when the input gives
+one (lower case `dddd:bb:dd.f`); inputs without bus ids (`nvidia-smi topo -m`) use their own
+names (`GPU0`, `NIC1`) and leave `bus` None. Quantities are canonical, as in `hwspec.model.node`:
+bytes, bytes/s per direction. A value an input does not give is None, never guessed here:
+guessing (and saying so with `assumed:`) is the draft writer's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hwspec.diagnostics import Diagnostic, Severity
+from hwspec.live.xmlread import Element, XmlError, parse_xml
+from hwspec.model.node import PCIE_GT_PER_LANE, PcieLink
+
+NUMA_PREFIX = "numa:"
+"""Parent key of a device or bridge attached directly to a NUMA node: `numa:0`."""
+NVSWITCH = "nvswitch"
+"""`NvLink.target` of links to NVSwitch chips (all of them fold into one, as NCCL does)."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """A place in an input file, 1-based."""
+
+    file: str
+    line: int
+    col: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """An observed PCIe link. `gen`/`width` are None when the input does not say (hwloc gives
+    only `bandwidth`; NCCL writes width 0 for virtual devices). `bandwidth` is bytes/s per
+    direction after encoding, as `hwspec.model.node.PcieLink.bandwidth` computes it."""
+
+    gen: int | None
+    width: int | None
+    bandwidth: float | None = None
+    width_zero: bool = False
+    """The input reported width 0: a device passed through to a VM (NCCL reads it as x16)."""
+
+    @classmethod
+    def of(cls, gen: int | None, width: int | None, width_zero: bool = False) -> "Link":
+        bandwidth = PcieLink(gen, width).bandwidth if gen in PCIE_GT_PER_LANE and width else None
+        return cls(gen, width, bandwidth, width_zero)
+
+    def __str__(self) -> str:
+        if self.gen and self.width:
+            return f"Gen{self.gen} x{self.width}"
+        if self.gen:
+            return f"Gen{self.gen} x0 (passed through to a VM)" if self.width_zero else f"Gen{self.gen}"
+        if self.bandwidth:
+            return f"{self.bandwidth / 1e9:.2f} GB/s"
+        return "unknown"
+
+
+@dataclass
+class NumaNode:
+    """A NUMA node with its CPUs (logical CPU numbers), the CPU's identity and its memory."""
+
+    id: int
+    where: Where
+    cpus: tuple[int, ...] | None = None
+    arch: str | None = None
+    vendor: str | None = None
+    """Spec vocabulary: intel, amd, arm, ibm."""
+    family: int | None = None
+    model: int | None = None
+    model_name: str | None = None
+    memory: int | None = None
+    """Bytes of memory local to this node."""
+    package: int | None = None
+    """The socket (hwloc Package) holding the node, when the input says."""
+
+
+@dataclass
+class PciNode:
+    """Something in the PCIe tree. `parent` is the key of the bridge above, or `numa:N`."""
+
+    key: str
+    where: Where
+    parent: str
+    bus: str | None = None
+    link: Link | None = None
+    vendor: str | None = None
+    """PCI vendor id, `0x10de`."""
+    device: str | None = None
+    """PCI device id, `0x20b0`."""
+
+
+@dataclass
+class Bridge(PciNode):
+    """A PCIe switch port, root port or host bridge on the path to a device."""
+
+
+@dataclass
+class Gpu(PciNode):
+    """An accelerator. `index` is its ordinal as the input numbers it (NCCL dev, topo -m GPUn)."""
+
+    index: int | None = None
+    sm: int | None = None
+    gdr: bool | None = None
+    numa: int | None = None
+    """The NUMA node the input says the GPU is close to (topo -m 'NUMA Affinity')."""
+    cpus: tuple[int, ...] | None = None
+    """The CPUs the input says are close (topo -m 'CPU Affinity')."""
+    model_name: str | None = None
+
+
+@dataclass
+class NicPort:
+    """One port of a network adapter, as NCCL or the RDMA stack names it."""
+
+    name: str | None
+    where: Where
+    port: int = 1
+    speed: float | None = None
+    """Bytes/s per direction."""
+    gdr: bool | None = None
+
+
+@dataclass
+class Nic(PciNode):
+    """A network adapter function. `fabric` is what its PCI class says: infiniband or ethernet."""
+
+    fabric: str | None = None
+    ports: list[NicPort] = field(default_factory=list)
+    interfaces: list[str] = field(default_factory=list)
+    """Network interface names (netdevs) of the function, when the input lists them."""
+    numa: int | None = None
+
+
+@dataclass(frozen=True)
+class NvLink:
+    """`count` fabric links from GPU `gpu` to `target`: another GPU's key, or NVSWITCH (then
+    `switch` is the NVSwitch's bus id when the input names it)."""
+
+    gpu: str
+    target: str
+    count: int
+    where: Where
+    switch: str | None = None
+
+
+@dataclass
+class Machine:
+    """One live node as observed. Dicts keep input order; `problems` are the input diagnostics."""
+
+    sources: list[tuple[str, str]] = field(default_factory=list)
+    """(file, what it is) of every input."""
+    numa: dict[int, NumaNode] = field(default_factory=dict)
+    bridges: dict[str, Bridge] = field(default_factory=dict)
+    gpus: dict[str, Gpu] = field(default_factory=dict)
+    nics: dict[str, Nic] = field(default_factory=dict)
+    nvlinks: list[NvLink] = field(default_factory=list)
+    paths: dict[tuple[str, str], tuple[str, Where]] = field(default_factory=dict)
+    """topo -m path types between two device keys (PIX, PXB, PHB, NODE, SYS)."""
+    nvswitches: dict[str, Where] = field(default_factory=dict)
+    """NVSwitch chips the input names (by bus id), beyond the links to them."""
+    problems: list[Diagnostic] = field(default_factory=list)
+    listed: set[str] = field(default_factory=set)
+    """What the inputs list completely, so that its absence means something: `numa` (every
+    NUMA node: lstopo), `rdma-nics` (every RDMA NIC), `tcp-nics` (every plain network NIC),
+    `nvlinks` (every NVLink of the GPUs). An NCCL dump lists the NICs of the network plugin in
+    use and, with `<gpu>` elements, the NVLinks; topo -m lists RDMA NICs and NVLinks; lstopo
+    lists NUMA nodes and NICs but no NVLinks."""
+
+    @property
+    def has_tree(self) -> bool:
+        """Whether the input gave a PCIe tree with bus ids (NCCL dump, lstopo)."""
+        return any(d.bus for d in (*self.gpus.values(), *self.nics.values()))
+
+    def node(self, key: str) -> PciNode | None:
+        return self.bridges.get(key) or self.gpus.get(key) or self.nics.get(key)
+
+    def ancestors(self, key: str) -> list[str]:
+        """Keys of the bridges above `key`, nearest first, ending with `numa:N` when known."""
+        out: list[str] = []
+        node = self.node(key)
+        seen = {key}
+        while node is not None and node.parent not in seen:
+            out.append(node.parent)
+            seen.add(node.parent)
+            node = self.bridges.get(node.parent)
+        return out
+
+    def numa_of(self, key: str) -> int | None:
+        """The NUMA node `key` hangs off in the tree, else what the input says about it."""
+        for parent in self.ancestors(key):
+            if parent.startswith(NUMA_PREFIX):
+                return int(parent[len(NUMA_PREFIX):])
+        device = self.node(key)
+        return getattr(device, "numa", None)
+
+    def gpus_in_order(self) -> list[Gpu]:
+        """GPUs by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), or by index when bus ids are unknown."""
+        return sorted(self.gpus.values(), key=lambda g: (g.bus is None, g.bus or "", g.index if g.index is not None else 0))
+
+    def nvlink_counts(self) -> dict[tuple[str, str], tuple[int, Where]]:
+        """(gpu, target) -> links in that direction, summed over the input's elements."""
+        counts: dict[tuple[str, str], tuple[int, Where]] = {}
+        for link in self.nvlinks:
+            previous = counts.get((link.gpu, link.target))
+            counts[(link.gpu, link.target)] = ((previous[0] if previous else 0) + link.count,
+                                               previous[1] if previous else link.where)
+        return counts
+
+    def nvswitch_links(self) -> dict[str, dict[str | None, int]]:
+        """GPU key -> {NVSwitch bus id (None: unnamed): links}, in input order."""
+        out: dict[str, dict[str | None, int]] = {}
+        for link in self.nvlinks:
+            if link.target == NVSWITCH:
+                per_gpu = out.setdefault(link.gpu, {})
+                per_gpu[link.switch] = per_gpu.get(link.switch, 0) + link.count
+        return out
+
+    def problem(self, where: Where, severity: Severity, code: str, message: str, hint: str | None = None) -> None:
+        self.problems.append(Diagnostic(where.file, where.line, where.col, severity, code, message, hint, INPUT_CODES.get(code, "")))
+
+    def read_xml(self, data: bytes, file: str, what: str) -> Element | None:
+        """The root element of XML input `file` (listed as a source: `what` it is), or None
+        after recording I101 at the position where it stops being XML this reader accepts."""
+        self.sources.append((file, what))
+        try:
+            return parse_xml(data)
+        except XmlError as exc:
+            self.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+            return None
+
+
+INPUT_CODES = {
+    "I100": "input-unreadable",
+    "I101": "input-syntax",
+    "I102": "input-ignored",
+    "I103": "input-value",
+    "I104": "input-contradiction",
+}
+"""Codes of diagnostics about the inputs of `import` and `diff`. I100/I101 make the input unusable (exit 2)."""
+FATAL_INPUT_CODES = frozenset({"I100", "I101"})
+
+MAX_INPUT_BYTES = 32 * 1024 * 1024
+"""Inputs larger than this are refused: a node's topology is a few hundred kilobytes at most."""
+
+PCIE_SPEED_STRINGS: dict[str, int] = {
+    "2.5 GT/s": 1, "5 GT/s": 2, "8 GT/s": 3, "16 GT/s": 4, "32 GT/s": 5, "64 GT/s": 6,
+    "2.5 GT/s PCIe": 1, "5.0 GT/s PCIe": 2, "8.0 GT/s PCIe": 3, "16.0 GT/s PCIe": 4, "32.0 GT/s PCIe": 5,
+    "64.0 GT/s PCIe": 6,
+}
+"""Link speed strings as sysfs (old and new kernels) and NCCL write them, by PCIe generation."""
+
+CPU_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}

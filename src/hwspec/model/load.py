@@ -1,0 +1,316 @@
+"""Loading a platform file: YAML -> expansion -> spec model -> parts -> resolved `Platform`.
+
+Every problem found on the way is collected; `load_platform` raises one `HwspecError` with
+all of them, each pointing at the line and column where it is written.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from hwspec import content
+from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
+from hwspec.source.expand import Expanded, expand
+from hwspec.model.node import Platform
+from hwspec.spec.pydantic_core_ext import ValidationError
+from hwspec.model.resolve_node import resolve_node
+from hwspec.source.loader import SourceDoc, load_yaml_file
+from hwspec.spec.runtime import spec_validator
+
+if TYPE_CHECKING:
+    from hwspec.spec.models import NodeSpec
+
+PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart"}
+"""Catalogue section -> the spec model of its parts (`hwspec.spec.models`; validated by `spec_validator`)."""
+
+
+class Part:
+    """A catalogue entry: its validated model (a `CpuPart`, `GpuPart` or `NicPart`) and where it is written."""
+
+    def __init__(self, kind: str, name: str, raw: dict, model: Any, doc: SourceDoc, expanded: Expanded):
+        self.kind, self.name, self.raw, self.model = kind, name, raw, model
+        self.doc, self.expanded = doc, expanded
+
+    def locate(self, path: DataPath) -> Position:
+        return self.doc.locate(self.expanded.written_path((self.kind, self.name) + path))
+
+
+class Catalogue:
+    """Parts by kind and name, from one or more parts directories (later ones win)."""
+
+    def __init__(self, parts: dict[str, dict[str, Part]]):
+        self.parts = parts
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.parts.get(kind, {}))
+
+    def get(self, kind: str, name: str) -> Part | None:
+        return self.parts.get(kind, {}).get(name)
+
+
+def read_document(path: Path) -> tuple[SourceDoc, Expanded]:
+    """Load a platform or parts file and expand it (repeat blocks, annotated values)."""
+    doc = load_yaml_file(path)
+    return doc, expand(doc)
+
+
+def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
+    """A parts file's parts by kind and name; parsed once per version of the file."""
+    try:
+        stat = path.stat()
+        stamp = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        stamp = None  # the loader reports the unreadable file
+    return _parse_parts_file(path, stamp)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict[str, Part]]:
+    doc, expanded = read_document(path)
+    validator = spec_validator("PartsCatalogue")
+    try:
+        catalogue = validator.validate(expanded.data)
+    except ValidationError as exc:
+        raise HwspecError(validation_diagnostics(
+            exc, validator, expanded.data, doc.file,
+            lambda p: doc.locate(expanded.written_path(p)),
+            locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
+    parts: dict[str, dict[str, Part]] = {}
+    for kind in PART_KINDS:
+        for name, model in getattr(catalogue, kind).items():
+            parts.setdefault(kind, {})[name] = Part(kind, name, expanded.data[kind][name], model, doc, expanded)
+    return parts
+
+
+def load_catalogue(directories: Iterable[Path]) -> Catalogue:
+    """Read every `*.yaml` in `directories` (builtin first, then the platform's own)."""
+    merged: dict[str, dict[str, Part]] = {}
+    errors: list[Diagnostic] = []
+    for directory in directories:
+        for path in sorted(Path(directory).resolve().glob("*.yaml")):  # one resolve per directory
+            try:
+                for kind, parts in _load_parts_file(path).items():
+                    merged.setdefault(kind, {}).update(parts)
+            except HwspecError as exc:
+                errors.extend(exc.diagnostics)
+    if errors:
+        raise HwspecError(errors)
+    return Catalogue(merged)
+
+
+def parts_directories(platform_file: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """The built-in catalogue, then `parts/` beside the platform file, then `extra`."""
+    dirs = [content.builtin_dir("parts")]
+    local = platform_file.resolve().parent / "parts"
+    if local.is_dir() and local.resolve() != dirs[0]:  # builtin_dir is resolved
+        dirs.append(local)
+    dirs.extend(Path(d) for d in extra)
+    return dirs
+
+
+def _deep_merge(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = _deep_merge(base.get(key), value) if key in base else value
+        return merged
+    return override
+
+
+def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform:
+    """Load, validate and resolve the node platform in `path`.
+
+    Raises HwspecError with every problem found (E1xx shape, E2xx references)."""
+    path = Path(path)
+    doc, expanded = read_document(path)
+    kind = expanded.data.get("kind")
+    if kind != "node":
+        pos = doc.locate(("kind",))
+        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
+                                      f"expected kind: node here, got {kind!r}", "platform files say 'kind: node' or 'kind: cluster'")])
+    return load_node(doc, expanded, load_catalogue(parts_directories(path, parts_dirs)))
+
+
+def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platform:
+    def locate(p: DataPath) -> Position:
+        return doc.locate(expanded.written_path(p))
+
+    def locate_key(p: DataPath) -> Position:
+        return doc.locate_key(expanded.written_path(p))
+
+    errors: list[Diagnostic] = []
+
+    def error(p: DataPath, code: str, message: str, hint: str | None = None) -> None:
+        pos = locate(p)
+        errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, code, message, hint))
+
+    # References and part names are checked on the raw data, so that they are reported
+    # together with type errors elsewhere in the file.
+    _check_references(expanded.data, error)
+    _check_part_names(expanded.data, catalogue, error)
+    validator = spec_validator("NodeSpec")
+    try:
+        spec = validator.validate(expanded.data)
+    except ValidationError as exc:
+        errors.extend(validation_diagnostics(exc, validator, expanded.data, doc.file, locate, locate_key=locate_key))
+        raise HwspecError(errors) from None
+    if errors:
+        raise HwspecError(errors)
+    parts = _resolve_parts(spec, catalogue, locate, doc.file, errors)
+    _check_c2c_parts(spec, parts, error)
+    if errors:
+        raise HwspecError(errors)
+    return resolve_node(spec, parts, doc, expanded)
+
+
+def _check_c2c_parts(spec: NodeSpec, parts: dict[str, Any], error) -> None:
+    """A GPU attached over NVLink-C2C needs a part that has C2C links (`c2c:` in the part)."""
+    for index, gpu in enumerate(spec.gpus):
+        part = parts.get(gpu.id)
+        if gpu.c2c is not None and part is not None and getattr(part, "c2c", None) is None:
+            error(("gpus", index, "c2c"), "E208", f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, "
+                                                  f"but its part '{gpu.part}' has no C2C links",
+                  "add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'")
+
+
+PART_SECTIONS = (("sockets", "cpus", "CPU"), ("gpus", "gpus", "GPU"), ("nics", "nics", "NIC"))
+
+
+def _entries(data: Any, section: str) -> list[tuple[int, dict]]:
+    items = data.get(section) if isinstance(data, dict) else None
+    return [(i, e) for i, e in enumerate(items) if isinstance(e, dict)] if isinstance(items, list) else []
+
+
+def _check_part_names(data: Any, catalogue: Catalogue, error) -> None:
+    for section, kind, label in PART_SECTIONS:
+        for index, entry in _entries(data, section):
+            name = entry.get("part")
+            if isinstance(name, str) and catalogue.get(kind, name) is None:
+                guess = nearest(name, catalogue.names(kind))
+                known = ", ".join(catalogue.names(kind)) or "none"
+                error((section, index, "part"), "E203", f"{dotted((section, index))}: unknown {label} part '{name}'",
+                      (f"did you mean '{guess}'? " if guess else "") + f"known {label} parts: {known}")
+
+
+def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, errors: list[Diagnostic]) -> dict[str, Any]:
+    """Part model per entry id, with the entry's `override` merged in."""
+    resolved: dict[str, Any] = {}
+    for section, kind, _ in PART_SECTIONS:
+        for index, entry in enumerate(getattr(spec, section)):
+            here = (section, index)
+            part = catalogue.get(kind, entry.part)
+            if not entry.override:
+                resolved[entry.id] = part.model
+                continue
+            merged = _deep_merge(part.raw, entry.override)
+            validator = spec_validator(PART_KINDS[kind])
+            try:
+                resolved[entry.id] = validator.validate(merged)
+            except ValidationError as exc:
+                overridden = set(_paths(entry.override))
+
+                def locate_merged(p: DataPath, _here=here, _part=part, _overridden=overridden) -> Position:
+                    inner = p[len(_here) + 1:]
+                    if any(inner[:n] in _overridden for n in range(len(inner), 0, -1)):
+                        return locate(_here + ("override",) + inner)
+                    return _part.locate(inner)
+
+                errors.extend(validation_diagnostics(exc, validator, merged, file, locate_merged, prefix=here + ("override",)))
+    return resolved
+
+
+def _paths(data: Any, prefix: DataPath = ()) -> Iterable[DataPath]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield prefix + (key,)
+            yield from _paths(value, prefix + (key,))
+
+
+def _check_references(data: Any, error) -> None:
+    """Unique ids in one namespace, and every reference naming an entry of the right kind.
+
+    Works on the raw expanded data; entries too malformed to read are left to the type check."""
+    seen: dict[str, DataPath] = {}
+    kinds: dict[str, str] = {}
+    for section, kind in (("sockets", "socket"), ("pcie", "bridge"), ("gpus", "gpu"), ("nics", "nic"), ("ssds", "ssd")):
+        for index, entry in _entries(data, section):
+            ident = entry.get("id")
+            if not isinstance(ident, str):
+                continue
+            if ident in seen:
+                error((section, index, "id"), "E202", f"duplicate id '{ident}' (also used by {dotted(seen[ident][:2])})")
+                continue
+            seen[ident] = (section, index, "id")
+            kinds[ident] = kind
+            if section == "sockets" and isinstance(entry.get("numa_nodes"), list):
+                kinds[ident] = "package"  # devices hang off its NUMA nodes
+                for j, numa in enumerate(entry["numa_nodes"]):
+                    sub = numa.get("id") if isinstance(numa, dict) else None
+                    if not isinstance(sub, str):
+                        continue
+                    where = (section, index, "numa_nodes", j, "id")
+                    if sub in seen:
+                        error(where, "E202", f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
+                        continue
+                    seen[sub], kinds[sub] = where, "socket"
+
+    board = data.get("baseboard") if isinstance(data.get("baseboard"), dict) else {}
+    switches = board.get("nvswitches") if isinstance(board.get("nvswitches"), list) else []
+    for index, switch in enumerate(switches):
+        ident = switch.get("id") if isinstance(switch, dict) else None
+        if not isinstance(ident, str):
+            continue
+        where = ("baseboard", "nvswitches", index, "id")
+        if ident in seen:
+            error(where, "E202", f"duplicate id '{ident}' (also used by {dotted(seen[ident][:-1])})")
+            continue
+        seen[ident], kinds[ident] = where, "nvswitch"
+
+    def expect(value: Any, allowed: tuple[str, ...], where: DataPath, what: str) -> None:
+        if not isinstance(value, str) or kinds.get(value) in allowed:
+            return
+        candidates = sorted(i for i, k in kinds.items() if k in allowed)
+        if value in kinds:
+            error(where, "E201", f"{dotted(where)}: '{value}' is a {kinds[value]}, not {what}",
+                  "expected one of: " + ", ".join(candidates) if candidates else None)
+            return
+        guess = nearest(value, candidates)
+        hint = (f"did you mean '{guess}'? " if guess else "") + ("known: " + ", ".join(candidates) if candidates else f"there is no {what} in this file")
+        error(where, "E201", f"{dotted(where)}: '{value}' does not name {what}", hint)
+
+    upstream_kinds = ("socket", "bridge")
+    for index, bridge in _entries(data, "pcie"):
+        expect(bridge.get("upstream"), upstream_kinds, ("pcie", index, "upstream"), "a socket or PCIe bridge")
+    for section in ("gpus", "nics", "ssds"):
+        for index, entry in _entries(data, section):
+            attach = entry.get("pcie")
+            if isinstance(attach, dict):
+                expect(attach.get("upstream"), upstream_kinds, (section, index, "pcie", "upstream"),
+                       "a socket or PCIe bridge")
+    for index, nic in _entries(data, "nics"):
+        expect(nic.get("gpu"), ("gpu",), ("nics", index, "gpu"), "a GPU")
+    for index, gpu in _entries(data, "gpus"):
+        c2c = gpu.get("c2c")
+        if isinstance(c2c, dict):
+            expect(c2c.get("socket"), ("socket",), ("gpus", index, "c2c", "socket"), "a socket")
+    links = (data.get("cpu_interconnect") or {}).get("links") if isinstance(data.get("cpu_interconnect"), dict) else None
+    if isinstance(links, list):
+        for index, pair in enumerate(links):
+            for side, value in enumerate(pair if isinstance(pair, list) else []):
+                expect(value, ("socket", "package"), ("cpu_interconnect", "links", index, side), "a socket")
+    nvlink = data.get("nvlink") if isinstance(data.get("nvlink"), dict) else {}
+    topology = nvlink.get("topology")
+    if isinstance(topology, list):
+        for index, pair in enumerate(topology):
+            gpus = pair.get("gpus") if isinstance(pair, dict) else None
+            for side, value in enumerate(gpus if isinstance(gpus, list) else []):
+                expect(value, ("gpu",), ("nvlink", "topology", index, "gpus", side), "a GPU")
+    elif isinstance(topology, str) and topology != "nvswitch":
+        for index, gpu in _entries(data, "gpus"):
+            if gpu.get("slot") is None:
+                error(("gpus", index, "id"), "E204",
+                      f"{dotted(('gpus', index))}: '{gpu.get('id')}' has no slot, but nvlink topology "
+                      f"'{topology}' places GPUs by baseboard slot", "give every GPU a 'slot:'")

@@ -1,0 +1,396 @@
+"""The resolved platform: the public model that rules and generators read.
+
+Everything here is final: parts are merged in, repeat blocks expanded, references resolved to
+ids that exist, and every device knows its socket and NUMA node (or `None` when the PCIe
+tree does not lead to a socket, which rule HW101 reports). Units are canonical: bytes,
+bytes/s per direction, FLOP/s. Generators must not look behind this model; if one needs
+more, add it here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
+
+from hwspec.record import Record, record
+
+if TYPE_CHECKING:
+    from hwspec.topology.node import Topology
+
+PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
+"""Transfers per second per lane, by PCIe generation."""
+
+_PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
+
+
+@record
+class Location(Record):
+    """A place in a source file, 1-based."""
+
+    file: str
+    line: int
+    col: int
+
+
+class SourceMap(Protocol):
+    """Where the entries of a resolved model are written (`hwspec.source.sourcemap` implements it,
+    so the model does not depend on the YAML layer)."""
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> "Location": ...
+
+    def provenance(self, entity: str, *fields: str | int) -> Any: ...
+
+
+@record
+class PcieLink(Record):
+    """A PCIe link of `width` lanes at generation `gen`."""
+
+    gen: int
+    width: int
+
+    @property
+    def transfer_rate(self) -> float:
+        """Transfers per second per lane (16e9 for Gen4)."""
+        return PCIE_GT_PER_LANE[self.gen]
+
+    @property
+    def bandwidth(self) -> float:
+        """Usable bytes/s per direction after line encoding: Gen4 x16 = 31.5e9 (0 for width 0)."""
+        return self.transfer_rate * _PCIE_ENCODING[self.gen] * self.width / 8
+
+    def __str__(self) -> str:
+        return f"Gen{self.gen} x{self.width}"
+
+
+@record
+class Socket(Record):
+    """A NUMA node of a CPU socket: a whole socket, or one of its NUMA nodes under sub-NUMA
+    clustering / NPS modes. `package` is the id of the physical socket it belongs to (its own
+    id for a socket that is one NUMA node); `cores` are the physical cores of this NUMA node;
+    `cpus` its logical CPU numbers. Devices hang off it, and bind to it."""
+
+    id: str
+    numa_node: int
+    part: str
+    model_name: str
+    vendor: str
+    arch: str
+    family: int
+    model: int
+    cores: int
+    threads_per_core: int
+    cpus: tuple[int, ...]
+    memory_capacity: int
+    memory_bandwidth: float
+    overridden: tuple[str, ...] = ()
+    """Dotted paths of the part fields this entry overrides (`cores`), sorted."""
+    package: str = ""
+    """The physical socket's id (this entry's own id when the socket is one NUMA node)."""
+
+    def __post_init__(self) -> None:
+        if not self.package:
+            object.__setattr__(self, "package", self.id)
+
+
+@record
+class Bridge(Record):
+    """A PCIe switch or root port. `link` is its upstream link as the OS presents it (written to
+    NCCL's topology file); `physical` the link it trains at (used for every bandwidth)."""
+
+    id: str
+    kind: Literal["switch", "root-port"]
+    upstream: str
+    bus: str
+    link: PcieLink
+    max_oversubscription: float
+    socket: str | None
+    physical: PcieLink
+
+
+@record
+class PcieDevice(Record):
+    """A device in the PCIe tree: its `upstream` bridge or socket, bus id, link, and the socket
+    and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports).
+    `link` is the link as the OS presents it (written to NCCL's topology file, may be virtual
+    with width 0); `physical` the link it trains at, which every bandwidth is computed from."""
+
+    id: str
+    upstream: str
+    bus: str
+    link: PcieLink
+    socket: str | None
+    numa_node: int | None
+    physical: PcieLink
+
+
+@record
+class Gpu(PcieDevice):
+    """An accelerator. `index` is its ordinal by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), which
+    is also its local rank and NCCL `dev`."""
+
+    index: int
+    part: str
+    model_name: str
+    vendor: str
+    form_factor: str
+    slot: int | None
+    sm: int
+    pci_vendor: str
+    pci_device: str
+    hbm_capacity: int
+    hbm_bandwidth: float
+    compute: Mapping[str, float]
+    sparse: frozenset[str]
+    fabric_kind: str
+    fabric_links: int
+    fabric_link_bandwidth: float
+    max_link: PcieLink
+    overridden: tuple[str, ...] = ()
+    """Dotted paths of the part fields this GPU overrides (`hbm.capacity`), sorted."""
+    gcn: str | None = None
+    """AMD: gfx target (RCCL's `gcn`)."""
+    hip_arch: int | None = None
+    """AMD: packed hipDeviceArch_t (RCCL's `arch`)."""
+    compute_units: int | None = None
+    """AMD: compute units (RCCL's `sm`)."""
+    c2c_socket: str | None = None
+    """The socket the GPU's NVLink-C2C links go to (Grace Hopper/Blackwell), None without C2C."""
+    c2c_links: int = 0
+    """NVLink-C2C links to `c2c_socket` (0 without C2C)."""
+    c2c_link_bandwidth: float = 0.0
+    """Bytes/s per direction per C2C link."""
+
+    @property
+    def c2c_bandwidth(self) -> float:
+        """NVLink-C2C bandwidth to `c2c_socket`, bytes/s per direction (0 without C2C)."""
+        return self.c2c_links * self.c2c_link_bandwidth
+
+
+@record
+class Nic(PcieDevice):
+    """A network adapter port. `gpu` is set for a backend NIC paired with a GPU. `speed` is
+    bytes/s per direction."""
+
+    index: int
+    part: str
+    model_name: str
+    role: Literal["backend", "ingestion", "frontend", "management"]
+    transport: Literal["rocev2", "infiniband", "tcp"]
+    supported_transports: tuple[str, ...]
+    speed: float
+    rdma: bool
+    gpudirect: bool
+    pci_vendor: str
+    pci_device: str
+    max_link: PcieLink
+    gpu: str | None
+    device: str | None
+    interface: str | None
+    port: int
+    overridden: tuple[str, ...] = ()
+    """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
+
+
+@record
+class Ssd(PcieDevice):
+    """An NVMe SSD: `capacity` in bytes, `bandwidth` in bytes/s (read)."""
+
+    capacity: int
+    bandwidth: float
+
+
+@record
+class NvlinkConnection(Record):
+    """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
+    an NVSwitch (`b` = the switch's id, or "nvswitch" for switches the file does not list).
+    `bandwidth` is bytes/s per direction for all `links`."""
+
+    a: str
+    b: str
+    links: int
+    bandwidth: float
+    entry: int | None = None
+    """Index of the pair in an explicit `nvlink.topology` list (None for a named pattern)."""
+
+
+@record
+class NvSwitch(Record):
+    """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
+    its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
+
+    id: str
+    links_per_gpu: int
+    bus: str | None
+
+
+@record
+class Baseboard(Record):
+    """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
+    `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch")."""
+
+    kind: str
+    slots: int
+    ports_per_slot: int
+    links_per_port: int
+    wiring: str
+    ports: Mapping[tuple[int, int], int]
+    nvswitches: tuple[NvSwitch, ...] = ()
+
+
+@record
+class Backend(Record):
+    """The scale-out network as the node sees it. `gpudirect` is None when left to NCCL's
+    detection ('detect'); `ib_hca` is the declared NCCL_IB_HCA filter, if any."""
+
+    transport: str
+    nic_per_gpu: bool
+    gpudirect: bool | None
+    rail_optimized: bool
+    gid_index: int | None
+    traffic_class: int | None
+    service_level: int | None
+    ib_hca: str | None = None
+
+
+@record
+class Declares(Record):
+    """What the platform file declares it holds (`declares:`), checked against what it
+    describes; None when not declared. `memory` in bytes."""
+
+    sockets: int | None
+    gpus: int | None
+    memory: int | None
+
+
+@record
+class RuleSetting(Record):
+    """A platform's change to one rule: new severity ("off" disables it) and the reason."""
+
+    severity: str
+    reason: str
+    location: Location
+
+
+@record
+class Assumption(Record):
+    """A value marked `assumed:` in the platform or its parts, with where it is written."""
+
+    path: str
+    assumed: str
+    source: str | None
+    location: Location
+
+
+@record
+class Platform(Record):
+    """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
+    by bus id. Lookups are derived (`by_id`, `gpu2nic`, ...)."""
+
+    name: str
+    title: str
+    file: str
+    sockets: tuple[Socket, ...]
+    cpu_links: tuple[tuple[str, str], ...]
+    cpu_link_bandwidth: float | None
+    cpu_interconnect: str | None
+    bridges: tuple[Bridge, ...]
+    gpus: tuple[Gpu, ...]
+    nics: tuple[Nic, ...]
+    ssds: tuple[Ssd, ...]
+    baseboard: Baseboard | None
+    nvlink_topology: str
+    nvlinks: tuple[NvlinkConnection, ...]
+    fabric_symmetric: bool
+    backend: Backend | None
+    declares: Declares
+    sources: Mapping[str, str]
+    rule_settings: Mapping[str, RuleSetting]
+    assumptions: tuple[Assumption, ...]
+    source_map: SourceMap = field(repr=False, compare=False)
+
+    kind: str = "node"
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
+
+    @cached_property
+    def by_id(self) -> dict[str, Socket | Bridge | Gpu | Nic | Ssd]:
+        items = (*self.sockets, *self.bridges, *self.gpus, *self.nics, *self.ssds)
+        return {item.id: item for item in items}
+
+    @cached_property
+    def socket_by_id(self) -> dict[str, Socket]:
+        return {s.id: s for s in self.sockets}
+
+    @cached_property
+    def gpu_by_id(self) -> dict[str, Gpu]:
+        return {g.id: g for g in self.gpus}
+
+    @cached_property
+    def bridge_by_id(self) -> dict[str, Bridge]:
+        return {b.id: b for b in self.bridges}
+
+    @cached_property
+    def backend_nics(self) -> tuple[Nic, ...]:
+        return tuple(n for n in self.nics if n.role == "backend")
+
+    @cached_property
+    def host_nics(self) -> tuple[Nic, ...]:
+        """Ingestion/frontend NICs: what bootstrap and socket traffic use."""
+        return tuple(n for n in self.nics if n.role in ("ingestion", "frontend"))
+
+    @cached_property
+    def topology(self) -> "Topology":
+        """The node's resolved topology (`hwspec.topology.node.Topology`), built once on first use:
+        every derived connectivity fact (paths, NUMA placement, islands, NIC shares) lives there."""
+        from hwspec.topology.node import Topology
+
+        return Topology(self)
+
+    # Shorthands kept for existing callers; each is the topology's answer, not a second computation.
+
+    @property
+    def collective_nics(self) -> tuple[Nic, ...]:
+        """`topology.collective_nics`."""
+        return self.topology.collective_nics
+
+    @property
+    def gpu2nic(self) -> dict[str, Nic]:
+        """`topology.gpu2nic`."""
+        return self.topology.gpu2nic
+
+    @property
+    def children(self) -> dict[str, tuple[str, ...]]:
+        """`topology.children`."""
+        return self.topology.children
+
+    def fabric_bandwidth(self, gpu_id: str) -> float:
+        """`topology.nvlink_bandwidth(gpu_id)`."""
+        return self.topology.nvlink_bandwidth(gpu_id)
+
+    def fabric_link_count(self, gpu_id: str) -> int:
+        """`topology.nvlink_links(gpu_id)`."""
+        return self.topology.nvlink_links(gpu_id)
+
+    @cached_property
+    def packages(self) -> tuple[str, ...]:
+        """Physical CPU sockets by id, in NUMA order (`sockets` lists NUMA nodes)."""
+        return tuple(dict.fromkeys(s.package for s in self.sockets))
+
+    @property
+    def memory_capacity(self) -> int:
+        """Host DDR in bytes, summed over sockets."""
+        return sum(s.memory_capacity for s in self.sockets)
+
+    @property
+    def memory_bandwidth(self) -> float:
+        return sum(s.memory_bandwidth for s in self.sockets)
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> Location:
+        """Where `entity` (an id, or None for the file top) and optionally one of its fields
+        is written. Repeat-expanded entries point at their template line."""
+        return self.source_map.locate(entity, *fields)
+
+    def provenance(self, entity: str, *fields: str | int) -> Any:
+        """The `source:`/`assumed:` note of an entry or field, or None."""
+        return self.source_map.provenance(entity, *fields)

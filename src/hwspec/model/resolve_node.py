@@ -1,0 +1,290 @@
+"""Resolution: a validated `NodeSpec` plus its parts becomes the public `Platform`.
+
+Called only after references have been checked, so lookups here do not fail; structural
+faults that rules report (a PCIe cycle, a device that reaches no socket) resolve to `None`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from hwspec.model import node as m
+from hwspec.cpulist import parse_cpu_list
+from hwspec.spec.translate import dotted
+from hwspec.record import Record, record
+from hwspec.topology.node import climb
+from hwspec.source.expand import Expanded
+from hwspec.source.loader import SourceDoc
+from hwspec.source.sourcemap import DocumentSourceMap
+
+if TYPE_CHECKING:  # the instances are the run-time form's (hwspec.spec.runtime) or these models'
+    from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
+
+# DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
+# quad, 6 links per GPU with two doubled pairs (nvidia-smi topo -m on a DGX-1V).
+HYBRID_CUBE_MESH: dict[tuple[int, int], int] = {
+    (0, 1): 1, (0, 2): 1, (0, 3): 2, (0, 4): 2, (1, 2): 2, (1, 3): 1, (1, 5): 2, (2, 3): 2,
+    (2, 6): 1, (3, 7): 1, (4, 5): 1, (4, 6): 1, (4, 7): 2, (5, 6): 2, (5, 7): 1, (6, 7): 2,
+}
+
+
+def _link(spec: PcieLinkSpec) -> m.PcieLink:
+    """The link as presented."""
+    return m.PcieLink(spec.generation, spec.width)
+
+
+def _physical(spec: PcieLinkSpec) -> m.PcieLink:
+    """The link the hardware trains at: `physical` when given, else the presented link."""
+    return _link(spec.physical) if getattr(spec, "physical", None) is not None else _link(spec)
+
+
+def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[int, int], int]:
+    """Slot pair -> count for a named topology over the given slots."""
+    slots = sorted(set(slots))
+    if name == "fully-connected":
+        return {(a, b): per_pair for i, a in enumerate(slots) for b in slots[i + 1:]}
+    if name == "hybrid-cube-mesh":
+        present = set(slots)
+        return {pair: n for pair, n in HYBRID_CUBE_MESH.items() if set(pair) <= present}
+    return {}
+
+
+@record
+class _Domain(Record):
+    """One NUMA node as written: a whole socket, or one entry of a socket's `numa_nodes`."""
+
+    id: str
+    numa_node: int
+    cpus: str | None
+    memory: Any
+    package: Any  # the SocketSpec
+    cores: int
+    path: tuple
+
+
+def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
+    domains = []
+    for i, s in enumerate(spec.sockets):
+        part: CpuPart = parts[s.id]
+        if s.numa_nodes is None:
+            domains.append(_Domain(s.id, s.numa_node, s.cpus, s.memory, s, part.cores, ("sockets", i)))
+            continue
+        share = max(1, part.cores // len(s.numa_nodes))
+        for j, n in enumerate(s.numa_nodes):
+            domains.append(_Domain(n.id, n.numa_node, n.cpus, n.memory, s, share, ("sockets", i, "numa_nodes", j)))
+    return domains
+
+
+def _cpu_lists(domains: list[_Domain], parts: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Linux's usual numbering: first thread of every core, NUMA node by NUMA node, then siblings."""
+    ordered = sorted(domains, key=lambda d: d.numa_node)
+    total = sum(d.cores for d in ordered)
+    lists, offset = {}, 0
+    for domain in ordered:
+        part: CpuPart = parts[domain.package.id]
+        cpus = [offset + c + thread * total for thread in range(part.threads_per_core) for c in range(domain.cores)]
+        lists[domain.id] = tuple(cpus)
+        offset += domain.cores
+    return lists
+
+
+def _overridden(override: dict | None, prefix: str = "") -> tuple[str, ...]:
+    """Dotted paths of the leaves of a part `override` mapping: `{hbm: {capacity: ..}}` -> `hbm.capacity`."""
+    paths: list[str] = []
+    for key, value in (override or {}).items():
+        path = f"{prefix}{key}"
+        paths.extend(_overridden(value, path + ".") if isinstance(value, dict) and value else [path])
+    return tuple(sorted(paths))
+
+
+def _c2c(gpu: GpuSpec, part: GpuPart) -> dict[str, object]:
+    """The GPU's NVLink-C2C fields (none when it is not attached over C2C; the loader has checked the part)."""
+    if gpu.c2c is None or part.c2c is None:
+        return {}
+    return {"c2c_socket": gpu.c2c.socket, "c2c_links": part.c2c.links, "c2c_link_bandwidth": part.c2c.link_bandwidth}
+
+
+def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded: Expanded) -> m.Platform:
+    entity_paths: dict[str, tuple] = {}
+    for section in ("sockets", "pcie", "gpus", "nics", "ssds"):
+        for index, entry in enumerate(getattr(spec, section)):
+            entity_paths[entry.id] = (section, index)
+    domains = _domains(spec, parts)
+    entity_paths.update({d.id: d.path for d in domains})
+    if spec.baseboard is not None:
+        entity_paths.update({s.id: ("baseboard", "nvswitches", i) for i, s in enumerate(spec.baseboard.nvswitches or ())})
+
+    derived_cpus = _cpu_lists(domains, parts)
+    sockets = []
+    for d in sorted(domains, key=lambda d: (d.numa_node, d.id)):
+        s = d.package
+        part: CpuPart = parts[s.id]
+        sockets.append(m.Socket(
+            id=d.id, numa_node=d.numa_node, part=s.part, model_name=part.model_name, vendor=part.vendor,
+            arch=part.arch, family=part.family, model=part.model, cores=d.cores,
+            threads_per_core=part.threads_per_core,
+            cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
+            memory_capacity=d.memory.capacity, memory_bandwidth=d.memory.bandwidth,
+            overridden=_overridden(s.override), package=s.id))
+    numa = {s.id: s.numa_node for s in sockets}
+    upstream = {b.id: b.upstream for b in spec.pcie}
+
+    def socket_of(parent: str) -> str | None:
+        top = climb(parent, upstream.get, numa)[-1]
+        return top if top in numa else None
+
+    bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=b.bus, link=_link(b.link),
+                                     max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream),
+                                     physical=_physical(b.link))
+                            for b in spec.pcie), key=lambda b: (b.bus, b.id)))
+
+    gpus = []
+    for index, g in enumerate(sorted(spec.gpus, key=lambda g: (g.pcie.bus, g.id))):
+        part: GpuPart = parts[g.id]
+        socket = socket_of(g.pcie.upstream)
+        gpus.append(m.Gpu(
+            id=g.id, index=index, part=g.part, model_name=part.model_name, vendor=part.vendor,
+            form_factor=part.form_factor, slot=g.slot, sm=part.sm, pci_vendor=part.pci_vendor,
+            pci_device=part.pci_device, hbm_capacity=part.hbm.capacity, hbm_bandwidth=part.hbm.bandwidth,
+            compute=dict(sorted(part.compute.items())), sparse=frozenset(part.sparse),
+            fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
+            fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
+            upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
+            physical=_physical(g.pcie.link or part.pcie),
+            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override),
+            gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units,
+            **_c2c(g, part)))
+
+    nics = []
+    for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):
+        part: NicPart = parts[n.id]
+        socket = socket_of(n.pcie.upstream)
+        nics.append(m.Nic(
+            id=n.id, index=index, part=n.part, model_name=part.model_name, role=n.role, transport=n.transport,
+            supported_transports=tuple(part.transports), speed=part.speed, rdma=part.rdma,
+            gpudirect=part.gpudirect, pci_vendor=part.pci_vendor, pci_device=part.pci_device,
+            max_link=_link(part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
+            upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or part.pcie),
+            physical=_physical(n.pcie.link or part.pcie),
+            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))
+
+    ssds = []
+    for s in sorted(spec.ssds, key=lambda s: (s.pcie.bus, s.id)):
+        socket = socket_of(s.pcie.upstream)
+        link = _link(s.pcie.link) if s.pcie.link else m.PcieLink(3, 4)
+        physical = _physical(s.pcie.link) if s.pcie.link else link
+        ssds.append(m.Ssd(id=s.id, capacity=s.capacity, bandwidth=s.bandwidth, upstream=s.pcie.upstream,
+                          bus=s.pcie.bus, link=link, physical=physical, socket=socket, numa_node=numa.get(socket) if socket else None))
+
+    baseboard = None
+    if spec.baseboard is not None:
+        board = spec.baseboard
+        if isinstance(board.wiring, str):
+            ports = _pattern(board.wiring, range(board.slots))  # none for nvswitch: GPUs meet at the switches
+            wiring = board.wiring
+        else:
+            ports = {}
+            for a, b in board.wiring:
+                pair = (min(a, b), max(a, b))
+                ports[pair] = ports.get(pair, 0) + 1
+            wiring = "explicit"
+        baseboard = m.Baseboard(kind=board.kind, slots=board.slots, ports_per_slot=board.ports_per_slot,
+                                links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())),
+                                nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus) for s in board.nvswitches or ()))
+
+    gpu_by_id = {g.id: g for g in gpus}
+    nvlinks: list[m.NvlinkConnection] = []
+    topology, symmetric = "none", True
+    if spec.nvlink is not None:
+        symmetric = spec.nvlink.symmetric
+        def connect(a: m.Gpu, b: m.Gpu, links: int, entry: int | None = None) -> None:
+            first, second = sorted((a, b), key=lambda g: g.index)
+            bandwidth = links * min(a.fabric_link_bandwidth, b.fabric_link_bandwidth)
+            nvlinks.append(m.NvlinkConnection(first.id, second.id, links, bandwidth, entry))
+
+        if isinstance(spec.nvlink.topology, list):
+            topology = "explicit"
+            for entry, pair in enumerate(spec.nvlink.topology):
+                connect(gpu_by_id[pair.gpus[0]], gpu_by_id[pair.gpus[1]], pair.links, entry)
+        elif spec.nvlink.topology == "nvswitch":
+            topology = "nvswitch"
+            switches = baseboard.nvswitches if baseboard is not None else ()
+            for g in gpus:
+                if not switches:  # switches not described: all of the GPU's links to one NVSwitch
+                    nvlinks.append(m.NvlinkConnection(g.id, "nvswitch", g.fabric_links, g.fabric_links * g.fabric_link_bandwidth))
+                for switch in switches:
+                    nvlinks.append(m.NvlinkConnection(g.id, switch.id, switch.links_per_gpu,
+                                                      switch.links_per_gpu * g.fabric_link_bandwidth))
+        else:
+            topology = spec.nvlink.topology
+            by_slot = {g.slot: g for g in gpus if g.slot is not None}
+            excluded = {(min(a, b), max(a, b)) for a, b in spec.nvlink.exclude}
+            for (a, b), count in _pattern(topology, by_slot, spec.nvlink.links_per_pair).items():
+                if (a, b) not in excluded:
+                    connect(by_slot[a], by_slot[b], count)
+    nvlinks.sort(key=lambda c: (gpu_by_id[c.a].index, gpu_by_id[c.b].index if c.b in gpu_by_id else -1))
+
+    backend = None
+    if spec.backend is not None:
+        b = spec.backend
+        gpudirect = None if b.gpudirect == "detect" else b.gpudirect
+        backend = m.Backend(b.transport, b.nic_per_gpu, gpudirect, b.rail_optimized, b.gid_index, b.traffic_class,
+                            b.service_level, b.ib_hca)
+
+    source_map = DocumentSourceMap(doc, expanded, entity_paths)
+    location = source_map.at
+
+    entity_at = {path: entity for entity, path in entity_paths.items()}
+
+    def named(path: tuple) -> str:
+        """`("sockets", 0, "memory")` -> `cpu0.memory`: entries by id, the rest as written."""
+        if path[:2] in entity_at:
+            return ".".join([entity_at[path[:2]], *map(str, path[2:])])
+        return dotted(path)
+
+    assumptions: list[m.Assumption] = []
+    for path, note in expanded.provenance.items():
+        where = location(path)
+        # a repeat block's note is written once: report it once, under its first expansion
+        if note.assumed and all((a.location, a.assumed) != (where, note.assumed) for a in assumptions):
+            assumptions.append(m.Assumption(named(path), note.assumed, note.source, where))
+    seen_parts: set[str] = set()
+    for section in ("sockets", "gpus", "nics"):
+        for entry in getattr(spec, section):
+            if entry.part in seen_parts or not entry.part:
+                continue
+            seen_parts.add(entry.part)
+            part = parts[entry.id]
+            if part.assumed:
+                assumptions.append(m.Assumption(f"parts.{entry.part}", part.assumed, part.source,
+                                                location(entity_paths[entry.id] + ("part",))))
+
+    return m.Platform(
+        name=spec.name, title=spec.title or spec.name, file=doc.file, sockets=tuple(sockets),
+        cpu_links=_cpu_links(spec, domains),
+        cpu_link_bandwidth=spec.cpu_interconnect.bandwidth if spec.cpu_interconnect else None,
+        cpu_interconnect=spec.cpu_interconnect.kind if spec.cpu_interconnect else None,
+        bridges=bridges, gpus=tuple(gpus), nics=tuple(nics), ssds=tuple(ssds), baseboard=baseboard,
+        nvlink_topology=topology, nvlinks=tuple(nvlinks), fabric_symmetric=symmetric, backend=backend,
+        declares=m.Declares(spec.declares.sockets, spec.declares.gpus, spec.declares.memory),
+        sources=dict(spec.sources),
+        rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
+                       for key, value in spec.rules.items()},
+        assumptions=tuple(assumptions), source_map=source_map, environment=dict(spec.environment))
+
+
+def _cpu_links(spec: NodeSpec, domains: list[_Domain]) -> tuple[tuple[str, str], ...]:
+    """Socket-to-socket links as pairs of model sockets (NUMA nodes): a socket with several
+    NUMA nodes is reached at its first (lowest-numbered) one."""
+    if spec.cpu_interconnect is None:
+        return ()
+    entry: dict[str, str] = {}
+    for d in sorted(domains, key=lambda d: d.numa_node):
+        entry.setdefault(d.package.id, d.id)
+        entry.setdefault(d.id, d.id)
+    ids = sorted(s.id for s in spec.sockets)
+    if spec.cpu_interconnect.links == "fully-connected":
+        pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
+    else:
+        pairs = list(spec.cpu_interconnect.links)
+    return tuple(sorted({tuple(sorted((entry[a], entry[b]))) for a, b in pairs if entry[a] != entry[b]}))

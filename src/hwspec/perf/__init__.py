@@ -1,0 +1,1 @@
+"""Performance numbers: roofline, cluster roofline, platform figures, estimates, comparisons, plots."""

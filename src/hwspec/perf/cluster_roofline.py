@@ -1,0 +1,185 @@
+"""Cluster roofline parameters: aggregates, injection and bisection bandwidth, and
+hierarchical collective bounds, built on the node documents of `hwspec.perf.roofline`.
+
+Units as in `hwspec.perf.roofline`: bytes, bytes/s per direction, FLOP/s, in key names.
+Collective bounds follow nccl-tests' conventions for n = world size ranks: for a buffer of S
+bytes, algbw = S / t and busbw = algbw x factor (2(n-1)/n for AllReduce, (n-1)/n otherwise).
+Every bound is an upper bound from link bandwidths alone (no latency, no protocol overhead).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hwspec.perf import roofline as rf
+from hwspec.topology.cluster import ClusterTopology
+from hwspec.text import visible
+
+HIERARCHICAL_METHOD = (
+    "Upper bounds from bandwidth alone, per byte of the nccl-tests buffer S, with G GPUs per node, N nodes, "
+    "n = N*G ranks, B_intra = the node's intra-node busbw bound (NVLink, else PCIe) and B_inj = per-GPU "
+    "injection bandwidth (its backend NIC, capped by its share of the bisection). "
+    "all_reduce: intra-node reduce-scatter + inter-node all-reduce of S/G per GPU + intra-node all-gather: "
+    "t/S = 2(G-1)/(G*B_intra) + 2(N-1)/(N*G*B_inj). "
+    "all_gather / reduce_scatter: t/S = (G-1)/(G*B_intra) + (N-1)/(N*G*B_inj). "
+    "all_to_all: each GPU sends S/n to every rank; (n-G)/n of S leaves the node: "
+    "t/S = max((n-G)/(n*B_inj), (G-1)/(n*B_intra), n/(4*bisection)). "
+    "algbw = 1/(t/S); busbw = algbw * nccl-tests factor. "
+    "With NVLink domains beyond a node, the domain takes the node's place: G = GPUs per domain, N = domains, "
+    "B_intra = min(the node's intra-node bound, the GPU's NVLink bandwidth into the domain's switches)."
+)
+
+
+def _hierarchical(nodes: int, gpus: int, intra: float, injection: float, bisection: float) -> dict[str, Any]:
+    n = nodes * gpus
+    per_byte = {
+        "all_reduce": 2 * (gpus - 1) / (gpus * intra) + 2 * (nodes - 1) / (nodes * gpus * injection),
+        "all_gather": (gpus - 1) / (gpus * intra) + (nodes - 1) / (nodes * gpus * injection),
+        "all_to_all": max((n - gpus) / (n * injection), (gpus - 1) / (n * intra) if gpus > 1 else 0.0,
+                          n / (4 * bisection) if nodes > 1 else 0.0),
+    }
+    per_byte["reduce_scatter"] = per_byte["all_gather"]
+    result: dict[str, Any] = {"n_ranks": n, "method": HIERARCHICAL_METHOD}
+    for name in rf.COLLECTIVES:
+        algbw = 1 / per_byte[name] if per_byte[name] > 0 else math.inf
+        factor = rf.busbw_factor(name, n)
+        result[name] = {"algbw_bytes_per_s": algbw, "busbw_factor": factor, "busbw_bytes_per_s": algbw * factor}
+    result["all_to_all"]["inter_node_share"] = (n - gpus) / (n - 1) if n > 1 else 0.0
+    return result
+
+
+def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
+    """The cluster's roofline document (without `_generated`)."""
+    cluster = topology.platform
+    node_docs = {p.name: rf.roofline(p.topology) for p in cluster.node_platforms}
+    aggregate: dict[str, Any] = {"nodes": cluster.node_count, "gpus": cluster.world_size, "compute": {}}
+    sums = ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "ddr_capacity_bytes", "ddr_bandwidth_bytes_per_s",
+            "ssd_capacity_bytes", "ssd_bandwidth_bytes_per_s")
+    for key in sums:
+        aggregate[key] = sum(group.count * node_docs[group.platform.name]["node"][key] for group in cluster.groups)
+    for group in cluster.groups:
+        for dtype, peaks in node_docs[group.platform.name]["node"]["compute"].items():
+            entry = aggregate["compute"].setdefault(dtype, {})
+            for kind, value in peaks.items():
+                entry[kind] = entry.get(kind, 0.0) + group.count * value
+
+    gpus = min(g.gpus_per_node for g in cluster.groups)
+    intra = min((node_docs[p.name]["intra_node_collectives"] or {}).get("busbw_bound_bytes_per_s", 0.0)
+                for p in cluster.node_platforms) or math.inf
+    nic = min(topology.per_gpu_scale_out(p) for p in cluster.node_platforms)
+    fabric = cluster.fabric
+    network: dict[str, Any] = {"per_gpu_nic_bytes_per_s": nic}
+    injection = nic
+    bisection = math.inf
+    if fabric is not None:
+        bisection = fabric.bisection
+        share = 2 * bisection / cluster.world_size if cluster.world_size else math.inf
+        injection = min(nic, share)
+        network.update({
+            "topology": fabric.topology, "transport": fabric.transport,
+            "leaf_switches": len(fabric.leaves), "spine_switches": fabric.spine_count,
+            "oversubscription": fabric.design_oversubscription or 1.0,
+            "bisection_bytes_per_s": bisection,
+            "injection_total_bytes_per_s": fabric.injection_total,
+        })
+    network["per_gpu_injection_bytes_per_s"] = injection
+    if cluster.frontend is not None:
+        hosts = sum(len(g.platform.host_nics) * g.count for g in cluster.groups)
+        network["frontend_total_bytes_per_s"] = hosts * cluster.frontend.speed
+        if cluster.frontend.ingestion_share is not None:
+            network["ingestion_per_gpu_bytes_per_s"] = (hosts * cluster.frontend.speed * cluster.frontend.ingestion_share
+                                                        / cluster.world_size)
+    domains = cluster.nvlink_domains
+    units, unit_gpus = cluster.node_count, gpus
+    if domains is not None:
+        nvlink = topology.domain_gpu_bandwidth
+        units, unit_gpus = domains.count, topology.domain_gpus
+        if domains.size > 1:
+            intra = min(intra, nvlink) if nvlink else intra
+        network["nvlink_domain"] = {
+            "domains": domains.count, "nodes_per_domain": domains.size, "gpus_per_domain": unit_gpus,
+            "switch_trays": domains.switch_trays, "switch_ports_per_tray": domains.switch_ports,
+            "per_gpu_nvlink_bytes_per_s": nvlink,
+            "busbw_bound_bytes_per_s": intra if math.isfinite(intra) else None,
+            "method": "per-GPU NVLink bandwidth into the domain's switches (links x per-link bandwidth of the GPU part); "
+                      "an NVLink switch fabric is non-blocking, so every GPU of the domain reaches every other at this rate",
+        }
+    collectives = None
+    if cluster.world_size > 1 and math.isfinite(intra) and nic > 0:
+        collectives = _hierarchical(units, unit_gpus, intra, injection, bisection if fabric else math.inf)
+    return {
+        "schema_version": rf.SCHEMA_VERSION,
+        "units": rf.UNITS,
+        "cluster": {"name": cluster.name, "title": cluster.title, "file": visible(cluster.file),
+                    "node_platforms": {g.platform.name: g.count for g in cluster.groups}},
+        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source, "file": visible(a.location.file)}
+                        for a in sorted((*cluster.assumptions, *(a for p in cluster.node_platforms for a in p.assumptions)),
+                                        key=lambda a: (a.location.file, a.path))],
+        "aggregate": aggregate,
+        "network": network,
+        "collectives": collectives,
+    }
+
+
+def cluster_torchrec(topology: ClusterTopology, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """TorchRec Topology kwargs for the whole cluster: the node view with world_size = all
+    GPUs, local_world_size = GPUs per node, inter_host_bw = per-GPU injection bandwidth."""
+    cluster = topology.platform
+    node = rf.torchrec_topology(cluster.node_platforms[0].topology)
+    if node is None:
+        return None
+    kwargs = dict(node["topology_kwargs"])
+    kwargs["world_size"] = cluster.world_size
+    kwargs["local_world_size"] = min(g.gpus_per_node for g in cluster.groups)
+    kwargs["inter_host_bw"] = doc["network"]["per_gpu_injection_bytes_per_s"] / 1000.0
+    derivation = dict(node["_derivation"])
+    derivation["world_size"] = "all GPUs of the cluster"
+    derivation["local_world_size"] = "GPUs per node"
+    derivation["inter_host_bw"] = "per-GPU injection bandwidth: the backend NIC, capped by the GPU's share of the bisection"
+    if cluster.nvlink_domains is not None:
+        kwargs["pod_size"] = cluster.nvlink_domains.size
+        derivation["pod_size"] = ("nodes per NVLink domain (TorchRec 1.8+: intra_group_size = pod_size x local_world_size "
+                                  "ranks share intra_host_bw)")
+    return {**node, "_derivation": {k: derivation[k] for k in kwargs}, "topology_kwargs": kwargs}
+
+
+def cluster_text_report(doc: dict[str, Any]) -> str:
+    """The cluster roofline document as tables for people (GB/s = 1e9 bytes/s)."""
+    cluster, aggregate, network = doc["cluster"], doc["aggregate"], doc["network"]
+    groups = ", ".join(f"{count} x {name}" for name, count in cluster["node_platforms"].items())
+    out = [f"{cluster['name']}: {cluster['title']}",
+           f"source: {cluster['file']}; {groups}; {aggregate['gpus']} GPUs; bandwidths per direction", "",
+           "Aggregate peak compute"]
+    out += rf.table(["dtype", "dense PFLOPS", "sparse PFLOPS"],
+                    [[dtype, rf.number(peaks["dense_flop_per_s"] / 1e15),
+                      rf.number(peaks["sparse_flop_per_s"] / 1e15) if "sparse_flop_per_s" in peaks else "-"]
+                     for dtype, peaks in sorted(aggregate["compute"].items())])
+    out += ["", "Aggregate memory"]
+    out += rf.table(["memory", "capacity", "bandwidth"],
+                    [[tier, rf.gib(aggregate[f"{tier}_capacity_bytes"]), rf.gbps(aggregate[f"{tier}_bandwidth_bytes_per_s"])]
+                     for tier in ("hbm", "ddr", "ssd")])
+    out += ["", "Network"]
+    rows = [["per-GPU NIC", rf.gbps(network["per_gpu_nic_bytes_per_s"])],
+            ["per-GPU injection", rf.gbps(network["per_gpu_injection_bytes_per_s"])]]
+    if "bisection_bytes_per_s" in network:
+        rows += [["bisection", rf.gbps(network["bisection_bytes_per_s"])],
+                 ["fabric", f"{network['topology']}, {network['leaf_switches']} leaf / {network['spine_switches']} spine "
+                            f"switches, {rf.number(network['oversubscription'])}:1"]]
+    if "ingestion_per_gpu_bytes_per_s" in network:
+        rows.append(["ingestion per GPU", rf.gbps(network["ingestion_per_gpu_bytes_per_s"])])
+    if "nvlink_domain" in network:
+        domain = network["nvlink_domain"]
+        rows.append(["NVLink domain", f"{domain['domains']} x {domain['gpus_per_domain']} GPUs, "
+                                      f"{rf.gbps(domain['per_gpu_nvlink_bytes_per_s'])} per GPU"])
+    out += rf.table(["", "bandwidth"], rows, align="ll")
+    collectives = doc["collectives"]
+    if collectives:
+        out += ["", f"Cluster collective bounds (n = {collectives['n_ranks']}, hierarchical)"]
+        out += rf.table(["collective", "factor", "busbw", "algbw"],
+                        [[name, rf.number(collectives[name]["busbw_factor"]), rf.gbps(collectives[name]["busbw_bytes_per_s"]),
+                          rf.gbps(collectives[name]["algbw_bytes_per_s"])] for name in rf.COLLECTIVES])
+        unit = "NVLink domains" if "nvlink_domain" in network else "nodes"
+        out.append(f"  all_to_all: {rf.number(100 * collectives['all_to_all']['inter_node_share'])}% of the traffic crosses {unit}")
+    out += ["", f"{len(doc['assumptions'])} assumption(s): see roofline.json or the platform files"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,141 @@
+"""Per-GPU platform figures an estimate reads, for a node or a cluster, in one flat record.
+
+`figures(topology)` reads the resolved `Topology`/`ClusterTopology` and the roofline documents
+(`hwspec.perf.roofline.roofline`, `hwspec.perf.cluster_roofline.cluster_roofline`); it computes nothing
+those do not already know except picking the slowest GPU of each kind and the collective bounds
+of the right scope (intra-node for a node, hierarchical for a cluster). Units: bytes, bytes/s
+per direction, FLOP/s, as everywhere in hwspec.
+
+These queries belong on the topology objects; they live here until they move there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from hwspec.perf import roofline as rf
+from hwspec.record import Record, record
+
+
+@record
+class Figures(Record):
+    """The numbers of one platform that a workload estimate and a comparison read.
+
+    Every per-GPU figure is the slowest GPU's (heterogeneous nodes are bounded by their
+    slowest member). A tier a platform lacks has capacity 0 and bandwidth 0."""
+
+    name: str
+    title: str
+    file: str
+    kind: str                       # "node" or "cluster"
+    gpus: int                       # ranks in the job (all GPUs)
+    gpus_per_node: int
+    nodes: int
+    sockets_per_node: int
+    gpu_model: str
+    peak_flop_per_s: dict[str, float]        # dense peak per GPU, by dtype
+    hbm_capacity: float
+    hbm_bandwidth: float
+    ddr_capacity: float                      # the GPU's share of its NUMA node's DDR
+    ddr_bandwidth: float
+    ssd_capacity: float                      # the GPU's share of the node's SSDs
+    ssd_bandwidth: float
+    pcie_host_bandwidth: float               # GPU alone on its host path
+    pcie_host_shared_bandwidth: float        # every GPU transferring at once
+    nvlink_bandwidth: float
+    nic_bandwidth: float                     # per-GPU scale-out NIC share
+    injection_bandwidth: float               # per-GPU injection (NIC, capped by bisection share)
+    ingestion_bandwidth: float               # per-GPU share of the ingestion/frontend NICs
+    transport: str                           # inter-node transport of collectives
+    gpudirect: bool                          # every GPU's scale-out NIC moves data by GPUDirect RDMA
+    collectives_scope: str                   # "intra-node" or "hierarchical"
+    algbw: dict[str, float] = field(default_factory=dict)   # collective -> algbw bound, bytes/s
+    busbw: dict[str, float] = field(default_factory=dict)   # collective -> busbw bound, bytes/s
+
+
+def _tier(doc: dict[str, Any], name: str, key: str = "bandwidth_bytes_per_s") -> float:
+    values = [group["tiers"][name] for group in doc["gpu_groups"]]
+    if not values or any(v is None for v in values):
+        return 0.0
+    return float(min(v.get(key, 0) or 0 for v in values))
+
+
+def _peaks(doc: dict[str, Any]) -> dict[str, float]:
+    groups = doc["gpu_groups"]
+    dtypes = set.intersection(*(set(g["compute"]) for g in groups)) if groups else set()
+    return {d: min(g["compute"][d]["dense_flop_per_s"] for g in groups) for d in sorted(dtypes)}
+
+
+def _node_scale_out(topology) -> tuple[str, bool]:
+    """Transport of the NICs the GPUs' inter-node traffic uses, and whether all of them are GPUDirect."""
+    platform = topology.platform
+    nics = {n.id: n for g in platform.gpus for n in topology.scale_out_nics(g.id)}
+    transport = ",".join(sorted({n.transport for n in nics.values()})) or "none"
+    gpudirect = bool(nics) and all(topology.gpudirect(n) for n in nics.values())
+    return transport, gpudirect
+
+
+def _min_nodes(docs: list[dict[str, Any]], fn) -> float:
+    return min(fn(d) for d in docs)
+
+
+def figures(topology) -> Figures:
+    """The `Figures` of a node (`Topology`) or cluster (`ClusterTopology`)."""
+    if topology.kind == "cluster":
+        from hwspec.perf.cluster_roofline import cluster_roofline
+
+        cluster = topology.platform
+        node_topologies = [p.topology for p in cluster.node_platforms]
+        cdoc = cluster_roofline(topology)
+        collectives = cdoc["collectives"] or {}
+        network = cdoc["network"]
+        gpus, nodes = cluster.world_size, cluster.node_count
+        per_node = min(g.gpus_per_node for g in cluster.groups)
+        transport = cluster.fabric.transport if cluster.fabric is not None else _node_scale_out(node_topologies[0])[0]
+        injection = network["per_gpu_injection_bytes_per_s"]
+        nic = network["per_gpu_nic_bytes_per_s"]
+        scope = "hierarchical"
+    else:
+        node_topologies = [topology]
+        doc = rf.roofline(topology)
+        collectives = doc["intra_node_collectives"] or {}
+        gpus = per_node = len(topology.platform.gpus)
+        nodes = 1
+        transport = _node_scale_out(topology)[0]
+        injection = nic = _tier(doc, "backend_nic")
+        scope = "intra-node"
+        network = None
+    docs = [rf.roofline(t) for t in node_topologies]
+    if network is not None and "ingestion_per_gpu_bytes_per_s" in network:
+        ingestion = network["ingestion_per_gpu_bytes_per_s"]  # the cluster's frontend says how much is for ingestion
+    else:
+        ingestion = min(_tier(d, "ingestion_share") for d in docs)
+    peaks: dict[str, float] = {}
+    for d in docs:
+        for dtype, value in _peaks(d).items():
+            peaks[dtype] = min(peaks.get(dtype, value), value)
+    common = set.intersection(*(set(_peaks(d)) for d in docs))
+    first = docs[0]["gpu_groups"][0] if docs[0]["gpu_groups"] else {"model_name": "none"}
+    return Figures(
+        name=topology.name, title=topology.platform.title, file=topology.file, kind=topology.kind,
+        gpus=gpus, gpus_per_node=per_node, nodes=nodes,
+        sockets_per_node=min(len(t.platform.sockets) for t in node_topologies),
+        gpu_model=first["model_name"],
+        peak_flop_per_s={k: v for k, v in sorted(peaks.items()) if k in common},
+        hbm_capacity=_min_nodes(docs, lambda d: _tier(d, "hbm", "capacity_bytes")),
+        hbm_bandwidth=_min_nodes(docs, lambda d: _tier(d, "hbm")),
+        ddr_capacity=_min_nodes(docs, lambda d: _tier(d, "host_ddr", "capacity_bytes")),
+        ddr_bandwidth=_min_nodes(docs, lambda d: _tier(d, "host_ddr")),
+        ssd_capacity=_min_nodes(docs, lambda d: _tier(d, "ssd", "capacity_bytes")),
+        ssd_bandwidth=_min_nodes(docs, lambda d: _tier(d, "ssd")),
+        pcie_host_bandwidth=_min_nodes(docs, lambda d: _tier(d, "pcie_host")),
+        pcie_host_shared_bandwidth=_min_nodes(docs, lambda d: _tier(d, "pcie_host_shared")),
+        nvlink_bandwidth=_min_nodes(docs, lambda d: _tier(d, "nvlink")),
+        nic_bandwidth=float(nic or 0.0), injection_bandwidth=float(injection or 0.0), ingestion_bandwidth=float(ingestion or 0.0),
+        transport=transport,
+        gpudirect=all(_node_scale_out(t)[1] for t in node_topologies),
+        collectives_scope=scope,
+        algbw={name: collectives[name]["algbw_bytes_per_s"] for name in rf.COLLECTIVES if name in collectives},
+        busbw={name: collectives[name]["busbw_bytes_per_s"] for name in rf.COLLECTIVES if name in collectives},
+    )

@@ -1,0 +1,531 @@
+"""Roofline numbers for a node platform, and the views consumers read.
+
+Pure functions of the resolved `Topology` (no I/O): `roofline(topology)` builds the document
+written as `roofline.json` and printed by `hwspec roofline`; `torchrec_topology` and
+`calculon_system` convert it for TorchRec's planner and for Calculon; `text_report` formats
+it for people.
+
+Conventions. Every number is canonical SI and per direction: bytes, bytes/s, operations/s.
+Units are carried by key suffixes (`_bytes`, `_bytes_per_s`, `_flop_per_s`,
+`_flop_per_byte`); a key with a suffix holds a number in that unit, or a mapping (tier or
+dtype -> number) in that unit. Keys without a suffix are counts, names or notes. Peaks are
+datasheet peaks (no efficiency factor). Conversions to other units happen only in the
+consumer views, at the edge.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+from hwspec.model.node import Gpu
+from hwspec.topology.node import Topology
+from hwspec.text import visible
+
+SCHEMA_VERSION = 1
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+"""The intra-node collectives bounded, in nccl-tests' names (all_reduce_perf, ...)."""
+
+TIERS = ("hbm", "host_ddr", "ssd", "nvlink", "pcie_host", "pcie_host_shared", "backend_nic", "ingestion_share")
+"""Per-GPU tiers, in display order: memory tiers first, then links."""
+
+UNITS = {
+    "_bytes": "bytes",
+    "_bytes_per_s": "bytes per second, per direction (SI: 1 GB/s = 1e9 bytes/s)",
+    "_flop_per_s": "operations per second (floating point; integer operations for int8)",
+    "_flop_per_byte": "operations per byte (arithmetic intensity)",
+    "convention": ("a key ending in one of these suffixes holds a number in that unit, or a mapping "
+                   "(tier or dtype -> number) in that unit; keys without a suffix are counts, names or notes"),
+}
+
+COLLECTIVE_METHOD = (
+    "nccl-tests conventions (doc/PERFORMANCE.md): busbw = algbw x factor, factor 2(n-1)/n for "
+    "AllReduce and (n-1)/n for AllGather, ReduceScatter and AlltoAll, n = GPUs in the node, "
+    "GB = 1e9 bytes. Upper bound on busbw: the smallest per-GPU NVLink bandwidth (the sum of the "
+    "GPU's NVLink connections, per direction) when NVLink connects every GPU, else the smallest "
+    "GPU PCIe link (the faster of the two when both apply); algbw = busbw / factor. The bounds "
+    "ignore protocol overhead and contention on shared PCIe uplinks and CPU links; AlltoAll "
+    "traffic between GPUs without a direct NVLink connection is relayed or goes over PCIe, so "
+    "AlltoAll falls further short of its bound when such pairs exist."
+)
+
+TIER_NOTES = {
+    "hbm": "the GPU's HBM",
+    "host_ddr": "the GPU's NUMA node's DDR divided among the GPUs on that node; reaching it from the GPU also crosses pcie_host",
+    "ssd": "the node's SSDs divided among all GPUs",
+    "nvlink": "the sum of the GPU's NVLink connections",
+    "pcie_host": ("the GPU's link to its socket, with the GPU alone on it: its NVLink-C2C links when it has them, "
+                  "else the narrowest PCIe link on its path to its socket"),
+    "pcie_host_shared": ("the same when every GPU transfers at once: a GPU's NVLink-C2C links are its own; "
+                         "each PCIe link is divided by the GPUs below it"),
+    "backend_nic": "the GPU's paired backend NIC; without one, the node's backend (or else host) NICs divided among the GPUs",
+    "ingestion_share": "the node's ingestion/frontend NICs divided among the GPUs",
+}
+
+
+# ------------------------------------------------------------------ collective bounds
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    """nccl-tests' busbw/algbw factor for `n` ranks: 2(n-1)/n for all_reduce, (n-1)/n otherwise."""
+    if collective not in COLLECTIVES:
+        raise ValueError(f"unknown collective {collective!r}; expected one of {', '.join(COLLECTIVES)}")
+    if n < 1:
+        raise ValueError(f"a collective needs at least one rank, got n={n}")
+    return (2 * (n - 1) / n) if collective == "all_reduce" else ((n - 1) / n)
+
+
+def collective_bounds(n: int, nvlink: Sequence[float], pcie: Sequence[float], nvlink_connected: bool) -> dict[str, Any] | None:
+    """Intra-node busbw/algbw upper bounds for `n` GPUs.
+
+    `nvlink` and `pcie` are the per-GPU bandwidths (bytes/s per direction); `nvlink_connected`
+    says whether NVLink joins every GPU. None when there is nothing to bound (n < 2). Raising any
+    input bandwidth never lowers a bound."""
+    if n < 2:
+        return None
+    over_nvlink = min(nvlink) if nvlink_connected and len(nvlink) == n else 0.0
+    over_pcie = min(pcie) if len(pcie) == n else 0.0
+    busbw = max(over_nvlink, over_pcie)
+    via = None if busbw <= 0 else ("nvlink" if over_nvlink >= over_pcie else "pcie")
+    result: dict[str, Any] = {"n_gpus": n, "via": via, "busbw_bound_bytes_per_s": busbw, "method": COLLECTIVE_METHOD}
+    for name in COLLECTIVES:
+        factor = busbw_factor(name, n)
+        result[name] = {"busbw_factor": factor, "busbw_bytes_per_s": busbw, "algbw_bytes_per_s": busbw / factor}
+    return result
+
+
+# ------------------------------------------------------------------ per-GPU figures
+
+
+def _tier(bandwidth: float | None, **extra: Any) -> dict[str, Any] | None:
+    if bandwidth is None or bandwidth <= 0:
+        return None
+    return {"bandwidth_bytes_per_s": bandwidth, **extra}
+
+
+def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]:
+    platform = topology.platform
+    n_gpus = len(platform.gpus)
+    tiers: dict[str, dict[str, Any] | None] = {}
+    tiers["hbm"] = {"capacity_bytes": gpu.hbm_capacity, "bandwidth_bytes_per_s": gpu.hbm_bandwidth}
+
+    socket = topology.socket_of(gpu.id)
+    if socket is not None:
+        sharing = len(topology.gpus_on(socket.id))
+        tiers["host_ddr"] = {"capacity_bytes": socket.memory_capacity // sharing,
+                             "bandwidth_bytes_per_s": socket.memory_bandwidth / sharing,
+                             "shared_by_gpus": sharing,
+                             "numa_node_capacity_bytes": socket.memory_capacity,
+                             "numa_node_bandwidth_bytes_per_s": socket.memory_bandwidth}
+    else:
+        tiers["host_ddr"] = None
+
+    if platform.ssds:
+        tiers["ssd"] = {"capacity_bytes": sum(s.capacity for s in platform.ssds) // n_gpus,
+                        "bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds) / n_gpus,
+                        "ssds": len(platform.ssds), "shared_by_gpus": n_gpus}
+    else:
+        tiers["ssd"] = None
+
+    tiers["nvlink"] = _tier(topology.nvlink_bandwidth(gpu.id), links=topology.nvlink_links(gpu.id),
+                            fabric=gpu.fabric_kind)
+
+    host = topology.host_link(gpu.id)
+    if host is None:
+        tiers["pcie_host"] = tiers["pcie_host_shared"] = None
+    else:
+        tiers["pcie_host"] = _tier(host.bandwidth, link=host.link, hops=host.hops)
+        tiers["pcie_host_shared"] = _tier(host.shared_bandwidth, shared_by_gpus=host.shared_by)
+
+    tiers["backend_nic"] = _scale_out_tier(topology, gpu)
+    host = platform.host_nics
+    tiers["ingestion_share"] = _tier(math.fsum(n.speed for n in host) / n_gpus, nics=len(host), shared_by_gpus=n_gpus) if host else None
+    return tiers
+
+
+def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
+    """The GPU's share of the collective NICs (`Topology.scale_out_share`)."""
+    nics = topology.scale_out_nics(gpu.id)
+    if not nics:
+        return None
+    sharing = max(topology.scale_out_users(n.id) for n in nics)
+    share = topology.scale_out_share(gpu.id)
+    paired = topology.nic_of(gpu.id)
+    if paired is not None and nics == (paired,):
+        via = "paired backend NIC" if sharing == 1 else "paired backend NIC, shared with the GPUs that have none"
+        return _tier(share, transport=paired.transport, shared_by_gpus=sharing, via=via)
+    n_gpus = len(topology.platform.gpus)
+    kind = "backend NICs" if all(n.role == "backend" for n in nics) else "host (ingestion/frontend) NICs"
+    who = "all GPUs" if sharing == n_gpus else "the GPUs without a paired NIC"
+    return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=f"{kind} shared by {who}")
+
+
+def _transport(nics: Iterable) -> str:
+    kinds = sorted({n.transport for n in nics})
+    return ",".join(kinds)
+
+
+def _compute(gpu: Gpu, tiers: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+    """Peak per dtype (dense, and sparse = 2 x dense where 2:4 sparsity applies) and ridge points
+    (peak / tier bandwidth) against every tier that has a bandwidth (a zero one has no ridge)."""
+    compute: dict[str, dict[str, Any]] = {}
+    bandwidths = {name: tier["bandwidth_bytes_per_s"] for name, tier in tiers.items()
+                  if tier is not None and tier["bandwidth_bytes_per_s"] > 0}
+    for dtype, dense in sorted(gpu.compute.items()):
+        entry: dict[str, Any] = {"dense_flop_per_s": dense,
+                                 "dense_ridge_flop_per_byte": {t: dense / bw for t, bw in bandwidths.items()}}
+        if dtype in gpu.sparse:
+            sparse = 2 * dense
+            entry["sparse_flop_per_s"] = sparse
+            entry["sparse_ridge_flop_per_byte"] = {t: sparse / bw for t, bw in bandwidths.items()}
+        compute[dtype] = entry
+    return compute
+
+
+def per_gpu(topology: Topology) -> dict[str, dict[str, Any]]:
+    """GPU id -> {"part", "model_name", "compute", "tiers"} for every GPU (by index)."""
+    result = {}
+    for gpu in topology.platform.gpus:
+        tiers = _gpu_tiers(topology, gpu)
+        result[gpu.id] = {"part": gpu.part, "model_name": gpu.model_name, "compute": _compute(gpu, tiers), "tiers": tiers}
+    return result
+
+
+def _groups(topology: Topology, figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """GPUs with identical figures grouped (in GPU index order), with the NUMA nodes they sit on."""
+    groups: list[dict[str, Any]] = []
+    for gpu in topology.platform.gpus:
+        entry = figures[gpu.id]
+        for group in groups:
+            if all(group[key] == entry[key] for key in entry):
+                break
+        else:
+            group = {"gpus": [], "numa_nodes": [], **entry}
+            groups.append(group)
+        group["gpus"].append(gpu.id)
+        if gpu.numa_node is not None and gpu.numa_node not in group["numa_nodes"]:
+            group["numa_nodes"].append(gpu.numa_node)
+    return groups
+
+
+# ------------------------------------------------------------------ the document
+
+
+def roofline(topology: Topology) -> dict[str, Any]:
+    """The roofline document of a node's `topology` (without the `_generated` provenance entry).
+
+    Computed once per topology (roofline.json, TorchRec, Calculon and the cluster roofline all
+    read it): callers must not change the document."""
+    cached = getattr(topology, "_roofline", None)
+    if cached is None:
+        cached = topology._roofline = _document(topology)
+    return cached
+
+
+def _document(topology: Topology) -> dict[str, Any]:
+    platform = topology.platform
+    figures = per_gpu(topology)
+    n = len(platform.gpus)
+    nvlink = [topology.nvlink_bandwidth(g.id) for g in platform.gpus]
+    pcie = [g.physical.bandwidth for g in platform.gpus]
+    bounds = collective_bounds(n, nvlink, pcie, topology.nvlink_connected)
+    if bounds is not None:
+        pairs = n * (n - 1) // 2
+        direct = topology.direct_nvlink_pairs
+        bounds["gpu_pairs"] = pairs
+        bounds["gpu_pairs_with_direct_nvlink"] = direct
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "units": UNITS,
+        "platform": {"name": platform.name, "title": platform.title, "file": visible(platform.file)},
+        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
+                         "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
+        "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
+        "gpu_groups": _groups(topology, figures),
+        "intra_node_collectives": bounds,
+        "node": _node(topology),
+    }
+
+
+def _node(topology: Topology) -> dict[str, Any]:
+    platform = topology.platform
+    compute: dict[str, dict[str, float]] = {}
+    for dtype in sorted({d for g in platform.gpus for d in g.compute}):
+        having = [g for g in platform.gpus if dtype in g.compute]
+        entry = {"dense_flop_per_s": math.fsum(g.compute[dtype] for g in having)}
+        if any(dtype in g.sparse for g in having):
+            entry["sparse_flop_per_s"] = math.fsum(g.compute[dtype] * (2 if dtype in g.sparse else 1) for g in having)
+        compute[dtype] = entry
+    return {
+        "gpus": len(platform.gpus),
+        "sockets": len(platform.packages),
+        "compute": compute,
+        "hbm_capacity_bytes": sum(g.hbm_capacity for g in platform.gpus),
+        "hbm_bandwidth_bytes_per_s": math.fsum(g.hbm_bandwidth for g in platform.gpus),
+        "ddr_capacity_bytes": platform.memory_capacity,
+        "ddr_bandwidth_bytes_per_s": platform.memory_bandwidth,
+        "ssd_capacity_bytes": sum(s.capacity for s in platform.ssds),
+        "ssd_bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds),
+        "nvlink_bandwidth_bytes_per_s": math.fsum(topology.nvlink_bandwidth(g.id) for g in platform.gpus),
+        "backend_nic_bandwidth_bytes_per_s": math.fsum(n.speed for n in platform.backend_nics),
+        "host_nic_bandwidth_bytes_per_s": math.fsum(n.speed for n in platform.host_nics),
+    }
+
+
+def _slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s") -> float | None:
+    """The smallest value of `tier.key` over all GPU groups (None if any GPU lacks the tier)."""
+    values = [group["tiers"][tier] for group in doc["gpu_groups"]]
+    if not values or any(v is None for v in values):
+        return None
+    return min(v[key] for v in values)
+
+
+# ------------------------------------------------------------------ TorchRec
+
+
+TORCHREC_TOPOLOGY_KWARGS = ("world_size", "local_world_size", "compute_device", "hbm_cap", "ddr_cap", "hbm_mem_bw",
+                            "ddr_mem_bw", "hbm_to_ddr_mem_bw", "intra_host_bw", "inter_host_bw")
+"""The kwargs written (all accepted by `torchrec.distributed.planner.types.Topology` since v1.1.0)."""
+
+_BYTES_PER_MS = 1000.0  # bytes/s -> bytes/ms
+
+
+def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """`{"_units", "_usage", "_derivation", "topology_kwargs"}` for one node; None without GPUs.
+    Heterogeneous GPUs take the smallest figure of each kind (TorchRec has one per rank)."""
+    platform = topology.platform
+    doc = doc or roofline(topology)
+    if not platform.gpus:
+        return None
+    n = len(platform.gpus)
+    hbm_cap = min(g.hbm_capacity for g in platform.gpus)
+    ddr = [group["tiers"]["host_ddr"] for group in doc["gpu_groups"]]
+    ddr_cap = min(t["capacity_bytes"] for t in ddr) if all(ddr) else 0
+    ddr_bw = min(t["bandwidth_bytes_per_s"] for t in ddr) if all(ddr) else None
+    collectives = doc["intra_node_collectives"]
+    intra = collectives["busbw_bound_bytes_per_s"] if collectives else None
+    kwargs: dict[str, Any] = {"world_size": n, "local_world_size": n, "compute_device": "cuda",
+                              "hbm_cap": hbm_cap, "ddr_cap": ddr_cap,
+                              "hbm_mem_bw": min(g.hbm_bandwidth for g in platform.gpus) / _BYTES_PER_MS}
+    # Leave out what the platform cannot say: TorchRec then uses its defaults.
+    for key, value in (("ddr_mem_bw", ddr_bw), ("hbm_to_ddr_mem_bw", _slowest(doc, "pcie_host")),
+                       ("intra_host_bw", intra), ("inter_host_bw", _slowest(doc, "backend_nic"))):
+        if value:
+            kwargs[key] = value / _BYTES_PER_MS
+    derivation = {
+        "world_size": "GPUs in this node; for a job over N nodes set world_size = N x local_world_size",
+        "local_world_size": "GPUs in this node",
+        "compute_device": "GPU platform",
+        "hbm_cap": "HBM capacity per GPU, bytes",
+        "ddr_cap": "host DDR per rank, bytes: the GPU's NUMA node's DDR divided among its GPUs",
+        "hbm_mem_bw": "HBM bandwidth per GPU",
+        "ddr_mem_bw": "host DDR bandwidth per rank (NUMA node's bandwidth divided among its GPUs)",
+        "hbm_to_ddr_mem_bw": ("the GPU's host link, GPU alone on it (its NVLink-C2C links when it has them, else the "
+                              "narrowest PCIe link to its socket); "
+                              "roofline.json tier pcie_host_shared gives the figure when all GPUs transfer at once"),
+        "intra_host_bw": "per-GPU intra-node bandwidth: the intra-node collective busbw bound (NVLink, else PCIe)",
+        "inter_host_bw": "per-GPU scale-out bandwidth: " + _scale_out_note(topology),
+    }
+    return {"_units": "hbm_cap and ddr_cap: bytes; every *_bw: bytes per millisecond (bytes/s / 1000, SI bytes), per direction",
+            "_usage": "Topology(**json.load(open(path))['topology_kwargs']) from torchrec.distributed.planner.types (TorchRec >= 1.1.0 for hbm_to_ddr_mem_bw)",
+            "_derivation": {key: derivation[key] for key in kwargs},
+            "topology_kwargs": kwargs}
+
+
+def _scale_out_note(topology: Topology) -> str:
+    gpus = topology.platform.gpus
+    if not topology.gpu2nic:
+        return "the node's NICs divided among the GPUs (no per-GPU NIC)"
+    if all(topology.scale_out_nics(g.id) == (topology.nic_of(g.id),) and topology.scale_out_users(topology.nic_of(g.id).id) == 1
+           for g in gpus):
+        return "the GPU's paired backend NIC"
+    return "the smallest GPU share of the collective NICs, each NIC divided among the GPUs using it"
+
+
+# ------------------------------------------------------------------ Calculon
+
+
+CALCULON_DTYPES = {"float8": "fp8", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+"""Calculon dtype -> hwspec compute key. Calculon's float32 matrix rate is the IEEE FP32 peak (TF32
+tensor cores are opt-in in PyTorch)."""
+
+CALCULON_LATENCY = {"nvlink": 1e-5, "backend": 2e-5}
+"""Seconds. Assumed: platform files state no latencies; these are the values of Calculon's own
+systems/a100_80g.json example."""
+
+CALCULON_SCALE_OUT_SIZE = 65536
+PEAK_EFFICIENCY = [[0, 1.0]]
+
+CALCULON_OPS = {"p2p": [1.0, None], "reduce_scatter": [1.0, -1], "all_gather": [1.0, -1], "all_reduce": [2.0, -1]}
+"""Ring conventions, so that `bandwidth` is a busbw (nccl-tests): size' = size x (n-1)/n for
+ReduceScatter/AllGather and 2 x size x (n-1)/n for AllReduce."""
+
+
+def _gb(value: float) -> float:
+    return value / 1e9
+
+
+def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]] | None:
+    """Calculon's system JSON for one GPU of this node (slowest figure of each kind when GPUs
+    differ), and notes explaining the choices. None without GPUs or without any Calculon dtype."""
+    platform = topology.platform
+    doc = doc or roofline(topology)
+    if not platform.gpus:
+        return None
+    matrix: dict[str, Any] = {}
+    vector: dict[str, Any] = {}
+    vector_rate = min(g.compute.get("fp32", 0.0) for g in platform.gpus)
+    for name, key in CALCULON_DTYPES.items():
+        if all(key in g.compute for g in platform.gpus):
+            matrix[name] = {"tflops": min(g.compute[key] for g in platform.gpus) / 1e12, "gflops_efficiency": PEAK_EFFICIENCY}
+            if vector_rate > 0:
+                vector[name] = {"tflops": vector_rate / 1e12, "gflops_efficiency": PEAK_EFFICIENCY}
+    if not matrix:
+        return None
+    hbm = min(g.hbm_capacity for g in platform.gpus)
+    ddr = [group["tiers"]["host_ddr"] for group in doc["gpu_groups"]]
+    mem2_cap = min(t["capacity_bytes"] for t in ddr) if all(ddr) else 0
+    mem2_paths = [v for v in (_slowest(doc, "host_ddr"), _slowest(doc, "pcie_host")) if v]
+    mem2_bw = min(mem2_paths) if mem2_paths else 0.0
+    collectives = doc["intra_node_collectives"]
+    intra = collectives["busbw_bound_bytes_per_s"] if collectives else 0.0
+    scale_out = _slowest(doc, "backend_nic") or 0.0
+
+    def network(bandwidth: float, size: int, latency: float, filled: bool) -> dict[str, Any]:
+        return {"bandwidth": _gb(bandwidth), "efficiency": 1.0, "size": size, "latency": latency,
+                "ops": dict(CALCULON_OPS), "must_be_filled": filled, "processor_usage": 0.0}
+
+    system = {
+        "matrix": matrix,
+        "vector": vector,
+        "mem1": {"GiB": hbm / 1024**3, "GBps": _gb(min(g.hbm_bandwidth for g in platform.gpus)), "MB_efficiency": PEAK_EFFICIENCY},
+        "mem2": {"GiB": mem2_cap / 1024**3, "GBps": _gb(mem2_bw), "MB_efficiency": PEAK_EFFICIENCY},
+        "processing_mode": "roofline",
+        "networks": [network(intra, len(platform.gpus), CALCULON_LATENCY["nvlink"], True),
+                     network(scale_out, CALCULON_SCALE_OUT_SIZE, CALCULON_LATENCY["backend"], False)],
+    }
+    via = collectives["via"] if collectives else None
+    notes = [
+        "Units as Calculon reads them: tflops x1e12 FLOP/s, GiB x1024^3 bytes, GBps and bandwidth x1e9 bytes/s (per direction, per GPU), latency in seconds.",
+        "Peak model: every efficiency table is [[0, 1.0]] (datasheet peak for all sizes), network efficiency 1.0, processor_usage 0.0; calibrate against measurements before trusting absolute times.",
+        "matrix: tensor-core peaks; float32 is the IEEE FP32 peak (TF32 is opt-in). vector: the FP32 CUDA-core peak for every dtype (platform parts list no non-tensor half-precision rate; conservative).",
+        "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's host link: NVLink-C2C when it has one, else PCIe).",
+        f"networks[0]: intra-node tier over {via or 'nothing'}, bandwidth = intra-node collective busbw bound, size = GPUs per node. "
+        "networks[1]: scale-out tier, bandwidth = per-GPU backend NIC share, size 65536.",
+        "ops use ring conventions ([1.0, -1] for reduce_scatter/all_gather, [2.0, -1] for all_reduce) so bandwidth is an nccl-tests busbw.",
+        f"latency: assumed {CALCULON_LATENCY['nvlink']} s (intra-node) and {CALCULON_LATENCY['backend']} s (scale-out), the values of Calculon's a100 example; platform files state no latencies.",
+        "Calculon reads top-level keys by name; _generated and _notes are extra keys for provenance (delete them with jq 'del(._generated, ._notes)' if a Calculon version rejects them).",
+    ]
+    return system, notes
+
+
+# ------------------------------------------------------------------ text report
+
+
+def number(value: float) -> str:
+    """4 significant digits, integers above 1000 in full, no exponent: 31.51, 1555, 0.8."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    digits = max(0, 3 - math.floor(math.log10(abs(value))))
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def gbps(value: float | None) -> str:
+    return "-" if value is None else f"{number(value / 1e9)} GB/s"
+
+
+def gib(value: int | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
+        if value >= scale:
+            return f"{number(value / scale)} {unit}"
+    return f"{value} B"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "", indent: str = "  ") -> list[str]:
+    """Columns padded to their widest cell; `align` has one letter per column, "l" or "r"
+    (default: first column left, the others right)."""
+    rows = [list(header)] + [list(r) for r in rows]
+    align = align or "l" + "r" * (len(header) - 1)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) if side == "l" else cell.rjust(width) for cell, width, side in zip(row, widths, align)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
+
+
+def _detail(name: str, tier: dict[str, Any]) -> str:
+    if name == "host_ddr":
+        return (f"NUMA node: {gib(tier['numa_node_capacity_bytes'])}, "
+                f"{gbps(tier['numa_node_bandwidth_bytes_per_s'])} / {tier['shared_by_gpus']} GPU(s)")
+    if name == "ssd":
+        return f"{tier['ssds']} SSD(s) / {tier['shared_by_gpus']} GPUs"
+    if name == "nvlink":
+        return f"{tier['links']} x {tier['fabric']} link(s)"
+    if name == "pcie_host":
+        return f"{tier['link']}, {tier['hops']} hop(s) to the socket"
+    if name == "pcie_host_shared":
+        return f"busiest link shared by {tier['shared_by_gpus']} GPU(s)"
+    if name == "backend_nic":
+        return f"{tier['via']} ({tier['transport']})"
+    if name == "ingestion_share":
+        return f"{tier['nics']} NIC(s) / {tier['shared_by_gpus']} GPUs"
+    return ""
+
+
+def text_report(doc: dict[str, Any]) -> str:
+    """The roofline document as tables for people (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)."""
+    platform = doc["platform"]
+    out = [f"{platform['name']}: {platform['title']}",
+           f"source: {platform['file']}; datasheet peaks; bandwidths per direction (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)"]
+    for group in doc["gpu_groups"]:
+        gpus = group["gpus"]
+        numa = ", ".join(map(str, group["numa_nodes"])) or "none"
+        out += ["", f"GPUs {', '.join(gpus)}: {len(gpus)} x {group['model_name']} ({group['part']}), NUMA nodes {numa}",
+                "", "Peak compute per GPU"]
+        out += table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
+                      ((dtype, number(c["dense_flop_per_s"] / 1e12),
+                        number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
+                       for dtype, c in group["compute"].items()))
+        out += ["", "Tiers per GPU"]
+        tiers = group["tiers"]
+        out += table(("tier", "capacity", "bandwidth", "detail"),
+                      ((name, gib(t.get("capacity_bytes")) if t else "-", gbps(t["bandwidth_bytes_per_s"]) if t else "-",
+                        _detail(name, t) if t else "none")
+                       for name, t in tiers.items()), align="lrrl")
+        present = [name for name in tiers if tiers[name] is not None and tiers[name]["bandwidth_bytes_per_s"] > 0]
+        out += ["", "Ridge points per GPU (FLOP/byte = dense peak / tier bandwidth; sparse doubles them)"]
+        out += table(("dtype", *present),
+                      ((dtype, *(number(c["dense_ridge_flop_per_byte"][name]) for name in present))
+                       for dtype, c in group["compute"].items()))
+    bounds = doc["intra_node_collectives"]
+    if bounds is not None:
+        out += ["", f"Intra-node collective bounds (n = {bounds['n_gpus']}, via {bounds['via'] or 'nothing'}, "
+                    f"{bounds['gpu_pairs_with_direct_nvlink']} of {bounds['gpu_pairs']} GPU pairs with direct NVLink)"]
+        out += table(("collective", "factor", "busbw", "algbw"),
+                      ((name, number(bounds[name]["busbw_factor"]), gbps(bounds[name]["busbw_bytes_per_s"]),
+                        gbps(bounds[name]["algbw_bytes_per_s"])) for name in COLLECTIVES))
+        out += ["  busbw = algbw x factor (nccl-tests); bound = bottleneck per-GPU NVLink bandwidth, or PCIe without an NVLink path"]
+    node = doc["node"]
+    out += ["", f"Node ({node['gpus']} GPUs, {node['sockets']} sockets)"]
+    out += table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
+                  ((dtype, number(c["dense_flop_per_s"] / 1e12),
+                    number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
+                   for dtype, c in node["compute"].items()))
+    out += [""] + table(("memory", "capacity", "bandwidth"), (
+        ("hbm", gib(node["hbm_capacity_bytes"]), gbps(node["hbm_bandwidth_bytes_per_s"])),
+        ("ddr", gib(node["ddr_capacity_bytes"]), gbps(node["ddr_bandwidth_bytes_per_s"])),
+        ("ssd", gib(node["ssd_capacity_bytes"]) if node["ssd_capacity_bytes"] else "-", gbps(node["ssd_bandwidth_bytes_per_s"]) if node["ssd_capacity_bytes"] else "-")))
+    out += [""] + table(("links", "bandwidth"), (
+        ("nvlink (sum over GPUs)", gbps(node["nvlink_bandwidth_bytes_per_s"])),
+        ("backend NICs", gbps(node["backend_nic_bandwidth_bytes_per_s"] or None)),
+        ("ingestion/frontend NICs", gbps(node["host_nic_bandwidth_bytes_per_s"] or None))))
+    count = len(doc["assumptions"])
+    out += ["", f"Assumptions: {count} value(s) in this platform are assumed, not sourced"
+                + (" (listed in roofline.json; 'hwspec roofline --format json' prints them)" if count else "")]
+    return "\n".join(out) + "\n"

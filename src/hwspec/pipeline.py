@@ -1,0 +1,186 @@
+"""The main flow for one platform file: load -> topology -> rules -> findings.
+
+`check` never raises for bad input: everything becomes a diagnostic, and `Checked.ok`
+says whether generation may go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from hwspec import content
+from hwspec.diagnostics import Diagnostic, HwspecError, Severity
+
+READ_ERROR_CODES = frozenset({"E100", "E101", "E102", "E103", "E104", "E105", "E106", "E107", "E108"})
+"""Loader codes meaning the file could not be read or parsed as YAML (exit status 2)."""
+
+
+@dataclass
+class Checked:
+    """Outcome of checking one file. `platform` (the model) and `topology` (the resolved
+    `Topology` or `ClusterTopology` that rules and generators read) are None when loading failed."""
+
+    path: Path
+    platform: Any = None
+    topology: Any = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def unreadable(self) -> bool:
+        return any(d.code in READ_ERROR_CODES for d in self.diagnostics)
+
+    def failed(self, werror: bool = False) -> bool:
+        worst = Severity.WARNING if werror else Severity.ERROR
+        return self.platform is None or any(d.severity >= worst for d in self.diagnostics)
+
+
+def rule_directories(extra: Iterable[Path] = ()) -> list[Path]:
+    return [content.builtin_dir("rules"), *map(Path, extra)]
+
+
+class LoadedNodes(dict):
+    """Node platforms already loaded in one run, by `version`: `hwspec generate` of platforms/
+    loads zionex.yaml once for zionex.yaml and zionex-16.yaml, and runs its node rules once.
+    The CLI makes one per command; without one (a library call) every load is fresh, so no
+    state outlives a run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.findings: dict[tuple[int, int], tuple[Any, list, tuple[Diagnostic, ...]]] = {}
+        """(id(platform), id(rules)) -> (platform, rules, node-rule findings); the platform and
+        rules are kept so that their ids stay theirs for the run."""
+        self.parts: dict[tuple[str, ...], tuple] = {}
+        """The parts files of each list of parts directories, with their bytes, read once."""
+
+    def node_findings(self, platform: Any, rules: list) -> list[Diagnostic]:
+        """The node rules' findings on `platform` (a node platform of this run), run once."""
+        from hwspec.rules.engine import run_rules
+
+        key = (id(platform), id(rules))
+        if key not in self.findings:
+            self.findings[key] = (platform, rules, tuple(run_rules(platform.topology, rules, scope="node")))
+        return list(self.findings[key][2])
+
+    def version(self, path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
+        """What a loaded node platform depends on: the path as given and as shown in findings
+        and file headers (relative to the working directory), the file's bytes, and its parts
+        files with theirs (bytes, not modification times: a file rewritten within one clock
+        tick keeps its time; each list of parts directories is read once per run); None when
+        something cannot be read (the load itself reports it)."""
+        from hwspec.diagnostics import display_path
+        from hwspec.model.load import parts_directories
+        from hwspec.source.loader import read_regular_file
+
+        try:
+            directories = tuple(map(str, parts_directories(path, parts_dirs)))
+            if directories not in self.parts:
+                self.parts[directories] = tuple((str(f), read_regular_file(f)) for d in directories
+                                                for f in sorted(Path(d).glob("*.yaml")))
+            return str(path), display_path(path), read_regular_file(path), self.parts[directories]
+        except (OSError, ValueError, HwspecError):
+            return None
+
+
+def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = (),
+             loaded: LoadedNodes | None = None) -> tuple[Any, dict[str, Any]]:
+    """Load a node or cluster platform file (or a workload file), by its `kind`.
+
+    Returns the platform and, for a cluster, its distinct node platforms
+    (`{node file: platform}`), each loaded once however many nodes use it. A cluster's node
+    platforms must be inside the cluster file's directory tree or one of `platform_roots`
+    (symlinks resolved): a cluster file cannot make hwspec read any file on disk."""
+    from hwspec.model.load import load_catalogue, load_node, parts_directories, read_document
+
+    parts_dirs = tuple(map(Path, parts_dirs))
+    key = loaded.version(Path(path), parts_dirs) if loaded is not None else None
+    if key is not None and key in loaded:
+        return loaded[key], {}
+    doc, expanded = read_document(Path(path))
+    kind = expanded.data.get("kind")
+    if kind == "node":
+        platform = load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs)))
+        if key is not None:
+            loaded[key] = platform
+        return platform, {}
+    if kind == "cluster":
+        from hwspec.model.resolve_cluster import load_cluster
+
+        nodes: dict[str, Any] = {}
+
+        roots = [Path(path).resolve().parent, *(Path(r).resolve() for r in platform_roots)]
+
+        def load_node_file(node_path: Path) -> Any:
+            from hwspec.model.resolve_cluster import PlatformOutsideRoots
+
+            if "\x00" in str(node_path):
+                raise FileNotFoundError(node_path)
+            resolved = node_path.resolve()
+            if not any(resolved.is_relative_to(root) for root in roots):
+                raise PlatformOutsideRoots(roots[0])
+            key = str(resolved)
+            if key not in nodes:
+                if not node_path.is_file():
+                    raise FileNotFoundError(node_path)
+                version = loaded.version(node_path, parts_dirs) if loaded is not None else None
+                if version is None or version not in loaded:
+                    from hwspec.model.load import load_platform
+
+                    platform = load_platform(node_path, parts_dirs)
+                    if version is not None:
+                        loaded[version] = platform
+                    nodes[key] = platform
+                else:
+                    nodes[key] = loaded[version]
+            return nodes[key]
+
+        return load_cluster(doc, expanded, Path(path), load_node_file), nodes
+    if kind == "workload":
+        from hwspec.spec.workload import load_workload_document
+
+        return load_workload_document(doc, expanded), {}
+    pos = doc.locate(("kind",))
+    raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
+                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
+
+
+def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),
+          platform_roots: Iterable[Path] = (), loaded: LoadedNodes | None = None) -> Checked:
+    """Load `path` and run `rules` (all built-in rules when None) on it. For a cluster, node
+    rules run once per distinct node platform, then cluster rules once; its node platforms
+    must be below the cluster file's directory or one of `platform_roots`."""
+    from hwspec.rules.engine import load_rules, run_rules
+
+    result = Checked(Path(path))
+    try:
+        result.platform, nodes = load_any(Path(path), parts_dirs, platform_roots, loaded)
+    except HwspecError as exc:
+        result.diagnostics = list(exc.diagnostics)
+        return result
+    if getattr(result.platform, "kind", None) == "workload":
+        return result  # a workload has no topology and no platform rules
+    if rules is None:
+        rules = load_rules(rule_directories())
+    for node_platform in nodes.values():
+        result.diagnostics.extend(loaded.node_findings(node_platform, rules) if loaded is not None
+                                  else run_rules(node_platform.topology, rules, scope="node"))
+    result.topology = result.platform.topology
+    if loaded is not None and result.topology.kind == "node":
+        result.diagnostics.extend(loaded.node_findings(result.platform, rules))
+    else:
+        result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind))
+    return result
+
+
+def platform_files(paths: Iterable[Path]) -> list[Path]:
+    """Expand directories to the platform files directly in them (sorted); keep files."""
+    files: list[Path] = []
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.glob("*.yaml") if p.is_file()))
+            files.extend(sorted(p for p in path.glob("*.yml") if p.is_file()))
+        else:
+            files.append(path)
+    return files

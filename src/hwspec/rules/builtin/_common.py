@@ -1,0 +1,101 @@
+"""Helpers shared by the built-in rules: numbers for people, places in the file, the fabric's locations.
+
+Rule modules import them relatively (`from ._common import gbit`); the rule engine makes this
+directory a private package, so nothing here is importable as `validators`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, TypeVar
+
+from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
+from hwspec.spec.translate import nearest
+from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
+from hwspec.formats.nccl_env import KNOWN
+from hwspec.topology.node import RDMA_TRANSPORTS  # noqa: F401  (re-exported for the rule modules)
+
+T = TypeVar("T")  # a model item with an `id`
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def number(x: float) -> str:
+    """Three significant digits, no exponent: 7.8769 -> '7.88', 31.5077 -> '31.5', 1555.0 -> '1555'."""
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def gbit(rate: float) -> str:
+    """A NIC speed (bytes/s per direction) as people quote it: '200 Gb/s'."""
+    return f"{number(rate * 8 / 1e9)} Gb/s"
+
+
+def gbyte(rate: float) -> str:
+    """A PCIe, NVLink or memory bandwidth (bytes/s per direction): '7.88 GB/s'."""
+    return f"{number(rate / 1e9)} GB/s"
+
+
+def link_text(link: PcieLink, noun: str = "link") -> str:
+    """'Gen3 x8 link (7.88 GB/s)'."""
+    return f"{link} {noun} ({gbyte(link.bandwidth)})"
+
+
+def id_list(ids: Iterable[str]) -> str:
+    return ", ".join(ids)
+
+
+# ---------------------------------------------------------------- places in the file
+
+
+def in_file_order(platform: Platform, items: Iterable[T]) -> list[T]:
+    """`items` in the order they are written (repeat-expanded copies keep their model order)."""
+    def key(item: T) -> tuple[int, int]:
+        where = platform.locate(item.id)
+        return (where.line, where.col)
+    return sorted(items, key=key)
+
+
+def pcie_field(item: Bridge | Gpu | Nic, name: str) -> tuple[str, ...]:
+    """Where a PCIe attachment field is written: a bridge's own `link`, a device's `pcie.link`."""
+    return (item.id, name) if isinstance(item, Bridge) else (item.id, "pcie", name)
+
+
+def physical_field(item: Bridge | Gpu | Nic) -> tuple[str, ...]:
+    """Where the link bandwidth rules judge is written: `link.physical` when the presented link
+    differs from the trained one (a VM's virtual bridge), else `link`."""
+    where = pcie_field(item, "link")
+    return where + ("physical",) if item.physical != item.link else where
+
+
+# ---------------------------------------------------------------- the topology
+# Paths, bridges, NUMA nodes, islands and NIC shares are queries of `ctx.topology`
+# (`hwspec.topology.node.Topology`); rules never walk the PCIe tree themselves.
+
+
+def place(item: Gpu | Nic) -> str:
+    """'gpu3 (sw1, NUMA 0)': a device with its PCIe parent and NUMA node."""
+    return f"{item.id} ({item.upstream}, NUMA {item.numa_node})"
+
+
+FABRIC_AT = (None, "nvlink", "topology")
+"""Where fabric findings about the whole pattern point."""
+
+
+def connection_at(connection: NvlinkConnection) -> tuple:
+    """Where a finding about one GPU pair points: its entry in an explicit `nvlink.topology`
+    list, or the named pattern it comes from."""
+    return FABRIC_AT if connection.entry is None else FABRIC_AT + (connection.entry,)
+
+
+# ---------------------------------------------------------------- environment
+
+
+def unknown_nccl_names(ctx: Any) -> Iterator[Any]:
+    """Findings for the NCCL_* names of `ctx.platform.environment` outside `hwspec.formats.nccl_env.KNOWN`."""
+    for name in ctx.platform.environment:
+        if name.startswith("NCCL_") and name not in KNOWN:
+            guess = nearest(name, sorted(KNOWN))
+            yield ctx.finding(f"environment: NCCL does not read {name}",
+                              at=(None, "environment", name),
+                              hint=(f"did you mean {guess}? " if guess else "") + "a variable of a newer NCCL or a "
+                                   "plugin is fine: change this rule under 'rules:' with the reason")

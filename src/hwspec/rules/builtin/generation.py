@@ -1,0 +1,54 @@
+"""Generation rules: what a generator cannot write, reported during `validate`.
+
+Each generator states its own limits in one function (`topology_limits` for nccl-topo.xml,
+`settings_limits` for nccl.conf and launch.env, `hostfile_limits` for hostfile and hosts.tsv;
+`bind_limits` for bind.sh holds only what HW101 reports); these rules report that list as located findings, and the
+generator refuses with the same list. So `validate` clean means `generate` succeeds, and a
+generator's limit has one home. The rules cannot be switched off (E304); a limit that another
+rule already reports (`Limit.reported_by`, e.g. HW101 for a device outside the PCIe tree) is
+left to that rule, which cannot be switched off either.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from hwspec.generate.engine import Limit
+from hwspec.generate.launch import settings_limits
+from hwspec.generate.nccl import topology_limits
+from hwspec.generate.slurm import hostfile_limits
+from hwspec.rules import Context, Finding, rule
+
+
+def _report(ctx: Context, limits: Iterable[Limit]) -> Iterator[Finding]:
+    for limit in limits:
+        if limit.reported_by:
+            continue  # that rule reports it (and cannot be switched off)
+        yield ctx.finding(limit.message, at=limit.at, hint=limit.hint)
+
+
+@rule("HW901", "nccl-topo-writable", waivable=False)
+def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
+    """nccl-topo.xml can be written within NCCL's limits: every GPU and NIC under a CPU socket, an x86 vendor NCCL knows, an affinity mask within 255 characters, at most 256 elements.
+
+    NCCL's topology parser has fixed limits (MAX_STR_LEN, NCCL_TOPO_XML_MAX_NODES) and knows
+    only Intel and AMD on x86; a file beyond them is refused by hwspec rather than misread by
+    NCCL on every node."""
+    yield from _report(ctx, topology_limits(ctx.topology))
+
+
+@rule("HW902", "nccl-settings-writable", waivable=False)
+def nccl_settings_writable(ctx: Context) -> Iterator[Finding]:
+    """nccl.conf and launch.env can name the backend: every RDMA backend NIC has a device name, at most 32 of them.
+
+    NCCL_IB_HCA lists the backend NICs by device name, and NCCL reads at most 32 entries."""
+    yield from _report(ctx, settings_limits(ctx.platform))
+
+
+@rule("HW903", "hostfile-writable", scope="cluster", waivable=False)
+def hostfile_writable(ctx: Context) -> Iterator[Finding]:
+    """hostfile and hosts.tsv can carry every host name and address.
+
+    A hostfile line is `host slots=N`, read by MPI, DeepSpeed and people's scripts: a name
+    with a blank, quote or shell character would be split or run."""
+    yield from _report(ctx, hostfile_limits(ctx.platform))

@@ -1,0 +1,174 @@
+"""NIC rules: backend NICs pair with GPUs they are close to and can serve; host NICs stay off GPU switches."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from hwspec.model.node import Gpu, Nic
+from hwspec.rules import Context, Finding, rule
+
+from ._common import RDMA_TRANSPORTS, id_list, in_file_order, place
+
+
+@rule("HW201", "backend-nic-per-gpu")
+def backend_nic_per_gpu(ctx: Context) -> Iterator[Finding]:
+    """Where `backend.nic_per_gpu` is declared, every GPU has exactly one backend NIC and every backend NIC names its GPU.
+
+    With one NIC per GPU, NCCL gives each rank its own NIC and rails line up across nodes. A GPU
+    without a NIC makes its rank borrow another GPU's NIC (halving both); a backend NIC without
+    a GPU is either unused or silently shared.
+    """
+    p = ctx.platform
+    if p.backend is None or not p.backend.nic_per_gpu:
+        return
+    for gpu in p.gpus:
+        nics = in_file_order(p, [n for n in p.backend_nics if n.gpu == gpu.id])
+        if not nics:
+            yield ctx.finding(f"{gpu.id} has no backend NIC, but backend.nic_per_gpu is declared",
+                              at=(gpu.id,), hint=f"add a backend NIC with 'gpu: {gpu.id}', or correct another NIC's 'gpu:'")
+        for extra in nics[1:]:
+            yield ctx.finding(f"{gpu.id} has {len(nics)} backend NICs ({id_list(n.id for n in nics)}), "
+                              "but backend.nic_per_gpu declares one per GPU",
+                              at=(extra.id, "gpu"), hint=f"pair {extra.id} with the GPU it serves")
+    for nic in p.backend_nics:
+        if nic.gpu is None:
+            yield ctx.finding(f"{nic.id} is a backend NIC but names no GPU, and backend.nic_per_gpu is declared",
+                              at=(nic.id, "gpu"), hint="add 'gpu:' with the GPU this NIC serves")
+
+
+def _pairs(ctx: Context) -> Iterator[tuple[Nic, Gpu]]:
+    """Backend NICs with their GPU, both reaching a socket (HW101 reports the others)."""
+    p = ctx.platform
+    for nic in p.backend_nics:
+        gpu = p.gpu_by_id.get(nic.gpu) if nic.gpu else None  # the NIC's own claim, not topology.nic_of
+        if gpu is not None and nic.socket is not None and gpu.socket is not None:
+            yield nic, gpu
+
+
+@rule("HW202", "backend-nic-locality")
+def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
+    """A backend NIC sits under the same PCIe switch or root port as its GPU, or, for a GPU attached over NVLink-C2C, on the GPU's own C2C socket.
+
+    GPUDirect RDMA moves data between GPU and NIC through the PCIe switch they share. Without a
+    shared switch or root port the traffic goes through the CPU's host bridge (NCCL's PHB or SYS
+    distance): NCCL then disables GPUDirect or runs it at a fraction of the NIC's speed. A Grace
+    Blackwell GPU reaches the NICs on its own Grace's root ports over NVLink-C2C (NCCL's P2C),
+    where GPUDirect RDMA runs at full speed; a NIC on the other Grace is SYS.
+    """
+    for nic, gpu in _pairs(ctx):
+        if ctx.topology.gpudirect_path(gpu.id, nic.id):
+            continue
+        if gpu.c2c_socket is not None:
+            why = (f"they share no PCIe switch, and {nic.id} is not on {gpu.c2c_socket}, where {gpu.id}'s NVLink-C2C goes, "
+                   "so their traffic crosses between the CPUs")
+        else:
+            why = "they share no PCIe switch or root port, so their traffic goes through the CPU"
+        yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: {why}",
+                          at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
+
+
+@rule("HW203", "backend-nic-numa")
+def backend_nic_numa(ctx: Context) -> Iterator[Finding]:
+    """A backend NIC is on the same NUMA node as its GPU.
+
+    Traffic between a GPU and a NIC on another socket crosses the CPU interconnect (UPI), which is
+    slower than the NIC and shared with everything else; NCCL rates such a pair SYS and avoids it.
+    """
+    for nic, gpu in _pairs(ctx):
+        if nic.numa_node != gpu.numa_node:
+            yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: their traffic crosses the socket interconnect",
+                              at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
+
+
+def _move_hint(ctx: Context, nic: Nic, gpu: Gpu) -> str:
+    p = ctx.platform
+    near = [g.id for g in p.gpus if g.id != gpu.id and ctx.topology.gpudirect_path(g.id, nic.id)]
+    where = (f"onto {gpu.c2c_socket} (the socket of {gpu.id}'s NVLink-C2C)" if gpu.c2c_socket is not None
+             else f"under {gpu.upstream}")
+    return f"move {nic.id} {where}" + (f", or pair it with {' or '.join(near)}" if near else "")
+
+
+@rule("HW204", "backend-nic-rdma")
+def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
+    """Backend NICs can do what the backend declares: RDMA, its transport, and GPUDirect when declared.
+
+    A backend NIC whose part cannot do RDMA (or the declared transport, or GPUDirect RDMA) makes
+    NCCL fall back to sockets through host memory: the job runs, many times slower, with no error.
+    """
+    p = ctx.platform
+    backend = p.backend
+    for nic in p.backend_nics:
+        rdma_backend = backend is None or backend.transport in RDMA_TRANSPORTS
+        if rdma_backend and not nic.rdma:
+            yield ctx.finding(f"{nic.id}: backend NIC part {nic.part} ({nic.model_name}) cannot do RDMA",
+                              at=(nic.id, "part"), hint="use an RDMA-capable part for backend NICs")
+        if nic.transport not in nic.supported_transports:
+            yield ctx.finding(f"{nic.id}: transport {nic.transport} is not supported by {nic.part} "
+                              f"(supports {id_list(nic.supported_transports)})",
+                              at=(nic.id, "transport"), hint="use a transport the part supports, or another part")
+        if backend is not None and nic.transport != backend.transport:
+            yield ctx.finding(f"{nic.id}: transport {nic.transport}, but backend.transport is {backend.transport}",
+                              at=(nic.id, "transport"), hint="backend NICs carry the backend transport")
+        if backend is not None and backend.gpudirect and not nic.gpudirect:
+            yield ctx.finding(f"{nic.id}: backend.gpudirect is declared, but {nic.part} does not support GPUDirect RDMA",
+                              at=(nic.id, "part"), hint="use a GPUDirect-capable part, or do not declare backend.gpudirect")
+
+
+@rule("HW205", "ingestion-nic-placement")
+def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
+    """Ingestion and frontend NICs attach to a CPU (a socket or root port), never below a PCIe switch that also holds a GPU.
+
+    Host NIC traffic goes to host memory. Below a GPU's switch it competes with the GPU for the
+    switch uplink, and data loading slows the very GPU it feeds.
+    """
+    p = ctx.platform
+    for nic in p.host_nics:
+        for bridge_id in ctx.topology.bridges_above(nic.id):
+            if p.by_id[bridge_id].kind != "switch":
+                continue
+            under = ctx.topology.below(bridge_id)
+            gpus = [g.id for g in p.gpus if g.id in under]
+            if gpus:
+                yield ctx.finding(f"{nic.id} ({nic.role}) sits below {bridge_id}, which also holds {id_list(gpus)}: "
+                                  "host traffic shares the GPUs' uplink",
+                                  at=(nic.id, "pcie", "upstream"), hint="attach it to a socket or a root port")
+                break
+
+
+@rule("HW206", "nic-names", waivable=False)
+def nic_names(ctx: Context) -> Iterator[Finding]:
+    """NIC device and interface names are unique; backend RDMA NICs are all named or all left to NCCL; each NIC has the interface its transport needs.
+
+    RDMA devices (rocev2, infiniband) may be left unnamed: NCCL then picks them itself, or by
+    the filter in `backend.ib_hca`. But when some backend NICs are named and others not, the
+    exact-name NCCL_IB_HCA built from the named ones would leave the others out. Sockets (TCP)
+    and host RoCE NICs need the network interface (`NCCL_SOCKET_IFNAME`); a backend RoCE NIC
+    is reached through its RDMA device, whose GID NCCL finds itself. A shared name makes the
+    generated environment pick the wrong NIC.
+    """
+    p = ctx.platform
+    devices: dict[tuple[str, int], Nic] = {}
+    interfaces: dict[str, Nic] = {}
+    rdma = [n for n in p.backend_nics if n.transport in RDMA_TRANSPORTS]
+    named = [n for n in in_file_order(p, rdma) if n.device is not None]
+    for nic in in_file_order(p, p.nics):
+        if nic in rdma and nic.device is None and named and (p.backend is None or p.backend.ib_hca is None):
+            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the RDMA device name ('device:'), "
+                              f"as {named[0].id} has one",
+                              at=(nic.id, "device"), hint="e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none "
+                                                          "and let NCCL pick them (optionally by 'backend.ib_hca')")
+        if (nic.transport == "tcp" or (nic.transport == "rocev2" and nic.role != "backend")) and nic.interface is None:
+            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the network interface name ('interface:')",
+                              at=(nic.id, "interface"), hint="e.g. 'interface: eth0', as 'ip link' shows it")
+        if nic.device is not None:
+            other = devices.setdefault((nic.device, nic.port), nic)
+            if other is not nic:
+                line = p.locate(other.id, "device").line
+                yield ctx.finding(f"{nic.id}: RDMA device {nic.device} port {nic.port} is already {other.id}'s (line {line})",
+                                  at=(nic.id, "device"), hint="each NIC port has its own device name or port number")
+        if nic.interface is not None:
+            other = interfaces.setdefault(nic.interface, nic)
+            if other is not nic:
+                line = p.locate(other.id, "interface").line
+                yield ctx.finding(f"{nic.id}: interface {nic.interface} is already {other.id}'s (line {line})",
+                                  at=(nic.id, "interface"), hint="each NIC port has its own interface name")

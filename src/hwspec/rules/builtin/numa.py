@@ -1,0 +1,109 @@
+"""Host rules: NUMA nodes, CPU lists and memory add up; GPUs have their part's memory."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from hwspec.rules import Context, Finding, rule
+from hwspec.spec.units import format_bytes
+
+from ._common import cpu_list, gbyte, in_file_order
+
+
+@rule("HW501", "numa-unique")
+def numa_unique(ctx: Context) -> Iterator[Finding]:
+    """Each socket has its own NUMA node id, and no CPU is listed for two sockets.
+
+    NUMA ids and CPU lists become the launcher's CPU and memory binding (numactl, taskset). A
+    shared id or CPU binds two GPUs' workers to one socket's cores and memory while the other
+    socket idles.
+    """
+    p = ctx.platform
+    numa: dict[int, str] = {}
+    cpus: dict[int, str] = {}
+    for socket in in_file_order(p, p.sockets):
+        other = numa.setdefault(socket.numa_node, socket.id)
+        if other != socket.id:
+            yield ctx.finding(f"{socket.id}: NUMA node {socket.numa_node} is already {other}'s",
+                              at=(socket.id, "numa_node"), hint="number NUMA nodes as 'numactl -H' shows them")
+        shared: dict[str, list[int]] = {}
+        for cpu in socket.cpus:
+            owner = cpus.setdefault(cpu, socket.id)
+            if owner != socket.id:
+                shared.setdefault(owner, []).append(cpu)
+        for owner, overlap in shared.items():
+            yield ctx.finding(f"{socket.id}: CPUs {cpu_list(overlap)} are also listed for {owner}",
+                              at=(socket.id, "cpus"), hint="copy each node's CPU list from 'lscpu' or 'numactl -H'")
+
+
+@rule("HW502", "memory-total")
+def memory_total(ctx: Context) -> Iterator[Finding]:
+    """The sockets' memory adds up to `declares.memory`, when it is declared.
+
+    The declared total is what the machine is sold and planned as (embedding tables are sized
+    against it); a per-socket figure that does not add up means one of the two is wrong.
+    """
+    p = ctx.platform
+    declared = p.declares.memory
+    if declared is None or declared == p.memory_capacity:
+        return
+    each = " + ".join(format_bytes(s.memory_capacity) for s in p.sockets)
+    yield ctx.finding(f"declares.memory is {format_bytes(declared)}, but the sockets have "
+                      f"{format_bytes(p.memory_capacity)} ({each})",
+                      at=(None, "declares", "memory"), hint="correct the per-socket memory or the declared total")
+
+
+@rule("HW503", "hbm-matches-part", severity="warning")
+def hbm_matches_part(ctx: Context) -> Iterator[Finding]:
+    """A GPU has its part's HBM: capacity and bandwidth are not overridden per GPU.
+
+    HBM is what tells one GPU model from another (A100 40 GB vs 80 GB): an override usually means
+    the wrong part is named, and the catalogue, the roofline and the model planner then disagree
+    about the machine. Add the right part to the catalogue instead.
+    """
+    p = ctx.platform
+    for gpu in p.gpus:
+        for path in gpu.overridden:
+            if path == "hbm.capacity":
+                value = format_bytes(gpu.hbm_capacity)
+            elif path == "hbm.bandwidth":
+                value = gbyte(gpu.hbm_bandwidth)
+            else:
+                continue
+            yield ctx.finding(f"{gpu.id} overrides the HBM {path.split('.')[1]} of its part {gpu.part} with {value}",
+                              at=(gpu.id, "override", *path.split(".")),
+                              hint="name (or add) the part with this memory instead of overriding it")
+
+
+@rule("HW504", "cores-per-rank", severity="warning")
+def cores_per_rank(ctx: Context) -> Iterator[Finding]:
+    """Every NUMA node with GPUs has at least one physical core (in its CPU list) per GPU.
+
+    Each local rank is bound to its GPU's NUMA node and runs OMP_NUM_THREADS = the node's
+    cores divided by its ranks. With fewer cores than ranks, ranks share cores and the data
+    loader threads starve; usually the CPU list or the part's threads per core is wrong.
+    """
+    t = ctx.topology
+    for socket in ctx.platform.sockets:
+        gpus = t.gpus_on(socket.id)
+        if gpus and t.cores_per_rank(socket.id) < 1:
+            yield ctx.finding(f"{socket.id} (NUMA {socket.numa_node}) has {t.physical_cores(socket.id)} physical core(s) "
+                              f"in its CPU list ({len(socket.cpus)} CPUs, {socket.threads_per_core} per core) for "
+                              f"{len(gpus)} GPUs ({', '.join(g.id for g in gpus)})",
+                              at=(socket.id, "cpus"), hint="check the CPU list ('numactl -H') and the part's threads_per_core")
+
+
+@rule("HW505", "c2c-socket-numa")
+def c2c_socket_numa(ctx: Context) -> Iterator[Finding]:
+    """A GPU attached over NVLink-C2C reaches the same socket through its PCIe presence.
+
+    The GPU's NUMA node (rank binding, the DDR tier, NCCL's `<cpu>` for the GPU) comes from the
+    socket its PCIe presence hangs off, while its host traffic and GPUDirect RDMA use the socket of
+    its NVLink-C2C. On a Grace Blackwell tray both are the GPU's own Grace; two different sockets
+    mean one of the two entries names the wrong Grace.
+    """
+    for gpu in ctx.platform.gpus:
+        if gpu.c2c_socket is not None and gpu.socket is not None and gpu.socket != gpu.c2c_socket:
+            yield ctx.finding(f"{gpu.id}: its NVLink-C2C goes to {gpu.c2c_socket}, but its PCIe presence reaches {gpu.socket} "
+                              f"(NUMA {gpu.numa_node})",
+                              at=(gpu.id, "c2c", "socket"), hint=f"name the same socket in {gpu.id}'s 'c2c' and 'pcie'")

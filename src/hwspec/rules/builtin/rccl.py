@@ -1,0 +1,23 @@
+"""RCCL generation rule: what rccl-topo.xml cannot say, reported during `validate`.
+
+The generator states its limits once (`hwspec.generate.rccl.rccl_limits`); this rule reports
+that list as located findings and the generator refuses with the same list, so `validate` clean
+means `generate` succeeds for AMD nodes too.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from hwspec.generate.rccl import rccl_limits
+from hwspec.rules import Context, Finding, rule
+
+
+@rule("HW911", "rccl-topo-writable", waivable=False)
+def rccl_topo_writable(ctx: Context) -> Iterator[Finding]:
+    """An AMD node can be written as RCCL's topology file: AMD GPUs only, parts with gcn, hip_arch and compute_units, xGMI pairs (no switch), devices under a CPU socket of a known x86 vendor, at most 1024 elements and 32 children per element.
+
+    RCCL reads `<gpu sm gcn arch>` and point-to-point `<xgmi>` links, and refuses or misreads a
+    file without them; hwspec refuses to write such a file rather than have RCCL guess on every node."""
+    for limit in rccl_limits(ctx.topology):
+        yield ctx.finding(limit.message, at=limit.at)

@@ -1,0 +1,1 @@
+"""Reading platform files: positioned safe YAML, `repeat`/`${...}` expansion, the source map."""

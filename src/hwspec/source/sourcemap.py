@@ -1,0 +1,46 @@
+"""Source maps: where the entries of a resolved model are written in their YAML file.
+
+The model (`hwspec.model.node`) and the cluster model hold a source map instead of the YAML
+layer's documents, so they do not import `hwspec.source.loader`/`hwspec.source.expand`. A source map turns
+an entity id and field names into a `Location` (file, line, column; 1-based), following
+repeat-expanded entries back to their template line.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from hwspec.source.expand import Expanded, Provenance
+from hwspec.model.node import Location
+from hwspec.source.loader import SourceDoc
+
+
+class DocumentSourceMap:
+    """Positions in one expanded document. `entity_paths` maps ids to their data path
+    (`gpu0` -> `("gpus", 0)`); an id not in it is read as a top-level key."""
+
+    def __init__(self, doc: SourceDoc, expanded: Expanded, entity_paths: Mapping[str, tuple] | None = None):
+        self.doc = doc
+        self.expanded = expanded
+        self.entity_paths = dict(entity_paths or {})
+
+    @property
+    def file(self) -> str:
+        return self.doc.file
+
+    def path_of(self, entity: str | None, *fields: str | int) -> tuple:
+        """The data path of `entity` (None: the file top) and `fields`."""
+        if entity is None:
+            return tuple(fields)
+        return tuple(self.entity_paths.get(entity, (entity,))) + tuple(fields)
+
+    def at(self, path: tuple) -> Location:
+        """Where the data path `path` is written."""
+        pos = self.doc.locate(self.expanded.written_path(tuple(path)))
+        return Location(self.doc.file, pos.line, pos.col)
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> Location:
+        return self.at(self.path_of(entity, *fields))
+
+    def provenance(self, entity: str, *fields: str | int) -> Provenance | None:
+        return self.expanded.provenance.get(tuple(self.entity_paths.get(entity, ())) + tuple(fields))

@@ -1,0 +1,288 @@
+"""The checks of the spec language that are code, not types: one definition, used by both forms.
+
+`hwspec.spec.models` (pydantic models, the one definition of the spec language) attaches these as
+validators; `hwspec.spec._runtime` (generated from those models by `hwspec.spec.compile`)
+names them by import path. So every callable here is a module-level function (or a class
+attribute of a module-level class) that pydantic_core can call directly, and this module
+imports no pydantic: only `pydantic_core.PydanticCustomError` for the error it raises.
+
+Every failure is a `PydanticCustomError` whose type starts with `hwspec` (or is `unit` in
+`hwspec.spec.units`): `hwspec.spec.translate` prints its message verbatim, without pydantic's "got ...".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hwspec.source.expand import Substituted
+from hwspec.spec.pydantic_core_ext import PydanticCustomError, PydanticKnownError
+
+MAX_CPU_ID = 65535
+"""Largest logical CPU id (Linux's NR_CPUS tops out at 8192 today)."""
+MAX_CORES = 1024
+"""Physical cores per socket."""
+MAX_SOCKETS = 64
+"""Sockets (NUMA nodes) per node: with MAX_CORES and 8 threads, a node has at most 524,288 CPUs."""
+PCIE_GEN_RATES: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
+"""PCIe generation -> transfers per second per lane."""
+
+
+# ---------------------------------------------------------------- whole numbers
+
+
+def _is_integer(value: object) -> bool:
+    """An int, or a float with no fraction (JSON Schema's "integer" counts 12.0 as one)."""
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def whole_number(value: object) -> object:
+    """A whole number is written as a number: `2` (or `2.0`), not `"2"` or `true` (pydantic
+    would coerce them; the JSON Schema does not, and neither does hwspec). The text of a
+    `${...}` placeholder (`slot: ${g}`) is the one string accepted there. None passes (an
+    optional field left empty)."""
+    if value is not None and not _is_integer(value) and not isinstance(value, Substituted):
+        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+            raise PydanticCustomError("hwspec_integer", f"'{value}' is a string: write the number without quotes ({value.strip()})")
+        shown = f"'{value}'" if isinstance(value, str) else str(value).lower()
+        raise PydanticCustomError("hwspec_integer", f"{shown} is not a whole number, e.g. 2")
+    return value
+
+
+# ---------------------------------------------------------------- text formats
+
+
+def _format_error(value: str, what: str, example: str) -> PydanticCustomError:
+    return PydanticCustomError("hwspec_format", f"'{value}' is not {what}, e.g. '{example}'")
+
+
+# ID, BUS_ID, OS_NAME and ENV_NAME are also the JSON Schema's patterns (`hwspec.spec.models`).
+ID = re.compile(r"[a-z][a-z0-9_-]*")
+_PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+"""A PCI bus id as the kernel and NCCL print it (lower case): `hwspec.formats.nccl_topology` holds a
+topology file's bus ids to it too."""
+OS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CPU_LIST = re.compile(r"\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*")
+_IB_HCA = re.compile(r"[\^]?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*")
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_ENV_VALUE = re.compile(r"[A-Za-z0-9_./:,=@%+^-]*")
+
+
+def check_id(value: str) -> str:
+    """An entry id: `gpu0`, `sw-1`."""
+    if not ID.fullmatch(value):
+        raise _format_error(value, "an id (lower-case letters, digits, '-' and '_', starting with a letter)", "gpu0")
+    return value
+
+
+def check_part_name(value: str) -> str:
+    """A catalogue part name: `a100-sxm4-40gb`."""
+    if not _PART_NAME.fullmatch(value):
+        raise _format_error(value, "a part name (lower-case letters, digits, '.', '-', '_')", "a100-sxm4-40gb")
+    return value
+
+
+def check_bus_id(value: str) -> str:
+    """A PCI bus id in the kernel's (and NCCL's) lower-case `dddd:bb:dd.f` form."""
+    if not BUS_ID.fullmatch(value):
+        raise _format_error(value, "a PCI bus id in lower-case 'dddd:bb:dd.f' form, as the kernel and NCCL print it", "0000:17:00.0")
+    return value
+
+
+def check_os_name(value: str) -> str:
+    """A device or interface name as the OS shows it (`mlx5_0`, `eth0`)."""
+    if not OS_NAME.fullmatch(value):
+        raise _format_error(value, "a device or interface name (letters, digits, '.', '-', '_'; at most 15)", "mlx5_0")
+    return value
+
+
+def check_cpu_list_syntax(value: str) -> str:
+    """A CPU list's syntax: `0-27,112-139`."""
+    if not _CPU_LIST.fullmatch(value):
+        raise _format_error(value, "a CPU list such as '0-27,112-139'", "0-27,112-139")
+    return value
+
+
+def check_ib_hca(value: str) -> str:
+    """NCCL_IB_HCA's syntax: optional '^' and '=', then device names with an optional ':port'."""
+    if not _IB_HCA.fullmatch(value):
+        raise _format_error(value, "an NCCL_IB_HCA filter such as 'mlx5', '^mlx5_an0' or '=mlx5_0:1,mlx5_1:1'", "mlx5")
+    return value
+
+
+def check_env_name(value: str) -> str:
+    """An environment variable name: upper-case letters, digits, '_'."""
+    if not ENV_NAME.fullmatch(value):
+        raise _format_error(value, "an environment variable name (upper-case letters, digits, '_')", "NCCL_IB_TIMEOUT")
+    return value
+
+
+def env_value_text(value: object) -> object:
+    """An environment value as text: booleans as 1/0, numbers as written, strings unchanged."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value) if isinstance(value, (int, float)) else value
+
+
+def check_env_value(value: str) -> str:
+    """A value env files and nccl.conf take verbatim (no spaces or quotes)."""
+    if not _ENV_VALUE.fullmatch(value):
+        raise _format_error(value, "a value env files and nccl.conf take verbatim "
+                                   "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")
+    return value
+
+
+def off_is_off(value: object) -> object:
+    """YAML 1.1 reads a bare `off` (and `no`, `false`) as false: what the user wrote is `off`."""
+    return "off" if value is False else value
+
+
+# ---------------------------------------------------------------- CPU counts
+
+
+def cpu_count(value: str) -> int:
+    """CPUs a (syntax-checked) CPU list names, without expanding it."""
+    total = 0
+    for chunk in value.split(","):
+        lo, _, hi = chunk.partition("-")
+        total += int(hi or lo) - int(lo) + 1
+    return total
+
+
+def check_cpu_list_size(value: str) -> str:
+    """A CPU list whose size is computed before anything is expanded: every id at most
+    MAX_CPU_ID, ranges ascending, at most MAX_CPU_ID + 1 CPUs in all (a 4 MiB file of
+    `0-65535,` repeats would otherwise expand to billions)."""
+    total = 0
+    for chunk in value.split(","):
+        lo, _, hi = chunk.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if last > MAX_CPU_ID:
+            raise PydanticCustomError("hwspec_format", f"CPU {last} is above the largest CPU id {MAX_CPU_ID}")
+        if last < first:
+            raise PydanticCustomError("hwspec_format", f"range '{chunk}' runs backwards: write the lower CPU first")
+        total += last - first + 1
+        if total > MAX_CPU_ID + 1:
+            raise PydanticCustomError("hwspec_format", f"the list names more than {MAX_CPU_ID + 1} CPUs")
+    return value
+
+
+def cpus_bounded(sockets: list[Any]) -> list[Any]:
+    """The CPUs a node's lists name, counted before any list is expanded: at most
+    MAX_CPU_ID + 1 in all (64 sockets x 64 NUMA nodes x 65,536 CPUs would be 268M ids)."""
+    lists = [s.cpus for s in sockets] + [n.cpus for s in sockets for n in (s.numa_nodes or ())]
+    total = sum(cpu_count(text) for text in lists if text)
+    if total > MAX_CPU_ID + 1:
+        raise PydanticCustomError("hwspec_format", f"the CPU lists name {total} CPUs, more than {MAX_CPU_ID + 1}")
+    return sockets
+
+
+# ---------------------------------------------------------------- whole-entry checks (model validators)
+
+
+def gen_or_speed(link: Any) -> Any:
+    """A PCIe link gives its generation or its transfer rate (a PCIe one), exactly one."""
+    if (link.gen is None) == (link.speed is None):
+        raise PydanticCustomError("hwspec_link", "give either 'gen' (e.g. 4) or 'speed' (e.g. '16 GT/s'), not both or neither")
+    if link.speed is not None and link.speed not in PCIE_GEN_RATES.values():
+        raise PydanticCustomError("hwspec_link", "speed must be a PCIe rate: 2.5, 5, 8, 16, 32 or 64 GT/s")
+    return link
+
+
+def width_zero_needs_physical(link: Any) -> Any:
+    """A presented link of width 0 (a VM's passed-through device) states its physical link."""
+    if link.width == 0 and link.physical is None:
+        raise PydanticCustomError("hwspec_link", "a link of width 0 carries no bandwidth: add 'physical: {gen: .., width: ..}', "
+                                                 "the link the device trains at")
+    return link
+
+
+def one_numa_form(socket: Any) -> Any:
+    """A socket is one NUMA node (`numa_node`, `memory` on it) or lists its `numa_nodes`."""
+    if socket.numa_nodes is not None:
+        given = [key for key in ("numa_node", "cpus", "memory") if getattr(socket, key) is not None]
+        if given:
+            raise PydanticCustomError("hwspec_numa", "a socket with 'numa_nodes' gives {keys} per NUMA node, not on the socket",
+                                      {"keys": ", ".join(given)})
+    elif socket.numa_node is None or socket.memory is None:
+        raise PydanticCustomError("hwspec_numa", "a socket needs 'numa_node' and 'memory' (one NUMA node), "
+                                                 "or 'numa_nodes' (several)")
+    return socket
+
+
+def switches_with_nvswitch_wiring(board: Any) -> Any:
+    """`wiring: nvswitch` and an `nvswitches` list come together."""
+    if (board.wiring == "nvswitch") != (board.nvswitches is not None):
+        raise PydanticCustomError("hwspec_baseboard", "'wiring: nvswitch' and 'nvswitches' go together: list the "
+                                                      "NVSwitch chips and each GPU's links to them")
+    return board
+
+
+# ---------------------------------------------------------------- methods shared by both forms
+
+
+class LinkMethods:
+    """What a validated PCIe link (`PhysicalLink`, `PcieLink`) computes from its fields."""
+
+    __slots__ = ()
+
+    @property
+    def generation(self) -> int:
+        """The PCIe generation, given as `gen` or derived from `speed` (a PCIe rate)."""
+        gen: int | None = getattr(self, "gen")
+        if gen is not None:
+            return gen
+        speed: float = getattr(self, "speed")
+        return next(g for g, rate in PCIE_GEN_RATES.items() if rate == speed)
+
+
+# ---------------------------------------------------------------- numeric bounds
+
+
+def _bound(value: Any) -> int | float | str:
+    """The bound as pydantic_core's error context wants it (a number or a string)."""
+    return value if isinstance(value, (int, float, str)) else repr(value)
+
+
+def greater_than(x: Any, gt: Any) -> Any:
+    """`gt` on a value a function produced (a parsed unit): the same error as pydantic's own
+    check of `Field(gt=..)` there, `greater_than`, so both forms of the spec report it alike."""
+    try:
+        if not x > gt:
+            raise PydanticKnownError("greater_than", {"gt": _bound(gt)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'gt' to supplied value {x}") from None
+
+
+def greater_than_or_equal(x: Any, ge: Any) -> Any:
+    """`ge` on a value a function produced (see `greater_than`)."""
+    try:
+        if not x >= ge:
+            raise PydanticKnownError("greater_than_equal", {"ge": _bound(ge)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'ge' to supplied value {x}") from None
+
+
+def less_than(x: Any, lt: Any) -> Any:
+    """`lt` on a value a function produced (see `greater_than`)."""
+    try:
+        if not x < lt:
+            raise PydanticKnownError("less_than", {"lt": _bound(lt)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'lt' to supplied value {x}") from None
+
+
+def less_than_or_equal(x: Any, le: Any) -> Any:
+    """`le` on a value a function produced (see `greater_than`)."""
+    try:
+        if not x <= le:
+            raise PydanticKnownError("less_than_equal", {"le": _bound(le)})
+        return x
+    except TypeError:
+        raise TypeError(f"Unable to apply constraint 'le' to supplied value {x}") from None

@@ -1,0 +1,278 @@
+"""Workload files (`kind: workload`): a DLRM-style recommendation model to estimate on a platform.
+
+A workload file goes through the same loader as platforms (`hwspec.source.loader` positions,
+`hwspec.source.expand` repeat blocks and annotated values, located diagnostics). `WorkloadSpec` is the
+file as written; `Workload` is the resolved model with its per-sample sizes derived once:
+bytes are bytes, FLOPs are floating-point operations, counts are counts. Sizes of dtypes are
+`DTYPE_BYTES`.
+
+Conventions (DLRM's own): `bottom_mlp` and `top_mlp` list layer widths *including the input*
+(DLRM's `--arch-mlp-bot 13-512-256-64`); one layer is a matrix multiply of `in x out` weights
+plus `out` biases, 2 x in x out FLOPs per sample forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal
+
+from pydantic import Field, model_validator
+
+from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.spec.translate import DataPath, dotted, validate_document
+from hwspec.source.expand import Expanded
+from hwspec.spec.pydantic_core_ext import PydanticCustomError
+from hwspec.source.loader import SourceDoc
+from hwspec.spec.models import Id, OptionalWholeNumber, Spec, WholeNumber
+
+StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+CommDtype = Literal["fp32", "fp16", "bf16", "fp8"]
+IndexDtype = Literal["int32", "int64"]
+Sharding = Literal["table-wise", "row-wise", "column-wise", "data-parallel"]
+Optimizer = Literal["sgd", "rowwise-adagrad", "adagrad"]
+
+DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
+                                 "int32": 4, "int64": 8}
+"""Bytes per element of every dtype a workload names (tf32 is stored as fp32)."""
+
+LENGTH_BYTES = 4
+"""Bytes per (sample, feature) length entry of a jagged sparse input (int32 lengths)."""
+LABEL_BYTES = 4
+"""Bytes per sample label (fp32)."""
+DENSE_INPUT_BYTES = 4
+"""Bytes per dense input feature (fp32 as read from the data loader)."""
+OPTIMIZER_STATE_BYTES = {"sgd": lambda dim: 0, "rowwise-adagrad": lambda dim: 4, "adagrad": lambda dim: 4 * dim}
+"""Optimizer state per embedding row, bytes (fp32): none, one sum per row, one per element."""
+
+
+class BatchSpec(Spec):
+    """The batch: give `global` (samples per iteration over all GPUs) or `per_gpu` (local batch)."""
+
+    global_: OptionalWholeNumber = Field(None, alias="global", ge=1, description="Samples per iteration over all GPUs.")
+    per_gpu: OptionalWholeNumber = Field(None, ge=1, description="Samples per iteration per GPU (local batch).")
+
+    @model_validator(mode="after")
+    def _one(self) -> "BatchSpec":
+        if (self.global_ is None) == (self.per_gpu is None):
+            raise PydanticCustomError("hwspec_batch", "give either 'global' or 'per_gpu', not both or neither")
+        return self
+
+
+class TableSpec(Spec):
+    """`count` identical embedding tables."""
+
+    name: Id = Field(description="Name of the table group, unique in the file.")
+    count: WholeNumber = Field(1, ge=1, le=1_000_000, description="Identical tables in this group.")
+    rows: WholeNumber = Field(ge=1, le=10**13, description="Rows (hash size) per table.")
+    dim: WholeNumber = Field(ge=1, le=65536, description="Embedding dimension.")
+    pooling: float = Field(gt=0, le=1_000_000, description="Average lookups per sample (pooling factor).")
+    precision: StorageDtype | None = Field(None, description="Storage dtype; default: embeddings.precision.")
+    sharding: Sharding | None = Field(None, description="Default: embeddings.sharding.")
+    column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding only).")
+
+
+class EmbeddingsSpec(Spec):
+    """The embedding tables and how they are stored, sharded and trained."""
+
+    precision: StorageDtype = Field("fp32", description="Storage dtype of every table (a table may say its own).")
+    sharding: Sharding = Field("table-wise", description="Sharding of every table (a table may say its own: a mix).")
+    optimizer: Optimizer = Field("rowwise-adagrad", description="Sparse optimizer: its state per row is stored and updated.")
+    index_dtype: IndexDtype = Field("int64", description="Dtype of the sparse feature ids in the input.")
+    hbm_share: float = Field(0.8, gt=0, le=1, description="Fraction of each GPU's HBM the tables may use.")
+    tables: list[TableSpec] = Field(min_length=1, description="Table groups: count identical tables each.")
+
+
+class CommunicationSpec(Spec):
+    """Dtypes on the wire (quantized communication): pooled embeddings forward, their gradients
+    backward, and the dense-gradient AllReduce."""
+
+    forward: CommDtype = Field("fp32", description="Dtype of the pooled embeddings sent forward.")
+    backward: CommDtype = Field("fp32", description="Dtype of their gradients sent backward.")
+    allreduce: CommDtype = Field("fp32", description="Dtype of the dense gradients in the AllReduce.")
+
+
+class WorkloadSpec(Spec):
+    """A workload file (`kind: workload`)."""
+
+    hwspec: Literal[1]
+    kind: Literal["workload"]
+    name: Id = Field(description="Name of the workload (letters, digits, '-', '_').")
+    title: str | None = None
+    description: str | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+    batch: BatchSpec = Field(description="Samples per iteration: global or per GPU.")
+    compute_dtype: Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"] = Field(
+        "fp32", description="Dtype of the MLP math; must have a peak on the platform's GPUs.")
+    bottom_mlp: list[int] = Field(min_length=2, description="Layer widths including the input (dense features first).")
+    top_mlp: list[int] = Field(min_length=2, description="Layer widths including the input (the interaction output).")
+    interaction: Literal["dot", "cat"] = Field("dot", description="Feature interaction: pairwise dot products or concatenation.")
+    embeddings: EmbeddingsSpec = Field(description="The embedding tables and how they are stored, sharded and trained.")
+    communication: CommunicationSpec = Field(default_factory=CommunicationSpec,
+                                             description="Dtypes on the wire (quantized communication).")
+
+    @model_validator(mode="after")
+    def _widths(self) -> "WorkloadSpec":
+        for width in (*self.bottom_mlp, *self.top_mlp):
+            if not 1 <= width <= 1_000_000:
+                raise PydanticCustomError("hwspec_mlp", "MLP widths must be between 1 and 1000000, got {width}", {"width": width})
+        return self
+
+
+# ---------------------------------------------------------------- resolved
+
+
+@dataclass(frozen=True)
+class Table:
+    """A resolved table group: the spec's values with defaults filled in."""
+
+    name: str
+    count: int
+    rows: int
+    dim: int
+    pooling: float
+    precision: str
+    sharding: str
+    column_shards: int
+    state_bytes_per_row: float
+
+    @property
+    def row_bytes(self) -> float:
+        """Bytes of one row: weights plus optimizer state."""
+        return self.dim * DTYPE_BYTES[self.precision] + self.state_bytes_per_row
+
+    @property
+    def storage_bytes(self) -> float:
+        """Bytes of all `count` tables (weights and optimizer state)."""
+        return self.count * self.rows * self.row_bytes
+
+    @property
+    def parameters(self) -> int:
+        return self.count * self.rows * self.dim
+
+
+def mlp_layers(widths: list[int] | tuple[int, ...]) -> list[tuple[int, int]]:
+    """(in, out) of every layer of an MLP given by its widths, input first."""
+    return list(zip(widths[:-1], widths[1:]))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A resolved workload. `locate(*path)` gives where a key is written (for diagnostics)."""
+
+    name: str
+    title: str
+    file: str
+    batch_global: int | None
+    batch_per_gpu: int | None
+    compute_dtype: str
+    bottom_mlp: tuple[int, ...]
+    top_mlp: tuple[int, ...]
+    interaction: str
+    tables: tuple[Table, ...]
+    index_dtype: str
+    optimizer: str
+    hbm_share: float
+    comm_forward: str
+    comm_backward: str
+    comm_allreduce: str
+    assumptions: tuple[tuple[str, str], ...]
+    locate: Callable[..., Position]
+    kind: str = "workload"
+
+    def local_batch(self, world_size: int) -> float:
+        """Samples per GPU per iteration on `world_size` GPUs (may be fractional for a global
+        batch that does not divide evenly: the estimate is an average)."""
+        return float(self.batch_per_gpu) if self.batch_per_gpu is not None else self.batch_global / world_size
+
+    def global_batch(self, world_size: int) -> float:
+        return float(self.batch_global) if self.batch_global is not None else float(self.batch_per_gpu * world_size)
+
+    @property
+    def dense_features(self) -> int:
+        return self.bottom_mlp[0]
+
+    @property
+    def features(self) -> int:
+        """Sparse features (one per table) plus the dense one, as the interaction sees them."""
+        return sum(t.count for t in self.tables) + 1
+
+    @property
+    def mlp_parameters(self) -> int:
+        """Weights and biases of both MLPs."""
+        return sum(i * o + o for i, o in (*mlp_layers(self.bottom_mlp), *mlp_layers(self.top_mlp)))
+
+    @property
+    def mlp_flops_per_sample(self) -> float:
+        """Forward FLOPs per sample of both MLPs: 2 x in x out per layer."""
+        return float(sum(2 * i * o for i, o in (*mlp_layers(self.bottom_mlp), *mlp_layers(self.top_mlp))))
+
+    @property
+    def interaction_flops_per_sample(self) -> float:
+        """Forward FLOPs per sample of the interaction. `dot`: pairwise dot products of the F
+        features, each of the bottom MLP's output width d: F(F-1)/2 x 2d. `cat`: none."""
+        if self.interaction == "cat":
+            return 0.0
+        f, d = self.features, self.bottom_mlp[-1]
+        return f * (f - 1) / 2 * 2 * d
+
+    def sharded(self, *kinds: str) -> tuple[Table, ...]:
+        return tuple(t for t in self.tables if t.sharding in kinds)
+
+
+def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
+    """Validate and resolve a workload document. Raises HwspecError with located diagnostics."""
+
+    def locate(p: DataPath) -> Position:
+        return doc.locate(expanded.written_path(p))
+
+    spec = validate_document(WorkloadSpec, doc, expanded)
+    errors: list[Diagnostic] = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(spec.embeddings.tables):
+        if table.name in seen:
+            pos = locate(("embeddings", "tables", index, "name"))
+            errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E202",
+                                     f"embeddings.tables[{index}]: duplicate table name '{table.name}' "
+                                     f"(also used by embeddings.tables[{seen[table.name]}])"))
+        seen.setdefault(table.name, index)
+    if errors:
+        raise HwspecError(errors)
+    emb = spec.embeddings
+    state = OPTIMIZER_STATE_BYTES[emb.optimizer]
+    tables = tuple(Table(name=t.name, count=t.count, rows=t.rows, dim=t.dim, pooling=t.pooling,
+                         precision=t.precision or emb.precision, sharding=t.sharding or emb.sharding,
+                         column_shards=t.column_shards, state_bytes_per_row=state(t.dim))
+                   for t in emb.tables)
+    assumptions = tuple(sorted((dotted(path), note) for path, note in _assumed(expanded)))
+    return Workload(
+        name=spec.name, title=spec.title or spec.name, file=doc.file,
+        batch_global=spec.batch.global_, batch_per_gpu=spec.batch.per_gpu, compute_dtype=spec.compute_dtype,
+        bottom_mlp=tuple(spec.bottom_mlp), top_mlp=tuple(spec.top_mlp), interaction=spec.interaction,
+        tables=tables, index_dtype=emb.index_dtype, optimizer=emb.optimizer, hbm_share=emb.hbm_share,
+        comm_forward=spec.communication.forward, comm_backward=spec.communication.backward,
+        comm_allreduce=spec.communication.allreduce, assumptions=assumptions,
+        locate=lambda *path: locate(tuple(path)))
+
+
+def _assumed(expanded: Expanded) -> list[tuple[DataPath, str]]:
+    """(path, reason) of every `assumed:` note (blocks and annotated single values), once each."""
+    found: dict[DataPath, str] = {}
+    for path, note in expanded.provenance.items():
+        if note.assumed:
+            found[tuple(path)] = note.assumed
+    return list(found.items())
+
+
+def load_workload(path: Path | str) -> Workload:
+    """Load, validate and resolve the workload file at `path` (HwspecError on any problem)."""
+    from hwspec.model.load import read_document
+
+    doc, expanded = read_document(Path(path))
+    kind = expanded.data.get("kind") if isinstance(expanded.data, dict) else None
+    if kind != "workload":
+        pos = doc.locate(("kind",))
+        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
+                                      f"expected kind: workload here, got {kind!r}",
+                                      "a workload file says 'kind: workload'; the platform goes first: hwspec estimate PLATFORM WORKLOAD")])
+    return load_workload_document(doc, expanded)

@@ -1,0 +1,2 @@
+"""Every derived connectivity fact, computed once and queried (node, cluster), the networkx
+views and Slurm hostlists."""

@@ -1,0 +1,65 @@
+"""The topology graph: one node per device, one edge per link, built from a resolved platform.
+
+A view for drawing and for site rules that want networkx: built on demand by
+`Topology.graph`. Derived facts (paths, islands, NUMA placement) are `hwspec.topology.node`
+queries, not graph walks. Node attributes:
+`kind` (socket | root-port | switch | gpu | nic | ssd | nvswitch), `numa` (NUMA node or None)
+and `item` (the model object; for an NVSwitch its `NvSwitch`, or None when the file lists none). Edge attributes: `kind` (pcie | nvlink |
+cpu), `bandwidth` (bytes/s per direction), and `link` (the physical `PcieLink`) or `links` (NVLink count).
+PCIe edges also carry `parent`, the upstream end.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from hwspec.model.node import Platform
+
+NVSWITCH = "nvswitch"
+
+
+def build_graph(platform: Platform) -> nx.Graph:
+    """Build the topology graph of `platform` (deterministic node and edge order)."""
+    graph = nx.Graph(name=platform.name)
+    for socket in platform.sockets:
+        graph.add_node(socket.id, kind="socket", numa=socket.numa_node, item=socket)
+    for bridge in platform.bridges:
+        graph.add_node(bridge.id, kind=bridge.kind, numa=_numa(platform, bridge.socket), item=bridge)
+    for kind, items in (("gpu", platform.gpus), ("nic", platform.nics), ("ssd", platform.ssds)):
+        for item in items:
+            graph.add_node(item.id, kind=kind, numa=item.numa_node, item=item)
+    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
+        graph.add_edge(item.upstream, item.id, kind="pcie", parent=item.upstream, link=item.physical,
+                       bandwidth=item.physical.bandwidth)
+    for a, b in platform.cpu_links:
+        graph.add_edge(a, b, kind="cpu", bandwidth=platform.cpu_link_bandwidth)
+    switches = {s.id: s for s in platform.baseboard.nvswitches} if platform.baseboard else {}
+    for connection in platform.nvlinks:
+        if connection.b not in platform.gpu_by_id and connection.b not in graph:
+            graph.add_node(connection.b, kind="nvswitch", numa=None, item=switches.get(connection.b))
+        graph.add_edge(connection.a, connection.b, kind="nvlink", links=connection.links,
+                       bandwidth=connection.bandwidth)
+    return graph
+
+
+def _numa(platform: Platform, socket: str | None) -> int | None:
+    return platform.socket_by_id[socket].numa_node if socket in platform.socket_by_id else None
+
+
+def subgraph(graph: nx.Graph, kind: str) -> nx.Graph:
+    """The edges of one kind (pcie, nvlink, cpu) with their end nodes."""
+    return graph.edge_subgraph([(a, b) for a, b, k in graph.edges(data="kind") if k == kind])
+
+
+def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
+    """PCIe links as a directed graph, parent -> child, over every node of `graph`.
+
+    Built from each node's `upstream`, not from the undirected edges: two bridges naming each
+    other share one undirected edge, and the cycle (which rule HW101 reports) must survive."""
+    tree = nx.DiGraph()
+    tree.add_nodes_from(graph.nodes(data=True))
+    for node, item in graph.nodes(data="item"):
+        parent = getattr(item, "upstream", None)
+        if parent is not None:
+            tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.physical, bandwidth=item.physical.bandwidth)
+    return tree

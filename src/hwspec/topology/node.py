@@ -1,0 +1,479 @@
+"""The resolved topology of a node: the model plus every derived connectivity fact, computed once.
+
+`Topology(platform)` is what rules (`ctx.topology`), generators (`ctx.topology`), the roofline
+and site rules read. It answers the questions that need a walk of the PCIe tree or of the
+GPU fabric: the path between two devices and NCCL's name for it (PIX, PXB, P2C, PHB, SYS, NVL),
+the lowest bridge two devices share, a device's socket and NUMA node, NVLink islands, the NIC
+of a GPU and its share of scale-out bandwidth, a GPU's link to host memory (NVLink-C2C or
+PCIe), the CPUs of a NUMA node. These facts have no
+other home: code that needs one asks the topology, never walks `upstream` itself.
+
+Invariants: the topology never changes after it is built (queries are cached); every walk is
+cycle-safe (a PCIe cycle, which rule HW101 reports, ends a walk instead of looping); ids are
+the model's ids; bandwidths are bytes/s per direction.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping
+
+from hwspec.model.node import Bridge, Gpu, Location, Nic, NvlinkConnection, Platform, Socket
+from hwspec.record import Record, record
+
+if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
+    import networkx as nx
+
+PathType = Literal["NVL", "PIX", "PXB", "P2C", "PHB", "SYS"]
+PATH_TYPES: tuple[PathType, ...] = ("NVL", "PIX", "PXB", "P2C", "PHB", "SYS")
+"""NCCL's path types from nearest to farthest (src/graph/topo.h): NVL over NVLink, PIX through
+at most one PCIe bridge, PXB through several bridges without the CPU, P2C from a GPU over its
+NVLink-C2C to its CPU and down that CPU's PCIe to a NIC (NCCL 2.26+; GPUDirect RDMA allowed over
+it by default since 2.27), PHB through the CPU's host bridge, SYS across the socket interconnect."""
+
+RDMA_TRANSPORTS = ("rocev2", "infiniband")
+
+GPUDIRECT_PATHS: tuple[PathType, ...] = ("PIX", "PXB", "P2C")
+"""GPU-to-NIC path types over which GPUDirect RDMA runs at the NIC's speed: a shared PCIe switch or
+root port, or the GPU's NVLink-C2C to the CPU whose root port holds the NIC (`Topology.gpudirect_path`)."""
+
+
+def climb(start: str, parent_of: Callable[[str], str | None], is_root: Container[str]) -> list[str]:
+    """`start` and the ids above it, following `parent_of`, ending at the first root (a socket)
+    or at the first id seen twice (a PCIe cycle), or at an id with no parent.
+
+    The one walk up the PCIe tree: resolution uses it to find each device's socket, the
+    topology for every path query. `climb("gpu0", ...) == ["gpu0", "sw0", "rp0", "cpu0"]`;
+    a cycle ends with its repeated id: `["sw0", "sw1", "sw0"]`."""
+    ids = [start]
+    seen = {start}
+    while ids[-1] not in is_root:
+        parent = parent_of(ids[-1])
+        if parent is None:
+            break
+        ids.append(parent)
+        if parent in seen:
+            break
+        seen.add(parent)
+    return ids
+
+
+@record
+class HostLink(Record):
+    """A GPU's way to host memory (`Topology.host_link`): `kind` "c2c" or "pcie", `link` as
+    people read it ("Gen5 x16", "NVLink-C2C 5 x 45 GB/s"), `bandwidth` with the GPU alone and
+    `shared_bandwidth` with every GPU transferring at once (bytes/s per direction), `hops` links
+    to the socket, `shared_by` the most GPUs on one of those links."""
+
+    kind: Literal["c2c", "pcie"]
+    link: str
+    bandwidth: float
+    shared_bandwidth: float
+    hops: int
+    shared_by: int
+
+
+class ResolvedView:
+    """What the node and the cluster topology share: the resolved model (`platform`) and where
+    its entries are written."""
+
+    kind: str
+
+    def __init__(self, platform: Any):
+        self.platform = platform
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.platform.name!r})"
+
+    @property
+    def name(self) -> str:
+        return self.platform.name
+
+    @property
+    def file(self) -> str:
+        return self.platform.file
+
+    @property
+    def rule_settings(self) -> Mapping[str, Any]:
+        return self.platform.rule_settings
+
+    def locate(self, entity: str | None = None, *fields: str | int) -> Location:
+        """Where `entity` (and optionally one of its fields) is written; see `Platform.locate`."""
+        return self.platform.locate(entity, *fields)
+
+
+class Topology(ResolvedView):
+    """The resolved node: `platform` (the model) plus its derived, cached topology queries."""
+
+    kind = "node"
+    platform: Platform
+
+    @cached_property
+    def graph(self) -> "nx.Graph":
+        """The networkx view (`hwspec.topology.graph.build_graph`), built on first use only. No hwspec
+        code needs it for a fact; it is there for drawing and for site rules that want networkx."""
+        from hwspec.topology.graph import build_graph
+
+        return build_graph(self.platform)
+
+    # -------------------------------------------------------------- the PCIe tree
+
+    @cached_property
+    def children(self) -> dict[str, tuple[str, ...]]:
+        """PCIe parent id -> ids of the bridges and devices directly below it, sorted by bus id."""
+        below: dict[str, list[tuple[str, str]]] = {}
+        p = self.platform
+        for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds):
+            below.setdefault(item.upstream, []).append((item.bus, item.id))
+        return {parent: tuple(i for _, i in sorted(kids)) for parent, kids in below.items()}
+
+    def parent(self, item_id: str) -> str | None:
+        """The id `item_id` hangs off (a bridge or socket), None for a socket or unknown id."""
+        item = self.platform.by_id.get(item_id)
+        return None if item is None or isinstance(item, Socket) else item.upstream
+
+    def chain(self, item_id: str) -> list[str]:
+        """`item_id` and the ids above it up to its socket; a cycle ends with the repeated id
+        (`['sw0', 'sw1', 'sw0']`), a dangling upstream with the unknown id."""
+        return climb(item_id, self.parent, self.platform.socket_by_id)
+
+    def bridges_above(self, item_id: str) -> tuple[str, ...]:
+        """The PCIe bridges above `item_id`, nearest first (no socket; stops at a cycle)."""
+        return self._bridges_above[item_id] if item_id in self._bridges_above else self._walk_bridges(item_id)
+
+    @cached_property
+    def _bridges_above(self) -> dict[str, tuple[str, ...]]:
+        p = self.platform
+        return {item.id: self._walk_bridges(item.id) for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds)}
+
+    def _walk_bridges(self, item_id: str) -> tuple[str, ...]:
+        bridges = self.platform.bridge_by_id
+        above = (i for i in self.chain(item_id)[1:] if i != item_id and i in bridges)
+        return tuple(dict.fromkeys(above))
+
+    def below(self, parent: str) -> frozenset[str]:
+        """Every id below `parent` in the PCIe tree (cycle-safe)."""
+        found: set[str] = set()
+        todo = list(self.children.get(parent, ()))
+        while todo:
+            child = todo.pop()
+            if child not in found:
+                found.add(child)
+                todo.extend(self.children.get(child, ()))
+        return frozenset(found)
+
+    def socket_of(self, item_id: str) -> Socket | None:
+        """The socket `item_id` reaches through the PCIe tree (itself for a socket), or None."""
+        p = self.platform
+        if item_id in p.socket_by_id:
+            return p.socket_by_id[item_id]
+        item = p.by_id.get(item_id)
+        socket = getattr(item, "socket", None)
+        return p.socket_by_id.get(socket) if socket else None
+
+    def numa_node(self, item_id: str) -> int | None:
+        """The NUMA node of a socket or device (None when it reaches no socket)."""
+        socket = self.socket_of(item_id)
+        return socket.numa_node if socket is not None else None
+
+    def common_bridge(self, a: str, b: str) -> str | None:
+        """The lowest PCIe switch or root port above both `a` and `b`, or None (they meet at a
+        CPU, or not at all)."""
+        above_b = set(self.bridges_above(b))
+        return next((bridge for bridge in self.bridges_above(a) if bridge in above_b), None)
+
+    def pcie_path(self, a: str, b: str) -> tuple[str, ...] | None:
+        """The ids on the PCIe path from `a` to `b`, both included: up to their lowest common
+        bridge (or shared socket) and down again; across sockets the path runs socket to
+        socket. None when either end reaches no socket and they share no bridge."""
+        if a == b:
+            return (a,)
+        up_a, up_b = self.chain(a), self.chain(b)
+        common = self.common_bridge(a, b)
+        if common is None:
+            sa, sb = self.socket_of(a), self.socket_of(b)
+            if sa is None or sb is None:
+                return None
+            if sa.id == sb.id:
+                common = sa.id
+            else:
+                return tuple(up_a) + tuple(reversed(up_b))
+        return tuple(up_a[:up_a.index(common) + 1]) + tuple(reversed(up_b[:up_b.index(common)]))
+
+    def pcie_path_type(self, a: str, b: str) -> PathType:
+        """NCCL's name for the PCIe distance between two devices: PIX (at most one bridge
+        between them), PXB (several bridges, not the CPU), PHB (through their CPU), SYS (across
+        sockets, or no PCIe path)."""
+        common = self.common_bridge(a, b)
+        if common is not None:
+            between = self.pcie_path(a, b)
+            return "PIX" if between is not None and len(between) <= 3 else "PXB"
+        sa, sb = self.socket_of(a), self.socket_of(b)
+        return "PHB" if sa is not None and sb is not None and sa.id == sb.id else "SYS"
+
+    def path_type(self, a: str, b: str) -> PathType:
+        """NCCL's path type between two devices: NVL for two GPUs with a direct NVLink
+        connection (or both on an NVSwitch); P2C for a GPU and a NIC on the socket the GPU's
+        NVLink-C2C goes to, when PCIe alone would go through that CPU (PHB); else `pcie_path_type`."""
+        if frozenset((a, b)) in self._direct_nvlink:
+            return "NVL"
+        pcie = self.pcie_path_type(a, b)
+        if pcie in ("PHB", "SYS") and self._over_c2c(a, b):
+            return "P2C"
+        return pcie
+
+    def _over_c2c(self, a: str, b: str) -> bool:
+        """One of `a`, `b` is a GPU with NVLink-C2C to the socket the other (a NIC) reaches."""
+        p = self.platform
+        for gpu_id, other in ((a, b), (b, a)):
+            gpu, nic = p.gpu_by_id.get(gpu_id), p.by_id.get(other)
+            if gpu is not None and gpu.c2c_socket is not None and isinstance(nic, Nic):
+                socket = self.socket_of(nic.id)
+                return socket is not None and socket.id == gpu.c2c_socket
+        return False
+
+    def gpudirect_path(self, gpu_id: str, nic_id: str) -> bool:
+        """Whether GPU and NIC are close enough for GPUDirect RDMA at the NIC's speed: their
+        `path_type` is one of `GPUDIRECT_PATHS` (PIX, PXB, or P2C over the GPU's NVLink-C2C)."""
+        return self.path_type(gpu_id, nic_id) in GPUDIRECT_PATHS
+
+    def c2c_socket(self, gpu_id: str) -> Socket | None:
+        """The socket a GPU is attached to over NVLink-C2C, or None (no C2C)."""
+        gpu = self.platform.gpu_by_id.get(gpu_id)
+        return self.platform.socket_by_id.get(gpu.c2c_socket) if gpu is not None and gpu.c2c_socket else None
+
+    def host_path(self, item_id: str) -> tuple[str, ...] | None:
+        """`item_id` and the bridges up to (not including) its socket, the items whose
+        upstream links its host traffic crosses; None when it reaches no socket."""
+        ids = self.chain(item_id)
+        if ids[-1] not in self.platform.socket_by_id:
+            return None
+        return tuple(ids[:-1])
+
+    def host_link(self, gpu_id: str) -> HostLink | None:
+        """How a GPU reaches host memory: over its NVLink-C2C when it has one (its own links,
+        shared with no other GPU), else the narrowest PCIe link of its host path, alone and with
+        every GPU transferring at once (each link divided by the GPUs whose host path crosses it).
+        None when the GPU reaches no socket. Bandwidths are bytes/s per direction."""
+        gpu = self.platform.gpu_by_id[gpu_id]
+        if gpu.c2c_socket is not None and gpu.c2c_bandwidth > 0:
+            return HostLink("c2c", f"NVLink-C2C {gpu.c2c_links} x {gpu.c2c_link_bandwidth / 1e9:g} GB/s",
+                            gpu.c2c_bandwidth, gpu.c2c_bandwidth, 1, 1)
+        path = self.host_path(gpu_id)
+        if path is None:
+            return None
+        links = [self.platform.by_id[item].physical for item in path]  # type: ignore[union-attr]
+        narrowest = min(links, key=lambda link: link.bandwidth)
+        crossing = self.gpus_crossing
+        shared = min(link.bandwidth / crossing[item] for item, link in zip(path, links))
+        return HostLink("pcie", str(narrowest), narrowest.bandwidth, shared, len(path), max(crossing[item] for item in path))
+
+    @cached_property
+    def gpus_crossing(self) -> dict[str, int]:
+        """Item id -> number of GPUs whose host path crosses that item's upstream link."""
+        counts: dict[str, int] = {}
+        for gpu in self.platform.gpus:
+            for item in self.host_path(gpu.id) or ():
+                counts[item] = counts.get(item, 0) + 1
+        return counts
+
+    # -------------------------------------------------------------- host: NUMA nodes and CPUs
+
+    def cpus(self, numa_node: int) -> tuple[int, ...]:
+        """The logical CPUs of a NUMA node (empty for an unknown node)."""
+        return next((s.cpus for s in self.platform.sockets if s.numa_node == numa_node), ())
+
+    def physical_cores(self, socket_id: str) -> int:
+        """Physical cores in a NUMA node's CPU list: its logical CPUs over the part's threads per
+        core (a VM's 24 vCPUs on a 2-thread part are 12 cores)."""
+        socket = self.platform.socket_by_id[socket_id]
+        return len(socket.cpus) // max(1, socket.threads_per_core)
+
+    def cores_per_rank(self, socket_id: str) -> int:
+        """Physical cores each rank bound to this NUMA node gets: its CPU list's cores divided by
+        the GPUs (local ranks) on it; all of them when it has no GPU. May be 0 (HW504 warns)."""
+        return self.physical_cores(socket_id) // max(1, len(self.gpus_on(socket_id)))
+
+    def gpus_on(self, socket_id: str) -> tuple[Gpu, ...]:
+        """The GPUs whose PCIe tree leads to `socket_id`, by index."""
+        return self._gpus_on.get(socket_id, ())
+
+    @cached_property
+    def _gpus_on(self) -> dict[str, tuple[Gpu, ...]]:
+        on: dict[str, list[Gpu]] = {}
+        for gpu in self.platform.gpus:
+            if gpu.socket is not None:
+                on.setdefault(gpu.socket, []).append(gpu)
+        return {socket: tuple(gpus) for socket, gpus in on.items()}
+
+    # -------------------------------------------------------------- the GPU fabric
+
+    @cached_property
+    def gpu_pairs(self) -> dict[tuple[str, str], NvlinkConnection]:
+        """Logical GPU-to-GPU connections by (a, b), a pair listed twice kept once (the larger);
+        self-links and NVSwitch connections are left out (HW303 reports the first kind)."""
+        p = self.platform
+        pairs: dict[tuple[str, str], NvlinkConnection] = {}
+        for c in p.nvlinks:
+            if c.a == c.b or c.b not in p.gpu_by_id:
+                continue
+            key = (c.a, c.b)
+            if key not in pairs or c.links > pairs[key].links:
+                pairs[key] = c
+        return pairs
+
+    def gpu_fabric(self, gpu_id: str) -> list[NvlinkConnection]:
+        """The logical connections of one GPU: its GPU pairs and its NVSwitch connections."""
+        p = self.platform
+        mine = [c for pair, c in self.gpu_pairs.items() if gpu_id in pair]
+        return mine + [c for c in p.nvlinks if c.a == gpu_id and c.b not in p.gpu_by_id and c.b != c.a]
+
+    def nvlink_bandwidth(self, gpu_id: str) -> float:
+        """Sum of a GPU's logical fabric bandwidth as written (every connection naming it),
+        bytes/s per direction."""
+        return sum(c.bandwidth for c in self.platform.nvlinks if gpu_id in (c.a, c.b))
+
+    def nvlink_links(self, gpu_id: str) -> int:
+        """Fabric links of one GPU as written (every connection naming it)."""
+        return sum(c.links for c in self.platform.nvlinks if gpu_id in (c.a, c.b))
+
+    @cached_property
+    def _direct_nvlink(self) -> frozenset[frozenset[str]]:
+        """GPU pairs one NVLink hop apart: a direct connection, or both on an NVSwitch."""
+        p = self.platform
+        direct = {frozenset((c.a, c.b)) for c in p.nvlinks if c.b in p.gpu_by_id and c.a != c.b and c.links}
+        switched = sorted({c.a for c in p.nvlinks if c.b not in p.gpu_by_id and c.links})
+        direct |= {frozenset((a, b)) for i, a in enumerate(switched) for b in switched[i + 1:]}
+        return frozenset(direct)
+
+    @property
+    def direct_nvlink_pairs(self) -> int:
+        """GPU pairs joined by a direct NVLink connection (every attached pair on an NVSwitch)."""
+        return len(self._direct_nvlink)
+
+    @cached_property
+    def nvlink_islands(self) -> tuple[tuple[str, ...], ...]:
+        """The GPUs grouped by NVLink reachability (each island by GPU index, islands by their
+        first GPU); a GPU without NVLink is an island of its own."""
+        p = self.platform
+        root = {g.id: g.id for g in p.gpus}
+
+        def find(x: str) -> str:
+            while root[x] != x:
+                root[x] = root[root[x]]
+                x = root[x]
+            return x
+
+        for pair in self._direct_nvlink:
+            a, b = sorted(pair)
+            if a in root and b in root:
+                root[find(a)] = find(b)
+        islands: dict[str, list[str]] = {}
+        for gpu in p.gpus:
+            islands.setdefault(find(gpu.id), []).append(gpu.id)
+        return tuple(sorted((tuple(i) for i in islands.values()), key=lambda i: p.gpu_by_id[i[0]].index))
+
+    @property
+    def nvlink_connected(self) -> bool:
+        """NVLink joins every GPU of the node (false without GPUs)."""
+        return bool(self.platform.gpus) and len(self.nvlink_islands) == 1
+
+    # -------------------------------------------------------------- NICs
+
+    @cached_property
+    def gpu2nic(self) -> dict[str, Nic]:
+        """GPU id -> its paired backend NIC (first by bus id when a GPU has several)."""
+        mapping: dict[str, Nic] = {}
+        for nic in self.platform.backend_nics:
+            if nic.gpu is not None:
+                mapping.setdefault(nic.gpu, nic)
+        return mapping
+
+    def nic_of(self, gpu_id: str) -> Nic | None:
+        """The backend NIC paired with a GPU, or None."""
+        return self.gpu2nic.get(gpu_id)
+
+    @cached_property
+    def collective_nics(self) -> tuple[Nic, ...]:
+        """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
+        without any (Zion), the host NICs running the backend transport."""
+        p = self.platform
+        if p.backend_nics:
+            return p.backend_nics
+        transport = p.backend.transport if p.backend else "tcp"
+        return tuple(n for n in p.host_nics if n.transport == transport)
+
+    def scale_out_nics(self, gpu_id: str) -> tuple[Nic, ...]:
+        """The collective NICs a GPU's inter-node traffic uses: its paired NIC; without one,
+        the collective NICs no GPU is paired with, or else all collective NICs (shared)."""
+        return self._scale_out[0].get(gpu_id, ())
+
+    def scale_out_users(self, nic_id: str) -> int:
+        """How many GPUs send their inter-node traffic through NIC `nic_id`."""
+        return self._scale_out[1].get(nic_id, 0)
+
+    def scale_out_share(self, gpu_id: str) -> float:
+        """A GPU's share of scale-out bandwidth when every GPU sends at once, bytes/s per
+        direction: each collective NIC's speed divided among the GPUs that use it, summed over
+        the GPU's NICs. A GPU with its own NIC gets all of it; two GPUs on one NIC get half."""
+        users = self._scale_out[1]
+        return sum(n.speed / users[n.id] for n in self.scale_out_nics(gpu_id))
+
+    @cached_property
+    def _scale_out(self) -> tuple[dict[str, tuple[Nic, ...]], dict[str, int]]:
+        p = self.platform
+        collective = self.collective_nics
+        paired = {n.id for n in self.gpu2nic.values()}
+        unpaired = tuple(n for n in collective if n.gpu is None or n.gpu not in p.gpu_by_id)
+        fallback = unpaired or collective
+        uses: dict[str, tuple[Nic, ...]] = {}
+        users: dict[str, int] = {}
+        for gpu in p.gpus:
+            nic = self.gpu2nic.get(gpu.id)
+            mine = (nic,) if nic is not None and nic.id in paired and nic in collective else fallback
+            uses[gpu.id] = mine
+            for n in mine:
+                users[n.id] = users.get(n.id, 0) + 1
+        return uses, users
+
+    def gpudirect(self, nic: Nic) -> bool:
+        """Whether `nic` moves its GPU's data by GPUDirect RDMA (declared and supported)."""
+        backend = self.platform.backend
+        return (nic.role == "backend" and nic.gpu is not None and nic.gpudirect
+                and backend is not None and backend.gpudirect)
+
+    def turn_point(self, nic: Nic) -> str | None:
+        """Where a NIC's traffic turns: the bridge it shares with its GPU under GPUDirect RDMA,
+        else its socket (None when it reaches none)."""
+        if self.gpudirect(nic):
+            shared = self.common_bridge(nic.id, nic.gpu)
+            if shared is not None:
+                return shared
+        return nic.socket
+
+    def nic_path(self, nic: Nic) -> list[Bridge | Nic]:
+        """The items whose upstream link a NIC's traffic crosses: the NIC itself, then each
+        bridge above it below its turn point."""
+        stop = self.turn_point(nic)
+        path: list[Bridge | Nic] = [nic]
+        for bridge_id in self.bridges_above(nic.id):
+            if bridge_id == stop:
+                break
+            path.append(self.platform.bridge_by_id[bridge_id])
+        return path
+
+    def gdr_path_type(self) -> PathType | None:
+        """The farthest GPU-to-own-NIC distance (PCIe, or P2C over NVLink-C2C) on the node under GPUDirect RDMA: each
+        GPU's paired backend NIC, or its nearest GPUDirect-capable NIC; None without such NICs."""
+        p = self.platform
+        capable = [n for n in p.backend_nics if n.transport != "tcp" and n.rdma and n.gpudirect]
+        if not capable or not p.gpus:
+            return None
+        worst = 0
+        for gpu in p.gpus:
+            paired = self.gpu2nic.get(gpu.id)
+            candidates = [paired] if paired is not None and paired in capable else capable
+            best = min(PATH_TYPES.index(self.path_type(gpu.id, nic.id)) for nic in candidates)
+            worst = max(worst, best)
+        return PATH_TYPES[worst]
+
