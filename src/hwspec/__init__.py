@@ -1,7 +1,69 @@
 """hwspec: declarative hardware-platform specs for GPU training machines.
 
-Data flows one way: YAML (with positions) -> spec model -> resolved platform -> topology
-graph -> rules -> findings; resolved platform + graph -> generators -> plan -> write/check.
+Data flows one way: YAML (with positions) -> spec model -> resolved platform -> topology ->
+rules -> findings; resolved platform + topology -> generators -> plan -> write or check.
+
+The public API is what `__all__` lists; each name is imported on first use, so that
+`import hwspec` (and `hwspec --help`) loads none of the layers. Everything else is internal
+and may change between releases. `hwspec.rules` (for site rules) and `hwspec.testing` (the
+hypothesis strategies) are public modules of their own.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # one platform file, end to end
+    "check": "hwspec.pipeline",
+    "Checked": "hwspec.pipeline",
+    "load_platform": "hwspec.model.load",
+    # the resolved model and its derived facts
+    "Platform": "hwspec.model.node",
+    "Cluster": "hwspec.model.cluster",
+    "Topology": "hwspec.topology.node",
+    "ClusterTopology": "hwspec.topology.cluster",
+    # rules
+    "rule": "hwspec.rules.engine",
+    "Context": "hwspec.rules.engine",
+    "Finding": "hwspec.rules.engine",
+    "load_rules": "hwspec.rules.engine",
+    "run_rules": "hwspec.rules.engine",
+    # generation
+    "plan_for": "hwspec.generate.engine",
+    "write_plan": "hwspec.generate.engine",
+    "check_plan": "hwspec.generate.engine",
+    # diagnostics
+    "Diagnostic": "hwspec.diagnostics.diagnostic",
+    "Severity": "hwspec.diagnostics.diagnostic",
+    "HwspecError": "hwspec.diagnostics.diagnostic",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+if TYPE_CHECKING:
+    from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Severity
+    from hwspec.generate.engine import check_plan, plan_for, write_plan
+    from hwspec.model.cluster import Cluster
+    from hwspec.model.load import load_platform
+    from hwspec.model.node import Platform
+    from hwspec.pipeline import Checked, check
+    from hwspec.rules.engine import Context, Finding, load_rules, rule, run_rules
+    from hwspec.topology.cluster import ClusterTopology
+    from hwspec.topology.node import Topology
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hwspec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

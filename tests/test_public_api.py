@@ -1,0 +1,51 @@
+"""The declared public API: `hwspec.__all__`, resolved lazily, and a typed package."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hwspec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("name", [n for n in hwspec.__all__ if n != "__version__"])
+def test_every_public_name_is_the_object_its_module_defines(name):
+    value = getattr(hwspec, name)
+    module = importlib.import_module(hwspec._EXPORTS[name])
+    assert value is getattr(module, name)
+    assert name in dir(hwspec)
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="module 'hwspec' has no attribute 'lod_platform'"):
+        hwspec.lod_platform  # noqa: B018
+
+
+def _modules_after(code: str) -> set[str]:
+    probe = code + "\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+HEAVY = {"pydantic", "pydantic_core", "jinja2", "networkx", "yaml"}
+
+
+def test_importing_hwspec_loads_no_layer():
+    loaded = _modules_after("import hwspec")
+    assert {m for m in loaded if m.startswith("hwspec.")} == set()
+    assert not loaded & HEAVY
+
+
+def test_the_command_help_loads_no_spec_model_template_or_graph_library():
+    loaded = _modules_after("from hwspec.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    assert not loaded & HEAVY
+
+
+def test_the_package_says_it_is_typed():
+    assert (ROOT / "src" / "hwspec" / "py.typed").is_file()
