@@ -14,8 +14,10 @@ warm-up run of each (which lets Python write its bytecode cache, as an installed
 one: PYTHONDONTWRITEBYTECODE is unset). Peak memory is the CLI process's own maximum
 resident set size (wait4's rusage).
 
-Targets: validate of one node platform <= 4x, generate --check of the shipped platforms <= 4x,
-generate of a 16,384-node cluster <= 5x, peak memory of a 65,536-node cluster < 150 MiB.
+Targets (a guard against slowing down, not a race): validate of one node platform, generate
+--check of the shipped platforms and generate of a 16,384-node cluster each <= 8x the floor,
+peak memory of a 65,536-node cluster < 150 MiB. The spec language is validated by its pydantic
+models at run time; the 4x target that once bought a generated copy of them is retired.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from scale import cluster_yaml  # noqa: E402  (the same synthetic cluster as benchmarks/scale.py)
 
-TARGETS = {"validate_node": 4.0, "generate_check_shipped": 4.0, "generate_16384": 5.0}
+TARGETS = {"validate_node": 8.0, "generate_check_shipped": 8.0, "generate_16384": 8.0}
 PEAK_TARGET_MIB = 150.0
 
 FLOOR = r"""
