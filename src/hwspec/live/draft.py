@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from hwspec.cpulist import format_cpu_list as cpu_list
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic, NicPort
 from hwspec.live.repeat import fold
 from hwspec.model.node import PcieLink
 from hwspec.spec.units import format_bytes
@@ -89,9 +89,10 @@ class _Writer:
             numa_ids = sorted({n for n in (self.m.numa_of(k) for k in (*self.m.gpus, *self.m.nics)) if n is not None and n >= 0}) or [0]
         groups: list[list[int]] = [[n] for n in numa_ids]
         packages = [self.m.numa[n].package if n in self.m.numa else None for n in numa_ids]
-        if None not in packages and len(set(packages)) < len(packages):
+        known = [p for p in packages if p is not None]
+        if len(known) == len(packages) and len(set(known)) < len(known):
             by_package: dict[int, list[int]] = {}
-            for numa, package in zip(numa_ids, packages):
+            for numa, package in zip(numa_ids, known):
                 by_package.setdefault(package, []).append(numa)
             groups = [by_package[p] for p in sorted(by_package)]
         out = []
@@ -292,9 +293,9 @@ class _Writer:
         gpus = self.m.gpus_in_order()
         catalogue = self.parts("gpus")
         counts = self.m.nvlink_counts()
-        per_gpu = Counter()
-        for (gpu, _target), (count, _where) in counts.items():
-            per_gpu[gpu] += count
+        per_gpu: Counter[str] = Counter()
+        for (gpu_key, _target), (count, _where) in counts.items():
+            per_gpu[gpu_key] += count
         out = []
         self.gpu_ids = {}
         for index, gpu in enumerate(gpus):
@@ -371,7 +372,7 @@ class _Writer:
         all_pairs = {(a, b) for a in range(n) for b in range(a + 1, n)}
         values = set(pairs.values())
         missing = sorted(all_pairs - set(pairs))
-        degree = Counter()
+        degree: Counter[int] = Counter()
         for (a, b) in pairs:
             degree[a] += 1
             degree[b] += 1
@@ -392,7 +393,7 @@ class _Writer:
                          wiring=[[a, b] for (a, b) in sorted(pairs)])
         if board.get("links_per_port") == 1:
             del board["links_per_port"]
-        bandwidth = Counter()
+        bandwidth: Counter[int] = Counter()
         for (a, b), c in pairs.items():
             bandwidth[a] += c
             bandwidth[b] += c
@@ -444,7 +445,7 @@ class _Writer:
                 self.notes.append(f"{nic.where}: a NIC without a PCI device (virtual or fused) cannot be described: left out")
                 continue
             near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
-            ports = nic.ports or [None]
+            ports: list[NicPort | None] = [*nic.ports] or [None]
             for port in ports:
                 assumed: list[str] = []
                 name = port.name if port is not None else None
@@ -455,7 +456,7 @@ class _Writer:
                     rdma_name = False  # the inputs list every RDMA device, and this function has none
                 else:  # a skeleton: NCCL lists the PCI device only
                     rdma_name = nic.fabric == "infiniband" or near_gpu or bool(gdr)
-                backend = bool(gdr) or (near_gpu and rdma_name)
+                is_backend = bool(gdr) or (near_gpu and rdma_name)
                 if not rdma_name:
                     transport = "tcp"
                 elif nic.fabric == "infiniband":
@@ -463,11 +464,11 @@ class _Writer:
                 else:
                     transport = "rocev2"
                 speed = port.speed if port is not None else None
-                part, override = self.nic_part(catalogue, nic, speed, transport, backend, assumed)
+                part, override = self.nic_part(catalogue, nic, speed, transport, is_backend, assumed)
                 entry: dict[str, Any] = {"id": "", "part": part}
                 if override:
                     entry["override"] = override
-                entry["role"] = "backend" if backend else "ingestion" if transport == "tcp" else "frontend"
+                entry["role"] = "backend" if is_backend else "ingestion" if transport == "tcp" else "frontend"
                 entry["transport"] = transport
                 if transport != "tcp":
                     entry["device"] = name or self.free_name("mlx5_")
@@ -493,7 +494,7 @@ class _Writer:
                     entry["pcie"]["link"] = link
                 entry["_link"], entry["_key"] = trained, nic.key
                 _note(entry, assumed)
-                (backend_entries.append((nic, entry)) if backend else other_entries.append(entry))
+                (backend_entries.append((nic, entry)) if is_backend else other_entries.append(entry))
         # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
         for i, (_nic, entry) in enumerate(backend_entries):
             entry["id"] = f"nic{i}"
@@ -510,15 +511,15 @@ class _Writer:
             gpus_by_bridge.setdefault(gpu.parent, []).append(self.gpu_ids[gpu.key])
         paired = 0
         for bridge, entries in by_bridge.items():
-            gpus = gpus_by_bridge.get(bridge, [])
-            if len(gpus) == len(entries):
-                for gpu, entry in zip(gpus, entries):
+            bridge_gpus = gpus_by_bridge.get(bridge, [])
+            if len(bridge_gpus) == len(entries):
+                for gpu_id, entry in zip(bridge_gpus, entries):
                     items = list(entry.items())
                     at = [k for k, _ in items].index("transport") + 1
                     entry.clear()
-                    entry.update(items[:at] + [("gpu", gpu)] + items[at:])
+                    entry.update(items[:at] + [("gpu", gpu_id)] + items[at:])
                     paired += 1
-        backend = None
+        backend: dict[str, Any] | None = None
         if backend_entries or any(g.gdr for g in self.m.gpus.values()):
             transports = Counter(e["transport"] for _, e in backend_entries)
             gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]

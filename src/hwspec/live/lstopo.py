@@ -73,7 +73,7 @@ class _Reader:
             node = node.parent
         return None
 
-    def pci_parent(self, e: Element) -> str | None:
+    def pci_parent(self, e: Element) -> str:
         node = e.parent
         while node is not None and node.tag == "object":
             kind = node.attrs.get("type")
@@ -184,10 +184,10 @@ class _Reader:
                 name = osdev.attrs.get("name")
                 if not name:
                     continue
-                kind = self.osdev_kind(osdev)
-                if kind == "openfabrics":
+                osdev_kind = self.osdev_kind(osdev)
+                if osdev_kind == "openfabrics":
                     nic.ports.append(NicPort(name, self.at(osdev)))
-                elif kind == "network":
+                elif osdev_kind == "network":
                     nic.interfaces.append(name)
             self.m.nics[bus] = nic
         elif pci_class.startswith("0680") or e.attrs.get("subtype") == "NVSwitch":

@@ -64,9 +64,10 @@ def _int_expression(values: list[int], var: str, hexa: bool) -> str | None:
 
 def _string_pattern(values: list[str], var: str) -> str | None:
     """A `${...}` pattern giving values[i], or None."""
-    if all(BUSID.fullmatch(v) for v in values):
-        fields = [BUSID.fullmatch(v).groups() for v in values]
-        out = []
+    matches = [BUSID.fullmatch(v) for v in values]
+    if all(matches):
+        fields = [m.groups() for m in matches if m]
+        out: list[str] = []
         for position, width in enumerate((4, 2, 2, 1)):
             column = [int(f[position], 16) for f in fields]
             if len(set(column)) == 1:
@@ -82,13 +83,13 @@ def _string_pattern(values: list[str], var: str) -> str | None:
         return None
     out = []
     for position in range(len(pieces[0])):
-        column = [p[position] for p in pieces]
-        if position % 2 == 0 or len(set(column)) == 1:
-            if len(set(column)) != 1 or "$" in column[0]:
+        texts = [p[position] for p in pieces]
+        if position % 2 == 0 or len(set(texts)) == 1:
+            if len(set(texts)) != 1 or "$" in texts[0]:
                 return None
-            out.append(column[0])
+            out.append(texts[0])
             continue
-        expr = _int_expression([int(c) for c in column], var, hexa=False)
+        expr = _int_expression([int(c) for c in texts], var, hexa=False)
         if expr is None:
             return None
         out.append(f"${{{expr}}}")
@@ -97,8 +98,9 @@ def _string_pattern(values: list[str], var: str) -> str | None:
 
 def _template(run: list[dict], var: str) -> dict | None:
     """The repeat body for `run`, or None when the run is not regular."""
-    flats = [_flatten(e) for e in run]
-    if any(f is None for f in flats) or len({tuple(f) for f in flats}) != 1:
+    maybe_flats = [_flatten(e) for e in run]
+    flats = [f for f in maybe_flats if f is not None]
+    if len(flats) != len(maybe_flats) or len({tuple(f) for f in flats}) != 1:
         return None
     patterns: dict[tuple, Any] = {}
     varied = False

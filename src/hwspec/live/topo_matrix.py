@@ -151,10 +151,17 @@ def _nvswitch(machine: Machine, gpus: dict[str, Gpu]) -> None:
     values = set(counts.values())
     if n < 3 or len(counts) != n * (n - 1) or len(values) != 1 or values.pop() * (n - 1) <= MAX_GPU_LINKS:
         return
-    first = {}
+    first: dict[str, NvLink] = {}
     for link in machine.nvlinks:
         first.setdefault(link.gpu, link)
     machine.nvlinks[:] = [NvLink(gpu, NVSWITCH, link.count, link.where) for gpu, link in first.items()]
+
+
+def _device(machine: Machine, key: str) -> Gpu | Nic:
+    """The GPU or NIC named `key` in the matrix (every matrix name is one of them)."""
+    device = machine.gpus.get(key) or machine.nics.get(key)
+    assert device is not None, key
+    return device
 
 
 def _tree(machine: Machine, gpus: dict[str, Gpu], nics: dict[str, Nic]) -> None:
@@ -201,16 +208,16 @@ def _tree(machine: Machine, gpus: dict[str, Gpu], nics: dict[str, Nic]) -> None:
     outer = [m for m in groups(("PIX", "PXB")).values() if len(m) > 1]
     for k, members in enumerate(outer):
         key = f"pxb{k}"
-        machine.bridges[key] = Bridge(key, machine.gpus.get(members[0], machine.nics.get(members[0])).where, top[members[0]])
+        machine.bridges[key] = Bridge(key, _device(machine, members[0]).where, top[members[0]])
         for m in members:
             top[m] = key
     for k, members in enumerate(m for m in groups(("PIX",)).values() if len(m) > 1):
         key = f"pix{k}"
-        machine.bridges[key] = Bridge(key, machine.gpus.get(members[0], machine.nics.get(members[0])).where, top[members[0]])
+        machine.bridges[key] = Bridge(key, _device(machine, members[0]).where, top[members[0]])
         for m in members:
             top[m] = key
     for name in names:
-        machine.node(name).parent = top[name]
+        _device(machine, name).parent = top[name]
     # a PXB bridge holding exactly one PIX bridge is the same switch seen twice: drop the upper one
     for key in [k for k in machine.bridges if k.startswith("pxb")]:
         below = [b for b in machine.bridges.values() if b.parent == key]
