@@ -23,7 +23,7 @@ from hwspec.text import xml_escape as escape
 
 from hwspec.generate.engine import GenContext, generator
 from hwspec.text import visible
-from hwspec.model.node import Platform
+from hwspec.model.node import Bridge, Gpu, Nic, Platform, Socket
 from hwspec.perf.roofline import gbps, gib
 
 NVSWITCH = "nvswitch"
@@ -130,19 +130,18 @@ def _node_line(node_id: str, style: str, text: str) -> str:
 
 def _device_line(platform: Platform, item_id: str) -> str:
     item = platform.by_id[item_id]
-    kind = _kind(platform, item_id)
-    if kind == "socket":
+    if isinstance(item, Socket):
         return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})", item.model_name,
                                                    f"{gib(item.memory_capacity)} DDR, {gbps(item.memory_bandwidth)}"))
-    if kind in ("root-port", "switch"):
-        name = "root port" if kind == "root-port" else "PCIe switch"
-        return _node_line(item_id, kind, label(f"{item.id}: {name}", item.bus))
-    if kind == "gpu":
+    if isinstance(item, Bridge):
+        name = "root port" if item.kind == "root-port" else "PCIe switch"
+        return _node_line(item_id, item.kind, label(f"{item.id}: {name}", item.bus))
+    if isinstance(item, Gpu):
         links = platform.topology.nvlink_links(item_id)
         fabric = [f"{fabric_name(platform)} {links} x {item.fabric_kind}, {gbps(platform.topology.nvlink_bandwidth(item_id))}"] if links else []
         return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", item.model_name,
                                                 f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric, item.bus))
-    if kind == "nic":
+    if isinstance(item, Nic):
         names = ", ".join(n for n in (item.device, item.interface) if n)
         role = f"{item.role} {item.transport}" + (f" for {item.gpu}" if item.gpu else "")
         return _node_line(item_id, nic_kind(item.role), label(f"{item.id}" + (f" ({names})" if names else ""),
@@ -155,17 +154,6 @@ def _link_label(item: Any) -> str:
     if item.physical == item.link:
         return label(str(item.link), gbps(item.link.bandwidth))
     return label(f"{item.physical} (shown as {item.link})", gbps(item.physical.bandwidth))
-
-
-def _kind(platform: Platform, item_id: str) -> str:
-    item = platform.by_id[item_id]
-    if item_id in platform.socket_by_id:
-        return "socket"
-    if hasattr(item, "kind"):
-        return item.kind  # bridge: "switch" | "root-port"
-    if item_id in platform.gpu_by_id:
-        return "gpu"
-    return "nic" if hasattr(item, "role") else "ssd"
 
 
 def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
@@ -184,7 +172,8 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
             if kid in placed or kid in paired_nics:
                 continue
             placed.add(kid)
-            kind = _kind(platform, kid)
+            bridge = platform.bridge_by_id.get(kid)
+            kind = bridge.kind if bridge else None
             if kind == "switch":
                 cluster = Cluster(quote(f"cluster_{kid}"), attrs({"label": "", "style": "rounded,dashed", "color": "#999999"}))
                 cluster.items = [_device_line(platform, kid), *below(kid)]
@@ -353,8 +342,8 @@ def _edges(platform: Platform, placed: set[str]) -> list[str]:
     style = fabric_style(platform)
     look = {**EDGE_STYLES["nvlink"], "constraint": "true", "headport": "n", "penwidth": "2"}
     for node, chips in _switch_nodes(platform).items():  # one thin edge per GPU down to its switch, below the GPUs
-        for gpu in _switch_links(platform, chips):
-            lines.append(f"{quote(gpu)} -- {quote(node)} [{attrs(look)}];")
+        for gpu_id in _switch_links(platform, chips):
+            lines.append(f"{quote(gpu_id)} -- {quote(node)} [{attrs(look)}];")
     for c in platform.nvlinks if style in ("edges", "switch") else ():
         if c.b not in platform.gpu_by_id:
             continue  # drawn above
