@@ -52,7 +52,7 @@ def cluster_launch(ctx: GenContext) -> Plan:
     (gpus_per_node,) = gpus
     rails = rail_optimized(cluster)
     cluster_settings = []
-    if rails is not None:
+    if cluster.fabric is not None:
         cluster_settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
                                         f"the backend is {cluster.fabric.topology}: "
                                         + ("keep each ring/tree on one rail" if rails else "rings may cross NICs")))
@@ -127,12 +127,13 @@ def cluster_diagram(ctx: GenContext) -> Plan:
                       for group in cluster.groups for host in group.hostnames]
         if domains is None:
             lines += host_lines
-        for d in range(domains.count if domains else 0):
-            lines.append(f"  subgraph {quote(f'cluster_{domains.names[d]}')} {{")
-            lines.append("    graph [style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
-                         + label(f"NVLink domain {domains.names[d]}", _domain_caption(ctx.topology)) + "];")
-            lines += ["  " + host_lines[n] for n in domains.nodes(d)]
-            lines.append("  }")
+        else:
+            for d in range(domains.count):
+                lines.append(f"  subgraph {quote(f'cluster_{domains.names[d]}')} {{")
+                lines.append("    graph [style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
+                             + label(f"NVLink domain {domains.names[d]}", _domain_caption(ctx.topology)) + "];")
+                lines += ["  " + host_lines[n] for n in domains.nodes(d)]
+                lines.append("  }")
     else:
         for index, group in enumerate(cluster.groups):
             lines.append(f"  {quote(f'group{index}')} [shape=box3d, style=filled, fillcolor=\"#dbe9f6\", label="

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 
 import yaml
 
@@ -129,7 +130,7 @@ _SHELL_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
 """What `shlex.quote` quotes: a text without these characters is written as it is."""
 
 
-def shell_words(texts: list[str]) -> list[str]:
+def shell_words(texts: Sequence[str]) -> Sequence[str]:
     """`shlex.quote` of each text, decided for all of them at once when none needs quoting."""
     if all(texts) and not _SHELL_UNSAFE.search("".join(texts)):
         return texts

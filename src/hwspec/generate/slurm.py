@@ -121,7 +121,8 @@ def hostfile(ctx: GenContext) -> dict[str, str]:
     (hostname, address, node platform, GPUs), in cluster node order."""
     cluster: Cluster = ctx.platform
     refuse(cluster, "hostfile", hostfile_limits(cluster))
-    lines, rows = [], []
+    lines: list[str] = []
+    rows: list[str] = []
     for group in cluster.groups:  # every name and address is SAFE_VALUE text: hostfile_limits refused the rest
         slots = group.gpus_per_node
         addresses = group.addresses or ("-",) * group.count
@@ -177,7 +178,7 @@ def tree_switches(topology: ClusterTopology) -> list[dict]:
                "comment": f"nodes whose NIC i is on leaf {name[3:]} of rail i" if rails else None}
               for name, nodes in topology.leaf_groups]
     if len(leaves) > 1:
-        leaves.append({"name": "spine", "switches": compress(leaf["name"] for leaf in leaves),
+        leaves.append({"name": "spine", "switches": compress(name for name, _ in topology.leaf_groups),
                        "comment": f"the spine tier ({fabric.spine_count} switch{'es' if fabric.spine_count != 1 else ''}) "
                                   "as one top switch"})
     return leaves

@@ -114,8 +114,8 @@ def _merge_matrix(base: Machine, other: Machine) -> None:
         counts = base.nvlink_counts()
         for link in links:
             have = counts.get((link.gpu, link.target))
-            switches = [counts.get((g, NVSWITCH)) for g in (link.gpu, link.target)]
-            if link.target != NVSWITCH and all(switches):
+            switches = [s for s in (counts.get((g, NVSWITCH)) for g in (link.gpu, link.target)) if s]
+            if link.target != NVSWITCH and len(switches) == 2:
                 # an NVSwitch board: topo -m shows each pair the GPUs' links to the switches
                 have = min(switches, key=lambda cw: cw[0])
             if link.target != NVSWITCH and (have is None or have[0] != link.count):

@@ -28,7 +28,7 @@ def parse_cpumap(text: str) -> tuple[int, ...] | None:
     if not _CPUMAP.fullmatch(text):
         return None
     words = text.split(",")
-    cpus = []
+    cpus: list[int] = []
     for position, word in enumerate(reversed(words)):
         value = int(word, 16)
         cpus.extend(position * 32 + bit for bit in range(32) if value >> bit & 1)
@@ -140,8 +140,9 @@ class _Reader:
         bus = self.busid(e)
         if bus is None:
             return
-        if self.m.node(bus) is not None:
-            self.warn(e, f"bus id {bus} repeats line {self.m.node(bus).where.line}", "I104")
+        seen = self.m.node(bus)
+        if seen is not None:
+            self.warn(e, f"bus id {bus} repeats line {seen.where.line}", "I104")
             return
         pci_class = (e.attrs.get("class") or "").lower()
         link, vendor, device = self.link(e), self.pci_id(e, "vendor"), self.pci_id(e, "device")
@@ -201,11 +202,11 @@ class _Reader:
                 continue
             else:
                 target = NVSWITCH
-                switch = (child.attrs.get("target") or "").lower()
-                if BUSID.fullmatch(switch):
+                switch_bus = (child.attrs.get("target") or "").lower()
+                switch: str | None = None  # NCCL's sentinel fffffff:ff:ff.0: a switch the VM does not show
+                if BUSID.fullmatch(switch_bus):
+                    switch = switch_bus
                     self.m.nvswitches.setdefault(switch, self.at(child))
-                else:
-                    switch = None  # NCCL's sentinel fffffff:ff:ff.0: a switch the VM does not show
                 self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child), switch))
                 continue
             self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child)))

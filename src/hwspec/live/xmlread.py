@@ -9,6 +9,7 @@ as `XmlError` with the position expat reports, never as a traceback.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NoReturn
 from xml.parsers import expat
 
 MAX_ELEMENTS = 200_000
@@ -47,7 +48,7 @@ def parse_xml(data: bytes) -> Element:
     count = 0
     refused: list[str] = []
 
-    def refuse(message: str) -> None:
+    def refuse(message: str) -> NoReturn:
         refused.append(message)
         raise _Refused(message)
 
@@ -75,7 +76,10 @@ def parse_xml(data: bytes) -> Element:
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.EntityDeclHandler = entity_decl
-    parser.ExternalEntityRefHandler = lambda *_args: refuse("external entities are not read") or 0
+    def external_entity(*_args) -> NoReturn:
+        refuse("external entities are not read")
+
+    parser.ExternalEntityRefHandler = external_entity
     try:
         parser.Parse(data, True)
     except _Refused:

@@ -162,7 +162,7 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
                   "host_ddr": min(figures.ddr_bandwidth, figures.pcie_host_shared_bandwidth),
                   "ssd": min(figures.ssd_bandwidth, figures.pcie_host_shared_bandwidth)}
     left = need
-    tiers = []
+    tiers: list[dict[str, Any]] = []
     for name in TIER_NAMES:
         stored = min(left, capacities[name]) if bandwidths[name] > 0 else 0.0
         left -= stored

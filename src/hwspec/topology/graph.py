@@ -20,7 +20,7 @@ NVSWITCH = "nvswitch"
 
 def build_graph(platform: Platform) -> nx.Graph:
     """Build the topology graph of `platform` (deterministic node and edge order)."""
-    graph = nx.Graph(name=platform.name)
+    graph: nx.Graph = nx.Graph(name=platform.name)
     for socket in platform.sockets:
         graph.add_node(socket.id, kind="socket", numa=socket.numa_node, item=socket)
     for bridge in platform.bridges:
@@ -48,7 +48,7 @@ def _numa(platform: Platform, socket: str | None) -> int | None:
 
 def subgraph(graph: nx.Graph, kind: str) -> nx.Graph:
     """The edges of one kind (pcie, nvlink, cpu) with their end nodes."""
-    return graph.edge_subgraph([(a, b) for a, b, k in graph.edges(data="kind") if k == kind])
+    return graph.edge_subgraph([(a, b) for a, b, data in graph.edges(data=True) if data.get("kind") == kind])
 
 
 def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
@@ -56,10 +56,11 @@ def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
 
     Built from each node's `upstream`, not from the undirected edges: two bridges naming each
     other share one undirected edge, and the cycle (which rule HW101 reports) must survive."""
-    tree = nx.DiGraph()
+    tree: nx.DiGraph = nx.DiGraph()
     tree.add_nodes_from(graph.nodes(data=True))
-    for node, item in graph.nodes(data="item"):
+    for node, data in graph.nodes(data=True):
+        item = data.get("item")
         parent = getattr(item, "upstream", None)
-        if parent is not None:
+        if item is not None and parent is not None:
             tree.add_edge(parent, node, kind="pcie", parent=parent, link=item.physical, bandwidth=item.physical.bandwidth)
     return tree

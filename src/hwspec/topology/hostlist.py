@@ -242,7 +242,7 @@ def _ranges(numbers: list[int], width: int) -> str:
         return f"{numbers[0]:0{width}d}-{numbers[-1]:0{width}d}"
     out = []
     start = previous = numbers[0]
-    for number in numbers[1:] + [None]:  # type: ignore[list-item]
+    for number in numbers[1:] + [None]:
         if number is not None and number == previous + 1:
             previous = number
             continue

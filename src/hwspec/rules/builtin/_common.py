@@ -6,7 +6,7 @@ directory a private package, so nothing here is importable as `validators`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Iterable, Iterator, Protocol, TypeVar
 
 from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
 from hwspec.spec.translate import nearest
@@ -14,7 +14,12 @@ from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Plat
 from hwspec.formats.nccl_env import KNOWN
 from hwspec.topology.node import RDMA_TRANSPORTS  # noqa: F401  (re-exported for the rule modules)
 
-T = TypeVar("T")  # a model item with an `id`
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+T = TypeVar("T", bound=_HasId)  # a model item with an `id`
 
 
 # ---------------------------------------------------------------- numbers

@@ -260,7 +260,9 @@ def uniform_gpus_per_node(ctx: Context):
     torchrun and the sharding planner assume one local world size for all nodes (torchrun
     supports only a homogeneous LOCAL_WORLD_SIZE); node groups may differ in anything else."""
     groups = ctx.platform.groups
-    first = groups[0] if groups else None
+    if not groups:
+        return
+    first = groups[0]
     for index, group in enumerate(groups[1:], start=1):
         if group.gpus_per_node != first.gpus_per_node:
             yield ctx.finding(f"nodes[{index}] ({group.platform.name}) has {group.gpus_per_node} GPUs per node, "
