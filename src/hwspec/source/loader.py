@@ -25,7 +25,7 @@ from dataclasses import field
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity, display_path
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Position, Severity, display_path
 from hwspec.record import Record, record
 
 Path_ = tuple[str | int, ...]
@@ -101,7 +101,7 @@ def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
     have been swapped in between); the file is opened non-blocking and read up to `limit`.
     Raises HwspecError (E100 unreadable, E101 too large)."""
     def refuse(message: str) -> HwspecError:
-        return HwspecError([_error(display_path(path), Position(1, 1), "E100", message)])
+        return HwspecError([_error(display_path(path), Position(1, 1), Code.CANNOT_READ_FILE, message)])
 
     if "\x00" in os.fspath(path):
         raise refuse("cannot read file: the path holds a NUL character")
@@ -154,14 +154,14 @@ def load_yaml_text(text: str | bytes, file: str) -> SourceDoc:
             prefix = raw[: e.start].decode("utf-8")
             message = f"file is not valid UTF-8 (byte 0x{raw[e.start]:02x})"
             at = _position_at(prefix, len(prefix))
-            raise HwspecError([_error(file, at, "E102", message, "save the file as UTF-8")]) from None
+            raise HwspecError([_error(file, at, Code.NOT_UTF8, message, "save the file as UTF-8")]) from None
     try:
         return _Load(text, file).run()
     except RecursionError:  # not expected: compose stops at MAX_DEPTH, and checking is iterative
-        raise HwspecError([_error(file, Position(1, 1), "E106", _TOO_DEEP)]) from None
+        raise HwspecError([_error(file, Position(1, 1), Code.NESTING_TOO_DEEP, _TOO_DEEP)]) from None
 
 
-def _error(file: str, where, code: str, message: str, hint: str | None = None) -> Diagnostic:
+def _error(file: str, where, code: Code, message: str, hint: str | None = None) -> Diagnostic:
     """An error diagnostic at a Position or a (0-based) PyYAML mark."""
     pos = where if isinstance(where, Position) else _pos(where)
     return Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint)
@@ -170,7 +170,7 @@ def _error(file: str, where, code: str, message: str, hint: str | None = None) -
 def _too_big(file: str, size: int) -> Diagnostic:
     limit = MAX_FILE_BYTES // 2**20
     message = f"file is {size / 2**20:.1f} MiB, larger than the {limit} MiB limit for a platform file"
-    return _error(file, Position(1, 1), "E101", message)
+    return _error(file, Position(1, 1), Code.FILE_TOO_LARGE, message)
 
 
 def _pos(mark) -> Position:
@@ -225,12 +225,12 @@ class _Hooks:
             self.composed += 1
             if self.composed > MAX_NODES:
                 message = f"the file has more than {MAX_NODES} nodes (keys, values and list items)"
-                raise HwspecError([_error(self.file, event.start_mark, "E105", message, _TOO_BIG_HINT)])
+                raise HwspecError([_error(self.file, event.start_mark, Code.EXPANSION_TOO_LARGE, message, _TOO_BIG_HINT)])
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self.open_anchors:
                 name = event.anchor
                 message = f"alias '*{name}' is inside its own anchor '&{name}', so it would expand forever"
-                raise HwspecError([_error(self.file, event.start_mark, "E105", message)])
+                raise HwspecError([_error(self.file, event.start_mark, Code.EXPANSION_TOO_LARGE, message)])
             node = super().compose_node(parent, index)
             if parent is not None:
                 self.alias_marks[(id(parent), len(parent.value), index is None)] = event.start_mark
@@ -239,7 +239,7 @@ class _Hooks:
             return super().compose_node(parent, index)
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise HwspecError([_error(self.file, event.start_mark, "E106", _TOO_DEEP)])
+            raise HwspecError([_error(self.file, event.start_mark, Code.NESTING_TOO_DEEP, _TOO_DEEP)])
         if event.anchor is not None:
             self.open_anchors.add(event.anchor)
         node = super().compose_node(parent, index)
@@ -314,13 +314,13 @@ class _Load:
         self.values: dict[Path_, Position] = {}
         self.keys: dict[Path_, Position] = {}
 
-    def error(self, where, code: str, message: str, hint: str | None = None) -> None:
+    def error(self, where, code: Code, message: str, hint: str | None = None) -> None:
         self.problems.append(_error(self.file, where, code, message, hint))
 
     def run(self) -> SourceDoc:
         root = self.compose()
         if root is None or (isinstance(root, ScalarNode) and root.tag == _Y + "null" and root.value == ""):
-            self.error(Position(1, 1), "E108", "file is empty")
+            self.error(Position(1, 1), Code.NOT_A_PLATFORM_DOCUMENT, "file is empty")
             raise HwspecError(self.problems)
         try:
             self.check(root)
@@ -333,7 +333,7 @@ class _Load:
             if isinstance(root, ScalarNode) and isinstance(self.scalars.get(id(root), root.value), str):
                 got = f"a string of {len(root.value)} characters (not shown)"
             message = f"a platform file must be a mapping of keys to values, got {got}"
-            self.error(root.start_mark, "E108", message)
+            self.error(root.start_mark, Code.NOT_A_PLATFORM_DOCUMENT, message)
         if self.problems:
             raise HwspecError(self.problems)
         return SourceDoc(self.file, self.build(root, ()), self.values, self.keys)
@@ -365,7 +365,7 @@ class _Load:
                 return None
             root = loader.compose_document()
             if not loader.check_event(yaml.StreamEndEvent):
-                self.error(loader.peek_event().start_mark, "E103",
+                self.error(loader.peek_event().start_mark, Code.INVALID_YAML,
                            "a platform file holds one YAML document; found a second one",
                            "put each platform in its own file")
             self.alias_marks = loader.alias_marks
@@ -381,7 +381,7 @@ class _Load:
             hint = "a NUL character means this is probably not a text file" if code == 0 else None
             message = f"file contains the character U+{code:04X}, which YAML does not allow"
             at = _position_at(self.text, e.position)
-            raise HwspecError([_error(self.file, at, "E102", message, hint)]) from None
+            raise HwspecError([_error(self.file, at, Code.NOT_UTF8, message, hint)]) from None
         except yaml.MarkedYAMLError as e:
             raise HwspecError([self.syntax_error(e)]) from None
 
@@ -402,7 +402,7 @@ class _Load:
             hint = "YAML indentation must use spaces, not tabs"
         elif mark is not None and "${" in (_BREAK.split(self.text) + [""])[mark.line] and "flow" in (e.context or ""):
             hint = "inside {...} or [...], quote values that contain ${...}: upstream: \"sw${g//2}\""
-        return _error(self.file, _pos(mark), "E103", message, hint)
+        return _error(self.file, _pos(mark), Code.INVALID_YAML, message, hint)
 
     def check(self, root: Node) -> None:
         """Check each node once, children first, and compute expanded sizes and depths."""
@@ -433,23 +433,23 @@ class _Load:
                 node = bigger[0]
             hint = _TOO_BIG_HINT
             message = f"anchors and aliases expand to more than {MAX_NODES} nodes"
-            self.error(node.start_mark, "E105", message, hint)
+            self.error(node.start_mark, Code.EXPANSION_TOO_LARGE, message, hint)
         if height[id(root)] > MAX_DEPTH:  # through aliases, or composed by libyaml: PyYAML's composer stops earlier
             if self.c_compose:
                 raise _ComposeAgain
             node = root
             for _ in range(MAX_DEPTH):
                 node = max(_children(node), key=lambda k: height[id(k)])
-            self.error(node.start_mark, "E106", _TOO_DEEP)
+            self.error(node.start_mark, Code.NESTING_TOO_DEEP, _TOO_DEEP)
 
     def check_encodable(self, node: Node, value: object) -> None:
         """A string must be writable as UTF-8: a `"\\ud800"` escape makes a lone surrogate,
         which no generated file (and no terminal) can hold."""
         if isinstance(value, str) and _SURROGATE.search(value):
             at = _SURROGATE.search(value).start()
-            self.error(node.start_mark, "E109", f"string has a lone surrogate (U+{ord(value[at]):04X}) at character "
-                       f"{at + 1}: it cannot be written as UTF-8", "write the character itself, or a \\U escape for "
-                       "characters beyond U+FFFF")
+            self.error(node.start_mark, Code.STRING_NOT_ENCODABLE,
+                       f"string has a lone surrogate (U+{ord(value[at]):04X}) at character {at + 1}: it cannot be "
+                       "written as UTF-8", "write the character itself, or a \\U escape for characters beyond U+FFFF")
 
     def check_node(self, node: Node) -> None:
         if node.tag == STR and type(node) is ScalarNode:  # the usual node: a string is its own text
@@ -462,12 +462,12 @@ class _Load:
             message = f"unsupported YAML tag '{name}'"
             if any(node.tag in tags for tags in _TAGS.values()):
                 message = f"YAML tag '{name}' cannot be used on a {kind}"
-            self.error(node.start_mark, "E103", message, _PLAIN)
+            self.error(node.start_mark, Code.INVALID_YAML, message, _PLAIN)
         elif kind == "scalar":
             try:
                 self.scalars[id(node)] = getattr(_CONSTRUCTOR, "construct_yaml_" + _SCALARS[node.tag])(node)
             except (ValueError, KeyError, IndexError, TypeError):  # explicit tags (`!!int x`), huge ints
-                self.error(node.start_mark, "E103", f"cannot read {_short(node.value)} as {name}")
+                self.error(node.start_mark, Code.INVALID_YAML, f"cannot read {_short(node.value)} as {name}")
             else:
                 self.check_encodable(node, self.scalars[id(node)])
         if kind == "mapping":
@@ -480,7 +480,7 @@ class _Load:
             if key_node.tag == MERGE:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 if not all(isinstance(s, MappingNode) for s in sources):
-                    self.error(value_node.start_mark, "E103", "a merge key '<<' needs a mapping or a list of "
+                    self.error(value_node.start_mark, Code.INVALID_YAML, "a merge key '<<' needs a mapping or a list of "
                                "mappings", "write '<<: *anchor' or '<<: [*one, *two]'")
                 if first_merge is not None:
                     hint = "merge several mappings with '<<: [*one, *two]'"
@@ -492,7 +492,7 @@ class _Load:
             key = self.scalars.get(id(key_node))
             if not isinstance(key, str):
                 message = f"mapping keys must be strings, got {self.describe(key_node)}"
-                self.error(key_node.start_mark, "E107", message, self.key_hint(key_node, key))
+                self.error(key_node.start_mark, Code.DUPLICATE_KEY, message, self.key_hint(key_node, key))
             elif key in first:
                 self.duplicate(key_node, key, first[key])
             else:
@@ -501,7 +501,7 @@ class _Load:
     def duplicate(self, node: Node, key: str, earlier: Node, hint: str | None = None) -> None:
         at = _pos(earlier.start_mark)
         message = f"duplicate key {key!r} (first defined at line {at.line}, column {at.col})"
-        self.error(node.start_mark, "E104", message, hint)
+        self.error(node.start_mark, Code.NON_STRING_KEY, message, hint)
 
     def describe(self, node: Node) -> str:
         if not isinstance(node, ScalarNode):

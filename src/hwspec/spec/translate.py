@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Callable, Mapping
 
-from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Position, Severity
 from hwspec.spec.pydantic_core_ext import ValidationError
 
 if typing.TYPE_CHECKING:
@@ -177,10 +177,10 @@ def validation_diagnostics(
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}unknown key '{key}'"
             if allowed:
                 hint = (f"did you mean '{guess}'? " if guess else "") + "allowed keys here: " + ", ".join(allowed)
-            code, pos = "E112", (locate_key or locate)(full)
+            code, pos = Code.UNKNOWN_KEY, (locate_key or locate)(full)
         elif group == "missing":
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}missing required key '{path[-1]}'"
-            code, pos = "E111", locate(full[:-1])
+            code, pos = Code.MISSING_KEY, locate(full[:-1])
         else:
             messages = []
             for error in errors:
@@ -192,7 +192,7 @@ def validation_diagnostics(
             message = f"{where + ': ' if where else ''}" + ("; or ".join(messages) if len(messages) > 1 else messages[0])
             if len(messages) > 1:
                 message = f"{where + ': ' if where else ''}matches none of the accepted forms: " + "; or ".join(messages)
-            code, pos = "E110", locate(full)
+            code, pos = Code.WRONG_VALUE, locate(full)
         diagnostics.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint))
     return diagnostics
 
