@@ -78,3 +78,21 @@ def test_reports_print_a_member_as_its_text():
         assert render([by_member], fmt) == render([by_text], fmt), fmt
     assert json.loads(render([by_member], "json"))[0]["code"] == "E107"
     assert by_member.format().startswith("p.yaml:3:1: error[E107]: ")
+
+
+def test_the_loader_reports_keys_by_the_registry_meaning():
+    """E104 is a non-string key and E107 a duplicate key, as `hwspec explain` and the README say
+    (the loader once reported them the other way round)."""
+    from hwspec.diagnostics import HwspecError
+    from hwspec.source.loader import load_yaml_text
+
+    def codes(text: str) -> list[str]:
+        try:
+            load_yaml_text(text, "p.yaml")
+        except HwspecError as exc:
+            return [d.code for d in exc.diagnostics]
+        raise AssertionError("loaded")
+
+    assert codes("a: 1\na: 2\n") == ["E107"] == [Code.DUPLICATE_KEY]
+    assert codes("1: x\n") == ["E104"] == [Code.NON_STRING_KEY]
+    assert (Code.DUPLICATE_KEY.title, Code.NON_STRING_KEY.title) == ("duplicate key", "non-string key")

@@ -136,24 +136,24 @@ def test_scalars_use_safe_resolution_but_timestamps_stay_strings():
 
 def test_all_duplicate_and_non_string_keys_are_reported_together():
     assert errors(Path("duplicate_key.yaml")) == (
-        "duplicate_key.yaml:4:1: error[E104]: duplicate key 'name' (first defined at line 1, column 1)\n"
-        "duplicate_key.yaml:5:1: error[E107]: mapping keys must be strings, got the integer 1\n"
+        "duplicate_key.yaml:4:1: error[E107]: duplicate key 'name' (first defined at line 1, column 1)\n"
+        "duplicate_key.yaml:5:1: error[E104]: mapping keys must be strings, got the integer 1\n"
         "  hint: quote the key: '1':\n"
-        "duplicate_key.yaml:6:1: error[E104]: duplicate key 'gpus' (first defined at line 2, column 1)\n"
-        "duplicate_key.yaml:9:3: error[E104]: duplicate key 'sockets' (first defined at line 8, column 3)"
+        "duplicate_key.yaml:6:1: error[E107]: duplicate key 'gpus' (first defined at line 2, column 1)\n"
+        "duplicate_key.yaml:9:3: error[E107]: duplicate key 'sockets' (first defined at line 8, column 3)"
     )
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("on: x\n", "p.yaml:1:1: error[E107]: mapping keys must be strings, got the boolean 'on'\n"
+    ("on: x\n", "p.yaml:1:1: error[E104]: mapping keys must be strings, got the boolean 'on'\n"
                 "  hint: 'on' is read as a boolean in YAML 1.1; quote it"),
-    ("true: x\n", "p.yaml:1:1: error[E107]: mapping keys must be strings, got the boolean 'true'\n"
+    ("true: x\n", "p.yaml:1:1: error[E104]: mapping keys must be strings, got the boolean 'true'\n"
                   "  hint: quote the key: 'true':"),
-    ("null: x\n", "p.yaml:1:1: error[E107]: mapping keys must be strings, got null\n"
+    ("null: x\n", "p.yaml:1:1: error[E104]: mapping keys must be strings, got null\n"
                   "  hint: quote the key: 'null':"),
-    ("a: {1.5: x}\n", "p.yaml:1:5: error[E107]: mapping keys must be strings, got the number 1.5\n"
+    ("a: {1.5: x}\n", "p.yaml:1:5: error[E104]: mapping keys must be strings, got the number 1.5\n"
                       "  hint: quote the key: '1.5':"),
-    ("? [a, b]\n: x\n", "p.yaml:1:3: error[E107]: mapping keys must be strings, got a list\n"
+    ("? [a, b]\n: x\n", "p.yaml:1:3: error[E104]: mapping keys must be strings, got a list\n"
                         "  hint: use a plain name as the key"),
 ])
 def test_non_string_keys(text, expected):
@@ -162,7 +162,7 @@ def test_non_string_keys(text, expected):
 
 def test_duplicate_merge_key_and_bad_merge_value():
     assert errors("a: &a {x: 1}\nb: {<<: *a, <<: {y: 2}}\nc: {<<: 3}\n") == (
-        "p.yaml:2:13: error[E104]: duplicate key '<<' (first defined at line 2, column 5)\n"
+        "p.yaml:2:13: error[E107]: duplicate key '<<' (first defined at line 2, column 5)\n"
         "  hint: merge several mappings with '<<: [*one, *two]'\n"
         "p.yaml:3:9: error[E103]: a merge key '<<' needs a mapping or a list of mappings\n"
         "  hint: write '<<: *anchor' or '<<: [*one, *two]'"

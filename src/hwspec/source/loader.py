@@ -492,7 +492,7 @@ class _Load:
             key = self.scalars.get(id(key_node))
             if not isinstance(key, str):
                 message = f"mapping keys must be strings, got {self.describe(key_node)}"
-                self.error(key_node.start_mark, Code.DUPLICATE_KEY, message, self.key_hint(key_node, key))
+                self.error(key_node.start_mark, Code.NON_STRING_KEY, message, self.key_hint(key_node, key))
             elif key in first:
                 self.duplicate(key_node, key, first[key])
             else:
@@ -501,7 +501,7 @@ class _Load:
     def duplicate(self, node: Node, key: str, earlier: Node, hint: str | None = None) -> None:
         at = _pos(earlier.start_mark)
         message = f"duplicate key {key!r} (first defined at line {at.line}, column {at.col})"
-        self.error(node.start_mark, Code.NON_STRING_KEY, message, hint)
+        self.error(node.start_mark, Code.DUPLICATE_KEY, message, hint)
 
     def describe(self, node: Node) -> str:
         if not isinstance(node, ScalarNode):
