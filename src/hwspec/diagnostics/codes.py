@@ -3,8 +3,8 @@
 Rule findings carry the rule's id (`HW201`); everything else carries one of these codes. Code
 that reports one names the member (`Code.DUPLICATE_KEY`), never the text (`"E107"`): a member is
 a `str` whose value is the code text, so `Diagnostic.code` holds either and every report prints
-the text. `hwspec explain E105` prints an entry, the README lists them all, and tests check
-that no code text is written anywhere else.
+the text. `hwspec explain E105` prints an entry, the README's table of codes is
+`markdown_table()`, and tests check both, and that no code text is written anywhere else.
 
 Exit status by code: E100-E108 mean the file could not be read or parsed (exit 2, as do E301
 and E302 and the generation codes E901-E902); the others are error findings (exit 1).
@@ -96,3 +96,14 @@ def lookup(text: str) -> Code | None:
     except ValueError:
         return None
 
+
+def markdown_table() -> str:
+    """The README's table of codes: one row per code, in registry order, with its title and doc
+    as `hwspec explain` prints them (a `|` escaped, so that it cannot end a cell)."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    rows = ["| code | title | meaning |", "|---|---|---|"]
+    rows += [f"| {code.value} | {cell(code.title)} | {cell(code.doc)} |" for code in Code]
+    return "\n".join(rows) + "\n"
