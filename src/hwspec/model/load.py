@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec import content
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
 from hwspec.source.expand import Expanded, expand
 from hwspec.model.node import Platform
@@ -34,7 +34,7 @@ class Part:
         self.kind, self.name, self.raw, self.model = kind, name, raw, model
         self.doc, self.expanded = doc, expanded
 
-    def locate(self, path: DataPath) -> Position:
+    def locate(self, path: DataPath) -> Location:
         return self.doc.locate(self.expanded.written_path((self.kind, self.name) + path))
 
 
@@ -135,10 +135,10 @@ def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform
 
 
 def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platform:
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
-    def locate_key(p: DataPath) -> Position:
+    def locate_key(p: DataPath) -> Location:
         return doc.locate_key(expanded.written_path(p))
 
     errors: list[Diagnostic] = []
@@ -212,7 +212,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
             except ValidationError as exc:
                 overridden = set(_paths(entry.override))
 
-                def locate_merged(p: DataPath, _here=here, _part=part, _overridden=overridden) -> Position:
+                def locate_merged(p: DataPath, _here=here, _part=part, _overridden=overridden) -> Location:
                     inner = p[len(_here) + 1:]
                     if any(inner[:n] in _overridden for n in range(len(inner), 0, -1)):
                         return locate(_here + ("override",) + inner)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 
 from hwspec.model.cluster import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, validate_document
 from hwspec.source.expand import Expanded, Pattern
 from hwspec.model.node import Assumption, Platform, RuleSetting
@@ -62,7 +62,7 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
     """Validate and resolve a cluster file. `load_node(path)` loads a node platform (cached
     by the caller, so each node platform is loaded once)."""
 
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
     spec: ClusterSpec = validate_document(spec_validator("ClusterSpec"), doc, expanded)

@@ -27,9 +27,8 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity, display_path
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.spec.translate import nearest
-from hwspec.model.node import Location
 from hwspec.record import Record, record
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]

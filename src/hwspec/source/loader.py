@@ -25,7 +25,7 @@ from dataclasses import field
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Position, Severity, display_path
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.record import Record, record
 
 Path_ = tuple[str | int, ...]
@@ -64,33 +64,33 @@ class SourceDoc(Record):
     _values: dict = field(default_factory=dict, repr=False, compare=False)
     _keys: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def value_position(self, path: Path_) -> Position:
+    def value_position(self, path: Path_) -> Location:
         """Where the value at `path` starts; KeyError if there is no value at `path`."""
         path = tuple(path)
         if not path:
-            return Position(1, 1)
+            return Location(self.file, 1, 1)
         if path not in self._values:
             raise KeyError(f"{self.file}: no value at {path!r}")
         return self._values[path]
 
-    def key_position(self, path: Path_) -> Position:
+    def key_position(self, path: Path_) -> Location:
         """Where the key naming `path[-1]` starts (for a list index: where the item starts)."""
         path = tuple(path)
         if path not in self._keys:
             raise KeyError(f"{self.file}: no key at {path!r}")
         return self._keys[path]
 
-    def locate_key(self, path: Path_) -> Position:
+    def locate_key(self, path: Path_) -> Location:
         """The key position of `path` when there is one, else `locate(path)`. Never raises."""
         return self._keys.get(tuple(path)) or self.locate(path)
 
-    def locate(self, path: Path_) -> Position:
+    def locate(self, path: Path_) -> Location:
         """The value position of `path`, else of its longest known prefix, else 1:1. Never raises."""
         path = tuple(path)
         for end in range(len(path), 0, -1):
             if path[:end] in self._values:
                 return self._values[path[:end]]
-        return Position(1, 1)
+        return Location(self.file, 1, 1)
 
 
 def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -101,7 +101,7 @@ def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
     have been swapped in between); the file is opened non-blocking and read up to `limit`.
     Raises HwspecError (E100 unreadable, E101 too large)."""
     def refuse(message: str) -> HwspecError:
-        return HwspecError([_error(display_path(path), Position(1, 1), Code.CANNOT_READ_FILE, message)])
+        return HwspecError([_error(display_path(path), None, Code.CANNOT_READ_FILE, message)])
 
     if "\x00" in os.fspath(path):
         raise refuse("cannot read file: the path holds a NUL character")
@@ -153,39 +153,41 @@ def load_yaml_text(text: str | bytes, file: str) -> SourceDoc:
         except UnicodeDecodeError as e:
             prefix = raw[: e.start].decode("utf-8")
             message = f"file is not valid UTF-8 (byte 0x{raw[e.start]:02x})"
-            at = _position_at(prefix, len(prefix))
+            at = _location_at(file, prefix, len(prefix))
             raise HwspecError([_error(file, at, Code.NOT_UTF8, message, "save the file as UTF-8")]) from None
     try:
         return _Load(text, file).run()
     except RecursionError:  # not expected: compose stops at MAX_DEPTH, and checking is iterative
-        raise HwspecError([_error(file, Position(1, 1), Code.NESTING_TOO_DEEP, _TOO_DEEP)]) from None
+        raise HwspecError([_error(file, None, Code.NESTING_TOO_DEEP, _TOO_DEEP)]) from None
 
 
 def _error(file: str, where, code: Code, message: str, hint: str | None = None) -> Diagnostic:
-    """An error diagnostic at a Position or a (0-based) PyYAML mark."""
-    pos = where if isinstance(where, Position) else _pos(where)
-    return Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint)
+    """An error diagnostic at a Location in `file`, a (0-based) PyYAML mark, or (None) 1:1."""
+    at = where if isinstance(where, Location) else _location(file, where)
+    return Diagnostic(file, at.line, at.col, Severity.ERROR, code, message, hint)
 
 
 def _too_big(file: str, size: int) -> Diagnostic:
     limit = MAX_FILE_BYTES // 2**20
     message = f"file is {size / 2**20:.1f} MiB, larger than the {limit} MiB limit for a platform file"
-    return _error(file, Position(1, 1), Code.FILE_TOO_LARGE, message)
+    return _error(file, None, Code.FILE_TOO_LARGE, message)
 
 
-def _pos(mark) -> Position:
-    return Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
+def _location(file: str, mark) -> Location:
+    """Where the (0-based) PyYAML `mark` is in `file`; 1:1 for None."""
+    return Location(file, mark.line + 1, mark.column + 1) if mark is not None else Location(file, 1, 1)
 
 
 _TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels"
 _TOO_BIG_HINT = "a platform file this large is almost certainly a mistake (or a 'billion laughs' document)"
 
 
-def _position_at(text: str, index: int) -> Position:
+def _location_at(file: str, text: str, index: int) -> Location:
+    """Where character `index` of `file`'s `text` is."""
     line, start = 1, 0
     for m in _BREAK.finditer(text, 0, index):
         line, start = line + 1, m.end()
-    return Position(line, index - start + 1)
+    return Location(file, line, index - start + 1)
 
 
 def _tag_name(tag: str) -> str:
@@ -311,8 +313,8 @@ class _Load:
         self.problems: list[Diagnostic] = []
         self.scalars: dict[int, object] = {}  # id(ScalarNode) -> its value
         self.alias_marks: dict = {}
-        self.values: dict[Path_, Position] = {}
-        self.keys: dict[Path_, Position] = {}
+        self.values: dict[Path_, Location] = {}
+        self.keys: dict[Path_, Location] = {}
 
     def error(self, where, code: Code, message: str, hint: str | None = None) -> None:
         self.problems.append(_error(self.file, where, code, message, hint))
@@ -320,7 +322,7 @@ class _Load:
     def run(self) -> SourceDoc:
         root = self.compose()
         if root is None or (isinstance(root, ScalarNode) and root.tag == _Y + "null" and root.value == ""):
-            self.error(Position(1, 1), Code.NOT_A_PLATFORM_DOCUMENT, "file is empty")
+            self.error(None, Code.NOT_A_PLATFORM_DOCUMENT, "file is empty")
             raise HwspecError(self.problems)
         try:
             self.check(root)
@@ -380,14 +382,14 @@ class _Load:
             code = e.character if isinstance(e.character, int) else ord(e.character)  # an int for str input
             hint = "a NUL character means this is probably not a text file" if code == 0 else None
             message = f"file contains the character U+{code:04X}, which YAML does not allow"
-            at = _position_at(self.text, e.position)
+            at = _location_at(self.file, self.text, e.position)
             raise HwspecError([_error(self.file, at, Code.NOT_UTF8, message, hint)]) from None
         except yaml.MarkedYAMLError as e:
             raise HwspecError([self.syntax_error(e)]) from None
 
     def syntax_error(self, e: yaml.MarkedYAMLError) -> Diagnostic:
         mark = e.problem_mark or e.context_mark
-        context = _pos(e.context_mark)
+        context = _location(self.file, e.context_mark)
         message, hint = f"invalid YAML: {e.problem or e.context}", None
         if e.context and e.problem:
             where = f" at line {context.line}, column {context.col}" if e.context_mark else ""
@@ -402,7 +404,7 @@ class _Load:
             hint = "YAML indentation must use spaces, not tabs"
         elif mark is not None and "${" in (_BREAK.split(self.text) + [""])[mark.line] and "flow" in (e.context or ""):
             hint = "inside {...} or [...], quote values that contain ${...}: upstream: \"sw${g//2}\""
-        return _error(self.file, _pos(mark), Code.INVALID_YAML, message, hint)
+        return _error(self.file, mark, Code.INVALID_YAML, message, hint)
 
     def check(self, root: Node) -> None:
         """Check each node once, children first, and compute expanded sizes and depths."""
@@ -499,7 +501,7 @@ class _Load:
                 first[key] = key_node
 
     def duplicate(self, node: Node, key: str, earlier: Node, hint: str | None = None) -> None:
-        at = _pos(earlier.start_mark)
+        at = _location(self.file, earlier.start_mark)
         message = f"duplicate key {key!r} (first defined at line {at.line}, column {at.col})"
         self.error(node.start_mark, Code.DUPLICATE_KEY, message, hint)
 
@@ -525,8 +527,8 @@ class _Load:
             return f"{node.value!r} is read as a boolean in YAML 1.1; quote it"
         return "quote the key: '" + node.value.replace("'", "''") + "':"
 
-    def mark(self, owner: Node, index: int, is_key: bool, node: Node) -> Position:
-        return _pos(self.alias_marks.get((id(owner), index, is_key), node.start_mark))
+    def mark(self, owner: Node, index: int, is_key: bool, node: Node) -> Location:
+        return _location(self.file, self.alias_marks.get((id(owner), index, is_key), node.start_mark))
 
     def pairs(self, node: MappingNode) -> dict[str, tuple[Node, Node, Node, int]]:
         """key -> (key node, value node, owning mapping, index): merged keys first, explicit keys win."""

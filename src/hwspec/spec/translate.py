@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Callable, Mapping
 
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.pydantic_core_ext import ValidationError
 
 if typing.TYPE_CHECKING:
@@ -148,9 +148,9 @@ def validation_diagnostics(
     model: Validated | Mapping[str, Any],
     data: Any,
     file: str,
-    locate: Callable[[DataPath], Position],
+    locate: Callable[[DataPath], Location],
     prefix: DataPath = (),
-    locate_key: Callable[[DataPath], Position] | None = None,
+    locate_key: Callable[[DataPath], Location] | None = None,
 ) -> list[Diagnostic]:
     """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (a
     pydantic model class, a `SpecValidator` or a core schema: where the allowed keys come from).
@@ -202,7 +202,7 @@ def validate_document(model: Validated, doc: Any, expanded: Any) -> Any:
     or a `SpecValidator`); on failure, HwspecError with one diagnostic per problem, located at
     the written line and column."""
 
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
     validate = getattr(model, "validate", None) if not isinstance(model, type) else model.model_validate

@@ -19,7 +19,7 @@ from typing import Callable, Literal
 
 from pydantic import Field, model_validator
 
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, validate_document
 from hwspec.source.expand import Expanded
 from hwspec.spec.pydantic_core_ext import PydanticCustomError
@@ -177,7 +177,7 @@ class Workload:
     comm_backward: str
     comm_allreduce: str
     assumptions: tuple[tuple[str, str], ...]
-    locate: Callable[..., Position]
+    locate: Callable[..., Location]
     kind: str = "workload"
 
     def local_batch(self, world_size: int) -> float:
@@ -223,7 +223,7 @@ class Workload:
 def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
     """Validate and resolve a workload document. Raises HwspecError with located diagnostics."""
 
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
     spec = validate_document(WorkloadSpec, doc, expanded)

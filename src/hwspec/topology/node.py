@@ -18,7 +18,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping
 
-from hwspec.model.node import Bridge, Gpu, Location, Nic, NvlinkConnection, Platform, Socket
+from hwspec.diagnostics import Location
+from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, Platform, Socket
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
