@@ -56,11 +56,12 @@ class PcieLink(Record):
 
 
 @record
-class Socket(Record):
-    """A NUMA node of a CPU socket: a whole socket, or one of its NUMA nodes under sub-NUMA
-    clustering / NPS modes. `package` is the id of the physical socket it belongs to (its own
-    id for a socket that is one NUMA node); `cores` are the physical cores of this NUMA node;
-    `cpus` its logical CPU numbers. Devices hang off it, and bind to it."""
+class NumaNode(Record):
+    """A NUMA node of a CPU socket (an entry of `Platform.sockets`): a whole socket, or one of
+    its NUMA nodes under sub-NUMA clustering / NPS modes. `package` is the id of the physical
+    socket it belongs to (its own id for a socket that is one NUMA node); `cores` are the
+    physical cores of this NUMA node; `cpus` its logical CPU numbers. Devices hang off it, and
+    bind to it."""
 
     id: str
     numa_node: int
@@ -282,7 +283,7 @@ class Platform(Record):
     name: str
     title: str
     file: str
-    sockets: tuple[Socket, ...]
+    sockets: tuple[NumaNode, ...]
     cpu_links: tuple[tuple[str, str], ...]
     cpu_link_bandwidth: float | None
     cpu_interconnect: str | None
@@ -306,12 +307,12 @@ class Platform(Record):
     """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
 
     @cached_property
-    def by_id(self) -> dict[str, Socket | Bridge | Gpu | Nic | Ssd]:
+    def by_id(self) -> dict[str, NumaNode | Bridge | Gpu | Nic | Ssd]:
         items = (*self.sockets, *self.bridges, *self.gpus, *self.nics, *self.ssds)
         return {item.id: item for item in items}
 
     @cached_property
-    def socket_by_id(self) -> dict[str, Socket]:
+    def socket_by_id(self) -> dict[str, NumaNode]:
         return {s.id: s for s in self.sockets}
 
     @cached_property

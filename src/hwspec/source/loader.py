@@ -527,7 +527,9 @@ class _Load:
             return f"{node.value!r} is read as a boolean in YAML 1.1; quote it"
         return "quote the key: '" + node.value.replace("'", "''") + "':"
 
-    def mark(self, owner: Node, index: int, is_key: bool, node: Node) -> Location:
+    def item_location(self, owner: Node, index: int, is_key: bool, node: Node) -> Location:
+        """Where item `index` of `owner` (its key, or its value) is written: at the alias when it
+        is one, else where `node` starts."""
         return _location(self.file, self.alias_marks.get((id(owner), index, is_key), node.start_mark))
 
     def pairs(self, node: MappingNode) -> dict[str, tuple[Node, Node, Node, int]]:
@@ -549,13 +551,13 @@ class _Load:
             items = []
             for index, item in enumerate(node.value):
                 here = path + (index,)
-                self.keys[here] = self.values[here] = self.mark(node, index, False, item)
+                self.keys[here] = self.values[here] = self.item_location(node, index, False, item)
                 items.append(self.build(item, here))
             return items
         mapping = {}
         for key, (key_node, value_node, owner, index) in self.pairs(node).items():
             here = path + (key,)
-            self.keys[here] = self.mark(owner, index, True, key_node)
-            self.values[here] = self.mark(owner, index, False, value_node)
+            self.keys[here] = self.item_location(owner, index, True, key_node)
+            self.values[here] = self.item_location(owner, index, False, value_node)
             mapping[key] = self.build(value_node, here)
         return mapping
