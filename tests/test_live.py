@@ -20,6 +20,7 @@ from hwspec import content
 from hwspec.cli.commands import main
 from hwspec.generate.engine import plan_for
 from hwspec.cli.live import check_draft
+from hwspec.diagnostics import Location
 from hwspec.live.diff import diff
 from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
@@ -217,6 +218,14 @@ def test_diff_finds_each_zionex_fault_at_the_spec_line(fault, capsys):
     assert status == 1
     assert [line for line in out.splitlines() if not line.startswith("  hint:")] == FAULTS[fault]
     assert err.endswith(f"{len(FAULTS[fault])} difference(s)\n")
+
+
+def test_a_difference_carries_where_it_was_observed_as_a_related_location():
+    (finding,) = diff(load_platform("platforms/zionex.yaml"), read_inputs([LIVE / "zionex-gpu-x8.nccl.xml"]))
+    seen = Location("tests/data/live/zionex-gpu-x8.nccl.xml", 61, 9)
+    assert (finding.file, finding.line, finding.col) == ("platforms/zionex.yaml", 70, 11)
+    assert finding.related == ((seen, "observed here"),)
+    assert finding.message.endswith(f"(seen at {seen})") and str(seen) == "tests/data/live/zionex-gpu-x8.nccl.xml:61"
 
 
 def test_diff_of_a_healthy_node_is_silent_and_exits_0(capsys):

@@ -57,6 +57,38 @@ def test_a_rule_imported_into_another_module_is_registered_once(tmp_path: Path) 
     assert [r.id for r in load_rules([site])] == ["S001", "S002"]
 
 
+def test_a_finding_points_at_an_entry_or_at_any_location(tmp_path: Path) -> None:
+    """One Location type from the YAML layer to the report: what `Platform.locate` gives, a
+    rule may give back (or make one itself), and the diagnostic is where it says."""
+    from hwspec.diagnostics import Location
+    from hwspec.model import node
+
+    assert node.Location is Location  # the model's name for it, kept for site rules
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "where.py").write_text(textwrap.dedent('''
+        from hwspec.diagnostics import Location
+        from hwspec.rules import rule
+
+
+        @rule("W001", "where")
+        def where(ctx):
+            """Points three ways."""
+            yield ctx.finding("by id", at=("gpu0",))
+            yield ctx.finding("by location", at=ctx.platform.locate("gpu0", "pcie"))
+            yield ctx.finding("made here", at=Location("elsewhere.yaml", 7, 3))
+    '''))
+    platform = load_platform(FIXTURES / "base_2gpu.yaml")
+    gpu0 = platform.locate("gpu0")
+    assert isinstance(gpu0, Location) and gpu0.file == platform.source_map.file
+    found = run_rules(platform.topology, load_rules([site]))
+    pcie = platform.locate("gpu0", "pcie")
+    assert sorted((d.message, d.file, d.line, d.col) for d in found) == [
+        ("by id", gpu0.file, gpu0.line, gpu0.col), ("by location", pcie.file, pcie.line, pcie.col),
+        ("made here", "elsewhere.yaml", 7, 3)]
+    assert (gpu0.line, gpu0.col) != (pcie.line, pcie.col)
+
+
 def test_pcie_tree_keeps_a_cycle_of_two_bridges() -> None:
     platform = load_platform(FIXTURES / "pcie_cycle.yaml")
     tree = pcie_tree(build_graph(platform))

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwspec.diagnostics import HwspecError, Position
+from hwspec.diagnostics import HwspecError, Location
 from hwspec.source.loader import MAX_DEPTH, MAX_FILE_BYTES, SourceDoc, load_yaml_file, load_yaml_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "source"
@@ -66,17 +66,17 @@ def test_positions_of_keys_and_values_at_several_depths():
         ("empty",): ((13, 1), (13, 7)),  # an empty value: just after the ':'
     }
     for path, (key, value) in expected.items():
-        assert doc.key_position(path) == Position(*key), path
-        assert doc.value_position(path) == Position(*value), path
+        assert doc.key_position(path) == Location(doc.file, *key), path
+        assert doc.value_position(path) == Location(doc.file, *value), path
 
 
 def test_locate_falls_back_to_the_longest_known_prefix():
     doc = load_yaml_file(Path("positions.yaml"))
-    assert doc.locate(("gpus", 0, "pcie", "gen")) == Position(5, 30)
-    assert doc.locate(("gpus", 1, "pcie", "gen")) == Position(9, 7)  # missing key: its mapping
-    assert doc.locate(("gpus", 7, "model")) == Position(4, 3)
-    assert doc.locate(("nope", "deeper")) == Position(1, 1)
-    assert doc.locate(()) == doc.value_position(()) == Position(1, 1)
+    assert doc.locate(("gpus", 0, "pcie", "gen")) == Location(doc.file, 5, 30)
+    assert doc.locate(("gpus", 1, "pcie", "gen")) == Location(doc.file, 9, 7)  # missing key: its mapping
+    assert doc.locate(("gpus", 7, "model")) == Location(doc.file, 4, 3)
+    assert doc.locate(("nope", "deeper")) == Location(doc.file, 1, 1)
+    assert doc.locate(()) == doc.value_position(()) == Location(doc.file, 1, 1)
     with pytest.raises(KeyError):
         doc.value_position(("gpus", 1, "pcie", "gen"))
     with pytest.raises(KeyError):
@@ -85,9 +85,9 @@ def test_locate_falls_back_to_the_longest_known_prefix():
 
 def test_columns_count_characters_not_bytes():
     doc = load_yaml_text("vendor: café\nnote: ünïcode ok\nx: 1\n".encode(), "p.yaml")
-    assert doc.value_position(("note",)) == Position(2, 7)
+    assert doc.value_position(("note",)) == Location("p.yaml", 2, 7)
     doc = load_yaml_text("a: {é: 1, ü: 2}\n", "p.yaml")
-    assert doc.key_position(("a", "ü")) == Position(1, 11)
+    assert doc.key_position(("a", "ü")) == Location("p.yaml", 1, 11)
 
 
 def test_merge_keys_share_blocks_and_explicit_keys_win():
@@ -105,22 +105,22 @@ def test_merge_keys_share_blocks_and_explicit_keys_win():
     # strings are distinct objects (it deduplicates merged keys by id()), against the merge-key spec.
     assert doc.data["gpus"][1] is not doc.data["defaults"]  # aliases are expanded into copies
     # Merged keys are where the anchored text is; explicit keys where they are written.
-    assert doc.key_position(("gpus", 0, "model")) == Position(2, 3)
-    assert doc.value_position(("gpus", 0, "model")) == Position(2, 10)
-    assert doc.value_position(("gpus", 0, "memory_gb")) == Position(6, 16)
+    assert doc.key_position(("gpus", 0, "model")) == Location(doc.file, 2, 3)
+    assert doc.value_position(("gpus", 0, "model")) == Location(doc.file, 2, 10)
+    assert doc.value_position(("gpus", 0, "memory_gb")) == Location(doc.file, 6, 16)
     # A value that is an alias is at the alias; what is inside it is in the anchor.
-    assert doc.value_position(("gpus", 1)) == Position(7, 5)
-    assert doc.value_position(("gpus", 1, "memory_gb")) == Position(3, 14)
-    assert doc.key_position(("gpus", 2, "nvlink")) == Position(8, 31)
-    assert doc.value_position(("gpus", 2, "name")) == Position(8, 50)
+    assert doc.value_position(("gpus", 1)) == Location(doc.file, 7, 5)
+    assert doc.value_position(("gpus", 1, "memory_gb")) == Location(doc.file, 3, 14)
+    assert doc.key_position(("gpus", 2, "nvlink")) == Location(doc.file, 8, 31)
+    assert doc.value_position(("gpus", 2, "name")) == Location(doc.file, 8, 50)
 
 
 def test_alias_value_positions_in_mappings():
     doc = load_yaml_text("a: &x [1, 2]\nb: *x\nc: [*x, 3]\n", "p.yaml")
     assert doc.data == {"a": [1, 2], "b": [1, 2], "c": [[1, 2], 3]}
-    assert doc.value_position(("b",)) == Position(2, 4)
-    assert doc.value_position(("c", 0)) == Position(3, 5)
-    assert doc.value_position(("c", 0, 1)) == Position(1, 11)
+    assert doc.value_position(("b",)) == Location(doc.file, 2, 4)
+    assert doc.value_position(("c", 0)) == Location(doc.file, 3, 5)
+    assert doc.value_position(("c", 0, 1)) == Location(doc.file, 1, 11)
 
 
 def test_scalars_use_safe_resolution_but_timestamps_stay_strings():
@@ -136,24 +136,24 @@ def test_scalars_use_safe_resolution_but_timestamps_stay_strings():
 
 def test_all_duplicate_and_non_string_keys_are_reported_together():
     assert errors(Path("duplicate_key.yaml")) == (
-        "duplicate_key.yaml:4:1: error[E104]: duplicate key 'name' (first defined at line 1, column 1)\n"
-        "duplicate_key.yaml:5:1: error[E107]: mapping keys must be strings, got the integer 1\n"
+        "duplicate_key.yaml:4:1: error[E107]: duplicate key 'name' (first defined at line 1, column 1)\n"
+        "duplicate_key.yaml:5:1: error[E104]: mapping keys must be strings, got the integer 1\n"
         "  hint: quote the key: '1':\n"
-        "duplicate_key.yaml:6:1: error[E104]: duplicate key 'gpus' (first defined at line 2, column 1)\n"
-        "duplicate_key.yaml:9:3: error[E104]: duplicate key 'sockets' (first defined at line 8, column 3)"
+        "duplicate_key.yaml:6:1: error[E107]: duplicate key 'gpus' (first defined at line 2, column 1)\n"
+        "duplicate_key.yaml:9:3: error[E107]: duplicate key 'sockets' (first defined at line 8, column 3)"
     )
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("on: x\n", "p.yaml:1:1: error[E107]: mapping keys must be strings, got the boolean 'on'\n"
+    ("on: x\n", "p.yaml:1:1: error[E104]: mapping keys must be strings, got the boolean 'on'\n"
                 "  hint: 'on' is read as a boolean in YAML 1.1; quote it"),
-    ("true: x\n", "p.yaml:1:1: error[E107]: mapping keys must be strings, got the boolean 'true'\n"
+    ("true: x\n", "p.yaml:1:1: error[E104]: mapping keys must be strings, got the boolean 'true'\n"
                   "  hint: quote the key: 'true':"),
-    ("null: x\n", "p.yaml:1:1: error[E107]: mapping keys must be strings, got null\n"
+    ("null: x\n", "p.yaml:1:1: error[E104]: mapping keys must be strings, got null\n"
                   "  hint: quote the key: 'null':"),
-    ("a: {1.5: x}\n", "p.yaml:1:5: error[E107]: mapping keys must be strings, got the number 1.5\n"
+    ("a: {1.5: x}\n", "p.yaml:1:5: error[E104]: mapping keys must be strings, got the number 1.5\n"
                       "  hint: quote the key: '1.5':"),
-    ("? [a, b]\n: x\n", "p.yaml:1:3: error[E107]: mapping keys must be strings, got a list\n"
+    ("? [a, b]\n: x\n", "p.yaml:1:3: error[E104]: mapping keys must be strings, got a list\n"
                         "  hint: use a plain name as the key"),
 ])
 def test_non_string_keys(text, expected):
@@ -162,7 +162,7 @@ def test_non_string_keys(text, expected):
 
 def test_duplicate_merge_key_and_bad_merge_value():
     assert errors("a: &a {x: 1}\nb: {<<: *a, <<: {y: 2}}\nc: {<<: 3}\n") == (
-        "p.yaml:2:13: error[E104]: duplicate key '<<' (first defined at line 2, column 5)\n"
+        "p.yaml:2:13: error[E107]: duplicate key '<<' (first defined at line 2, column 5)\n"
         "  hint: merge several mappings with '<<: [*one, *two]'\n"
         "p.yaml:3:9: error[E103]: a merge key '<<' needs a mapping or a list of mappings\n"
         "  hint: write '<<: *anchor' or '<<: [*one, *two]'"

@@ -41,7 +41,7 @@ def test_unknown_and_misspelt_keys_are_reported_at_the_key_with_allowed_keys_and
 
 def test_duplicate_key_names_both_places():
     assert errors_of("duplicate_key.yaml") == [
-        "duplicate_key.yaml:8:5: error[E104]: duplicate key 'numa_node' (first defined at line 7, column 5)"]
+        "duplicate_key.yaml:8:5: error[E107]: duplicate key 'numa_node' (first defined at line 7, column 5)"]
 
 
 def test_malformed_yaml_points_at_the_syntax_error():

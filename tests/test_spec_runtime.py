@@ -28,7 +28,7 @@ from hwspec.spec import checks as spec_checks
 from hwspec.spec import compile as spec_compile
 
 from hwspec.spec import workload
-from hwspec.diagnostics import Position
+from hwspec.diagnostics import Location
 from hwspec.spec.translate import allowed_keys, validation_diagnostics
 from hwspec.source.expand import expand
 from hwspec.source.loader import load_yaml_file
@@ -163,8 +163,8 @@ def _data(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-def _where(path: tuple) -> Position:
-    return Position(len(path), hash(path) % 997)
+def _where(path: tuple) -> Location:
+    return Location("f.yaml", len(path), hash(path) % 997)
 
 
 def _outcome(validator, data: Any) -> Any:

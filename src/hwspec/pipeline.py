@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from hwspec import content
-from hwspec.diagnostics import Diagnostic, HwspecError, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 
-READ_ERROR_CODES = frozenset({"E100", "E101", "E102", "E103", "E104", "E105", "E106", "E107", "E108"})
+READ_ERROR_CODES = frozenset({Code.CANNOT_READ_FILE, Code.FILE_TOO_LARGE, Code.NOT_UTF8, Code.INVALID_YAML,
+                              Code.NON_STRING_KEY, Code.EXPANSION_TOO_LARGE, Code.NESTING_TOO_DEEP, Code.DUPLICATE_KEY,
+                              Code.NOT_A_PLATFORM_DOCUMENT})
 """Loader codes meaning the file could not be read or parsed as YAML (exit status 2)."""
 
 
@@ -141,7 +143,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
         return load_workload_document(doc, expanded), {}
     pos = doc.locate(("kind",))
-    raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
+    raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.UNKNOWN_KIND,
                                   f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
 
 

@@ -110,7 +110,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Validate, then render every platform's plan and write it (or compare with --check)."""
     from hwspec import pipeline
     from hwspec.generate import engine as generate
-    from hwspec.diagnostics import report
+    from hwspec.diagnostics import Code, report
 
     rules = _rules(args)
     if rules is None:
@@ -139,15 +139,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
             continue  # a workload file: checked, nothing to generate
         name = checked.platform.name
         if name in owners:
-            sys.stderr.write(f"hwspec: error[E902]: {visible(str(owners[name]))} and {visible(str(path))} are both named "
-                             f"'{name}': their files would overwrite each other in {visible(str(args.output))}/{name}/\n")
+            sys.stderr.write(f"hwspec: error[{Code.OUTPUT_NOT_WRITTEN}]: {visible(str(owners[name]))} and {visible(str(path))} "
+                             f"are both named '{name}': their files would overwrite each other in {visible(str(args.output))}/{name}/\n")
             failed = True
             continue
         owners[name] = path
         try:
             plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered))
         except generate.GenerationError as exc:
-            sys.stderr.write(f"hwspec: error[E901]: {exc}\n")
+            sys.stderr.write(f"hwspec: error[{Code.GENERATION_FAILED}]: {exc}\n")
             failed = True
             continue
         names.append(checked.platform.name)
@@ -168,8 +168,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         changed = generate.write_plan(plan, out_dir, names, svg=not args.no_svg)
         svgs = generate.render_svgs(plan, out_dir) if not args.no_svg else []
     except (OSError, ValueError, generate.GenerationError) as exc:
-        sys.stderr.write(f"hwspec: error[{'E901' if isinstance(exc, generate.GenerationError) else 'E902'}]: "
-                         f"{visible(str(exc))}\n")
+        code = Code.GENERATION_FAILED if isinstance(exc, generate.GenerationError) else Code.OUTPUT_NOT_WRITTEN
+        sys.stderr.write(f"hwspec: error[{code}]: {visible(str(exc))}\n")
         return EXIT_UNREADABLE
     sys.stderr.write(f"hwspec: {len(plan)} file(s) generated in {out_dir} ({len(changed)} changed"
                      + (f", {len(svgs)} SVG diagram(s) rendered" if svgs else "") + ")\n")
@@ -201,12 +201,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from hwspec.diagnostics.codes import CODES, lookup
+    from hwspec.diagnostics.codes import Code, lookup
     from hwspec.spec.translate import nearest
 
     code = lookup(args.rule)
     if code is not None:
-        sys.stdout.write(f"{code.code} {code.title}\n\n{code.doc}\n")
+        sys.stdout.write(f"{code.value} {code.title}\n\n{code.doc}\n")
         return EXIT_OK
     rules = _rules(args)
     if rules is None:
@@ -214,7 +214,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     by_key = {r.id.lower(): r for r in rules} | {r.name.lower(): r for r in rules}
     found = by_key.get(args.rule.lower())
     if found is None:
-        guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules] + list(CODES))
+        guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules] + [member.value for member in Code])
         sys.stderr.write(f"hwspec: unknown rule '{args.rule}'" + (f" (did you mean '{guess}'?)" if guess else "")
                          + "; run 'hwspec rules' to list them\n")
         return EXIT_UNREADABLE

@@ -1,6 +1,8 @@
-"""Diagnostics: `Diagnostic`, `Severity`, positions, the code registry (`codes`) and the report
-formats (`report`). Every other layer reports through these types."""
+"""Diagnostics: `Diagnostic`, `Severity`, `Location` (every place in a file hwspec carries), the
+code registry (`codes`) and the report formats (`report`). Every other layer reports through
+these types."""
 
-from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Position, Severity, display_path
+from hwspec.diagnostics.codes import Code
+from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Location, Severity, display_path
 
-__all__ = ["Diagnostic", "HwspecError", "Position", "Severity", "display_path"]
+__all__ = ["Code", "Diagnostic", "HwspecError", "Location", "Severity", "display_path"]

@@ -37,20 +37,31 @@ class Severity(enum.IntEnum):
 
 
 @dataclass(frozen=True, order=True)
-class Position:
-    """A 1-based line and column in a source file."""
+class Location:
+    """A place in a file: the file as the user sees it (`display_path`), a 1-based line and
+    column. Line and column 0 mean the whole file (one that cannot be read); a line-based input
+    has no columns, so `col` defaults to 1. Every place hwspec carries is one: a YAML key or value
+    (`SourceDoc.locate`), a model entry (`Platform.locate`), where a rule's finding points, a
+    diagnostic's related places, the line of a live machine's input. `str()` is `file:line`,
+    as a note cites the place."""
 
+    file: str
     line: int
-    col: int
+    col: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
 
 
 @record
 class Diagnostic(Record):
     """One reported problem.
 
-    `code` is a loader code (`E101`) or a rule id (`HW201`); `name` is the rule's short name
-    (`backend-nic-per-gpu`) and is empty for loader problems. `line`/`col` are 1-based; 0 means
-    "the whole file" (e.g. a file that cannot be read at all).
+    `code` is a loader code (`E101`, a `Code`) or a rule id (`HW201`); `name` is the rule's short
+    name (`backend-nic-per-gpu`) and is empty for loader problems. `line`/`col` are 1-based; 0
+    means "the whole file" (e.g. a file that cannot be read at all). `related` are other places
+    the problem involves, each with what it is there (`(Location("nccl-topo.xml", 12, 5),
+    "observed here")`); no report format prints them yet.
     """
 
     file: str
@@ -61,7 +72,7 @@ class Diagnostic(Record):
     message: str
     hint: str | None = None
     name: str = ""
-    related: tuple[tuple[str, int, int, str], ...] = field(default=())
+    related: tuple[tuple[Location, str], ...] = field(default=())
 
     @property
     def tag(self) -> str:

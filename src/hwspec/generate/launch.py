@@ -17,7 +17,7 @@ import re
 
 from hwspec.generate.engine import GenContext, GenerationError, Limit, Plan, generator, refuse
 from hwspec.generate.nccl import collective_library, net_name
-from hwspec.model.node import Gpu, Nic, Platform, Socket
+from hwspec.model.node import Gpu, Nic, NumaNode, Platform
 from hwspec.cpulist import format_cpu_list as cpu_ranges  # noqa: F401  (slurm and tests use this name)
 from hwspec.formats.nccl_env import is_nccl
 from hwspec.record import Record, record
@@ -44,7 +44,7 @@ class Rank(Record):
     local_rank: int
     gpu: Gpu
     nic: Nic | None
-    socket: Socket | None
+    socket: NumaNode | None
 
     @property
     def nic_name(self) -> str:

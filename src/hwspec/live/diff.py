@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hwspec.cpulist import format_cpu_list as cpu_list
-from hwspec.diagnostics import Diagnostic, Severity
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode, Where
-from hwspec.model.node import Location, Platform
+from hwspec.diagnostics import Diagnostic, Location, Severity
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
+from hwspec.model.node import Platform
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,9 @@ class _Differ:
         self.gpu_key: dict[str, str] = {}  # spec GPU id -> machine key
         self.nic_key: dict[str, str] = {}
 
-    def add(self, code: str, at: Location, message: str, seen: Where | None = None, hint: str | None = None) -> None:
+    def add(self, code: str, at: Location, message: str, seen: Location | None = None, hint: str | None = None) -> None:
         check = CHECKS[code]
-        related = ((seen.file, seen.line, seen.col, "observed here"),) if seen else ()
+        related = ((seen, "observed here"),) if seen else ()
         if seen:
             message += f" (seen at {seen})"
         self.findings.append(Diagnostic(at.file, at.line, at.col, check.severity, code, message, hint, check.name, related))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwspec.diagnostics import Severity, display_path
-from hwspec.live.observed import MAX_INPUT_BYTES, Machine, Where
+from hwspec.diagnostics import Location, Severity, display_path
+from hwspec.live.observed import MAX_INPUT_BYTES, Machine
 
 
 def read_bytes(path: Path, machine: Machine) -> bytes | None:
     """The file's bytes, or None after recording why it cannot be read (I100)."""
-    where = Where(display_path(path), 0, 0)
+    where = Location(display_path(path), 0, 0)
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_INPUT_BYTES + 1)
@@ -47,7 +47,7 @@ def read_input(path: Path, fmt: str | None = None) -> Machine:
         return machine
     fmt = fmt or sniff(data)
     if fmt is None:
-        machine.problem(Where(file, 1), Severity.ERROR, "I101",
+        machine.problem(Location(file, 1), Severity.ERROR, "I101",
                         "not an input hwspec reads: expected an NCCL topology dump (<system>), hwloc XML "
                         "(<topology>) or 'nvidia-smi topo -m' output",
                         "produce one with NCCL_TOPO_DUMP_FILE, 'lstopo --of xml' or 'nvidia-smi topo -m'")

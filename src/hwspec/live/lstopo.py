@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Severity
-from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, Where
+from hwspec.diagnostics import Location, Severity
+from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode
 from hwspec.live.xmlread import Element, walk
 
 _PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
@@ -52,8 +52,8 @@ class _Reader:
         self.arch: str | None = None
         self.flags = False  # OS device types as hwloc 3 flags
 
-    def at(self, e: Element) -> Where:
-        return Where(self.file, e.line, e.col)
+    def at(self, e: Element) -> Location:
+        return Location(self.file, e.line, e.col)
 
     def warn(self, e: Element, message: str, code: str = "I103") -> None:
         self.m.problem(self.at(e), Severity.WARNING, code, message)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Severity
+from hwspec.diagnostics import Location, Severity
 from hwspec.live.observed import (CPU_VENDORS, NUMA_PREFIX, NVSWITCH, PCIE_SPEED_STRINGS, Bridge, Gpu, Link, Machine,
-                                  Nic, NicPort, NumaNode, NvLink, Where)
+                                  Nic, NicPort, NumaNode, NvLink)
 from hwspec.live.xmlread import Element
 
 BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
@@ -39,8 +39,8 @@ class _Reader:
     def __init__(self, file: str, machine: Machine):
         self.file, self.m = file, machine
 
-    def at(self, e: Element) -> Where:
-        return Where(self.file, e.line, e.col)
+    def at(self, e: Element) -> Location:
+        return Location(self.file, e.line, e.col)
 
     def warn(self, e: Element, message: str, code: str = "I103") -> None:
         self.m.problem(self.at(e), Severity.WARNING, code, message)

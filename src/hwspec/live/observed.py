@@ -1,10 +1,10 @@
 """The observed machine: what a live node's own tools say about it, before any spec is involved.
 
 Every parser (`nccl`, `lstopo`, `topo_matrix`) produces one `Machine`; `merge` combines several.
-Every element carries `where`, the input file and line it was read from, so that a diagnostic
-about the machine points at the evidence. Devices are keyed by PCI bus id when the input gives
-one (lower case `dddd:bb:dd.f`); inputs without bus ids (`nvidia-smi topo -m`) use their own
-names (`GPU0`, `NIC1`) and leave `bus` None. Quantities are canonical, as in `hwspec.model.node`:
+Every element carries `where`, the `Location` (input file and line) it was read from, so that a
+diagnostic about the machine points at the evidence. Devices are keyed by PCI bus id when the
+input gives one (lower case `dddd:bb:dd.f`); inputs without bus ids (`nvidia-smi topo -m`) use
+their own names (`GPU0`, `NIC1`) and leave `bus` None. Quantities are canonical, as in `hwspec.model.node`:
 bytes, bytes/s per direction. A value an input does not give is None, never guessed here:
 guessing (and saying so with `assumed:`) is the draft writer's job.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hwspec.diagnostics import Diagnostic, Severity
+from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.live.xmlread import Element, XmlError, parse_xml
 from hwspec.model.node import PCIE_GT_PER_LANE, PcieLink
 
@@ -21,18 +21,6 @@ NUMA_PREFIX = "numa:"
 """Parent key of a device or bridge attached directly to a NUMA node: `numa:0`."""
 NVSWITCH = "nvswitch"
 """`NvLink.target` of links to NVSwitch chips (all of them fold into one, as NCCL does)."""
-
-
-@dataclass(frozen=True)
-class Where:
-    """A place in an input file, 1-based."""
-
-    file: str
-    line: int
-    col: int = 1
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -67,7 +55,7 @@ class NumaNode:
     """A NUMA node with its CPUs (logical CPU numbers), the CPU's identity and its memory."""
 
     id: int
-    where: Where
+    where: Location
     cpus: tuple[int, ...] | None = None
     arch: str | None = None
     vendor: str | None = None
@@ -86,7 +74,7 @@ class PciNode:
     """Something in the PCIe tree. `parent` is the key of the bridge above, or `numa:N`."""
 
     key: str
-    where: Where
+    where: Location
     parent: str
     bus: str | None = None
     link: Link | None = None
@@ -120,7 +108,7 @@ class NicPort:
     """One port of a network adapter, as NCCL or the RDMA stack names it."""
 
     name: str | None
-    where: Where
+    where: Location
     port: int = 1
     speed: float | None = None
     """Bytes/s per direction."""
@@ -146,7 +134,7 @@ class NvLink:
     gpu: str
     target: str
     count: int
-    where: Where
+    where: Location
     switch: str | None = None
 
 
@@ -161,9 +149,9 @@ class Machine:
     gpus: dict[str, Gpu] = field(default_factory=dict)
     nics: dict[str, Nic] = field(default_factory=dict)
     nvlinks: list[NvLink] = field(default_factory=list)
-    paths: dict[tuple[str, str], tuple[str, Where]] = field(default_factory=dict)
+    paths: dict[tuple[str, str], tuple[str, Location]] = field(default_factory=dict)
     """topo -m path types between two device keys (PIX, PXB, PHB, NODE, SYS)."""
-    nvswitches: dict[str, Where] = field(default_factory=dict)
+    nvswitches: dict[str, Location] = field(default_factory=dict)
     """NVSwitch chips the input names (by bus id), beyond the links to them."""
     problems: list[Diagnostic] = field(default_factory=list)
     listed: set[str] = field(default_factory=set)
@@ -204,9 +192,9 @@ class Machine:
         """GPUs by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), or by index when bus ids are unknown."""
         return sorted(self.gpus.values(), key=lambda g: (g.bus is None, g.bus or "", g.index if g.index is not None else 0))
 
-    def nvlink_counts(self) -> dict[tuple[str, str], tuple[int, Where]]:
+    def nvlink_counts(self) -> dict[tuple[str, str], tuple[int, Location]]:
         """(gpu, target) -> links in that direction, summed over the input's elements."""
-        counts: dict[tuple[str, str], tuple[int, Where]] = {}
+        counts: dict[tuple[str, str], tuple[int, Location]] = {}
         for link in self.nvlinks:
             previous = counts.get((link.gpu, link.target))
             counts[(link.gpu, link.target)] = ((previous[0] if previous else 0) + link.count,
@@ -222,7 +210,7 @@ class Machine:
                 per_gpu[link.switch] = per_gpu.get(link.switch, 0) + link.count
         return out
 
-    def problem(self, where: Where, severity: Severity, code: str, message: str, hint: str | None = None) -> None:
+    def problem(self, where: Location, severity: Severity, code: str, message: str, hint: str | None = None) -> None:
         self.problems.append(Diagnostic(where.file, where.line, where.col, severity, code, message, hint, INPUT_CODES.get(code, "")))
 
     def read_xml(self, data: bytes, file: str, what: str) -> Element | None:
@@ -232,7 +220,7 @@ class Machine:
         try:
             return parse_xml(data)
         except XmlError as exc:
-            self.problem(Where(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+            self.problem(Location(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
             return None
 
 

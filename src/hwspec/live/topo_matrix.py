@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Severity
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink, Where
+from hwspec.diagnostics import Location, Severity
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _GPU = re.compile(r"GPU(\d+)")
@@ -56,26 +56,26 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     text = _ANSI.sub("", data.decode("utf-8", "replace"))
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
-        machine.problem(Where(file, MAX_LINES), Severity.ERROR, "I101", f"more than {MAX_LINES} lines: not 'nvidia-smi topo -m' output")
+        machine.problem(Location(file, MAX_LINES), Severity.ERROR, "I101", f"more than {MAX_LINES} lines: not 'nvidia-smi topo -m' output")
         return
     header_at = next((i for i, line in enumerate(lines) if "GPU0" in _cells(line)[1:] or
                       (_cells(line) and _cells(line)[0] == "" and any(_GPU.fullmatch(c) for c in _cells(line)))), None)
     if header_at is None:
-        machine.problem(Where(file, 1), Severity.ERROR, "I101", "no header row with GPU0: not 'nvidia-smi topo -m' output",
+        machine.problem(Location(file, 1), Severity.ERROR, "I101", "no header row with GPU0: not 'nvidia-smi topo -m' output",
                         "capture it with: nvidia-smi topo -m > topo.txt")
         return
     header = [c for c in _cells(lines[header_at]) if c]
     extras_at = next((i for i, c in enumerate(header) if not (_GPU.fullmatch(c) or c.startswith("NIC") or re.fullmatch(r"[A-Za-z0-9_.-]+", c) and " " not in c)), len(header))
     devices, extras = header[:extras_at], header[extras_at:]
     if len(devices) > MAX_DEVICES:
-        machine.problem(Where(file, header_at + 1), Severity.ERROR, "I101", f"more than {MAX_DEVICES} devices in the header")
+        machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101", f"more than {MAX_DEVICES} devices in the header")
         return
-    legend: dict[str, tuple[str, Where]] = {}
+    legend: dict[str, tuple[str, Location]] = {}
     for number, line in enumerate(lines, 1):
         match = _LEGEND.match(line)
         if match and number > header_at + 1:
-            legend[match.group(1)] = (match.group(2), Where(file, number))
-    rows: dict[str, tuple[list[str], Where]] = {}
+            legend[match.group(1)] = (match.group(2), Location(file, number))
+    rows: dict[str, tuple[list[str], Location]] = {}
     for number in range(header_at + 2, len(lines) + 1):
         cells = _cells(lines[number - 1])
         if not cells or not cells[0]:
@@ -85,14 +85,14 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         name = cells[0]
         if name in devices:
             if name in rows:
-                machine.problem(Where(file, number), Severity.WARNING, "I104", f"row {name} repeats line {rows[name][1].line}")
+                machine.problem(Location(file, number), Severity.WARNING, "I104", f"row {name} repeats line {rows[name][1].line}")
                 continue
-            rows[name] = (cells[1:], Where(file, number))
+            rows[name] = (cells[1:], Location(file, number))
         elif name.startswith("Legend"):
             break
     gpus: dict[str, Gpu] = {}
     nics: dict[str, Nic] = {}
-    header_where = Where(file, header_at + 1)
+    header_where = Location(file, header_at + 1)
     for name in devices:
         row, where = rows.get(name, ([], header_where))
         if name not in rows:

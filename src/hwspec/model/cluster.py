@@ -12,7 +12,8 @@ from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from hwspec.model.node import Assumption, Location, Platform, RuleSetting, SourceMap
+from hwspec.diagnostics import Location
+from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:

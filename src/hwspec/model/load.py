@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec import content
-from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
 from hwspec.source.expand import Expanded, expand
 from hwspec.model.node import Platform
@@ -34,7 +34,7 @@ class Part:
         self.kind, self.name, self.raw, self.model = kind, name, raw, model
         self.doc, self.expanded = doc, expanded
 
-    def locate(self, path: DataPath) -> Position:
+    def locate(self, path: DataPath) -> Location:
         return self.doc.locate(self.expanded.written_path((self.kind, self.name) + path))
 
 
@@ -129,21 +129,21 @@ def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform
     kind = expanded.data.get("kind")
     if kind != "node":
         pos = doc.locate(("kind",))
-        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
+        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.UNKNOWN_KIND,
                                       f"expected kind: node here, got {kind!r}", "platform files say 'kind: node' or 'kind: cluster'")])
     return load_node(doc, expanded, load_catalogue(parts_directories(path, parts_dirs)))
 
 
 def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platform:
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
-    def locate_key(p: DataPath) -> Position:
+    def locate_key(p: DataPath) -> Location:
         return doc.locate_key(expanded.written_path(p))
 
     errors: list[Diagnostic] = []
 
-    def error(p: DataPath, code: str, message: str, hint: str | None = None) -> None:
+    def error(p: DataPath, code: Code, message: str, hint: str | None = None) -> None:
         pos = locate(p)
         errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, code, message, hint))
 
@@ -171,8 +171,8 @@ def _check_c2c_parts(spec: NodeSpec, parts: dict[str, Any], error) -> None:
     for index, gpu in enumerate(spec.gpus):
         part = parts.get(gpu.id)
         if gpu.c2c is not None and part is not None and getattr(part, "c2c", None) is None:
-            error(("gpus", index, "c2c"), "E208", f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, "
-                                                  f"but its part '{gpu.part}' has no C2C links",
+            error(("gpus", index, "c2c"), Code.GPU_PART_WITHOUT_C2C,
+                  f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, but its part '{gpu.part}' has no C2C links",
                   "add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'")
 
 
@@ -191,7 +191,7 @@ def _check_part_names(data: Any, catalogue: Catalogue, error) -> None:
             if isinstance(name, str) and catalogue.get(kind, name) is None:
                 guess = nearest(name, catalogue.names(kind))
                 known = ", ".join(catalogue.names(kind)) or "none"
-                error((section, index, "part"), "E203", f"{dotted((section, index))}: unknown {label} part '{name}'",
+                error((section, index, "part"), Code.UNKNOWN_PART, f"{dotted((section, index))}: unknown {label} part '{name}'",
                       (f"did you mean '{guess}'? " if guess else "") + f"known {label} parts: {known}")
 
 
@@ -212,7 +212,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
             except ValidationError as exc:
                 overridden = set(_paths(entry.override))
 
-                def locate_merged(p: DataPath, _here=here, _part=part, _overridden=overridden) -> Position:
+                def locate_merged(p: DataPath, _here=here, _part=part, _overridden=overridden) -> Location:
                     inner = p[len(_here) + 1:]
                     if any(inner[:n] in _overridden for n in range(len(inner), 0, -1)):
                         return locate(_here + ("override",) + inner)
@@ -241,7 +241,7 @@ def _check_references(data: Any, error) -> None:
             if not isinstance(ident, str):
                 continue
             if ident in seen:
-                error((section, index, "id"), "E202", f"duplicate id '{ident}' (also used by {dotted(seen[ident][:2])})")
+                error((section, index, "id"), Code.DUPLICATE_ID, f"duplicate id '{ident}' (also used by {dotted(seen[ident][:2])})")
                 continue
             seen[ident] = (section, index, "id")
             kinds[ident] = kind
@@ -253,7 +253,7 @@ def _check_references(data: Any, error) -> None:
                         continue
                     where = (section, index, "numa_nodes", j, "id")
                     if sub in seen:
-                        error(where, "E202", f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
+                        error(where, Code.DUPLICATE_ID, f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
                         continue
                     seen[sub], kinds[sub] = where, "socket"
 
@@ -265,7 +265,7 @@ def _check_references(data: Any, error) -> None:
             continue
         where = ("baseboard", "nvswitches", index, "id")
         if ident in seen:
-            error(where, "E202", f"duplicate id '{ident}' (also used by {dotted(seen[ident][:-1])})")
+            error(where, Code.DUPLICATE_ID, f"duplicate id '{ident}' (also used by {dotted(seen[ident][:-1])})")
             continue
         seen[ident], kinds[ident] = where, "nvswitch"
 
@@ -274,12 +274,12 @@ def _check_references(data: Any, error) -> None:
             return
         candidates = sorted(i for i, k in kinds.items() if k in allowed)
         if value in kinds:
-            error(where, "E201", f"{dotted(where)}: '{value}' is a {kinds[value]}, not {what}",
+            error(where, Code.BAD_REFERENCE, f"{dotted(where)}: '{value}' is a {kinds[value]}, not {what}",
                   "expected one of: " + ", ".join(candidates) if candidates else None)
             return
         guess = nearest(value, candidates)
         hint = (f"did you mean '{guess}'? " if guess else "") + ("known: " + ", ".join(candidates) if candidates else f"there is no {what} in this file")
-        error(where, "E201", f"{dotted(where)}: '{value}' does not name {what}", hint)
+        error(where, Code.BAD_REFERENCE, f"{dotted(where)}: '{value}' does not name {what}", hint)
 
     upstream_kinds = ("socket", "bridge")
     for index, bridge in _entries(data, "pcie"):
@@ -311,6 +311,6 @@ def _check_references(data: Any, error) -> None:
     elif isinstance(topology, str) and topology != "nvswitch":
         for index, gpu in _entries(data, "gpus"):
             if gpu.get("slot") is None:
-                error(("gpus", index, "id"), "E204",
+                error(("gpus", index, "id"), Code.GPU_WITHOUT_SLOT,
                       f"{dotted(('gpus', index))}: '{gpu.get('id')}' has no slot, but nvlink topology "
                       f"'{topology}' places GPUs by baseboard slot", "give every GPU a 'slot:'")

@@ -13,6 +13,7 @@ from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
+from hwspec.diagnostics import Location
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:
@@ -22,15 +23,6 @@ PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9
 """Transfers per second per lane, by PCIe generation."""
 
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
-
-
-@record
-class Location(Record):
-    """A place in a source file, 1-based."""
-
-    file: str
-    line: int
-    col: int
 
 
 class SourceMap(Protocol):
@@ -64,11 +56,12 @@ class PcieLink(Record):
 
 
 @record
-class Socket(Record):
-    """A NUMA node of a CPU socket: a whole socket, or one of its NUMA nodes under sub-NUMA
-    clustering / NPS modes. `package` is the id of the physical socket it belongs to (its own
-    id for a socket that is one NUMA node); `cores` are the physical cores of this NUMA node;
-    `cpus` its logical CPU numbers. Devices hang off it, and bind to it."""
+class NumaNode(Record):
+    """A NUMA node of a CPU socket (an entry of `Platform.sockets`): a whole socket, or one of
+    its NUMA nodes under sub-NUMA clustering / NPS modes. `package` is the id of the physical
+    socket it belongs to (its own id for a socket that is one NUMA node); `cores` are the
+    physical cores of this NUMA node; `cpus` its logical CPU numbers. Devices hang off it, and
+    bind to it."""
 
     id: str
     numa_node: int
@@ -290,7 +283,7 @@ class Platform(Record):
     name: str
     title: str
     file: str
-    sockets: tuple[Socket, ...]
+    sockets: tuple[NumaNode, ...]
     cpu_links: tuple[tuple[str, str], ...]
     cpu_link_bandwidth: float | None
     cpu_interconnect: str | None
@@ -314,12 +307,12 @@ class Platform(Record):
     """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
 
     @cached_property
-    def by_id(self) -> dict[str, Socket | Bridge | Gpu | Nic | Ssd]:
+    def by_id(self) -> dict[str, NumaNode | Bridge | Gpu | Nic | Ssd]:
         items = (*self.sockets, *self.bridges, *self.gpus, *self.nics, *self.ssds)
         return {item.id: item for item in items}
 
     @cached_property
-    def socket_by_id(self) -> dict[str, Socket]:
+    def socket_by_id(self) -> dict[str, NumaNode]:
         return {s.id: s for s in self.sockets}
 
     @cached_property

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 
 from hwspec.model.cluster import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
-from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, validate_document
 from hwspec.source.expand import Expanded, Pattern
 from hwspec.model.node import Assumption, Platform, RuleSetting
@@ -62,13 +62,13 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
     """Validate and resolve a cluster file. `load_node(path)` loads a node platform (cached
     by the caller, so each node platform is loaded once)."""
 
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
     spec: ClusterSpec = validate_document(spec_validator("ClusterSpec"), doc, expanded)
     errors: list[Diagnostic] = []
 
-    def error(p: DataPath, message: str, hint: str | None = None, code: str = "E205") -> None:
+    def error(p: DataPath, message: str, hint: str | None = None, code: Code = Code.CLUSTER_NOT_DERIVABLE) -> None:
         pos = locate(p)
         errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, code, message, hint))
 
@@ -86,17 +86,18 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
         except HwspecError as exc:
             errors.extend(exc.diagnostics)
             error(here + ("platform",), f"{dotted(here)}: node platform '{_short(group.platform)}' has errors (reported above)",
-                  code="E206")
+                  code=Code.NODE_PLATFORM_UNUSABLE)
             first += group.count
             continue
         except FileNotFoundError:
-            error(here + ("platform",), f"{dotted(here)}: node platform file '{_short(group.platform)}' not found", code="E206")
+            error(here + ("platform",), f"{dotted(here)}: node platform file '{_short(group.platform)}' not found",
+                  code=Code.NODE_PLATFORM_UNUSABLE)
             first += group.count
             continue
         except PlatformOutsideRoots as exc:
             error(here + ("platform",), f"{dotted(here)}: node platform '{_short(group.platform)}' is outside the cluster "
                   f"file's directory ({exc.root})", "move it below that directory, or allow its directory with "
-                  "--platform-root DIR", code="E207")
+                  "--platform-root DIR", code=Code.NODE_PLATFORM_OUTSIDE)
             first += group.count
             continue
         hostnames = _expand_names(group.hostname, group, first, here + ("hostname",), error)

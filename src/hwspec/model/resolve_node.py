@@ -119,7 +119,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     for d in sorted(domains, key=lambda d: (d.numa_node, d.id)):
         s = d.package
         part: CpuPart = parts[s.id]
-        sockets.append(m.Socket(
+        sockets.append(m.NumaNode(
             id=d.id, numa_node=d.numa_node, part=s.part, model_name=part.model_name, vendor=part.vendor,
             arch=part.arch, family=part.family, model=part.model, cores=d.cores,
             threads_per_core=part.threads_per_core,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hwspec.perf import roofline as rf
-from hwspec.diagnostics import Diagnostic, HwspecError, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Workload
 
@@ -131,7 +131,7 @@ class Term:
                 "bound_by": self.bound_by, "detail": self.detail}
 
 
-def _error(workload: Workload, path: tuple, code: str, message: str, hint: str | None = None) -> HwspecError:
+def _error(workload: Workload, path: tuple, code: Code, message: str, hint: str | None = None) -> HwspecError:
     pos = workload.locate(*path)
     return HwspecError([Diagnostic(workload.file, pos.line, pos.col, Severity.ERROR, code, message, hint)])
 
@@ -171,7 +171,7 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
                       "bandwidth_bytes_per_s": bandwidths[name]})
     if left > max(1.0, need * 1e-12):
         have = sum(t["stored_bytes"] for t in tiers)
-        raise _error(workload, ("embeddings", "tables"), "E401",
+        raise _error(workload, ("embeddings", "tables"), Code.TABLES_DO_NOT_FIT,
                      f"the embedding tables need {rf.gib(int(need))} per GPU on {figures.name} ({n} GPUs), "
                      f"but HBM ({rf.number(workload.hbm_share * 100)}% of it), host DDR and SSD hold {rf.gib(int(have))}",
                      "use more GPUs, a smaller storage precision, or shard data-parallel tables")
@@ -217,7 +217,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     dtype = workload.compute_dtype
     peak = figures.peak_flop_per_s.get(dtype, 0.0)
     if peak <= 0:
-        raise _error(workload, ("compute_dtype",), "E402",
+        raise _error(workload, ("compute_dtype",), Code.NO_PEAK_FOR_DTYPE,
                      f"compute_dtype '{dtype}' has no peak on {figures.name}'s GPUs ({figures.gpu_model})",
                      "peaks known: " + (", ".join(figures.peak_flop_per_s) or "none"))
     place = placement(figures, workload)

@@ -27,9 +27,8 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from hwspec.diagnostics import Diagnostic, HwspecError, Severity, display_path
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.spec.translate import nearest
-from hwspec.model.node import Location
 from hwspec.record import Record, record
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
@@ -291,7 +290,7 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
     for directory in directories:
         directory = Path(directory).resolve()
         if not directory.is_dir():
-            errors.append(Diagnostic(display_path(directory), 1, 1, Severity.ERROR, "E301",
+            errors.append(Diagnostic(display_path(directory), 1, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
                                      "cannot load rules: not a directory"))
             continue
         for path in sorted(directory.glob("*.py")):
@@ -301,12 +300,12 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                 with contained():
                     module = _import(path)
             except _Escape as exc:  # the module's top level exited, was interrupted or hung
-                errors.append(Diagnostic(display_path(path), 1, 1, Severity.ERROR, "E301",
+                errors.append(Diagnostic(display_path(path), 1, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
                                          f"cannot load rules: the module {exc.what} while it was imported"))
                 continue
             except Exception as exc:  # a site's broken rule file must not give a traceback
                 line = _error_line(exc, path)
-                errors.append(Diagnostic(display_path(path), line, 1, Severity.ERROR, "E301",
+                errors.append(Diagnostic(display_path(path), line, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
                                          f"cannot load rules: {type(exc).__name__}: {_short(str(exc))}"))
                 continue
             shown = display_path(path)
@@ -318,7 +317,7 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                 line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
                 clash = rules.get(found.id) or names.get(found.name)
                 if clash is not None:
-                    errors.append(Diagnostic(found.file, line, 1, Severity.ERROR, "E302",
+                    errors.append(Diagnostic(found.file, line, 1, Severity.ERROR, Code.RULE_CLASH,
                                              f"rule {found.id} {found.name} clashes with {clash.id} {clash.name} in {clash.file}"))
                     continue
                 rules[found.id], names[found.name] = found, found
@@ -384,13 +383,13 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Dia
         if target is None:
             guess = nearest(key, by_key)
             where = setting.location
-            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E303",
+            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.UNKNOWN_RULE,
                                           f"rules: unknown rule '{key}'",
                                           (f"did you mean '{guess}'? " if guess else "") + "run 'hwspec rules' to list them"))
             continue
         if not target.waivable and setting.severity != target.severity.label:
             where = setting.location
-            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E304",
+            diagnostics.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.RULE_CANNOT_BE_CHANGED,
                                           f"rules: {target.id} {target.name} cannot be set to {setting.severity}",
                                           "it reports what generate cannot write, so generate would refuse the "
                                           "platform anyway; fix the platform instead"))
@@ -416,12 +415,12 @@ def _run_one(current: Rule, context: Context, box: _Box, overrides: dict[str, st
             _check_finding(f)
     except _Escape as exc:
         where = platform.locate(None)
-        return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
+        return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.RULE_FAILED,
                            f"rule {current.id} {current.name} {exc.what}",
                            f"a rule must only yield findings; this is a bug in {current.file}")]
     except Exception as exc:
         where = platform.locate(None)
-        return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, "E900",
+        return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.RULE_FAILED,
                            f"rule {current.id} {current.name} failed: {type(exc).__name__}: {_short(str(exc))}",
                            f"this is a bug in {current.file}")]
     return [Diagnostic(f.location.file, f.location.line, f.location.col, severity, current.id, f.message, f.hint,

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from hwspec.diagnostics import Diagnostic, HwspecError, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.record import Record, record
 from hwspec.source.loader import SourceDoc
 
@@ -366,7 +366,7 @@ def expand(doc: SourceDoc) -> Expanded:
         result.data = walk(doc.data, (), (), {})
     except _TooLarge as exc:
         pos = doc.locate(exc.path)
-        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E120",
+        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.BAD_REPEAT_BLOCK,
                                       f"repeat blocks expand to more than {MAX_EXPANDED_VALUES} values",
                                       "look for a repeat block inside another, or a large block repeated many times")]) from None
     if errors:
@@ -381,4 +381,4 @@ def _as_note(value: Any) -> str | None:
 
 def _diagnostic(doc: SourceDoc, exc: _ExpandError) -> Diagnostic:
     pos = doc.locate(exc.path)
-    return Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E120", exc.message, exc.hint)
+    return Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.BAD_REPEAT_BLOCK, exc.message, exc.hint)

@@ -25,7 +25,7 @@ from dataclasses import field
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity, display_path
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.record import Record, record
 
 Path_ = tuple[str | int, ...]
@@ -64,33 +64,33 @@ class SourceDoc(Record):
     _values: dict = field(default_factory=dict, repr=False, compare=False)
     _keys: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def value_position(self, path: Path_) -> Position:
+    def value_position(self, path: Path_) -> Location:
         """Where the value at `path` starts; KeyError if there is no value at `path`."""
         path = tuple(path)
         if not path:
-            return Position(1, 1)
+            return Location(self.file, 1, 1)
         if path not in self._values:
             raise KeyError(f"{self.file}: no value at {path!r}")
         return self._values[path]
 
-    def key_position(self, path: Path_) -> Position:
+    def key_position(self, path: Path_) -> Location:
         """Where the key naming `path[-1]` starts (for a list index: where the item starts)."""
         path = tuple(path)
         if path not in self._keys:
             raise KeyError(f"{self.file}: no key at {path!r}")
         return self._keys[path]
 
-    def locate_key(self, path: Path_) -> Position:
+    def locate_key(self, path: Path_) -> Location:
         """The key position of `path` when there is one, else `locate(path)`. Never raises."""
         return self._keys.get(tuple(path)) or self.locate(path)
 
-    def locate(self, path: Path_) -> Position:
+    def locate(self, path: Path_) -> Location:
         """The value position of `path`, else of its longest known prefix, else 1:1. Never raises."""
         path = tuple(path)
         for end in range(len(path), 0, -1):
             if path[:end] in self._values:
                 return self._values[path[:end]]
-        return Position(1, 1)
+        return Location(self.file, 1, 1)
 
 
 def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -101,7 +101,7 @@ def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
     have been swapped in between); the file is opened non-blocking and read up to `limit`.
     Raises HwspecError (E100 unreadable, E101 too large)."""
     def refuse(message: str) -> HwspecError:
-        return HwspecError([_error(display_path(path), Position(1, 1), "E100", message)])
+        return HwspecError([_error(display_path(path), None, Code.CANNOT_READ_FILE, message)])
 
     if "\x00" in os.fspath(path):
         raise refuse("cannot read file: the path holds a NUL character")
@@ -153,39 +153,41 @@ def load_yaml_text(text: str | bytes, file: str) -> SourceDoc:
         except UnicodeDecodeError as e:
             prefix = raw[: e.start].decode("utf-8")
             message = f"file is not valid UTF-8 (byte 0x{raw[e.start]:02x})"
-            at = _position_at(prefix, len(prefix))
-            raise HwspecError([_error(file, at, "E102", message, "save the file as UTF-8")]) from None
+            at = _location_at(file, prefix, len(prefix))
+            raise HwspecError([_error(file, at, Code.NOT_UTF8, message, "save the file as UTF-8")]) from None
     try:
         return _Load(text, file).run()
     except RecursionError:  # not expected: compose stops at MAX_DEPTH, and checking is iterative
-        raise HwspecError([_error(file, Position(1, 1), "E106", _TOO_DEEP)]) from None
+        raise HwspecError([_error(file, None, Code.NESTING_TOO_DEEP, _TOO_DEEP)]) from None
 
 
-def _error(file: str, where, code: str, message: str, hint: str | None = None) -> Diagnostic:
-    """An error diagnostic at a Position or a (0-based) PyYAML mark."""
-    pos = where if isinstance(where, Position) else _pos(where)
-    return Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint)
+def _error(file: str, where, code: Code, message: str, hint: str | None = None) -> Diagnostic:
+    """An error diagnostic at a Location in `file`, a (0-based) PyYAML mark, or (None) 1:1."""
+    at = where if isinstance(where, Location) else _location(file, where)
+    return Diagnostic(file, at.line, at.col, Severity.ERROR, code, message, hint)
 
 
 def _too_big(file: str, size: int) -> Diagnostic:
     limit = MAX_FILE_BYTES // 2**20
     message = f"file is {size / 2**20:.1f} MiB, larger than the {limit} MiB limit for a platform file"
-    return _error(file, Position(1, 1), "E101", message)
+    return _error(file, None, Code.FILE_TOO_LARGE, message)
 
 
-def _pos(mark) -> Position:
-    return Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
+def _location(file: str, mark) -> Location:
+    """Where the (0-based) PyYAML `mark` is in `file`; 1:1 for None."""
+    return Location(file, mark.line + 1, mark.column + 1) if mark is not None else Location(file, 1, 1)
 
 
 _TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels"
 _TOO_BIG_HINT = "a platform file this large is almost certainly a mistake (or a 'billion laughs' document)"
 
 
-def _position_at(text: str, index: int) -> Position:
+def _location_at(file: str, text: str, index: int) -> Location:
+    """Where character `index` of `file`'s `text` is."""
     line, start = 1, 0
     for m in _BREAK.finditer(text, 0, index):
         line, start = line + 1, m.end()
-    return Position(line, index - start + 1)
+    return Location(file, line, index - start + 1)
 
 
 def _tag_name(tag: str) -> str:
@@ -225,12 +227,12 @@ class _Hooks:
             self.composed += 1
             if self.composed > MAX_NODES:
                 message = f"the file has more than {MAX_NODES} nodes (keys, values and list items)"
-                raise HwspecError([_error(self.file, event.start_mark, "E105", message, _TOO_BIG_HINT)])
+                raise HwspecError([_error(self.file, event.start_mark, Code.EXPANSION_TOO_LARGE, message, _TOO_BIG_HINT)])
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self.open_anchors:
                 name = event.anchor
                 message = f"alias '*{name}' is inside its own anchor '&{name}', so it would expand forever"
-                raise HwspecError([_error(self.file, event.start_mark, "E105", message)])
+                raise HwspecError([_error(self.file, event.start_mark, Code.EXPANSION_TOO_LARGE, message)])
             node = super().compose_node(parent, index)
             if parent is not None:
                 self.alias_marks[(id(parent), len(parent.value), index is None)] = event.start_mark
@@ -239,7 +241,7 @@ class _Hooks:
             return super().compose_node(parent, index)
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise HwspecError([_error(self.file, event.start_mark, "E106", _TOO_DEEP)])
+            raise HwspecError([_error(self.file, event.start_mark, Code.NESTING_TOO_DEEP, _TOO_DEEP)])
         if event.anchor is not None:
             self.open_anchors.add(event.anchor)
         node = super().compose_node(parent, index)
@@ -311,16 +313,16 @@ class _Load:
         self.problems: list[Diagnostic] = []
         self.scalars: dict[int, object] = {}  # id(ScalarNode) -> its value
         self.alias_marks: dict = {}
-        self.values: dict[Path_, Position] = {}
-        self.keys: dict[Path_, Position] = {}
+        self.values: dict[Path_, Location] = {}
+        self.keys: dict[Path_, Location] = {}
 
-    def error(self, where, code: str, message: str, hint: str | None = None) -> None:
+    def error(self, where, code: Code, message: str, hint: str | None = None) -> None:
         self.problems.append(_error(self.file, where, code, message, hint))
 
     def run(self) -> SourceDoc:
         root = self.compose()
         if root is None or (isinstance(root, ScalarNode) and root.tag == _Y + "null" and root.value == ""):
-            self.error(Position(1, 1), "E108", "file is empty")
+            self.error(None, Code.NOT_A_PLATFORM_DOCUMENT, "file is empty")
             raise HwspecError(self.problems)
         try:
             self.check(root)
@@ -333,7 +335,7 @@ class _Load:
             if isinstance(root, ScalarNode) and isinstance(self.scalars.get(id(root), root.value), str):
                 got = f"a string of {len(root.value)} characters (not shown)"
             message = f"a platform file must be a mapping of keys to values, got {got}"
-            self.error(root.start_mark, "E108", message)
+            self.error(root.start_mark, Code.NOT_A_PLATFORM_DOCUMENT, message)
         if self.problems:
             raise HwspecError(self.problems)
         return SourceDoc(self.file, self.build(root, ()), self.values, self.keys)
@@ -365,7 +367,7 @@ class _Load:
                 return None
             root = loader.compose_document()
             if not loader.check_event(yaml.StreamEndEvent):
-                self.error(loader.peek_event().start_mark, "E103",
+                self.error(loader.peek_event().start_mark, Code.INVALID_YAML,
                            "a platform file holds one YAML document; found a second one",
                            "put each platform in its own file")
             self.alias_marks = loader.alias_marks
@@ -380,14 +382,14 @@ class _Load:
             code = e.character if isinstance(e.character, int) else ord(e.character)  # an int for str input
             hint = "a NUL character means this is probably not a text file" if code == 0 else None
             message = f"file contains the character U+{code:04X}, which YAML does not allow"
-            at = _position_at(self.text, e.position)
-            raise HwspecError([_error(self.file, at, "E102", message, hint)]) from None
+            at = _location_at(self.file, self.text, e.position)
+            raise HwspecError([_error(self.file, at, Code.NOT_UTF8, message, hint)]) from None
         except yaml.MarkedYAMLError as e:
             raise HwspecError([self.syntax_error(e)]) from None
 
     def syntax_error(self, e: yaml.MarkedYAMLError) -> Diagnostic:
         mark = e.problem_mark or e.context_mark
-        context = _pos(e.context_mark)
+        context = _location(self.file, e.context_mark)
         message, hint = f"invalid YAML: {e.problem or e.context}", None
         if e.context and e.problem:
             where = f" at line {context.line}, column {context.col}" if e.context_mark else ""
@@ -402,7 +404,7 @@ class _Load:
             hint = "YAML indentation must use spaces, not tabs"
         elif mark is not None and "${" in (_BREAK.split(self.text) + [""])[mark.line] and "flow" in (e.context or ""):
             hint = "inside {...} or [...], quote values that contain ${...}: upstream: \"sw${g//2}\""
-        return _error(self.file, _pos(mark), "E103", message, hint)
+        return _error(self.file, mark, Code.INVALID_YAML, message, hint)
 
     def check(self, root: Node) -> None:
         """Check each node once, children first, and compute expanded sizes and depths."""
@@ -433,23 +435,23 @@ class _Load:
                 node = bigger[0]
             hint = _TOO_BIG_HINT
             message = f"anchors and aliases expand to more than {MAX_NODES} nodes"
-            self.error(node.start_mark, "E105", message, hint)
+            self.error(node.start_mark, Code.EXPANSION_TOO_LARGE, message, hint)
         if height[id(root)] > MAX_DEPTH:  # through aliases, or composed by libyaml: PyYAML's composer stops earlier
             if self.c_compose:
                 raise _ComposeAgain
             node = root
             for _ in range(MAX_DEPTH):
                 node = max(_children(node), key=lambda k: height[id(k)])
-            self.error(node.start_mark, "E106", _TOO_DEEP)
+            self.error(node.start_mark, Code.NESTING_TOO_DEEP, _TOO_DEEP)
 
     def check_encodable(self, node: Node, value: object) -> None:
         """A string must be writable as UTF-8: a `"\\ud800"` escape makes a lone surrogate,
         which no generated file (and no terminal) can hold."""
         if isinstance(value, str) and _SURROGATE.search(value):
             at = _SURROGATE.search(value).start()
-            self.error(node.start_mark, "E109", f"string has a lone surrogate (U+{ord(value[at]):04X}) at character "
-                       f"{at + 1}: it cannot be written as UTF-8", "write the character itself, or a \\U escape for "
-                       "characters beyond U+FFFF")
+            self.error(node.start_mark, Code.STRING_NOT_ENCODABLE,
+                       f"string has a lone surrogate (U+{ord(value[at]):04X}) at character {at + 1}: it cannot be "
+                       "written as UTF-8", "write the character itself, or a \\U escape for characters beyond U+FFFF")
 
     def check_node(self, node: Node) -> None:
         if node.tag == STR and type(node) is ScalarNode:  # the usual node: a string is its own text
@@ -462,12 +464,12 @@ class _Load:
             message = f"unsupported YAML tag '{name}'"
             if any(node.tag in tags for tags in _TAGS.values()):
                 message = f"YAML tag '{name}' cannot be used on a {kind}"
-            self.error(node.start_mark, "E103", message, _PLAIN)
+            self.error(node.start_mark, Code.INVALID_YAML, message, _PLAIN)
         elif kind == "scalar":
             try:
                 self.scalars[id(node)] = getattr(_CONSTRUCTOR, "construct_yaml_" + _SCALARS[node.tag])(node)
             except (ValueError, KeyError, IndexError, TypeError):  # explicit tags (`!!int x`), huge ints
-                self.error(node.start_mark, "E103", f"cannot read {_short(node.value)} as {name}")
+                self.error(node.start_mark, Code.INVALID_YAML, f"cannot read {_short(node.value)} as {name}")
             else:
                 self.check_encodable(node, self.scalars[id(node)])
         if kind == "mapping":
@@ -480,7 +482,7 @@ class _Load:
             if key_node.tag == MERGE:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 if not all(isinstance(s, MappingNode) for s in sources):
-                    self.error(value_node.start_mark, "E103", "a merge key '<<' needs a mapping or a list of "
+                    self.error(value_node.start_mark, Code.INVALID_YAML, "a merge key '<<' needs a mapping or a list of "
                                "mappings", "write '<<: *anchor' or '<<: [*one, *two]'")
                 if first_merge is not None:
                     hint = "merge several mappings with '<<: [*one, *two]'"
@@ -492,16 +494,16 @@ class _Load:
             key = self.scalars.get(id(key_node))
             if not isinstance(key, str):
                 message = f"mapping keys must be strings, got {self.describe(key_node)}"
-                self.error(key_node.start_mark, "E107", message, self.key_hint(key_node, key))
+                self.error(key_node.start_mark, Code.NON_STRING_KEY, message, self.key_hint(key_node, key))
             elif key in first:
                 self.duplicate(key_node, key, first[key])
             else:
                 first[key] = key_node
 
     def duplicate(self, node: Node, key: str, earlier: Node, hint: str | None = None) -> None:
-        at = _pos(earlier.start_mark)
+        at = _location(self.file, earlier.start_mark)
         message = f"duplicate key {key!r} (first defined at line {at.line}, column {at.col})"
-        self.error(node.start_mark, "E104", message, hint)
+        self.error(node.start_mark, Code.DUPLICATE_KEY, message, hint)
 
     def describe(self, node: Node) -> str:
         if not isinstance(node, ScalarNode):
@@ -525,8 +527,10 @@ class _Load:
             return f"{node.value!r} is read as a boolean in YAML 1.1; quote it"
         return "quote the key: '" + node.value.replace("'", "''") + "':"
 
-    def mark(self, owner: Node, index: int, is_key: bool, node: Node) -> Position:
-        return _pos(self.alias_marks.get((id(owner), index, is_key), node.start_mark))
+    def item_location(self, owner: Node, index: int, is_key: bool, node: Node) -> Location:
+        """Where item `index` of `owner` (its key, or its value) is written: at the alias when it
+        is one, else where `node` starts."""
+        return _location(self.file, self.alias_marks.get((id(owner), index, is_key), node.start_mark))
 
     def pairs(self, node: MappingNode) -> dict[str, tuple[Node, Node, Node, int]]:
         """key -> (key node, value node, owning mapping, index): merged keys first, explicit keys win."""
@@ -547,13 +551,13 @@ class _Load:
             items = []
             for index, item in enumerate(node.value):
                 here = path + (index,)
-                self.keys[here] = self.values[here] = self.mark(node, index, False, item)
+                self.keys[here] = self.values[here] = self.item_location(node, index, False, item)
                 items.append(self.build(item, here))
             return items
         mapping = {}
         for key, (key_node, value_node, owner, index) in self.pairs(node).items():
             here = path + (key,)
-            self.keys[here] = self.mark(owner, index, True, key_node)
-            self.values[here] = self.mark(owner, index, False, value_node)
+            self.keys[here] = self.item_location(owner, index, True, key_node)
+            self.values[here] = self.item_location(owner, index, False, value_node)
             mapping[key] = self.build(value_node, here)
         return mapping

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from hwspec.diagnostics import Location
 from hwspec.source.expand import Expanded, Provenance
-from hwspec.model.node import Location
 from hwspec.source.loader import SourceDoc
 
 
@@ -36,8 +36,7 @@ class DocumentSourceMap:
 
     def at(self, path: tuple) -> Location:
         """Where the data path `path` is written."""
-        pos = self.doc.locate(self.expanded.written_path(tuple(path)))
-        return Location(self.doc.file, pos.line, pos.col)
+        return self.doc.locate(self.expanded.written_path(tuple(path)))
 
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         return self.at(self.path_of(entity, *fields))

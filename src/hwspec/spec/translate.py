@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Callable, Mapping
 
-from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.pydantic_core_ext import ValidationError
 
 if typing.TYPE_CHECKING:
@@ -148,9 +148,9 @@ def validation_diagnostics(
     model: Validated | Mapping[str, Any],
     data: Any,
     file: str,
-    locate: Callable[[DataPath], Position],
+    locate: Callable[[DataPath], Location],
     prefix: DataPath = (),
-    locate_key: Callable[[DataPath], Position] | None = None,
+    locate_key: Callable[[DataPath], Location] | None = None,
 ) -> list[Diagnostic]:
     """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (a
     pydantic model class, a `SpecValidator` or a core schema: where the allowed keys come from).
@@ -177,10 +177,10 @@ def validation_diagnostics(
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}unknown key '{key}'"
             if allowed:
                 hint = (f"did you mean '{guess}'? " if guess else "") + "allowed keys here: " + ", ".join(allowed)
-            code, pos = "E112", (locate_key or locate)(full)
+            code, pos = Code.UNKNOWN_KEY, (locate_key or locate)(full)
         elif group == "missing":
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}missing required key '{path[-1]}'"
-            code, pos = "E111", locate(full[:-1])
+            code, pos = Code.MISSING_KEY, locate(full[:-1])
         else:
             messages = []
             for error in errors:
@@ -192,7 +192,7 @@ def validation_diagnostics(
             message = f"{where + ': ' if where else ''}" + ("; or ".join(messages) if len(messages) > 1 else messages[0])
             if len(messages) > 1:
                 message = f"{where + ': ' if where else ''}matches none of the accepted forms: " + "; or ".join(messages)
-            code, pos = "E110", locate(full)
+            code, pos = Code.WRONG_VALUE, locate(full)
         diagnostics.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint))
     return diagnostics
 
@@ -202,7 +202,7 @@ def validate_document(model: Validated, doc: Any, expanded: Any) -> Any:
     or a `SpecValidator`); on failure, HwspecError with one diagnostic per problem, located at
     the written line and column."""
 
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
     validate = getattr(model, "validate", None) if not isinstance(model, type) else model.model_validate

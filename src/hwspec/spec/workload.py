@@ -19,7 +19,7 @@ from typing import Callable, Literal
 
 from pydantic import Field, model_validator
 
-from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, validate_document
 from hwspec.source.expand import Expanded
 from hwspec.spec.pydantic_core_ext import PydanticCustomError
@@ -177,7 +177,7 @@ class Workload:
     comm_backward: str
     comm_allreduce: str
     assumptions: tuple[tuple[str, str], ...]
-    locate: Callable[..., Position]
+    locate: Callable[..., Location]
     kind: str = "workload"
 
     def local_batch(self, world_size: int) -> float:
@@ -223,7 +223,7 @@ class Workload:
 def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
     """Validate and resolve a workload document. Raises HwspecError with located diagnostics."""
 
-    def locate(p: DataPath) -> Position:
+    def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
     spec = validate_document(WorkloadSpec, doc, expanded)
@@ -232,7 +232,7 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
     for index, table in enumerate(spec.embeddings.tables):
         if table.name in seen:
             pos = locate(("embeddings", "tables", index, "name"))
-            errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E202",
+            errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.DUPLICATE_ID,
                                      f"embeddings.tables[{index}]: duplicate table name '{table.name}' "
                                      f"(also used by embeddings.tables[{seen[table.name]}])"))
         seen.setdefault(table.name, index)
@@ -272,7 +272,7 @@ def load_workload(path: Path | str) -> Workload:
     kind = expanded.data.get("kind") if isinstance(expanded.data, dict) else None
     if kind != "workload":
         pos = doc.locate(("kind",))
-        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, "E113",
+        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.UNKNOWN_KIND,
                                       f"expected kind: workload here, got {kind!r}",
                                       "a workload file says 'kind: workload'; the platform goes first: hwspec estimate PLATFORM WORKLOAD")])
     return load_workload_document(doc, expanded)

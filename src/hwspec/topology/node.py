@@ -18,7 +18,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping
 
-from hwspec.model.node import Bridge, Gpu, Location, Nic, NvlinkConnection, Platform, Socket
+from hwspec.diagnostics import Location
+from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
@@ -130,7 +131,7 @@ class Topology(ResolvedView):
     def parent(self, item_id: str) -> str | None:
         """The id `item_id` hangs off (a bridge or socket), None for a socket or unknown id."""
         item = self.platform.by_id.get(item_id)
-        return None if item is None or isinstance(item, Socket) else item.upstream
+        return None if item is None or isinstance(item, NumaNode) else item.upstream
 
     def chain(self, item_id: str) -> list[str]:
         """`item_id` and the ids above it up to its socket; a cycle ends with the repeated id
@@ -162,7 +163,7 @@ class Topology(ResolvedView):
                 todo.extend(self.children.get(child, ()))
         return frozenset(found)
 
-    def socket_of(self, item_id: str) -> Socket | None:
+    def socket_of(self, item_id: str) -> NumaNode | None:
         """The socket `item_id` reaches through the PCIe tree (itself for a socket), or None."""
         p = self.platform
         if item_id in p.socket_by_id:
@@ -237,7 +238,7 @@ class Topology(ResolvedView):
         `path_type` is one of `GPUDIRECT_PATHS` (PIX, PXB, or P2C over the GPU's NVLink-C2C)."""
         return self.path_type(gpu_id, nic_id) in GPUDIRECT_PATHS
 
-    def c2c_socket(self, gpu_id: str) -> Socket | None:
+    def c2c_socket(self, gpu_id: str) -> NumaNode | None:
         """The socket a GPU is attached to over NVLink-C2C, or None (no C2C)."""
         gpu = self.platform.gpu_by_id.get(gpu_id)
         return self.platform.socket_by_id.get(gpu.c2c_socket) if gpu is not None and gpu.c2c_socket else None
