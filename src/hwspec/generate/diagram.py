@@ -23,7 +23,7 @@ from hwspec.text import xml_escape as escape
 
 from hwspec.generate.engine import GenContext, generator
 from hwspec.text import visible
-from hwspec.model.node import Bridge, Gpu, Nic, Platform, Socket
+from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, Platform
 from hwspec.perf.roofline import gbps, gib
 
 NVSWITCH = "nvswitch"
@@ -130,7 +130,7 @@ def _node_line(node_id: str, style: str, text: str) -> str:
 
 def _device_line(platform: Platform, item_id: str) -> str:
     item = platform.by_id[item_id]
-    if isinstance(item, Socket):
+    if isinstance(item, NumaNode):
         return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})", item.model_name,
                                                    f"{gib(item.memory_capacity)} DDR, {gbps(item.memory_bandwidth)}"))
     if isinstance(item, Bridge):
