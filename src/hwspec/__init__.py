@@ -37,6 +37,8 @@ _EXPORTS: dict[str, str] = {
     "write_plan": "hwspec.generate.engine",
     "check_plan": "hwspec.generate.engine",
     # diagnostics
+    "Code": "hwspec.diagnostics.codes",
+    "Location": "hwspec.diagnostics.diagnostic",
     "Diagnostic": "hwspec.diagnostics.diagnostic",
     "Severity": "hwspec.diagnostics.diagnostic",
     "HwspecError": "hwspec.diagnostics.diagnostic",
@@ -45,7 +47,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 if TYPE_CHECKING:
-    from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Severity
+    from hwspec.diagnostics.codes import Code
+    from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Location, Severity
     from hwspec.generate.engine import check_plan, plan_for, write_plan
     from hwspec.model.cluster import Cluster
     from hwspec.model.load import load_platform
