@@ -45,6 +45,16 @@ class Position:
 
 
 @record
+class Location(Record):
+    """A place in a source file, 1-based: where an entry of a resolved model is written
+    (`Platform.locate`), and where a rule's finding points."""
+
+    file: str
+    line: int
+    col: int
+
+
+@record
 class Diagnostic(Record):
     """One reported problem.
 

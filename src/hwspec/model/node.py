@@ -13,6 +13,7 @@ from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
+from hwspec.diagnostics.diagnostic import Location
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:
@@ -22,15 +23,6 @@ PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9
 """Transfers per second per lane, by PCIe generation."""
 
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
-
-
-@record
-class Location(Record):
-    """A place in a source file, 1-based."""
-
-    file: str
-    line: int
-    col: int
 
 
 class SourceMap(Protocol):

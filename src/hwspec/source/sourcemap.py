@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from hwspec.diagnostics.diagnostic import Location
 from hwspec.source.expand import Expanded, Provenance
-from hwspec.model.node import Location
 from hwspec.source.loader import SourceDoc
 
 
