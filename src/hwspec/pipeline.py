@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from hwspec import content
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity
+from hwspec.topology import topology_of  # and so the platforms loaded here have `.topology`
 
 READ_ERROR_CODES = frozenset({"E100", "E101", "E102", "E103", "E104", "E105", "E106", "E107", "E108"})
 """Loader codes meaning the file could not be read or parsed as YAML (exit status 2)."""
@@ -60,7 +61,7 @@ class LoadedNodes(dict):
 
         key = (id(platform), id(rules))
         if key not in self.findings:
-            self.findings[key] = (platform, rules, tuple(run_rules(platform.topology, rules, scope="node")))
+            self.findings[key] = (platform, rules, tuple(run_rules(topology_of(platform), rules, scope="node")))
         return list(self.findings[key][2])
 
     def version(self, path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
@@ -164,8 +165,8 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
         rules = load_rules(rule_directories())
     for node_platform in nodes.values():
         result.diagnostics.extend(loaded.node_findings(node_platform, rules) if loaded is not None
-                                  else run_rules(node_platform.topology, rules, scope="node"))
-    result.topology = result.platform.topology
+                                  else run_rules(topology_of(node_platform), rules, scope="node"))
+    result.topology = topology_of(result.platform)
     if loaded is not None and result.topology.kind == "node":
         result.diagnostics.extend(loaded.node_findings(result.platform, rules))
     else:

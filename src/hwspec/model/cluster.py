@@ -12,7 +12,7 @@ from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from hwspec.model.node import Assumption, Location, Platform, RuleSetting, SourceMap
+from hwspec.model.node import Assumption, Location, Platform, RuleSetting, SourceMap, build_topology
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:
@@ -192,7 +192,6 @@ class Cluster(Record):
 
     @cached_property
     def topology(self) -> "ClusterTopology":
-        """The cluster's resolved topology (`hwspec.topology.cluster.ClusterTopology`), built once."""
-        from hwspec.topology.cluster import ClusterTopology
-
-        return ClusterTopology(self)
+        """The cluster's resolved topology (`hwspec.topology.cluster.ClusterTopology`), built once
+        by the topology layer (`hwspec.model.node.register_topology`)."""
+        return build_topology(self)

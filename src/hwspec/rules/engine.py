@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Iterator
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity, display_path
 from hwspec.spec.translate import nearest
 from hwspec.model.node import Location
+from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
 from hwspec.record import Record, record
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
