@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from hwspec import __version__
+from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
@@ -89,21 +90,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
                          + ("unreadable files" if status == EXIT_UNREADABLE else "errors") + "\n")
         return EXIT_OK
     return status
-
-
-def _rules(args: argparse.Namespace) -> list | None:
-    """The built-in rules plus `--rules DIR`s; None (after printing why) when one fails to load."""
-    from hwspec.diagnostics import HwspecError
-    from hwspec.pipeline import rule_directories
-    from hwspec.diagnostics.report import render
-    from hwspec.rules.engine import load_rules, set_time_limit
-
-    set_time_limit(getattr(args, "rule_time_limit", None))
-    try:
-        return load_rules(rule_directories(args.rules))
-    except HwspecError as exc:
-        sys.stderr.write(render(exc.diagnostics, "text"))
-        return None
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

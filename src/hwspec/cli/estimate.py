@@ -18,7 +18,7 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     """The checked platform's topology, or None and the exit status (after printing why)."""
     from hwspec import pipeline
     from hwspec.diagnostics import report
-    from hwspec.cli.commands import _rules
+    from hwspec.cli.common import load_command_rules as _rules
 
     rules = _rules(args)
     if rules is None:
