@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from hwspec import __version__
-from hwspec.cli.common import load_command_rules as _rules
+from hwspec.cli.common import command_sandbox, load_command_rules as _rules
 from hwspec.text import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     diagnostics, status = [], EXIT_OK
     loaded = pipeline.LoadedNodes()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
         diagnostics.extend(report.escalate(checked.diagnostics, args.werror))
         if checked.unreadable:
             status = EXIT_UNREADABLE
@@ -116,7 +116,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     failed = False
     loaded, rendered = pipeline.LoadedNodes(), generate.Rendered()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.failed():
             failed = True
@@ -218,7 +218,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
-    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots)
+    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots, sandbox=command_sandbox(args))
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE
