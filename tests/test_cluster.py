@@ -190,8 +190,8 @@ def test_a_node_platform_s_rules_run_once_per_run(tmp_path, monkeypatch):
     node, cluster = copy_zionex_pair(tmp_path)
     scopes: list[str] = []
     real = hwspec.rules.engine.run_rules
-    monkeypatch.setattr(hwspec.rules.engine, "run_rules", lambda topology, rules, scope="node": scopes.append(scope)
-                        or real(topology, rules, scope))
+    monkeypatch.setattr(hwspec.rules.engine, "run_rules", lambda topology, rules, scope="node", **kw: scopes.append(scope)
+                        or real(topology, rules, scope, **kw))
     rules = load_rules(pipeline.rule_directories())
     loaded = pipeline.LoadedNodes()
     checked = [pipeline.check(path, rules, loaded=loaded) for path in (node, cluster)]

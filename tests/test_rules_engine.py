@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
+import tempfile
 import textwrap
 from pathlib import Path
+from typing import IO, Any, Iterator
 
 import networkx as nx
+import pytest
 
+from hwspec.diagnostics import Severity
 from hwspec.topology.graph import build_graph, pcie_tree
 from hwspec.model.load import load_platform
-from hwspec.rules import load_rules, run_rules
+from hwspec.rules import Rule, Sandbox, load_rules, run_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests/fixtures/rules"
@@ -102,3 +110,80 @@ def test_pcie_tree_has_one_edge_per_device_or_bridge() -> None:
     items = (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)
     assert sorted(tree.edges) == sorted((item.upstream, item.id) for item in items)
     assert tree.edges["sw0", "gpu0"]["link"] == platform.gpu_by_id["gpu0"].link
+
+
+# ---------------------------------------------------------------- the sandbox is the caller's choice
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    """What file descriptor `fd` is open on (device, inode)."""
+    stat = os.fstat(fd)
+    return stat.st_dev, stat.st_ino
+
+
+def _surroundings() -> dict[str, Any]:
+    """What a rule runs under: the SIGALRM and SIGINT handlers, the real-time timer, what file
+    descriptor 1 is, and sys.stdout."""
+    return {"alarm": signal.getsignal(signal.SIGALRM), "interrupt": signal.getsignal(signal.SIGINT),
+            "timer": signal.getitimer(signal.ITIMER_REAL), "fd1": _identity(1), "stdout": sys.stdout}
+
+
+def _rule(check: Any) -> Rule:
+    return Rule("T001", "probe", Severity.INFO, "node", check, "test_rules_engine.py")
+
+
+@contextlib.contextmanager
+def _fd1_on(file: IO[bytes]) -> Iterator[None]:
+    """File descriptor 1 on `file` for a while, so that it is not what fd 2 is whoever runs the tests."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(file.fileno(), 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def test_library_run_rules_runs_each_rule_as_a_plain_call() -> None:
+    """Without a sandbox no signal handler, timer, file descriptor or sys.stdout is changed
+    around a rule; with one (what the command line asks for) all of them are."""
+    platform = load_platform(FIXTURES / "base_2gpu.yaml")
+    seen: list[dict[str, Any]] = []
+
+    def probe(ctx: Any) -> tuple:
+        """Looks around."""
+        seen.append(_surroundings())
+        return ()
+
+    with tempfile.TemporaryFile() as own, _fd1_on(own):
+        before = _surroundings()
+        assert run_rules(platform.topology, [_rule(probe)]) == []
+        assert run_rules(platform.topology, [_rule(probe)], sandbox=Sandbox(5)) == []
+        after = _surroundings()
+    plain, boxed = seen
+    assert plain == before == after
+    assert boxed["alarm"] != before["alarm"] and boxed["interrupt"] != before["interrupt"]
+    assert boxed["timer"][0] > 0 and boxed["fd1"] == _identity(2) != before["fd1"] and boxed["stdout"] is sys.stderr
+
+
+def test_library_run_rules_still_reports_a_rule_that_raises() -> None:
+    """A rule's exception is E900 with or without the sandbox; only the sandbox catches a
+    SystemExit (outside it, sys.exit in a rule exits, as from any function)."""
+    platform = load_platform(FIXTURES / "base_2gpu.yaml")
+
+    def broken(ctx: Any) -> tuple:
+        """Breaks."""
+        raise KeyError("gpu9")
+
+    def leaving(ctx: Any) -> tuple:
+        """Leaves."""
+        sys.exit(3)
+
+    for sandbox in (None, Sandbox()):
+        (found,) = run_rules(platform.topology, [_rule(broken)], sandbox=sandbox)
+        assert (found.code, found.message) == ("E900", "rule T001 probe failed: KeyError: 'gpu9'")
+    (found,) = run_rules(platform.topology, [_rule(leaving)], sandbox=Sandbox())
+    assert (found.code, found.message) == ("E900", "rule T001 probe called sys.exit(3)")
+    with pytest.raises(SystemExit):
+        run_rules(platform.topology, [_rule(leaving)])

@@ -9,6 +9,7 @@ import pytest
 
 from hwspec.diagnostics import HwspecError
 from hwspec.model.load import load_platform
+from hwspec.topology import topology_of  # noqa: F401  (Platform.topology and its shorthands, gpu2nic ..., are built by it)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "spec"
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,17 +11,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from hwspec.spec.unit_types import ByteRate, Bytes, Duration, FlopRate, TransferRate
 from hwspec.spec.units import (
     BYTE_RATE_UNITS,
     BYTES_UNITS,
     DURATION_UNITS,
     FLOP_RATE_UNITS,
     TRANSFER_RATE_UNITS,
-    ByteRate,
-    Bytes,
-    Duration,
-    FlopRate,
-    TransferRate,
     UnitError,
     format_byte_rate,
     format_bytes,

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.topology import topology_of  # and so the platforms loaded here have `.topology`
+
+if TYPE_CHECKING:
+    from hwspec.rules.sandbox import Sandbox
 
 READ_ERROR_CODES = frozenset({Code.CANNOT_READ_FILE, Code.FILE_TOO_LARGE, Code.NOT_UTF8, Code.INVALID_YAML,
                               Code.NON_STRING_KEY, Code.EXPANSION_TOO_LARGE, Code.NESTING_TOO_DEEP, Code.DUPLICATE_KEY,
@@ -56,13 +60,14 @@ class LoadedNodes(dict):
         self.parts: dict[tuple[str, ...], tuple] = {}
         """The parts files of each list of parts directories, with their bytes, read once."""
 
-    def node_findings(self, platform: Any, rules: list) -> list[Diagnostic]:
-        """The node rules' findings on `platform` (a node platform of this run), run once."""
+    def node_findings(self, platform: Any, rules: list, sandbox: Sandbox | None = None) -> list[Diagnostic]:
+        """The node rules' findings on `platform` (a node platform of this run), run once
+        (in `sandbox`, when given: see `hwspec.rules.engine.run_rules`)."""
         from hwspec.rules.engine import run_rules
 
         key = (id(platform), id(rules))
         if key not in self.findings:
-            self.findings[key] = (platform, rules, tuple(run_rules(platform.topology, rules, scope="node")))
+            self.findings[key] = (platform, rules, tuple(run_rules(topology_of(platform), rules, scope="node", sandbox=sandbox)))
         return list(self.findings[key][2])
 
     def version(self, path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
@@ -148,10 +153,13 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),
-          platform_roots: Iterable[Path] = (), loaded: LoadedNodes | None = None) -> Checked:
+          platform_roots: Iterable[Path] = (), loaded: LoadedNodes | None = None,
+          sandbox: Sandbox | None = None) -> Checked:
     """Load `path` and run `rules` (all built-in rules when None) on it. For a cluster, node
     rules run once per distinct node platform, then cluster rules once; its node platforms
-    must be below the cluster file's directory or one of `platform_roots`."""
+    must be below the cluster file's directory or one of `platform_roots`. The rules run as
+    plain calls, or each contained in `sandbox` when given (the command line gives one:
+    `hwspec.rules.sandbox`)."""
     from hwspec.rules.engine import load_rules, run_rules
 
     result = Checked(Path(path))
@@ -165,13 +173,13 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
     if rules is None:
         rules = load_rules(rule_directories())
     for node_platform in nodes.values():
-        result.diagnostics.extend(loaded.node_findings(node_platform, rules) if loaded is not None
-                                  else run_rules(node_platform.topology, rules, scope="node"))
-    result.topology = result.platform.topology
+        result.diagnostics.extend(loaded.node_findings(node_platform, rules, sandbox) if loaded is not None
+                                  else run_rules(topology_of(node_platform), rules, scope="node", sandbox=sandbox))
+    result.topology = topology_of(result.platform)
     if loaded is not None and result.topology.kind == "node":
-        result.diagnostics.extend(loaded.node_findings(result.platform, rules))
+        result.diagnostics.extend(loaded.node_findings(result.platform, rules, sandbox))
     else:
-        result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind))
+        result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind, sandbox=sandbox))
     return result
 
 

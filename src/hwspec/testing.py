@@ -77,6 +77,7 @@ import yaml
 
 from hwspec.model.node import PcieLink
 from hwspec.spec.units import format_bytes, parse_bytes
+from hwspec.topology import topology_of  # and so node_platforms()' platforms have `.topology`
 
 __all__ = [
     "NVLINK_PATTERNS", "NIC_MODES", "FAULT_RULES", "CLUSTER_FAULT_RULES",
@@ -173,7 +174,7 @@ def check_node_text(text: str | bytes, rules: Sequence | None = None, file: str 
         platform = load_node_text(text, file)
     except HwspecError as exc:
         return list(exc.diagnostics)
-    return run_rules(platform.topology, list(_builtin_rules() if rules is None else rules), scope="node")
+    return run_rules(topology_of(platform), list(_builtin_rules() if rules is None else rules), scope="node")
 
 
 # ------------------------------------------------------------------ node layout

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from hwspec import __version__
+from hwspec.cli.common import command_sandbox, load_command_rules as _rules
 from hwspec.text import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
@@ -72,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     diagnostics, status = [], EXIT_OK
     loaded = pipeline.LoadedNodes()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
         diagnostics.extend(report.escalate(checked.diagnostics, args.werror))
         if checked.unreadable:
             status = EXIT_UNREADABLE
@@ -89,21 +90,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
                          + ("unreadable files" if status == EXIT_UNREADABLE else "errors") + "\n")
         return EXIT_OK
     return status
-
-
-def _rules(args: argparse.Namespace) -> list | None:
-    """The built-in rules plus `--rules DIR`s; None (after printing why) when one fails to load."""
-    from hwspec.diagnostics import HwspecError
-    from hwspec.pipeline import rule_directories
-    from hwspec.diagnostics.report import render
-    from hwspec.rules.engine import load_rules, set_time_limit
-
-    set_time_limit(getattr(args, "rule_time_limit", None))
-    try:
-        return load_rules(rule_directories(args.rules))
-    except HwspecError as exc:
-        sys.stderr.write(render(exc.diagnostics, "text"))
-        return None
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -130,7 +116,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     failed = False
     loaded, rendered = pipeline.LoadedNodes(), generate.Rendered()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded)
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.failed():
             failed = True
@@ -232,7 +218,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
-    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots)
+    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots, sandbox=command_sandbox(args))
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE

@@ -18,12 +18,12 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     """The checked platform's topology, or None and the exit status (after printing why)."""
     from hwspec import pipeline
     from hwspec.diagnostics import report
-    from hwspec.cli.commands import _rules
+    from hwspec.cli.common import command_sandbox, load_command_rules as _rules
 
     rules = _rules(args)
     if rules is None:
         return None, EXIT_UNREADABLE
-    checked = pipeline.check(path, rules, args.parts, args.platform_roots)
+    checked = pipeline.check(path, rules, args.parts, args.platform_roots, sandbox=command_sandbox(args))
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return None, EXIT_UNREADABLE

@@ -10,6 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hwspec.rules.sandbox import Sandbox
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -50,10 +54,10 @@ def _read(args: argparse.Namespace):
     return machine, fatal
 
 
-def check_draft(text: str, file: str, parts_dirs=()) -> list:
+def check_draft(text: str, file: str, parts_dirs=(), sandbox: Sandbox | None = None) -> list:
     """Every diagnostic of the draft `text` as `hwspec validate` reports it (loader, then the
-    built-in rules), with `file` as the file name. Checked through a temporary copy, so that
-    nothing is written when the draft is printed."""
+    built-in rules, in `sandbox` when given), with `file` as the file name. Checked through a
+    temporary copy, so that nothing is written when the draft is printed."""
     import dataclasses
     import tempfile
 
@@ -62,7 +66,7 @@ def check_draft(text: str, file: str, parts_dirs=()) -> list:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "draft.yaml"
         path.write_text(text, encoding="utf-8")
-        checked = pipeline.check(path, None, parts_dirs)
+        checked = pipeline.check(path, None, parts_dirs, sandbox=sandbox)
         name = str(path)
         return [dataclasses.replace(d, file=file) if d.file in (name, path.name) or d.file.endswith("/draft.yaml") else d
                 for d in checked.diagnostics]
@@ -70,6 +74,7 @@ def check_draft(text: str, file: str, parts_dirs=()) -> list:
 
 def run_import(args: argparse.Namespace) -> int:
     from hwspec import content
+    from hwspec.cli.common import command_sandbox
     from hwspec.diagnostics import report
     from hwspec.diagnostics import HwspecError
     from hwspec.live.draft import draft_text
@@ -90,7 +95,7 @@ def run_import(args: argparse.Namespace) -> int:
     for note in notes:
         sys.stderr.write(f"hwspec: note: {note}\n")
     file = str(args.output) if args.output else "<draft>"
-    problems = check_draft(text, file, args.parts)
+    problems = check_draft(text, file, args.parts, command_sandbox(args))
     if args.output:
         from hwspec.generate.writer import write_atomic
 
@@ -115,6 +120,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
     from hwspec.diagnostics import HwspecError
+    from hwspec.cli.common import command_sandbox
     from hwspec.live.diff import CHECKS, diff
     from hwspec.rules.engine import load_rules
 
@@ -123,7 +129,7 @@ def run_diff(args: argparse.Namespace) -> int:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return EXIT_UNREADABLE
-    checked = pipeline.check(args.spec, rules, args.parts)
+    checked = pipeline.check(args.spec, rules, args.parts, sandbox=command_sandbox(args))
     if checked.platform is None or getattr(checked.platform, "kind", "node") != "node":
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.platform is not None:

@@ -14,16 +14,15 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
-from hwspec.record import Record, record
 from hwspec.text import xml_escape as escape
 
 
 from hwspec import __version__, content
+from hwspec.formats.limits import SAFE_VALUE, GenerationError, Limit
 from hwspec.text import XML_COMMENT_DASH, comment, visible
 
 if TYPE_CHECKING:
@@ -32,11 +31,6 @@ if TYPE_CHECKING:
 Plan = dict[str, str]
 GeneratorFunc = Callable[["GenContext"], Plan]
 _REGISTRY: dict[str, tuple[GeneratorFunc, tuple[str, ...]]] = {}
-
-SAFE_VALUE = re.compile(r"[A-Za-z0-9_./:,=@%+^-]*")
-"""Characters allowed in env/conf values: no quoting is needed for bash, docker --env-file
-or NCCL's conf reader. Platform names are validated to this set at load time."""
-
 
 class UnsafeValue(ValueError):
     pass
@@ -208,28 +202,6 @@ def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
     env.filters.update(xml_attr=xml_attr, env_value=env_value, shell_word=shell_word, comment=comment,
                        xml_comment=xml_comment, visible=visible)
     return env
-
-
-class GenerationError(Exception):
-    """A generator could not produce valid output (message names the platform and file)."""
-
-
-@record
-class Limit(Record):
-    """Something a generator cannot write for a platform: `message`, where it is in the
-    platform file (`at` as for `ctx.finding`: entity id or None, then keys) and a `hint`.
-
-    Each generator states its limits in one function (e.g. `nccl.topology_limits`); the
-    generation rules (rules/builtin/generation.py) report them as located findings during
-    `validate`, and the generator refuses through `refuse` with the same list, so `validate`
-    clean means `generate` succeeds."""
-
-    message: str
-    at: tuple = (None,)
-    hint: str | None = None
-    reported_by: str = ""
-    """A rule that already reports this fact where it belongs (HW101 for a device outside the
-    PCIe tree): the generation rules leave it to that rule, which cannot be switched off either."""
 
 
 def refuse(platform: Any, output: str, limits: list[Limit]) -> None:

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import re
 
-from hwspec.generate.engine import GenContext, GenerationError, Limit, Plan, generator, refuse
+from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.generate.nccl import collective_library, net_name
 from hwspec.model.node import Gpu, Nic, NumaNode, Platform
 from hwspec.cpulist import format_cpu_list as cpu_ranges  # noqa: F401  (slurm and tests use this name)
+from hwspec.formats.limits import MAX_IB_HCAS, bind_limits, settings_limits  # noqa: F401  (MAX_IB_HCAS: its name here stays)
 from hwspec.formats.nccl_env import is_nccl
 from hwspec.record import Record, record
 from hwspec.topology.node import PATH_TYPES, Topology
-
-MAX_IB_HCAS = 32
-"""NCCL reads at most 32 entries from NCCL_IB_HCA."""
 
 
 @record
@@ -99,28 +97,6 @@ def gdr_level(topology: Topology) -> str | None:
 def gdr_over_c2c(topology: Topology) -> bool:
     """A GPU reaches its paired backend NIC over its NVLink-C2C (NCCL's P2C path)."""
     return any(topology.path_type(gpu_id, nic.id) == "P2C" for gpu_id, nic in topology.gpu2nic.items())
-
-
-def settings_limits(platform: Platform) -> list[Limit]:
-    """What keeps the NCCL settings (nccl.conf, launch.env) from being written: more named
-    backend RDMA NICs than NCCL_IB_HCA can hold (without a declared `backend.ib_hca` filter)."""
-    backend = platform.backend
-    if not platform.gpus or backend is None or backend.transport == "tcp" or backend.ib_hca is not None:
-        return []
-    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
-    limits: list[Limit] = []
-    if all(n.device for n in hcas) and len(hcas) > MAX_IB_HCAS:
-        limits.append(Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),
-                            f"keep at most {MAX_IB_HCAS} NICs in the backend role"))
-    return limits
-
-
-def bind_limits(platform: Platform) -> list[Limit]:
-    """What keeps bind.sh from being written: a GPU with no NUMA node to bind its rank to
-    (reported during validate by HW101: the GPU is outside every socket's PCIe tree)."""
-    return [Limit(f"{g.id} has no NUMA node for bind.sh to bind its rank to (it reaches no CPU socket)",
-                  (g.id, "pcie", "upstream"), "attach it under a socket's PCIe tree", reported_by="HW101")
-            for g in platform.gpus if g.numa_node is None]
 
 
 def _ib_hca(platform: Platform) -> list[Setting]:

@@ -7,83 +7,24 @@ under `<gpu>` (an `<nvlink>` is skipped), a GPU is described by `sm` (its comput
 `gcn` (the gfx target) and `arch` (hipDeviceProp_t.arch packed into an int), and the GPU and
 its xGMI peers carry PCI class 0x120000. So an AMD node gets this file and no nccl-topo.xml.
 
-The tree is built by `hwspec.generate.nccl.system_tree` in RCCL's form (one builder, two
+The tree is built by `hwspec.formats.nccl_tree.system_tree` in RCCL's form (one builder, two
 dialects) and checked with `hwspec.formats.nccl_topology.check_rccl_xml` before it is returned. What the
-generator cannot write is stated once, in `rccl_limits`; rule HW911 reports the same list at
-validate time, so `validate` clean means this generator succeeds.
+generator cannot write is stated once, in `hwspec.formats.nccl_tree.rccl_limits`; rule HW911 reports the
+same list at validate time, so `validate` clean means this generator succeeds.
 """
 
 from __future__ import annotations
 
 
-from hwspec.generate.engine import GenContext, GenerationError, Plan, generator
-from hwspec.generate.nccl import (CPU_VENDORS, DETAIL_LEVELS, RCCL_FORM, XmlNode, collective_library, detection_notes,
-                                   elements, system_tree)
-from hwspec.model.node import Platform
 from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN, check_rccl_xml
-from hwspec.record import Record, record
+from hwspec.formats.nccl_tree import (DETAIL_LEVELS, RCCL_FORM, RcclLimit, XmlNode, collective_library,  # noqa: F401  (RcclLimit: its name here stays)
+                                      elements, most_children, rccl_limits, system_tree)
+from hwspec.generate.engine import GenContext, GenerationError, Plan, generator
+from hwspec.generate.nccl import detection_notes
+from hwspec.model.node import Platform
 from hwspec.topology.node import Topology
 
 RCCL_TOPO_FILE = "rccl-topo.xml"
-
-
-@record
-class RcclLimit(Record):
-    """Something rccl-topo.xml cannot say; `at` is `(id, *keys)` of the YAML place to point at."""
-
-    message: str
-    at: tuple
-
-
-def rccl_limits(topology: Topology) -> list[RcclLimit]:
-    """Every reason rccl-topo.xml cannot be written for this node (empty for NVIDIA nodes and
-    for AMD nodes RCCL can be told about)."""
-    platform: Platform = topology.platform
-    if collective_library(platform) != "rccl":
-        return []
-    limits: list[RcclLimit] = []
-    others = [g.id for g in platform.gpus if g.vendor != "amd"]
-    if others:
-        limits.append(RcclLimit(f"{', '.join(others)} are not AMD GPUs on a node with AMD GPUs: neither RCCL's nor "
-                                "NCCL's topology file can describe both", (others[0],)))
-    for gpu in platform.gpus:
-        if gpu.vendor != "amd":
-            continue
-        missing = [key for key, value in (("gcn", gpu.gcn), ("hip_arch", gpu.hip_arch),
-                                          ("compute_units", gpu.compute_units)) if value is None]
-        if missing:
-            limits.append(RcclLimit(f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; RCCL's <gpu> needs "
-                                    "gcn, arch and sm (the compute-unit count)", (gpu.id, "part")))
-        if gpu.socket is None:
-            limits.append(RcclLimit(f"{gpu.id} reaches no CPU socket through the PCIe tree, so it has no place in "
-                                    "rccl-topo.xml", (gpu.id, "pcie", "upstream")))
-    if platform.nvlink_topology == "nvswitch":
-        limits.append(RcclLimit("an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch to join the GPUs "
-                                "to; list the xGMI pairs (fully-connected or explicit)", (None, "nvlink", "topology")))
-    for socket in platform.sockets:
-        if socket.arch == "x86_64" and socket.vendor not in CPU_VENDORS:
-            limits.append(RcclLimit(f"socket {socket.id} is x86_64 with vendor {socket.vendor!r}; RCCL knows Intel and AMD",
-                                    (socket.id, "part")))
-    for nic in platform.nics:
-        if nic.socket is None:
-            limits.append(RcclLimit(f"{nic.id} reaches no CPU socket through the PCIe tree, so it has no place in "
-                                    "rccl-topo.xml", (nic.id, "pcie", "upstream")))
-    if not limits:
-        skeleton = system_tree(topology, "skeleton", RCCL_FORM)
-        size = elements(skeleton)
-        if size > RCCL_FORM.max_elements:
-            limits.append(RcclLimit(f"even the skeleton topology has {size} elements; RCCL reads at most "
-                                    f"{RCCL_FORM.max_elements}", (None, "gpus")))
-        crowded = _most_children(skeleton)
-        if crowded > RCCL_MAX_CHILDREN:
-            limits.append(RcclLimit(f"a CPU or PCIe switch has {crowded} devices below it; RCCL reads at most "
-                                    f"{RCCL_MAX_CHILDREN} children of one element", (None, "pcie")))
-    return limits
-
-
-def _most_children(node: XmlNode) -> int:
-    """The largest number of children any element of the tree has."""
-    return max([len(node.children), *(_most_children(child) for child in node.children)])
 
 
 def _in_rccl_words(text: str) -> str:
@@ -95,7 +36,7 @@ def _in_rccl_words(text: str) -> str:
 
 
 def _fits(system: XmlNode) -> bool:
-    return elements(system) <= RCCL_FORM.max_elements and _most_children(system) <= RCCL_MAX_CHILDREN
+    return elements(system) <= RCCL_FORM.max_elements and most_children(system) <= RCCL_MAX_CHILDREN
 
 
 @generator("rccl-topo")

@@ -14,7 +14,8 @@ from __future__ import annotations
 from itertools import repeat
 from typing import TYPE_CHECKING
 
-from hwspec.generate.engine import SAFE_VALUE, GenContext, Limit, generator, refuse
+from hwspec.formats.limits import hostfile_limits
+from hwspec.generate.engine import GenContext, generator, refuse
 from hwspec.generate.launch import cpu_ranges
 from hwspec.topology.hostlist import compress, compress_in_order
 
@@ -94,25 +95,6 @@ def gpu_links(platform, gpu) -> str:
             if peer in counts:
                 counts[peer] += connection.links
     return ",".join("-1" if other.id == gpu.id else str(counts[other.id]) for other in platform.gpus)
-
-
-def hostfile_limits(cluster: Cluster) -> list[Limit]:
-    """What keeps hostfile and hosts.tsv from being written: a host name or address with a
-    character a hostfile line (`host slots=N`) cannot carry. The first offender per group.
-    HW805 reports the host names (a DNS label is stricter); HW903 the addresses (an IPv6
-    address may carry any text as its zone)."""
-    limits = []
-    for index, group in enumerate(cluster.groups):
-        for field, names in (("hostname", group.hostnames), ("address", group.addresses or ())):
-            if all(names) and SAFE_VALUE.fullmatch("".join(names)):  # one character class: all at once
-                continue
-            bad = next((name for name in names if not SAFE_VALUE.fullmatch(name) or not name), None)
-            if bad is not None:
-                limits.append(Limit(f"nodes[{index}]: {field} {bad!r} cannot be written to a hostfile: only letters, "
-                                    "digits and _./:,=@%+^- are allowed", ("nodes", index, field),
-                                    "an IPv6 zone is an interface name, e.g. %eth0" if field == "address" else None,
-                                    reported_by="HW805" if field == "hostname" else ""))
-    return limits
 
 
 @generator("hostfile", kinds=("cluster",))

@@ -31,6 +31,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
+from hwspec.atomic import write_atomic_bytes
+
 STAGING = ".hwspec-new."
 PARKED = ".hwspec-old."
 """Prefixes of the hidden directories of an unfinished write: `.<platform>.hwspec-new.XXXX`
@@ -269,22 +271,3 @@ def _place(root: Path, relative: str, data: bytes, unchanged_from: Path | None) 
         handle.flush()
         os.fsync(handle.fileno())
     os.chmod(path, mode)
-
-
-def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `data` to `path` via a temp file in its directory, fsync and rename, so that a
-    reader sees the old file or the new one, never a part. A symlink at `path` is replaced by
-    the file, not followed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

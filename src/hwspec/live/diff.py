@@ -15,6 +15,7 @@ from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
 from hwspec.model.node import Platform
+from hwspec.topology import topology_of
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,7 @@ class _Differ:
         for nic in self.p.backend_nics:
             if nic.gpu is None or nic.id not in self.nic_key or nic.gpu not in self.gpu_key:
                 continue
-            if self.p.topology.common_bridge(nic.id, nic.gpu) is None:
+            if topology_of(self.p).common_bridge(nic.id, nic.gpu) is None:
                 continue  # the spec puts them on no common switch either (a C2C GPU's NIC on its own CPU: P2C)
             nic_key, gpu_key = self.nic_key[nic.id], self.gpu_key[nic.gpu]
             seen = self.m.nics[nic_key]

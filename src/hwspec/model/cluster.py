@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hwspec.diagnostics import Location
-from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap
+from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap, build_topology
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:
@@ -193,7 +193,6 @@ class Cluster(Record):
 
     @cached_property
     def topology(self) -> "ClusterTopology":
-        """The cluster's resolved topology (`hwspec.topology.cluster.ClusterTopology`), built once."""
-        from hwspec.topology.cluster import ClusterTopology
-
-        return ClusterTopology(self)
+        """The cluster's resolved topology (`hwspec.topology.cluster.ClusterTopology`), built once
+        by the topology layer (`hwspec.model.node.register_topology`)."""
+        return build_topology(self)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping, Protocol
 
 from hwspec.diagnostics import Location
 from hwspec.record import Record, record
@@ -23,6 +23,50 @@ PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9
 """Transfers per second per lane, by PCIe generation."""
 
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
+
+
+_topology_builder: Callable[[Any], Any] | None = None
+"""The topology layer's builder of the resolved topology of a model (`Platform` or `Cluster`),
+set when `hwspec.topology` is imported: see `register_topology`."""
+
+
+def register_topology(build: Callable[[Any], Any]) -> None:
+    """Have `Platform.topology` and `Cluster.topology` built by `build(model)`.
+
+    The topology is derived from the model, so the model cannot import the topology layer;
+    `hwspec.topology` registers its builder here when it is imported (every layer that reads
+    topologies imports it: the rules, generators, `hwspec.pipeline`, `hwspec.testing`)."""
+    global _topology_builder
+    _topology_builder = build
+
+
+def build_topology(model: Any) -> Any:
+    """The resolved topology of `model`, built by the registered topology layer (not cached:
+    `Platform.topology` and `Cluster.topology` build it once per model)."""
+    if _topology_builder is None:
+        raise RuntimeError(f"{type(model).__name__}.topology is built by the topology layer: import hwspec.topology "
+                           "(or use hwspec.topology.topology_of) first")
+    return _topology_builder(model)
+
+
+def climb(start: str, parent_of: Callable[[str], str | None], is_root: Container[str]) -> list[str]:
+    """`start` and the ids above it, following `parent_of`, ending at the first root (a socket)
+    or at the first id seen twice (a PCIe cycle), or at an id with no parent.
+
+    The one walk up the PCIe tree: resolution uses it to find each device's socket, the
+    topology for every path query. `climb("gpu0", ...) == ["gpu0", "sw0", "rp0", "cpu0"]`;
+    a cycle ends with its repeated id: `["sw0", "sw1", "sw0"]`."""
+    ids = [start]
+    seen = {start}
+    while ids[-1] not in is_root:
+        parent = parent_of(ids[-1])
+        if parent is None:
+            break
+        ids.append(parent)
+        if parent in seen:
+            break
+        seen.add(parent)
+    return ids
 
 
 class SourceMap(Protocol):
@@ -335,17 +379,21 @@ class Platform(Record):
     @cached_property
     def topology(self) -> "Topology":
         """The node's resolved topology (`hwspec.topology.node.Topology`), built once on first use:
-        every derived connectivity fact (paths, NUMA placement, islands, NIC shares) lives there."""
-        from hwspec.topology.node import Topology
+        every derived connectivity fact (paths, NUMA placement, islands, NIC shares) lives there.
+        The topology layer builds it (`register_topology`); the model does not import it."""
+        return build_topology(self)
 
-        return Topology(self)
+    @cached_property
+    def collective_nics(self) -> tuple[Nic, ...]:
+        """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
+        without any (Zion), the host NICs running the backend transport (also
+        `topology.collective_nics`; here because cluster resolution needs it)."""
+        if self.backend_nics:
+            return self.backend_nics
+        transport = self.backend.transport if self.backend else "tcp"
+        return tuple(n for n in self.host_nics if n.transport == transport)
 
     # Shorthands kept for existing callers; each is the topology's answer, not a second computation.
-
-    @property
-    def collective_nics(self) -> tuple[Nic, ...]:
-        """`topology.collective_nics`."""
-        return self.topology.collective_nics
 
     @property
     def gpu2nic(self) -> dict[str, Nic]:

@@ -203,7 +203,7 @@ def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tu
 
 def _fabric(spec: ClusterSpec, groups: list[NodeGroup]) -> Fabric:
     backend = spec.backend
-    nics_per_node = max((len(g.topology.collective_nics) for g in groups), default=0) or 1
+    nics_per_node = max((len(g.platform.collective_nics) for g in groups), default=0) or 1
     node_count = sum(g.count for g in groups)
     leaf = backend.leaf
     spine = backend.spine

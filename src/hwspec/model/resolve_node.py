@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec.model import node as m
+from hwspec.model.node import climb
 from hwspec.cpulist import parse_cpu_list
 from hwspec.spec.translate import dotted
 from hwspec.record import Record, record
-from hwspec.topology.node import climb
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap

@@ -40,7 +40,7 @@ def render(estimates: Sequence[dict[str, Any]], path: Path) -> None:
         raise PlotUnavailable("plotting needs matplotlib: pip install 'hwspec[plot]' (or pip install matplotlib)") from None
     import io
 
-    from hwspec.generate.writer import write_atomic_bytes
+    from hwspec.atomic import write_atomic_bytes
 
     with matplotlib.rc_context({"svg.hashsalt": "hwspec", "svg.fonttype": "path", "font.size": 9}):
         fig, ax = plt.subplots(figsize=(3.2 + 2.2 * len(estimates), 5.2))

@@ -10,6 +10,10 @@ explain ID` prints it). It receives a `Context` and yields findings made with `c
 (`hwspec.topology.node.Topology` for a node, `hwspec.topology.cluster.ClusterTopology` for a cluster).
 
 A platform may change a rule under `rules:` by id or name, with a reason; `off` disables it.
+
+`run_rules` runs rules as plain calls; the containment the command line wants around site
+code (`--rule-time-limit`, stdout kept out of the report) is `hwspec.rules.sandbox`, asked for
+with `run_rules(..., sandbox=Sandbox(limit))`. Rule modules are always imported contained.
 """
 
 from __future__ import annotations
@@ -17,175 +21,19 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import inspect
-import math
-import os
-import signal
 import sys
-import threading
-import time
 import types
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.spec.translate import nearest
+from hwspec.rules.sandbox import Box, Escape, Sandbox, contained
+from hwspec.rules.sandbox import TIME_LIMIT, RuleTimeout, set_time_limit, time_limit  # noqa: F401  (their names here stay)
+from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
 from hwspec.record import Record, record
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
-
-TIME_LIMIT = 10.0
-"""Seconds one rule may run (and one rule module may take to import) before it is stopped and
-reported as E900. `hwspec validate --rule-time-limit S` and HWSPEC_RULE_TIME_LIMIT change it;
-0 means no limit."""
-
-
-_chosen_limit: float | None = None
-
-
-def set_time_limit(seconds: float | None) -> None:
-    """Set the per-rule time limit for this process (the CLI's --rule-time-limit); None resets."""
-    global _chosen_limit
-    _chosen_limit = seconds
-
-
-def time_limit() -> float:
-    """The per-rule time limit in force: the one set by set_time_limit, else
-    HWSPEC_RULE_TIME_LIMIT when set, else TIME_LIMIT."""
-    if _chosen_limit is not None:
-        return _chosen_limit
-    text = os.environ.get("HWSPEC_RULE_TIME_LIMIT")
-    if text is None:
-        return TIME_LIMIT
-    try:
-        value = float(text)
-    except ValueError:
-        return TIME_LIMIT
-    return value if value >= 0 and math.isfinite(value) else TIME_LIMIT
-
-
-class RuleTimeout(BaseException):
-    """Raised inside a rule that ran past its time limit. A BaseException, so that the rule's
-    own `except Exception:` does not swallow it."""
-
-
-class _Escape(Exception):
-    """A rule (or rule module) left its box: `what` says how (SystemExit, KeyboardInterrupt,
-    the time limit, ...)."""
-
-    def __init__(self, what: str):
-        super().__init__(what)
-        self.what = what
-
-
-@contextlib.contextmanager
-def contained(limit: float | None = None) -> Iterator[None]:
-    """Run site code (a rule, or a rule module's import) in a box.
-
-    Inside, `sys.stdout` and file descriptor 1 are the process's stderr, so `print`,
-    `os.write(1, ...)` or a child process in a rule cannot corrupt a JSON or SARIF report; `sys.stdout`/`sys.stderr` are restored afterwards whatever the code did to
-    them. `SystemExit`, `KeyboardInterrupt` that is not a real Ctrl-C, `GeneratorExit` and
-    any other BaseException become `_Escape`; running past `limit` seconds (SIGALRM, main
-    thread only; repeated every 0.1 s in case the code swallows the first) becomes `_Escape`
-    too. A real Ctrl-C (SIGINT) still stops hwspec. Ordinary exceptions pass through."""
-    with _Box(limit) as box, box.item():
-        yield
-
-
-class _Box:
-    """`contained` for many pieces of site code in a row (the rules of one platform): the
-    signal handlers, the caller's paused timer and file descriptor 1 are set up once, and each
-    `item()` only arms and disarms its own time limit and puts stdout back."""
-
-    def __init__(self, limit: float | None = None):
-        self.limit = time_limit() if limit is None else limit
-        self.main = threading.current_thread() is threading.main_thread()
-        self.interrupted = False
-        self.outer_deadline: float | None = None
-        self.outer_interval = 0.0
-
-    def __enter__(self) -> "_Box":
-        self.saved_out, self.saved_err = sys.stdout, sys.stderr
-        if self.main:
-            def on_alarm(signum, frame):
-                if (self.outer_deadline is not None and time.monotonic() >= self.outer_deadline - 0.001
-                        and callable(self.previous_alarm)):
-                    self.previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
-                raise RuleTimeout()
-
-            def on_interrupt(signum, frame):
-                self.interrupted = True
-                raise KeyboardInterrupt
-
-            self.previous_int = signal.signal(signal.SIGINT, on_interrupt)
-            outer_delay, self.outer_interval = signal.setitimer(signal.ITIMER_REAL, 0, 0)  # read (and pause) a caller's timer
-            if outer_delay:
-                self.outer_deadline = time.monotonic() + outer_delay
-            self.previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
-        self.saved_fd = _divert_stdout_fd()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self.main:
-            signal.setitimer(signal.ITIMER_REAL, 0, 0)
-            signal.signal(signal.SIGALRM, self.previous_alarm)
-            if self.outer_deadline is not None:  # give the caller's timer back what is left of it
-                signal.setitimer(signal.ITIMER_REAL, max(self.outer_deadline - time.monotonic(), 0.001), self.outer_interval)
-            signal.signal(signal.SIGINT, self.previous_int)
-        sys.stdout, sys.stderr = self.saved_out, self.saved_err
-        _restore_stdout_fd(self.saved_fd)
-
-    @contextlib.contextmanager
-    def item(self) -> Iterator[None]:
-        """One piece of site code, with the box's rules (see `contained`)."""
-        timed = False
-        if self.main:
-            outer_left = None if self.outer_deadline is None else max(self.outer_deadline - time.monotonic(), 0.001)
-            first = min(d for d in (self.limit, outer_left) if d) if (self.limit or outer_left) else 0
-            if first:
-                timed = True
-                signal.setitimer(signal.ITIMER_REAL, first, 0.1)
-        if self.saved_fd is not None:
-            with contextlib.suppress(OSError):
-                os.dup2(2, 1)  # again: the previous piece may have moved it
-        sys.stdout = self.saved_err
-        try:
-            yield
-        except RuleTimeout:
-            raise _Escape(f"ran longer than the {self.limit:g} s time limit") from None
-        except KeyboardInterrupt:
-            if self.interrupted:
-                raise
-            raise _Escape("raised KeyboardInterrupt") from None
-        except SystemExit as exc:
-            raise _Escape(f"called sys.exit({exc.code!r})") from None
-        except Exception:
-            raise
-        except BaseException as exc:
-            raise _Escape(f"raised {type(exc).__name__}") from None
-        finally:
-            if timed:
-                signal.setitimer(signal.ITIMER_REAL, 0, 0)
-            sys.stdout, sys.stderr = self.saved_err, self.saved_err
-
-
-def _divert_stdout_fd() -> int | None:
-    """Point file descriptor 1 at stderr (what a rule writes with os.write(1, ...) or a child
-    process prints stays out of the report); returns a copy of the old descriptor to restore."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)
-        return saved
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _restore_stdout_fd(saved: int | None) -> None:
-    if saved is None:
-        return
-    with contextlib.suppress(OSError):
-        os.dup2(saved, 1)
-    os.close(saved)
 
 
 @record
@@ -299,7 +147,7 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
             try:
                 with contained():
                     module = _import(path)
-            except _Escape as exc:  # the module's top level exited, was interrupted or hung
+            except Escape as exc:  # the module's top level exited, was interrupted or hung
                 errors.append(Diagnostic(display_path(path), 1, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
                                          f"cannot load rules: the module {exc.what} while it was imported"))
                 continue
@@ -366,14 +214,20 @@ def _check_finding(f: Any) -> None:
         raise TypeError("yielded a Finding with a non-string message or hint, or a bad location")
 
 
-def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Diagnostic]:
+def run_rules(topology: Any, rules: list[Rule], scope: str = "node", sandbox: Sandbox | None = None) -> list[Diagnostic]:
     """Run every rule of `scope` on `topology` (a node's `Topology` or a cluster's
     `ClusterTopology`), applying its platform's `rules:` settings.
 
-    Returns diagnostics sorted by position. A rule runs `contained`: one that raises, exits,
-    is interrupted, runs past the time limit or yields something that is not a Finding is
-    reported as an error finding (E900) with its id, and the run goes on; what it prints goes
-    to stderr, never into the report."""
+    Returns diagnostics sorted by position. A rule that raises an exception or yields something
+    that is not a Finding is reported as an error finding (E900) with its id, and the run goes
+    on. Nothing else is done to a rule: it runs as a plain call, with no signal handler, timer
+    or file descriptor changed (and its SystemExit or KeyboardInterrupt goes up, as from any
+    function), which is what a library caller or a property test wants.
+
+    With `sandbox` (what the command line asks for: `Sandbox(limit)`, see
+    `hwspec.rules.sandbox`), each rule runs contained: one that exits, is interrupted or runs
+    past the time limit is reported as E900 too, and what it prints goes to stderr, never into
+    the report."""
     by_key = {r.id: r for r in rules} | {r.name: r for r in rules}
     diagnostics: list[Diagnostic] = []
     overrides: dict[str, str] = {}
@@ -398,22 +252,23 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node") -> list[Dia
 
     context = Context(topology)
     chosen = [r for r in rules if r.scope == scope and overrides.get(r.id) != "off"]
-    with _Box() as box:
+    with (sandbox.box() if sandbox is not None else contextlib.nullcontext()) as box:
         for current in chosen:
             diagnostics.extend(_run_one(current, context, box, overrides))
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
-def _run_one(current: Rule, context: Context, box: _Box, overrides: dict[str, str]) -> list[Diagnostic]:
-    """One rule's findings as diagnostics, or its E900 when it fails or leaves its box."""
+def _run_one(current: Rule, context: Context, box: Box | None, overrides: dict[str, str]) -> list[Diagnostic]:
+    """One rule's findings as diagnostics, or its E900 when it fails or leaves its box (when
+    it runs in one)."""
     platform = context.topology.platform
     severity = Severity.parse(overrides[current.id]) if current.id in overrides else current.severity
     try:
-        with box.item():
+        with box.item() if box is not None else contextlib.nullcontext():
             findings = list(current.check(context) or ())
         for f in findings:
             _check_finding(f)
-    except _Escape as exc:
+    except Escape as exc:
         where = platform.locate(None)
         return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.RULE_FAILED,
                            f"rule {current.id} {current.name} {exc.what}",

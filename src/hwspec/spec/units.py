@@ -445,14 +445,3 @@ def validate_duration(value: object) -> float:
     """`parse_duration` as a validator."""
     return _unit_error(parse_duration, value)
 
-
-_FIELD_TYPES = ("Bytes", "ByteRate", "FlopRate", "TransferRate", "Duration")
-
-
-def __getattr__(name: str) -> Any:
-    """The pydantic field types (`Bytes`, `ByteRate`, ...) live in `hwspec.spec.unit_types`, so that
-    this module imports without pydantic; they are still reachable here by their old names."""
-    if name in _FIELD_TYPES:
-        from hwspec.spec import unit_types
-        return getattr(unit_types, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

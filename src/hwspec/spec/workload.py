@@ -266,9 +266,11 @@ def _assumed(expanded: Expanded) -> list[tuple[DataPath, str]]:
 
 def load_workload(path: Path | str) -> Workload:
     """Load, validate and resolve the workload file at `path` (HwspecError on any problem)."""
-    from hwspec.model.load import read_document
+    from hwspec.source.expand import expand
+    from hwspec.source.loader import load_yaml_file
 
-    doc, expanded = read_document(Path(path))
+    doc = load_yaml_file(Path(path))  # as hwspec.model.load.read_document reads a platform file
+    expanded = expand(doc)
     kind = expanded.data.get("kind") if isinstance(expanded.data, dict) else None
     if kind != "workload":
         pos = doc.locate(("kind",))

@@ -16,10 +16,10 @@ the model's ids; bandwidths are bytes/s per direction.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from hwspec.diagnostics import Location
-from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform
+from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform, climb
 from hwspec.record import Record, record
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
@@ -37,26 +37,6 @@ RDMA_TRANSPORTS = ("rocev2", "infiniband")
 GPUDIRECT_PATHS: tuple[PathType, ...] = ("PIX", "PXB", "P2C")
 """GPU-to-NIC path types over which GPUDirect RDMA runs at the NIC's speed: a shared PCIe switch or
 root port, or the GPU's NVLink-C2C to the CPU whose root port holds the NIC (`Topology.gpudirect_path`)."""
-
-
-def climb(start: str, parent_of: Callable[[str], str | None], is_root: Container[str]) -> list[str]:
-    """`start` and the ids above it, following `parent_of`, ending at the first root (a socket)
-    or at the first id seen twice (a PCIe cycle), or at an id with no parent.
-
-    The one walk up the PCIe tree: resolution uses it to find each device's socket, the
-    topology for every path query. `climb("gpu0", ...) == ["gpu0", "sw0", "rp0", "cpu0"]`;
-    a cycle ends with its repeated id: `["sw0", "sw1", "sw0"]`."""
-    ids = [start]
-    seen = {start}
-    while ids[-1] not in is_root:
-        parent = parent_of(ids[-1])
-        if parent is None:
-            break
-        ids.append(parent)
-        if parent in seen:
-            break
-        seen.add(parent)
-    return ids
 
 
 @record
@@ -394,15 +374,12 @@ class Topology(ResolvedView):
         """The backend NIC paired with a GPU, or None."""
         return self.gpu2nic.get(gpu_id)
 
-    @cached_property
+    @property
     def collective_nics(self) -> tuple[Nic, ...]:
         """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
-        without any (Zion), the host NICs running the backend transport."""
-        p = self.platform
-        if p.backend_nics:
-            return p.backend_nics
-        transport = p.backend.transport if p.backend else "tcp"
-        return tuple(n for n in p.host_nics if n.transport == transport)
+        without any (Zion), the host NICs running the backend transport (`Platform.collective_nics`:
+        cluster resolution needs it, below this layer)."""
+        return self.platform.collective_nics
 
     def scale_out_nics(self, gpu_id: str) -> tuple[Nic, ...]:
         """The collective NICs a GPU's inter-node traffic uses: its paired NIC; without one,

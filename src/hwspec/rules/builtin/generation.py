@@ -2,7 +2,8 @@
 
 Each generator states its own limits in one function (`topology_limits` for nccl-topo.xml,
 `settings_limits` for nccl.conf and launch.env, `hostfile_limits` for hostfile and hosts.tsv;
-`bind_limits` for bind.sh holds only what HW101 reports); these rules report that list as located findings, and the
+`bind_limits` for bind.sh holds only what HW101 reports), in `hwspec.formats` so that `validate`
+loads no generator; these rules report that list as located findings, and the
 generator refuses with the same list. So `validate` clean means `generate` succeeds, and a
 generator's limit has one home. The rules cannot be switched off (E304); a limit that another
 rule already reports (`Limit.reported_by`, e.g. HW101 for a device outside the PCIe tree) is
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from hwspec.generate.engine import Limit
-from hwspec.generate.launch import settings_limits
-from hwspec.generate.nccl import topology_limits
-from hwspec.generate.slurm import hostfile_limits
+from hwspec.formats.limits import Limit, hostfile_limits, settings_limits
+from hwspec.formats.nccl_tree import topology_limits
 from hwspec.rules import Context, Finding, rule
 
 

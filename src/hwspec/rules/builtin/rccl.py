@@ -1,6 +1,6 @@
 """RCCL generation rule: what rccl-topo.xml cannot say, reported during `validate`.
 
-The generator states its limits once (`hwspec.generate.rccl.rccl_limits`); this rule reports
+The generator states its limits once (`hwspec.formats.nccl_tree.rccl_limits`); this rule reports
 that list as located findings and the generator refuses with the same list, so `validate` clean
 means `generate` succeeds for AMD nodes too.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from hwspec.generate.rccl import rccl_limits
+from hwspec.formats.nccl_tree import rccl_limits
 from hwspec.rules import Context, Finding, rule
 
 

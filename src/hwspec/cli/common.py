@@ -1,0 +1,35 @@
+"""What the commands share beyond argument parsing: the rules they run, and the sandbox they
+run them in. Imported by `commands`, `estimate` and `live`, so none imports another for it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hwspec.rules.sandbox import Sandbox
+
+
+def load_command_rules(args: argparse.Namespace) -> list | None:
+    """The built-in rules plus `--rules DIR`s; None (after printing why) when one fails to load."""
+    from hwspec.diagnostics import HwspecError
+    from hwspec.pipeline import rule_directories
+    from hwspec.diagnostics.report import render
+    from hwspec.rules.engine import load_rules
+    from hwspec.rules.sandbox import set_time_limit
+
+    set_time_limit(getattr(args, "rule_time_limit", None))
+    try:
+        return load_rules(rule_directories(args.rules))
+    except HwspecError as exc:
+        sys.stderr.write(render(exc.diagnostics, "text"))
+        return None
+
+
+def command_sandbox(args: argparse.Namespace) -> Sandbox:
+    """The sandbox a command runs rules in: every rule contained, with the command's
+    `--rule-time-limit` (the time limit in force when the command has no such option)."""
+    from hwspec.rules.sandbox import Sandbox
+
+    return Sandbox(getattr(args, "rule_time_limit", None))

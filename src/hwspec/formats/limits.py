@@ -1,0 +1,92 @@
+"""What the generators cannot write, stated once, below both the rules and the generators.
+
+Each generator states what keeps it from writing a platform's files as a list of `Limit`s, in one
+function: `settings_limits` (nccl.conf, launch.env), `bind_limits` (bind.sh) and `hostfile_limits`
+(hostfile, hosts.tsv) here, `topology_limits` (nccl-topo.xml) and `rccl_limits` (rccl-topo.xml)
+in `hwspec.formats.nccl_tree`, beside the tree they measure. The generation rules
+(rules/builtin/generation.py, rccl.py) report those lists as located findings during `validate`,
+and the generators refuse with the same lists (`hwspec.generate.engine.refuse`, which raises
+`GenerationError`), so `validate` clean means `generate` succeeds, and `validate` imports no
+generator code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from hwspec.model.node import Platform
+from hwspec.record import Record, record
+
+if TYPE_CHECKING:
+    from hwspec.model.cluster import Cluster
+
+SAFE_VALUE = re.compile(r"[A-Za-z0-9_./:,=@%+^-]*")
+"""Characters allowed in env/conf values: no quoting is needed for bash, docker --env-file
+or NCCL's conf reader. Platform names are validated to this set at load time."""
+
+MAX_IB_HCAS = 32
+"""NCCL reads at most 32 entries from NCCL_IB_HCA."""
+
+
+class GenerationError(Exception):
+    """A generator could not produce valid output (message names the platform and file)."""
+
+
+@record
+class Limit(Record):
+    """Something a generator cannot write for a platform: `message`, where it is in the
+    platform file (`at` as for `ctx.finding`: entity id or None, then keys) and a `hint`.
+
+    Each generator states its limits in one function (e.g. `nccl_tree.topology_limits`); the
+    generation rules (rules/builtin/generation.py) report them as located findings during
+    `validate`, and the generator refuses through `hwspec.generate.engine.refuse` with the same
+    list, so `validate` clean means `generate` succeeds."""
+
+    message: str
+    at: tuple = (None,)
+    hint: str | None = None
+    reported_by: str = ""
+    """A rule that already reports this fact where it belongs (HW101 for a device outside the
+    PCIe tree): the generation rules leave it to that rule, which cannot be switched off either."""
+
+
+def settings_limits(platform: Platform) -> list[Limit]:
+    """What keeps the NCCL settings (nccl.conf, launch.env) from being written: more named
+    backend RDMA NICs than NCCL_IB_HCA can hold (without a declared `backend.ib_hca` filter)."""
+    backend = platform.backend
+    if not platform.gpus or backend is None or backend.transport == "tcp" or backend.ib_hca is not None:
+        return []
+    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    limits: list[Limit] = []
+    if all(n.device for n in hcas) and len(hcas) > MAX_IB_HCAS:
+        limits.append(Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),
+                            f"keep at most {MAX_IB_HCAS} NICs in the backend role"))
+    return limits
+
+
+def bind_limits(platform: Platform) -> list[Limit]:
+    """What keeps bind.sh from being written: a GPU with no NUMA node to bind its rank to
+    (reported during validate by HW101: the GPU is outside every socket's PCIe tree)."""
+    return [Limit(f"{g.id} has no NUMA node for bind.sh to bind its rank to (it reaches no CPU socket)",
+                  (g.id, "pcie", "upstream"), "attach it under a socket's PCIe tree", reported_by="HW101")
+            for g in platform.gpus if g.numa_node is None]
+
+
+def hostfile_limits(cluster: Cluster) -> list[Limit]:
+    """What keeps hostfile and hosts.tsv from being written: a host name or address with a
+    character a hostfile line (`host slots=N`) cannot carry. The first offender per group.
+    HW805 reports the host names (a DNS label is stricter); HW903 the addresses (an IPv6
+    address may carry any text as its zone)."""
+    limits = []
+    for index, group in enumerate(cluster.groups):
+        for field, names in (("hostname", group.hostnames), ("address", group.addresses or ())):
+            if all(names) and SAFE_VALUE.fullmatch("".join(names)):  # one character class: all at once
+                continue
+            bad = next((name for name in names if not SAFE_VALUE.fullmatch(name) or not name), None)
+            if bad is not None:
+                limits.append(Limit(f"nodes[{index}]: {field} {bad!r} cannot be written to a hostfile: only letters, "
+                                    "digits and _./:,=@%+^- are allowed", ("nodes", index, field),
+                                    "an IPv6 zone is an interface name, e.g. %eth0" if field == "address" else None,
+                                    reported_by="HW805" if field == "hostname" else ""))
+    return limits

@@ -1,0 +1,348 @@
+"""The `<system>` tree of NCCL's topology file (and RCCL's: one builder, two dialects,
+`XmlForm`), built from a node's topology, and what keeps it from being written
+(`topology_limits`, `rccl_limits`).
+
+The generators (`hwspec.generate.nccl`, `hwspec.generate.rccl`) render this tree; the generation
+rules (HW901, HW911) report its limits during `validate` without importing any generator. The
+rendered text is checked against the libraries' parser rules by `hwspec.formats.nccl_topology`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hwspec.formats.limits import GenerationError, Limit
+from hwspec.formats.nccl_topology import (CLASS_ACCELERATOR, MAX_ELEMENTS, MAX_STRING, NVSWITCH_SENTINEL, PCIE_LINK_SPEED,
+                                          RCCL_MAX_CHILDREN, RCCL_MAX_ELEMENTS)
+from hwspec.model.node import Gpu, Nic, Platform
+from hwspec.record import Record, record
+from hwspec.topology.node import Topology
+
+CLASS_BRIDGE = "0x060400"
+CLASS_GPU = "0x030200"
+CLASS_ETHERNET = "0x020000"
+CLASS_INFINIBAND = "0x020700"
+TCLASS_GPU = "0x030200"
+TCLASS_NVSWITCH = "0x068000"
+
+DETAIL_LEVELS = {
+    "complete": "the complete node: CPUs, PCIe tree, GPUs with their NVLinks, NICs with their nets",
+    "no-nvlink": (f"NVLinks left out to stay within NCCL's {MAX_ELEMENTS} elements: NCCL asks NVML for the NVLinks "
+                  "of a <gpu> that lists none"),
+    "skeleton": (f"a skeleton to stay within NCCL's {MAX_ELEMENTS} elements: CPUs and the PCIe tree with GPUs and "
+                 "NICs by bus id; NCCL adds <gpu> and <net> from detection"),
+}
+"""Forms of the file from most to least detailed; the first that fits NCCL's limit is written."""
+
+CPU_VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
+"""spec vendor -> the CPUID vendor string NCCL expects on x86."""
+
+
+@record
+class XmlForm(Record):
+    """What differs between NCCL's topology file and RCCL's (same grammar, other rules)."""
+
+    library: str
+    """"nccl" or "rccl"."""
+    version: str
+    """`<system version>`: NCCL reads only 1, RCCL only 2."""
+    gpu_class: str
+    """PCI class of a GPU's `<pci>`."""
+    gpu_link: str
+    """Element of a GPU-to-GPU link."""
+    gpu_tclass: str
+    """`tclass` of a GPU peer."""
+    max_elements: int
+
+    def gpu_attrs(self, gpu: Gpu, gdr: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """`<gpu>` attributes in the order the library's own dump writes them; `gdr` is the
+        `gdr` attribute, or nothing when the library is to detect it."""
+        if self.library == "rccl":
+            # RCCL's sm is the compute-unit count (topo.cc ncclTopoAddGpu); rccl_limits refuses a part without it
+            return [("dev", str(gpu.index)), ("sm", str(gpu.compute_units)), ("gcn", str(gpu.gcn)),
+                    ("arch", str(gpu.hip_arch)), ("rank", str(gpu.index)), *gdr]
+        return [("dev", str(gpu.index)), ("sm", str(gpu.sm)), ("rank", str(gpu.index)), *gdr]
+
+
+NCCL_FORM = XmlForm("nccl", "1", CLASS_GPU, "nvlink", TCLASS_GPU, MAX_ELEMENTS)
+RCCL_FORM = XmlForm("rccl", "2", CLASS_ACCELERATOR, "xgmi", CLASS_ACCELERATOR, RCCL_MAX_ELEMENTS)
+
+
+def collective_library(platform: Platform) -> str:
+    """"rccl" when the node's GPUs are AMD's (RCCL reads the topology file), else "nccl"."""
+    return "rccl" if platform.gpus and any(g.vendor == "amd" for g in platform.gpus) else "nccl"
+
+
+@dataclass
+class XmlNode:
+    """One element: attributes in writing order, children sorted by the builder."""
+
+    tag: str
+    attrs: list[tuple[str, str]] = field(default_factory=list)
+    children: list["XmlNode"] = field(default_factory=list)
+    at: str | None = None
+    """The platform entity (id) the element describes, to locate a problem with it; not written."""
+
+
+def cpumap(cpus: tuple[int, ...], total: int) -> str:
+    """`cpus` as sysfs writes node/cpumap: 32-bit hex words, most significant first, enough
+    words for `total` CPUs. cpumap((0, 1, 33), 64) == "00000002,00000003"."""
+    mask = 0
+    for cpu in cpus:
+        mask |= 1 << cpu
+    words = max(1, -(-total // 32))
+    return ",".join(f"{(mask >> (32 * i)) & 0xFFFFFFFF:08x}" for i in reversed(range(words)))
+
+
+def net_speed(nic: Nic) -> int:
+    """`<net speed>` in Mbit/s from bytes/s per direction (25e9 B/s -> 200000)."""
+    return round(nic.speed * 8 / 1e6)
+
+
+def net_name(nic: Nic) -> str | None:
+    """What NCCL's plugins call the NIC: the RDMA device, or the interface for TCP-only NICs."""
+    if nic.transport != "tcp" and nic.device:
+        return nic.device
+    return nic.interface or nic.device
+
+
+def c2c_element(gpu: Gpu) -> XmlNode:
+    """`<c2c bw count>` of a GPU attached over NVLink-C2C, as NCCL's xml.cc writes it from NVML:
+    `bw` the per-link speed in MB/s (NVML_FI_DEV_C2C_LINK_GET_MAX_BW; NCCL takes bw x count / 1000
+    as the link's GB/s), `count` the active links."""
+    return XmlNode("c2c", [("bw", str(round(gpu.c2c_link_bandwidth / 1e6))), ("count", str(gpu.c2c_links))], at=gpu.id)
+
+
+def net_gdr(platform: Platform, nic: Nic) -> bool:
+    """GPUDirect RDMA for this NIC: a GPUDirect platform, a backend RDMA NIC that can do it."""
+    backend = platform.backend
+    return bool(backend and backend.gpudirect and nic.role == "backend" and nic.transport != "tcp"
+                and nic.rdma and nic.gpudirect)
+
+
+def topology_limits(topology: Topology) -> list[Limit]:
+    """What keeps `nccl-topo.xml` from being written for `platform` (empty: it can be): a GPU or
+    NIC that reaches no CPU socket, an x86 CPU vendor NCCL does not know, a CPU affinity
+    mask longer than NCCL's 255-character attribute, a node whose smallest form (the
+    skeleton) still has more than NCCL's 256 elements, any other attribute of the form that
+    would be written longer than NCCL reads (a CPUID family, compute capability, port or speed
+    with hundreds of digits). Nothing to check without GPUs (no file)."""
+    platform = topology.platform
+    if not platform.gpus or collective_library(platform) != "nccl":
+        return []  # AMD GPUs get rccl-topo.xml, with RCCL's own form and limits
+    limits: list[Limit] = []
+    for device in (*platform.gpus, *platform.nics):
+        if device.socket is None:
+            limits.append(Limit(f"{device.id} reaches no CPU socket through the PCIe tree, so it has no place in "
+                                "nccl-topo.xml", (device.id, "pcie", "upstream"), "attach it under a socket's PCIe tree",
+                                reported_by="HW101"))
+    for socket in platform.sockets:
+        if socket.arch == "x86_64" and socket.vendor not in CPU_VENDORS:
+            limits.append(Limit(f"socket {socket.id} is x86_64 with vendor {socket.vendor!r}; NCCL's topology file "
+                                "knows Intel and AMD", (socket.id, "part"), "use an Intel or AMD CPU part"))
+    total = _cpu_total(platform)
+    width = len(cpumap((), total))
+    if width >= MAX_STRING:
+        widest = max(platform.sockets, key=lambda s: max(s.cpus, default=0))
+        limits.append(Limit(f"CPU {total - 1} needs a {width}-character affinity mask, but NCCL reads attributes "
+                            f"of at most {MAX_STRING - 1} characters (CPU ids up to {MAX_AFFINITY_CPUS - 1})",
+                            (widest.id, "cpus") if widest.cpus else (widest.id,),
+                            "number the CPUs from 0 without large gaps"))
+    if not limits:
+        detail, system = choose_topology(topology)
+        size = elements(system)
+        if size > MAX_ELEMENTS:
+            limits.append(Limit(f"even the skeleton topology has {size} elements; NCCL 2.21+ reads at most "
+                                f"{MAX_ELEMENTS}", (None, "gpus"), "split the node, or leave the topology to NCCL's detection"))
+        for node in _walk(system):
+            for key, value in node.attrs:
+                if len(value) >= MAX_STRING:
+                    limits.append(Limit(f"{node.at or 'the node'}: {key}=\"{value[:20]}...\" in <{node.tag}> would be "
+                                        f"{len(value)} characters; NCCL reads attributes of at most {MAX_STRING - 1}",
+                                        (node.at,), "use a realistic value"))
+    return limits
+
+
+def choose_topology(topology: Topology) -> tuple[str, XmlNode]:
+    """The most detailed form of the topology within NCCL's element limit (the skeleton when
+    none fits): `(detail, tree)`."""
+    for detail in DETAIL_LEVELS:
+        system = system_tree(topology, detail)
+        if elements(system) <= MAX_ELEMENTS:
+            break
+    return detail, system
+
+
+def _walk(node: XmlNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+MAX_AFFINITY_CPUS = (MAX_STRING // 9) * 32
+"""CPUs an affinity mask (32-bit hex words and commas, 9 characters a word) can name within
+NCCL's attribute length: 28 words, 896 CPUs."""
+
+
+def _cpu_total(platform: Platform) -> int:
+    return max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
+
+
+def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | None" = None) -> XmlNode:
+    """The `<system>` tree of a node's `topology` at `detail` (a key of DETAIL_LEVELS), in
+    `form` (NCCL's by default, or RCCL's)."""
+    form = form or NCCL_FORM
+    platform = topology.platform
+    orphans = [d.id for d in (*platform.gpus, *platform.nics) if d.socket is None]
+    if orphans:
+        raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
+                              "through the PCIe tree, so they have no place in the topology file")
+    total = max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
+    # gdr: declared, or (backend.gpudirect: detect) left out for NCCL's detection to fill in
+    detect = platform.backend is not None and platform.backend.gpudirect is None
+    gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
+    nvlinks = _nvlinks(platform, form.gpu_tclass)
+    wanted = _wanted(topology)
+    net_devs = iter(range(len(platform.nics)))
+
+    def below(parent: str) -> list[XmlNode]:
+        nodes = []
+        done: set[str] = set()
+        for child in topology.children.get(parent, ()):
+            if child not in wanted or child in done:
+                continue
+            item = platform.by_id[child]
+            if isinstance(item, Gpu):
+                links = [] if detail != "complete" else nvlinks.get(item.id, [])
+                c2c = detail == "complete" and form.library == "nccl" and item.c2c_socket is not None
+                gpu = XmlNode("gpu", form.gpu_attrs(item, gdr),
+                              [XmlNode(form.gpu_link, [("target", target), ("count", str(count)), ("tclass", tclass)], at=item.id)
+                               for target, tclass, count in links] + ([c2c_element(item)] if c2c else []), at=item.id)
+                nodes.append(XmlNode("pci", _pci(item.bus, form.gpu_class, item.link.gen, item.link.width,
+                                                 item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu],
+                                     at=item.id))
+            elif isinstance(item, Nic):
+                # the ports of one adapter function share its <pci> and <nic>: one <net> each
+                ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
+                done.update(n.id for n in ports)
+                pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
+                nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
+                                        ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])],
+                                at=n.id)
+                        for n in ports if net_name(n) is not None and n.role != "management"]
+                nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
+                                     [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
+                                     at=item.id))
+            else:  # a bridge
+                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child),
+                                     at=item.id))
+        return nodes
+
+    system = XmlNode("system", [("version", form.version)])
+    for socket in platform.sockets:
+        attrs = [("numaid", str(socket.numa_node)), ("affinity", cpumap(socket.cpus, total)), ("arch", socket.arch)]
+        if socket.arch == "x86_64":
+            attrs += [("vendor", CPU_VENDORS[socket.vendor]), ("familyid", str(socket.family)),
+                      ("modelid", str(socket.model))]
+        system.children.append(XmlNode("cpu", attrs, below(socket.id), at=socket.id))
+    return system
+
+
+def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = None, device: str | None = None) -> list[tuple[str, str]]:
+    attrs = [("busid", bus), ("class", pci_class)]
+    if vendor and device:
+        attrs += [("vendor", vendor), ("device", device)]
+    return attrs + [("link_speed", PCIE_LINK_SPEED[gen]), ("link_width", str(width))]
+
+
+def _wanted(topology: Topology) -> set[str]:
+    """GPUs, NICs, and the bridges above them."""
+    platform = topology.platform
+    wanted: set[str] = set()
+    for device in (*platform.gpus, *platform.nics):
+        wanted.add(device.id)
+        wanted.update(topology.bridges_above(device.id))
+    return wanted
+
+
+def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU) -> dict[str, list[tuple[str, str, int]]]:
+    """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed.
+    `gpu_tclass` is the class a GPU peer is written with (NCCL 0x030200, RCCL 0x120000).
+    An NVSwitch is named by its bus id, as NCCL's own dump does; a switch the OS does not show
+    (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry."""
+    switch_bus = {s.id: s.bus for s in platform.baseboard.nvswitches} if platform.baseboard else {}
+    counts: dict[str, dict[tuple[str, str], int]] = {}
+    for link in platform.nvlinks:
+        ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
+        for gpu, peer in ends:
+            if peer in platform.gpu_by_id:
+                key = (platform.gpu_by_id[peer].bus, gpu_tclass)
+            else:
+                key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
+            per_gpu = counts.setdefault(gpu, {})
+            per_gpu[key] = per_gpu.get(key, 0) + link.links
+    return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
+
+
+def elements(node: XmlNode) -> int:
+    """Elements in the tree rooted at `node`, as NCCL counts them."""
+    return 1 + sum(elements(child) for child in node.children)
+
+
+@record
+class RcclLimit(Record):
+    """Something rccl-topo.xml cannot say; `at` is `(id, *keys)` of the YAML place to point at."""
+
+    message: str
+    at: tuple
+
+
+def rccl_limits(topology: Topology) -> list[RcclLimit]:
+    """Every reason rccl-topo.xml cannot be written for this node (empty for NVIDIA nodes and
+    for AMD nodes RCCL can be told about)."""
+    platform: Platform = topology.platform
+    if collective_library(platform) != "rccl":
+        return []
+    limits: list[RcclLimit] = []
+    others = [g.id for g in platform.gpus if g.vendor != "amd"]
+    if others:
+        limits.append(RcclLimit(f"{', '.join(others)} are not AMD GPUs on a node with AMD GPUs: neither RCCL's nor "
+                                "NCCL's topology file can describe both", (others[0],)))
+    for gpu in platform.gpus:
+        if gpu.vendor != "amd":
+            continue
+        missing = [key for key, value in (("gcn", gpu.gcn), ("hip_arch", gpu.hip_arch),
+                                          ("compute_units", gpu.compute_units)) if value is None]
+        if missing:
+            limits.append(RcclLimit(f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; RCCL's <gpu> needs "
+                                    "gcn, arch and sm (the compute-unit count)", (gpu.id, "part")))
+        if gpu.socket is None:
+            limits.append(RcclLimit(f"{gpu.id} reaches no CPU socket through the PCIe tree, so it has no place in "
+                                    "rccl-topo.xml", (gpu.id, "pcie", "upstream")))
+    if platform.nvlink_topology == "nvswitch":
+        limits.append(RcclLimit("an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch to join the GPUs "
+                                "to; list the xGMI pairs (fully-connected or explicit)", (None, "nvlink", "topology")))
+    for socket in platform.sockets:
+        if socket.arch == "x86_64" and socket.vendor not in CPU_VENDORS:
+            limits.append(RcclLimit(f"socket {socket.id} is x86_64 with vendor {socket.vendor!r}; RCCL knows Intel and AMD",
+                                    (socket.id, "part")))
+    for nic in platform.nics:
+        if nic.socket is None:
+            limits.append(RcclLimit(f"{nic.id} reaches no CPU socket through the PCIe tree, so it has no place in "
+                                    "rccl-topo.xml", (nic.id, "pcie", "upstream")))
+    if not limits:
+        skeleton = system_tree(topology, "skeleton", RCCL_FORM)
+        size = elements(skeleton)
+        if size > RCCL_FORM.max_elements:
+            limits.append(RcclLimit(f"even the skeleton topology has {size} elements; RCCL reads at most "
+                                    f"{RCCL_FORM.max_elements}", (None, "gpus")))
+        crowded = most_children(skeleton)
+        if crowded > RCCL_MAX_CHILDREN:
+            limits.append(RcclLimit(f"a CPU or PCIe switch has {crowded} devices below it; RCCL reads at most "
+                                    f"{RCCL_MAX_CHILDREN} children of one element", (None, "pcie")))
+    return limits
+
+
+def most_children(node: XmlNode) -> int:
+    """The largest number of children any element of the tree has."""
+    return max([len(node.children), *(most_children(child) for child in node.children)])
