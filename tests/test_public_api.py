@@ -22,6 +22,15 @@ def test_every_public_name_is_the_object_its_module_defines(name):
     assert name in dir(hwspec)
 
 
+def test_a_platform_from_the_public_loader_has_its_topology_in_a_fresh_interpreter():
+    """The model cannot import the topology layer; the public loader makes sure it is there."""
+    code = ("import hwspec\n"
+            f"platform = hwspec.load_platform({str(ROOT / 'platforms' / 'zionex.yaml')!r})\n"
+            "print(platform.topology.children['cpu0'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("(")
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="module 'hwspec' has no attribute 'lod_platform'"):
         hwspec.lod_platform  # noqa: B018

@@ -20,7 +20,7 @@ _EXPORTS: dict[str, str] = {
     # one platform file, end to end
     "check": "hwspec.pipeline",
     "Checked": "hwspec.pipeline",
-    "load_platform": "hwspec.model.load",
+    "load_platform": "hwspec.pipeline",
     # the resolved model and its derived facts
     "Platform": "hwspec.model.node",
     "Cluster": "hwspec.model.cluster",
@@ -51,9 +51,8 @@ if TYPE_CHECKING:
     from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Location, Severity
     from hwspec.generate.engine import check_plan, plan_for, write_plan
     from hwspec.model.cluster import Cluster
-    from hwspec.model.load import load_platform
     from hwspec.model.node import Platform
-    from hwspec.pipeline import Checked, check
+    from hwspec.pipeline import Checked, check, load_platform
     from hwspec.rules.engine import Context, Finding, load_rules, rule, run_rules
     from hwspec.topology.cluster import ClusterTopology
     from hwspec.topology.node import Topology

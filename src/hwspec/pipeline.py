@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.model.load import load_platform  # the public one (`hwspec.load_platform`): its platforms have `.topology`
 from hwspec.topology import topology_of  # and so the platforms loaded here have `.topology`
 
 if TYPE_CHECKING:
@@ -132,8 +133,6 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
                     raise FileNotFoundError(node_path)
                 version = loaded.version(node_path, parts_dirs) if loaded is not None else None
                 if version is None or version not in loaded:
-                    from hwspec.model.load import load_platform
-
                     platform = load_platform(node_path, parts_dirs)
                     if version is not None:
                         loaded[version] = platform
