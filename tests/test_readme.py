@@ -217,3 +217,10 @@ def test_every_code_is_explained_and_listed_in_the_readme(capsys):
     for code in Code:
         assert main(["explain", code.lower()]) == 0
         assert capsys.readouterr().out == f"{code.value} {code.title}\n\n{code.doc}\n"
+
+
+def test_the_python_api_example_runs_in_a_fresh_interpreter():
+    """The `### Using hwspec from Python` block, run as a user would: `import hwspec` alone."""
+    (example,) = python_blocks("What is where")
+    result = subprocess.run([sys.executable, "-c", example], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
