@@ -166,3 +166,112 @@ def test_a_zero_bandwidth_is_refused(tmp_path):
         load_platform(path)
     assert [d.format().split(": ", 1)[1] for d in caught.value.diagnostics] == [
         "error[E110]: sockets[0].memory.bandwidth: Input should be greater than 0, got '0 GB/s'"]
+
+
+# ---------------------------------------------------------------- the spec models themselves
+
+
+def test_every_integer_field_is_written_as_a_whole_number():
+    """The '*' validator that refused "2" and true for integer fields is now the WholeNumber type:
+    a new `int` field without it would silently accept "2". (Sizes parse their unit strings.)"""
+    from hwspec.spec import checks, models, workload
+
+    missing = []
+    for module in (models, workload):
+        for name, model in vars(module).items():
+            if isinstance(model, type) and issubclass(model, models.Spec) and model.__module__ == module.__name__:
+                for field_name, field in model.model_fields.items():
+                    if field.annotation in (int, int | None):
+                        funcs = [m.func for m in field.metadata if hasattr(m, "func")]
+                        if funcs != [checks.whole_number] and not any(f.__module__ == "hwspec.spec.units" for f in funcs):
+                            missing.append(f"{name}.{field_name}")
+    assert missing == []
+
+
+def test_quoted_integers_and_bad_units_in_a_parts_file_are_reported_in_the_spec_language(tmp_path):
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "site.yaml").write_text(
+        "hwspec: 1\nkind: parts\ncpus:\n  x: {vendor: amd, arch: x86_64, model_name: X, family: '23', model: 1, cores: true}\n"
+        "nics:\n  n: {vendor: v, model_name: N, speed: 200 Gb, transports: [tcp], rdma: false, gpudirect: false,\n"
+        "      pci_vendor: '0x15b3', pci_device: '0x101b', pcie: {gen: 4, width: 16}}\n")
+    (tmp_path / "node.yaml").write_text((FIXTURES / "minimal_node.yaml").read_text())
+    with pytest.raises(HwspecError) as caught:
+        load_platform(tmp_path / "node.yaml")
+    assert [d.format().replace(str(tmp_path) + "/", "") for d in caught.value.diagnostics] == [
+        "parts/site.yaml:4:57: error[E110]: cpus.x.family: '23' is a string: write the number without quotes (23)",
+        "parts/site.yaml:4:80: error[E110]: cpus.x.cores: true is not a whole number, e.g. 2",
+        "parts/site.yaml:6:40: error[E110]: nics.n.speed: a bandwidth needs a rate unit: did you mean '200 Gb/s'?"]
+
+
+def _modules_after(argv: list[str]) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom hwspec import cli\nrc = cli.main({argv!r})\n"
+            "print(json.dumps({{'rc': rc, 'modules': sorted({{m.split('.')[0] for m in sys.modules}})}}))")
+    result = subprocess.run([sys.executable, "-c", code.format(argv=argv)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["validate", "platforms/zionex.yaml"], ["generate", "--check", "platforms/zionex.yaml"],
+                                  ["generate", "--check", "--no-svg"]],
+                         ids=["validate", "generate-check", "generate-check-every-shipped-platform-and-cluster"])
+def test_validate_and_generate_check_leave_the_graph_library_alone(argv):
+    """networkx costs a third of a second to import: neither validating nor checking the generated
+    files of the shipped platforms needs it; validating needs no template engine either."""
+    outcome = _modules_after(argv)
+    assert outcome["rc"] == 0
+    assert "pydantic" in outcome["modules"]  # the spec models validate
+    assert "networkx" not in outcome["modules"]
+    if argv[0] == "validate":
+        assert "jinja2" not in outcome["modules"]
+
+
+def _unwrap(annotation):
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _model_paths(model, path: tuple = (), depth: int = 0):
+    """Every path to a mapping a model validates, read from the models' annotations."""
+    import typing
+
+    from pydantic import BaseModel
+
+    yield path, model
+    if depth > 6:
+        return
+    for name, field in model.model_fields.items():
+        for option in _unwrap(field.annotation):
+            steps: list[tuple[tuple, typing.Any]] = [((name,), option)]
+            origin = typing.get_origin(option)
+            if origin in (list, tuple):
+                steps = [((name, 0), typing.get_args(option)[0])]
+            elif origin is dict:
+                steps = [((name, "key"), typing.get_args(option)[1])]
+            for suffix, inner in steps:
+                for candidate in _unwrap(inner):
+                    if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                        yield from _model_paths(candidate, path + suffix, depth + 1)
+
+
+@pytest.mark.parametrize("name", ["PartsCatalogue", "CpuPart", "GpuPart", "NicPart", "NodeSpec", "ClusterSpec"])
+def test_allowed_keys_are_the_fields_of_the_model_at_each_path(name):
+    from hwspec.spec import models
+    from hwspec.spec.translate import allowed_keys
+
+    checked = 0
+    for path, model in _model_paths(getattr(models, name)):
+        assert allowed_keys(getattr(models, name), path) == sorted(model.model_fields), path
+        checked += 1
+    assert checked >= {"CpuPart": 1, "GpuPart": 6, "NicPart": 2, "PartsCatalogue": 10, "NodeSpec": 20, "ClusterSpec": 6}[name]

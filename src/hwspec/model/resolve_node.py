@@ -17,7 +17,7 @@ from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap
 
-if TYPE_CHECKING:  # the instances are the run-time form's (hwspec.spec.runtime) or these models'
+if TYPE_CHECKING:
     from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other

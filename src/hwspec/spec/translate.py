@@ -1,8 +1,7 @@
-"""Turning pydantic_core validation errors into diagnostics that point into the YAML file.
+"""Turning pydantic validation errors into diagnostics that point into the YAML file.
 
-Works from pydantic_core alone: the allowed keys of a mapping are read from the core schema
-that validated it (a `hwspec.spec.runtime.SpecValidator`'s, or a pydantic model's own), so the
-run-time form of the spec and the pydantic models report every problem alike.
+The allowed keys of a mapping are read from the core schema of the pydantic model that
+validated it.
 """
 
 from __future__ import annotations
@@ -11,15 +10,9 @@ import typing
 from typing import Any, Callable, Mapping
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity
-from hwspec.spec.pydantic_core_ext import ValidationError
 
 if typing.TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from hwspec.spec.runtime import SpecValidator
-
-Validated = typing.Union["type[BaseModel]", "SpecValidator"]
-"""What a document is validated with: a pydantic model class or a run-time spec validator."""
+    from pydantic import BaseModel, ValidationError
 
 DataPath = tuple[str | int, ...]
 
@@ -60,13 +53,10 @@ def real_path(data: Any, loc: tuple) -> DataPath:
     return tuple(path)
 
 
-def core_schema_of(model: Validated | Mapping[str, Any]) -> Mapping[str, Any]:
+def core_schema_of(model: type[BaseModel] | Mapping[str, Any]) -> Mapping[str, Any]:
     """The pydantic_core schema `model` validates with."""
     if isinstance(model, Mapping):
         return model
-    schema = getattr(model, "core_schema", None)
-    if schema is not None:
-        return schema
     model.model_rebuild()  # a pydantic model built on first use (defer_build)
     return model.__pydantic_core_schema__
 
@@ -96,7 +86,7 @@ def _branches(schema: Mapping[str, Any], definitions: dict[str, Mapping[str, Any
 _ANY: Mapping[str, Any] = {"type": "any"}
 
 
-def model_at(model: Validated | Mapping[str, Any], path: DataPath,
+def model_at(model: type[BaseModel] | Mapping[str, Any], path: DataPath,
              definitions: dict[str, Mapping[str, Any]] | None = None) -> Mapping[str, Any] | None:
     """The core schema of the model (`type: model`) that validates the mapping at `path` in a
     document `model` validates, if there is one. Where several branches of a union fit, the
@@ -129,7 +119,7 @@ def _fields(model: Mapping[str, Any], definitions: dict[str, Mapping[str, Any]])
     return inner[0]["fields"] if inner else {}
 
 
-def allowed_keys(model: Validated | Mapping[str, Any], path: DataPath) -> list[str]:
+def allowed_keys(model: type[BaseModel] | Mapping[str, Any], path: DataPath) -> list[str]:
     """The keys the mapping at `path` may have, sorted; empty when no model validates it."""
     definitions: dict[str, Mapping[str, Any]] = {}
     owner = model_at(model, path, definitions)
@@ -145,7 +135,7 @@ def _describe(value: Any) -> str:
 
 def validation_diagnostics(
     exc: ValidationError,
-    model: Validated | Mapping[str, Any],
+    model: type[BaseModel] | Mapping[str, Any],
     data: Any,
     file: str,
     locate: Callable[[DataPath], Position],
@@ -153,7 +143,7 @@ def validation_diagnostics(
     locate_key: Callable[[DataPath], Position] | None = None,
 ) -> list[Diagnostic]:
     """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (a
-    pydantic model class, a `SpecValidator` or a core schema: where the allowed keys come from).
+    pydantic model class or a core schema: where the allowed keys come from).
 
     Errors that only differ by union branch are merged into one message. `prefix` is prepended
     to paths when `data` is a part of a larger document (used for part overrides). Unknown keys
@@ -197,17 +187,17 @@ def validation_diagnostics(
     return diagnostics
 
 
-def validate_document(model: Validated, doc: Any, expanded: Any) -> Any:
-    """`expanded.data` (an expanded `SourceDoc`) validated with `model` (a pydantic model class
-    or a `SpecValidator`); on failure, HwspecError with one diagnostic per problem, located at
-    the written line and column."""
+def validate_document(model: type[BaseModel], doc: Any, expanded: Any) -> Any:
+    """`expanded.data` (an expanded `SourceDoc`) validated with `model` (a pydantic model class);
+    on failure, HwspecError with one diagnostic per problem, located at the written line and
+    column."""
+    from pydantic import ValidationError
 
     def locate(p: DataPath) -> Position:
         return doc.locate(expanded.written_path(p))
 
-    validate = getattr(model, "validate", None) if not isinstance(model, type) else model.model_validate
     try:
-        return validate(expanded.data)
+        return model.model_validate(expanded.data)
     except ValidationError as exc:
         raise HwspecError(validation_diagnostics(exc, model, expanded.data, doc.file, locate,
                                                  locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None

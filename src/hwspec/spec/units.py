@@ -27,7 +27,7 @@ Decisions:
 - In pydantic models a `UnitError` becomes a `PydanticCustomError` of type `unit` whose `msg`
   is exactly the `UnitError` text (no "Value error, " prefix): `validate_*` here. The pydantic
   field types (`Bytes`, `ByteRate`, ...) are in `hwspec.spec.unit_types`; this module imports no
-  pydantic (only pydantic_core's error), so the run-time spec validators can use it.
+  pydantic (only pydantic_core's error), so code that only parses or prints quantities need not.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable
 
-from hwspec.spec.pydantic_core_ext import PydanticCustomError
+from pydantic_core import PydanticCustomError
 from hwspec.record import Record, record
 
 
