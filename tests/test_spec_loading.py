@@ -274,4 +274,81 @@ def test_allowed_keys_are_the_fields_of_the_model_at_each_path(name):
     for path, model in _model_paths(getattr(models, name)):
         assert allowed_keys(getattr(models, name), path) == sorted(model.model_fields), path
         checked += 1
+    assert allowed_keys(getattr(models, name), ("no-such-key",)) == []
     assert checked >= {"CpuPart": 1, "GpuPart": 6, "NicPart": 2, "PartsCatalogue": 10, "NodeSpec": 20, "ClusterSpec": 6}[name]
+
+
+def test_the_allowed_keys_are_what_a_document_writes_an_aliased_field_as():
+    """`global` is a Python keyword: the workload's field is `global_`, written `global`."""
+    from hwspec.spec.translate import allowed_keys
+    from hwspec.spec.workload import WorkloadSpec
+
+    assert allowed_keys(WorkloadSpec, ("batch",)) == ["assumed", "global", "per_gpu", "source"]
+    assert allowed_keys(WorkloadSpec, ("embeddings", "tables", 3)) == [
+        "assumed", "column_shards", "count", "dim", "name", "pooling", "precision", "rows", "sharding", "source"]
+
+
+NODE = {"hwspec": 1, "kind": "node", "name": "n", "sockets": [
+    {"id": "cpu0", "part": "x", "numa_node": 0, "memory": {"capacity": "1 GiB", "bandwidth": "1 GB/s"}}]}
+LINK = {"id": "sw0", "upstream": "cpu0", "bus": "0000:00:01.0", "link": {"gen": 4, "width": 16}}
+
+
+def _with(path: tuple, value) -> dict:
+    import copy
+
+    document = copy.deepcopy(NODE)
+    node = document
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return document
+
+
+@pytest.mark.parametrize(("document", "expected"), [
+    (_with(("sockets", 0, "memory", "bandwidth"), "0 GB/s"),
+     ["sockets[0].memory.bandwidth: Input should be greater than 0, got '0 GB/s'"]),
+    (_with(("pcie",), [{**LINK, "max_oversubscription": 0}]), ["pcie[0].max_oversubscription: Input should be greater than 0, got 0"]),
+    (_with(("sockets", 0, "numa_node"), 1024), ["sockets[0].numa_node: Input should be less than or equal to 1023, got 1024"]),
+    (_with(("declares",), {"sockets": 0}), ["declares.sockets: Input should be greater than or equal to 1, got 0"]),
+    (_with(("sockets",), []), ["sockets: List should have at least 1 item after validation, not 0, got a list"]),
+    (_with(("cpu_interconnect",), {"kind": "upi", "links": [["cpu0", "cpu1", "cpu2"]], "bandwidth": "1 GB/s"}),
+     ["cpu_interconnect.links: Input should be 'fully-connected', got a list",
+      "cpu_interconnect.links[0]: Tuple should have at most 2 items after validation, not 3, got a list"]),
+    (_with(("name",), "x" * 70), ["name: String should have at most 64 characters, got "
+                                  "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."]),
+    (_with(("rules",), {"HW101": {"severity": "loud", "reason": ""}}),
+     ["rules.HW101.severity: Input should be 'error', 'warning', 'info' or 'off', got 'loud'",
+      "rules.HW101.reason: String should have at least 1 character, got ''"]),
+    (_with(("title",), 5), ["title: Input should be a valid string, got 5"]),
+    (_with(("pcie",), [{**LINK, "max_oversubscription": "x"}]),
+     ["pcie[0].max_oversubscription: Input should be a valid number, unable to parse string as a number, got 'x'"]),
+    (_with(("backend",), {"transport": "tcp", "nic_per_gpu": "maybe", "rail_optimized": []}),
+     ["backend.nic_per_gpu: Input should be a valid boolean, unable to interpret input, got 'maybe'",
+      "backend.rail_optimized: Input should be a valid boolean, got a list"]),
+    (_with(("baseboard",), {"slots": 2, "wiring": [[0, "a"], [1, 2.5], 3]}),
+     ["baseboard.wiring: matches none of the accepted forms: Input should be 'fully-connected' or 'hybrid-cube-mesh', "
+      "got a list; or Input should be 'nvswitch', got a list",
+      "baseboard.wiring[0][1]: Input should be a valid integer, unable to parse string as an integer, got 'a'",
+      "baseboard.wiring[1][1]: Input should be a valid integer, got a number with a fractional part, got 2.5",
+      "baseboard.wiring[2]: Input should be a valid tuple, got 3"]),
+    (_with(("sources",), ["a"]), ["sources: Input should be a valid dictionary, got a list"]),
+    (_with(("gpus",), "none"), ["gpus: Input should be a valid list, got 'none'"]),
+    (_with(("backend",), "tcp"), ["backend: Input should be a valid dictionary or instance of BackendSpec, got 'tcp'"]),
+    (_with(("environment",), {"nccl_debug": "INFO"}),
+     ["environment.nccl_debug: 'nccl_debug' is not an environment variable name (upper-case letters, digits, '_'), "
+      "e.g. 'NCCL_IB_TIMEOUT'"]),
+], ids=["gt-unit", "gt", "le", "ge", "too-short", "too-long", "string-too-long", "literal-and-string-too-short", "string-type",
+        "float-parsing", "bool", "union-int-tuple", "dict-type", "list-type", "model-type", "key"])
+def test_each_kind_of_error_has_its_message_whatever_the_pydantic_release(document, expected):
+    """Built from the error's type, context and the value as written (pydantic 2.6 gives the
+    parsed 0.0 of '0 GB/s' as the input of the bound check, 2.14 the string)."""
+    from pydantic import ValidationError
+
+    from hwspec.diagnostics import Position
+    from hwspec.spec.models import NodeSpec
+    from hwspec.spec.translate import validation_diagnostics
+
+    with pytest.raises(ValidationError) as caught:
+        NodeSpec.model_validate(document)
+    diagnostics = validation_diagnostics(caught.value, NodeSpec, document, "f.yaml", lambda path: Position(1, 1))
+    assert [d.message for d in diagnostics] == expected

@@ -59,7 +59,7 @@ NicRole = Literal["backend", "ingestion", "frontend", "management"]
 class Spec(BaseModel):
     """Base of every spec model: unknown keys are errors; `source`/`assumed` are notes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, protected_namespaces=())
 
     source: str | None = Field(None, description="Where the values of this entry come from.")
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")
