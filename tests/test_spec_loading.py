@@ -127,6 +127,20 @@ def test_shipped_zionex_matches_the_reference():
     assert any(a.path == "nvlink" for a in platform.assumptions)
 
 
+
+def test_the_resolved_model_is_frozen_and_compared_by_value():
+    import dataclasses
+
+    first, second = load_platform(ROOT / "platforms" / "zionex.yaml"), load_platform(ROOT / "platforms" / "zionex.yaml")
+    assert first is not second and first == second
+    assert first.gpus[0] == second.gpus[0] and first.gpus[0] != first.gpus[1]
+    assert hash(first.gpus[0].link) == hash(second.gpus[0].link) and len({first.gpus[0].link, second.gpus[0].link}) == 1
+    assert repr(first.gpus[0].link) == "PcieLink(gen=4, width=16)"
+    for entry, name in ((first, "name"), (first.gpus[0], "index"), (first.gpus[0].link, "width")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(entry, name, 3)
+    assert first.topology is first.topology and first.by_id["gpu0"] is first.gpus[0]  # cached on the frozen Platform
+
 def test_shipped_zion_matches_the_reference():
     platform = load_platform(ROOT / "platforms" / "zion.yaml")
     assert len(platform.sockets) == 8 and len(platform.gpus) == 8

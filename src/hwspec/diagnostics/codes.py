@@ -10,12 +10,11 @@ and E302 and the generation codes E901-E902); the others are error findings (exi
 
 from __future__ import annotations
 
-from hwspec.record import Record, record
+from dataclasses import dataclass
 
 
-
-@record
-class Code(Record):
+@dataclass(frozen=True, slots=True)
+class Code:
     """One code: `title` (a few words, as listed) and `doc` (what it means and what to do)."""
 
     code: str

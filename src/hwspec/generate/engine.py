@@ -19,7 +19,6 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
-from hwspec.record import Record, record
 from hwspec.text import xml_escape as escape
 
 
@@ -214,8 +213,8 @@ class GenerationError(Exception):
     """A generator could not produce valid output (message names the platform and file)."""
 
 
-@record
-class Limit(Record):
+@dataclass(frozen=True, slots=True)
+class Limit:
     """Something a generator cannot write for a platform: `message`, where it is in the
     platform file (`at` as for `ctx.finding`: entity id or None, then keys) and a `hint`.
 

@@ -14,21 +14,21 @@ install dir is `/etc/hwspec/<platform>` (or, for a node of a cluster,
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from hwspec.generate.engine import GenContext, GenerationError, Limit, Plan, generator, refuse
 from hwspec.generate.nccl import collective_library, net_name
 from hwspec.model.node import Gpu, Nic, Platform, Socket
 from hwspec.cpulist import format_cpu_list as cpu_ranges  # noqa: F401  (slurm and tests use this name)
 from hwspec.formats.nccl_env import is_nccl
-from hwspec.record import Record, record
 from hwspec.topology.node import PATH_TYPES, Topology
 
 MAX_IB_HCAS = 32
 """NCCL reads at most 32 entries from NCCL_IB_HCA."""
 
 
-@record
-class Setting(Record):
+@dataclass(frozen=True, slots=True)
+class Setting:
     """One `NAME=value` line and the comment that explains it; with `value` None, only the
     comment is written (a setting deliberately left to NCCL, and why)."""
 
@@ -37,8 +37,8 @@ class Setting(Record):
     why: str
 
 
-@record
-class Rank(Record):
+@dataclass(frozen=True, slots=True)
+class Rank:
     """What one local rank uses: its GPU, its backend NIC, its NUMA node and that node's CPUs."""
 
     local_rank: int

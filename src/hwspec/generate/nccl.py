@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from hwspec.generate.engine import GenContext, GenerationError, Limit, Plan, generator, refuse
 from hwspec.model.node import Gpu, Nic, Platform
-from hwspec.record import Record, record
 from hwspec.topology.node import Topology
 from hwspec.formats.nccl_topology import (CLASS_ACCELERATOR, MAX_ELEMENTS, MAX_STRING, NVSWITCH_SENTINEL, PCIE_LINK_SPEED, RCCL_MAX_ELEMENTS,
                                check_nccl_xml)
@@ -44,8 +43,8 @@ CPU_VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
 """spec vendor -> the CPUID vendor string NCCL expects on x86."""
 
 
-@record
-class XmlForm(Record):
+@dataclass(frozen=True, slots=True)
+class XmlForm:
     """What differs between NCCL's topology file and RCCL's (same grammar, other rules)."""
 
     library: str

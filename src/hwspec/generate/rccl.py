@@ -15,20 +15,20 @@ validate time, so `validate` clean means this generator succeeds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator
 from hwspec.generate.nccl import (CPU_VENDORS, DETAIL_LEVELS, RCCL_FORM, XmlNode, collective_library, detection_notes,
                                    elements, system_tree)
 from hwspec.model.node import Platform
 from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN, check_rccl_xml
-from hwspec.record import Record, record
 from hwspec.topology.node import Topology
 
 RCCL_TOPO_FILE = "rccl-topo.xml"
 
 
-@record
-class RcclLimit(Record):
+@dataclass(frozen=True, slots=True)
+class RcclLimit:
     """Something rccl-topo.xml cannot say; `at` is `(id, *keys)` of the YAML place to point at."""
 
     message: str

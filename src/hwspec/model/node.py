@@ -9,11 +9,10 @@ more, add it here.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
-from hwspec.record import Record, record
 
 if TYPE_CHECKING:
     from hwspec.topology.node import Topology
@@ -24,8 +23,8 @@ PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
 
 
-@record
-class Location(Record):
+@dataclass(frozen=True, slots=True)
+class Location:
     """A place in a source file, 1-based."""
 
     file: str
@@ -42,8 +41,8 @@ class SourceMap(Protocol):
     def provenance(self, entity: str, *fields: str | int) -> Any: ...
 
 
-@record
-class PcieLink(Record):
+@dataclass(frozen=True, slots=True)
+class PcieLink:
     """A PCIe link of `width` lanes at generation `gen`."""
 
     gen: int
@@ -63,8 +62,8 @@ class PcieLink(Record):
         return f"Gen{self.gen} x{self.width}"
 
 
-@record
-class Socket(Record):
+@dataclass(frozen=True, slots=True)
+class Socket:
     """A NUMA node of a CPU socket: a whole socket, or one of its NUMA nodes under sub-NUMA
     clustering / NPS modes. `package` is the id of the physical socket it belongs to (its own
     id for a socket that is one NUMA node); `cores` are the physical cores of this NUMA node;
@@ -93,8 +92,8 @@ class Socket(Record):
             object.__setattr__(self, "package", self.id)
 
 
-@record
-class Bridge(Record):
+@dataclass(frozen=True, slots=True)
+class Bridge:
     """A PCIe switch or root port. `link` is its upstream link as the OS presents it (written to
     NCCL's topology file); `physical` the link it trains at (used for every bandwidth)."""
 
@@ -108,8 +107,8 @@ class Bridge(Record):
     physical: PcieLink
 
 
-@record
-class PcieDevice(Record):
+@dataclass(frozen=True, slots=True)
+class PcieDevice:
     """A device in the PCIe tree: its `upstream` bridge or socket, bus id, link, and the socket
     and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports).
     `link` is the link as the OS presents it (written to NCCL's topology file, may be virtual
@@ -124,7 +123,7 @@ class PcieDevice(Record):
     physical: PcieLink
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Gpu(PcieDevice):
     """An accelerator. `index` is its ordinal by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), which
     is also its local rank and NCCL `dev`."""
@@ -167,7 +166,7 @@ class Gpu(PcieDevice):
         return self.c2c_links * self.c2c_link_bandwidth
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Nic(PcieDevice):
     """A network adapter port. `gpu` is set for a backend NIC paired with a GPU. `speed` is
     bytes/s per direction."""
@@ -192,7 +191,7 @@ class Nic(PcieDevice):
     """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Ssd(PcieDevice):
     """An NVMe SSD: `capacity` in bytes, `bandwidth` in bytes/s (read)."""
 
@@ -200,8 +199,8 @@ class Ssd(PcieDevice):
     bandwidth: float
 
 
-@record
-class NvlinkConnection(Record):
+@dataclass(frozen=True, slots=True)
+class NvlinkConnection:
     """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
     an NVSwitch (`b` = the switch's id, or "nvswitch" for switches the file does not list).
     `bandwidth` is bytes/s per direction for all `links`."""
@@ -214,8 +213,8 @@ class NvlinkConnection(Record):
     """Index of the pair in an explicit `nvlink.topology` list (None for a named pattern)."""
 
 
-@record
-class NvSwitch(Record):
+@dataclass(frozen=True, slots=True)
+class NvSwitch:
     """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
     its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
 
@@ -224,8 +223,8 @@ class NvSwitch(Record):
     bus: str | None
 
 
-@record
-class Baseboard(Record):
+@dataclass(frozen=True, slots=True)
+class Baseboard:
     """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
     `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch")."""
 
@@ -238,8 +237,8 @@ class Baseboard(Record):
     nvswitches: tuple[NvSwitch, ...] = ()
 
 
-@record
-class Backend(Record):
+@dataclass(frozen=True, slots=True)
+class Backend:
     """The scale-out network as the node sees it. `gpudirect` is None when left to NCCL's
     detection ('detect'); `ib_hca` is the declared NCCL_IB_HCA filter, if any."""
 
@@ -253,8 +252,8 @@ class Backend(Record):
     ib_hca: str | None = None
 
 
-@record
-class Declares(Record):
+@dataclass(frozen=True, slots=True)
+class Declares:
     """What the platform file declares it holds (`declares:`), checked against what it
     describes; None when not declared. `memory` in bytes."""
 
@@ -263,8 +262,8 @@ class Declares(Record):
     memory: int | None
 
 
-@record
-class RuleSetting(Record):
+@dataclass(frozen=True, slots=True)
+class RuleSetting:
     """A platform's change to one rule: new severity ("off" disables it) and the reason."""
 
     severity: str
@@ -272,8 +271,8 @@ class RuleSetting(Record):
     location: Location
 
 
-@record
-class Assumption(Record):
+@dataclass(frozen=True, slots=True)
+class Assumption:
     """A value marked `assumed:` in the platform or its parts, with where it is written."""
 
     path: str
@@ -282,8 +281,8 @@ class Assumption(Record):
     location: Location
 
 
-@record
-class Platform(Record):
+@dataclass(frozen=True)
+class Platform:
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
     by bus id. Lookups are derived (`by_id`, `gpu2nic`, ...)."""
 

@@ -24,13 +24,13 @@ import sys
 import threading
 import time
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Severity, display_path
 from hwspec.spec.translate import nearest
 from hwspec.model.node import Location
-from hwspec.record import Record, record
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
 
@@ -189,8 +189,8 @@ def _restore_stdout_fd(saved: int | None) -> None:
     os.close(saved)
 
 
-@record
-class Rule(Record):
+@dataclass(frozen=True, slots=True)
+class Rule:
     """A registered rule. `scope` is "node" (run once per node platform) or "cluster"."""
 
     id: str
@@ -228,8 +228,8 @@ def rule(id: str, name: str, severity: str = "error", scope: str = "node",
     return mark
 
 
-@record
-class Finding(Record):
+@dataclass(frozen=True, slots=True)
+class Finding:
     """What a rule reports: a message, where (a Location), and an optional hint."""
 
     message: str

@@ -20,13 +20,12 @@ import os
 import pathlib
 import re
 import stat
-from dataclasses import field
+from dataclasses import dataclass, field
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from hwspec.diagnostics import Diagnostic, HwspecError, Position, Severity, display_path
-from hwspec.record import Record, record
 
 Path_ = tuple[str | int, ...]
 
@@ -47,8 +46,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # the line breaks PyYAML counts
 
 
-@record
-class SourceDoc(Record):
+@dataclass(frozen=True, slots=True)
+class SourceDoc:
     """A loaded platform file: plain data plus where each key and value starts in the file.
 
     Invariants: `data` is a dict with str keys all the way down, holding only dict / list / str /

@@ -33,13 +33,12 @@ Decisions:
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable
 
 from pydantic_core import PydanticCustomError
-from hwspec.record import Record, record
 
 
 class UnitError(ValueError):
@@ -103,8 +102,8 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
 
 
-@record
-class _Kind(Record):
+@dataclass(frozen=True, slots=True)
+class _Kind:
     """One kind of quantity: its units with their factors to the canonical unit, and how it
     is written and read."""
 

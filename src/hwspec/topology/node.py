@@ -15,11 +15,11 @@ the model's ids; bandwidths are bytes/s per direction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping
 
 from hwspec.model.node import Bridge, Gpu, Location, Nic, NvlinkConnection, Platform, Socket
-from hwspec.record import Record, record
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
     import networkx as nx
@@ -58,8 +58,8 @@ def climb(start: str, parent_of: Callable[[str], str | None], is_root: Container
     return ids
 
 
-@record
-class HostLink(Record):
+@dataclass(frozen=True, slots=True)
+class HostLink:
     """A GPU's way to host memory (`Topology.host_link`): `kind` "c2c" or "pcie", `link` as
     people read it ("Gen5 x16", "NVLink-C2C 5 x 45 GB/s"), `bandwidth` with the GPU alone and
     `shared_bandwidth` with every GPU transferring at once (bytes/s per direction), `hops` links
