@@ -50,17 +50,6 @@ LAYERS: list[tuple[str, ...]] = [
 """The layers, lowest first, by top-level name under hwspec/. A module imports from its own
 subpackage or from a lower layer; names that share a layer do not import each other."""
 
-BEING_REMOVED = {
-    "hwspec.record",
-    "hwspec.spec._runtime",
-    "hwspec.spec.compile",
-    "hwspec.spec.pydantic_core_ext",
-    "hwspec.spec.runtime",
-}
-"""Modules on their way out of the package (the spec-once work deletes them): left out of the
-graph, with every import of them. Drop this set when they are gone."""
-
-
 def module_name(path: Path) -> str:
     """`hwspec.model.node` for src/hwspec/model/node.py, `hwspec.model` for its __init__.py."""
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -101,7 +90,7 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[tuple[s
 def import_graph() -> nx.DiGraph:
     """Modules of hwspec and the imports between them; each edge carries the importing `line`."""
     files = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
-    modules = set(files) - BEING_REMOVED
+    modules = set(files)
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for module in sorted(modules):

@@ -128,6 +128,20 @@ def test_shipped_zionex_matches_the_reference():
     assert any(a.path == "nvlink" for a in platform.assumptions)
 
 
+
+def test_the_resolved_model_is_frozen_and_compared_by_value():
+    import dataclasses
+
+    first, second = load_platform(ROOT / "platforms" / "zionex.yaml"), load_platform(ROOT / "platforms" / "zionex.yaml")
+    assert first is not second and first == second
+    assert first.gpus[0] == second.gpus[0] and first.gpus[0] != first.gpus[1]
+    assert hash(first.gpus[0].link) == hash(second.gpus[0].link) and len({first.gpus[0].link, second.gpus[0].link}) == 1
+    assert repr(first.gpus[0].link) == "PcieLink(gen=4, width=16)"
+    for entry, name in ((first, "name"), (first.gpus[0], "index"), (first.gpus[0].link, "width")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(entry, name, 3)
+    assert first.topology is first.topology and first.by_id["gpu0"] is first.gpus[0]  # cached on the frozen Platform
+
 def test_shipped_zion_matches_the_reference():
     platform = load_platform(ROOT / "platforms" / "zion.yaml")
     assert len(platform.sockets) == 8 and len(platform.gpus) == 8
@@ -167,3 +181,189 @@ def test_a_zero_bandwidth_is_refused(tmp_path):
         load_platform(path)
     assert [d.format().split(": ", 1)[1] for d in caught.value.diagnostics] == [
         "error[E110]: sockets[0].memory.bandwidth: Input should be greater than 0, got '0 GB/s'"]
+
+
+# ---------------------------------------------------------------- the spec models themselves
+
+
+def test_every_integer_field_is_written_as_a_whole_number():
+    """The '*' validator that refused "2" and true for integer fields is now the WholeNumber type:
+    a new `int` field without it would silently accept "2". (Sizes parse their unit strings.)"""
+    from hwspec.spec import checks, models, workload
+
+    missing = []
+    for module in (models, workload):
+        for name, model in vars(module).items():
+            if isinstance(model, type) and issubclass(model, models.Spec) and model.__module__ == module.__name__:
+                for field_name, field in model.model_fields.items():
+                    if field.annotation in (int, int | None):
+                        funcs = [m.func for m in field.metadata if hasattr(m, "func")]
+                        if funcs != [checks.whole_number] and not any(f.__module__ == "hwspec.spec.units" for f in funcs):
+                            missing.append(f"{name}.{field_name}")
+    assert missing == []
+
+
+def test_quoted_integers_and_bad_units_in_a_parts_file_are_reported_in_the_spec_language(tmp_path):
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "site.yaml").write_text(
+        "hwspec: 1\nkind: parts\ncpus:\n  x: {vendor: amd, arch: x86_64, model_name: X, family: '23', model: 1, cores: true}\n"
+        "nics:\n  n: {vendor: v, model_name: N, speed: 200 Gb, transports: [tcp], rdma: false, gpudirect: false,\n"
+        "      pci_vendor: '0x15b3', pci_device: '0x101b', pcie: {gen: 4, width: 16}}\n")
+    (tmp_path / "node.yaml").write_text((FIXTURES / "minimal_node.yaml").read_text())
+    with pytest.raises(HwspecError) as caught:
+        load_platform(tmp_path / "node.yaml")
+    assert [d.format().replace(str(tmp_path) + "/", "") for d in caught.value.diagnostics] == [
+        "parts/site.yaml:4:57: error[E110]: cpus.x.family: '23' is a string: write the number without quotes (23)",
+        "parts/site.yaml:4:80: error[E110]: cpus.x.cores: true is not a whole number, e.g. 2",
+        "parts/site.yaml:6:40: error[E110]: nics.n.speed: a bandwidth needs a rate unit: did you mean '200 Gb/s'?"]
+
+
+def _modules_after(argv: list[str]) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom hwspec import cli\nrc = cli.main({argv!r})\n"
+            "print(json.dumps({{'rc': rc, 'modules': sorted({{m.split('.')[0] for m in sys.modules}})}}))")
+    result = subprocess.run([sys.executable, "-c", code.format(argv=argv)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["validate", "platforms/zionex.yaml"], ["generate", "--check", "platforms/zionex.yaml"],
+                                  ["generate", "--check", "--no-svg"]],
+                         ids=["validate", "generate-check", "generate-check-every-shipped-platform-and-cluster"])
+def test_validate_and_generate_check_leave_the_graph_library_alone(argv):
+    """networkx costs a third of a second to import: neither validating nor checking the generated
+    files of the shipped platforms needs it; validating needs no template engine either."""
+    outcome = _modules_after(argv)
+    assert outcome["rc"] == 0
+    assert "pydantic" in outcome["modules"]  # the spec models validate
+    assert "networkx" not in outcome["modules"]
+    if argv[0] == "validate":
+        assert "jinja2" not in outcome["modules"]
+
+
+def _unwrap(annotation):
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _model_paths(model, path: tuple = (), depth: int = 0):
+    """Every path to a mapping a model validates, read from the models' annotations."""
+    import typing
+
+    from pydantic import BaseModel
+
+    yield path, model
+    if depth > 6:
+        return
+    for name, field in model.model_fields.items():
+        for option in _unwrap(field.annotation):
+            steps: list[tuple[tuple, typing.Any]] = [((name,), option)]
+            origin = typing.get_origin(option)
+            if origin in (list, tuple):
+                steps = [((name, 0), typing.get_args(option)[0])]
+            elif origin is dict:
+                steps = [((name, "key"), typing.get_args(option)[1])]
+            for suffix, inner in steps:
+                for candidate in _unwrap(inner):
+                    if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                        yield from _model_paths(candidate, path + suffix, depth + 1)
+
+
+@pytest.mark.parametrize("name", ["PartsCatalogue", "CpuPart", "GpuPart", "NicPart", "NodeSpec", "ClusterSpec"])
+def test_allowed_keys_are_the_fields_of_the_model_at_each_path(name):
+    from hwspec.spec import models
+    from hwspec.spec.translate import allowed_keys
+
+    checked = 0
+    for path, model in _model_paths(getattr(models, name)):
+        assert allowed_keys(getattr(models, name), path) == sorted(model.model_fields), path
+        checked += 1
+    assert allowed_keys(getattr(models, name), ("no-such-key",)) == []
+    assert checked >= {"CpuPart": 1, "GpuPart": 6, "NicPart": 2, "PartsCatalogue": 10, "NodeSpec": 20, "ClusterSpec": 6}[name]
+
+
+def test_the_allowed_keys_are_what_a_document_writes_an_aliased_field_as():
+    """`global` is a Python keyword: the workload's field is `global_`, written `global`."""
+    from hwspec.spec.translate import allowed_keys
+    from hwspec.spec.workload import WorkloadSpec
+
+    assert allowed_keys(WorkloadSpec, ("batch",)) == ["assumed", "global", "per_gpu", "source"]
+    assert allowed_keys(WorkloadSpec, ("embeddings", "tables", 3)) == [
+        "assumed", "column_shards", "count", "dim", "name", "pooling", "precision", "rows", "sharding", "source"]
+
+
+NODE = {"hwspec": 1, "kind": "node", "name": "n", "sockets": [
+    {"id": "cpu0", "part": "x", "numa_node": 0, "memory": {"capacity": "1 GiB", "bandwidth": "1 GB/s"}}]}
+LINK = {"id": "sw0", "upstream": "cpu0", "bus": "0000:00:01.0", "link": {"gen": 4, "width": 16}}
+
+
+def _with(path: tuple, value) -> dict:
+    import copy
+
+    document = copy.deepcopy(NODE)
+    node = document
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return document
+
+
+@pytest.mark.parametrize(("document", "expected"), [
+    (_with(("sockets", 0, "memory", "bandwidth"), "0 GB/s"),
+     ["sockets[0].memory.bandwidth: Input should be greater than 0, got '0 GB/s'"]),
+    (_with(("pcie",), [{**LINK, "max_oversubscription": 0}]), ["pcie[0].max_oversubscription: Input should be greater than 0, got 0"]),
+    (_with(("sockets", 0, "numa_node"), 1024), ["sockets[0].numa_node: Input should be less than or equal to 1023, got 1024"]),
+    (_with(("declares",), {"sockets": 0}), ["declares.sockets: Input should be greater than or equal to 1, got 0"]),
+    (_with(("sockets",), []), ["sockets: List should have at least 1 item after validation, not 0, got a list"]),
+    (_with(("cpu_interconnect",), {"kind": "upi", "links": [["cpu0", "cpu1", "cpu2"]], "bandwidth": "1 GB/s"}),
+     ["cpu_interconnect.links: Input should be 'fully-connected', got a list",
+      "cpu_interconnect.links[0]: Tuple should have at most 2 items after validation, not 3, got a list"]),
+    (_with(("name",), "x" * 70), ["name: String should have at most 64 characters, got "
+                                  "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."]),
+    (_with(("rules",), {"HW101": {"severity": "loud", "reason": ""}}),
+     ["rules.HW101.severity: Input should be 'error', 'warning', 'info' or 'off', got 'loud'",
+      "rules.HW101.reason: String should have at least 1 character, got ''"]),
+    (_with(("title",), 5), ["title: Input should be a valid string, got 5"]),
+    (_with(("pcie",), [{**LINK, "max_oversubscription": "x"}]),
+     ["pcie[0].max_oversubscription: Input should be a valid number, unable to parse string as a number, got 'x'"]),
+    (_with(("backend",), {"transport": "tcp", "nic_per_gpu": "maybe", "rail_optimized": []}),
+     ["backend.nic_per_gpu: Input should be a valid boolean, unable to interpret input, got 'maybe'",
+      "backend.rail_optimized: Input should be a valid boolean, got a list"]),
+    (_with(("baseboard",), {"slots": 2, "wiring": [[0, "a"], [1, 2.5], 3]}),
+     ["baseboard.wiring: matches none of the accepted forms: Input should be 'fully-connected' or 'hybrid-cube-mesh', "
+      "got a list; or Input should be 'nvswitch', got a list",
+      "baseboard.wiring[0][1]: Input should be a valid integer, unable to parse string as an integer, got 'a'",
+      "baseboard.wiring[1][1]: Input should be a valid integer, got a number with a fractional part, got 2.5",
+      "baseboard.wiring[2]: Input should be a valid tuple, got 3"]),
+    (_with(("sources",), ["a"]), ["sources: Input should be a valid dictionary, got a list"]),
+    (_with(("gpus",), "none"), ["gpus: Input should be a valid list, got 'none'"]),
+    (_with(("backend",), "tcp"), ["backend: Input should be a valid dictionary or instance of BackendSpec, got 'tcp'"]),
+    (_with(("environment",), {"nccl_debug": "INFO"}),
+     ["environment.nccl_debug: 'nccl_debug' is not an environment variable name (upper-case letters, digits, '_'), "
+      "e.g. 'NCCL_IB_TIMEOUT'"]),
+], ids=["gt-unit", "gt", "le", "ge", "too-short", "too-long", "string-too-long", "literal-and-string-too-short", "string-type",
+        "float-parsing", "bool", "union-int-tuple", "dict-type", "list-type", "model-type", "key"])
+def test_each_kind_of_error_has_its_message_whatever_the_pydantic_release(document, expected):
+    """Built from the error's type, context and the value as written (pydantic 2.6 gives the
+    parsed 0.0 of '0 GB/s' as the input of the bound check, 2.14 the string)."""
+    from pydantic import ValidationError
+
+    from hwspec.diagnostics import Location
+    from hwspec.spec.models import NodeSpec
+    from hwspec.spec.translate import validation_diagnostics
+
+    with pytest.raises(ValidationError) as caught:
+        NodeSpec.model_validate(document)
+    diagnostics = validation_diagnostics(caught.value, NodeSpec, document, "f.yaml", lambda path: Location("f.yaml", 1, 1))
+    assert [d.message for d in diagnostics] == expected

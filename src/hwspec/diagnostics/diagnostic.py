@@ -13,7 +13,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hwspec.record import Record, record
 from hwspec.text import one_line, visible
 
 
@@ -53,8 +52,8 @@ class Location:
         return f"{self.file}:{self.line}"
 
 
-@record
-class Diagnostic(Record):
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
     """One reported problem.
 
     `code` is a loader code (`E101`, a `Code`) or a rule id (`HW201`); `name` is the rule's short

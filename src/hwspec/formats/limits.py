@@ -12,11 +12,12 @@ generator code.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import re
 from typing import TYPE_CHECKING
 
 from hwspec.model.node import Platform
-from hwspec.record import Record, record
 
 if TYPE_CHECKING:
     from hwspec.model.cluster import Cluster
@@ -33,8 +34,8 @@ class GenerationError(Exception):
     """A generator could not produce valid output (message names the platform and file)."""
 
 
-@record
-class Limit(Record):
+@dataclass(frozen=True, slots=True)
+class Limit:
     """Something a generator cannot write for a platform: `message`, where it is in the
     platform file (`at` as for `ctx.finding`: entity id or None, then keys) and a `hint`.
 

@@ -29,7 +29,6 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from hwspec.record import Record, record
 from hwspec.spec.checks import BUS_ID as BUSID
 
 MAX_ELEMENTS = 256
@@ -91,8 +90,8 @@ a good name, attributes each after one space with a good name and a plain double
 _CLEAN_ATTRIBUTE = re.compile(r' ([^=]*)="([^"]*)"')
 
 
-@record
-class Dialect(Record):
+@dataclass(frozen=True, slots=True)
+class Dialect:
     """What one library's topology-file reader accepts on top of the shared tokenizer."""
 
     name: str

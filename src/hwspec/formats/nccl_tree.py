@@ -15,7 +15,6 @@ from hwspec.formats.limits import GenerationError, Limit
 from hwspec.formats.nccl_topology import (CLASS_ACCELERATOR, MAX_ELEMENTS, MAX_STRING, NVSWITCH_SENTINEL, PCIE_LINK_SPEED,
                                           RCCL_MAX_CHILDREN, RCCL_MAX_ELEMENTS)
 from hwspec.model.node import Gpu, Nic, Platform
-from hwspec.record import Record, record
 from hwspec.topology.node import Topology
 
 CLASS_BRIDGE = "0x060400"
@@ -38,8 +37,8 @@ CPU_VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
 """spec vendor -> the CPUID vendor string NCCL expects on x86."""
 
 
-@record
-class XmlForm(Record):
+@dataclass(frozen=True, slots=True)
+class XmlForm:
     """What differs between NCCL's topology file and RCCL's (same grammar, other rules)."""
 
     library: str
@@ -289,8 +288,8 @@ def elements(node: XmlNode) -> int:
     return 1 + sum(elements(child) for child in node.children)
 
 
-@record
-class RcclLimit(Record):
+@dataclass(frozen=True, slots=True)
+class RcclLimit:
     """Something rccl-topo.xml cannot say; `at` is `(id, *keys)` of the YAML place to point at."""
 
     message: str

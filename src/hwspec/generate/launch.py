@@ -14,6 +14,7 @@ install dir is `/etc/hwspec/<platform>` (or, for a node of a cluster,
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.generate.nccl import collective_library, net_name
@@ -21,12 +22,11 @@ from hwspec.model.node import Gpu, Nic, NumaNode, Platform
 from hwspec.cpulist import format_cpu_list as cpu_ranges  # noqa: F401  (slurm and tests use this name)
 from hwspec.formats.limits import MAX_IB_HCAS, bind_limits, settings_limits  # noqa: F401  (MAX_IB_HCAS: its name here stays)
 from hwspec.formats.nccl_env import is_nccl
-from hwspec.record import Record, record
 from hwspec.topology.node import PATH_TYPES, Topology
 
 
-@record
-class Setting(Record):
+@dataclass(frozen=True, slots=True)
+class Setting:
     """One `NAME=value` line and the comment that explains it; with `value` None, only the
     comment is written (a setting deliberately left to NCCL, and why)."""
 
@@ -35,8 +35,8 @@ class Setting(Record):
     why: str
 
 
-@record
-class Rank(Record):
+@dataclass(frozen=True, slots=True)
+class Rank:
     """What one local rank uses: its GPU, its backend NIC, its NUMA node and that node's CPUs."""
 
     local_rank: int

@@ -8,20 +8,19 @@ derived facts that need the node topologies live in `hwspec.topology.cluster`.
 from __future__ import annotations
 
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hwspec.diagnostics import Location
 from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap, build_topology
-from hwspec.record import Record, record
 
 if TYPE_CHECKING:
     from hwspec.topology.cluster import ClusterTopology
 
 
-@record
-class NodeGroup(Record):
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
     """`count` nodes of one node platform; `first_node` is the cluster index of the first."""
 
     platform: Platform
@@ -44,8 +43,8 @@ class NodeGroup(Record):
         return range(self.first_node, self.first_node + self.count)
 
 
-@record
-class Leaf(Record):
+@dataclass(frozen=True, slots=True)
+class Leaf:
     """A leaf switch. It serves cluster nodes `nodes` on NIC index `rail` (rail-optimized) or
     on all backend NICs (`rail` None)."""
 
@@ -57,8 +56,8 @@ class Leaf(Record):
     uplinks: int
 
 
-@record
-class Fabric(Record):
+@dataclass(frozen=True, slots=True)
+class Fabric:
     """The derived backend wiring. Bandwidths are bytes/s per direction."""
 
     topology: str
@@ -102,8 +101,8 @@ class Fabric(Record):
         return min(half_injection, uplink_capacity)
 
 
-@record
-class NvlinkDomains(Record):
+@dataclass(frozen=True, slots=True)
+class NvlinkDomains:
     """NVLink domains spanning several nodes: consecutive nodes in cluster order, `size`
     nodes each (the last one smaller if the node count is not a multiple; rule HW811 reports
     that). `names[d]` is domain d's name. Each domain has `switch_trays` NVLink switch trays
@@ -134,8 +133,8 @@ class NvlinkDomains(Record):
         return self.switch_trays * self.switch_ports
 
 
-@record
-class Frontend(Record):
+@dataclass(frozen=True, slots=True)
+class Frontend:
     """The frontend (ingestion) network: `speed` per node in bytes/s per direction, and the
     share of it ingestion may use (None when not declared)."""
 
@@ -143,8 +142,8 @@ class Frontend(Record):
     ingestion_share: float | None
 
 
-@record
-class Cluster(Record):
+@dataclass(frozen=True)
+class Cluster:
     """A resolved cluster. Node indices run 0..node_count-1 in group order."""
 
     name: str

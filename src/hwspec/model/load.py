@@ -15,16 +15,24 @@ from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
 from hwspec.source.expand import Expanded, expand
 from hwspec.model.node import Platform
-from hwspec.spec.pydantic_core_ext import ValidationError
 from hwspec.model.resolve_node import resolve_node
 from hwspec.source.loader import SourceDoc, load_yaml_file
-from hwspec.spec.runtime import spec_validator
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from hwspec.spec.models import NodeSpec
 
 PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart"}
-"""Catalogue section -> the spec model of its parts (`hwspec.spec.models`; validated by `spec_validator`)."""
+"""Catalogue section -> the name of the spec model of its parts in `hwspec.spec.models`."""
+
+
+def spec_model(name: str) -> type[BaseModel]:
+    """The pydantic model `name` of `hwspec.spec.models`, imported on first use (commands that
+    validate nothing, `hwspec --help` among them, never import pydantic)."""
+    from hwspec.spec import models
+
+    return getattr(models, name)
 
 
 class Part:
@@ -69,13 +77,15 @@ def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
 
 @functools.lru_cache(maxsize=64)
 def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict[str, Part]]:
+    from pydantic import ValidationError
+
     doc, expanded = read_document(path)
-    validator = spec_validator("PartsCatalogue")
+    model = spec_model("PartsCatalogue")
     try:
-        catalogue = validator.validate(expanded.data)
+        catalogue = model.model_validate(expanded.data)
     except ValidationError as exc:
         raise HwspecError(validation_diagnostics(
-            exc, validator, expanded.data, doc.file,
+            exc, model, expanded.data, doc.file,
             lambda p: doc.locate(expanded.written_path(p)),
             locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
     parts: dict[str, dict[str, Part]] = {}
@@ -135,6 +145,8 @@ def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform
 
 
 def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platform:
+    from pydantic import ValidationError
+
     def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
@@ -151,11 +163,11 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     # together with type errors elsewhere in the file.
     _check_references(expanded.data, error)
     _check_part_names(expanded.data, catalogue, error)
-    validator = spec_validator("NodeSpec")
+    model = spec_model("NodeSpec")
     try:
-        spec = validator.validate(expanded.data)
+        spec = model.model_validate(expanded.data)
     except ValidationError as exc:
-        errors.extend(validation_diagnostics(exc, validator, expanded.data, doc.file, locate, locate_key=locate_key))
+        errors.extend(validation_diagnostics(exc, model, expanded.data, doc.file, locate, locate_key=locate_key))
         raise HwspecError(errors) from None
     if errors:
         raise HwspecError(errors)
@@ -197,6 +209,8 @@ def _check_part_names(data: Any, catalogue: Catalogue, error) -> None:
 
 def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, errors: list[Diagnostic]) -> dict[str, Any]:
     """Part model per entry id, with the entry's `override` merged in."""
+    from pydantic import ValidationError
+
     resolved: dict[str, Any] = {}
     for section, kind, _ in PART_SECTIONS:
         for index, entry in enumerate(getattr(spec, section)):
@@ -206,9 +220,9 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
                 resolved[entry.id] = part.model
                 continue
             merged = _deep_merge(part.raw, entry.override)
-            validator = spec_validator(PART_KINDS[kind])
+            model = spec_model(PART_KINDS[kind])
             try:
-                resolved[entry.id] = validator.validate(merged)
+                resolved[entry.id] = model.model_validate(merged)
             except ValidationError as exc:
                 overridden = set(_paths(entry.override))
 
@@ -218,7 +232,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
                         return locate(_here + ("override",) + inner)
                     return _part.locate(inner)
 
-                errors.extend(validation_diagnostics(exc, validator, merged, file, locate_merged, prefix=here + ("override",)))
+                errors.extend(validation_diagnostics(exc, model, merged, file, locate_merged, prefix=here + ("override",)))
     return resolved
 
 

@@ -9,12 +9,11 @@ more, add it here.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping, Protocol
 
 from hwspec.diagnostics import Location
-from hwspec.record import Record, record
 
 if TYPE_CHECKING:
     from hwspec.topology.node import Topology
@@ -78,8 +77,8 @@ class SourceMap(Protocol):
     def provenance(self, entity: str, *fields: str | int) -> Any: ...
 
 
-@record
-class PcieLink(Record):
+@dataclass(frozen=True, slots=True)
+class PcieLink:
     """A PCIe link of `width` lanes at generation `gen`."""
 
     gen: int
@@ -99,8 +98,8 @@ class PcieLink(Record):
         return f"Gen{self.gen} x{self.width}"
 
 
-@record
-class NumaNode(Record):
+@dataclass(frozen=True, slots=True)
+class NumaNode:
     """A NUMA node of a CPU socket (an entry of `Platform.sockets`): a whole socket, or one of
     its NUMA nodes under sub-NUMA clustering / NPS modes. `package` is the id of the physical
     socket it belongs to (its own id for a socket that is one NUMA node); `cores` are the
@@ -130,8 +129,8 @@ class NumaNode(Record):
             object.__setattr__(self, "package", self.id)
 
 
-@record
-class Bridge(Record):
+@dataclass(frozen=True, slots=True)
+class Bridge:
     """A PCIe switch or root port. `link` is its upstream link as the OS presents it (written to
     NCCL's topology file); `physical` the link it trains at (used for every bandwidth)."""
 
@@ -145,8 +144,8 @@ class Bridge(Record):
     physical: PcieLink
 
 
-@record
-class PcieDevice(Record):
+@dataclass(frozen=True, slots=True)
+class PcieDevice:
     """A device in the PCIe tree: its `upstream` bridge or socket, bus id, link, and the socket
     and NUMA node it reaches (None when its tree leads to no socket, which HW101 reports).
     `link` is the link as the OS presents it (written to NCCL's topology file, may be virtual
@@ -161,7 +160,7 @@ class PcieDevice(Record):
     physical: PcieLink
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Gpu(PcieDevice):
     """An accelerator. `index` is its ordinal by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID), which
     is also its local rank and NCCL `dev`."""
@@ -204,7 +203,7 @@ class Gpu(PcieDevice):
         return self.c2c_links * self.c2c_link_bandwidth
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Nic(PcieDevice):
     """A network adapter port. `gpu` is set for a backend NIC paired with a GPU. `speed` is
     bytes/s per direction."""
@@ -229,7 +228,7 @@ class Nic(PcieDevice):
     """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Ssd(PcieDevice):
     """An NVMe SSD: `capacity` in bytes, `bandwidth` in bytes/s (read)."""
 
@@ -237,8 +236,8 @@ class Ssd(PcieDevice):
     bandwidth: float
 
 
-@record
-class NvlinkConnection(Record):
+@dataclass(frozen=True, slots=True)
+class NvlinkConnection:
     """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
     an NVSwitch (`b` = the switch's id, or "nvswitch" for switches the file does not list).
     `bandwidth` is bytes/s per direction for all `links`."""
@@ -251,8 +250,8 @@ class NvlinkConnection(Record):
     """Index of the pair in an explicit `nvlink.topology` list (None for a named pattern)."""
 
 
-@record
-class NvSwitch(Record):
+@dataclass(frozen=True, slots=True)
+class NvSwitch:
     """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
     its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
 
@@ -261,8 +260,8 @@ class NvSwitch(Record):
     bus: str | None
 
 
-@record
-class Baseboard(Record):
+@dataclass(frozen=True, slots=True)
+class Baseboard:
     """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
     `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch")."""
 
@@ -275,8 +274,8 @@ class Baseboard(Record):
     nvswitches: tuple[NvSwitch, ...] = ()
 
 
-@record
-class Backend(Record):
+@dataclass(frozen=True, slots=True)
+class Backend:
     """The scale-out network as the node sees it. `gpudirect` is None when left to NCCL's
     detection ('detect'); `ib_hca` is the declared NCCL_IB_HCA filter, if any."""
 
@@ -290,8 +289,8 @@ class Backend(Record):
     ib_hca: str | None = None
 
 
-@record
-class Declares(Record):
+@dataclass(frozen=True, slots=True)
+class Declares:
     """What the platform file declares it holds (`declares:`), checked against what it
     describes; None when not declared. `memory` in bytes."""
 
@@ -300,8 +299,8 @@ class Declares(Record):
     memory: int | None
 
 
-@record
-class RuleSetting(Record):
+@dataclass(frozen=True, slots=True)
+class RuleSetting:
     """A platform's change to one rule: new severity ("off" disables it) and the reason."""
 
     severity: str
@@ -309,8 +308,8 @@ class RuleSetting(Record):
     location: Location
 
 
-@record
-class Assumption(Record):
+@dataclass(frozen=True, slots=True)
+class Assumption:
     """A value marked `assumed:` in the platform or its parts, with where it is written."""
 
     path: str
@@ -319,8 +318,8 @@ class Assumption(Record):
     location: Location
 
 
-@record
-class Platform(Record):
+@dataclass(frozen=True)
+class Platform:
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
     by bus id. Lookups are derived (`by_id`, `gpu2nic`, ...)."""
 

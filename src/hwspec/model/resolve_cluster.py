@@ -21,7 +21,6 @@ from hwspec.source.expand import Expanded, Pattern
 from hwspec.model.node import Assumption, Platform, RuleSetting
 from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap
-from hwspec.spec.runtime import spec_validator
 
 if TYPE_CHECKING:
     from hwspec.spec.models import ClusterSpec
@@ -65,7 +64,9 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
     def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
-    spec: ClusterSpec = validate_document(spec_validator("ClusterSpec"), doc, expanded)
+    from hwspec.spec.models import ClusterSpec  # pydantic, imported when a cluster is validated
+
+    spec: ClusterSpec = validate_document(ClusterSpec, doc, expanded)
     errors: list[Diagnostic] = []
 
     def error(p: DataPath, message: str, hint: str | None = None, code: Code = Code.CLUSTER_NOT_DERIVABLE) -> None:

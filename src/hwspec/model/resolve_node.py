@@ -6,18 +6,18 @@ faults that rules report (a PCIe cycle, a device that reaches no socket) resolve
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from hwspec.model import node as m
 from hwspec.model.node import climb
 from hwspec.cpulist import parse_cpu_list
 from hwspec.spec.translate import dotted
-from hwspec.record import Record, record
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap
 
-if TYPE_CHECKING:  # the instances are the run-time form's (hwspec.spec.runtime) or these models'
+if TYPE_CHECKING:
     from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
@@ -49,8 +49,8 @@ def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[i
     return {}
 
 
-@record
-class _Domain(Record):
+@dataclass(frozen=True, slots=True)
+class _Domain:
     """One NUMA node as written: a whole socket, or one entry of a socket's `numa_nodes`."""
 
     id: str

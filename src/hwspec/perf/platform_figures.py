@@ -11,15 +11,14 @@ These queries belong on the topology objects; they live here until they move the
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from hwspec.perf import roofline as rf
-from hwspec.record import Record, record
 
 
-@record
-class Figures(Record):
+@dataclass(frozen=True, slots=True)
+class Figures:
     """The numbers of one platform that a workload estimate and a comparison read.
 
     Every per-GPU figure is the slowest GPU's (heterogeneous nodes are bounded by their

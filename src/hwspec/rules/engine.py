@@ -23,6 +23,7 @@ import importlib.util
 import inspect
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -31,13 +32,12 @@ from hwspec.spec.translate import nearest
 from hwspec.rules.sandbox import Box, Escape, Sandbox, contained
 from hwspec.rules.sandbox import TIME_LIMIT, RuleTimeout, set_time_limit, time_limit  # noqa: F401  (their names here stay)
 from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
-from hwspec.record import Record, record
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
 
 
-@record
-class Rule(Record):
+@dataclass(frozen=True, slots=True)
+class Rule:
     """A registered rule. `scope` is "node" (run once per node platform) or "cluster"."""
 
     id: str
@@ -75,8 +75,8 @@ def rule(id: str, name: str, severity: str = "error", scope: str = "node",
     return mark
 
 
-@record
-class Finding(Record):
+@dataclass(frozen=True, slots=True)
+class Finding:
     """What a rule reports: a message, where (a Location), and an optional hint."""
 
     message: str

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
-from hwspec.record import Record, record
 from hwspec.source.loader import SourceDoc
 
 DataPath = tuple[str | int, ...]
@@ -55,8 +54,8 @@ _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
 _ALLOWED_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 
 
-@record
-class Provenance(Record):
+@dataclass(frozen=True, slots=True)
+class Provenance:
     """Where a value comes from: a free-text `source`, and `assumed` (the reason) when the
     value is an assumption rather than a stated fact."""
 

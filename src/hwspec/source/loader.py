@@ -4,10 +4,7 @@ The data is built by hand from PyYAML's composed node graph (never `yaml.load`),
 data can come out: dict / list / str / int / float / bool / None. Loading works in three steps:
 
 1. compose (one pass of PyYAML's parser): syntax errors, nesting deeper than MAX_DEPTH and
-   recursive aliases stop everything here, so each is reported alone; a second document does not.
-   A small file without aliases is composed by libyaml itself (`_c_composable`), else by
-   PyYAML's composer over libyaml's events, else (no libyaml, or any YAML error) by PyYAML alone;
-   all three give the same graph and the same diagnostics;
+   recursive aliases stop everything here, so each is reported alone; a second document does not;
 2. check every node of the graph once (aliases share nodes, so this is cheap even for a
    'billion laughs' file): tags, scalar values, non-string and duplicate keys, merge keys, and the
    size and depth the data would have once aliases are expanded; all problems are collected;
@@ -20,13 +17,12 @@ import os
 import pathlib
 import re
 import stat
-from dataclasses import field
+from dataclasses import dataclass, field
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
-from hwspec.record import Record, record
 
 Path_ = tuple[str | int, ...]
 
@@ -47,8 +43,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # the line breaks PyYAML counts
 
 
-@record
-class SourceDoc(Record):
+@dataclass(frozen=True, slots=True)
+class SourceDoc:
     """A loaded platform file: plain data plus where each key and value starts in the file.
 
     Invariants: `data` is a dict with str keys all the way down, holding only dict / list / str /
@@ -278,38 +274,11 @@ class _FastLoader(_Hooks, yaml.composer.Composer, *((_CParser,) if _CParser else
         self._hooks_init(file)
 
 
-class _CComposer(*((_CParser,) if _CParser else ()), yaml.resolver.Resolver):
-    """libyaml's composer (PyYAML's CParser.get_single_node) with `_Hooks`' resolution. It has
-    no hooks, and it recurses in C once per nesting level: only `_c_composable` text goes to it."""
-
-    yaml_implicit_resolvers = _Hooks.yaml_implicit_resolvers
-
-
-C_COMPOSE_MAX_CHARS = 64 * 1024
-C_COMPOSE_MAX_NESTING = 1000
-_ALIAS_POSSIBLE = re.compile(r"(?:^|[\s\[\]{},:?-])\*")  # where an alias `*name` could start
-
-
-def _c_composable(text: str) -> bool:
-    """Whether libyaml may compose `text` with nothing lost against `_FastLoader`: no alias can
-    occur (so no alias positions and no recursive alias), it is too small to hold MAX_NODES
-    nodes, and it cannot nest deeper than C_COMPOSE_MAX_NESTING (each collection begins at one
-    of `[{-:?`, so their count bounds the depth and the C recursion). Nesting beyond MAX_DEPTH
-    is found by `_Load.check`, which then loads again the careful way."""
-    return (len(text) <= C_COMPOSE_MAX_CHARS and not _ALIAS_POSSIBLE.search(text)
-            and sum(map(text.count, "[{-:?")) < C_COMPOSE_MAX_NESTING)
-
-
-class _ComposeAgain(Exception):
-    """Raised by `_Load.check` when libyaml composed a file nested deeper than MAX_DEPTH."""
-
-
 class _Load:
     """One load: compose, check every node once, then build the data and its positions."""
 
-    def __init__(self, text: str, file: str, c_compose: bool = True):
+    def __init__(self, text: str, file: str):
         self.text, self.file = text, file
-        self.c_compose = c_compose and _CParser is not None and _c_composable(text)
         self.problems: list[Diagnostic] = []
         self.scalars: dict[int, object] = {}  # id(ScalarNode) -> its value
         self.alias_marks: dict = {}
@@ -324,10 +293,7 @@ class _Load:
         if root is None or (isinstance(root, ScalarNode) and root.tag == _Y + "null" and root.value == ""):
             self.error(None, Code.NOT_A_PLATFORM_DOCUMENT, "file is empty")
             raise HwspecError(self.problems)
-        try:
-            self.check(root)
-        except _ComposeAgain:  # nested too deep: PyYAML's composer stops at the first place
-            return _Load(self.text, self.file, c_compose=False).run()
+        self.check(root)
         if not isinstance(root, MappingNode):
             # the file may be anything (a cluster's `platform:` names a path): say what it
             # holds, never the text itself
@@ -344,19 +310,10 @@ class _Load:
         if _CParser is not None:
             before = len(self.problems)
             try:
-                return self._compose_in_c() if self.c_compose else self._compose_with(_FastLoader)
+                return self._compose_with(_FastLoader)
             except (yaml.YAMLError, UnicodeError, ValueError):
                 del self.problems[before:]  # let the reference parser say what is wrong
         return self._compose(_Loader)
-
-    def _compose_in_c(self) -> Node | None:
-        """libyaml composes the graph (`_c_composable` text); a second document is an error
-        here, so the reference parser reports it, as it reports every YAML error."""
-        loader = _CComposer(self.text)
-        try:
-            return loader.get_single_node()
-        finally:
-            loader.dispose()
 
     def _compose_with(self, loader_class) -> Node | None:
         """Compose with `loader_class`; YAML errors propagate as PyYAML raises them."""
@@ -436,9 +393,7 @@ class _Load:
             hint = _TOO_BIG_HINT
             message = f"anchors and aliases expand to more than {MAX_NODES} nodes"
             self.error(node.start_mark, Code.EXPANSION_TOO_LARGE, message, hint)
-        if height[id(root)] > MAX_DEPTH:  # through aliases, or composed by libyaml: PyYAML's composer stops earlier
-            if self.c_compose:
-                raise _ComposeAgain
+        if height[id(root)] > MAX_DEPTH:  # only reachable through aliases; compose caught the rest
             node = root
             for _ in range(MAX_DEPTH):
                 node = max(_children(node), key=lambda k: height[id(k)])

@@ -1,10 +1,8 @@
-"""The checks of the spec language that are code, not types: one definition, used by both forms.
+"""The checks of the spec language that are code, not types.
 
 `hwspec.spec.models` (pydantic models, the one definition of the spec language) attaches these as
-validators; `hwspec.spec._runtime` (generated from those models by `hwspec.spec.compile`)
-names them by import path. So every callable here is a module-level function (or a class
-attribute of a module-level class) that pydantic_core can call directly, and this module
-imports no pydantic: only `pydantic_core.PydanticCustomError` for the error it raises.
+validators. This module imports no pydantic, only `pydantic_core.PydanticCustomError` for the
+error it raises.
 
 Every failure is a `PydanticCustomError` whose type starts with `hwspec` (or is `unit` in
 `hwspec.spec.units`): `hwspec.spec.translate` prints its message verbatim, without pydantic's "got ...".
@@ -16,7 +14,7 @@ import re
 from typing import Any
 
 from hwspec.source.expand import Substituted
-from hwspec.spec.pydantic_core_ext import PydanticCustomError, PydanticKnownError
+from pydantic_core import PydanticCustomError
 
 MAX_CPU_ID = 65535
 """Largest logical CPU id (Linux's NR_CPUS tops out at 8192 today)."""
@@ -221,7 +219,7 @@ def switches_with_nvswitch_wiring(board: Any) -> Any:
     return board
 
 
-# ---------------------------------------------------------------- methods shared by both forms
+# ---------------------------------------------------------------- methods of validated entries
 
 
 class LinkMethods:
@@ -238,51 +236,3 @@ class LinkMethods:
         speed: float = getattr(self, "speed")
         return next(g for g, rate in PCIE_GEN_RATES.items() if rate == speed)
 
-
-# ---------------------------------------------------------------- numeric bounds
-
-
-def _bound(value: Any) -> int | float | str:
-    """The bound as pydantic_core's error context wants it (a number or a string)."""
-    return value if isinstance(value, (int, float, str)) else repr(value)
-
-
-def greater_than(x: Any, gt: Any) -> Any:
-    """`gt` on a value a function produced (a parsed unit): the same error as pydantic's own
-    check of `Field(gt=..)` there, `greater_than`, so both forms of the spec report it alike."""
-    try:
-        if not x > gt:
-            raise PydanticKnownError("greater_than", {"gt": _bound(gt)})
-        return x
-    except TypeError:
-        raise TypeError(f"Unable to apply constraint 'gt' to supplied value {x}") from None
-
-
-def greater_than_or_equal(x: Any, ge: Any) -> Any:
-    """`ge` on a value a function produced (see `greater_than`)."""
-    try:
-        if not x >= ge:
-            raise PydanticKnownError("greater_than_equal", {"ge": _bound(ge)})
-        return x
-    except TypeError:
-        raise TypeError(f"Unable to apply constraint 'ge' to supplied value {x}") from None
-
-
-def less_than(x: Any, lt: Any) -> Any:
-    """`lt` on a value a function produced (see `greater_than`)."""
-    try:
-        if not x < lt:
-            raise PydanticKnownError("less_than", {"lt": _bound(lt)})
-        return x
-    except TypeError:
-        raise TypeError(f"Unable to apply constraint 'lt' to supplied value {x}") from None
-
-
-def less_than_or_equal(x: Any, le: Any) -> Any:
-    """`le` on a value a function produced (see `greater_than`)."""
-    try:
-        if not x <= le:
-            raise PydanticKnownError("less_than_equal", {"le": _bound(le)})
-        return x
-    except TypeError:
-        raise TypeError(f"Unable to apply constraint 'le' to supplied value {x}") from None

@@ -6,12 +6,9 @@ and are stored canonically: sizes in bytes, bandwidths in bytes/s per direction,
 FLOP/s (or integer op/s), PCIe rates in transfers/s. References between entries are plain
 ids (`upstream: sw0`); `hwspec.model.load` checks that they resolve.
 
-These models are the one definition of the spec language. `hwspec.spec.compile` derives from
-them the run-time form `hwspec/_spec_runtime.py` (the same pydantic_core schemas, without
-pydantic), which `hwspec.model.load` validates with; so every validator here is a module-level
-function (`hwspec.spec.checks`, `hwspec.spec.units`), never a closure or lambda, and shared methods
-live in pydantic-free mixins (`spec_checks.LinkMethods`). After changing a model, run
-`python -m hwspec.spec.compile`.
+These models are the one definition of the spec language: `hwspec.model.load` validates
+documents with them, and the JSON Schema (`hwspec.spec.json_schema`) is generated from them.
+The checks that are code live in `hwspec.spec.checks` and `hwspec.spec.units`.
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ SPEC_VERSION = 1
 
 WholeNumber = Annotated[int, BeforeValidator(checks.whole_number)]
 """A count, index or number: written as a number (`2`, `2.0`), never `"2"` or `true`. Every
-integer field of the spec language is one (tests/test_spec_runtime.py checks it)."""
+integer field of the spec language is one (tests/test_spec_loading.py checks it)."""
 
 OptionalWholeNumber = Annotated[int | None, BeforeValidator(checks.whole_number)]
 """A WholeNumber that may be left out. (Not `WholeNumber | None`: pydantic could not then put
@@ -62,7 +59,7 @@ NicRole = Literal["backend", "ingestion", "frontend", "management"]
 class Spec(BaseModel):
     """Base of every spec model: unknown keys are errors; `source`/`assumed` are notes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, protected_namespaces=())
 
     source: str | None = Field(None, description="Where the values of this entry come from.")
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")

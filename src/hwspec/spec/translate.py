@@ -1,25 +1,23 @@
-"""Turning pydantic_core validation errors into diagnostics that point into the YAML file.
+"""Turning pydantic validation errors into diagnostics that point into the YAML file.
 
-Works from pydantic_core alone: the allowed keys of a mapping are read from the core schema
-that validated it (a `hwspec.spec.runtime.SpecValidator`'s, or a pydantic model's own), so the
-run-time form of the spec and the pydantic models report every problem alike.
+Everything is read from pydantic's public API: the allowed keys of a mapping from the models'
+`model_fields` and their annotations, and each message from the error's `type`, `ctx` and the
+value the user wrote (`ValidationError.errors()`), in the words of pydantic's own messages but
+never from its `msg` text, so that no message depends on the installed pydantic.
 """
 
 from __future__ import annotations
 
+import math
+import types
 import typing
-from typing import Any, Callable, Mapping
+from decimal import Decimal
+from typing import Any, Callable
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
-from hwspec.spec.pydantic_core_ext import ValidationError
 
 if typing.TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from hwspec.spec.runtime import SpecValidator
-
-Validated = typing.Union["type[BaseModel]", "SpecValidator"]
-"""What a document is validated with: a pydantic model class or a run-time spec validator."""
+    from pydantic import BaseModel, ValidationError
 
 DataPath = tuple[str | int, ...]
 
@@ -60,80 +58,64 @@ def real_path(data: Any, loc: tuple) -> DataPath:
     return tuple(path)
 
 
-def core_schema_of(model: Validated | Mapping[str, Any]) -> Mapping[str, Any]:
-    """The pydantic_core schema `model` validates with."""
-    if isinstance(model, Mapping):
-        return model
-    schema = getattr(model, "core_schema", None)
-    if schema is not None:
-        return schema
-    model.model_rebuild()  # a pydantic model built on first use (defer_build)
-    return model.__pydantic_core_schema__
+def _options(annotation: Any) -> list[Any]:
+    """The types a value of `annotation` is validated as: `Annotated` metadata dropped, unions
+    flattened in the order they are written."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _options(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _options(arg)]
+    return [annotation]
 
 
-_WRAPPERS = frozenset({"nullable", "default", "function-before", "function-after", "function-wrap"})
+def _is_model(annotation: Any) -> bool:
+    from pydantic import BaseModel
+
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
-def _branches(schema: Mapping[str, Any], definitions: dict[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The schemas a value here is validated by, wrappers and references removed, unions
-    flattened in their order (`definitions` collects what `definitions` schemas name)."""
-    kind = schema["type"]
-    if kind == "definitions":
-        definitions.update({d["ref"]: d for d in schema["definitions"]})
-        return _branches(schema["schema"], definitions)
-    if kind == "definition-ref":
-        return _branches(definitions[schema["schema_ref"]], definitions)
-    if kind in _WRAPPERS and "schema" in schema:
-        return _branches(schema["schema"], definitions)
-    if kind == "union":
-        return [b for choice in schema["choices"]
-                for b in _branches(choice[0] if isinstance(choice, tuple) else choice, definitions)]
-    if kind == "tagged-union":
-        return [b for choice in schema["choices"].values() for b in _branches(choice, definitions)]
-    return [schema]
+def _fields(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's fields by the key a document writes them with (the alias where there is one)."""
+    return {field.validation_alias if isinstance(field.validation_alias, str) else field.alias or name: field
+            for name, field in model.model_fields.items()}
 
 
-_ANY: Mapping[str, Any] = {"type": "any"}
+def _item(annotation: Any, part: str | int) -> tuple[bool, Any]:
+    """(whether `part` can be a key or index of a value of `annotation`, the annotation of the item there)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if _is_model(annotation) and isinstance(part, str):
+        field = _fields(annotation).get(part)
+        return (True, field.annotation) if field is not None else (False, None)
+    if origin is tuple and isinstance(part, int):
+        if len(args) == 2 and args[1] is Ellipsis:
+            return True, args[0]
+        return (True, args[part]) if 0 <= part < len(args) else (not args, Any)
+    if origin in (list, set, frozenset) and isinstance(part, int):
+        return True, args[0] if args else Any
+    if origin is dict and isinstance(part, str):
+        return True, args[1] if len(args) == 2 else Any
+    return False, None
 
 
-def model_at(model: Validated | Mapping[str, Any], path: DataPath,
-             definitions: dict[str, Mapping[str, Any]] | None = None) -> Mapping[str, Any] | None:
-    """The core schema of the model (`type: model`) that validates the mapping at `path` in a
-    document `model` validates, if there is one. Where several branches of a union fit, the
-    first one written in the model is taken. `definitions` receives the named schemas seen."""
-    definitions = {} if definitions is None else definitions
-    current = core_schema_of(model)
+def model_at(model: type[BaseModel], path: DataPath) -> type[BaseModel] | None:
+    """The pydantic model class that validates the mapping at `path` in a document `model`
+    validates, if there is one. Where several branches of a union fit, the first one written
+    in the model is taken."""
+    current: Any = model
     for part in path:
-        candidates = []
-        for option in _branches(current, definitions):
-            kind = option["type"]
-            if kind == "model" and isinstance(part, str):
-                fields = _fields(option, definitions)
-                if part in fields:
-                    candidates.append(fields[part]["schema"])
-            elif kind in ("list", "tuple") and isinstance(part, int):
-                items = option.get("items_schema", _ANY)
-                candidates.append((items[0] if items else _ANY) if isinstance(items, list) else items)
-            elif kind == "dict" and isinstance(part, str):
-                candidates.append(option.get("values_schema", _ANY))
+        candidates = [inner for option in _options(current) for fits, inner in [_item(option, part)] if fits]
         if not candidates:
             return None
         current = candidates[0]
-    models = [b for b in _branches(current, definitions) if b["type"] == "model"]
+    models = [option for option in _options(current) if _is_model(option)]
     return models[0] if models else None
 
 
-def _fields(model: Mapping[str, Any], definitions: dict[str, Mapping[str, Any]]) -> Mapping[str, Any]:
-    """The fields of a `type: model` core schema (its inner `model-fields`)."""
-    inner = [b for b in _branches(model["schema"], definitions) if b["type"] == "model-fields"]
-    return inner[0]["fields"] if inner else {}
-
-
-def allowed_keys(model: Validated | Mapping[str, Any], path: DataPath) -> list[str]:
+def allowed_keys(model: type[BaseModel], path: DataPath) -> list[str]:
     """The keys the mapping at `path` may have, sorted; empty when no model validates it."""
-    definitions: dict[str, Mapping[str, Any]] = {}
-    owner = model_at(model, path, definitions)
-    return sorted(_fields(owner, definitions)) if owner is not None else []
+    owner = model_at(model, path)
+    return sorted(_fields(owner)) if owner is not None else []
 
 
 def _describe(value: Any) -> str:
@@ -143,27 +125,102 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _number(value: Any) -> str:
+    """A bound in an error's `ctx` as pydantic writes it: no exponent, no '.0' on a whole float."""
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() else format(Decimal(repr(value)), "f")
+    return str(value)
+
+
+def _plural(count: Any) -> str:
+    return "" if count == 1 else "s"
+
+
+_MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "literal_error": lambda ctx: f"Input should be {ctx['expected']}",
+    "greater_than": lambda ctx: f"Input should be greater than {_number(ctx['gt'])}",
+    "greater_than_equal": lambda ctx: f"Input should be greater than or equal to {_number(ctx['ge'])}",
+    "less_than": lambda ctx: f"Input should be less than {_number(ctx['lt'])}",
+    "less_than_equal": lambda ctx: f"Input should be less than or equal to {_number(ctx['le'])}",
+    "too_short": lambda ctx: (f"{ctx['field_type']} should have at least {ctx['min_length']} item{_plural(ctx['min_length'])} "
+                              f"after validation, not {ctx['actual_length']}"),
+    "too_long": lambda ctx: (f"{ctx['field_type']} should have at most {ctx['max_length']} item{_plural(ctx['max_length'])} "
+                             f"after validation, not {ctx['actual_length']}"),
+    "string_too_short": lambda ctx: f"String should have at least {ctx['min_length']} character{_plural(ctx['min_length'])}",
+    "string_too_long": lambda ctx: f"String should have at most {ctx['max_length']} character{_plural(ctx['max_length'])}",
+    "string_pattern_mismatch": lambda ctx: f"String should match pattern '{ctx['pattern']}'",
+    "string_type": lambda ctx: "Input should be a valid string",
+    "int_type": lambda ctx: "Input should be a valid integer",
+    "int_parsing": lambda ctx: "Input should be a valid integer, unable to parse string as an integer",
+    "int_from_float": lambda ctx: "Input should be a valid integer, got a number with a fractional part",
+    "float_type": lambda ctx: "Input should be a valid number",
+    "float_parsing": lambda ctx: "Input should be a valid number, unable to parse string as a number",
+    "finite_number": lambda ctx: "Input should be a finite number",
+    "bool_type": lambda ctx: "Input should be a valid boolean",
+    "bool_parsing": lambda ctx: "Input should be a valid boolean, unable to interpret input",
+    "dict_type": lambda ctx: "Input should be a valid dictionary",
+    "list_type": lambda ctx: "Input should be a valid list",
+    "tuple_type": lambda ctx: "Input should be a valid tuple",
+    "model_type": lambda ctx: f"Input should be a valid dictionary or instance of {ctx['class_name']}",
+    "model_attributes_type": lambda ctx: "Input should be a valid dictionary or object to extract fields from",
+}
+"""The message of each error type the spec models raise, from the error's `ctx` (pydantic's
+wording, fixed here). The spec's own errors (`hwspec_*`, `unit`) carry their message as
+written in `hwspec.spec.checks` and `hwspec.spec.units`; any other type keeps pydantic's."""
+
+
+def _message(error: dict[str, Any]) -> str:
+    build = _MESSAGES.get(error["type"])
+    if build is not None:
+        try:
+            return build(error.get("ctx") or {})
+        except KeyError:  # a context this release of pydantic does not give: its own words
+            pass
+    return error["msg"]
+
+
+_ABSENT = object()
+
+
+def _written(data: Any, loc: tuple, path: DataPath, error: dict[str, Any]) -> Any:
+    """The value the user wrote where the error is: the value at `path` in the document, or
+    the key itself for an error about a mapping key. (pydantic's `input` may be a value a
+    validator already converted, e.g. the 0.0 of '0 GB/s', depending on its release.)"""
+    if loc and loc[-1] == "[key]":
+        return error.get("input", _ABSENT)
+    node = data
+    for part in path:
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return error.get("input", _ABSENT)
+    return node
+
+
 def validation_diagnostics(
     exc: ValidationError,
-    model: Validated | Mapping[str, Any],
+    model: type[BaseModel],
     data: Any,
     file: str,
     locate: Callable[[DataPath], Location],
     prefix: DataPath = (),
     locate_key: Callable[[DataPath], Location] | None = None,
 ) -> list[Diagnostic]:
-    """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (a
-    pydantic model class, a `SpecValidator` or a core schema: where the allowed keys come from).
+    """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (the
+    pydantic model class: where the allowed keys come from).
 
     Errors that only differ by union branch are merged into one message. `prefix` is prepended
     to paths when `data` is a part of a larger document (used for part overrides). Unknown keys
     are located with `locate_key` (the key itself) when given, other problems at the value."""
-    grouped: dict[tuple[DataPath, str], list[dict]] = {}
+    grouped: dict[tuple[DataPath, str], list[tuple[dict, Any]]] = {}
     for error in exc.errors(include_url=False):
-        path = real_path(data, tuple(error["loc"]))
+        loc = tuple(error["loc"])
+        path = real_path(data, loc)
         kind = error["type"]
         group = "extra" if kind == "extra_forbidden" else ("missing" if kind == "missing" else "value")
-        grouped.setdefault((path, group), []).append(error)
+        grouped.setdefault((path, group), []).append((error, _written(data, loc, path, error)))
 
     diagnostics = []
     for (path, group), errors in grouped.items():
@@ -183,10 +240,10 @@ def validation_diagnostics(
             code, pos = Code.MISSING_KEY, locate(full[:-1])
         else:
             messages = []
-            for error in errors:
-                text = error["msg"]
-                if error["type"] not in ("unit",) and not error["type"].startswith("hwspec") and "input" in error:
-                    text += f", got {_describe(error['input'])}"
+            for error, written in errors:
+                text = _message(error)
+                if error["type"] not in ("unit",) and not error["type"].startswith("hwspec") and written is not _ABSENT:
+                    text += f", got {_describe(written)}"
                 if text not in messages:
                     messages.append(text)
             message = f"{where + ': ' if where else ''}" + ("; or ".join(messages) if len(messages) > 1 else messages[0])
@@ -197,17 +254,17 @@ def validation_diagnostics(
     return diagnostics
 
 
-def validate_document(model: Validated, doc: Any, expanded: Any) -> Any:
-    """`expanded.data` (an expanded `SourceDoc`) validated with `model` (a pydantic model class
-    or a `SpecValidator`); on failure, HwspecError with one diagnostic per problem, located at
-    the written line and column."""
+def validate_document(model: type[BaseModel], doc: Any, expanded: Any) -> Any:
+    """`expanded.data` (an expanded `SourceDoc`) validated with `model` (a pydantic model class);
+    on failure, HwspecError with one diagnostic per problem, located at the written line and
+    column."""
+    from pydantic import ValidationError
 
     def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
-    validate = getattr(model, "validate", None) if not isinstance(model, type) else model.model_validate
     try:
-        return validate(expanded.data)
+        return model.model_validate(expanded.data)
     except ValidationError as exc:
         raise HwspecError(validation_diagnostics(exc, model, expanded.data, doc.file, locate,
                                                  locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None

@@ -2,7 +2,7 @@
 stored canonically, printed back in JSON mode, described in the JSON Schema.
 
 Kept apart from `hwspec.spec.units` so that the parsers import without pydantic; the validators
-named here are module-level functions of `hwspec.spec.units` (the run-time spec names them too).
+named here are module-level functions of `hwspec.spec.units`.
 """
 
 from __future__ import annotations

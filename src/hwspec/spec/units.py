@@ -27,19 +27,18 @@ Decisions:
 - In pydantic models a `UnitError` becomes a `PydanticCustomError` of type `unit` whose `msg`
   is exactly the `UnitError` text (no "Value error, " prefix): `validate_*` here. The pydantic
   field types (`Bytes`, `ByteRate`, ...) are in `hwspec.spec.unit_types`; this module imports no
-  pydantic (only pydantic_core's error), so the run-time spec validators can use it.
+  pydantic (only pydantic_core's error), so code that only parses or prints quantities need not.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable
 
-from hwspec.spec.pydantic_core_ext import PydanticCustomError
-from hwspec.record import Record, record
+from pydantic_core import PydanticCustomError
 
 
 class UnitError(ValueError):
@@ -103,8 +102,8 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
 
 
-@record
-class _Kind(Record):
+@dataclass(frozen=True, slots=True)
+class _Kind:
     """One kind of quantity: its units with their factors to the canonical unit, and how it
     is written and read."""
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.spec.translate import DataPath, dotted, validate_document
 from hwspec.source.expand import Expanded
-from hwspec.spec.pydantic_core_ext import PydanticCustomError
 from hwspec.source.loader import SourceDoc
 from hwspec.spec.models import Id, OptionalWholeNumber, Spec, WholeNumber
 

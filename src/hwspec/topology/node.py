@@ -15,12 +15,12 @@ the model's ids; bandwidths are bytes/s per direction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from hwspec.diagnostics import Location
 from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform, climb
-from hwspec.record import Record, record
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
     import networkx as nx
@@ -39,8 +39,8 @@ GPUDIRECT_PATHS: tuple[PathType, ...] = ("PIX", "PXB", "P2C")
 root port, or the GPU's NVLink-C2C to the CPU whose root port holds the NIC (`Topology.gpudirect_path`)."""
 
 
-@record
-class HostLink(Record):
+@dataclass(frozen=True, slots=True)
+class HostLink:
     """A GPU's way to host memory (`Topology.host_link`): `kind` "c2c" or "pcie", `link` as
     people read it ("Gen5 x16", "NVLink-C2C 5 x 45 GB/s"), `bandwidth` with the GPU alone and
     `shared_bandwidth` with every GPU transferring at once (bytes/s per direction), `hops` links
