@@ -47,6 +47,18 @@ def test_committed_schema_is_up_to_date():
         "schema/hwspec.schema.json is stale: run 'hwspec schema -o schema/hwspec.schema.json'"
 
 
+def test_ci_tests_the_oldest_pydantic_the_package_allows():
+    """The schema above, and every message, must come out the same under the floor of the
+    declared pydantic range: .ci/run runs the suite a second time with exactly that release."""
+    import re
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (floor,) = [re.fullmatch(r"pydantic>=([\d.]+),<3", d).group(1) for d in declared if d.startswith("pydantic")]
+    release = floor if floor.count(".") == 2 else floor + ".0"
+    assert f"'pydantic=={release}'" in (ROOT / ".ci" / "run").read_text()
+
+
 def test_schema_command_prints_json(capsys):
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "hwspec platform file"
