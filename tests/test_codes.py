@@ -59,9 +59,9 @@ def test_a_member_is_its_code_text():
     assert str(Code.NON_STRING_KEY) == f"{Code.NON_STRING_KEY}" == "E104"
     assert Code("E105") is Code.EXPANSION_TOO_LARGE
     assert "E105" in {Code.EXPANSION_TOO_LARGE} and Code.EXPANSION_TOO_LARGE in {"E105"}
-    assert (Code.DUPLICATE_KEY.title, Code.NON_STRING_KEY.title) == ("duplicate key", "non-string key")
+    assert (Code.DUPLICATE_KEY.summary, Code.NON_STRING_KEY.summary) == ("duplicate key", "non-string key")
     assert len({code.value for code in Code}) == len(Code) and all(CODE_TEXT.fullmatch(code) for code in Code)
-    assert all(code.title and code.doc.endswith(".") for code in Code)
+    assert all(code.summary and code.doc.endswith(".") for code in Code)
 
 
 def test_lookup_takes_any_case_and_refuses_what_is_not_a_code():
@@ -95,4 +95,4 @@ def test_the_loader_reports_keys_by_the_registry_meaning():
 
     assert codes("a: 1\na: 2\n") == ["E107"] == [Code.DUPLICATE_KEY]
     assert codes("1: x\n") == ["E104"] == [Code.NON_STRING_KEY]
-    assert (Code.DUPLICATE_KEY.title, Code.NON_STRING_KEY.title) == ("duplicate key", "non-string key")
+    assert (Code.DUPLICATE_KEY.summary, Code.NON_STRING_KEY.summary) == ("duplicate key", "non-string key")

@@ -213,10 +213,10 @@ def test_every_code_is_explained_and_listed_in_the_readme(capsys):
     from hwspec.diagnostics.codes import Code
 
     listed = re.findall(r"^\| (E[0-9]{3}) \| (.*) \| (.*) \|$", README, re.MULTILINE)
-    assert listed == [(code.value, code.title, code.doc) for code in Code]
+    assert listed == [(code.value, code.summary, code.doc) for code in Code]
     for code in Code:
         assert main(["explain", code.lower()]) == 0
-        assert capsys.readouterr().out == f"{code.value} {code.title}\n\n{code.doc}\n"
+        assert capsys.readouterr().out == f"{code.value} {code.summary}\n\n{code.doc}\n"
 
 
 def test_the_python_api_example_runs_in_a_fresh_interpreter():

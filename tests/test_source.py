@@ -369,16 +369,16 @@ def _load_both_ways(path: Path):
     from hwspec.source import loader as source
 
     outcomes = []
-    for c_parser in (source._CParser, None):
-        saved = source._CParser
-        source._CParser = c_parser
+    for use_libyaml in (source.HAS_LIBYAML, False):
+        saved = source.HAS_LIBYAML
+        source.HAS_LIBYAML = use_libyaml
         try:
             doc = source.load_yaml_file(path)
             outcomes.append((doc.data, doc._values, doc._keys))
         except HwspecError as exc:
             outcomes.append([d.format() for d in exc.diagnostics])
         finally:
-            source._CParser = saved
+            source.HAS_LIBYAML = saved
     return outcomes
 
 

@@ -103,13 +103,13 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
     parts_dirs = tuple(map(Path, parts_dirs))
     key = loaded.version(Path(path), parts_dirs) if loaded is not None else None
-    if key is not None and key in loaded:
+    if loaded is not None and key is not None and key in loaded:
         return loaded[key], {}
     doc, expanded = read_document(Path(path))
     kind = expanded.data.get("kind")
     if kind == "node":
         platform = load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs)))
-        if key is not None:
+        if loaded is not None and key is not None:
             loaded[key] = platform
         return platform, {}
     if kind == "cluster":
@@ -132,13 +132,13 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
                 if not node_path.is_file():
                     raise FileNotFoundError(node_path)
                 version = loaded.version(node_path, parts_dirs) if loaded is not None else None
-                if version is None or version not in loaded:
+                if loaded is not None and version is not None and version in loaded:
+                    nodes[key] = loaded[version]
+                else:
                     platform = load_platform(node_path, parts_dirs)
-                    if version is not None:
+                    if loaded is not None and version is not None:
                         loaded[version] = platform
                     nodes[key] = platform
-                else:
-                    nodes[key] = loaded[version]
             return nodes[key]
 
         return load_cluster(doc, expanded, Path(path), load_node_file), nodes

@@ -192,7 +192,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     code = lookup(args.rule)
     if code is not None:
-        sys.stdout.write(f"{code.value} {code.title}\n\n{code.doc}\n")
+        sys.stdout.write(f"{code.value} {code.summary}\n\n{code.doc}\n")
         return EXIT_OK
     rules = _rules(args)
     if rules is None:

@@ -16,17 +16,16 @@ import enum
 
 
 class Code(enum.StrEnum):
-    """One code. Its value (and `str()`) is the code text (`"E105"`); `title` is a few words (as
-    `hwspec explain` heads it), `doc` what it means and what to do. `title` shadows `str.title`
-    on the members: a code's text never needs title case."""
+    """One code. Its value (and `str()`) is the code text (`"E105"`); `summary` is a few words
+    (as `hwspec explain` heads it), `doc` what it means and what to do."""
 
-    title: str
+    summary: str
     doc: str
 
-    def __new__(cls, code: str, title: str, doc: str) -> Code:
+    def __new__(cls, code: str, summary: str, doc: str) -> Code:
         member = str.__new__(cls, code)
         member._value_ = code
-        member.title = title  # type: ignore[assignment,method-assign]
+        member.summary = summary
         member.doc = doc
         return member
 
@@ -89,21 +88,21 @@ class Code(enum.StrEnum):
         "(permissions, disk full). Nothing of the platform's new set was put in place.")
 
 
+_BY_TEXT = {code.value: code for code in Code}
+
+
 def lookup(text: str) -> Code | None:
     """The code `text` names (any case, surrounding blanks ignored), or None."""
-    try:
-        return Code(text.strip().upper())
-    except ValueError:
-        return None
+    return _BY_TEXT.get(text.strip().upper())
 
 
 def markdown_table() -> str:
-    """The README's table of codes: one row per code, in registry order, with its title and doc
+    """The README's table of codes: one row per code, in registry order, with its summary and doc
     as `hwspec explain` prints them (a `|` escaped, so that it cannot end a cell)."""
 
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
     rows = ["| code | title | meaning |", "|---|---|---|"]
-    rows += [f"| {code.value} | {cell(code.title)} | {cell(code.doc)} |" for code in Code]
+    rows += [f"| {code.value} | {cell(code.summary)} | {cell(code.doc)} |" for code in Code]
     return "\n".join(rows) + "\n"

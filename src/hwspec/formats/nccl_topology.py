@@ -82,6 +82,13 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _NAME_CHARS = re.compile(r"[^ \t\n\r>/=\"'<]*")
 """What NCCL's tokenizer takes into a name: everything up to a space, '>', '/', '=', a quote, '<' or a line break."""
 _BLANKS = re.compile(r"[ \n\r\t]*")
+
+
+def _span_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where the run of `pattern` (a starred class, which always matches) from `pos` ends."""
+    match = pattern.match(text, pos)
+    assert match is not None, pattern.pattern
+    return match.end()
 _PLAIN_VALUE = re.compile(r"[^\n\r\t<>&\"']*")
 """An attribute value with none of the characters `attribute` reports."""
 _CLEAN_TAG = re.compile(r"""<([A-Za-z_][A-Za-z0-9_.-]*)((?: [A-Za-z_][A-Za-z0-9_.-]*="[^\n\r\t<>&"']*")*)(/?)>""")
@@ -180,7 +187,7 @@ class _Tokenizer:
                        "(NCCL: \"XML Parse error : expecting '<', got '\\t'\")")
 
     def skip_blank(self) -> None:
-        start, end = self.pos, _BLANKS.match(self.text, self.pos).end()
+        start, end = self.pos, _span_end(_BLANKS, self.text, self.pos)
         tab = self.text.find("\t", start, end)
         while tab >= 0:  # each TAB is reported at its own line (once per line)
             self.pos = tab
@@ -252,7 +259,7 @@ class _Tokenizer:
     def name(self) -> str:
         """An element or attribute name: NCCL ends it at space, '>', '/', '=', or a line break."""
         start = self.pos
-        self.pos = _NAME_CHARS.match(self.text, start).end()
+        self.pos = _span_end(_NAME_CHARS, self.text, start)
         name = self.text[start:self.pos]
         if not _NAME.fullmatch(name):
             raise self.fatal(f"bad name {name!r}" if name else f"expected a name, got {self.peek()!r}", start)

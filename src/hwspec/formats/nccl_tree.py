@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from hwspec.formats.limits import GenerationError, Limit
 from hwspec.formats.nccl_topology import (CLASS_ACCELERATOR, MAX_ELEMENTS, MAX_STRING, NVSWITCH_SENTINEL, PCIE_LINK_SPEED,
                                           RCCL_MAX_CHILDREN, RCCL_MAX_ELEMENTS)
-from hwspec.model.node import Gpu, Nic, Platform
+from hwspec.model.node import Bridge, Gpu, Nic, Platform
 from hwspec.topology.node import Topology
 
 CLASS_BRIDGE = "0x060400"
@@ -225,14 +225,15 @@ def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | N
                 ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
-                nets = [XmlNode("net", [("name", net_name(n)), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
+                nets = [XmlNode("net", [("name", name), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
                                         ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])],
                                 at=n.id)
-                        for n in ports if net_name(n) is not None and n.role != "management"]
+                        for n in ports if (name := net_name(n)) is not None and n.role != "management"]
                 nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
                                      [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
                                      at=item.id))
-            else:  # a bridge
+            else:
+                assert isinstance(item, Bridge), child  # wanted: GPUs, NICs and the bridges above them
                 nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child),
                                      at=item.id))
         return nodes

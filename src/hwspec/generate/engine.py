@@ -293,7 +293,7 @@ def _orphans(plan: Plan, out_dir: Path, platforms: Iterable[str]) -> list[Path]:
     from hwspec.generate.writer import existing_files
 
     planned = set(plan)
-    orphans = []
+    orphans: list[Path] = []
     for name in sorted(set(platforms)):
         orphans.extend(out_dir / name / relative for relative in existing_files(out_dir / name)
                        if f"{name}/{relative}" not in planned and not _ignored(relative))

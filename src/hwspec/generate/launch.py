@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.generate.nccl import collective_library, net_name
-from hwspec.model.node import Gpu, Nic, NumaNode, Platform
+from hwspec.model.node import Backend, Gpu, Nic, NumaNode, Platform
 from hwspec.cpulist import format_cpu_list as cpu_ranges  # noqa: F401  (slurm and tests use this name)
 from hwspec.formats.limits import MAX_IB_HCAS, bind_limits, settings_limits  # noqa: F401  (MAX_IB_HCAS: its name here stays)
 from hwspec.formats.nccl_env import is_nccl
@@ -75,8 +75,9 @@ def omp_threads(topology: Topology) -> int:
     the NUMA node's CPU list shared by the GPUs on it (`Topology.cores_per_rank`, the smallest
     share on the node, at least 1); without NUMA placement, all cores over all GPUs."""
     platform = topology.platform
+    sockets = {g.socket for g in platform.gpus if g.socket is not None}
     if platform.gpus and all(g.socket is not None for g in platform.gpus):
-        return max(1, min(topology.cores_per_rank(s) for s in {g.socket for g in platform.gpus}))
+        return max(1, min(topology.cores_per_rank(s) for s in sockets))
     cores = sum(topology.physical_cores(s.id) for s in platform.sockets)
     return max(1, cores // max(1, len(platform.gpus)))
 
@@ -99,13 +100,13 @@ def gdr_over_c2c(topology: Topology) -> bool:
     return any(topology.path_type(gpu_id, nic.id) == "P2C" for gpu_id, nic in topology.gpu2nic.items())
 
 
-def _ib_hca(platform: Platform) -> list[Setting]:
+def _ib_hca(platform: Platform, backend: Backend) -> list[Setting]:
     """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
     name when every one is named; else nothing, left to NCCL's own selection, and said so. An
     exact-match filter is never built from names the file does not state."""
     hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
-    if platform.backend.ib_hca is not None:
-        return [Setting("NCCL_IB_HCA", platform.backend.ib_hca,
+    if backend.ib_hca is not None:
+        return [Setting("NCCL_IB_HCA", backend.ib_hca,
                         "the backend RDMA NICs, selected by the filter the platform declares (backend.ib_hca)")]
     if not hcas:
         return []
@@ -124,10 +125,10 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
     platform = topology.platform
     backend = platform.backend
     settings: list[Setting] = []
-    rdma = backend is not None and backend.transport != "tcp"
+    rdma = backend if backend is not None and backend.transport != "tcp" else None
     tcp = backend is not None and backend.transport == "tcp"
-    if rdma:
-        settings.extend(_ib_hca(platform))
+    if rdma is not None:
+        settings.extend(_ib_hca(platform, rdma))
     if tcp:
         socket_nics = [n for n in topology.collective_nics if n.interface]
         why = "TCP backend: collectives and bootstrap run over these interfaces"
@@ -135,16 +136,16 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
         socket_nics = [n for n in platform.host_nics if n.interface]
         why = "bootstrap and socket traffic on the ingestion/frontend interfaces, by exact name"
     if socket_nics:
-        settings.append(Setting("NCCL_SOCKET_IFNAME", "=" + ",".join(n.interface for n in socket_nics), why))
+        settings.append(Setting("NCCL_SOCKET_IFNAME", "=" + ",".join(n.interface for n in socket_nics if n.interface), why))
     if tcp:
         settings.append(Setting("NCCL_IB_DISABLE", "1", "TCP backend: no IB/RoCE verbs"))
-    if rdma:
-        for name, value, why in (("NCCL_IB_GID_INDEX", backend.gid_index, "RoCE GID index of the backend network"),
-                                 ("NCCL_IB_TC", backend.traffic_class, "traffic class of the backend network"),
-                                 ("NCCL_IB_SL", backend.service_level, "service level of the backend network")):
+    if rdma is not None:
+        for name, value, why in (("NCCL_IB_GID_INDEX", rdma.gid_index, "RoCE GID index of the backend network"),
+                                 ("NCCL_IB_TC", rdma.traffic_class, "traffic class of the backend network"),
+                                 ("NCCL_IB_SL", rdma.service_level, "service level of the backend network")):
             if value is not None:
                 settings.append(Setting(name, str(value), why))
-        level = gdr_level(topology) if backend.gpudirect else None
+        level = gdr_level(topology) if rdma.gpudirect else None
         if level is not None:
             c2c = gdr_over_c2c(topology)
             settings.append(Setting("NCCL_NET_GDR_LEVEL", level,

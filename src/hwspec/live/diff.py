@@ -98,20 +98,21 @@ class _Differ:
             kind = "rdma-nics" if nic.device and nic.transport != "tcp" else "tcp-nics"
             if kind not in m.listed:
                 continue  # the inputs do not list such NICs: their absence says nothing
-            names = "/".join(x for x in (nic.device, nic.interface) if x)
-            self.add("D101", p.locate(nic.id), f"{nic.id} ({names}, {nic.bus}) is not in the machine: no NIC with "
-                     + (f"bus id {nic.bus}" if tree else f"name {names}") + f" in {source}")
+            written = "/".join(x for x in (nic.device, nic.interface) if x)
+            self.add("D101", p.locate(nic.id), f"{nic.id} ({written}, {nic.bus}) is not in the machine: no NIC with "
+                     + (f"bus id {nic.bus}" if tree else f"name {written}") + f" in {source}")
         matched_gpus = set(self.gpu_key.values())
-        for key, gpu in m.gpus.items():
+        for key, observed_gpu in m.gpus.items():
             if key not in matched_gpus:
                 self.add("D102", p.locate(None, "gpus"), f"the machine has a GPU the spec does not describe: "
-                         f"{gpu.bus or key} ({gpu.vendor or '?'}:{gpu.device or '?'})", gpu.where)
+                         f"{observed_gpu.bus or key} ({observed_gpu.vendor or '?'}:{observed_gpu.device or '?'})", observed_gpu.where)
         matched_nics = set(self.nic_key.values())
         spec_buses = {n.bus for n in p.nics} | {s.bus for s in p.ssds}
-        for key, nic in m.nics.items():
-            if key not in matched_nics and (not tree or nic.bus not in spec_buses) and (nic.bus or not tree):
-                names = ", ".join(q.name for q in nic.ports if q.name) or "unnamed"
-                self.add("D102", p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: {nic.bus or key} ({names})", nic.where)
+        for key, observed_nic in m.nics.items():
+            if key not in matched_nics and (not tree or observed_nic.bus not in spec_buses) and (observed_nic.bus or not tree):
+                port_names = ", ".join(q.name for q in observed_nic.ports if q.name) or "unnamed"
+                self.add("D102", p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: "
+                         f"{observed_nic.bus or key} ({port_names})", observed_nic.where)
         spec_numa = {s.numa_node: s for s in p.sockets}
         for socket in p.sockets:
             if "numa" in m.listed and socket.numa_node not in m.numa:
@@ -124,7 +125,8 @@ class _Differ:
     # ------------------------------------------------------------ checks
 
     def observed_buses(self, key: str) -> list[str]:
-        return [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges and self.m.bridges[k].bus]
+        buses = [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges]
+        return [bus for bus in buses if bus]
 
     def placement(self, ident: str, device, seen: PciNode) -> None:
         if not self.m.has_tree:
@@ -187,23 +189,23 @@ class _Differ:
             key = self.nic_key.get(nic.id)
             if key is None:
                 continue
-            seen = self.m.nics[key]
-            self.placement(nic.id, nic, seen)
-            self.numa(nic.id, nic, seen)
-            self.link(nic.id, nic, seen, p.locate(nic.id, "pcie", "link"))
-            port = next((q for q in seen.ports if q.port == nic.port), seen.ports[0] if len(seen.ports) == 1 else None)
+            seen_nic = self.m.nics[key]
+            self.placement(nic.id, nic, seen_nic)
+            self.numa(nic.id, nic, seen_nic)
+            self.link(nic.id, nic, seen_nic, p.locate(nic.id, "pcie", "link"))
+            port = next((q for q in seen_nic.ports if q.port == nic.port), seen_nic.ports[0] if len(seen_nic.ports) == 1 else None)
             if port is not None:
                 if port.speed is not None and port.speed < nic.speed:
                     self.add("D110", p.locate(nic.id, "part"), f"{nic.id} runs at {nic.speed * 8 / 1e9:g} Gb/s in the spec, "
                              f"but at {port.speed * 8 / 1e9:g} Gb/s in the machine", port.where)
-                names = {x for x in (nic.device, nic.interface) if x}
-                if port.name and names and port.name not in names:
+                spec_names = {x for x in (nic.device, nic.interface) if x}
+                if port.name and spec_names and port.name not in spec_names:
                     self.add("D110", p.locate(nic.id, "device" if nic.device else "interface"),
-                             f"{nic.id} is named {' / '.join(sorted(names))} in the spec, but {port.name} in the machine", port.where)
+                             f"{nic.id} is named {' / '.join(sorted(spec_names))} in the spec, but {port.name} in the machine", port.where)
         for bridge in p.bridges:
-            seen = self.m.bridges.get(bridge.bus) if self.m.has_tree else None
-            if seen is not None:
-                self.link(bridge.id, bridge, seen, p.locate(bridge.id, "link"))
+            seen_bridge = self.m.bridges.get(bridge.bus) if self.m.has_tree else None
+            if seen_bridge is not None:
+                self.link(bridge.id, bridge, seen_bridge, p.locate(bridge.id, "link"))
 
     def nic_gpu_switch(self) -> None:
         for nic in self.p.backend_nics:
@@ -274,10 +276,10 @@ class _Differ:
                 continue
             forward, backward = counts.get((a, b)), counts.get((b, a))
             observed = min(forward[0] if forward else 0, backward[0] if backward else 0) if (forward or backward) else 0
-            where = (forward or backward or (0, None))[1]
+            seen_at = (forward or backward or (0, None))[1]
             if observed < link.links:
                 place = self.p.locate(None, "nvlink", "topology", link.entry) if link.entry is not None else at
-                self.add("D106", place, f"{link.a}-{link.b}: {link.links} NVLinks in the spec, but {observed} in the machine", where,
+                self.add("D106", place, f"{link.a}-{link.b}: {link.links} NVLinks in the spec, but {observed} in the machine", seen_at,
                          "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")
 
     def cpus(self) -> None:
@@ -310,10 +312,10 @@ class _Differ:
                 self.add("D109", at, f"the spec declares GPUDirect RDMA, but {gpu.id} has gdr=0 in the machine", seen.where,
                          "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
         for nic in self.p.backend_nics:
-            seen = self.m.nics.get(self.nic_key.get(nic.id, ""))
-            if seen is None:
+            seen_nic = self.m.nics.get(self.nic_key.get(nic.id, ""))
+            if seen_nic is None:
                 continue
-            for port in seen.ports:
+            for port in seen_nic.ports:
                 if port.gdr is False:
                     self.add("D109", at, f"the spec declares GPUDirect RDMA, but {nic.id} ({port.name}) has gdr=0 in the machine", port.where,
                              "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")

@@ -16,6 +16,7 @@ consumer views, at the edge.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Iterable, Sequence
 
 from hwspec.model.node import Gpu
@@ -139,8 +140,9 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
         tiers["pcie_host_shared"] = _tier(host.shared_bandwidth, shared_by_gpus=host.shared_by)
 
     tiers["backend_nic"] = _scale_out_tier(topology, gpu)
-    host = platform.host_nics
-    tiers["ingestion_share"] = _tier(math.fsum(n.speed for n in host) / n_gpus, nics=len(host), shared_by_gpus=n_gpus) if host else None
+    host_nics = platform.host_nics
+    tiers["ingestion_share"] = (_tier(math.fsum(n.speed for n in host_nics) / n_gpus, nics=len(host_nics), shared_by_gpus=n_gpus)
+                                if host_nics else None)
     return tiers
 
 
@@ -217,10 +219,14 @@ def roofline(topology: Topology) -> dict[str, Any]:
 
     Computed once per topology (roofline.json, TorchRec, Calculon and the cluster roofline all
     read it): callers must not change the document."""
-    cached = getattr(topology, "_roofline", None)
+    cached = _DOCUMENTS.get(topology)
     if cached is None:
-        cached = topology._roofline = _document(topology)
+        cached = _DOCUMENTS[topology] = _document(topology)
     return cached
+
+
+_DOCUMENTS: weakref.WeakKeyDictionary[Topology, dict[str, Any]] = weakref.WeakKeyDictionary()
+"""The roofline document of each live topology: it lives as long as its topology does."""
 
 
 def _document(topology: Topology) -> dict[str, Any]:
@@ -337,8 +343,8 @@ def _scale_out_note(topology: Topology) -> str:
     gpus = topology.platform.gpus
     if not topology.gpu2nic:
         return "the node's NICs divided among the GPUs (no per-GPU NIC)"
-    if all(topology.scale_out_nics(g.id) == (topology.nic_of(g.id),) and topology.scale_out_users(topology.nic_of(g.id).id) == 1
-           for g in gpus):
+    if all((nic := topology.nic_of(g.id)) is not None and topology.scale_out_nics(g.id) == (nic,)
+           and topology.scale_out_users(nic.id) == 1 for g in gpus):
         return "the GPU's paired backend NIC"
     return "the smallest GPU share of the collective NICs, each NIC divided among the GPUs using it"
 

@@ -161,7 +161,9 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                 meta = getattr(check, "__hwspec_rule__", None)
                 if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
                     continue  # not a rule, or a rule imported from elsewhere (registered there)
-                found = Rule(*meta, check=check, file=shown, waivable=getattr(check, "__hwspec_waivable__", True))
+                rule_id, rule_name, severity, scope = meta
+                found = Rule(rule_id, rule_name, severity, scope, check=check, file=shown,
+                             waivable=getattr(check, "__hwspec_waivable__", True))
                 line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
                 clash = rules.get(found.id) or names.get(found.name)
                 if clash is not None:

@@ -243,7 +243,7 @@ class Pattern:
             values.append(compiled(columns, count))
         try:  # one str.format per point: the literals and each value's format at once
             if "{}" not in template:
-                return list(map("".join(template).format, *values)) if values else ["".join(self.pieces)] * count
+                return list(map("".join(template).format, *values)) if values else ["".join(p for p in self.pieces if isinstance(p, str))] * count
         except (ValueError, OverflowError):
             pass  # said below, at the value that cannot be formatted
         parts: list[Sequence[str]] = []

@@ -213,7 +213,8 @@ class _Hooks:
     }
 
     def _hooks_init(self, file: str) -> None:
-        self.file, self.depth, self.open_anchors, self.composed = file, 0, set(), 0
+        self.file, self.depth, self.composed = file, 0, 0
+        self.open_anchors: set[str] = set()
         self.alias_marks: dict[tuple[int, int, bool], yaml.Mark] = {}  # (id(parent), item index, is key)
 
     def compose_node(self, parent, index):
@@ -256,22 +257,24 @@ class _Loader(_Hooks, yaml.SafeLoader):
 
 
 try:
-    from yaml.cyaml import CParser as _CParser  # PyYAML built with libyaml
+    from yaml._yaml import CParser as _CParser  # PyYAML built with libyaml (what yaml.cyaml wraps)
+    HAS_LIBYAML = True
 except ImportError:  # pragma: no cover - pure-Python PyYAML: the reference loader alone
-    _CParser = None
+    HAS_LIBYAML = False
 
 
-class _FastLoader(_Hooks, yaml.composer.Composer, *((_CParser,) if _CParser else ()), yaml.resolver.Resolver):
-    """libyaml's scanner and parser (PyYAML's CParser events, same marks) under the same
-    Python composer and hooks: the node graph is the one `_Loader` builds, several times
-    faster. Used first; any YAML error makes `_Load` compose again with `_Loader`, so
-    messages never depend on which parser ran."""
+if HAS_LIBYAML:
+    class _FastLoader(_Hooks, yaml.composer.Composer, _CParser, yaml.resolver.Resolver):
+        """libyaml's scanner and parser (PyYAML's CParser events, same marks) under the same
+        Python composer and hooks: the node graph is the one `_Loader` builds, several times
+        faster. Used first; any YAML error makes `_Load` compose again with `_Loader`, so
+        messages never depend on which parser ran."""
 
-    def __init__(self, text: str, file: str):
-        _CParser.__init__(self, text)
-        yaml.resolver.Resolver.__init__(self)
-        self.anchors = {}
-        self._hooks_init(file)
+        def __init__(self, text: str, file: str):
+            _CParser.__init__(self, text)
+            yaml.resolver.Resolver.__init__(self)
+            self.anchors = {}
+            self._hooks_init(file)
 
 
 class _Load:
@@ -307,7 +310,7 @@ class _Load:
         return SourceDoc(self.file, self.build(root, ()), self.values, self.keys)
 
     def compose(self) -> Node | None:
-        if _CParser is not None:
+        if HAS_LIBYAML:
             before = len(self.problems)
             try:
                 return self._compose_with(_FastLoader)
@@ -351,7 +354,7 @@ class _Load:
         if e.context and e.problem:
             where = f" at line {context.line}, column {context.col}" if e.context_mark else ""
             message += f" ({e.context}{where})"
-        if (e.context or "").startswith("found duplicate anchor"):  # "...; first occurrence"
+        if e.context and e.context.startswith("found duplicate anchor"):  # "...; first occurrence"
             anchor = e.context.split(";")[0]
             message = f"invalid YAML: {anchor} (first defined at line {context.line}, column {context.col})"
             hint = "give each anchor its own name"
@@ -402,8 +405,9 @@ class _Load:
     def check_encodable(self, node: Node, value: object) -> None:
         """A string must be writable as UTF-8: a `"\\ud800"` escape makes a lone surrogate,
         which no generated file (and no terminal) can hold."""
-        if isinstance(value, str) and _SURROGATE.search(value):
-            at = _SURROGATE.search(value).start()
+        surrogate = _SURROGATE.search(value) if isinstance(value, str) else None
+        if isinstance(value, str) and surrogate:
+            at = surrogate.start()
             self.error(node.start_mark, Code.STRING_NOT_ENCODABLE,
                        f"string has a lone surrogate (U+{ord(value[at]):04X}) at character {at + 1}: it cannot be "
                        "written as UTF-8", "write the character itself, or a \\U escape for characters beyond U+FFFF")
@@ -427,7 +431,7 @@ class _Load:
                 self.error(node.start_mark, Code.INVALID_YAML, f"cannot read {_short(node.value)} as {name}")
             else:
                 self.check_encodable(node, self.scalars[id(node)])
-        if kind == "mapping":
+        if isinstance(node, MappingNode):
             self.check_keys(node)
 
     def check_keys(self, node: MappingNode) -> None:
@@ -470,7 +474,7 @@ class _Load:
             return f"the boolean {node.value!r}"
         if isinstance(value, (int, float)):
             return f"the {'integer' if isinstance(value, int) else 'number'} {node.value}"
-        return f"the string {_short(value)}"
+        return f"the string {_short(str(value))}"
 
     @staticmethod
     def key_hint(node: Node, key: object) -> str:
@@ -489,12 +493,16 @@ class _Load:
 
     def pairs(self, node: MappingNode) -> dict[str, tuple[Node, Node, Node, int]]:
         """key -> (key node, value node, owning mapping, index): merged keys first, explicit keys win."""
-        merged, explicit = {}, {}
+        merged: dict[str, tuple[Node, Node, Node, int]] = {}
+        explicit: dict[str, tuple[Node, Node, Node, int]] = {}
         for index, (key_node, value_node) in enumerate(node.value):
             if key_node.tag != MERGE:
-                explicit[self.scalars[id(key_node)]] = (key_node, value_node, node, index)
+                key = self.scalars[id(key_node)]
+                assert isinstance(key, str)  # build() runs only when check_keys found every key a string
+                explicit[key] = (key_node, value_node, node, index)
                 continue
             for source in value_node.value if isinstance(value_node, SequenceNode) else [value_node]:
+                assert isinstance(source, MappingNode)  # check_keys refused any other merge source
                 for key, item in self.pairs(source).items():
                     merged.setdefault(key, item)  # earlier sources take precedence
         return {**merged, **explicit}
@@ -509,6 +517,7 @@ class _Load:
                 self.keys[here] = self.values[here] = self.item_location(node, index, False, item)
                 items.append(self.build(item, here))
             return items
+        assert isinstance(node, MappingNode)
         mapping = {}
         for key, (key_node, value_node, owner, index) in self.pairs(node).items():
             here = path + (key,)

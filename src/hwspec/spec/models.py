@@ -65,17 +65,22 @@ class Spec(BaseModel):
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")
 
 
-class PhysicalLink(checks.LinkMethods, Spec):
-    """The PCIe link a device or bridge physically trains at: what bandwidth is computed from."""
+class _LinkRate(checks.LinkMethods, Spec):
+    """What every PCIe link states about its rate: a generation or a transfer rate."""
 
     gen: OptionalWholeNumber = Field(None, ge=1, le=6, description="PCIe generation, 1-6.")
     speed: TransferRate | None = Field(None, description="Alternative to gen: '16 GT/s'.")
-    width: Literal[1, 2, 4, 8, 16, 32] = Field(description="Lanes.")
 
     _gen_or_speed = model_validator(mode="after")(checks.gen_or_speed)
 
 
-class PcieLink(PhysicalLink):
+class PhysicalLink(_LinkRate):
+    """The PCIe link a device or bridge physically trains at: what bandwidth is computed from."""
+
+    width: Literal[1, 2, 4, 8, 16, 32] = Field(description="Lanes.")
+
+
+class PcieLink(_LinkRate):
     """A PCIe link as the OS presents it (`lspci`, sysfs): generation (or transfer rate) and lane
     count. This is what NCCL's topology file gets. A VM may present a virtual link (a Gen1 x1
     bridge, width 0 for a passed-through device); then `physical` states the link the hardware

@@ -1,9 +1,10 @@
 """Turning pydantic validation errors into diagnostics that point into the YAML file.
 
 Everything is read from pydantic's public API: the allowed keys of a mapping from the models'
-`model_fields` and their annotations, and each message from the error's `type`, `ctx` and the
-value the user wrote (`ValidationError.errors()`), in the words of pydantic's own messages but
-never from its `msg` text, so that no message depends on the installed pydantic.
+`model_fields` and their annotations, and each message from the error's `type` and `ctx`
+(`ValidationError.errors()`) in the words of pydantic's own messages, with the value as the
+user wrote it, so that no message depends on the installed pydantic (only an error type the
+spec models never raise keeps pydantic's `msg`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 
 if typing.TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
+    from pydantic_core import ErrorDetails
 
 DataPath = tuple[str | int, ...]
 
@@ -169,7 +171,7 @@ wording, fixed here). The spec's own errors (`hwspec_*`, `unit`) carry their mes
 written in `hwspec.spec.checks` and `hwspec.spec.units`; any other type keeps pydantic's."""
 
 
-def _message(error: dict[str, Any]) -> str:
+def _message(error: ErrorDetails) -> str:
     build = _MESSAGES.get(error["type"])
     if build is not None:
         try:
@@ -182,7 +184,7 @@ def _message(error: dict[str, Any]) -> str:
 _ABSENT = object()
 
 
-def _written(data: Any, loc: tuple, path: DataPath, error: dict[str, Any]) -> Any:
+def _written(data: Any, loc: tuple, path: DataPath, error: ErrorDetails) -> Any:
     """The value the user wrote where the error is: the value at `path` in the document, or
     the key itself for an error about a mapping key. (pydantic's `input` may be a value a
     validator already converted, e.g. the 0.0 of '0 GB/s', depending on its release.)"""
@@ -214,7 +216,7 @@ def validation_diagnostics(
     Errors that only differ by union branch are merged into one message. `prefix` is prepended
     to paths when `data` is a part of a larger document (used for part overrides). Unknown keys
     are located with `locate_key` (the key itself) when given, other problems at the value."""
-    grouped: dict[tuple[DataPath, str], list[tuple[dict, Any]]] = {}
+    grouped: dict[tuple[DataPath, str], list[tuple[ErrorDetails, Any]]] = {}
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
         path = real_path(data, loc)

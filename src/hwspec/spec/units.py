@@ -295,6 +295,7 @@ def _to_float(kind: _Kind, value: object) -> float:
 def _plain(decimal: Decimal) -> str:
     """`decimal` without trailing zeros; scientific ('1.5e30') only for very large or small values."""
     _, digits, exponent = decimal.as_tuple()
+    assert isinstance(exponent, int), decimal  # made from a Fraction: always finite
     text = "".join(map(str, digits)).rstrip("0")
     if not text:
         return "0"

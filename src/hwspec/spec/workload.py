@@ -183,10 +183,16 @@ class Workload:
     def local_batch(self, world_size: int) -> float:
         """Samples per GPU per iteration on `world_size` GPUs (may be fractional for a global
         batch that does not divide evenly: the estimate is an average)."""
-        return float(self.batch_per_gpu) if self.batch_per_gpu is not None else self.batch_global / world_size
+        if self.batch_per_gpu is not None:
+            return float(self.batch_per_gpu)
+        assert self.batch_global is not None, "a workload states one of the two batch sizes"
+        return self.batch_global / world_size
 
     def global_batch(self, world_size: int) -> float:
-        return float(self.batch_global) if self.batch_global is not None else float(self.batch_per_gpu * world_size)
+        if self.batch_global is not None:
+            return float(self.batch_global)
+        assert self.batch_per_gpu is not None, "a workload states one of the two batch sizes"
+        return float(self.batch_per_gpu * world_size)
 
     @property
     def dense_features(self) -> int:

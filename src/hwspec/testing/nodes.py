@@ -277,7 +277,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     def bridge(prefix: str, upstream: str, gen: int, socket: str, top: str | None, root_port: bool = False) -> dict:
         ident = f"{prefix}{counters[prefix]}"
         counters[prefix] += 1
-        entry = {"id": ident}
+        entry: dict[str, Any] = {"id": ident}
         if root_port:
             entry["kind"] = "root-port"
         entry.update(upstream=upstream, bus=bus_id(), link={"gen": gen, "width": 16})
@@ -287,7 +287,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
         return entry
 
     def attach(upstream: str, part_link, gen: int) -> dict:
-        pcie = {"upstream": upstream, "bus": bus_id()}
+        pcie: dict[str, Any] = {"upstream": upstream, "bus": bus_id()}
         trained = _trained(part_link, gen)
         if trained != (part_link.generation, part_link.width):
             pcie["link"] = {"gen": trained[0], "width": trained[1]}
@@ -308,9 +308,11 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
             layout.socket_of[ident], layout.top_of[ident] = socket, layout.top_of[entry["id"]]
             children.append(_trained(gpu.pcie, gen))
             if mode == "per-gpu":
+                assert nic is not None and nic_name is not None and transport is not None  # drawn with the mode
                 backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, ident, attach(entry["id"], nic.pcie, gen)))
                 children.append(_trained(nic.pcie, gen))
         if mode == "shared":
+            assert nic is not None and nic_name is not None and transport is not None  # drawn with the mode
             backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, None, attach(entry["id"], nic.pcie, gen)))
             children.append(_trained(nic.pcie, gen))
         oversubscribe(entry, children)
@@ -326,7 +328,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
         while mine:
             gen = draw(st.sampled_from(gens), label="PCIe generation")
             take = fan_out
-            if mode == "shared":  # HW402: every shared NIC below a top switch crosses its uplink
+            if mode == "shared" and nic is not None:  # HW402: every shared NIC below a top switch crosses its uplink
                 take = min(take, max(1, int(_bandwidth(gen, 16) // nic.speed)))
             chunk, mine = mine[:take], mine[take:]
             parent = socket
@@ -573,11 +575,12 @@ def group_numa_nodes(draw, spec: dict) -> dict:
     listing them as its `numa_nodes`: ids, NUMA numbers, memory and CPU lists stay as they
     were (the CPU lists written out), so every device, binding and figure is unchanged;
     `declares.sockets` counts the physical sockets."""
-    from hwspec.generate.launch import cpu_ranges
+    from hwspec.cpulist import format_cpu_list as cpu_ranges
 
     spec = copy.deepcopy(spec)
     cpus = {s.id: s.cpus for s in load_node_text(dump_yaml(spec)).sockets}
-    sockets, grouped, i = spec["sockets"], [], 0
+    sockets, i = spec["sockets"], 0
+    grouped: list[dict[str, Any]] = []
     while i < len(sockets):
         if i + 1 < len(sockets) and draw(st.booleans(), label=f"group {sockets[i]['id']}"):
             pair = sockets[i:i + 2]
@@ -594,7 +597,7 @@ def group_numa_nodes(draw, spec: dict) -> dict:
     return spec
 
 
-def _physical_link(entry: dict, part_link: Any | None) -> dict:
+def _physical_link(entry: dict, part_link: Any) -> dict:
     """The link an entry trains at, as written: its own `link`, else its part's interface."""
     if "link" in entry:
         return dict(entry["link"])

@@ -116,7 +116,7 @@ def build_cluster_graph(cluster: Cluster) -> "nx.Graph":
     direction). Hosts are not nodes of their own: per-node facts are arithmetic."""
     import networkx as nx
 
-    graph = nx.Graph(name=cluster.name)
+    graph: nx.Graph = nx.Graph(name=cluster.name)
     fabric = cluster.fabric
     for index, group in enumerate(cluster.groups):
         graph.add_node(f"group{index}", kind="group", item=group)
@@ -138,9 +138,9 @@ def build_cluster_graph(cluster: Cluster) -> "nx.Graph":
     position = 0
     for leaf in fabric.leaves if fabric.spine_count else ():  # uplinks without `spine:` lead nowhere (HW808)
         for k in range(leaf.uplinks):
-            spine = f"spine{(position + k) % fabric.spine_count}"
-            data = graph.get_edge_data(leaf.id, spine)
+            spine_id = f"spine{(position + k) % fabric.spine_count}"
+            data = graph.get_edge_data(leaf.id, spine_id)
             links = (data["links"] if data else 0) + 1
-            graph.add_edge(leaf.id, spine, kind="network", links=links, bandwidth=links * fabric.uplink_speed)
+            graph.add_edge(leaf.id, spine_id, kind="network", links=links, bandwidth=links * fabric.uplink_speed)
         position += leaf.uplinks
     return graph

@@ -417,13 +417,13 @@ class Topology(ResolvedView):
     def gpudirect(self, nic: Nic) -> bool:
         """Whether `nic` moves its GPU's data by GPUDirect RDMA (declared and supported)."""
         backend = self.platform.backend
-        return (nic.role == "backend" and nic.gpu is not None and nic.gpudirect
-                and backend is not None and backend.gpudirect)
+        return bool(nic.role == "backend" and nic.gpu is not None and nic.gpudirect
+                    and backend is not None and backend.gpudirect)
 
     def turn_point(self, nic: Nic) -> str | None:
         """Where a NIC's traffic turns: the bridge it shares with its GPU under GPUDirect RDMA,
         else its socket (None when it reaches none)."""
-        if self.gpudirect(nic):
+        if self.gpudirect(nic) and nic.gpu is not None:
             shared = self.common_bridge(nic.id, nic.gpu)
             if shared is not None:
                 return shared
