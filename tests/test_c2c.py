@@ -11,12 +11,12 @@ from xml.etree import ElementTree
 
 import pytest
 
-from hwspec.perf import roofline as rf
 from hwspec.diagnostics import HwspecError
+from hwspec.formats.nccl_topology import check_nccl_xml
 from hwspec.generate.engine import plan_for
 from hwspec.generate.launch import gdr_level
 from hwspec.model.load import load_platform
-from hwspec.formats.nccl_topology import check_nccl_xml
+from hwspec.perf import roofline as rf
 
 ROOT = Path(__file__).resolve().parent.parent
 OWN_GRACE = ROOT / "tests" / "fixtures" / "rules" / "c2c_gpu_nic_on_own_grace.yaml"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from hwspec import pipeline
-from hwspec.rules import Rule, load_rules, rule
 from hwspec.diagnostics import Severity
+from hwspec.rules import Rule, load_rules, rule
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "cluster"
@@ -160,7 +160,7 @@ def test_a_node_file_given_with_its_cluster_is_loaded_once(tmp_path, monkeypatch
     monkeypatch.setattr(hwspec.model.load, "load_node", lambda doc, *rest: loads.append(doc.file) or real(doc, *rest))
     loaded = pipeline.LoadedNodes()
     first, _ = pipeline.load_any(node, loaded=loaded)
-    second, nodes = pipeline.load_any(cluster, loaded=loaded)
+    _, nodes = pipeline.load_any(cluster, loaded=loaded)
     assert len(loads) == 1 and list(nodes.values()) == [first]
 
 
@@ -169,7 +169,7 @@ def test_without_a_run_s_loaded_nodes_every_load_is_fresh(tmp_path):
     node, cluster = copy_zionex_pair(tmp_path)
     first, _ = pipeline.load_any(node)
     _, nodes = pipeline.load_any(cluster)
-    assert list(nodes.values())[0] is not first
+    assert next(iter(nodes.values())) is not first
 
 
 def test_a_node_file_rewritten_in_place_is_loaded_again(tmp_path):

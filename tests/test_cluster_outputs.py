@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from hwspec import pipeline
-
 from hwspec.generate import engine as generate
 from hwspec.topology.hostlist import expand
 

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from hwspec import pipeline
-
-from hwspec.generate import engine as generate
 from hwspec.generate import diagram
+from hwspec.generate import engine as generate
 
 ROOT = Path(__file__).resolve().parent.parent
 QUOTED = r'"(?:[^"\\]|\\.)*"'

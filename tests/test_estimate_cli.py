@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hwspec.perf import cluster_roofline
 from hwspec.cli.commands import main
-from hwspec.pipeline import load_any
+from hwspec.perf import cluster_roofline
 from hwspec.perf.platform_figures import figures
+from hwspec.pipeline import load_any
 from hwspec.spec.workload import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hwspec.diagnostics import HwspecError
 from hwspec.source.expand import Pattern, Provenance, evaluate, expand, substitute

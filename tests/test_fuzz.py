@@ -18,7 +18,6 @@ import io
 import json
 import os
 import re
-import shutil
 import resource
 import signal
 import subprocess
@@ -34,8 +33,7 @@ from hypothesis import strategies as st
 
 from hwspec import pipeline
 from hwspec.cli.commands import main
-from hwspec.testing import (cluster_specs, dump_yaml, hostile_cluster_specs, hostile_names, hostile_node_specs,
-                            node_specs)
+from hwspec.testing import cluster_specs, dump_yaml, hostile_cluster_specs, hostile_names, hostile_node_specs, node_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"

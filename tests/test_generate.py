@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hwspec.generate import writer
 from hwspec.cli.commands import main
+from hwspec.generate import writer
 from hwspec.generate.engine import plan_for, write_plan
 from hwspec.pipeline import check
 

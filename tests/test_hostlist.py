@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hwspec.topology import hostlist
 from hwspec.topology.hostlist import compress, compress_in_order, expand

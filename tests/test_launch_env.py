@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 import subprocess
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -26,14 +26,14 @@ CONF_LINE = re.compile(r"^[A-Z0-9_]+=[^ \t'\"]*$")
 LAUNCH_FILES = ("nccl.conf", "launch.env", "ranks.tsv", "bind.sh")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _checked(name: str):
     checked = check(ROOT / "platforms" / f"{name}.yaml")
     assert not checked.failed(), checked.diagnostics
     return checked
 
 
-@lru_cache(maxsize=None)
+@cache
 def plan(name: str) -> dict[str, str]:
     checked = _checked(name)
     files = plan_for(checked.topology, only=["nccl-conf", "launch-env", "ranks", "bind"])

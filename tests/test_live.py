@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from hwspec import content
 from hwspec.cli.commands import main
-from hwspec.generate.engine import plan_for
 from hwspec.cli.live import check_draft
 from hwspec.diagnostics import Location
+from hwspec.generate.engine import plan_for
 from hwspec.live.diff import diff
 from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs

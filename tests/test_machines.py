@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 from hwspec import pipeline
-
 from hwspec.generate import engine as generate
 from hwspec.perf import roofline as rf
 

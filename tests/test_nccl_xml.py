@@ -3,16 +3,17 @@ generated nccl-topo.xml of ZionEX and Zion."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from hwspec.formats.nccl_topology import check_nccl_xml
 from hwspec.generate.engine import GenerationError, plan_for
 from hwspec.generate.nccl import cpumap, net_speed
-from hwspec.formats.nccl_topology import check_nccl_xml
 from hwspec.pipeline import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,7 +199,7 @@ def test_more_than_16_attributes_are_rejected():
 # ------------------------------------------------------------------ the generated files
 
 
-@lru_cache(maxsize=None)
+@cache
 def generated(name: str) -> str:
     checked = check(ROOT / "platforms" / f"{name}.yaml")
     assert not checked.failed(), checked.diagnostics
@@ -252,7 +253,7 @@ def test_zionex_nvlink_counts_are_symmetric_with_12_links_per_gpu():
     counts = {(bus, link.get("target")): int(link.get("count"))
               for bus, gpu in gpus.items() for link in gpu.findall("nvlink")}
     assert all(counts[(b, a)] == n for (a, b), n in counts.items())
-    for bus, gpu in gpus.items():
+    for gpu in gpus.values():
         links = gpu.findall("nvlink")
         assert sum(int(link.get("count")) for link in links) == 12
         assert {link.get("tclass") for link in links} == {"0x030200"}

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from hwspec import pipeline
-
 from hwspec.generate import engine as generate
 from hwspec.topology.hostlist import expand
 from tests.scheduler_formats import check_kueue_manifests, check_slurm_topology_yaml, parse_label_script

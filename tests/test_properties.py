@@ -19,13 +19,24 @@ from hypothesis import strategies as st
 
 from hwspec import pipeline
 from hwspec.cli.commands import main
-from hwspec.source.expand import expand
 from hwspec.rules import load_rules
+from hwspec.source.expand import expand
 from hwspec.source.loader import load_yaml_text
 from hwspec.spec.models import NodeSpec
-from hwspec.testing import (CLUSTER_FAULT_RULES, FAULT_RULES, NVLINK_PATTERNS, check_cluster_files, check_node_text,
-                            dump_yaml, faulty_cluster_specs, faulty_node_specs, load_node_text, node_platforms,
-                            node_specs, node_yaml)
+from hwspec.testing import (
+    CLUSTER_FAULT_RULES,
+    FAULT_RULES,
+    NVLINK_PATTERNS,
+    check_cluster_files,
+    check_node_text,
+    dump_yaml,
+    faulty_cluster_specs,
+    faulty_node_specs,
+    load_node_text,
+    node_platforms,
+    node_specs,
+    node_yaml,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = settings.default.max_examples
@@ -94,8 +105,8 @@ def test_every_nvlink_pattern_is_valid(pattern, data):
 def test_sockets_grouped_into_numa_nodes_change_no_finding_and_no_number(data):
     """Grouping sockets as NUMA nodes of one physical socket (CPU lists kept) changes nothing
     but the count of physical sockets."""
-    from hwspec.perf import roofline
     from hwspec.generate.launch import omp_threads
+    from hwspec.perf import roofline
     from hwspec.testing import dump_yaml, group_numa_nodes, load_node_text
 
     spec = data.draw(node_specs(max_gpus=8, max_sockets=4))

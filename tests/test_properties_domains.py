@@ -12,8 +12,8 @@ import json
 from hypothesis import event, given, note, settings
 
 from hwspec.generate.engine import plan_for
-from hwspec.topology.hostlist import expand
 from hwspec.testing import check_cluster_files, cluster_specs, dump_yaml
+from hwspec.topology.hostlist import expand
 from tests.scheduler_formats import check_kueue_manifests, check_slurm_topology_yaml, parse_label_script
 
 EXAMPLES = settings.default.max_examples

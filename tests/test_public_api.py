@@ -31,6 +31,10 @@ def test_a_platform_from_the_public_loader_has_its_topology_in_a_fresh_interpret
     assert out.startswith("(")
 
 
+def test_all_lists_exactly_the_lazily_resolved_names():
+    assert sorted(hwspec.__all__) == sorted([*hwspec._EXPORTS, "__version__"])
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="module 'hwspec' has no attribute 'lod_platform'"):
         hwspec.lod_platform  # noqa: B018

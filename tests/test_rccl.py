@@ -5,16 +5,16 @@ MI300X node, its rccl.conf and launch.env, rule HW911, and the HGX H100 node's N
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
+from hwspec.formats.nccl_topology import check_nccl_xml, check_rccl_xml
 from hwspec.generate.engine import plan_for
 from hwspec.generate.rccl import rccl_limits
 from hwspec.model.load import load_catalogue
-from hwspec.formats.nccl_topology import check_nccl_xml, check_rccl_xml
 from hwspec.pipeline import check
 from hwspec.testing import check_node_text, load_node_text
 from tests.test_nccl_xml import replace_once
@@ -162,7 +162,7 @@ def test_rccl_element_limit():
 # ------------------------------------------------------------------ generated files
 
 
-@lru_cache(maxsize=None)
+@cache
 def plan(name: str) -> dict[str, str]:
     checked = check(ROOT / "platforms" / f"{name}.yaml")
     assert not checked.failed(), checked.diagnostics
@@ -245,7 +245,7 @@ def _mi300x_text(old: str, new: str) -> str:
 def test_amd_part_without_compute_units_is_reported_and_not_written():
     text = _mi300x_text("    part: mi300x-oam-192gb\n", "    part: mi300x-oam-192gb\n    override: {compute_units: null}\n")
     platform = load_node_text(text, file="platforms/mi300x-oam.yaml")
-    assert [limit.message for limit in rccl_limits(platform.topology)][0] == (
+    assert next(limit.message for limit in rccl_limits(platform.topology)) == (
         "gpu0: part mi300x-oam-192gb has no compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count)")
     findings = [f for f in check_node_text(text, file="platforms/mi300x-oam.yaml") if f.code == "HW911"]
     assert len(findings) == 8

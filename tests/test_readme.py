@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from hwspec import pipeline
-
-from hwspec.generate import engine as generate
-from hwspec.perf import roofline as rf
 from hwspec.cli.commands import main
+from hwspec.generate import engine as generate
 from hwspec.model.node import NvlinkConnection, PcieLink
+from hwspec.perf import roofline as rf
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "spec"

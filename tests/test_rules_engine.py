@@ -8,16 +8,17 @@ import signal
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import networkx as nx
 import pytest
 
 from hwspec.diagnostics import Severity
-from hwspec.topology.graph import build_graph, pcie_tree
 from hwspec.model.load import load_platform
 from hwspec.rules import Rule, Sandbox, load_rules, run_rules
+from hwspec.topology.graph import build_graph, pcie_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests/fixtures/rules"

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from hwspec import pipeline
-
+from hwspec.model.load import load_platform
 from hwspec.perf import cluster_roofline
 from hwspec.perf import roofline as rf
-from hwspec.model.load import load_platform
 from hwspec.topology.node import Topology, climb
 
 ROOT = Path(__file__).parent.parent

@@ -44,7 +44,11 @@ _EXPORTS: dict[str, str] = {
     "HwspecError": "hwspec.diagnostics.diagnostic",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Checked", "Cluster", "ClusterTopology", "Code", "Context", "Diagnostic", "Finding", "HwspecError", "Location",
+    "Platform", "Severity", "Topology", "__version__", "check", "check_plan", "load_platform", "load_rules",
+    "plan_for", "rule", "run_rules", "write_plan",
+]
 
 if TYPE_CHECKING:
     from hwspec.diagnostics.codes import Code

@@ -7,7 +7,7 @@ live-machine readers.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def format_cpu_list(cpus: Iterable[int]) -> str:

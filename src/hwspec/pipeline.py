@@ -6,9 +6,10 @@ says whether generation may go on.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
@@ -148,7 +149,8 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
         return load_workload_document(doc, expanded), {}
     pos = doc.locate(("kind",))
     raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.UNKNOWN_KIND,
-                                  f"unknown platform kind {kind!r}", "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
+                                  f"unknown platform kind {kind!r}",
+                                  "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),

@@ -11,11 +11,12 @@ import argparse
 import gc
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from hwspec import __version__
-from hwspec.cli.common import command_sandbox, load_command_rules as _rules
+from hwspec.cli.common import command_sandbox
+from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
@@ -95,8 +96,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Validate, then render every platform's plan and write it (or compare with --check)."""
     from hwspec import pipeline
-    from hwspec.generate import engine as generate
     from hwspec.diagnostics import Code, report
+    from hwspec.generate import engine as generate
 
     rules = _rules(args)
     if rules is None:

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 def load_command_rules(args: argparse.Namespace) -> list | None:
     """The built-in rules plus `--rules DIR`s; None (after printing why) when one fails to load."""
     from hwspec.diagnostics import HwspecError
-    from hwspec.pipeline import rule_directories
     from hwspec.diagnostics.report import render
+    from hwspec.pipeline import rule_directories
     from hwspec.rules.engine import load_rules
     from hwspec.rules.sandbox import set_time_limit
 

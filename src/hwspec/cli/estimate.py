@@ -17,8 +17,9 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     """The checked platform's topology, or None and the exit status (after printing why)."""
     from hwspec import pipeline
+    from hwspec.cli.common import command_sandbox
+    from hwspec.cli.common import load_command_rules as _rules
     from hwspec.diagnostics import report
-    from hwspec.cli.common import command_sandbox, load_command_rules as _rules
 
     rules = _rules(args)
     if rules is None:
@@ -37,8 +38,7 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
 
 
 def _workload(path: Path) -> tuple[Any, int]:
-    from hwspec.diagnostics import report
-    from hwspec.diagnostics import HwspecError
+    from hwspec.diagnostics import HwspecError, report
     from hwspec.pipeline import READ_ERROR_CODES
     from hwspec.spec.workload import load_workload
 
@@ -51,8 +51,7 @@ def _workload(path: Path) -> tuple[Any, int]:
 
 
 def _estimate(figures, workload) -> tuple[dict | None, int]:
-    from hwspec.diagnostics import report
-    from hwspec.diagnostics import HwspecError
+    from hwspec.diagnostics import HwspecError, report
     from hwspec.perf.estimate import estimate
 
     try:

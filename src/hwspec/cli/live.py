@@ -75,8 +75,7 @@ def check_draft(text: str, file: str, parts_dirs=(), sandbox: Sandbox | None = N
 def run_import(args: argparse.Namespace) -> int:
     from hwspec import content
     from hwspec.cli.common import command_sandbox
-    from hwspec.diagnostics import report
-    from hwspec.diagnostics import HwspecError
+    from hwspec.diagnostics import HwspecError, report
     from hwspec.live.draft import draft_text
     from hwspec.model.load import load_catalogue
 
@@ -118,9 +117,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     from hwspec import pipeline
-    from hwspec.diagnostics import report
-    from hwspec.diagnostics import HwspecError
     from hwspec.cli.common import command_sandbox
+    from hwspec.diagnostics import HwspecError, report
     from hwspec.live.diff import CHECKS, diff
     from hwspec.rules.engine import load_rules
 

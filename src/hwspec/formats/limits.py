@@ -12,9 +12,8 @@ generator code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hwspec.model.node import Platform

@@ -137,8 +137,8 @@ class _Element:
     name: str
     line: int
     attrs: list[tuple[str, str]] = field(default_factory=list)
-    children: list["_Element"] = field(default_factory=list)
-    parent: "_Element | None" = None
+    children: list[_Element] = field(default_factory=list)
+    parent: _Element | None = None
 
     def get(self, key: str) -> str | None:
         for k, v in self.attrs:

@@ -12,8 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hwspec.formats.limits import GenerationError, Limit
-from hwspec.formats.nccl_topology import (CLASS_ACCELERATOR, MAX_ELEMENTS, MAX_STRING, NVSWITCH_SENTINEL, PCIE_LINK_SPEED,
-                                          RCCL_MAX_CHILDREN, RCCL_MAX_ELEMENTS)
+from hwspec.formats.nccl_topology import (
+    CLASS_ACCELERATOR,
+    MAX_ELEMENTS,
+    MAX_STRING,
+    NVSWITCH_SENTINEL,
+    PCIE_LINK_SPEED,
+    RCCL_MAX_CHILDREN,
+    RCCL_MAX_ELEMENTS,
+)
 from hwspec.model.node import Bridge, Gpu, Nic, Platform
 from hwspec.topology.node import Topology
 
@@ -78,7 +85,7 @@ class XmlNode:
 
     tag: str
     attrs: list[tuple[str, str]] = field(default_factory=list)
-    children: list["XmlNode"] = field(default_factory=list)
+    children: list[XmlNode] = field(default_factory=list)
     at: str | None = None
     """The platform entity (id) the element describes, to locate a problem with it; not written."""
 
@@ -148,7 +155,7 @@ def topology_limits(topology: Topology) -> list[Limit]:
                             (widest.id, "cpus") if widest.cpus else (widest.id,),
                             "number the CPUs from 0 without large gaps"))
     if not limits:
-        detail, system = choose_topology(topology)
+        _, system = choose_topology(topology)
         size = elements(system)
         if size > MAX_ELEMENTS:
             limits.append(Limit(f"even the skeleton topology has {size} elements; NCCL 2.21+ reads at most "
@@ -187,7 +194,7 @@ def _cpu_total(platform: Platform) -> int:
     return max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
 
 
-def system_tree(topology: Topology, detail: str = "complete", form: "XmlForm | None" = None) -> XmlNode:
+def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | None = None) -> XmlNode:
     """The `<system>` tree of a node's `topology` at `detail` (a key of DETAIL_LEVELS), in
     `form` (NCCL's by default, or RCCL's)."""
     form = form or NCCL_FORM

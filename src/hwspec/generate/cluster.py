@@ -10,10 +10,10 @@ node name or its short hostname.
 
 from __future__ import annotations
 
-from hwspec.model.cluster import Cluster
+from hwspec.formats.nccl_env import is_nccl
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, render_all
 from hwspec.generate.launch import Setting, merge_environment, nccl_conf_text
-from hwspec.formats.nccl_env import is_nccl
+from hwspec.model.cluster import Cluster
 
 
 def rail_optimized(cluster: Cluster) -> bool | None:
@@ -86,8 +86,8 @@ def cluster_roofline_json(ctx: GenContext) -> Plan:
     """roofline.json (aggregates, injection, bisection, hierarchical collective bounds) and
     torchrec-topology.json (Topology kwargs and TopologyFactory configs with world_size and
     local_world_size)."""
-    from hwspec.perf.cluster_roofline import cluster_roofline, cluster_torchrec
     from hwspec.generate.roofline import dump, torchrec_document
+    from hwspec.perf.cluster_roofline import cluster_roofline, cluster_torchrec
 
     doc = cluster_roofline(ctx.topology)
     plan = {"roofline.json": dump({"_generated": ctx.header_lines(), **doc})}

@@ -17,14 +17,15 @@ Output is deterministic: platform order (sockets by NUMA node, devices by bus id
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
-from hwspec.text import xml_escape as escape
+from typing import Any
 
 from hwspec.generate.engine import GenContext, generator
-from hwspec.text import visible
 from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, Platform
 from hwspec.perf.roofline import gbps, gib
+from hwspec.text import visible
+from hwspec.text import xml_escape as escape
 
 NVSWITCH = "nvswitch"
 SWITCH_FABRIC = "NVSwitch fabric"

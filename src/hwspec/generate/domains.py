@@ -22,10 +22,10 @@ from collections.abc import Sequence
 
 import yaml
 
-from hwspec.model.cluster import Cluster
-from hwspec.topology.cluster import ClusterTopology
 from hwspec.generate.engine import GenContext, generator
 from hwspec.generate.launch import Setting
+from hwspec.model.cluster import Cluster
+from hwspec.topology.cluster import ClusterTopology
 
 LABEL_PREFIX = "topology.hwspec.io"
 """Prefix of the node labels hwspec defines (a DNS subdomain, as Kubernetes label keys need)."""

@@ -15,15 +15,15 @@ import functools
 import importlib
 import os
 import shlex
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
-from hwspec.text import xml_escape as escape
-
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hwspec import __version__, content
 from hwspec.formats.limits import SAFE_VALUE, GenerationError, Limit
 from hwspec.text import XML_COMMENT_DASH, comment, visible
+from hwspec.text import xml_escape as escape
 
 if TYPE_CHECKING:
     import jinja2
@@ -124,7 +124,7 @@ class GenContext:
     source: str
     install_dir: str = ""
     rail_optimized: bool | None = None
-    rendered: "Rendered | None" = field(default=None, repr=False, compare=False)
+    rendered: Rendered | None = field(default=None, repr=False, compare=False)
     """The run's outputs so far, for a cluster generator that renders its node platforms."""
     deployment_read: set[str] = field(default_factory=set, repr=False, compare=False)
     """Which of DEPLOYMENT the generator has read: output that read neither is the same in
@@ -342,9 +342,9 @@ def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
     are (or would be) at. `write_plan(..., svg=True)` renders them into each platform's new
     set, so they appear with it; SVGs are not part of the plan (graphviz output differs between
     versions), so `--check` ignores them and they are not committed."""
-    from hwspec.generate.writer import safe_join, write_atomic
-
     import shutil
+
+    from hwspec.generate.writer import safe_join
 
     if shutil.which("dot") is None:
         return []

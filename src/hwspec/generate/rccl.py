@@ -15,11 +15,18 @@ same list at validate time, so `validate` clean means this generator succeeds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN, check_rccl_xml
-from hwspec.formats.nccl_tree import (DETAIL_LEVELS, RCCL_FORM, RcclLimit, XmlNode, collective_library,  # noqa: F401  (RcclLimit: its name here stays)
-                                      elements, most_children, rccl_limits, system_tree)
+from hwspec.formats.nccl_tree import (  # noqa: F401  (RcclLimit: its name here stays)
+    DETAIL_LEVELS,
+    RCCL_FORM,
+    RcclLimit,
+    XmlNode,
+    collective_library,
+    elements,
+    most_children,
+    rccl_limits,
+    system_tree,
+)
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator
 from hwspec.generate.nccl import detection_notes
 from hwspec.model.node import Platform

@@ -11,9 +11,8 @@ import json
 import re
 from typing import Any
 
-from hwspec.perf import roofline as rf
 from hwspec.generate.engine import GenContext, generator
-
+from hwspec.perf import roofline as rf
 
 _INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 """Characters json.dumps leaves raw with ensure_ascii=False that terminals or JavaScript read as

@@ -20,8 +20,7 @@ from hwspec.generate.launch import cpu_ranges
 from hwspec.topology.hostlist import compress, compress_in_order
 
 if TYPE_CHECKING:
-    from hwspec.model.cluster import Cluster
-    from hwspec.model.cluster import NodeGroup
+    from hwspec.model.cluster import Cluster, NodeGroup
     from hwspec.topology.cluster import ClusterTopology
 
 REAL_MEMORY_RESERVE = 0.03

@@ -28,8 +28,8 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterator
 
 from hwspec.atomic import write_atomic_bytes
 

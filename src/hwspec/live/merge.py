@@ -9,8 +9,8 @@ bus id, as nvidia-smi numbers them), its NICs by name.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from hwspec.diagnostics import Severity
 from hwspec.live.inputs import read_input

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import (CPU_VENDORS, NUMA_PREFIX, NVSWITCH, PCIE_SPEED_STRINGS, Bridge, Gpu, Link, Machine,
-                                  Nic, NicPort, NumaNode, NvLink)
+from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, NVSWITCH, PCIE_SPEED_STRINGS, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, NvLink
 from hwspec.live.xmlread import Element
 
 BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")

@@ -36,7 +36,7 @@ class Link:
     """The input reported width 0: a device passed through to a VM (NCCL reads it as x16)."""
 
     @classmethod
-    def of(cls, gen: int | None, width: int | None, width_zero: bool = False) -> "Link":
+    def of(cls, gen: int | None, width: int | None, width_zero: bool = False) -> Link:
         bandwidth = PcieLink(gen, width).bandwidth if gen in PCIE_GT_PER_LANE and width else None
         return cls(gen, width, bandwidth, width_zero)
 

@@ -35,7 +35,9 @@ def _flatten(entry: Any, path: tuple = ()) -> dict[tuple, Any] | None:
 def _int_expression(values: list[int], var: str, hexa: bool) -> str | None:
     """An expression of `var` giving values[i] for every i, or None."""
     n = len(values)
-    lit = (lambda x: f"0x{x:02x}" if hexa and x >= 10 else str(x))
+
+    def lit(x: int) -> str:
+        return f"0x{x:02x}" if hexa and x >= 10 else str(x)
 
     def terms(parts: list[tuple[int, str]], constant: int) -> str:
         pieces = [(c, t if c in (1, -1) else f"{t}*{lit(abs(c))}") for c, t in parts if c]

@@ -2,9 +2,10 @@
 
 The matrix names GPUs (`GPU0`...) and NICs (`NIC0`... with a "NIC Legend" giving `mlx5_0`, or
 the RDMA names as columns in drivers before ~470), and says for each pair how they connect:
-`NV#` (# bonded NVLinks; on NVSwitch boards every pair shows the GPU's links to the switches), `PIX` (at most one PCIe bridge), `PXB` (several bridges, no host
-bridge), `PHB` (through a host bridge), `NODE` (between host bridges of one NUMA node), `SYS`
-(across the CPU interconnect; `SOC` in old drivers), `X` (self). GPU rows add `CPU Affinity`,
+`NV#` (# bonded NVLinks; on NVSwitch boards every pair shows the GPU's links to the switches),
+`PIX` (at most one PCIe bridge), `PXB` (several bridges, no host bridge), `PHB` (through a
+host bridge), `NODE` (between host bridges of one NUMA node), `SYS` (across the CPU
+interconnect; `SOC` in old drivers), `X` (self). GPU rows add `CPU Affinity`,
 `NUMA Affinity` and (drivers 535+) `GPU NUMA ID`. Cells are tab-separated; headers may carry
 ANSI underline codes. There are no bus ids: devices keep their names as keys, and the PCIe
 tree is reconstructed from the path types (one switch per PIX group, one above per PXB group),
@@ -65,7 +66,9 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                         "capture it with: nvidia-smi topo -m > topo.txt")
         return
     header = [c for c in _cells(lines[header_at]) if c]
-    extras_at = next((i for i, c in enumerate(header) if not (_GPU.fullmatch(c) or c.startswith("NIC") or re.fullmatch(r"[A-Za-z0-9_.-]+", c) and " " not in c)), len(header))
+    extras_at = next((i for i, c in enumerate(header)
+                      if not (_GPU.fullmatch(c) or c.startswith("NIC") or (re.fullmatch(r"[A-Za-z0-9_.-]+", c) and " " not in c))),
+                     len(header))
     devices, extras = header[:extras_at], header[extras_at:]
     if len(devices) > MAX_DEVICES:
         machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101", f"more than {MAX_DEVICES} devices in the header")
@@ -198,7 +201,7 @@ def _tree(machine: Machine, gpus: dict[str, Gpu], nics: dict[str, Nic]) -> None:
                 numa[a] = numa[b]
     for name, nic in nics.items():
         nic.numa = numa.get(name)
-    for name, gpu in gpus.items():
+    for gpu in gpus.values():
         node = machine.numa.get(gpu.numa) if gpu.numa is not None else None
         if gpu.numa is not None and node is None:
             machine.numa[gpu.numa] = NumaNode(gpu.numa, gpu.where, cpus=gpu.cpus)

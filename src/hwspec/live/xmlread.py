@@ -23,8 +23,8 @@ class Element:
     attrs: dict[str, str]
     line: int
     col: int
-    children: list["Element"] = field(default_factory=list)
-    parent: "Element | None" = field(default=None, repr=False)
+    children: list[Element] = field(default_factory=list)
+    parent: Element | None = field(default=None, repr=False)
 
 
 class XmlError(Exception):

@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from hwspec.perf import roofline as rf
-from hwspec.topology.cluster import ClusterTopology
 from hwspec.text import visible
+from hwspec.topology.cluster import ClusterTopology
 
 HIERARCHICAL_METHOD = (
     "Upper bounds from bandwidth alone, per byte of the nccl-tests buffer S, with G GPUs per node, N nodes, "

@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from hwspec.perf import roofline as rf
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.perf import roofline as rf
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Workload
 

@@ -7,8 +7,9 @@ when it is missing. SVG output is deterministic: fixed hash salt, no date, no so
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hwspec.perf.estimate import TERMS
 

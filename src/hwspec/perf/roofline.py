@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from hwspec.model.node import Gpu
-from hwspec.topology.node import Topology
 from hwspec.text import visible
+from hwspec.topology.node import Topology
 
 SCHEMA_VERSION = 1
 
@@ -334,7 +335,8 @@ def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> 
         "inter_host_bw": "per-GPU scale-out bandwidth: " + _scale_out_note(topology),
     }
     return {"_units": "hbm_cap and ddr_cap: bytes; every *_bw: bytes per millisecond (bytes/s / 1000, SI bytes), per direction",
-            "_usage": "Topology(**json.load(open(path))['topology_kwargs']) from torchrec.distributed.planner.types (TorchRec >= 1.1.0 for hbm_to_ddr_mem_bw)",
+            "_usage": "Topology(**json.load(open(path))['topology_kwargs']) from torchrec.distributed.planner.types "
+                      "(TorchRec >= 1.1.0 for hbm_to_ddr_mem_bw)",
             "_derivation": {key: derivation[key] for key in kwargs},
             "topology_kwargs": kwargs}
 
@@ -413,15 +415,21 @@ def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tu
     }
     via = collectives["via"] if collectives else None
     notes = [
-        "Units as Calculon reads them: tflops x1e12 FLOP/s, GiB x1024^3 bytes, GBps and bandwidth x1e9 bytes/s (per direction, per GPU), latency in seconds.",
-        "Peak model: every efficiency table is [[0, 1.0]] (datasheet peak for all sizes), network efficiency 1.0, processor_usage 0.0; calibrate against measurements before trusting absolute times.",
-        "matrix: tensor-core peaks; float32 is the IEEE FP32 peak (TF32 is opt-in). vector: the FP32 CUDA-core peak for every dtype (platform parts list no non-tensor half-precision rate; conservative).",
-        "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's host link: NVLink-C2C when it has one, else PCIe).",
+        "Units as Calculon reads them: tflops x1e12 FLOP/s, GiB x1024^3 bytes, GBps and bandwidth x1e9 bytes/s "
+        "(per direction, per GPU), latency in seconds.",
+        "Peak model: every efficiency table is [[0, 1.0]] (datasheet peak for all sizes), network efficiency 1.0, "
+        "processor_usage 0.0; calibrate against measurements before trusting absolute times.",
+        "matrix: tensor-core peaks; float32 is the IEEE FP32 peak (TF32 is opt-in). vector: the FP32 CUDA-core peak for "
+        "every dtype (platform parts list no non-tensor half-precision rate; conservative).",
+        "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's host link: "
+        "NVLink-C2C when it has one, else PCIe).",
         f"networks[0]: intra-node tier over {via or 'nothing'}, bandwidth = intra-node collective busbw bound, size = GPUs per node. "
         "networks[1]: scale-out tier, bandwidth = per-GPU backend NIC share, size 65536.",
         "ops use ring conventions ([1.0, -1] for reduce_scatter/all_gather, [2.0, -1] for all_reduce) so bandwidth is an nccl-tests busbw.",
-        f"latency: assumed {CALCULON_LATENCY['nvlink']} s (intra-node) and {CALCULON_LATENCY['backend']} s (scale-out), the values of Calculon's a100 example; platform files state no latencies.",
-        "Calculon reads top-level keys by name; _generated and _notes are extra keys for provenance (delete them with jq 'del(._generated, ._notes)' if a Calculon version rejects them).",
+        f"latency: assumed {CALCULON_LATENCY['nvlink']} s (intra-node) and {CALCULON_LATENCY['backend']} s (scale-out), "
+        "the values of Calculon's a100 example; platform files state no latencies.",
+        "Calculon reads top-level keys by name; _generated and _notes are extra keys for provenance "
+        "(delete them with jq 'del(._generated, ._notes)' if a Calculon version rejects them).",
     ]
     return system, notes
 
@@ -526,7 +534,8 @@ def text_report(doc: dict[str, Any]) -> str:
     out += [""] + table(("memory", "capacity", "bandwidth"), (
         ("hbm", gib(node["hbm_capacity_bytes"]), gbps(node["hbm_bandwidth_bytes_per_s"])),
         ("ddr", gib(node["ddr_capacity_bytes"]), gbps(node["ddr_bandwidth_bytes_per_s"])),
-        ("ssd", gib(node["ssd_capacity_bytes"]) if node["ssd_capacity_bytes"] else "-", gbps(node["ssd_bandwidth_bytes_per_s"]) if node["ssd_capacity_bytes"] else "-")))
+        ("ssd", gib(node["ssd_capacity_bytes"]) if node["ssd_capacity_bytes"] else "-",
+         gbps(node["ssd_bandwidth_bytes_per_s"]) if node["ssd_capacity_bytes"] else "-")))
     out += [""] + table(("links", "bandwidth"), (
         ("nvlink (sum over GPUs)", gbps(node["nvlink_bandwidth_bytes_per_s"])),
         ("backend NICs", gbps(node["backend_nic_bandwidth_bytes_per_s"] or None)),

@@ -23,14 +23,14 @@ import importlib.util
 import inspect
 import sys
 import types
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
+from hwspec.rules.sandbox import TIME_LIMIT, Box, Escape, RuleTimeout, Sandbox, contained, set_time_limit, time_limit  # noqa: F401  (their names here stay)
 from hwspec.spec.translate import nearest
-from hwspec.rules.sandbox import Box, Escape, Sandbox, contained
-from hwspec.rules.sandbox import TIME_LIMIT, RuleTimeout, set_time_limit, time_limit  # noqa: F401  (their names here stay)
 from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]

@@ -20,8 +20,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 TIME_LIMIT = 10.0
 """Seconds one rule may run (and one rule module may take to import) before it is stopped and
@@ -72,9 +72,10 @@ def contained(limit: float | None = None) -> Iterator[None]:
     """Run site code (a rule, or a rule module's import) in a box.
 
     Inside, `sys.stdout` and file descriptor 1 are the process's stderr, so `print`,
-    `os.write(1, ...)` or a child process in a rule cannot corrupt a JSON or SARIF report; `sys.stdout`/`sys.stderr` are restored afterwards whatever the code did to
-    them. `SystemExit`, `KeyboardInterrupt` that is not a real Ctrl-C, `GeneratorExit` and
-    any other BaseException become `Escape`; running past `limit` seconds (SIGALRM, main
+    `os.write(1, ...)` or a child process in a rule cannot corrupt a JSON or SARIF report;
+    `sys.stdout`/`sys.stderr` are restored afterwards whatever the code did to them.
+    `SystemExit`, `KeyboardInterrupt` that is not a real Ctrl-C, `GeneratorExit` and any other
+    BaseException become `Escape`; running past `limit` seconds (SIGALRM, main
     thread only; repeated every 0.1 s in case the code swallows the first) becomes `Escape`
     too. A real Ctrl-C (SIGINT) still stops hwspec. Ordinary exceptions pass through."""
     with Box(limit) as box, box.item():
@@ -93,7 +94,7 @@ class Box:
         self.outer_deadline: float | None = None
         self.outer_interval = 0.0
 
-    def __enter__(self) -> "Box":
+    def __enter__(self) -> Box:
         self.saved_out, self.saved_err = sys.stdout, sys.stderr
         if self.main:
             def on_alarm(signum, frame):

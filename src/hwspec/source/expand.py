@@ -28,8 +28,9 @@ import itertools
 import math
 import operator
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.source.loader import SourceDoc

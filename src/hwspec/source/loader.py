@@ -18,6 +18,7 @@ import pathlib
 import re
 import stat
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -207,7 +208,7 @@ class _Hooks:
     alias inside its own anchor, and to remember where each alias was written.
     """
 
-    yaml_implicit_resolvers = {
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {
         first: [(tag, rx) for tag, rx in resolvers if tag not in (_Y + "timestamp", _Y + "value")]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }

@@ -8,7 +8,7 @@ repeat-expanded entries back to their template line.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from hwspec.diagnostics import Location
 from hwspec.source.expand import Expanded, Provenance

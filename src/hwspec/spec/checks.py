@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hwspec.source.expand import Substituted
 from pydantic_core import PydanticCustomError
+
+from hwspec.source.expand import Substituted
 
 MAX_CPU_ID = 65535
 """Largest logical CPU id (Linux's NR_CPUS tops out at 8192 today)."""
@@ -230,9 +231,9 @@ class LinkMethods:
     @property
     def generation(self) -> int:
         """The PCIe generation, given as `gen` or derived from `speed` (a PCIe rate)."""
-        gen: int | None = getattr(self, "gen")
+        gen: int | None = self.gen
         if gen is not None:
             return gen
-        speed: float = getattr(self, "speed")
+        speed: float = self.speed
         return next(g for g, rate in PCIE_GEN_RATES.items() if rate == speed)
 

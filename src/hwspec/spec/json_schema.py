@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import json
-
 from typing import Any
 
 from hwspec.spec.models import ClusterSpec, NodeSpec, PartsCatalogue
@@ -197,7 +196,7 @@ def _add_repeat_variants(defs: dict) -> None:
 def _describe_refs(defs: dict) -> None:
     """A property that is a bare `$ref` gets the referenced model's description beside it."""
     for body in defs.values():
-        for name, prop in body.get("properties", {}).items():
+        for prop in body.get("properties", {}).values():
             target = prop.get("$ref", "")
             if target.startswith("#/$defs/") and "description" not in prop:
                 described = defs.get(target.split("/")[-1], {}).get("description")

@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from hwspec.spec import checks
 from hwspec.spec.checks import MAX_CORES, MAX_CPU_ID, MAX_SOCKETS, PCIE_GEN_RATES  # noqa: F401  (part of the spec language)
-from hwspec.spec.unit_types import Bytes, ByteRate, FlopRate, TransferRate
+from hwspec.spec.unit_types import ByteRate, Bytes, FlopRate, TransferRate
 
 Bandwidth = Annotated[ByteRate, Field(gt=0)]
 """A bandwidth that must be above zero: a link or memory with no bandwidth is a mistake (leave
@@ -87,7 +87,8 @@ class PcieLink(_LinkRate):
     trains at, which rules and the roofline use. Without `physical`, the link is both."""
 
     width: Literal[0, 1, 2, 4, 8, 16, 32] = Field(description="Lanes (0: the width a VM reports for a passed-through device).")
-    physical: PhysicalLink | None = Field(None, description="The link the hardware trains at, when the presented one differs (a VM's virtual bridge).")
+    physical: PhysicalLink | None = Field(
+        None, description="The link the hardware trains at, when the presented one differs (a VM's virtual bridge).")
 
     _width_zero_needs_physical = model_validator(mode="after")(checks.width_zero_needs_physical)
 

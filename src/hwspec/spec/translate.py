@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import types
 import typing
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 

@@ -7,13 +7,24 @@ named here are module-level functions of `hwspec.spec.units`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 from hwspec.spec import units
-from hwspec.spec.units import (_BYTE_RATE_KIND, _DURATION_KIND, _FLOP_RATE_KIND, _SIZE_KIND, _TRANSFER_RATE_KIND, format_byte_rate,
-                          format_bytes, format_duration, format_flop_rate, format_transfer_rate)
+from hwspec.spec.units import (
+    _BYTE_RATE_KIND,
+    _DURATION_KIND,
+    _FLOP_RATE_KIND,
+    _SIZE_KIND,
+    _TRANSFER_RATE_KIND,
+    format_byte_rate,
+    format_bytes,
+    format_duration,
+    format_flop_rate,
+    format_transfer_rate,
+)
 
 
 def _serializer(format_: Callable[[Any], str]) -> PlainSerializer:

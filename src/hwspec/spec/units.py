@@ -33,10 +33,11 @@ Decisions:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 from pydantic_core import PydanticCustomError
 

@@ -13,18 +13,19 @@ plus `out` biases, 2 x in x out FLOPs per sample forward.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
-from hwspec.spec.translate import DataPath, dotted, validate_document
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
 from hwspec.spec.models import Id, OptionalWholeNumber, Spec, WholeNumber
+from hwspec.spec.translate import DataPath, dotted, validate_document
 
 StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 CommDtype = Literal["fp32", "fp16", "bf16", "fp8"]
@@ -53,7 +54,7 @@ class BatchSpec(Spec):
     per_gpu: OptionalWholeNumber = Field(None, ge=1, description="Samples per iteration per GPU (local batch).")
 
     @model_validator(mode="after")
-    def _one(self) -> "BatchSpec":
+    def _one(self) -> BatchSpec:
         if (self.global_ is None) == (self.per_gpu is None):
             raise PydanticCustomError("hwspec_batch", "give either 'global' or 'per_gpu', not both or neither")
         return self
@@ -112,7 +113,7 @@ class WorkloadSpec(Spec):
                                              description="Dtypes on the wire (quantized communication).")
 
     @model_validator(mode="after")
-    def _widths(self) -> "WorkloadSpec":
+    def _widths(self) -> WorkloadSpec:
         for width in (*self.bottom_mlp, *self.top_mlp):
             if not 1 <= width <= 1_000_000:
                 raise PydanticCustomError("hwspec_mlp", "MLP widths must be between 1 and 1000000, got {width}", {"width": width})

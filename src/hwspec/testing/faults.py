@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -377,7 +378,8 @@ def _cluster_fault(draw, rules: frozenset[str], kwargs: dict) -> tuple[Fault, Cl
     cluster = copy.deepcopy(files.cluster)
     speed = cluster["backend"]["speed"]
     cluster["backend"]["speed"] = "400 Gb/s" if speed != "50 GB/s" else "100 Gb/s"
-    return Fault("HW807", ("backend", "speed"), f"the backend network runs at {cluster['backend']['speed']}, the NICs at {speed}"), ClusterFiles(cluster, files.node)
+    fault = Fault("HW807", ("backend", "speed"), f"the backend network runs at {cluster['backend']['speed']}, the NICs at {speed}")
+    return fault, ClusterFiles(cluster, files.node)
 
 
 CLUSTER_FAULT_RULES = ("HW805", "HW806", "HW807", "HW821", "HW822")

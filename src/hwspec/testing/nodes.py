@@ -63,9 +63,10 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from functools import cache
+from typing import Any
 
 import yaml
 from hypothesis import strategies as st
@@ -89,7 +90,7 @@ _FIRST_BUS = 0x10
 # ------------------------------------------------------------------ catalogue and helpers
 
 
-@lru_cache(maxsize=None)
+@cache
 def _catalogue():
     from hwspec import content
     from hwspec.model.load import load_catalogue
@@ -101,7 +102,7 @@ def _parts(kind: str) -> dict[str, Any]:
     return {name: part.model for name, part in sorted(_catalogue().parts.get(kind, {}).items())}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _builtin_rules() -> tuple:
     from hwspec.pipeline import rule_directories
     from hwspec.rules.engine import load_rules

@@ -30,7 +30,7 @@ class ClusterTopology(ResolvedView):
     platform: Cluster
 
     @property
-    def node_topologies(self) -> tuple["Topology", ...]:
+    def node_topologies(self) -> tuple[Topology, ...]:
         """The topology of each distinct node platform, in first-use order."""
         return tuple(p.topology for p in self.platform.node_platforms)
 
@@ -105,12 +105,12 @@ class ClusterTopology(ResolvedView):
                    default=0.0)
 
     @cached_property
-    def graph(self) -> "nx.Graph":
+    def graph(self) -> nx.Graph:
         """The switch-level graph (`build_cluster_graph`), built on first use only."""
         return build_cluster_graph(self.platform)
 
 
-def build_cluster_graph(cluster: Cluster) -> "nx.Graph":
+def build_cluster_graph(cluster: Cluster) -> nx.Graph:
     """Switch-level graph: one node per leaf and spine (kind leaf|spine) and one per node
     group (kind group); edges carry `links` (port count) and `bandwidth` (bytes/s per
     direction). Hosts are not nodes of their own: per-node facts are arithmetic."""

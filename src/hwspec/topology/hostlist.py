@@ -21,8 +21,9 @@ import itertools
 import operator
 import os
 import re
+from collections.abc import Iterable, Sequence
 from itertools import repeat
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>[^\d]*)$")
 _HOSTLIST_SYNTAX = re.compile(r"[,\[\]]")
@@ -99,7 +100,8 @@ def _runs(hosts: list[str]) -> list[_Run] | None:
     text = "\n".join(hosts)
     if not text.isascii() or text.count("\n") != len(hosts) - 1 or _HOSTLIST_SYNTAX.search(text):
         return None
-    prefix = os.path.commonprefix([min(hosts), max(hosts)]).rstrip(_DIGITS)  # what all hosts start with
+    # what all hosts start with: a common prefix of characters, as host names are compared
+    prefix = os.path.commonprefix([min(hosts), max(hosts)]).rstrip(_DIGITS)  # noqa: RUF071
     digits = list(map(str.removeprefix, hosts, repeat(prefix)))
     if "".join(digits).isdigit() and all(digits):  # one run, no suffix: a node group's names
         return _numbered_runs([f"{prefix}\n"], [len(hosts)], digits)

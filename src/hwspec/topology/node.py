@@ -15,9 +15,10 @@ the model's ids; bandwidths are bytes/s per direction.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from hwspec.diagnostics import Location
 from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform, climb
@@ -90,7 +91,7 @@ class Topology(ResolvedView):
     platform: Platform
 
     @cached_property
-    def graph(self) -> "nx.Graph":
+    def graph(self) -> nx.Graph:
         """The networkx view (`hwspec.topology.graph.build_graph`), built on first use only. No hwspec
         code needs it for a fact; it is there for drawing and for site rules that want networkx."""
         from hwspec.topology.graph import build_graph

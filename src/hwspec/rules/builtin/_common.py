@@ -6,13 +6,15 @@ directory a private package, so nothing here is importable as `validators`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Protocol, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, TypeVar
 
 from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
-from hwspec.spec.translate import nearest
-from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
 from hwspec.formats.nccl_env import KNOWN
+from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
+from hwspec.spec.translate import nearest
 from hwspec.topology.node import RDMA_TRANSPORTS  # noqa: F401  (re-exported for the rule modules)
+
 
 class _HasId(Protocol):
     @property

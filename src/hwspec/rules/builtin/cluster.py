@@ -246,7 +246,7 @@ def rail_declaration(ctx: Context):
     if fabric is None:
         return
     cluster_rails = fabric.topology == "rail-optimized"
-    for index, group in enumerate(ctx.platform.groups):
+    for group in ctx.platform.groups:
         backend = group.platform.backend
         if backend is not None and backend.rail_optimized != cluster_rails:
             yield ctx.finding(f"{group.platform.name} declares rail_optimized: {str(backend.rail_optimized).lower()}, "

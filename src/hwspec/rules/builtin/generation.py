@@ -12,7 +12,7 @@ left to that rule, which cannot be switched off either.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from hwspec.formats.limits import Limit, hostfile_limits, settings_limits
 from hwspec.formats.nccl_tree import topology_limits

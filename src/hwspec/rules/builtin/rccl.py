@@ -7,7 +7,7 @@ means `generate` succeeds for AMD nodes too.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from hwspec.formats.nccl_tree import rccl_limits
 from hwspec.rules import Context, Finding, rule
