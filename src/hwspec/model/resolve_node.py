@@ -19,6 +19,7 @@ from hwspec.source.sourcemap import DocumentSourceMap
 
 if TYPE_CHECKING:
     from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
+    from hwspec.spec.models import PhysicalLink as PhysicalLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
 # quad, 6 links per GPU with two doubled pairs (nvidia-smi topo -m on a DGX-1V).
@@ -28,14 +29,14 @@ HYBRID_CUBE_MESH: dict[tuple[int, int], int] = {
 }
 
 
-def _link(spec: PcieLinkSpec) -> m.PcieLink:
+def _link(spec: PhysicalLinkSpec) -> m.PcieLink:
     """The link as presented."""
     return m.PcieLink(spec.generation, spec.width)
 
 
 def _physical(spec: PcieLinkSpec) -> m.PcieLink:
     """The link the hardware trains at: `physical` when given, else the presented link."""
-    return _link(spec.physical) if getattr(spec, "physical", None) is not None else _link(spec)
+    return _link(spec.physical) if spec.physical is not None else _link(spec)
 
 
 def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[int, int], int]:
