@@ -68,6 +68,7 @@ def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
     for i, s in enumerate(spec.sockets):
         part: CpuPart = parts[s.id]
         if s.numa_nodes is None:
+            assert s.numa_node is not None  # checks.one_numa_form: without numa_nodes, a socket has its numa_node
             domains.append(_Domain(s.id, s.numa_node, s.cpus, s.memory, s, part.cores, ("sockets", i)))
             continue
         share = max(1, part.cores // len(s.numa_nodes))
