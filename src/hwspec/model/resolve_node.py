@@ -120,11 +120,11 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     sockets = []
     for d in sorted(domains, key=lambda d: (d.numa_node, d.id)):
         s = d.package
-        part: CpuPart = parts[s.id]
+        cpu_part: CpuPart = parts[s.id]
         sockets.append(m.NumaNode(
-            id=d.id, numa_node=d.numa_node, part=s.part, model_name=part.model_name, vendor=part.vendor,
-            arch=part.arch, family=part.family, model=part.model, cores=d.cores,
-            threads_per_core=part.threads_per_core,
+            id=d.id, numa_node=d.numa_node, part=s.part, model_name=cpu_part.model_name, vendor=cpu_part.vendor,
+            arch=cpu_part.arch, family=cpu_part.family, model=cpu_part.model, cores=d.cores,
+            threads_per_core=cpu_part.threads_per_core,
             cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
             memory_capacity=d.memory.capacity, memory_bandwidth=d.memory.bandwidth,
             overridden=_overridden(s.override), package=s.id))
@@ -142,32 +142,32 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
     gpus = []
     for index, g in enumerate(sorted(spec.gpus, key=lambda g: (g.pcie.bus, g.id))):
-        part: GpuPart = parts[g.id]
+        gpu_part: GpuPart = parts[g.id]
         socket = socket_of(g.pcie.upstream)
         gpus.append(m.Gpu(
-            id=g.id, index=index, part=g.part, model_name=part.model_name, vendor=part.vendor,
-            form_factor=part.form_factor, slot=g.slot, sm=part.sm, pci_vendor=part.pci_vendor,
-            pci_device=part.pci_device, hbm_capacity=part.hbm.capacity, hbm_bandwidth=part.hbm.bandwidth,
-            compute=dict(sorted(part.compute.items())), sparse=frozenset(part.sparse),
-            fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
-            fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
-            upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
-            physical=_physical(g.pcie.link or part.pcie),
+            id=g.id, index=index, part=g.part, model_name=gpu_part.model_name, vendor=gpu_part.vendor,
+            form_factor=gpu_part.form_factor, slot=g.slot, sm=gpu_part.sm, pci_vendor=gpu_part.pci_vendor,
+            pci_device=gpu_part.pci_device, hbm_capacity=gpu_part.hbm.capacity, hbm_bandwidth=gpu_part.hbm.bandwidth,
+            compute=dict(sorted(gpu_part.compute.items())), sparse=frozenset(gpu_part.sparse),
+            fabric_kind=gpu_part.fabric.kind, fabric_links=gpu_part.fabric.links,
+            fabric_link_bandwidth=gpu_part.fabric.link_bandwidth, max_link=_link(gpu_part.pcie),
+            upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or gpu_part.pcie),
+            physical=_physical(g.pcie.link or gpu_part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override),
-            gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units,
-            **_c2c(g, part)))
+            gcn=gpu_part.gcn, hip_arch=gpu_part.hip_arch, compute_units=gpu_part.compute_units,
+            **_c2c(g, gpu_part)))
 
     nics = []
     for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):
-        part: NicPart = parts[n.id]
+        nic_part: NicPart = parts[n.id]
         socket = socket_of(n.pcie.upstream)
         nics.append(m.Nic(
-            id=n.id, index=index, part=n.part, model_name=part.model_name, role=n.role, transport=n.transport,
-            supported_transports=tuple(part.transports), speed=part.speed, rdma=part.rdma,
-            gpudirect=part.gpudirect, pci_vendor=part.pci_vendor, pci_device=part.pci_device,
-            max_link=_link(part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
-            upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or part.pcie),
-            physical=_physical(n.pcie.link or part.pcie),
+            id=n.id, index=index, part=n.part, model_name=nic_part.model_name, role=n.role, transport=n.transport,
+            supported_transports=tuple(nic_part.transports), speed=nic_part.speed, rdma=nic_part.rdma,
+            gpudirect=nic_part.gpudirect, pci_vendor=nic_part.pci_vendor, pci_device=nic_part.pci_device,
+            max_link=_link(nic_part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
+            upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or nic_part.pcie),
+            physical=_physical(n.pcie.link or nic_part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))
 
     ssds = []
