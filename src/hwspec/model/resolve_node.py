@@ -7,7 +7,7 @@ faults that rules report (a PCIe cycle, a device that reaches no socket) resolve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 from hwspec.model import node as m
 from hwspec.model.node import climb
@@ -99,7 +99,15 @@ def _overridden(override: dict | None, prefix: str = "") -> tuple[str, ...]:
     return tuple(sorted(paths))
 
 
-def _c2c(gpu: GpuSpec, part: GpuPart) -> dict[str, object]:
+class _C2cFields(TypedDict, total=False):
+    """The NVLink-C2C fields of `m.Gpu`, as `_c2c` passes them."""
+
+    c2c_socket: str
+    c2c_links: int
+    c2c_link_bandwidth: float
+
+
+def _c2c(gpu: GpuSpec, part: GpuPart) -> _C2cFields:
     """The GPU's NVLink-C2C fields (none when it is not attached over C2C; the loader has checked the part)."""
     if gpu.c2c is None or part.c2c is None:
         return {}
