@@ -191,7 +191,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         board = spec.baseboard
         if isinstance(board.wiring, str):
             ports = _pattern(board.wiring, range(board.slots))  # none for nvswitch: GPUs meet at the switches
-            wiring = board.wiring
+            wiring: str = board.wiring
         else:
             ports = {}
             for a, b in board.wiring:
