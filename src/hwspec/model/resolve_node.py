@@ -214,17 +214,17 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
         if isinstance(spec.nvlink.topology, list):
             topology = "explicit"
-            for entry, pair in enumerate(spec.nvlink.topology):
-                connect(gpu_by_id[pair.gpus[0]], gpu_by_id[pair.gpus[1]], pair.links, entry)
+            for entry, nvlink_pair in enumerate(spec.nvlink.topology):
+                connect(gpu_by_id[nvlink_pair.gpus[0]], gpu_by_id[nvlink_pair.gpus[1]], nvlink_pair.links, entry)
         elif spec.nvlink.topology == "nvswitch":
             topology = "nvswitch"
             switches = baseboard.nvswitches if baseboard is not None else ()
-            for g in gpus:
+            for gpu in gpus:
                 if not switches:  # switches not described: all of the GPU's links to one NVSwitch
-                    nvlinks.append(m.NvlinkConnection(g.id, "nvswitch", g.fabric_links, g.fabric_links * g.fabric_link_bandwidth))
+                    nvlinks.append(m.NvlinkConnection(gpu.id, "nvswitch", gpu.fabric_links, gpu.fabric_links * gpu.fabric_link_bandwidth))
                 for switch in switches:
-                    nvlinks.append(m.NvlinkConnection(g.id, switch.id, switch.links_per_gpu,
-                                                      switch.links_per_gpu * g.fabric_link_bandwidth))
+                    nvlinks.append(m.NvlinkConnection(gpu.id, switch.id, switch.links_per_gpu,
+                                                      switch.links_per_gpu * gpu.fabric_link_bandwidth))
         else:
             topology = spec.nvlink.topology
             by_slot = {g.slot: g for g in gpus if g.slot is not None}
@@ -236,10 +236,10 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
     backend = None
     if spec.backend is not None:
-        b = spec.backend
-        gpudirect = None if b.gpudirect == "detect" else b.gpudirect
-        backend = m.Backend(b.transport, b.nic_per_gpu, gpudirect, b.rail_optimized, b.gid_index, b.traffic_class,
-                            b.service_level, b.ib_hca)
+        backend_spec = spec.backend
+        gpudirect = None if backend_spec.gpudirect == "detect" else backend_spec.gpudirect
+        backend = m.Backend(backend_spec.transport, backend_spec.nic_per_gpu, gpudirect, backend_spec.rail_optimized,
+                            backend_spec.gid_index, backend_spec.traffic_class, backend_spec.service_level, backend_spec.ib_hca)
 
     source_map = DocumentSourceMap(doc, expanded, entity_paths)
     location = source_map.at
