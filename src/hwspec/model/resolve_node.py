@@ -297,4 +297,5 @@ def _cpu_links(spec: NodeSpec, domains: list[_Domain]) -> tuple[tuple[str, str],
         pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
     else:
         pairs = list(spec.cpu_interconnect.links)
-    return tuple(sorted({tuple(sorted((entry[a], entry[b]))) for a, b in pairs if entry[a] != entry[b]}))
+    links = {(min(entry[a], entry[b]), max(entry[a], entry[b])) for a, b in pairs if entry[a] != entry[b]}
+    return tuple(sorted(links))
