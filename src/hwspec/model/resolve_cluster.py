@@ -156,7 +156,12 @@ def _nvlink_domains(domain: NvlinkDomainSpec, node_count: int, error) -> NvlinkD
                   "domain names become Kubernetes label values and Slurm block names, e.g. 'rack${d:02}'")
             return None
     seen: set[str] = set()
-    duplicate = next((n for n in names if n in seen or seen.add(n)), None)
+    duplicate: str | None = None
+    for name in names:
+        if name in seen:
+            duplicate = name
+            break
+        seen.add(name)
     if duplicate is not None:
         error(where, f"nvlink_domain.name: {count} domains but the pattern gives '{duplicate}' more than once",
               "use d in the pattern, e.g. 'nvl${d}'")
