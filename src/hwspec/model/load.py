@@ -147,6 +147,8 @@ def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform
 def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platform:
     from pydantic import ValidationError
 
+    from hwspec.spec.models import NodeSpec
+
     def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
@@ -163,11 +165,10 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     # together with type errors elsewhere in the file.
     _check_references(expanded.data, error)
     _check_part_names(expanded.data, catalogue, error)
-    model = spec_model("NodeSpec")
     try:
-        spec = model.model_validate(expanded.data)
+        spec = NodeSpec.model_validate(expanded.data)
     except ValidationError as exc:
-        errors.extend(validation_diagnostics(exc, model, expanded.data, doc.file, locate, locate_key=locate_key))
+        errors.extend(validation_diagnostics(exc, NodeSpec, expanded.data, doc.file, locate, locate_key=locate_key))
         raise HwspecError(errors) from None
     if errors:
         raise HwspecError(errors)
