@@ -217,6 +217,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
         for index, entry in enumerate(getattr(spec, section)):
             here = (section, index)
             part = catalogue.get(kind, entry.part)
+            assert part is not None  # load_node has raised the unknown parts _check_part_names found
             if not entry.override:
                 resolved[entry.id] = part.model
                 continue
