@@ -274,8 +274,8 @@ def _check_references(data: Any, error) -> None:
                     seen[sub], kinds[sub] = where, "socket"
 
     board = data.get("baseboard") if isinstance(data.get("baseboard"), dict) else {}
-    switches = board.get("nvswitches") if isinstance(board.get("nvswitches"), list) else []
-    for index, switch in enumerate(switches):
+    switches = board.get("nvswitches")
+    for index, switch in enumerate(switches if isinstance(switches, list) else []):
         ident = switch.get("id") if isinstance(switch, dict) else None
         if not isinstance(ident, str):
             continue
