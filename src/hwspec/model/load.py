@@ -267,7 +267,7 @@ def _check_references(data: Any, error) -> None:
                     sub = numa.get("id") if isinstance(numa, dict) else None
                     if not isinstance(sub, str):
                         continue
-                    where = (section, index, "numa_nodes", j, "id")
+                    where: DataPath = (section, index, "numa_nodes", j, "id")
                     if sub in seen:
                         error(where, Code.DUPLICATE_ID, f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
                         continue
