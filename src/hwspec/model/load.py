@@ -147,6 +147,8 @@ def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform
 def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platform:
     from pydantic import ValidationError
 
+    from hwspec.spec.models import NodeSpec
+
     def locate(p: DataPath) -> Location:
         return doc.locate(expanded.written_path(p))
 
@@ -163,11 +165,10 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     # together with type errors elsewhere in the file.
     _check_references(expanded.data, error)
     _check_part_names(expanded.data, catalogue, error)
-    model = spec_model("NodeSpec")
     try:
-        spec = model.model_validate(expanded.data)
+        spec = NodeSpec.model_validate(expanded.data)
     except ValidationError as exc:
-        errors.extend(validation_diagnostics(exc, model, expanded.data, doc.file, locate, locate_key=locate_key))
+        errors.extend(validation_diagnostics(exc, NodeSpec, expanded.data, doc.file, locate, locate_key=locate_key))
         raise HwspecError(errors) from None
     if errors:
         raise HwspecError(errors)
@@ -216,6 +217,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
         for index, entry in enumerate(getattr(spec, section)):
             here = (section, index)
             part = catalogue.get(kind, entry.part)
+            assert part is not None  # load_node has raised the unknown parts _check_part_names found
             if not entry.override:
                 resolved[entry.id] = part.model
                 continue
@@ -265,15 +267,15 @@ def _check_references(data: Any, error) -> None:
                     sub = numa.get("id") if isinstance(numa, dict) else None
                     if not isinstance(sub, str):
                         continue
-                    where = (section, index, "numa_nodes", j, "id")
+                    where: DataPath = (section, index, "numa_nodes", j, "id")
                     if sub in seen:
                         error(where, Code.DUPLICATE_ID, f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
                         continue
                     seen[sub], kinds[sub] = where, "socket"
 
     board = data.get("baseboard") if isinstance(data.get("baseboard"), dict) else {}
-    switches = board.get("nvswitches") if isinstance(board.get("nvswitches"), list) else []
-    for index, switch in enumerate(switches):
+    switches = board.get("nvswitches")
+    for index, switch in enumerate(switches if isinstance(switches, list) else []):
         ident = switch.get("id") if isinstance(switch, dict) else None
         if not isinstance(ident, str):
             continue

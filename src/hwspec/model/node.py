@@ -351,7 +351,7 @@ class Platform:
 
     @cached_property
     def by_id(self) -> dict[str, NumaNode | Bridge | Gpu | Nic | Ssd]:
-        items = (*self.sockets, *self.bridges, *self.gpus, *self.nics, *self.ssds)
+        items: tuple[NumaNode | Bridge | Gpu | Nic | Ssd, ...] = (*self.sockets, *self.bridges, *self.gpus, *self.nics, *self.ssds)
         return {item.id: item for item in items}
 
     @cached_property

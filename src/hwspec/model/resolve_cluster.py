@@ -23,7 +23,7 @@ from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap
 
 if TYPE_CHECKING:
-    from hwspec.spec.models import ClusterSpec
+    from hwspec.spec.models import BackendNetworkSpec, ClusterSpec, NvlinkDomainSpec
 
 MAX_CLUSTER_NODES = 1_000_000
 """Nodes in one cluster (all groups together), the bound each group's `count` already has."""
@@ -109,12 +109,12 @@ def load_cluster(doc: SourceDoc, expanded: Expanded, cluster_file: Path, load_no
         raise HwspecError(errors)
 
     try:
-        fabric = _fabric(spec, groups) if spec.backend else None
+        fabric = _fabric(spec.backend, groups) if spec.backend else None
     except FabricTooLarge as exc:
         error(exc.path, str(exc), "use switches with more ports, or fewer uplinks")
         raise HwspecError(errors) from None
     frontend = Frontend(spec.frontend.speed, spec.frontend.ingestion_share) if spec.frontend else None
-    domains = _nvlink_domains(spec, first, error) if spec.nvlink_domain else None
+    domains = _nvlink_domains(spec.nvlink_domain, first, error) if spec.nvlink_domain else None
     if errors:
         raise HwspecError(errors)
 
@@ -136,10 +136,9 @@ DOMAIN_NAME = re.compile(r"[a-z]([-a-z0-9_.]{0,61}[a-z0-9])?")
 """A domain name: valid as a Kubernetes label value and a Slurm block name, and never a number."""
 
 
-def _nvlink_domains(spec: ClusterSpec, node_count: int, error) -> NvlinkDomains | None:
-    """Domains of `spec.nvlink_domain.nodes` consecutive nodes, named by the `name` pattern
-    (variable d). Names must be unique and safe as Kubernetes label values and Slurm names."""
-    domain = spec.nvlink_domain
+def _nvlink_domains(domain: NvlinkDomainSpec, node_count: int, error) -> NvlinkDomains | None:
+    """Domains of `domain.nodes` consecutive nodes (the cluster's `nvlink_domain`), named by the
+    `name` pattern (variable d). Names must be unique and safe as Kubernetes label values and Slurm names."""
     where = ("nvlink_domain", "name")
     count = -(-node_count // domain.nodes)
     if len(domain.name) > MAX_PATTERN:
@@ -157,7 +156,12 @@ def _nvlink_domains(spec: ClusterSpec, node_count: int, error) -> NvlinkDomains 
                   "domain names become Kubernetes label values and Slurm block names, e.g. 'rack${d:02}'")
             return None
     seen: set[str] = set()
-    duplicate = next((n for n in names if n in seen or seen.add(n)), None)
+    duplicate: str | None = None
+    for name in names:
+        if name in seen:
+            duplicate = name
+            break
+        seen.add(name)
     if duplicate is not None:
         error(where, f"nvlink_domain.name: {count} domains but the pattern gives '{duplicate}' more than once",
               "use d in the pattern, e.g. 'nvl${d}'")
@@ -202,8 +206,7 @@ def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tu
         return None
 
 
-def _fabric(spec: ClusterSpec, groups: list[NodeGroup]) -> Fabric:
-    backend = spec.backend
+def _fabric(backend: BackendNetworkSpec, groups: list[NodeGroup]) -> Fabric:
     nics_per_node = max((len(g.platform.collective_nics) for g in groups), default=0) or 1
     node_count = sum(g.count for g in groups)
     leaf = backend.leaf

@@ -7,7 +7,7 @@ faults that rules report (a PCIe cycle, a device that reaches no socket) resolve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 from hwspec.model import node as m
 from hwspec.model.node import climb
@@ -19,6 +19,7 @@ from hwspec.source.sourcemap import DocumentSourceMap
 
 if TYPE_CHECKING:
     from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
+    from hwspec.spec.models import PhysicalLink as PhysicalLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
 # quad, 6 links per GPU with two doubled pairs (nvidia-smi topo -m on a DGX-1V).
@@ -28,14 +29,14 @@ HYBRID_CUBE_MESH: dict[tuple[int, int], int] = {
 }
 
 
-def _link(spec: PcieLinkSpec) -> m.PcieLink:
+def _link(spec: PhysicalLinkSpec) -> m.PcieLink:
     """The link as presented."""
     return m.PcieLink(spec.generation, spec.width)
 
 
 def _physical(spec: PcieLinkSpec) -> m.PcieLink:
     """The link the hardware trains at: `physical` when given, else the presented link."""
-    return _link(spec.physical) if getattr(spec, "physical", None) is not None else _link(spec)
+    return _link(spec.physical) if spec.physical is not None else _link(spec)
 
 
 def _pattern(name: str, slots: Iterable[int], per_pair: int = 1) -> dict[tuple[int, int], int]:
@@ -67,6 +68,7 @@ def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
     for i, s in enumerate(spec.sockets):
         part: CpuPart = parts[s.id]
         if s.numa_nodes is None:
+            assert s.numa_node is not None  # checks.one_numa_form: without numa_nodes, a socket has its numa_node
             domains.append(_Domain(s.id, s.numa_node, s.cpus, s.memory, s, part.cores, ("sockets", i)))
             continue
         share = max(1, part.cores // len(s.numa_nodes))
@@ -97,7 +99,15 @@ def _overridden(override: dict | None, prefix: str = "") -> tuple[str, ...]:
     return tuple(sorted(paths))
 
 
-def _c2c(gpu: GpuSpec, part: GpuPart) -> dict[str, object]:
+class _C2cFields(TypedDict, total=False):
+    """The NVLink-C2C fields of `m.Gpu`, as `_c2c` passes them."""
+
+    c2c_socket: str
+    c2c_links: int
+    c2c_link_bandwidth: float
+
+
+def _c2c(gpu: GpuSpec, part: GpuPart) -> _C2cFields:
     """The GPU's NVLink-C2C fields (none when it is not attached over C2C; the loader has checked the part)."""
     if gpu.c2c is None or part.c2c is None:
         return {}
@@ -118,11 +128,11 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     sockets = []
     for d in sorted(domains, key=lambda d: (d.numa_node, d.id)):
         s = d.package
-        part: CpuPart = parts[s.id]
+        cpu_part: CpuPart = parts[s.id]
         sockets.append(m.NumaNode(
-            id=d.id, numa_node=d.numa_node, part=s.part, model_name=part.model_name, vendor=part.vendor,
-            arch=part.arch, family=part.family, model=part.model, cores=d.cores,
-            threads_per_core=part.threads_per_core,
+            id=d.id, numa_node=d.numa_node, part=s.part, model_name=cpu_part.model_name, vendor=cpu_part.vendor,
+            arch=cpu_part.arch, family=cpu_part.family, model=cpu_part.model, cores=d.cores,
+            threads_per_core=cpu_part.threads_per_core,
             cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
             memory_capacity=d.memory.capacity, memory_bandwidth=d.memory.bandwidth,
             overridden=_overridden(s.override), package=s.id))
@@ -140,32 +150,32 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
     gpus = []
     for index, g in enumerate(sorted(spec.gpus, key=lambda g: (g.pcie.bus, g.id))):
-        part: GpuPart = parts[g.id]
+        gpu_part: GpuPart = parts[g.id]
         socket = socket_of(g.pcie.upstream)
         gpus.append(m.Gpu(
-            id=g.id, index=index, part=g.part, model_name=part.model_name, vendor=part.vendor,
-            form_factor=part.form_factor, slot=g.slot, sm=part.sm, pci_vendor=part.pci_vendor,
-            pci_device=part.pci_device, hbm_capacity=part.hbm.capacity, hbm_bandwidth=part.hbm.bandwidth,
-            compute=dict(sorted(part.compute.items())), sparse=frozenset(part.sparse),
-            fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
-            fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
-            upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or part.pcie),
-            physical=_physical(g.pcie.link or part.pcie),
+            id=g.id, index=index, part=g.part, model_name=gpu_part.model_name, vendor=gpu_part.vendor,
+            form_factor=gpu_part.form_factor, slot=g.slot, sm=gpu_part.sm, pci_vendor=gpu_part.pci_vendor,
+            pci_device=gpu_part.pci_device, hbm_capacity=gpu_part.hbm.capacity, hbm_bandwidth=gpu_part.hbm.bandwidth,
+            compute=dict(sorted(gpu_part.compute.items())), sparse=frozenset(gpu_part.sparse),
+            fabric_kind=gpu_part.fabric.kind, fabric_links=gpu_part.fabric.links,
+            fabric_link_bandwidth=gpu_part.fabric.link_bandwidth, max_link=_link(gpu_part.pcie),
+            upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or gpu_part.pcie),
+            physical=_physical(g.pcie.link or gpu_part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override),
-            gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units,
-            **_c2c(g, part)))
+            gcn=gpu_part.gcn, hip_arch=gpu_part.hip_arch, compute_units=gpu_part.compute_units,
+            **_c2c(g, gpu_part)))
 
     nics = []
     for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):
-        part: NicPart = parts[n.id]
+        nic_part: NicPart = parts[n.id]
         socket = socket_of(n.pcie.upstream)
         nics.append(m.Nic(
-            id=n.id, index=index, part=n.part, model_name=part.model_name, role=n.role, transport=n.transport,
-            supported_transports=tuple(part.transports), speed=part.speed, rdma=part.rdma,
-            gpudirect=part.gpudirect, pci_vendor=part.pci_vendor, pci_device=part.pci_device,
-            max_link=_link(part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
-            upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or part.pcie),
-            physical=_physical(n.pcie.link or part.pcie),
+            id=n.id, index=index, part=n.part, model_name=nic_part.model_name, role=n.role, transport=n.transport,
+            supported_transports=tuple(nic_part.transports), speed=nic_part.speed, rdma=nic_part.rdma,
+            gpudirect=nic_part.gpudirect, pci_vendor=nic_part.pci_vendor, pci_device=nic_part.pci_device,
+            max_link=_link(nic_part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
+            upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or nic_part.pcie),
+            physical=_physical(n.pcie.link or nic_part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))
 
     ssds = []
@@ -181,7 +191,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         board = spec.baseboard
         if isinstance(board.wiring, str):
             ports = _pattern(board.wiring, range(board.slots))  # none for nvswitch: GPUs meet at the switches
-            wiring = board.wiring
+            wiring: str = board.wiring
         else:
             ports = {}
             for a, b in board.wiring:
@@ -204,17 +214,17 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
         if isinstance(spec.nvlink.topology, list):
             topology = "explicit"
-            for entry, pair in enumerate(spec.nvlink.topology):
-                connect(gpu_by_id[pair.gpus[0]], gpu_by_id[pair.gpus[1]], pair.links, entry)
+            for entry, nvlink_pair in enumerate(spec.nvlink.topology):
+                connect(gpu_by_id[nvlink_pair.gpus[0]], gpu_by_id[nvlink_pair.gpus[1]], nvlink_pair.links, entry)
         elif spec.nvlink.topology == "nvswitch":
             topology = "nvswitch"
             switches = baseboard.nvswitches if baseboard is not None else ()
-            for g in gpus:
+            for gpu in gpus:
                 if not switches:  # switches not described: all of the GPU's links to one NVSwitch
-                    nvlinks.append(m.NvlinkConnection(g.id, "nvswitch", g.fabric_links, g.fabric_links * g.fabric_link_bandwidth))
+                    nvlinks.append(m.NvlinkConnection(gpu.id, "nvswitch", gpu.fabric_links, gpu.fabric_links * gpu.fabric_link_bandwidth))
                 for switch in switches:
-                    nvlinks.append(m.NvlinkConnection(g.id, switch.id, switch.links_per_gpu,
-                                                      switch.links_per_gpu * g.fabric_link_bandwidth))
+                    nvlinks.append(m.NvlinkConnection(gpu.id, switch.id, switch.links_per_gpu,
+                                                      switch.links_per_gpu * gpu.fabric_link_bandwidth))
         else:
             topology = spec.nvlink.topology
             by_slot = {g.slot: g for g in gpus if g.slot is not None}
@@ -226,10 +236,10 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
     backend = None
     if spec.backend is not None:
-        b = spec.backend
-        gpudirect = None if b.gpudirect == "detect" else b.gpudirect
-        backend = m.Backend(b.transport, b.nic_per_gpu, gpudirect, b.rail_optimized, b.gid_index, b.traffic_class,
-                            b.service_level, b.ib_hca)
+        backend_spec = spec.backend
+        gpudirect = None if backend_spec.gpudirect == "detect" else backend_spec.gpudirect
+        backend = m.Backend(backend_spec.transport, backend_spec.nic_per_gpu, gpudirect, backend_spec.rail_optimized,
+                            backend_spec.gid_index, backend_spec.traffic_class, backend_spec.service_level, backend_spec.ib_hca)
 
     source_map = DocumentSourceMap(doc, expanded, entity_paths)
     location = source_map.at
@@ -287,4 +297,5 @@ def _cpu_links(spec: NodeSpec, domains: list[_Domain]) -> tuple[tuple[str, str],
         pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
     else:
         pairs = list(spec.cpu_interconnect.links)
-    return tuple(sorted({tuple(sorted((entry[a], entry[b]))) for a, b in pairs if entry[a] != entry[b]}))
+    links = {(min(entry[a], entry[b]), max(entry[a], entry[b])) for a, b in pairs if entry[a] != entry[b]}
+    return tuple(sorted(links))
