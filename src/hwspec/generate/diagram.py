@@ -200,12 +200,12 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         cluster.items = [_device_line(platform, socket.id), *below(socket.id)]
         top.append(cluster)
     # Devices whose PCIe tree leads to no socket (rule HW101 reports them): drawn outside.
-    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
+    for item in platform.pcie_items:
         if item.id not in placed and item.upstream not in platform.by_id:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
             top += below(item.id)
-    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):  # cycles
+    for item in platform.pcie_items:  # cycles
         if item.id not in placed:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
@@ -328,7 +328,7 @@ def _switch_links(platform: Platform, chips: list[str]) -> dict[str, tuple[int, 
 
 def _edges(platform: Platform, placed: set[str]) -> list[str]:
     lines = []
-    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
+    for item in platform.pcie_items:
         if item.upstream in placed:
             lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
                      f"[{attrs(EDGE_STYLES['pcie'], xlabel=_link_label(item))}];")
@@ -428,7 +428,7 @@ def topology_view(platform: Platform) -> dict[str, Any]:
 
 def device_ids(platform: Platform) -> list[str]:
     """Every id drawn as a node (the legend aside)."""
-    ids = [s.id for s in platform.sockets] + [i.id for i in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds)]
+    ids = [s.id for s in platform.sockets] + [i.id for i in platform.pcie_items]
     return ids + list(_switch_nodes(platform))
 
 

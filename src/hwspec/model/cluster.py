@@ -191,7 +191,7 @@ class Cluster:
         return self.source_map.locate(entity, *fields)
 
     @cached_property
-    def topology(self) -> "ClusterTopology":
+    def topology(self) -> ClusterTopology:
         """The cluster's resolved topology (`hwspec.topology.cluster.ClusterTopology`), built once
         by the topology layer (`hwspec.model.node.register_topology`)."""
         return build_topology(self)

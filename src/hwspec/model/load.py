@@ -7,16 +7,17 @@ all of them, each pointing at the line and column where it is written.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
-from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
-from hwspec.source.expand import Expanded, expand
 from hwspec.model.node import Platform
 from hwspec.model.resolve_node import resolve_node
+from hwspec.source.expand import Expanded, expand
 from hwspec.source.loader import SourceDoc, load_yaml_file
+from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -294,7 +295,8 @@ def _check_references(data: Any, error) -> None:
                   "expected one of: " + ", ".join(candidates) if candidates else None)
             return
         guess = nearest(value, candidates)
-        hint = (f"did you mean '{guess}'? " if guess else "") + ("known: " + ", ".join(candidates) if candidates else f"there is no {what} in this file")
+        hint = ((f"did you mean '{guess}'? " if guess else "")
+                + ("known: " + ", ".join(candidates) if candidates else f"there is no {what} in this file"))
         error(where, Code.BAD_REFERENCE, f"{dotted(where)}: '{value}' does not name {what}", hint)
 
     upstream_kinds = ("socket", "bridge")

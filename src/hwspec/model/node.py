@@ -9,9 +9,10 @@ more, add it here.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Container, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from hwspec.diagnostics import Location
 
@@ -72,7 +73,7 @@ class SourceMap(Protocol):
     """Where the entries of a resolved model are written (`hwspec.source.sourcemap` implements it,
     so the model does not depend on the YAML layer)."""
 
-    def locate(self, entity: str | None = None, *fields: str | int) -> "Location": ...
+    def locate(self, entity: str | None = None, *fields: str | int) -> Location: ...
 
     def provenance(self, entity: str, *fields: str | int) -> Any: ...
 
@@ -350,8 +351,14 @@ class Platform:
     """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
 
     @cached_property
+    def pcie_items(self) -> tuple[Bridge | Gpu | Nic | Ssd, ...]:
+        """Every bridge and device that hangs in the PCIe tree (`upstream`, `bus`, `link`):
+        bridges, GPUs, NICs, SSDs, in that order."""
+        return (*self.bridges, *self.gpus, *self.nics, *self.ssds)
+
+    @cached_property
     def by_id(self) -> dict[str, NumaNode | Bridge | Gpu | Nic | Ssd]:
-        items: tuple[NumaNode | Bridge | Gpu | Nic | Ssd, ...] = (*self.sockets, *self.bridges, *self.gpus, *self.nics, *self.ssds)
+        items: tuple[NumaNode | Bridge | Gpu | Nic | Ssd, ...] = (*self.sockets, *self.pcie_items)
         return {item.id: item for item in items}
 
     @cached_property
@@ -376,7 +383,7 @@ class Platform:
         return tuple(n for n in self.nics if n.role in ("ingestion", "frontend"))
 
     @cached_property
-    def topology(self) -> "Topology":
+    def topology(self) -> Topology:
         """The node's resolved topology (`hwspec.topology.node.Topology`), built once on first use:
         every derived connectivity fact (paths, NUMA placement, islands, NIC shares) lives there.
         The topology layer builds it (`register_topology`); the model does not import it."""

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-
-from hwspec.model.cluster import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
-from hwspec.spec.translate import DataPath, dotted, validate_document
-from hwspec.source.expand import Expanded, Pattern
+from hwspec.model.cluster import Cluster, Fabric, Frontend, Leaf, NodeGroup, NvlinkDomains
 from hwspec.model.node import Assumption, Platform, RuleSetting
+from hwspec.source.expand import Expanded, Pattern
 from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap
+from hwspec.spec.translate import DataPath, dotted, validate_document
 
 if TYPE_CHECKING:
     from hwspec.spec.models import BackendNetworkSpec, ClusterSpec, NvlinkDomainSpec

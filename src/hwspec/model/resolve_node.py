@@ -6,19 +6,21 @@ faults that rules report (a PCIe cycle, a device that reaches no socket) resolve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from hwspec.cpulist import parse_cpu_list
 from hwspec.model import node as m
 from hwspec.model.node import climb
-from hwspec.cpulist import parse_cpu_list
-from hwspec.spec.translate import dotted
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap
+from hwspec.spec.translate import dotted
 
 if TYPE_CHECKING:
-    from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieLink as PcieLinkSpec
+    from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec
+    from hwspec.spec.models import PcieLink as PcieLinkSpec
     from hwspec.spec.models import PhysicalLink as PhysicalLinkSpec
 
 # DGX-1V hybrid cube mesh: two fully connected quads, each GPU joined to its twin in the other
@@ -29,7 +31,7 @@ HYBRID_CUBE_MESH: dict[tuple[int, int], int] = {
 }
 
 
-def _link(spec: PhysicalLinkSpec) -> m.PcieLink:
+def _link(spec: PhysicalLinkSpec | PcieLinkSpec) -> m.PcieLink:
     """The link as presented."""
     return m.PcieLink(spec.generation, spec.width)
 

@@ -11,7 +11,7 @@ Every failure is a `PydanticCustomError` whose type starts with `hwspec` (or is 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticCustomError
 
@@ -228,12 +228,17 @@ class LinkMethods:
 
     __slots__ = ()
 
+    if TYPE_CHECKING:  # the fields of the models that mix this in
+        gen: int | None
+        speed: float | None
+        width: int
+
     @property
     def generation(self) -> int:
         """The PCIe generation, given as `gen` or derived from `speed` (a PCIe rate)."""
         gen: int | None = self.gen
         if gen is not None:
             return gen
-        speed: float = self.speed
+        speed = self.speed
         return next(g for g, rate in PCIE_GEN_RATES.items() if rate == speed)
 

@@ -28,9 +28,9 @@ def build_graph(platform: Platform) -> nx.Graph:
     for kind, items in (("gpu", platform.gpus), ("nic", platform.nics), ("ssd", platform.ssds)):
         for item in items:
             graph.add_node(item.id, kind=kind, numa=item.numa_node, item=item)
-    for item in (*platform.bridges, *platform.gpus, *platform.nics, *platform.ssds):
-        graph.add_edge(item.upstream, item.id, kind="pcie", parent=item.upstream, link=item.physical,
-                       bandwidth=item.physical.bandwidth)
+    for device in platform.pcie_items:
+        graph.add_edge(device.upstream, device.id, kind="pcie", parent=device.upstream, link=device.physical,
+                       bandwidth=device.physical.bandwidth)
     for a, b in platform.cpu_links:
         graph.add_edge(a, b, kind="cpu", bandwidth=platform.cpu_link_bandwidth)
     switches = {s.id: s for s in platform.baseboard.nvswitches} if platform.baseboard else {}

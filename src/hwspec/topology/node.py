@@ -105,7 +105,7 @@ class Topology(ResolvedView):
         """PCIe parent id -> ids of the bridges and devices directly below it, sorted by bus id."""
         below: dict[str, list[tuple[str, str]]] = {}
         p = self.platform
-        for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds):
+        for item in p.pcie_items:
             below.setdefault(item.upstream, []).append((item.bus, item.id))
         return {parent: tuple(i for _, i in sorted(kids)) for parent, kids in below.items()}
 
@@ -126,7 +126,7 @@ class Topology(ResolvedView):
     @cached_property
     def _bridges_above(self) -> dict[str, tuple[str, ...]]:
         p = self.platform
-        return {item.id: self._walk_bridges(item.id) for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds)}
+        return {item.id: self._walk_bridges(item.id) for item in p.pcie_items}
 
     def _walk_bridges(self, item_id: str) -> tuple[str, ...]:
         bridges = self.platform.bridge_by_id

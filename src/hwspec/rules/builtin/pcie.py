@@ -22,7 +22,7 @@ def pcie_tree(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     cycles: dict[frozenset[str], list[str]] = {}
     cut_off: dict[frozenset[str], list[str]] = {}
-    for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds):
+    for item in p.pcie_items:
         if item.socket is not None:
             continue
         ids = ctx.topology.chain(item.id)
@@ -59,7 +59,7 @@ def bus_id_unique(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     seen: dict[str, list] = {}
-    for item in in_file_order(p, (*p.bridges, *p.gpus, *p.nics, *p.ssds)):
+    for item in in_file_order(p, p.pcie_items):
         users = seen.setdefault(item.bus, [])
         clash = next((u for u in users if not _same_adapter(u, item)), None)
         users.append(item)
@@ -109,7 +109,7 @@ def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
     each link's `physical` form, which defaults to the presented one.
     """
     p = ctx.platform
-    for item in (*p.bridges, *p.gpus, *p.nics, *p.ssds):
+    for item in p.pcie_items:
         parent = p.by_id.get(item.upstream)
         if isinstance(parent, Bridge) and item.physical.gen > parent.physical.gen:
             what = "switch" if parent.kind == "switch" else "root port"
