@@ -86,7 +86,7 @@ def sh_block(starts: str) -> str:
 def test_every_shell_example_has_its_test():
     tested = ("python3 -m venv .venv && .venv/bin/pip install -q -e . &&", "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]'",
               ".venv/bin/python benchmarks/scale.py", ".venv/bin/python benchmarks/cli_vs_floor.py", "HWSPEC_HYPOTHESIS_PROFILE=deep",
-              "hwspec import tests/data/live/")  # tests/test_live.py runs the 'From a live machine' sample block
+              "hwspec import tests/data/live/", ".venv/bin/pip install -q -e '.[lint]'")  # tests/test_live.py runs the 'From a live machine' sample block
     assert all(any(b.startswith(prefix) for prefix in tested) for b in blocks("sh")), blocks("sh")
 
 
@@ -174,7 +174,16 @@ def test_shell_quick_start_test_command_is_what_ci_runs():
     create, install, run = command.split(" && ")
     assert create in ci and run in ci
     assert install == ".venv/bin/pip install -q -e '.[test]'"
-    assert ".venv/bin/pip install -q -e '.[test,consumers]'" in ci  # CI installs the test extra and more
+    assert ".venv/bin/pip install -q -e '.[test,lint,consumers]'" in ci  # CI installs the test extra and more
+
+
+def test_shell_lint_command_is_what_ci_runs():
+    """The CI section's local lint command runs the linter and type checker as CI does (CI runs them)."""
+    install, *checks = sh_block(".venv/bin/pip install -q -e '.[lint]'").split(" && ")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert install == ".venv/bin/pip install -q -e '.[lint]'"
+    assert checks == [".venv/bin/ruff check src tests benchmarks", ".venv/bin/mypy"]
+    assert all(check in ci for check in checks)
 
 
 def test_shell_benchmark_command_runs(tmp_path):
