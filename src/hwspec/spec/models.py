@@ -96,7 +96,7 @@ class PcieLink(_LinkRate):
 class PartRef(Spec):
     """Fields shared by entries built from a catalogue part."""
 
-    part: PartName = Field(description="Name of a part in the catalogue (platforms/parts).")
+    part: PartName = Field(description="Name of a part in the catalogue (built-in, parts/ beside the platform file, or --parts DIR).")
     override: dict | None = Field(None, description="Part fields that differ on this platform (merged over the part).")
 
 
