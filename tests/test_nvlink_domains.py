@@ -154,6 +154,7 @@ def test_clusters_without_domains_get_no_mnnvl_and_no_pod_size():
         assert [t["topology"] for t in slurm] == ["fabric"] and slurm[0]["cluster_default"] is True
 
 
+@pytest.mark.consumer
 def test_torchrec_builds_the_topology_with_its_pod_size():
     types = pytest.importorskip("torchrec.distributed.planner.types")
     import inspect
