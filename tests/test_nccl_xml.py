@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwspec.formats.nccl_topology import check_nccl_xml
+from hwspec.formats.nccl_tree import cpumap, net_speed
 from hwspec.generate.engine import GenerationError, plan_for
-from hwspec.generate.nccl import cpumap, net_speed
 from hwspec.pipeline import check
 
 ROOT = Path(__file__).resolve().parent.parent

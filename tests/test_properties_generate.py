@@ -25,8 +25,8 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from hwspec.formats.nccl_topology import NVSWITCH_SENTINEL, check_nccl_xml, check_rccl_xml
+from hwspec.formats.nccl_tree import collective_library, net_name
 from hwspec.generate.engine import plan_for
-from hwspec.generate.nccl import collective_library, net_name
 from hwspec.perf import roofline as rf
 from hwspec.testing import check_node_text, dump_yaml, load_node_text, node_platforms, node_specs
 

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 
 from hwspec.cpulist import format_cpu_list as cpu_ranges
-from hwspec.formats.limits import MAX_IB_HCAS, bind_limits, settings_limits  # noqa: F401  (MAX_IB_HCAS: its name here stays)
+from hwspec.formats.limits import bind_limits, settings_limits
 from hwspec.formats.nccl_env import is_nccl
+from hwspec.formats.nccl_tree import collective_library, net_name
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
-from hwspec.generate.nccl import collective_library, net_name
 from hwspec.model.node import Backend, Gpu, Nic, NumaNode, Platform
 from hwspec.topology.node import PATH_TYPES, Topology
 

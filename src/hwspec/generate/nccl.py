@@ -18,33 +18,7 @@ as with the cloud vendors' files). The file says which form it is in a comment.
 from __future__ import annotations
 
 from hwspec.formats.nccl_topology import check_nccl_xml
-
-# The tree's names, defined in hwspec.formats.nccl_tree since the rules measure it too, stay importable from here.
-from hwspec.formats.nccl_tree import (  # noqa: F401
-    CLASS_BRIDGE,
-    CLASS_ETHERNET,
-    CLASS_GPU,
-    CLASS_INFINIBAND,
-    CPU_VENDORS,
-    DETAIL_LEVELS,
-    MAX_AFFINITY_CPUS,
-    NCCL_FORM,
-    RCCL_FORM,
-    TCLASS_GPU,
-    TCLASS_NVSWITCH,
-    XmlForm,
-    XmlNode,
-    c2c_element,
-    choose_topology,
-    collective_library,
-    cpumap,
-    elements,
-    net_gdr,
-    net_name,
-    net_speed,
-    system_tree,
-    topology_limits,
-)
+from hwspec.formats.nccl_tree import DETAIL_LEVELS, choose_topology, collective_library, net_name, topology_limits
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.model.node import Platform
 

@@ -16,10 +16,9 @@ same list at validate time, so `validate` clean means this generator succeeds.
 from __future__ import annotations
 
 from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN, check_rccl_xml
-from hwspec.formats.nccl_tree import (  # noqa: F401  (RcclLimit: its name here stays)
+from hwspec.formats.nccl_tree import (
     DETAIL_LEVELS,
     RCCL_FORM,
-    RcclLimit,
     XmlNode,
     collective_library,
     elements,

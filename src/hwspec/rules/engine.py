@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
-from hwspec.rules.sandbox import TIME_LIMIT, Box, Escape, RuleTimeout, Sandbox, contained, set_time_limit, time_limit  # noqa: F401  (their names here stay)
+from hwspec.rules.sandbox import Box, Escape, Sandbox, contained
 from hwspec.spec.translate import nearest
 from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
 

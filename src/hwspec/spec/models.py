@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from hwspec.spec import checks
-from hwspec.spec.checks import MAX_CORES, MAX_CPU_ID, MAX_SOCKETS, PCIE_GEN_RATES  # noqa: F401  (part of the spec language)
+from hwspec.spec.checks import MAX_CORES, MAX_SOCKETS
 from hwspec.spec.unit_types import ByteRate, Bytes, FlopRate, TransferRate
 
 Bandwidth = Annotated[ByteRate, Field(gt=0)]
