@@ -24,6 +24,9 @@ if typing.TYPE_CHECKING:
 
 DataPath = tuple[str | int, ...]
 
+_ABSENT = object()
+"""No value written at a place (a missing key, an index past the end)."""
+
 
 def dotted(path: DataPath) -> str:
     """`("gpus", 3, "pcie")` -> `gpus[3].pcie`."""
@@ -40,8 +43,9 @@ def nearest(word: str, choices: typing.Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def real_path(data: Any, loc: tuple) -> DataPath:
-    """Drop pydantic's union/function tags from `loc`, keeping keys that exist in `data`.
+def real_path(data: Any, loc: tuple) -> tuple[DataPath, Any]:
+    """Drop pydantic's union/function tags from `loc`, keeping keys that exist in `data`; with
+    the value written there (`_ABSENT` when there is none).
 
     The last element is kept even when absent (a missing key still names its place)."""
     path: list[str | int] = []
@@ -54,11 +58,10 @@ def real_path(data: Any, loc: tuple) -> DataPath:
         elif isinstance(part, str) and isinstance(node, dict) and part in node:
             path.append(part)
             node = node[part]
-        elif isinstance(part, str) and isinstance(node, dict) and last:
+        elif last and ((isinstance(part, str) and isinstance(node, dict)) or (isinstance(part, int) and isinstance(node, (list, tuple)))):
             path.append(part)
-        elif isinstance(part, int) and isinstance(node, (list, tuple)) and last:
-            path.append(part)
-    return tuple(path)
+            node = _ABSENT
+    return tuple(path), node
 
 
 def _options(annotation: Any) -> list[Any]:
@@ -182,24 +185,14 @@ def _message(error: ErrorDetails) -> str:
     return error["msg"]
 
 
-_ABSENT = object()
 
-
-def _written(data: Any, loc: tuple, path: DataPath, error: ErrorDetails) -> Any:
-    """The value the user wrote where the error is: the value at `path` in the document, or
-    the key itself for an error about a mapping key. (pydantic's `input` may be a value a
-    validator already converted, e.g. the 0.0 of '0 GB/s', depending on its release.)"""
-    if loc and loc[-1] == "[key]":
+def _written(loc: tuple, at_path: Any, error: ErrorDetails) -> Any:
+    """The value the user wrote where the error is: `at_path` (from `real_path`), or the key
+    itself for an error about a mapping key. (pydantic's `input` may be a value a validator
+    already converted, e.g. the 0.0 of '0 GB/s', depending on its release.)"""
+    if (loc and loc[-1] == "[key]") or at_path is _ABSENT:
         return error.get("input", _ABSENT)
-    node = data
-    for part in path:
-        if isinstance(node, dict) and isinstance(part, str) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            return error.get("input", _ABSENT)
-    return node
+    return at_path
 
 
 def validation_diagnostics(
@@ -220,10 +213,10 @@ def validation_diagnostics(
     grouped: dict[tuple[DataPath, str], list[tuple[ErrorDetails, Any]]] = {}
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
-        path = real_path(data, loc)
+        path, at_path = real_path(data, loc)
         kind = error["type"]
         group = "extra" if kind == "extra_forbidden" else ("missing" if kind == "missing" else "value")
-        grouped.setdefault((path, group), []).append((error, _written(data, loc, path, error)))
+        grouped.setdefault((path, group), []).append((error, _written(loc, at_path, error)))
 
     diagnostics = []
     for (path, group), errors in grouped.items():
@@ -245,13 +238,12 @@ def validation_diagnostics(
             messages = []
             for error, written in errors:
                 text = _message(error)
-                if error["type"] not in ("unit",) and not error["type"].startswith("hwspec") and written is not _ABSENT:
+                if error["type"] != "unit" and not error["type"].startswith("hwspec") and written is not _ABSENT:
                     text += f", got {_describe(written)}"
                 if text not in messages:
                     messages.append(text)
-            message = f"{where + ': ' if where else ''}" + ("; or ".join(messages) if len(messages) > 1 else messages[0])
-            if len(messages) > 1:
-                message = f"{where + ': ' if where else ''}matches none of the accepted forms: " + "; or ".join(messages)
+            body = messages[0] if len(messages) == 1 else "matches none of the accepted forms: " + "; or ".join(messages)
+            message = f"{where + ': ' if where else ''}{body}"
             code, pos = Code.WRONG_VALUE, locate(full)
         diagnostics.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint))
     return diagnostics
