@@ -73,6 +73,11 @@ def test_clean_rail_optimized_cluster_has_no_findings():
         "nccl_variable_unknown.yaml:15:21: warning[HW811 cluster-nccl-variable-known]: environment: NCCL does not read "
         "NCCL_IB_TIMEOUTS\n  hint: did you mean NCCL_IB_TIMEOUT? a variable of a newer NCCL or a plugin is fine: change "
         "this rule under 'rules:' with the reason"]),
+    ("environment_redirects_rendezvous.yaml", [
+        "environment_redirects_rendezvous.yaml:11:22: error[HW812 cluster-environment-policy]: environment: "
+        "PET_RDZV_ENDPOINT changes where the job connects or what it runs on (hosts, addresses, rendezvous, ranks, "
+        "devices): a platform file may not set it\n  hint: what a platform file sets runs as root on every node; set "
+        "it in the job's own environment, or have the operator accept it for this run with --allow-env PET_RDZV_ENDPOINT"]),
     ("rail_declaration_mismatch.yaml", [
         "rail_declaration_mismatch.yaml:12:13: warning[HW809 rail-declaration]: minimal declares rail_optimized: true, "
         "but this cluster's backend is single-switch"]),

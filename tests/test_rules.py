@@ -256,6 +256,24 @@ FAULTS = [
         "\n  hint: did you mean NCCL_IB_QPS_PER_CONNECTION? a variable of a newer NCCL or a plugin is fine: change this "
         "rule under 'rules:' with the reason",
     ], id='HW701-nccl_variable_unknown'),
+    pytest.param('environment_refused', [
+        "78:15: error[HW702 environment-policy]: environment: LD_PRELOAD loads code or chooses which programs and "
+        "libraries run: a platform file may not set it"
+        "\n  hint: what a platform file sets runs as root on every node; set it in the job's own environment, or "
+        "have the operator accept it for this run with --allow-env LD_PRELOAD",
+        "79:20: error[HW702 environment-policy]: environment: NCCL_DEBUG_FILE names a file or directory that NCCL or "
+        "the launcher reads or writes: a platform file may not set it"
+        "\n  hint: what a platform file sets runs as root on every node; set it in the job's own environment, or "
+        "have the operator accept it for this run with --allow-env NCCL_DEBUG_FILE",
+        "80:17: error[HW702 environment-policy]: environment: NCCL_COMM_ID changes where the job connects or what it "
+        "runs on (hosts, addresses, rendezvous, ranks, devices): a platform file may not set it"
+        "\n  hint: what a platform file sets runs as root on every node; set it in the job's own environment, or "
+        "have the operator accept it for this run with --allow-env NCCL_COMM_ID",
+        "81:12: error[HW702 environment-policy]: environment: MY_FLAG is not a setting hwspec has reviewed as a "
+        "tunable ('hwspec explain HW702' lists the reviewed ones): a platform file may not set it"
+        "\n  hint: what a platform file sets runs as root on every node; set it in the job's own environment, or "
+        "have the operator accept it for this run with --allow-env MY_FLAG",
+    ], id='HW702-environment_refused'),
 ]
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.model.load import load_platform  # the public one (`hwspec.load_platform`): its platforms have `.topology`
 from hwspec.topology import topology_of  # and so the platforms loaded here have `.topology`
 
@@ -62,14 +63,17 @@ class LoadedNodes(dict):
         self.parts: dict[tuple[str, ...], tuple] = {}
         """The parts files of each list of parts directories, with their bytes, read once."""
 
-    def node_findings(self, platform: Any, rules: list, sandbox: Sandbox | None = None) -> list[Diagnostic]:
+    def node_findings(self, platform: Any, rules: list, sandbox: Sandbox | None = None,
+                      policy: EnvironmentPolicy = STRICT) -> list[Diagnostic]:
         """The node rules' findings on `platform` (a node platform of this run), run once
-        (in `sandbox`, when given: see `hwspec.rules.engine.run_rules`)."""
+        (in `sandbox`, when given, and under `policy`: see `hwspec.rules.engine.run_rules`).
+        A run has one sandbox and one policy."""
         from hwspec.rules.engine import run_rules
 
         key = (id(platform), id(rules))
         if key not in self.findings:
-            self.findings[key] = (platform, rules, tuple(run_rules(topology_of(platform), rules, scope="node", sandbox=sandbox)))
+            findings = run_rules(topology_of(platform), rules, scope="node", sandbox=sandbox, policy=policy)
+            self.findings[key] = (platform, rules, tuple(findings))
         return list(self.findings[key][2])
 
     def version(self, path: Path, parts_dirs: tuple[Path, ...]) -> tuple | None:
@@ -155,12 +159,13 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),
           platform_roots: Iterable[Path] = (), loaded: LoadedNodes | None = None,
-          sandbox: Sandbox | None = None) -> Checked:
+          sandbox: Sandbox | None = None, policy: EnvironmentPolicy = STRICT) -> Checked:
     """Load `path` and run `rules` (all built-in rules when None) on it. For a cluster, node
     rules run once per distinct node platform, then cluster rules once; its node platforms
     must be below the cluster file's directory or one of `platform_roots`. The rules run as
     plain calls, or each contained in `sandbox` when given (the command line gives one:
-    `hwspec.rules.sandbox`)."""
+    `hwspec.rules.sandbox`). `policy` is the operator's grants for `environment:`
+    (`hwspec.formats.environment`; by default tunables only)."""
     from hwspec.rules.engine import load_rules, run_rules
 
     result = Checked(Path(path))
@@ -174,13 +179,15 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
     if rules is None:
         rules = load_rules(rule_directories())
     for node_platform in nodes.values():
-        result.diagnostics.extend(loaded.node_findings(node_platform, rules, sandbox) if loaded is not None
-                                  else run_rules(topology_of(node_platform), rules, scope="node", sandbox=sandbox))
+        result.diagnostics.extend(loaded.node_findings(node_platform, rules, sandbox, policy) if loaded is not None
+                                  else run_rules(topology_of(node_platform), rules, scope="node", sandbox=sandbox,
+                                                 policy=policy))
     result.topology = topology_of(result.platform)
     if loaded is not None and result.topology.kind == "node":
-        result.diagnostics.extend(loaded.node_findings(result.platform, rules, sandbox))
+        result.diagnostics.extend(loaded.node_findings(result.platform, rules, sandbox, policy))
     else:
-        result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind, sandbox=sandbox))
+        result.diagnostics.extend(run_rules(result.topology, rules, scope=result.topology.kind, sandbox=sandbox,
+                                            policy=policy))
     return result
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hwspec import __version__
-from hwspec.cli.common import command_sandbox
+from hwspec.cli.common import command_policy, command_sandbox
 from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
 
@@ -31,6 +31,18 @@ def _seconds(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
     return value
+
+
+def _env_names(text: str) -> list[str]:
+    """argparse type: one or more environment variable names, comma-separated."""
+    from hwspec.spec.checks import ENV_NAME
+
+    names = text.split(",")
+    bad = [name for name in names if not ENV_NAME.fullmatch(name)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"expected environment variable names (upper-case letters, digits, '_'), "
+                                         f"got {visible(bad[0])!r}")
+    return names
 
 
 def _not_a_directory(path: Path) -> str | None:
@@ -49,6 +61,11 @@ def _add_rules_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rule-time-limit", metavar="SECONDS", type=_seconds, default=None,
                         help="stop a rule (or a rule module's import) after SECONDS and report E900 "
                              "(default 10, or HWSPEC_RULE_TIME_LIMIT; 0: no limit)")
+    parser.add_argument("--allow-env", metavar="NAME[,NAME...]", type=_env_names, action="extend", default=[],
+                        dest="allow_env",
+                        help="let platform files set these environment: names although HW702/HW812 refuse them "
+                             "(they load code, name files or move the rendezvous: grant only what your site "
+                             "reviewed; repeatable)")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +91,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     diagnostics, status = [], EXIT_OK
     loaded = pipeline.LoadedNodes()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args),
+                                 command_policy(args))
         diagnostics.extend(report.escalate(checked.diagnostics, args.werror))
         if checked.unreadable:
             status = EXIT_UNREADABLE
@@ -117,7 +135,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     failed = False
     loaded, rendered = pipeline.LoadedNodes(), generate.Rendered()
     for path in files:
-        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
+        checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args),
+                                 command_policy(args))
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.failed():
             failed = True
@@ -132,7 +151,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
             continue
         owners[name] = path
         try:
-            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered))
+            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered,
+                                           policy=command_policy(args)))
         except generate.GenerationError as exc:
             sys.stderr.write(f"hwspec: error[{Code.GENERATION_FAILED}]: {exc}\n")
             failed = True
@@ -219,7 +239,8 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     rules = _rules(args)
     if rules is None:
         return EXIT_UNREADABLE
-    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots, sandbox=command_sandbox(args))
+    checked = pipeline.check(args.platform, rules, args.parts, args.platform_roots, sandbox=command_sandbox(args),
+                             policy=command_policy(args))
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE

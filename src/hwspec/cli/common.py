@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from hwspec.formats.environment import EnvironmentPolicy
     from hwspec.rules.sandbox import Sandbox
 
 
@@ -33,3 +34,10 @@ def command_sandbox(args: argparse.Namespace) -> Sandbox:
     from hwspec.rules.sandbox import Sandbox
 
     return Sandbox(getattr(args, "rule_time_limit", None))
+
+
+def command_policy(args: argparse.Namespace) -> EnvironmentPolicy:
+    """The `environment:` policy of a command: the strict default plus its `--allow-env` names."""
+    from hwspec.formats.environment import EnvironmentPolicy
+
+    return EnvironmentPolicy.allowing(getattr(args, "allow_env", ()))

@@ -17,14 +17,15 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     """The checked platform's topology, or None and the exit status (after printing why)."""
     from hwspec import pipeline
-    from hwspec.cli.common import command_sandbox
+    from hwspec.cli.common import command_policy, command_sandbox
     from hwspec.cli.common import load_command_rules as _rules
     from hwspec.diagnostics import report
 
     rules = _rules(args)
     if rules is None:
         return None, EXIT_UNREADABLE
-    checked = pipeline.check(path, rules, args.parts, args.platform_roots, sandbox=command_sandbox(args))
+    checked = pipeline.check(path, rules, args.parts, args.platform_roots, sandbox=command_sandbox(args),
+                             policy=command_policy(args))
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return None, EXIT_UNREADABLE

@@ -117,7 +117,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     from hwspec import pipeline
-    from hwspec.cli.common import command_sandbox
+    from hwspec.cli.common import command_policy, command_sandbox
     from hwspec.diagnostics import HwspecError, report
     from hwspec.live.diff import CHECKS, diff
     from hwspec.rules.engine import load_rules
@@ -127,7 +127,7 @@ def run_diff(args: argparse.Namespace) -> int:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return EXIT_UNREADABLE
-    checked = pipeline.check(args.spec, rules, args.parts, sandbox=command_sandbox(args))
+    checked = pipeline.check(args.spec, rules, args.parts, sandbox=command_sandbox(args), policy=command_policy(args))
     if checked.platform is None or getattr(checked.platform, "kind", "node") != "node":
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.platform is not None:

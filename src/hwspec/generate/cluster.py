@@ -10,8 +10,9 @@ node name or its short hostname.
 
 from __future__ import annotations
 
+from hwspec.formats.environment import environment_limits
 from hwspec.formats.nccl_env import is_nccl
-from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, render_all
+from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse, render_all
 from hwspec.generate.launch import Setting, merge_environment, nccl_conf_text
 from hwspec.model.cluster import Cluster
 
@@ -34,7 +35,8 @@ def cluster_nodes(ctx: GenContext) -> Plan:
             continue
         seen.add(node.name)
         files = render_all(node.topology, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
-                           rail_optimized=rail_optimized(cluster), source=node.file, rendered=ctx.rendered)
+                           rail_optimized=rail_optimized(cluster), source=node.file, rendered=ctx.rendered,
+                           policy=ctx.policy)
         plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
     return plan
 
@@ -66,6 +68,7 @@ def cluster_launch(ctx: GenContext) -> Plan:
         Setting("HWSPEC_RDZV_PORT", str(cluster.rendezvous_port), "port of the rendezvous on the first node"),
     ]  # not HWSPEC_DIR: the scripts default it and must keep a value the user exported
     env += domain_env(cluster)
+    refuse(cluster, "cluster.env and nccl.conf", environment_limits(cluster, ctx.policy))
     nccl_extra = {k: v for k, v in cluster.environment.items() if is_nccl(k)}
     cluster_settings = merge_environment(cluster_settings, nccl_extra, "the cluster's")
     env = merge_environment(env, {k: v for k, v in cluster.environment.items() if not is_nccl(k)}, "the cluster's")

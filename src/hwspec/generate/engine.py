@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hwspec import __version__, content
+from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.formats.limits import SAFE_VALUE, GenerationError, Limit
 from hwspec.text import XML_COMMENT_DASH, comment, visible
 from hwspec.text import xml_escape as escape
@@ -129,6 +130,9 @@ class GenContext:
     deployment_read: set[str] = field(default_factory=set, repr=False, compare=False)
     """Which of DEPLOYMENT the generator has read: output that read neither is the same in
     every deployment, so `render_all` reuses it (a node platform that a cluster also renders)."""
+    policy: EnvironmentPolicy = STRICT
+    """The operator's grants for `environment:` (`hwspec.formats.environment`): a generator
+    that writes `environment:` entries refuses the names it refuses (as HW702/HW812 do)."""
 
     DEPLOYMENT: ClassVar[frozenset[str]] = frozenset({"install_dir", "rail_optimized"})
 
@@ -231,24 +235,27 @@ class Rendered:
 
 
 def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
-             root: str = INSTALL_ROOT, rendered: Rendered | None = None) -> Plan:
+             root: str = INSTALL_ROOT, rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT) -> Plan:
     """Render every generator for `topology` (a node's or cluster's) into
     `{<platform name>/<path>: text}` (sorted), for installation under `root`/<platform name>/
-    on the machines. `rendered` (one per run) lets a cluster reuse its node platforms' files."""
+    on the machines. `rendered` (one per run) lets a cluster reuse its node platforms' files;
+    `policy` is the operator's grants for `environment:` (by default, tunables only)."""
     env = template_environment(template_dirs)
     install_dir = f"{install_root(root).rstrip('/')}/{topology.name}"
     plan = {f"{topology.name}/{path}": text
-            for path, text in render_all(topology, env, only=only, install_dir=install_dir, rendered=rendered).items()}
+            for path, text in render_all(topology, env, only=only, install_dir=install_dir, rendered=rendered,
+                                            policy=policy).items()}
     return dict(sorted(plan.items()))
 
 
 def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
                install_dir: str = "", rail_optimized: bool | None = None, source: str | None = None,
-               rendered: Rendered | None = None) -> Plan:
+               rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT) -> Plan:
     """Every generator of `topology`'s kind, as `{path inside its directory: text}`.
 
     Cluster generators call this for their node platforms with the cluster's deployment
-    context (`install_dir`, `rail_optimized`) and the run's `rendered` (`ctx.rendered`)."""
+    context (`install_dir`, `rail_optimized`), the run's `rendered` (`ctx.rendered`) and its
+    `policy` (`ctx.policy`)."""
     import jinja2
 
     wanted = set(only)
@@ -257,7 +264,8 @@ def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
     for name, (func, kinds) in generators().items():
         if topology.kind not in kinds or (wanted and name not in wanted):
             continue
-        context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized, rendered=rendered)
+        context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized, rendered=rendered,
+                             policy=policy)
         deployment = {"install_dir": object.__getattribute__(context, "install_dir"), "rail_optimized": rail_optimized}
         key = (id(topology), name, env, func, context.source)
         files = rendered.find(key, deployment) if rendered is not None else None

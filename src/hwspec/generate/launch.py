@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from hwspec.cpulist import format_cpu_list as cpu_ranges
+from hwspec.formats.environment import environment_limits
 from hwspec.formats.limits import bind_limits, settings_limits
 from hwspec.formats.nccl_env import is_nccl
 from hwspec.formats.nccl_tree import collective_library, net_name
@@ -212,6 +213,9 @@ def nccl_conf_text(text: str, source: str) -> str:
 
 
 def _settings(ctx: GenContext) -> list[Setting]:
+    """The NCCL settings of the node's files, refused when the run's policy refuses an
+    `environment:` name (HW702 reports them during validate)."""
+    refuse(ctx.platform, "environment", environment_limits(ctx.platform, ctx.policy))
     return nccl_settings(ctx.topology, ctx.install_dir, ctx.rail_optimized)
 
 

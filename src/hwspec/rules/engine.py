@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
+from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.rules.sandbox import Box, Escape, Sandbox, contained
 from hwspec.spec.translate import nearest
 from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
@@ -86,11 +87,13 @@ class Finding:
 
 class Context:
     """What a rule sees: `topology`, the resolved topology of a node or cluster with its
-    queries (paths, NUMA nodes, islands, NIC shares, ...), and `platform`, its model."""
+    queries (paths, NUMA nodes, islands, NIC shares, ...), `platform`, its model, and
+    `policy`, the operator's `EnvironmentPolicy` for this run (what `environment:` may set)."""
 
-    def __init__(self, topology: Any):
+    def __init__(self, topology: Any, policy: EnvironmentPolicy = STRICT):
         self.topology = topology
         self.platform = topology.platform
+        self.policy = policy
 
     @property
     def graph(self) -> Any:
@@ -216,9 +219,11 @@ def _check_finding(f: Any) -> None:
         raise TypeError("yielded a Finding with a non-string message or hint, or a bad location")
 
 
-def run_rules(topology: Any, rules: list[Rule], scope: str = "node", sandbox: Sandbox | None = None) -> list[Diagnostic]:
+def run_rules(topology: Any, rules: list[Rule], scope: str = "node", sandbox: Sandbox | None = None,
+              policy: EnvironmentPolicy = STRICT) -> list[Diagnostic]:
     """Run every rule of `scope` on `topology` (a node's `Topology` or a cluster's
-    `ClusterTopology`), applying its platform's `rules:` settings.
+    `ClusterTopology`), applying its platform's `rules:` settings; the rules see `policy`, the
+    operator's grants for `environment:` (`ctx.policy`).
 
     Returns diagnostics sorted by position. A rule that raises an exception or yields something
     that is not a Finding is reported as an error finding (E900) with its id, and the run goes
@@ -252,7 +257,7 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node", sandbox: Sa
             continue
         overrides[target.id] = setting.severity
 
-    context = Context(topology)
+    context = Context(topology, policy)
     chosen = [r for r in rules if r.scope == scope and overrides.get(r.id) != "off"]
     with (sandbox.box() if sandbox is not None else contextlib.nullcontext()) as box:
         for current in chosen:

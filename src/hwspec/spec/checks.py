@@ -10,6 +10,7 @@ Every failure is a `PydanticCustomError` whose type starts with `hwspec` (or is 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -120,9 +121,14 @@ def check_env_name(value: str) -> str:
 
 
 def env_value_text(value: object) -> object:
-    """An environment value as text: booleans as 1/0, numbers as written, strings unchanged."""
+    """An environment value as text: booleans as 1/0, numbers as written, strings unchanged.
+    A YAML number that is not finite (`.nan`, `.inf`, `1.0e+400`) is refused: no consumer reads
+    Python's 'nan' or 'inf' as a number."""
     if isinstance(value, bool):
         return "1" if value else "0"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("hwspec_format", f"{value} is not a finite number: write the number the consumer "
+                                                   "reads, or quote the text if you mean a word, e.g. '22'")
     return str(value) if isinstance(value, (int, float)) else value
 
 

@@ -372,9 +372,10 @@ class NodeSpec(Spec):
     backend: BackendSpec | None = None
     rules: dict[str, RuleSetting] = Field(default_factory=dict, description="Per-rule severity changes, by id or name.")
     environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
-        "Extra settings for this platform, e.g. the NCCL settings its vendor documents (NCCL_IB_QPS_PER_CONNECTION: 4): "
+        "Tunables for this platform, e.g. the NCCL settings its vendor documents (NCCL_IB_QPS_PER_CONNECTION: 4): "
         "NCCL_* names go to nccl.conf and launch.env (replacing hwspec's own value of the same name), others to "
-        "launch.env only. HW701 warns about NCCL_* names NCCL does not know."))
+        "launch.env only. Only tunables pass: HW702 refuses names that load code, name files or move the launch "
+        "(LD_*, PATH, *_PLUGIN, *_FILE, PET_*, ...) and unreviewed ones; HW701 warns about NCCL_* names NCCL does not know."))
 
 
 # ---------------------------------------------------------------- cluster
@@ -455,5 +456,5 @@ class ClusterSpec(Spec):
     nvlink_domain: NvlinkDomainSpec | None = Field(None, description="NVLink domains spanning several nodes (racks such as GB200 NVL72).")
     rules: dict[str, RuleSetting] = Field(default_factory=dict)
     environment: dict[EnvName, EnvValue] = Field(default_factory=dict, description=(
-        "Extra cluster-wide settings: NCCL_* names go to the cluster's nccl.conf and cluster.env, others to cluster.env. "
-        "HW811 warns about NCCL_* names NCCL does not know."))
+        "Cluster-wide tunables: NCCL_* names go to the cluster's nccl.conf and cluster.env, others to cluster.env. "
+        "Only tunables pass (HW812, as HW702 for nodes); HW811 warns about NCCL_* names NCCL does not know."))

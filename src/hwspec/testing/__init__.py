@@ -34,11 +34,15 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
 from hwspec.testing.clusters import ClusterFiles, check_cluster_files, cluster_specs, clusters
 from hwspec.testing.faults import CLUSTER_FAULT_RULES, FAULT_RULES, Fault, faulty_cluster_specs, faulty_node_specs
 from hwspec.testing.hostile import (
+    DANGEROUS_ENV_NAMES,
     HOSTILE_PATH_PIECES,
     HOSTILE_PIECES,
     NAME_FIELDS,
     TEXT_FIELDS,
     hostile_cluster_specs,
+    hostile_env_values,
+    hostile_environment_specs,
+    hostile_environments,
     hostile_names,
     hostile_node_specs,
     hostile_texts,
@@ -58,11 +62,12 @@ from hwspec.testing.nodes import (
 )
 
 __all__ = [
-    "CLUSTER_FAULT_RULES", "FAULT_RULES", "HOSTILE_PATH_PIECES", "HOSTILE_PIECES", "NAME_FIELDS", "NIC_MODES",
+    "CLUSTER_FAULT_RULES", "DANGEROUS_ENV_NAMES", "FAULT_RULES", "HOSTILE_PATH_PIECES", "HOSTILE_PIECES", "NAME_FIELDS", "NIC_MODES",
     "NVLINK_PATTERNS", "TEXT_FIELDS",
     "ClusterFiles", "Fault",
     "check_cluster_files", "check_node_text", "cluster_specs", "clusters", "dump_yaml", "faulty_cluster_specs",
-    "faulty_node_specs", "group_numa_nodes", "hostile_cluster_specs", "hostile_names", "hostile_node_specs",
+    "faulty_node_specs", "group_numa_nodes", "hostile_cluster_specs", "hostile_env_values",
+    "hostile_environment_specs", "hostile_environments", "hostile_names", "hostile_node_specs",
     "hostile_texts", "load_node_text", "node_platforms", "node_specs", "node_yaml", "present_virtually",
     "with_environment",
 ]

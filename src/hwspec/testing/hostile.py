@@ -49,6 +49,44 @@ def hostile_names(max_pieces: int = 6) -> st.SearchStrategy[bytes]:
             .filter(lambda name: name not in (b".", b"..") and len(name) <= 200))
 
 
+DANGEROUS_ENV_NAMES = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "PATH", "PYTHONPATH", "PYTHONSTARTUP", "BASH_ENV",
+                       "ENV", "IFS", "PS4", "NCCL_ENV_PLUGIN", "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN",
+                       "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE", "NCCL_TOPO_FILE", "NCCL_CONF_FILE",
+                       "PET_RDZV_ENDPOINT", "MASTER_ADDR", "NCCL_COMM_ID", "CUDA_VISIBLE_DEVICES", "HWSPEC_DIR")
+"""Variable names that would load code, name a file or move the launch if a platform file could
+set them (`hwspec.formats.environment` refuses them all)."""
+
+
+def hostile_env_values() -> st.SearchStrategy[Any]:
+    """What YAML may put under an `environment:` name: hostile text, integers, floats (NaN and
+    infinities included), booleans."""
+    return hostile_texts() | st.integers() | st.floats() | st.booleans()
+
+
+def hostile_environments(max_size: int = 4) -> st.SearchStrategy[dict[str, Any]]:
+    """An `environment:` mapping of 1-`max_size` entries: names that must be refused
+    (`DANGEROUS_ENV_NAMES`), vendor tunables, any variable-shaped name, or hostile text; values
+    from `hostile_env_values()` or a tunable's plain value."""
+    from hwspec.testing.nodes import ENVIRONMENT_SETTINGS
+
+    names = (st.sampled_from(DANGEROUS_ENV_NAMES) | st.sampled_from(sorted(ENVIRONMENT_SETTINGS))
+             | st.from_regex(r"[A-Z_][A-Z0-9_]{0,20}", fullmatch=True) | hostile_texts())
+    values = hostile_env_values() | st.sampled_from(("22", "4", "rc", "mlx5_0:1", "^lo,docker"))
+    return st.dictionaries(names, values, min_size=1, max_size=max_size)
+
+
+@st.composite
+def hostile_environment_specs(draw, **kwargs: Any) -> tuple[dict[str, Any], dict]:
+    """`(environment, spec)`: a valid `node_specs(**kwargs)` spec whose `environment:` is
+    `environment` (from `hostile_environments()`). Validate refuses it at its place (HW702 for a
+    name the policy refuses, E110 for a malformed name or value), or every name is a tunable and
+    generated launch.env sets exactly the values written."""
+    spec = copy.deepcopy(draw(node_specs(**kwargs)))
+    environment = draw(hostile_environments(), label="environment")
+    spec["environment"] = environment
+    return environment, spec
+
+
 def _set(spec: dict, path: Path_, value: Any) -> bool:
     """Put `value` at `path` in `spec` when the parent exists; False when it does not."""
     node: Any = spec

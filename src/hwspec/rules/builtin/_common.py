@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
+from hwspec.formats.environment import REVIEWED_TUNABLES, environment_limits
 from hwspec.formats.nccl_env import KNOWN
 from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
 from hwspec.spec.translate import nearest
@@ -98,11 +99,24 @@ def connection_at(connection: NvlinkConnection) -> tuple:
 
 
 def unknown_nccl_names(ctx: Any) -> Iterator[Any]:
-    """Findings for the NCCL_* names of `ctx.platform.environment` outside `hwspec.formats.nccl_env.KNOWN`."""
+    """Findings for the NCCL_* names of `ctx.platform.environment` outside
+    `hwspec.formats.nccl_env.KNOWN` (a name the policy refuses is reported by the policy rule only)."""
     for name in ctx.platform.environment:
-        if name.startswith("NCCL_") and name not in KNOWN:
+        if name.startswith("NCCL_") and name not in KNOWN and ctx.policy.refusal(name) is None:
             guess = nearest(name, sorted(KNOWN))
             yield ctx.finding(f"environment: NCCL does not read {name}",
                               at=(None, "environment", name),
                               hint=(f"did you mean {guess}? " if guess else "") + "a variable of a newer NCCL or a "
                                    "plugin is fine: change this rule under 'rules:' with the reason")
+
+
+def refused_names(ctx: Any) -> Iterator[Any]:
+    """Findings for the `environment:` names of `ctx.platform` that the run's policy refuses."""
+    for limit in environment_limits(ctx.platform, ctx.policy):
+        yield ctx.finding(limit.message, at=limit.at, hint=limit.hint)
+
+
+POLICY_DOC = f"""
+
+    The reviewed tunables outside NCCL_* and RCCL_*: {", ".join(sorted(REVIEWED_TUNABLES))}."""
+"""What the policy rules' docstrings end with (`hwspec explain` prints it): the reviewed list."""

@@ -10,7 +10,7 @@ from itertools import chain
 
 from hwspec.rules import Context, rule
 
-from ._common import gbit, number, unknown_nccl_names
+from ._common import POLICY_DOC, gbit, number, refused_names, unknown_nccl_names
 
 
 def _tbit(rate: float) -> str:
@@ -278,3 +278,16 @@ def cluster_nccl_variable_known(ctx: Context):
     fabric's vendor documents out of effect on every node.
     """
     yield from unknown_nccl_names(ctx)
+
+
+@rule("HW812", "cluster-environment-policy", scope="cluster", waivable=False)
+def cluster_environment_policy(ctx: Context):
+    """Every name under the cluster's `environment:` is a tunable: nothing that loads code, names a file or changes where the job connects.
+
+    cluster.env is sourced by node-launch.sh as root on every node, before torchrun: the same
+    policy as HW702 for node platforms, and the same operator grant (`--allow-env NAME`).
+    """
+    yield from refused_names(ctx)
+
+
+cluster_environment_policy.__doc__ = (cluster_environment_policy.__doc__ or "").rstrip() + POLICY_DOC

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from hwspec.rules import Context, Finding, rule
 
-from ._common import id_list, unknown_nccl_names
+from ._common import POLICY_DOC, id_list, refused_names, unknown_nccl_names
 
 
 @rule("HW601", "declared-counts")
@@ -35,3 +35,23 @@ def nccl_variable_known(ctx: Context) -> Iterator[Finding]:
     changes nothing, and the setting the vendor documents is not in effect.
     """
     yield from unknown_nccl_names(ctx)
+
+
+@rule("HW702", "environment-policy", waivable=False)
+def environment_policy(ctx: Context) -> Iterator[Finding]:
+    """Every name under `environment:` is a tunable: nothing that loads code, names a file or changes where the job connects.
+
+    launch.env and nccl.conf are sourced and read as root on every node, and a platform file
+    comes from whoever opened the pull request: LD_PRELOAD, PATH, PYTHONPATH, BASH_ENV, any
+    *_PLUGIN or *_LIB would run its code; NCCL_TOPO_FILE, NCCL_DEBUG_FILE, any *_FILE, *_PATH,
+    *_DIR or *_DUMP* would make NCCL read or overwrite a file it names; PET_RDZV_ENDPOINT,
+    MASTER_ADDR, NCCL_COMM_ID, CUDA_VISIBLE_DEVICES, HWSPEC_*, any *_ADDR or *_PORT would move
+    the rendezvous or the ranks. A tunable is an NCCL_* or RCCL_* name outside those classes,
+    or a reviewed setting listed below; any other name is refused as unreviewed. The operator,
+    not the platform file, grants more: `--allow-env NAME` on the command line. This rule
+    cannot be switched off under `rules:` (E304), and generate refuses the same names.
+    """
+    yield from refused_names(ctx)
+
+
+environment_policy.__doc__ = (environment_policy.__doc__ or "").rstrip() + POLICY_DOC
