@@ -182,7 +182,7 @@ def test_an_input_over_the_size_limit_is_refused_before_parsing(tmp_path, monkey
 
 def test_a_missing_file_is_an_unreadable_input(tmp_path):
     m = read_input(tmp_path / "absent.xml")
-    assert [(d.code, d.message) for d in m.problems] == [("I100", "cannot read: No such file or directory")]
+    assert [(d.code, d.message) for d in m.problems] == [("I100", "cannot read: no such file or directory")]
 
 
 def test_topo_m_truncated_rows_and_unknown_cells_are_located(tmp_path):

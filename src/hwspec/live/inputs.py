@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwspec.diagnostics import Location, Severity, display_path
+from hwspec.diagnostics import Location, Severity, display_path, os_reason
 from hwspec.live.observed import MAX_INPUT_BYTES, Machine
 
 
@@ -15,7 +15,7 @@ def read_bytes(path: Path, machine: Machine) -> bytes | None:
         with open(path, "rb") as handle:
             data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        machine.problem(where, Severity.ERROR, "I100", f"cannot read: {exc.strerror or exc}")
+        machine.problem(where, Severity.ERROR, "I100", f"cannot read: {os_reason(exc)}")
         return None
     if len(data) > MAX_INPUT_BYTES:
         machine.problem(where, Severity.ERROR, "I100", f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB: not a node topology")
