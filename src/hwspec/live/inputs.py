@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwspec.diagnostics import Location, Severity, display_path, os_reason
-from hwspec.live.observed import MAX_INPUT_BYTES, Machine
+from hwspec.live.observed import MAX_INPUT_BYTES, Machine, refuse_oversized
 
 
 def read_bytes(path: Path, machine: Machine) -> bytes | None:
@@ -55,5 +55,6 @@ def read_input(path: Path, fmt: str | None = None) -> Machine:
     module = importlib.import_module({"nccl": "hwspec.live.nccl", "lstopo": "hwspec.live.lstopo",
                                       "topo-m": "hwspec.live.topo_matrix"}[fmt])
     module.parse(data, file, machine)
+    refuse_oversized(machine, file)
     machine.problems.sort(key=lambda d: (d.line, d.col))
     return machine
