@@ -77,8 +77,8 @@ def run_import(args: argparse.Namespace) -> int:
     from hwspec.cli.common import command_sandbox
     from hwspec.diagnostics import HwspecError, os_reason, report
     from hwspec.live.draft import draft_text
-    from hwspec.text import visible
     from hwspec.model.load import load_catalogue
+    from hwspec.text import visible
 
     machine, fatal = _read(args)
     sys.stderr.write(report.render(machine.problems, "text"))
