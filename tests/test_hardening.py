@@ -19,7 +19,7 @@ PLATFORMS = ROOT / "platforms"
 
 def hwspec(*args: str | os.PathLike, cwd: Path = ROOT, timeout: float = 60) -> subprocess.CompletedProcess:
     """`python -m hwspec ARGS` in `cwd`; arguments may be bytes-y paths (non-UTF-8 names)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run([sys.executable, "-m", "hwspec", *map(os.fsdecode, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, errors="replace", timeout=timeout)
 
@@ -489,7 +489,7 @@ def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
         sets[label] = _tree(out / "zionex")
     assert sets["old"] != sets["new"]
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for attempt, delay in enumerate((0.6, 0.9, 1.2, 1.5, 1.8, 2.1, 2.4)):
         source = (old, new)[attempt % 2]
         process = subprocess.Popen([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(out), str(source)],
@@ -507,7 +507,7 @@ def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
 
 def test_concurrent_generates_into_one_directory_both_succeed(tmp_path):
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for _ in range(2):
         processes = [subprocess.Popen([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(out),
                                        "platforms/zionex.yaml", "platforms/zion.yaml"], cwd=ROOT, env=env,
@@ -641,7 +641,7 @@ def test_output_directory_that_is_a_file_is_a_clear_error(tmp_path):
     (tmp_path / "out").write_text("not a directory\n")
     result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", "platforms/zionex.yaml")
     assert result.returncode == 2
-    assert result.stderr.endswith(f"hwspec: error[E902]: [Errno 17] File exists: '{tmp_path}/out'\n"), result.stderr
+    assert result.stderr.endswith(f"hwspec: error[E902]: cannot write {tmp_path}/out: file exists\n"), result.stderr
     assert (tmp_path / "out").read_text() == "not a directory\n"
 
 

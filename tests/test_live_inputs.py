@@ -182,7 +182,7 @@ def test_an_input_over_the_size_limit_is_refused_before_parsing(tmp_path, monkey
 
 def test_a_missing_file_is_an_unreadable_input(tmp_path):
     m = read_input(tmp_path / "absent.xml")
-    assert [(d.code, d.message) for d in m.problems] == [("I100", "cannot read: No such file or directory")]
+    assert [(d.code, d.message) for d in m.problems] == [("I100", "cannot read: no such file or directory")]
 
 
 def test_topo_m_truncated_rows_and_unknown_cells_are_located(tmp_path):
@@ -319,3 +319,39 @@ def test_hwloc_3_xml_with_flag_typed_os_devices_and_nvswitches(tmp_path):
     nic = m.nics["0000:3b:00.0"]
     assert (nic.fabric, nic.interfaces, [p.name for p in nic.ports]) == ("infiniband", ["ibp59s0"], ["mlx5_0"])
     assert nic.link.bandwidth == pytest.approx(63.015385e9) and list(m.nvswitches) == ["0000:61:00.0"]
+
+
+# ---------------------------------------------------------------- inputs larger than one node
+
+
+def _topo_matrix(gpus: int) -> str:
+    """`nvidia-smi topo -m` text for `gpus` GPUs whose pairs alternate NV1 and PIX."""
+    names = [f"GPU{i}" for i in range(gpus)]
+    rows = ["\t" + "\t".join(names) + "\tCPU Affinity\tNUMA Affinity"]
+    for i in range(gpus):
+        cells = ["X" if j == i else ("NV1" if (i + j) % 2 else "PIX") for j in range(gpus)]
+        rows.append(f"GPU{i}\t" + "\t".join(cells) + f"\t0-63\t{i % 2}")
+    return "\n".join(rows + ["", "Legend:", "", "  X    = Self"]) + "\n"
+
+
+def test_topo_matrix_of_1024_gpus_is_refused_at_its_header_not_a_resource_bomb(tmp_path):
+    (tmp_path / "topo.txt").write_text(_topo_matrix(1024))  # 4 MB: 1M cells took 51 s and 1.2 GB into a 14 MiB draft
+    m = read_input(tmp_path / "topo.txt")
+    assert [(d.code, d.line, d.message) for d in m.problems] == [
+        ("I101", 1, "the header has 1024 GPU columns, more than the 64 one node has: not one node's 'nvidia-smi topo -m' output")]
+    assert not m.gpus and not m.nvlinks and not m.paths
+
+
+def test_topo_matrix_of_64_gpus_is_read(tmp_path):
+    (tmp_path / "topo.txt").write_text(_topo_matrix(64))
+    m = read_input(tmp_path / "topo.txt")
+    assert (len(m.gpus), len(m.nvlinks), m.problems) == (64, 64 * 32, [])
+
+
+def test_nccl_dump_with_more_gpus_than_a_node_is_refused(tmp_path):
+    gpus = "".join(f'<pci busid="0000:{i // 256:02x}:{i % 256:02x}.0" class="0x030200" vendor="0x10de" link_speed="16.0 GT/s PCIe" '
+                   f'link_width="16"><gpu dev="{i}" sm="80" rank="{i}" gdr="1"/></pci>\n' for i in range(65))
+    (tmp_path / "dump.xml").write_text(f'<system version="1">\n<cpu numaid="0" affinity="ff">\n{gpus}</cpu>\n</system>\n')
+    m = read_input(tmp_path / "dump.xml")
+    assert [(d.code, d.line, d.message) for d in m.problems if d.code in FATAL_INPUT_CODES] == [
+        ("I101", 1, "65 GPUs, more than the 64 one node has: not one node's topology")]

@@ -252,7 +252,7 @@ def test_file_larger_than_the_limit_is_refused_before_reading(tmp_path, monkeypa
 
 def test_unreadable_files(tmp_path, monkeypatch):
     assert errors(Path("missing.yaml")) == (
-        "missing.yaml:1:1: error[E100]: cannot read file: No such file or directory")
+        "missing.yaml:1:1: error[E100]: cannot read file: no such file or directory")
     monkeypatch.chdir(tmp_path)
     Path("dir.yaml").mkdir()
     assert errors(Path("dir.yaml")) == "dir.yaml:1:1: error[E100]: cannot read file: it is a directory, not a regular file"

@@ -270,9 +270,11 @@ def test_a_rule_clashing_with_a_builtin_exits_2(capsys: pytest.CaptureFixture[st
                    "HW201 backend-nic-per-gpu in src/hwspec/rules/builtin/nic.py\n")
 
 
-def test_a_missing_rules_directory_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, _, err = run(capsys, "validate", "--rules", tmp_path / "nope", BASE)
-    assert (status, err) == (2, f"{tmp_path / 'nope'}:1:1: error[E301]: cannot load rules: not a directory\n")
+def test_a_missing_rules_directory_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        run(capsys, "validate", "--rules", tmp_path / "nope", BASE)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.endswith(f"hwspec: error: --rules {tmp_path / 'nope'}: no such directory\n")
 
 
 # ---------------------------------------------------------------- a platform's rules: section

@@ -6,13 +6,14 @@ says whether generation may go on.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwspec import content
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity, real_path
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.model.load import load_platform  # the public one (`hwspec.load_platform`): its platforms have `.topology`
 from hwspec.topology import topology_of  # and so the platforms loaded here have `.topology`
@@ -83,14 +84,14 @@ class LoadedNodes(dict):
         tick keeps its time; each list of parts directories is read once per run); None when
         something cannot be read (the load itself reports it)."""
         from hwspec.diagnostics import display_path
-        from hwspec.model.load import parts_directories
+        from hwspec.model.load import parts_directories, parts_files
         from hwspec.source.loader import read_regular_file
 
         try:
             directories = tuple(map(str, parts_directories(path, parts_dirs)))
             if directories not in self.parts:
                 self.parts[directories] = tuple((str(f), read_regular_file(f)) for d in directories
-                                                for f in sorted(Path(d).glob("*.yaml")))
+                                                for f in parts_files(Path(d)))
             return str(path), display_path(path), read_regular_file(path), self.parts[directories]
         except (OSError, ValueError, HwspecError):
             return None
@@ -122,20 +123,26 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
         nodes: dict[str, Any] = {}
 
-        roots = [Path(path).resolve().parent, *(Path(r).resolve() for r in platform_roots)]
+        roots = [real_path(path).parent, *map(real_path, platform_roots)]
 
         def load_node_file(node_path: Path) -> Any:
+            """The node platform at `node_path`; FileNotFoundError when there is none,
+            HwspecError (E100 and the OS's reason) when it cannot be read."""
             from hwspec.model.resolve_cluster import PlatformOutsideRoots
 
             if "\x00" in str(node_path):
                 raise FileNotFoundError(node_path)
-            resolved = node_path.resolve()
+            resolved = real_path(node_path)
             if not any(resolved.is_relative_to(root) for root in roots):
                 raise PlatformOutsideRoots(roots[0])
             key = str(resolved)
             if key not in nodes:
-                if not node_path.is_file():
-                    raise FileNotFoundError(node_path)
+                try:
+                    os.stat(node_path)
+                except FileNotFoundError:
+                    raise
+                except OSError:
+                    pass  # a loop, a name too long: loading it reports E100 with the reason
                 version = loaded.version(node_path, parts_dirs) if loaded is not None else None
                 if loaded is not None and version is not None and version in loaded:
                     nodes[key] = loaded[version]
@@ -196,9 +203,9 @@ def platform_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         path = Path(path)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.glob("*.yaml") if p.is_file()))
-            files.extend(sorted(p for p in path.glob("*.yml") if p.is_file()))
+        if os.path.isdir(path):  # False, never an OSError, for a path that cannot be looked at: loading says why
+            files.extend(sorted(p for p in path.glob("*.yaml") if os.path.isfile(p)))
+            files.extend(sorted(p for p in path.glob("*.yml") if os.path.isfile(p)))
         else:
             files.append(path)
     return files

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -47,12 +48,17 @@ def _env_names(text: str) -> list[str]:
 
 def _not_a_directory(path: Path) -> str | None:
     """Why `path` cannot be used as an option's directory, or None when it can."""
+    from hwspec.diagnostics import os_reason
+
     try:
-        if path.is_dir():
-            return None
-        return "is not a directory" if path.exists() else "no such directory"
-    except (OSError, ValueError):
-        return "cannot be read"
+        is_directory = stat.S_ISDIR(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return "no such directory"
+    except OSError as exc:
+        return os_reason(exc)  # "too many levels of symbolic links", "file name too long", ...
+    except ValueError:
+        return "the path holds a NUL character"
+    return None if is_directory else "is not a directory"
 
 
 def _add_rules_options(parser: argparse.ArgumentParser) -> None:
@@ -114,7 +120,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Validate, then render every platform's plan and write it (or compare with --check)."""
     from hwspec import pipeline
-    from hwspec.diagnostics import Code, report
+    from hwspec.diagnostics import Code, os_reason, report
     from hwspec.generate import engine as generate
 
     rules = _rules(args)
@@ -176,7 +182,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         svgs = generate.render_svgs(plan, out_dir) if not args.no_svg else []
     except (OSError, ValueError, generate.GenerationError) as exc:
         code = Code.GENERATION_FAILED if isinstance(exc, generate.GenerationError) else Code.OUTPUT_NOT_WRITTEN
-        sys.stderr.write(f"hwspec: error[{code}]: {visible(str(exc))}\n")
+        message = str(exc)
+        if isinstance(exc, OSError) and exc.filename is not None:
+            message = f"cannot write {os.fsdecode(exc.filename)}: {os_reason(exc)}"
+        sys.stderr.write(f"hwspec: error[{code}]: {visible(message)}\n")
         return EXIT_UNREADABLE
     sys.stderr.write(f"hwspec: {len(plan)} file(s) generated in {out_dir} ({len(changed)} changed"
                      + (f", {len(svgs)} SVG diagram(s) rendered" if svgs else "") + ")\n")
@@ -365,7 +374,8 @@ def _run(argv: list[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_UNREADABLE
-    for option, dest in (("--parts", "parts"), ("--templates", "templates"), ("--platform-root", "platform_roots")):
+    for option, dest in (("--parts", "parts"), ("--templates", "templates"), ("--platform-root", "platform_roots"),
+                         ("--rules", "rules")):
         for directory in getattr(args, dest, ()):
             problem = _not_a_directory(directory)
             if problem:

@@ -65,14 +65,19 @@ def _estimate(figures, workload) -> tuple[dict | None, int]:
 def _plot(estimates: list[dict], path: Path | None) -> int:
     if path is None:
         return EXIT_OK
+    from hwspec.diagnostics import os_reason
     from hwspec.perf.plot import PlotUnavailable, render
+    from hwspec.text import visible
 
     try:
         render(estimates, path)
     except PlotUnavailable as exc:
         sys.stderr.write(f"hwspec: {exc}\n")
         return EXIT_UNREADABLE
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # the message names the path given, never the temporary file beside it
+        sys.stderr.write(f"hwspec: error: cannot write {visible(str(path))}: {os_reason(exc)}\n")
+        return EXIT_UNREADABLE
+    except ValueError as exc:
         sys.stderr.write(f"hwspec: error: {exc}\n")
         return EXIT_UNREADABLE
     sys.stderr.write(f"hwspec: plot written to {path}\n")

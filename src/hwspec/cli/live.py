@@ -75,9 +75,10 @@ def check_draft(text: str, file: str, parts_dirs=(), sandbox: Sandbox | None = N
 def run_import(args: argparse.Namespace) -> int:
     from hwspec import content
     from hwspec.cli.common import command_sandbox
-    from hwspec.diagnostics import HwspecError, report
+    from hwspec.diagnostics import HwspecError, os_reason, report
     from hwspec.live.draft import draft_text
     from hwspec.model.load import load_catalogue
+    from hwspec.text import visible
 
     machine, fatal = _read(args)
     sys.stderr.write(report.render(machine.problems, "text"))
@@ -101,7 +102,7 @@ def run_import(args: argparse.Namespace) -> int:
         try:
             write_atomic(args.output, text)
         except OSError as exc:
-            sys.stderr.write(f"hwspec: cannot write {args.output}: {exc.strerror or exc}\n")
+            sys.stderr.write(f"hwspec: cannot write {visible(str(args.output))}: {os_reason(exc)}\n")
             return EXIT_UNREADABLE
     else:
         sys.stdout.write(text)

@@ -3,6 +3,6 @@ code registry (`codes`) and the report formats (`report`). Every other layer rep
 these types."""
 
 from hwspec.diagnostics.codes import Code
-from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Location, Severity, display_path
+from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Location, Severity, display_path, os_reason, real_path
 
-__all__ = ["Code", "Diagnostic", "HwspecError", "Location", "Severity", "display_path"]
+__all__ = ["Code", "Diagnostic", "HwspecError", "Location", "Severity", "display_path", "os_reason", "real_path"]

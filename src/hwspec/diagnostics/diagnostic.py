@@ -108,9 +108,27 @@ def display_path(path: Path | str) -> str:
     """The path as the user should see it: relative to the working directory when below it."""
     path = Path(path)
     try:
-        return str(path.resolve().relative_to(_resolved_directory(os.getcwd())))
+        return str(real_path(path).relative_to(_resolved_directory(os.getcwd())))
     except (ValueError, OSError):
         return str(path)
+
+
+def real_path(path: Path | str) -> Path:
+    """`path` made absolute with its symlinks resolved as far as they resolve. Never raises:
+    a symlink loop, a name over 255 bytes, a dangling link or a NUL character stop the
+    resolution there, and reading the path says what is wrong (`Path.resolve()` raises
+    RuntimeError for a loop on Python 3.11, OSError on 3.13)."""
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return Path(os.path.abspath(path))
+
+
+def os_reason(exc: OSError) -> str:
+    """Why an operating-system call failed, in words: "file name too long", "too many levels
+    of symbolic links", "permission denied"."""
+    words = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+    return words[:1].lower() + words[1:]
 
 
 @functools.lru_cache(maxsize=8)

@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from hwspec import __version__
-from hwspec.diagnostics import Diagnostic, Severity
+from hwspec.diagnostics import Diagnostic, Severity, real_path
 
 FORMATS = ("text", "json", "github", "sarif")
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -67,7 +67,7 @@ def repository_root(path: Path) -> Path | None:
     """The nearest directory at or above `path` holding `.git` (a directory, or a file in a
     git worktree), or None outside any repository."""
     for candidate in (path, *path.parents):
-        if (candidate / ".git").exists():
+        if os.path.exists(candidate / ".git"):  # False (never an OSError) for a name over 255 bytes
             return candidate
     return None
 
@@ -76,9 +76,9 @@ def artifact_location(file: str) -> dict[str, str]:
     """A SARIF artifactLocation for a diagnostic's file, whatever path it was given by: relative
     to the root of the git repository holding it (uriBaseId %SRCROOT%, percent-encoded), else
     relative to the working directory when under it, else an absolute file: URI."""
-    path = Path(file).resolve() if file else Path.cwd()
+    path = real_path(file) if file else Path.cwd()
     root = repository_root(path.parent)
-    for base, base_id in ((root, SRCROOT), (Path.cwd().resolve(), None)):
+    for base, base_id in ((root, SRCROOT), (real_path(Path.cwd()), None)):
         if base is not None and path.is_relative_to(base):
             location = {"uri": quote(os.fsencode(path.relative_to(base).as_posix()))}  # a non-UTF-8 name: its bytes
             return {**location, "uriBaseId": base_id} if base_id else location

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwspec.diagnostics import Location, Severity, display_path
-from hwspec.live.observed import MAX_INPUT_BYTES, Machine
+from hwspec.diagnostics import Location, Severity, display_path, os_reason
+from hwspec.live.observed import MAX_INPUT_BYTES, Machine, refuse_oversized
 
 
 def read_bytes(path: Path, machine: Machine) -> bytes | None:
@@ -15,7 +15,7 @@ def read_bytes(path: Path, machine: Machine) -> bytes | None:
         with open(path, "rb") as handle:
             data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        machine.problem(where, Severity.ERROR, "I100", f"cannot read: {exc.strerror or exc}")
+        machine.problem(where, Severity.ERROR, "I100", f"cannot read: {os_reason(exc)}")
         return None
     if len(data) > MAX_INPUT_BYTES:
         machine.problem(where, Severity.ERROR, "I100", f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB: not a node topology")
@@ -55,5 +55,6 @@ def read_input(path: Path, fmt: str | None = None) -> Machine:
     module = importlib.import_module({"nccl": "hwspec.live.nccl", "lstopo": "hwspec.live.lstopo",
                                       "topo-m": "hwspec.live.topo_matrix"}[fmt])
     module.parse(data, file, machine)
+    refuse_oversized(machine, file)
     machine.problems.sort(key=lambda d: (d.line, d.col))
     return machine

@@ -236,6 +236,22 @@ FATAL_INPUT_CODES = frozenset({"I100", "I101"})
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 """Inputs larger than this are refused: a node's topology is a few hundred kilobytes at most."""
+MAX_GPUS = 64
+"""The most GPUs one input may describe: the largest boards have 16 (DGX-2), a GB200 tray 4.
+An input beyond it is refused (I101) before a draft is made: the NVLink pairs and PCIe paths
+grow with the square of the count."""
+MAX_NICS = 512
+"""The most NICs (RDMA devices) one input may describe: a port per GPU, frontends, SR-IOV
+functions; refused (I101) beyond."""
+
+
+def refuse_oversized(machine: Machine, file: str) -> None:
+    """An I101 at the top of `file` when `machine` (read from it) has more GPUs or NICs than
+    one node has: the input is then unusable, and no draft or comparison is made."""
+    for count, limit, what in ((len(machine.gpus), MAX_GPUS, "GPUs"), (len(machine.nics), MAX_NICS, "NICs")):
+        if count > limit:
+            machine.problem(Location(file, 1), Severity.ERROR, "I101",
+                            f"{count} {what}, more than the {limit} one node has: not one node's topology")
 
 PCIE_SPEED_STRINGS: dict[str, int] = {
     "2.5 GT/s": 1, "5 GT/s": 2, "8 GT/s": 3, "16 GT/s": 4, "32 GT/s": 5, "64 GT/s": 6,

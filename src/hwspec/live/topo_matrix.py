@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink
+from hwspec.live.observed import MAX_GPUS, MAX_NICS, NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _GPU = re.compile(r"GPU(\d+)")
@@ -28,7 +28,9 @@ PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
 MAX_LINES = 10_000
 MAX_GPU_LINKS = 18
 """The most NVLinks one NVIDIA GPU has (H100, B200): a GPU showing more in total goes through NVSwitches."""
-MAX_DEVICES = 1024
+MAX_DEVICES = MAX_GPUS + MAX_NICS
+"""The most device columns the matrix may have; the GPU and NIC columns are also counted
+against MAX_GPUS and MAX_NICS, before any row is read (the rows hold columns^2 cells)."""
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...] | None:
@@ -70,9 +72,13 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                       if not (_GPU.fullmatch(c) or c.startswith("NIC") or (re.fullmatch(r"[A-Za-z0-9_.-]+", c) and " " not in c))),
                      len(header))
     devices, extras = header[:extras_at], header[extras_at:]
-    if len(devices) > MAX_DEVICES:
-        machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101", f"more than {MAX_DEVICES} devices in the header")
-        return
+    gpu_columns = sum(1 for name in devices if _GPU.fullmatch(name))
+    for count, limit, what in ((gpu_columns, MAX_GPUS, "GPU"), (len(devices) - gpu_columns, MAX_NICS, "NIC")):
+        if count > limit:
+            machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101",
+                            f"the header has {count} {what} columns, more than the {limit} one node has: "
+                            "not one node's 'nvidia-smi topo -m' output")
+            return
     legend: dict[str, tuple[str, Location]] = {}
     for number, line in enumerate(lines, 1):
         match = _LEGEND.match(line)

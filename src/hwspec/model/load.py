@@ -7,12 +7,13 @@ all of them, each pointing at the line and column where it is written.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwspec import content
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path, os_reason, real_path
 from hwspec.model.node import Platform
 from hwspec.model.resolve_node import resolve_node
 from hwspec.source.expand import Expanded, expand
@@ -101,7 +102,12 @@ def load_catalogue(directories: Iterable[Path]) -> Catalogue:
     merged: dict[str, dict[str, Part]] = {}
     errors: list[Diagnostic] = []
     for directory in directories:
-        for path in sorted(Path(directory).resolve().glob("*.yaml")):  # one resolve per directory
+        try:
+            paths = parts_files(directory)
+        except HwspecError as exc:
+            errors.extend(exc.diagnostics)
+            continue
+        for path in paths:
             try:
                 for kind, parts in _load_parts_file(path).items():
                     merged.setdefault(kind, {}).update(parts)
@@ -112,11 +118,25 @@ def load_catalogue(directories: Iterable[Path]) -> Catalogue:
     return Catalogue(merged)
 
 
+def parts_files(directory: Path) -> list[Path]:
+    """The `*.yaml` files in the parts `directory` (symlinks resolved), sorted. Raises
+    HwspecError (E100, with the OS's reason) when the directory cannot be listed; a file
+    that cannot be read is left for its load to report."""
+    directory = real_path(directory)
+    try:
+        with os.scandir(directory) as entries:
+            names = [entry.name for entry in entries if entry.name.endswith(".yaml")]
+    except OSError as exc:
+        message = f"cannot read parts directory: {os_reason(exc)}"
+        raise HwspecError([Diagnostic(display_path(directory), 1, 1, Severity.ERROR, Code.CANNOT_READ_FILE, message)]) from None
+    return [directory / name for name in sorted(names)]
+
+
 def parts_directories(platform_file: Path, extra: Iterable[Path] = ()) -> list[Path]:
     """The built-in catalogue, then `parts/` beside the platform file, then `extra`."""
     dirs = [content.builtin_dir("parts")]
-    local = platform_file.resolve().parent / "parts"
-    if local.is_dir() and local.resolve() != dirs[0]:  # builtin_dir is resolved
+    local = real_path(platform_file).parent / "parts"
+    if os.path.isdir(local) and real_path(local) != dirs[0]:  # builtin_dir is resolved
         dirs.append(local)
     dirs.extend(Path(d) for d in extra)
     return dirs

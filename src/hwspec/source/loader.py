@@ -23,7 +23,7 @@ from typing import ClassVar
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path, os_reason
 
 Path_ = tuple[str | int, ...]
 
@@ -116,7 +116,7 @@ def read_regular_file(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
                 raise HwspecError([_too_big(display_path(path), info.st_size)])
             raw = stream.read(limit + 1)
     except OSError as e:
-        raise refuse(f"cannot read file: {e.strerror or e}") from None
+        raise refuse(f"cannot read file: {os_reason(e)}") from None
     if len(raw) > limit:
         raise HwspecError([_too_big(display_path(path), len(raw))])
     return raw

@@ -57,9 +57,12 @@ NicRole = Literal["backend", "ingestion", "frontend", "management"]
 
 
 class Spec(BaseModel):
-    """Base of every spec model: unknown keys are errors; `source`/`assumed` are notes."""
+    """Base of every spec model: unknown keys are errors; `source`/`assumed` are notes; a plain
+    number (`oversubscription`, a workload's `pooling`) is finite (YAML's `.nan`, `.inf` and
+    `1e400` are refused)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, protected_namespaces=(),
+                              allow_inf_nan=False)
 
     source: str | None = Field(None, description="Where the values of this entry come from.")
     assumed: str | None = Field(None, description="Set when the values are an assumption: say why.")

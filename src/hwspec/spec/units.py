@@ -24,6 +24,10 @@ Decisions:
   (`parse_x(format_x(v)) == v`), preferring no exponent and a number >= 1; values with no short
   form come out in the base unit ('1234567890.1234567 B/s'). Bandwidths are
   printed in bytes, compute rates as FLOPS (the canonical value does not record FLOP vs OPS).
+- The parsers read any finite amount; the pydantic validators (`validate_*`, what platform
+  files go through) also refuse amounts above `MAX_BYTES`, `MAX_BYTE_RATE`, `MAX_FLOP_RATE`,
+  `MAX_TRANSFER_RATE` and `MAX_DURATION`: far above any machine, low enough that sums over a
+  65,536-node cluster stay finite floats and every output (JSON, XML, Slurm) can hold them.
 - In pydantic models a `UnitError` becomes a `PydanticCustomError` of type `unit` whose `msg`
   is exactly the `UnitError` text (no "Value error, " prefix): `validate_*` here. The pydantic
   field types (`Bytes`, `ByteRate`, ...) are in `hwspec.spec.unit_types`; this module imports no
@@ -358,12 +362,35 @@ def _format_float(kind: _Kind, value: float) -> str:
     return _format(kind, Fraction(value), reads_back)
 
 
+MAX_BYTES = 2**50
+"""The largest size a platform file may state: 1 PiB (a node has a few TiB of memory)."""
+MAX_BYTE_RATE = 1e15
+"""The largest bandwidth a platform file may state: 1000 TB/s (an NVL72 domain has 130 TB/s)."""
+MAX_FLOP_RATE = 1e18
+"""The largest compute rate a platform file may state: 1 EFLOPS (a GPU has a few dozen PFLOPS)."""
+MAX_TRANSFER_RATE = 1e12
+"""The largest transfer rate a platform file may state: 1000 GT/s (PCIe 6 runs at 64 GT/s)."""
+MAX_DURATION = 86400.0
+"""The longest duration a platform file may state: one day, in seconds."""
+
+
 def parse_bytes(text: object) -> int:
     """A size written with a unit ('40 GiB', '1.5 TB') -> bytes, an int >= 0. Raises UnitError."""
-    amount = _parse(_SIZE_KIND, text)
+    return _whole_bytes(_parse(_SIZE_KIND, text), text)
+
+
+def _whole_bytes(amount: Fraction, text: object) -> int:
     if amount.denominator != 1:
         raise UnitError(f"a size must be a whole number of bytes, got '{str(text).strip()}'")
     return int(amount)
+
+
+def _at_most(kind: _Kind, maximum: float, shown: str, value: object) -> Fraction:
+    """The exact amount written in `value`, which must be at most `maximum` (`shown` in words)."""
+    amount = _parse(kind, value)
+    if amount > maximum:
+        raise UnitError(f"{kind.article} must be at most {shown}, got '{_short(str(value).strip())}'")
+    return amount
 
 
 def parse_byte_rate(text: object) -> float:
@@ -423,26 +450,27 @@ def _unit_error(parse: Callable[[object], Any], value: object) -> Any:
 
 
 def validate_bytes(value: object) -> int:
-    """`parse_bytes` as a validator (module level: the run-time spec names it by import path)."""
-    return _unit_error(parse_bytes, value)
+    """`parse_bytes` as a validator, at most MAX_BYTES (module level: the run-time spec names it
+    by import path)."""
+    return _unit_error(lambda v: _whole_bytes(_at_most(_SIZE_KIND, MAX_BYTES, "1 PiB", v), v), value)
 
 
 def validate_byte_rate(value: object) -> float:
-    """`parse_byte_rate` as a validator."""
-    return _unit_error(parse_byte_rate, value)
+    """`parse_byte_rate` as a validator, at most MAX_BYTE_RATE (1000 TB/s)."""
+    return _unit_error(lambda v: float(_at_most(_BYTE_RATE_KIND, MAX_BYTE_RATE, "1000 TB/s", v)), value)
 
 
 def validate_flop_rate(value: object) -> float:
-    """`parse_flop_rate` as a validator."""
-    return _unit_error(parse_flop_rate, value)
+    """`parse_flop_rate` as a validator, at most MAX_FLOP_RATE."""
+    return _unit_error(lambda v: float(_at_most(_FLOP_RATE_KIND, MAX_FLOP_RATE, "1 EFLOPS", v)), value)
 
 
 def validate_transfer_rate(value: object) -> float:
-    """`parse_transfer_rate` as a validator."""
-    return _unit_error(parse_transfer_rate, value)
+    """`parse_transfer_rate` as a validator, at most MAX_TRANSFER_RATE."""
+    return _unit_error(lambda v: float(_at_most(_TRANSFER_RATE_KIND, MAX_TRANSFER_RATE, "1000 GT/s", v)), value)
 
 
 def validate_duration(value: object) -> float:
-    """`parse_duration` as a validator."""
-    return _unit_error(parse_duration, value)
+    """`parse_duration` as a validator, at most MAX_DURATION."""
+    return _unit_error(lambda v: float(_at_most(_DURATION_KIND, MAX_DURATION, "1 day (86400 s)", v)), value)
 
