@@ -6,6 +6,7 @@ usage error (exit 2), never a traceback."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
@@ -78,9 +79,17 @@ def test_symlink_loop_in_sarif_is_reported_at_the_path_given(here, capsys):
     assert status == 0 and '"uri": "loop.yaml"' in out and "too many levels of symbolic links" in out
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file: no EACCES to provoke")
-def test_unreadable_platform_file_is_a_located_e100_permission_denied(here, capsys):
+def test_unreadable_platform_file_is_a_located_e100_permission_denied(here, capsys, monkeypatch):
     Path("zionex.yaml").chmod(0)
+    if os.geteuid() == 0:  # root reads any file: the open fails as it does for anyone else
+        real_open = os.open
+
+        def refusing_open(path, flags, *args, **kwargs):
+            if str(path).endswith("zionex.yaml"):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+            return real_open(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refusing_open)
     assert run(capsys, "validate", "zionex.yaml")[1].startswith(
         "zionex.yaml:1:1: error[E100]: cannot read file: permission denied\n")
 
