@@ -245,3 +245,9 @@ PCIE_SPEED_STRINGS: dict[str, int] = {
 """Link speed strings as sysfs (old and new kernels) and NCCL write them, by PCIe generation."""
 
 CPU_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+
+
+def is_decimal(text: str) -> bool:
+    """Whether `text` is a number in ASCII digits, which `int` reads. `str.isdigit` is not
+    enough for hostile input: it also holds `²` true, which `int` refuses (a traceback)."""
+    return text.isascii() and text.isdigit()
