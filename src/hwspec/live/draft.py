@@ -7,6 +7,13 @@ with the observed facts as `override:` and an `assumed:` note saying so. Values 
 (DDR capacity, a RoCE interface name, bus ids from `topo -m`) are placeholders marked
 `assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
 expanding the draft again. The draft names its inputs in `sources:`/`source:`.
+
+Input files are hostile: any text from them (file names, device and model names, attribute
+values) reaches the draft only as a YAML string that loads back as exactly that string (`dump`),
+or, in a `# note:` comment, as one line of printable text (`hwspec.text.comment`). Reloading the
+draft therefore gives exactly the keys written here; a text the spec refuses (a device name
+with a line break, a `${...}` outside a repeat block) is reported by `validate` at its line.
+File names, being provenance only, are shown `visible` so that the draft still loads.
 """
 
 from __future__ import annotations
@@ -43,6 +50,13 @@ class Draft:
     notes: list[str] = field(default_factory=list)
 
 
+def _file_text(file: str) -> str:
+    """An input's name as the draft's `source:`/`sources:` text: `visible` (one printable line,
+    a non-UTF-8 byte as `\\xNN`), and `${` written `$\\x7b`, which the loader would otherwise read
+    as an expression outside a repeat block."""
+    return visible(file).replace("${", "$\\x7b")
+
+
 def _name(text: str) -> str:
     name = ID_SAFE.sub("-", text.lower()).strip("-_")
     if not name or not name[0].isalpha():
@@ -67,7 +81,7 @@ class _Writer:
         return {name: part.model for name, part in sorted(self.cat.parts.get(kind, {}).items())}
 
     def source(self) -> str:
-        return "hwspec import of " + ", ".join(f"{visible(file)} ({what})" for file, what in self.m.sources)
+        return "hwspec import of " + ", ".join(f"{_file_text(file)} ({what})" for file, what in self.m.sources)
 
     def bus(self, key: str, bus: str | None, assumed: list[str]) -> str:
         if bus:
@@ -584,7 +598,7 @@ class _Writer:
         spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": self.name,
                                 "title": f"{self.name} (imported from a live node)",
                                 "source": self.source()}
-        spec["sources"] = {f"input{i}": f"{visible(file)}: {what}" for i, (file, what) in enumerate(self.m.sources)}
+        spec["sources"] = {f"input{i}": f"{_file_text(file)}: {what}" for i, (file, what) in enumerate(self.m.sources)}
         spec["sockets"] = self.sockets()
         bridges = self.bridges()
         gpus, baseboard, nvlink = self.gpus()
