@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,7 +205,7 @@ _LSTOPO = """<?xml version="1.0" encoding="UTF-8"?>
 """A GPU and a CPU the parts catalogue does not know (their model names reach the draft as
 `override: {model_name}`) and a RoCE NIC with its RDMA device and network interface."""
 
-_FIELDS = {
+_FIELDS: dict[str, tuple[str, dict[str, str], Callable[[str], str], Callable[[str], str]]] = {
     "nccl": (_NCCL, {"arch": "x86_64-", "nic0": "mlx5_x", "nic1": "mlx5_x"}, _xml_text, _xml_attribute),
     "topo-m": (_TOPO_M, {"column": "NICx", "nic0": "mlx5_x"}, _matrix_cell_text, str),
     "lstopo": (_LSTOPO, {"arch": "x86_64-", "cpu_model": "CPU ", "gpu_model": "GPU ", "interface": "eth_x",
