@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hwspec.text import visible
+
 if TYPE_CHECKING:
     from hwspec.rules.sandbox import Sandbox
 
@@ -93,7 +95,7 @@ def run_import(args: argparse.Namespace) -> int:
     name = args.name or (args.output.stem if args.output else "imported")
     text, notes = draft_text(machine, catalogue, name)
     for note in notes:
-        sys.stderr.write(f"hwspec: note: {note}\n")
+        sys.stderr.write(f"hwspec: note: {visible(note)}\n")
     file = str(args.output) if args.output else "<draft>"
     problems = check_draft(text, file, args.parts, command_sandbox(args))
     if args.output:
@@ -109,7 +111,7 @@ def run_import(args: argparse.Namespace) -> int:
     sys.stderr.write(report.render(problems, "text"))
     errors = sum(d.severity.label == "error" for d in problems)
     devices = f"{len(machine.numa)} NUMA node(s), {len(machine.gpus)} GPU(s), {len(machine.nics)} NIC(s)"
-    where = f" to {args.output}" if args.output else ""
+    where = f" to {visible(args.output)}" if args.output else ""
     sys.stderr.write(f"hwspec: draft written{where} from {devices}: "
                      + ("validates with no error; check its 'assumed:' notes\n" if not errors else
                         f"{errors} error(s) to fix before it validates\n"))
@@ -132,7 +134,7 @@ def run_diff(args: argparse.Namespace) -> int:
     if checked.platform is None or getattr(checked.platform, "kind", "node") != "node":
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.platform is not None:
-            sys.stderr.write(f"hwspec: {args.spec} is a cluster: diff compares one node with its node platform file\n")
+            sys.stderr.write(f"hwspec: {visible(args.spec)} is a cluster: diff compares one node with its node platform file\n")
         return EXIT_UNREADABLE
     machine, fatal = _read(args)
     if fatal:
@@ -143,5 +145,5 @@ def run_diff(args: argparse.Namespace) -> int:
     sys.stdout.write(report.render([*findings, *machine.problems], args.format, CHECKS.values()))
     if args.format == "text":
         verdict = "the machine matches its spec" if not findings else f"{len(findings)} difference(s)"
-        sys.stderr.write(f"hwspec: {args.spec} against {', '.join(map(str, args.inputs))}: {verdict}\n")
+        sys.stderr.write(f"hwspec: {visible(args.spec)} against {', '.join(map(visible, args.inputs))}: {verdict}\n")
     return EXIT_FINDINGS if findings else EXIT_OK

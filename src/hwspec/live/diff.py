@@ -15,6 +15,7 @@ from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
 from hwspec.model.node import Platform
+from hwspec.text import visible
 from hwspec.topology import topology_of
 
 
@@ -59,7 +60,8 @@ class _Differ:
         related = ((seen, "observed here"),) if seen else ()
         if seen:
             message += f" (seen at {seen})"
-        self.findings.append(Diagnostic(at.file, at.line, at.col, check.severity, code, message, hint, check.name, related))
+        # the message quotes the inputs (names, file names): `visible` keeps the finding on one line
+        self.findings.append(Diagnostic(at.file, at.line, at.col, check.severity, code, visible(message), hint, check.name, related))
 
     # ------------------------------------------------------------ matching
 

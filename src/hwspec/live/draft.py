@@ -7,6 +7,13 @@ with the observed facts as `override:` and an `assumed:` note saying so. Values 
 (DDR capacity, a RoCE interface name, bus ids from `topo -m`) are placeholders marked
 `assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
 expanding the draft again. The draft names its inputs in `sources:`/`source:`.
+
+Input files are hostile: any text from them (file names, device and model names, attribute
+values) reaches the draft only as a YAML string that loads back as exactly that string (`dump`),
+or, in a `# note:` comment, as one line of printable text (`hwspec.text.comment`). Reloading the
+draft therefore gives exactly the keys written here; a text the spec refuses (a device name
+with a line break, a `${...}` outside a repeat block) is reported by `validate` at its line.
+File names, being provenance only, are shown `visible` so that the draft still loads.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic, NicP
 from hwspec.live.repeat import fold
 from hwspec.model.node import PcieLink
 from hwspec.spec.units import format_bytes
+from hwspec.text import comment, visible
 
 RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
 """Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
@@ -40,6 +48,13 @@ class Draft:
     flat: dict[str, Any]
     """The same platform without repeat blocks: what `spec` must expand to."""
     notes: list[str] = field(default_factory=list)
+
+
+def _file_text(file: str) -> str:
+    """An input's name as the draft's `source:`/`sources:` text: `visible` (one printable line,
+    a non-UTF-8 byte as `\\xNN`), and `${` written `$\\x7b`, which the loader would otherwise read
+    as an expression outside a repeat block."""
+    return visible(file).replace("${", "$\\x7b")
 
 
 def _name(text: str) -> str:
@@ -66,7 +81,7 @@ class _Writer:
         return {name: part.model for name, part in sorted(self.cat.parts.get(kind, {}).items())}
 
     def source(self) -> str:
-        return "hwspec import of " + ", ".join(f"{file} ({what})" for file, what in self.m.sources)
+        return "hwspec import of " + ", ".join(f"{_file_text(file)} ({what})" for file, what in self.m.sources)
 
     def bus(self, key: str, bus: str | None, assumed: list[str]) -> str:
         if bus:
@@ -583,7 +598,7 @@ class _Writer:
         spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": self.name,
                                 "title": f"{self.name} (imported from a live node)",
                                 "source": self.source()}
-        spec["sources"] = {f"input{i}": f"{file}: {what}" for i, (file, what) in enumerate(self.m.sources)}
+        spec["sources"] = {f"input{i}": f"{_file_text(file)}: {what}" for i, (file, what) in enumerate(self.m.sources)}
         spec["sockets"] = self.sockets()
         bridges = self.bridges()
         gpus, baseboard, nvlink = self.gpus()
@@ -636,8 +651,29 @@ def _expanded_equal(folded: dict, flat: dict) -> bool:
     return norm(data[0]) == norm(data[1])
 
 
+class _DraftDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, with every string that is not printable ASCII double-quoted."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    """A string node that loads back as exactly `text`. Text from the inputs may hold any
+    character; PyYAML's emitter, given `allow_unicode`, writes NEL (U+0085) raw inside a plain or
+    single-quoted scalar, where the reader takes it for a line break. In double quotes it
+    escapes every line break and control character (`\\N`, `\\L`, `\\x01`) and keeps
+    printable non-ASCII text (`é`) as it is."""
+    style = None if text.isascii() and text.isprintable() else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_DraftDumper.add_representer(str, _represent_text)
+
+
 def dump(spec: dict) -> str:
-    return yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=4096, allow_unicode=True)
+    """`spec` as YAML text, in its key order, with short lists and mappings in flow style.
+    Invariant: `hwspec.source.loader.load_yaml_text(dump(spec))` gives back `spec`, whatever
+    its strings hold (a lone surrogate loads back, but the loader refuses it: it cannot be
+    written as UTF-8)."""
+    return yaml.dump(spec, Dumper=_DraftDumper, sort_keys=False, default_flow_style=None, width=4096, allow_unicode=True)
 
 
 def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
@@ -649,5 +685,5 @@ def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
     header = ["# Draft platform file written by 'hwspec import' from a live node.",
               "# Check every 'assumed:' note: those values are not in the inputs.",
               "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE INPUT...' on each node."]
-    header += [f"# note: {n}" for n in draft.notes]
+    header += [f"# note: {comment(n)}" for n in draft.notes]
     return "\n".join(header) + "\n" + dump(spec), draft.notes

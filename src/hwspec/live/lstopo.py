@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode
+from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, is_decimal
 from hwspec.live.xmlread import Element, walk
 
 _PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
@@ -66,7 +66,7 @@ class _Reader:
                 bits = parse_bitmap(node.attrs.get("nodeset"))
                 if bits is not None and len(bits) == 1:
                     return f"{NUMA_PREFIX}{bits[0]}"
-                if node.attrs.get("type") == "NUMANode" and node.attrs.get("os_index", "").isdigit():
+                if node.attrs.get("type") == "NUMANode" and is_decimal(node.attrs.get("os_index", "")):
                     return f"{NUMA_PREFIX}{int(node.attrs['os_index'])}"
                 if bits is not None and len(bits) > 1:
                     return None
@@ -119,13 +119,13 @@ class _Reader:
 
     def numa(self, e: Element) -> None:
         index = e.attrs.get("os_index", "")
-        if not index.isdigit():
+        if not is_decimal(index):
             self.warn(e, f"NUMANode os_index=\"{index[:20]}\" is not a number")
             return
         numa = int(index)
         node = NumaNode(numa, self.at(e), cpus=parse_bitmap(e.attrs.get("cpuset")))
         memory = e.attrs.get("local_memory")
-        if memory and memory.isdigit():
+        if memory and is_decimal(memory):
             node.memory = int(memory)
         package = e.parent
         while package is not None and package.attrs.get("type") not in ("Package", "Socket"):
@@ -136,10 +136,10 @@ class _Reader:
             info = _info(package)
             node.vendor = CPU_VENDORS.get(info.get("CPUVendor", ""))
             for attr, key in (("family", "CPUFamilyNumber"), ("model", "CPUModelNumber")):
-                if info.get(key, "").isdigit():
+                if is_decimal(info.get(key, "")):
                     setattr(node, attr, int(info[key]))
             node.model_name = info.get("CPUModel") or None
-            if package.attrs.get("os_index", "").isdigit():
+            if is_decimal(package.attrs.get("os_index", "")):
                 node.package = int(package.attrs["os_index"])
         if numa in self.m.numa:
             self.warn(e, f"NUMA node {numa} repeats line {self.m.numa[numa].where.line}", "I104")
@@ -150,7 +150,7 @@ class _Reader:
         value = osdev.attrs.get("osdev_type", "")
         if not self.flags:
             return OSDEV_KIND_V2.get(value)
-        flags = int(value) if value.isdigit() else 0
+        flags = int(value) if is_decimal(value) else 0
         return "openfabrics" if flags & OSDEV_FLAG_OPENFABRICS else "network" if flags & OSDEV_FLAG_NETWORK else None
 
     def pci(self, e: Element, kind: str) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.live.xmlread import Element, XmlError, parse_xml
 from hwspec.model.node import PCIE_GT_PER_LANE, PcieLink
+from hwspec.text import visible
 
 NUMA_PREFIX = "numa:"
 """Parent key of a device or bridge attached directly to a NUMA node: `numa:0`."""
@@ -211,7 +212,10 @@ class Machine:
         return out
 
     def problem(self, where: Location, severity: Severity, code: str, message: str, hint: str | None = None) -> None:
-        self.problems.append(Diagnostic(where.file, where.line, where.col, severity, code, message, hint, INPUT_CODES.get(code, "")))
+        """Record a diagnostic about the inputs. `message` may quote them: it is kept `visible`,
+        one line of printable text, in every report format."""
+        self.problems.append(Diagnostic(where.file, where.line, where.col, severity, code, visible(message), hint,
+                                        INPUT_CODES.get(code, "")))
 
     def read_xml(self, data: bytes, file: str, what: str) -> Element | None:
         """The root element of XML input `file` (listed as a source: `what` it is), or None
@@ -261,3 +265,9 @@ PCIE_SPEED_STRINGS: dict[str, int] = {
 """Link speed strings as sysfs (old and new kernels) and NCCL write them, by PCIe generation."""
 
 CPU_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+
+
+def is_decimal(text: str) -> bool:
+    """Whether `text` is a number in ASCII digits, which `int` reads. `str.isdigit` is not
+    enough for hostile input: it also holds `²` true, which `int` refuses (a traceback)."""
+    return text.isascii() and text.isdigit()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import MAX_GPUS, MAX_NICS, NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink
+from hwspec.live.observed import MAX_GPUS, MAX_NICS, NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink, is_decimal
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _GPU = re.compile(r"GPU(\d+)")
@@ -138,7 +138,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                 if device.cpus is None:
                     machine.problem(where, Severity.WARNING, "I103", f"{name}: CPU Affinity '{cpus[:40]}' is not a CPU list")
             numa = values.get("NUMA Affinity", values.get("NUMA"))
-            if numa and numa.isdigit():
+            if numa and is_decimal(numa):
                 device.numa = int(numa)
             elif numa and numa != "N/A":
                 machine.problem(where, Severity.WARNING, "I103", f"{name}: NUMA Affinity '{numa[:40]}' is not one NUMA node")

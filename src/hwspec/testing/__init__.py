@@ -18,7 +18,8 @@ hypothesis is a test-only dependency: install `hwspec[test]` to use this package
 - `faults`: `faulty_node_specs()`/`faulty_cluster_specs()`, single-fault mutations of valid
   specs, each labelled with the rule that must report it (`Fault`, `FAULT_RULES`,
   `CLUSTER_FAULT_RULES`).
-- `hostile`: hostile text and names, and valid specs carrying them where they reach an output.
+- `hostile`: hostile text and names, and valid specs carrying them where they reach an output;
+  `hostile_import_inputs()`, minimal `hwspec import` inputs (`ImportInput`) carrying them.
 
 Invariants (hwspec's own tests/test_properties*.py): every drawn spec loads through the real
 loader and passes every built-in rule with no finding at all; its outputs generate. Sizes are
@@ -37,12 +38,15 @@ from hwspec.testing.hostile import (
     DANGEROUS_ENV_NAMES,
     HOSTILE_PATH_PIECES,
     HOSTILE_PIECES,
+    IMPORT_FORMATS,
     NAME_FIELDS,
     TEXT_FIELDS,
+    ImportInput,
     hostile_cluster_specs,
     hostile_env_values,
     hostile_environment_specs,
     hostile_environments,
+    hostile_import_inputs,
     hostile_names,
     hostile_node_specs,
     hostile_texts,
@@ -62,12 +66,13 @@ from hwspec.testing.nodes import (
 )
 
 __all__ = [
-    "CLUSTER_FAULT_RULES", "DANGEROUS_ENV_NAMES", "FAULT_RULES", "HOSTILE_PATH_PIECES", "HOSTILE_PIECES", "NAME_FIELDS", "NIC_MODES",
+    "CLUSTER_FAULT_RULES", "DANGEROUS_ENV_NAMES", "FAULT_RULES", "HOSTILE_PATH_PIECES", "HOSTILE_PIECES", "IMPORT_FORMATS",
+    "NAME_FIELDS", "NIC_MODES",
     "NVLINK_PATTERNS", "TEXT_FIELDS",
-    "ClusterFiles", "Fault",
+    "ClusterFiles", "Fault", "ImportInput",
     "check_cluster_files", "check_node_text", "cluster_specs", "clusters", "dump_yaml", "faulty_cluster_specs",
     "faulty_node_specs", "group_numa_nodes", "hostile_cluster_specs", "hostile_env_values",
-    "hostile_environment_specs", "hostile_environments", "hostile_names", "hostile_node_specs",
+    "hostile_environment_specs", "hostile_environments", "hostile_import_inputs", "hostile_names", "hostile_node_specs",
     "hostile_texts", "load_node_text", "node_platforms", "node_specs", "node_yaml", "present_virtually",
     "with_environment",
 ]

@@ -4,6 +4,9 @@ field that reaches an output (`hostile_node_specs()`, `hostile_cluster_specs()`)
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -11,6 +14,7 @@ from hypothesis import strategies as st
 from hwspec.testing.clusters import ClusterFiles, cluster_specs
 from hwspec.testing.faults import Path_
 from hwspec.testing.nodes import node_specs
+from hwspec.text import xml_escape
 
 HOSTILE_PIECES = ("\n", "\r", "\r\n", "$(touch PWNED)", "`touch PWNED`", "'", '"', "--", "-->", "<!--", "\x00",
                   "\x01", "\x1b[31m", "\x7f", "\u2028", "\u0085", "\\", "${n}", "{{ x }}", "{% raw %}", "%s", ";",
@@ -130,3 +134,139 @@ def hostile_cluster_specs(draw, **kwargs: Any) -> tuple[Path_, ClusterFiles]:
                 label="field")
     _set(cluster, path, draw(hostile_texts(), label="text"))
     return path, ClusterFiles(cluster, files.node)
+
+
+# ------------------------------------------------------------------ inputs of `hwspec import` / `hwspec diff`
+
+IMPORT_FORMATS = ("nccl", "topo-m", "lstopo")
+"""The input formats `hostile_import_inputs()` writes (`hwspec import --input-format` names)."""
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_XML_ATTRIBUTE = {'"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""The terminal escapes the `topo -m` reader strips from its input (headers may be underlined)."""
+
+
+@dataclass(frozen=True)
+class ImportInput:
+    """A minimal input file of `hwspec import`/`diff` in `format`, written twice: with hostile
+    text in its free-text fields (`data`, saved under the hostile file `name`) and with a benign
+    placeholder in each of those places (`benign_data`, `benign_name`).
+
+    `texts` pairs each placeholder with the hostile text at its place, as the reader reads it
+    back. Invariant: both files parse with no error, into machines that differ only in those
+    texts (and the file name); every placeholder is unique and appears nowhere else."""
+
+    format: str
+    name: bytes
+    data: bytes
+    benign_name: bytes
+    benign_data: bytes
+    texts: tuple[tuple[str, str], ...]
+
+
+def _xml_attribute(text: str) -> str:
+    """`text` as the inside of a double-quoted XML attribute that reads back as itself."""
+    return xml_escape(text, _XML_ATTRIBUTE)
+
+
+def _xml_text(text: str) -> str:
+    """`text` without the characters XML 1.0 cannot hold (NUL, most C0 controls, surrogates)."""
+    return _NOT_XML.sub("", text)
+
+
+def _matrix_cell_text(text: str) -> str:
+    """`text` as one cell of `topo -m` reads it: no whitespace (cells are split at tabs and
+    runs of spaces, lines at every line break), no terminal escape, no surrogate."""
+    text = "".join(c for c in text if not c.isspace() and not 0xD800 <= ord(c) <= 0xDFFF)
+    while _TERMINAL_ESCAPE.search(text):
+        text = _TERMINAL_ESCAPE.sub("", text)
+    return text
+
+
+_NCCL = """<system version="1">
+  <cpu numaid="0" affinity="0000ffff" arch="{arch}" vendor="GenuineIntel" familyid="6" modelid="85">
+    <pci busid="0000:11:00.0" class="0x060400" link_speed="16.0 GT/s PCIe" link_width="16">
+      <pci busid="0000:14:00.0" class="0x030200" vendor="0x10de" device="0x20b0" link_speed="16.0 GT/s PCIe" link_width="16">
+        <gpu dev="0" sm="80" rank="0" gdr="1"><nvlink target="0000:1c:00.0" count="12" tclass="0x030200"/></gpu>
+      </pci>
+      <pci busid="0000:16:00.0" class="0x020000" link_speed="16.0 GT/s PCIe" link_width="16">
+        <nic><net name="{nic0}" dev="0" speed="200000" port="1" gdr="1"/></nic>
+      </pci>
+      <pci busid="0000:1c:00.0" class="0x030200" vendor="0x10de" device="0x20b0" link_speed="16.0 GT/s PCIe" link_width="16">
+        <gpu dev="1" sm="80" rank="1" gdr="1"><nvlink target="0000:14:00.0" count="6" tclass="0x030200"/></gpu>
+      </pci>
+      <pci busid="0000:1e:00.0" class="0x020000" link_speed="16.0 GT/s PCIe" link_width="16">
+        <nic><net name="{nic1}" dev="1" speed="200000" port="1" gdr="1"/></nic>
+      </pci>
+    </pci>
+  </cpu>
+</system>
+"""
+"""Two GPUs and two NICs on one switch; the NVLink counts disagree, so the draft has a note
+naming the file."""
+
+_TOPO_M = ("\tGPU0\tGPU1\tNIC0\t{column}\tCPU Affinity\tNUMA Affinity\n"
+           "GPU0\t X \tNV12\tPIX\tPIX\t0-15\t0\n"
+           "GPU1\tNV6\t X \tPIX\tPIX\t0-15\t0\n"
+           "NIC0\tPIX\tPIX\t X \tPIX\n"
+           "{column}\tPIX\tPIX\tPIX\t X \n"
+           "\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: {nic0}\n")
+"""The same machine as `_NCCL`; the second NIC's column has no legend (its device name is a
+placeholder), so its hostile header text reaches only the messages."""
+
+_LSTOPO = """<?xml version="1.0" encoding="UTF-8"?>
+<topology version="2.0">
+  <object type="Machine" os_index="0" cpuset="0x0000ffff" nodeset="0x00000001" gp_index="1">
+    <info name="Architecture" value="{arch}"/>
+    <object type="Package" os_index="0" cpuset="0x0000ffff" nodeset="0x00000001" gp_index="2">
+      <info name="CPUVendor" value="GenuineIntel"/>
+      <info name="CPUFamilyNumber" value="6"/>
+      <info name="CPUModelNumber" value="250"/>
+      <info name="CPUModel" value="{cpu_model}"/>
+      <object type="NUMANode" os_index="0" cpuset="0x0000ffff" nodeset="0x00000001" gp_index="3" local_memory="274877906944"/>
+      <object type="Bridge" gp_index="4">
+        <object type="Bridge" gp_index="5" pci_busid="0000:11:00.0" pci_type="0604 [8086:2030] [0000:0000] 00" pci_link_speed="31.507692">
+          <object type="PCIDev" gp_index="6" pci_busid="0000:14:00.0" pci_type="0302 [10de:fff0] [10de:0000] a1" pci_link_speed="31.507692">
+            <object type="OSDev" gp_index="7" name="cuda0" osdev_type="5"><info name="GPUModel" value="{gpu_model}"/></object>
+          </object>
+          <object type="PCIDev" gp_index="8" pci_busid="0000:16:00.0" pci_type="0200 [15b3:101b] [15b3:0000] 00" pci_link_speed="31.507692">
+            <object type="OSDev" gp_index="9" name="{interface}" osdev_type="2"/>
+            <object type="OSDev" gp_index="10" name="{nic0}" osdev_type="3"/>
+          </object>
+        </object>
+      </object>
+    </object>
+  </object>
+</topology>
+"""
+"""A GPU and a CPU the parts catalogue does not know (their model names reach the draft as
+`override: {model_name}`) and a RoCE NIC with its RDMA device and network interface."""
+
+_FIELDS: dict[str, tuple[str, dict[str, str], Callable[[str], str], Callable[[str], str]]] = {
+    "nccl": (_NCCL, {"arch": "x86_64-", "nic0": "mlx5_x", "nic1": "mlx5_x"}, _xml_text, _xml_attribute),
+    "topo-m": (_TOPO_M, {"column": "NICx", "nic0": "mlx5_x"}, _matrix_cell_text, str),
+    "lstopo": (_LSTOPO, {"arch": "x86_64-", "cpu_model": "CPU ", "gpu_model": "GPU ", "interface": "eth_x",
+                         "nic0": "mlx5_x"}, _xml_text, _xml_attribute),
+}
+"""Per format: the template, its free-text fields with the prefix that keeps each in its role
+(an RDMA device name starts like one), what of a text the format can hold, how it is written."""
+
+
+@st.composite
+def hostile_import_inputs(draw, formats: tuple[str, ...] = IMPORT_FORMATS) -> ImportInput:
+    """An `ImportInput` in one of `formats`: `hostile_texts()` in every free-text field that
+    reaches the draft (NIC device and interface names, CPU architecture, CPU and GPU model
+    names, a `topo -m` column header) and a `hostile_names()` file name."""
+    fmt = draw(st.sampled_from(formats), label="format")
+    template, prefixes, readable, written = _FIELDS[fmt]
+    hostile: dict[str, str] = {}
+    benign: dict[str, str] = {}
+    texts = []
+    for position, (field_name, prefix) in enumerate(prefixes.items()):
+        text = readable(draw(hostile_texts(), label=field_name))
+        placeholder = f"benign{position}z"
+        hostile[field_name], benign[field_name] = written(prefix + text), prefix + placeholder
+        texts.append((placeholder, text))
+    return ImportInput(fmt, draw(hostile_names(), label="file name"), template.format(**hostile).encode(),
+                       b"benign-input", template.format(**benign).encode(), tuple(texts))

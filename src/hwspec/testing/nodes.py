@@ -135,8 +135,12 @@ def _host_nic_fits(nic) -> bool:
 def dump_yaml(spec: dict) -> str:
     """A platform dict as YAML text, keys in the dict's order: block style, with mappings and
     lists that hold only scalars in flow style (`link: {gen: 4, width: 16}`), as people write
-    them. Every key and its scalar (or flow) value share a line."""
-    return yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=4096, allow_unicode=True)
+    them. Every key and its scalar (or flow) value share a line, and every string loads back as
+    itself through hwspec's loader, whatever it holds (`hwspec.live.draft.dump`: a NEL written
+    raw by PyYAML would be read as a line break)."""
+    from hwspec.live.draft import dump
+
+    return dump(spec)
 
 
 def load_node_text(text: str | bytes, file: str = "node.yaml"):
