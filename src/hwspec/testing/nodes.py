@@ -68,7 +68,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-import yaml
 from hypothesis import strategies as st
 
 from hwspec.model.node import PcieLink
