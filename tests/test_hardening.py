@@ -19,7 +19,7 @@ PLATFORMS = ROOT / "platforms"
 
 def hwspec(*args: str | os.PathLike, cwd: Path = ROOT, timeout: float = 60) -> subprocess.CompletedProcess:
     """`python -m hwspec ARGS` in `cwd`; arguments may be bytes-y paths (non-UTF-8 names)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run([sys.executable, "-m", "hwspec", *map(os.fsdecode, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, errors="replace", timeout=timeout)
 
@@ -489,7 +489,7 @@ def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
         sets[label] = _tree(out / "zionex")
     assert sets["old"] != sets["new"]
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for attempt, delay in enumerate((0.6, 0.9, 1.2, 1.5, 1.8, 2.1, 2.4)):
         source = (old, new)[attempt % 2]
         process = subprocess.Popen([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(out), str(source)],
@@ -507,7 +507,7 @@ def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
 
 def test_concurrent_generates_into_one_directory_both_succeed(tmp_path):
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for _ in range(2):
         processes = [subprocess.Popen([sys.executable, "-m", "hwspec", "generate", "--no-svg", "-o", str(out),
                                        "platforms/zionex.yaml", "platforms/zion.yaml"], cwd=ROOT, env=env,
