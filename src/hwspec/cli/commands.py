@@ -64,14 +64,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
 
-    rules = _rules(args)
+    broken_modules: list = []
+    rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
     files = pipeline.platform_files(args.paths)
     if not files:
         sys.stderr.write("hwspec: no platform files found in " + ", ".join(map(str, args.paths)) + "\n")
         return EXIT_UNREADABLE
-    diagnostics, status = [], EXIT_OK
+    # a rule module that failed to import is an error finding (E900, exit 1), like a rule that fails
+    diagnostics, status = broken_modules, EXIT_FINDINGS if broken_modules else EXIT_OK
     loaded = pipeline.LoadedNodes()
     for path in files:
         checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
@@ -99,7 +101,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hwspec.diagnostics import Code, report
     from hwspec.generate import engine as generate
 
-    rules = _rules(args)
+    broken_modules: list = []
+    rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
     try:
@@ -114,7 +117,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     plan: dict[str, str] = {}
     names: list[str] = []
     owners: dict[str, Path] = {}
-    failed = False
+    sys.stderr.write(report.render(broken_modules, "text"))
+    failed = bool(broken_modules)
     loaded, rendered = pipeline.LoadedNodes(), generate.Rendered()
     for path in files:
         checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args))
@@ -141,7 +145,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if failed:
         sys.stderr.write("hwspec: nothing written: fix the errors above first\n" if not args.check else "hwspec: check aborted by errors\n")
         return EXIT_UNREADABLE
-    out_dir = args.output
+    out_dir = args.output  # relative to the working directory the command started in: the rule box puts it back
     if args.check:
         stale = generate.check_plan(plan, out_dir, names)
         for entry in stale:
