@@ -197,6 +197,46 @@ def test_a_rule_module_that_fails_to_import_is_a_located_e900_in_the_sarif_repor
     assert log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 1}
 
 
+# ---------------------------------------------------------------- 4, 5. what a rule leaves behind
+
+
+def test_an_atexit_handler_that_prints_cannot_corrupt_the_json_report(tmp_path: Path) -> None:
+    site_rules(tmp_path / "rules", noisy='''
+        import atexit
+        from hwspec.rules import rule
+
+        atexit.register(print, "registered at import")
+
+
+        @rule("SITE004", "noisy", "warning")
+        def noisy(ctx):
+            """Registers an exit handler."""
+            atexit.register(print, "registered by the rule")
+            yield ctx.finding("noisy")
+    ''')
+    result = hwspec("validate", "--format", "json", "--rules", "rules", BASE, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [d["message"] for d in json.loads(result.stdout)] == ["noisy"]
+    assert "registered" not in result.stdout + result.stderr
+
+
+def test_a_non_daemon_thread_started_by_a_rule_does_not_keep_the_process_alive(tmp_path: Path) -> None:
+    site_rules(tmp_path / "rules", lingers='''
+        import threading, time
+        from hwspec.rules import rule
+
+
+        @rule("SITE005", "lingers", "warning")
+        def lingers(ctx):
+            """Leaves a thread behind."""
+            threading.Thread(target=time.sleep, args=(600,)).start()
+            yield ctx.finding("lingers")
+    ''')
+    result = hwspec("validate", "--format", "json", "--rules", "rules", BASE, cwd=tmp_path)  # times out after 60 s
+    assert result.returncode == 0, result.stderr
+    assert [d["message"] for d in json.loads(result.stdout)] == ["lingers"]
+
+
 # ---------------------------------------------------------------- what else a rule may do to the process
 
 

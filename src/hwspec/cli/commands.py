@@ -8,11 +8,13 @@ Exit status: 0 clean, 1 findings at error level (or stale output for `generate -
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from hwspec import __version__
 from hwspec.cli.common import command_sandbox
@@ -340,6 +342,22 @@ def main(argv: list[str] | None = None) -> int:
             # (15 ms for the shipped platforms, 30 ms for 16,384 nodes); objects are still freed
             gc.freeze()
     return _run(argv)
+
+
+def run_command() -> NoReturn:
+    """The `hwspec` program (its console script, `python -m hwspec`): `main()` on the process's
+    arguments, then the process ends with its status at once (`os._exit`), once stdout and
+    stderr are flushed.
+
+    hwspec needs nothing run at exit, and site rules may have left something that would run
+    then: an `atexit` handler that prints after the report (a JSON or SARIF report must be the
+    whole of stdout) or a non-daemon thread the interpreter would wait for. Ending here runs
+    neither; a library caller of `main()` keeps its process and its exit handlers."""
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe (`hwspec ... | head`): the reader is gone
+            stream.flush()
+    os._exit(status)
 
 
 def _run(argv: list[str] | None) -> int:
