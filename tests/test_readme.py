@@ -66,7 +66,7 @@ def blocks(language: str) -> list[str]:
 
 
 def _hwspec(*args, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run([sys.executable, "-m", "hwspec", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 

@@ -249,10 +249,12 @@ def test_a_failing_rule_is_an_e900_finding(capsys: pytest.CaptureFixture[str], t
                    f"  hint: this is a bug in {rules_dir / 'broken.py'}\n")
 
 
-def test_a_rule_module_that_cannot_load_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_a_rule_module_that_cannot_load_is_an_e900_finding_and_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Like a rule that fails when it runs: the report has it, located at the failing line."""
     rules_dir = write(tmp_path / "site" / "bad.py", "import os\nraise RuntimeError('no config')\n").parent
-    status, _, err = run(capsys, "validate", "--rules", rules_dir, BASE)
-    assert (status, err) == (2, f"{rules_dir / 'bad.py'}:2:1: error[E301]: cannot load rules: RuntimeError: no config\n")
+    status, out, _ = run(capsys, "validate", "--rules", rules_dir, BASE)
+    assert (status, out) == (1, f"{rules_dir / 'bad.py'}:2:1: error[E900]: the rule module failed to import: "
+                                f"RuntimeError: no config\n  hint: none of its rules ran; this is a bug in {rules_dir / 'bad.py'}\n")
 
 
 def test_a_rule_clashing_with_a_builtin_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -1,3 +1,3 @@
-from hwspec.cli.commands import main
+from hwspec.cli.commands import run_command
 
-raise SystemExit(main())
+run_command()

@@ -8,12 +8,14 @@ Exit status: 0 clean, 1 findings at error level (or stale output for `generate -
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from hwspec import __version__
 from hwspec.cli.common import command_policy, command_sandbox
@@ -87,14 +89,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
 
-    rules = _rules(args)
+    broken_modules: list = []
+    rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
     files = pipeline.platform_files(args.paths)
     if not files:
         sys.stderr.write("hwspec: no platform files found in " + ", ".join(map(str, args.paths)) + "\n")
         return EXIT_UNREADABLE
-    diagnostics, status = [], EXIT_OK
+    # a rule module that failed to import is an error finding (E900, exit 1), like a rule that fails
+    diagnostics, status = broken_modules, EXIT_FINDINGS if broken_modules else EXIT_OK
     loaded = pipeline.LoadedNodes()
     for path in files:
         checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args),
@@ -123,7 +127,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hwspec.diagnostics import Code, os_reason, report
     from hwspec.generate import engine as generate
 
-    rules = _rules(args)
+    broken_modules: list = []
+    rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
     try:
@@ -138,7 +143,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     plan: dict[str, str] = {}
     names: list[str] = []
     owners: dict[str, Path] = {}
-    failed = False
+    sys.stderr.write(report.render(broken_modules, "text"))
+    failed = bool(broken_modules)
     loaded, rendered = pipeline.LoadedNodes(), generate.Rendered()
     for path in files:
         checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args),
@@ -167,7 +173,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if failed:
         sys.stderr.write("hwspec: nothing written: fix the errors above first\n" if not args.check else "hwspec: check aborted by errors\n")
         return EXIT_UNREADABLE
-    out_dir = args.output
+    out_dir = args.output  # relative to the working directory the command started in: the rule box puts it back
     if args.check:
         stale = generate.check_plan(plan, out_dir, names)
         for entry in stale:
@@ -366,6 +372,22 @@ def main(argv: list[str] | None = None) -> int:
             # (15 ms for the shipped platforms, 30 ms for 16,384 nodes); objects are still freed
             gc.freeze()
     return _run(argv)
+
+
+def run_command() -> NoReturn:
+    """The `hwspec` program (its console script, `python -m hwspec`): `main()` on the process's
+    arguments, then the process ends with its status at once (`os._exit`), once stdout and
+    stderr are flushed.
+
+    hwspec needs nothing run at exit, and site rules may have left something that would run
+    then: an `atexit` handler that prints after the report (a JSON or SARIF report must be the
+    whole of stdout) or a non-daemon thread the interpreter would wait for. Ending here runs
+    neither; a library caller of `main()` keeps its process and its exit handlers."""
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe (`hwspec ... | head`): the reader is gone
+            stream.flush()
+    os._exit(status)
 
 
 def _run(argv: list[str] | None) -> int:

@@ -12,8 +12,13 @@ if TYPE_CHECKING:
     from hwspec.rules.sandbox import Sandbox
 
 
-def load_command_rules(args: argparse.Namespace) -> list | None:
-    """The built-in rules plus `--rules DIR`s; None (after printing why) when one fails to load."""
+def load_command_rules(args: argparse.Namespace, failures: list | None = None) -> list | None:
+    """The built-in rules plus `--rules DIR`s; None (after printing why) when they cannot be
+    used: a `--rules DIR` that is not a directory (E301), two rules with one id or name (E302).
+
+    A rule module that fails to import is an E900 (see `load_rules`): a command with a report
+    passes `failures` and gets it there, with the other modules' rules; for a command without
+    one (`rules`, `roofline`, ...) it is printed and the command stops (None)."""
     from hwspec.diagnostics import HwspecError
     from hwspec.diagnostics.report import render
     from hwspec.pipeline import rule_directories
@@ -22,7 +27,7 @@ def load_command_rules(args: argparse.Namespace) -> list | None:
 
     set_time_limit(getattr(args, "rule_time_limit", None))
     try:
-        return load_rules(rule_directories(args.rules))
+        return load_rules(rule_directories(args.rules), failures)
     except HwspecError as exc:
         sys.stderr.write(render(exc.diagnostics, "text"))
         return None

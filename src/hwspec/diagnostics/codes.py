@@ -6,8 +6,9 @@ a `str` whose value is the code text, so `Diagnostic.code` holds either and ever
 the text. `hwspec explain E105` prints an entry, the README's table of codes is
 `markdown_table()`, and tests check both, and that no code text is written anywhere else.
 
-Exit status by code: E100-E108 mean the file could not be read or parsed (exit 2, as do E301
-and E302 and the generation codes E901-E902); the others are error findings (exit 1).
+Exit status by code: E100-E108 mean the file could not be read or parsed (exit 2, as do the
+usage errors E301 and E302 and the generation codes E901-E902); the others, E900 among them,
+are error findings (exit 1).
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ class Code(enum.StrEnum):
     GPU_PART_WITHOUT_C2C = ("E208", "GPU part has no C2C", "A GPU is attached over NVLink-C2C (`c2c: {socket: ..}`), but its part lists no "
         "C2C links: add `c2c: {links: .., link_bandwidth: ..}` to the part (what NVML reports), or drop the GPU's `c2c:`.")
     # rules (hwspec.rules.engine)
-    CANNOT_LOAD_RULES = ("E301", "cannot load rules", "A `--rules DIR` is not a directory, or a rule module failed to import (an "
-        "exception, sys.exit, an interrupt, or running past the time limit at import).")
+    CANNOT_LOAD_RULES = ("E301", "cannot load rules", "A `--rules DIR` is not a directory: a usage error (exit 2). A rule "
+        "module in it that fails to import is E900.")
     RULE_CLASH = ("E302", "rule clash", "Two rules share an id or a name.")
     UNKNOWN_RULE = ("E303", "unknown rule", "A platform's `rules:` names a rule that does not exist.")
     RULE_CANNOT_BE_CHANGED = ("E304", "rule cannot be changed", "A platform's `rules:` switches off or lowers a rule that reports what "
@@ -79,8 +80,10 @@ class Code(enum.StrEnum):
         "platform's GPUs.")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
-        "(`--rule-time-limit`, default 10 s) or yielded something that is not a finding. The message names the "
-        "rule; what it printed went to stderr. A bug in the rule's file.")
+        "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "
+        "not a finding; the message names the rule. Or a rule module failed to import in one of those ways: located "
+        "at the failing line, its rules did not run, the other modules' did. What it printed went to stderr. An error "
+        "finding (exit 1, 0 with `--exit-zero`): a bug in the rule's file.")
     GENERATION_FAILED = ("E901", "generation failed", "A generator refused a platform that validated clean (a limit no generation rule "
         "reports yet): a bug in hwspec. Nothing was written.")
     OUTPUT_NOT_WRITTEN = ("E902", "output not written", "The output cannot be written: two platforms of one run have the same name (their "

@@ -30,8 +30,9 @@ from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
-from hwspec.rules.sandbox import Box, Escape, Sandbox, contained
+from hwspec.rules.sandbox import Box, Escape, Sandbox, contained, describe, type_name
 from hwspec.spec.translate import nearest
+from hwspec.text import visible
 from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
 
 RuleCheck = Callable[["Context"], Iterable["Finding"]]
@@ -131,13 +132,19 @@ def _module_name(path: Path) -> str:
     return f"{_package(path.parent)}.{path.stem}"
 
 
-def load_rules(directories: Iterable[Path]) -> list[Rule]:
+def load_rules(directories: Iterable[Path], failures: list[Diagnostic] | None = None) -> list[Rule]:
     """Discover rules in every `*.py` of `directories` (files starting with `_` are helpers).
 
-    Raises HwspecError for a module that fails to import and for duplicate ids or names."""
+    A rule module that fails to import (raises, exits, is interrupted, runs past the time limit
+    or changes the working directory: the import is contained) is an E900 at the line that
+    failed (1 when unknown), and its rules are not loaded. With `failures`, such E900s are
+    appended to it and the other modules' rules are returned (the command line reports them
+    with the findings); without, they are raised. A directory that is not one (E301) and
+    duplicate ids or names (E302) are always raised in a HwspecError: the command is wrong."""
     rules: dict[str, Rule] = {}
     names: dict[str, Rule] = {}
     errors: list[Diagnostic] = []
+    failed: list[Diagnostic] = []
     for directory in directories:
         directory = Path(directory).resolve()
         if not directory.is_dir():
@@ -147,17 +154,9 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
         for path in sorted(directory.glob("*.py")):
             if path.name.startswith("_"):
                 continue
-            try:
-                with contained():
-                    module = _import(path)
-            except Escape as exc:  # the module's top level exited, was interrupted or hung
-                errors.append(Diagnostic(display_path(path), 1, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
-                                         f"cannot load rules: the module {exc.what} while it was imported"))
-                continue
-            except Exception as exc:  # a site's broken rule file must not give a traceback
-                line = _error_line(exc, path)
-                errors.append(Diagnostic(display_path(path), line, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
-                                         f"cannot load rules: {type(exc).__name__}: {_short(str(exc))}"))
+            module = _load_module(path)
+            if isinstance(module, Diagnostic):
+                failed.append(module)
                 continue
             shown = display_path(path)
             for _, check in sorted(vars(module).items()):
@@ -174,9 +173,29 @@ def load_rules(directories: Iterable[Path]) -> list[Rule]:
                                              f"rule {found.id} {found.name} clashes with {clash.id} {clash.name} in {clash.file}"))
                     continue
                 rules[found.id], names[found.name] = found, found
+    if failures is not None:
+        failures.extend(failed)
+    else:
+        errors.extend(failed)
     if errors:
         raise HwspecError(errors)
     return sorted(rules.values(), key=lambda r: r.id)
+
+
+def _load_module(path: Path) -> types.ModuleType | Diagnostic:
+    """The rule module at `path`, imported in a box, or its E900 when the import fails."""
+    shown = display_path(path)
+    hint = f"none of its rules ran; this is a bug in {shown}"
+    try:
+        with contained():
+            try:
+                return _import(path)
+            except Exception as exc:  # a site's broken rule file must not give a traceback
+                line, why = _error_line(exc, path), describe(exc)  # in the box: describing runs the module's code
+    except Escape as exc:  # the module's top level exited, was interrupted, hung or moved the working directory
+        return Diagnostic(shown, 1, 1, Severity.ERROR, Code.RULE_FAILED,
+                          f"the rule module {exc.what} while it was imported", hint)
+    return Diagnostic(shown, line, 1, Severity.ERROR, Code.RULE_FAILED, f"the rule module failed to import: {why}", hint)
 
 
 def _import(path: Path):
@@ -204,14 +223,10 @@ def _error_line(exc: BaseException, path: Path) -> int:
     return 1
 
 
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
 def _check_finding(f: Any) -> None:
     """A finding as ctx.finding() makes it: str message and hint, a Location with int positions."""
     if not isinstance(f, Finding):
-        raise TypeError(f"yielded {type(f).__name__}, not a Finding made by ctx.finding()")
+        raise TypeError(f"yielded {visible(type_name(f))}, not a Finding made by ctx.finding()")
     location = f.location
     if (not isinstance(f.message, str) or not (f.hint is None or isinstance(f.hint, str))
             or not isinstance(location, Location) or not isinstance(location.file, str)
@@ -272,18 +287,28 @@ def _run_one(current: Rule, context: Context, box: Box | None, overrides: dict[s
     severity = Severity.parse(overrides[current.id]) if current.id in overrides else current.severity
     try:
         with box.item() if box is not None else contextlib.nullcontext():
-            findings = list(current.check(context) or ())
-        for f in findings:
-            _check_finding(f)
+            findings, failure = _findings(current, context)
     except Escape as exc:
         where = platform.locate(None)
         return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.RULE_FAILED,
                            f"rule {current.id} {current.name} {exc.what}",
                            f"a rule must only yield findings; this is a bug in {current.file}")]
-    except Exception as exc:
+    if failure is not None:
         where = platform.locate(None)
         return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.RULE_FAILED,
-                           f"rule {current.id} {current.name} failed: {type(exc).__name__}: {_short(str(exc))}",
+                           f"rule {current.id} {current.name} failed: {failure}",
                            f"this is a bug in {current.file}")]
     return [Diagnostic(f.location.file, f.location.line, f.location.col, severity, current.id, f.message, f.hint,
                        name=current.name) for f in findings]
+
+
+def _findings(current: Rule, context: Context) -> tuple[list[Finding], str | None]:
+    """The rule's findings, or no findings and what it raised (`describe`d here, still in the
+    rule's box when it has one: the exception's `__str__` is the rule's code too)."""
+    try:
+        findings = list(current.check(context) or ())
+        for f in findings:
+            _check_finding(f)
+    except Exception as exc:
+        return [], describe(exc)
+    return findings, None

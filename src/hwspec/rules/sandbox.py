@@ -8,7 +8,20 @@ a JSON or SARIF report. Loading rule modules (`load_rules`) is always contained.
 
 Inside the box (`contained`, `Box`): `sys.stdout` and file descriptor 1 are the process's
 stderr; SystemExit, a KeyboardInterrupt that is not a real Ctrl-C and any other BaseException
-become `Escape`; running past the time limit (SIGALRM, main thread only) becomes `Escape` too.
+become `Escape`; running past the time limit (SIGALRM, main thread only) becomes `Escape` too;
+so does changing the working directory, which is put back first. `describe` turns whatever a
+rule raised into one line of printable text, however its `__str__` or its type's name behave.
+
+Containment is against mistakes, not malice: site code runs in hwspec's own interpreter with
+its rights. Out of scope, by design: `os._exit` and `os.fork` (they act on the process, below
+anything Python can catch), signals other than SIGALRM and SIGINT (a handler a rule installs
+stays installed), closing or moving file descriptor 2, threads a rule leaves running (what they
+print meanwhile is not diverted; the `hwspec` program ends them with the process), changes to
+shared modules (`sys.modules`, `json`, hwspec's own functions), and a C call that holds the GIL
+(a catastrophic `re` pattern is interruptible, `sum(range(10**12))` is not): the time limit
+is a Python signal handler, which runs only between bytecodes, so such a call is stopped, and
+reported, only when it returns. Bounding it would take killing the process from a C-level timer
+(and losing the report) or a process per rule (copying the topology to each): neither is cheap.
 """
 
 from __future__ import annotations
@@ -22,6 +35,8 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from hwspec.text import visible
 
 TIME_LIMIT = 10.0
 """Seconds one rule may run (and one rule module may take to import) before it is stopped and
@@ -60,7 +75,7 @@ class RuleTimeout(BaseException):
 
 class Escape(Exception):
     """A rule (or rule module) left its box: `what` says how (SystemExit, KeyboardInterrupt,
-    the time limit, ...)."""
+    the time limit, a changed working directory, ...)."""
 
     def __init__(self, what: str):
         super().__init__(what)
@@ -77,7 +92,9 @@ def contained(limit: float | None = None) -> Iterator[None]:
     `SystemExit`, `KeyboardInterrupt` that is not a real Ctrl-C, `GeneratorExit` and any other
     BaseException become `Escape`; running past `limit` seconds (SIGALRM, main
     thread only; repeated every 0.1 s in case the code swallows the first) becomes `Escape`
-    too. A real Ctrl-C (SIGINT) still stops hwspec. Ordinary exceptions pass through."""
+    too. So does leaving another working directory than the one it was given (which is put
+    back first, so that relative paths after it, `generate --output` among them, mean what they
+    meant). A real Ctrl-C (SIGINT) still stops hwspec. Ordinary exceptions pass through."""
     with Box(limit) as box, box.item():
         yield
 
@@ -97,23 +114,24 @@ class Box:
     def __enter__(self) -> Box:
         self.saved_out, self.saved_err = sys.stdout, sys.stderr
         if self.main:
-            def on_alarm(signum, frame):
-                if (self.outer_deadline is not None and time.monotonic() >= self.outer_deadline - 0.001
-                        and callable(self.previous_alarm)):
-                    self.previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
-                raise RuleTimeout()
-
-            def on_interrupt(signum, frame):
-                self.interrupted = True
-                raise KeyboardInterrupt
-
-            self.previous_int = signal.signal(signal.SIGINT, on_interrupt)
+            self.previous_int = signal.signal(signal.SIGINT, self._on_interrupt)
             outer_delay, self.outer_interval = signal.setitimer(signal.ITIMER_REAL, 0, 0)  # read (and pause) a caller's timer
             if outer_delay:
                 self.outer_deadline = time.monotonic() + outer_delay
-            self.previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
+            self.previous_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
         self.saved_fd = _divert_stdout_fd()
+        self.cwd = _WorkingDirectory.here()
         return self
+
+    def _on_alarm(self, signum, frame):
+        if (self.outer_deadline is not None and time.monotonic() >= self.outer_deadline - 0.001
+                and callable(self.previous_alarm)):
+            self.previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
+        raise RuleTimeout()
+
+    def _on_interrupt(self, signum, frame):
+        self.interrupted = True
+        raise KeyboardInterrupt
 
     def __exit__(self, *exc_info) -> None:
         if self.main:
@@ -124,12 +142,16 @@ class Box:
             signal.signal(signal.SIGINT, self.previous_int)
         sys.stdout, sys.stderr = self.saved_out, self.saved_err
         _restore_stdout_fd(self.saved_fd)
+        if self.cwd is not None:
+            self.cwd.close()
 
     @contextlib.contextmanager
     def item(self) -> Iterator[None]:
         """One piece of site code, with the box's rules (see `contained`)."""
         timed = False
-        if self.main:
+        if self.main:  # again: the previous piece may have installed its own handlers
+            signal.signal(signal.SIGALRM, self._on_alarm)
+            signal.signal(signal.SIGINT, self._on_interrupt)
             outer_left = None if self.outer_deadline is None else max(self.outer_deadline - time.monotonic(), 0.001)
             first = min(d for d in (self.limit, outer_left) if d) if (self.limit or outer_left) else 0
             if first:
@@ -148,15 +170,87 @@ class Box:
                 raise
             raise Escape("raised KeyboardInterrupt") from None
         except SystemExit as exc:
-            raise Escape(f"called sys.exit({exc.code!r})") from None
+            raise Escape(f"called sys.exit({_exit_code(exc.code)})") from None
         except Exception:
             raise
         except BaseException as exc:
-            raise Escape(f"raised {type(exc).__name__}") from None
+            raise Escape(f"raised {visible(type_name(exc))}") from None
         finally:
             if timed:
                 signal.setitimer(signal.ITIMER_REAL, 0, 0)
             sys.stdout, sys.stderr = self.saved_err, self.saved_err
+            moved = self.cwd is not None and self.cwd.put_back()
+        if moved:
+            raise Escape("changed the working directory (put back)")
+
+
+class _WorkingDirectory:
+    """The working directory a box was entered in, held open, so that it can be put back
+    even when site code renamed the path to it."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.identity = _identity(os.fstat(fd))
+
+    @classmethod
+    def here(cls) -> _WorkingDirectory | None:
+        """The current one; None when it cannot be opened (nothing is put back then)."""
+        try:
+            return cls(os.open(".", os.O_RDONLY | os.O_DIRECTORY))
+        except OSError:
+            return None
+
+    def put_back(self) -> bool:
+        """Go back to it; whether the working directory had changed."""
+        try:
+            if _identity(os.stat(".")) == self.identity:
+                return False
+        except OSError:
+            pass  # removed under us: go back all the same
+        os.fchdir(self.fd)
+        return True
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
+
+
+def describe(exc: BaseException, limit: int = 300) -> str:
+    """`Type: text` for an exception raised by site code: one line of printable text (`visible`),
+    at most about `limit` characters, whatever its `__str__` does or its type is named: a
+    `__str__` that raises or returns no str shows as `<str() failed>`. Run it where the site code
+    ran (in its box, when it has one), as the exception's own code runs here too."""
+    try:
+        text = str.__str__(str(exc))  # a str subclass returned by __str__: its plain characters
+    except Exception:
+        text = "<str() failed>"
+    return _short(visible(f"{type_name(exc)}: {text}"), limit)
+
+
+def type_name(value: object) -> str:
+    """The name of `value`'s type, a plain str (a metaclass may make `__name__` anything)."""
+    try:
+        name = type(value).__name__
+    except Exception:
+        name = None
+    return str.__str__(name) if isinstance(name, str) else "<unnamed type>"
+
+
+def _exit_code(code: object) -> str:
+    """sys.exit's argument, shown: its repr when it is None, an int or a str, else its type."""
+    if code is None or type(code) in (int, str):
+        try:
+            return _short(repr(code), 80)
+        except ValueError:  # an int too long to convert to text
+            return "a very large int"
+    return f"a {visible(type_name(code))} object"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _divert_stdout_fd() -> int | None:
