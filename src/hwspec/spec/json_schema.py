@@ -142,9 +142,11 @@ def _leaf(schema: dict, description: str | None) -> dict:
     if description and "description" not in outer:
         outer["description"] = description
         schema = {**schema, "description": description}
+    value = {"if": {"type": "null"}, "then": True, "else": schema} if optional else schema
     annotated = {"type": "object", "required": ["value"], "additionalProperties": False,
-                 "properties": {"value": schema, "source": {"type": "string", "description": "Where the value comes from."},
-                                "assumed": {"type": "string", "description": "Why the value is an assumption."}}}
+                 "properties": {"value": value,
+                                "source": {"type": ["string", "null"], "description": "Where the value comes from."},
+                                "assumed": {"type": ["string", "null"], "description": "Why the value is an assumption."}}}
     plain: dict = {"if": {"type": "object", "required": ["value"]}, "then": annotated, "else": schema}
     if optional:
         plain = {"if": {"type": "null"}, "then": True, "else": plain}
@@ -152,10 +154,23 @@ def _leaf(schema: dict, description: str | None) -> dict:
             "else": plain}
 
 
+def _keys_by_pattern(node: dict) -> None:
+    """A mapping whose keys have a pattern (`dict[PartName, ...]`): pydantic writes
+    `patternProperties`, which lets any other key through; validation refuses them, so the
+    pattern goes to `propertyNames` and the values to `additionalProperties` (in place)."""
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, dict) and len(patterns) == 1 and "additionalProperties" not in node:
+        ((pattern, values),) = patterns.items()
+        del node["patternProperties"]
+        node["propertyNames"] = {**node.get("propertyNames", {}), "pattern": pattern}
+        node["additionalProperties"] = values
+
+
 def _widen(node: Any, defs: dict, model: str = "") -> Any:
     """Widen every property and array item of `node` (in place) and return it."""
     if not isinstance(node, dict):
         return node
+    _keys_by_pattern(node)
     for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
         if key in node:
             node[key] = [_widen(option, defs) for option in node[key]]
