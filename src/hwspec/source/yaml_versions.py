@@ -4,7 +4,8 @@ hwspec reads YAML with PyYAML, which resolves plain scalars by YAML 1.1's rules;
 (yaml-language-server, and so the JSON Schema's checks) read YAML 1.2's core schema. The two
 disagree on a few spellings: `010` is 8 to YAML 1.1 (octal) and 10 to YAML 1.2; `1:30` is 90
 (base 60), `0b101` is 5, `1_000` is 1000 and `yes`/`no`/`on`/`off` are booleans to YAML 1.1
-but text to YAML 1.2; `1e3`, `0o10` and `-.5` are numbers to YAML 1.2 but text to YAML 1.1.
+but text to YAML 1.2; `1e3`, `0o10` and `-.5` are numbers to YAML 1.2 but text to YAML 1.1. (And `._0` and `-0o7`
+are text to both, but ruamel.yaml, which check-jsonschema reads with, takes them as numbers.)
 `conflict()` finds such a scalar so that the loader can refuse it: a refused file is safer
 than one whose numbers differ between the editor and the generated files.
 """
@@ -49,6 +50,16 @@ def yaml12_value(text: str) -> object:
     return text
 
 
+def _lenient_value(text: str) -> object:
+    """What ruamel.yaml (check-jsonschema's reader) makes of `text` in YAML 1.2 mode: it also
+    takes '_' between digits and a sign before 0o and 0x."""
+    sign, digits = (text[0], text[1:]) if text[:1] in ("-", "+") else ("", text)
+    value = yaml12_value(digits.replace("_", ""))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return -value if sign == "-" else value
+    return text
+
+
 def _same(a: object, b: object) -> bool:
     if type(a) is not type(b):
         return False
@@ -81,6 +92,8 @@ def conflict(text: str, yaml11: object) -> tuple[str, str] | None:
     """(message, hint) when the plain scalar `text`, which YAML 1.1 read as `yaml11`, reads as
     something else in YAML 1.2; None when both read the same value."""
     yaml12 = yaml12_value(text)
+    if _same(yaml11, yaml12):
+        yaml12 = _lenient_value(text)
     if _same(yaml11, yaml12):
         return None
     shown = repr(text)
