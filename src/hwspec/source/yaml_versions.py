@@ -57,7 +57,7 @@ def _lenient_value(text: str) -> object:
     value = yaml12_value(digits.replace("_", ""))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return -value if sign == "-" else value
-    return text
+    return yaml12_value(text)
 
 
 def _same(a: object, b: object) -> bool:
