@@ -3,9 +3,11 @@ check-jsonschema.
 
 The spec models describe files after expansion; written files may also contain repeat
 blocks, `${...}` placeholders and `{value, source, assumed}` annotated values. The schema is
-the models' schema widened for exactly those three forms, so it never rejects a file the
-loader accepts (it may accept some that the loader then refuses, e.g. a placeholder outside
-a repeat block).
+the models' schema widened for exactly those three forms. It accepts a file exactly when the
+models do (tests/test_properties_schema.py), but for what JSON Schema is not told: a
+placeholder outside a repeat block, and the models' whole-entry checks (`gen` or `speed`, one
+NUMA form, ...), which it leaves to the loader. (The loader refuses the YAML values that YAML
+1.1 and the editors' YAML 1.2 read differently, so both read the same data.)
 
 Readable errors: JSON Schema validators report the error of the branch they could not match,
 and with `anyOf`/`oneOf` they must guess which branch was meant (check-jsonschema's best match
