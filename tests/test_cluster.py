@@ -55,8 +55,9 @@ def test_clean_rail_optimized_cluster_has_no_findings():
     ("duplicate_addresses.yaml", [
         "duplicate_addresses.yaml:8:14: error[HW805 host-names]: address 10.0.0.1 is used by node 0 and node 1"]),
     ("hostname_with_line_break.yaml", [  # the line break must not pass as the end of one good name
-        "hostname_with_line_break.yaml:7:15: error[HW805 host-names]: nodes[0]: hostname 'n0\n  x' is not a DNS "
-        "label (letters, digits, '-'; at most 63)"]),
+        "hostname_with_line_break.yaml:7:15: error[HW805 host-names]: nodes[0]: hostname 'n0\\x0ax' of node 0 is "
+        "not a host name Kubernetes accepts: it has '\\x0a'\n"
+        "  hint: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 (RFC 1123)"]),
     ("world_size_mismatch.yaml", [
         "world_size_mismatch.yaml:9:13: error[HW806 world-size]: world_size is declared as 100, but the nodes hold "
         "4 x 2 = 8 GPUs"]),
@@ -84,6 +85,22 @@ def test_clean_rail_optimized_cluster_has_no_findings():
 ])
 def test_each_cluster_fault_is_caught_by_its_rule(fixture, expected):
     assert findings(fixture) == expected
+
+
+@pytest.mark.parametrize(("hostname", "node", "fault"), [
+    ("zx${i}-", 0, "it ends with '-'"), ("-zx${i}", 0, "it starts with '-'"), ("ZX${i}", 0, "it has upper-case letters"),
+    ("zx${i}.rack", 0, "it has '.'"), ("zx${i}_a", 0, "it has '_'"), ("${0 - i}x", 1, "it starts with '-'"),
+])
+def test_a_host_name_kubernetes_refuses_is_an_hw805_naming_host_node_and_fault(tmp_path, hostname, node, fault):
+    """label-nodes.sh names Kubernetes nodes by their host names: an RFC 1123 label in lower case."""
+    (tmp_path / "node.yaml").write_text((FIXTURES.parent / "spec" / "minimal_node.yaml").read_text())
+    (tmp_path / "c.yaml").write_text(f"hwspec: 1\nkind: cluster\nname: c\nnodes:\n  - platform: node.yaml\n    count: 2\n"
+                                     f"    hostname: '{hostname}'\n")
+    checked = pipeline.check(tmp_path / "c.yaml")
+    (diagnostic,) = [d for d in checked.diagnostics if d.code == "HW805"]
+    assert (diagnostic.line, diagnostic.col) == (7, 15)
+    assert diagnostic.message.startswith("nodes[0]: hostname '") and diagnostic.message.endswith(
+        f"' of node {node} is not a host name Kubernetes accepts: {fault}")
 
 
 @pytest.mark.parametrize("name", ["zionex-16.yaml", "zion-16.yaml"])

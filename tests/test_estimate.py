@@ -140,6 +140,21 @@ def test_compute_dtype_without_a_peak_is_a_located_error(tmp_path):
     assert d.hint == "peaks known: fp16, fp32"
 
 
+def test_mlp_width_errors_are_located_at_the_width_not_at_1_1(tmp_path):
+    """The width range was a check of the whole file (reported at 1:1); a width written as a
+    string was read as a number, which the JSON Schema refuses."""
+    path = tmp_path / "tiny.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise", forward="fp32")
+                    .replace("bottom_mlp: [4, 8, 2]", 'bottom_mlp: [4, "8", 0]').replace("top_mlp: [6, 3, 1]", "top_mlp: [6, 3, 2000000]"))
+    with pytest.raises(HwspecError) as exc:
+        load_workload(path)
+    assert [d.format().split(": ", 1)[1] for d in exc.value.diagnostics] == [
+        "error[E110]: bottom_mlp[1]: '8' is a string: write the number without quotes (8)",
+        "error[E110]: bottom_mlp[2]: Input should be greater than or equal to 1, got 0",
+        "error[E110]: top_mlp[2]: Input should be less than or equal to 1000000, got 2000000"]
+    assert [(d.line, d.col) for d in exc.value.diagnostics] == [(6, 17), (6, 22), (7, 17)]
+
+
 def test_row_wise_tables_reduce_scatter_forward_and_all_gather_backward(tmp_path):
     t = terms(estimate(TINY, tiny(tmp_path, sharding="row-wise")))
     # B x count x dim x 4 = 40 x 2 x 2 x 4 = 640 B at reduce_scatter / all_gather algbw 2e8

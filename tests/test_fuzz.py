@@ -33,7 +33,16 @@ from hypothesis import strategies as st
 
 from hwspec import pipeline
 from hwspec.cli.commands import main
-from hwspec.testing import cluster_specs, dump_yaml, hostile_cluster_specs, hostile_names, hostile_node_specs, node_specs
+from hwspec.diagnostics import Diagnostic, Severity, report
+from hwspec.testing import (
+    cluster_specs,
+    dump_yaml,
+    hostile_cluster_specs,
+    hostile_names,
+    hostile_node_specs,
+    hostile_texts,
+    node_specs,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
@@ -303,9 +312,10 @@ _ENV_LINE = re.compile(r"(#.*|[A-Z_][A-Z0-9_]*=[A-Za-z0-9_./:,=@%+^-]*|)")
 def assert_outputs_safe(out: Path) -> None:
     """Every generated file is UTF-8 with no control character but newline and TAB; env/conf
     files are comments and NAME=safe-value lines only; scripts parse; sourcing the env files
-    and running bind.sh's argument check runs nothing; XML passes NCCL's parser rules with a
+    and running bind.sh's argument check runs nothing; XML passes NCCL's (RCCL's, for
+    rccl-topo.xml) parser rules with a
     header comment free of `--`; JSON parses."""
-    from hwspec.formats.nccl_topology import check_nccl_xml
+    from hwspec.formats.nccl_topology import check_nccl_xml, check_rccl_xml
 
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         text = path.read_bytes().decode("utf-8")
@@ -318,7 +328,8 @@ def assert_outputs_safe(out: Path) -> None:
         elif path.suffix == ".sh" or path.suffix == ".sbatch":
             assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0, path.name
         elif path.suffix == ".xml":
-            assert check_nccl_xml(text) == [], path.name
+            check = check_rccl_xml if path.name == "rccl-topo.xml" else check_nccl_xml
+            assert check(text) == [], path.name
             assert "--" not in lines[0][4:-3], lines[0]
         elif path.suffix == ".json":
             json.loads(text)
@@ -366,6 +377,7 @@ def test_hostile_text_in_any_field_and_a_hostile_directory_name(case, directory_
         with inside(Path(work)):
             status, out, err = run_cli("validate", "--", target)
             assert "Traceback" not in out + err and status in (0, 1, 2), out + err
+            assert_one_line_each(out)
             generated, gen_out, gen_err = run_cli("generate", "--no-svg", "-o", "out", "--", target)
             assert "Traceback" not in gen_out + gen_err
             if status == 0:
@@ -385,6 +397,26 @@ def pipeline_path(spec: dict, path: tuple) -> object:
     return node
 
 
+_REPORT_LINE = re.compile(r".+:\d+:\d+: (error|warning|info)\[[^\]]+\]: .*|  hint: .*")
+
+
+def assert_one_line_each(report: str) -> None:
+    """Every line of a text report is a diagnostic or its hint: no message or hint breaks a line."""
+    for line in report.splitlines():
+        assert _REPORT_LINE.fullmatch(line), f"a line no diagnostic starts: {line!r}"
+
+
+@settings(max_examples=EXAMPLES * 5)
+@given(hostile_texts(), hostile_texts())
+def test_a_diagnostic_message_and_hint_are_one_line_whatever_they_quote(message, hint):
+    """A value quoted from a hostile file cannot break a message or hint in any report format."""
+    diagnostic = Diagnostic("f.yaml", 1, 2, Severity.ERROR, "E110", f"x: '{message}'", f"write '{hint}'")
+    assert diagnostic.hint is not None
+    assert len(diagnostic.message.splitlines()) == len(diagnostic.hint.splitlines()) == 1
+    assert_one_line_each(diagnostic.format())
+    assert len(report.render([diagnostic], "github").splitlines()) == 1
+
+
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(hostile_cluster_specs(max_gpus=2, max_sockets=2, max_nodes=4))
 def test_hostile_text_in_a_cluster_title_hostname_or_address(case):
@@ -394,6 +426,7 @@ def test_hostile_text_in_a_cluster_title_hostname_or_address(case):
         with inside(Path(work)):
             status, out, err = run_cli("validate", "cluster.yaml")
             assert "Traceback" not in out + err and status in (0, 1, 2), out + err
+            assert_one_line_each(out)
             generated, _, gen_err = run_cli("generate", "--no-svg", "-o", "out", "cluster.yaml")
             if status == 0:
                 assert generated == 0, f"validate said ok, generate failed:\n{gen_err}"

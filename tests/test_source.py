@@ -124,11 +124,45 @@ def test_alias_value_positions_in_mappings():
 
 
 def test_scalars_use_safe_resolution_but_timestamps_stay_strings():
-    doc = load_yaml_text("d: 2024-01-02\nt: 2001-12-14t21:59:43.10-05:00\ni: 0x10\nf: 1.5e+3\ng: 1e3\n"
-                         "b: yes\nn: ~\ninf: .inf\ne: =\ns: '12'\n", "p.yaml")
-    assert doc.data == {"d": "2024-01-02", "t": "2001-12-14t21:59:43.10-05:00", "i": 16, "f": 1500.0, "g": "1e3",
-                        "b": True, "n": None, "inf": float("inf"), "e": "=", "s": "12"}
+    doc = load_yaml_text("d: 2024-01-02\nt: 2001-12-14t21:59:43.10-05:00\ni: 0x10\nf: 1.5e+3\n"
+                         "b: true\nn: ~\ninf: .inf\ne: =\ns: '12'\nq: '010'\nx: !!str 1:30\n", "p.yaml")
+    assert doc.data == {"d": "2024-01-02", "t": "2001-12-14t21:59:43.10-05:00", "i": 16, "f": 1500.0,
+                        "b": True, "n": None, "inf": float("inf"), "e": "=", "s": "12", "q": "010", "x": "1:30"}
     assert type(yaml.safe_load("d: 2024-01-02")["d"]).__name__ == "date"  # SafeLoader is untouched
+
+
+@pytest.mark.parametrize(("written", "expected"), [
+    ("010", "'010' is the number 8 in YAML 1.1 but the number 10 in YAML 1.2 (editors): hwspec refuses a form the two "
+            "read differently\n  hint: write 8 or 10"),
+    ("1:30", "'1:30' is the number 90 in YAML 1.1 but text in YAML 1.2 (editors): hwspec refuses a form the two read "
+             "differently\n  hint: write 90, or quote it ('1:30') for the text"),
+    ("0b101", "'0b101' is the number 5 in YAML 1.1 but text in YAML 1.2 (editors): hwspec refuses a form the two read "
+              "differently\n  hint: write 5, or quote it ('0b101') for the text"),
+    ("1_000", "'1_000' is the number 1000 in YAML 1.1 but text in YAML 1.2 (editors): hwspec refuses a form the two read "
+              "differently\n  hint: write 1000, or quote it ('1_000') for the text"),
+    ("0o10", "'0o10' is text in YAML 1.1 but the number 8 in YAML 1.2 (editors): hwspec refuses a form the two read "
+             "differently\n  hint: write 8, or quote it ('0o10') for the text"),
+    ("1e3", "'1e3' is text in YAML 1.1 but the number 1000.0 in YAML 1.2 (editors): hwspec refuses a form the two read "
+            "differently\n  hint: write 1000.0, or quote it ('1e3') for the text"),
+    ("yes", "'yes' is the boolean true in YAML 1.1 but text in YAML 1.2 (editors): hwspec refuses a form the two read "
+            "differently\n  hint: write true, or quote it ('yes') for the text"),
+])
+def test_a_value_yaml_1_1_and_1_2_read_differently_is_a_located_e110(written, expected):
+    """PyYAML reads YAML 1.1, editors (and so the JSON Schema) YAML 1.2: `gpus: 010` would be
+    8 to hwspec and 10 in the editor. Such a value is refused where it is written."""
+    with pytest.raises(HwspecError) as caught:
+        load_yaml_text(f"hwspec: 1\ngpus: [2, {written}]\n", "p.yaml")
+    assert "\n".join(d.format() for d in caught.value.diagnostics) == f"p.yaml:2:11: error[E110]: {expected}"
+
+
+def test_a_bare_off_is_refused_except_as_a_rule_severity():
+    """`severity: off` (README) is read as the text off, as YAML 1.2 reads it; elsewhere a bare
+    off is YAML 1.1's false and YAML 1.2's text, so it is refused."""
+    doc = load_yaml_text("rules:\n  HW103: {severity: off, reason: r}\n", "p.yaml")
+    assert doc.data == {"rules": {"HW103": {"severity": "off", "reason": "r"}}}
+    with pytest.raises(HwspecError) as caught:
+        load_yaml_text("rdma: off\n", "p.yaml")
+    assert [(d.line, d.col, d.code) for d in caught.value.diagnostics] == [(1, 7, "E110")]
 
 
 # --- errors ---------------------------------------------------------------------------------

@@ -203,6 +203,27 @@ def test_every_integer_field_is_written_as_a_whole_number():
     assert missing == []
 
 
+def test_every_float_and_boolean_field_takes_only_what_the_json_schema_takes():
+    """pydantic's lax mode reads "0.8" and true as numbers and 1, "1" and "yes" as booleans,
+    which the JSON Schema refuses: a plain float field is a RealNumber, a boolean a StrictBool."""
+    from pydantic import Strict
+
+    from hwspec.spec import checks, models, workload
+
+    lax = []
+    for module in (models, workload):
+        for name, model in vars(module).items():
+            if isinstance(model, type) and issubclass(model, models.Spec) and model.__module__ == module.__name__:
+                for field_name, field in model.model_fields.items():
+                    funcs = [m.func for m in field.metadata if hasattr(m, "func")]
+                    if field.annotation in (float, float | None):
+                        if funcs != [checks.real_number] and not any(f.__module__ == "hwspec.spec.units" for f in funcs):
+                            lax.append(f"{name}.{field_name}")
+                    elif field.annotation is bool and not any(isinstance(m, Strict) for m in field.metadata):
+                        lax.append(f"{name}.{field_name}")
+    assert lax == []
+
+
 def test_quoted_integers_and_bad_units_in_a_parts_file_are_reported_in_the_spec_language(tmp_path):
     (tmp_path / "parts").mkdir()
     (tmp_path / "parts" / "site.yaml").write_text(
@@ -336,15 +357,15 @@ def _with(path: tuple, value) -> dict:
       "rules.HW101.reason: String should have at least 1 character, got ''"]),
     (_with(("title",), 5), ["title: Input should be a valid string, got 5"]),
     (_with(("pcie",), [{**LINK, "max_oversubscription": "x"}]),
-     ["pcie[0].max_oversubscription: Input should be a valid number, unable to parse string as a number, got 'x'"]),
+     ["pcie[0].max_oversubscription: 'x' is not a number, e.g. 0.5"]),
     (_with(("backend",), {"transport": "tcp", "nic_per_gpu": "maybe", "rail_optimized": []}),
-     ["backend.nic_per_gpu: Input should be a valid boolean, unable to interpret input, got 'maybe'",
+     ["backend.nic_per_gpu: Input should be a valid boolean, got 'maybe'",
       "backend.rail_optimized: Input should be a valid boolean, got a list"]),
     (_with(("baseboard",), {"slots": 2, "wiring": [[0, "a"], [1, 2.5], 3]}),
      ["baseboard.wiring: matches none of the accepted forms: Input should be 'fully-connected' or 'hybrid-cube-mesh', "
       "got a list; or Input should be 'nvswitch', got a list",
-      "baseboard.wiring[0][1]: Input should be a valid integer, unable to parse string as an integer, got 'a'",
-      "baseboard.wiring[1][1]: Input should be a valid integer, got a number with a fractional part, got 2.5",
+      "baseboard.wiring[0][1]: 'a' is not a whole number, e.g. 2",
+      "baseboard.wiring[1][1]: 2.5 is not a whole number, e.g. 2",
       "baseboard.wiring[2]: Input should be a valid tuple, got 3"]),
     (_with(("sources",), ["a"]), ["sources: Input should be a valid dictionary, got a list"]),
     (_with(("gpus",), "none"), ["gpus: Input should be a valid list, got 'none'"]),

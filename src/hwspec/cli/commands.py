@@ -134,7 +134,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     try:
         generate.install_root(args.install_root)
     except generate.GenerationError as exc:
-        sys.stderr.write(f"hwspec: error: {exc}\n")
+        sys.stderr.write(f"hwspec: error: {visible(str(exc))}\n")
         return EXIT_UNREADABLE
     files = pipeline.platform_files(args.paths or [Path("platforms")])
     if not files:
@@ -166,7 +166,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered,
                                            policy=command_policy(args)))
         except generate.GenerationError as exc:
-            sys.stderr.write(f"hwspec: error[{Code.GENERATION_FAILED}]: {exc}\n")
+            sys.stderr.write(f"hwspec: error[{Code.GENERATION_FAILED}]: {visible(str(exc))}\n")
             failed = True
             continue
         names.append(checked.platform.name)
@@ -237,7 +237,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     found = by_key.get(args.rule.lower())
     if found is None:
         guess = nearest(args.rule, [r.id for r in rules] + [r.name for r in rules] + [member.value for member in Code])
-        sys.stderr.write(f"hwspec: unknown rule '{args.rule}'" + (f" (did you mean '{guess}'?)" if guess else "")
+        sys.stderr.write(f"hwspec: unknown rule '{visible(args.rule)}'" + (f" (did you mean '{guess}'?)" if guess else "")
                          + "; run 'hwspec rules' to list them\n")
         return EXIT_UNREADABLE
     sys.stdout.write(f"{found.id} {found.name} (default severity: {found.severity.label}, scope: {found.scope})\n"
@@ -260,7 +260,8 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     if checked.unreadable:
         return EXIT_UNREADABLE
     if checked.failed():
-        sys.stderr.write(f"hwspec: {args.platform} has errors: fix them first ('hwspec validate {args.platform}')\n")
+        shown = visible(args.platform)
+        sys.stderr.write(f"hwspec: {shown} has errors: fix them first ('hwspec validate {shown}')\n")
         return EXIT_FINDINGS
     if getattr(checked.platform, "kind", "node") == "cluster":
         from hwspec.perf import cluster_roofline

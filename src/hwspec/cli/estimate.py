@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hwspec.text import visible
+
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
 
@@ -30,10 +32,10 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     if checked.unreadable:
         return None, EXIT_UNREADABLE
     if getattr(checked.platform, "kind", None) == "workload":
-        sys.stderr.write(f"hwspec: {path} is a workload file; give the platform (node or cluster) file here\n")
+        sys.stderr.write(f"hwspec: {visible(path)} is a workload file; give the platform (node or cluster) file here\n")
         return None, EXIT_UNREADABLE
     if checked.failed():
-        sys.stderr.write(f"hwspec: {path} has errors: fix them first ('hwspec validate {path}')\n")
+        sys.stderr.write(f"hwspec: {visible(path)} has errors: fix them first ('hwspec validate {visible(path)}')\n")
         return None, EXIT_FINDINGS
     return checked.topology, EXIT_OK
 
@@ -88,7 +90,7 @@ def _check_plot_path(path: Path | None) -> bool:
     from hwspec.perf.plot import FORMATS
 
     if path is not None and path.suffix.lower() not in FORMATS:
-        sys.stderr.write(f"hwspec: --plot {path}: the file must end in .svg or .png\n")
+        sys.stderr.write(f"hwspec: --plot {visible(path)}: the file must end in .svg or .png\n")
         return False
     return True
 

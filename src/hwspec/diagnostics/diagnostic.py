@@ -61,6 +61,10 @@ class Diagnostic:
     means "the whole file" (e.g. a file that cannot be read at all). `related` are other places
     the problem involves, each with what it is there (`(Location("nccl-topo.xml", 12, 5),
     "observed here")`); no report format prints them yet.
+
+    Invariant: `message` and `hint` are one line each. A value quoted from a hostile file may
+    hold line breaks and control characters; they are shown as escapes (`\\x0a`) when the
+    diagnostic is made, so no report format (text, JSON, GitHub, SARIF) can carry a forged line.
     """
 
     file: str
@@ -73,6 +77,11 @@ class Diagnostic:
     name: str = ""
     related: tuple[tuple[Location, str], ...] = field(default=())
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", single_line(self.message))
+        if self.hint is not None:
+            object.__setattr__(self, "hint", single_line(self.hint))
+
     @property
     def tag(self) -> str:
         """`E101` or `HW201 backend-nic-per-gpu`, as shown between the brackets."""
@@ -80,20 +89,24 @@ class Diagnostic:
 
     def format(self) -> str:
         """`file:line:col: severity[CODE name]: message` plus an indented `hint:` line. The file
-        name is shown `visible` (a path may hold line breaks or terminal escapes); in the message
-        and hint, control characters are escaped and every further line is indented, so a value
-        quoted from a hostile file can neither forge a diagnostic line nor drive the terminal."""
-        text = f"{visible(self.file)}:{self.line}:{self.col}: {self.severity.label}[{self.tag}]: {_lines(self.message)}"
+        name is shown `visible` (a path may hold line breaks or terminal escapes); the message and
+        hint are one line each already, so a value quoted from a hostile file can neither forge a
+        diagnostic line nor drive the terminal."""
+        text = f"{visible(self.file)}:{self.line}:{self.col}: {self.severity.label}[{self.tag}]: {self.message}"
         if self.hint:
-            text += f"\n  hint: {_lines(self.hint)}"
+            text += f"\n  hint: {self.hint}"
         return text
 
     def sort_key(self) -> tuple:
         return (self.file, self.line, self.col, self.code, self.message)
 
 
-def _lines(text: str) -> str:
-    return "\n  ".join(one_line(line) for line in text.split("\n"))
+def single_line(text: str) -> str:
+    """`text` as one line: control characters, line breaks (`\\n` too) and lone surrogates shown
+    as their `visible` escapes, other characters (tabs, backslashes) as they are."""
+    if text.isprintable():
+        return text
+    return one_line(text).replace("\n", "\\x0a")
 
 
 class HwspecError(Exception):

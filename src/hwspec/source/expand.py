@@ -90,9 +90,9 @@ class _TooLarge(Exception):
 
 
 class _ExpandError(Exception):
-    def __init__(self, path: DataPath, message: str, hint: str | None = None):
+    def __init__(self, path: DataPath, message: str, hint: str | None = None, code: Code = Code.BAD_REPEAT_BLOCK):
         super().__init__(message)
-        self.path, self.message, self.hint = path, message, hint
+        self.path, self.message, self.hint, self.code = path, message, hint, code
 
 
 _BINARY = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
@@ -349,6 +349,7 @@ def expand(doc: SourceDoc) -> Expanded:
             return items
         if isinstance(node, dict):
             if _is_annotated_value(node):
+                _check_notes(node, written)
                 result.provenance[out] = Provenance(_as_note(node.get("source")), _as_note(node.get("assumed")))
                 return walk(node["value"], written + ("value",), out, variables)
             if "source" in node or "assumed" in node:
@@ -375,10 +376,19 @@ def expand(doc: SourceDoc) -> Expanded:
     return result
 
 
+def _check_notes(node: dict, written: DataPath) -> None:
+    """An annotated value's `source` and `assumed` are text (or null), as an entry's are."""
+    for key in ("source", "assumed"):
+        note = node.get(key)
+        if note is not None and not isinstance(note, str):
+            got = "a mapping" if isinstance(note, dict) else "a list" if isinstance(note, list) else repr(note)
+            raise _ExpandError(written + (key,), f"an annotated value's '{key}' is text, got {got}", code=Code.WRONG_VALUE)
+
+
 def _as_note(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
 def _diagnostic(doc: SourceDoc, exc: _ExpandError) -> Diagnostic:
     pos = doc.locate(exc.path)
-    return Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.BAD_REPEAT_BLOCK, exc.message, exc.hint)
+    return Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, exc.code, exc.message, exc.hint)

@@ -6,8 +6,9 @@ data can come out: dict / list / str / int / float / bool / None. Loading works 
 1. compose (one pass of PyYAML's parser): syntax errors, nesting deeper than MAX_DEPTH and
    recursive aliases stop everything here, so each is reported alone; a second document does not;
 2. check every node of the graph once (aliases share nodes, so this is cheap even for a
-   'billion laughs' file): tags, scalar values, non-string and duplicate keys, merge keys, and the
-   size and depth the data would have once aliases are expanded; all problems are collected;
+   'billion laughs' file): tags, scalar values, values YAML 1.1 and 1.2 read differently
+   (`hwspec.source.yaml_versions`), non-string and duplicate keys, merge keys, and the size and
+   depth the data would have once aliases are expanded; all problems are collected;
 3. build the data, recording the 1-based position of every key and value by path.
 """
 
@@ -24,6 +25,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path, os_reason
+from hwspec.source import yaml_versions
 
 Path_ = tuple[str | int, ...]
 
@@ -248,6 +250,19 @@ class _Hooks:
         return node
 
 
+class _ImplicitTags(_Hooks, yaml.resolver.BaseResolver):
+    """The tag `_Hooks`' resolution gives a plain scalar by its text alone (no explicit tag)."""
+
+    def tag_of(self, text: str) -> str:
+        return self.resolve(ScalarNode, text, (True, False))
+
+
+_IMPLICIT_TAGS = _ImplicitTags()
+_SEVERITY_OFF = ("severity", "off")
+"""A rule setting's `severity: off`, written bare (README): read as the text off, as YAML 1.2
+reads it, not as YAML 1.1's false (`hwspec.spec.checks.off_is_off` takes that too)."""
+
+
 class _Loader(_Hooks, yaml.SafeLoader):
     """The reference loader: PyYAML's pure-Python scanner and parser. Every diagnostic about
     the YAML itself (syntax, characters) comes from it."""
@@ -434,11 +449,31 @@ class _Load:
                 self.check_encodable(node, self.scalars[id(node)])
         if isinstance(node, MappingNode):
             self.check_keys(node)
+        elif isinstance(node, SequenceNode):
+            for item in node.value:
+                self.check_version(item)
+
+    def check_version(self, node: Node, key: object = None) -> None:
+        """Refuse a plain scalar value that YAML 1.1 (PyYAML, hwspec's reader) and YAML 1.2
+        (editors, the JSON Schema) read differently: `010`, `1:30`, `yes`, `1e3`. Keys are left
+        to `check_keys` (a key must be text in both)."""
+        if type(node) is not ScalarNode or node.style or id(node) not in self.scalars:  # libyaml: style "", PyYAML: None
+            return
+        text = node.value
+        if not text or text[0] not in yaml_versions.MAY_DIFFER_FIRST or _IMPLICIT_TAGS.tag_of(text) != node.tag:
+            return  # not a number or boolean word, or an explicit tag (`!!str 010`) says what it is
+        if (key, text) == _SEVERITY_OFF:
+            self.scalars[id(node)] = "off"
+            return
+        found = yaml_versions.conflict(text, self.scalars[id(node)])
+        if found is not None:
+            self.error(node.start_mark, Code.WRONG_VALUE, *found)
 
     def check_keys(self, node: MappingNode) -> None:
         first: dict[str, Node] = {}
         first_merge = None
         for key_node, value_node in node.value:
+            self.check_version(value_node, self.scalars.get(id(key_node)))
             if key_node.tag == MERGE:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 if not all(isinstance(s, MappingNode) for s in sources):

@@ -42,12 +42,31 @@ def whole_number(value: object) -> object:
     """A whole number is written as a number: `2` (or `2.0`), not `"2"` or `true` (pydantic
     would coerce them; the JSON Schema does not, and neither does hwspec). The text of a
     `${...}` placeholder (`slot: ${g}`) is the one string accepted there. None passes (an
-    optional field left empty)."""
+    optional field left empty). A whole float comes back as an int, so that `1e300` meets the
+    field's bounds as the JSON Schema's integer 1e300 does, not pydantic's int size limit."""
     if value is not None and not _is_integer(value) and not isinstance(value, Substituted):
         if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
             raise PydanticCustomError("hwspec_integer", f"'{value}' is a string: write the number without quotes ({value.strip()})")
         shown = f"'{value}'" if isinstance(value, str) else str(value).lower()
         raise PydanticCustomError("hwspec_integer", f"{shown} is not a whole number, e.g. 2")
+    return int(value) if isinstance(value, float) else value
+
+
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+def real_number(value: object) -> object:
+    """A plain number (a share, a ratio) is written as a number: `0.8` or `2`, not `"0.8"` or
+    `true`, which pydantic would coerce and the JSON Schema refuses. The text of a `${...}`
+    placeholder passes, as for whole numbers; other values go on to pydantic's own check."""
+    if isinstance(value, Substituted):
+        return value
+    if isinstance(value, bool):
+        raise PydanticCustomError("hwspec_number", f"{str(value).lower()} is not a number, e.g. 0.5")
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+        raise PydanticCustomError("hwspec_number", f"'{value}' is a string: write the number without quotes ({value.strip()})")
+    if isinstance(value, str):
+        raise PydanticCustomError("hwspec_number", f"'{value}' is not a number, e.g. 0.5")
     return value
 
 
@@ -58,9 +77,9 @@ def _format_error(value: str, what: str, example: str) -> PydanticCustomError:
     return PydanticCustomError("hwspec_format", f"'{value}' is not {what}, e.g. '{example}'")
 
 
-# ID, BUS_ID, OS_NAME and ENV_NAME are also the JSON Schema's patterns (`hwspec.spec.models`).
+# ID, PART_NAME, BUS_ID, OS_NAME and ENV_NAME are also the JSON Schema's patterns (`hwspec.spec.models`).
 ID = re.compile(r"[a-z][a-z0-9_-]*")
-_PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 """A PCI bus id as the kernel and NCCL print it (lower case): `hwspec.formats.nccl_topology` holds a
 topology file's bus ids to it too."""
@@ -80,7 +99,7 @@ def check_id(value: str) -> str:
 
 def check_part_name(value: str) -> str:
     """A catalogue part name: `a100-sxm4-40gb`."""
-    if not _PART_NAME.fullmatch(value):
+    if not PART_NAME.fullmatch(value):
         raise _format_error(value, "a part name (lower-case letters, digits, '.', '-', '_')", "a100-sxm4-40gb")
     return value
 
@@ -141,7 +160,8 @@ def check_env_value(value: str) -> str:
 
 
 def off_is_off(value: object) -> object:
-    """YAML 1.1 reads a bare `off` (and `no`, `false`) as false: what the user wrote is `off`."""
+    """`severity: false` means off. (A bare `off` is the text off: the loader reads it as YAML
+    1.2 does; the JSON Schema lists false among the severities.)"""
     return "off" if value is False else value
 
 

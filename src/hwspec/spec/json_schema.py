@@ -3,9 +3,11 @@ check-jsonschema.
 
 The spec models describe files after expansion; written files may also contain repeat
 blocks, `${...}` placeholders and `{value, source, assumed}` annotated values. The schema is
-the models' schema widened for exactly those three forms, so it never rejects a file the
-loader accepts (it may accept some that the loader then refuses, e.g. a placeholder outside
-a repeat block).
+the models' schema widened for exactly those three forms. It accepts a file exactly when the
+models do (tests/test_properties_schema.py), but for what JSON Schema is not told: a
+placeholder outside a repeat block, and the models' whole-entry checks (`gen` or `speed`, one
+NUMA form, ...), which it leaves to the loader. (The loader refuses the YAML values that YAML
+1.1 and the editors' YAML 1.2 read differently, so both read the same data.)
 
 Readable errors: JSON Schema validators report the error of the branch they could not match,
 and with `anyOf`/`oneOf` they must guess which branch was meant (check-jsonschema's best match
@@ -142,9 +144,11 @@ def _leaf(schema: dict, description: str | None) -> dict:
     if description and "description" not in outer:
         outer["description"] = description
         schema = {**schema, "description": description}
+    value = {"if": {"type": "null"}, "then": True, "else": schema} if optional else schema
     annotated = {"type": "object", "required": ["value"], "additionalProperties": False,
-                 "properties": {"value": schema, "source": {"type": "string", "description": "Where the value comes from."},
-                                "assumed": {"type": "string", "description": "Why the value is an assumption."}}}
+                 "properties": {"value": value,
+                                "source": {"type": ["string", "null"], "description": "Where the value comes from."},
+                                "assumed": {"type": ["string", "null"], "description": "Why the value is an assumption."}}}
     plain: dict = {"if": {"type": "object", "required": ["value"]}, "then": annotated, "else": schema}
     if optional:
         plain = {"if": {"type": "null"}, "then": True, "else": plain}
@@ -152,10 +156,23 @@ def _leaf(schema: dict, description: str | None) -> dict:
             "else": plain}
 
 
+def _keys_by_pattern(node: dict) -> None:
+    """A mapping whose keys have a pattern (`dict[PartName, ...]`): pydantic writes
+    `patternProperties`, which lets any other key through; validation refuses them, so the
+    pattern goes to `propertyNames` and the values to `additionalProperties` (in place)."""
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, dict) and len(patterns) == 1 and "additionalProperties" not in node:
+        ((pattern, values),) = patterns.items()
+        del node["patternProperties"]
+        node["propertyNames"] = {**node.get("propertyNames", {}), "pattern": pattern}
+        node["additionalProperties"] = values
+
+
 def _widen(node: Any, defs: dict, model: str = "") -> Any:
     """Widen every property and array item of `node` (in place) and return it."""
     if not isinstance(node, dict):
         return node
+    _keys_by_pattern(node)
     for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
         if key in node:
             node[key] = [_widen(option, defs) for option in node[key]]

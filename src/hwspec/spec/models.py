@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, WithJsonSchema, model_validator
 
 from hwspec.spec import checks
 from hwspec.spec.checks import MAX_CORES, MAX_SOCKETS
@@ -35,10 +35,22 @@ OptionalWholeNumber = Annotated[int | None, BeforeValidator(checks.whole_number)
 """A WholeNumber that may be left out. (Not `WholeNumber | None`: pydantic could not then put
 a field's `ge`/`le` on the integer itself and would check them in Python.)"""
 
+RealNumber = Annotated[float, BeforeValidator(checks.real_number)]
+"""A plain number (a share, a ratio): `0.8`, `2`, never `"0.8"` or `true`. Every float field
+of the spec language without a unit is one; yes/no fields are `StrictBool` (true or false,
+never 1 or "yes"): what the JSON Schema accepts is what validation accepts."""
+
+OptionalRealNumber = Annotated[float | None, BeforeValidator(checks.real_number)]
+"""A RealNumber that may be left out (see OptionalWholeNumber for why not `RealNumber | None`)."""
+
+SpecVersion = Annotated[Literal[1], BeforeValidator(checks.whole_number)]
+"""`hwspec: 1` (`true`, equal to 1 in Python, is not a version)."""
+
 Id = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": f"^{checks.ID.pattern}$"}), AfterValidator(checks.check_id)]
 """An entry id: `gpu0`, `sw-1`. Used in references and in generated names."""
 
-PartName = Annotated[str, Field(max_length=64), AfterValidator(checks.check_part_name)]
+PartName = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": f"^{checks.PART_NAME.pattern}$"}),
+                     AfterValidator(checks.check_part_name)]
 
 BusId = Annotated[str, Field(json_schema_extra={"pattern": f"^{checks.BUS_ID.pattern}$"}),
                   AfterValidator(checks.check_bus_id)]
@@ -80,7 +92,7 @@ class _LinkRate(checks.LinkMethods, Spec):
 class PhysicalLink(_LinkRate):
     """The PCIe link a device or bridge physically trains at: what bandwidth is computed from."""
 
-    width: Literal[1, 2, 4, 8, 16, 32] = Field(description="Lanes.")
+    width: Annotated[Literal[1, 2, 4, 8, 16, 32], BeforeValidator(checks.whole_number)] = Field(description="Lanes.")
 
 
 class PcieLink(_LinkRate):
@@ -89,7 +101,8 @@ class PcieLink(_LinkRate):
     bridge, width 0 for a passed-through device); then `physical` states the link the hardware
     trains at, which rules and the roofline use. Without `physical`, the link is both."""
 
-    width: Literal[0, 1, 2, 4, 8, 16, 32] = Field(description="Lanes (0: the width a VM reports for a passed-through device).")
+    width: Annotated[Literal[0, 1, 2, 4, 8, 16, 32], BeforeValidator(checks.whole_number)] = Field(
+        description="Lanes (0: the width a VM reports for a passed-through device).")
     physical: PhysicalLink | None = Field(
         None, description="The link the hardware trains at, when the presented one differs (a VM's virtual bridge).")
 
@@ -162,8 +175,8 @@ class NicPart(Spec):
     speed: Bandwidth = Field(description="Per port, per direction.")
     ports: WholeNumber = Field(1, ge=1)
     transports: list[Transport]
-    rdma: bool
-    gpudirect: bool = Field(description="Supports GPUDirect RDMA (peer memory).")
+    rdma: StrictBool
+    gpudirect: StrictBool = Field(description="Supports GPUDirect RDMA (peer memory).")
     pci_vendor: str = Field(pattern=r"^0x[0-9a-f]{4}$")
     pci_device: str = Field(pattern=r"^0x[0-9a-f]{4}$")
     pcie: PcieLink
@@ -172,7 +185,7 @@ class NicPart(Spec):
 class PartsCatalogue(Spec):
     """A parts file: `kind: parts` with named CPUs, GPUs and NICs."""
 
-    hwspec: Literal[1]
+    hwspec: SpecVersion
     kind: Literal["parts"]
     cpus: dict[PartName, CpuPart] = Field(default_factory=dict)
     gpus: dict[PartName, GpuPart] = Field(default_factory=dict)
@@ -234,7 +247,7 @@ class PcieBridgeSpec(Spec):
     upstream: Id
     bus: BusId
     link: PcieLink
-    max_oversubscription: float = Field(2.0, gt=0, description="Sum of child link bandwidth over uplink bandwidth that is acceptable.")
+    max_oversubscription: RealNumber = Field(2.0, gt=0, description="Sum of child link bandwidth over uplink bandwidth that is acceptable.")
 
 
 Wiring = Literal["fully-connected", "hybrid-cube-mesh"]
@@ -257,7 +270,7 @@ class BaseboardSpec(Spec):
     slots: WholeNumber = Field(ge=1, le=64)
     ports_per_slot: WholeNumber = Field(0, ge=0, description="Fabric ports per slot (point-to-point wiring).")
     links_per_port: WholeNumber = Field(1, ge=1, description="Accelerator fabric links one port can carry.")
-    wiring: Wiring | Literal["nvswitch"] | list[tuple[int, int]] = Field(
+    wiring: Wiring | Literal["nvswitch"] | list[tuple[WholeNumber, WholeNumber]] = Field(
         description="A named superset topology, one [slot, slot] entry per wired port, or 'nvswitch'.")
     nvswitches: list[NvSwitchSpec] | None = Field(None, min_length=1, max_length=64,
                                                   description="The NVSwitch chips, for wiring: nvswitch.")
@@ -289,8 +302,8 @@ class NvlinkSpec(Spec):
 
     topology: Literal["fully-connected", "hybrid-cube-mesh", "nvswitch"] | list[NvlinkPair]
     links_per_pair: WholeNumber = Field(1, ge=1, description="For fully-connected: links between every pair.")
-    exclude: list[tuple[int, int]] = Field(default_factory=list, description="Slot pairs left out of a named pattern.")
-    symmetric: bool = Field(True, description="Every GPU has the same fabric bandwidth (HW305 checks it).")
+    exclude: list[tuple[WholeNumber, WholeNumber]] = Field(default_factory=list, description="Slot pairs left out of a named pattern.")
+    symmetric: StrictBool = Field(True, description="Every GPU has the same fabric bandwidth (HW305 checks it).")
 
 
 class NicSpec(PartRef):
@@ -320,13 +333,13 @@ class BackendSpec(Spec):
     """The scale-out (collective) network as this node sees it."""
 
     transport: Transport
-    nic_per_gpu: bool = Field(False, description="Declares one dedicated backend NIC per GPU.")
-    gpudirect: bool | Literal["detect"] = Field(False, description="Declares GPUDirect RDMA between GPU and NIC; "
+    nic_per_gpu: StrictBool = Field(False, description="Declares one dedicated backend NIC per GPU.")
+    gpudirect: StrictBool | Literal["detect"] = Field(False, description="Declares GPUDirect RDMA between GPU and NIC; "
                                                                    "'detect' leaves it to NCCL's detection (no gdr in nccl-topo.xml).")
     ib_hca: IbHcaFilter | None = Field(None, description="NCCL_IB_HCA as NCCL takes it ('mlx5', '^mlx5_an0', '=mlx5_0:1'): how "
                                                          "NCCL selects the backend RDMA devices when their names are not written "
                                                          "('device:') or differ between images.")
-    rail_optimized: bool = Field(False, description="NIC i of every node is on rail i.")
+    rail_optimized: StrictBool = Field(False, description="NIC i of every node is on rail i.")
     gid_index: OptionalWholeNumber = Field(None, ge=0, le=255, description="RoCE GID index.")
     traffic_class: OptionalWholeNumber = Field(None, ge=0, le=255)
     service_level: OptionalWholeNumber = Field(None, ge=0, le=15)
@@ -341,8 +354,9 @@ class DeclaresSpec(Spec):
 
 
 class RuleSetting(Spec):
-    severity: Annotated[Literal["error", "warning", "info", "off"], BeforeValidator(checks.off_is_off)] = Field(
-        description="New severity, or off (written bare or quoted: YAML's false is read as off).")
+    severity: Annotated[Literal["error", "warning", "info", "off"], BeforeValidator(checks.off_is_off),
+                        WithJsonSchema({"enum": ["error", "warning", "info", "off", False]})] = Field(
+        description="New severity, or off (written bare or quoted; false is read as off too).")
     reason: str = Field(min_length=1, description="Why this platform changes the rule.")
 
 
@@ -356,7 +370,7 @@ characters, what NCCL copies of a nccl.conf value."""
 class NodeSpec(Spec):
     """A node platform file (`kind: node`)."""
 
-    hwspec: Literal[1] = Field(description="Spec language version.")
+    hwspec: SpecVersion = Field(description="Spec language version.")
     kind: Literal["node"]
     name: Id
     title: str | None = None
@@ -410,7 +424,7 @@ class BackendNetworkSpec(Spec):
     topology: Literal["single-switch", "rail-optimized", "clos"]
     leaf: SwitchTier
     spine: SwitchTier | None = None
-    oversubscription: float | None = Field(None, ge=1, description="Declared leaf downlink:uplink bandwidth ratio.")
+    oversubscription: OptionalRealNumber = Field(None, ge=1, description="Declared leaf downlink:uplink bandwidth ratio.")
     min_bisection: Bandwidth | None = Field(None, description="Declared minimum bisection bandwidth, per direction.")
 
 
@@ -418,7 +432,7 @@ class FrontendNetworkSpec(Spec):
     """The frontend/ingestion network: the nodes' ingestion or frontend NICs."""
 
     speed: Bandwidth = Field(description="Per NIC, per direction.")
-    ingestion_share: float | None = Field(None, gt=0, le=1, description="Share of frontend bandwidth the data-ingestion service may use.")
+    ingestion_share: OptionalRealNumber = Field(None, gt=0, le=1, description="Share of frontend bandwidth the data-ingestion service may use.")
 
 
 class RendezvousSpec(Spec):
@@ -445,7 +459,7 @@ class NvlinkDomainSpec(Spec):
 class ClusterSpec(Spec):
     """A cluster platform file (`kind: cluster`)."""
 
-    hwspec: Literal[1]
+    hwspec: SpecVersion
     kind: Literal["cluster"]
     name: Id
     title: str | None = None

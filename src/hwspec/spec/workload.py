@@ -16,15 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
-from hwspec.spec.models import Id, OptionalWholeNumber, Spec, WholeNumber
+from hwspec.spec import checks
+from hwspec.spec.models import Id, OptionalWholeNumber, RealNumber, Spec, SpecVersion, WholeNumber
 from hwspec.spec.translate import DataPath, dotted, validate_document
 
 StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -47,6 +48,10 @@ OPTIMIZER_STATE_BYTES = {"sgd": lambda dim: 0, "rowwise-adagrad": lambda dim: 4,
 """Optimizer state per embedding row, bytes (fp32): none, one sum per row, one per element."""
 
 
+MlpWidth = Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(checks.whole_number)]
+"""One layer width of an MLP: checked where it is written, and stated in the JSON Schema."""
+
+
 class BatchSpec(Spec):
     """The batch: give `global` (samples per iteration over all GPUs) or `per_gpu` (local batch)."""
 
@@ -67,7 +72,7 @@ class TableSpec(Spec):
     count: WholeNumber = Field(1, ge=1, le=1_000_000, description="Identical tables in this group.")
     rows: WholeNumber = Field(ge=1, le=10**13, description="Rows (hash size) per table.")
     dim: WholeNumber = Field(ge=1, le=65536, description="Embedding dimension.")
-    pooling: float = Field(gt=0, le=1_000_000, description="Average lookups per sample (pooling factor).")
+    pooling: RealNumber = Field(gt=0, le=1_000_000, description="Average lookups per sample (pooling factor).")
     precision: StorageDtype | None = Field(None, description="Storage dtype; default: embeddings.precision.")
     sharding: Sharding | None = Field(None, description="Default: embeddings.sharding.")
     column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding only).")
@@ -80,7 +85,7 @@ class EmbeddingsSpec(Spec):
     sharding: Sharding = Field("table-wise", description="Sharding of every table (a table may say its own: a mix).")
     optimizer: Optimizer = Field("rowwise-adagrad", description="Sparse optimizer: its state per row is stored and updated.")
     index_dtype: IndexDtype = Field("int64", description="Dtype of the sparse feature ids in the input.")
-    hbm_share: float = Field(0.8, gt=0, le=1, description="Fraction of each GPU's HBM the tables may use.")
+    hbm_share: RealNumber = Field(0.8, gt=0, le=1, description="Fraction of each GPU's HBM the tables may use.")
     tables: list[TableSpec] = Field(min_length=1, description="Table groups: count identical tables each.")
 
 
@@ -96,7 +101,7 @@ class CommunicationSpec(Spec):
 class WorkloadSpec(Spec):
     """A workload file (`kind: workload`)."""
 
-    hwspec: Literal[1]
+    hwspec: SpecVersion
     kind: Literal["workload"]
     name: Id = Field(description="Name of the workload (letters, digits, '-', '_').")
     title: str | None = None
@@ -105,19 +110,12 @@ class WorkloadSpec(Spec):
     batch: BatchSpec = Field(description="Samples per iteration: global or per GPU.")
     compute_dtype: Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"] = Field(
         "fp32", description="Dtype of the MLP math; must have a peak on the platform's GPUs.")
-    bottom_mlp: list[int] = Field(min_length=2, description="Layer widths including the input (dense features first).")
-    top_mlp: list[int] = Field(min_length=2, description="Layer widths including the input (the interaction output).")
+    bottom_mlp: list[MlpWidth] = Field(min_length=2, description="Layer widths including the input (dense features first).")
+    top_mlp: list[MlpWidth] = Field(min_length=2, description="Layer widths including the input (the interaction output).")
     interaction: Literal["dot", "cat"] = Field("dot", description="Feature interaction: pairwise dot products or concatenation.")
     embeddings: EmbeddingsSpec = Field(description="The embedding tables and how they are stored, sharded and trained.")
     communication: CommunicationSpec = Field(default_factory=CommunicationSpec,
                                              description="Dtypes on the wire (quantized communication).")
-
-    @model_validator(mode="after")
-    def _widths(self) -> WorkloadSpec:
-        for width in (*self.bottom_mlp, *self.top_mlp):
-            if not 1 <= width <= 1_000_000:
-                raise PydanticCustomError("hwspec_mlp", "MLP widths must be between 1 and 1000000, got {width}", {"width": width})
-        return self
 
 
 # ---------------------------------------------------------------- resolved

@@ -9,6 +9,7 @@ import re
 from itertools import chain
 
 from hwspec.rules import Context, rule
+from hwspec.text import visible
 
 from ._common import POLICY_DOC, gbit, number, refused_names, unknown_nccl_names
 
@@ -111,9 +112,14 @@ def bisection_minimum(ctx: Context):
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 """Dotted-quad IPv4 exactly as ipaddress accepts it (no leading zeros, 0-255)."""
-_DNS_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
-"""A DNS label as hosts are named: ASCII letters, digits and '-', not first; 1-63 characters."""
-_DNS_LABEL_LINES = re.compile(rf"^{_DNS_LABEL.pattern}$", re.MULTILINE)
+_HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+"""A host name every consumer of the generated files takes: an RFC 1123 DNS label in lower case
+(lower-case letters, digits and '-', starting and ending with a letter or digit, 1-63 characters).
+Kubernetes is the strictest: `kubernetes/label-nodes.sh` names nodes by it, and a node name is
+an RFC 1123 subdomain in lower case; hostfiles and Slurm's NodeName take short host names, so no
+'.' either."""
+_HOST_NAME_LINES = re.compile(rf"^{_HOST_NAME.pattern}$", re.MULTILINE)
+_HOST_NAME_HINT = "lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 (RFC 1123)"
 _IPV4_LINES = re.compile(rf"^{_IPV4.pattern}$", re.MULTILINE)
 
 
@@ -128,20 +134,35 @@ def _all_lines(pattern: re.Pattern, values: list[str]) -> bool:
 
 
 def _clean_hosts(groups) -> bool:
-    """The common case, decided for all nodes at once: every hostname a DNS label and every
+    """The common case, decided for all nodes at once: every hostname a lower-case RFC 1123 label and every
     address dotted-quad IPv4, none used twice."""
     names = list(chain.from_iterable(group.hostnames for group in groups))
     addresses = list(chain.from_iterable(group.addresses or () for group in groups))
-    return (_all_lines(_DNS_LABEL_LINES, names) and len(set(names)) == len(names)
+    return (_all_lines(_HOST_NAME_LINES, names) and len(set(names)) == len(names)
             and _all_lines(_IPV4_LINES, addresses) and len(set(addresses)) == len(addresses))
+
+
+def _host_name_fault(name: str) -> str:
+    """What keeps `name` from being a host name (`_HOST_NAME`), in a few words."""
+    if not name:
+        return "it is empty"
+    if len(name) > 63:
+        return f"it has {len(name)} characters, more than 63"
+    if any(c.isascii() and c.isupper() for c in name):
+        return "it has upper-case letters"
+    others = sorted({c for c in name if not (c.isascii() and (c.islower() or c.isdigit() or c == "-"))})
+    if others:
+        return "it has " + ", ".join(f"'{visible(c)}'" for c in others)
+    return "it starts with '-'" if name.startswith("-") else "it ends with '-'"
 
 
 @rule("HW805", "host-names", "error", scope="cluster", waivable=False)
 def host_names(ctx: Context):
-    """Hostnames are unique valid DNS labels, and addresses are unique IPv4 or IPv6 addresses.
+    """Hostnames are unique lower-case RFC 1123 labels (what Kubernetes takes as a node name),
+    and addresses are unique IPv4 or IPv6 addresses.
 
-    Hostfiles, Slurm and the rendezvous all key on names; a duplicate silently drops a node
-    or double-books one."""
+    Hostfiles, Slurm, Kubernetes and the rendezvous all key on names; a duplicate silently drops
+    a node or double-books one, and a name Kubernetes refuses makes label-nodes.sh fail."""
     if _clean_hosts(ctx.platform.groups):
         return
     seen: dict[str, int] = {}
@@ -149,9 +170,10 @@ def host_names(ctx: Context):
     node = 0
     for index, group in enumerate(ctx.platform.groups):
         for offset, name in enumerate(group.hostnames):
-            if not _DNS_LABEL.fullmatch(name):
-                yield ctx.finding(f"nodes[{index}]: hostname '{name}' is not a DNS label (letters, digits, '-'; at most 63)",
-                                  at=("nodes", index, "hostname"))
+            if not _HOST_NAME.fullmatch(name):
+                yield ctx.finding(f"nodes[{index}]: hostname '{visible(name)}' of node {node + offset} is not a host name "
+                                  f"Kubernetes accepts: {_host_name_fault(name)}", at=("nodes", index, "hostname"),
+                                  hint=_HOST_NAME_HINT)
                 return
             if name in seen:
                 yield ctx.finding(f"hostname '{name}' is used by node {seen[name]} and node {node + offset}",
