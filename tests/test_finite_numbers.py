@@ -53,7 +53,7 @@ def test_a_quantity_at_its_maximum_is_accepted(validator, maximum):
     assert validator(maximum) > 0
 
 
-@pytest.mark.parametrize("written, shown", [(".nan", "nan"), (".inf", "inf"), ("1e400", "'1e400'")])
+@pytest.mark.parametrize("written, shown", [(".nan", "nan"), (".inf", "inf"), ("1.0e+400", "inf")])  # a bare 1e400: E110 in the loader
 def test_plain_number_nan_inf_or_1e400_is_an_e110_not_accepted(tmp_path, capsys, monkeypatch, written, shown):
     monkeypatch.chdir(tmp_path)
     text = (PLATFORMS / "hgx-h100.yaml").read_text().replace("max_oversubscription: 4", f"max_oversubscription: {written}")

@@ -24,12 +24,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic, NicPort
 from hwspec.live.repeat import fold
 from hwspec.model.node import PcieLink
+from hwspec.source.dumper import dump_yaml
 from hwspec.spec.units import format_bytes
 from hwspec.text import comment, visible
 
@@ -651,29 +650,10 @@ def _expanded_equal(folded: dict, flat: dict) -> bool:
     return norm(data[0]) == norm(data[1])
 
 
-class _DraftDumper(yaml.SafeDumper):
-    """PyYAML's safe dumper, with every string that is not printable ASCII double-quoted."""
-
-
-def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
-    """A string node that loads back as exactly `text`. Text from the inputs may hold any
-    character; PyYAML's emitter, given `allow_unicode`, writes NEL (U+0085) raw inside a plain or
-    single-quoted scalar, where the reader takes it for a line break. In double quotes it
-    escapes every line break and control character (`\\N`, `\\L`, `\\x01`) and keeps
-    printable non-ASCII text (`é`) as it is."""
-    style = None if text.isascii() and text.isprintable() else '"'
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
-
-
-_DraftDumper.add_representer(str, _represent_text)
-
-
 def dump(spec: dict) -> str:
-    """`spec` as YAML text, in its key order, with short lists and mappings in flow style.
-    Invariant: `hwspec.source.loader.load_yaml_text(dump(spec))` gives back `spec`, whatever
-    its strings hold (a lone surrogate loads back, but the loader refuses it: it cannot be
-    written as UTF-8)."""
-    return yaml.dump(spec, Dumper=_DraftDumper, sort_keys=False, default_flow_style=None, width=4096, allow_unicode=True)
+    """`spec` as YAML text, in its key order, with short lists and mappings in flow style, every
+    string loading back as itself (`hwspec.source.dumper`)."""
+    return dump_yaml(spec)
 
 
 def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:

@@ -87,7 +87,7 @@ OS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _CPU_LIST = re.compile(r"\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*")
 _IB_HCA = re.compile(r"[\^]?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*")
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-_ENV_VALUE = re.compile(r"[A-Za-z0-9_./:,=@%+^-]*")
+ENV_VALUE = re.compile(r"[A-Za-z0-9_./:,=@%+^-]*")
 
 
 def check_id(value: str) -> str:
@@ -153,7 +153,7 @@ def env_value_text(value: object) -> object:
 
 def check_env_value(value: str) -> str:
     """A value env files and nccl.conf take verbatim (no spaces or quotes)."""
-    if not _ENV_VALUE.fullmatch(value):
+    if not ENV_VALUE.fullmatch(value):
         raise _format_error(value, "a value env files and nccl.conf take verbatim "
                                    "(letters, digits and _./:,=@%+^-; no spaces or quotes)", "22")
     return value

@@ -362,7 +362,9 @@ class RuleSetting(Spec):
 
 EnvName = Annotated[str, Field(max_length=128, json_schema_extra={"pattern": f"^{checks.ENV_NAME.pattern}$"}),
                     AfterValidator(checks.check_env_name)]
-EnvValue = Annotated[str, Field(max_length=1023), BeforeValidator(checks.env_value_text), AfterValidator(checks.check_env_value)]
+EnvValue = Annotated[str, Field(max_length=1023), BeforeValidator(checks.env_value_text), AfterValidator(checks.check_env_value),
+                    WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 1023, "pattern": f"^{checks.ENV_VALUE.pattern}$"},
+                                              {"type": "number"}, {"type": "boolean"}]})]
 """An environment value: strings as written, numbers as written, booleans as 1/0; at most 1023
 characters, what NCCL copies of a nccl.conf value."""
 

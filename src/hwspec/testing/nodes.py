@@ -71,6 +71,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from hwspec.model.node import PcieLink
+from hwspec.source.dumper import dump_yaml as source_dump_yaml
 from hwspec.spec.units import format_bytes, parse_bytes
 from hwspec.topology import topology_of  # and so node_platforms()' platforms have `.topology`
 
@@ -135,11 +136,9 @@ def dump_yaml(spec: dict) -> str:
     """A platform dict as YAML text, keys in the dict's order: block style, with mappings and
     lists that hold only scalars in flow style (`link: {gen: 4, width: 16}`), as people write
     them. Every key and its scalar (or flow) value share a line, and every string loads back as
-    itself through hwspec's loader, whatever it holds (`hwspec.live.draft.dump`: a NEL written
+    itself through hwspec's loader, whatever it holds (`hwspec.source.dumper`: a NEL written
     raw by PyYAML would be read as a line break)."""
-    from hwspec.live.draft import dump
-
-    return dump(spec)
+    return source_dump_yaml(spec)
 
 
 def load_node_text(text: str | bytes, file: str = "node.yaml"):
