@@ -9,7 +9,7 @@ with the observed facts as `override:` and an `assumed:` note saying so. Values 
 expanding the draft again. The draft names its inputs in `sources:`/`source:`.
 
 Input files are hostile: any text from them (file names, device and model names, attribute
-values) reaches the draft only as a YAML string that loads back as exactly that string (`dump`),
+values) reaches the draft only as a YAML string that loads back as exactly that string (`hwspec.source.dumper.dump_yaml`),
 or, in a `# note:` comment, as one line of printable text (`hwspec.text.comment`). Reloading the
 draft therefore gives exactly the keys written here; a text the spec refuses (a device name
 with a line break, a `${...}` outside a repeat block) is reported by `validate` at its line.
@@ -644,16 +644,10 @@ def _expanded_equal(folded: dict, flat: dict) -> bool:
         return str(x)
 
     try:
-        data = [expand(load_yaml_text(dump(doc), "draft.yaml")).data for doc in (folded, flat)]
+        data = [expand(load_yaml_text(dump_yaml(doc), "draft.yaml")).data for doc in (folded, flat)]
     except Exception:
         return False
     return norm(data[0]) == norm(data[1])
-
-
-def dump(spec: dict) -> str:
-    """`spec` as YAML text, in its key order, with short lists and mappings in flow style, every
-    string loading back as itself (`hwspec.source.dumper`)."""
-    return dump_yaml(spec)
 
 
 def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
@@ -666,4 +660,4 @@ def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
               "# Check every 'assumed:' note: those values are not in the inputs.",
               "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE INPUT...' on each node."]
     header += [f"# note: {comment(n)}" for n in draft.notes]
-    return "\n".join(header) + "\n" + dump(spec), draft.notes
+    return "\n".join(header) + "\n" + dump_yaml(spec), draft.notes

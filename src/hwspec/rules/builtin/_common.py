@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
 from hwspec.formats.environment import REVIEWED_TUNABLES, environment_limits
+from hwspec.formats.limits import Limit
 from hwspec.formats.nccl_env import KNOWN
 from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
 from hwspec.spec.translate import nearest
@@ -110,10 +111,17 @@ def unknown_nccl_names(ctx: Any) -> Iterator[Any]:
                                    "plugin is fine: change this rule under 'rules:' with the reason")
 
 
+def limit_findings(ctx: Any, limits: Iterable[Limit]) -> Iterator[Any]:
+    """Findings for what a generator cannot write (`hwspec.formats.limits.Limit`), except a
+    limit another rule already reports (`Limit.reported_by`), which that rule reports."""
+    for limit in limits:
+        if not limit.reported_by:
+            yield ctx.finding(limit.message, at=limit.at, hint=limit.hint)
+
+
 def refused_names(ctx: Any) -> Iterator[Any]:
     """Findings for the `environment:` names of `ctx.platform` that the run's policy refuses."""
-    for limit in environment_limits(ctx.platform, ctx.policy):
-        yield ctx.finding(limit.message, at=limit.at, hint=limit.hint)
+    return limit_findings(ctx, environment_limits(ctx.platform, ctx.policy))
 
 
 POLICY_DOC = f"""

@@ -12,18 +12,13 @@ left to that rule, which cannot be switched off either.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
-from hwspec.formats.limits import Limit, hostfile_limits, settings_limits
+from hwspec.formats.limits import hostfile_limits, settings_limits
 from hwspec.formats.nccl_tree import topology_limits
 from hwspec.rules import Context, Finding, rule
 
-
-def _report(ctx: Context, limits: Iterable[Limit]) -> Iterator[Finding]:
-    for limit in limits:
-        if limit.reported_by:
-            continue  # that rule reports it (and cannot be switched off)
-        yield ctx.finding(limit.message, at=limit.at, hint=limit.hint)
+from ._common import limit_findings
 
 
 @rule("HW901", "nccl-topo-writable", waivable=False)
@@ -33,7 +28,7 @@ def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
     NCCL's topology parser has fixed limits (MAX_STR_LEN, NCCL_TOPO_XML_MAX_NODES) and knows
     only Intel and AMD on x86; a file beyond them is refused by hwspec rather than misread by
     NCCL on every node."""
-    yield from _report(ctx, topology_limits(ctx.topology))
+    yield from limit_findings(ctx, topology_limits(ctx.topology))
 
 
 @rule("HW902", "nccl-settings-writable", waivable=False)
@@ -41,7 +36,7 @@ def nccl_settings_writable(ctx: Context) -> Iterator[Finding]:
     """nccl.conf and launch.env can name the backend: every RDMA backend NIC has a device name, at most 32 of them.
 
     NCCL_IB_HCA lists the backend NICs by device name, and NCCL reads at most 32 entries."""
-    yield from _report(ctx, settings_limits(ctx.platform))
+    yield from limit_findings(ctx, settings_limits(ctx.platform))
 
 
 @rule("HW903", "hostfile-writable", scope="cluster", waivable=False)
@@ -50,4 +45,4 @@ def hostfile_writable(ctx: Context) -> Iterator[Finding]:
 
     A hostfile line is `host slots=N`, read by MPI, DeepSpeed and people's scripts: a name
     with a blank, quote or shell character would be split or run."""
-    yield from _report(ctx, hostfile_limits(ctx.platform))
+    yield from limit_findings(ctx, hostfile_limits(ctx.platform))
