@@ -9,6 +9,7 @@ rendered text is checked against the libraries' parser rules by `hwspec.formats.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hwspec.formats.limits import GenerationError, Limit
@@ -209,7 +210,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
     gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
     nvlinks = _nvlinks(platform, form.gpu_tclass)
     wanted = _wanted(topology)
-    net_devs = iter(range(len(platform.nics)))
+    net_dev = _net_numbering(platform)
 
     def below(parent: str) -> list[XmlNode]:
         nodes = []
@@ -232,7 +233,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                 ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
-                nets = [XmlNode("net", [("name", name), ("dev", str(next(net_devs))), ("speed", str(net_speed(n))),
+                nets = [XmlNode("net", [("name", name), ("dev", str(net_dev(n))), ("speed", str(net_speed(n))),
                                         ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])],
                                 at=n.id)
                         for n in ports if (name := net_name(n)) is not None and n.role != "management"]
@@ -241,8 +242,9 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                                      at=item.id))
             else:
                 assert isinstance(item, Bridge), child  # wanted: GPUs, NICs and the bridges above them
-                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width), below(child),
-                                     at=item.id))
+                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width, item.pci_vendor,
+                                                 item.pci_device, item.subsystem_vendor, item.subsystem_device),
+                                     below(child), at=item.id))
         return nodes
 
     system = XmlNode("system", [("version", form.version)])
@@ -255,11 +257,36 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
     return system
 
 
-def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = None, device: str | None = None) -> list[tuple[str, str]]:
+def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = None, device: str | None = None,
+         subsystem_vendor: str | None = None, subsystem_device: str | None = None) -> list[tuple[str, str]]:
+    """A `<pci>`'s attributes in the order NCCL's dumps write them. The ids are written in pairs
+    (vendor and device; the subsystem's vendor and device) where both are known: NCCL packs them
+    into one 64-bit id, by which it flattens Broadcom PEX switches."""
     attrs = [("busid", bus), ("class", pci_class)]
     if vendor and device:
         attrs += [("vendor", vendor), ("device", device)]
+        if subsystem_vendor and subsystem_device:
+            attrs += [("subsystem_vendor", subsystem_vendor), ("subsystem_device", subsystem_device)]
     return attrs + [("link_speed", PCIE_LINK_SPEED[gen]), ("link_width", str(width))]
+
+
+def _net_numbering(platform: Platform) -> Callable[[Nic], int]:
+    """`dev` of each `<net>`, called in writing order: the NICs the collective net plugin reports
+    are numbered 0.. in that order, the others after them, so an ingestion or frontend NIC never
+    takes a plugin device's number. NCCL's detection sets `dev` of every net its plugin reports
+    (by name) and trims the nets it does not report (NCCL 2.19+); the IB plugin reports the RDMA
+    devices, the socket plugin (a TCP backend) the interfaces."""
+    tcp_backend = platform.backend is None or platform.backend.transport == "tcp"
+    reported = [n for n in platform.nics if n.role != "management" and net_name(n) is not None
+                and (tcp_backend or n.transport != "tcp")]
+    counters = {True: 0, False: len(reported)}
+    reported_ids = {n.id for n in reported}
+
+    def number(nic: Nic) -> int:
+        group = nic.id in reported_ids
+        counters[group] += 1
+        return counters[group] - 1
+    return number
 
 
 def _wanted(topology: Topology) -> set[str]:

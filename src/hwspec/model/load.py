@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from hwspec.spec.models import NodeSpec
 
-PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart"}
+PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart", "pcie_switches": "PcieSwitchPart"}
 """Catalogue section -> the name of the spec model of its parts in `hwspec.spec.models`."""
 
 
@@ -210,7 +210,9 @@ def _check_c2c_parts(spec: NodeSpec, parts: dict[str, Any], error) -> None:
                   "add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'")
 
 
-PART_SECTIONS = (("sockets", "cpus", "CPU"), ("gpus", "gpus", "GPU"), ("nics", "nics", "NIC"))
+PART_SECTIONS = (("sockets", "cpus", "CPU"), ("gpus", "gpus", "GPU"), ("nics", "nics", "NIC"),
+                 ("pcie", "pcie_switches", "PCIe switch"))
+"""Platform section, catalogue kind, and what its parts are called. A bridge (`pcie`) names a part optionally."""
 
 
 def _entries(data: Any, section: str) -> list[tuple[int, dict]]:
@@ -237,9 +239,11 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
     for section, kind, _ in PART_SECTIONS:
         for index, entry in enumerate(getattr(spec, section)):
             here = (section, index)
+            if entry.part is None:
+                continue  # a bridge without a part
             part = catalogue.get(kind, entry.part)
             assert part is not None  # load_node has raised the unknown parts _check_part_names found
-            if not entry.override:
+            if not getattr(entry, "override", None):
                 resolved[entry.id] = part.model
                 continue
             merged = _deep_merge(part.raw, entry.override)

@@ -133,7 +133,11 @@ class NumaNode:
 @dataclass(frozen=True, slots=True)
 class Bridge:
     """A PCIe switch or root port. `link` is its upstream link as the OS presents it (written to
-    NCCL's topology file); `physical` the link it trains at (used for every bandwidth)."""
+    NCCL's topology file); `physical` the link it trains at (used for every bandwidth: the
+    uplink limits what crosses it, whatever the switch's own generation). `part` names its
+    catalogue switch part (None without one); `gen` is its own generation, what the links
+    below it may train at. The PCI ids are the ones it shows (its `pci:` over its part's),
+    None where neither says."""
 
     id: str
     kind: Literal["switch", "root-port"]
@@ -143,6 +147,20 @@ class Bridge:
     max_oversubscription: float
     socket: str | None
     physical: PcieLink
+    part: str | None = None
+    model_name: str | None = None
+    part_gen: int | None = None
+    """The part's generation (None without a part): see `gen`."""
+    lanes: int | None = None
+    pci_vendor: str | None = None
+    pci_device: str | None = None
+    subsystem_vendor: str | None = None
+    subsystem_device: str | None = None
+
+    @property
+    def gen(self) -> int:
+        """The bridge's own PCIe generation: its part's, else the generation its uplink trains at."""
+        return self.part_gen if self.part_gen is not None else self.physical.gen
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from hwspec.source.sourcemap import DocumentSourceMap
 from hwspec.spec.translate import dotted
 
 if TYPE_CHECKING:
-    from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec
+    from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieBridgeSpec, PcieSwitchPart
     from hwspec.spec.models import PcieLink as PcieLinkSpec
     from hwspec.spec.models import PhysicalLink as PhysicalLinkSpec
 
@@ -116,6 +116,35 @@ def _c2c(gpu: GpuSpec, part: GpuPart) -> _C2cFields:
     return {"c2c_socket": gpu.c2c.socket, "c2c_links": part.c2c.links, "c2c_link_bandwidth": part.c2c.link_bandwidth}
 
 
+class _SwitchFields(TypedDict, total=False):
+    """The part and PCI id fields of `m.Bridge`, as `_switch_part` passes them."""
+
+    part: str
+    model_name: str
+    part_gen: int
+    lanes: int | None
+    pci_vendor: str | None
+    pci_device: str | None
+    subsystem_vendor: str | None
+    subsystem_device: str | None
+
+
+def _switch_part(bridge: PcieBridgeSpec, part: PcieSwitchPart | None) -> _SwitchFields:
+    """A bridge's part (its own generation, lanes, name) and the PCI ids it shows: its `pci:`
+    ids over its part's. Nothing for a bridge with neither."""
+    fields: _SwitchFields = {}
+    if part is not None and bridge.part is not None:
+        fields.update(part=bridge.part, model_name=part.model_name, part_gen=part.gen, lanes=part.lanes,
+                      pci_vendor=part.pci_vendor, pci_device=part.pci_device)
+    ids = bridge.pci
+    if ids is not None:
+        for key, value in (("pci_vendor", ids.vendor), ("pci_device", ids.device),
+                           ("subsystem_vendor", ids.subsystem_vendor), ("subsystem_device", ids.subsystem_device)):
+            if value is not None:
+                fields[key] = value  # type: ignore[literal-required]
+    return fields
+
+
 def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded: Expanded) -> m.Platform:
     entity_paths: dict[str, tuple] = {}
     for section in ("sockets", "pcie", "gpus", "nics", "ssds"):
@@ -147,7 +176,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
     bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=b.bus, link=_link(b.link),
                                      max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream),
-                                     physical=_physical(b.link))
+                                     physical=_physical(b.link), **_switch_part(b, parts.get(b.id)))
                             for b in spec.pcie), key=lambda b: (b.bus, b.id)))
 
     gpus = []
@@ -261,7 +290,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         if note.assumed and all((a.location, a.assumed) != (where, note.assumed) for a in assumptions):
             assumptions.append(m.Assumption(named(path), note.assumed, note.source, where))
     seen_parts: set[str] = set()
-    for section in ("sockets", "gpus", "nics"):
+    for section in ("sockets", "pcie", "gpus", "nics"):
         for entry in getattr(spec, section):
             if entry.part in seen_parts or not entry.part:
                 continue

@@ -182,14 +182,33 @@ class NicPart(Spec):
     pcie: PcieLink
 
 
+PciId = Annotated[str, Field(pattern=r"^0x[0-9a-f]{4}$")]
+"""A 16-bit PCI id as lspci and NCCL's topology dumps write it: `0x1000`."""
+
+
+class PcieSwitchPart(Spec):
+    """A PCIe switch chip: its own generation (what its ports can train at) and the PCI ids its
+    ports show. NCCL flattens Broadcom switches by these ids (vendor 0x1000, device 0xc010 Gen4
+    or 0xc030 Gen5, with the subsystem ids the board gives each port)."""
+
+    vendor: str
+    model_name: str
+    gen: WholeNumber = Field(ge=1, le=6, description="The PCIe generation the switch's ports support at most.")
+    lanes: OptionalWholeNumber = Field(None, ge=1, le=1024, description="Lanes of the chip; left out for a family entry "
+                                                                          "(one device id shared by chips of several sizes).")
+    pci_vendor: PciId
+    pci_device: PciId
+
+
 class PartsCatalogue(Spec):
-    """A parts file: `kind: parts` with named CPUs, GPUs and NICs."""
+    """A parts file: `kind: parts` with named CPUs, GPUs, NICs and PCIe switches."""
 
     hwspec: SpecVersion
     kind: Literal["parts"]
     cpus: dict[PartName, CpuPart] = Field(default_factory=dict)
     gpus: dict[PartName, GpuPart] = Field(default_factory=dict)
     nics: dict[PartName, NicPart] = Field(default_factory=dict)
+    pcie_switches: dict[PartName, PcieSwitchPart] = Field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- node
@@ -239,11 +258,25 @@ class PcieAttach(Spec):
     link: PcieLink | None = Field(None, description="Defaults to the part's host interface.")
 
 
+class PciIds(Spec):
+    """The PCI ids a bridge shows (`lspci -nn -vv`, NCCL's dump); each defaults to its part's."""
+
+    vendor: PciId | None = None
+    device: PciId | None = None
+    subsystem_vendor: PciId | None = None
+    subsystem_device: PciId | None = None
+
+
 class PcieBridgeSpec(Spec):
-    """A PCIe switch or root port; its `link` is its upstream link."""
+    """A PCIe switch or root port; its `link` is its upstream link. Its own generation (what
+    the links below it may train at) is its part's, else its uplink's (`link.physical`, else
+    `link`): a Gen5 switch under a Gen4 root port names its part."""
 
     id: Id
     kind: Literal["switch", "root-port"] = "switch"
+    part: PartName | None = Field(None, description="A PCIe switch part of the catalogue (pcie_switches:).")
+    pci: PciIds | None = Field(None, description="The PCI ids this bridge shows, where they differ from or add to its "
+                                                 "part's (the subsystem ids a board gives each port).")
     upstream: Id
     bus: BusId
     link: PcieLink

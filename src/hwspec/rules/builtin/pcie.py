@@ -101,24 +101,29 @@ def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
 
 @rule("HW104", "pcie-link-exceeds-bridge")
 def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
-    """No device or bridge trains at a newer PCIe generation than the bridge it hangs off (physical links).
+    """No device or bridge trains at a newer PCIe generation than the bridge it hangs off supports (physical links).
 
     A Gen3 switch has no Gen4 ports: the link trains at Gen3, half the bandwidth the file
     promises, and every bandwidth computed from it (the roofline, the balance rules) is wrong.
-    Links a VM presents (virtual Gen1 bridges over Gen5 devices) are not judged: the rule reads
-    each link's `physical` form, which defaults to the presented one.
+    A bridge's own generation is its part's (`part:`, a catalogue PCIe switch), else the one
+    its uplink trains at: a Gen5 switch under a Gen4 root port has Gen5 ports (its Gen4
+    uplink still limits what crosses it, where bandwidth is computed). Links a VM presents
+    (virtual Gen1 bridges over Gen5 devices) are not judged: the rule reads each link's
+    `physical` form, which defaults to the presented one.
     """
     p = ctx.platform
     for item in p.pcie_items:
         parent = p.by_id.get(item.upstream)
-        if isinstance(parent, Bridge) and item.physical.gen > parent.physical.gen:
+        if isinstance(parent, Bridge) and item.physical.gen > parent.gen:
             what = "switch" if parent.kind == "switch" else "root port"
+            which = parent.model_name if parent.model_name else f"uplink {parent.physical}"
+            part = f", or {parent.id}'s part ({parent.part})" if parent.part else ""
             yield ctx.finding(
-                f"{item.id}: {item.physical} link below {parent.id}, a Gen{parent.physical.gen} {what} "
-                f"(uplink {parent.physical}): a Gen{parent.physical.gen} {what} has no Gen{item.physical.gen} ports",
+                f"{item.id}: {item.physical} link below {parent.id}, a Gen{parent.gen} {what} "
+                f"({which}): a Gen{parent.gen} {what} has no Gen{item.physical.gen} ports",
                 at=physical_field(item),
-                hint=f"correct the generation {item.id} or {parent.id} trains at ('lspci -vv', LnkSta); a link the OS "
-                     "shows differently (a VM's virtual bridge) is written as 'link', the trained one as 'link.physical'")
+                hint=f"correct the generation {item.id} or {parent.id} trains at ('lspci -vv', LnkSta){part}; a link "
+                     "the OS shows differently (a VM's virtual bridge) is written as 'link', the trained one as 'link.physical'")
 
 
 @rule("HW105", "device-link-capability")
