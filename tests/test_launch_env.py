@@ -70,11 +70,10 @@ def test_zionex_nccl_conf():
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1" in plan("zionex")["nccl.conf"]
 
 
-def test_zion_nccl_conf():
+def test_zion_nccl_conf_leaves_cross_nic_to_nccl_as_the_platform_states_no_rail_layout():
     assert settings(plan("zion")["nccl.conf"]) == {
         "NCCL_SOCKET_IFNAME": "=eth0,eth1,eth2,eth3",
         "NCCL_IB_DISABLE": "1",
-        "NCCL_CROSS_NIC": "1",
         "NCCL_TOPO_FILE": "/etc/hwspec/zion/nccl-topo.xml",
     }
 

@@ -157,8 +157,8 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
             settings.append(Setting("NCCL_NET_GDR_C2C", "1",
                                     "GPUDirect RDMA over NVLink-C2C to the NICs on the GPU's own CPU (NCCL 2.26+; "
                                     "the default from 2.27)"))
-    if backend is not None:
-        rails = backend.rail_optimized if rail_optimized is None else rail_optimized
+    rails = rail_optimized if rail_optimized is not None else backend.rail_optimized if backend is not None else None
+    if backend is not None and rails is not None:
         settings.append(Setting("NCCL_CROSS_NIC", "0" if rails else "1",
                                 "rail-optimized fabric: keep each ring/tree on the same NIC index"
                                 if rails else "no rail-optimized fabric: rings may cross NICs"))

@@ -301,7 +301,8 @@ class Backend:
     transport: str
     nic_per_gpu: bool
     gpudirect: bool | None
-    rail_optimized: bool
+    rail_optimized: bool | None
+    """None: the platform does not say (NCCL_CROSS_NIC is left to NCCL)."""
     gid_index: int | None
     traffic_class: int | None
     service_level: int | None

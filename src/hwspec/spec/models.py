@@ -372,7 +372,9 @@ class BackendSpec(Spec):
     ib_hca: IbHcaFilter | None = Field(None, description="NCCL_IB_HCA as NCCL takes it ('mlx5', '^mlx5_an0', '=mlx5_0:1'): how "
                                                          "NCCL selects the backend RDMA devices when their names are not written "
                                                          "('device:') or differ between images.")
-    rail_optimized: StrictBool = Field(False, description="NIC i of every node is on rail i.")
+    rail_optimized: StrictBool | None = Field(None, description="NIC i of every node is on rail i (nccl.conf: NCCL_CROSS_NIC=0), "
+                                                                "or not (NCCL_CROSS_NIC=1); left out, NCCL_CROSS_NIC is not "
+                                                                "written and NCCL chooses.")
     gid_index: OptionalWholeNumber = Field(None, ge=0, le=255, description="RoCE GID index.")
     traffic_class: OptionalWholeNumber = Field(None, ge=0, le=255)
     service_level: OptionalWholeNumber = Field(None, ge=0, le=15)

@@ -260,7 +260,7 @@ def clos_connectivity(ctx: Context):
 
 @rule("HW809", "rail-declaration", "warning", scope="cluster")
 def rail_declaration(ctx: Context):
-    """A node platform's `backend.rail_optimized` agrees with the cluster's fabric.
+    """A node platform's `backend.rail_optimized`, where it declares one, agrees with the cluster's fabric.
 
     The node's generated nccl.conf sets NCCL_CROSS_NIC from its own declaration; the cluster's
     nccl.conf overrides it, but a node platform used elsewhere would carry the wrong value."""
@@ -270,7 +270,7 @@ def rail_declaration(ctx: Context):
     cluster_rails = fabric.topology == "rail-optimized"
     for group in ctx.platform.groups:
         backend = group.platform.backend
-        if backend is not None and backend.rail_optimized != cluster_rails:
+        if backend is not None and backend.rail_optimized is not None and backend.rail_optimized != cluster_rails:
             yield ctx.finding(f"{group.platform.name} declares rail_optimized: {str(backend.rail_optimized).lower()}, "
                               f"but this cluster's backend is {fabric.topology}", at=("backend", "topology"))
 
