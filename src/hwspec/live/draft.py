@@ -207,6 +207,7 @@ class _Writer:
             entry: dict[str, Any] = {"id": ident}
             if prefix == "rp":
                 entry["kind"] = "root-port"
+            entry.update(self.switch_identity(bridge))
             entry["upstream"] = self.upstream(bridge.parent, assumed)
             entry["bus"] = self.bus(key, bridge.bus, assumed)
             link = bridge.link
@@ -218,6 +219,25 @@ class _Writer:
             _note(entry, assumed)
             out.append(entry)
         return out
+
+    def switch_identity(self, bridge) -> dict[str, Any]:
+        """`part` and `pci` of a bridge from the ids the input shows: the catalogue switch part
+        whose vendor/device they are (the family entry where several chips share the id), and
+        the observed ids the part does not imply (all of them without a part). Nothing when the
+        input gives no ids."""
+        if not (bridge.vendor and bridge.device):
+            return {}
+        catalogue = self.parts("pcie_switches")
+        matches = [n for n, p in catalogue.items() if (p.pci_vendor, p.pci_device) == (bridge.vendor, bridge.device)]
+        families = [n for n in matches if catalogue[n].lanes is None]
+        named = families if len(families) == 1 else matches if len(matches) == 1 else []
+        fields: dict[str, Any] = {"part": named[0]} if named else {}
+        ids = {} if named else {"vendor": bridge.vendor, "device": bridge.device}
+        if bridge.subsystem_vendor and bridge.subsystem_device:
+            ids.update(subsystem_vendor=bridge.subsystem_vendor, subsystem_device=bridge.subsystem_device)
+        if ids:
+            fields["pci"] = ids
+        return fields
 
     def _guess_link(self, link: Link | None, key: str, assumed: list[str]) -> tuple[int, int]:
         """A bridge link the input does not give in full: from its bandwidth, or x16 at the

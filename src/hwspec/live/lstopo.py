@@ -16,7 +16,8 @@ from hwspec.diagnostics import Location, Severity
 from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, is_decimal
 from hwspec.live.xmlread import Element, walk
 
-_PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
+_PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\](?: \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\])?")
+"""hwloc's `pci_type`: class [vendor:device] [subsystem vendor:subsystem device] revision."""
 _BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 OSDEV_KIND_V2 = {"2": "network", "3": "openfabrics"}
 """hwloc 2.x writes the OS device type as an enum (0 block, 1 GPU, 2 network, 3 OpenFabrics, 4 DMA, 5 coproc)."""
@@ -169,7 +170,8 @@ class _Reader:
         where = self.at(e)
         osdevs = [c for c in e.children if c.tag == "object" and c.attrs.get("type") == "OSDev"]
         if kind == "Bridge" or pci_class.startswith("0604"):
-            self.m.bridges[bus] = Bridge(bus, where, parent, bus, self.link(e), vendor, device)
+            subsystem = (f"0x{match.group(4).lower()}", f"0x{match.group(5).lower()}") if match and match.group(4) else (None, None)
+            self.m.bridges[bus] = Bridge(bus, where, parent, bus, self.link(e), vendor, device, *subsystem)
         elif pci_class.startswith("03") or pci_class.startswith("12"):
             gpu = Gpu(bus, where, parent, bus, self.link(e), vendor, device)
             for osdev in osdevs:

@@ -167,7 +167,8 @@ class _Reader:
         elif pci_class.startswith("0x0680"):
             self.m.nvswitches[bus] = where
         elif e.children or pci_class.startswith("0x0604"):
-            self.m.bridges[bus] = Bridge(bus, where, parent, bus, link, vendor, device)
+            self.m.bridges[bus] = Bridge(bus, where, parent, bus, link, vendor, device,
+                                         self.pci_id(e, "subsystem_vendor"), self.pci_id(e, "subsystem_device"))
             for child in e.children:
                 if child.tag == "pci":
                     self.pci(child, bus)

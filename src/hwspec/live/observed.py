@@ -87,7 +87,11 @@ class PciNode:
 
 @dataclass
 class Bridge(PciNode):
-    """A PCIe switch port, root port or host bridge on the path to a device."""
+    """A PCIe switch port, root port or host bridge on the path to a device. The subsystem ids
+    are the board's per port (NCCL flattens Broadcom switches by them)."""
+
+    subsystem_vendor: str | None = None
+    subsystem_device: str | None = None
 
 
 @dataclass
