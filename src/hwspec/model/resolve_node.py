@@ -134,14 +134,18 @@ def _switch_part(bridge: PcieBridgeSpec, part: PcieSwitchPart | None) -> _Switch
     ids over its part's. Nothing for a bridge with neither."""
     fields: _SwitchFields = {}
     if part is not None and bridge.part is not None:
-        fields.update(part=bridge.part, model_name=part.model_name, part_gen=part.gen, lanes=part.lanes,
-                      pci_vendor=part.pci_vendor, pci_device=part.pci_device)
+        fields = {"part": bridge.part, "model_name": part.model_name, "part_gen": part.gen, "lanes": part.lanes,
+                  "pci_vendor": part.pci_vendor, "pci_device": part.pci_device}
     ids = bridge.pci
     if ids is not None:
-        for key, value in (("pci_vendor", ids.vendor), ("pci_device", ids.device),
-                           ("subsystem_vendor", ids.subsystem_vendor), ("subsystem_device", ids.subsystem_device)):
-            if value is not None:
-                fields[key] = value  # type: ignore[literal-required]
+        if ids.vendor is not None:
+            fields["pci_vendor"] = ids.vendor
+        if ids.device is not None:
+            fields["pci_device"] = ids.device
+        if ids.subsystem_vendor is not None:
+            fields["subsystem_vendor"] = ids.subsystem_vendor
+        if ids.subsystem_device is not None:
+            fields["subsystem_device"] = ids.subsystem_device
     return fields
 
 

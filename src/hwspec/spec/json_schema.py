@@ -90,6 +90,7 @@ FIELD_DESCRIPTIONS: dict[str, str] = {
     "PartsCatalogue.cpus": "CPU parts by name.",
     "PartsCatalogue.gpus": "GPU parts by name.",
     "PartsCatalogue.nics": "NIC parts by name.",
+    "PartsCatalogue.pcie_switches": "PCIe switch parts by name.",
     "NvlinkPair.gpus": "The two GPUs (ids) this entry links.",
     "NvlinkPair.links": "NVLinks between the two GPUs.",
     "ClusterSpec.backend": "The backend (scale-out) fabric: transport, speed per NIC, topology, switches.",

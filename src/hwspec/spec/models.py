@@ -261,10 +261,10 @@ class PcieAttach(Spec):
 class PciIds(Spec):
     """The PCI ids a bridge shows (`lspci -nn -vv`, NCCL's dump); each defaults to its part's."""
 
-    vendor: PciId | None = None
-    device: PciId | None = None
-    subsystem_vendor: PciId | None = None
-    subsystem_device: PciId | None = None
+    vendor: PciId | None = Field(None, description="PCI vendor id, 0x1000.")
+    device: PciId | None = Field(None, description="PCI device id, 0xc030.")
+    subsystem_vendor: PciId | None = Field(None, description="PCI subsystem vendor id (the board's), 0x1000.")
+    subsystem_device: PciId | None = Field(None, description="PCI subsystem device id, 0x0000.")
 
 
 class PcieBridgeSpec(Spec):
