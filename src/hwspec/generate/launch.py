@@ -160,7 +160,7 @@ def transport_env(platform: Platform) -> list[Setting]:
         return []
     net = facts(backend.transport)
     return [Setting(s.name, s.value, f"{s.why} (from {s.source})")
-            for s in net.env(collective_library(platform), backend.gpudirect)]
+            for s in net.env("rccl" if collective_library(platform) == "rccl" else "nccl", bool(backend.gpudirect))]
 
 
 def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
