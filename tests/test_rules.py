@@ -251,6 +251,14 @@ FAULTS = [
         "48:20: error[HW911 rccl-topo-writable]: an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch "
         "to join the GPUs to; list the xGMI pairs (fully-connected or explicit)",
     ], id='HW911-amd_gpus_on_nvswitch'),
+    pytest.param('amd_backend_on_tcpx', [
+        '53:16: error[HW204 backend-nic-rdma]: nic0: transport tcpx is not supported by connectx-7-400g '
+        '(supports infiniband, rocev2, tcp)\n  hint: use a transport the part supports, or another part',
+        '61:16: error[HW204 backend-nic-rdma]: nic1: transport tcpx is not supported by connectx-7-400g '
+        '(supports infiniband, rocev2, tcp)\n  hint: use a transport the part supports, or another part',
+        "72:22: error[HW210 rccl-transport]: backend.transport is tcpx, which RCCL (the library of this node's AMD GPUs) "
+        "cannot use\n  hint: use one RCCL supports: infiniband, rocev2, tcp, slingshot",
+    ], id='HW204+HW210-amd_backend_on_tcpx'),
     pytest.param('nccl_variable_unknown', [
         "74:30: warning[HW701 nccl-variable-known]: environment: NCCL does not read NCCL_IB_QPS_PER_CONECTION"
         "\n  hint: did you mean NCCL_IB_QPS_PER_CONNECTION? a variable of a newer NCCL or a plugin is fine: change this "

@@ -72,7 +72,7 @@ def test_every_problem_in_a_file_is_reported_with_its_line_and_column():
         "'dddd:bb:dd.f' form, as the kernel and NCCL print it, e.g. '0000:17:00.0'",
         "several_errors.yaml:13:9: error[E202]: duplicate id 'gpu0' (also used by gpus[0])",
         "several_errors.yaml:15:71: error[E110]: gpus[1].pcie.link.width: Input should be 0, 1, 2, 4, 8, 16 or 32, got 12",
-        "several_errors.yaml:20:16: error[E110]: nics[0].transport: Input should be 'rocev2', 'infiniband' or 'tcp', got 'rdma'",
+        "several_errors.yaml:20:16: error[E110]: nics[0].transport: Input should be 'infiniband', 'rocev2', 'efa', 'tcpx', 'tcpxo', 'slingshot' or 'tcp', got 'rdma'",
     ]
 
 

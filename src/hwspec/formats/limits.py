@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hwspec.formats.transports import ib_verbs
 from hwspec.model.node import Platform
 
 if TYPE_CHECKING:
@@ -55,9 +56,9 @@ def settings_limits(platform: Platform) -> list[Limit]:
     """What keeps the NCCL settings (nccl.conf, launch.env) from being written: more named
     backend RDMA NICs than NCCL_IB_HCA can hold (without a declared `backend.ib_hca` filter)."""
     backend = platform.backend
-    if not platform.gpus or backend is None or backend.transport == "tcp" or backend.ib_hca is not None:
+    if not platform.gpus or backend is None or not ib_verbs(backend.transport) or backend.ib_hca is not None:
         return []
-    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    hcas = [n for n in platform.backend_nics if ib_verbs(n.transport)]
     limits: list[Limit] = []
     if all(n.device for n in hcas) and len(hcas) > MAX_IB_HCAS:
         limits.append(Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),

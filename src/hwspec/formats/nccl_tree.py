@@ -22,6 +22,7 @@ from hwspec.formats.nccl_topology import (
     RCCL_MAX_CHILDREN,
     RCCL_MAX_ELEMENTS,
 )
+from hwspec.formats.transports import facts
 from hwspec.model.node import Bridge, Gpu, Nic, Platform
 from hwspec.topology.node import Topology
 
@@ -107,8 +108,10 @@ def net_speed(nic: Nic) -> int:
 
 
 def net_name(nic: Nic) -> str | None:
-    """What NCCL's plugins call the NIC: the RDMA device, or the interface for TCP-only NICs."""
-    if nic.transport != "tcp" and nic.device:
+    """What NCCL's net calls the NIC (`hwspec.formats.transports`): the RDMA device (IB verbs,
+    EFA's rdmapXsY, Slingshot's cxiN), or the interface (sockets, GPUDirect-TCPX/-TCPXO); the
+    other name when the NIC has only that one."""
+    if facts(nic.transport).net_name == "device" and nic.device:
         return nic.device
     return nic.interface or nic.device
 
@@ -121,10 +124,12 @@ def c2c_element(gpu: Gpu) -> XmlNode:
 
 
 def net_gdr(platform: Platform, nic: Nic) -> bool:
-    """GPUDirect RDMA for this NIC: a GPUDirect platform, a backend RDMA NIC that can do it."""
+    """GPUDirect for this NIC: a GPUDirect platform, a backend NIC whose part and transport can do
+    it (GPUDirect RDMA; or GPUDirect-TCPX/-TCPXO, whose NICs reach GPU memory without RDMA)."""
     backend = platform.backend
-    return bool(backend and backend.gpudirect and nic.role == "backend" and nic.transport != "tcp"
-                and nic.rdma and nic.gpudirect)
+    net = facts(nic.transport)
+    return bool(backend and backend.gpudirect and nic.role == "backend" and net.gpudirect
+                and nic.gpudirect and (nic.rdma or not net.rdma))
 
 
 def topology_limits(topology: Topology) -> list[Limit]:

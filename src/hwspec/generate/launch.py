@@ -14,6 +14,7 @@ install dir is `/etc/hwspec/<platform>` (or, for a node of a cluster,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hwspec.cpulist import format_cpu_list as cpu_ranges
@@ -21,6 +22,7 @@ from hwspec.formats.environment import environment_limits
 from hwspec.formats.limits import bind_limits, settings_limits
 from hwspec.formats.nccl_env import is_nccl
 from hwspec.formats.nccl_tree import collective_library, net_name
+from hwspec.formats.transports import TransportFacts, facts, ib_verbs
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.model.node import Backend, Gpu, Nic, NumaNode, Platform
 from hwspec.topology.node import PATH_TYPES, Topology
@@ -105,7 +107,7 @@ def _ib_hca(platform: Platform, backend: Backend) -> list[Setting]:
     """NCCL_IB_HCA: the declared filter (`backend.ib_hca`); else the backend RDMA NICs by exact
     name when every one is named; else nothing, left to NCCL's own selection, and said so. An
     exact-match filter is never built from names the file does not state."""
-    hcas = [n for n in platform.backend_nics if n.transport != "tcp"]
+    hcas = [n for n in platform.backend_nics if ib_verbs(n.transport)]
     if backend.ib_hca is not None:
         return [Setting("NCCL_IB_HCA", backend.ib_hca,
                         "the backend RDMA NICs, selected by the filter the platform declares (backend.ib_hca)")]
@@ -120,33 +122,72 @@ def _ib_hca(platform: Platform, backend: Backend) -> list[Setting]:
                     "the backend RDMA NICs, by exact name (leading equals sign) and port; nothing else carries collectives")]
 
 
+def _interfaces(nics: Iterable[Nic]) -> str:
+    return ",".join(n.interface for n in nics if n.interface)
+
+
+def _socket_ifname(topology: Topology, net: TransportFacts | None) -> list[Setting]:
+    """NCCL_SOCKET_IFNAME, by exact name: the backend NICs' interfaces where sockets carry the
+    collectives (tcp) or the vendor puts them there (Slingshot's hsn interfaces); else the host
+    (ingestion/frontend) NICs' interfaces, for bootstrap."""
+    if net is not None and net.socket_on_backend:
+        nics = [n for n in topology.collective_nics if n.interface]
+        why = ("TCP backend: collectives and bootstrap run over these interfaces" if net.name == "tcp" else
+               f"{net.name} backend: bootstrap and socket traffic on the backend interfaces, by exact name")
+    else:
+        nics = [n for n in topology.platform.host_nics if n.interface]
+        why = "bootstrap and socket traffic on the ingestion/frontend interfaces, by exact name"
+    return [Setting("NCCL_SOCKET_IFNAME", "=" + _interfaces(nics), why)] if nics else []
+
+
+def _plugin_interfaces(platform: Platform, net: TransportFacts) -> list[Setting]:
+    """The net plugin's own interface variables (GPUDirect-TCPX/-TCPXO): the backend NICs'
+    interfaces for data, the first host NIC's for control, as the vendor's scripts set them."""
+    settings = []
+    if net.data_ifname is not None and (data := _interfaces(platform.backend_nics)):
+        settings.append(Setting(net.data_ifname, data, f"{net.name}: the GPU (backend) NICs' interfaces carry the data"))
+    control = [n for n in platform.host_nics if n.interface]
+    if net.ctrl_dev is not None and control:
+        settings.append(Setting(net.ctrl_dev, control[0].interface, f"{net.name}: control connections on the primary NIC"))
+    return settings
+
+
+def transport_env(platform: Platform) -> list[Setting]:
+    """The vendor's fixed settings for the backend transport (`hwspec.formats.transports`), each
+    commented with its source; NCCL_* ones go to nccl.conf, the others (FI_*, HSA_*) to launch.env."""
+    backend = platform.backend
+    if backend is None:
+        return []
+    net = facts(backend.transport)
+    return [Setting(s.name, s.value, f"{s.why} (from {s.source})")
+            for s in net.env("rccl" if collective_library(platform) == "rccl" else "nccl", bool(backend.gpudirect))]
+
+
 def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | None = None) -> list[Setting]:
     """The NCCL_* settings of the node, in the order they are written. `rail_optimized`
-    (the cluster's rail layout) overrides the platform's own declaration when given."""
+    (the cluster's rail layout) overrides the platform's own declaration when given. What the
+    backend transport needs comes from `hwspec.formats.transports`."""
     platform = topology.platform
     backend = platform.backend
+    net = facts(backend.transport) if backend is not None else None
     settings: list[Setting] = []
-    rdma = backend if backend is not None and backend.transport != "tcp" else None
-    tcp = backend is not None and backend.transport == "tcp"
-    if rdma is not None:
-        settings.extend(_ib_hca(platform, rdma))
-    if tcp:
-        socket_nics = [n for n in topology.collective_nics if n.interface]
-        why = "TCP backend: collectives and bootstrap run over these interfaces"
-    else:
-        socket_nics = [n for n in platform.host_nics if n.interface]
-        why = "bootstrap and socket traffic on the ingestion/frontend interfaces, by exact name"
-    if socket_nics:
-        settings.append(Setting("NCCL_SOCKET_IFNAME", "=" + ",".join(n.interface for n in socket_nics if n.interface), why))
-    if tcp:
+    verbs = backend if backend is not None and net is not None and net.ib_verbs else None
+    if verbs is not None:
+        settings.extend(_ib_hca(platform, verbs))
+    settings.extend(_socket_ifname(topology, net))
+    if net is not None:
+        settings.extend(_plugin_interfaces(platform, net))
+        settings.extend(s for s in transport_env(platform) if is_nccl(s.name))
+    if net is not None and net.disable_ib:
         settings.append(Setting("NCCL_IB_DISABLE", "1", "TCP backend: no IB/RoCE verbs"))
-    if rdma is not None:
-        for name, value, why in (("NCCL_IB_GID_INDEX", rdma.gid_index, "RoCE GID index of the backend network"),
-                                 ("NCCL_IB_TC", rdma.traffic_class, "traffic class of the backend network"),
-                                 ("NCCL_IB_SL", rdma.service_level, "service level of the backend network")):
+    if verbs is not None:
+        for name, value, why in (("NCCL_IB_GID_INDEX", verbs.gid_index, "RoCE GID index of the backend network"),
+                                 ("NCCL_IB_TC", verbs.traffic_class, "traffic class of the backend network"),
+                                 ("NCCL_IB_SL", verbs.service_level, "service level of the backend network")):
             if value is not None:
                 settings.append(Setting(name, str(value), why))
-        level = gdr_level(topology) if rdma.gpudirect else None
+    if backend is not None and net is not None and net.rdma:
+        level = gdr_level(topology) if backend.gpudirect else None
         if level is not None:
             c2c = gdr_over_c2c(topology)
             settings.append(Setting("NCCL_NET_GDR_LEVEL", level,
@@ -254,7 +295,8 @@ def launch_env(ctx: GenContext) -> Plan:
         return {}
     launcher = [Setting("PET_NPROC_PER_NODE", str(len(platform.gpus)), "torchrun --nproc-per-node: one rank per GPU"),
                 device_order(platform),
-                Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node")]
+                Setting("OMP_NUM_THREADS", str(omp_threads(ctx.topology)), "physical cores per rank on its NUMA node"),
+                *(s for s in transport_env(platform) if not is_nccl(s.name))]
     launcher = merge_environment(launcher, {k: v for k, v in platform.environment.items() if not is_nccl(k)}, "the platform's")
     stack = "HIP and RCCL (NCCL_* names)" if collective_library(platform) == "rccl" else "CUDA and NCCL"
     conf = "/etc/rccl.conf" if collective_library(platform) == "rccl" else "/etc/nccl.conf"

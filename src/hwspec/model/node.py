@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from hwspec.diagnostics import Location
+from hwspec.spec.models import Transport
 
 if TYPE_CHECKING:
     from hwspec.topology.node import Topology
@@ -231,7 +232,7 @@ class Nic(PcieDevice):
     part: str
     model_name: str
     role: Literal["backend", "ingestion", "frontend", "management"]
-    transport: Literal["rocev2", "infiniband", "tcp"]
+    transport: Transport
     supported_transports: tuple[str, ...]
     speed: float
     rdma: bool

@@ -73,7 +73,8 @@ FIELD_DESCRIPTIONS: dict[str, str] = {
     "slots": "Accelerator slots on the baseboard.",
     "ports_per_slot": "Fabric ports per slot.",
     "topology": "Fabric topology name.",
-    "transport": "Network transport: rocev2, infiniband or tcp.",
+    "transport": ("Network transport: infiniband, rocev2, efa (AWS, libfabric via aws-ofi-nccl), tcpx or tcpxo "
+                  "(GCP GPUDirect-TCPX/-TCPXO), slingshot (HPE, libfabric cxi) or tcp."),
     "transports": "Transports the part supports.",
     "role": "What the NIC carries: backend (collectives), ingestion, frontend or management.",
     "port": "Port number (NIC port; rendezvous TCP port).",

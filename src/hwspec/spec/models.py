@@ -64,7 +64,7 @@ files free of quoting problems: anything else is refused here, never escaped lat
 CpuList = Annotated[str, AfterValidator(checks.check_cpu_list_syntax), AfterValidator(checks.check_cpu_list_size)]
 
 Dtype = Literal["fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
-Transport = Literal["rocev2", "infiniband", "tcp"]
+Transport = Literal["infiniband", "rocev2", "efa", "tcpx", "tcpxo", "slingshot", "tcp"]
 NicRole = Literal["backend", "ingestion", "frontend", "management"]
 
 

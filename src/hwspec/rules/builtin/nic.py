@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwspec.formats.nccl_tree import collective_library
+from hwspec.formats.transports import TRANSPORTS, facts
 from hwspec.model.node import Gpu, Nic
 from hwspec.rules import Context, Finding, rule
 
@@ -94,11 +96,12 @@ def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
 
     A backend NIC whose part cannot do RDMA (or the declared transport, or GPUDirect RDMA) makes
     NCCL fall back to sockets through host memory: the job runs, many times slower, with no error.
+    Which transports are RDMA is `hwspec.formats.transports` (infiniband, rocev2, efa, slingshot).
     """
     p = ctx.platform
     backend = p.backend
     for nic in p.backend_nics:
-        rdma_backend = backend is None or backend.transport in RDMA_TRANSPORTS
+        rdma_backend = backend is None or facts(backend.transport).rdma
         if rdma_backend and not nic.rdma:
             yield ctx.finding(f"{nic.id}: backend NIC part {nic.part} ({nic.model_name}) cannot do RDMA",
                               at=(nic.id, "part"), hint="use an RDMA-capable part for backend NICs")
@@ -141,8 +144,9 @@ def nic_names(ctx: Context) -> Iterator[Finding]:
 
     RDMA devices (rocev2, infiniband) may be left unnamed: NCCL then picks them itself, or by
     the filter in `backend.ib_hca`. But when some backend NICs are named and others not, the
-    exact-name NCCL_IB_HCA built from the named ones would leave the others out. Sockets (TCP)
-    and host RoCE NICs need the network interface (`NCCL_SOCKET_IFNAME`); a backend RoCE NIC
+    exact-name NCCL_IB_HCA built from the named ones would leave the others out. Sockets (TCP),
+    GPUDirect-TCPX/-TCPXO (their plugins take interface names), Slingshot (its hsn interfaces
+    carry bootstrap) and host RoCE NICs need the network interface; a backend RoCE NIC
     is reached through its RDMA device, whose GID NCCL finds itself. A shared name makes the
     generated environment pick the wrong NIC.
     """
@@ -157,7 +161,8 @@ def nic_names(ctx: Context) -> Iterator[Finding]:
                               f"as {named[0].id} has one",
                               at=(nic.id, "device"), hint="e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none "
                                                           "and let NCCL pick them (optionally by 'backend.ib_hca')")
-        if (nic.transport == "tcp" or (nic.transport == "rocev2" and nic.role != "backend")) and nic.interface is None:
+        if (facts(nic.transport).needs_interface or (nic.transport == "rocev2" and nic.role != "backend")) \
+                and nic.interface is None:
             yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the network interface name ('interface:')",
                               at=(nic.id, "interface"), hint="e.g. 'interface: eth0', as 'ip link' shows it")
         if nic.device is not None:
@@ -172,3 +177,18 @@ def nic_names(ctx: Context) -> Iterator[Finding]:
                 line = p.locate(other.id, "interface").line
                 yield ctx.finding(f"{nic.id}: interface {nic.interface} is already {other.id}'s (line {line})",
                                   at=(nic.id, "interface"), hint="each NIC port has its own interface name")
+
+
+@rule("HW210", "rccl-transport")
+def rccl_transport(ctx: Context) -> Iterator[Finding]:
+    """An AMD node's backend transport is one RCCL can use: infiniband, rocev2, slingshot (HPE's aws-ofi-nccl build for RCCL) or tcp.
+
+    GPUDirect-TCPX/-TCPXO are NVIDIA-only NCCL plugins and no vendor documents RCCL over EFA: RCCL
+    would fall back to sockets, or fail to start, on every node, while the generated files say otherwise.
+    """
+    p = ctx.platform
+    if p.backend is None or not p.gpus or collective_library(p) != "rccl" or facts(p.backend.transport).rccl:
+        return
+    usable = ", ".join(name for name, net in TRANSPORTS.items() if net.rccl)
+    yield ctx.finding(f"backend.transport is {p.backend.transport}, which RCCL (the library of this node's AMD GPUs) "
+                      f"cannot use", at=("backend", "transport"), hint=f"use one RCCL supports: {usable}")
