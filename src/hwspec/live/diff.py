@@ -130,18 +130,40 @@ class _Differ:
         buses = [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges]
         return [bus for bus in buses if bus]
 
+    def observed_chain(self, key: str) -> list[str | None]:
+        """Bus ids of the observed bridges above `key`, nearest first (None: a bridge without one)."""
+        return [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges]
+
+    def spec_chain(self, upstream: str) -> list[tuple[str, str | None]]:
+        """(id, bus) of the spec's bridges from `upstream` up to its socket, nearest first."""
+        bridges = {b.id: b for b in self.p.bridges}
+        chain: list[tuple[str, str | None]] = []
+        while upstream in bridges and all(upstream != ident for ident, _ in chain):
+            chain.append((upstream, bridges[upstream].bus))
+            upstream = bridges[upstream].upstream
+        return chain
+
     def placement(self, ident: str, device, seen: PciNode) -> None:
+        """D103 when the chain of bridges above the device differs from the spec's: another
+        length, or another bus id at a level where both give one. The socket at the chain's
+        top is D104's (`numa`)."""
         if not self.m.has_tree:
             return
-        upstream = self.p.by_id.get(device.upstream)
-        buses = self.observed_buses(seen.key)
-        where_now = buses[0] if buses else f"NUMA node {self.m.numa_of(seen.key)}"
-        if upstream is not None and hasattr(upstream, "bus") and not hasattr(upstream, "numa_node") and hasattr(upstream, "link"):
-            if upstream.bus not in buses:
-                moved = f"{seen.bus} " if seen.bus and seen.bus != device.bus else ""
-                self.add("D103", self.p.locate(ident, "pcie", "upstream"),
-                         f"{ident} ({device.bus}) is under {device.upstream} ({upstream.bus}) in the spec, but {moved}under "
-                         f"{where_now} in the machine", seen.where)
+        spec = self.spec_chain(device.upstream)
+        observed = self.observed_chain(seen.key)
+        same = len(spec) == len(observed) and all(
+            mine is None or theirs is None or mine == theirs for (_, mine), theirs in zip(spec, observed))
+        if same:
+            return
+        socket_id = self.p.by_id[spec[-1][0]].upstream if spec else device.upstream
+        spec_text = " < ".join([f"{b} ({bus})" for b, bus in spec] + [socket_id])
+        numa = self.m.numa_of(seen.key)
+        observed_text = " < ".join([bus or "a bridge without bus id" for bus in observed]
+                                   + [f"NUMA node {numa}" if numa is not None and numa >= 0 else "an unknown NUMA node"])
+        moved = f"{seen.bus} " if seen.bus and seen.bus != device.bus else ""
+        self.add("D103", self.p.locate(ident, "pcie", "upstream"),
+                 f"{ident} ({device.bus}) is under {spec_text} in the spec, but {moved}under {observed_text} in the machine",
+                 seen.where)
 
     def numa(self, ident: str, device, seen: PciNode) -> None:
         observed = self.m.numa_of(seen.key)
