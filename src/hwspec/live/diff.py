@@ -166,12 +166,22 @@ class _Differ:
                  seen.where)
 
     def numa(self, ident: str, device, seen: PciNode) -> None:
+        """D104 when the device's NUMA node differs from the spec's. A machine that gives none
+        (-1) differs from a spec that states one, not from one that assumes it (an import draft)."""
         observed = self.m.numa_of(seen.key)
         if observed is None or device.numa_node is None:
+            return
+        if observed < 0 and self.placement_assumed(ident, device):
             return
         if observed != device.numa_node:
             self.add("D104", self.p.locate(ident, "pcie", "upstream"),
                      f"{ident} is on NUMA node {device.numa_node} in the spec, but on NUMA node {observed} in the machine", seen.where)
+
+    def placement_assumed(self, ident: str, device) -> bool:
+        """Whether the spec marks as `assumed` the socket the device's chain of bridges hangs from."""
+        chain = self.spec_chain(device.upstream)
+        provenance = self.p.provenance(chain[-1][0], "upstream") if chain else self.p.provenance(ident, "pcie", "upstream")
+        return provenance is not None and provenance.assumed is not None
 
     def link(self, ident: str, item, seen: PciNode, at: Location) -> None:
         """D105 when the observed link is slower or narrower than the spec's: than both its
@@ -187,7 +197,7 @@ class _Differ:
                 problems.append("slower")
             if link.width is not None and link.width < form.width:
                 problems.append("narrower")
-            if link.gen is None and link.width is None and link.bandwidth and link.bandwidth < 0.98 * form.bandwidth:
+            if link.gen is None and link.width is None and link.below(form.bandwidth):
                 problems.append("slower")
             return problems
 
