@@ -15,6 +15,7 @@ from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
 from hwspec.model.node import Platform
+from hwspec.source.expand import Provenance
 from hwspec.text import visible
 from hwspec.topology import topology_of
 
@@ -89,6 +90,7 @@ class _Differ:
                 key = nic_by_name.get(nic.device or "") or nic_by_name.get(nic.interface or "")
             if key is not None:
                 self.nic_key[nic.id] = key
+        self.match_unnamed_nics()
         source = ", ".join(file for file, _ in m.sources)
         for gpu in p.gpus:
             if gpu.id not in self.gpu_key:
@@ -124,6 +126,24 @@ class _Differ:
             if numa not in spec_numa:
                 self.add("D102", p.locate(None, "sockets"), f"the machine has NUMA node {numa}, which no socket of the spec is", node.where)
 
+    def match_unnamed_nics(self) -> None:
+        """Without a PCIe tree (`topo -m`), NICs the input does not name (a column without a
+        legend) are matched in order with the spec's NICs whose device name is `assumed`
+        (an import draft's placeholder): a name neither side knows cannot differ."""
+        if self.m.has_tree:
+            return
+        matched = set(self.nic_key.values())
+        unnamed = [n.key for n in self.m.nics.values()
+                   if n.key not in matched and not any(q.name for q in n.ports) and not n.interfaces]
+        placeholders = [nic.id for nic in self.p.nics if nic.id not in self.nic_key and self.name_assumed(nic)]
+        for ident, key in zip(placeholders, unnamed):
+            self.nic_key[ident] = key
+
+    def name_assumed(self, nic) -> bool:
+        """Whether each name the spec gives the NIC (device, interface) is marked `assumed`."""
+        fields = [f for f in ("device", "interface") if getattr(nic, f)]
+        return bool(fields) and all((self.p.provenance(nic.id, f) or Provenance()).assumed for f in fields)
+
     # ------------------------------------------------------------ checks
 
     def observed_buses(self, key: str) -> list[str]:
@@ -155,7 +175,7 @@ class _Differ:
             mine is None or theirs is None or mine == theirs for (_, mine), theirs in zip(spec, observed))
         if same:
             return
-        socket_id = self.p.by_id[spec[-1][0]].upstream if spec else device.upstream
+        socket_id = next(b.upstream for b in self.p.bridges if b.id == spec[-1][0]) if spec else device.upstream
         spec_text = " < ".join([f"{b} ({bus})" for b, bus in spec] + [socket_id])
         numa = self.m.numa_of(seen.key)
         observed_text = " < ".join([bus or "a bridge without bus id" for bus in observed]

@@ -500,17 +500,17 @@ class _Writer:
                 entry["role"] = "backend" if is_backend else "ingestion" if transport == "tcp" else "frontend"
                 entry["transport"] = transport
                 if transport != "tcp":
-                    entry["device"] = name or self.free_name("mlx5_")
-                    if name is None:
-                        assumed.append("the input does not name the RDMA device: placeholder")
+                    # a placeholder name is marked on the field, so that `diff` matches the NIC by position
+                    entry["device"] = name or {"value": self.free_name("mlx5_"),
+                                               "assumed": "the input does not name the RDMA device: placeholder"}
                 if transport in ("rocev2", "tcp"):
                     if transport == "tcp" and name:
                         entry["interface"] = name
                     elif nic.interfaces:
                         entry["interface"] = nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
                     else:
-                        entry["interface"] = self.free_name("eth")
-                        assumed.append("the input does not name the network interface: placeholder (see 'ip link')")
+                        entry["interface"] = {"value": self.free_name("eth"),
+                                              "assumed": "the input does not name the network interface: placeholder (see 'ip link')"}
                 if port is not None and port.port != 1:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
