@@ -37,7 +37,7 @@ class DiffCheck:
 CHECKS = {c.id: c for c in (
     DiffCheck("D101", "missing-device", "A socket, GPU or NIC of the spec is not in the machine."),
     DiffCheck("D102", "extra-device", "The machine has a NUMA node, GPU or NIC the spec does not describe."),
-    DiffCheck("D103", "device-placement", "A device sits under a different PCIe bridge or socket than the spec says."),
+    DiffCheck("D103", "device-placement", "A device sits under another chain of PCIe bridges (or socket) than the spec says."),
     DiffCheck("D104", "numa-node", "A device is on a different NUMA node than the spec says."),
     DiffCheck("D105", "pcie-link", "A PCIe link trained slower or narrower than the spec's link."),
     DiffCheck("D106", "nvlink-count", "Fewer NVLinks between two GPUs (or to the NVSwitches) than the spec says."),
