@@ -154,14 +154,10 @@ class _Differ:
         """Bus ids of the observed bridges above `key`, nearest first (None: a bridge without one)."""
         return [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges]
 
-    def spec_chain(self, upstream: str) -> list[tuple[str, str | None]]:
-        """(id, bus) of the spec's bridges from `upstream` up to its socket, nearest first."""
-        bridges = {b.id: b for b in self.p.bridges}
-        chain: list[tuple[str, str | None]] = []
-        while upstream in bridges and all(upstream != ident for ident, _ in chain):
-            chain.append((upstream, bridges[upstream].bus))
-            upstream = bridges[upstream].upstream
-        return chain
+    def spec_chain(self, ident: str) -> list[tuple[str, str | None]]:
+        """(id, bus) of the spec's bridges above `ident`, nearest first (the topology's query)."""
+        bridges = self.p.bridge_by_id
+        return [(b, bridges[b].bus) for b in topology_of(self.p).bridges_above(ident)]
 
     def placement(self, ident: str, device, seen: PciNode) -> None:
         """D103 when the chain of bridges above the device differs from the spec's: another
@@ -169,13 +165,13 @@ class _Differ:
         top is D104's (`numa`)."""
         if not self.m.has_tree:
             return
-        spec = self.spec_chain(device.upstream)
+        spec = self.spec_chain(ident)
         observed = self.observed_chain(seen.key)
         same = len(spec) == len(observed) and all(
             mine is None or theirs is None or mine == theirs for (_, mine), theirs in zip(spec, observed))
         if same:
             return
-        socket_id = next(b.upstream for b in self.p.bridges if b.id == spec[-1][0]) if spec else device.upstream
+        socket_id = self.p.bridge_by_id[spec[-1][0]].upstream if spec else device.upstream
         spec_text = " < ".join([f"{b} ({bus})" for b, bus in spec] + [socket_id])
         numa = self.m.numa_of(seen.key)
         observed_text = " < ".join([bus or "a bridge without bus id" for bus in observed]
@@ -199,7 +195,7 @@ class _Differ:
 
     def placement_assumed(self, ident: str, device) -> bool:
         """Whether the spec marks as `assumed` the socket the device's chain of bridges hangs from."""
-        chain = self.spec_chain(device.upstream)
+        chain = self.spec_chain(ident)
         provenance = self.p.provenance(chain[-1][0], "upstream") if chain else self.p.provenance(ident, "pcie", "upstream")
         return provenance is not None and provenance.assumed is not None
 
