@@ -191,8 +191,9 @@ FAULTS = {
         "platforms/zionex.yaml:88:10: error[D107 nic-gpu-switch]: nic2 serves gpu2: both under sw1 (0000:51:00.0) in the spec, "
         "but in the machine nic2 is under 0000:91:00.0 and gpu2 under 0000:51:00.0: no PCIe switch in common "
         "(seen at tests/data/live/zionex-nic-moved.nccl.xml:92)",
-        "platforms/zionex.yaml:91:22: error[D103 device-placement]: nic2 (0000:56:00.0) is under sw1 (0000:51:00.0) in the spec, "
-        "but 0000:97:00.0 under 0000:91:00.0 in the machine (seen at tests/data/live/zionex-nic-moved.nccl.xml:92)",
+        "platforms/zionex.yaml:91:22: error[D103 device-placement]: nic2 (0000:56:00.0) is under sw1 (0000:51:00.0) < "
+        "rp1 (0000:50:00.0) < cpu1 in the spec, but 0000:97:00.0 under 0000:91:00.0 < 0000:90:00.0 < NUMA node 2 in the machine "
+        "(seen at tests/data/live/zionex-nic-moved.nccl.xml:92)",
         "platforms/zionex.yaml:91:22: error[D104 numa-node]: nic2 is on NUMA node 1 in the spec, but on NUMA node 2 in the machine "
         "(seen at tests/data/live/zionex-nic-moved.nccl.xml:92)",
     ],

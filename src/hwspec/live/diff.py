@@ -15,6 +15,7 @@ from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
 from hwspec.model.node import Platform
+from hwspec.source.expand import Provenance
 from hwspec.text import visible
 from hwspec.topology import topology_of
 
@@ -36,7 +37,7 @@ class DiffCheck:
 CHECKS = {c.id: c for c in (
     DiffCheck("D101", "missing-device", "A socket, GPU or NIC of the spec is not in the machine."),
     DiffCheck("D102", "extra-device", "The machine has a NUMA node, GPU or NIC the spec does not describe."),
-    DiffCheck("D103", "device-placement", "A device sits under a different PCIe bridge or socket than the spec says."),
+    DiffCheck("D103", "device-placement", "A device sits under another chain of PCIe bridges (or socket) than the spec says."),
     DiffCheck("D104", "numa-node", "A device is on a different NUMA node than the spec says."),
     DiffCheck("D105", "pcie-link", "A PCIe link trained slower or narrower than the spec's link."),
     DiffCheck("D106", "nvlink-count", "Fewer NVLinks between two GPUs (or to the NVSwitches) than the spec says."),
@@ -89,6 +90,7 @@ class _Differ:
                 key = nic_by_name.get(nic.device or "") or nic_by_name.get(nic.interface or "")
             if key is not None:
                 self.nic_key[nic.id] = key
+        self.match_unnamed_nics()
         source = ", ".join(file for file, _ in m.sources)
         for gpu in p.gpus:
             if gpu.id not in self.gpu_key:
@@ -124,32 +126,78 @@ class _Differ:
             if numa not in spec_numa:
                 self.add("D102", p.locate(None, "sockets"), f"the machine has NUMA node {numa}, which no socket of the spec is", node.where)
 
+    def match_unnamed_nics(self) -> None:
+        """Without a PCIe tree (`topo -m`), NICs the input does not name (a column without a
+        legend) are matched in order with the spec's NICs whose device name is `assumed`
+        (an import draft's placeholder): a name neither side knows cannot differ."""
+        if self.m.has_tree:
+            return
+        matched = set(self.nic_key.values())
+        unnamed = [n.key for n in self.m.nics.values()
+                   if n.key not in matched and not any(q.name for q in n.ports) and not n.interfaces]
+        placeholders = [nic.id for nic in self.p.nics if nic.id not in self.nic_key and self.name_assumed(nic)]
+        for ident, key in zip(placeholders, unnamed):
+            self.nic_key[ident] = key
+
+    def name_assumed(self, nic) -> bool:
+        """Whether each name the spec gives the NIC (device, interface) is marked `assumed`."""
+        fields = [f for f in ("device", "interface") if getattr(nic, f)]
+        return bool(fields) and all((self.p.provenance(nic.id, f) or Provenance()).assumed for f in fields)
+
     # ------------------------------------------------------------ checks
 
     def observed_buses(self, key: str) -> list[str]:
         buses = [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges]
         return [bus for bus in buses if bus]
 
+    def observed_chain(self, key: str) -> list[str | None]:
+        """Bus ids of the observed bridges above `key`, nearest first (None: a bridge without one)."""
+        return [self.m.bridges[k].bus for k in self.m.ancestors(key) if k in self.m.bridges]
+
+    def spec_chain(self, ident: str) -> list[tuple[str, str | None]]:
+        """(id, bus) of the spec's bridges above `ident`, nearest first (the topology's query)."""
+        bridges = self.p.bridge_by_id
+        return [(b, bridges[b].bus) for b in topology_of(self.p).bridges_above(ident)]
+
     def placement(self, ident: str, device, seen: PciNode) -> None:
+        """D103 when the chain of bridges above the device differs from the spec's: another
+        length, or another bus id at a level where both give one. The socket at the chain's
+        top is D104's (`numa`)."""
         if not self.m.has_tree:
             return
-        upstream = self.p.by_id.get(device.upstream)
-        buses = self.observed_buses(seen.key)
-        where_now = buses[0] if buses else f"NUMA node {self.m.numa_of(seen.key)}"
-        if upstream is not None and hasattr(upstream, "bus") and not hasattr(upstream, "numa_node") and hasattr(upstream, "link"):
-            if upstream.bus not in buses:
-                moved = f"{seen.bus} " if seen.bus and seen.bus != device.bus else ""
-                self.add("D103", self.p.locate(ident, "pcie", "upstream"),
-                         f"{ident} ({device.bus}) is under {device.upstream} ({upstream.bus}) in the spec, but {moved}under "
-                         f"{where_now} in the machine", seen.where)
+        spec = self.spec_chain(ident)
+        observed = self.observed_chain(seen.key)
+        same = len(spec) == len(observed) and all(
+            mine is None or theirs is None or mine == theirs for (_, mine), theirs in zip(spec, observed))
+        if same:
+            return
+        socket_id = self.p.bridge_by_id[spec[-1][0]].upstream if spec else device.upstream
+        spec_text = " < ".join([f"{b} ({bus})" for b, bus in spec] + [socket_id])
+        numa = self.m.numa_of(seen.key)
+        observed_text = " < ".join([bus or "a bridge without bus id" for bus in observed]
+                                   + [f"NUMA node {numa}" if numa is not None and numa >= 0 else "an unknown NUMA node"])
+        moved = f"{seen.bus} " if seen.bus and seen.bus != device.bus else ""
+        self.add("D103", self.p.locate(ident, "pcie", "upstream"),
+                 f"{ident} ({device.bus}) is under {spec_text} in the spec, but {moved}under {observed_text} in the machine",
+                 seen.where)
 
     def numa(self, ident: str, device, seen: PciNode) -> None:
+        """D104 when the device's NUMA node differs from the spec's. A machine that gives none
+        (-1) differs from a spec that states one, not from one that assumes it (an import draft)."""
         observed = self.m.numa_of(seen.key)
         if observed is None or device.numa_node is None:
+            return
+        if observed < 0 and self.placement_assumed(ident, device):
             return
         if observed != device.numa_node:
             self.add("D104", self.p.locate(ident, "pcie", "upstream"),
                      f"{ident} is on NUMA node {device.numa_node} in the spec, but on NUMA node {observed} in the machine", seen.where)
+
+    def placement_assumed(self, ident: str, device) -> bool:
+        """Whether the spec marks as `assumed` the socket the device's chain of bridges hangs from."""
+        chain = self.spec_chain(ident)
+        provenance = self.p.provenance(chain[-1][0], "upstream") if chain else self.p.provenance(ident, "pcie", "upstream")
+        return provenance is not None and provenance.assumed is not None
 
     def link(self, ident: str, item, seen: PciNode, at: Location) -> None:
         """D105 when the observed link is slower or narrower than the spec's: than both its
@@ -165,7 +213,7 @@ class _Differ:
                 problems.append("slower")
             if link.width is not None and link.width < form.width:
                 problems.append("narrower")
-            if link.gen is None and link.width is None and link.bandwidth and link.bandwidth < 0.98 * form.bandwidth:
+            if link.gen is None and link.width is None and link.below(form.bandwidth):
                 problems.append("slower")
             return problems
 

@@ -186,12 +186,14 @@ class _Writer:
             visit(root)
         return ordered
 
-    def upstream(self, parent: str, assumed: list[str]) -> str:
+    def upstream(self, parent: str) -> str | dict[str, str]:
+        """The spec id of `parent`. Where the input gives no NUMA node (`numa:-1`: NCCL's
+        numaid -1, hwloc's locality of several NUMA nodes) it is the first socket, written as an
+        assumption (`{value, assumed}`), so that `diff` does not take it for a fact."""
         if parent in self.ids:
             return self.ids[parent]
         first = next(iter(self.ids.values()))
-        assumed.append(f"the input gives no NUMA node here ({parent}): attached to {first}")
-        return first
+        return {"value": first, "assumed": f"the input gives no NUMA node here ({parent}): attached to {first}"}
 
     def bridges(self) -> list[dict]:
         """Root ports (bridges on a NUMA node) and switches on the way to a GPU or NIC."""
@@ -208,7 +210,7 @@ class _Writer:
             if prefix == "rp":
                 entry["kind"] = "root-port"
             entry.update(self.switch_identity(bridge))
-            entry["upstream"] = self.upstream(bridge.parent, assumed)
+            entry["upstream"] = self.upstream(bridge.parent)
             entry["bus"] = self.bus(key, bridge.bus, assumed)
             link = bridge.link
             gen, width = (link.gen, link.width) if link else (None, None)
@@ -240,19 +242,31 @@ class _Writer:
         return fields
 
     def _guess_link(self, link: Link | None, key: str, assumed: list[str]) -> tuple[int, int]:
-        """A bridge link the input does not give in full: from its bandwidth, or x16 at the
-        fastest generation of the devices below."""
+        """A bridge link the input does not give in full: the widest (gen, width) whose
+        bandwidth it is exactly (hwloc), else x16 at the fastest generation of the devices below."""
+        forms = link.forms() if link is not None and link.gen is None else []
+        if forms:
+            gen, width = forms[0]
+            assumed.append(f"the input gives the link as {link.bandwidth / 1e9:.2f} GB/s only: taken as Gen{gen} x{width}"
+                           if link is not None and link.bandwidth else f"taken as Gen{gen} x{width}")
+            return gen, width
         if link is not None and link.bandwidth and link.gen is None:
-            for width in (16, 8, 4, 2, 1, 32):
-                for gen in range(1, 7):
-                    if abs(PcieLink(gen, width).bandwidth - link.bandwidth) <= 0.02 * link.bandwidth:
-                        assumed.append(f"the input gives the link as {link.bandwidth / 1e9:.2f} GB/s only: taken as Gen{gen} x{width}")
-                        return gen, width
+            return self._link_not_above(link.bandwidth, assumed)
         gens = [d.link.gen for d in (*self.m.gpus.values(), *self.m.nics.values(), *self.m.bridges.values())
                 if d.link and d.link.gen and key in self.m.ancestors(d.key)]
         gen = (link.gen if link and link.gen else None) or (max(gens) if gens else 4)
         width = link.width if link and link.width else 16
         assumed.append(f"the input does not give this link in full: taken as Gen{gen} x{width}")
+        return gen, width
+
+    @staticmethod
+    def _link_not_above(bandwidth: float, assumed: list[str]) -> tuple[int, int]:
+        """The fastest link no faster than `bandwidth`, a figure no PCIe link has exactly."""
+        fitting = [(PcieLink(g, w).bandwidth, g, w) for g in range(1, 7) for w in (1, 2, 4, 8, 16, 32)
+                   if PcieLink(g, w).bandwidth <= bandwidth]
+        _, gen, width = max(fitting, default=(0.0, 1, 1))
+        assumed.append(f"the input gives the link as {bandwidth / 1e9:.2f} GB/s, which no PCIe link is: "
+                       f"taken as Gen{gen} x{width}, the fastest not above it")
         return gen, width
 
     def max_oversubscription(self, bridges: list[dict], devices: list[dict]) -> None:
@@ -261,6 +275,8 @@ class _Writer:
         for entry in (*bridges, *devices):
             link = self.links.get(entry["id"])
             parent = entry.get("upstream") or entry.get("pcie", {}).get("upstream")
+            if isinstance(parent, dict):
+                parent = parent["value"]
             if link and parent:
                 below[parent] = below.get(parent, 0.0) + PcieLink(*link).bandwidth
         for entry in bridges:
@@ -275,13 +291,12 @@ class _Writer:
         gen = link.gen if link and link.gen else None
         width = link.width if link and link.width else None
         if link is not None and link.bandwidth and gen is None:
-            for w in (part_link.width, 16, 8, 4, 2, 1):
-                for g in range(part_link.generation, 0, -1):
-                    if abs(PcieLink(g, w).bandwidth - link.bandwidth) <= 0.02 * link.bandwidth:
-                        gen, width = g, w
-                        break
-                if gen:
-                    break
+            # hwloc: the exact (gen, width) of the bandwidth the part can train at, its own width first
+            forms = sorted(link.forms(), key=lambda f: (f[0] > part_link.generation, f[1] != part_link.width, -f[1]))
+            if forms:
+                gen, width = forms[0]
+            else:
+                gen, width = self._link_not_above(link.bandwidth, assumed)
         if gen is None:
             gen = part_link.generation
             if link is None:
@@ -368,7 +383,7 @@ class _Writer:
                 override["pcie"] = pcie_override
             if override:
                 entry["override"] = override
-            entry["pcie"] = {"upstream": self.upstream(gpu.parent, assumed), "bus": self.bus(gpu.key, gpu.bus, assumed)}
+            entry["pcie"] = {"upstream": self.upstream(gpu.parent), "bus": self.bus(gpu.key, gpu.bus, assumed)}
             if link:
                 entry["pcie"]["link"] = link
             self.links[ident] = trained
@@ -505,17 +520,17 @@ class _Writer:
                 entry["role"] = "backend" if is_backend else "ingestion" if transport == "tcp" else "frontend"
                 entry["transport"] = transport
                 if transport != "tcp":
-                    entry["device"] = name or self.free_name("mlx5_")
-                    if name is None:
-                        assumed.append("the input does not name the RDMA device: placeholder")
+                    # a placeholder name is marked on the field, so that `diff` matches the NIC by position
+                    entry["device"] = name or {"value": self.free_name("mlx5_"),
+                                               "assumed": "the input does not name the RDMA device: placeholder"}
                 if transport in ("rocev2", "tcp"):
                     if transport == "tcp" and name:
                         entry["interface"] = name
                     elif nic.interfaces:
                         entry["interface"] = nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
                     else:
-                        entry["interface"] = self.free_name("eth")
-                        assumed.append("the input does not name the network interface: placeholder (see 'ip link')")
+                        entry["interface"] = {"value": self.free_name("eth"),
+                                              "assumed": "the input does not name the network interface: placeholder (see 'ip link')"}
                 if port is not None and port.port != 1:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
@@ -523,7 +538,7 @@ class _Writer:
                 link, pcie_override, trained = self.device_link(nic.link, part_link, assumed, "NIC")
                 if pcie_override:
                     entry.setdefault("override", {})["pcie"] = pcie_override
-                entry["pcie"] = {"upstream": self.upstream(nic.parent, assumed), "bus": self.bus(nic.key, nic.bus, assumed)}
+                entry["pcie"] = {"upstream": self.upstream(nic.parent), "bus": self.bus(nic.key, nic.bus, assumed)}
                 if link:
                     entry["pcie"]["link"] = link
                 entry["_link"], entry["_key"] = trained, nic.key

@@ -2,10 +2,14 @@
 
 hwloc 3.x XML (`<topology version="3.0">`) is read too: OS device types are flags there.
 What it gives: NUMA nodes with their CPU sets and memory, packages with CPUID vendor/family/
-model, the PCIe tree (host bridges, bridges by bus id, devices with class and vendor/device
-ids, link bandwidth in GB/s), and OS devices below PCI devices: network interfaces (`eth0`),
-RDMA devices (`mlx5_0`) and GPU names. hwloc gives a link only as a bandwidth, so
-Gen3 x16 and Gen4 x8 look the same: links keep `gen`/`width` None. NVLinks are not in it.
+model (POWER and Arm CPUs: the architecture and CPUModel, no CPUID), the PCIe tree (host
+bridges, bridges by bus id, devices with class and vendor/device ids, link bandwidth in GB/s),
+and OS devices below PCI devices: network interfaces (`eth0`), RDMA devices (`mlx5_0`) and GPU
+names. hwloc gives a link only as a bandwidth, so Gen3 x16 and Gen4 x8 look the same: links
+keep `gen`/`width` None and `Link.forms()` says which pairs the bandwidth is exactly. A display
+controller is a GPU only when `observed.is_accelerator` says so (not BMC graphics, not a Xeon
+Phi). A PCI device whose locality is not one NUMA node hangs from `numa:-1`: unknown, not 0.
+NVLinks are not in it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,19 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, is_decimal
+from hwspec.live.observed import (
+    NUMA_PREFIX,
+    Bridge,
+    Gpu,
+    Link,
+    Machine,
+    Nic,
+    NicPort,
+    NumaNode,
+    cpu_vendor,
+    is_accelerator,
+    is_decimal,
+)
 from hwspec.live.xmlread import Element, walk
 
 _PCI_TYPE = re.compile(r"([0-9a-fA-F]{4}) \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\](?: \[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\])?")
@@ -26,14 +42,14 @@ OSDEV_FLAG_NETWORK, OSDEV_FLAG_OPENFABRICS = 1 << 4, 1 << 5
 
 
 def parse_bitmap(text: str | None) -> tuple[int, ...] | None:
-    """hwloc bitmap ("0x000000ff,0xffffffff", words most significant first) -> set bits.
-    None for a malformed or infinite set."""
+    """hwloc bitmap ("0x000000ff,0xffffffff", words most significant first; an empty word is
+    0, as in "0x00000303,,0x0") -> set bits. None for a malformed or infinite set."""
     if not text:
         return None
     words = text.split(",")
     bits: list[int] = []
     for position, word in enumerate(reversed(words)):
-        word = word.strip()
+        word = word.strip() or "0x0"
         if not re.fullmatch(r"0x[0-9a-fA-F]{1,8}", word):
             return None
         value = int(word, 16)
@@ -105,6 +121,7 @@ class _Reader:
             self.m.problem(self.at(root), Severity.ERROR, "I101", f"the root element is <{root.tag}>, not <topology>: not hwloc XML")
             return
         self.flags = root.attrs.get("version", "2.0").split(".")[0] not in ("1", "2")
+        self.arch = _info(root).get("Architecture") or None  # hwloc 3 writes the machine's infos at the top
         for e in walk(root):
             if e.tag != "object":
                 continue
@@ -117,6 +134,7 @@ class _Reader:
                 self.pci(e, kind)
         for node in self.m.numa.values():
             node.arch = node.arch or self.arch
+            node.vendor = node.vendor or cpu_vendor(None, node.arch)
 
     def numa(self, e: Element) -> None:
         index = e.attrs.get("os_index", "")
@@ -135,7 +153,7 @@ class _Reader:
             package = next((c for c in walk(e) if c.tag == "object" and c.attrs.get("type") in ("Package", "Socket")), None)
         if package is not None:
             info = _info(package)
-            node.vendor = CPU_VENDORS.get(info.get("CPUVendor", ""))
+            node.vendor = cpu_vendor(info.get("CPUVendor"), None)
             for attr, key in (("family", "CPUFamilyNumber"), ("model", "CPUModelNumber")):
                 if is_decimal(info.get(key, "")):
                     setattr(node, attr, int(info[key]))
@@ -163,7 +181,7 @@ class _Reader:
             return
         bus = bus.lower()
         match = _PCI_TYPE.match(e.attrs.get("pci_type", ""))
-        pci_class = match.group(1).lower() if match else ""
+        pci_class = match.group(1).lower() if match else ""  # class and subclass: "0302"
         vendor = f"0x{match.group(2).lower()}" if match else None
         device = f"0x{match.group(3).lower()}" if match else None
         parent = self.pci_parent(e)
@@ -172,7 +190,7 @@ class _Reader:
         if kind == "Bridge" or pci_class.startswith("0604"):
             subsystem = (f"0x{match.group(4).lower()}", f"0x{match.group(5).lower()}") if match and match.group(4) else (None, None)
             self.m.bridges[bus] = Bridge(bus, where, parent, bus, self.link(e), vendor, device, *subsystem)
-        elif pci_class.startswith("03") or pci_class.startswith("12"):
+        elif is_accelerator(vendor, pci_class, tuple(o.attrs.get("name", "") for o in osdevs)):
             gpu = Gpu(bus, where, parent, bus, self.link(e), vendor, device)
             for osdev in osdevs:
                 model = _info(osdev).get("GPUModel")

@@ -41,6 +41,21 @@ class Link:
         bandwidth = PcieLink(gen, width).bandwidth if gen in PCIE_GT_PER_LANE and width else None
         return cls(gen, width, bandwidth, width_zero)
 
+    def forms(self) -> list[tuple[int, int]]:
+        """The (gen, width) pairs this link may be, widest first: the one the input gives, or,
+        from a bandwidth alone (hwloc), every pair whose bandwidth it is exactly (hwloc cannot
+        tell Gen3 x16 from Gen4 x8). Empty when no PCIe link has this bandwidth."""
+        if self.gen is not None and self.width:
+            return [(self.gen, self.width)]
+        if not self.bandwidth:
+            return []
+        return [(gen, width) for width in LINK_WIDTHS for gen in sorted(PCIE_GT_PER_LANE)
+                if (self.gen is None or gen == self.gen) and same_bandwidth(PcieLink(gen, width).bandwidth, self.bandwidth)]
+
+    def below(self, bandwidth: float) -> bool:
+        """Whether this link, known by its bandwidth alone, is slower than `bandwidth`."""
+        return self.bandwidth is not None and self.bandwidth < bandwidth and not same_bandwidth(self.bandwidth, bandwidth)
+
     def __str__(self) -> str:
         if self.gen and self.width:
             return f"Gen{self.gen} x{self.width}"
@@ -49,6 +64,20 @@ class Link:
         if self.bandwidth:
             return f"{self.bandwidth / 1e9:.2f} GB/s"
         return "unknown"
+
+
+LINK_WIDTHS = (16, 8, 4, 2, 1, 32, 12)
+"""The widths a PCIe link trains at, in the order a link known by its bandwidth is read (widest first)."""
+LINK_TOLERANCE = 1e-5
+"""hwloc writes a link as GB/s with six decimals, computed in single precision
+(`hwloc_pcidisc_find_linkspeed`: lanespeed x width / 8, with PCIe's 8b/10b, 128b/130b and
+242b/256b encodings): a bandwidth within this fraction of a (gen, width)'s is that pair's.
+Distinct pairs differ by more than 1% (Gen2 x16 8.0 GB/s, Gen3 x8 7.88 GB/s)."""
+
+
+def same_bandwidth(a: float, b: float) -> bool:
+    """Whether two link bandwidths are the same figure as hwloc writes it."""
+    return abs(a - b) <= LINK_TOLERANCE * max(a, b)
 
 
 @dataclass
@@ -269,6 +298,38 @@ PCIE_SPEED_STRINGS: dict[str, int] = {
 """Link speed strings as sysfs (old and new kernels) and NCCL write them, by PCIe generation."""
 
 CPU_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+"""CPUID vendor strings (hwloc's CPUVendor, NCCL's vendor) -> spec vocabulary."""
+ARCH_VENDORS = {"ppc64le": "ibm", "ppc64": "ibm", "aarch64": "arm", "arm64": "arm"}
+"""Architectures whose CPUs have no CPUID vendor (POWER, Arm) -> spec vocabulary."""
+
+
+def cpu_vendor(vendor_string: str | None, arch: str | None) -> str | None:
+    """The spec's CPU vendor from a CPUID vendor string or, without one, the architecture."""
+    return CPU_VENDORS.get(vendor_string or "") or ARCH_VENDORS.get(arch or "")
+
+
+ACCELERATOR_CLASSES: dict[str, frozenset[str]] = {
+    "0x10de": frozenset({"0300", "0302"}),
+    "0x1002": frozenset({"0380", "0302", "1200"}),
+}
+"""PCI class (4 hex digits) of the accelerators of each GPU vendor: NVIDIA's data-centre GPUs
+are 3D controllers (0302), its consumer cards VGA (0300); AMD Instinct parts are display
+controllers (0380) or processing accelerators (1200, as RCCL's models write MI300X).
+Display controllers of other vendors (Matrox, ASPEED BMC graphics) and coprocessors (0b40, a
+Xeon Phi) are not GPUs."""
+COMPUTE_OS_DEVICES = ("cuda", "nvml", "rsmi", "opencl")
+"""Prefixes of the OS devices (hwloc) of a GPU that runs compute: an AMD VGA card with one
+(a Radeon under ROCm) is a GPU; ATI's on-board VGA (ES1000) has none."""
+
+
+def is_accelerator(vendor: str | None, pci_class: str, os_devices: tuple[str, ...] = ()) -> bool:
+    """Whether a PCI function of `vendor` and class `pci_class` ("0302") is a GPU hwspec
+    describes; `os_devices` are the names of its OS devices, when the input lists them."""
+    if vendor is None or vendor not in ACCELERATOR_CLASSES:
+        return False
+    if pci_class in ACCELERATOR_CLASSES[vendor]:
+        return True
+    return pci_class == "0300" and any(name.lower().startswith(COMPUTE_OS_DEVICES) for name in os_devices)
 
 
 def is_decimal(text: str) -> bool:

@@ -1,0 +1,136 @@
+"""`hwspec diff` compares the whole chain of PCIe bridges above a device with the spec's: a NIC
+moved from the CPU into a GPU's switch, or one level deeper under the same switch, is a D103 at
+the spec's `upstream` with both chains in the message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from hwspec.diagnostics import HwspecError
+from hwspec.live.diff import diff
+from hwspec.live.merge import read_inputs
+from hwspec.model.load import load_platform
+from hwspec.testing import hostile_import_inputs, node_yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = "tests/fixtures/rules/base_2gpu.yaml"
+DUMP = Path("tests/data/live/base-2gpu.nccl.xml")
+FE0 = ('    <pci busid="0000:30:00.0" class="0x020000" link_speed="8.0 GT/s PCIe" link_width="16">\n'
+       '      <nic>\n        <net name="eth0" dev="1" speed="100000" port="1" gdr="0"/>\n      </nic>\n    </pci>\n')
+NIC0 = ('        <pci busid="0000:16:00.0" class="0x020000" link_speed="16.0 GT/s PCIe" link_width="16">\n'
+        '          <nic>\n            <net name="mlx5_0" dev="0" speed="200000" port="1" gdr="1"/>\n          </nic>\n'
+        '        </pci>\n')
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def findings(tmp_path: Path, dump: str) -> list[str]:
+    live = tmp_path / "live.xml"
+    live.write_text(dump)
+    return [d.format() for d in diff(load_platform(SPEC), read_inputs([live]))]
+
+
+def test_the_unchanged_dump_diffs_clean(tmp_path):
+    assert findings(tmp_path, DUMP.read_text()) == []
+
+
+def test_a_nic_moved_from_the_cpu_into_a_gpus_switch_is_a_d103_with_both_chains(tmp_path):
+    text = DUMP.read_text()
+    assert FE0 in text and NIC0 in text
+    moved = text.replace(FE0, "").replace(NIC0, NIC0 + FE0)
+    at = load_platform(SPEC).locate("fe0", "pcie", "upstream")
+    assert findings(tmp_path, moved) == [
+        f"{SPEC}:{at.line}:{at.col}: error[D103 device-placement]: fe0 (0000:30:00.0) is under cpu0 in the spec, "
+        f"but under 0000:11:00.0 < 0000:10:00.0 < NUMA node 0 in the machine (seen at {tmp_path}/live.xml:15)"]
+
+
+def test_a_nic_one_bridge_deeper_under_the_same_switch_is_a_d103(tmp_path):
+    text = DUMP.read_text()
+    assert NIC0 in text
+    deeper = text.replace(NIC0, '<pci busid="0000:15:00.0" class="0x060400" link_speed="16.0 GT/s PCIe" link_width="16">\n'
+                          + NIC0 + "</pci>\n")
+    at = load_platform(SPEC).locate("nic0", "pcie", "upstream")
+    assert findings(tmp_path, deeper) == [
+        f"{SPEC}:{at.line}:{at.col}: error[D103 device-placement]: nic0 (0000:16:00.0) is under sw0 (0000:11:00.0) < "
+        "rp0 (0000:10:00.0) < cpu0 in the spec, but under 0000:15:00.0 < 0000:11:00.0 < 0000:10:00.0 < NUMA node 0 in the machine "
+        f"(seen at {tmp_path}/live.xml:11)"]
+
+
+# ------------------------------------------------------------------ a draft diffs clean against its own input
+
+REAL = ROOT.parent / "shared/data/real-machines"
+LIVE_FILES = sorted(p for p in (ROOT / "tests/data/live").iterdir() if p.suffix in (".xml", ".txt"))
+REAL_FILES = sorted(p for p in REAL.iterdir() if p.suffix in (".xml", ".txt")) if REAL.is_dir() else []
+
+
+def draft_findings(paths: list[Path]) -> list[str]:
+    """`diff` of the draft `import` writes from `paths` against the same inputs."""
+    from hwspec import content
+    from hwspec.live.draft import draft_text
+    from hwspec.model.load import load_catalogue
+    from hwspec.testing import load_node_text
+
+    machine = read_inputs(paths)
+    if any(d.code in ("I100", "I101") for d in machine.problems) or not (machine.gpus or machine.nics or machine.numa):
+        return []  # not importable: nothing to compare
+    text, _ = draft_text(machine, load_catalogue([content.builtin_dir("parts")]), "drafted")
+    try:
+        drafted = load_node_text(text, "drafted.yaml")
+    except HwspecError:
+        return []  # a name the spec refuses: `validate` reports it at its line (tests/test_import_hostile.py)
+    return [d.format() for d in diff(drafted, read_inputs(paths))]
+
+
+@pytest.mark.parametrize("path", LIVE_FILES, ids=lambda p: p.name)
+def test_the_draft_of_every_live_sample_diffs_clean_against_it(path):
+    assert draft_findings([path]) == []
+
+
+@pytest.mark.parametrize("path", REAL_FILES or [None], ids=lambda p: p.name if p else "absent")
+def test_the_draft_of_every_real_machine_file_diffs_clean_against_it(path):
+    if path is None:
+        pytest.skip("../shared/data/real-machines is absent")
+    assert draft_findings([path]) == []
+
+
+@settings(max_examples=settings().max_examples, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(hostile_import_inputs(), st.booleans())
+def test_the_draft_of_any_importable_input_diffs_clean_against_it(tmp_path, case, hostile):
+    live = tmp_path / "live.input"
+    live.write_bytes(case.data if hostile else case.benign_data)
+    assert draft_findings([live]) == []
+
+
+@settings(max_examples=settings().max_examples, suppress_health_check=[HealthCheck.too_slow])
+@given(node_yaml(max_gpus=8, max_sockets=4, virtual_links=True, numa_nodes=True), st.sampled_from(
+    [("nccl",), ("lstopo",), ("topo-m",), ("nccl", "topo-m"), ("lstopo", "topo-m"), ("nccl", "lstopo", "topo-m")]))
+def test_the_draft_of_every_input_of_a_generated_machine_diffs_clean_against_it(text, formats):
+    import importlib.util
+    import re
+    import tempfile
+
+    from hwspec.generate.engine import plan_for
+    from hwspec.testing import load_node_text
+
+    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "tests/data/live/make_samples.py")
+    samples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(samples)
+    platform = load_node_text(text, "node.yaml")
+    plan = plan_for(platform.topology, only=["nccl-topo"])
+    assume(platform.gpus and plan)
+    writers = {"nccl": lambda: re.sub(r"^<!-- Generated by hwspec.*-->\n", "", next(iter(plan.values()))),
+               "lstopo": lambda: samples.lstopo_xml(platform), "topo-m": lambda: samples.topo_m(platform)}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for fmt in formats:
+            path = Path(tmp) / f"input.{fmt}"
+            path.write_text(writers[fmt]())
+            paths.append(path)
+        assert draft_findings(paths) == []
