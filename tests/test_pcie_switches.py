@@ -190,3 +190,25 @@ def test_switch_ids_no_part_has_are_kept_as_observed_pci_ids():
     assert "part: broadcom" not in text
     kept = _switch_ids(nccl_topo(text))
     assert kept and all(ids == ("0x104c", "0x8232", "0x0000", "0x0000") for ids in kept.values())
+
+
+
+def test_a_switch_of_unpublished_model_declares_its_own_generation_with_gen():
+    text = node().replace("    part: broadcom-pex890xx\n", "    gen: 5\n")
+    assert [d.format() for d in check_node_text(text)] == []
+    tiers = per_gpu(load_node_text(text).topology)["gpu0"]["tiers"]
+    assert tiers["pcie_host"]["bandwidth_bytes_per_s"] == PcieLink(4, 16).bandwidth
+
+
+def test_a_gen4_declared_switch_names_its_declaration_in_hw104():
+    text = node().replace("    part: broadcom-pex890xx\n", "    gen: 4\n")
+    found = [d for d in check_node_text(text) if d.code == "HW104"]
+    assert found[0].message == ("gpu0: Gen5 x16 link below sw0, a Gen4 switch (declared gen: 4): "
+                                "a Gen4 switch has no Gen5 ports")
+
+
+def test_gen_beside_a_part_is_refused_at_the_bridge():
+    text = node().replace("    part: broadcom-pex890xx\n", "    part: broadcom-pex890xx\n    gen: 5\n")
+    (error,) = check_node_text(text)
+    assert (error.code, error.message) == (
+        "E110", "pcie[1]: a bridge with a part takes its generation from the part: write 'part' or 'gen', not both")

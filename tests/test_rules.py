@@ -76,7 +76,7 @@ FAULTS = [
     ], id='HW103-switch_oversubscribed'),
     pytest.param('link_newer_than_bridge', [
         '26:11: error[HW104 pcie-link-exceeds-bridge]: sw0: Gen4 x16 link below rp0, a Gen3 root port (uplink Gen3 x16): a Gen3 root port has no Gen4 ports'
-        "\n  hint: correct the generation sw0 or rp0 trains at ('lspci -vv', LnkSta); a link the OS shows differently"
+        "\n  hint: correct the generation sw0 or rp0 trains at ('lspci -vv', LnkSta), or rp0's own generation ('gen:' or a 'part:'); a link the OS shows differently"
         " (a VM's virtual bridge) is written as 'link', the trained one as 'link.physical'",
     ], id='HW104-link_newer_than_bridge'),
     pytest.param('nic_link_above_part', [

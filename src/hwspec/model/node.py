@@ -151,7 +151,7 @@ class Bridge:
     part: str | None = None
     model_name: str | None = None
     part_gen: int | None = None
-    """The part's generation (None without a part): see `gen`."""
+    """The part's generation, or the spec's `gen:` (None with neither): see `gen`."""
     lanes: int | None = None
     pci_vendor: str | None = None
     pci_device: str | None = None
@@ -160,7 +160,7 @@ class Bridge:
 
     @property
     def gen(self) -> int:
-        """The bridge's own PCIe generation: its part's, else the generation its uplink trains at."""
+        """The bridge's own PCIe generation: its part's (or `gen:`), else the generation its uplink trains at."""
         return self.part_gen if self.part_gen is not None else self.physical.gen
 
 

@@ -130,12 +130,14 @@ class _SwitchFields(TypedDict, total=False):
 
 
 def _switch_part(bridge: PcieBridgeSpec, part: PcieSwitchPart | None) -> _SwitchFields:
-    """A bridge's part (its own generation, lanes, name) and the PCI ids it shows: its `pci:`
-    ids over its part's. Nothing for a bridge with neither."""
+    """A bridge's part (its own generation, lanes, name), or its own generation (`gen:`), and
+    the PCI ids it shows: its `pci:` ids over its part's. Nothing for a bridge with none of them."""
     fields: _SwitchFields = {}
     if part is not None and bridge.part is not None:
         fields = {"part": bridge.part, "model_name": part.model_name, "part_gen": part.gen, "lanes": part.lanes,
                   "pci_vendor": part.pci_vendor, "pci_device": part.pci_device}
+    if bridge.gen is not None:
+        fields["part_gen"] = bridge.gen
     ids = bridge.pci
     if ids is not None:
         if ids.vendor is not None:

@@ -225,6 +225,14 @@ def width_zero_needs_physical(link: Any) -> Any:
     return link
 
 
+def part_or_gen(bridge: Any) -> Any:
+    """A bridge's own generation comes from its part or from `gen`, not both."""
+    if bridge.part is not None and bridge.gen is not None:
+        raise PydanticCustomError("hwspec_bridge_gen", "a bridge with a part takes its generation from the part: "
+                                                       "write 'part' or 'gen', not both")
+    return bridge
+
+
 def one_numa_form(socket: Any) -> Any:
     """A socket is one NUMA node (`numa_node`, `memory` on it) or lists its `numa_nodes`."""
     if socket.numa_nodes is not None:

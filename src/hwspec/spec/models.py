@@ -269,18 +269,24 @@ class PciIds(Spec):
 
 class PcieBridgeSpec(Spec):
     """A PCIe switch or root port; its `link` is its upstream link. Its own generation (what
-    the links below it may train at) is its part's, else its uplink's (`link.physical`, else
-    `link`): a Gen5 switch under a Gen4 root port names its part."""
+    the links below it may train at) is its part's, else `gen`, else its uplink's
+    (`link.physical`, else `link`): a Gen5 switch under a Gen4 root port names its part, or
+    says `gen: 5` where its model is not public."""
 
     id: Id
     kind: Literal["switch", "root-port"] = "switch"
     part: PartName | None = Field(None, description="A PCIe switch part of the catalogue (pcie_switches:).")
     pci: PciIds | None = Field(None, description="The PCI ids this bridge shows, where they differ from or add to its "
                                                  "part's (the subsystem ids a board gives each port).")
+    gen: OptionalWholeNumber = Field(None, ge=1, le=6, description=(
+        "The bridge's own PCIe generation (what the links below it may train at) where no part names its model: "
+        "a Gen5 switch under a Gen4 root port. Its uplink (`link`) still limits what crosses it."))
     upstream: Id
     bus: BusId
     link: PcieLink
     max_oversubscription: RealNumber = Field(2.0, gt=0, description="Sum of child link bandwidth over uplink bandwidth that is acceptable.")
+
+    _part_or_gen = model_validator(mode="after")(checks.part_or_gen)
 
 
 Wiring = Literal["fully-connected", "hybrid-cube-mesh"]

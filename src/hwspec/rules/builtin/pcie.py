@@ -105,8 +105,8 @@ def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
 
     A Gen3 switch has no Gen4 ports: the link trains at Gen3, half the bandwidth the file
     promises, and every bandwidth computed from it (the roofline, the balance rules) is wrong.
-    A bridge's own generation is its part's (`part:`, a catalogue PCIe switch), else the one
-    its uplink trains at: a Gen5 switch under a Gen4 root port has Gen5 ports (its Gen4
+    A bridge's own generation is its part's (`part:`, a catalogue PCIe switch), else its
+    declared `gen:` (a switch whose model is not public), else the one its uplink trains at: a Gen5 switch under a Gen4 root port has Gen5 ports (its Gen4
     uplink still limits what crosses it, where bandwidth is computed). Links a VM presents
     (virtual Gen1 bridges over Gen5 devices) are not judged: the rule reads each link's
     `physical` form, which defaults to the presented one.
@@ -116,8 +116,10 @@ def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
         parent = p.by_id.get(item.upstream)
         if isinstance(parent, Bridge) and item.physical.gen > parent.gen:
             what = "switch" if parent.kind == "switch" else "root port"
-            which = parent.model_name if parent.model_name else f"uplink {parent.physical}"
-            part = f", or {parent.id}'s part ({parent.part})" if parent.part else ""
+            which = (parent.model_name or f"declared gen: {parent.part_gen}" if parent.part_gen is not None
+                     else f"uplink {parent.physical}")
+            part = (f", or {parent.id}'s part ({parent.part})" if parent.part
+                    else f", or {parent.id}'s own generation ('gen:' or a 'part:')" if parent.part_gen is None else "")
             yield ctx.finding(
                 f"{item.id}: {item.physical} link below {parent.id}, a Gen{parent.gen} {what} "
                 f"({which}): a Gen{parent.gen} {what} has no Gen{item.physical.gen} ports",
