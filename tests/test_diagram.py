@@ -204,9 +204,10 @@ def test_sockets_are_clusters_holding_their_switches_and_pairs(zionex_view):
     for switch in (b for b in platform.bridges if b.kind == "switch"):
         socket_cluster = clusters[f'"cluster_{switch.socket}"']
         assert f'"cluster_{switch.id}"' in {c.id for c in diagram.iter_clusters(socket_cluster.items)}
-    for gpu, nic in platform.gpu2nic.items():
-        pair = clusters[f'"cluster_pair_{gpu}"']
-        assert [line.split(" ", 1)[0] for line in pair.items] == [f'"{gpu}"', f'"{nic.id}"']
+    for gpu in platform.gpus:
+        pair = clusters[f'"cluster_pair_{gpu.id}"']
+        nics = [f'"{nic.id}"' for nic in platform.topology.nics_of(gpu.id)]
+        assert [line.split(" ", 1)[0] for line in pair.items] == [f'"{gpu.id}"', *nics]
 
 
 @pytest.fixture(scope="module")

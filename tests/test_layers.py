@@ -216,7 +216,7 @@ def test_a_platform_s_topology_is_built_by_the_topology_layer_once_it_is_importe
         "    print(exc)\n"
         "from hwspec.topology import topology_of\n"
         "print(type(platform.topology).__name__, platform.topology is platform.topology is topology_of(platform),\n"
-        "      platform.topology.platform is platform, platform.gpu2nic['gpu0'].id)\n")
+        "      platform.topology.platform is platform, platform.topology.nics_of('gpu0')[0].id)\n")
     assert out.splitlines() == [
         "[]",
         "Platform.topology is built by the topology layer: import hwspec.topology (or use hwspec.topology.topology_of) first",

@@ -155,7 +155,7 @@ def test_the_h100_dump_is_imported_with_every_fact_nccl_reads():
     platform = load_node_text(text, "h100.yaml")
     reading, dump = nccl_reading(nccl_xml(platform)), nccl_reading(H100.read_text())
     assert reading["gpus"] == dump["gpus"] and reading["nics"] == dump["nics"] and reading["numa"] == dump["numa"]
-    assert {n.gpu for n in platform.nics} == {g.id for g in platform.gpus}
+    assert [n.gpus for n in platform.backend_nics] == [(g.id,) for g in platform.gpus]
 
 
 def test_the_h100_dump_imports_to_a_platform_that_validates_clean():

@@ -174,8 +174,8 @@ def test_resolved_platforms_are_whole(platform):
     assert [g.index for g in platform.gpus] == list(range(len(platform.gpus)))
     assert [g.bus for g in platform.gpus] == sorted(g.bus for g in platform.gpus)
     assert all(d.socket is not None and d.numa_node is not None for d in (*platform.gpus, *platform.nics))
-    for gpu_id, nic in platform.gpu2nic.items():
-        assert nic.upstream == platform.gpu_by_id[gpu_id].upstream
+    for nic in platform.backend_nics:
+        assert all(nic.upstream == platform.gpu_by_id[gpu_id].upstream for gpu_id in nic.gpus)
 
 
 # ------------------------------------------------------------------ faults

@@ -68,11 +68,11 @@ def test_rail_layout_is_consistent(files):
         ports = sum(data["links"] for _, peer, data in graph.edges(leaf.id, data=True)
                     if graph.nodes[peer]["kind"] == "group")
         assert ports == len(leaf.nodes)
-    # local rank i uses NIC i, the NIC on rail i
+    # local rank i uses the NICs on its rails: NIC i with one NIC per GPU, NICs k*i..k*i+k-1 with k each
     for gpu in platform.gpus:
-        nic = platform.gpu2nic.get(gpu.id)
-        if nic is not None:
-            assert nics.index(nic) == gpu.index
+        own = platform.topology.nics_of(gpu.id)
+        if own and all(n.gpus == (gpu.id,) for n in own):
+            assert [nics.index(n) for n in own] == [len(own) * gpu.index + k for k in range(len(own))]
 
 
 @settings(max_examples=max(5, EXAMPLES // 2))

@@ -16,7 +16,7 @@ from hwspec.rules import Rule, load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path("tests/fixtures/rules")
-CLEAN = ["base_2gpu", "nic_dual_port_ok", "c2c_gpu_nic_on_own_grace"]
+CLEAN = ["base_2gpu", "nic_dual_port_ok", "c2c_gpu_nic_on_own_grace", "two_backend_nics_for_gpu_ok"]
 
 
 @pytest.fixture(autouse=True)
@@ -91,10 +91,15 @@ FAULTS = [
         '44:5: error[HW201 backend-nic-per-gpu]: gpu1 has no backend NIC, but backend.nic_per_gpu is declared'
         "\n  hint: add a backend NIC with 'gpu: gpu1', or correct another NIC's 'gpu:'",
     ], id='HW201-gpu_without_backend_nic'),
-    pytest.param('two_backend_nics_for_gpu', [
-        '70:10: error[HW201 backend-nic-per-gpu]: gpu0 has 2 backend NICs (nic0, nic2), but backend.nic_per_gpu declares one per GPU'
-        '\n  hint: pair nic2 with the GPU it serves',
-    ], id='HW201-two_backend_nics_for_gpu'),
+    pytest.param('backend_nic_shared_despite_nic_per_gpu', [
+        '54:11: error[HW201 backend-nic-per-gpu]: nic0 serves 2 GPUs (gpu0, gpu1), but backend.nic_per_gpu declares dedicated NICs per GPU'
+        '\n  hint: give each GPU its own NICs, or do not declare backend.nic_per_gpu',
+    ], id='HW201-backend_nic_shared_despite_nic_per_gpu'),
+    pytest.param('backend_nic_serving_gpu_on_other_switch', [
+        '54:18: error[HW202 backend-nic-locality]: gpu1 (sw1, NUMA 0) is paired with nic0 (sw0, NUMA 0): they share no PCIe switch '
+        'or root port, so their traffic goes through the CPU (nic0 also serves gpu0)'
+        "\n  hint: serve gpu1 from a NIC under sw1, and leave it out of nic0's 'gpus'",
+    ], id='HW202-backend_nic_serving_gpu_on_other_switch'),
     pytest.param('backend_nic_on_socket', [
         '57:22: error[HW202 backend-nic-locality]: gpu0 (sw0, NUMA 0) is paired with nic0 (cpu0, NUMA 0): they share no PCIe switch or root port, so their traffic goes through the CPU'
         '\n  hint: move nic0 under sw0',

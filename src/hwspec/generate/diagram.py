@@ -144,7 +144,7 @@ def _device_line(platform: Platform, item_id: str) -> str:
                                                 f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric, item.bus))
     if isinstance(item, Nic):
         names = ", ".join(n for n in (item.device, item.interface) if n)
-        role = f"{item.role} {item.transport}" + (f" for {item.gpu}" if item.gpu else "")
+        role = f"{item.role} {item.transport}" + (f" for {', '.join(item.gpus)}" if item.gpus else "")
         return _node_line(item_id, nic_kind(item.role), label(f"{item.id}" + (f" ({names})" if names else ""),
                                                               item.model_name, f"{role}, {gbps(item.speed)}", item.bus))
     return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}", item.bus))
@@ -162,13 +162,15 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
     placed: set[str] = set()
     topology = platform.topology
     children = topology.children
-    pair_of = {gpu: nic.id for gpu, nic in topology.gpu2nic.items()}
+    # a GPU is drawn together with the NICs that serve it alone (a NIC shared by GPUs stands apart)
+    own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}
 
     def below(parent: str) -> list[Any]:
         """Items for the devices directly below `parent`, recursing into bridges."""
         items: list[Any] = []
         kids = [k for k in children.get(parent, ()) if k not in placed]
-        paired_nics = {pair_of[k] for k in kids if k in pair_of and pair_of[k] in kids}
+        beside = {k: [n for n in own_nics[k] if n in kids] for k in kids if own_nics.get(k)}
+        paired_nics = {n for nics in beside.values() for n in nics}
         for kid in kids:
             if kid in placed or kid in paired_nics:
                 continue
@@ -181,11 +183,10 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
                 items.append(cluster)
             elif kind == "root-port":
                 items += [_device_line(platform, kid), *below(kid)]
-            elif kid in pair_of and pair_of[kid] in paired_nics:
-                nic = pair_of[kid]
-                placed.add(nic)
+            elif beside.get(kid):
+                placed.update(beside[kid])
                 pair = Cluster(quote(f"cluster_pair_{kid}"), attrs({"label": "", "style": "rounded,dotted", "color": "#d79b00"}))
-                pair.items = [_device_line(platform, kid), _device_line(platform, nic)]
+                pair.items = [_device_line(platform, kid), *(_device_line(platform, nic) for nic in beside[kid])]
                 items.append(pair)
             else:
                 items.append(_device_line(platform, kid))

@@ -40,20 +40,23 @@ class Setting:
 
 @dataclass(frozen=True, slots=True)
 class Rank:
-    """What one local rank uses: its GPU, its backend NIC, its NUMA node and that node's CPUs."""
+    """What one local rank uses: its GPU, the backend NICs that serve it (file order; several
+    on a p5-like node), its NUMA node and that node's CPUs."""
 
     local_rank: int
     gpu: Gpu
-    nic: Nic | None
+    nics: tuple[Nic, ...]
     socket: NumaNode | None
 
     @property
     def nic_name(self) -> str:
-        return (net_name(self.nic) or self.nic.id) if self.nic is not None else "-"
+        """The NICs' names, comma-separated ('-' for none)."""
+        return ",".join(net_name(n) or n.id for n in self.nics) or "-"
 
     @property
     def nic_bus(self) -> str:
-        return self.nic.bus if self.nic is not None else "-"
+        """The NICs' bus ids, comma-separated ('-' for none)."""
+        return ",".join(n.bus for n in self.nics) or "-"
 
     @property
     def numa_node(self) -> str:
@@ -65,7 +68,7 @@ class Rank:
 
 
 def ranks(topology: Topology) -> list[Rank]:
-    return [Rank(g.index, g, topology.nic_of(g.id), topology.socket_of(g.id)) for g in topology.platform.gpus]
+    return [Rank(g.index, g, topology.nics_of(g.id), topology.socket_of(g.id)) for g in topology.platform.gpus]
 
 
 def topo_file(install_dir: str, library: str = "nccl") -> str:
@@ -99,8 +102,9 @@ def gdr_level(topology: Topology) -> str | None:
 
 
 def gdr_over_c2c(topology: Topology) -> bool:
-    """A GPU reaches its paired backend NIC over its NVLink-C2C (NCCL's P2C path)."""
-    return any(topology.path_type(gpu_id, nic.id) == "P2C" for gpu_id, nic in topology.gpu2nic.items())
+    """A GPU reaches a backend NIC that serves it over its NVLink-C2C (NCCL's P2C path)."""
+    return any(topology.path_type(gpu.id, nic.id) == "P2C"
+               for gpu in topology.platform.gpus for nic in topology.nics_of(gpu.id))
 
 
 def _ib_hca(platform: Platform, backend: Backend) -> list[Setting]:

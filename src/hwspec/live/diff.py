@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
-from hwspec.model.node import Platform
+from hwspec.model.node import Nic, Platform
 from hwspec.source.expand import Provenance
 from hwspec.text import visible
 from hwspec.topology import topology_of
+from hwspec.topology.node import served_field
 
 
 @dataclass(frozen=True)
@@ -259,30 +260,36 @@ class _Differ:
 
     def nic_gpu_switch(self) -> None:
         for nic in self.p.backend_nics:
-            if nic.gpu is None or nic.id not in self.nic_key or nic.gpu not in self.gpu_key:
-                continue
-            if topology_of(self.p).common_bridge(nic.id, nic.gpu) is None:
-                continue  # the spec puts them on no common switch either (a C2C GPU's NIC on its own CPU: P2C)
-            nic_key, gpu_key = self.nic_key[nic.id], self.gpu_key[nic.gpu]
-            seen = self.m.nics[nic_key]
-            if self.m.has_tree:
-                upstream = self.p.by_id.get(nic.upstream)
-                shared = set(self.m.ancestors(nic_key)) & set(self.m.ancestors(gpu_key))
-                shared_bridges = [k for k in shared if not k.startswith(NUMA_PREFIX)]
-                if not shared_bridges:
-                    gpu_at = self.observed_buses(gpu_key)
-                    nic_at = self.observed_buses(nic_key)
-                    self.add("D107", self.p.locate(nic.id, "gpu"),
-                             f"{nic.id} serves {nic.gpu}: both under {nic.upstream} ({getattr(upstream, 'bus', '?')}) in the spec, "
-                             f"but in the machine {nic.id} is under {nic_at[0] if nic_at else 'a CPU'} and {nic.gpu} under "
-                             f"{gpu_at[0] if gpu_at else 'a CPU'}: no PCIe switch in common", seen.where,
-                             "GPU-NIC traffic now crosses the CPU: move the NIC back, or fix the spec")
-            else:
-                path = self.m.paths.get((gpu_key, nic_key)) or self.m.paths.get((nic_key, gpu_key))
-                if path is not None and path[0] not in ("PIX", "PXB"):
-                    self.add("D107", self.p.locate(nic.id, "gpu"),
-                             f"{nic.id} serves {nic.gpu} on one PCIe switch in the spec, but the path between them is "
-                             f"{path[0]} in the machine", path[1])
+            for gpu_id in nic.gpus:
+                self.nic_gpu_pair(nic, gpu_id)
+
+    def nic_gpu_pair(self, nic: Nic, gpu_id: str) -> None:
+        """One GPU-NIC pair of the spec on one PCIe switch is still on one in the machine."""
+        if nic.id not in self.nic_key or gpu_id not in self.gpu_key:
+            return
+        if topology_of(self.p).common_bridge(nic.id, gpu_id) is None:
+            return  # the spec puts them on no common switch either (a C2C GPU's NIC on its own CPU: P2C)
+        at = self.p.locate(*served_field(self.p, nic, gpu_id))
+        nic_key, gpu_key = self.nic_key[nic.id], self.gpu_key[gpu_id]
+        seen = self.m.nics[nic_key]
+        if self.m.has_tree:
+            upstream = self.p.by_id.get(nic.upstream)
+            shared = set(self.m.ancestors(nic_key)) & set(self.m.ancestors(gpu_key))
+            shared_bridges = [k for k in shared if not k.startswith(NUMA_PREFIX)]
+            if not shared_bridges:
+                gpu_at = self.observed_buses(gpu_key)
+                nic_at = self.observed_buses(nic_key)
+                self.add("D107", at,
+                         f"{nic.id} serves {gpu_id}: both under {nic.upstream} ({getattr(upstream, 'bus', '?')}) in the spec, "
+                         f"but in the machine {nic.id} is under {nic_at[0] if nic_at else 'a CPU'} and {gpu_id} under "
+                         f"{gpu_at[0] if gpu_at else 'a CPU'}: no PCIe switch in common", seen.where,
+                         "GPU-NIC traffic now crosses the CPU: move the NIC back, or fix the spec")
+        else:
+            path = self.m.paths.get((gpu_key, nic_key)) or self.m.paths.get((nic_key, gpu_key))
+            if path is not None and path[0] not in ("PIX", "PXB"):
+                self.add("D107", at,
+                         f"{nic.id} serves {gpu_id} on one PCIe switch in the spec, but the path between them is "
+                         f"{path[0]} in the machine", path[1])
 
     def nvlinks(self) -> None:
         if "nvlinks" not in self.m.listed:

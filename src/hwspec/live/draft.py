@@ -63,6 +63,21 @@ def _name(text: str) -> str:
     return name[:64]
 
 
+def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[str, ...]]]:
+    """Which GPUs the backend NICs under one bridge serve, from placement alone (NCCL dumps and
+    lstopo show no pairing): with one GPU under the bridge every NIC there serves it (a p5's four
+    EFA devices); with as many NICs as GPUs, the i-th NIC the i-th GPU in bus order (a DGX switch);
+    otherwise each NIC serves every GPU under the bridge (a p4d's NIC between two GPUs). NICs
+    with no GPU beside them serve none."""
+    if not gpu_ids:
+        return []
+    if len(gpu_ids) == 1:
+        return [(entry, (gpu_ids[0],)) for entry in entries]
+    if len(gpu_ids) == len(entries):
+        return [(entry, (gpu_id,)) for entry, gpu_id in zip(entries, gpu_ids)]
+    return [(entry, tuple(gpu_ids)) for entry in entries]
+
+
 def _note(entry: dict, assumed: list[str]) -> None:
     if assumed:
         entry["assumed"] = "; ".join(dict.fromkeys(assumed))
@@ -558,16 +573,17 @@ class _Writer:
         gpus_by_bridge: dict[str, list[str]] = {}
         for gpu in self.m.gpus_in_order():
             gpus_by_bridge.setdefault(gpu.parent, []).append(self.gpu_ids[gpu.key])
-        paired = 0
+        served: dict[str, int] = {}
         for bridge, entries in by_bridge.items():
-            bridge_gpus = gpus_by_bridge.get(bridge, [])
-            if len(bridge_gpus) == len(entries):
-                for gpu_id, entry in zip(bridge_gpus, entries):
-                    items = list(entry.items())
-                    at = [k for k, _ in items].index("transport") + 1
-                    entry.clear()
-                    entry.update(items[:at] + [("gpu", gpu_id)] + items[at:])
-                    paired += 1
+            for entry, gpu_ids in _serving(entries, gpus_by_bridge.get(bridge, [])):
+                items = list(entry.items())
+                at = [k for k, _ in items].index("transport") + 1
+                pairing = ("gpu", gpu_ids[0]) if len(gpu_ids) == 1 else ("gpus", list(gpu_ids))
+                entry.clear()
+                entry.update(items[:at] + [pairing] + items[at:])
+                for gpu_id in gpu_ids:
+                    served[gpu_id] = served.get(gpu_id, 0) + 1
+        dedicated = all("gpu" in e for _, e in backend_entries) and len(served) == len(self.m.gpus)
         backend: dict[str, Any] | None = None
         if backend_entries or any(g.gdr for g in self.m.gpus.values()):
             transports = Counter(e["transport"] for _, e in backend_entries)
@@ -577,7 +593,7 @@ class _Writer:
             else:
                 gpudirect = any(p.gdr for n, _ in backend_entries for p in n.ports)
             backend = {"transport": transports.most_common(1)[0][0] if transports else "tcp"}
-            if backend_entries and paired == len(backend_entries) == len(self.m.gpus):
+            if backend_entries and dedicated:
                 backend["nic_per_gpu"] = True
             if gpudirect:
                 backend["gpudirect"] = True

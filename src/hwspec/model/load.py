@@ -334,6 +334,9 @@ def _check_references(data: Any, error) -> None:
                        "a socket or PCIe bridge")
     for index, nic in _entries(data, "nics"):
         expect(nic.get("gpu"), ("gpu",), ("nics", index, "gpu"), "a GPU")
+        served = nic.get("gpus")
+        for position, value in enumerate(served if isinstance(served, list) else []):
+            expect(value, ("gpu",), ("nics", index, "gpus", position), "a GPU")
     for index, gpu in _entries(data, "gpus"):
         c2c = gpu.get("c2c")
         if isinstance(c2c, dict):

@@ -225,8 +225,9 @@ class Gpu(PcieDevice):
 
 @dataclass(frozen=True, slots=True)
 class Nic(PcieDevice):
-    """A network adapter port. `gpu` is set for a backend NIC paired with a GPU. `speed` is
-    bytes/s per direction."""
+    """A network adapter port. `gpus` are the GPUs a backend NIC serves, in file order (empty
+    for a NIC that serves none; a GPU may be served by several NICs). `speed` is bytes/s per
+    direction."""
 
     index: int
     part: str
@@ -240,7 +241,7 @@ class Nic(PcieDevice):
     pci_vendor: str
     pci_device: str
     max_link: PcieLink
-    gpu: str | None
+    gpus: tuple[str, ...]
     device: str | None
     interface: str | None
     port: int
@@ -342,7 +343,7 @@ class Assumption:
 @dataclass(frozen=True)
 class Platform:
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
-    by bus id. Lookups are derived (`by_id`, `gpu2nic`, ...)."""
+    by bus id. Lookups are derived (`by_id`, `children`, ...)."""
 
     name: str
     title: str
@@ -420,11 +421,6 @@ class Platform:
         return tuple(n for n in self.host_nics if n.transport == transport)
 
     # Shorthands kept for existing callers; each is the topology's answer, not a second computation.
-
-    @property
-    def gpu2nic(self) -> dict[str, Nic]:
-        """`topology.gpu2nic`."""
-        return self.topology.gpu2nic
 
     @property
     def children(self) -> dict[str, tuple[str, ...]]:

@@ -210,7 +210,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
             id=n.id, index=index, part=n.part, model_name=nic_part.model_name, role=n.role, transport=n.transport,
             supported_transports=tuple(nic_part.transports), speed=nic_part.speed, rdma=nic_part.rdma,
             gpudirect=nic_part.gpudirect, pci_vendor=nic_part.pci_vendor, pci_device=nic_part.pci_device,
-            max_link=_link(nic_part.pcie), gpu=n.gpu, device=n.device, interface=n.interface, port=n.port,
+            max_link=_link(nic_part.pcie), gpus=tuple(n.gpus or ([n.gpu] if n.gpu else [])),
+            device=n.device, interface=n.interface, port=n.port,
             upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or nic_part.pcie),
             physical=_physical(n.pcie.link or nic_part.pcie),
             socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))

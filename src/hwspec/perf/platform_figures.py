@@ -47,7 +47,7 @@ class Figures:
     injection_bandwidth: float               # per-GPU injection (NIC, capped by bisection share)
     ingestion_bandwidth: float               # per-GPU share of the ingestion/frontend NICs
     transport: str                           # inter-node transport of collectives
-    gpudirect: bool                          # every GPU's scale-out NIC moves data by GPUDirect RDMA
+    gpudirect: bool                          # every GPU's scale-out NICs move its data by GPUDirect RDMA
     collectives_scope: str                   # "intra-node" or "hierarchical"
     algbw: dict[str, float] = field(default_factory=dict)   # collective -> algbw bound, bytes/s
     busbw: dict[str, float] = field(default_factory=dict)   # collective -> busbw bound, bytes/s
@@ -69,9 +69,9 @@ def _peaks(doc: dict[str, Any]) -> dict[str, float]:
 def _node_scale_out(topology) -> tuple[str, bool]:
     """Transport of the NICs the GPUs' inter-node traffic uses, and whether all of them are GPUDirect."""
     platform = topology.platform
-    nics = {n.id: n for g in platform.gpus for n in topology.scale_out_nics(g.id)}
-    transport = ",".join(sorted({n.transport for n in nics.values()})) or "none"
-    gpudirect = bool(nics) and all(topology.gpudirect(n) for n in nics.values())
+    pairs = [(n, g.id) for g in platform.gpus for n in topology.scale_out_nics(g.id)]
+    transport = ",".join(sorted({n.transport for n, _ in pairs})) or "none"
+    gpudirect = bool(pairs) and all(topology.gpudirect(n, gpu_id) for n, gpu_id in pairs)
     return transport, gpudirect
 
 

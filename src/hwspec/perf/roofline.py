@@ -100,6 +100,17 @@ def collective_bounds(n: int, nvlink: Sequence[float], pcie: Sequence[float], nv
 # ------------------------------------------------------------------ per-GPU figures
 
 
+def _tier_note(topology: Topology, name: str) -> str:
+    """`TIER_NOTES[name]`; for `backend_nic` on a node where a GPU has several NICs or shares
+    one with another GPU, the note that says the share is summed."""
+    platform = topology.platform
+    if name == "backend_nic" and (any(len(n.gpus) > 1 for n in platform.backend_nics)
+                                  or any(len(topology.nics_of(g.id)) > 1 for g in platform.gpus)):
+        return ("the GPU's share of the backend NICs that serve it: each NIC's speed divided among the GPUs using it, "
+                "summed over the GPU's NICs; without any, the node's backend (or else host) NICs divided among the GPUs")
+    return TIER_NOTES[name]
+
+
 def _tier(bandwidth: float | None, **extra: Any) -> dict[str, Any] | None:
     if bandwidth is None or bandwidth <= 0:
         return None
@@ -154,10 +165,18 @@ def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
         return None
     sharing = max(topology.scale_out_users(n.id) for n in nics)
     share = topology.scale_out_share(gpu.id)
-    paired = topology.nic_of(gpu.id)
-    if paired is not None and nics == (paired,):
+    own = [n for n in topology.nics_of(gpu.id) if n in nics]
+    if len(own) == len(nics) == 1 and own[0].gpus == (gpu.id,):
         via = "paired backend NIC" if sharing == 1 else "paired backend NIC, shared with the GPUs that have none"
-        return _tier(share, transport=paired.transport, shared_by_gpus=sharing, via=via)
+        return _tier(share, transport=own[0].transport, shared_by_gpus=sharing, via=via)
+    if len(own) == len(nics):
+        if len(nics) == 1:
+            via = f"backend NIC shared by {sharing} GPUs"
+        elif sharing == 1:
+            via = f"{len(nics)} backend NICs of its own, summed"
+        else:
+            via = f"{len(nics)} backend NICs serving it, each divided among the GPUs using it (up to {sharing}), summed"
+        return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=via)
     n_gpus = len(topology.platform.gpus)
     kind = "backend NICs" if all(n.role == "backend" for n in nics) else "host (ingestion/frontend) NICs"
     who = "all GPUs" if sharing == n_gpus else "the GPUs without a paired NIC"
@@ -248,7 +267,7 @@ def _document(topology: Topology) -> dict[str, Any]:
         "platform": {"name": platform.name, "title": platform.title, "file": visible(platform.file)},
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
                          "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
-        "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
+        "tier_notes": {name: _tier_note(topology, name) for name in TIERS},
         "gpu_groups": _groups(topology, figures),
         "intra_node_collectives": bounds,
         "node": _node(topology),
@@ -343,11 +362,14 @@ def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> 
 
 def _scale_out_note(topology: Topology) -> str:
     gpus = topology.platform.gpus
-    if not topology.gpu2nic:
+    if not any(topology.nics_of(g.id) for g in gpus):
         return "the node's NICs divided among the GPUs (no per-GPU NIC)"
-    if all((nic := topology.nic_of(g.id)) is not None and topology.scale_out_nics(g.id) == (nic,)
-           and topology.scale_out_users(nic.id) == 1 for g in gpus):
+    alone = all(topology.scale_out_users(n.id) == 1 and n in topology.nics_of(g.id)
+                for g in gpus for n in topology.scale_out_nics(g.id))
+    if alone and all(len(topology.scale_out_nics(g.id)) == 1 for g in gpus):
         return "the GPU's paired backend NIC"
+    if alone:
+        return "the sum of the GPU's own backend NICs"
     return "the smallest GPU share of the collective NICs, each NIC divided among the GPUs using it"
 
 

@@ -246,6 +246,17 @@ def one_numa_form(socket: Any) -> Any:
     return socket
 
 
+def gpu_or_gpus(nic: Any) -> Any:
+    """A NIC names the GPUs it serves once: `gpu` (one) or `gpus` (several, each once)."""
+    if nic.gpu is not None and nic.gpus is not None:
+        raise PydanticCustomError("hwspec_nic_gpus", "give either 'gpu' (one GPU) or 'gpus' (a list), not both")
+    if nic.gpus is not None:
+        repeated = sorted({g for g in nic.gpus if nic.gpus.count(g) > 1})
+        if repeated:
+            raise PydanticCustomError("hwspec_nic_gpus", "'gpus' names {ids} more than once", {"ids": ", ".join(repeated)})
+    return nic
+
+
 def switches_with_nvswitch_wiring(board: Any) -> Any:
     """`wiring: nvswitch` and an `nvswitches` list come together."""
     if (board.wiring == "nvswitch") != (board.nvswitches is not None):

@@ -349,11 +349,15 @@ class NicSpec(PartRef):
     id: Id
     role: NicRole
     transport: Transport
-    gpu: Id | None = Field(None, description="The GPU a backend NIC serves.")
+    gpu: Id | None = Field(None, description="The GPU a backend NIC serves (shorthand for 'gpus: [id]').")
+    gpus: list[Id] | None = Field(None, min_length=1, max_length=64,
+                                  description="The GPUs a backend NIC serves, when it serves several (p4d: one NIC for 2 GPUs).")
     device: OsName | None = Field(None, description="RDMA device name, e.g. mlx5_0.")
     interface: OsName | None = Field(None, description="Network interface name, e.g. eth0.")
     port: WholeNumber = Field(1, ge=1)
     pcie: PcieAttach
+
+    _gpu_or_gpus = model_validator(mode="after")(checks.gpu_or_gpus)
 
 
 class SsdSpec(Spec):

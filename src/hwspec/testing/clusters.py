@@ -58,7 +58,7 @@ def _collective_nics(node: dict) -> list[dict]:
 def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_network: bool | None = None,
                    nvlink_domains: bool = False, **node_kwargs: Any) -> ClusterFiles:
     if backend_network:
-        node_kwargs.setdefault("nic_modes", ("per-gpu", "shared"))
+        node_kwargs.setdefault("nic_modes", ("per-gpu", "shared", "several-per-gpu", "serving-leaf"))
     if nvlink_domains:
         node_kwargs.setdefault("nvlink", ("nvswitch",))
     layout = draw(_layouts(**node_kwargs))

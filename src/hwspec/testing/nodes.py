@@ -34,9 +34,12 @@ the built-in catalogue:
   port list, possibly with extra ports) is a superset of it, with permuted slots; `nvswitch`
   may describe its switch chips (an `hgx` board, 1-6 switches, each GPU's links per switch
   within the part's budget);
-* backend NICs in one of three modes: `per-gpu` (one RDMA NIC per GPU on the GPU's switch,
-  `nic_per_gpu` and `gpudirect` declared), `shared` (one RDMA NIC per leaf switch, no
-  `nic_per_gpu`), or `none` (Zion-like: collectives over TCP on host NICs, maybe no `backend:`).
+* backend NICs in one of five modes: `per-gpu` (one RDMA NIC per GPU on the GPU's switch,
+  `nic_per_gpu` and `gpudirect` declared), `several-per-gpu` (2-4 such NICs per GPU, as on AWS
+  p5, each naming its GPU), `shared` (one RDMA NIC per leaf switch naming no GPU, no
+  `nic_per_gpu`), `serving-leaf` (one RDMA NIC per leaf switch serving every GPU of the leaf,
+  `gpus:` when there are several, as on AWS p4d; no `nic_per_gpu`), or `none` (Zion-like:
+  collectives over TCP on host NICs, maybe no `backend:`).
   The NIC part fits the chain: a 200 Gb/s NIC never sits behind a Gen3 x16 link (15.75 GB/s);
   a shared NIC's traffic, which crosses every bridge up to the CPU, fits every uplink;
 * 0..sockets ingestion/frontend TCP NICs and 0-2 SSDs, all on sockets;
@@ -78,7 +81,7 @@ from hwspec.topology import topology_of  # and so node_platforms()' platforms ha
 NVLINK_PATTERNS = ("none", "fully-connected", "ring", "nvswitch", "hybrid-cube-mesh", "fully-connected-minus-matching")
 """Logical GPU fabric patterns `node_specs(nvlink=...)` can draw (simplest first)."""
 
-NIC_MODES = ("per-gpu", "shared", "none")
+NIC_MODES = ("per-gpu", "shared", "none", "several-per-gpu", "serving-leaf")
 """Backend NIC layouts `node_specs(nic_modes=...)` can draw (see the module docstring)."""
 
 _GENS = (4, 3, 5)  # shrinks towards Gen4, the common case
@@ -125,7 +128,7 @@ def _backend_nic_fits(nic, gen: int, mode: str) -> bool:
         return False
     if _bandwidth(*_trained(nic.pcie, gen)) < nic.speed:
         return False  # HW401: the NIC's own link
-    return mode != "shared" or _bandwidth(gen, 16) >= nic.speed  # HW401: every uplink to the CPU
+    return mode not in ("shared", "serving-leaf") or _bandwidth(gen, 16) >= nic.speed  # HW401: every uplink to the CPU
 
 
 def _host_nic_fits(nic) -> bool:
@@ -261,6 +264,9 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     if nic is not None:
         transport = draw(st.sampled_from([t for t in ("rocev2", "infiniband") if t in nic.transports]), label="transport")
 
+    # several NICs per GPU: as many as the bus ids allow (two per GPU on the largest nodes)
+    nics_per_gpu = draw(st.integers(2, 4 if n_gpus <= 8 else 2), label="NICs per GPU") if mode == "several-per-gpu" else 1
+
     # GPUs in contiguous blocks on leaf switches; each leaf on a socket.
     cuts = sorted(draw(st.sets(st.integers(1, n_gpus - 1), max_size=n_gpus - 1), label="leaf cuts")) if n_gpus > 1 else []
     bounds = [0, *cuts, n_gpus]
@@ -310,13 +316,14 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
             gpus.append({"id": ident, "part": gpu_name, "pcie": attach(entry["id"], gpu.pcie, gen)})
             layout.socket_of[ident], layout.top_of[ident] = socket, layout.top_of[entry["id"]]
             children.append(_trained(gpu.pcie, gen))
-            if mode == "per-gpu":
+            for _ in range(nics_per_gpu if mode in ("per-gpu", "several-per-gpu") else 0):
                 assert nic is not None and nic_name is not None and transport is not None  # drawn with the mode
-                backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, ident, attach(entry["id"], nic.pcie, gen)))
+                backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, [ident], attach(entry["id"], nic.pcie, gen)))
                 children.append(_trained(nic.pcie, gen))
-        if mode == "shared":
+        if mode in ("shared", "serving-leaf"):
             assert nic is not None and nic_name is not None and transport is not None  # drawn with the mode
-            backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, None, attach(entry["id"], nic.pcie, gen)))
+            served = [g["id"] for g in gpus[len(gpus) - size:]] if mode == "serving-leaf" else []
+            backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, served, attach(entry["id"], nic.pcie, gen)))
             children.append(_trained(nic.pcie, gen))
         oversubscribe(entry, children)
 
@@ -407,10 +414,12 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     return layout
 
 
-def _backend_nic(i: int, part: str, transport: str, gpu: str | None, pcie: dict) -> dict:
+def _backend_nic(i: int, part: str, transport: str, gpus: list[str], pcie: dict) -> dict:
     entry: dict[str, Any] = {"id": f"nic{i}", "part": part, "role": "backend", "transport": transport}
-    if gpu is not None:
-        entry["gpu"] = gpu
+    if len(gpus) == 1:
+        entry["gpu"] = gpus[0]
+    elif gpus:
+        entry["gpus"] = gpus
     entry["device"] = f"mlx5_{i}"
     if transport == "rocev2":
         entry["interface"] = f"eth{i}"
@@ -423,7 +432,7 @@ def _backend(draw, mode: str, transport: str | None) -> dict | None:
         if not draw(st.booleans(), label="backend section"):
             return None
         backend: dict[str, Any] = {"transport": "tcp"}
-    elif mode == "per-gpu":
+    elif mode in ("per-gpu", "several-per-gpu"):
         backend = {"transport": transport, "nic_per_gpu": True, "gpudirect": True}
     else:
         backend = {"transport": transport}

@@ -84,6 +84,14 @@ class ResolvedView:
         return self.platform.locate(entity, *fields)
 
 
+def served_field(platform: Platform, nic: Nic, gpu_id: str | None = None) -> tuple[str, *tuple[str | int, ...]]:
+    """Where a NIC names the GPUs it serves, for `Platform.locate`: its `gpus` list (at
+    `gpu_id`'s entry when given and listed), or its `gpu`."""
+    if platform.locate(nic.id, "gpus") == platform.locate(nic.id):
+        return (nic.id, "gpu")
+    return (nic.id, "gpus", nic.gpus.index(gpu_id)) if gpu_id in nic.gpus else (nic.id, "gpus")
+
+
 class Topology(ResolvedView):
     """The resolved node: `platform` (the model) plus its derived, cached topology queries."""
 
@@ -362,18 +370,28 @@ class Topology(ResolvedView):
 
     # -------------------------------------------------------------- NICs
 
-    @cached_property
-    def gpu2nic(self) -> dict[str, Nic]:
-        """GPU id -> its paired backend NIC (first by bus id when a GPU has several)."""
-        mapping: dict[str, Nic] = {}
-        for nic in self.platform.backend_nics:
-            if nic.gpu is not None:
-                mapping.setdefault(nic.gpu, nic)
-        return mapping
+    def nics_of(self, gpu_id: str) -> tuple[Nic, ...]:
+        """The backend NICs that name GPU `gpu_id` among the GPUs they serve, in file order
+        (empty when none does)."""
+        return self._nics_by_gpu.get(gpu_id, ())
 
-    def nic_of(self, gpu_id: str) -> Nic | None:
-        """The backend NIC paired with a GPU, or None."""
-        return self.gpu2nic.get(gpu_id)
+    def gpus_of(self, nic_id: str) -> tuple[str, ...]:
+        """The GPUs backend NIC `nic_id` serves, as written (empty for a NIC that names none,
+        and for a host NIC)."""
+        nic = self.platform.by_id.get(nic_id)
+        return nic.gpus if isinstance(nic, Nic) and nic.role == "backend" else ()
+
+    @cached_property
+    def _nics_by_gpu(self) -> dict[str, tuple[Nic, ...]]:
+        p = self.platform
+        def written_at(nic: Nic) -> tuple[int, int]:
+            where = p.locate(nic.id)
+            return (where.line, where.col)
+        mapping: dict[str, list[Nic]] = {}
+        for nic in sorted(p.backend_nics, key=written_at):  # stable: repeat-expanded copies keep their model order
+            for gpu_id in nic.gpus:
+                mapping.setdefault(gpu_id, []).append(nic)
+        return {gpu_id: tuple(nics) for gpu_id, nics in mapping.items()}
 
     @property
     def collective_nics(self) -> tuple[Nic, ...]:
@@ -383,8 +401,9 @@ class Topology(ResolvedView):
         return self.platform.collective_nics
 
     def scale_out_nics(self, gpu_id: str) -> tuple[Nic, ...]:
-        """The collective NICs a GPU's inter-node traffic uses: its paired NIC; without one,
-        the collective NICs no GPU is paired with, or else all collective NICs (shared)."""
+        """The collective NICs a GPU's inter-node traffic uses: the NICs that serve it
+        (`nics_of`); without any, the collective NICs that serve no GPU, or else all collective
+        NICs (shared)."""
         return self._scale_out[0].get(gpu_id, ())
 
     def scale_out_users(self, nic_id: str) -> int:
@@ -393,8 +412,9 @@ class Topology(ResolvedView):
 
     def scale_out_share(self, gpu_id: str) -> float:
         """A GPU's share of scale-out bandwidth when every GPU sends at once, bytes/s per
-        direction: each collective NIC's speed divided among the GPUs that use it, summed over
-        the GPU's NICs. A GPU with its own NIC gets all of it; two GPUs on one NIC get half."""
+        direction: each of its NICs' speed divided among the GPUs that use that NIC, summed
+        over the GPU's NICs. A GPU with four 100 Gb/s NICs of its own gets 50 GB/s; two GPUs
+        on one NIC get half of it each."""
         users = self._scale_out[1]
         return sum(n.speed / users[n.id] for n in self.scale_out_nics(gpu_id))
 
@@ -402,38 +422,47 @@ class Topology(ResolvedView):
     def _scale_out(self) -> tuple[dict[str, tuple[Nic, ...]], dict[str, int]]:
         p = self.platform
         collective = self.collective_nics
-        paired = {n.id for n in self.gpu2nic.values()}
-        unpaired = tuple(n for n in collective if n.gpu is None or n.gpu not in p.gpu_by_id)
+        unpaired = tuple(n for n in collective if not any(g in p.gpu_by_id for g in n.gpus))
         fallback = unpaired or collective
         uses: dict[str, tuple[Nic, ...]] = {}
         users: dict[str, int] = {}
         for gpu in p.gpus:
-            nic = self.gpu2nic.get(gpu.id)
-            mine = (nic,) if nic is not None and nic.id in paired and nic in collective else fallback
+            mine = tuple(n for n in self.nics_of(gpu.id) if n in collective) or fallback
             uses[gpu.id] = mine
             for n in mine:
                 users[n.id] = users.get(n.id, 0) + 1
         return uses, users
 
-    def gpudirect(self, nic: Nic) -> bool:
-        """Whether `nic` moves its GPU's data by GPUDirect RDMA (declared and supported)."""
+    def gpudirect(self, nic: Nic, gpu_id: str) -> bool:
+        """Whether `nic` moves GPU `gpu_id`'s data by GPUDirect RDMA: a backend NIC that serves
+        that GPU, with GPUDirect supported by its part and declared (or detected) for the backend."""
         backend = self.platform.backend
-        return bool(nic.role == "backend" and nic.gpu is not None and nic.gpudirect
+        return bool(nic.role == "backend" and gpu_id in nic.gpus and nic.gpudirect
                     and backend is not None and backend.gpudirect)
 
-    def turn_point(self, nic: Nic) -> str | None:
-        """Where a NIC's traffic turns: the bridge it shares with its GPU under GPUDirect RDMA,
-        else its socket (None when it reaches none)."""
-        if self.gpudirect(nic) and nic.gpu is not None:
-            shared = self.common_bridge(nic.id, nic.gpu)
+    def gpudirect_any(self, nic: Nic) -> bool:
+        """Whether `nic` moves the data of at least one of its GPUs by GPUDirect RDMA."""
+        return any(self.gpudirect(nic, g) for g in nic.gpus)
+
+    def turn_point(self, nic: Nic, gpu_id: str) -> str | None:
+        """Where a NIC's traffic for GPU `gpu_id` turns: the bridge NIC and GPU share under
+        GPUDirect RDMA, else the NIC's socket (None when it reaches none)."""
+        if self.gpudirect(nic, gpu_id):
+            shared = self.common_bridge(nic.id, gpu_id)
             if shared is not None:
                 return shared
         return nic.socket
 
-    def nic_path(self, nic: Nic) -> list[Bridge | Nic]:
-        """The items whose upstream link a NIC's traffic crosses: the NIC itself, then each
-        bridge above it below its turn point."""
-        stop = self.turn_point(nic)
+    def nic_path(self, nic: Nic, gpu_id: str | None = None) -> list[Bridge | Nic]:
+        """The items whose upstream link a NIC's traffic to GPU `gpu_id` crosses: the NIC itself,
+        then each bridge above it below its turn point. Without `gpu_id`, the longest such path
+        over the GPUs the NIC serves: every link any of its traffic crosses."""
+        if gpu_id is None:
+            paths = [self.nic_path(nic, g) for g in nic.gpus] or [self._path_below(nic, nic.socket)]
+            return max(paths, key=len)
+        return self._path_below(nic, self.turn_point(nic, gpu_id))
+
+    def _path_below(self, nic: Nic, stop: str | None) -> list[Bridge | Nic]:
         path: list[Bridge | Nic] = [nic]
         for bridge_id in self.bridges_above(nic.id):
             if bridge_id == stop:
@@ -442,17 +471,17 @@ class Topology(ResolvedView):
         return path
 
     def gdr_path_type(self) -> PathType | None:
-        """The farthest GPU-to-own-NIC distance (PCIe, or P2C over NVLink-C2C) on the node under GPUDirect RDMA: each
-        GPU's paired backend NIC, or its nearest GPUDirect-capable NIC; None without such NICs."""
+        """The farthest GPU-to-NIC distance (PCIe, or P2C over NVLink-C2C) on the node under GPUDirect
+        RDMA, judged per pair: each GPU to every GPUDirect-capable backend NIC that serves it, or,
+        for a GPU no capable NIC serves, to its nearest capable NIC; None without such NICs."""
         p = self.platform
         capable = [n for n in p.backend_nics if n.transport != "tcp" and n.rdma and n.gpudirect]
         if not capable or not p.gpus:
             return None
         worst = 0
         for gpu in p.gpus:
-            paired = self.gpu2nic.get(gpu.id)
-            candidates = [paired] if paired is not None and paired in capable else capable
-            best = min(PATH_TYPES.index(self.path_type(gpu.id, nic.id)) for nic in candidates)
-            worst = max(worst, best)
+            own = [n for n in self.nics_of(gpu.id) if n in capable]
+            distances = [PATH_TYPES.index(self.path_type(gpu.id, nic.id)) for nic in own or capable]
+            worst = max(worst, max(distances) if own else min(distances))
         return PATH_TYPES[worst]
 

@@ -15,7 +15,7 @@ from hwspec.formats.limits import Limit
 from hwspec.formats.nccl_env import KNOWN
 from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
 from hwspec.spec.translate import nearest
-from hwspec.topology.node import RDMA_TRANSPORTS  # noqa: F401  (re-exported for the rule modules)
+from hwspec.topology.node import RDMA_TRANSPORTS, served_field  # noqa: F401  (re-exported for the rule modules)
 
 
 class _HasId(Protocol):

@@ -11,7 +11,7 @@ from itertools import chain
 from hwspec.rules import Context, rule
 from hwspec.text import visible
 
-from ._common import POLICY_DOC, gbit, number, refused_names, unknown_nccl_names
+from ._common import POLICY_DOC, gbit, number, refused_names, served_field, unknown_nccl_names
 
 
 def _tbit(rate: float) -> str:
@@ -40,12 +40,22 @@ def rail_alignment(ctx: Context):
             continue
         rail_of = {nic.id: position for position, nic in enumerate(nics)}
         for gpu in platform.gpus:
-            nic = topology.nic_of(gpu.id)
-            if nic is not None and rail_of.get(nic.id) != gpu.index:
+            rails = _rails_of_rank(gpu.index, len(platform.gpus), len(nics))
+            wrong = next((n for n in topology.nics_of(gpu.id) if rail_of.get(n.id) not in rails), None)
+            if wrong is not None:
+                expected = f"rail {rails[0]}" if len(rails) == 1 else f"rails {rails[0]}-{rails[-1]}"
                 yield ctx.finding(
-                    f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {nic.id}, which is on rail "
-                    f"{rail_of[nic.id]}, not rail {gpu.index}", at=platform.locate(nic.id, "gpu"),
-                    hint="pair GPU i with the i-th backend NIC by bus id, or use a Clos topology")
+                    f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {wrong.id}, which is on rail "
+                    f"{rail_of[wrong.id]}, not {expected}", at=platform.locate(*served_field(platform, wrong, gpu.id)),
+                    hint="pair GPU i with the i-th backend NIC by bus id (the i-th group of NICs when GPUs have "
+                         "several, or share them), or use a Clos topology")
+
+
+def _rails_of_rank(rank: int, gpus: int, rails: int) -> list[int]:
+    """The rails local rank `rank` of `gpus` reaches when the node's `rails` NICs are dealt out
+    in bus order: rank i's slice [i/gpus, (i+1)/gpus) of the NICs, rail r's [r/rails, (r+1)/rails);
+    one rail each with one NIC per GPU, a block with several, a shared rail with fewer."""
+    return [r for r in range(rails) if r * gpus < (rank + 1) * rails and rank * rails < (r + 1) * gpus]
 
 
 @rule("HW802", "switch-ports", "error", scope="cluster")

@@ -1,4 +1,4 @@
-"""NIC rules: backend NICs pair with GPUs they are close to and can serve; host NICs stay off GPU switches."""
+"""NIC rules: backend NICs serve GPUs they are close to and can serve (each GPU-NIC pair judged on its own); host NICs stay off GPU switches."""
 
 from __future__ import annotations
 
@@ -9,53 +9,60 @@ from hwspec.formats.transports import TRANSPORTS, facts
 from hwspec.model.node import Gpu, Nic
 from hwspec.rules import Context, Finding, rule
 
-from ._common import RDMA_TRANSPORTS, id_list, in_file_order, place
+from ._common import RDMA_TRANSPORTS, id_list, in_file_order, place, served_field
 
 
 @rule("HW201", "backend-nic-per-gpu")
 def backend_nic_per_gpu(ctx: Context) -> Iterator[Finding]:
-    """Where `backend.nic_per_gpu` is declared, every GPU has exactly one backend NIC and every backend NIC names its GPU.
+    """Where `backend.nic_per_gpu` is declared, every GPU has backend NICs of its own: at least one, none shared with another GPU, and every backend NIC names its GPU.
 
-    With one NIC per GPU, NCCL gives each rank its own NIC and rails line up across nodes. A GPU
-    without a NIC makes its rank borrow another GPU's NIC (halving both); a backend NIC without
-    a GPU is either unused or silently shared.
+    With dedicated NICs, NCCL gives each rank its own NICs and rails line up across nodes; a GPU
+    may have several (AWS p5: four EFA devices per GPU). A GPU without a NIC makes its rank
+    borrow another GPU's NIC (halving both); a NIC that serves several GPUs, or names none, is
+    shared. Without `nic_per_gpu` a NIC may serve several GPUs (`gpus:`, as on AWS p4d).
     """
     p = ctx.platform
     if p.backend is None or not p.backend.nic_per_gpu:
         return
     for gpu in p.gpus:
-        nics = in_file_order(p, [n for n in p.backend_nics if n.gpu == gpu.id])
-        if not nics:
+        if not ctx.topology.nics_of(gpu.id):
             yield ctx.finding(f"{gpu.id} has no backend NIC, but backend.nic_per_gpu is declared",
                               at=(gpu.id,), hint=f"add a backend NIC with 'gpu: {gpu.id}', or correct another NIC's 'gpu:'")
-        for extra in nics[1:]:
-            yield ctx.finding(f"{gpu.id} has {len(nics)} backend NICs ({id_list(n.id for n in nics)}), "
-                              "but backend.nic_per_gpu declares one per GPU",
-                              at=(extra.id, "gpu"), hint=f"pair {extra.id} with the GPU it serves")
-    for nic in p.backend_nics:
-        if nic.gpu is None:
+    for nic in in_file_order(p, p.backend_nics):
+        if not nic.gpus:
             yield ctx.finding(f"{nic.id} is a backend NIC but names no GPU, and backend.nic_per_gpu is declared",
                               at=(nic.id, "gpu"), hint="add 'gpu:' with the GPU this NIC serves")
+        elif len(nic.gpus) > 1:
+            yield ctx.finding(f"{nic.id} serves {len(nic.gpus)} GPUs ({id_list(nic.gpus)}), but backend.nic_per_gpu "
+                              "declares dedicated NICs per GPU",
+                              at=served_field(p, nic), hint="give each GPU its own NICs, or do not declare backend.nic_per_gpu")
 
 
 def _pairs(ctx: Context) -> Iterator[tuple[Nic, Gpu]]:
-    """Backend NICs with their GPU, both reaching a socket (HW101 reports the others)."""
+    """Each backend NIC with each GPU it names, both reaching a socket (HW101 reports the others)."""
     p = ctx.platform
     for nic in p.backend_nics:
-        gpu = p.gpu_by_id.get(nic.gpu) if nic.gpu else None  # the NIC's own claim, not topology.nic_of
-        if gpu is not None and nic.socket is not None and gpu.socket is not None:
-            yield nic, gpu
+        for gpu_id in nic.gpus:  # the NIC's own claims
+            gpu = p.gpu_by_id.get(gpu_id)
+            if gpu is not None and nic.socket is not None and gpu.socket is not None:
+                yield nic, gpu
+
+
+def _also_serves(nic: Nic, gpu: Gpu) -> str:
+    others = [g for g in nic.gpus if g != gpu.id]
+    return f" ({nic.id} also serves {id_list(others)})" if others else ""
 
 
 @rule("HW202", "backend-nic-locality")
 def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
-    """A backend NIC sits under the same PCIe switch or root port as its GPU, or, for a GPU attached over NVLink-C2C, on the GPU's own C2C socket.
+    """A backend NIC sits under the same PCIe switch or root port as each GPU it serves, or, for a GPU attached over NVLink-C2C, on the GPU's own C2C socket.
 
     GPUDirect RDMA moves data between GPU and NIC through the PCIe switch they share. Without a
     shared switch or root port the traffic goes through the CPU's host bridge (NCCL's PHB or SYS
     distance): NCCL then disables GPUDirect or runs it at a fraction of the NIC's speed. A Grace
     Blackwell GPU reaches the NICs on its own Grace's root ports over NVLink-C2C (NCCL's P2C),
-    where GPUDirect RDMA runs at full speed; a NIC on the other Grace is SYS.
+    where GPUDirect RDMA runs at full speed; a NIC on the other Grace is SYS. Each GPU-NIC pair
+    is judged on its own: a NIC serving two GPUs may be close to one and far from the other.
     """
     for nic, gpu in _pairs(ctx):
         if ctx.topology.gpudirect_path(gpu.id, nic.id):
@@ -65,25 +72,33 @@ def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
                    "so their traffic crosses between the CPUs")
         else:
             why = "they share no PCIe switch or root port, so their traffic goes through the CPU"
-        yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: {why}",
-                          at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
+        yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: {why}{_also_serves(nic, gpu)}",
+                          at=_pair_at(ctx, nic, gpu), hint=_move_hint(ctx, nic, gpu))
 
 
 @rule("HW203", "backend-nic-numa")
 def backend_nic_numa(ctx: Context) -> Iterator[Finding]:
-    """A backend NIC is on the same NUMA node as its GPU.
+    """A backend NIC is on the same NUMA node as each GPU it serves.
 
     Traffic between a GPU and a NIC on another socket crosses the CPU interconnect (UPI), which is
     slower than the NIC and shared with everything else; NCCL rates such a pair SYS and avoids it.
     """
     for nic, gpu in _pairs(ctx):
         if nic.numa_node != gpu.numa_node:
-            yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: their traffic crosses the socket interconnect",
-                              at=(nic.id, "pcie", "upstream"), hint=_move_hint(ctx, nic, gpu))
+            yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: their traffic crosses the socket interconnect"
+                              f"{_also_serves(nic, gpu)}", at=_pair_at(ctx, nic, gpu), hint=_move_hint(ctx, nic, gpu))
+
+
+def _pair_at(ctx: Context, nic: Nic, gpu: Gpu) -> tuple[str | int, ...]:
+    """A far pair is the NIC's placement when it serves one GPU; when it serves several, the
+    far GPU's entry in its `gpus` (moving the NIC would part it from the others)."""
+    return (nic.id, "pcie", "upstream") if len(nic.gpus) == 1 else served_field(ctx.platform, nic, gpu.id)
 
 
 def _move_hint(ctx: Context, nic: Nic, gpu: Gpu) -> str:
     p = ctx.platform
+    if len(nic.gpus) > 1:
+        return f"serve {gpu.id} from a NIC under {gpu.upstream}, and leave it out of {nic.id}'s 'gpus'"
     near = [g.id for g in p.gpus if g.id != gpu.id and ctx.topology.gpudirect_path(g.id, nic.id)]
     where = (f"onto {gpu.c2c_socket} (the socket of {gpu.id}'s NVLink-C2C)" if gpu.c2c_socket is not None
              else f"under {gpu.upstream}")
