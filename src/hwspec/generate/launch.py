@@ -51,7 +51,7 @@ class Rank:
 
     @property
     def nic_bus(self) -> str:
-        return self.nic.bus if self.nic is not None else "-"
+        return (self.nic.bus or "unknown") if self.nic is not None else "-"
 
     @property
     def numa_node(self) -> str:
