@@ -110,12 +110,14 @@ def net_speed(nic: Nic) -> int | None:
 
 
 def missing_bus_ids(topology: Topology) -> list[str]:
-    """The GPUs, NICs and bridges above them whose bus id is unknown: NCCL's and RCCL's topology
-    files name every `<pci>` by bus id, so neither is written while this is not empty (rule
-    HW603 says what to fill in)."""
+    """The GPUs, NICs and bridges above them whose bus id or PCIe link is unknown: NCCL's and
+    RCCL's topology files name every `<pci>` by bus id and require its link (NCCL reuses a file's
+    `<net>` without reading sysfs, so a NIC's link is not filled in), so neither file is written
+    while this is not empty (rule HW603 says what to fill in)."""
     platform = topology.platform
     return sorted(ident for ident in _wanted(topology)
-                  if (item := platform.by_id.get(ident)) is not None and getattr(item, "bus", "") is None)
+                  if (item := platform.by_id.get(ident)) is not None
+                  and (getattr(item, "bus", "") is None or getattr(item, "link", True) is None))
 
 
 def net_name(nic: Nic) -> str | None:
