@@ -252,6 +252,15 @@ FAULTS = [
         '6:30: error[HW601 declared-counts]: declares.gpus is 8, but 2 GPU(s) are described (gpu0, gpu1)'
         '\n  hint: correct the gpus list or the declared count',
     ], id='HW601-declared_counts_wrong'),
+    pytest.param('unknown_facts', [
+        "44:11: warning[HW603 unknown-facts]: gpu1: the GPU part 0x10de:0x20b0 is unknown: its HBM, compute and fabric "
+        "figures are unknown; waiting: the figures of roofline.json, torchrec-topology.json, calculon-system.json, "
+        "'hwspec estimate' and 'compare'"
+        "\n  hint: name the part, or import nvidia-smi -q -x with the other inputs",
+        "65:32: warning[HW603 unknown-facts]: nic1: the PCI bus id is unknown; waiting: nccl-topo.xml (NCCL names every "
+        "device by bus id)"
+        "\n  hint: copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)",
+    ], id='HW603-unknown_facts'),
     pytest.param('amd_gpus_on_nvswitch', [
         "48:20: error[HW911 rccl-topo-writable]: an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch "
         "to join the GPUs to; list the xGMI pairs (fully-connected or explicit)",

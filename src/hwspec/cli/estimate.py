@@ -53,6 +53,18 @@ def _workload(path: Path) -> tuple[Any, int]:
         return None, EXIT_UNREADABLE if unreadable else EXIT_FINDINGS
 
 
+def _figures(topology) -> tuple[Any, int]:
+    """The platform's figures, or None and the exit status after reporting unknown ones (E403)."""
+    from hwspec.diagnostics import HwspecError, report
+    from hwspec.perf.platform_figures import figures
+
+    try:
+        return figures(topology), EXIT_OK
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return None, EXIT_FINDINGS
+
+
 def _estimate(figures, workload) -> tuple[dict | None, int]:
     from hwspec.diagnostics import HwspecError, report
     from hwspec.perf.estimate import estimate
@@ -104,7 +116,6 @@ def _dump(document: dict) -> str:
 def cmd_estimate(args: argparse.Namespace) -> int:
     """Per-iteration time bounds of WORKLOAD on PLATFORM, term by term."""
     from hwspec.perf.estimate import text_report
-    from hwspec.perf.platform_figures import figures
 
     if not _check_plot_path(args.plot):
         return EXIT_UNREADABLE
@@ -114,7 +125,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     workload, status = _workload(args.workload)
     if workload is None:
         return status
-    document, status = _estimate(figures(topology), workload)
+    found, status = _figures(topology)
+    if found is None:
+        return status
+    document, status = _estimate(found, workload)
     if document is None:
         return status
     sys.stdout.write(_dump(document) if args.format == "json" else text_report(document))
@@ -124,7 +138,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Two platforms side by side; with a workload, both estimates and the speedup."""
     from hwspec.perf import compare
-    from hwspec.perf.platform_figures import figures
 
     if not _check_plot_path(args.plot):
         return EXIT_UNREADABLE
@@ -136,7 +149,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         topology, status = _platform(path, args)
         if topology is None:
             return status
-        found.append(figures(topology))
+        platform_figures, status = _figures(topology)
+        if platform_figures is None:
+            return status
+        found.append(platform_figures)
     a, b = found
     estimates: list[dict] = []
     if args.workload is not None:

@@ -78,6 +78,8 @@ class Code(enum.StrEnum):
         "(the workload's share of it), host DDR and SSD hold.")
     NO_PEAK_FOR_DTYPE = ("E402", "no peak for the dtype", "`hwspec estimate`/`compare`: the workload's compute_dtype has no peak on the "
         "platform's GPUs.")
+    UNKNOWN_FIGURES = ("E403", "unknown figures", "`hwspec estimate`/`compare`: the platform says a figure the estimate needs is "
+        "unknown (`part: unknown`, a NIC without a speed): name the part or give the figure (rule HW603 says where).")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
         "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "

@@ -122,7 +122,9 @@ class Dialect:
     """Children one element may have, where the parser has a fixed table (None: not checked)."""
 
 
-NCCL = Dialect("NCCL", "1", CHILDREN, "nvlink", ("0x03",), ("dev", "sm", "rank"), FAMILY_VENDORS, MAX_ELEMENTS, "NCCL 2.21+")
+# sm is not required: NCCL's detection fills a missing sm from the device (ncclTopoFillGpu, "dev and sm
+# filled only if missing"), which is how hwspec leaves an unknown part's compute capability to NCCL
+NCCL = Dialect("NCCL", "1", CHILDREN, "nvlink", ("0x03",), ("dev", "rank"), FAMILY_VENDORS, MAX_ELEMENTS, "NCCL 2.21+")
 RCCL = Dialect("RCCL", "2", {**CHILDREN, "gpu": ("xgmi",), "xgmi": ()}, "xgmi", ("0x03", CLASS_ACCELERATOR),
                ("dev", "sm", "gcn", "arch", "rank"), FAMILY_VENDORS + ("AuthenticAMD",), RCCL_MAX_ELEMENTS,
                "RCCL", RCCL_MAX_CHILDREN)

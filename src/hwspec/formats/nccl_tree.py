@@ -23,7 +23,7 @@ from hwspec.formats.nccl_topology import (
     RCCL_MAX_ELEMENTS,
 )
 from hwspec.formats.transports import facts
-from hwspec.model.node import Bridge, Gpu, Nic, Platform
+from hwspec.model.node import UNKNOWN_PART, Bridge, Gpu, Nic, PcieLink, Platform
 from hwspec.topology.node import Topology
 
 CLASS_BRIDGE = "0x060400"
@@ -67,9 +67,12 @@ class XmlForm:
         `gdr` attribute, or nothing when the library is to detect it."""
         if self.library == "rccl":
             # RCCL's sm is the compute-unit count (topo.cc ncclTopoAddGpu); rccl_limits refuses a part without it
-            return [("dev", str(gpu.index)), ("sm", str(gpu.compute_units)), ("gcn", str(gpu.gcn)),
-                    ("arch", str(gpu.hip_arch)), ("rank", str(gpu.index)), *gdr]
-        return [("dev", str(gpu.index)), ("sm", str(gpu.sm)), ("rank", str(gpu.index)), *gdr]
+            # a value the platform does not know is left out: RCCL's detection fills it (as NCCL's does)
+            known = [(key, str(value)) for key, value in (("sm", gpu.compute_units), ("gcn", gpu.gcn), ("arch", gpu.hip_arch))
+                     if value is not None]
+            return [("dev", str(gpu.index)), *known, ("rank", str(gpu.index)), *gdr]
+        sm = [] if gpu.sm is None else [("sm", str(gpu.sm))]  # unknown: NCCL fills a missing sm from the device
+        return [("dev", str(gpu.index)), *sm, ("rank", str(gpu.index)), *gdr]
 
 
 NCCL_FORM = XmlForm("nccl", "1", CLASS_GPU, "nvlink", TCLASS_GPU, MAX_ELEMENTS)
@@ -102,9 +105,21 @@ def cpumap(cpus: tuple[int, ...], total: int) -> str:
     return ",".join(f"{(mask >> (32 * i)) & 0xFFFFFFFF:08x}" for i in reversed(range(words)))
 
 
-def net_speed(nic: Nic) -> int:
-    """`<net speed>` in Mbit/s from bytes/s per direction (25e9 B/s -> 200000)."""
-    return round(nic.speed * 8 / 1e6)
+def net_speed(nic: Nic) -> int | None:
+    """`<net speed>` in Mbit/s from bytes/s per direction (25e9 B/s -> 200000); None when the
+    speed is unknown (the attribute is then left out, and NCCL fills it from the plugin)."""
+    return None if nic.speed is None else round(nic.speed * 8 / 1e6)
+
+
+def missing_bus_ids(topology: Topology) -> list[str]:
+    """The GPUs, NICs and bridges above them whose bus id or PCIe link is unknown: NCCL's and
+    RCCL's topology files name every `<pci>` by bus id and require its link (NCCL reuses a file's
+    `<net>` without reading sysfs, so a NIC's link is not filled in), so neither file is written
+    while this is not empty (rule HW603 says what to fill in)."""
+    platform = topology.platform
+    return sorted(ident for ident in _wanted(topology)
+                  if (item := platform.by_id.get(ident)) is not None
+                  and (getattr(item, "bus", "") is None or getattr(item, "link", True) is None))
 
 
 def net_name(nic: Nic) -> str | None:
@@ -142,6 +157,8 @@ def topology_limits(topology: Topology) -> list[Limit]:
     platform = topology.platform
     if not platform.gpus or collective_library(platform) != "nccl":
         return []  # AMD GPUs get rccl-topo.xml, with RCCL's own form and limits
+    if missing_bus_ids(topology):
+        return []  # not written until the bus ids are known: HW603 reports it
     limits: list[Limit] = []
     for device in (*platform.gpus, *platform.nics):
         if device.socket is None:
@@ -149,7 +166,7 @@ def topology_limits(topology: Topology) -> list[Limit]:
                                 "nccl-topo.xml", (device.id, "pcie", "upstream"), "attach it under a socket's PCIe tree",
                                 reported_by="HW101"))
     for socket in platform.sockets:
-        if socket.arch == "x86_64" and socket.vendor not in CPU_VENDORS:
+        if socket.arch == "x86_64" and socket.vendor is not None and socket.vendor not in CPU_VENDORS:
             limits.append(Limit(f"socket {socket.id} is x86_64 with vendor {socket.vendor!r}; NCCL's topology file "
                                 "knows Intel and AMD", (socket.id, "part"), "use an Intel or AMD CPU part"))
     total = _cpu_total(platform)
@@ -230,49 +247,76 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                 gpu = XmlNode("gpu", form.gpu_attrs(item, gdr),
                               [XmlNode(form.gpu_link, [("target", target), ("count", str(count)), ("tclass", tclass)], at=item.id)
                                for target, tclass, count in links] + ([c2c_element(item)] if c2c else []), at=item.id)
-                nodes.append(XmlNode("pci", _pci(item.bus, form.gpu_class, item.link.gen, item.link.width,
-                                                 item.pci_vendor, item.pci_device), [] if detail == "skeleton" else [gpu],
+                nodes.append(XmlNode("pci", _pci(_bus_id(item.bus), form.gpu_class, item.link, item.pci_vendor, item.pci_device),
+                                     [] if detail == "skeleton" else [gpu],
                                      at=item.id))
             elif isinstance(item, Nic):
                 # the ports of one adapter function share its <pci> and <nic>: one <net> each
                 ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
-                nets = [XmlNode("net", [("name", name), ("dev", str(net_dev(n))), ("speed", str(net_speed(n))),
-                                        ("port", str(n.port)), *([] if detect else [("gdr", "1" if net_gdr(platform, n) else "0")])],
+                nets = [XmlNode("net", [("name", name), ("dev", str(net_dev(n))), *_net_speed(n),
+                                        ("port", str(n.port)), *_net_gdr(platform, n, detect)],
                                 at=n.id)
                         for n in ports if (name := net_name(n)) is not None and n.role != "management"]
-                nodes.append(XmlNode("pci", _pci(item.bus, pci_class, item.link.gen, item.link.width),
+                nodes.append(XmlNode("pci", _pci(_bus_id(item.bus), pci_class, item.link),
                                      [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
                                      at=item.id))
             else:
                 assert isinstance(item, Bridge), child  # wanted: GPUs, NICs and the bridges above them
-                nodes.append(XmlNode("pci", _pci(item.bus, CLASS_BRIDGE, item.link.gen, item.link.width, item.pci_vendor,
+                nodes.append(XmlNode("pci", _pci(_bus_id(item.bus), CLASS_BRIDGE, item.link, item.pci_vendor,
                                                  item.pci_device, item.subsystem_vendor, item.subsystem_device),
                                      below(child), at=item.id))
         return nodes
 
     system = XmlNode("system", [("version", form.version)])
     for socket in platform.sockets:
-        attrs = [("numaid", str(socket.numa_node)), ("affinity", cpumap(socket.cpus, total)), ("arch", socket.arch)]
-        if socket.arch == "x86_64":
-            attrs += [("vendor", CPU_VENDORS[socket.vendor]), ("familyid", str(socket.family)),
-                      ("modelid", str(socket.model))]
+        # what the platform does not know of the CPU is left out: NCCL fills affinity, arch, vendor,
+        # familyid and modelid when missing (ncclTopoGetXmlFromCpu)
+        attrs = [("numaid", str(socket.numa_node))]
+        attrs += [("affinity", cpumap(socket.cpus, total))] if socket.cpus else []
+        attrs += [("arch", socket.arch)] if socket.arch else []
+        if socket.arch == "x86_64" and socket.vendor is not None:
+            attrs += [("vendor", CPU_VENDORS[socket.vendor])]
+            attrs += [(key, str(value)) for key, value in (("familyid", socket.family), ("modelid", socket.model)) if value is not None]
         system.children.append(XmlNode("cpu", attrs, below(socket.id), at=socket.id))
     return system
 
 
-def _pci(bus: str, pci_class: str, gen: int, width: int, vendor: str | None = None, device: str | None = None,
+def _pci(bus: str, pci_class: str, link: PcieLink | None, vendor: str | None = None, device: str | None = None,
          subsystem_vendor: str | None = None, subsystem_device: str | None = None) -> list[tuple[str, str]]:
     """A `<pci>`'s attributes in the order NCCL's dumps write them. The ids are written in pairs
     (vendor and device; the subsystem's vendor and device) where both are known: NCCL packs them
-    into one 64-bit id, by which it flattens Broadcom PEX switches."""
+    into one 64-bit id, by which it flattens Broadcom PEX switches. An unknown link is left out
+    (NCCL fills link_speed/link_width from sysfs)."""
     attrs = [("busid", bus), ("class", pci_class)]
     if vendor and device:
         attrs += [("vendor", vendor), ("device", device)]
         if subsystem_vendor and subsystem_device:
             attrs += [("subsystem_vendor", subsystem_vendor), ("subsystem_device", subsystem_device)]
-    return attrs + [("link_speed", PCIE_LINK_SPEED[gen]), ("link_width", str(width))]
+    if link is None:
+        return attrs
+    return attrs + [("link_speed", PCIE_LINK_SPEED[link.gen]), ("link_width", str(link.width))]
+
+
+def _bus_id(bus: str | None) -> str:
+    """A bus id to write: never None here (`missing_bus_ids` keeps the file from being written)."""
+    if bus is None:
+        raise GenerationError("a topology file needs every bus id: missing_bus_ids must be checked first")
+    return bus
+
+
+def _net_speed(nic: Nic) -> list[tuple[str, str]]:
+    speed = net_speed(nic)
+    return [] if speed is None else [("speed", str(speed))]
+
+
+def _net_gdr(platform: Platform, nic: Nic, detect: bool) -> list[tuple[str, str]]:
+    """`gdr` of a `<net>`: left out for NCCL's detection when the platform says 'detect', or when
+    the NIC's part is unknown and so is its GPUDirect support."""
+    if detect or (nic.gpudirect is None and nic.transport != "tcp"):
+        return []
+    return [("gdr", "1" if net_gdr(platform, nic) else "0")]
 
 
 def _net_numbering(platform: Platform) -> Callable[[Nic], int]:
@@ -315,7 +359,7 @@ def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU) -> dict[str, list
         ends = [(link.a, link.b), (link.b, link.a)] if link.b in platform.gpu_by_id else [(link.a, link.b)]
         for gpu, peer in ends:
             if peer in platform.gpu_by_id:
-                key = (platform.gpu_by_id[peer].bus, gpu_tclass)
+                key = (_bus_id(platform.gpu_by_id[peer].bus), gpu_tclass)
             else:
                 key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
             per_gpu = counts.setdefault(gpu, {})
@@ -340,8 +384,8 @@ def rccl_limits(topology: Topology) -> list[RcclLimit]:
     """Every reason rccl-topo.xml cannot be written for this node (empty for NVIDIA nodes and
     for AMD nodes RCCL can be told about)."""
     platform: Platform = topology.platform
-    if collective_library(platform) != "rccl":
-        return []
+    if collective_library(platform) != "rccl" or missing_bus_ids(topology):
+        return []  # without bus ids the file is not written: HW603 reports it
     limits: list[RcclLimit] = []
     others = [g.id for g in platform.gpus if g.vendor != "amd"]
     if others:
@@ -352,7 +396,7 @@ def rccl_limits(topology: Topology) -> list[RcclLimit]:
             continue
         missing = [key for key, value in (("gcn", gpu.gcn), ("hip_arch", gpu.hip_arch),
                                           ("compute_units", gpu.compute_units)) if value is None]
-        if missing:
+        if missing and gpu.part != UNKNOWN_PART:  # an unknown part's are left to RCCL's detection
             limits.append(RcclLimit(f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; RCCL's <gpu> needs "
                                     "gcn, arch and sm (the compute-unit count)", (gpu.id, "part")))
         if gpu.socket is None:
@@ -362,7 +406,7 @@ def rccl_limits(topology: Topology) -> list[RcclLimit]:
         limits.append(RcclLimit("an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch to join the GPUs "
                                 "to; list the xGMI pairs (fully-connected or explicit)", (None, "nvlink", "topology")))
     for socket in platform.sockets:
-        if socket.arch == "x86_64" and socket.vendor not in CPU_VENDORS:
+        if socket.arch == "x86_64" and socket.vendor is not None and socket.vendor not in CPU_VENDORS:
             limits.append(RcclLimit(f"socket {socket.id} is x86_64 with vendor {socket.vendor!r}; RCCL knows Intel and AMD",
                                     (socket.id, "part")))
     for nic in platform.nics:

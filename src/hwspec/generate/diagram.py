@@ -136,22 +136,27 @@ def _device_line(platform: Platform, item_id: str) -> str:
                                                    f"{gib(item.memory_capacity)} DDR, {gbps(item.memory_bandwidth)}"))
     if isinstance(item, Bridge):
         name = "root port" if item.kind == "root-port" else "PCIe switch"
-        return _node_line(item_id, item.kind, label(f"{item.id}: {name}", item.bus))
+        return _node_line(item_id, item.kind, label(f"{item.id}: {name}", item.bus or "bus unknown"))
     if isinstance(item, Gpu):
         links = platform.topology.nvlink_links(item_id)
         fabric = [f"{fabric_name(platform)} {links} x {item.fabric_kind}, {gbps(platform.topology.nvlink_bandwidth(item_id))}"] if links else []
         return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", item.model_name,
-                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric, item.bus))
+                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric,
+                                                item.bus or "bus unknown"))
     if isinstance(item, Nic):
         names = ", ".join(n for n in (item.device, item.interface) if n)
         role = f"{item.role} {item.transport}" + (f" for {', '.join(item.gpus)}" if item.gpus else "")
         return _node_line(item_id, nic_kind(item.role), label(f"{item.id}" + (f" ({names})" if names else ""),
-                                                              item.model_name, f"{role}, {gbps(item.speed)}", item.bus))
-    return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}", item.bus))
+                                                              item.model_name, f"{role}, {gbps(item.speed)}",
+                                                              item.bus or "bus unknown"))
+    return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}",
+                                                        item.bus or "bus unknown"))
 
 
 def _link_label(item: Any) -> str:
     """'Gen4 x16\n31.51 GB/s'; a presented link that differs from the trained one shows both."""
+    if item.link is None or item.physical is None:
+        return "link unknown"
     if item.physical == item.link:
         return label(str(item.link), gbps(item.link.bandwidth))
     return label(f"{item.physical} (shown as {item.link})", gbps(item.physical.bandwidth))
@@ -307,7 +312,7 @@ def _nvswitch_lines(platform: Platform, node: str, chips: list[str]) -> list[str
     per_gpu = _switch_links(platform, chips)
     links = sorted({n for n, _ in per_gpu.values()})
     bandwidth = sorted({b for _, b in per_gpu.values()})
-    kinds = sorted({platform.gpu_by_id[g].fabric_kind for g in per_gpu if g in platform.gpu_by_id}) or ["nvlink"]
+    kinds = sorted({platform.gpu_by_id[g].fabric_kind or "unknown" for g in per_gpu if g in platform.gpu_by_id}) or ["nvlink"]
     span = lambda values, fmt: fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"  # noqa: E731
     if node == SWITCH_FABRIC:
         name = f"NVSwitch fabric: {len(chips)} chips ({chips[0]}-{chips[-1]})"
@@ -323,7 +328,7 @@ def _switch_links(platform: Platform, chips: list[str]) -> dict[str, tuple[int, 
     for c in platform.nvlinks:
         if c.b in chips:
             links, bandwidth = found.get(c.a, (0, 0.0))
-            found[c.a] = (links + c.links, bandwidth + c.bandwidth)
+            found[c.a] = (links + c.links, bandwidth + (c.bandwidth or 0.0))  # unknown: the GPU line says so
     return found
 
 
@@ -392,7 +397,7 @@ def _nvlink_matrix(platform: Platform) -> str | None:
     def shade(n: int) -> str:
         return HEAT[min(len(HEAT) - 1, max(0, round((len(HEAT) - 1) * n / most)))]
 
-    per_link = sorted({g.fabric_link_bandwidth for g in platform.gpus})
+    per_link = sorted({g.fabric_link_bandwidth for g in platform.gpus if g.fabric_link_bandwidth is not None})
     caption = f"{fabric_name(platform)} links per GPU pair (NVn = n links" + (
         f", {' / '.join(gbps(b) for b in per_link)} each per direction)" if per_link else ")")
     table = _pair_table(gpus, columns, links, lambda n: (shade(n), f"NV{n}"), caption)

@@ -55,8 +55,8 @@ class Rank:
 
     @property
     def nic_bus(self) -> str:
-        """The NICs' bus ids, comma-separated ('-' for none)."""
-        return ",".join(n.bus for n in self.nics) or "-"
+        """The NICs' bus ids, comma-separated ('-' for none; 'unknown' for a NIC whose bus id is)."""
+        return ",".join(n.bus or "unknown" for n in self.nics) or "-"
 
     @property
     def numa_node(self) -> str:

@@ -18,7 +18,7 @@ as with the cloud vendors' files). The file says which form it is in a comment.
 from __future__ import annotations
 
 from hwspec.formats.nccl_topology import check_nccl_xml
-from hwspec.formats.nccl_tree import DETAIL_LEVELS, choose_topology, collective_library, net_name, topology_limits
+from hwspec.formats.nccl_tree import DETAIL_LEVELS, choose_topology, collective_library, missing_bus_ids, net_name, topology_limits
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.model.node import Platform
 
@@ -41,6 +41,8 @@ def nccl_topo(ctx: GenContext) -> Plan:
     platform: Platform = ctx.platform
     if not platform.gpus or collective_library(platform) != "nccl":
         return {}  # AMD GPUs: RCCL rejects NCCL's version-1 file; rccl-topo.xml is written instead
+    if missing_bus_ids(ctx.topology):
+        return {}  # NCCL names every device by bus id: not written until they are known (HW603 says so)
     refuse(platform, "nccl-topo.xml", topology_limits(ctx.topology))
     detail, system = choose_topology(ctx.topology)
     text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail],

@@ -22,6 +22,7 @@ from hwspec.formats.nccl_tree import (
     XmlNode,
     collective_library,
     elements,
+    missing_bus_ids,
     most_children,
     rccl_limits,
     system_tree,
@@ -52,8 +53,8 @@ def rccl_topo(ctx: GenContext) -> Plan:
     RCCL's parser rules; nothing for other nodes."""
     topology: Topology = ctx.topology
     platform: Platform = ctx.platform
-    if collective_library(platform) != "rccl":
-        return {}
+    if collective_library(platform) != "rccl" or missing_bus_ids(topology):
+        return {}  # without bus ids RCCL's file cannot name the devices: HW603 says what to fill in
     limits = rccl_limits(topology)
     if limits:
         raise GenerationError(f"{platform.file}: {RCCL_TOPO_FILE} cannot be written:\n  "

@@ -82,7 +82,7 @@ class _Differ:
         nic_by_bus = {n.bus: n.key for n in m.nics.values() if n.bus}
         nic_by_name = {name: n.key for n in m.nics.values() for name in [*(q.name for q in n.ports if q.name), *n.interfaces]}
         for nic in p.nics:
-            key = nic_by_bus.get(nic.bus) if tree else None
+            key = nic_by_bus.get(nic.bus) if tree and nic.bus is not None else None
             names = {x for x in (nic.device, nic.interface) if x}
             if key is not None and names and self.m.nics[key].ports and not (
                     {q.name for q in self.m.nics[key].ports} | set(self.m.nics[key].interfaces)) & names:
@@ -246,7 +246,7 @@ class _Differ:
             self.link(nic.id, nic, seen_nic, p.locate(nic.id, "pcie", "link"))
             port = next((q for q in seen_nic.ports if q.port == nic.port), seen_nic.ports[0] if len(seen_nic.ports) == 1 else None)
             if port is not None:
-                if port.speed is not None and port.speed < nic.speed:
+                if port.speed is not None and nic.speed is not None and port.speed < nic.speed:
                     self.add("D110", p.locate(nic.id, "part"), f"{nic.id} runs at {nic.speed * 8 / 1e9:g} Gb/s in the spec, "
                              f"but at {port.speed * 8 / 1e9:g} Gb/s in the machine", port.where)
                 spec_names = {x for x in (nic.device, nic.interface) if x}
@@ -254,7 +254,7 @@ class _Differ:
                     self.add("D110", p.locate(nic.id, "device" if nic.device else "interface"),
                              f"{nic.id} is named {' / '.join(sorted(spec_names))} in the spec, but {port.name} in the machine", port.where)
         for bridge in p.bridges:
-            seen_bridge = self.m.bridges.get(bridge.bus) if self.m.has_tree else None
+            seen_bridge = self.m.bridges.get(bridge.bus) if self.m.has_tree and bridge.bus is not None else None
             if seen_bridge is not None:
                 self.link(bridge.id, bridge, seen_bridge, p.locate(bridge.id, "link"))
 

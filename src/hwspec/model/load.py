@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart", "pcie_switches": "PcieSwitchPart"}
 """Catalogue section -> the name of the spec model of its parts in `hwspec.spec.models`."""
 
+IDENTITY_KINDS: dict[str, str] = {"cpus": "CpuIdentity", "gpus": "GpuIdentity", "nics": "NicIdentity"}
+"""Catalogue section -> the spec model of what an entry with `part: unknown` may say of itself."""
+
+UNKNOWN_PART = "unknown"
+"""`part: unknown`: the source does not identify the part (`hwspec.spec.models.UNKNOWN`)."""
+
 
 def spec_model(name: str) -> type[BaseModel]:
     """The pydantic model `name` of `hwspec.spec.models`, imported on first use (commands that
@@ -224,7 +230,7 @@ def _check_part_names(data: Any, catalogue: Catalogue, error) -> None:
     for section, kind, label in PART_SECTIONS:
         for index, entry in _entries(data, section):
             name = entry.get("part")
-            if isinstance(name, str) and catalogue.get(kind, name) is None:
+            if isinstance(name, str) and name != UNKNOWN_PART and catalogue.get(kind, name) is None:
                 guess = nearest(name, catalogue.names(kind))
                 known = ", ".join(catalogue.names(kind)) or "none"
                 error((section, index, "part"), Code.UNKNOWN_PART, f"{dotted((section, index))}: unknown {label} part '{name}'",
@@ -241,6 +247,14 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, erro
             here = (section, index)
             if entry.part is None:
                 continue  # a bridge without a part
+            if entry.part == UNKNOWN_PART:
+                identity = spec_model(IDENTITY_KINDS[kind])
+                try:
+                    resolved[entry.id] = identity.model_validate(entry.override or {})
+                except ValidationError as exc:
+                    errors.extend(validation_diagnostics(exc, identity, entry.override or {}, file, locate,
+                                                         prefix=here + ("override",)))
+                continue
             part = catalogue.get(kind, entry.part)
             assert part is not None  # load_node has raised the unknown parts _check_part_names found
             if not getattr(entry, "override", None):

@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from hwspec.diagnostics import Location
 from hwspec.spec.models import Transport
 
 if TYPE_CHECKING:
     from hwspec.topology.node import Topology
+
+UNKNOWN_PART = "unknown"
+"""The spec word for what the source does not give: `part: unknown`, `bus: unknown`."""
 
 PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
 """Transfers per second per lane, by PCIe generation."""
@@ -48,6 +51,17 @@ def build_topology(model: Any) -> Any:
         raise RuntimeError(f"{type(model).__name__}.topology is built by the topology layer: import hwspec.topology "
                            "(or use hwspec.topology.topology_of) first")
     return _topology_builder(model)
+
+
+T = TypeVar("T")
+
+
+def known(value: T | None) -> T:
+    """`value`, for a figure the caller has checked is known (`Platform.unknown_figures` is empty):
+    a None here is a consumer that forgot to check, not a fact to compute with."""
+    if value is None:
+        raise ValueError("an unknown figure reached a computation: check Platform.unknown_figures first")
+    return value
 
 
 def climb(start: str, parent_of: Callable[[str], str | None], is_root: Container[str]) -> list[str]:
@@ -111,13 +125,14 @@ class NumaNode:
     id: str
     numa_node: int
     part: str
+    """The catalogue part, or "unknown": then the figures the source does not give are None."""
     model_name: str
-    vendor: str
-    arch: str
-    family: int
-    model: int
-    cores: int
-    threads_per_core: int
+    vendor: str | None
+    arch: str | None
+    family: int | None
+    model: int | None
+    cores: int | None
+    threads_per_core: int | None
     cpus: tuple[int, ...]
     memory_capacity: int
     memory_bandwidth: float
@@ -143,7 +158,8 @@ class Bridge:
     id: str
     kind: Literal["switch", "root-port"]
     upstream: str
-    bus: str
+    bus: str | None
+    """None: `bus: unknown`."""
     link: PcieLink
     max_oversubscription: float
     socket: str | None
@@ -173,11 +189,13 @@ class PcieDevice:
 
     id: str
     upstream: str
-    bus: str
-    link: PcieLink
+    bus: str | None
+    """None: `bus: unknown` (the source gives no bus id)."""
+    link: PcieLink | None
+    """None: neither the entry nor its (unknown) part gives the link."""
     socket: str | None
     numa_node: int | None
-    physical: PcieLink
+    physical: PcieLink | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,21 +205,22 @@ class Gpu(PcieDevice):
 
     index: int
     part: str
+    """The catalogue part, or "unknown": then every figure the source does not give is None."""
     model_name: str
     vendor: str
-    form_factor: str
+    form_factor: str | None
     slot: int | None
-    sm: int
-    pci_vendor: str
-    pci_device: str
-    hbm_capacity: int
-    hbm_bandwidth: float
-    compute: Mapping[str, float]
+    sm: int | None
+    pci_vendor: str | None
+    pci_device: str | None
+    hbm_capacity: int | None
+    hbm_bandwidth: float | None
+    compute: Mapping[str, float] | None
     sparse: frozenset[str]
-    fabric_kind: str
+    fabric_kind: str | None
     fabric_links: int
-    fabric_link_bandwidth: float
-    max_link: PcieLink
+    fabric_link_bandwidth: float | None
+    max_link: PcieLink | None
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this GPU overrides (`hbm.capacity`), sorted."""
     gcn: str | None = None
@@ -231,16 +250,17 @@ class Nic(PcieDevice):
 
     index: int
     part: str
+    """The catalogue part, or "unknown": then every figure the source does not give is None."""
     model_name: str
     role: Literal["backend", "ingestion", "frontend", "management"]
     transport: Transport
     supported_transports: tuple[str, ...]
-    speed: float
-    rdma: bool
-    gpudirect: bool
-    pci_vendor: str
-    pci_device: str
-    max_link: PcieLink
+    speed: float | None
+    rdma: bool | None
+    gpudirect: bool | None
+    pci_vendor: str | None
+    pci_device: str | None
+    max_link: PcieLink | None
     gpus: tuple[str, ...]
     device: str | None
     interface: str | None
@@ -266,7 +286,8 @@ class NvlinkConnection:
     a: str
     b: str
     links: int
-    bandwidth: float
+    bandwidth: float | None
+    """None when a GPU's part is unknown (its per-link bandwidth is not known)."""
     entry: int | None = None
     """Index of the pair in an explicit `nvlink.topology` list (None for a named pattern)."""
 
@@ -434,6 +455,27 @@ class Platform:
     def fabric_link_count(self, gpu_id: str) -> int:
         """`topology.nvlink_links(gpu_id)`."""
         return self.topology.nvlink_links(gpu_id)
+
+    @cached_property
+    def unknown_figures(self) -> tuple[str, ...]:
+        """What the platform does not know that figures (roofline, TorchRec, Calculon, estimates)
+        need, one line per entry: `gpu0: HBM, compute and fabric bandwidth (part unknown)`. Empty
+        when every figure is known; consumers of figures check it before computing."""
+        lines = []
+        for gpu in self.gpus:
+            missing = [name for name, value in (("HBM", gpu.hbm_capacity), ("compute", gpu.compute),
+                                                 ("fabric bandwidth", gpu.fabric_link_bandwidth), ("PCIe link", gpu.physical))
+                       if value is None]
+            if missing:
+                lines.append(f"{gpu.id}: {', '.join(missing)} ({'part unknown' if gpu.part == UNKNOWN_PART else 'not given'})")
+        for nic in self.nics:
+            missing = [name for name, value in (("speed", nic.speed), ("PCIe link", nic.physical)) if value is None]
+            if missing:
+                lines.append(f"{nic.id}: {', '.join(missing)} ({'part unknown' if nic.part == UNKNOWN_PART else 'not given'})")
+        for ssd in self.ssds:
+            if ssd.physical is None:
+                lines.append(f"{ssd.id}: PCIe link (not given)")
+        return tuple(lines)
 
     @cached_property
     def packages(self) -> tuple[str, ...]:

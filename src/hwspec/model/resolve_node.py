@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from hwspec.cpulist import parse_cpu_list
 from hwspec.model import node as m
@@ -19,7 +19,19 @@ from hwspec.source.sourcemap import DocumentSourceMap
 from hwspec.spec.translate import dotted
 
 if TYPE_CHECKING:
-    from hwspec.spec.models import CpuPart, GpuPart, GpuSpec, NicPart, NodeSpec, PcieBridgeSpec, PcieSwitchPart
+    from hwspec.spec.models import (
+        CpuIdentity,
+        CpuPart,
+        GpuIdentity,
+        GpuPart,
+        GpuSpec,
+        NicIdentity,
+        NicPart,
+        NicSpec,
+        NodeSpec,
+        PcieBridgeSpec,
+        PcieSwitchPart,
+    )
     from hwspec.spec.models import PcieLink as PcieLinkSpec
     from hwspec.spec.models import PhysicalLink as PhysicalLinkSpec
 
@@ -61,31 +73,37 @@ class _Domain:
     cpus: str | None
     memory: Any
     package: Any  # the SocketSpec
-    cores: int
+    cores: int | None
     path: tuple
 
 
 def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
     domains = []
     for i, s in enumerate(spec.sockets):
-        part: CpuPart = parts[s.id]
+        part: CpuPart | CpuIdentity = parts[s.id]
+        cores = None if s.part == m.UNKNOWN_PART else part.cores  # type: ignore[union-attr]
         if s.numa_nodes is None:
             assert s.numa_node is not None  # checks.one_numa_form: without numa_nodes, a socket has its numa_node
-            domains.append(_Domain(s.id, s.numa_node, s.cpus, s.memory, s, part.cores, ("sockets", i)))
+            domains.append(_Domain(s.id, s.numa_node, s.cpus, s.memory, s, cores, ("sockets", i)))
             continue
-        share = max(1, part.cores // len(s.numa_nodes))
+        share = max(1, cores // len(s.numa_nodes)) if cores is not None else None
         for j, n in enumerate(s.numa_nodes):
             domains.append(_Domain(n.id, n.numa_node, n.cpus, n.memory, s, share, ("sockets", i, "numa_nodes", j)))
     return domains
 
 
 def _cpu_lists(domains: list[_Domain], parts: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Linux's usual numbering: first thread of every core, NUMA node by NUMA node, then siblings."""
+    """Linux's usual numbering: first thread of every core, NUMA node by NUMA node, then siblings.
+    Empty lists when a socket's part is unknown (its cores are not known)."""
     ordered = sorted(domains, key=lambda d: d.numa_node)
-    total = sum(d.cores for d in ordered)
+    counts = [d.cores for d in ordered]
+    if any(c is None for c in counts):
+        return {d.id: () for d in ordered}
+    total = sum(c for c in counts if c is not None)
     lists, offset = {}, 0
     for domain in ordered:
         part: CpuPart = parts[domain.package.id]
+        assert domain.cores is not None
         cpus = [offset + c + thread * total for thread in range(part.threads_per_core) for c in range(domain.cores)]
         lists[domain.id] = tuple(cpus)
         offset += domain.cores
@@ -109,11 +127,68 @@ class _C2cFields(TypedDict, total=False):
     c2c_link_bandwidth: float
 
 
-def _c2c(gpu: GpuSpec, part: GpuPart) -> _C2cFields:
+def _c2c(gpu: GpuSpec, part: GpuPart | GpuIdentity) -> _C2cFields:
     """The GPU's NVLink-C2C fields (none when it is not attached over C2C; the loader has checked the part)."""
-    if gpu.c2c is None or part.c2c is None:
+    if gpu.c2c is None or gpu.part == m.UNKNOWN_PART or cast("GpuPart", part).c2c is None:
         return {}
-    return {"c2c_socket": gpu.c2c.socket, "c2c_links": part.c2c.links, "c2c_link_bandwidth": part.c2c.link_bandwidth}
+    c2c = cast("GpuPart", part).c2c
+    assert c2c is not None
+    return {"c2c_socket": gpu.c2c.socket, "c2c_links": c2c.links, "c2c_link_bandwidth": c2c.link_bandwidth}
+
+
+def _bus(bus: str) -> str | None:
+    """A written bus id; None for `bus: unknown`."""
+    return None if bus == m.UNKNOWN_PART else bus
+
+
+def _bus_order(bus: str | None, ident: str) -> tuple[bool, str, str]:
+    """Sort key of devices: by bus id, devices whose bus is unknown last (by id)."""
+    known = bus is not None and bus != m.UNKNOWN_PART
+    return (not known, bus if known and bus is not None else "", ident)
+
+
+def _gpu(g: GpuSpec, part: GpuPart | GpuIdentity, index: int, socket: str | None, numa_node: int | None) -> m.Gpu:
+    """The resolved GPU: its part's figures, or for `part: unknown` the identity written and None for the rest."""
+    common = dict(id=g.id, index=index, part=g.part, slot=g.slot, upstream=g.pcie.upstream, bus=_bus(g.pcie.bus),
+                  socket=socket, numa_node=numa_node, overridden=_overridden(g.override))
+    if g.part == m.UNKNOWN_PART:
+        seen = cast("GpuIdentity", part)
+        link = _link(g.pcie.link) if g.pcie.link else None
+        fabric = seen.fabric
+        return m.Gpu(**common, model_name=seen.model_name or "unknown GPU", vendor=seen.vendor or "other",  # type: ignore[arg-type]
+                     form_factor=None, sm=seen.sm, pci_vendor=seen.pci_vendor, pci_device=seen.pci_device,
+                     hbm_capacity=None, hbm_bandwidth=None, compute=None, sparse=frozenset(),
+                     fabric_kind=fabric.kind if fabric else None, fabric_links=(fabric.links or 0) if fabric else 0,
+                     fabric_link_bandwidth=None, max_link=None, link=link,
+                     physical=_physical(g.pcie.link) if g.pcie.link else None, gcn=seen.gcn)
+    part = cast("GpuPart", part)
+    return m.Gpu(**common, model_name=part.model_name, vendor=part.vendor,  # type: ignore[arg-type]
+                 form_factor=part.form_factor, sm=part.sm, pci_vendor=part.pci_vendor,
+                 pci_device=part.pci_device, hbm_capacity=part.hbm.capacity, hbm_bandwidth=part.hbm.bandwidth,
+                 compute=dict(sorted(part.compute.items())), sparse=frozenset(part.sparse),
+                 fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
+                 fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
+                 link=_link(g.pcie.link or part.pcie), physical=_physical(g.pcie.link or part.pcie),
+                 gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units, **_c2c(g, part))
+
+
+def _nic(n: NicSpec, part: NicPart | NicIdentity, index: int, socket: str | None, numa_node: int | None) -> m.Nic:
+    """The resolved NIC: its part's figures, or for `part: unknown` the identity written and None for the rest."""
+    common = dict(id=n.id, index=index, part=n.part, role=n.role, transport=n.transport,
+                  gpus=tuple(n.gpus or ([n.gpu] if n.gpu else [])), device=n.device,
+                  interface=n.interface, port=n.port, upstream=n.pcie.upstream, bus=_bus(n.pcie.bus), socket=socket,
+                  numa_node=numa_node, overridden=_overridden(n.override))
+    if n.part == m.UNKNOWN_PART:
+        seen = cast("NicIdentity", part)
+        return m.Nic(**common, model_name=seen.model_name or "unknown NIC", supported_transports=(n.transport,),  # type: ignore[arg-type]
+                     speed=seen.speed, rdma=seen.rdma, gpudirect=seen.gpudirect, pci_vendor=seen.pci_vendor,
+                     pci_device=seen.pci_device, max_link=None, link=_link(n.pcie.link) if n.pcie.link else None,
+                     physical=_physical(n.pcie.link) if n.pcie.link else None)
+    part = cast("NicPart", part)
+    return m.Nic(**common, model_name=part.model_name, supported_transports=tuple(part.transports),  # type: ignore[arg-type]
+                 speed=part.speed, rdma=part.rdma, gpudirect=part.gpudirect, pci_vendor=part.pci_vendor,
+                 pci_device=part.pci_device, max_link=_link(part.pcie), link=_link(n.pcie.link or part.pcie),
+                 physical=_physical(n.pcie.link or part.pcie))
 
 
 class _SwitchFields(TypedDict, total=False):
@@ -165,11 +240,11 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     sockets = []
     for d in sorted(domains, key=lambda d: (d.numa_node, d.id)):
         s = d.package
-        cpu_part: CpuPart = parts[s.id]
+        cpu_part: CpuPart | CpuIdentity = parts[s.id]
         sockets.append(m.NumaNode(
-            id=d.id, numa_node=d.numa_node, part=s.part, model_name=cpu_part.model_name, vendor=cpu_part.vendor,
+            id=d.id, numa_node=d.numa_node, part=s.part, model_name=cpu_part.model_name or "unknown CPU", vendor=cpu_part.vendor,
             arch=cpu_part.arch, family=cpu_part.family, model=cpu_part.model, cores=d.cores,
-            threads_per_core=cpu_part.threads_per_core,
+            threads_per_core=None if s.part == m.UNKNOWN_PART else cpu_part.threads_per_core,  # type: ignore[union-attr]
             cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
             memory_capacity=d.memory.capacity, memory_bandwidth=d.memory.bandwidth,
             overridden=_overridden(s.override), package=s.id))
@@ -180,49 +255,28 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         top = climb(parent, upstream.get, numa)[-1]
         return top if top in numa else None
 
-    bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=b.bus, link=_link(b.link),
+    bridges = tuple(sorted((m.Bridge(id=b.id, kind=b.kind, upstream=b.upstream, bus=_bus(b.bus), link=_link(b.link),
                                      max_oversubscription=b.max_oversubscription, socket=socket_of(b.upstream),
                                      physical=_physical(b.link), **_switch_part(b, parts.get(b.id)))
-                            for b in spec.pcie), key=lambda b: (b.bus, b.id)))
+                            for b in spec.pcie), key=lambda b: _bus_order(b.bus, b.id)))
 
     gpus = []
-    for index, g in enumerate(sorted(spec.gpus, key=lambda g: (g.pcie.bus, g.id))):
-        gpu_part: GpuPart = parts[g.id]
+    for index, g in enumerate(sorted(spec.gpus, key=lambda g: _bus_order(g.pcie.bus, g.id))):
         socket = socket_of(g.pcie.upstream)
-        gpus.append(m.Gpu(
-            id=g.id, index=index, part=g.part, model_name=gpu_part.model_name, vendor=gpu_part.vendor,
-            form_factor=gpu_part.form_factor, slot=g.slot, sm=gpu_part.sm, pci_vendor=gpu_part.pci_vendor,
-            pci_device=gpu_part.pci_device, hbm_capacity=gpu_part.hbm.capacity, hbm_bandwidth=gpu_part.hbm.bandwidth,
-            compute=dict(sorted(gpu_part.compute.items())), sparse=frozenset(gpu_part.sparse),
-            fabric_kind=gpu_part.fabric.kind, fabric_links=gpu_part.fabric.links,
-            fabric_link_bandwidth=gpu_part.fabric.link_bandwidth, max_link=_link(gpu_part.pcie),
-            upstream=g.pcie.upstream, bus=g.pcie.bus, link=_link(g.pcie.link or gpu_part.pcie),
-            physical=_physical(g.pcie.link or gpu_part.pcie),
-            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(g.override),
-            gcn=gpu_part.gcn, hip_arch=gpu_part.hip_arch, compute_units=gpu_part.compute_units,
-            **_c2c(g, gpu_part)))
+        gpus.append(_gpu(g, parts[g.id], index, socket, numa.get(socket) if socket else None))
 
     nics = []
-    for index, n in enumerate(sorted(spec.nics, key=lambda n: (n.pcie.bus, n.port, n.id))):
-        nic_part: NicPart = parts[n.id]
+    for index, n in enumerate(sorted(spec.nics, key=lambda n: (*_bus_order(n.pcie.bus, n.id), n.port))):
         socket = socket_of(n.pcie.upstream)
-        nics.append(m.Nic(
-            id=n.id, index=index, part=n.part, model_name=nic_part.model_name, role=n.role, transport=n.transport,
-            supported_transports=tuple(nic_part.transports), speed=nic_part.speed, rdma=nic_part.rdma,
-            gpudirect=nic_part.gpudirect, pci_vendor=nic_part.pci_vendor, pci_device=nic_part.pci_device,
-            max_link=_link(nic_part.pcie), gpus=tuple(n.gpus or ([n.gpu] if n.gpu else [])),
-            device=n.device, interface=n.interface, port=n.port,
-            upstream=n.pcie.upstream, bus=n.pcie.bus, link=_link(n.pcie.link or nic_part.pcie),
-            physical=_physical(n.pcie.link or nic_part.pcie),
-            socket=socket, numa_node=numa.get(socket) if socket else None, overridden=_overridden(n.override)))
+        nics.append(_nic(n, parts[n.id], index, socket, numa.get(socket) if socket else None))
 
     ssds = []
-    for s in sorted(spec.ssds, key=lambda s: (s.pcie.bus, s.id)):
+    for s in sorted(spec.ssds, key=lambda s: _bus_order(s.pcie.bus, s.id)):
         socket = socket_of(s.pcie.upstream)
         link = _link(s.pcie.link) if s.pcie.link else m.PcieLink(3, 4)
         physical = _physical(s.pcie.link) if s.pcie.link else link
         ssds.append(m.Ssd(id=s.id, capacity=s.capacity, bandwidth=s.bandwidth, upstream=s.pcie.upstream,
-                          bus=s.pcie.bus, link=link, physical=physical, socket=socket, numa_node=numa.get(socket) if socket else None))
+                          bus=_bus(s.pcie.bus), link=link, physical=physical, socket=socket, numa_node=numa.get(socket) if socket else None))
 
     baseboard = None
     if spec.baseboard is not None:
@@ -247,7 +301,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         symmetric = spec.nvlink.symmetric
         def connect(a: m.Gpu, b: m.Gpu, links: int, entry: int | None = None) -> None:
             first, second = sorted((a, b), key=lambda g: g.index)
-            bandwidth = links * min(a.fabric_link_bandwidth, b.fabric_link_bandwidth)
+            rates = (a.fabric_link_bandwidth, b.fabric_link_bandwidth)
+            bandwidth = None if None in rates else links * min(r for r in rates if r is not None)
             nvlinks.append(m.NvlinkConnection(first.id, second.id, links, bandwidth, entry))
 
         if isinstance(spec.nvlink.topology, list):
@@ -258,11 +313,13 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
             topology = "nvswitch"
             switches = baseboard.nvswitches if baseboard is not None else ()
             for gpu in gpus:
+                rate = gpu.fabric_link_bandwidth
                 if not switches:  # switches not described: all of the GPU's links to one NVSwitch
-                    nvlinks.append(m.NvlinkConnection(gpu.id, "nvswitch", gpu.fabric_links, gpu.fabric_links * gpu.fabric_link_bandwidth))
+                    nvlinks.append(m.NvlinkConnection(gpu.id, "nvswitch", gpu.fabric_links,
+                                                      None if rate is None else gpu.fabric_links * rate))
                 for switch in switches:
                     nvlinks.append(m.NvlinkConnection(gpu.id, switch.id, switch.links_per_gpu,
-                                                      switch.links_per_gpu * gpu.fabric_link_bandwidth))
+                                                      None if rate is None else switch.links_per_gpu * rate))
         else:
             topology = spec.nvlink.topology
             by_slot = {g.slot: g for g in gpus if g.slot is not None}
@@ -299,7 +356,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     seen_parts: set[str] = set()
     for section in ("sockets", "pcie", "gpus", "nics"):
         for entry in getattr(spec, section):
-            if entry.part in seen_parts or not entry.part:
+            if entry.part in seen_parts or not entry.part or entry.part == m.UNKNOWN_PART:
                 continue
             seen_parts.add(entry.part)
             part = parts[entry.id]

@@ -79,8 +79,27 @@ def _min_nodes(docs: list[dict[str, Any]], fn) -> float:
     return min(fn(d) for d in docs)
 
 
+def check_known(topology) -> None:
+    """Raise HwspecError (E403, located at the entry) when a node platform of `topology` has
+    unknown figures: an estimate is never computed from a figure nobody gave."""
+    from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+
+    platforms = topology.platform.node_platforms if topology.kind == "cluster" else [topology.platform]
+    problems = []
+    for platform in platforms:
+        for line in platform.unknown_figures:
+            where = platform.locate(line.split(":", 1)[0], "part")
+            problems.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.UNKNOWN_FIGURES,
+                                       f"cannot estimate with unknown figures: {line}",
+                                       "name the part or give the figure (hwspec validate lists every unknown, HW603)"))
+    if problems:
+        raise HwspecError(problems)
+
+
 def figures(topology) -> Figures:
-    """The `Figures` of a node (`Topology`) or cluster (`ClusterTopology`)."""
+    """The `Figures` of a node (`Topology`) or cluster (`ClusterTopology`). Raises HwspecError
+    (E403) when a figure is unknown (`check_known`)."""
+    check_known(topology)
     if topology.kind == "cluster":
         from hwspec.perf.cluster_roofline import cluster_roofline
 

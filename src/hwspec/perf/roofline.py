@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hwspec.model.node import Gpu
+from hwspec.model.node import Gpu, known
 from hwspec.text import visible
 from hwspec.topology.node import Topology
 
@@ -153,7 +153,7 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
 
     tiers["backend_nic"] = _scale_out_tier(topology, gpu)
     host_nics = platform.host_nics
-    tiers["ingestion_share"] = (_tier(math.fsum(n.speed for n in host_nics) / n_gpus, nics=len(host_nics), shared_by_gpus=n_gpus)
+    tiers["ingestion_share"] = (_tier(math.fsum(known(n.speed) for n in host_nics) / n_gpus, nics=len(host_nics), shared_by_gpus=n_gpus)
                                 if host_nics else None)
     return tiers
 
@@ -194,7 +194,7 @@ def _compute(gpu: Gpu, tiers: dict[str, dict[str, Any] | None]) -> dict[str, dic
     compute: dict[str, dict[str, Any]] = {}
     bandwidths = {name: tier["bandwidth_bytes_per_s"] for name, tier in tiers.items()
                   if tier is not None and tier["bandwidth_bytes_per_s"] > 0}
-    for dtype, dense in sorted(gpu.compute.items()):
+    for dtype, dense in sorted(known(gpu.compute).items()):
         entry: dict[str, Any] = {"dense_flop_per_s": dense,
                                  "dense_ridge_flop_per_byte": {t: dense / bw for t, bw in bandwidths.items()}}
         if dtype in gpu.sparse:
@@ -251,10 +251,12 @@ _DOCUMENTS: weakref.WeakKeyDictionary[Topology, dict[str, Any]] = weakref.WeakKe
 
 def _document(topology: Topology) -> dict[str, Any]:
     platform = topology.platform
+    if platform.unknown_figures:
+        return _unknown_document(topology)
     figures = per_gpu(topology)
     n = len(platform.gpus)
     nvlink = [topology.nvlink_bandwidth(g.id) for g in platform.gpus]
-    pcie = [g.physical.bandwidth for g in platform.gpus]
+    pcie = [known(g.physical).bandwidth for g in platform.gpus]
     bounds = collective_bounds(n, nvlink, pcie, topology.nvlink_connected)
     if bounds is not None:
         pairs = n * (n - 1) // 2
@@ -274,28 +276,46 @@ def _document(topology: Topology) -> dict[str, Any]:
     }
 
 
+def _unknown_document(topology: Topology) -> dict[str, Any]:
+    """The roofline of a platform with unknown figures: every figure null, and `unknown` saying
+    which facts are missing (rule HW603 says what to fill in). No figure is made up."""
+    platform = topology.platform
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "units": UNITS,
+        "platform": {"name": platform.name, "title": platform.title, "file": visible(platform.file)},
+        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
+                         "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
+        "unknown": list(platform.unknown_figures),
+        "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
+        "gpu_groups": None,
+        "intra_node_collectives": None,
+        "node": None,
+    }
+
+
 def _node(topology: Topology) -> dict[str, Any]:
     platform = topology.platform
     compute: dict[str, dict[str, float]] = {}
-    for dtype in sorted({d for g in platform.gpus for d in g.compute}):
-        having = [g for g in platform.gpus if dtype in g.compute]
-        entry = {"dense_flop_per_s": math.fsum(g.compute[dtype] for g in having)}
+    for dtype in sorted({d for g in platform.gpus for d in known(g.compute)}):
+        having = [g for g in platform.gpus if dtype in known(g.compute)]
+        entry = {"dense_flop_per_s": math.fsum(known(g.compute)[dtype] for g in having)}
         if any(dtype in g.sparse for g in having):
-            entry["sparse_flop_per_s"] = math.fsum(g.compute[dtype] * (2 if dtype in g.sparse else 1) for g in having)
+            entry["sparse_flop_per_s"] = math.fsum(known(g.compute)[dtype] * (2 if dtype in g.sparse else 1) for g in having)
         compute[dtype] = entry
     return {
         "gpus": len(platform.gpus),
         "sockets": len(platform.packages),
         "compute": compute,
-        "hbm_capacity_bytes": sum(g.hbm_capacity for g in platform.gpus),
-        "hbm_bandwidth_bytes_per_s": math.fsum(g.hbm_bandwidth for g in platform.gpus),
+        "hbm_capacity_bytes": sum(known(g.hbm_capacity) for g in platform.gpus),
+        "hbm_bandwidth_bytes_per_s": math.fsum(known(g.hbm_bandwidth) for g in platform.gpus),
         "ddr_capacity_bytes": platform.memory_capacity,
         "ddr_bandwidth_bytes_per_s": platform.memory_bandwidth,
         "ssd_capacity_bytes": sum(s.capacity for s in platform.ssds),
         "ssd_bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds),
         "nvlink_bandwidth_bytes_per_s": math.fsum(topology.nvlink_bandwidth(g.id) for g in platform.gpus),
-        "backend_nic_bandwidth_bytes_per_s": math.fsum(n.speed for n in platform.backend_nics),
-        "host_nic_bandwidth_bytes_per_s": math.fsum(n.speed for n in platform.host_nics),
+        "backend_nic_bandwidth_bytes_per_s": math.fsum(known(n.speed) for n in platform.backend_nics),
+        "host_nic_bandwidth_bytes_per_s": math.fsum(known(n.speed) for n in platform.host_nics),
     }
 
 
@@ -322,10 +342,10 @@ def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> 
     Heterogeneous GPUs take the smallest figure of each kind (TorchRec has one per rank)."""
     platform = topology.platform
     doc = doc or roofline(topology)
-    if not platform.gpus:
+    if not platform.gpus or platform.unknown_figures:
         return None
     n = len(platform.gpus)
-    hbm_cap = min(g.hbm_capacity for g in platform.gpus)
+    hbm_cap = min(known(g.hbm_capacity) for g in platform.gpus)
     ddr = [group["tiers"]["host_ddr"] for group in doc["gpu_groups"]]
     ddr_cap = min(t["capacity_bytes"] for t in ddr) if all(ddr) else 0
     ddr_bw = min(t["bandwidth_bytes_per_s"] for t in ddr) if all(ddr) else None
@@ -333,7 +353,7 @@ def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> 
     intra = collectives["busbw_bound_bytes_per_s"] if collectives else None
     kwargs: dict[str, Any] = {"world_size": n, "local_world_size": n, "compute_device": "cuda",
                               "hbm_cap": hbm_cap, "ddr_cap": ddr_cap,
-                              "hbm_mem_bw": min(g.hbm_bandwidth for g in platform.gpus) / _BYTES_PER_MS}
+                              "hbm_mem_bw": min(known(g.hbm_bandwidth) for g in platform.gpus) / _BYTES_PER_MS}
     # Leave out what the platform cannot say: TorchRec then uses its defaults.
     for key, value in (("ddr_mem_bw", ddr_bw), ("hbm_to_ddr_mem_bw", _slowest(doc, "pcie_host")),
                        ("intra_host_bw", intra), ("inter_host_bw", _slowest(doc, "backend_nic"))):
@@ -401,19 +421,19 @@ def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tu
     differ), and notes explaining the choices. None without GPUs or without any Calculon dtype."""
     platform = topology.platform
     doc = doc or roofline(topology)
-    if not platform.gpus:
+    if not platform.gpus or platform.unknown_figures:
         return None
     matrix: dict[str, Any] = {}
     vector: dict[str, Any] = {}
-    vector_rate = min(g.compute.get("fp32", 0.0) for g in platform.gpus)
+    vector_rate = min(known(g.compute).get("fp32", 0.0) for g in platform.gpus)
     for name, key in CALCULON_DTYPES.items():
-        if all(key in g.compute for g in platform.gpus):
-            matrix[name] = {"tflops": min(g.compute[key] for g in platform.gpus) / 1e12, "gflops_efficiency": PEAK_EFFICIENCY}
+        if all(key in known(g.compute) for g in platform.gpus):
+            matrix[name] = {"tflops": min(known(g.compute)[key] for g in platform.gpus) / 1e12, "gflops_efficiency": PEAK_EFFICIENCY}
             if vector_rate > 0:
                 vector[name] = {"tflops": vector_rate / 1e12, "gflops_efficiency": PEAK_EFFICIENCY}
     if not matrix:
         return None
-    hbm = min(g.hbm_capacity for g in platform.gpus)
+    hbm = min(known(g.hbm_capacity) for g in platform.gpus)
     ddr = [group["tiers"]["host_ddr"] for group in doc["gpu_groups"]]
     mem2_cap = min(t["capacity_bytes"] for t in ddr) if all(ddr) else 0
     mem2_paths = [v for v in (_slowest(doc, "host_ddr"), _slowest(doc, "pcie_host")) if v]
@@ -429,7 +449,7 @@ def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tu
     system = {
         "matrix": matrix,
         "vector": vector,
-        "mem1": {"GiB": hbm / 1024**3, "GBps": _gb(min(g.hbm_bandwidth for g in platform.gpus)), "MB_efficiency": PEAK_EFFICIENCY},
+        "mem1": {"GiB": hbm / 1024**3, "GBps": _gb(min(known(g.hbm_bandwidth) for g in platform.gpus)), "MB_efficiency": PEAK_EFFICIENCY},
         "mem2": {"GiB": mem2_cap / 1024**3, "GBps": _gb(mem2_bw), "MB_efficiency": PEAK_EFFICIENCY},
         "processing_mode": "roofline",
         "networks": [network(intra, len(platform.gpus), CALCULON_LATENCY["nvlink"], True),

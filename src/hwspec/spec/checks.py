@@ -97,6 +97,18 @@ def check_id(value: str) -> str:
     return value
 
 
+def check_device_bus_id(value: str) -> str:
+    """A bus id (`check_bus_id`), or `unknown` where the source does not give one."""
+    return value if value == "unknown" else check_bus_id(value)
+
+
+def check_catalogue_part_name(value: str) -> str:
+    """A name a catalogue may give a part: not `unknown`, the spec word for an unidentified part."""
+    if value == "unknown":
+        raise ValueError("'unknown' is the spec word for a part the source does not identify: give the part another name")
+    return value
+
+
 def check_part_name(value: str) -> str:
     """A catalogue part name: `a100-sxm4-40gb`."""
     if not PART_NAME.fullmatch(value):

@@ -56,6 +56,17 @@ BusId = Annotated[str, Field(json_schema_extra={"pattern": f"^{checks.BUS_ID.pat
                   AfterValidator(checks.check_bus_id)]
 """PCI bus id, lower case, 4-digit domain: NCCL matches these strings byte for byte."""
 
+UNKNOWN = "unknown"
+"""The spec word for a fact the platform's source does not give: `part: unknown` (with what was
+observed in `override:`), `bus: unknown`. Rule HW603 says what to fill in and which outputs wait."""
+
+DeviceBusId = Annotated[str, Field(json_schema_extra={"pattern": f"^(unknown|{checks.BUS_ID.pattern})$"}),
+                        AfterValidator(checks.check_device_bus_id)]
+"""A device's PCI bus id, or `unknown` where the input does not give it (nvidia-smi topo -m)."""
+
+CataloguePartName = Annotated[PartName, AfterValidator(checks.check_catalogue_part_name)]
+"""A part name a catalogue may define: any part name but `unknown`, the spec word."""
+
 OsName = Annotated[str, Field(max_length=15, json_schema_extra={"pattern": f"^{checks.OS_NAME.pattern}$"}),
                    AfterValidator(checks.check_os_name)]
 """A name as the OS shows it (`mlx5_0`, `eth0`). The safe set keeps generated shell and env
@@ -112,8 +123,10 @@ class PcieLink(_LinkRate):
 class PartRef(Spec):
     """Fields shared by entries built from a catalogue part."""
 
-    part: PartName = Field(description="Name of a part in the catalogue (built-in, parts/ beside the platform file, or --parts DIR).")
-    override: dict | None = Field(None, description="Part fields that differ on this platform (merged over the part).")
+    part: PartName = Field(description="Name of a part in the catalogue (built-in, parts/ beside the platform file, or --parts DIR), "
+                                       "or 'unknown' when the source does not identify it (then 'override:' holds what was observed).")
+    override: dict | None = Field(None, description="Part fields that differ on this platform (merged over the part); with "
+                                                    "'part: unknown', the identity that was observed (CpuIdentity, GpuIdentity, NicIdentity).")
 
 
 # ---------------------------------------------------------------- parts
@@ -205,10 +218,52 @@ class PartsCatalogue(Spec):
 
     hwspec: SpecVersion
     kind: Literal["parts"]
-    cpus: dict[PartName, CpuPart] = Field(default_factory=dict)
-    gpus: dict[PartName, GpuPart] = Field(default_factory=dict)
-    nics: dict[PartName, NicPart] = Field(default_factory=dict)
-    pcie_switches: dict[PartName, PcieSwitchPart] = Field(default_factory=dict)
+    cpus: dict[CataloguePartName, CpuPart] = Field(default_factory=dict)
+    gpus: dict[CataloguePartName, GpuPart] = Field(default_factory=dict)
+    nics: dict[CataloguePartName, NicPart] = Field(default_factory=dict)
+    pcie_switches: dict[CataloguePartName, PcieSwitchPart] = Field(default_factory=dict)
+
+
+class CpuIdentity(Spec):
+    """What is known of a CPU whose part is `unknown`: the identity its source gives, nothing else."""
+
+    vendor: Literal["intel", "amd", "arm", "ibm"] | None = None
+    arch: Literal["x86_64", "arm64", "ppc64"] | None = None
+    model_name: str | None = None
+    family: OptionalWholeNumber = Field(None, ge=0)
+    model: OptionalWholeNumber = Field(None, ge=0)
+
+
+class FabricIdentity(Spec):
+    """What the source shows of an unknown GPU's fabric: its kind and links (their bandwidth stays unknown)."""
+
+    kind: Literal["nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "xgmi", "none"] | None = None
+    links: OptionalWholeNumber = Field(None, ge=0)
+
+
+class GpuIdentity(Spec):
+    """What is known of a GPU whose part is `unknown` (a `topo -m` board, an unlisted PCI id): the
+    identity its source gives. Its figures (HBM, compute, fabric) stay unknown."""
+
+    vendor: Literal["nvidia", "amd", "intel", "other"] | None = None
+    model_name: str | None = None
+    pci_vendor: str | None = Field(None, pattern=r"^0x[0-9a-f]{4}$")
+    pci_device: str | None = Field(None, pattern=r"^0x[0-9a-f]{4}$")
+    sm: OptionalWholeNumber = Field(None, ge=0, description="CUDA compute capability x10, when the source gives it.")
+    gcn: str | None = Field(None, pattern=r"^gfx[0-9a-f]{3,4}$", description="AMD: the gfx target, when the source gives it.")
+    fabric: FabricIdentity | None = Field(None, description="The fabric links the source shows, when it shows them.")
+
+
+class NicIdentity(Spec):
+    """What is known of a NIC whose part is `unknown`: the identity and figures its source gives."""
+
+    vendor: str | None = None
+    model_name: str | None = None
+    pci_vendor: str | None = Field(None, pattern=r"^0x[0-9a-f]{4}$")
+    pci_device: str | None = Field(None, pattern=r"^0x[0-9a-f]{4}$")
+    speed: Bandwidth | None = Field(None, description="Per port, per direction, when the source gives it.")
+    rdma: StrictBool | None = None
+    gpudirect: StrictBool | None = None
 
 
 # ---------------------------------------------------------------- node
@@ -254,8 +309,8 @@ class PcieAttach(Spec):
     """Where a device sits in the PCIe tree."""
 
     upstream: Id = Field(description="A socket, root port or switch id.")
-    bus: BusId
-    link: PcieLink | None = Field(None, description="Defaults to the part's host interface.")
+    bus: DeviceBusId = Field(description="PCI bus id, or 'unknown' when the source does not give it.")
+    link: PcieLink | None = Field(None, description="Defaults to the part's host interface (unknown for an unknown part).")
 
 
 class PciIds(Spec):
@@ -282,7 +337,7 @@ class PcieBridgeSpec(Spec):
         "The bridge's own PCIe generation (what the links below it may train at) where no part names its model: "
         "a Gen5 switch under a Gen4 root port. Its uplink (`link`) still limits what crosses it."))
     upstream: Id
-    bus: BusId
+    bus: DeviceBusId = Field(description="PCI bus id, or 'unknown' when the source does not give it.")
     link: PcieLink
     max_oversubscription: RealNumber = Field(2.0, gt=0, description="Sum of child link bandwidth over uplink bandwidth that is acceptable.")
 

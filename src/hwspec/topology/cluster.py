@@ -100,8 +100,9 @@ class ClusterTopology(ResolvedView):
     @cached_property
     def domain_gpu_bandwidth(self) -> float:
         """Per-GPU NVLink bandwidth into the domain's switches, bytes/s per direction: the
-        GPU part's links x per-link bandwidth, the smallest over the cluster's GPUs."""
-        return min((g.fabric_links * g.fabric_link_bandwidth for p in self.platform.node_platforms for g in p.gpus),
+        GPU part's links x per-link bandwidth, the smallest over the cluster's GPUs (an unknown
+        part's counts nothing: its node's `unknown_figures` say so)."""
+        return min((g.fabric_links * (g.fabric_link_bandwidth or 0.0) for p in self.platform.node_platforms for g in p.gpus),
                    default=0.0)
 
     @cached_property

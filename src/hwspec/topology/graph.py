@@ -30,7 +30,7 @@ def build_graph(platform: Platform) -> nx.Graph:
             graph.add_node(item.id, kind=kind, numa=item.numa_node, item=item)
     for device in platform.pcie_items:
         graph.add_edge(device.upstream, device.id, kind="pcie", parent=device.upstream, link=device.physical,
-                       bandwidth=device.physical.bandwidth)
+                       bandwidth=device.physical.bandwidth if device.physical is not None else None)
     for a, b in platform.cpu_links:
         graph.add_edge(a, b, kind="cpu", bandwidth=platform.cpu_link_bandwidth)
     switches = {s.id: s for s in platform.baseboard.nvswitches} if platform.baseboard else {}

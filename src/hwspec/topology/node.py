@@ -110,12 +110,13 @@ class Topology(ResolvedView):
 
     @cached_property
     def children(self) -> dict[str, tuple[str, ...]]:
-        """PCIe parent id -> ids of the bridges and devices directly below it, sorted by bus id."""
-        below: dict[str, list[tuple[str, str]]] = {}
+        """PCIe parent id -> ids of the bridges and devices directly below it, sorted by bus id
+        (those whose bus id is unknown last, by id)."""
+        below: dict[str, list[tuple[bool, str, str]]] = {}
         p = self.platform
         for item in p.pcie_items:
-            below.setdefault(item.upstream, []).append((item.bus, item.id))
-        return {parent: tuple(i for _, i in sorted(kids)) for parent, kids in below.items()}
+            below.setdefault(item.upstream, []).append((item.bus is None, item.bus or "", item.id))
+        return {parent: tuple(i for _, _, i in sorted(kids)) for parent, kids in below.items()}
 
     def parent(self, item_id: str) -> str | None:
         """The id `item_id` hangs off (a bridge or socket), None for a socket or unknown id."""
@@ -244,7 +245,8 @@ class Topology(ResolvedView):
         """How a GPU reaches host memory: over its NVLink-C2C when it has one (its own links,
         shared with no other GPU), else the narrowest PCIe link of its host path, alone and with
         every GPU transferring at once (each link divided by the GPUs whose host path crosses it).
-        None when the GPU reaches no socket. Bandwidths are bytes/s per direction."""
+        None when the GPU reaches no socket, or a link on the way is unknown. Bandwidths are bytes/s
+        per direction."""
         gpu = self.platform.gpu_by_id[gpu_id]
         if gpu.c2c_socket is not None and gpu.c2c_bandwidth > 0:
             return HostLink("c2c", f"NVLink-C2C {gpu.c2c_links} x {gpu.c2c_link_bandwidth / 1e9:g} GB/s",
@@ -252,7 +254,10 @@ class Topology(ResolvedView):
         path = self.host_path(gpu_id)
         if path is None:
             return None
-        links = [self.platform.by_id[item].physical for item in path]  # type: ignore[union-attr]
+        written = [self.platform.by_id[item].physical for item in path]  # type: ignore[union-attr]
+        links = [link for link in written if link is not None]
+        if len(links) < len(written):
+            return None
         narrowest = min(links, key=lambda link: link.bandwidth)
         crossing = self.gpus_crossing
         shared = min(link.bandwidth / crossing[item] for item, link in zip(path, links))
@@ -277,7 +282,7 @@ class Topology(ResolvedView):
         """Physical cores in a NUMA node's CPU list: its logical CPUs over the part's threads per
         core (a VM's 24 vCPUs on a 2-thread part are 12 cores)."""
         socket = self.platform.socket_by_id[socket_id]
-        return len(socket.cpus) // max(1, socket.threads_per_core)
+        return len(socket.cpus) // max(1, socket.threads_per_core or 1)
 
     def cores_per_rank(self, socket_id: str) -> int:
         """Physical cores each rank bound to this NUMA node gets: its CPU list's cores divided by
@@ -320,8 +325,9 @@ class Topology(ResolvedView):
 
     def nvlink_bandwidth(self, gpu_id: str) -> float:
         """Sum of a GPU's logical fabric bandwidth as written (every connection naming it),
-        bytes/s per direction."""
-        return sum(c.bandwidth for c in self.platform.nvlinks if gpu_id in (c.a, c.b))
+        bytes/s per direction; connections of unknown bandwidth (an unknown part) count nothing:
+        consumers of figures check `Platform.unknown_figures` first."""
+        return sum(c.bandwidth or 0.0 for c in self.platform.nvlinks if gpu_id in (c.a, c.b))
 
     def nvlink_links(self, gpu_id: str) -> int:
         """Fabric links of one GPU as written (every connection naming it)."""
@@ -414,9 +420,10 @@ class Topology(ResolvedView):
         """A GPU's share of scale-out bandwidth when every GPU sends at once, bytes/s per
         direction: each of its NICs' speed divided among the GPUs that use that NIC, summed
         over the GPU's NICs. A GPU with four 100 Gb/s NICs of its own gets 50 GB/s; two GPUs
-        on one NIC get half of it each."""
+        on one NIC get half of it each. NICs of unknown speed count nothing (consumers of
+        figures check `Platform.unknown_figures`)."""
         users = self._scale_out[1]
-        return sum(n.speed / users[n.id] for n in self.scale_out_nics(gpu_id))
+        return sum((n.speed or 0.0) / users[n.id] for n in self.scale_out_nics(gpu_id))
 
     @cached_property
     def _scale_out(self) -> tuple[dict[str, tuple[Nic, ...]], dict[str, int]]:

@@ -20,10 +20,10 @@ def nic_path_bandwidth(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for nic in p.nics:
-        if nic.socket is None:
+        if nic.socket is None or nic.speed is None:  # an unknown speed: HW603 reports it
             continue
         for item in ctx.topology.nic_path(nic):
-            if item.physical.bandwidth < nic.speed:
+            if item.physical is not None and item.physical.bandwidth < nic.speed:
                 where = f"{item.id}'s {link_text(item.physical, 'uplink')}" if isinstance(item, Bridge) else f"a {link_text(item.physical)}"
                 yield ctx.finding(f"{nic.id}: {gbit(nic.speed)} NIC ({gbyte(nic.speed)}) sits behind {where}",
                                   at=physical_field(item),
@@ -48,6 +48,8 @@ def switch_uplink_traffic(ctx: Context) -> Iterator[Finding]:
             crossing.setdefault(item.id, []).append(nic)
     for bridge in p.bridges:
         nics = crossing.get(bridge.id, [])
+        if any(n.speed is None for n in nics):
+            continue  # a NIC of unknown speed: HW603 reports it
         total = sum(n.speed for n in nics)
         if nics and total > bridge.physical.bandwidth:
             verb = "sends" if len(nics) == 1 else "send"

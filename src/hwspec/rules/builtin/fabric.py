@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from hwspec.model.node import UNKNOWN_PART
 from hwspec.rules import Context, Finding, rule
 
 from ._common import FABRIC_AT, connection_at, gbyte, id_list, in_file_order
@@ -58,6 +59,8 @@ def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
     for gpu in p.gpus:
         mine = ctx.topology.gpu_fabric(gpu.id)
         used = sum(c.links for c in mine)
+        if gpu.part == UNKNOWN_PART and not gpu.fabric_links:
+            continue  # an unknown part whose link count its source does not give: HW603 reports it
         if used > gpu.fabric_links:
             peers = ", ".join(f"{c.b if c.a == gpu.id else c.a}: {c.links}" for c in mine)
             yield ctx.finding(f"{gpu.id} uses {used} NVLink links ({peers}), but its part {gpu.part} has {gpu.fabric_links}",
@@ -117,6 +120,8 @@ def fabric_uniform(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     if p.nvlink_topology == "none" or not p.fabric_symmetric or not p.gpus:
         return
+    if any(c.bandwidth is None for c in p.nvlinks):
+        return  # a GPU part is unknown, and so is its link bandwidth: HW603 reports it
     bandwidth = {g.id: sum(c.bandwidth for c in ctx.topology.gpu_fabric(g.id)) for g in p.gpus}
     slow = min(p.gpus, key=lambda g: bandwidth[g.id])
     fast = max(p.gpus, key=lambda g: bandwidth[g.id])

@@ -117,7 +117,7 @@ def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
     backend = p.backend
     for nic in p.backend_nics:
         rdma_backend = backend is None or facts(backend.transport).rdma
-        if rdma_backend and not nic.rdma:
+        if rdma_backend and nic.rdma is False:  # None: an unknown part, which HW603 reports
             yield ctx.finding(f"{nic.id}: backend NIC part {nic.part} ({nic.model_name}) cannot do RDMA",
                               at=(nic.id, "part"), hint="use an RDMA-capable part for backend NICs")
         if nic.transport not in nic.supported_transports:
@@ -127,7 +127,7 @@ def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
         if backend is not None and nic.transport != backend.transport:
             yield ctx.finding(f"{nic.id}: transport {nic.transport}, but backend.transport is {backend.transport}",
                               at=(nic.id, "transport"), hint="backend NICs carry the backend transport")
-        if backend is not None and backend.gpudirect and not nic.gpudirect:
+        if backend is not None and backend.gpudirect and nic.gpudirect is False:
             yield ctx.finding(f"{nic.id}: backend.gpudirect is declared, but {nic.part} does not support GPUDirect RDMA",
                               at=(nic.id, "part"), hint="use a GPUDirect-capable part, or do not declare backend.gpudirect")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwspec.model.node import UNKNOWN_PART
 from hwspec.rules import Context, Finding, rule
 from hwspec.spec.units import format_bytes
 
@@ -86,6 +87,8 @@ def cores_per_rank(ctx: Context) -> Iterator[Finding]:
     t = ctx.topology
     for socket in ctx.platform.sockets:
         gpus = t.gpus_on(socket.id)
+        if socket.part == UNKNOWN_PART and not socket.cpus:
+            continue  # neither the CPU list nor the part is known: HW603 reports it
         if gpus and t.cores_per_rank(socket.id) < 1:
             yield ctx.finding(f"{socket.id} (NUMA {socket.numa_node}) has {t.physical_cores(socket.id)} physical core(s) "
                               f"in its CPU list ({len(socket.cpus)} CPUs, {socket.threads_per_core} per core) for "

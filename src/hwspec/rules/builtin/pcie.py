@@ -87,6 +87,8 @@ def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     for bridge in p.bridges:
         kids = [p.by_id[i] for i in ctx.topology.children.get(bridge.id, ())]
+        if any(k.physical is None for k in kids):
+            continue  # a link below is unknown: HW603 reports it
         total = sum(k.physical.bandwidth for k in kids)
         ratio = total / bridge.physical.bandwidth
         if ratio > bridge.max_oversubscription + 1e-9:
@@ -114,7 +116,7 @@ def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     for item in p.pcie_items:
         parent = p.by_id.get(item.upstream)
-        if isinstance(parent, Bridge) and item.physical.gen > parent.gen:
+        if isinstance(parent, Bridge) and item.physical is not None and item.physical.gen > parent.gen:
             what = "switch" if parent.kind == "switch" else "root port"
             which = (parent.model_name or f"declared gen: {parent.part_gen}" if parent.part_gen is not None
                      else f"uplink {parent.physical}")
@@ -138,6 +140,8 @@ def device_link_capability(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     for item in (*p.gpus, *p.nics):
         cap = item.max_link
+        if cap is None or item.physical is None:
+            continue  # an unknown part or link: HW603 reports it
         if item.physical.gen > cap.gen or item.physical.width > cap.width:
             yield ctx.finding(f"{item.id}: {item.physical} link, but its part {item.part} supports at most {cap}",
                               at=physical_field(item),
