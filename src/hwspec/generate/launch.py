@@ -21,7 +21,7 @@ from hwspec.cpulist import format_cpu_list as cpu_ranges
 from hwspec.formats.environment import environment_limits
 from hwspec.formats.limits import bind_limits, settings_limits
 from hwspec.formats.nccl_env import is_nccl
-from hwspec.formats.nccl_tree import collective_library, net_name
+from hwspec.formats.nccl_tree import collective_library, missing_bus_ids, net_name
 from hwspec.formats.transports import TransportFacts, facts, ib_verbs
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.model.node import Backend, Gpu, Nic, NumaNode, Platform
@@ -208,8 +208,9 @@ def nccl_settings(topology: Topology, install_dir: str, rail_optimized: bool | N
                                 "rail-optimized fabric: keep each ring/tree on the same NIC index"
                                 if rails else "no rail-optimized fabric: rings may cross NICs"))
     library = collective_library(platform)
-    settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir, library),
-                            f"this platform's {library}-topo.xml, installed under {install_dir}/"))
+    if not missing_bus_ids(topology):  # else no topology file is written: NCCL detects the node itself
+        settings.append(Setting("NCCL_TOPO_FILE", topo_file(install_dir, library),
+                                f"this platform's {library}-topo.xml, installed under {install_dir}/"))
     return merge_environment(settings, {k: v for k, v in platform.environment.items() if is_nccl(k)}, "the platform's")
 
 
@@ -274,7 +275,8 @@ def nccl_conf(ctx: GenContext) -> Plan:
     if not platform.gpus:
         return {}
     library = collective_library(platform)
-    text = ctx.render(f"{library}.conf.j2", "hash", settings=_settings(ctx), topo_file=topo_file(ctx.install_dir, library))
+    text = ctx.render(f"{library}.conf.j2", "hash", settings=_settings(ctx),
+                      topo_file=None if missing_bus_ids(ctx.topology) else topo_file(ctx.install_dir, library))
     return {f"{library}.conf": nccl_conf_text(text, platform.file)}
 
 

@@ -60,6 +60,8 @@ def bus_id_unique(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     seen: dict[str, list] = {}
     for item in in_file_order(p, p.pcie_items):
+        if item.bus is None:
+            continue  # `bus: unknown`, which HW603 reports
         users = seen.setdefault(item.bus, [])
         clash = next((u for u in users if not _same_adapter(u, item)), None)
         users.append(item)
