@@ -73,6 +73,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN
 from hwspec.model.node import PcieLink
 from hwspec.source.dumper import dump_yaml as source_dump_yaml
 from hwspec.spec.units import format_bytes, parse_bytes
@@ -116,6 +117,11 @@ def _builtin_rules() -> tuple:
 def _bandwidth(gen: int, width: int) -> float:
     return PcieLink(gen, width).bandwidth
 
+
+
+def _chunks(size: int, most: int) -> list[int]:
+    """`size` split into parts of at most `most`, as even as the order allows (6, 4 -> 4, 2)."""
+    return [min(most, size - start) for start in range(0, size, most)]
 
 def _trained(part_link, gen: int) -> tuple[int, int]:
     """(gen, width) a device of this part trains at below a bridge of generation `gen`."""
@@ -271,6 +277,9 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     cuts = sorted(draw(st.sets(st.integers(1, n_gpus - 1), max_size=n_gpus - 1), label="leaf cuts")) if n_gpus > 1 else []
     bounds = [0, *cuts, n_gpus]
     leaf_sizes = [b - a for a, b in zip(bounds, bounds[1:])]
+    # RCCL reads at most 32 children of one element (HW911): a leaf's GPUs and their NICs fit
+    per_leaf = RCCL_MAX_CHILDREN // (1 + nics_per_gpu)
+    leaf_sizes = [part for size in leaf_sizes for part in _chunks(size, per_leaf)]
     leaf_socket = [draw(st.integers(0, n_sockets - 1), label="leaf socket") for _ in leaf_sizes]
 
     layout = _Layout(spec={}, nic_mode=mode, pattern="none", per_pair=1, gpu_links=gpu.fabric.links)
