@@ -166,7 +166,7 @@ def test_unknown_elements_and_bad_values_are_located_warnings(tmp_path):
      "input.xml:1:1: error[I101 input-syntax]: the root element is <graphs>, not <system>: not an NCCL topology file"),
     ("<system>" * 300, "input.xml:1:2057: error[I101 input-syntax]: elements nested deeper than 256"),
     ("\x00\xff garbage", "input.xml:1:1: error[I101 input-syntax]: not an input hwspec reads: expected an NCCL topology dump "
-     "(<system>), hwloc XML (<topology>) or 'nvidia-smi topo -m' output"),
+     "(<system>), hwloc XML (<topology>), 'nvidia-smi topo -m' output or 'nvidia-smi -q -x' output (<nvidia_smi_log>)"),
 ])
 def test_unusable_xml_is_one_located_error(tmp_path, text, message):
     m = parse_text(tmp_path, text)
@@ -207,7 +207,7 @@ def test_every_truncation_of_every_sample_gives_located_diagnostics_never_a_trac
     for cut in range(0, len(data), step):
         m = Machine()
         fmt = inputs.sniff(data) or "nccl"
-        __import__(f"hwspec.live.{ {'nccl': 'nccl', 'lstopo': 'lstopo', 'topo-m': 'topo_matrix'}[fmt] }", fromlist=["parse"]).parse(
+        __import__(f"hwspec.live.{ {'nccl': 'nccl', 'lstopo': 'lstopo', 'topo-m': 'topo_matrix', 'smi-xml': 'smi_xml'}[fmt] }", fromlist=["parse"]).parse(
             data[:cut], sample.name, m)
         for d in m.problems:
             assert d.file == sample.name and d.line >= 1 and d.col >= 1, (cut, d)

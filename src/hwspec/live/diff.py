@@ -70,7 +70,7 @@ class _Differ:
     def match(self) -> None:
         m, p = self.m, self.p
         tree = m.has_tree
-        if tree:
+        if tree or m.flat_buses:  # nvidia-smi -q -x: GPU bus ids without a tree
             by_bus = {g.bus: g.key for g in m.gpus.values() if g.bus}
             for gpu in p.gpus:
                 if gpu.bus in by_bus:
@@ -95,7 +95,7 @@ class _Differ:
         source = ", ".join(file for file, _ in m.sources)
         for gpu in p.gpus:
             if gpu.id not in self.gpu_key:
-                what = f"bus id {gpu.bus}" if tree else "its position"
+                what = f"bus id {gpu.bus}" if tree or m.flat_buses else "its position"
                 self.add("D101", p.locate(gpu.id), f"{gpu.id} ({gpu.model_name}, {gpu.bus}) is not in the machine: no GPU at {what} in {source}")
         for nic in p.nics:
             if nic.id in self.nic_key or (nic.role == "management"):

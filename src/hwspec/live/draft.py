@@ -208,7 +208,7 @@ class _Writer:
         if parent in self.ids:
             return self.ids[parent]
         first = next(iter(self.ids.values()))
-        return {"value": first, "assumed": f"the input gives no NUMA node here ({parent}): attached to {first}"}
+        return {"value": first, "assumed": f"the input gives no NUMA node here{f' ({parent})' if parent else ''}: attached to {first}"}
 
     def bridges(self) -> list[dict]:
         """Root ports (bridges on a NUMA node) and switches on the way to a GPU or NIC."""
@@ -467,6 +467,18 @@ class _Writer:
         board["assumed"] = "the input shows the NVLinks in use, not the baseboard's wiring: taken to wire exactly these"
         return board, nvlink
 
+    def nvlink_domains(self) -> None:
+        """A note naming the multi-node NVLink domain (cluster UUID and clique, as the fabric
+        manager reports them) each group of GPUs is in: a node platform has no field for it."""
+        members: dict[tuple[str, int | None], list[str]] = {}
+        for gpu in self.m.gpus_in_order():
+            if gpu.fabric is not None:
+                members.setdefault((gpu.fabric.cluster_uuid, gpu.fabric.clique_id), []).append(self.gpu_ids[gpu.key])
+        for (uuid, clique), gpu_ids in members.items():
+            clique_text = f", clique {clique}" if clique is not None else ""
+            self.notes.append(f"{', '.join(gpu_ids)} are in the multi-node NVLink domain {uuid}{clique_text} "
+                              "(nvidia-smi -q -x fabric): the domain is the cluster's, not described in a node platform")
+
     def switches_uniform(self) -> bool:
         """Whether every GPU has links to the same NVSwitches, the same number to each."""
         per_gpu = self.m.nvswitch_links()
@@ -653,6 +665,7 @@ class _Writer:
         bridges = self.bridges()
         gpus, baseboard, nvlink = self.gpus()
         nics, backend = self.nics()
+        self.nvlink_domains()
         self.virtual_bridges(bridges)
         self.max_oversubscription(bridges, [*gpus, *nics])
         roots = [b for b in bridges if b.get("kind") == "root-port"]

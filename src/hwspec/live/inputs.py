@@ -26,6 +26,8 @@ def read_bytes(path: Path, machine: Machine) -> bytes | None:
 def sniff(data: bytes) -> str | None:
     """The format of `data` from its first tags or words, or None."""
     head = data[:4096].lstrip()
+    if b"<nvidia_smi_log" in head:
+        return "smi-xml"
     if b"<topology" in head:
         return "lstopo"
     if b"<system" in head or head.startswith(b"<"):
@@ -49,11 +51,11 @@ def read_input(path: Path, fmt: str | None = None) -> Machine:
     if fmt is None:
         machine.problem(Location(file, 1), Severity.ERROR, "I101",
                         "not an input hwspec reads: expected an NCCL topology dump (<system>), hwloc XML "
-                        "(<topology>) or 'nvidia-smi topo -m' output",
-                        "produce one with NCCL_TOPO_DUMP_FILE, 'lstopo --of xml' or 'nvidia-smi topo -m'")
+                        "(<topology>), 'nvidia-smi topo -m' output or 'nvidia-smi -q -x' output (<nvidia_smi_log>)",
+                        "produce one with NCCL_TOPO_DUMP_FILE, 'lstopo --of xml', 'nvidia-smi topo -m' or 'nvidia-smi -q -x'")
         return machine
     module = importlib.import_module({"nccl": "hwspec.live.nccl", "lstopo": "hwspec.live.lstopo",
-                                      "topo-m": "hwspec.live.topo_matrix"}[fmt])
+                                      "topo-m": "hwspec.live.topo_matrix", "smi-xml": "hwspec.live.smi_xml"}[fmt])
     module.parse(data, file, machine)
     refuse_oversized(machine, file)
     machine.problems.sort(key=lambda d: (d.line, d.col))

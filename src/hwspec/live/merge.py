@@ -2,9 +2,12 @@
 
 The first input with a PCIe tree (NCCL dump or lstopo) is the base; the others fill in what it
 lacks (lstopo adds DDR per NUMA node and interface names, `topo -m` adds NVLinks and CPU
-affinity) and are checked against it: a contradiction is a located warning naming both inputs.
-Devices are matched by bus id; `topo -m` GPUs (no bus ids) by order (GPUn is the n-th GPU by
-bus id, as nvidia-smi numbers them), its NICs by name.
+affinity, `nvidia-smi -q -x` adds GPU models, board ids and NVLink domains) and are checked
+against it: a contradiction is a located warning naming both inputs. Without a tree, `topo -m`
+is the base (it has NICs and a reconstructed tree), then `nvidia-smi -q -x`. Devices are
+matched by bus id; `topo -m` GPUs (no bus ids) by order (GPUn is the n-th GPU by bus id, as
+nvidia-smi numbers them), its NICs by name; `nvidia-smi -q -x` GPUs by bus id where the base
+has them, else by that same order.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ def read_inputs(paths: Iterable[Path], fmt: str | None = None) -> Machine:
     machines = [read_input(Path(p), fmt) for p in paths]
     if not machines:
         return Machine()
-    ordered = sorted(machines, key=lambda m: not m.has_tree)
+    ordered = sorted(machines, key=lambda m: (not m.has_tree, m.flat_buses))
     base = ordered[0]
     for other in ordered[1:]:
         merge_into(base, other)
@@ -53,6 +56,8 @@ def merge_into(base: Machine, other: Machine) -> None:
                           theirs if attr != "cpus" else len(theirs), mine.where, node.where)
     if other.has_tree:
         _merge_tree(base, other)
+    elif other.flat_buses:
+        _merge_gpu_facts(base, other)
     else:
         _merge_matrix(base, other)
 
@@ -127,3 +132,49 @@ def _merge_matrix(base: Machine, other: Machine) -> None:
             if port.name in by_name and by_name[port.name].numa is None:
                 by_name[port.name].numa = nic.numa
     base.paths.update({(keys.get(a, a), keys.get(b, b)): v for (a, b), v in other.paths.items()})
+
+
+def _merge_gpu_facts(base: Machine, other: Machine) -> None:
+    """`nvidia-smi -q -x` (GPUs with bus ids, no tree) into `base`: by bus id where the base has
+    them, else in order. The base keeps its tree and keys; it gains the GPUs' bus ids, PCI
+    ids, model names and NVLink domains, and a contradiction is an I104 warning."""
+    if not base.gpus:
+        base.gpus.update(other.gpus)
+        base.flat_buses = base.flat_buses or not base.has_tree
+        return
+    theirs = sorted(other.gpus.values(), key=lambda g: g.index or 0)
+    if any(g.bus for g in base.gpus.values()):
+        by_bus = {g.bus: g for g in base.gpus.values() if g.bus}
+        pairs = [(by_bus[t.bus], t) for t in theirs if t.bus in by_bus]
+        for t in theirs:
+            if t.bus not in by_bus:
+                base.problem(t.where, Severity.WARNING, "I104",
+                             f"GPU {t.bus or t.key} is not in {next(iter(base.gpus.values())).where.file}: left out")
+    else:
+        mine = base.gpus_in_order()
+        if len(mine) != len(theirs) and theirs:
+            base.problem(theirs[0].where, Severity.WARNING, "I104",
+                         f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
+        pairs = list(zip(mine, theirs))
+        if any(t.bus for _, t in pairs):
+            base.flat_buses = True  # bus ids without the bridges above them
+    for m, t in pairs:
+        if m.bus is None:
+            m.bus = t.bus
+        if m.vendor and t.vendor and (m.vendor, m.device) != (t.vendor, t.device):
+            _conflict(base, f"GPU {t.bus or t.key} PCI id", f"{m.vendor}:{m.device}", f"{t.vendor}:{t.device}", m.where, t.where)
+        elif m.vendor is None:
+            m.vendor, m.device = t.vendor, t.device
+        for attr in ("model_name", "subsystem_vendor", "subsystem_device", "current_link", "fabric"):
+            if getattr(m, attr) is None:
+                setattr(m, attr, getattr(t, attr))
+        if m.link is None:
+            m.link = t.link
+        elif t.link is not None and m.link.gen and m.link.width and t.link.gen and t.link.width \
+                and (m.link.gen, m.link.width) != (t.link.gen, t.link.width):
+            _conflict(base, f"GPU {t.bus or t.key} link", m.link, t.link, m.where, t.where)
+        numa = base.numa_of(m.key)
+        if t.numa is not None and numa is not None and numa >= 0 and numa != t.numa:
+            _conflict(base, f"GPU {t.bus or t.key} NUMA node", numa, t.numa, m.where, t.where)
+        elif m.numa is None:
+            m.numa = t.numa

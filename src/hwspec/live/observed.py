@@ -135,6 +135,33 @@ class Gpu(PciNode):
     cpus: tuple[int, ...] | None = None
     """The CPUs the input says are close (topo -m 'CPU Affinity')."""
     model_name: str | None = None
+    """The model as the driver names it (NVML's product name, hwloc's GPUModel)."""
+    subsystem_vendor: str | None = None
+    subsystem_device: str | None = None
+    """The board's PCI subsystem ids (`0x10de`, `0x16c1`): which board carries the chip."""
+    current_link: Link | None = None
+    """The link as trained when the input was taken (nvidia-smi); `link` is the most it
+    trains at, as NCCL reads it. A GPU at rest lowers its generation to save power, so the
+    current link is kept as evidence, never compared."""
+    fabric: NvlinkDomain | None = None
+    """The multi-node NVLink domain the GPU is in (GB200/GB300 NVL72 trays), when the input says."""
+
+
+@dataclass(frozen=True)
+class NvlinkDomain:
+    """A GPU's membership of a multi-node NVLink domain as the NVIDIA fabric manager reports
+    it (`nvidia-smi -q -x` `<fabric>`): the NVLink domain's cluster UUID and the clique (the
+    partition of GPUs that reach each other over NVLink) within it. `state` is the fabric
+    manager's registration state (`Completed` once the GPU has joined)."""
+
+    cluster_uuid: str
+    clique_id: int | None
+    state: str | None
+    where: Location
+
+    def __str__(self) -> str:
+        clique = f", clique {self.clique_id}" if self.clique_id is not None else ""
+        return f"NVLink domain {self.cluster_uuid}{clique}"
 
 
 @dataclass
@@ -188,6 +215,9 @@ class Machine:
     nvswitches: dict[str, Location] = field(default_factory=dict)
     """NVSwitch chips the input names (by bus id), beyond the links to them."""
     problems: list[Diagnostic] = field(default_factory=list)
+    flat_buses: bool = False
+    """The GPUs' bus ids come from an input without a PCIe tree (`nvidia-smi -q -x`): they
+    identify the GPUs (diff matches them by bus id) but say nothing of the bridges above."""
     listed: set[str] = field(default_factory=set)
     """What the inputs list completely, so that its absence means something: `numa` (every
     NUMA node: lstopo), `rdma-nics` (every RDMA NIC), `tcp-nics` (every plain network NIC),
@@ -198,7 +228,7 @@ class Machine:
     @property
     def has_tree(self) -> bool:
         """Whether the input gave a PCIe tree with bus ids (NCCL dump, lstopo)."""
-        return any(d.bus for d in (*self.gpus.values(), *self.nics.values()))
+        return not self.flat_buses and any(d.bus for d in (*self.gpus.values(), *self.nics.values()))
 
     def node(self, key: str) -> PciNode | None:
         return self.bridges.get(key) or self.gpus.get(key) or self.nics.get(key)

@@ -25,6 +25,8 @@ class Element:
     col: int
     children: list[Element] = field(default_factory=list)
     parent: Element | None = field(default=None, repr=False)
+    text: str = ""
+    """The character data directly inside the element (between its tags, not its children's), stripped."""
 
 
 class XmlError(Exception):
@@ -45,6 +47,7 @@ def parse_xml(data: bytes) -> Element:
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     root: list[Element] = []
     stack: list[Element] = []
+    texts: list[list[str]] = []  # character data of each open element, joined when it closes
     count = 0
     refused: list[str] = []
 
@@ -66,15 +69,21 @@ def parse_xml(data: bytes) -> Element:
         else:
             root.append(element)
         stack.append(element)
+        texts.append([])
 
     def end(tag: str) -> None:
-        stack.pop()
+        stack.pop().text = "".join(texts.pop()).strip()
+
+    def characters(data: str) -> None:
+        if texts:
+            texts[-1].append(data)
 
     def entity_decl(*_args) -> None:
         refuse("entity declarations are not accepted (they can expand without bound)")
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
+    parser.CharacterDataHandler = characters
     parser.EntityDeclHandler = entity_decl
     def external_entity(*_args) -> NoReturn:
         refuse("external entities are not read")

@@ -138,7 +138,7 @@ def hostile_cluster_specs(draw, **kwargs: Any) -> tuple[Path_, ClusterFiles]:
 
 # ------------------------------------------------------------------ inputs of `hwspec import` / `hwspec diff`
 
-IMPORT_FORMATS = ("nccl", "topo-m", "lstopo")
+IMPORT_FORMATS = ("nccl", "topo-m", "lstopo", "smi-xml")
 """The input formats `hostile_import_inputs()` writes (`hwspec import --input-format` names)."""
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -173,6 +173,12 @@ def _xml_attribute(text: str) -> str:
 def _xml_text(text: str) -> str:
     """`text` without the characters XML 1.0 cannot hold (NUL, most C0 controls, surrogates)."""
     return _NOT_XML.sub("", text)
+
+
+def _xml_element_text(text: str) -> str:
+    """`text` as the content of an element reads back: XML's characters, without the trailing
+    white space a pretty-printed file's reader strips."""
+    return _xml_text(text).rstrip()
 
 
 def _matrix_cell_text(text: str) -> str:
@@ -243,11 +249,31 @@ _LSTOPO = """<?xml version="1.0" encoding="UTF-8"?>
 """A GPU and a CPU the parts catalogue does not know (their model names reach the draft as
 `override: {model_name}`) and a RoCE NIC with its RDMA device and network interface."""
 
+_SMI = """<?xml version="1.0" ?>
+<nvidia_smi_log>
+  <attached_gpus>1</attached_gpus>
+  <gpu id="00000000:14:00.0">
+    <product_name>{gpu_model}</product_name>
+    <pci>
+      <pci_device_id>FFF010DE</pci_device_id>
+      <pci_bus_id>00000000:14:00.0</pci_bus_id>
+      <pci_gpu_link_info>
+        <pcie_gen><max_link_gen>4</max_link_gen></pcie_gen>
+        <link_widths><max_link_width>16x</max_link_width></link_widths>
+      </pci_gpu_link_info>
+    </pci>
+  </gpu>
+</nvidia_smi_log>
+"""
+"""`nvidia-smi -q -x` of a GPU the parts catalogue does not know: NVML's product name reaches
+the draft as `override: {model_name}`."""
+
 _FIELDS: dict[str, tuple[str, dict[str, str], Callable[[str], str], Callable[[str], str]]] = {
     "nccl": (_NCCL, {"arch": "x86_64-", "nic0": "mlx5_x", "nic1": "mlx5_x"}, _xml_text, _xml_attribute),
     "topo-m": (_TOPO_M, {"column": "NICx", "nic0": "mlx5_x"}, _matrix_cell_text, str),
     "lstopo": (_LSTOPO, {"arch": "x86_64-", "cpu_model": "CPU ", "gpu_model": "GPU ", "interface": "eth_x",
                          "nic0": "mlx5_x"}, _xml_text, _xml_attribute),
+    "smi-xml": (_SMI, {"gpu_model": "GPU-"}, _xml_element_text, _xml_attribute),
 }
 """Per format: the template, its free-text fields with the prefix that keeps each in its role
 (an RDMA device name starts like one), what of a text the format can hold, how it is written."""

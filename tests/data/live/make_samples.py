@@ -13,6 +13,9 @@ as a live node of that shape would produce them:
 * `<name>.topo-m.txt`: `nvidia-smi topo -m` text as drivers 535+ print it (tab-separated, NIC
   legend, CPU Affinity / NUMA Affinity / GPU NUMA ID columns).
 
+And `nvidia-smi -q -x` of ZionEX, the HGX H100 and a GB200 tray (`SMI_SHAPES`), with the
+elements hwspec reads.
+
 And ZionEX dumps with one fault each, for `hwspec diff`: `zionex-nic-moved.nccl.xml` (mlx5_2
 moved from the second switch to the third), `zionex-gpu-x8.nccl.xml` (gpu3 trained at x8),
 `zionex-nvlink-one.nccl.xml` (one NVLink between gpu0 and gpu1 instead of two),
@@ -43,6 +46,16 @@ SHAPES = {
     "nic-dual-port": "tests/fixtures/rules/nic_dual_port_ok.yaml",
     "minimal-node": "tests/fixtures/spec/minimal_node.yaml",
 }
+SMI_SHAPES = {
+    "zionex.smi": ("platforms/zionex.yaml", None),
+    "smi-h100-8gpu": ("platforms/hgx-h100.yaml", None),
+    "smi-gb200-tray": ("platforms/gb200-tray.yaml", ("00000001-0000-0000-0000-000000000001", 2)),
+}
+"""`nvidia-smi -q -x` samples: file stem -> (platform, (cluster UUID, clique id) of its NVLink
+domain or None). The UUID is a placeholder of the shape nvidia-smi writes."""
+SMI_SUBSYSTEM = {("0x10de", "0x2330"): "16C1", ("0x10de", "0x2941"): "2046"}
+"""Board subsystem device ids public nvidia-smi captures show (H100 SXM5 80GB, GB200); other
+boards' are left out of the samples."""
 CPU_VENDOR = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
 NIC_PCI_CLASS = {"infiniband": "0207", "rocev2": "0200", "tcp": "0200"}
 
@@ -214,6 +227,40 @@ def topo_m(platform: Platform) -> str:
     return "\n".join(lines) + "\n"
 
 
+def smi_xml(platform: Platform, domain: tuple[str, int] | None = None) -> str:
+    """`nvidia-smi -q -x` as drivers 570-615 write it for this platform, with only the elements
+    hwspec reads (and the few around them that place them): per GPU in bus order the product
+    name, PCI ids, bus id, PCIe link and the fabric (NVLink domain) section."""
+    gpus = sorted(platform.gpus, key=lambda g: g.bus)
+    lines = ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">', "<nvidia_smi_log>",
+             "\t<driver_version>580.105.08</driver_version>", "\t<cuda_version>13.0</cuda_version>",
+             f"\t<attached_gpus>{len(gpus)}</attached_gpus>"]
+    for minor, gpu in enumerate(gpus):
+        domain_id, bus, rest = gpu.bus.split(":")
+        nvml_bus = f"0000{domain_id.upper()}:{bus.upper()}:{rest.upper()}"
+        pci_id = f"{gpu.pci_device[2:].upper()}{gpu.pci_vendor[2:].upper()}"
+        subsystem = SMI_SUBSYSTEM.get((gpu.pci_vendor, gpu.pci_device))
+        uuid, clique = (domain[0], str(domain[1])) if domain else ("N/A", "N/A")
+        lines += [f'\t<gpu id="{nvml_bus}">', f"\t\t<product_name>{gpu.model_name}</product_name>",
+                  "\t\t<product_brand>NVIDIA</product_brand>", f"\t\t<minor_number>{minor}</minor_number>",
+                  "\t\t<pci>", f"\t\t\t<pci_bus>{bus.upper()}</pci_bus>", f"\t\t\t<pci_domain>{domain_id.upper()}</pci_domain>",
+                  f"\t\t\t<pci_device_id>{pci_id}</pci_device_id>", f"\t\t\t<pci_bus_id>{nvml_bus}</pci_bus_id>"]
+        if subsystem:
+            lines.append(f"\t\t\t<pci_sub_system_id>{subsystem}{gpu.pci_vendor[2:].upper()}</pci_sub_system_id>")
+        lines += ["\t\t\t<pci_gpu_link_info>", "\t\t\t\t<pcie_gen>",
+                  f"\t\t\t\t\t<max_link_gen>{gpu.link.gen}</max_link_gen>",
+                  "\t\t\t\t\t<current_link_gen>1</current_link_gen>",  # a GPU at rest saves power at Gen1
+                  "\t\t\t\t</pcie_gen>", "\t\t\t\t<link_widths>",
+                  f"\t\t\t\t\t<max_link_width>{gpu.link.width}x</max_link_width>",
+                  f"\t\t\t\t\t<current_link_width>{gpu.link.width}x</current_link_width>",
+                  "\t\t\t\t</link_widths>", "\t\t\t</pci_gpu_link_info>", "\t\t</pci>",
+                  "\t\t<fabric>", f"\t\t\t<state>{'Completed' if domain else 'N/A'}</state>",
+                  f"\t\t\t<status>{'Success' if domain else 'N/A'}</status>",
+                  f"\t\t\t<cliqueId>{clique}</cliqueId>", f"\t\t\t<clusterUuid>{uuid}</clusterUuid>",
+                  "\t\t</fabric>", "\t</gpu>"]
+    return "\n".join(lines + ["</nvidia_smi_log>"]) + "\n"
+
+
 def _once(text: str, old: str, new: str) -> str:
     if text.count(old) != 1:
         raise SystemExit(f"make_samples: expected one {old!r} in the ZionEX dump, found {text.count(old)}")
@@ -267,6 +314,8 @@ def samples() -> dict[str, str]:
             files[f"{name}.topo-m.txt"] = topo_m(platform)
     for name, text in faults(files["zionex.nccl.xml"]).items():
         files[f"{name}.nccl.xml"] = text
+    for name, (path, domain) in SMI_SHAPES.items():
+        files[f"{name}.xml"] = smi_xml(load_platform(ROOT / path), domain)
     return files
 
 
