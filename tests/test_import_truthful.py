@@ -1,7 +1,7 @@
 """`unknown` facts: a platform states what its source does not give, and no output makes it up.
 
-(Item 4 of issue 22. The import side, drafting `part: unknown`/`bus: unknown` from real dumps, is
-still to come; these tests pin the spec word and its consumers.)"""
+(Item 4 of issue 22: the spec word and its consumers, and `hwspec import` drafting `part: unknown`/
+`bus: unknown` where the input does not identify a part or give a bus id.)"""
 
 from __future__ import annotations
 
@@ -83,3 +83,59 @@ def test_a_catalogue_may_not_define_a_part_called_unknown(tmp_path):
     with pytest.raises(HwspecError) as caught:
         _platform(tmp_path, BASE)
     assert "'unknown' is the spec word" in caught.value.diagnostics[0].message
+
+
+# ------------------------------------------------------------------ import: the draft says only what the input says
+
+REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
+REAL_FILES = sorted([*REAL.glob("*.xml"), *REAL.glob("*.txt")]) if REAL.is_dir() else []
+LIVE = Path(__file__).resolve().parent / "data" / "live"
+
+
+def _import(tmp_path: Path, source: Path, capsys) -> tuple[Path, str]:
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(source), "-o", str(draft)]) == 0
+    return draft, capsys.readouterr().err
+
+
+@pytest.mark.skipif(not REAL_FILES, reason="../shared/data/real-machines is absent")
+@pytest.mark.parametrize("source", REAL_FILES, ids=lambda p: p.name)
+def test_a_real_dump_drafts_only_parts_its_ids_name_and_validates_and_diffs_clean(tmp_path, capsys, source):
+    from hwspec.live.merge import read_inputs
+
+    draft, _ = _import(tmp_path, source, capsys)
+    text = draft.read_text()
+    assert "nearest" not in text and "not in the parts catalogue" not in text and "figures with the observed" not in text
+    seen = read_inputs([source])
+    platform = load_platform(draft)
+    device_ids = {(d.vendor, d.device) for d in (*seen.gpus.values(), *seen.nics.values())}
+    for device in (*platform.gpus, *platform.nics):
+        assert device.part == "unknown" or (device.pci_vendor, device.pci_device) in device_ids, device.id
+    cpu_ids = {(n.family, n.model) for n in seen.numa.values()}
+    assert all(n.part == "unknown" or (n.family, n.model) in cpu_ids for n in platform.sockets)
+    if source.name.endswith(".topo-m.txt"):  # nvidia-smi topo -m gives no bus id
+        assert all(d.bus is None for d in (*platform.gpus, *platform.nics)) and "bus: unknown" in text
+    assert main(["validate", str(draft)]) in (0, 1)
+    assert "error[" not in capsys.readouterr().out
+    assert main(["diff", str(draft), str(source)]) == 0
+
+
+def test_a_roce_nic_without_gpudirect_is_drafted_backend_and_nccl_conf_keeps_ib_on(tmp_path, capsys):
+    draft, _ = _import(tmp_path, LIVE / "roce-no-gdr.nccl.xml", capsys)
+    platform = load_platform(draft)
+    assert [(n.id, n.role, n.transport, n.gpudirect) for n in platform.nics] == [
+        ("nic0", "backend", "rocev2", False), ("nic1", "backend", "rocev2", False), ("fe0", "ingestion", "tcp", False)]
+    conf = plan_for(topology_of(platform))["draft/nccl.conf"]
+    assert "NCCL_IB_DISABLE" not in conf and "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1" in conf
+    assert main(["diff", str(draft), str(LIVE / "roce-no-gdr.nccl.xml")]) == 0
+
+
+def test_pci_ids_the_catalogue_lacks_give_part_unknown_with_the_observed_ids(tmp_path, capsys):
+    draft, err = _import(tmp_path, LIVE / "unknown-pci-ids.nccl.xml", capsys)
+    text = draft.read_text()
+    assert ("  part: unknown\n  slot: 0\n  override:\n    vendor: nvidia\n    pci_vendor: \"0x10de\"\n"
+            "    pci_device: \"0x2204\"\n    sm: 86\n    fabric: {links: 12}\n") in text
+    assert ("  part: unknown\n  override:\n    pci_vendor: \"0x14e4\"\n    pci_device: \"0x1750\"\n    speed: 200 Gb/s\n"
+            "    rdma: true\n    gpudirect: true\n  role: backend\n") in text
+    assert f"{draft}:27:9: warning[HW603 unknown-facts]: gpu0: the GPU part 0x10de:0x2204 is unknown" in err
+    assert "assumed" not in text.split("\ngpus:")[1].split("\nnics:")[0]

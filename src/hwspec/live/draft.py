@@ -1,11 +1,12 @@
 """Observed machine -> a readable draft platform file (`hwspec import`).
 
 A thin layer over `observed.Machine`: it only decides how the spec language says what was
-observed. Parts are recognised from the catalogue by PCI vendor/device id (GPUs, NICs) or
-CPUID vendor/family/model (CPUs); a device the catalogue does not know gets the nearest part
-with the observed facts as `override:` and an `assumed:` note saying so. Values no input gives
-(DDR capacity, a RoCE interface name, bus ids from `topo -m`) are placeholders marked
-`assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
+observed. Parts are recognised from the catalogue by PCI vendor/device id (GPUs, NICs; a NIC's
+observed speed too, where the input gives one) or CPUID vendor/family/model (CPUs); a device
+the input does not identify as a catalogue part is `part: unknown` with exactly what the input
+gives as `override:`, and a bus id the input does not give is `bus: unknown` (`validate` warns
+HW603 with what to fill in). Other values no input gives (DDR capacity, a RoCE interface name)
+are placeholders marked `assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
 expanding the draft again. The draft names its inputs in `sources:`/`source:`.
 
 Input files are hostile: any text from them (file names, device and model names, attribute
@@ -37,6 +38,11 @@ RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|
 PLACEHOLDER_MEMORY = 256 * 2**30
 PLACEHOLDER_DDR_BANDWIDTH = "100 GB/s"
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
+UNKNOWN = "unknown"
+GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
+"""PCI vendor ids of the spec's GPU vendors; another id is `other`."""
+SPEC_ARCH = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64", "ppc64": "ppc64"}
+"""CPU architecture names as inputs write them -> the spec's."""
 
 
 @dataclass
@@ -89,7 +95,6 @@ class _Writer:
         self.ids: dict[str, str] = {}  # machine key -> spec id
         self.notes: list[str] = []
         self.links: dict[str, tuple[int, int]] = {}  # spec id -> (gen, width) of its upstream link
-        self.next_bus = 0x10
 
     def parts(self, kind: str) -> dict[str, Any]:
         return {name: part.model for name, part in sorted(self.cat.parts.get(kind, {}).items())}
@@ -97,15 +102,10 @@ class _Writer:
     def source(self) -> str:
         return "hwspec import of " + ", ".join(f"{_file_text(file)} ({what})" for file, what in self.m.sources)
 
-    def bus(self, key: str, bus: str | None, assumed: list[str]) -> str:
-        if bus:
-            return bus
-        while any(d.bus == f"0000:{self.next_bus:02x}:00.0" for d in (*self.m.bridges.values(), *self.m.gpus.values(), *self.m.nics.values())):
-            self.next_bus += 1
-        text = f"0000:{self.next_bus:02x}:00.0"
-        self.next_bus += 1
-        assumed.append("the input gives no PCI bus id: placeholder")
-        return text
+    @staticmethod
+    def bus(bus: str | None) -> str:
+        """The bus id the input gives, or `unknown` (`nvidia-smi topo -m` gives none): never an invented one."""
+        return bus or UNKNOWN
 
     # ------------------------------------------------------------ sockets
 
@@ -128,7 +128,7 @@ class _Writer:
         for position, group in enumerate(groups):
             assumed: list[str] = []
             entry: dict[str, Any] = {"id": f"cpu{position}"}
-            entry.update(self.cpu_part(self.m.numa.get(group[0]), assumed))
+            entry.update(self.cpu_part(self.m.numa.get(group[0])))
             if len(group) == 1:
                 self.ids[f"{NUMA_PREFIX}{group[0]}"] = entry["id"]
                 entry.update(self.numa_fields(group[0], assumed))
@@ -141,24 +141,21 @@ class _Writer:
             out.append(entry)
         return out
 
-    def cpu_part(self, node, assumed: list[str]) -> dict[str, Any]:
-        """`part` (and `override`) for the CPU of NUMA node `node`: by CPUID vendor/family/model."""
+    def cpu_part(self, node) -> dict[str, Any]:
+        """`part` for the CPU of NUMA node `node`: the catalogue CPU of its CPUID vendor/family/model,
+        else `unknown` with the identity the input gives as `override`."""
         cpus = self.parts("cpus")
-        matches = [n for n, p in cpus.items() if node is not None and p.vendor == node.vendor
-                   and p.family == node.family and p.model == node.model and (node.arch is None or p.arch == node.arch)]
+        arch = SPEC_ARCH.get(node.arch or "") if node is not None else None
+        matches = [n for n, p in cpus.items() if node is not None and node.family is not None and node.model is not None
+                   and p.vendor == node.vendor and p.family == node.family and p.model == node.model
+                   and (arch is None or p.arch == arch)]
         if matches:
             return {"part": matches[0]}
-        base = next((n for n, p in cpus.items() if node is not None and p.vendor == node.vendor), next(iter(cpus)))
-        if node is None or node.vendor is None or node.family is None or node.model is None:
-            assumed.append(f"the input does not identify the CPU: {base} assumed")
-            return {"part": base}
-        override: dict[str, Any] = {"vendor": node.vendor, "family": node.family, "model": node.model}
-        if node.arch:
-            override["arch"] = node.arch
-        override["model_name"] = node.model_name or f"{node.vendor} CPU family {node.family} model {node.model}"
-        assumed.append(f"CPU {node.vendor} family {node.family} model {node.model} is not in the parts "
-                       f"catalogue: {base}'s figures with the observed identity")
-        return {"part": base, "override": override}
+        if node is None:
+            return {"part": UNKNOWN}
+        seen = {"vendor": node.vendor, "arch": arch, "model_name": node.model_name, "family": node.family, "model": node.model}
+        override = {k: v for k, v in seen.items() if v is not None}
+        return {"part": UNKNOWN, "override": override} if override else {"part": UNKNOWN}
 
     def numa_fields(self, numa: int, assumed: list[str]) -> dict[str, Any]:
         """`numa_node`, `cpus` and `memory` of one NUMA node."""
@@ -226,7 +223,7 @@ class _Writer:
                 entry["kind"] = "root-port"
             entry.update(self.switch_identity(bridge))
             entry["upstream"] = self.upstream(bridge.parent)
-            entry["bus"] = self.bus(key, bridge.bus, assumed)
+            entry["bus"] = self.bus(bridge.bus)
             link = bridge.link
             gen, width = (link.gen, link.width) if link else (None, None)
             if gen is None or width is None:
@@ -299,10 +296,13 @@ class _Writer:
             if ratio > 2:
                 entry["max_oversubscription"] = math.ceil(ratio)
 
-    def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None, tuple[int, int]]:
+    def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None, tuple[int, int] | None]:
         """(pcie.link to write or None, part pcie override or None, the (gen, width) it trains at)
         for an observed device link. A width-0 link (a device passed through to a VM) is written
-        as presented with the part's width as `physical`."""
+        as presented with the part's width as `physical`. Without a part (`part: unknown`) the
+        link is what the input gives, and none (trained at None) where it gives none."""
+        if part_link is None:
+            return self._unknown_part_link(link, assumed)
         gen = link.gen if link and link.gen else None
         width = link.width if link and link.width else None
         if link is not None and link.bandwidth and gen is None:
@@ -330,6 +330,25 @@ class _Writer:
         if (gen, width) == (part_gen, part_width):
             return None, override, (gen, width)
         return {"gen": gen, "width": width}, override, (gen, width)
+
+    def _unknown_part_link(self, link: Link | None, assumed: list[str]) -> tuple[dict | None, None, tuple[int, int] | None]:
+        """The link of a device whose part is unknown: as the input gives it (a hwloc bandwidth as
+        its widest exact form); a VM's width 0 as presented; nothing where the input gives none."""
+        if link is None:
+            return None, None, None
+        gen, width = link.gen, link.width
+        if link.bandwidth and gen is None:
+            forms = link.forms()
+            gen, width = forms[0] if forms else self._link_not_above(link.bandwidth, assumed)
+        if gen is None:
+            return None, None, None
+        if link.width_zero:
+            return {"gen": gen, "width": 0, "physical": {"value": {"gen": gen, "width": 16}, "assumed": (
+                "the VM reports width 0 for the passed-through device and its part is unknown: x16 assumed, "
+                "as NCCL reads width 0")}}, None, (gen, 16)
+        if not width:
+            return None, None, None
+        return {"gen": gen, "width": width}, None, (gen, width)
 
     def virtual_bridges(self, bridges: list[dict]) -> None:
         """A bridge presented slower than a device below it is a VM's virtual one when it shows
@@ -368,44 +387,50 @@ class _Writer:
             assumed: list[str] = []
             entry: dict[str, Any] = {"id": ident}
             candidates = [n for n, p in catalogue.items() if gpu.vendor and p.pci_vendor == gpu.vendor and p.pci_device == gpu.device
-                          and (gpu.sm is None or p.sm == gpu.sm)]
+                          and (gpu.sm is None or p.vendor != "nvidia" or p.sm == gpu.sm) and (gpu.gcn is None or p.gcn == gpu.gcn)]
             links_needed = per_gpu.get(gpu.key, 0)
             fitting = [n for n in candidates if catalogue[n].fabric.links >= links_needed]
             override: dict[str, Any] = {}
             if fitting or candidates:
                 part = (fitting or candidates)[0]
+                spec_part = catalogue[part]
+                exact = not self.switches_uniform()  # without listed switches, 'nvswitch' uses all of the part's links
+                if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
+                                                             and links_needed != spec_part.fabric.links):
+                    override["fabric"] = {"links": links_needed}
+                part_link = spec_part.pcie
             else:
-                same_sm = [n for n, p in catalogue.items() if gpu.sm is not None and p.sm == gpu.sm]
-                same_vendor = [n for n, p in catalogue.items() if gpu.vendor and p.pci_vendor == gpu.vendor]
-                part = (same_sm or same_vendor or list(catalogue))[0]
-                if gpu.vendor and gpu.device:
-                    override.update(pci_vendor=gpu.vendor, pci_device=gpu.device)
-                    if gpu.sm is not None and gpu.sm != catalogue[part].sm:
-                        override["sm"] = gpu.sm
-                    override["model_name"] = gpu.model_name or f"GPU {gpu.vendor}:{gpu.device}"
-                    assumed.append(f"GPU {gpu.vendor}:{gpu.device} (sm {gpu.sm}) is not in the parts catalogue: "
-                                   f"{part}'s figures with the observed identity")
-                else:
-                    assumed.append(f"the input does not name the GPU model (no PCI vendor/device id): {part} assumed")
-            spec_part = catalogue[part]
-            exact = not self.switches_uniform()  # without listed switches, 'nvswitch' uses all of the part's links
-            if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
-                                                         and links_needed != spec_part.fabric.links):
-                override["fabric"] = {"links": links_needed}
+                part, part_link = UNKNOWN, None
+                override = self.gpu_identity(gpu, links_needed)
             entry["part"] = part
-            link, pcie_override, trained = self.device_link(gpu.link, spec_part.pcie, assumed, "GPU")
+            link, pcie_override, trained = self.device_link(gpu.link, part_link, assumed, "GPU")
             if pcie_override:
                 override["pcie"] = pcie_override
             if override:
                 entry["override"] = override
-            entry["pcie"] = {"upstream": self.upstream(gpu.parent), "bus": self.bus(gpu.key, gpu.bus, assumed)}
+            entry["pcie"] = {"upstream": self.upstream(gpu.parent), "bus": self.bus(gpu.bus)}
             if link:
                 entry["pcie"]["link"] = link
-            self.links[ident] = trained
+            if trained:
+                self.links[ident] = trained
             _note(entry, assumed)
             out.append(entry)
         baseboard, nvlink = self.fabric(gpus, out, counts)
         return out, baseboard, nvlink
+
+    def gpu_identity(self, gpu, links: int) -> dict[str, Any]:
+        """The `override` of a GPU whose part is unknown: what the input gives of it. `topo -m`
+        (nvidia-smi) shows NVIDIA GPUs without ids; AMD's dialect is `gcn`, not CUDA's `sm`."""
+        by_nvidia_smi = any(what.startswith("nvidia-smi") for _, what in self.m.sources)
+        vendor = GPU_VENDORS.get(gpu.vendor, "other") if gpu.vendor else "nvidia" if by_nvidia_smi else None
+        seen: dict[str, Any] = {"vendor": vendor, "model_name": gpu.model_name, "pci_vendor": gpu.vendor, "pci_device": gpu.device}
+        if vendor == "amd":
+            seen["gcn"] = gpu.gcn
+        else:
+            seen["sm"] = gpu.sm
+        if links:
+            seen["fabric"] = {"kind": "xgmi", "links": links} if vendor == "amd" else {"links": links}
+        return {k: v for k, v in seen.items() if v is not None}
 
     def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
         if not counts:
@@ -532,7 +557,7 @@ class _Writer:
                     rdma_name = False  # the inputs list every RDMA device, and this function has none
                 else:  # a skeleton: NCCL lists the PCI device only
                     rdma_name = nic.fabric == "infiniband" or near_gpu or bool(gdr)
-                is_backend = bool(gdr) or (near_gpu and rdma_name)
+                is_backend = bool(gdr) or rdma_name  # NCCL runs on every RDMA device, GPUDirect or not
                 if not rdma_name:
                     transport = "tcp"
                 elif nic.fabric == "infiniband":
@@ -540,7 +565,7 @@ class _Writer:
                 else:
                     transport = "rocev2"
                 speed = port.speed if port is not None else None
-                part, override = self.nic_part(catalogue, nic, speed, transport, is_backend, assumed)
+                part, override = self.nic_part(catalogue, nic, speed, transport, gdr)
                 entry: dict[str, Any] = {"id": "", "part": part}
                 if override:
                     entry["override"] = override
@@ -561,11 +586,10 @@ class _Writer:
                 if port is not None and port.port != 1:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
-                part_link = part_model.pcie if part_model else None
-                link, pcie_override, trained = self.device_link(nic.link, part_link, assumed, "NIC")
+                link, pcie_override, trained = self.device_link(nic.link, part_model.pcie if part_model else None, assumed, "NIC")
                 if pcie_override:
                     entry.setdefault("override", {})["pcie"] = pcie_override
-                entry["pcie"] = {"upstream": self.upstream(nic.parent), "bus": self.bus(nic.key, nic.bus, assumed)}
+                entry["pcie"] = {"upstream": self.upstream(nic.parent), "bus": self.bus(nic.bus)}
                 if link:
                     entry["pcie"]["link"] = link
                 entry["_link"], entry["_key"] = trained, nic.key
@@ -577,11 +601,14 @@ class _Writer:
         for i, entry in enumerate(other_entries):
             entry["id"] = f"fe{i}"
         for entry in (*(e for _, e in backend_entries), *other_entries):
-            self.links[entry["id"]] = entry.pop("_link")
+            trained = entry.pop("_link")
+            if trained:
+                self.links[entry["id"]] = trained
             self.ids.setdefault(entry.pop("_key"), entry["id"])  # a function's first port names it
         by_bridge: dict[str, list[dict]] = {}
         for nic, entry in backend_entries:
-            by_bridge.setdefault(nic.parent, []).append(entry)
+            if nic.parent in self.m.bridges:  # on a NUMA node itself, a NIC is placed beside no GPU
+                by_bridge.setdefault(nic.parent, []).append(entry)
         gpus_by_bridge: dict[str, list[str]] = {}
         for gpu in self.m.gpus_in_order():
             gpus_by_bridge.setdefault(gpu.parent, []).append(self.gpu_ids[gpu.key])
@@ -626,33 +653,20 @@ class _Writer:
         self._used.add(f"{prefix}{k}")
         return f"{prefix}{k}"
 
-    def nic_part(self, catalogue, nic: Nic, speed: float | None, transport: str, backend: bool, assumed: list[str]):
-        def fits(p) -> bool:
-            return ((speed is None or p.speed == speed) and transport in p.transports
-                    and (not backend or transport == "tcp" or (p.rdma and p.gpudirect)))
-
-        by_id = [n for n, p in catalogue.items() if nic.vendor and p.pci_vendor == nic.vendor and p.pci_device == nic.device and fits(p)]
-        if by_id:
-            return by_id[0], None
-        by_speed = [n for n, p in catalogue.items() if fits(p) and (nic.link is None or nic.link.gen is None
-                                                                    or p.pcie.generation >= nic.link.gen)]
-        by_speed = by_speed or [n for n, p in catalogue.items() if fits(p)]
-        # the most modest part that fits: a plain Ethernet part for TCP, the oldest PCIe generation
-        by_speed.sort(key=lambda n: (transport == "tcp" and catalogue[n].rdma, catalogue[n].pcie.generation, n))
-        if by_speed and not (nic.vendor and nic.device):
-            if speed is None:
-                assumed.append(f"the input gives neither the NIC model nor its speed: {by_speed[0]} assumed")
-            return by_speed[0], None
-        base = (by_speed or [n for n, p in catalogue.items() if transport in p.transports] or list(catalogue))[0]
-        override: dict[str, Any] = {}
+    @staticmethod
+    def nic_part(catalogue, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:
+        """(`part`, `override`) of one NIC port: the one catalogue NIC with the observed PCI
+        vendor/device that runs the transport (at the observed speed, where the input gives one);
+        else `unknown` with what the input gives: the PCI ids, the speed, RDMA and GPUDirect."""
         if nic.vendor and nic.device:
-            override.update(pci_vendor=nic.vendor, pci_device=nic.device, model_name=f"NIC {nic.vendor}:{nic.device}")
-        if speed is not None and catalogue[base].speed != speed:
-            override["speed"] = f"{speed * 8 / 1e9:g} Gb/s"
-        if override:
-            assumed.append(f"NIC {nic.vendor}:{nic.device} is not in the parts catalogue: {base}'s figures with the observed identity and speed"
-                           if nic.vendor else f"no catalogue NIC runs at this speed: {base} with the observed speed")
-        return base, override or None
+            matches = [n for n, p in catalogue.items() if (p.pci_vendor, p.pci_device) == (nic.vendor, nic.device)
+                       and transport in p.transports and (speed is None or p.speed == speed)]
+            if len(matches) == 1:
+                return matches[0], None
+        seen: dict[str, Any] = {"pci_vendor": nic.vendor, "pci_device": nic.device,
+                                "speed": None if speed is None else f"{speed * 8 / 1e9:g} Gb/s",
+                                "rdma": True if transport != "tcp" else None, "gpudirect": gdr}
+        return UNKNOWN, {k: v for k, v in seen.items() if v is not None} or None
 
     # ------------------------------------------------------------ the document
 

@@ -182,6 +182,8 @@ class _Reader:
     def gpu(self, e: Element, gpu: Gpu) -> None:
         gpu.index = self.int_attr(e, "dev", required=True)
         gpu.sm = self.int_attr(e, "sm")
+        gcn = e.attrs.get("gcn")
+        gpu.gcn = gcn if gcn and re.fullmatch(r"gfx[0-9a-f]{3,4}", gcn) else None
         gdr = e.attrs.get("gdr")
         gpu.gdr = None if gdr is None else gdr == "1"
         for child in e.children:

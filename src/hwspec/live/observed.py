@@ -129,6 +129,8 @@ class Gpu(PciNode):
 
     index: int | None = None
     sm: int | None = None
+    gcn: str | None = None
+    """AMD: the gfx target RCCL's dump names (`gcn="gfx942"`)."""
     gdr: bool | None = None
     numa: int | None = None
     """The NUMA node the input says the GPU is close to (topo -m 'NUMA Affinity')."""

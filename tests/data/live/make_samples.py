@@ -303,6 +303,15 @@ def faults(dump: str) -> dict[str, str]:
     return out
 
 
+def unidentified(dump: str) -> dict[str, str]:
+    """Two variants of the minimal node for `hwspec import`: RoCE with GPUDirect off (drafted
+    backend all the same), and PCI ids the parts catalogue does not list (drafted `part: unknown`)."""
+    no_gdr = dump.replace('gdr="1"', 'gdr="0"')
+    unknown = (dump.replace('vendor="0x10de" device="0x20b0"', 'vendor="0x10de" device="0x2204"').replace('sm="80"', 'sm="86"')
+               .replace('<pci busid="0000:16:00.0" class="0x020000"', '<pci busid="0000:16:00.0" class="0x020000" vendor="0x14e4" device="0x1750"'))
+    return {"roce-no-gdr": no_gdr, "unknown-pci-ids": unknown}
+
+
 def samples() -> dict[str, str]:
     """{file name: text} of every sample this script writes."""
     files: dict[str, str] = {}
@@ -316,6 +325,8 @@ def samples() -> dict[str, str]:
         files[f"{name}.nccl.xml"] = text
     for name, (path, domain) in SMI_SHAPES.items():
         files[f"{name}.xml"] = smi_xml(load_platform(ROOT / path), domain)
+    for name, text in unidentified(files["minimal-node.nccl.xml"]).items():
+        files[f"{name}.nccl.xml"] = text
     return files
 
 
