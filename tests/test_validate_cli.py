@@ -176,9 +176,10 @@ def test_explain_prints_invariant_and_rationale(capsys: pytest.CaptureFixture[st
         "HW201 backend-nic-per-gpu (default severity: error, scope: node)",
         "defined in src/hwspec/rules/builtin/nic.py",
         "",
-        "Where `backend.nic_per_gpu` is declared, every GPU has exactly one backend NIC and every backend NIC names its GPU.",
+        "Where `backend.nic_per_gpu` is declared, every GPU has backend NICs of its own: at least one, none shared with "
+        "another GPU, and every backend NIC names its GPU.",
         "",
-        "With one NIC per GPU, NCCL gives each rank its own NIC and rails line up across nodes. A GPU",
+        "With dedicated NICs, NCCL gives each rank its own NICs and rails line up across nodes; a GPU",
     ]
     assert run(capsys, "explain", "backend-nic-per-gpu")[1] == out
 

@@ -73,6 +73,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN
 from hwspec.model.node import PcieLink
 from hwspec.source.dumper import dump_yaml as source_dump_yaml
 from hwspec.spec.units import format_bytes, parse_bytes
@@ -269,6 +270,9 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
 
     # GPUs in contiguous blocks on leaf switches; each leaf on a socket.
     cuts = sorted(draw(st.sets(st.integers(1, n_gpus - 1), max_size=n_gpus - 1), label="leaf cuts")) if n_gpus > 1 else []
+    if mode == "several-per-gpu":  # RCCL reads at most 32 children of one switch (HW911): split larger leaves
+        cap = RCCL_MAX_CHILDREN // (nics_per_gpu + 1)
+        cuts = sorted(set(cuts) | {c for a, b in zip([0, *cuts], [*cuts, n_gpus]) for c in range(a + cap, b, cap)})
     bounds = [0, *cuts, n_gpus]
     leaf_sizes = [b - a for a, b in zip(bounds, bounds[1:])]
     leaf_socket = [draw(st.integers(0, n_sockets - 1), label="leaf socket") for _ in leaf_sizes]
@@ -338,7 +342,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
         while mine:
             gen = draw(st.sampled_from(gens), label="PCIe generation")
             take = fan_out
-            if mode == "shared" and nic is not None:  # HW402: every shared NIC below a top switch crosses its uplink
+            if mode in ("shared", "serving-leaf") and nic is not None:  # HW402: every shared NIC below a top switch crosses its uplink
                 take = min(take, max(1, int(_bandwidth(gen, 16) // nic.speed)))
             chunk, mine = mine[:take], mine[take:]
             parent = socket
@@ -391,7 +395,9 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     if draw(st.booleans(), label="declares memory"):
         declares["memory"] = format_bytes(total)
 
-    backend = _backend(draw, mode, transport)
+    # a NIC serving a leaf's GPUs lines up with rails only when every leaf holds as many GPUs (HW801)
+    rails_align = mode != "serving-leaf" or len(set(leaf_sizes)) == 1
+    backend = _backend(draw, mode, transport, rails_align)
     spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": name}
     if declares:
         spec["declares"] = declares
@@ -427,7 +433,7 @@ def _backend_nic(i: int, part: str, transport: str, gpus: list[str], pcie: dict)
     return entry
 
 
-def _backend(draw, mode: str, transport: str | None) -> dict | None:
+def _backend(draw, mode: str, transport: str | None, rails_align: bool = True) -> dict | None:
     if mode == "none":
         if not draw(st.booleans(), label="backend section"):
             return None
@@ -438,7 +444,7 @@ def _backend(draw, mode: str, transport: str | None) -> dict | None:
         backend = {"transport": transport}
         if draw(st.booleans(), label="gpudirect"):
             backend["gpudirect"] = True
-    if draw(st.booleans(), label="rail-optimized"):
+    if rails_align and draw(st.booleans(), label="rail-optimized"):
         backend["rail_optimized"] = True
     if transport == "rocev2" and draw(st.booleans(), label="RoCE settings"):
         backend["gid_index"] = 3

@@ -47,8 +47,9 @@ def rail_alignment(ctx: Context):
                 yield ctx.finding(
                     f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {wrong.id}, which is on rail "
                     f"{rail_of[wrong.id]}, not {expected}", at=platform.locate(*served_field(platform, wrong, gpu.id)),
-                    hint="pair GPU i with the i-th backend NIC by bus id (the i-th group of NICs when GPUs have "
-                         "several, or share them), or use a Clos topology")
+                    hint="pair GPU i with the i-th backend NIC by bus id, or use a Clos topology" if len(nics) == len(platform.gpus)
+                    else "pair GPU i with the i-th group of backend NICs by bus id (GPUs with several NICs, or sharing "
+                         "them), or use a Clos topology")
 
 
 def _rails_of_rank(rank: int, gpus: int, rails: int) -> list[int]:
