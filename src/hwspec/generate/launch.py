@@ -40,7 +40,7 @@ class Setting:
 
 @dataclass(frozen=True, slots=True)
 class Rank:
-    """What one local rank uses: its GPU, the backend NICs that serve it (file order; several
+    """What one local rank uses: its GPU, the backend NICs that serve it (by bus id; several
     on a p5-like node), its NUMA node and that node's CPUs."""
 
     local_rank: int

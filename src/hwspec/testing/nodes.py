@@ -118,11 +118,6 @@ def _bandwidth(gen: int, width: int) -> float:
     return PcieLink(gen, width).bandwidth
 
 
-
-def _chunks(size: int, most: int) -> list[int]:
-    """`size` split into parts of at most `most`, as even as the order allows (6, 4 -> 4, 2)."""
-    return [min(most, size - start) for start in range(0, size, most)]
-
 def _trained(part_link, gen: int) -> tuple[int, int]:
     """(gen, width) a device of this part trains at below a bridge of generation `gen`."""
     return min(part_link.generation, gen), part_link.width
@@ -275,11 +270,11 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
 
     # GPUs in contiguous blocks on leaf switches; each leaf on a socket.
     cuts = sorted(draw(st.sets(st.integers(1, n_gpus - 1), max_size=n_gpus - 1), label="leaf cuts")) if n_gpus > 1 else []
+    if mode == "several-per-gpu":  # RCCL reads at most 32 children of one switch (HW911): split larger leaves
+        cap = RCCL_MAX_CHILDREN // (nics_per_gpu + 1)
+        cuts = sorted(set(cuts) | {c for a, b in zip([0, *cuts], [*cuts, n_gpus]) for c in range(a + cap, b, cap)})
     bounds = [0, *cuts, n_gpus]
     leaf_sizes = [b - a for a, b in zip(bounds, bounds[1:])]
-    # RCCL reads at most 32 children of one element (HW911): a leaf's GPUs and their NICs fit
-    per_leaf = RCCL_MAX_CHILDREN // (1 + nics_per_gpu)
-    leaf_sizes = [part for size in leaf_sizes for part in _chunks(size, per_leaf)]
     leaf_socket = [draw(st.integers(0, n_sockets - 1), label="leaf socket") for _ in leaf_sizes]
 
     layout = _Layout(spec={}, nic_mode=mode, pattern="none", per_pair=1, gpu_links=gpu.fabric.links)
@@ -347,7 +342,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
         while mine:
             gen = draw(st.sampled_from(gens), label="PCIe generation")
             take = fan_out
-            if mode == "shared" and nic is not None:  # HW402: every shared NIC below a top switch crosses its uplink
+            if mode in ("shared", "serving-leaf") and nic is not None:  # HW402: every shared NIC below a top switch crosses its uplink
                 take = min(take, max(1, int(_bandwidth(gen, 16) // nic.speed)))
             chunk, mine = mine[:take], mine[take:]
             parent = socket
@@ -400,7 +395,9 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     if draw(st.booleans(), label="declares memory"):
         declares["memory"] = format_bytes(total)
 
-    backend = _backend(draw, mode, transport)
+    # a NIC serving a leaf's GPUs lines up with rails only when every leaf holds as many GPUs (HW801)
+    rails_align = mode != "serving-leaf" or len(set(leaf_sizes)) == 1
+    backend = _backend(draw, mode, transport, rails_align)
     spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": name}
     if declares:
         spec["declares"] = declares
@@ -436,7 +433,7 @@ def _backend_nic(i: int, part: str, transport: str, gpus: list[str], pcie: dict)
     return entry
 
 
-def _backend(draw, mode: str, transport: str | None) -> dict | None:
+def _backend(draw, mode: str, transport: str | None, rails_align: bool = True) -> dict | None:
     if mode == "none":
         if not draw(st.booleans(), label="backend section"):
             return None
@@ -447,7 +444,7 @@ def _backend(draw, mode: str, transport: str | None) -> dict | None:
         backend = {"transport": transport}
         if draw(st.booleans(), label="gpudirect"):
             backend["gpudirect"] = True
-    if draw(st.booleans(), label="rail-optimized"):
+    if rails_align and draw(st.booleans(), label="rail-optimized"):
         backend["rail_optimized"] = True
     if transport == "rocev2" and draw(st.booleans(), label="RoCE settings"):
         backend["gid_index"] = 3

@@ -377,8 +377,9 @@ class Topology(ResolvedView):
     # -------------------------------------------------------------- NICs
 
     def nics_of(self, gpu_id: str) -> tuple[Nic, ...]:
-        """The backend NICs that name GPU `gpu_id` among the GPUs they serve, in file order
-        (empty when none does)."""
+        """The backend NICs that name GPU `gpu_id` among the GPUs they serve, by bus id (the
+        order NCCL numbers them in; never the order the file lists them, so no generated file
+        depends on it); empty when none does."""
         return self._nics_by_gpu.get(gpu_id, ())
 
     def gpus_of(self, nic_id: str) -> tuple[str, ...]:
@@ -389,12 +390,8 @@ class Topology(ResolvedView):
 
     @cached_property
     def _nics_by_gpu(self) -> dict[str, tuple[Nic, ...]]:
-        p = self.platform
-        def written_at(nic: Nic) -> tuple[int, int]:
-            where = p.locate(nic.id)
-            return (where.line, where.col)
         mapping: dict[str, list[Nic]] = {}
-        for nic in sorted(p.backend_nics, key=written_at):  # stable: repeat-expanded copies keep their model order
+        for nic in self.platform.backend_nics:  # by bus id
             for gpu_id in nic.gpus:
                 mapping.setdefault(gpu_id, []).append(nic)
         return {gpu_id: tuple(nics) for gpu_id, nics in mapping.items()}
