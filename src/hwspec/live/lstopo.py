@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Location, Severity
+from hwspec.diagnostics import Severity
 from hwspec.live.observed import (
     NUMA_PREFIX,
     Bridge,
+    ElementReader,
     Gpu,
     Link,
     Machine,
@@ -63,17 +64,11 @@ def _info(e: Element) -> dict[str, str]:
     return {c.attrs.get("name", ""): c.attrs.get("value", "") for c in e.children if c.tag == "info"}
 
 
-class _Reader:
+class _Reader(ElementReader):
     def __init__(self, file: str, machine: Machine):
-        self.file, self.m = file, machine
+        super().__init__(file, machine)
         self.arch: str | None = None
         self.flags = False  # OS device types as hwloc 3 flags
-
-    def at(self, e: Element) -> Location:
-        return Location(self.file, e.line, e.col)
-
-    def warn(self, e: Element, message: str, code: str = "I103") -> None:
-        self.m.problem(self.at(e), Severity.WARNING, code, message)
 
     def numa_of(self, e: Element) -> str | None:
         """`numa:N` of the nearest non-I/O ancestor whose nodeset holds one NUMA node."""

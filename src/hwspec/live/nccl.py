@@ -12,8 +12,22 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import CPU_VENDORS, NUMA_PREFIX, NVSWITCH, PCIE_SPEED_STRINGS, Bridge, Gpu, Link, Machine, Nic, NicPort, NumaNode, NvLink
+from hwspec.diagnostics import Severity
+from hwspec.live.observed import (
+    CPU_VENDORS,
+    NUMA_PREFIX,
+    NVSWITCH,
+    PCIE_SPEED_STRINGS,
+    Bridge,
+    ElementReader,
+    Gpu,
+    Link,
+    Machine,
+    Nic,
+    NicPort,
+    NumaNode,
+    NvLink,
+)
 from hwspec.live.xmlread import Element
 
 BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
@@ -34,16 +48,7 @@ def parse_cpumap(text: str) -> tuple[int, ...] | None:
     return tuple(cpus)
 
 
-class _Reader:
-    def __init__(self, file: str, machine: Machine):
-        self.file, self.m = file, machine
-
-    def at(self, e: Element) -> Location:
-        return Location(self.file, e.line, e.col)
-
-    def warn(self, e: Element, message: str, code: str = "I103") -> None:
-        self.m.problem(self.at(e), Severity.WARNING, code, message)
-
+class _Reader(ElementReader):
     def int_attr(self, e: Element, key: str, required: bool = False) -> int | None:
         value = e.attrs.get(key)
         if value is None:

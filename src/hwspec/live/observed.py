@@ -314,6 +314,20 @@ MAX_NICS = 512
 functions; refused (I101) beyond."""
 
 
+class ElementReader:
+    """Base of the XML readers (NCCL/RCCL dumps, lstopo, nvidia-smi -q -x): `file`, the
+    `Machine` being filled, and a located warning at an element."""
+
+    def __init__(self, file: str, machine: Machine):
+        self.file, self.m = file, machine
+
+    def at(self, e: Element) -> Location:
+        return Location(self.file, e.line, e.col)
+
+    def warn(self, e: Element, message: str, code: str = "I103") -> None:
+        self.m.problem(self.at(e), Severity.WARNING, code, message)
+
+
 def refuse_oversized(machine: Machine, file: str) -> None:
     """An I101 at the top of `file` when `machine` (read from it) has more GPUs or NICs than
     one node has: the input is then unusable, and no draft or comparison is made."""

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import MAX_GPUS, NUMA_PREFIX, Gpu, Link, Machine, NvlinkDomain, is_decimal
+from hwspec.diagnostics import Severity
+from hwspec.live.observed import MAX_GPUS, NUMA_PREFIX, ElementReader, Gpu, Link, Machine, NvlinkDomain, is_decimal
 from hwspec.live.xmlread import Element
 
 ROOT = "nvidia_smi_log"
@@ -52,16 +52,7 @@ def split_pci_id(text: str) -> tuple[str, str] | None:
     return f"0x{match.group(2).lower()}", f"0x{match.group(1).lower()}"
 
 
-class _Reader:
-    def __init__(self, file: str, machine: Machine):
-        self.file, self.m = file, machine
-
-    def at(self, e: Element) -> Location:
-        return Location(self.file, e.line, e.col)
-
-    def warn(self, e: Element, message: str, code: str = "I103") -> None:
-        self.m.problem(self.at(e), Severity.WARNING, code, message)
-
+class _Reader(ElementReader):
     @staticmethod
     def child(e: Element | None, *path: str) -> Element | None:
         """The first element at `path` below `e`, or None."""

@@ -264,15 +264,22 @@ def _document(topology: Topology) -> dict[str, Any]:
         bounds["gpu_pairs"] = pairs
         bounds["gpu_pairs_with_direct_nvlink"] = direct
     return {
+        **_header(platform),
+        "tier_notes": {name: _tier_note(topology, name) for name in TIERS},
+        "gpu_groups": _groups(topology, figures),
+        "intra_node_collectives": bounds,
+        "node": _node(topology),
+    }
+
+
+def _header(platform: Any) -> dict[str, Any]:
+    """The keys every roofline document starts with: schema, units, the platform and its assumptions."""
+    return {
         "schema_version": SCHEMA_VERSION,
         "units": UNITS,
         "platform": {"name": platform.name, "title": platform.title, "file": visible(platform.file)},
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
                          "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
-        "tier_notes": {name: _tier_note(topology, name) for name in TIERS},
-        "gpu_groups": _groups(topology, figures),
-        "intra_node_collectives": bounds,
-        "node": _node(topology),
     }
 
 
@@ -281,11 +288,7 @@ def _unknown_document(topology: Topology) -> dict[str, Any]:
     which facts are missing (rule HW603 says what to fill in). No figure is made up."""
     platform = topology.platform
     return {
-        "schema_version": SCHEMA_VERSION,
-        "units": UNITS,
-        "platform": {"name": platform.name, "title": platform.title, "file": visible(platform.file)},
-        "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
-                         "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
+        **_header(platform),
         "unknown": list(platform.unknown_figures),
         "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
         "gpu_groups": None,

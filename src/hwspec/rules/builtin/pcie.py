@@ -120,8 +120,10 @@ def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
         parent = p.by_id.get(item.upstream)
         if isinstance(parent, Bridge) and item.physical is not None and item.physical.gen > parent.gen:
             what = "switch" if parent.kind == "switch" else "root port"
-            which = (parent.model_name or f"declared gen: {parent.part_gen}" if parent.part_gen is not None
-                     else f"uplink {parent.physical}")
+            if parent.part_gen is None:
+                which = f"uplink {parent.physical}"
+            else:
+                which = parent.model_name or f"declared gen: {parent.part_gen}"
             part = (f", or {parent.id}'s part ({parent.part})" if parent.part
                     else f", or {parent.id}'s own generation ('gen:' or a 'part:')" if parent.part_gen is None else "")
             yield ctx.finding(
