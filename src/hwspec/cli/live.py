@@ -78,7 +78,7 @@ def run_import(args: argparse.Namespace) -> int:
     from hwspec import content
     from hwspec.cli.common import command_sandbox
     from hwspec.diagnostics import HwspecError, os_reason, report
-    from hwspec.live.draft import draft_text
+    from hwspec.live.draft import draft_document
     from hwspec.model.load import load_catalogue
     from hwspec.text import visible
 
@@ -93,8 +93,8 @@ def run_import(args: argparse.Namespace) -> int:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return EXIT_UNREADABLE
     name = args.name or (args.output.stem if args.output else "imported")
-    text, notes = draft_text(machine, catalogue, name)
-    for note in notes:
+    text, draft = draft_document(machine, catalogue, name)
+    for note in draft.notes:
         sys.stderr.write(f"hwspec: note: {visible(note)}\n")
     file = str(args.output) if args.output else "<draft>"
     problems = check_draft(text, file, args.parts, command_sandbox(args))
@@ -110,7 +110,7 @@ def run_import(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     sys.stderr.write(report.render(problems, "text"))
     errors = sum(d.severity.label == "error" for d in problems)
-    devices = f"{len(machine.numa)} NUMA node(s), {len(machine.gpus)} GPU(s), {len(machine.nics)} NIC(s)"
+    devices = draft.contents()
     where = f" to {visible(args.output)}" if args.output else ""
     sys.stderr.write(f"hwspec: draft written{where} from {devices}: "
                      + ("validates with no error; check its 'assumed:' notes\n" if not errors else

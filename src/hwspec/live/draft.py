@@ -54,6 +54,14 @@ class Draft:
     """The same platform without repeat blocks: what `spec` must expand to."""
     notes: list[str] = field(default_factory=list)
 
+    def contents(self) -> str:
+        """What the draft describes, as the import summary says it: NUMA nodes, GPUs and NIC
+        entries it contains (not those of the input that it leaves out)."""
+        sockets = self.flat.get("sockets", [])
+        numa = sum(len(s.get("numa_nodes", [])) or 1 for s in sockets)
+        return (f"{numa} NUMA node(s), {len(self.flat.get('gpus', []))} GPU(s), "
+                f"{len(self.flat.get('nics', []))} NIC(s)")
+
 
 def _file_text(file: str) -> str:
     """An input's name as the draft's `source:`/`sources:` text: `visible` (one printable line,
@@ -93,7 +101,7 @@ class _Writer:
     def __init__(self, machine: Machine, catalogue, name: str):
         self.m, self.cat, self.name = machine, catalogue, name
         self.ids: dict[str, str] = {}  # machine key -> spec id
-        self.notes: list[str] = []
+        self.notes: list[str] = list(machine.notes)
         self.links: dict[str, tuple[int, int]] = {}  # spec id -> (gen, width) of its upstream link
 
     def parts(self, kind: str) -> dict[str, Any]:
@@ -543,7 +551,9 @@ class _Writer:
         other_entries: list[dict] = []
         for nic in order:
             if nic.bus is None and self.m.has_tree:
-                self.notes.append(f"{nic.where}: a NIC without a PCI device (virtual or fused) cannot be described: left out")
+                names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
+                self.notes.append(f"{nic.where}: {names} has no PCI device in the input (virtual, fused, or hidden by a "
+                                  "sandbox): left out of the draft")
                 continue
             near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
             ports: list[NicPort | None] = [*nic.ports] or [None]
@@ -730,6 +740,12 @@ def _expanded_equal(folded: dict, flat: dict) -> bool:
 
 def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
     """The draft as YAML text (repeat blocks checked by expansion) and the notes."""
+    text, draft = draft_document(machine, catalogue, name)
+    return text, draft.notes
+
+
+def draft_document(machine: Machine, catalogue, name: str) -> tuple[str, Draft]:
+    """The draft as YAML text (repeat blocks checked by expansion) and the `Draft` it writes."""
     draft = draft_platform(machine, catalogue, name)
     spec = draft.spec
     if not _expanded_equal(spec, draft.flat):
@@ -738,4 +754,4 @@ def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
               "# Check every 'assumed:' note: those values are not in the inputs.",
               "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE INPUT...' on each node."]
     header += [f"# note: {comment(n)}" for n in draft.notes]
-    return "\n".join(header) + "\n" + dump_yaml(spec), draft.notes
+    return "\n".join(header) + "\n" + dump_yaml(spec), draft

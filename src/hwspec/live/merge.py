@@ -42,6 +42,7 @@ def merge_into(base: Machine, other: Machine) -> None:
     base.sources.extend(other.sources)
     base.listed |= other.listed
     base.problems.extend(other.problems)
+    base.notes.extend(other.notes)
     for numa, node in other.numa.items():
         mine = base.numa.get(numa)
         if mine is None:

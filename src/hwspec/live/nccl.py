@@ -33,6 +33,8 @@ from hwspec.live.xmlread import Element
 BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _INT = re.compile(r"-?[0-9]+")
 _HEX_ID = re.compile(r"0x[0-9a-fA-F]{1,4}")
+HOST_BRIDGE_CLASS, PCI_BRIDGE_CLASS = "0x0600", "0x0604"
+"""PCI classes of a host bridge and a PCI-to-PCI bridge (a switch port or root port)."""
 _CPUMAP = re.compile(r"[0-9a-fA-F]{1,8}(,[0-9a-fA-F]{1,8})*")
 
 
@@ -152,6 +154,7 @@ class _Reader(ElementReader):
         link, vendor, device = self.link(e), self.pci_id(e, "vendor"), self.pci_id(e, "device")
         kids = {c.tag for c in e.children}
         where = self.at(e)
+        bridge_class = pci_class.startswith(HOST_BRIDGE_CLASS) or pci_class.startswith(PCI_BRIDGE_CLASS)
         if "gpu" in kids or (pci_class.startswith("0x03") and not kids):
             gpu = Gpu(bus, where, parent, bus, link, vendor, device)
             self.m.gpus[bus] = gpu
@@ -160,7 +163,7 @@ class _Reader(ElementReader):
                     self.gpu(child, gpu)
                 else:
                     self.warn(child, f"<{child.tag}> beside a <gpu> is ignored", "I102")
-        elif "nic" in kids or (pci_class.startswith("0x02") and not kids):
+        elif ("nic" in kids and not bridge_class) or (pci_class.startswith("0x02") and not kids):
             fabric = "infiniband" if pci_class.startswith("0x0207") else "ethernet" if pci_class.startswith("0x02") else None
             nic = Nic(bus, where, parent, bus, link, vendor, device, fabric=fabric)
             self.m.nics[bus] = nic
@@ -171,7 +174,7 @@ class _Reader(ElementReader):
                     self.warn(child, f"<{child.tag}> beside a <nic> is ignored", "I102")
         elif pci_class.startswith("0x0680"):
             self.m.nvswitches[bus] = where
-        elif e.children or pci_class.startswith("0x0604"):
+        elif e.children or pci_class.startswith(PCI_BRIDGE_CLASS):
             self.m.bridges[bus] = Bridge(bus, where, parent, bus, link, vendor, device,
                                          self.pci_id(e, "subsystem_vendor"), self.pci_id(e, "subsystem_device"))
             for child in e.children:
@@ -179,6 +182,10 @@ class _Reader(ElementReader):
                     self.pci(child, bus)
                 elif child.tag == "pcilink":
                     continue
+                elif child.tag == "nic":  # gVisor shows the host bridge where the NIC's own function is hidden
+                    self.warn(child, f"<nic> directly under the bridge {bus} (class {pci_class[:20]}): a NIC whose "
+                              "PCI device the input does not show; the bridge stays a bridge")
+                    self.nic(child, None, bus, key=f"{bus}/nic{len(self.m.nics)}")
                 else:
                     self.warn(child, f"<{child.tag}> under a PCIe bridge is ignored", "I102")
         else:
@@ -187,8 +194,7 @@ class _Reader(ElementReader):
     def gpu(self, e: Element, gpu: Gpu) -> None:
         gpu.index = self.int_attr(e, "dev", required=True)
         gpu.sm = self.int_attr(e, "sm")
-        gcn = e.attrs.get("gcn")
-        gpu.gcn = gcn if gcn and re.fullmatch(r"gfx[0-9a-f]{3,4}", gcn) else None
+        gpu.gcn = self.gcn(e)
         gdr = e.attrs.get("gdr")
         gpu.gdr = None if gdr is None else gdr == "1"
         for child in e.children:
@@ -204,6 +210,9 @@ class _Reader(ElementReader):
                 target = self.busid(child, "target")
                 if target is None:
                     continue
+                if target == gpu.key:  # a passed-through PCIe GPU in a VM: NCCL skips a link to itself
+                    self.self_link(child, gpu, count)
+                    continue
             elif tclass.startswith("0x068001"):
                 self.warn(child, "NVLink to a CPU (POWER9) is not described by hwspec: ignored", "I102")
                 continue
@@ -217,6 +226,25 @@ class _Reader(ElementReader):
                 self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child), switch))
                 continue
             self.m.nvlinks.append(NvLink(gpu.key, target, count, self.at(child)))
+
+    def gcn(self, e: Element) -> str | None:
+        """The gfx target of RCCL's `gcn`: "gfx942" (a feature suffix such as ":sramecc+" dropped),
+        or the bare number older RCCL wrote and read as an integer ("908": gfx908)."""
+        gcn = e.attrs.get("gcn")
+        if gcn is None:
+            return None
+        match = re.fullmatch(r"(gfx[0-9a-f]{3,4})(:[-+:a-z]*)?|([0-9]{3,4})", gcn)
+        if match is None:
+            self.warn(e, f"gcn=\"{gcn[:40]}\" is not a gfx target such as gfx942")
+            return None
+        return match.group(1) or f"gfx{match.group(3)}"
+
+    def self_link(self, e: Element, gpu: Gpu, count: int) -> None:
+        """An NVLink entry whose target is its own GPU (NCCL dumps of PCIe A100s in a VM): no
+        link between GPUs, so it is left out, with a warning and a note in the draft."""
+        text = f"{count} NVLink(s) of {gpu.key} target the GPU itself (a VM's passed-through PCIe GPU): not a link between GPUs, ignored"
+        self.warn(e, text, "I102")
+        self.m.notes.append(f"{self.at(e)}: {text}")
 
     def nic(self, e: Element, nic: Nic | None, parent: str, key: str) -> None:
         if nic is None:  # a NIC without PCI device (virtual, fused): keyed by position

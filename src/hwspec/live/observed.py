@@ -217,6 +217,9 @@ class Machine:
     nvswitches: dict[str, Location] = field(default_factory=dict)
     """NVSwitch chips the input names (by bus id), beyond the links to them."""
     problems: list[Diagnostic] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What a reader set aside that the draft should say in a `# note:` (an NVLink entry
+    targeting its own GPU), each with its location."""
     flat_buses: bool = False
     """The GPUs' bus ids come from an input without a PCIe tree (`nvidia-smi -q -x`): they
     identify the GPUs (diff matches them by bus id) but say nothing of the bridges above."""

@@ -1,0 +1,68 @@
+"""Import accepts what real tools write and NCCL accepts (issue 22, item 4): each quirk pinned by a
+tiny synthetic file in tests/data/live (README there), drafted, validated and diffed clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwspec.cli.commands import main
+from hwspec.live.merge import read_inputs
+
+LIVE = Path(__file__).resolve().parent / "data" / "live"
+
+
+def _import(tmp_path: Path, name: str, capsys) -> tuple[str, str]:
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(LIVE / name), "-o", str(draft)]) == 0
+    err = capsys.readouterr().err
+    assert main(["validate", str(draft)]) == 0
+    assert "error[" not in capsys.readouterr().out
+    assert main(["diff", str(draft), str(LIVE / name)]) == 0
+    capsys.readouterr()
+    return draft.read_text(), err
+
+
+def test_nvlink_entries_targeting_their_own_gpu_are_ignored_with_a_note_not_errors(tmp_path, capsys):
+    text, err = _import(tmp_path, "vm-self-nvlink.nccl.xml", capsys)
+    file = "vm-self-nvlink.nccl.xml"  # shown relative to the working directory
+    assert (f"{file}:6:11: warning[I102 input-ignored]: 12 NVLink(s) of 0000:05:00.0 target the GPU itself "
+            "(a VM's passed-through PCIe GPU): not a link between GPUs, ignored\n") in err
+    assert (f"{file}:13: 12 NVLink(s) of 0000:06:00.0 target the GPU itself (a VM's passed-through "
+            "PCIe GPU): not a link between GPUs, ignored\n") in text
+    assert "nvlink:" not in text and "baseboard:" not in text
+    assert err.endswith("from 1 NUMA node(s), 2 GPU(s), 0 NIC(s): validates with no error; check its 'assumed:' notes\n")
+
+
+def test_a_host_bridge_holding_a_nic_stays_a_bridge_and_its_gpu_is_kept(tmp_path, capsys):
+    machine = read_inputs([LIVE / "gvisor-host-bridge.nccl.xml"])
+    assert list(machine.bridges) == ["0000:00:00.0"] and list(machine.gpus) == ["0000:18:00.0"]
+    assert [(n.bus, n.parent, [p.name for p in n.ports]) for n in machine.nics.values()] == [
+        (None, "0000:00:00.0", ["mlx5_0"])]
+    text, err = _import(tmp_path, "gvisor-host-bridge.nccl.xml", capsys)
+    file = "gvisor-host-bridge.nccl.xml"
+    assert (f"{file}:7:7: warning[I103 input-value]: <nic> directly under the bridge 0000:00:00.0 (class 0x060000): "
+            "a NIC whose PCI device the input does not show; the bridge stays a bridge\n") in err
+    assert "part: b200" in text and "bus: '0000:18:00.0'" in text and "nics:" not in text
+
+
+def test_a_nic_without_a_pci_device_is_left_out_and_the_summary_counts_only_the_draft(tmp_path, capsys):
+    text, err = _import(tmp_path, "nic-without-pci.nccl.xml", capsys)
+    note = ("nic-without-pci.nccl.xml:6: eth0 has no PCI device in the input (virtual, fused, or hidden "
+            "by a sandbox): left out of the draft")
+    assert f"{note}\n" in text.split("hwspec: 1")[0] and f"{note}\n" in err
+    assert "nics:" not in text
+    assert err.endswith("from 1 NUMA node(s), 1 GPU(s), 0 NIC(s): validates with no error; check its 'assumed:' notes\n")
+
+
+def test_rccl_bare_gcn_number_is_read_as_its_gfx_target():
+    machine = read_inputs([LIVE / "nic-without-pci.nccl.xml"])
+    assert [g.gcn for g in machine.gpus.values()] == ["gfx908"]
+
+
+def test_nvswitch_pci_functions_are_drafted_as_the_baseboards_switches_not_nics(tmp_path, capsys):
+    machine = read_inputs([LIVE / "nvswitch-functions.nccl.xml"])
+    assert sorted(machine.nvswitches) == ["0000:c0:00.0", "0000:c1:00.0"] and not machine.nics
+    text, _ = _import(tmp_path, "nvswitch-functions.nccl.xml", capsys)
+    assert ("  nvswitches:\n  - {id: nvs0, bus: '0000:c0:00.0', links_per_gpu: 6}\n"
+            "  - {id: nvs1, bus: '0000:c1:00.0', links_per_gpu: 6}\n") in text
+    assert "nics:" not in text
