@@ -70,6 +70,8 @@ class Fabric:
     uplink_speed: float
     declared_oversubscription: float | None
     declared_min_bisection: float | None
+    sharp: bool = False
+    """The switches reduce in the network (InfiniBand SHARP; NCCL's CollNet), as the platform states."""
 
     @property
     def spine_ports_used(self) -> int:

@@ -302,10 +302,16 @@ class NvSwitch:
     bus: str | None
 
 
+NVLS_MIN_NVSWITCH_GENERATION = 3
+"""NVLink SHARP (in-switch reduction, NCCL's NVLS algorithm) came with the third-generation
+NVSwitch (HGX H100; NVIDIA, 'NVIDIA NVLink and NVSwitch', and NCCL 2.17's release notes)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Baseboard:
     """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
-    `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch")."""
+    `nvswitches` lists the switch chips of an NVSwitch board (wiring "nvswitch");
+    `nvswitch_generation` is their generation where the platform states it."""
 
     kind: str
     slots: int
@@ -314,6 +320,12 @@ class Baseboard:
     wiring: str
     ports: Mapping[tuple[int, int], int]
     nvswitches: tuple[NvSwitch, ...] = ()
+    nvswitch_generation: int | None = None
+
+    @property
+    def nvlink_sharp(self) -> bool:
+        """The switches reduce in the fabric (NVLink SHARP, NCCL's NVLS): NVSwitch generation 3 and later."""
+        return self.nvswitch_generation is not None and self.nvswitch_generation >= NVLS_MIN_NVSWITCH_GENERATION
 
 
 @dataclass(frozen=True, slots=True)

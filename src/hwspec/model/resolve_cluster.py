@@ -244,4 +244,4 @@ def _fabric(backend: BackendNetworkSpec, groups: list[NodeGroup]) -> Fabric:
     return Fabric(topology=backend.topology, transport=backend.transport, nic_speed=backend.speed,
                   nics_per_node=nics_per_node, leaves=tuple(leaves), spine_count=spine_count, spine_ports=spine_ports,
                   uplink_speed=leaf.speed or backend.speed, declared_oversubscription=backend.oversubscription,
-                  declared_min_bisection=backend.min_bisection)
+                  declared_min_bisection=backend.min_bisection, sharp=backend.sharp)

@@ -292,7 +292,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
             wiring = "explicit"
         baseboard = m.Baseboard(kind=board.kind, slots=board.slots, ports_per_slot=board.ports_per_slot,
                                 links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())),
-                                nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus) for s in board.nvswitches or ()))
+                                nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus) for s in board.nvswitches or ()),
+                                nvswitch_generation=board.nvswitch_generation)
 
     gpu_by_id = {g.id: g for g in gpus}
     nvlinks: list[m.NvlinkConnection] = []

@@ -20,31 +20,78 @@ HIERARCHICAL_METHOD = (
     "Upper bounds from bandwidth alone, per byte of the nccl-tests buffer S, with G GPUs per node, N nodes, "
     "n = N*G ranks, B_intra = the node's intra-node busbw bound (NVLink, else PCIe) and B_inj = per-GPU "
     "injection bandwidth (its backend NIC, capped by its share of the bisection). "
-    "all_reduce: intra-node reduce-scatter + inter-node all-reduce of S/G per GPU + intra-node all-gather: "
-    "t/S = 2(G-1)/(G*B_intra) + 2(N-1)/(N*G*B_inj). "
-    "all_gather / reduce_scatter: t/S = (G-1)/(G*B_intra) + (N-1)/(N*G*B_inj). "
+    "all_reduce: intra-node reduce-scatter, inter-node all-reduce of S/G per GPU, intra-node all-gather, "
+    "pipelined (NCCL overlaps the phases, so the slowest one bounds): "
+    "t/S = max(2(G-1)/(G*B_intra), 2(N-1)/(N*G*B_inj)); with NVLink SHARP (NVLS) the intra phases move "
+    "(1+1/G)/B_intra, with SHARP switches (CollNet) the inter phase moves 1/(G*B_inj) (each GPU sends its "
+    "S/G into the network and receives it reduced). "
+    "all_gather / reduce_scatter: t/S = max((G-1)/(G*B_intra), (N-1)/(N*G*B_inj)). "
     "all_to_all: each GPU sends S/n to every rank; (n-G)/n of S leaves the node: "
     "t/S = max((n-G)/(n*B_inj), (G-1)/(n*B_intra), n/(4*bisection)). "
-    "algbw = 1/(t/S); busbw = algbw * nccl-tests factor. "
+    "A flat ring over the same links (busbw = min(B_intra, G*B_inj)) never beats these. "
+    "algbw = 1/(t/S); busbw = algbw * nccl-tests factor; 'algorithm' names the NCCL algorithm the bound is for "
+    "(Ring, NVLS / NVLSTree, CollNetDirect). "
     "With NVLink domains beyond a node, the domain takes the node's place: G = GPUs per domain, N = domains, "
     "B_intra = min(the node's intra-node bound, the GPU's NVLink bandwidth into the domain's switches)."
 )
 
 
-def _hierarchical(nodes: int, gpus: int, intra: float, injection: float, bisection: float) -> dict[str, Any]:
+def ring_busbw(gpus: int, intra: float, injection: float) -> float:
+    """busbw bound of NCCL's flat ring over every GPU of `N` nodes of `gpus` GPUs: each ring
+    channel crosses each node boundary once, so a node's NICs carry what one GPU's links carry:
+    busbw = min(B_intra, G x B_inj) (nccl-tests' busbw, bytes/s)."""
+    return min(intra, gpus * injection)
+
+
+def reduction_phases(nodes: int, gpus: int, intra: float, injection: float, nvls: bool, sharp: bool) -> dict[str, float]:
+    """Seconds per byte of S of the AllReduce's intra- and inter-node phases, each with the
+    better of the plain and the in-network algorithm the platform has (`nvls`: NVLink SHARP in
+    the node's switches; `sharp`: SHARP in the backend switches)."""
+    intra_phase = 2 * (gpus - 1) / (gpus * intra)
+    if nvls:
+        intra_phase = min(intra_phase, (1 + 1 / gpus) / intra)
+    inter_phase = 2 * (nodes - 1) / (nodes * gpus * injection) if nodes > 1 else 0.0
+    if sharp and nodes > 1:
+        inter_phase = min(inter_phase, 1 / (gpus * injection))
+    return {"intra": intra_phase, "inter": inter_phase}
+
+
+def all_reduce_algorithm(nodes: int, gpus: int, intra: float, injection: float, nvls: bool, sharp: bool) -> str:
+    """The NCCL algorithm the AllReduce bound is for: in-network reduction only where it raises
+    the bound (the phase it shortens is the slowest), else Ring."""
+    plain = max(reduction_phases(nodes, gpus, intra, injection, False, False).values())
+    with_nvls = max(reduction_phases(nodes, gpus, intra, injection, nvls, False).values())
+    with_sharp = max(reduction_phases(nodes, gpus, intra, injection, False, sharp).values())
+    both = max(reduction_phases(nodes, gpus, intra, injection, nvls, sharp).values())
+    if both >= plain:
+        return "Ring"
+    if both < with_nvls and both < with_sharp:
+        return "NVLS"            # NCCL's multi-node NVLS reduces over SHARP between nodes
+    if with_sharp <= with_nvls:
+        return "CollNetDirect"
+    return "NVLS" if nodes <= 1 else "NVLSTree"
+
+
+def _hierarchical(nodes: int, gpus: int, intra: float, injection: float, bisection: float,
+                  nvls: bool = False, sharp: bool = False) -> dict[str, Any]:
     n = nodes * gpus
+    inter_gather = (nodes - 1) / (nodes * gpus * injection) if nodes > 1 else 0.0
     per_byte = {
-        "all_reduce": 2 * (gpus - 1) / (gpus * intra) + 2 * (nodes - 1) / (nodes * gpus * injection),
-        "all_gather": (gpus - 1) / (gpus * intra) + (nodes - 1) / (nodes * gpus * injection),
+        "all_reduce": max(reduction_phases(nodes, gpus, intra, injection, nvls, sharp).values()),
+        "all_gather": max((gpus - 1) / (gpus * intra), inter_gather),
         "all_to_all": max((n - gpus) / (n * injection), (gpus - 1) / (n * intra) if gpus > 1 else 0.0,
                           n / (4 * bisection) if nodes > 1 else 0.0),
     }
     per_byte["reduce_scatter"] = per_byte["all_gather"]
-    result: dict[str, Any] = {"n_ranks": n, "method": HIERARCHICAL_METHOD}
+    algorithms = {**rf.ALGORITHMS, "all_reduce": all_reduce_algorithm(nodes, gpus, intra, injection, nvls, sharp)}
+    result: dict[str, Any] = {"n_ranks": n, "method": HIERARCHICAL_METHOD,
+                              "ring_busbw_bytes_per_s": ring_busbw(gpus, intra, injection),
+                              "in_network_reduction": {"nvls": nvls, "sharp": sharp}}
     for name in rf.COLLECTIVES:
         algbw = 1 / per_byte[name] if per_byte[name] > 0 else math.inf
         factor = rf.busbw_factor(name, n)
-        result[name] = {"algbw_bytes_per_s": algbw, "busbw_factor": factor, "busbw_bytes_per_s": algbw * factor}
+        result[name] = {"algbw_bytes_per_s": algbw, "busbw_factor": factor, "busbw_bytes_per_s": algbw * factor,
+                        "algorithm": algorithms[name]}
     result["all_to_all"]["inter_node_share"] = (n - gpus) / (n - 1) if n > 1 else 0.0
     return result
 
@@ -107,7 +154,9 @@ def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
         }
     collectives = None
     if cluster.world_size > 1 and math.isfinite(intra) and nic > 0:
-        collectives = _hierarchical(units, unit_gpus, intra, injection, bisection if fabric else math.inf)
+        nvls = all(rf.nvlink_sharp(p.topology) for p in cluster.node_platforms)
+        sharp = fabric is not None and fabric.sharp
+        collectives = _hierarchical(units, unit_gpus, intra, injection, bisection if fabric else math.inf, nvls, sharp)
     return {
         "schema_version": rf.SCHEMA_VERSION,
         "units": rf.UNITS,
@@ -176,9 +225,10 @@ def cluster_text_report(doc: dict[str, Any]) -> str:
     collectives = doc["collectives"]
     if collectives:
         out += ["", f"Cluster collective bounds (n = {collectives['n_ranks']}, hierarchical)"]
-        out += rf.table(["collective", "factor", "busbw", "algbw"],
+        out += rf.table(["collective", "factor", "busbw", "algbw", "algorithm"],
                         [[name, rf.number(collectives[name]["busbw_factor"]), rf.gbps(collectives[name]["busbw_bytes_per_s"]),
-                          rf.gbps(collectives[name]["algbw_bytes_per_s"])] for name in rf.COLLECTIVES])
+                          rf.gbps(collectives[name]["algbw_bytes_per_s"]), collectives[name]["algorithm"]]
+                         for name in rf.COLLECTIVES], align="lrrrl")
         unit = "NVLink domains" if "nvlink_domain" in network else "nodes"
         out.append(f"  all_to_all: {rf.number(100 * collectives['all_to_all']['inter_node_share'])}% of the traffic crosses {unit}")
     out += ["", f"{len(doc['assumptions'])} assumption(s): see roofline.json or the platform files"]

@@ -46,7 +46,9 @@ COLLECTIVE_METHOD = (
     "AllReduce and (n-1)/n for AllGather, ReduceScatter and AlltoAll, n = GPUs in the node, "
     "GB = 1e9 bytes. Upper bound on busbw: the smallest per-GPU NVLink bandwidth (the sum of the "
     "GPU's NVLink connections, per direction) when NVLink connects every GPU, else the smallest "
-    "GPU PCIe link (the faster of the two when both apply); algbw = busbw / factor. The bounds "
+    "GPU PCIe link (the faster of the two when both apply); algbw = busbw / factor (a ring). AllReduce "
+    "on NVSwitches with NVLink SHARP (the baseboard's nvswitch_generation >= 3): NCCL's NVLS reduces in "
+    "the switch, each GPU sends and receives S(1 + 1/n), algbw = NVLink x n/(n+1), busbw = algbw x factor. The bounds "
     "ignore protocol overhead and contention on shared PCIe uplinks and CPU links; AlltoAll "
     "traffic between GPUs without a direct NVLink connection is relayed or goes over PCIe, so "
     "AlltoAll falls further short of its bound when such pairs exist."
@@ -78,12 +80,29 @@ def busbw_factor(collective: str, n: int) -> float:
     return (2 * (n - 1) / n) if collective == "all_reduce" else ((n - 1) / n)
 
 
-def collective_bounds(n: int, nvlink: Sequence[float], pcie: Sequence[float], nvlink_connected: bool) -> dict[str, Any] | None:
-    """Intra-node busbw/algbw upper bounds for `n` GPUs.
+ALGORITHMS = {"all_reduce": "Ring", "all_gather": "Ring", "reduce_scatter": "Ring", "all_to_all": "point-to-point"}
+"""The algorithm each collective's plain bound is for, in NCCL_ALGO's spelling (AlltoAll is
+point-to-point sends, no NCCL algorithm); in-network reduction replaces Ring for AllReduce."""
+
+
+def nvls_all_reduce_algbw(n: int, link: float) -> float:
+    """AllReduce algbw bound with in-switch reduction (NVLink SHARP) for `n` GPUs of per-GPU
+    NVLink bandwidth `link` (bytes/s per direction): NCCL's NVLS reduce-scatters with
+    multimem loads the switch reduces (each GPU sends its whole buffer S into the switch and
+    receives its reduced S/n) and all-gathers with multimem stores the switch multicasts
+    (each GPU sends S/n and receives S), so each direction carries S (1 + 1/n):
+    algbw = link x n / (n + 1)."""
+    return link * n / (n + 1)
+
+
+def collective_bounds(n: int, nvlink: Sequence[float], pcie: Sequence[float], nvlink_connected: bool,
+                      nvlink_sharp: bool = False) -> dict[str, Any] | None:
+    """Intra-node busbw/algbw upper bounds for `n` GPUs, each with the algorithm that gives it.
 
     `nvlink` and `pcie` are the per-GPU bandwidths (bytes/s per direction); `nvlink_connected`
-    says whether NVLink joins every GPU. None when there is nothing to bound (n < 2). Raising any
-    input bandwidth never lowers a bound."""
+    says whether NVLink joins every GPU; `nvlink_sharp` whether the NVSwitches reduce in the
+    fabric (NVLS: AllReduce only, the one collective in-switch reduction lightens). None when
+    there is nothing to bound (n < 2). Raising any input bandwidth never lowers a bound."""
     if n < 2:
         return None
     over_nvlink = min(nvlink) if nvlink_connected and len(nvlink) == n else 0.0
@@ -93,8 +112,19 @@ def collective_bounds(n: int, nvlink: Sequence[float], pcie: Sequence[float], nv
     result: dict[str, Any] = {"n_gpus": n, "via": via, "busbw_bound_bytes_per_s": busbw, "method": COLLECTIVE_METHOD}
     for name in COLLECTIVES:
         factor = busbw_factor(name, n)
-        result[name] = {"busbw_factor": factor, "busbw_bytes_per_s": busbw, "algbw_bytes_per_s": busbw / factor}
+        algbw, algorithm = busbw / factor, ALGORITHMS[name]
+        if name == "all_reduce" and nvlink_sharp and via == "nvlink" and nvls_all_reduce_algbw(n, over_nvlink) > algbw:
+            algbw, algorithm = nvls_all_reduce_algbw(n, over_nvlink), "NVLS"
+        result[name] = {"busbw_factor": factor, "busbw_bytes_per_s": algbw * factor, "algbw_bytes_per_s": algbw,
+                        "algorithm": algorithm}
     return result
+
+
+def nvlink_sharp(topology: Topology) -> bool:
+    """The node's GPUs meet at NVSwitches that reduce in the fabric (the baseboard states a
+    generation with NVLink SHARP): never guessed from the GPU model."""
+    board = topology.platform.baseboard
+    return topology.platform.nvlink_topology == "nvswitch" and board is not None and board.nvlink_sharp
 
 
 # ------------------------------------------------------------------ per-GPU figures
@@ -257,7 +287,7 @@ def _document(topology: Topology) -> dict[str, Any]:
     n = len(platform.gpus)
     nvlink = [topology.nvlink_bandwidth(g.id) for g in platform.gpus]
     pcie = [known(g.physical).bandwidth for g in platform.gpus]
-    bounds = collective_bounds(n, nvlink, pcie, topology.nvlink_connected)
+    bounds = collective_bounds(n, nvlink, pcie, topology.nvlink_connected, nvlink_sharp(topology))
     if bounds is not None:
         pairs = n * (n - 1) // 2
         direct = topology.direct_nvlink_pairs
@@ -566,10 +596,12 @@ def text_report(doc: dict[str, Any]) -> str:
     if bounds is not None:
         out += ["", f"Intra-node collective bounds (n = {bounds['n_gpus']}, via {bounds['via'] or 'nothing'}, "
                     f"{bounds['gpu_pairs_with_direct_nvlink']} of {bounds['gpu_pairs']} GPU pairs with direct NVLink)"]
-        out += table(("collective", "factor", "busbw", "algbw"),
+        out += table(("collective", "factor", "busbw", "algbw", "algorithm"),
                       ((name, number(bounds[name]["busbw_factor"]), gbps(bounds[name]["busbw_bytes_per_s"]),
-                        gbps(bounds[name]["algbw_bytes_per_s"])) for name in COLLECTIVES))
-        out += ["  busbw = algbw x factor (nccl-tests); bound = bottleneck per-GPU NVLink bandwidth, or PCIe without an NVLink path"]
+                        gbps(bounds[name]["algbw_bytes_per_s"]), bounds[name]["algorithm"]) for name in COLLECTIVES),
+                      align="lrrrl")
+        out += ["  busbw = algbw x factor (nccl-tests); bound = bottleneck per-GPU NVLink bandwidth, or PCIe without an NVLink path; "
+                "NVLS: reduced in the NVSwitches"]
     node = doc["node"]
     out += ["", f"Node ({node['gpus']} GPUs, {node['sockets']} sockets)"]
     out += table(("dtype", "dense TFLOPS", "sparse TFLOPS"),

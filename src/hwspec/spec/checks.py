@@ -270,10 +270,13 @@ def gpu_or_gpus(nic: Any) -> Any:
 
 
 def switches_with_nvswitch_wiring(board: Any) -> Any:
-    """`wiring: nvswitch` and an `nvswitches` list come together."""
+    """`wiring: nvswitch` and an `nvswitches` list come together; `nvswitch_generation` needs them."""
     if (board.wiring == "nvswitch") != (board.nvswitches is not None):
         raise PydanticCustomError("hwspec_baseboard", "'wiring: nvswitch' and 'nvswitches' go together: list the "
                                                       "NVSwitch chips and each GPU's links to them")
+    if board.nvswitch_generation is not None and board.wiring != "nvswitch":
+        raise PydanticCustomError("hwspec_baseboard", "'nvswitch_generation' is for 'wiring: nvswitch': this baseboard "
+                                                      "has no NVSwitch chips")
     return board
 
 

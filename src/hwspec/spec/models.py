@@ -368,6 +368,10 @@ class BaseboardSpec(Spec):
         description="A named superset topology, one [slot, slot] entry per wired port, or 'nvswitch'.")
     nvswitches: list[NvSwitchSpec] | None = Field(None, min_length=1, max_length=64,
                                                   description="The NVSwitch chips, for wiring: nvswitch.")
+    nvswitch_generation: OptionalWholeNumber = Field(
+        None, ge=1, le=8, description="NVSwitch generation of the switch chips (1 V100, 2 A100, 3 H100/H200, 4 Blackwell), "
+                                      "for wiring: nvswitch. Generation 3 and later reduce in the switch (NVLink SHARP: "
+                                      "NCCL's NVLS algorithm), which raises the AllReduce bound.")
 
     _switches_with_nvswitch_wiring = model_validator(mode="after")(checks.switches_with_nvswitch_wiring)
 
@@ -528,6 +532,9 @@ class BackendNetworkSpec(Spec):
     spine: SwitchTier | None = None
     oversubscription: OptionalRealNumber = Field(None, ge=1, description="Declared leaf downlink:uplink bandwidth ratio.")
     min_bisection: Bandwidth | None = Field(None, description="Declared minimum bisection bandwidth, per direction.")
+    sharp: StrictBool = Field(False, description="The switches reduce in the network (InfiniBand SHARP, used by NCCL's "
+                                                 "CollNet algorithms through the SHARP plugin): raises the AllReduce bound. "
+                                                 "State it only where the switches have it and it is enabled; say so in source.")
 
 
 class FrontendNetworkSpec(Spec):
