@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hwspec.diagnostics import HwspecError
-from hwspec.perf.estimate import busiest, estimate, inter_node_share, placement
+from hwspec.perf.estimate import busiest, estimate, inter_node_share, placement, touched
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import load_workload
 
@@ -68,17 +68,21 @@ def test_table_wise_terms_match_the_hand_computation(tmp_path):
     # n = 4 GPUs, local batch b = 10, global batch B = 40
     assert (doc["local_batch"], doc["global_batch"]) == (10, 40)
     a, t = amounts(doc), terms(doc)
-    # 2 whole tables on 4 GPUs: the busiest GPU holds one and looks it up for the global batch:
-    # B x pooling x dim x 4 bytes = 40 x 3 x 2 x 4 = 960 B, at HBM 1e9 B/s
-    assert a["embedding_fwd"] == 960 and t["embedding_fwd"] == pytest.approx(9.6e-7)
-    # backward (sgd, no state): rows read and written, 2 x 960 = 1920 B
-    assert a["embedding_bwd"] == 1920 and t["embedding_bwd"] == pytest.approx(1.92e-6)
+    # 2 whole tables on 4 GPUs: the busiest GPU holds one and looks it up for the global batch.
+    # B x pooling = 120 rows of dim 2 x 4 B = 8 B, each read as one 32-byte HBM sector: 3840 B;
+    # ids 120 x 4 B = 480 B; lengths 40 x 4 B = 160 B; pooled outputs 40 x 2 x 4 B = 320 B.
+    # 3840 + 480 + 160 + 320 = 4800 B at HBM 1e9 B/s
+    assert a["embedding_fwd"] == 4800 and t["embedding_fwd"] == pytest.approx(4.8e-6)
+    # backward (sgd, no state): rows read and written 2 x 3840, ids and lengths again 640, output
+    # gradients 320: 8640 B
+    assert a["embedding_bwd"] == 8640 and t["embedding_bwd"] == pytest.approx(8.64e-6)
     assert doc["table_wise_balance"] == {"shards": 2, "busiest_over_average": 2.0}  # 1 table vs 0.5 on average
     # MLP forward: 2 x (4x8 + 8x2 + 6x3 + 3x1) = 138 FLOP per sample, x 10 = 1380 FLOP at 1e12 FLOP/s
     assert a["mlp_fwd"] == 1380 and t["mlp_fwd"] == pytest.approx(1.38e-9)
     assert a["mlp_bwd"] == 2760 and t["mlp_bwd"] == pytest.approx(2.76e-9)
-    # input AlltoAll: b x count x (pooling x 4-byte ids + 4-byte length) = 10 x 2 x 16 = 320 B at 1e8
-    assert a["input_alltoall"] == 320 and t["input_alltoall"] == pytest.approx(3.2e-6)
+    # input AlltoAll: each GPU sends b x count x (pooling x 4-byte ids + 4-byte length) = 10 x 2 x 16
+    # = 320 B, but the busiest receiver (one whole table) gets B x 16 = 640 B: 640 B at 1e8
+    assert a["input_alltoall"] == 640 and t["input_alltoall"] == pytest.approx(6.4e-6)
     # pooled embeddings: the busiest sender's B x dim x 4 bytes = 40 x 2 x 4 = 320 B each way at algbw 1e8
     assert a["embedding_alltoall_fwd"] == 320 and t["embedding_alltoall_fwd"] == pytest.approx(3.2e-6)
     assert a["embedding_alltoall_bwd"] == 320 and t["embedding_alltoall_bwd"] == pytest.approx(3.2e-6)
@@ -93,14 +97,14 @@ def test_table_wise_terms_match_the_hand_computation(tmp_path):
 def test_overlap_takes_the_busiest_resource_and_serial_the_sum(tmp_path):
     doc = estimate(TINY, tiny(tmp_path))
     resources = doc["resources_seconds"]
-    assert resources["gpu"] == pytest.approx(9.6e-7 + 1.92e-6 + 1.38e-9 + 2.76e-9)  # 2.88414e-6
-    assert resources["network"] == pytest.approx(3.2e-6 + 3.2e-6 + 3.2e-6 + 6.64e-6)  # 1.624e-5
+    assert resources["gpu"] == pytest.approx(4.8e-6 + 8.64e-6 + 1.38e-9 + 2.76e-9)  # 1.344414e-5
+    assert resources["network"] == pytest.approx(6.4e-6 + 3.2e-6 + 3.2e-6 + 6.64e-6)  # 1.944e-5
     assert resources["pcie"] == pytest.approx(5.2e-6)
     assert resources["ingestion"] == pytest.approx(1.04e-5)
-    assert doc["overlapped_seconds"] == pytest.approx(1.624e-5)
-    assert doc["serial_seconds"] == pytest.approx(2.88414e-6 + 1.624e-5 + 5.2e-6 + 1.04e-5)
-    assert doc["qps_overlapped"] == pytest.approx(40 / 1.624e-5)
-    assert doc["qps_serial"] == pytest.approx(40 / 3.472414e-5)
+    assert doc["overlapped_seconds"] == pytest.approx(1.944e-5)
+    assert doc["serial_seconds"] == pytest.approx(1.344414e-5 + 1.944e-5 + 5.2e-6 + 1.04e-5)
+    assert doc["qps_overlapped"] == pytest.approx(40 / 1.944e-5)
+    assert doc["qps_serial"] == pytest.approx(40 / 4.848414e-5)
     assert doc["bottleneck"]["resource"] == "network" and doc["bottleneck"]["term"] == "dense_allreduce"
 
 
@@ -112,8 +116,25 @@ def test_tables_spill_from_hbm_to_host_ddr_across_pcie(tmp_path):
     assert doc["placement"]["need_bytes_per_gpu"] == 800
     assert (tiers["hbm"]["stored_bytes"], tiers["host_ddr"]["stored_bytes"], tiers["ssd"]["stored_bytes"]) == (100, 700, 0)
     assert tiers["host_ddr"]["bandwidth_bytes_per_s"] == 1e8  # min(DDR share 1e8, PCIe shared 1e8)
-    # 960 B x (0.125 / 1e9 + 0.875 / 1e8) = 8.52e-6 s
-    assert terms(doc)["embedding_fwd"] == pytest.approx(8.52e-6)
+    # 120 row reads of 8 B: 1/8 from HBM in 32-byte sectors, 7/8 from DDR in 64-byte lines:
+    # 120 x (0.125 x 32 / 1e9 + 0.875 x 64 / 1e8) = 6.768e-5 s, plus ids, lengths and pooled
+    # outputs in HBM, 960 B / 1e9 = 9.6e-7 s
+    assert terms(doc)["embedding_fwd"] == pytest.approx(6.864e-5)
+    assert amounts(doc)["embedding_fwd"] == pytest.approx(120 * (0.125 * 32 + 0.875 * 64) + 960)  # 8160 B
+
+
+def test_host_ddr_updates_read_and_write_in_both_pcie_directions(tmp_path):
+    """D5: PCIe is full duplex: an update's reads come up and its writes go down at once."""
+    ddr_only = dataclasses.replace(TINY, hbm_capacity=0, ddr_bandwidth=1e9)
+    doc = estimate(ddr_only, tiny(tmp_path))
+    ddr = doc["placement"]["tiers"][1]
+    assert (ddr["fraction"], ddr["bandwidth_bytes_per_s"], ddr["update_bandwidth_bytes_per_s"]) == (1.0, 1e8, 2e8)
+    # 120 rows of 8 B, read and written in 64-byte lines: 120 x 2 x 64 = 15360 B at 2 x 1e8 (not
+    # 1e8: the writes go the other way) = 7.68e-5 s; ids, lengths, output gradients 960 B / 1e9
+    assert terms(doc)["embedding_bwd"] == pytest.approx(7.68e-5 + 9.6e-7)
+    # with DDR slower than both PCIe directions, DDR bounds the update: 15360 B / 1e8
+    slow = estimate(dataclasses.replace(ddr_only, ddr_bandwidth=1e8), tiny(tmp_path))
+    assert terms(slow)["embedding_bwd"] == pytest.approx(1.536e-4 + 9.6e-7)
 
 
 def test_tables_spill_to_ssd_after_ddr(tmp_path):
@@ -160,14 +181,17 @@ def test_row_wise_tables_reduce_scatter_forward_and_all_gather_backward(tmp_path
     # B x count x dim x 4 = 40 x 2 x 2 x 4 = 640 B at reduce_scatter / all_gather algbw 2e8
     assert t["embedding_alltoall_fwd"] == pytest.approx(3.2e-6)
     assert t["embedding_alltoall_bwd"] == pytest.approx(3.2e-6)
-    assert t["input_alltoall"] == pytest.approx(3.2e-6)  # ids go to their row shard: same 320 B
+    # each GPU receives 1/4 of the global batch's ids of both tables and every sample's length:
+    # B x 2 x (3 x 4 B / 4 + 4 B) = 40 x 2 x 7 = 560 B (more than the 320 B it sends) at 1e8
+    assert t["input_alltoall"] == pytest.approx(5.6e-6)
 
 
 def test_column_wise_tables_send_the_ids_to_every_column_shard(tmp_path):
     doc = estimate(TINY, tiny(tmp_path, sharding="column-wise"))
-    assert amounts(doc)["input_alltoall"] == 640  # 2 shards x 320 B
-    # 4 shards of dim 1 on 4 GPUs, one each: lookups B x 3 x 1 x 4 = 480 B, pooled B x 1 x 4 = 160 B
-    assert amounts(doc)["embedding_fwd"] == 480
+    assert amounts(doc)["input_alltoall"] == 640  # 2 shards x 320 B sent; each GPU receives 40 x 16 B
+    # 4 shards of dim 1 on 4 GPUs, one each: 120 rows of 4 B read as 32-byte sectors 3840 B, ids 480 B,
+    # lengths 160 B, pooled B x 1 x 4 = 160 B
+    assert amounts(doc)["embedding_fwd"] == 4640
     assert amounts(doc)["embedding_alltoall_fwd"] == 160
     assert doc["table_wise_balance"] == {"shards": 4, "busiest_over_average": 1.0}
 
@@ -177,7 +201,9 @@ def test_data_parallel_tables_need_no_alltoall_but_allreduce_their_gradients(tmp
     a = amounts(doc)
     assert a["input_alltoall"] == 0 and a["embedding_alltoall_fwd"] == 0 and a["embedding_alltoall_bwd"] == 0
     assert a["dense_allreduce"] == 332 + 2 * 100 * 2 * 4  # MLP + whole tables: 1932 B
-    assert a["embedding_bwd"] == 960 + 2 * 1600  # lookups + the dense optimizer step over both tables
+    # per table, local batch 10: 30 rows read and written in 32-byte sectors 1920 B, ids 120 B,
+    # lengths 40 B, output gradients 80 B = 2160 B; x 2 tables + the dense optimizer step over both
+    assert a["embedding_bwd"] == 2 * 2160 + 2 * 1600
     assert doc["placement"]["need_bytes_per_gpu"] == 1600  # whole tables on every GPU
 
 
@@ -187,22 +213,27 @@ def test_quantized_forward_communication_halves_the_forward_alltoall(tmp_path):
 
 def test_rowwise_adagrad_reads_and_writes_one_state_value_per_row(tmp_path):
     doc = estimate(TINY, tiny(tmp_path, optimizer="rowwise-adagrad"))
-    assert amounts(doc)["embedding_bwd"] == 40 * 3 * 2 * (8 + 4)  # 2880 B: B x pooling x 2 x (row + state)
+    # B x pooling x 2 x (row + state), each its own 32-byte sector, + ids, lengths, gradients 960 B
+    assert amounts(doc)["embedding_bwd"] == 40 * 3 * 2 * (32 + 32) + 960
     assert doc["placement"]["need_bytes_per_gpu"] == 100 * 12
 
 
 def test_dot_interaction_adds_pairwise_dot_products(tmp_path):
-    doc = estimate(TINY, tiny(tmp_path, interaction="dot"))
-    # 3 features (2 tables + dense) of the bottom output width 2: 3 x 2 / 2 pairs x 2 x 2 = 12 FLOP
-    assert amounts(doc)["mlp_fwd"] == 10 * (138 + 12)
+    path = tmp_path / "dot.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="dot", optimizer="sgd", sharding="table-wise", forward="fp32")
+                    .replace("top_mlp: [6, 3, 1]", "top_mlp: [5, 3, 1]"))
+    doc = estimate(TINY, load_workload(path))
+    # 3 features (2 tables + dense) of the bottom output width 2: 3 x 2 / 2 pairs x 2 x 2 = 12 FLOP;
+    # MLPs 2 x (4x8 + 8x2 + 5x3 + 3x1) = 132 FLOP per sample
+    assert amounts(doc)["mlp_fwd"] == 10 * (132 + 12)
 
 
 def test_without_gpudirect_the_inter_node_collectives_cross_the_host_link(tmp_path):
     doc = estimate(dataclasses.replace(TINY, gpudirect=False), tiny(tmp_path))
-    # (n-G)/n = 1/2 of the AlltoAlls (320 + 320 + 320 B), 2(N-1)/(N G) = 1/2 of the AllReduce (332 B)
-    assert amounts(doc)["host_staging"] == pytest.approx(0.5 * 960 + 0.5 * 332)
-    assert terms(doc)["host_staging"] == pytest.approx(646 / 1e8)
-    assert doc["resources_seconds"]["pcie"] == pytest.approx(5.2e-6 + 6.46e-6)
+    # (n-G)/n = 1/2 of the AlltoAlls (640 + 320 + 320 B), 2(N-1)/(N G) = 1/2 of the AllReduce (332 B)
+    assert amounts(doc)["host_staging"] == pytest.approx(0.5 * 1280 + 0.5 * 332)
+    assert terms(doc)["host_staging"] == pytest.approx(806 / 1e8)
+    assert doc["resources_seconds"]["pcie"] == pytest.approx(5.2e-6 + 8.06e-6)
 
 
 def test_inter_node_shares_follow_the_hierarchical_algorithm():
@@ -218,7 +249,7 @@ def test_a_global_batch_is_split_over_the_gpus(tmp_path):
                     .replace("batch: {per_gpu: 10}", "batch: {global: 40}"))
     doc = estimate(TINY, load_workload(path))
     assert (doc["local_batch"], doc["global_batch"]) == (10, 40)
-    assert amounts(doc)["embedding_fwd"] == 960
+    assert amounts(doc)["embedding_fwd"] == 4800
 
 
 def test_a_platform_without_collective_bounds_has_no_communication_time(tmp_path):
@@ -233,13 +264,13 @@ def test_comparison_names_the_term_that_changes_most_and_the_speedup(tmp_path):
     workload = tiny(tmp_path)
     fast = dataclasses.replace(TINY, name="fast", algbw={k: 2 * v for k, v in TINY.algbw.items()})
     doc = comparison(TINY, fast, estimate(TINY, workload), estimate(fast, workload))
-    # every collective twice as fast: network 1.624e-5 -> 8.12e-6 s, so ingestion (1.04e-5 s) now bounds
-    assert doc["estimates"]["b"]["bottleneck"]["resource"] == "ingestion"
-    assert doc["speedup_overlapped"] == pytest.approx(1.624e-5 / 1.04e-5)
+    # every collective twice as fast: network 1.944e-5 -> 9.72e-6 s, so the GPU (1.344414e-5 s) now bounds
+    assert doc["estimates"]["b"]["bottleneck"]["resource"] == "gpu"
+    assert doc["speedup_overlapped"] == pytest.approx(1.944e-5 / 1.344414e-5)
     assert doc["changes_most"] == "dense_allreduce"  # 6.64e-6 -> 3.32e-6 s, the largest saving
     assert doc["term_changes"][0]["saved_seconds"] == pytest.approx(3.32e-6)
-    # then three savings of 1.6e-6 s, in id order
-    assert [c["id"] for c in doc["term_changes"][1:4]] == ["embedding_alltoall_bwd", "embedding_alltoall_fwd", "input_alltoall"]
+    # then the input AlltoAll (6.4e-6 -> 3.2e-6 s) and two savings of 1.6e-6 s, in id order
+    assert [c["id"] for c in doc["term_changes"][1:4]] == ["input_alltoall", "embedding_alltoall_bwd", "embedding_alltoall_fwd"]
 
 
 @pytest.mark.parametrize("groups, n, bound", [
@@ -257,9 +288,67 @@ def test_busiest_gpu_bound_on_indivisible_shards(groups, n, bound):
 def test_more_tables_than_gpus_but_not_a_multiple_load_the_busiest_gpu_more(tmp_path):
     path = tmp_path / "five.yaml"
     path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise", forward="fp32")
-                    .replace("count: 2,", "count: 5,"))
+                    .replace("count: 2,", "count: 5,").replace("top_mlp: [6,", "top_mlp: [12,"))
     doc = estimate(TINY, load_workload(path))
     # 5 tables on 4 GPUs: the busiest holds 2, the average 1.25
     assert doc["table_wise_balance"] == {"shards": 5, "busiest_over_average": 1.6}
-    assert amounts(doc)["embedding_fwd"] == 2 * 40 * 3 * 2 * 4
+    assert amounts(doc)["embedding_fwd"] == 2 * 4800  # two tables' lookups as in the table-wise case
+    # D3: each GPU sends 10 x 5 x 16 = 800 B of ids; the busiest receives 2 tables' 40 x 16 B = 1280 B
+    assert amounts(doc)["input_alltoall"] == 1280
     assert amounts(doc)["embedding_alltoall_fwd"] == 2 * 40 * 2 * 4
+
+
+def test_input_alltoall_is_charged_to_the_busiest_receiver_not_the_average_sender(tmp_path):
+    """D3: 200 tables on 128 GPUs: some GPU owns 2 tables and receives their ids for the global
+    batch, 2 / (200 / 128) = 1.28x what each GPU sends (model-I's +28%)."""
+    path = tmp_path / "many.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise", forward="fp32")
+                    .replace("count: 2,", "count: 200,").replace("top_mlp: [6, 3, 1]", "top_mlp: [402, 3, 1]"))
+    many = dataclasses.replace(TINY, gpus=128, gpus_per_node=8, nodes=16, hbm_capacity=1e9)
+    doc = estimate(many, load_workload(path))
+    # sent: b x 200 x 16 B = 32,000 B; received: B x 2 x 16 B = 1280 x 32 = 40,960 B
+    assert amounts(doc)["input_alltoall"] == 40960
+    detail = next(t["detail"] for t in doc["terms"] if t["id"] == "input_alltoall")
+    assert detail == "the busiest receiver: 1.28x what each GPU sends"
+
+
+def test_ingestion_on_the_collectives_nics_is_charged_with_the_collectives(tmp_path):
+    """D4: on Zion the collectives and ingestion share the CPU NICs: never both at full rate."""
+    shared = dataclasses.replace(TINY, ingestion_on_collective_nics=True)
+    doc = estimate(shared, tiny(tmp_path))
+    ingestion = next(t for t in doc["terms"] if t["id"] == "ingestion")
+    # 520 B of input at the GPU's full NIC share 1e8 = 5.2e-6 s, in series with the collectives
+    assert (ingestion["resource"], ingestion["seconds"]) == ("network", pytest.approx(5.2e-6))
+    assert doc["resources_seconds"]["network"] == pytest.approx(1.944e-5 + 5.2e-6)
+    assert doc["resources_seconds"]["ingestion"] == 0
+    assert doc["overlapped_seconds"] == pytest.approx(2.464e-5)
+
+
+@pytest.mark.parametrize("nbytes, access, moved", [(8, 32, 32), (32, 32, 32), (33, 32, 64), (184, 64, 192),
+                                                    (512, 4096, 4096), (0, 32, 0), (46.5, 32, 64)])
+def test_a_row_is_moved_in_whole_access_units(nbytes, access, moved):
+    """D7: model-I's 92 x fp16 = 184-byte rows move 192 B from host DDR (3 x 64-byte lines)."""
+    assert touched(nbytes, access) == moved
+
+
+def test_a_top_mlp_that_does_not_start_at_the_interaction_width_is_a_located_e404(tmp_path):
+    """D6: cat of the bottom MLP's 2 and two tables of dim 2 is 6 wide; 7 is another model."""
+    path = tmp_path / "tiny.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise", forward="fp32")
+                    .replace("top_mlp: [6, 3, 1]", "top_mlp: [7, 3, 1]"))
+    with pytest.raises(HwspecError) as exc:
+        load_workload(path)
+    (d,) = exc.value.diagnostics
+    assert (d.code, d.line, d.col) == ("E404", 7, 11)
+    assert d.message == ("top_mlp[0]: the top MLP's input width is 7, but the cat interaction outputs 6 "
+                         "(the bottom MLP's output plus every table's dim)")
+    assert d.hint == "start top_mlp with 6, or change the interaction or the tables"
+
+
+def test_a_dot_interaction_outputs_the_bottom_width_plus_the_pairwise_dots(tmp_path):
+    """D6: 3 features (2 tables + dense): 3 pairs, after the bottom MLP's 2: 5 wide, not 6."""
+    with pytest.raises(HwspecError) as exc:
+        tiny(tmp_path, interaction="dot")
+    assert exc.value.diagnostics[0].message == (
+        "top_mlp[0]: the top MLP's input width is 6, but the dot interaction outputs 5 "
+        "(the bottom MLP's output plus 3 features' pairwise dots)")

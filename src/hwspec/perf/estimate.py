@@ -28,7 +28,7 @@ from typing import Any
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.perf import roofline as rf
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Workload
+from hwspec.spec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
 
 RESOURCES = {
     "gpu": "GPU memory and compute",
@@ -54,6 +54,15 @@ TERMS = (
 """(id, label, resource) of every term, in display order."""
 
 TIER_NAMES = ("hbm", "host_ddr", "ssd")
+
+ACCESS_BYTES = {"hbm": 32, "host_ddr": 64, "ssd": 512}
+"""Smallest unit each tier moves, bytes: an embedding row (and its optimizer state, a separate
+tensor) is read and written in whole units. HBM: the 32-byte sector of a GPU's global-memory
+transactions (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"); host DDR: the
+64-byte cache line; SSD: the smallest logical block an NVMe namespace can be formatted with
+(512 B, NVMe Base Specification's LBA formats). A drive formatted with 4 KiB blocks, or read
+through the page cache, moves up to 8x more per small row: the bound takes the smallest unit so
+that it stays a bound."""
 
 
 def busiest(groups: list[tuple[float, int]], n: int) -> float:
@@ -86,30 +95,46 @@ class Shards:
     figure a `busiest` bound on its own; `imbalance` is the lookup bound over the average."""
 
     lookup_bytes_per_sample: float    # forward: sum of pooling x dim x bytes of its shards
-    update_bytes_per_sample: float    # backward: sum of pooling x 2 (row + optimizer state) bytes
+    ids_bytes_per_sample: float       # input it receives: sum of pooling x id bytes + a length per shard
     storage_bytes: float
     dims: float                        # pooled-embedding elements it sends per sample
     shards: int
     imbalance: float
 
 
+def column_shards(table: Table) -> int:
+    """Indivisible shards per table: its column shards when column-wise, else 1."""
+    return table.column_shards if table.sharding == "column-wise" else 1
+
+
+def shard_row(workload: Workload, table: Table) -> tuple[float, float, float]:
+    """(dim, weight bytes, optimizer-state bytes) of one row of one shard of `table`."""
+    k = column_shards(table)
+    dim = table.dim / k
+    state = OPTIMIZER_STATE_BYTES[workload.optimizer](dim) if k > 1 else table.state_bytes_per_row
+    return dim, dim * DTYPE_BYTES[table.precision], state
+
+
+def ids_bytes(workload: Workload, table: Table) -> float:
+    """Input bytes of one table per sample: pooling ids and one length."""
+    return table.pooling * DTYPE_BYTES[workload.index_dtype] + LENGTH_BYTES
+
+
 def table_wise_shards(workload: Workload, n: int) -> Shards:
     """The busiest-GPU bounds of the table-wise tables and column-wise shards on `n` GPUs."""
-    fwd, bwd, storage, dims = [], [], [], []
+    fwd, ids, storage, dims = [], [], [], []
     shards = 0
     for t in workload.sharded("table-wise", "column-wise"):
-        k = t.column_shards if t.sharding == "column-wise" else 1
-        dim = t.dim / k
-        row = dim * DTYPE_BYTES[t.precision] + (OPTIMIZER_STATE_BYTES[workload.optimizer](dim) if k > 1 else t.state_bytes_per_row)
-        count = t.count * k
+        dim, weights, state = shard_row(workload, t)
+        count = t.count * column_shards(t)
         shards += count
-        fwd.append((t.pooling * dim * DTYPE_BYTES[t.precision], count))
-        bwd.append((t.pooling * 2 * row, count))
-        storage.append((t.rows * row, count))
+        fwd.append((t.pooling * weights, count))
+        ids.append((ids_bytes(workload, t), count))
+        storage.append((t.rows * (weights + state), count))
         dims.append((dim, count))
     lookup = busiest(fwd, n)
     average = math.fsum(w * c for w, c in fwd) / n if n else 0.0
-    return Shards(lookup, busiest(bwd, n), busiest(storage, n), busiest(dims, n), shards,
+    return Shards(lookup, busiest(ids, n), busiest(storage, n), busiest(dims, n), shards,
                   lookup / average if average else 1.0)
 
 
@@ -136,10 +161,19 @@ def _error(workload: Workload, path: tuple, code: Code, message: str, hint: str 
     return HwspecError([Diagnostic(workload.file, pos.line, pos.col, Severity.ERROR, code, message, hint)])
 
 
-def _term(tid: str, amount: float, unit: str, rate: float, bound_by: str, detail: str = "") -> Term:
-    label, resource = next((label, res) for i, label, res in TERMS if i == tid)
+def _term(tid: str, amount: float, unit: str, rate: float, bound_by: str, detail: str = "",
+          resource: str | None = None) -> Term:
+    """Term `tid` of `amount` at `rate`, on its TERMS resource unless `resource` says otherwise."""
+    label, default = next((label, res) for i, label, res in TERMS if i == tid)
     seconds = amount / rate if amount > 0 and rate > 0 else 0.0
-    return Term(tid, label, resource, seconds, amount, unit, rate if amount > 0 else 0.0, bound_by, detail)
+    return Term(tid, label, resource or default, seconds, amount, unit, rate if amount > 0 else 0.0, bound_by, detail)
+
+
+def _work_term(tid: str, amount: float, seconds: float, bound_by: str, detail: str) -> Term:
+    """Term `tid` of bytes moved at several rates: its rate is the effective one, amount / seconds."""
+    label, resource = next((label, res) for i, label, res in TERMS if i == tid)
+    rate = amount / seconds if amount > 0 and seconds > 0 else 0.0
+    return Term(tid, label, resource, seconds if rate else 0.0, amount, "bytes", rate, bound_by, detail)
 
 
 # ---------------------------------------------------------------- placement
@@ -158,17 +192,22 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
     need = table_wise_shards(workload, n).storage_bytes + rw / n + dp
     capacities = {"hbm": figures.hbm_capacity * workload.hbm_share, "host_ddr": figures.ddr_capacity,
                   "ssd": figures.ssd_capacity}
-    bandwidths = {"hbm": figures.hbm_bandwidth,
-                  "host_ddr": min(figures.ddr_bandwidth, figures.pcie_host_shared_bandwidth),
-                  "ssd": min(figures.ssd_bandwidth, figures.pcie_host_shared_bandwidth)}
+    pcie = figures.pcie_host_shared_bandwidth
+    # Lookups read one way across PCIe; updates read and write, one each way (PCIe is full
+    # duplex), while DDR and SSD serve reads and writes from one figure.
+    bandwidths = {"hbm": (figures.hbm_bandwidth, figures.hbm_bandwidth),
+                  "host_ddr": (min(figures.ddr_bandwidth, pcie), min(figures.ddr_bandwidth, 2 * pcie)),
+                  "ssd": (min(figures.ssd_bandwidth, pcie), min(figures.ssd_bandwidth, 2 * pcie))}
     left = need
     tiers: list[dict[str, Any]] = []
     for name in TIER_NAMES:
-        stored = min(left, capacities[name]) if bandwidths[name] > 0 else 0.0
+        read, update = bandwidths[name]
+        stored = min(left, capacities[name]) if read > 0 else 0.0
         left -= stored
         tiers.append({"tier": name, "capacity_bytes": capacities[name], "stored_bytes": stored,
                       "fraction": stored / need if need else (1.0 if name == "hbm" else 0.0),
-                      "bandwidth_bytes_per_s": bandwidths[name]})
+                      "bandwidth_bytes_per_s": read, "update_bandwidth_bytes_per_s": update,
+                      "access_bytes": ACCESS_BYTES[name]})
     if left > max(1.0, need * 1e-12):
         have = sum(t["stored_bytes"] for t in tiers)
         raise _error(workload, ("embeddings", "tables"), Code.TABLES_DO_NOT_FIT,
@@ -178,14 +217,77 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
     return {"need_bytes_per_gpu": need, "tiers": tiers}
 
 
-def _per_lookup_time(place: dict[str, Any]) -> tuple[float, str]:
-    """Seconds per byte of lookup traffic, averaged over the tiers, and the tier mix as text."""
+def touched(nbytes: float, access: int) -> float:
+    """Bytes a tier moves to read `nbytes` stored contiguously: whole access units."""
+    return math.ceil(nbytes / access) * access if nbytes > 0 else 0.0
+
+
+def _tier_mix(place: dict[str, Any]) -> str:
     used = [t for t in place["tiers"] if t["fraction"] > 0]
-    per_byte = sum(t["fraction"] / t["bandwidth_bytes_per_s"] for t in used)
     if len(used) == 1:
-        return per_byte, f"{used[0]['tier']} {rf.gbps(used[0]['bandwidth_bytes_per_s'])}"
-    mix = " / ".join(f"{rf.number(100 * t['fraction'])}% {t['tier']}" for t in used)
-    return per_byte, f"{mix}: {rf.gbps(1 / per_byte)} effective" if per_byte else mix
+        return f"{used[0]['tier']} {rf.gbps(used[0]['bandwidth_bytes_per_s'])}"
+    return " / ".join(f"{rf.number(100 * t['fraction'])}% {t['tier']}" for t in used)
+
+
+def _row_traffic(place: dict[str, Any], nbytes: float, update: bool) -> tuple[float, float]:
+    """(bytes, seconds) of one lookup of a row part of `nbytes`, averaged over the tiers by the
+    fraction each stores: rounded up to the tier's access size, read (and written back when
+    `update`, at the tier's update bandwidth)."""
+    moved = seconds = 0.0
+    for tier in place["tiers"]:
+        if tier["fraction"] > 0:
+            amount = touched(nbytes, tier["access_bytes"]) * (2 if update else 1)
+            rate = tier["update_bandwidth_bytes_per_s" if update else "bandwidth_bytes_per_s"]
+            moved += tier["fraction"] * amount
+            seconds += tier["fraction"] * amount / rate
+    return moved, seconds
+
+
+@dataclass(frozen=True)
+class LookupWork:
+    """One GPU's embedding work on one shard: rows from wherever the tables live, ids and
+    pooled outputs (or their gradients) in HBM. Amounts are bytes, times seconds."""
+
+    bytes: float
+    seconds: float
+
+
+def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], table: Table,
+                row_samples: float, pooled_samples: float, backward: bool) -> LookupWork:
+    """The work of one shard of `table`: `row_samples` samples' ids looked up (each `pooling`
+    rows read; read and written back with their optimizer state when `backward`) and
+    `pooled_samples` pooled rows written forward (their gradients read backward), with one
+    length per pooled sample. Row traffic follows `_row_traffic`; ids, lengths and pooled rows
+    are in HBM."""
+    dim, weights, state = shard_row(workload, table)
+    if backward:
+        rows = [_row_traffic(place, weights, True), _row_traffic(place, state, True)]
+        pooled_bytes = DTYPE_BYTES[workload.comm_backward]
+    else:
+        rows = [_row_traffic(place, weights, False)]
+        pooled_bytes = DTYPE_BYTES[workload.comm_forward]
+    row_bytes = row_samples * table.pooling * math.fsum(b for b, _ in rows)
+    row_seconds = row_samples * table.pooling * math.fsum(t for _, t in rows)
+    hbm = (row_samples * table.pooling * DTYPE_BYTES[workload.index_dtype]
+           + pooled_samples * (LENGTH_BYTES + dim * pooled_bytes))
+    hbm_seconds = hbm / figures.hbm_bandwidth if figures.hbm_bandwidth > 0 else 0.0
+    return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds)
+
+
+def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], backward: bool) -> LookupWork:
+    """The busiest GPU's lookup (or update) work: `busiest` over the table- and column-wise
+    shards (each serves the global batch B) plus every row-wise table's 1/n of the ids of the
+    global batch with B pooled partial sums, plus the data-parallel tables on the local batch."""
+    n = figures.gpus
+    b, big_b = workload.local_batch(n), workload.global_batch(n)
+    indivisible = [(lookup_work(figures, workload, place, t, big_b, big_b, backward), t.count * column_shards(t))
+                   for t in workload.sharded("table-wise", "column-wise")]
+    even = [lookup_work(figures, workload, place, t, big_b / n, big_b, backward) for t in workload.sharded("row-wise")]
+    even += [lookup_work(figures, workload, place, t, b, b, backward) for t in workload.sharded("data-parallel")]
+    counts = [t.count for t in workload.sharded("row-wise")] + [t.count for t in workload.sharded("data-parallel")]
+    return LookupWork(
+        busiest([(w.bytes, c) for w, c in indivisible], n) + math.fsum(w.bytes * c for w, c in zip(even, counts)),
+        busiest([(w.seconds, c) for w, c in indivisible], n) + math.fsum(w.seconds * c for w, c in zip(even, counts)))
 
 
 # ---------------------------------------------------------------- the estimate
@@ -207,6 +309,38 @@ def inter_node_share(figures: Figures, collective: str) -> float:
     return factor * (nodes - 1) / (nodes * g)
 
 
+def input_alltoall_bytes(workload: Workload, n: int, shards: Shards) -> tuple[float, str]:
+    """The input AlltoAll's buffer S for the busiest rank and what it is. Every GPU sends the ids
+    and lengths of its local batch to the shards' owners; the busiest receiver gets, for the
+    global batch, the ids of its table- and column-wise shards (`Shards.ids_bytes_per_sample`),
+    1/n of the ids of every row-wise table and a length per sample of each. The collective ends
+    when the larger of the busiest receiver's and a sender's bytes has moved."""
+    b, big_b = workload.local_batch(n), workload.global_batch(n)
+    mp = workload.sharded("table-wise", "row-wise", "column-wise")
+    sent = b * math.fsum(t.count * column_shards(t) * ids_bytes(workload, t) for t in mp)
+    received = big_b * (shards.ids_bytes_per_sample + math.fsum(
+        t.count * (t.pooling * DTYPE_BYTES[workload.index_dtype] / n + LENGTH_BYTES) for t in workload.sharded("row-wise")))
+    if not sent:
+        return 0.0, ""
+    if received > sent:
+        return received, f"the busiest receiver: {rf.number(received / sent)}x what each GPU sends"
+    return sent, "what each GPU sends (no receiver gets more)"
+
+
+def ingestion_term(figures: Figures, inputs: float) -> Term:
+    """Input ingestion over the network. Where the collectives' NICs are the ingestion NICs
+    (Zion: CPU NICs, no backend network), both are charged to one resource, the collective
+    network, and ingestion moves at the GPU's full share of those NICs between the collectives;
+    otherwise it has its own NICs and its own resource at the ingestion share."""
+    if figures.ingestion_on_collective_nics:
+        return _term("ingestion", inputs, "bytes", figures.nic_bandwidth,
+                     f"the collectives' NICs, per GPU {rf.gbps(figures.nic_bandwidth)}",
+                     "shares the NICs with the collectives: charged in series with them", resource="network")
+    return _term("ingestion", inputs, "bytes", figures.ingestion_bandwidth,
+                 f"ingestion share per GPU {rf.gbps(figures.ingestion_bandwidth)}" if figures.ingestion_bandwidth
+                 else "no ingestion bandwidth stated: not bounded")
+
+
 def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     """The estimate document: terms, resources, serial and overlapped times and QPS bounds, and
     the bottleneck. Raises HwspecError for a workload the platform cannot run (E401 tables do
@@ -221,24 +355,24 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
                      f"compute_dtype '{dtype}' has no peak on {figures.name}'s GPUs ({figures.gpu_model})",
                      "peaks known: " + (", ".join(figures.peak_flop_per_s) or "none"))
     place = placement(figures, workload)
-    per_byte, mix = _per_lookup_time(place)
-    lookup_rate = 1 / per_byte if per_byte > 0 else 0.0
+    mix = _tier_mix(place)
     s_idx = DTYPE_BYTES[workload.index_dtype]
     s_fwd, s_bwd, s_ar = (DTYPE_BYTES[workload.comm_forward], DTYPE_BYTES[workload.comm_backward],
                           DTYPE_BYTES[workload.comm_allreduce])
     terms: list[Term] = []
 
-    # Embedding lookups: rows read forward; rows and optimizer state read and written backward.
-    # A table-wise GPU looks up its shards for the whole global batch; row-wise tables are spread
-    # evenly; data-parallel tables serve the local batch.
+    # Embedding lookups (embedding_work): ids read, rows read in whole access units, pooled rows
+    # written forward; backward, rows and optimizer state read and written back.
     shards = table_wise_shards(workload, n)
-    even = workload.sharded("row-wise", "data-parallel")
-    fwd = big_b * shards.lookup_bytes_per_sample + b * sum(t.count * t.pooling * t.dim * DTYPE_BYTES[t.precision] for t in even)
-    bwd = big_b * shards.update_bytes_per_sample + b * sum(t.count * t.pooling * 2 * t.row_bytes for t in even)
+    fwd = embedding_work(figures, workload, place, backward=False)
+    bwd = embedding_work(figures, workload, place, backward=True)
     dp_update = sum(2 * t.storage_bytes for t in workload.sharded("data-parallel"))
-    terms.append(_term("embedding_fwd", fwd, "bytes", lookup_rate, mix))
-    terms.append(_term("embedding_bwd", bwd + dp_update, "bytes", lookup_rate, mix,
-                       "includes the dense optimizer step of the data-parallel tables" if dp_update else ""))
+    dp_seconds = math.fsum(tier["fraction"] * dp_update / tier["update_bandwidth_bytes_per_s"]
+                           for tier in place["tiers"] if tier["fraction"] > 0)
+    terms.append(_work_term("embedding_fwd", fwd.bytes, fwd.seconds, mix, "ids, rows in whole access units, pooled outputs"))
+    terms.append(_work_term("embedding_bwd", bwd.bytes + dp_update, bwd.seconds + dp_seconds, mix,
+                            "ids, rows and optimizer state read and written back, output gradients"
+                            + ("; the dense optimizer step of the data-parallel tables" if dp_update else "")))
 
     # MLPs and interaction: 2 x in x out FLOPs per layer per sample forward, twice that backward.
     flops = b * (workload.mlp_flops_per_sample + workload.interaction_flops_per_sample)
@@ -246,13 +380,11 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     terms.append(_term("mlp_fwd", flops, "flop", peak, bound))
     terms.append(_term("mlp_bwd", 2 * flops, "flop", peak, bound))
 
-    # Input AlltoAll: each GPU sends the ids (and lengths) of its local samples to the owners.
-    mp = workload.sharded("table-wise", "row-wise", "column-wise")
-    ids = b * sum(t.count * (t.pooling * s_idx + LENGTH_BYTES) * (t.column_shards if t.sharding == "column-wise" else 1)
-                  for t in mp)
+    # Input AlltoAll: done when the busiest receiver is (input_alltoall_bytes).
+    ids, ids_detail = input_alltoall_bytes(workload, n, shards)
     a2a = _collective(figures, "all_to_all")
     a2a_name = f"all_to_all algbw {rf.gbps(a2a)} ({figures.collectives_scope})"
-    terms.append(_term("input_alltoall", ids, "bytes", a2a, a2a_name))
+    terms.append(_term("input_alltoall", ids, "bytes", a2a, a2a_name, ids_detail))
 
     # Pooled embeddings: TW/CW by AlltoAll, finished when the busiest sender is (S = global batch x
     # its dims), RW by ReduceScatter forward and AllGather backward (S = global batch x dims).
@@ -295,9 +427,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     terms.append(_term("host_staging", staged, "bytes", figures.pcie_host_shared_bandwidth,
                        "PCIe host link (no GPUDirect RDMA)" if staged else "GPUDirect RDMA: not staged",
                        "the inter-node share of the collectives above, bounced through host memory" if staged else ""))
-    terms.append(_term("ingestion", inputs, "bytes", figures.ingestion_bandwidth,
-                       f"ingestion share per GPU {rf.gbps(figures.ingestion_bandwidth)}" if figures.ingestion_bandwidth
-                       else "no ingestion bandwidth stated: not bounded"))
+    terms.append(ingestion_term(figures, inputs))
 
     resources = {r: math.fsum(t.seconds for t in terms if t.resource == r) for r in RESOURCES}
     serial = math.fsum(t.seconds for t in terms)

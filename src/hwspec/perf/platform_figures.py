@@ -51,6 +51,7 @@ class Figures:
     collectives_scope: str                   # "intra-node" or "hierarchical"
     algbw: dict[str, float] = field(default_factory=dict)   # collective -> algbw bound, bytes/s
     busbw: dict[str, float] = field(default_factory=dict)   # collective -> busbw bound, bytes/s
+    ingestion_on_collective_nics: bool = False  # some GPU's collectives leave by an ingestion/frontend NIC
 
 
 def _tier(doc: dict[str, Any], name: str, key: str = "bandwidth_bytes_per_s") -> float:
@@ -73,6 +74,13 @@ def _node_scale_out(topology) -> tuple[str, bool]:
     transport = ",".join(sorted({n.transport for n, _ in pairs})) or "none"
     gpudirect = bool(pairs) and all(topology.gpudirect(n, gpu_id) for n, gpu_id in pairs)
     return transport, gpudirect
+
+
+def _collectives_on_host_nics(topology) -> bool:
+    """Whether some GPU's inter-node collectives leave by an ingestion/frontend NIC (a node
+    without backend NICs of its own, like Zion): ingestion and collectives then share it."""
+    platform = topology.platform
+    return any(n.role in ("ingestion", "frontend") for g in platform.gpus for n in topology.scale_out_nics(g.id))
 
 
 def _min_nodes(docs: list[dict[str, Any]], fn) -> float:
@@ -156,4 +164,5 @@ def figures(topology) -> Figures:
         collectives_scope=scope,
         algbw={name: collectives[name]["algbw_bytes_per_s"] for name in rf.COLLECTIVES if name in collectives},
         busbw={name: collectives[name]["busbw_bytes_per_s"] for name in rf.COLLECTIVES if name in collectives},
+        ingestion_on_collective_nics=any(_collectives_on_host_nics(t) for t in node_topologies),
     )

@@ -213,6 +213,17 @@ class Workload:
         return float(sum(2 * i * o for i, o in (*mlp_layers(self.bottom_mlp), *mlp_layers(self.top_mlp))))
 
     @property
+    def interaction_output_width(self) -> int:
+        """Width of what the interaction hands the top MLP (DLRM's): the bottom MLP's output d
+        followed by, for `cat`, every table's pooled embedding (sum of count x dim), for `dot`,
+        the F(F-1)/2 pairwise dot products of the F features (no self-products)."""
+        d = self.bottom_mlp[-1]
+        if self.interaction == "cat":
+            return d + sum(t.count * t.dim for t in self.tables)
+        f = self.features
+        return d + f * (f - 1) // 2
+
+    @property
     def interaction_flops_per_sample(self) -> float:
         """Forward FLOPs per sample of the interaction. `dot`: pairwise dot products of the F
         features, each of the bottom MLP's output width d: F(F-1)/2 x 2d. `cat`: none."""
@@ -250,7 +261,7 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
                          column_shards=t.column_shards, state_bytes_per_row=state(t.dim))
                    for t in emb.tables)
     assumptions = tuple(sorted((dotted(path), note) for path, note in _assumed(expanded)))
-    return Workload(
+    workload = Workload(
         name=spec.name, title=spec.title or spec.name, file=doc.file,
         batch_global=spec.batch.global_, batch_per_gpu=spec.batch.per_gpu, compute_dtype=spec.compute_dtype,
         bottom_mlp=tuple(spec.bottom_mlp), top_mlp=tuple(spec.top_mlp), interaction=spec.interaction,
@@ -258,6 +269,22 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
         comm_forward=spec.communication.forward, comm_backward=spec.communication.backward,
         comm_allreduce=spec.communication.allreduce, assumptions=assumptions,
         locate=lambda *path: locate(tuple(path)))
+    _check_top_mlp_input(workload)
+    return workload
+
+
+def _check_top_mlp_input(workload: Workload) -> None:
+    """E404 at top_mlp[0] when the top MLP's input width is not the interaction's output width."""
+    width, wanted = workload.top_mlp[0], workload.interaction_output_width
+    if width == wanted:
+        return
+    pos = workload.locate("top_mlp", 0)
+    how = ("the bottom MLP's output plus every table's dim" if workload.interaction == "cat"
+           else f"the bottom MLP's output plus {workload.features} features' pairwise dots")
+    raise HwspecError([Diagnostic(workload.file, pos.line, pos.col, Severity.ERROR, Code.TOP_MLP_INPUT_MISMATCH,
+                                  f"top_mlp[0]: the top MLP's input width is {width}, but the {workload.interaction} "
+                                  f"interaction outputs {wanted} ({how})",
+                                  f"start top_mlp with {wanted}, or change the interaction or the tables")])
 
 
 def _assumed(expanded: Expanded) -> list[tuple[DataPath, str]]:
