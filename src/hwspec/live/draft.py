@@ -504,6 +504,17 @@ class _Writer:
             self.notes.append(f"{', '.join(gpu_ids)} are in the multi-node NVLink domain {uuid}{clique_text} "
                               "(nvidia-smi -q -x fabric): the domain is the cluster's, not described in a node platform")
 
+    def nvlinks_down(self) -> None:
+        """A note per GPU with inactive NVLinks (`nvidia-smi nvlink -s`): the draft describes the
+        links in use, and a link down may be a fault or one the board leaves unwired."""
+        for gpu in self.m.gpus_in_order():
+            down = sorted(link for link, active in (gpu.nvlink_state or {}).items() if not active)
+            if down:
+                active = len(gpu.nvlink_state or {}) - len(down)
+                self.notes.append(f"{self.gpu_ids[gpu.key]}: NVLink{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} "
+                                  f"inactive, {active} active "
+                                  "(nvidia-smi nvlink -s): the draft describes the active ones")
+
     def switches_uniform(self) -> bool:
         """Whether every GPU has links to the same NVSwitches, the same number to each."""
         per_gpu = self.m.nvswitch_links()
@@ -680,6 +691,7 @@ class _Writer:
         gpus, baseboard, nvlink = self.gpus()
         nics, backend = self.nics()
         self.nvlink_domains()
+        self.nvlinks_down()
         self.virtual_bridges(bridges)
         self.max_oversubscription(bridges, [*gpus, *nics])
         roots = [b for b in bridges if b.get("kind") == "root-port"]
