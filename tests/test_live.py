@@ -99,10 +99,12 @@ def test_import_of_hwspecs_own_nccl_xml_gives_it_back_byte_for_byte(shape, tmp_p
 
 
 def test_the_zionex_draft_is_readable_with_repeat_blocks_and_catalogue_parts():
-    text, _ = imported([LIVE / "zionex.lstopo.xml", LIVE / "zionex.topo-m.txt"], "zionex")
+    text, diagnostics = imported([LIVE / "zionex.lstopo.xml", LIVE / "zionex.topo-m.txt"], "zionex")
+    assert [d.format() for d in diagnostics if d.code in ("HW201", "HW202", "HW203", "HW204")] == []
     assert "- repeat: {g: 0..7}\n  id: gpu${g}\n  part: a100-oam-40gb\n  slot: ${g}\n" in text
     assert "pcie: {upstream: 'sw${g//2}', bus: '0000:${g//2*0x40+g%2*8+0x14:02x}:00.0'}" in text
-    assert "  device: mlx5_${g}\n  interface: eth${g+1}\n" in text          # interface names from lstopo
+    assert "  gpus: [gpu0, gpu1]\n  device: mlx5_0\n  interface: eth1\n" in text  # interface names from lstopo; each
+    assert "  gpus: [gpu0, gpu1]\n  device: mlx5_1\n  interface: eth2\n" in text  # NIC serves both GPUs of its switch
     assert "  capacity: 384 GiB" in text or "capacity: 384 GiB" in text        # DDR from lstopo
     assert "nvlink:\n  topology: fully-connected\n  links_per_pair: 2\n  exclude:\n  - [0, 4]\n" in text
     assert "source: hwspec import of tests/data/live/zionex.lstopo.xml (hwloc XML (lstopo --of xml)), " \

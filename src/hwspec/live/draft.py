@@ -71,16 +71,14 @@ def _name(text: str) -> str:
 
 def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[str, ...]]]:
     """Which GPUs the backend NICs under one bridge serve, from placement alone (NCCL dumps and
-    lstopo show no pairing): with one GPU under the bridge every NIC there serves it (a p5's four
-    EFA devices); with as many NICs as GPUs, the i-th NIC the i-th GPU in bus order (a DGX switch);
-    otherwise each NIC serves every GPU under the bridge (a p4d's NIC between two GPUs). NICs
-    with no GPU beside them serve none."""
+    lstopo show no pairing): each NIC serves every GPU under the bridge, which is what the
+    placement says (a p5's four EFA devices beside one GPU; a DGX switch's two NICs beside two
+    GPUs: pairing them by position would be a guess, and NCCL's own NIC order is no pairing). The
+    summed NIC share per GPU is the same either way. NICs with no GPU beside them serve none."""
     if not gpu_ids:
         return []
     if len(gpu_ids) == 1:
         return [(entry, (gpu_ids[0],)) for entry in entries]
-    if len(gpu_ids) == len(entries):
-        return [(entry, (gpu_id,)) for entry, gpu_id in zip(entries, gpu_ids)]
     return [(entry, tuple(gpu_ids)) for entry in entries]
 
 
