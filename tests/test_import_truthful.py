@@ -137,5 +137,32 @@ def test_pci_ids_the_catalogue_lacks_give_part_unknown_with_the_observed_ids(tmp
             "    pci_device: \"0x2204\"\n    sm: 86\n    fabric: {links: 12}\n") in text
     assert ("  part: unknown\n  override:\n    pci_vendor: \"0x14e4\"\n    pci_device: \"0x1750\"\n    speed: 200 Gb/s\n"
             "    rdma: true\n    gpudirect: true\n  role: backend\n") in text
-    assert f"{draft}:27:9: warning[HW603 unknown-facts]: gpu0: the GPU part 0x10de:0x2204 is unknown" in err
+    assert f"{draft}:26:3: warning[HW603 unknown-facts]: gpu0: unknown GPU part 0x10de:0x2204 (so its HBM, compute and " \
+           "fabric figures)\n" in err
     assert "assumed" not in text.split("\ngpus:")[1].split("\nnics:")[0]
+
+
+def test_hw603_is_one_finding_per_device_naming_all_its_unknown_facts_and_one_for_the_waiting_outputs(tmp_path, capsys):
+    topo = tmp_path / "topo.txt"
+    topo.write_text("\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\tPIX\t0-15\t0\n"
+                    "GPU1\tNV4\t X \tPIX\t0-15\t0\nNIC0\tPIX\tPIX\t X \n\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n")
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(topo), "-o", str(draft)]) == 0
+    findings = [line.split(": ", 1)[1] for line in capsys.readouterr().err.splitlines() if "HW603" in line]
+    assert findings == [
+        "warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml (for gpu0, gpu1, nic0, rp0); "
+        "the figures of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' "
+        "(for gpu0, gpu1, nic0)",
+        "warning[HW603 unknown-facts]: cpu0: unknown CPU part (so its cores)",
+        "warning[HW603 unknown-facts]: rp0: unknown PCI bus id",
+        "warning[HW603 unknown-facts]: gpu0: unknown GPU part (so its HBM, compute and fabric figures), PCI bus id, "
+        "PCIe link (no part to take it from)",
+        "warning[HW603 unknown-facts]: gpu1: unknown GPU part (so its HBM, compute and fabric figures), PCI bus id, "
+        "PCIe link (no part to take it from)",
+        "warning[HW603 unknown-facts]: nic0: unknown NIC part, speed, GPUDirect support, PCI bus id, PCIe link (no part to "
+        "take it from)"]
+    text = draft.read_text().replace("override: {rdma: true}", "override: {rdma: true, speed: 200 Gb/s, gpudirect: true}", 1)
+    draft.write_text(text)
+    main(["validate", str(draft)])
+    nic = [line for line in capsys.readouterr().out.splitlines() if "nic0: unknown" in line]
+    assert [line.split(": ", 2)[2] for line in nic] == ["nic0: unknown NIC part, PCI bus id, PCIe link (no part to take it from)"]

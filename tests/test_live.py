@@ -99,10 +99,12 @@ def test_import_of_hwspecs_own_nccl_xml_gives_it_back_byte_for_byte(shape, tmp_p
 
 
 def test_the_zionex_draft_is_readable_with_repeat_blocks_and_catalogue_parts():
-    text, _ = imported([LIVE / "zionex.lstopo.xml", LIVE / "zionex.topo-m.txt"], "zionex")
+    text, diagnostics = imported([LIVE / "zionex.lstopo.xml", LIVE / "zionex.topo-m.txt"], "zionex")
+    assert [d.format() for d in diagnostics if d.code in ("HW201", "HW202", "HW203", "HW204")] == []
     assert "- repeat: {g: 0..7}\n  id: gpu${g}\n  part: a100-oam-40gb\n  slot: ${g}\n" in text
     assert "pcie: {upstream: 'sw${g//2}', bus: '0000:${g//2*0x40+g%2*8+0x14:02x}:00.0'}" in text
-    assert "  device: mlx5_${g}\n  interface: eth${g+1}\n" in text          # interface names from lstopo
+    assert "  gpus: [gpu0, gpu1]\n  device: mlx5_0\n  interface: eth1\n" in text  # interface names from lstopo; each
+    assert "  gpus: [gpu0, gpu1]\n  device: mlx5_1\n  interface: eth2\n" in text  # NIC serves both GPUs of its switch
     assert "  capacity: 384 GiB" in text or "capacity: 384 GiB" in text        # DDR from lstopo
     assert "nvlink:\n  topology: fully-connected\n  links_per_pair: 2\n  exclude:\n  - [0, 4]\n" in text
     assert "source: hwspec import of tests/data/live/zionex.lstopo.xml (hwloc XML (lstopo --of xml)), " \
@@ -161,7 +163,7 @@ def test_the_h100_dump_is_imported_with_every_fact_nccl_reads():
 def test_the_h100_dump_imports_to_a_platform_that_validates_clean():
     text, diagnostics = imported([H100], "h100")
     assert {d.format().split("\n")[0].split(": ", 1)[1] for d in diagnostics} == {  # 0x15b3:0x101e, a ConnectX-7 VF
-        f"warning[HW603 unknown-facts]: nic{i}: the NIC part is unknown" for i in range(8)}
+        f"warning[HW603 unknown-facts]: nic{i}: unknown NIC part" for i in range(8)}
     assert "  part: unknown\n  override:\n    pci_vendor: \"0x15b3\"\n    pci_device: \"0x101e\"\n    speed: 200 Gb/s\n" in text
     generated = nccl_xml(load_node_text(text, "h100.yaml"))
     assert nccl_reading(generated, per_switch=True) == nccl_reading(H100.read_text(), per_switch=True)
@@ -298,7 +300,7 @@ def test_import_writes_the_draft_and_says_what_it_read(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.endswith(f"hwspec: draft written to {out} from 4 NUMA node(s), 8 GPU(s), 12 NIC(s): validates with no error; "
                         "check its 'assumed:' notes\n")
-    assert f"{out}:50:9: warning[HW603 unknown-facts]: nic0: the NIC part is unknown\n" in err
+    assert f"{out}:48:3: warning[HW603 unknown-facts]: nic0: unknown NIC part\n  hint: name the part (lspci -nn gives its PCI id)\n" in err
     assert "\nname: zionex-live\n" in out.read_text()
     assert main(["validate", str(out)]) == 0
 

@@ -166,7 +166,8 @@ def test_unknown_elements_and_bad_values_are_located_warnings(tmp_path):
      "input.xml:1:1: error[I101 input-syntax]: the root element is <graphs>, not <system>: not an NCCL topology file"),
     ("<system>" * 300, "input.xml:1:2057: error[I101 input-syntax]: elements nested deeper than 256"),
     ("\x00\xff garbage", "input.xml:1:1: error[I101 input-syntax]: not an input hwspec reads: expected an NCCL topology dump "
-     "(<system>), hwloc XML (<topology>), 'nvidia-smi topo -m' output or 'nvidia-smi -q -x' output (<nvidia_smi_log>)"),
+     "(<system>), hwloc XML (<topology>), 'nvidia-smi topo -m' output, 'nvidia-smi -q -x' output (<nvidia_smi_log>) or "
+     "'nvidia-smi nvlink -R' / '-s' output"),
 ])
 def test_unusable_xml_is_one_located_error(tmp_path, text, message):
     m = parse_text(tmp_path, text)

@@ -253,12 +253,12 @@ FAULTS = [
         '\n  hint: correct the gpus list or the declared count',
     ], id='HW601-declared_counts_wrong'),
     pytest.param('unknown_facts', [
-        "44:11: warning[HW603 unknown-facts]: gpu1: the GPU part 0x10de:0x20b0 is unknown: its HBM, compute and fabric "
-        "figures are unknown; waiting: the figures of roofline.json, torchrec-topology.json, calculon-system.json, "
-        "'hwspec estimate' and 'compare'"
+        "1:1: warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml (for nic1); the figures "
+        "of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (for gpu1)"
+        "\n  hint: fill in the facts the findings above name, then generate again",
+        "43:5: warning[HW603 unknown-facts]: gpu1: unknown GPU part 0x10de:0x20b0 (so its HBM, compute and fabric figures)"
         "\n  hint: name the part, or import nvidia-smi -q -x with the other inputs",
-        "65:32: warning[HW603 unknown-facts]: nic1: the PCI bus id is unknown; waiting: nccl-topo.xml (NCCL names every "
-        "device by bus id)"
+        "58:5: warning[HW603 unknown-facts]: nic1: unknown PCI bus id"
         "\n  hint: copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)",
     ], id='HW603-unknown_facts'),
     pytest.param('amd_gpus_on_nvswitch', [

@@ -26,7 +26,8 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
     if name == "diff":
         parser.add_argument("spec", type=Path, metavar="SPEC", help="the node's platform file")
     parser.add_argument("inputs", nargs="+", type=Path, metavar="LIVE",
-                        help="NCCL topology dump, 'lstopo --of xml', 'nvidia-smi topo -m' or 'nvidia-smi -q -x' output (several are merged)")
+                        help=("NCCL topology dump, 'lstopo --of xml', 'nvidia-smi topo -m', 'nvidia-smi -q -x' or "
+                              "'nvidia-smi nvlink -R'/'-s' output (several are merged)"))
     parser.add_argument("--input-format", choices=FORMATS, default=None,
                         help="read every input as this format (default: recognised from its content)")
     if name == "import":

@@ -1,7 +1,8 @@
 """`topology.dot`: the node's topology for graphviz.
 
 Sockets are clusters holding their PCIe tree; each PCIe switch is a cluster inside its socket,
-and a GPU and its backend NIC under the same parent are boxed together as on the board. PCIe
+and a GPU and the backend NICs that serve it alone, under the same parent, are boxed together as
+on the board (a NIC serving several GPUs stands apart under its switch). PCIe
 edges (generation, width, GB/s) and CPU interconnect edges are drawn; backend and
 ingestion/frontend NICs differ in shape and colour, and a legend says which is which.
 
@@ -62,7 +63,7 @@ init_rank") and does not place plain labels with splines=curved. NVLink edges le
 GPUs at the bottom, so the curved arcs run below the GPU row."""
 LEGEND_NODES = (
     ("socket", "CPU socket / NUMA node"), ("root-port", "PCIe root port"), ("switch", "PCIe switch"),
-    ("gpu", "GPU"), ("nic-backend", "backend NIC\n(RDMA, paired with a GPU)"),
+    ("gpu", "GPU"), ("nic-backend", "backend NIC (RDMA), boxed with\nthe GPU it serves alone"),
     ("nic-host", "ingestion / frontend NIC\n(on the CPU)"), ("ssd", "SSD"),
 )
 LEGEND_EDGES = (("nvlink", "NVLink (links, GB/s per direction)"), ("pcie", "PCIe (generation, width, GB/s)"),

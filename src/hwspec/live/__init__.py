@@ -1,8 +1,8 @@
 """Live machines: read what a node's own tools report, draft a platform file from it
 (`hwspec import`), and compare a node with its platform file (`hwspec diff`).
 
-    inputs (NCCL dump | lstopo XML | nvidia-smi topo -m | nvidia-smi -q -x)   inputs.read_input picks the parser by content
-        -> nccl / lstopo / topo_matrix / smi_xml parsers -> observed.Machine (every element with file:line;
+    inputs (NCCL dump | lstopo XML | nvidia-smi topo -m | -q -x | nvlink -R/-s)   inputs.read_input picks the parser by content
+        -> nccl / lstopo / topo_matrix / smi_xml / smi_nvlink parsers -> observed.Machine (every element with file:line;
            XML through xmlread: expat, no entities, bounded size and depth)
         -> merge (several inputs, one machine; contradictions are located warnings)
         -> draft (platform YAML; repeat blocks from repeat.fold; parts by PCI id)
@@ -13,7 +13,7 @@ The spec-facing parts (`draft`, `diff`) are thin layers over `observed`: a new s
 only changes how they map the observed machine.
 """
 
-FORMATS = ("nccl", "lstopo", "topo-m", "smi-xml")
+FORMATS = ("nccl", "lstopo", "topo-m", "smi-xml", "nvlink-remote", "nvlink-status")
 """Input formats: NCCL topology XML (NCCL_TOPO_DUMP_FILE), hwloc XML (lstopo --of xml), nvidia-smi topo -m text,
-nvidia-smi -q -x XML.
+nvidia-smi -q -x XML, nvidia-smi nvlink -R (each link's remote bus id) and -s (each link's state) text.
 Defined here, import-light, for the command line's --help."""

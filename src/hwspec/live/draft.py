@@ -79,16 +79,14 @@ def _name(text: str) -> str:
 
 def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[str, ...]]]:
     """Which GPUs the backend NICs under one bridge serve, from placement alone (NCCL dumps and
-    lstopo show no pairing): with one GPU under the bridge every NIC there serves it (a p5's four
-    EFA devices); with as many NICs as GPUs, the i-th NIC the i-th GPU in bus order (a DGX switch);
-    otherwise each NIC serves every GPU under the bridge (a p4d's NIC between two GPUs). NICs
-    with no GPU beside them serve none."""
+    lstopo show no pairing): each NIC serves every GPU under the bridge, which is what the
+    placement says (a p5's four EFA devices beside one GPU; a DGX switch's two NICs beside two
+    GPUs: pairing them by position would be a guess, and NCCL's own NIC order is no pairing). The
+    summed NIC share per GPU is the same either way. NICs with no GPU beside them serve none."""
     if not gpu_ids:
         return []
     if len(gpu_ids) == 1:
         return [(entry, (gpu_ids[0],)) for entry in entries]
-    if len(gpu_ids) == len(entries):
-        return [(entry, (gpu_id,)) for entry, gpu_id in zip(entries, gpu_ids)]
     return [(entry, tuple(gpu_ids)) for entry in entries]
 
 
@@ -512,6 +510,17 @@ class _Writer:
             self.notes.append(f"{', '.join(gpu_ids)} are in the multi-node NVLink domain {uuid}{clique_text} "
                               "(nvidia-smi -q -x fabric): the domain is the cluster's, not described in a node platform")
 
+    def nvlinks_down(self) -> None:
+        """A note per GPU with inactive NVLinks (`nvidia-smi nvlink -s`): the draft describes the
+        links in use, and a link down may be a fault or one the board leaves unwired."""
+        for gpu in self.m.gpus_in_order():
+            down = sorted(link for link, active in (gpu.nvlink_state or {}).items() if not active)
+            if down:
+                active = len(gpu.nvlink_state or {}) - len(down)
+                self.notes.append(f"{self.gpu_ids[gpu.key]}: NVLink{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} "
+                                  f"inactive, {active} active "
+                                  "(nvidia-smi nvlink -s): the draft describes the active ones")
+
     def switches_uniform(self) -> bool:
         """Whether every GPU has links to the same NVSwitches, the same number to each."""
         per_gpu = self.m.nvswitch_links()
@@ -690,6 +699,7 @@ class _Writer:
         gpus, baseboard, nvlink = self.gpus()
         nics, backend = self.nics()
         self.nvlink_domains()
+        self.nvlinks_down()
         self.virtual_bridges(bridges)
         self.max_oversubscription(bridges, [*gpus, *nics])
         roots = [b for b in bridges if b.get("kind") == "root-port"]

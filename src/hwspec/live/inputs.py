@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hwspec.diagnostics import Location, Severity, display_path, os_reason
+from hwspec.live import smi_nvlink
 from hwspec.live.observed import MAX_INPUT_BYTES, Machine, refuse_oversized
 
 
@@ -33,6 +34,9 @@ def sniff(data: bytes) -> str | None:
     if b"<system" in head or head.startswith(b"<"):
         return "nccl"
     text = head.decode("utf-8", "replace")
+    listing = smi_nvlink.sniff(text)
+    if listing is not None:
+        return listing
     if "GPU0" in text or "Legend" in text or "CPU Affinity" in text:
         return "topo-m"
     return None
@@ -51,11 +55,14 @@ def read_input(path: Path, fmt: str | None = None) -> Machine:
     if fmt is None:
         machine.problem(Location(file, 1), Severity.ERROR, "I101",
                         "not an input hwspec reads: expected an NCCL topology dump (<system>), hwloc XML "
-                        "(<topology>), 'nvidia-smi topo -m' output or 'nvidia-smi -q -x' output (<nvidia_smi_log>)",
-                        "produce one with NCCL_TOPO_DUMP_FILE, 'lstopo --of xml', 'nvidia-smi topo -m' or 'nvidia-smi -q -x'")
+                        "(<topology>), 'nvidia-smi topo -m' output, 'nvidia-smi -q -x' output (<nvidia_smi_log>) or "
+                        "'nvidia-smi nvlink -R' / '-s' output",
+                        "produce one with NCCL_TOPO_DUMP_FILE, 'lstopo --of xml', 'nvidia-smi topo -m', 'nvidia-smi -q -x' "
+                        "or 'nvidia-smi nvlink -R'")
         return machine
     module = importlib.import_module({"nccl": "hwspec.live.nccl", "lstopo": "hwspec.live.lstopo",
-                                      "topo-m": "hwspec.live.topo_matrix", "smi-xml": "hwspec.live.smi_xml"}[fmt])
+                                      "topo-m": "hwspec.live.topo_matrix", "smi-xml": "hwspec.live.smi_xml",
+                                      "nvlink-remote": "hwspec.live.smi_nvlink", "nvlink-status": "hwspec.live.smi_nvlink"}[fmt])
     module.parse(data, file, machine)
     refuse_oversized(machine, file)
     machine.problems.sort(key=lambda d: (d.line, d.col))

@@ -4,7 +4,9 @@ The first input with a PCIe tree (NCCL dump or lstopo) is the base; the others f
 lacks (lstopo adds DDR per NUMA node and interface names, `topo -m` adds NVLinks and CPU
 affinity, `nvidia-smi -q -x` adds GPU models, board ids and NVLink domains) and are checked
 against it: a contradiction is a located warning naming both inputs. Without a tree, `topo -m`
-is the base (it has NICs and a reconstructed tree), then `nvidia-smi -q -x`. Devices are
+is the base (it has NICs and a reconstructed tree), then `nvidia-smi -q -x`; `nvidia-smi nvlink`
+output (which NVLink reaches which bus id, which links are inactive) is merged last, its GPUs in
+order, and its links resolved once every GPU bus id is known. Devices are
 matched by bus id; `topo -m` GPUs (no bus ids) by order (GPUn is the n-th GPU by bus id, as
 nvidia-smi numbers them), its NICs by name; `nvidia-smi -q -x` GPUs by bus id where the base
 has them, else by that same order.
@@ -17,7 +19,8 @@ from pathlib import Path
 
 from hwspec.diagnostics import Severity
 from hwspec.live.inputs import read_input
-from hwspec.live.observed import NVSWITCH, Machine, NvLink
+from hwspec.live.observed import NVSWITCH, Machine, NvLink, NvlinkPort
+from hwspec.live.smi_nvlink import resolve_nvlinks
 
 
 def read_inputs(paths: Iterable[Path], fmt: str | None = None) -> Machine:
@@ -25,10 +28,11 @@ def read_inputs(paths: Iterable[Path], fmt: str | None = None) -> Machine:
     machines = [read_input(Path(p), fmt) for p in paths]
     if not machines:
         return Machine()
-    ordered = sorted(machines, key=lambda m: (not m.has_tree, m.flat_buses))
+    ordered = sorted(machines, key=lambda m: (m.link_listing, not m.has_tree, m.flat_buses))
     base = ordered[0]
     for other in ordered[1:]:
         merge_into(base, other)
+    resolve_nvlinks(base)
     return base
 
 
@@ -55,7 +59,9 @@ def merge_into(base: Machine, other: Machine) -> None:
             elif theirs is not None and theirs != value and attr in ("cpus", "vendor", "family", "model"):
                 _conflict(base, f"NUMA node {numa} {attr}", value if attr != "cpus" else len(value),
                           theirs if attr != "cpus" else len(theirs), mine.where, node.where)
-    if other.has_tree:
+    if other.link_listing:
+        _merge_link_listing(base, other)
+    elif other.has_tree:
         _merge_tree(base, other)
     elif other.flat_buses:
         _merge_gpu_facts(base, other)
@@ -179,3 +185,26 @@ def _merge_gpu_facts(base: Machine, other: Machine) -> None:
             _conflict(base, f"GPU {t.bus or t.key} NUMA node", numa, t.numa, m.where, t.where)
         elif m.numa is None:
             m.numa = t.numa
+
+
+def _merge_link_listing(base: Machine, other: Machine) -> None:
+    """`nvidia-smi nvlink` output (GPUn by nvidia-smi's index, which is bus id order) into
+    `base`: its GPUs' link states and its links by remote bus id, on the base's GPUs in order."""
+    if not base.gpus:
+        base.gpus.update(other.gpus)
+        base.nvlink_ports.extend(other.nvlink_ports)
+        base.link_listing = True
+        return
+    mine = base.gpus_in_order()
+    theirs = sorted(other.gpus.values(), key=lambda g: g.index or 0)
+    if len(mine) != len(theirs) and theirs:
+        base.problem(theirs[0].where, Severity.WARNING, "I104",
+                     f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
+    keys = {t.key: m.key for m, t in zip(mine, theirs)}
+    for m, t in zip(mine, theirs):
+        if t.nvlink_state is not None:
+            m.nvlink_state = {**(m.nvlink_state or {}), **t.nvlink_state}
+        if m.model_name is None:
+            m.model_name = t.model_name
+    base.nvlink_ports.extend(NvlinkPort(keys[p.gpu], p.link, p.remote, p.remote_link, p.where)
+                             for p in other.nvlink_ports if p.gpu in keys)

@@ -147,6 +147,8 @@ class Gpu(PciNode):
     current link is kept as evidence, never compared."""
     fabric: NvlinkDomain | None = None
     """The multi-node NVLink domain the GPU is in (GB200/GB300 NVL72 trays), when the input says."""
+    nvlink_state: dict[int, bool] | None = None
+    """Link number -> active, as `nvidia-smi nvlink -s` lists the GPU's links (None: not given)."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,19 @@ class NvLink:
     switch: str | None = None
 
 
+@dataclass(frozen=True)
+class NvlinkPort:
+    """One active NVLink of GPU `gpu` as `nvidia-smi nvlink -R` lists it: `link` (nvidia-smi's
+    number for it) reaches link `remote_link` of the device with bus id `remote`, a GPU or an
+    NVSwitch (`smi_nvlink.resolve_nvlinks` tells which, once the GPUs' bus ids are known)."""
+
+    gpu: str
+    link: int
+    remote: str
+    remote_link: int
+    where: Location
+
+
 @dataclass
 class Machine:
     """One live node as observed. Dicts keep input order; `problems` are the input diagnostics."""
@@ -216,6 +231,10 @@ class Machine:
     """topo -m path types between two device keys (PIX, PXB, PHB, NODE, SYS)."""
     nvswitches: dict[str, Location] = field(default_factory=dict)
     """NVSwitch chips the input names (by bus id), beyond the links to them."""
+    nvlink_ports: list[NvlinkPort] = field(default_factory=list)
+    """Active NVLinks by remote bus id (`nvidia-smi nvlink -R`), until resolved into `nvlinks`."""
+    link_listing: bool = False
+    """The input is `nvidia-smi nvlink` output: GPUs by index, nothing else; merged last."""
     problems: list[Diagnostic] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What a reader set aside that the draft should say in a `# note:` (an NVLink entry

@@ -9,7 +9,7 @@ section of multi-node NVLink trays (GB200/GB300 NVL72: cluster UUID, clique id, 
 
 What the format does not give stays None: no PCIe tree (a GPU hangs off its NUMA node when
 the driver names one, else off nothing), no NICs, and no NVLinks (`-q` lists neither per-link NVLink state nor remote ids
-on the drivers seen, 570-615; `nvidia-smi nvlink` does), so the machine does not list NVLinks
+on the drivers seen, 570-615; `nvidia-smi nvlink -R`/`-s` do: `smi_nvlink`), so the machine does not list NVLinks
 and their absence means nothing to `diff`. Text values are hostile: every one is checked
 against the shape NVML writes, and anything else is a located warning, never a traceback.
 """

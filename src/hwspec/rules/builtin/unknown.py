@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from hwspec.formats.nccl_tree import collective_library
-from hwspec.model.node import UNKNOWN_PART
+from hwspec.model.node import UNKNOWN_PART, Platform
 from hwspec.rules import Context, Finding, rule
-
-FIGURE_OUTPUTS = "the figures of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare'"
-"""What waits for an unknown HBM, compute, fabric or NIC speed figure."""
 
 
 @rule("HW603", "unknown-facts", severity="warning")
 def unknown_facts(ctx: Context) -> Iterator[Finding]:
-    """Every `unknown` in the platform is reported with what is unknown, what to fill in, and which outputs wait for it.
+    """Every device with `unknown` facts is reported once, naming them all and what to fill in; one more finding names the outputs that wait.
 
     An import writes `part: unknown` where its input does not identify a part (nvidia-smi topo -m
     names no model; a PCI id the catalogue does not know), and `bus: unknown` where it gives no
@@ -26,33 +24,71 @@ def unknown_facts(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     topology_file = "rccl-topo.xml" if collective_library(p) == "rccl" else "nccl-topo.xml"
+    waiting: dict[str, dict[str, None]] = {topology_file: {}, FIGURES: {}}
+    for device_id, facts in _unknowns(p):
+        yield ctx.finding(f"{device_id}: unknown {', '.join(f.what for f in facts)}", at=(device_id,),
+                          hint="; ".join(dict.fromkeys(f.hint for f in facts)))
+        for fact in facts:
+            for output in fact.waits:
+                waiting[topology_file if output == TOPOLOGY else output][device_id] = None
+    waits = [f"{output} (for {', '.join(devices)})" for output, devices in waiting.items() if devices]
+    if waits:
+        yield ctx.finding(f"waiting for the unknown facts of devices: {'; '.join(waits)}",
+                          hint="fill in the facts the findings above name, then generate again")
+
+
+TOPOLOGY = "topology file"
+FIGURES = "the figures of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare'"
+
+
+class _Fact(NamedTuple):
+    what: str
+    """The fact as the device's finding names it."""
+    hint: str
+    waits: tuple[str, ...]
+    """The outputs that wait for it: TOPOLOGY (nccl-topo.xml or rccl-topo.xml) and FIGURES."""
+
+
+def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
+    """(device id, its unknown facts) for every device with one, in platform order."""
     for socket_id in p.packages:
         socket = next(s for s in p.sockets if s.package == socket_id)
         if socket.part == UNKNOWN_PART:
-            yield ctx.finding(f"{socket_id}: the CPU part is unknown (the input does not identify it): its cores are unknown, "
-                              f"and {topology_file} leaves what it lacks to detection",
-                              at=(socket_id, "part"), hint="name the CPU part (lscpu's model name), or add it to parts/")
+            yield socket_id, [_Fact("CPU part (so its cores)", "name the CPU part (lscpu's model name), or add it to parts/", ())]
+    link_known = {d.id for d in p.gpus if d.physical is not None or d.part != UNKNOWN_PART} | \
+                 {d.id for d in p.nics if d.physical is not None or d.part != UNKNOWN_PART}
     for gpu in p.gpus:
+        facts = []
         if gpu.part == UNKNOWN_PART:
             seen = f" {gpu.pci_vendor}:{gpu.pci_device}" if gpu.pci_vendor and gpu.pci_device else ""
-            yield ctx.finding(f"{gpu.id}: the GPU part{seen} is unknown: its HBM, compute and fabric figures are unknown; "
-                              f"waiting: {FIGURE_OUTPUTS}",
-                              at=(gpu.id, "part"), hint="name the part, or import nvidia-smi -q -x with the other inputs")
+            facts.append(_Fact(f"GPU part{seen} (so its HBM, compute and fabric figures)",
+                               "name the part, or import nvidia-smi -q -x with the other inputs", (FIGURES,)))
+        facts += _pcie_facts(gpu, gpu.id in link_known)
+        if facts:
+            yield gpu.id, facts
     for nic in p.nics:
+        facts = []
         if nic.part == UNKNOWN_PART:
-            missing = [name for name, value in (("speed", nic.speed), ("GPUDirect support", nic.gpudirect)) if value is None]
-            said = f": its {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} unknown" if missing else ""
-            waiting = f"; waiting: {FIGURE_OUTPUTS}" if nic.speed is None else ""
-            yield ctx.finding(f"{nic.id}: the NIC part is unknown{said}{waiting}", at=(nic.id, "part"),
-                              hint="name the part (lspci -nn gives its PCI id), or give 'speed:' under 'override:' "
-                                   "(ibstat's Rate, ethtool's Speed)")
-    for item in p.pcie_items:
-        if item.bus is None:
-            yield ctx.finding(f"{item.id}: the PCI bus id is unknown; waiting: {topology_file} (NCCL names every device by "
-                              "bus id)", at=(item.id, "bus") if item in p.bridges else (item.id, "pcie", "bus"),
-                              hint="copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)")
-    for device in (*p.gpus, *p.nics):
-        if device.physical is None and device.part == UNKNOWN_PART:
-            yield ctx.finding(f"{device.id}: the PCIe link is unknown (no part to take it from); waiting: {topology_file}, "
-                              f"{FIGURE_OUTPUTS}",
-                              at=(device.id, "pcie"), hint="write 'link: {gen: .., width: ..}' from 'lspci -vv' (LnkSta)")
+            facts.append(_Fact("NIC part", "name the part (lspci -nn gives its PCI id)", ()))
+            if nic.speed is None:
+                facts.append(_Fact("speed", "or give 'speed:' under 'override:' (ibstat's Rate, ethtool's Speed)",
+                                   (FIGURES,)))
+            if nic.gpudirect is None:
+                facts.append(_Fact("GPUDirect support",
+                                   "or give 'gpudirect:' under 'override:' (NCCL's log says whether it uses GPU Direct RDMA)", ()))
+        facts += _pcie_facts(nic, nic.id in link_known)
+        if facts:
+            yield nic.id, facts
+    devices = {d.id for d in (*p.gpus, *p.nics)}
+    for item in p.pcie_items:  # bridges and SSDs
+        if item.bus is None and item.id not in devices:
+            yield item.id, [_BUS]
+
+
+_BUS = _Fact("PCI bus id", "copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)", (TOPOLOGY,))
+_LINK = _Fact("PCIe link (no part to take it from)", "write 'link: {gen: .., width: ..}' from 'lspci -vv' (LnkSta)",
+              (TOPOLOGY, FIGURES))
+
+
+def _pcie_facts(device, link_known: bool) -> list[_Fact]:
+    return ([_BUS] if device.bus is None else []) + ([] if link_known else [_LINK])
