@@ -102,7 +102,7 @@ def test_links_to_other_bus_ids_are_nvswitch_links_and_diff_names_the_pair_with_
     assert diff(platform, whole) == []
     down = read_inputs([SMI_H100, write(tmp_path, "down.txt", hgx_remote(skip=(3, "F4")))])
     assert [f.format() for f in diff(platform, down)] == [
-        "platforms/hgx-h100.yaml:66:7: error[D106 nvlink-count]: gpu3 has 4 NVLinks to NVSwitch nvs1 (0000:f4:00.0) in the "
+        "platforms/hgx-h100.yaml:67:7: error[D106 nvlink-count]: gpu3 has 4 NVLinks to NVSwitch nvs1 (0000:f4:00.0) in the "
         f"spec, but 3 in the machine (seen at {tmp_path}/down.txt:64)\n"
         "  hint: an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard"]
 
