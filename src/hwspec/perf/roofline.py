@@ -142,12 +142,13 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
     platform = topology.platform
     n_gpus = len(platform.gpus)
     tiers: dict[str, dict[str, Any] | None] = {}
-    tiers["hbm"] = {"capacity_bytes": gpu.hbm_capacity, "bandwidth_bytes_per_s": gpu.hbm_bandwidth}
-
-    socket = topology.socket_of(gpu.id)
+    hbm: dict[str, Any] = {"capacity_bytes": gpu.hbm_capacity, "bandwidth_bytes_per_s": gpu.hbm_bandwidth}
     shared = topology.memory_shared_with(gpu.id)
     if shared is not None:  # which NUMA node: the group's numa_nodes, the node's unified_memory
-        tiers["hbm"]["shared_with_cpu_cores"] = shared.cores
+        hbm["shared_with_cpu_cores"] = shared.cores
+    tiers["hbm"] = hbm
+
+    socket = topology.socket_of(gpu.id)
     if socket is not None and socket.memory_shared_with is not None:
         # The NUMA node's memory is an HBM (this GPU's, or, as HW106 reports, another's), counted as HBM.
         tiers["host_ddr"] = {"capacity_bytes": 0, "bandwidth_bytes_per_s": 0.0, "same_memory_as": "hbm"}
