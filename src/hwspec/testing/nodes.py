@@ -555,8 +555,8 @@ def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1,
     catalogue GPU parts (APU parts, whose sockets share their HBM, are not drawn), `nvlink` the
     patterns (`NVLINK_PATTERNS`), `nic_modes` the backend NIC layouts (`NIC_MODES`); `name` is
     the platform name; `virtual_links` lets links be presented as a VM shows them (see
-    `present_virtually`), `numa_nodes` lets sockets hold several NUMA nodes (see `group_numa_nodes`). Every spec passes every built-in rule with no finding; see
-    the module docstring for what varies and what is guaranteed."""
+    `present_virtually`), `numa_nodes` lets sockets hold several NUMA nodes (see
+    `group_numa_nodes`). Every spec passes every built-in rule with no finding; see the module docstring for what varies and what is guaranteed."""
     layouts = _layouts(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
                        gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name)
     specs = layouts.map(lambda layout: layout.spec)
