@@ -110,6 +110,15 @@ FAULTS = [
         '57:22: error[HW203 backend-nic-numa]: gpu0 (sw0, NUMA 0) is paired with nic0 (sw1, NUMA 1): their traffic crosses the socket interconnect'
         '\n  hint: move nic0 under sw0, or pair it with gpu1',
     ], id='HW202+HW203-backend_nic_on_other_switch'),
+    pytest.param('apu_hbm_shared_twice', [
+        "7:71: error[HW106 shared-memory]: apu1: memory is shared with gpu0, whose HBM is already apu0's memory"
+        "\n  hint: an APU's HBM is the memory of one NUMA node: name the GPU of this socket's own package",
+    ], id='HW106-apu_hbm_shared_twice'),
+    pytest.param('apu_with_own_ddr', [
+        "6:57: error[HW107 apu-memory]: gpu0 is an APU (AMD Instinct MI300A): its HBM is the memory of its CPU cores, "
+        "but no socket says so; apu0 gives memory of its own (256 GB), a second pool"
+        "\n  hint: write 'memory: {shared_with: gpu0}' on the socket of its package",
+    ], id='HW107-apu_with_own_ddr'),
     pytest.param('c2c_gpu_nic_on_other_grace', [
         "32:22: error[HW202 backend-nic-locality]: gpu0 (grace0, NUMA 0) is paired with nic0 (grace1, NUMA 1): they share "
         "no PCIe switch, and nic0 is not on grace0, where gpu0's NVLink-C2C goes, so their traffic crosses between the CPUs"

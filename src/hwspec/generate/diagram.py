@@ -134,7 +134,8 @@ def _device_line(platform: Platform, item_id: str) -> str:
     item = platform.by_id[item_id]
     if isinstance(item, NumaNode):
         return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})", item.model_name,
-                                                   f"{gib(item.memory_capacity)} DDR, {gbps(item.memory_bandwidth)}"))
+                                                   f"memory: {item.memory_shared_with}'s HBM (shared)" if item.memory_shared_with
+                                                   else f"{gib(item.memory_capacity)} DDR, {gbps(item.memory_bandwidth)}"))
     if isinstance(item, Bridge):
         name = "root port" if item.kind == "root-port" else "PCIe switch"
         return _node_line(item_id, item.kind, label(f"{item.id}: {name}", item.bus or "bus unknown"))

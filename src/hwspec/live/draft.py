@@ -171,6 +171,10 @@ class _Writer:
             fields["cpus"] = cpu_list(node.cpus)
         else:
             assumed.append("the input gives no CPU list: derived from the part")
+        apu = self.apu_under(numa)
+        if apu is not None:  # an APU's CPU cores use its HBM: no DDR of their own, no placeholder
+            fields["memory"] = {"shared_with": apu}
+            return fields
         capacity = node.memory if node is not None and node.memory else None
         if capacity is None:
             assumed.append("DDR capacity and bandwidth are not in the input: placeholders")
@@ -179,6 +183,15 @@ class _Writer:
             assumed.append("DDR bandwidth is not in the input: placeholder")
         fields["memory"] = {"capacity": format_bytes(capacity), "bandwidth": PLACEHOLDER_DDR_BANDWIDTH}
         return fields
+
+    def apu_under(self, numa: int) -> str | None:
+        """The id `gpus()` gives the first GPU on NUMA node `numa` whose PCI ids name an APU part
+        (MI300A): that NUMA node's memory is its HBM. None without one."""
+        apus = {(p.pci_vendor, p.pci_device) for p in self.parts("gpus").values() if p.form_factor == "apu"}
+        for index, gpu in enumerate(self.m.gpus_in_order()):
+            if (gpu.vendor, gpu.device) in apus and f"{NUMA_PREFIX}{numa}" in self.m.ancestors(gpu.key):
+                return f"gpu{index}"
+        return None
 
     # ------------------------------------------------------------ PCIe tree
 

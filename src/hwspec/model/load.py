@@ -351,6 +351,10 @@ def _check_references(data: Any, error) -> None:
         served = nic.get("gpus")
         for position, value in enumerate(served if isinstance(served, list) else []):
             expect(value, ("gpu",), ("nics", index, "gpus", position), "a GPU")
+    for index, socket in _entries(data, "sockets"):
+        _expect_shared_gpu(socket, ("sockets", index), expect)
+        for position, node in _entries(socket, "numa_nodes"):
+            _expect_shared_gpu(node, ("sockets", index, "numa_nodes", position), expect)
     for index, gpu in _entries(data, "gpus"):
         c2c = gpu.get("c2c")
         if isinstance(c2c, dict):
@@ -373,3 +377,10 @@ def _check_references(data: Any, error) -> None:
                 error(("gpus", index, "id"), Code.GPU_WITHOUT_SLOT,
                       f"{dotted(('gpus', index))}: '{gpu.get('id')}' has no slot, but nvlink topology "
                       f"'{topology}' places GPUs by baseboard slot", "give every GPU a 'slot:'")
+
+
+def _expect_shared_gpu(entry: dict, where: DataPath, expect) -> None:
+    """A socket's (or NUMA node's) `memory.shared_with` names a GPU of this file."""
+    memory = entry.get("memory")
+    if isinstance(memory, dict) and "shared_with" in memory:
+        expect(memory.get("shared_with"), ("gpu",), (*where, "memory", "shared_with"), "a GPU")

@@ -140,6 +140,10 @@ class NumaNode:
     """Dotted paths of the part fields this entry overrides (`cores`), sorted."""
     package: str = ""
     """The physical socket's id (this entry's own id when the socket is one NUMA node)."""
+    memory_shared_with: str | None = None
+    """The GPU whose HBM is this NUMA node's memory (an APU: MI300A), None for memory of its own.
+    Then `memory_capacity`/`memory_bandwidth` are that HBM's (what the OS shows for the node), and
+    the pool is counted once, as the GPU's HBM: `Platform.memory_capacity` leaves it out."""
 
     def __post_init__(self) -> None:
         if not self.package:
@@ -496,12 +500,14 @@ class Platform:
 
     @property
     def memory_capacity(self) -> int:
-        """Host DDR in bytes, summed over sockets."""
-        return sum(s.memory_capacity for s in self.sockets)
+        """Host DDR in bytes, summed over the sockets with memory of their own: a socket whose
+        memory is a GPU's HBM (an APU) adds nothing, that pool is counted as the GPU's HBM."""
+        return sum(s.memory_capacity for s in self.sockets if s.memory_shared_with is None)
 
     @property
     def memory_bandwidth(self) -> float:
-        return sum(s.memory_bandwidth for s in self.sockets)
+        """Host DDR bandwidth, bytes/s, summed as `memory_capacity` is."""
+        return sum(s.memory_bandwidth for s in self.sockets if s.memory_shared_with is None)
 
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where `entity` (an id, or None for the file top) and optionally one of its fields

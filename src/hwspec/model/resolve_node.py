@@ -92,6 +92,17 @@ def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
     return domains
 
 
+def _memory(memory: Any, parts: dict[str, Any]) -> dict[str, Any]:
+    """A NUMA node's memory fields of `m.NumaNode`: its own, or the HBM of the GPU it is shared with
+    (0 where that GPU's part is unknown: the GPU's HBM is then an unknown figure, HW603)."""
+    if memory.shared_with is None:
+        return {"memory_capacity": memory.capacity, "memory_bandwidth": memory.bandwidth}
+    hbm = getattr(parts.get(memory.shared_with), "hbm", None)
+    return {"memory_capacity": hbm.capacity if hbm is not None else 0,
+            "memory_bandwidth": hbm.bandwidth if hbm is not None else 0.0,
+            "memory_shared_with": memory.shared_with}
+
+
 def _cpu_lists(domains: list[_Domain], parts: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     """Linux's usual numbering: first thread of every core, NUMA node by NUMA node, then siblings.
     Empty lists when a socket's part is unknown (its cores are not known)."""
@@ -246,8 +257,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
             arch=cpu_part.arch, family=cpu_part.family, model=cpu_part.model, cores=d.cores,
             threads_per_core=None if s.part == m.UNKNOWN_PART else cpu_part.threads_per_core,  # type: ignore[union-attr]
             cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
-            memory_capacity=d.memory.capacity, memory_bandwidth=d.memory.bandwidth,
-            overridden=_overridden(s.override), package=s.id))
+            **_memory(d.memory, parts), overridden=_overridden(s.override), package=s.id))
     numa = {s.id: s.numa_node for s in sockets}
     upstream = {b.id: b.upstream for b in spec.pcie}
 

@@ -130,10 +130,31 @@ def nvlink_sharp(topology: Topology) -> bool:
 # ------------------------------------------------------------------ per-GPU figures
 
 
+UNIFIED_TIER_NOTES = {
+    "hbm": ("the GPU's HBM; on an APU (MI300A) it is also the memory of the CPU cores of its NUMA node "
+            "(shared_with_cpu_cores; node.unified_memory says which): one pool, counted here only"),
+    "host_ddr": ("the GPU's NUMA node's DDR divided among the GPUs on that node; on an APU the node's memory is the GPU's "
+                 "own HBM (same_memory_as: hbm), so this tier adds 0 bytes, not a second pool"),
+    "pcie_host": ("the GPU's link to its socket, with the GPU alone on it (its NVLink-C2C links when it has them, else the "
+                  "narrowest PCIe link on its path to its socket); none on an APU: host memory is the GPU's HBM, "
+                  "nothing is transferred"),
+    "pcie_host_shared": ("the same when every GPU transfers at once (each PCIe link divided by the GPUs below it); "
+                         "none on an APU"),
+}
+"""The notes of the memory tiers on a node where a GPU shares its HBM with CPU cores (`Topology.memory_shared_with`)."""
+
+
+def _has_unified_memory(topology: Topology) -> bool:
+    return any(topology.memory_shared_with(g.id) is not None for g in topology.platform.gpus)
+
+
 def _tier_note(topology: Topology, name: str) -> str:
     """`TIER_NOTES[name]`; for `backend_nic` on a node where a GPU has several NICs or shares
-    one with another GPU, the note that says the share is summed."""
+    one with another GPU, the note that says the share is summed; for the memory tiers of a
+    node with APUs, the notes that say the memory is shared (`UNIFIED_TIER_NOTES`)."""
     platform = topology.platform
+    if name in UNIFIED_TIER_NOTES and _has_unified_memory(topology):
+        return UNIFIED_TIER_NOTES[name]
     if name == "backend_nic" and (any(len(n.gpus) > 1 for n in platform.backend_nics)
                                   or any(len(topology.nics_of(g.id)) > 1 for g in platform.gpus)):
         return ("the GPU's share of the backend NICs that serve it: each NIC's speed divided among the GPUs using it, "
@@ -151,10 +172,17 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
     platform = topology.platform
     n_gpus = len(platform.gpus)
     tiers: dict[str, dict[str, Any] | None] = {}
-    tiers["hbm"] = {"capacity_bytes": gpu.hbm_capacity, "bandwidth_bytes_per_s": gpu.hbm_bandwidth}
+    hbm: dict[str, Any] = {"capacity_bytes": gpu.hbm_capacity, "bandwidth_bytes_per_s": gpu.hbm_bandwidth}
+    shared = topology.memory_shared_with(gpu.id)
+    if shared is not None:  # which NUMA node: the group's numa_nodes, the node's unified_memory
+        hbm["shared_with_cpu_cores"] = shared.cores
+    tiers["hbm"] = hbm
 
     socket = topology.socket_of(gpu.id)
-    if socket is not None:
+    if socket is not None and socket.memory_shared_with is not None:
+        # The NUMA node's memory is an HBM (this GPU's, or, as HW106 reports, another's), counted as HBM.
+        tiers["host_ddr"] = {"capacity_bytes": 0, "bandwidth_bytes_per_s": 0.0, "same_memory_as": "hbm"}
+    elif socket is not None:
         sharing = len(topology.gpus_on(socket.id))
         tiers["host_ddr"] = {"capacity_bytes": socket.memory_capacity // sharing,
                              "bandwidth_bytes_per_s": socket.memory_bandwidth / sharing,
@@ -344,12 +372,24 @@ def _node(topology: Topology) -> dict[str, Any]:
         "hbm_bandwidth_bytes_per_s": math.fsum(known(g.hbm_bandwidth) for g in platform.gpus),
         "ddr_capacity_bytes": platform.memory_capacity,
         "ddr_bandwidth_bytes_per_s": platform.memory_bandwidth,
+        **_unified_memory(topology),
         "ssd_capacity_bytes": sum(s.capacity for s in platform.ssds),
         "ssd_bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds),
         "nvlink_bandwidth_bytes_per_s": math.fsum(topology.nvlink_bandwidth(g.id) for g in platform.gpus),
         "backend_nic_bandwidth_bytes_per_s": math.fsum(known(n.speed) for n in platform.backend_nics),
         "host_nic_bandwidth_bytes_per_s": math.fsum(known(n.speed) for n in platform.host_nics),
     }
+
+
+def _unified_memory(topology: Topology) -> dict[str, Any]:
+    """`unified_memory` for a node whose GPUs share their HBM with CPU cores (APUs): which sockets'
+    memory is which GPU's HBM. Nothing for other nodes. `ddr_*` then counts only memory of its own."""
+    shared = {g.id: s.id for g in topology.platform.gpus if (s := topology.memory_shared_with(g.id)) is not None}
+    if not shared:
+        return {}
+    return {"unified_memory": {"sockets_sharing_gpu_hbm": {socket: gpu for gpu, socket in shared.items()},
+                               "note": "hbm_capacity_bytes counts these sockets' memory once; ddr_capacity_bytes "
+                                       "counts only the DDR of sockets with memory of their own"}}
 
 
 def _slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s") -> float | None:
@@ -397,7 +437,9 @@ def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> 
         "local_world_size": "GPUs in this node",
         "compute_device": "GPU platform",
         "hbm_cap": "HBM capacity per GPU, bytes",
-        "ddr_cap": "host DDR per rank, bytes: the GPU's NUMA node's DDR divided among its GPUs",
+        "ddr_cap": ("0: the CPU memory is the GPU's own HBM (an APU: one pool, in hbm_cap), no second pool"
+                    if ddr_cap == 0 and _has_unified_memory(topology)
+                    else "host DDR per rank, bytes: the GPU's NUMA node's DDR divided among its GPUs"),
         "hbm_mem_bw": "HBM bandwidth per GPU",
         "ddr_mem_bw": "host DDR bandwidth per rank (NUMA node's bandwidth divided among its GPUs)",
         "hbm_to_ddr_mem_bw": ("the GPU's host link, GPU alone on it (its NVLink-C2C links when it has them, else the "
@@ -498,6 +540,8 @@ def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tu
         "every dtype (platform parts list no non-tensor half-precision rate; conservative).",
         "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's host link: "
         "NVLink-C2C when it has one, else PCIe).",
+        *(["mem2 is 0: on these APUs the CPU's memory is the GPU's own HBM (mem1), one pool counted once; "
+           "there is no second memory to offload to and no host link to cross."] if _has_unified_memory(topology) else []),
         f"networks[0]: intra-node tier over {via or 'nothing'}, bandwidth = intra-node collective busbw bound, size = GPUs per node. "
         "networks[1]: scale-out tier, bandwidth = per-GPU backend NIC share, size 65536.",
         "ops use ring conventions ([1.0, -1] for reduce_scatter/all_gather, [2.0, -1] for all_reduce) so bandwidth is an nccl-tests busbw.",
@@ -549,6 +593,10 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "",
 
 
 def _detail(name: str, tier: dict[str, Any]) -> str:
+    if name == "hbm":
+        return f"shared with the {tier['shared_with_cpu_cores']} CPU cores of its NUMA node" if "shared_with_cpu_cores" in tier else ""
+    if name == "host_ddr" and "same_memory_as" in tier:
+        return "the NUMA node's memory is this GPU's HBM: the hbm tier, not a second pool"
     if name == "host_ddr":
         return (f"NUMA node: {gib(tier['numa_node_capacity_bytes'])}, "
                 f"{gbps(tier['numa_node_bandwidth_bytes_per_s'])} / {tier['shared_by_gpus']} GPU(s)")
@@ -613,6 +661,9 @@ def text_report(doc: dict[str, Any]) -> str:
         ("ddr", gib(node["ddr_capacity_bytes"]), gbps(node["ddr_bandwidth_bytes_per_s"])),
         ("ssd", gib(node["ssd_capacity_bytes"]) if node["ssd_capacity_bytes"] else "-",
          gbps(node["ssd_bandwidth_bytes_per_s"]) if node["ssd_capacity_bytes"] else "-")))
+    if "unified_memory" in node:
+        pairs = ", ".join(f"{socket} = {gpu}'s HBM" for socket, gpu in node["unified_memory"]["sockets_sharing_gpu_hbm"].items())
+        out += [f"  unified memory: {pairs} (counted once, as hbm; ddr is memory of its own only)"]
     out += [""] + table(("links", "bandwidth"), (
         ("nvlink (sum over GPUs)", gbps(node["nvlink_bandwidth_bytes_per_s"])),
         ("backend NICs", gbps(node["backend_nic_bandwidth_bytes_per_s"] or None)),

@@ -258,6 +258,19 @@ def one_numa_form(socket: Any) -> Any:
     return socket
 
 
+def own_or_shared_memory(memory: Any) -> Any:
+    """A socket's memory is its own (`capacity` and `bandwidth`) or a GPU's HBM (`shared_with`), never both."""
+    given = [key for key in ("capacity", "bandwidth") if getattr(memory, key) is not None]
+    if memory.shared_with is not None and given:
+        raise PydanticCustomError("hwspec_memory", "memory shared with {gpu} is that GPU's HBM: its capacity and bandwidth "
+                                                   "are the GPU part's, so do not give {keys} here (one pool, counted once)",
+                                  {"gpu": memory.shared_with, "keys": " and ".join(given)})
+    if memory.shared_with is None and len(given) < 2:
+        raise PydanticCustomError("hwspec_memory", "give the memory's 'capacity' and 'bandwidth', or 'shared_with: <gpu>' "
+                                                   "when it is a GPU's HBM (an APU such as MI300A)")
+    return memory
+
+
 def gpu_or_gpus(nic: Any) -> Any:
     """A NIC names the GPUs it serves once: `gpu` (one) or `gpus` (several, each once)."""
     if nic.gpu is not None and nic.gpus is not None:

@@ -166,7 +166,8 @@ class C2cCapability(Spec):
 class GpuPart(Spec):
     vendor: Literal["nvidia", "amd", "intel", "other"]
     model_name: str
-    form_factor: Literal["sxm2", "sxm3", "sxm4", "sxm5", "oam", "pcie", "superchip"]
+    form_factor: Literal["sxm2", "sxm3", "sxm4", "sxm5", "oam", "pcie", "superchip", "apu"] = Field(
+        description="How the part is built; 'apu': CPU cores and GPU in one package sharing the HBM (MI300A).")
     sm: WholeNumber = Field(0, ge=0, description="CUDA compute capability x10 (80 for A100); NCCL's 'sm'. 0 for parts without CUDA.")
     gcn: str | None = Field(None, pattern=r"^gfx[0-9a-f]{3,4}$",
                             description="AMD GPUs: the gfx target (gfx942 for MI300X); RCCL's <gpu gcn>.")
@@ -270,8 +271,16 @@ class NicIdentity(Spec):
 
 
 class SocketMemory(Spec):
-    capacity: Bytes = Field(description="DDR attached to this socket.")
-    bandwidth: Bandwidth = Field(description="DDR bandwidth of this socket.")
+    """A socket's (or NUMA node's) memory: its own DDR (`capacity`, `bandwidth`), or, on an APU
+    (MI300A), the HBM of the GPU in the same package (`shared_with: gpu0`): one pool that the CPU
+    cores and the GPU share, counted once, as the GPU's HBM."""
+
+    capacity: Bytes | None = Field(None, description="DDR attached to this socket.")
+    bandwidth: Bandwidth | None = Field(None, description="DDR bandwidth of this socket.")
+    shared_with: Id | None = Field(None, description="The GPU whose HBM is this memory (an APU: MI300A); then no capacity "
+                                                     "or bandwidth here, they are the GPU part's.")
+
+    _own_or_shared = model_validator(mode="after")(checks.own_or_shared_memory)
 
 
 class NumaNodeSpec(Spec):

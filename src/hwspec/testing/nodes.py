@@ -229,7 +229,9 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     gpu_catalogue, nic_catalogue, cpu_catalogue = _parts("gpus"), _parts("nics"), _parts("cpus")
     patterns_allowed = _check_choice("nvlink", nvlink, NVLINK_PATTERNS)
     modes_allowed = _check_choice("nic_modes", nic_modes, NIC_MODES)
-    gpu_names = _check_choice("gpu_parts", gpu_parts, tuple(gpu_catalogue))
+    # APUs (MI300A) are left out by default: their socket's memory is their HBM (one APU per
+    # socket, `memory: {shared_with: ..}`), a layout these DDR-socket nodes do not draw.
+    gpu_names = _check_choice("gpu_parts", gpu_parts, tuple(n for n, p in gpu_catalogue.items() if p.form_factor != "apu"))
 
     # Sizes first, as small integers: failures shrink to 1 socket and 1 GPU.
     feasible = [n for n in range(min_gpus, max_gpus + 1)
@@ -550,11 +552,11 @@ def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1,
     """Valid node platform specs as plain dicts (what a YAML file holds).
 
     `min_/max_sockets` (1-8) and `min_/max_gpus` (1-16) bound the sizes; `gpu_parts` limits the
-    catalogue GPU parts, `nvlink` the patterns (`NVLINK_PATTERNS`), `nic_modes` the backend NIC
-    layouts (`NIC_MODES`); `name` is the platform name; `virtual_links` lets links be presented
-    as a VM shows them (see `present_virtually`), `numa_nodes` lets sockets hold several NUMA
-    nodes (see `group_numa_nodes`). Every spec passes every built-in rule with no finding; see
-    the module docstring for what varies and what is guaranteed."""
+    catalogue GPU parts (APU parts, whose sockets share their HBM, are not drawn), `nvlink` the
+    patterns (`NVLINK_PATTERNS`), `nic_modes` the backend NIC layouts (`NIC_MODES`); `name` is
+    the platform name; `virtual_links` lets links be presented as a VM shows them (see
+    `present_virtually`), `numa_nodes` lets sockets hold several NUMA nodes (see
+    `group_numa_nodes`). Every spec passes every built-in rule with no finding; see the module docstring for what varies and what is guaranteed."""
     layouts = _layouts(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
                        gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name)
     specs = layouts.map(lambda layout: layout.spec)

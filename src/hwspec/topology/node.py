@@ -162,6 +162,22 @@ class Topology(ResolvedView):
         socket = getattr(item, "socket", None)
         return p.socket_by_id.get(socket) if socket else None
 
+    def memory_shared_with(self, gpu_id: str) -> NumaNode | None:
+        """The NUMA node whose memory is `gpu_id`'s HBM (an APU: MI300A, `memory: {shared_with: gpu}`),
+        None for a GPU whose HBM is its own. The one place that says a GPU and CPU cores share a
+        pool: the roofline, TorchRec, Calculon and the estimate then count that pool once, as HBM.
+        (A GPU reaching a CPU's separate memory coherently over NVLink-C2C, GH200, is not this:
+        there the CPU's memory is a second pool, `host_link` says how the GPU reaches it.)"""
+        return self._memory_shared_with.get(gpu_id)
+
+    @cached_property
+    def _memory_shared_with(self) -> dict[str, NumaNode]:
+        shared: dict[str, NumaNode] = {}
+        for socket in self.platform.sockets:  # by NUMA node: the first of several claims wins (HW106 reports the others)
+            if socket.memory_shared_with is not None:
+                shared.setdefault(socket.memory_shared_with, socket)
+        return shared
+
     def numa_node(self, item_id: str) -> int | None:
         """The NUMA node of a socket or device (None when it reaches no socket)."""
         socket = self.socket_of(item_id)
@@ -225,8 +241,13 @@ class Topology(ResolvedView):
 
     def gpudirect_path(self, gpu_id: str, nic_id: str) -> bool:
         """Whether GPU and NIC are close enough for GPUDirect RDMA at the NIC's speed: their
-        `path_type` is one of `GPUDIRECT_PATHS` (PIX, PXB, or P2C over the GPU's NVLink-C2C)."""
-        return self.path_type(gpu_id, nic_id) in GPUDIRECT_PATHS
+        `path_type` is one of `GPUDIRECT_PATHS` (PIX, PXB, or P2C over the GPU's NVLink-C2C), or the
+        GPU is an APU whose HBM is the memory of the socket the NIC hangs off (`memory_shared_with`):
+        the NIC writes that socket's memory, which is the GPU's (NCCL/RCCL call the path PHB)."""
+        if self.path_type(gpu_id, nic_id) in GPUDIRECT_PATHS:
+            return True
+        shared, nic_socket = self.memory_shared_with(gpu_id), self.socket_of(nic_id)
+        return shared is not None and nic_socket is not None and shared.package == nic_socket.package
 
     def c2c_socket(self, gpu_id: str) -> NumaNode | None:
         """The socket a GPU is attached to over NVLink-C2C, or None (no C2C)."""
@@ -245,9 +266,12 @@ class Topology(ResolvedView):
         """How a GPU reaches host memory: over its NVLink-C2C when it has one (its own links,
         shared with no other GPU), else the narrowest PCIe link of its host path, alone and with
         every GPU transferring at once (each link divided by the GPUs whose host path crosses it).
-        None when the GPU reaches no socket, or a link on the way is unknown. Bandwidths are bytes/s
-        per direction."""
+        None when the GPU reaches no socket, or a link on the way is unknown, or when host memory is
+        the GPU's own HBM (an APU, `memory_shared_with`): nothing is transferred, whatever PCIe
+        presence the OS shows. Bandwidths are bytes/s per direction."""
         gpu = self.platform.gpu_by_id[gpu_id]
+        if self.memory_shared_with(gpu_id) is not None:
+            return None
         if gpu.c2c_socket is not None and gpu.c2c_bandwidth > 0:
             return HostLink("c2c", f"NVLink-C2C {gpu.c2c_links} x {gpu.c2c_link_bandwidth / 1e9:g} GB/s",
                             gpu.c2c_bandwidth, gpu.c2c_bandwidth, 1, 1)

@@ -55,13 +55,14 @@ def _also_serves(nic: Nic, gpu: Gpu) -> str:
 
 @rule("HW202", "backend-nic-locality")
 def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
-    """A backend NIC sits under the same PCIe switch or root port as each GPU it serves, or, for a GPU attached over NVLink-C2C, on the GPU's own C2C socket.
+    """A backend NIC sits under the same PCIe switch or root port as each GPU it serves, or, for a GPU attached over NVLink-C2C (or an APU sharing its socket's memory), on the GPU's own socket.
 
     GPUDirect RDMA moves data between GPU and NIC through the PCIe switch they share. Without a
     shared switch or root port the traffic goes through the CPU's host bridge (NCCL's PHB or SYS
     distance): NCCL then disables GPUDirect or runs it at a fraction of the NIC's speed. A Grace
     Blackwell GPU reaches the NICs on its own Grace's root ports over NVLink-C2C (NCCL's P2C),
-    where GPUDirect RDMA runs at full speed; a NIC on the other Grace is SYS. Each GPU-NIC pair
+    where GPUDirect RDMA runs at full speed; a NIC on the other Grace is SYS. An APU's (MI300A)
+    memory is its socket's, so a NIC on that socket's root complex writes GPU memory directly. Each GPU-NIC pair
     is judged on its own: a NIC serving two GPUs may be close to one and far from the other.
     """
     for nic, gpu in _pairs(ctx):
