@@ -18,9 +18,9 @@ if [ -z "$rank" ]; then
 fi
 case $rank in
     0) node=0 ;;  # gpu0 0009:01:00.0
-    1) node=1 ;;  # gpu1 000b:01:00.0
-    2) node=2 ;;  # gpu2 000d:01:00.0
-    3) node=3 ;;  # gpu3 000f:01:00.0
+    1) node=1 ;;  # gpu1 None
+    2) node=2 ;;  # gpu2 None
+    3) node=3 ;;  # gpu3 None
     *)
         printf '%s\n' "$me: local rank '$rank' does not exist on jupiter-gh200 (local ranks 0-3)" >&2
         exit 2 ;;
