@@ -667,7 +667,7 @@ class _Writer:
             chosen = choose(self.cat, "nics", matches, None)
             if chosen.part:
                 return chosen.part, None
-            note = candidates_note(nic.where, f"the NIC {nic.vendor}:{nic.device}", chosen.candidates)
+            note = candidates_note(f"{nic.where}", f"the NIC {nic.vendor}:{nic.device}", chosen.candidates)
             if chosen.candidates and note not in self.notes:  # once per function, not per port
                 self.notes.append(note)
         seen: dict[str, Any] = {"pci_vendor": nic.vendor, "pci_device": nic.device,
