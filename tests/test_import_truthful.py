@@ -134,10 +134,10 @@ def test_pci_ids_the_catalogue_lacks_give_part_unknown_with_the_observed_ids(tmp
     draft, err = _import(tmp_path, LIVE / "unknown-pci-ids.nccl.xml", capsys)
     text = draft.read_text()
     assert ("  part: unknown\n  slot: 0\n  override:\n    vendor: nvidia\n    pci_vendor: \"0x10de\"\n"
-            "    pci_device: \"0x2204\"\n    sm: 86\n    fabric: {links: 12}\n") in text
+            "    pci_device: \"0x2206\"\n    sm: 86\n    fabric: {links: 12}\n") in text
     assert ("  part: unknown\n  override:\n    pci_vendor: \"0x14e4\"\n    pci_device: \"0x1750\"\n    speed: 200 Gb/s\n"
             "    rdma: true\n    gpudirect: true\n  role: backend\n") in text
-    assert f"{draft}:26:3: warning[HW603 unknown-facts]: gpu0: unknown GPU part 0x10de:0x2204 (so its HBM, compute and " \
+    assert f"{draft}:26:3: warning[HW603 unknown-facts]: gpu0: unknown GPU part 0x10de:0x2206 (so its HBM, compute and " \
            "fabric figures)\n" in err
     assert "assumed" not in text.split("\ngpus:")[1].split("\nnics:")[0]
 

@@ -101,7 +101,8 @@ def test_import_of_hwspecs_own_nccl_xml_gives_it_back_byte_for_byte(shape, tmp_p
 def test_the_zionex_draft_is_readable_with_repeat_blocks_and_catalogue_parts():
     text, diagnostics = imported([LIVE / "zionex.lstopo.xml", LIVE / "zionex.topo-m.txt"], "zionex")
     assert [d.format() for d in diagnostics if d.code in ("HW201", "HW202", "HW203", "HW204")] == []
-    assert "- repeat: {g: 0..7}\n  id: gpu${g}\n  part: a100-oam-40gb\n  slot: ${g}\n" in text
+    # 0x20b0 is pci.ids' "A100 SXM4 40GB"; a100-oam-40gb only borrows that id (its pci_device is `assumed:`)
+    assert "- repeat: {g: 0..7}\n  id: gpu${g}\n  part: a100-sxm4-40gb\n  slot: ${g}\n" in text
     assert "pcie: {upstream: 'sw${g//2}', bus: '0000:${g//2*0x40+g%2*8+0x14:02x}:00.0'}" in text
     assert "  gpus: [gpu0, gpu1]\n  device: mlx5_0\n  interface: eth1\n" in text  # interface names from lstopo; each
     assert "  gpus: [gpu0, gpu1]\n  device: mlx5_1\n  interface: eth2\n" in text  # NIC serves both GPUs of its switch

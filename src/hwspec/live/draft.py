@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwspec.cpulist import format_cpu_list as cpu_list
+from hwspec.live.identify import candidates_note, choose, gpu_fits
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Link, Machine, Nic, NicPort
 from hwspec.live.repeat import fold
 from hwspec.model.node import PcieLink
@@ -405,13 +406,13 @@ class _Writer:
             self.ids[gpu.key] = self.gpu_ids[gpu.key] = ident
             assumed: list[str] = []
             entry: dict[str, Any] = {"id": ident}
-            candidates = [n for n, p in catalogue.items() if gpu.vendor and p.pci_vendor == gpu.vendor and p.pci_device == gpu.device
-                          and (gpu.sm is None or p.vendor != "nvidia" or p.sm == gpu.sm) and (gpu.gcn is None or p.gcn == gpu.gcn)]
+            candidates = [n for n, p in catalogue.items() if gpu_fits(p, gpu)]
             links_needed = per_gpu.get(gpu.key, 0)
             fitting = [n for n in candidates if catalogue[n].fabric.links >= links_needed]
+            chosen = choose(self.cat, "gpus", fitting or candidates, gpu.model_name)
             override: dict[str, Any] = {}
-            if fitting or candidates:
-                part = (fitting or candidates)[0]
+            if chosen.part:
+                part = chosen.part
                 spec_part = catalogue[part]
                 exact = not self.switches_uniform()  # without listed switches, 'nvswitch' uses all of the part's links
                 if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
@@ -421,6 +422,8 @@ class _Writer:
             else:
                 part, part_link = UNKNOWN, None
                 override = self.gpu_identity(gpu, links_needed)
+                if chosen.candidates:
+                    self.notes.append(candidates_note(ident, f"the GPU {gpu.vendor}:{gpu.device}", chosen.candidates))
             entry["part"] = part
             link, pcie_override, trained = self.device_link(gpu.link, part_link, assumed, "GPU")
             if pcie_override:
@@ -597,7 +600,7 @@ class _Writer:
                 else:
                     transport = "rocev2"
                 speed = port.speed if port is not None else None
-                part, override = self.nic_part(catalogue, nic, speed, transport, gdr)
+                part, override = self.nic_part(nic, speed, transport, gdr)
                 entry: dict[str, Any] = {"id": "", "part": part}
                 if override:
                     entry["override"] = override
@@ -685,16 +688,20 @@ class _Writer:
         self._used.add(f"{prefix}{k}")
         return f"{prefix}{k}"
 
-    @staticmethod
-    def nic_part(catalogue, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:
+    def nic_part(self, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:
         """(`part`, `override`) of one NIC port: the one catalogue NIC with the observed PCI
-        vendor/device that runs the transport (at the observed speed, where the input gives one);
-        else `unknown` with what the input gives: the PCI ids, the speed, RDMA and GPUDirect."""
+        vendor/device that runs the transport (at the observed speed, where the input gives one),
+        as `identify.choose` settles ties; else `unknown` with what the input gives: the PCI ids,
+        the speed, RDMA and GPUDirect (and a note naming the tied parts)."""
         if nic.vendor and nic.device:
-            matches = [n for n, p in catalogue.items() if (p.pci_vendor, p.pci_device) == (nic.vendor, nic.device)
+            matches = [n for n, p in self.parts("nics").items() if (p.pci_vendor, p.pci_device) == (nic.vendor, nic.device)
                        and transport in p.transports and (speed is None or p.speed == speed)]
-            if len(matches) == 1:
-                return matches[0], None
+            chosen = choose(self.cat, "nics", matches, None)
+            if chosen.part:
+                return chosen.part, None
+            note = candidates_note(f"{nic.where}", f"the NIC {nic.vendor}:{nic.device}", chosen.candidates)
+            if chosen.candidates and note not in self.notes:  # once per function, not per port
+                self.notes.append(note)
         seen: dict[str, Any] = {"pci_vendor": nic.vendor, "pci_device": nic.device,
                                 "speed": None if speed is None else f"{speed * 8 / 1e9:g} Gb/s",
                                 "rdma": True if transport != "tcp" else None, "gpudirect": gdr}

@@ -229,6 +229,13 @@ def gen_or_speed(link: Any) -> Any:
     return link
 
 
+def fabric_links_need_bandwidth(fabric: Any) -> Any:
+    """A part with fabric links says what each carries; one without links (a PCIe-only card) may leave it out."""
+    if fabric.links > 0 and fabric.link_bandwidth is None:
+        raise PydanticCustomError("hwspec_fabric", "a part with fabric links states 'link_bandwidth' (per link, per direction)")
+    return fabric
+
+
 def width_zero_needs_physical(link: Any) -> Any:
     """A presented link of width 0 (a VM's passed-through device) states its physical link."""
     if link.width == 0 and link.physical is None:

@@ -152,7 +152,9 @@ class FabricCapability(Spec):
 
     kind: Literal["nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "xgmi", "none"]
     links: WholeNumber = Field(ge=0, description="Links the part has.")
-    link_bandwidth: Bandwidth = Field(description="Per link, per direction.")
+    link_bandwidth: Bandwidth | None = Field(None, description="Per link, per direction; left out by a part without links.")
+
+    _links_need_bandwidth = model_validator(mode="after")(checks.fabric_links_need_bandwidth)
 
 
 class C2cCapability(Spec):

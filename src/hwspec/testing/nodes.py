@@ -218,6 +218,11 @@ def _check_choice(name: str, values: Iterable[str] | None, known: Sequence[str])
     return values
 
 
+def _rccl_writable(part) -> bool:
+    """Whether an AMD part carries what RCCL's <gpu> needs (gcn, hip_arch, compute units); other vendors pass."""
+    return part.vendor != "amd" or None not in (part.gcn, part.hip_arch, part.compute_units)
+
+
 @st.composite
 def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
              gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
@@ -229,9 +234,11 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     gpu_catalogue, nic_catalogue, cpu_catalogue = _parts("gpus"), _parts("nics"), _parts("cpus")
     patterns_allowed = _check_choice("nvlink", nvlink, NVLINK_PATTERNS)
     modes_allowed = _check_choice("nic_modes", nic_modes, NIC_MODES)
-    # APUs (MI300A) are left out by default: their socket's memory is their HBM (one APU per
-    # socket, `memory: {shared_with: ..}`), a layout these DDR-socket nodes do not draw.
-    gpu_names = _check_choice("gpu_parts", gpu_parts, tuple(n for n, p in gpu_catalogue.items() if p.form_factor != "apu"))
+    # Left out by default: APUs (MI300A), whose socket's memory is their HBM (one APU per socket,
+    # `memory: {shared_with: ..}`), a layout these DDR-socket nodes do not draw; and AMD parts
+    # that lack a fact RCCL's file needs (no published hip_arch: MI250), which HW911 refuses.
+    gpu_names = _check_choice("gpu_parts", gpu_parts, tuple(n for n, p in gpu_catalogue.items()
+                                                            if p.form_factor != "apu" and _rccl_writable(p)))
 
     # Sizes first, as small integers: failures shrink to 1 socket and 1 GPU.
     feasible = [n for n in range(min_gpus, max_gpus + 1)

@@ -307,7 +307,7 @@ def unidentified(dump: str) -> dict[str, str]:
     """Two variants of the minimal node for `hwspec import`: RoCE with GPUDirect off (drafted
     backend all the same), and PCI ids the parts catalogue does not list (drafted `part: unknown`)."""
     no_gdr = dump.replace('gdr="1"', 'gdr="0"')
-    unknown = (dump.replace('vendor="0x10de" device="0x20b0"', 'vendor="0x10de" device="0x2204"').replace('sm="80"', 'sm="86"')
+    unknown = (dump.replace('vendor="0x10de" device="0x20b0"', 'vendor="0x10de" device="0x2206"').replace('sm="80"', 'sm="86"')
                .replace('<pci busid="0000:16:00.0" class="0x020000"', '<pci busid="0000:16:00.0" class="0x020000" vendor="0x14e4" device="0x1750"'))
     return {"roce-no-gdr": no_gdr, "unknown-pci-ids": unknown}
 
