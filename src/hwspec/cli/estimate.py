@@ -113,15 +113,64 @@ def _dump(document: dict) -> str:
     return json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 
+def node_counts(text: str) -> list[int]:
+    """`--nodes`: counts and ranges, comma-separated ("1,2,4,8,16", "1-4,8"), distinct and ascending.
+    Raises argparse.ArgumentTypeError (a usage error, exit 2) for anything else."""
+    from hwspec.model.resolve_cluster import MAX_CLUSTER_NODES
+    from hwspec.perf.scaling import MAX_NODE_COUNTS
+
+    counts: set[int] = set()
+    for item in text.split(","):
+        low, _, high = item.strip().partition("-")
+        if not (low.isdecimal() and (high.isdecimal() or not _)):
+            raise argparse.ArgumentTypeError(f"'{visible(text)}': give node counts and ranges, e.g. 1,2,4,8,16 or 1-4")
+        first, last = int(low), int(high or low)
+        if not 1 <= first <= last <= MAX_CLUSTER_NODES:
+            raise argparse.ArgumentTypeError(f"'{visible(item.strip())}': node counts run from 1 to {MAX_CLUSTER_NODES}, "
+                                             "a range low-high")
+        if last - first + len(counts) >= MAX_NODE_COUNTS:
+            raise argparse.ArgumentTypeError(f"'{visible(text)}': at most {MAX_NODE_COUNTS} node counts at once")
+        counts.update(range(first, last + 1))
+    return sorted(counts)
+
+
+def _scaling(topology, args: argparse.Namespace) -> int:
+    """`hwspec estimate CLUSTER WORKLOAD --nodes ...`: the scaling table."""
+    from hwspec.diagnostics import HwspecError, report
+    from hwspec.perf import scaling
+
+    if topology.kind != "cluster":
+        sys.stderr.write(f"hwspec: --nodes re-sizes a cluster, but {visible(args.platform)} is a node platform: give a cluster "
+                         "file of these nodes (see platforms/zionex-16.yaml), or leave out --nodes\n")
+        return EXIT_UNREADABLE
+    workload, status = _workload(args.workload)
+    if workload is None:
+        return status
+    try:
+        document, problems = scaling.scaling(topology.platform, workload, args.nodes)
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return EXIT_FINDINGS
+    sys.stderr.write(report.render(problems, "text"))
+    sys.stdout.write(_dump(document) if args.format == "json" else scaling.text_report(document))
+    return EXIT_FINDINGS if problems else EXIT_OK
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
-    """Per-iteration time bounds of WORKLOAD on PLATFORM, term by term."""
+    """Per-iteration time bounds of WORKLOAD on PLATFORM, term by term; with --nodes, the
+    scaling table of a cluster re-sized to each count."""
     from hwspec.perf.estimate import text_report
 
     if not _check_plot_path(args.plot):
         return EXIT_UNREADABLE
+    if args.nodes is not None and args.plot is not None:
+        sys.stderr.write("hwspec: --plot draws one estimate; leave it out with --nodes\n")
+        return EXIT_UNREADABLE
     topology, status = _platform(args.platform, args)
     if topology is None:
         return status
+    if args.nodes is not None:
+        return _scaling(topology, args)
     workload, status = _workload(args.workload)
     if workload is None:
         return status
@@ -180,6 +229,9 @@ def add_parsers(sub: argparse._SubParsersAction, add_common) -> dict[str, tuple[
     est.add_argument("workload", type=Path, metavar="WORKLOAD", help="a workload file (kind: workload)")
     est.add_argument("--format", choices=("text", "json"), default="text")
     est.add_argument("--plot", type=Path, metavar="FILE", help="also draw a stacked-bar chart to FILE (.svg or .png; needs matplotlib)")
+    est.add_argument("--nodes", type=node_counts, metavar="COUNTS",
+                     help="estimate the cluster re-sized to each node count (1,2,4,8,16 or 1-16) at the workload's per-GPU "
+                          "batch, and print the scaling efficiency")
     add_common(est)
     cmp_ = sub.add_parser("compare", help=commands["compare"][1])
     cmp_.add_argument("a", type=Path, metavar="A", help="the platform compared from (node or cluster file)")

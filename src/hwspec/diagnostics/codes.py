@@ -80,6 +80,9 @@ class Code(enum.StrEnum):
         "platform's GPUs.")
     UNKNOWN_FIGURES = ("E403", "unknown figures", "`hwspec estimate`/`compare`: the platform says a figure the estimate needs is "
         "unknown (`part: unknown`, a NIC without a speed): name the part or give the figure (rule HW603 says where).")
+    CANNOT_SCALE = ("E404", "cannot scale", "`hwspec estimate --nodes`/`compare`: a cluster cannot be re-sized to the node "
+        "count asked (more nodes than its backend's switches have ports for; several node groups, where 'N nodes' does not "
+        "say how many of each), or a global batch does not divide into a whole per-GPU batch to hold constant.")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
         "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "
