@@ -193,7 +193,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.plot is not None and args.workload is None:
         sys.stderr.write("hwspec: --plot needs a WORKLOAD to estimate\n")
         return EXIT_UNREADABLE
-    found = []
+    found, platforms = [], []
     for path in (args.a, args.b):
         topology, status = _platform(path, args)
         if topology is None:
@@ -202,18 +202,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if platform_figures is None:
             return status
         found.append(platform_figures)
+        platforms.append(topology.platform)
     a, b = found
     estimates: list[dict] = []
+    scaled: list[dict] = []
     if args.workload is not None:
+        from hwspec.perf.scaling import against_one_node
+
         workload, status = _workload(args.workload)
         if workload is None:
             return status
-        for f in found:
+        for f, platform in zip(found, platforms):
             document, status = _estimate(f, workload)
             if document is None:
                 return status
             estimates.append(document)
+            if platform.kind == "cluster":
+                scaled.append(against_one_node(platform, workload, document))
     document = compare.comparison(a, b, *estimates)
+    if len(scaled) == 2:
+        document["scaling"] = dict(zip(("a", "b"), scaled))
     sys.stdout.write(_dump(document) if args.format == "json" else compare.text_report(document))
     return _plot(estimates, args.plot) if estimates else EXIT_OK
 

@@ -110,14 +110,16 @@ def scaling(cluster: Any, workload: Workload, node_counts: list[int]) -> tuple[d
 
 def against_one_node(cluster: Any, workload: Workload, document: dict[str, Any]) -> dict[str, Any]:
     """Per-GPU QPS of `document` (`workload` estimated on `cluster` as written) and, by bound, its
-    efficiency over the same cluster re-sized to one node at the same per-GPU batch. Where the
+    efficiency over the same cluster re-sized to one node at the same per-GPU batch, and the share
+    of the tables HBM holds in both (few nodes spill more of a fixed-size model). Where the
     one-node estimate cannot be had (several node groups, tables that do not fit one node), `note`
     says why and `efficiency` is empty."""
     here = row(document)
-    result: dict[str, Any] = {"gpus": here["gpus"], "per_gpu_qps": here["per_gpu_qps"], "one_node_per_gpu_qps": {},
-                              "efficiency": {}, "note": ""}
+    result: dict[str, Any] = {"gpus": here["gpus"], "per_gpu_qps": here["per_gpu_qps"], "hbm_fraction": hbm_fraction(document),
+                              "one_node_per_gpu_qps": {}, "one_node_hbm_fraction": None, "efficiency": {}, "note": ""}
     if cluster.node_count == 1:
-        result.update(one_node_per_gpu_qps=here["per_gpu_qps"], efficiency={b: 1.0 for b in here["per_gpu_qps"]})
+        result.update(one_node_per_gpu_qps=here["per_gpu_qps"], one_node_hbm_fraction=result["hbm_fraction"],
+                      efficiency={b: 1.0 for b in here["per_gpu_qps"]})
         return result
     try:
         from hwspec.model.resolve_cluster import resized
@@ -128,7 +130,8 @@ def against_one_node(cluster: Any, workload: Workload, document: dict[str, Any])
         result["note"] = f"no one-node estimate: {exc.diagnostics[0].message} ({exc.diagnostics[0].code})"
         return result
     scaled = with_efficiency([one, here])[1]
-    result.update(one_node_per_gpu_qps=one["per_gpu_qps"], efficiency=scaled["efficiency"])
+    result.update(one_node_per_gpu_qps=one["per_gpu_qps"], one_node_hbm_fraction=hbm_fraction(one["estimate"]),
+                  efficiency=scaled["efficiency"])
     return result
 
 
