@@ -64,6 +64,20 @@ def test_resized_cluster_derives_hostnames_fabric_and_world_size_from_the_new_co
     assert cluster().node_count == 16  # the cluster as loaded is left alone
 
 
+def test_resized_to_its_own_count_is_the_cluster_as_loaded():
+    gb200 = cluster(ROOT / "platforms" / "gb200-nvl72-x4.yaml")
+    same = resized(gb200, gb200.node_count)
+    assert (same.fabric, same.hostnames, same.nvlink_domains) == (gb200.fabric, gb200.hostnames, gb200.nvlink_domains)
+
+
+def test_nvlink_domains_and_the_spine_tier_follow_the_count():
+    gb200 = cluster(ROOT / "platforms" / "gb200-nvl72-x4.yaml")  # 72 nodes, racks of 18, rail-optimized
+    two_racks = resized(gb200, 36)
+    assert two_racks.nvlink_domains is not None and two_racks.nvlink_domains.names == ("nvl72-rack0", "nvl72-rack1")
+    assert two_racks.fabric is not None and (len(two_racks.fabric.leaves), two_racks.fabric.spine_count) == (4, 0)
+    assert gb200.fabric is not None and (len(gb200.fabric.leaves), gb200.fabric.spine_count) == (8, 4)
+
+
 def test_more_nodes_than_the_backend_switch_has_ports_is_a_located_e404():
     with pytest.raises(HwspecError) as caught:
         resized(cluster(), 17)
@@ -157,6 +171,7 @@ def test_estimate_nodes_beyond_the_fabric_exits_1_before_estimating(capsys):
 
 @pytest.mark.parametrize("counts, message", [
     ("1,x", "'1,x': give node counts and ranges, e.g. 1,2,4,8,16 or 1-4"),
+    ("\u0661", "'\u0661': give node counts and ranges, e.g. 1,2,4,8,16 or 1-4"),  # an Arabic-Indic 1 is no ASCII count
     ("0,2", "'0': node counts run from 1 to 1000000, a range low-high"),
     ("4-2", "'4-2': node counts run from 1 to 1000000, a range low-high"),
     ("1-100", "'1-100': at most 64 node counts at once"),

@@ -7,6 +7,7 @@ workload that does not validate or does not fit), 2 unreadable input or bad usag
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -121,10 +122,10 @@ def node_counts(text: str) -> list[int]:
 
     counts: set[int] = set()
     for item in text.split(","):
-        low, _, high = item.strip().partition("-")
-        if not (low.isdecimal() and (high.isdecimal() or not _)):
+        match = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", item.strip())
+        if match is None:
             raise argparse.ArgumentTypeError(f"'{visible(text)}': give node counts and ranges, e.g. 1,2,4,8,16 or 1-4")
-        first, last = int(low), int(high or low)
+        first, last = int(match[1]), int(match[2] or match[1])
         if not 1 <= first <= last <= MAX_CLUSTER_NODES:
             raise argparse.ArgumentTypeError(f"'{visible(item.strip())}': node counts run from 1 to {MAX_CLUSTER_NODES}, "
                                              "a range low-high")
