@@ -7,6 +7,7 @@ workload that does not validate or does not fit), 2 unreadable input or bad usag
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,15 +114,64 @@ def _dump(document: dict) -> str:
     return json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 
+def node_counts(text: str) -> list[int]:
+    """`--nodes`: counts and ranges, comma-separated ("1,2,4,8,16", "1-4,8"), distinct and ascending.
+    Raises argparse.ArgumentTypeError (a usage error, exit 2) for anything else."""
+    from hwspec.model.resolve_cluster import MAX_CLUSTER_NODES
+    from hwspec.perf.scaling import MAX_NODE_COUNTS
+
+    counts: set[int] = set()
+    for item in text.split(","):
+        match = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", item.strip())
+        if match is None:
+            raise argparse.ArgumentTypeError(f"'{visible(text)}': give node counts and ranges, e.g. 1,2,4,8,16 or 1-4")
+        first, last = int(match[1]), int(match[2] or match[1])
+        if not 1 <= first <= last <= MAX_CLUSTER_NODES:
+            raise argparse.ArgumentTypeError(f"'{visible(item.strip())}': node counts run from 1 to {MAX_CLUSTER_NODES}, "
+                                             "a range low-high")
+        if last - first + len(counts) >= MAX_NODE_COUNTS:
+            raise argparse.ArgumentTypeError(f"'{visible(text)}': at most {MAX_NODE_COUNTS} node counts at once")
+        counts.update(range(first, last + 1))
+    return sorted(counts)
+
+
+def _scaling(topology, args: argparse.Namespace) -> int:
+    """`hwspec estimate CLUSTER WORKLOAD --nodes ...`: the scaling table."""
+    from hwspec.diagnostics import HwspecError, report
+    from hwspec.perf import scaling
+
+    if topology.kind != "cluster":
+        sys.stderr.write(f"hwspec: --nodes re-sizes a cluster, but {visible(args.platform)} is a node platform: give a cluster "
+                         "file of these nodes (see platforms/zionex-16.yaml), or leave out --nodes\n")
+        return EXIT_UNREADABLE
+    workload, status = _workload(args.workload)
+    if workload is None:
+        return status
+    try:
+        document, problems = scaling.scaling(topology.platform, workload, args.nodes)
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return EXIT_FINDINGS
+    sys.stderr.write(report.render(problems, "text"))
+    sys.stdout.write(_dump(document) if args.format == "json" else scaling.text_report(document))
+    return EXIT_FINDINGS if problems else EXIT_OK
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
-    """Per-iteration time bounds of WORKLOAD on PLATFORM, term by term."""
+    """Per-iteration time bounds of WORKLOAD on PLATFORM, term by term; with --nodes, the
+    scaling table of a cluster re-sized to each count."""
     from hwspec.perf.estimate import text_report
 
     if not _check_plot_path(args.plot):
         return EXIT_UNREADABLE
+    if args.nodes is not None and args.plot is not None:
+        sys.stderr.write("hwspec: --plot draws one estimate; leave it out with --nodes\n")
+        return EXIT_UNREADABLE
     topology, status = _platform(args.platform, args)
     if topology is None:
         return status
+    if args.nodes is not None:
+        return _scaling(topology, args)
     workload, status = _workload(args.workload)
     if workload is None:
         return status
@@ -144,7 +194,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.plot is not None and args.workload is None:
         sys.stderr.write("hwspec: --plot needs a WORKLOAD to estimate\n")
         return EXIT_UNREADABLE
-    found = []
+    found, platforms = [], []
     for path in (args.a, args.b):
         topology, status = _platform(path, args)
         if topology is None:
@@ -153,18 +203,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if platform_figures is None:
             return status
         found.append(platform_figures)
+        platforms.append(topology.platform)
     a, b = found
     estimates: list[dict] = []
+    scaled: list[dict] = []
     if args.workload is not None:
+        from hwspec.perf.scaling import against_one_node
+
         workload, status = _workload(args.workload)
         if workload is None:
             return status
-        for f in found:
+        for f, platform in zip(found, platforms):
             document, status = _estimate(f, workload)
             if document is None:
                 return status
             estimates.append(document)
+            if platform.kind == "cluster":
+                scaled.append(against_one_node(platform, workload, document))
     document = compare.comparison(a, b, *estimates)
+    if len(scaled) == 2:
+        document["scaling"] = dict(zip(("a", "b"), scaled))
     sys.stdout.write(_dump(document) if args.format == "json" else compare.text_report(document))
     return _plot(estimates, args.plot) if estimates else EXIT_OK
 
@@ -180,6 +238,9 @@ def add_parsers(sub: argparse._SubParsersAction, add_common) -> dict[str, tuple[
     est.add_argument("workload", type=Path, metavar="WORKLOAD", help="a workload file (kind: workload)")
     est.add_argument("--format", choices=("text", "json"), default="text")
     est.add_argument("--plot", type=Path, metavar="FILE", help="also draw a stacked-bar chart to FILE (.svg or .png; needs matplotlib)")
+    est.add_argument("--nodes", type=node_counts, metavar="COUNTS",
+                     help="estimate the cluster re-sized to each node count (1,2,4,8,16 or 1-16) at the workload's per-GPU "
+                          "batch, and print the scaling efficiency")
     add_common(est)
     cmp_ = sub.add_parser("compare", help=commands["compare"][1])
     cmp_.add_argument("a", type=Path, metavar="A", help="the platform compared from (node or cluster file)")

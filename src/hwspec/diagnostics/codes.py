@@ -84,6 +84,9 @@ class Code(enum.StrEnum):
         "with a width other than the interaction's output width (`cat`: the bottom MLP's output plus every table's dim; "
         "`dot`: the bottom MLP's output plus F(F-1)/2 pairwise dots of F = tables + 1 features): the MLP FLOPs and the "
         "dense AllReduce would be those of another model.")
+    CANNOT_SCALE = ("E405", "cannot scale", "`hwspec estimate --nodes`/`compare`: a cluster cannot be re-sized to the node "
+        "count asked (more nodes than its backend's switches have ports for; several node groups, where 'N nodes' does not "
+        "say how many of each), or a global batch does not divide into a whole per-GPU batch to hold constant.")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
         "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "

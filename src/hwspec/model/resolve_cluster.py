@@ -8,6 +8,7 @@ than one leaf, a spine tier.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -245,3 +246,80 @@ def _fabric(backend: BackendNetworkSpec, groups: list[NodeGroup]) -> Fabric:
                   nics_per_node=nics_per_node, leaves=tuple(leaves), spine_count=spine_count, spine_ports=spine_ports,
                   uplink_speed=leaf.speed or backend.speed, declared_oversubscription=backend.oversubscription,
                   declared_min_bisection=backend.min_bisection, sharp=backend.sharp)
+
+
+# ---------------------------------------------------------------- re-sizing (scaling estimates)
+
+
+def resized(cluster: Cluster, nodes: int) -> Cluster:
+    """`cluster` with `nodes` nodes instead of the count its file gives, resolved again from the
+    file's data by `load_cluster`: host names, addresses, the backend fabric (leaves, spines,
+    bisection), NVLink domains and a declared `world_size` all follow the new count. The node
+    platform is the one already loaded. Only a cluster of one node group can be re-sized.
+
+    Raises HwspecError (E405, located in the cluster file) for several node groups, a count
+    under 1 or over MAX_CLUSTER_NODES, or more nodes than the backend's switches have ports for."""
+    source = cluster.source_map
+    assert isinstance(source, DocumentSourceMap), "load_cluster gives every cluster its document's source map"
+    doc, expanded = source.doc, source.expanded
+
+    def refuse(path: DataPath, message: str, hint: str) -> HwspecError:
+        pos = doc.locate(expanded.written_path(path))
+        return HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.CANNOT_SCALE, message, hint)])
+
+    if len(cluster.groups) != 1:
+        raise refuse(("nodes",), f"{cluster.name} has {len(cluster.groups)} node groups: '{nodes} nodes' does not say "
+                     "how many of each", "scaling re-sizes a cluster of one node group: write a cluster file with one "
+                     "group (or one file per size) and give that")
+    if not 1 <= nodes <= MAX_CLUSTER_NODES:
+        raise refuse(("nodes", 0, "count"), f"{cluster.name} cannot have {nodes} nodes: a cluster has 1 to "
+                     f"{MAX_CLUSTER_NODES}", f"give a node count from 1 to {MAX_CLUSTER_NODES}")
+    from hwspec.spec.models import ClusterSpec
+
+    spec: ClusterSpec = validate_document(ClusterSpec, doc, expanded)
+    group = cluster.groups[0]
+    if spec.backend is not None:
+        backend = spec.backend
+
+        def shortfall(count: int) -> tuple[DataPath, str] | None:
+            try:
+                return cabling_shortfall(_fabric(backend, [dataclasses.replace(group, count=count)]))
+            except FabricTooLarge as exc:
+                return exc.path, str(exc)
+
+        problem = shortfall(nodes)
+        if problem is not None:
+            most = _largest(lambda count: shortfall(count) is None, nodes - 1)
+            where, why = problem
+            raise refuse(where, f"{cluster.name} cannot take {nodes} nodes: {why}",
+                         f"give at most {most} nodes, or a cluster file whose backend has more ports (more leaves: "
+                         "rail-optimized or clos)")
+    data = dict(expanded.data)
+    data["nodes"] = [dict(expanded.data["nodes"][0], count=nodes)]
+    if "world_size" in data:
+        data["world_size"] = nodes * group.gpus_per_node
+    again = dataclasses.replace(expanded, data=data)
+    return load_cluster(doc, again, Path(doc.file), lambda _path: group.platform)
+
+
+def cabling_shortfall(fabric: Fabric) -> tuple[DataPath, str] | None:
+    """Where and why the derived `fabric` cannot be cabled (a switch with more cables than ports,
+    rule HW802's condition), or None when it can."""
+    overfull = [leaf for leaf in fabric.leaves if leaf.down_ports + leaf.uplinks > leaf.ports]
+    if overfull:
+        leaf = max(overfull, key=lambda l: l.down_ports + l.uplinks)
+        return ("backend", "leaf", "ports"), (f"its backend switch {leaf.id} would carry {leaf.down_ports} NIC ports + "
+                                              f"{leaf.uplinks} uplinks on {leaf.ports} ports")
+    if fabric.spine_count and fabric.spine_ports_used > fabric.spine_count * fabric.spine_ports:
+        return ("backend", "spine"), (f"its spine tier would need {fabric.spine_ports_used} ports, but {fabric.spine_count} "
+                                      f"spines x {fabric.spine_ports} ports = {fabric.spine_count * fabric.spine_ports}")
+    return None
+
+
+def _largest(fits: Callable[[int], bool], below: int) -> int:
+    """The largest count in 1..`below` that `fits` (monotone: fits up to some count, then not), or 0."""
+    low, high = 0, below
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low

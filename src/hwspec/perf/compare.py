@@ -133,4 +133,34 @@ def text_report(doc: dict[str, Any]) -> str:
     first = doc["term_changes"][0] if doc["term_changes"] else None
     if first is not None:
         out.append(f"The term that changes most: {first['label']}.")
+    if "scaling" in doc:
+        out += ["", "Scaling from one node of each (same per-GPU batch):"] + scaling_table(doc)
     return "\n".join(out) + "\n"
+
+
+def scaling_table(doc: dict[str, Any]) -> list[str]:
+    """Per-GPU QPS bounds of both clusters and their efficiency over one node of their own
+    (`hwspec.perf.scaling.against_one_node`), with why a one-node figure is missing."""
+    sa, sb = doc["scaling"]["a"], doc["scaling"]["b"]
+    rows = []
+    for bound in ("overlapped", "serial"):
+        rows.append((f"per-GPU QPS bound, {bound}", _per_gpu(sa["per_gpu_qps"].get(bound)), _per_gpu(sb["per_gpu_qps"].get(bound)),
+                     _ratio(sa["per_gpu_qps"].get(bound), sb["per_gpu_qps"].get(bound))))
+        rows.append(("  on 1 node", _per_gpu(sa["one_node_per_gpu_qps"].get(bound)), _per_gpu(sb["one_node_per_gpu_qps"].get(bound)), ""))
+        rows.append(("  scaling efficiency vs 1 node", _percent(sa["efficiency"].get(bound)), _percent(sb["efficiency"].get(bound)), ""))
+    rows.append(("tables in HBM, all nodes / 1 node", _hbm(sa), _hbm(sb), ""))
+    out = rf.table(("", f"{doc['a']} ({sa['gpus']} GPUs)", f"{doc['b']} ({sb['gpus']} GPUs)", "ratio"), rows)
+    return out + [f"  {name}: {s['note']}" for name, s in ((doc["a"], sa), (doc["b"], sb)) if s["note"]]
+
+
+def _hbm(side: dict[str, Any]) -> str:
+    one = side["one_node_hbm_fraction"]
+    return f"{_percent(side['hbm_fraction'])} / {_percent(one)}"
+
+
+def _per_gpu(value: float | None) -> str:
+    return rf.number(value) if value else "-"
+
+
+def _percent(value: float | None) -> str:
+    return f"{rf.number(100 * value)}%" if value is not None else "-"
