@@ -29,8 +29,10 @@ batch: {per_gpu: 512, global: 4096}
 bottom_mlp: [13, 512, 64]
 top_mlp: [64, 1]
 embeddings:
+  index_dtype: int64
   tables:
     - {name: t, rows: 100, dim: 16, pooling: 2, shardng: row-wise}
+communication: {allreduce: fp32}
 """
 
 
@@ -58,7 +60,7 @@ def test_a_broken_workload_is_reported_at_its_lines(tmp_path, capsys):
     assert main(["estimate", str(ZIONEX), str(bad)]) == 1
     err = capsys.readouterr().err
     assert f"{bad}:4:8: error[E110]: batch: give either 'global' or 'per_gpu', not both or neither" in err
-    assert f"{bad}:9:49: error[E112]: embeddings.tables[0]: unknown key 'shardng'" in err
+    assert f"{bad}:10:49: error[E112]: embeddings.tables[0]: unknown key 'shardng'" in err
     assert "did you mean 'sharding'?" in err
 
 
@@ -74,7 +76,7 @@ def test_duplicate_table_names_are_refused(tmp_path, capsys):
     bad.write_text(BROKEN_BATCH_AND_KEY.replace("{per_gpu: 512, global: 4096}", "{per_gpu: 512}")
                    .replace(", shardng: row-wise}", "}\n    - {name: t, rows: 5, dim: 4, pooling: 1}"))
     assert main(["validate", str(bad)]) == 1
-    assert (f"{bad}:10:14: error[E202]: embeddings.tables[1]: duplicate table name 't' (also used by embeddings.tables[0])"
+    assert (f"{bad}:11:14: error[E202]: embeddings.tables[1]: duplicate table name 't' (also used by embeddings.tables[0])"
             in capsys.readouterr().out)
 
 

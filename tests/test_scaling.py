@@ -34,8 +34,10 @@ bottom_mlp: [1024, 1024, 16]
 top_mlp: [32, 1]
 interaction: cat
 embeddings:
+  index_dtype: int64
   tables:
     - {name: small, rows: 1000, dim: 16, pooling: 1, sharding: data-parallel}
+communication: {allreduce: fp32}
 """
 """One sample per GPU, data-parallel tables only: no AlltoAll, and the 4.3 MB dense AllReduce
 (25 us at 171 GB/s) dwarfs every other term (under 1 us), so the overlapped time is the AllReduce's."""
@@ -204,7 +206,7 @@ def test_compare_of_two_clusters_gives_each_ones_efficiency_over_its_own_one_nod
 def test_the_readme_scaling_example_is_what_hwspec_prints(capsys, monkeypatch):
     readme = (ROOT / "README.md").read_text()
     section = readme.split("\n## Estimating a workload\n", 1)[1].split("\n## ", 1)[0]
-    (example,) = re.findall(r"```text\n\$ hwspec (estimate .*?--nodes .*?)\n(.*?)```", section, re.DOTALL)
+    (example,) = re.findall(r"```console\n\$ hwspec (estimate .*?--nodes .*?)\n(.*?)```", section, re.DOTALL)
     command, shown = example
     monkeypatch.chdir(ROOT)
     assert main(command.split()) == 0

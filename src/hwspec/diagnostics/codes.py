@@ -81,8 +81,8 @@ class Code(enum.StrEnum):
     UNKNOWN_FIGURES = ("E403", "unknown figures", "`hwspec estimate`/`compare`: the platform says a figure the estimate needs is "
         "unknown (`part: unknown`, a NIC without a speed): name the part or give the figure (rule HW603 says where).")
     TOP_MLP_INPUT_MISMATCH = ("E404", "top MLP input is not the interaction's output", "a workload's `top_mlp` starts "
-        "with a width other than the interaction's output width (`cat`: the bottom MLP's output plus every table's dim; "
-        "`dot`: the bottom MLP's output plus F(F-1)/2 pairwise dots of F = tables + 1 features): the MLP FLOPs and the "
+        "with a width other than the interaction's output width (`cat` and `dcnv2`: the bottom MLP's output plus every "
+        "table's dim; `dot`: the bottom MLP's output plus F(F-1)/2 pairwise dots of F = tables + 1 features): the MLP FLOPs and the "
         "dense AllReduce would be those of another model.")
     CANNOT_SCALE = ("E405", "cannot scale", "`hwspec estimate --nodes`/`compare`: a cluster cannot be re-sized to the node "
         "count asked (more nodes than its backend's switches have ports for; several node groups, where 'N nodes' does not "

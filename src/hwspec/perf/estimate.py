@@ -341,6 +341,15 @@ def ingestion_term(figures: Figures, inputs: float) -> Term:
                  else "no ingestion bandwidth stated: not bounded")
 
 
+def time_to_train_seconds(samples_to_converge: float | None, qps: float | None) -> float | None:
+    """Seconds to train on `samples_to_converge` samples at `qps` samples/s, any of the
+    estimate's QPS figures (from a QPS bound, a lower bound on the time); None when either is
+    unknown. Whole iterations are not rounded up: one iteration is far below the error."""
+    if not samples_to_converge or not qps:
+        return None
+    return samples_to_converge / qps
+
+
 def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     """The estimate document: terms, resources, serial and overlapped times and QPS bounds, and
     the bottleneck. Raises HwspecError for a workload the platform cannot run (E401 tables do
@@ -406,8 +415,8 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
                           a2a_name if not rw_bytes else f"{a2a_name}; {rw_collective} algbw {rf.gbps(rw_rate)}",
                           "; ".join(parts)))
 
-    # Dense gradients: MLP weights and biases, and every data-parallel table.
-    dense = workload.mlp_parameters * s_ar + sum(t.count * t.rows * t.dim * s_ar for t in workload.sharded("data-parallel"))
+    # Dense gradients: MLP and interaction (DCNv2 cross layers) weights and biases, and every data-parallel table.
+    dense = workload.dense_parameters * s_ar + sum(t.count * t.rows * t.dim * s_ar for t in workload.sharded("data-parallel"))
     ar = _collective(figures, "all_reduce")
     terms.append(_term("dense_allreduce", dense, "bytes", ar, f"all_reduce algbw {rf.gbps(ar)} ({figures.collectives_scope})"))
 
@@ -434,6 +443,8 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     overlapped = max(resources.values())
     busiest = max(RESOURCES, key=lambda r: resources[r])
     worst = max((t for t in terms if t.resource == busiest), key=lambda t: t.seconds)
+    qps_serial = big_b / serial if serial else None
+    qps_overlapped = big_b / overlapped if overlapped else None
     return {
         "platform": {"name": figures.name, "title": figures.title, "file": figures.file, "kind": figures.kind,
                      "gpus": n, "gpus_per_node": figures.gpus_per_node, "nodes": figures.nodes},
@@ -448,8 +459,11 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
         "resources_seconds": resources,
         "serial_seconds": serial,
         "overlapped_seconds": overlapped,
-        "qps_serial": big_b / serial if serial else None,
-        "qps_overlapped": big_b / overlapped if overlapped else None,
+        "qps_serial": qps_serial,
+        "qps_overlapped": qps_overlapped,
+        "samples_to_converge": workload.samples_to_converge,
+        "time_to_train_seconds": {"overlapped": time_to_train_seconds(workload.samples_to_converge, qps_overlapped),
+                                  "serial": time_to_train_seconds(workload.samples_to_converge, qps_serial)},
         "bottleneck": {"resource": busiest, "resource_name": RESOURCES[busiest], "term": worst.id, "label": worst.label,
                        "bound_by": worst.bound_by},
         "method": ("per-GPU, per-iteration time bounds from datasheet peaks and link bandwidths (no latency, no "
@@ -474,6 +488,19 @@ def amount(term: dict[str, Any]) -> str:
     if "amount_flop" in term:
         return f"{rf.number(term['amount_flop'] / 1e9)} GFLOP"
     return rf.gib(int(term["amount_bytes"])) if term["amount_bytes"] >= 1 else "0"
+
+
+def minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{rf.number(seconds / 60)} min"
+
+
+def _time_to_train_lines(doc: dict[str, Any]) -> list[str]:
+    """The time-to-train line, when the workload states its samples to converge."""
+    samples, times = doc.get("samples_to_converge"), doc.get("time_to_train_seconds") or {}
+    if not samples:
+        return []
+    return [f"Time to train ({rf.number(samples / 1e9)} G samples): {minutes(times.get('overlapped'))} at the QPS bound "
+            f"with overlap, {minutes(times.get('serial'))} without"]
 
 
 def text_report(doc: dict[str, Any]) -> str:
@@ -501,5 +528,6 @@ def text_report(doc: dict[str, Any]) -> str:
     out += ["",
             f"Iteration: {ms(doc['overlapped_seconds'])} ms overlapped (busiest resource), {ms(doc['serial_seconds'])} ms serial (sum of terms)",
             f"QPS bound: {qps(doc['qps_overlapped'])} samples/s with overlap, {qps(doc['qps_serial'])} without",
+            *_time_to_train_lines(doc),
             f"Bottleneck: {bottleneck['resource_name']}, mostly {bottleneck['label']} ({bottleneck['bound_by']})"]
     return "\n".join(out) + "\n"

@@ -8,7 +8,13 @@ bytes are bytes, FLOPs are floating-point operations, counts are counts. Sizes o
 
 Conventions (DLRM's own): `bottom_mlp` and `top_mlp` list layer widths *including the input*
 (DLRM's `--arch-mlp-bot 13-512-256-64`); one layer is a matrix multiply of `in x out` weights
-plus `out` biases, 2 x in x out FLOPs per sample forward.
+plus `out` biases, 2 x in x out FLOPs per sample forward. A `dcnv2` interaction is TorchRec's
+`LowRankCrossNet` (MLPerf DLRM-DCNv2's): N = the concatenated width, per layer
+x_{l+1} = x_0 * (W_l (V_l x_l) + b_l) + x_l with V_l r x N, W_l N x r, b_l N.
+
+Two choices move results by up to 2x and have no default: the id width
+(`embeddings.index_dtype`) and the dense-gradient dtype (`communication.allreduce`); a file that
+omits one is told where.
 """
 
 from __future__ import annotations
@@ -84,7 +90,8 @@ class EmbeddingsSpec(Spec):
     precision: StorageDtype = Field("fp32", description="Storage dtype of every table (a table may say its own).")
     sharding: Sharding = Field("table-wise", description="Sharding of every table (a table may say its own: a mix).")
     optimizer: Optimizer = Field("rowwise-adagrad", description="Sparse optimizer: its state per row is stored and updated.")
-    index_dtype: IndexDtype = Field("int64", description="Dtype of the sparse feature ids in the input.")
+    index_dtype: IndexDtype = Field(description="Dtype of the sparse feature ids in the input (int32 or int64: required, "
+                                                "it sizes the input AlltoAll, the host copy and ingestion).")
     hbm_share: RealNumber = Field(0.8, gt=0, le=1, description="Fraction of each GPU's HBM the tables may use.")
     tables: list[TableSpec] = Field(min_length=1, description="Table groups: count identical tables each.")
 
@@ -95,7 +102,35 @@ class CommunicationSpec(Spec):
 
     forward: CommDtype = Field("fp32", description="Dtype of the pooled embeddings sent forward.")
     backward: CommDtype = Field("fp32", description="Dtype of their gradients sent backward.")
-    allreduce: CommDtype = Field("fp32", description="Dtype of the dense gradients in the AllReduce.")
+    allreduce: CommDtype = Field(description="Dtype of the dense gradients in the AllReduce (required: it sizes the "
+                                             "dense-gradient AllReduce).")
+
+
+class CrossNetSpec(Spec):
+    """DCNv2's cross network: `layers` cross layers over the concatenated features, each low rank
+    (`low_rank` r: TorchRec's LowRankCrossNet, MLPerf's `--dcn_low_rank_dim`) or full rank when
+    `low_rank` is omitted (TorchRec's CrossNet, an N x N matrix per layer)."""
+
+    layers: WholeNumber = Field(ge=1, le=1000, description="Cross layers (MLPerf's --dcn_num_layers).")
+    low_rank: OptionalWholeNumber = Field(None, ge=1, le=1_000_000,
+                                          description="Rank r of each layer's W V factorization; omitted: full rank.")
+
+
+class ConvergenceSpec(Spec):
+    """Samples the model trains on to reach its quality target: `samples`, or `epochs` x
+    `dataset_samples` (MLPerf's reference convergence points are given in epochs)."""
+
+    samples: OptionalWholeNumber = Field(None, ge=1, le=10**18, description="Samples to converge.")
+    epochs: RealNumber | None = Field(None, gt=0, le=1_000_000, description="Epochs to converge (with dataset_samples).")
+    dataset_samples: OptionalWholeNumber = Field(None, ge=1, le=10**18, description="Samples in one epoch.")
+
+    @model_validator(mode="after")
+    def _one(self) -> ConvergenceSpec:
+        by_epochs = self.epochs is not None or self.dataset_samples is not None
+        if (self.samples is None) == (not by_epochs) or (by_epochs and (self.epochs is None or self.dataset_samples is None)):
+            raise PydanticCustomError("hwspec_convergence",
+                                      "give either 'samples', or 'epochs' and 'dataset_samples'")
+        return self
 
 
 class WorkloadSpec(Spec):
@@ -112,10 +147,12 @@ class WorkloadSpec(Spec):
         "fp32", description="Dtype of the MLP math; must have a peak on the platform's GPUs.")
     bottom_mlp: list[MlpWidth] = Field(min_length=2, description="Layer widths including the input (dense features first).")
     top_mlp: list[MlpWidth] = Field(min_length=2, description="Layer widths including the input (the interaction output).")
-    interaction: Literal["dot", "cat"] = Field("dot", description="Feature interaction: pairwise dot products or concatenation.")
+    interaction: Literal["dot", "cat", "dcnv2"] = Field(
+        "dot", description="Feature interaction: pairwise dot products, concatenation, or DCNv2 cross layers over the concatenation.")
+    cross: CrossNetSpec | None = Field(None, description="The cross network of a dcnv2 interaction (required with it, only with it).")
     embeddings: EmbeddingsSpec = Field(description="The embedding tables and how they are stored, sharded and trained.")
-    communication: CommunicationSpec = Field(default_factory=CommunicationSpec,
-                                             description="Dtypes on the wire (quantized communication).")
+    communication: CommunicationSpec = Field(description="Dtypes on the wire (quantized communication); allreduce is required.")
+    convergence: ConvergenceSpec | None = Field(None, description="Samples to converge: turns each QPS into a time to train.")
 
 
 # ---------------------------------------------------------------- resolved
@@ -178,6 +215,9 @@ class Workload:
     assumptions: tuple[tuple[str, str], ...]
     locate: Callable[..., Location]
     kind: str = "workload"
+    cross_layers: int = 0
+    cross_low_rank: int | None = None
+    samples_to_converge: float | None = None
 
     def local_batch(self, world_size: int) -> float:
         """Samples per GPU per iteration on `world_size` GPUs (may be fractional for a global
@@ -213,24 +253,48 @@ class Workload:
         return float(sum(2 * i * o for i, o in (*mlp_layers(self.bottom_mlp), *mlp_layers(self.top_mlp))))
 
     @property
+    def concatenated_width(self) -> int:
+        """The bottom MLP's output d followed by every table's pooled embedding: d + sum(count x dim)."""
+        return self.bottom_mlp[-1] + sum(t.count * t.dim for t in self.tables)
+
+    @property
     def interaction_output_width(self) -> int:
-        """Width of what the interaction hands the top MLP (DLRM's): the bottom MLP's output d
-        followed by, for `cat`, every table's pooled embedding (sum of count x dim), for `dot`,
-        the F(F-1)/2 pairwise dot products of the F features (no self-products)."""
-        d = self.bottom_mlp[-1]
-        if self.interaction == "cat":
-            return d + sum(t.count * t.dim for t in self.tables)
+        """Width of what the interaction hands the top MLP (DLRM's): for `cat` the concatenation,
+        for `dcnv2` the same width (a cross layer maps N to N), for `dot` the bottom MLP's output d
+        followed by the F(F-1)/2 pairwise dot products of the F features (no self-products)."""
+        if self.interaction in ("cat", "dcnv2"):
+            return self.concatenated_width
         f = self.features
-        return d + f * (f - 1) // 2
+        return self.bottom_mlp[-1] + f * (f - 1) // 2
 
     @property
     def interaction_flops_per_sample(self) -> float:
         """Forward FLOPs per sample of the interaction. `dot`: pairwise dot products of the F
-        features, each of the bottom MLP's output width d: F(F-1)/2 x 2d. `cat`: none."""
+        features, each of the bottom MLP's output width d: F(F-1)/2 x 2d. `cat`: none. `dcnv2`,
+        per cross layer over the concatenated width N: rank r, V x then W (V x), 2Nr + 2rN, then
+        bias, product with x_0 and residual, 3N; full rank 2N^2 + 3N."""
         if self.interaction == "cat":
             return 0.0
+        if self.interaction == "dcnv2":
+            n, r = self.concatenated_width, self.cross_low_rank
+            per_layer = 4 * n * r + 3 * n if r is not None else 2 * n * n + 3 * n
+            return float(self.cross_layers * per_layer)
         f, d = self.features, self.bottom_mlp[-1]
         return f * (f - 1) / 2 * 2 * d
+
+    @property
+    def interaction_parameters(self) -> int:
+        """Trained dense parameters of the interaction: `dcnv2` per layer V (r x N), W (N x r)
+        and bias N, 2Nr + N (full rank N^2 + N); `dot` and `cat` none."""
+        if self.interaction != "dcnv2":
+            return 0
+        n, r = self.concatenated_width, self.cross_low_rank
+        return self.cross_layers * (2 * n * r + n if r is not None else n * n + n)
+
+    @property
+    def dense_parameters(self) -> int:
+        """The data-parallel model's parameters (MLPs and interaction): what the AllReduce sums."""
+        return self.mlp_parameters + self.interaction_parameters
 
     def sharded(self, *kinds: str) -> tuple[Table, ...]:
         return tuple(t for t in self.tables if t.sharding in kinds)
@@ -252,6 +316,7 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
                                      f"embeddings.tables[{index}]: duplicate table name '{table.name}' "
                                      f"(also used by embeddings.tables[{seen[table.name]}])"))
         seen.setdefault(table.name, index)
+    errors += _cross_diagnostics(spec, doc.file, locate)
     if errors:
         raise HwspecError(errors)
     emb = spec.embeddings
@@ -268,9 +333,37 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
         tables=tables, index_dtype=emb.index_dtype, optimizer=emb.optimizer, hbm_share=emb.hbm_share,
         comm_forward=spec.communication.forward, comm_backward=spec.communication.backward,
         comm_allreduce=spec.communication.allreduce, assumptions=assumptions,
-        locate=lambda *path: locate(tuple(path)))
+        locate=lambda *path: locate(tuple(path)),
+        cross_layers=spec.cross.layers if spec.cross else 0, cross_low_rank=spec.cross.low_rank if spec.cross else None,
+        samples_to_converge=_samples_to_converge(spec.convergence))
     _check_top_mlp_input(workload)
     return workload
+
+
+def _cross_diagnostics(spec: WorkloadSpec, file: str, locate: Callable[[DataPath], Location]) -> list[Diagnostic]:
+    """E110 where `cross` and `interaction: dcnv2` do not come together: at `interaction` when
+    dcnv2 has no cross network, at `cross` when another interaction has one."""
+    if (spec.interaction == "dcnv2") == (spec.cross is not None):
+        return []
+    if spec.cross is None:
+        pos = locate(("interaction",))
+        return [Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+                           "interaction: dcnv2 needs its cross network, 'cross: {layers: L, low_rank: r}'",
+                           "MLPerf DLRM-DCNv2: cross: {layers: 3, low_rank: 512}")]
+    pos = locate(("cross",))
+    return [Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+                       f"cross: a cross network belongs to interaction: dcnv2, not {spec.interaction}",
+                       "say 'interaction: dcnv2', or remove 'cross'")]
+
+
+def _samples_to_converge(convergence: ConvergenceSpec | None) -> float | None:
+    """Samples to converge: `samples`, or `epochs` x `dataset_samples`; None when not given."""
+    if convergence is None:
+        return None
+    if convergence.samples is not None:
+        return float(convergence.samples)
+    assert convergence.epochs is not None and convergence.dataset_samples is not None, "ConvergenceSpec checks it"
+    return convergence.epochs * convergence.dataset_samples
 
 
 def _check_top_mlp_input(workload: Workload) -> None:
@@ -279,8 +372,8 @@ def _check_top_mlp_input(workload: Workload) -> None:
     if width == wanted:
         return
     pos = workload.locate("top_mlp", 0)
-    how = ("the bottom MLP's output plus every table's dim" if workload.interaction == "cat"
-           else f"the bottom MLP's output plus {workload.features} features' pairwise dots")
+    how = (f"the bottom MLP's output plus {workload.features} features' pairwise dots" if workload.interaction == "dot"
+           else "the bottom MLP's output plus every table's dim")
     raise HwspecError([Diagnostic(workload.file, pos.line, pos.col, Severity.ERROR, Code.TOP_MLP_INPUT_MISMATCH,
                                   f"top_mlp[0]: the top MLP's input width is {width}, but the {workload.interaction} "
                                   f"interaction outputs {wanted} ({how})",
