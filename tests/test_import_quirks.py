@@ -66,3 +66,28 @@ def test_nvswitch_pci_functions_are_drafted_as_the_baseboards_switches_not_nics(
     assert ("  nvswitches:\n  - {id: nvs0, bus: '0000:c0:00.0', links_per_gpu: 6}\n"
             "  - {id: nvs1, bus: '0000:c1:00.0', links_per_gpu: 6}\n") in text
     assert "nics:" not in text
+
+
+def test_an_unknown_amd_gpu_keeps_rccls_gcn_arch_and_cu_count_and_rccl_topo_xml_writes_them(tmp_path, capsys):
+    text, _ = _import(tmp_path, "unknown-amd.rccl.xml", capsys)
+    assert ("  part: unknown\n  slot: 0\n  override:\n    vendor: amd\n    pci_vendor: \"0x1002\"\n    pci_device: \"0x00ff\"\n"
+            "    gcn: gfx999\n    hip_arch: 12345\n    compute_units: 64\n    fabric: {kind: xgmi, links: 2}\n") in text
+    assert main(["generate", str(tmp_path / "draft.yaml"), "-o", str(tmp_path / "out"), "--no-svg"]) == 0
+    xml = (tmp_path / "out" / "draft" / "rccl-topo.xml").read_text()
+    assert xml.count('sm="64" gcn="gfx999" arch="12345"') == 2
+
+
+def test_an_unknown_amd_gpu_without_arch_and_cu_count_is_a_located_hw911_naming_what_to_fill_in(tmp_path, capsys):
+    bare = tmp_path / "bare.rccl.xml"
+    bare.write_text((LIVE / "unknown-amd.rccl.xml").read_text().replace(' sm="64"', "").replace(' arch="12345"', ""))
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(bare), "-o", str(draft)]) == 1
+    capsys.readouterr()
+    assert main(["validate", str(draft)]) == 1
+    out = capsys.readouterr().out
+    assert (f"{draft}:21:9: error[HW911 rccl-topo-writable]: gpu0: part unknown and its override: gives no hip_arch, "
+            "compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count): write them under override: "
+            "(rocminfo's gfx target and compute units, or an RCCL topology dump's gcn, arch and sm)\n") in out
+    assert main(["generate", str(draft), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "error[HW911" in err and "E901" not in err and not (tmp_path / "out").exists()

@@ -428,12 +428,14 @@ class _Writer:
 
     def gpu_identity(self, gpu, links: int) -> dict[str, Any]:
         """The `override` of a GPU whose part is unknown: what the input gives of it. `topo -m`
-        (nvidia-smi) shows NVIDIA GPUs without ids; AMD's dialect is `gcn`, not CUDA's `sm`."""
+        (nvidia-smi) shows NVIDIA GPUs without ids; AMD's dialect (RCCL's) is `gcn`, `arch` and `sm`
+        holding the compute-unit count, not CUDA's compute capability."""
         by_nvidia_smi = any(what.startswith("nvidia-smi") for _, what in self.m.sources)
         vendor = GPU_VENDORS.get(gpu.vendor, "other") if gpu.vendor else "nvidia" if by_nvidia_smi else None
         seen: dict[str, Any] = {"vendor": vendor, "model_name": gpu.model_name, "pci_vendor": gpu.vendor, "pci_device": gpu.device}
         if vendor == "amd":
-            seen["gcn"] = gpu.gcn
+            seen.update(gcn=gpu.gcn, hip_arch=gpu.arch if gpu.arch is not None and gpu.arch >= 0 else None,
+                        compute_units=gpu.sm if gpu.sm is not None and gpu.sm >= 1 else None)
         else:
             seen["sm"] = gpu.sm
         if links:
