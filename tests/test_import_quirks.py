@@ -91,3 +91,21 @@ def test_an_unknown_amd_gpu_without_arch_and_cu_count_is_a_located_hw911_naming_
     assert main(["generate", str(draft), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "error[HW911" in err and "E901" not in err and not (tmp_path / "out").exists()
+
+
+def test_two_xgmi_hives_of_equal_size_validate_as_rccl_reads_them(tmp_path, capsys):
+    text, err = _import(tmp_path, "two-hives.rccl.xml", capsys)
+    assert "  - gpus: [gpu0, gpu1]\n    links: 1\n  - gpus: [gpu2, gpu3]\n    links: 1\n" in text and "HW304" not in err
+
+
+def test_islands_of_unequal_size_are_still_hw304(tmp_path, capsys):
+    uneven = tmp_path / "uneven.rccl.xml"  # the second hive's link left out: a hive of 2 and two lone GPUs
+    uneven.write_text((LIVE / "two-hives.rccl.xml").read_text().replace(
+        '        <xgmi target="0000:31:00.0" count="1" tclass="0x038000"/>\n', "").replace(
+        '        <xgmi target="0000:41:00.0" count="1" tclass="0x038000"/>\n', ""))
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(uneven), "-o", str(draft)]) == 1
+    capsys.readouterr()
+    assert main(["validate", str(draft)]) == 1
+    assert ("error[HW304 nvlink-connected]: the NVLink fabric splits the 4 GPUs into 3 islands: {gpu0, gpu1} "
+            "and {gpu2} and {gpu3}") in capsys.readouterr().out
