@@ -109,3 +109,19 @@ def test_islands_of_unequal_size_are_still_hw304(tmp_path, capsys):
     assert main(["validate", str(draft)]) == 1
     assert ("error[HW304 nvlink-connected]: the NVLink fabric splits the 4 GPUs into 3 islands: {gpu0, gpu1} "
             "and {gpu2} and {gpu3}") in capsys.readouterr().out
+
+
+def test_nvswitches_without_nvlinks_are_named_in_a_note_and_no_fabric_is_drafted(tmp_path, capsys):
+    text, err = _import(tmp_path, "dgx2-nvswitches.lstopo.xml", capsys)
+    note = ("2 NVSwitch chip(s) in the input (0000:61:00.0, 0000:66:00.0) but no NVLink of any GPU to them: the "
+            "NVLink fabric is left out of the draft (describe 'baseboard:' and 'nvlink:' from the board's "
+            "documentation, or import an NCCL topology dump, which gives each GPU's links)")
+    assert f"hwspec: note: {note}\n" in err and f"# note: {note}\n" in text
+    assert "\nnvlink:" not in text and "\nbaseboard:" not in text
+
+
+def test_a_cpu_whose_model_name_differs_from_the_catalogue_part_of_its_family_and_model_is_unknown(tmp_path, capsys):
+    text, _ = _import(tmp_path, "dgx2-nvswitches.lstopo.xml", capsys)  # a Xeon 8174: family 6 model 85, as the 8280
+    assert ("  part: unknown\n  override: {vendor: intel, model_name: Intel(R) Xeon(R) Platinum 8174 CPU @ "
+            "3.10GHz, family: 6, model: 85}\n") in text
+    assert "xeon-platinum-8280" not in text
