@@ -320,3 +320,17 @@ def test_dot_renders_a_vm_without_complaint(machine_rendered):
     assert result.returncode == 0 and result.stderr == "", result.stderr
     drawn = {o["name"] for o in json.loads(result.stdout)["objects"] if "nodes" not in o and not o["name"].startswith("cluster")}
     assert drawn == set(parse(text)[0])
+
+
+def test_an_unknown_pcie_link_is_a_quoted_label_dot_reads(tmp_path):
+    from hwspec.cli.commands import main
+
+    draft = tmp_path / "draft.yaml"  # nvidia-smi topo -m gives no link: the GPUs' links are unknown
+    assert main(["import", str(ROOT / "tests/data/live/minimal-node.topo-m.txt"), "-o", str(draft)]) == 0
+    checked = pipeline.check(draft)
+    text = generate.plan_for(checked.topology, only=["diagram"])["draft/topology.dot"]
+    _, edges, _ = parse(text)
+    assert [(a, b, attrs["xlabel"]) for a, b, attrs in edges if b == "gpu0"] == [("rp0", "gpu0", "link unknown")]
+    if shutil.which("dot"):
+        result = subprocess.run(["dot", "-Tjson"], input=text, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr

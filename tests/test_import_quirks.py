@@ -66,3 +66,62 @@ def test_nvswitch_pci_functions_are_drafted_as_the_baseboards_switches_not_nics(
     assert ("  nvswitches:\n  - {id: nvs0, bus: '0000:c0:00.0', links_per_gpu: 6}\n"
             "  - {id: nvs1, bus: '0000:c1:00.0', links_per_gpu: 6}\n") in text
     assert "nics:" not in text
+
+
+def test_an_unknown_amd_gpu_keeps_rccls_gcn_arch_and_cu_count_and_rccl_topo_xml_writes_them(tmp_path, capsys):
+    text, _ = _import(tmp_path, "unknown-amd.rccl.xml", capsys)
+    assert ("  part: unknown\n  slot: 0\n  override:\n    vendor: amd\n    pci_vendor: \"0x1002\"\n    pci_device: \"0x00ff\"\n"
+            "    gcn: gfx999\n    hip_arch: 12345\n    compute_units: 64\n    fabric: {kind: xgmi, links: 2}\n") in text
+    assert main(["generate", str(tmp_path / "draft.yaml"), "-o", str(tmp_path / "out"), "--no-svg"]) == 0
+    xml = (tmp_path / "out" / "draft" / "rccl-topo.xml").read_text()
+    assert xml.count('sm="64" gcn="gfx999" arch="12345"') == 2
+
+
+def test_an_unknown_amd_gpu_without_arch_and_cu_count_is_a_located_hw911_naming_what_to_fill_in(tmp_path, capsys):
+    bare = tmp_path / "bare.rccl.xml"
+    bare.write_text((LIVE / "unknown-amd.rccl.xml").read_text().replace(' sm="64"', "").replace(' arch="12345"', ""))
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(bare), "-o", str(draft)]) == 1
+    capsys.readouterr()
+    assert main(["validate", str(draft)]) == 1
+    out = capsys.readouterr().out
+    assert (f"{draft}:21:9: error[HW911 rccl-topo-writable]: gpu0: part unknown and its override: gives no hip_arch, "
+            "compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count): write them under override: "
+            "(rocminfo's gfx target and compute units, or an RCCL topology dump's gcn, arch and sm)\n") in out
+    assert main(["generate", str(draft), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "error[HW911" in err and "E901" not in err and not (tmp_path / "out").exists()
+
+
+def test_two_xgmi_hives_of_equal_size_validate_as_rccl_reads_them(tmp_path, capsys):
+    text, err = _import(tmp_path, "two-hives.rccl.xml", capsys)
+    assert "  - gpus: [gpu0, gpu1]\n    links: 1\n  - gpus: [gpu2, gpu3]\n    links: 1\n" in text and "HW304" not in err
+
+
+def test_islands_of_unequal_size_are_still_hw304(tmp_path, capsys):
+    uneven = tmp_path / "uneven.rccl.xml"  # the second hive's link left out: a hive of 2 and two lone GPUs
+    uneven.write_text((LIVE / "two-hives.rccl.xml").read_text().replace(
+        '        <xgmi target="0000:31:00.0" count="1" tclass="0x038000"/>\n', "").replace(
+        '        <xgmi target="0000:41:00.0" count="1" tclass="0x038000"/>\n', ""))
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(uneven), "-o", str(draft)]) == 1
+    capsys.readouterr()
+    assert main(["validate", str(draft)]) == 1
+    assert ("error[HW304 nvlink-connected]: the NVLink fabric splits the 4 GPUs into 3 islands: {gpu0, gpu1} "
+            "and {gpu2} and {gpu3}") in capsys.readouterr().out
+
+
+def test_nvswitches_without_nvlinks_are_named_in_a_note_and_no_fabric_is_drafted(tmp_path, capsys):
+    text, err = _import(tmp_path, "dgx2-nvswitches.lstopo.xml", capsys)
+    note = ("2 NVSwitch chip(s) in the input (0000:61:00.0, 0000:66:00.0) but no NVLink of any GPU to them: the "
+            "NVLink fabric is left out of the draft (describe 'baseboard:' and 'nvlink:' from the board's "
+            "documentation, or import an NCCL topology dump, which gives each GPU's links)")
+    assert f"hwspec: note: {note}\n" in err and f"# note: {note}\n" in text
+    assert "\nnvlink:" not in text and "\nbaseboard:" not in text
+
+
+def test_a_cpu_whose_model_name_differs_from_the_catalogue_part_of_its_family_and_model_is_unknown(tmp_path, capsys):
+    text, _ = _import(tmp_path, "dgx2-nvswitches.lstopo.xml", capsys)  # a Xeon 8174: family 6 model 85, as the 8280
+    assert ("  part: unknown\n  override: {vendor: intel, model_name: Intel(R) Xeon(R) Platinum 8174 CPU @ "
+            "3.10GHz, family: 6, model: 85}\n") in text
+    assert "xeon-platinum-8280" not in text

@@ -98,6 +98,57 @@ def _import(tmp_path: Path, source: Path, capsys) -> tuple[Path, str]:
     return draft, capsys.readouterr().err
 
 
+def trusted_attributes(text: str) -> dict[str, str]:
+    """The attributes NCCL/RCCL take from a topology file over their own detection, by element:
+    a GPU's sm/gcn/arch/gdr and a PCI device's link (by bus id), a net's speed/gdr (by name), and
+    NVLink/xGMI counts per GPU pair (links to NVSwitches summed per GPU). `gcn` as its gfx target,
+    link speeds as their PCIe generation, so equal facts written two ways compare equal."""
+    from xml.etree import ElementTree
+
+    from hwspec.live.observed import PCIE_SPEED_STRINGS
+
+    facts: dict[str, str] = {}
+    parents = {child: parent for parent in ElementTree.fromstring(text).iter() for child in parent}
+    for element in parents:
+        bus = parents[element].get("busid") if element.tag in ("gpu", "nic") else element.get("busid")
+        if element.tag == "gpu":
+            for key in ("sm", "gcn", "arch", "gdr"):
+                if element.get(key) is not None:
+                    value = element.get(key, "")
+                    facts[f"gpu {bus} {key}"] = f"gfx{value}" if key == "gcn" and value.isdigit() else value
+        elif element.tag == "pci" and element.get("link_width") not in (None, "0"):
+            facts[f"pci {bus} gen"] = str(PCIE_SPEED_STRINGS.get(element.get("link_speed", ""), element.get("link_speed")))
+            facts[f"pci {bus} width"] = element.get("link_width", "")
+        elif element.tag == "net":
+            for key in ("speed", "gdr"):
+                if element.get(key) is not None:
+                    facts[f"net {element.get('name')} {key}"] = element.get(key, "")
+        elif element.tag in ("nvlink", "xgmi"):
+            gpu_bus = parents[parents[element]].get("busid")
+            to_switch = element.get("tclass", "").startswith("0x0680")
+            key = f"link {gpu_bus} {'nvswitch' if to_switch else element.get('target')}"
+            facts[key] = str(int(facts.get(key, "0")) + int(element.get("count", "0")))
+    return facts
+
+
+def generated_topology(out: Path) -> str | None:
+    """The NCCL or RCCL topology file `generate` wrote under `out` (None when it wrote none)."""
+    files = [*out.glob("*/nccl-topo.xml"), *out.glob("*/rccl-topo.xml")]
+    return files[0].read_text() if files else None
+
+
+def differing_trusted_attributes(source: str, generated: str) -> list[str]:
+    """Trusted attributes the generated file states differently from the dump, or states where
+    the dump does not (links); attributes of devices the draft leaves out are not compared."""
+    seen, written = trusted_attributes(source), trusted_attributes(generated)
+    differing = [f"{key}: {seen[key]} in the input, {written[key]} written" for key in sorted(seen.keys() & written.keys())
+                 if seen[key] != written[key]]
+    links = {key for key in seen.keys() | written.keys() if key.startswith("link ")}
+    differing += [f"{key}: {seen.get(key)} in the input, {written.get(key)} written" for key in sorted(links)
+                  if seen.get(key) != written.get(key)]
+    return differing
+
+
 @pytest.mark.skipif(not REAL_FILES, reason="../shared/data/real-machines is absent")
 @pytest.mark.parametrize("source", REAL_FILES, ids=lambda p: p.name)
 def test_a_real_dump_drafts_only_parts_its_ids_name_and_validates_and_diffs_clean(tmp_path, capsys, source):
@@ -118,6 +169,10 @@ def test_a_real_dump_drafts_only_parts_its_ids_name_and_validates_and_diffs_clea
     assert main(["validate", str(draft)]) in (0, 1)
     assert "error[" not in capsys.readouterr().out
     assert main(["diff", str(draft), str(source)]) == 0
+    assert main(["generate", str(draft), "-o", str(tmp_path / "out"), "--no-svg"]) == 0
+    generated = generated_topology(tmp_path / "out")
+    if source.name.endswith((".nccl.xml", ".rccl.xml")) and generated is not None:
+        assert differing_trusted_attributes(source.read_text(), generated) == []
 
 
 def test_a_roce_nic_without_gpudirect_is_drafted_backend_and_nccl_conf_keeps_ib_on(tmp_path, capsys):

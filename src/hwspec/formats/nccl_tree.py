@@ -66,8 +66,8 @@ class XmlForm:
         """`<gpu>` attributes in the order the library's own dump writes them; `gdr` is the
         `gdr` attribute, or nothing when the library is to detect it."""
         if self.library == "rccl":
-            # RCCL's sm is the compute-unit count (topo.cc ncclTopoAddGpu); rccl_limits refuses a part without it
-            # a value the platform does not know is left out: RCCL's detection fills it (as NCCL's does)
+            # RCCL's sm is the compute-unit count (topo.cc ncclTopoAddGpu); rccl_limits refuses a GPU without
+            # gcn, arch or sm (a known part's or an unknown part's override:), so all three are known here
             known = [(key, str(value)) for key, value in (("sm", gpu.compute_units), ("gcn", gpu.gcn), ("arch", gpu.hip_arch))
                      if value is not None]
             return [("dev", str(gpu.index)), *known, ("rank", str(gpu.index)), *gdr]
@@ -396,9 +396,8 @@ def rccl_limits(topology: Topology) -> list[RcclLimit]:
             continue
         missing = [key for key, value in (("gcn", gpu.gcn), ("hip_arch", gpu.hip_arch),
                                           ("compute_units", gpu.compute_units)) if value is None]
-        if missing and gpu.part != UNKNOWN_PART:  # an unknown part's are left to RCCL's detection
-            limits.append(RcclLimit(f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; RCCL's <gpu> needs "
-                                    "gcn, arch and sm (the compute-unit count)", (gpu.id, "part")))
+        if missing:
+            limits.append(RcclLimit(_missing_rccl_identity(gpu, missing), (gpu.id, "part")))
         if gpu.socket is None:
             limits.append(RcclLimit(f"{gpu.id} reaches no CPU socket through the PCIe tree, so it has no place in "
                                     "rccl-topo.xml", (gpu.id, "pcie", "upstream")))
@@ -424,6 +423,16 @@ def rccl_limits(topology: Topology) -> list[RcclLimit]:
             limits.append(RcclLimit(f"a CPU or PCIe switch has {crowded} devices below it; RCCL reads at most "
                                     f"{RCCL_MAX_CHILDREN} children of one element", (None, "pcie")))
     return limits
+
+
+def _missing_rccl_identity(gpu, missing: list[str]) -> str:
+    """What to fill in for an AMD GPU that RCCL's <gpu> cannot be written for: RCCL requires
+    gcn, arch and sm (the compute-unit count) and does not detect them when the file omits them."""
+    needs = "RCCL's <gpu> needs gcn, arch and sm (the compute-unit count)"
+    if gpu.part == UNKNOWN_PART:
+        return (f"{gpu.id}: part unknown and its override: gives no {', '.join(missing)}; {needs}: write them under "
+                "override: (rocminfo's gfx target and compute units, or an RCCL topology dump's gcn, arch and sm)")
+    return f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; {needs}"
 
 
 def most_children(node: XmlNode) -> int:

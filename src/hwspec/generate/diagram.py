@@ -158,7 +158,7 @@ def _device_line(platform: Platform, item_id: str) -> str:
 def _link_label(item: Any) -> str:
     """'Gen4 x16\n31.51 GB/s'; a presented link that differs from the trained one shows both."""
     if item.link is None or item.physical is None:
-        return "link unknown"
+        return label("link unknown")
     if item.physical == item.link:
         return label(str(item.link), gbps(item.link.bandwidth))
     return label(f"{item.physical} (shown as {item.link})", gbps(item.physical.bandwidth))

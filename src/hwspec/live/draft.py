@@ -64,6 +64,13 @@ class Draft:
                 f"{len(self.flat.get('nics', []))} NIC(s)")
 
 
+def _cpu_name(name: str) -> str:
+    """A CPU model name as comparable text: "Intel(R) Xeon(R) Platinum 8174 CPU @ 3.10GHz" and
+    "Intel Xeon Platinum 8174" give the same, "AMD EPYC 7V12 48-Core Processor" is "amd epyc 7v12"."""
+    name = re.sub(r"\((R|TM)\)|\bCPU @.*$|\b\d+-Core\b|\bProcessor\b", " ", name, flags=re.IGNORECASE)
+    return " ".join(name.lower().split())
+
+
 def _file_text(file: str) -> str:
     """An input's name as the draft's `source:`/`sources:` text: `visible` (one printable line,
     a non-UTF-8 byte as `\\xNN`), and `${` written `$\\x7b`, which the loader would otherwise read
@@ -149,13 +156,16 @@ class _Writer:
         return out
 
     def cpu_part(self, node) -> dict[str, Any]:
-        """`part` for the CPU of NUMA node `node`: the catalogue CPU of its CPUID vendor/family/model,
-        else `unknown` with the identity the input gives as `override`."""
+        """`part` for the CPU of NUMA node `node`: the catalogue CPU of its CPUID vendor/family/model
+        (and of its model name where the input gives one: family/model name a core generation, not
+        a SKU, so a Xeon 8174 is not the catalogue's 8280), else `unknown` with the identity the
+        input gives as `override`."""
         cpus = self.parts("cpus")
         arch = SPEC_ARCH.get(node.arch or "") if node is not None else None
         matches = [n for n, p in cpus.items() if node is not None and node.family is not None and node.model is not None
                    and p.vendor == node.vendor and p.family == node.family and p.model == node.model
-                   and (arch is None or p.arch == arch)]
+                   and (arch is None or p.arch == arch)
+                   and (not node.model_name or _cpu_name(node.model_name) == _cpu_name(p.model_name))]
         if matches:
             return {"part": matches[0]}
         if node is None:
@@ -442,12 +452,14 @@ class _Writer:
 
     def gpu_identity(self, gpu, links: int) -> dict[str, Any]:
         """The `override` of a GPU whose part is unknown: what the input gives of it. `topo -m`
-        (nvidia-smi) shows NVIDIA GPUs without ids; AMD's dialect is `gcn`, not CUDA's `sm`."""
+        (nvidia-smi) shows NVIDIA GPUs without ids; AMD's dialect (RCCL's) is `gcn`, `arch` and `sm`
+        holding the compute-unit count, not CUDA's compute capability."""
         by_nvidia_smi = any(what.startswith("nvidia-smi") for _, what in self.m.sources)
         vendor = GPU_VENDORS.get(gpu.vendor, "other") if gpu.vendor else "nvidia" if by_nvidia_smi else None
         seen: dict[str, Any] = {"vendor": vendor, "model_name": gpu.model_name, "pci_vendor": gpu.vendor, "pci_device": gpu.device}
         if vendor == "amd":
-            seen["gcn"] = gpu.gcn
+            seen.update(gcn=gpu.gcn, hip_arch=gpu.arch if gpu.arch is not None and gpu.arch >= 0 else None,
+                        compute_units=gpu.sm if gpu.sm is not None and gpu.sm >= 1 else None)
         else:
             seen["sm"] = gpu.sm
         if links:
@@ -456,6 +468,7 @@ class _Writer:
 
     def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
         if not counts:
+            self.unlinked_nvswitches()
             return None, None
         source = f"observed: {self.source()}"
         if any(t == NVSWITCH for (_g, t) in counts):
@@ -513,6 +526,18 @@ class _Writer:
         nvlink["source"] = source
         board["assumed"] = "the input shows the NVLinks in use, not the baseboard's wiring: taken to wire exactly these"
         return board, nvlink
+
+    def unlinked_nvswitches(self) -> None:
+        """A note for NVSwitch chips the input names without any GPU's NVLinks to them (lstopo
+        of a DGX-2 lists its 12 switches as PCI functions): how many links each GPU has to which
+        switch is not in the input, so no board or fabric is drafted for them."""
+        if not self.m.nvswitches:
+            return
+        buses = sorted(self.m.nvswitches)
+        shown = ", ".join(buses[:4]) + (f" and {len(buses) - 4} more" if len(buses) > 4 else "")
+        self.notes.append(f"{len(buses)} NVSwitch chip(s) in the input ({shown}) but no NVLink of any GPU to them: "
+                          "the NVLink fabric is left out of the draft (describe 'baseboard:' and 'nvlink:' from the "
+                          "board's documentation, or import an NCCL topology dump, which gives each GPU's links)")
 
     def nvlink_domains(self) -> None:
         """A note naming the multi-node NVLink domain (cluster UUID and clique, as the fabric

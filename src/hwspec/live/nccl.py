@@ -195,6 +195,7 @@ class _Reader(ElementReader):
         gpu.index = self.int_attr(e, "dev", required=True)
         gpu.sm = self.int_attr(e, "sm")
         gpu.gcn = self.gcn(e)
+        gpu.arch = self.int_attr(e, "arch")
         gdr = e.attrs.get("gdr")
         gpu.gdr = None if gdr is None else gdr == "1"
         for child in e.children:

@@ -129,8 +129,11 @@ class Gpu(PciNode):
 
     index: int | None = None
     sm: int | None = None
+    """NVIDIA: the compute capability x10. AMD (RCCL's dump): the compute-unit count."""
     gcn: str | None = None
     """AMD: the gfx target RCCL's dump names (`gcn="gfx942"`)."""
+    arch: int | None = None
+    """AMD: RCCL's `arch`, hipDeviceProp_t.arch packed as an int."""
     gdr: bool | None = None
     numa: int | None = None
     """The NUMA node the input says the GPU is close to (topo -m 'NUMA Affinity')."""

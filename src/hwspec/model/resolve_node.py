@@ -171,7 +171,8 @@ def _gpu(g: GpuSpec, part: GpuPart | GpuIdentity, index: int, socket: str | None
                      hbm_capacity=None, hbm_bandwidth=None, compute=None, sparse=frozenset(),
                      fabric_kind=fabric.kind if fabric else None, fabric_links=(fabric.links or 0) if fabric else 0,
                      fabric_link_bandwidth=None, max_link=None, link=link,
-                     physical=_physical(g.pcie.link) if g.pcie.link else None, gcn=seen.gcn)
+                     physical=_physical(g.pcie.link) if g.pcie.link else None, gcn=seen.gcn, hip_arch=seen.hip_arch,
+                     compute_units=seen.compute_units)
     part = cast("GpuPart", part)
     return m.Gpu(**common, model_name=part.model_name, vendor=part.vendor,  # type: ignore[arg-type]
                  form_factor=part.form_factor, sm=part.sm, pci_vendor=part.pci_vendor,

@@ -254,6 +254,10 @@ class GpuIdentity(Spec):
     pci_device: str | None = Field(None, pattern=r"^0x[0-9a-f]{4}$")
     sm: OptionalWholeNumber = Field(None, ge=0, description="CUDA compute capability x10, when the source gives it.")
     gcn: str | None = Field(None, pattern=r"^gfx[0-9a-f]{3,4}$", description="AMD: the gfx target, when the source gives it.")
+    hip_arch: OptionalWholeNumber = Field(None, ge=0, description="AMD: hipDeviceProp_t.arch packed as an int (RCCL's <gpu arch>), "
+                                                                  "when the source gives it.")
+    compute_units: OptionalWholeNumber = Field(None, ge=1, description="AMD: the compute-unit count (RCCL's <gpu sm>), when the "
+                                                                       "source gives it.")
     fabric: FabricIdentity | None = Field(None, description="The fabric links the source shows, when it shows them.")
 
 

@@ -94,16 +94,21 @@ def nvlink_symmetric(ctx: Context) -> Iterator[Finding]:
 
 @rule("HW304", "nvlink-connected")
 def nvlink_connected(ctx: Context) -> Iterator[Finding]:
-    """When the node has a GPU fabric, it joins all of the node's GPUs into one connected graph.
+    """When the node has a GPU fabric, it joins the node's GPUs into one connected graph, or into hives of equal size.
 
     NCCL builds its rings and trees over NVLink where it can; GPUs in separate NVLink islands
     talk over PCIe and the CPU instead, and the slowest hop sets the speed of every collective.
+    Real boards do come in hives: an MI100 node is two xGMI hives of 4 GPUs, PCIe cards are
+    bridged in pairs. NCCL and RCCL read such a file as it is (ncclTopoAddXGMI/AddNvLinks add the
+    links given; GPUs of different hives reach each other over PCIe paths), and the roofline then
+    bounds collectives by PCIe. Islands of unequal size (a GPU with no link, a pair left out) are
+    what a mistake looks like, and are refused.
     """
     p = ctx.platform
     if p.nvlink_topology == "none" or len(p.gpus) < 2:
         return
     islands = ctx.topology.nvlink_islands
-    if len(islands) > 1:
+    if len({len(island) for island in islands}) > 1 or len(islands[0]) < 2:
         shown = " and ".join("{" + id_list(i) + "}" for i in islands)
         yield ctx.finding(f"the NVLink fabric splits the {len(p.gpus)} GPUs into {len(islands)} islands: {shown}",
                           at=FABRIC_AT, hint="link the islands, or leave fewer pairs out of the pattern")

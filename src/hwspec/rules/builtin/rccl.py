@@ -15,7 +15,7 @@ from hwspec.rules import Context, Finding, rule
 
 @rule("HW911", "rccl-topo-writable", waivable=False)
 def rccl_topo_writable(ctx: Context) -> Iterator[Finding]:
-    """An AMD node can be written as RCCL's topology file: AMD GPUs only, parts with gcn, hip_arch and compute_units, xGMI pairs (no switch), devices under a CPU socket of a known x86 vendor, at most 1024 elements and 32 children per element.
+    """An AMD node can be written as RCCL's topology file: AMD GPUs only, each with gcn, hip_arch and compute_units (its part's, or an unknown part's `override:`), xGMI pairs (no switch), devices under a CPU socket of a known x86 vendor, at most 1024 elements and 32 children per element.
 
     RCCL reads `<gpu sm gcn arch>` and point-to-point `<xgmi>` links, and refuses or misreads a
     file without them; hwspec refuses to write such a file rather than have RCCL guess on every node."""
