@@ -125,3 +125,17 @@ def test_a_cpu_whose_model_name_differs_from_the_catalogue_part_of_its_family_an
     assert ("  part: unknown\n  override: {vendor: intel, model_name: Intel(R) Xeon(R) Platinum 8174 CPU @ "
             "3.10GHz, family: 6, model: 85}\n") in text
     assert "xeon-platinum-8280" not in text
+
+
+def test_a_net_speed_beyond_any_nic_port_is_left_unknown_with_a_note_not_an_hw401(tmp_path, capsys):
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(LIVE / "net-speed-unit.rccl.xml"), "-o", str(draft)]) == 0
+    err = capsys.readouterr().err
+    message = ('<net> speed="200000000" is 200 Tb/s in NCCL\'s Mb/s, beyond any NIC port (a figure in another unit?): '
+               "the draft leaves the speed unknown")
+    assert f"net-speed-unit.rccl.xml:8:9: warning[I103 input-value]: {message}\n" in err
+    text = draft.read_text()
+    assert f"net-speed-unit.rccl.xml:8: {message}\n" in text
+    assert "speed:" not in text.split("\nnics:")[1]
+    assert main(["validate", str(draft)]) == 0
+    assert "HW401" not in capsys.readouterr().out

@@ -35,6 +35,8 @@ _INT = re.compile(r"-?[0-9]+")
 _HEX_ID = re.compile(r"0x[0-9a-fA-F]{1,4}")
 HOST_BRIDGE_CLASS, PCI_BRIDGE_CLASS = "0x0600", "0x0604"
 """PCI classes of a host bridge and a PCI-to-PCI bridge (a switch port or root port)."""
+MAX_PLAUSIBLE_NET_SPEED_MBPS = 3_200_000
+"""4x the fastest NIC port shipping (800 Gb/s, ConnectX-8): a `<net speed>` above it is in another unit."""
 _CPUMAP = re.compile(r"[0-9a-fA-F]{1,8}(,[0-9a-fA-F]{1,8})*")
 
 
@@ -255,12 +257,27 @@ class _Reader(ElementReader):
             if child.tag != "net":
                 self.warn(child, f"<{child.tag}> under <nic> is ignored", "I102")
                 continue
-            speed = self.int_attr(child, "speed")
+            speed = self.net_speed(child)
             port = self.int_attr(child, "port")
             gdr = child.attrs.get("gdr")
             nic.ports.append(NicPort(child.attrs.get("name"), self.at(child), port if port and port > 0 else 1,
-                                     speed * 1e6 / 8 if speed and speed > 0 else None,
+                                     speed * 1e6 / 8 if speed else None,
                                      None if gdr is None else gdr == "1"))
+
+    def net_speed(self, e: Element) -> int | None:
+        """A `<net speed>` in Mb/s, or None where it is absent, not positive, or beyond any NIC
+        port (a figure in another unit: RCCL's MI300A model writes 200000000 for 200 Gb/s),
+        which is then left for NCCL/RCCL to detect, with a warning and a note in the draft."""
+        speed = self.int_attr(e, "speed")
+        if speed is None or speed <= 0:
+            return None
+        if speed > MAX_PLAUSIBLE_NET_SPEED_MBPS:
+            text = (f"<net> speed=\"{speed}\" is {speed / 1e6:g} Tb/s in NCCL's Mb/s, beyond any NIC port "
+                    "(a figure in another unit?): the draft leaves the speed unknown")
+            self.warn(e, text)
+            self.m.notes.append(f"{self.at(e)}: {text}")
+            return None
+        return speed
 
 
 def parse(data: bytes, file: str, machine: Machine) -> None:
