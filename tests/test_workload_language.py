@@ -126,12 +126,13 @@ def test_time_to_train_from_each_qps_bound(tmp_path):
     assert doc["time_to_train_seconds"]["overlapped"] == pytest.approx(4000 / doc["qps_overlapped"])
     assert doc["time_to_train_seconds"]["serial"] == pytest.approx(4000 / doc["qps_serial"])
     assert doc["time_to_train_seconds"]["serial"] == pytest.approx(100 * doc["serial_seconds"])  # 4000 / 40 iterations
+    assert doc["time_to_train_seconds"]["expected"] == pytest.approx(100 * doc["iteration_seconds_expected"])
     assert "Time to train (0.000004 G samples): " in text_report(doc)
 
 
 def test_without_convergence_there_is_no_time_to_train(tmp_path):
     doc = estimate(TINY, load_workload(write(tmp_path, tiny_text())))
-    assert doc["time_to_train_seconds"] == {"overlapped": None, "serial": None}
+    assert doc["time_to_train_seconds"] == {"overlapped": None, "serial": None, "expected": None}
     assert "Time to train" not in text_report(doc)
 
 

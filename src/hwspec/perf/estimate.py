@@ -21,11 +21,13 @@ workload" section gives the formulas.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.perf import calibration as cal
 from hwspec.perf import roofline as rf
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
@@ -350,19 +352,13 @@ def time_to_train_seconds(samples_to_converge: float | None, qps: float | None) 
     return samples_to_converge / qps
 
 
-def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
-    """The estimate document: terms, resources, serial and overlapped times and QPS bounds, and
-    the bottleneck. Raises HwspecError for a workload the platform cannot run (E401 tables do
-    not fit, E402 no peak for the compute dtype)."""
+def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, Any], Shards]:
+    """Every term of `workload` on `figures`, the placement and the table-wise shards."""
     n = figures.gpus
     b = workload.local_batch(n)
     big_b = workload.global_batch(n)
     dtype = workload.compute_dtype
     peak = figures.peak_flop_per_s.get(dtype, 0.0)
-    if peak <= 0:
-        raise _error(workload, ("compute_dtype",), Code.NO_PEAK_FOR_DTYPE,
-                     f"compute_dtype '{dtype}' has no peak on {figures.name}'s GPUs ({figures.gpu_model})",
-                     "peaks known: " + (", ".join(figures.peak_flop_per_s) or "none"))
     place = placement(figures, workload)
     mix = _tier_mix(place)
     s_idx = DTYPE_BYTES[workload.index_dtype]
@@ -437,7 +433,23 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
                        "PCIe host link (no GPUDirect RDMA)" if staged else "GPUDirect RDMA: not staged",
                        "the inter-node share of the collectives above, bounced through host memory" if staged else ""))
     terms.append(ingestion_term(figures, inputs))
+    return terms, place, shards
 
+
+def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
+    """The estimate document: terms, resources, serial and overlapped times and QPS bounds, the
+    bottleneck, and the expected iteration (`expected`; `qps_expected <= qps_overlapped`).
+    Raises HwspecError for a workload the platform cannot run (E401 tables do not fit, E402 no
+    peak for the compute dtype)."""
+    n = figures.gpus
+    b = workload.local_batch(n)
+    big_b = workload.global_batch(n)
+    dtype = workload.compute_dtype
+    if figures.peak_flop_per_s.get(dtype, 0.0) <= 0:
+        raise _error(workload, ("compute_dtype",), Code.NO_PEAK_FOR_DTYPE,
+                     f"compute_dtype '{dtype}' has no peak on {figures.name}'s GPUs ({figures.gpu_model})",
+                     "peaks known: " + (", ".join(figures.peak_flop_per_s) or "none"))
+    terms, place, shards = _terms(figures, workload)
     resources = {r: math.fsum(t.seconds for t in terms if t.resource == r) for r in RESOURCES}
     serial = math.fsum(t.seconds for t in terms)
     overlapped = max(resources.values())
@@ -445,6 +457,8 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     worst = max((t for t in terms if t.resource == busiest), key=lambda t: t.seconds)
     qps_serial = big_b / serial if serial else None
     qps_overlapped = big_b / overlapped if overlapped else None
+    exp = expected(figures, workload)
+    qps_expected = big_b / exp["iteration_seconds"] if exp["iteration_seconds"] else None
     return {
         "platform": {"name": figures.name, "title": figures.title, "file": figures.file, "kind": figures.kind,
                      "gpus": n, "gpus_per_node": figures.gpus_per_node, "nodes": figures.nodes},
@@ -463,12 +477,140 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
         "qps_overlapped": qps_overlapped,
         "samples_to_converge": workload.samples_to_converge,
         "time_to_train_seconds": {"overlapped": time_to_train_seconds(workload.samples_to_converge, qps_overlapped),
-                                  "serial": time_to_train_seconds(workload.samples_to_converge, qps_serial)},
+                                  "serial": time_to_train_seconds(workload.samples_to_converge, qps_serial),
+                                  "expected": time_to_train_seconds(workload.samples_to_converge, qps_expected)},
         "bottleneck": {"resource": busiest, "resource_name": RESOURCES[busiest], "term": worst.id, "label": worst.label,
                        "bound_by": worst.bound_by},
         "method": ("per-GPU, per-iteration time bounds from datasheet peaks and link bandwidths (no latency, no "
                    "efficiency factor, balanced load); serial = sum of the terms, overlapped = the busiest resource"),
+        "expected": exp,
+        "iteration_seconds_expected": exp["iteration_seconds"],
+        "qps_expected": qps_expected,
     }
+
+
+# ---------------------------------------------------------------- the expected iteration
+
+
+def achievable(figures: Figures) -> Figures:
+    """`figures` with every rate at its calibrated achieved fraction (`hwspec.perf.calibration`):
+    HBM, GEMM peaks, the PCIe host link, NICs by transport (ingestion over TCP), and the
+    collective algbw bounds at the lower of the intra-node link's and (on a cluster) the
+    network's efficiency, since the figures do not say which phase binds. Capacities, DDR and SSD
+    (no cited measurement; behind PCIe when spilled) are unchanged. Every factor is in (0, 1]."""
+    intra = cal.nvlink_efficiency(figures.fabric_kinds) if figures.nvlink_bandwidth > 0 else cal.value("pcie_efficiency")
+    network = cal.network_efficiency(figures.transport)
+    collective = min(intra, network) if figures.nodes > 1 else intra
+    pcie, tcp = cal.value("pcie_efficiency"), cal.value("tcp_efficiency")
+    return dataclasses.replace(
+        figures,
+        peak_flop_per_s={k: v * cal.value("gemm_efficiency") for k, v in figures.peak_flop_per_s.items()},
+        hbm_bandwidth=figures.hbm_bandwidth * cal.value("hbm_efficiency"),
+        pcie_host_bandwidth=figures.pcie_host_bandwidth * pcie,
+        pcie_host_shared_bandwidth=figures.pcie_host_shared_bandwidth * pcie,
+        nic_bandwidth=figures.nic_bandwidth * (tcp if figures.ingestion_on_collective_nics else network),
+        injection_bandwidth=figures.injection_bandwidth * network,
+        ingestion_bandwidth=figures.ingestion_bandwidth * tcp,
+        algbw={k: v * collective for k, v in figures.algbw.items()},
+    )
+
+
+def protocol_latency(figures: Figures, collective: str, protocol: cal.Protocol) -> float:
+    """Latency of one collective under one NCCL (algorithm, protocol), seconds, as NCCL's cost
+    model computes it: Ring: base + (steps - inter) x intra-node step + inter x network step,
+    steps = 2(n-1), inter = 2(N-1) for AllReduce (x 1.9 for Ring/Simple across nodes), n-1 and
+    N-1 for the others (AlltoAll, grouped sends in NCCL, taken as one step per peer); Tree
+    (AllReduce): base + 2((G-1) x intra-node step + log2(N) x network step)."""
+    n, nodes, g = figures.gpus, figures.nodes, figures.gpus_per_node
+    intra = protocol.nvlink if figures.nvlink_bandwidth > 0 else protocol.pcie
+    if protocol.algorithm == "Tree":
+        return protocol.base + 2 * ((g - 1) * intra + math.log2(nodes) * protocol.net)
+    steps, inter = (2 * (n - 1), 2 * (nodes - 1)) if collective == "all_reduce" else (n - 1, nodes - 1)
+    latency = protocol.base + (steps - inter) * intra + inter * protocol.net
+    plateau = collective == "all_reduce" and nodes > 1 and protocol.protocol == "Simple"
+    return latency * (cal.value("nccl_multinode_allreduce_factor") if plateau else 1.0)
+
+
+def collective_seconds(figures: Figures, collective: str, bandwidth_seconds: float) -> tuple[float, str]:
+    """Time of one collective call whose Ring/Simple transfer takes `bandwidth_seconds` at the
+    achieved algbw: NCCL's choice, the (algorithm, protocol) with the least latency +
+    bandwidth_seconds / its bandwidth fraction, and its name."""
+    if figures.gpus <= 1:
+        return bandwidth_seconds, "none"
+    options = [(protocol_latency(figures, collective, p) + bandwidth_seconds / p.bandwidth, f"{p.algorithm}/{p.protocol}")
+               for p in cal.NCCL_PROTOCOLS if p.algorithm == "Ring" or collective == "all_reduce"]
+    return min(options)
+
+
+def collectives_per_iteration(workload: Workload, term: Term) -> dict[str, int]:
+    """The NCCL collectives a network term issues per iteration: one AlltoAll per exchange (and a
+    ReduceScatter / AllGather for row-wise tables); the dense gradients in DDP buckets of 25 MiB."""
+    if term.amount <= 0 or term.resource != "network" or term.id == "ingestion":
+        return {}
+    if term.id == "dense_allreduce":
+        return {"all_reduce": math.ceil(term.amount / cal.value("allreduce_bucket_bytes"))}
+    if term.id == "input_alltoall":
+        return {"all_to_all": 1}
+    counts = {}
+    if workload.sharded("table-wise", "column-wise"):
+        counts["all_to_all"] = 1
+    if workload.sharded("row-wise"):
+        counts["reduce_scatter" if term.id == "embedding_alltoall_fwd" else "all_gather"] = 1
+    return counts
+
+
+def kernels_per_iteration(workload: Workload, term: Term) -> int:
+    """Kernels a GPU term launches per iteration: forward a GEMM and an activation per MLP layer
+    and the interaction, backward two GEMMs (input and weight gradients) and an activation
+    gradient per layer and the interaction's gradient; one fused lookup kernel forward and one
+    fused update backward (FBGEMM's batched tables, the paper's kernel fusion), and the dense
+    tables' optimizer step."""
+    layers = len(workload.bottom_mlp) - 1 + len(workload.top_mlp) - 1
+    return {"mlp_fwd": 2 * layers + 1, "mlp_bwd": 3 * layers + 1, "embedding_fwd": 1,
+            "embedding_bwd": 1 + (1 if workload.sharded("data-parallel") else 0)}.get(term.id, 0) if term.amount > 0 else 0
+
+
+PIPELINE = ("embedding_alltoall_fwd", "embedding_alltoall_bwd")
+"""Network terms on the GPU's critical path: the pooled embeddings must arrive before the
+interaction, and their gradients before the embedding update. The input AlltoAll of batch i+1
+overlaps batch i's top MLP and the dense AllReduce overlaps the backward pass (the paper's
+pipelining), so they only load the network."""
+
+
+def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
+    """The expected iteration: every term on `achievable(figures)`, each collective call at NCCL's
+    cost model (`collective_seconds`: its latency, and a protocol's bandwidth fraction) and a
+    launch overhead per kernel; the resources overlap as the bound's
+    do, except that the GPU waits for the pooled-embedding AlltoAlls (`PIPELINE`), so the
+    iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
+    bound: every rate is at most the bound's and every added time is >= 0."""
+    derated, _, _ = _terms(achievable(figures), workload)
+    launch = cal.value("kernel_launch_overhead")
+    rows: list[dict[str, Any]] = []
+    for term in derated:
+        counts = collectives_per_iteration(workload, term)
+        calls = sum(counts.values())
+        communication, algorithms = 0.0, dict[str, str]()
+        for name, c in counts.items():
+            # the term's transfer time is split evenly over its calls (one size per term)
+            seconds, algorithms[name] = collective_seconds(figures, name, term.seconds / calls)
+            communication += c * seconds
+        latency = communication - term.seconds if calls else 0.0
+        kernels = kernels_per_iteration(workload, term)
+        rows.append({"id": term.id, "resource": term.resource, "bandwidth_seconds": term.seconds,
+                     "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
+                     "collectives": counts, "algorithms": algorithms, "seconds": term.seconds + latency + kernels * launch})
+    resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
+    critical = resources["gpu"] + math.fsum(row["seconds"] for row in rows if row["id"] in PIPELINE)
+    iteration = max(critical, *resources.values())
+    return {"terms": rows, "resources_seconds": resources, "critical_path_seconds": critical,
+            "iteration_seconds": iteration,
+            "bound_by": "critical path (GPU + pooled-embedding AlltoAlls)" if iteration == critical
+                        else RESOURCES[max(RESOURCES, key=lambda r: resources[r])],
+            "method": ("terms at calibrated achieved rates (hwspec.perf.calibration), each collective call at NCCL's "
+                       "latency/bandwidth model (the best algorithm and protocol), + launch overhead per kernel; "
+                       "iteration = max(GPU + pooled-embedding AlltoAlls, "
+                       "each resource)")}
 
 
 # ---------------------------------------------------------------- text
@@ -500,7 +642,7 @@ def _time_to_train_lines(doc: dict[str, Any]) -> list[str]:
     if not samples:
         return []
     return [f"Time to train ({rf.number(samples / 1e9)} G samples): {minutes(times.get('overlapped'))} at the QPS bound "
-            f"with overlap, {minutes(times.get('serial'))} without"]
+            f"with overlap, {minutes(times.get('serial'))} without, {minutes(times.get('expected'))} expected"]
 
 
 def text_report(doc: dict[str, Any]) -> str:
@@ -528,6 +670,8 @@ def text_report(doc: dict[str, Any]) -> str:
     out += ["",
             f"Iteration: {ms(doc['overlapped_seconds'])} ms overlapped (busiest resource), {ms(doc['serial_seconds'])} ms serial (sum of terms)",
             f"QPS bound: {qps(doc['qps_overlapped'])} samples/s with overlap, {qps(doc['qps_serial'])} without",
+            f"Expected: {ms(doc['iteration_seconds_expected'])} ms per iteration, {qps(doc['qps_expected'])} samples/s "
+            f"(achieved rates, latencies, launches; bound by the {doc['expected']['bound_by']})",
             *_time_to_train_lines(doc),
             f"Bottleneck: {bottleneck['resource_name']}, mostly {bottleneck['label']} ({bottleneck['bound_by']})"]
     return "\n".join(out) + "\n"

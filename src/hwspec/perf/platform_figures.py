@@ -52,6 +52,7 @@ class Figures:
     algbw: dict[str, float] = field(default_factory=dict)   # collective -> algbw bound, bytes/s
     busbw: dict[str, float] = field(default_factory=dict)   # collective -> busbw bound, bytes/s
     ingestion_on_collective_nics: bool = False  # some GPU's collectives leave by an ingestion/frontend NIC
+    fabric_kinds: tuple[str, ...] = ()       # the GPUs' fabric kinds (parts' fabric.kind), sorted; unknown left out
 
 
 def _tier(doc: dict[str, Any], name: str, key: str = "bandwidth_bytes_per_s") -> float:
@@ -165,4 +166,5 @@ def figures(topology) -> Figures:
         algbw={name: collectives[name]["algbw_bytes_per_s"] for name in rf.COLLECTIVES if name in collectives},
         busbw={name: collectives[name]["busbw_bytes_per_s"] for name in rf.COLLECTIVES if name in collectives},
         ingestion_on_collective_nics=any(_collectives_on_host_nics(t) for t in node_topologies),
+        fabric_kinds=tuple(sorted({g.fabric_kind for t in node_topologies for g in t.platform.gpus if g.fabric_kind})),
     )

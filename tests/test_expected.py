@@ -1,0 +1,111 @@
+"""The expected iteration beside the bounds: calibrated rates, NCCL's latency model per
+collective call, launch overheads, and the GPU waiting for the pooled-embedding AlltoAlls.
+
+Hand computations use tests/test_estimate.py's TINY platform (2 nodes x 2 GPUs, NVLink, RoCE)
+and tiny workload; constants are hwspec.perf.calibration's (docs/estimates.md lists them)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwspec.perf import calibration as cal
+from hwspec.perf.estimate import achievable, collective_seconds, estimate, protocol_latency, text_report
+from hwspec.spec.workload import load_workload
+from tests.test_estimate import BASE, TINY, terms, tiny
+
+RING_SIMPLE, RING_LL128, RING_LL, TREE_SIMPLE, TREE_LL128, TREE_LL = cal.NCCL_PROTOCOLS
+
+
+def test_ring_latency_counts_intra_and_inter_node_steps_as_nccl_does():
+    # n = 4 ranks, N = 2 nodes. AllReduce: 2(n-1) = 6 steps, 2(N-1) = 2 of them across nodes:
+    # 8.4 + 4 x 3.4 + 2 x 9.6 = 41.2 us, x 1.9 (NCCL's multi-node ring plateau) = 78.28 us
+    assert protocol_latency(TINY, "all_reduce", RING_SIMPLE) == pytest.approx(78.28e-6)
+    # AlltoAll: n-1 = 3 steps, N-1 = 1 across nodes: 8.4 + 2 x 3.4 + 9.6 = 24.8 us, no plateau
+    assert protocol_latency(TINY, "all_to_all", RING_SIMPLE) == pytest.approx(24.8e-6)
+    # Ring/LL128 AllReduce: 10 + 4 x 1.9 + 2 x 4.0 = 25.6 us
+    assert protocol_latency(TINY, "all_reduce", RING_LL128) == pytest.approx(25.6e-6)
+
+
+def test_tree_latency_is_logarithmic_in_the_nodes():
+    # 4.4 + 2 x ((G-1) x 0.52 + log2(N) x 5.0) = 4.4 + 2 x (0.52 + 5.0) = 15.44 us
+    assert protocol_latency(TINY, "all_reduce", TREE_LL) == pytest.approx(15.44e-6)
+    # 16 nodes of 8: 4.4 + 2 x (7 x 1.2 + 4 x 8.5) = 89.2 us (Tree/LL128)
+    big = dataclasses.replace(TINY, gpus=128, gpus_per_node=8, nodes=16)
+    assert protocol_latency(big, "all_reduce", TREE_LL128) == pytest.approx(89.2e-6)
+
+
+def test_a_small_allreduce_takes_the_lowest_latency_protocol_and_a_large_one_ring_simple():
+    # 0 s of transfer: Ring/LL's 3.6 + 4 x 0.47 + 2 x 2.7 = 10.88 us is the least latency
+    assert collective_seconds(TINY, "all_reduce", 0.0) == (pytest.approx(10.88e-6), "Ring/LL")
+    # 1 s of transfer: Ring/Simple 1 s + 78.28 us beats LL128's 1/0.92 s and Tree's 1/0.9 s
+    assert collective_seconds(TINY, "all_reduce", 1.0) == (pytest.approx(1.0 + 78.28e-6), "Ring/Simple")
+
+
+def test_achievable_rates_are_the_calibrated_fractions_of_the_datasheet_ones():
+    fig = achievable(TINY)
+    assert fig.hbm_bandwidth == pytest.approx(0.89e9)                  # 1e9 x 0.89
+    assert fig.peak_flop_per_s["fp16"] == pytest.approx(0.69e12)       # 1e12 x 0.69
+    assert fig.pcie_host_shared_bandwidth == pytest.approx(0.76e8)     # 1e8 x 0.76
+    # collectives on a RoCE cluster with NVLink (not an A100): min(0.82 NVLink, 0.96 RDMA) = 0.82
+    assert fig.algbw["all_to_all"] == pytest.approx(0.82e8)
+    assert fig.ingestion_bandwidth == pytest.approx(5e7 * 0.6)        # ingestion streams over TCP
+    a100 = achievable(dataclasses.replace(TINY, gpu_model="A100-SXM4-40GB", transport="tcp"))
+    assert a100.algbw["all_reduce"] == pytest.approx(5e7 * 0.6)        # min(0.69 NVLink3, 0.60 TCP)
+
+
+def test_expected_lookup_is_the_bound_at_achieved_hbm_plus_one_fused_kernel(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path))
+    rows = {r["id"]: r for r in doc["expected"]["terms"]}
+    # the bound moves 4800 B at 1e9 B/s = 4.8 us; at 0.89e9: 5.3933 us, + 1 launch of 0.9 us
+    assert terms(doc)["embedding_fwd"] == pytest.approx(4.8e-6)
+    assert rows["embedding_fwd"]["seconds"] == pytest.approx(4.8e-6 / 0.89 + 0.9e-6)
+    # MLP forward: 4 layers -> 2 x 4 + 1 (interaction) = 9 kernels; backward 3 x 4 + 1 = 13
+    assert (rows["mlp_fwd"]["kernels"], rows["mlp_bwd"]["kernels"]) == (9, 13)
+
+
+def test_the_gpu_waits_for_the_pooled_embedding_alltoalls(tmp_path):
+    exp = estimate(TINY, tiny(tmp_path))["expected"]
+    rows = {r["id"]: r["seconds"] for r in exp["terms"]}
+    assert exp["critical_path_seconds"] == pytest.approx(
+        exp["resources_seconds"]["gpu"] + rows["embedding_alltoall_fwd"] + rows["embedding_alltoall_bwd"])
+    assert exp["iteration_seconds"] == max(exp["critical_path_seconds"], *exp["resources_seconds"].values())
+
+
+def test_text_report_shows_the_expected_iteration(tmp_path):
+    doc = estimate(TINY, tiny(tmp_path))
+    line = next(x for x in text_report(doc).splitlines() if x.startswith("Expected: "))
+    assert "samples/s (achieved rates, latencies, launches; bound by the " in line
+
+
+@settings(max_examples=40, deadline=None)
+@given(sharding=st.sampled_from(["table-wise", "row-wise", "column-wise", "data-parallel"]),
+       per_gpu=st.integers(1, 4096), gpus_per_node=st.integers(1, 8), nodes=st.integers(1, 4),
+       transport=st.sampled_from(["tcp", "rocev2", "infiniband"]), nvlink=st.sampled_from([0.0, 1e9]),
+       gpudirect=st.booleans(), model=st.sampled_from(["toy", "A100-SXM4-40GB"]))
+def test_qps_expected_is_never_above_the_overlapped_bound(sharding, per_gpu, gpus_per_node, nodes, transport,
+                                                          nvlink, gpudirect, model):
+    figures = dataclasses.replace(TINY, gpus=gpus_per_node * nodes, gpus_per_node=gpus_per_node, nodes=nodes,
+                                  transport=transport, nvlink_bandwidth=nvlink, gpudirect=gpudirect, gpu_model=model,
+                                  hbm_capacity=1e9)
+    text = BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding=sharding, forward="fp32")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tiny.yaml"
+        path.write_text(text.replace("per_gpu: 10", f"per_gpu: {per_gpu}"))
+        doc = estimate(figures, load_workload(path))
+    assert doc["qps_expected"] <= doc["qps_overlapped"]
+    assert doc["iteration_seconds_expected"] >= doc["overlapped_seconds"]
+
+
+def test_every_calibration_constant_names_its_source():
+    for name, constant in cal.CALIBRATION.items():
+        assert constant.source and constant.measured, name
+        assert constant.value > 0, name
+        if constant.unit == "fraction":
+            assert constant.value <= 1, name
+    assert "| `hbm_efficiency` | 0.89 |" in cal.markdown_table()
