@@ -147,3 +147,19 @@ def test_a_gpu_without_fabric_links_may_leave_link_bandwidth_out_but_one_with_li
     assert main(["import", "--parts", str(parts), str(LIVE / "minimal-node.nccl.xml"), "-o", str(tmp_path / "d.yaml")]) == 2
     assert "a part with fabric links states 'link_bandwidth' (per link, per direction)" in capsys.readouterr().err
     assert CATALOGUE.get("gpus", "l4-24gb").model.fabric.link_bandwidth is None
+
+
+def test_a_pcie_card_without_fabric_links_has_known_figures_and_a_roofline():
+    """An L4 leaves `link_bandwidth` out because it has no fabric links: that is a known 0, not an
+    unknown figure, so the roofline, TorchRec and the estimates are written for it."""
+    from hwspec.perf import roofline as rf
+    from hwspec.testing.nodes import load_node_text
+
+    platform = load_node_text(
+        "hwspec: 1\nkind: node\nname: l4\nsockets:\n- id: cpu0\n  part: epyc-7763\n  numa_node: 0\n"
+        "  memory: {capacity: 256 GiB, bandwidth: 80 GB/s}\n  cpus: 0-127\n"
+        "gpus:\n- id: gpu0\n  part: l4-24gb\n  pcie: {upstream: cpu0, bus: '0000:11:00.0'}\n")
+    (gpu,) = platform.gpus
+    assert (gpu.fabric_links, gpu.fabric_link_bandwidth) == (0, 0.0)
+    assert platform.unknown_figures == ()
+    assert rf.roofline(platform.topology)["gpu_groups"][0]["tiers"]["hbm"]["bandwidth_bytes_per_s"] == 300e9

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from hwspec.spec.models import (
         CpuIdentity,
         CpuPart,
+        FabricCapability,
         GpuIdentity,
         GpuPart,
         GpuSpec,
@@ -138,6 +139,16 @@ class _C2cFields(TypedDict, total=False):
     c2c_link_bandwidth: float
 
 
+
+def _link_bandwidth(fabric: FabricCapability) -> float:
+    """A catalogue part's per-link fabric bandwidth, 0.0 for a part with no fabric links (a PCIe
+    card such as the L4 leaves `link_bandwidth` out: there is nothing to know, not an unknown)."""
+    if not fabric.links:
+        return 0.0
+    assert fabric.link_bandwidth is not None, "checks.fabric_links_need_bandwidth"
+    return fabric.link_bandwidth
+
+
 def _c2c(gpu: GpuSpec, part: GpuPart | GpuIdentity) -> _C2cFields:
     """The GPU's NVLink-C2C fields (none when it is not attached over C2C; the loader has checked the part)."""
     if gpu.c2c is None or gpu.part == m.UNKNOWN_PART or cast("GpuPart", part).c2c is None:
@@ -179,7 +190,7 @@ def _gpu(g: GpuSpec, part: GpuPart | GpuIdentity, index: int, socket: str | None
                  pci_device=part.pci_device, hbm_capacity=part.hbm.capacity, hbm_bandwidth=part.hbm.bandwidth,
                  compute=dict(sorted(part.compute.items())), sparse=frozenset(part.sparse),
                  fabric_kind=part.fabric.kind, fabric_links=part.fabric.links,
-                 fabric_link_bandwidth=part.fabric.link_bandwidth, max_link=_link(part.pcie),
+                 fabric_link_bandwidth=_link_bandwidth(part.fabric), max_link=_link(part.pcie),
                  link=_link(g.pcie.link or part.pcie), physical=_physical(g.pcie.link or part.pcie),
                  gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units, **_c2c(g, part))
 
