@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hwspec.diagnostics import Severity
 from hwspec.live.inputs import read_input
-from hwspec.live.observed import NVSWITCH, Machine, NvLink, NvlinkPort
+from hwspec.live.observed import NVSWITCH, Gpu, Machine, NvLink, NvlinkPort
 from hwspec.live.smi_nvlink import resolve_nvlinks
 
 
@@ -97,6 +97,17 @@ def _merge_tree(base: Machine, other: Machine) -> None:
         base.nvlinks.extend(other.nvlinks)
 
 
+def _gpus_by_order(base: Machine, other: Machine) -> tuple[list[Gpu], list[Gpu]]:
+    """The two inputs' GPUs paired by order (an input that names GPUs by nvidia-smi's index,
+    which is bus id order), with an I104 warning when their counts differ."""
+    mine = base.gpus_in_order()
+    theirs = sorted(other.gpus.values(), key=lambda g: g.index or 0)
+    if len(mine) != len(theirs) and theirs:
+        base.problem(theirs[0].where, Severity.WARNING, "I104",
+                     f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
+    return mine, theirs
+
+
 def _merge_matrix(base: Machine, other: Machine) -> None:
     """`topo -m` (devices by name, no tree) into a machine with a tree."""
     if not base.gpus:
@@ -104,11 +115,7 @@ def _merge_matrix(base: Machine, other: Machine) -> None:
             getattr(base, attr).update(getattr(other, attr))
         base.nvlinks.extend(other.nvlinks)
         return
-    mine = base.gpus_in_order()
-    theirs = sorted(other.gpus.values(), key=lambda g: g.index or 0)
-    if len(mine) != len(theirs) and theirs:
-        base.problem(theirs[0].where, Severity.WARNING, "I104",
-                     f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
+    mine, theirs = _gpus_by_order(base, other)
     keys = {t.key: m.key for m, t in zip(mine, theirs)}
     for m, t in zip(mine, theirs):
         if m.cpus is None:
@@ -195,11 +202,7 @@ def _merge_link_listing(base: Machine, other: Machine) -> None:
         base.nvlink_ports.extend(other.nvlink_ports)
         base.link_listing = True
         return
-    mine = base.gpus_in_order()
-    theirs = sorted(other.gpus.values(), key=lambda g: g.index or 0)
-    if len(mine) != len(theirs) and theirs:
-        base.problem(theirs[0].where, Severity.WARNING, "I104",
-                     f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
+    mine, theirs = _gpus_by_order(base, other)
     keys = {t.key: m.key for m, t in zip(mine, theirs)}
     for m, t in zip(mine, theirs):
         if t.nvlink_state is not None:
