@@ -353,7 +353,7 @@ def test_cli_text_report_zionex(monkeypatch, capsys):
         "  host_ddr            192 GiB     40 GB/s  NUMA node: 384 GiB, 80 GB/s / 2 GPU(s)",
         "  nvlink                    -    300 GB/s  12 x nvlink3 link(s)",
         "  pcie_host                 -  31.51 GB/s  Gen4 x16, 3 hop(s) to the socket",
-        "  backend_nic               -     25 GB/s  paired backend NIC (rocev2)",
+        "  backend_nic               -     25 GB/s  backend NIC of its own (rocev2)",
         "  all_reduce        1.75  300 GB/s  171.4 GB/s  Ring",
         "  all_to_all       0.875  300 GB/s  342.9 GB/s  point-to-point",
         "Assumptions: 13 value(s) in this platform are assumed, not sourced (listed in roofline.json; "

@@ -63,7 +63,7 @@ TIER_NOTES = {
                   "else the narrowest PCIe link on its path to its socket"),
     "pcie_host_shared": ("the same when every GPU transfers at once: a GPU's NVLink-C2C links are its own; "
                          "each PCIe link is divided by the GPUs below it"),
-    "backend_nic": "the GPU's paired backend NIC; without one, the node's backend (or else host) NICs divided among the GPUs",
+    "backend_nic": "the backend NICs serving the GPU, each divided among the GPUs it serves, summed; without one, the node's backend (or else host) NICs divided among the GPUs",
     "ingestion_share": "the node's ingestion/frontend NICs divided among the GPUs",
 }
 
@@ -225,7 +225,7 @@ def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
     share = topology.scale_out_share(gpu.id)
     own = [n for n in topology.nics_of(gpu.id) if n in nics]
     if len(own) == len(nics) == 1 and own[0].gpus == (gpu.id,):
-        via = "paired backend NIC" if sharing == 1 else "paired backend NIC, shared with the GPUs that have none"
+        via = "backend NIC of its own" if sharing == 1 else "backend NIC of its own, shared with the GPUs no NIC serves"
         return _tier(share, transport=own[0].transport, shared_by_gpus=sharing, via=via)
     if len(own) == len(nics):
         if len(nics) == 1:
@@ -237,7 +237,7 @@ def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
         return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=via)
     n_gpus = len(topology.platform.gpus)
     kind = "backend NICs" if all(n.role == "backend" for n in nics) else "host (ingestion/frontend) NICs"
-    who = "all GPUs" if sharing == n_gpus else "the GPUs without a paired NIC"
+    who = "all GPUs" if sharing == n_gpus else "the GPUs no backend NIC serves"
     return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=f"{kind} shared by {who}")
 
 
@@ -462,7 +462,7 @@ def _scale_out_note(topology: Topology) -> str:
     alone = all(topology.scale_out_users(n.id) == 1 and n in topology.nics_of(g.id)
                 for g in gpus for n in topology.scale_out_nics(g.id))
     if alone and all(len(topology.scale_out_nics(g.id)) == 1 for g in gpus):
-        return "the GPU's paired backend NIC"
+        return "the GPU's own backend NIC"
     if alone:
         return "the sum of the GPU's own backend NICs"
     return "the smallest GPU share of the collective NICs, each NIC divided among the GPUs using it"
