@@ -13,11 +13,11 @@ import dataclasses
 import pytest
 
 from hwspec.perf.estimate import (
+    Term,
     collectives_per_iteration,
     cross_node_alltoall_algbw,
     estimate,
     text_report,
-    Term,
     with_table_row_wise,
 )
 from tests.test_estimate import TINY, amounts, terms, tiny
