@@ -84,7 +84,7 @@ def test_text_report_shows_the_expected_iteration(tmp_path):
 
 
 @settings(max_examples=40, deadline=None)
-@given(sharding=st.sampled_from(["table-wise", "row-wise", "column-wise", "data-parallel"]),
+@given(sharding=st.sampled_from(["table-wise", "row-wise", "column-wise", "data-parallel", "table-row-wise"]),
        per_gpu=st.integers(1, 4096), gpus_per_node=st.integers(1, 8), nodes=st.integers(1, 4),
        transport=st.sampled_from(["tcp", "rocev2", "infiniband"]), nvlink=st.sampled_from([0.0, 1e9]),
        gpudirect=st.booleans(), model=st.sampled_from(["toy", "A100-SXM4-40GB"]))

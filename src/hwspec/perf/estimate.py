@@ -140,6 +140,40 @@ def table_wise_shards(workload: Workload, n: int) -> Shards:
                   lookup / average if average else 1.0)
 
 
+def per_node(groups: list[tuple[float, int]], nodes: int) -> tuple[float, float]:
+    """(busiest, average) per GPU of table-row-wise tables: each of `count` tables of `weight`
+    (one GPU's share of it: the table is row-wise over its node's G GPUs) lives whole on one of
+    `nodes` nodes, so the busiest node is `busiest` over nodes, and the average is over nodes."""
+    return busiest(groups, nodes), (math.fsum(w * c for w, c in groups) / nodes if nodes else 0.0)
+
+
+def with_table_row_wise(table_wise: tuple[float, float], table_row_wise: tuple[float, float]) -> float:
+    """The busiest GPU's share of table-wise work (busiest, average over GPUs) beside
+    table-row-wise work (busiest, average): a planner may keep the busiest of each apart, so
+    only max(either busiest, the sum of the averages) is certain. One of them alone: its busiest."""
+    return max(table_wise[0], table_row_wise[0], table_wise[1] + table_row_wise[1])
+
+
+def twrw_nodes(figures: Figures) -> tuple[int, int]:
+    """(N, G) of the table-row-wise plan: nodes a table may live on, GPUs its rows spread over."""
+    return figures.nodes, figures.gpus_per_node
+
+
+def twrw_notes(figures: Figures, workload: Workload) -> list[str]:
+    """What the estimate says about a table-row-wise plan the platform shapes: on one node it is
+    row-wise; with fewer tables than nodes some nodes hold none (neither is refused)."""
+    tables = sum(t.count for t in workload.sharded("table-row-wise"))
+    nodes, g = twrw_nodes(figures)
+    if not tables:
+        return []
+    if nodes == 1:
+        return [f"table-row-wise on one node is row-wise: {tables} table(s) row-wise over its {g} GPUs"]
+    if tables < nodes:
+        return [f"table-row-wise: {tables} table(s) on {nodes} nodes, so {nodes - tables} node(s) hold none "
+                f"and the busiest node serves a whole table on its {g} GPUs"]
+    return []
+
+
 @dataclass(frozen=True)
 class Term:
     id: str
@@ -184,14 +218,21 @@ def _work_term(tid: str, amount: float, seconds: float, bound_by: str, detail: s
 def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
     """Where each GPU's share of the tables lives: HBM (up to hbm_share of it), then the GPU's
     host-DDR share, then its SSD share, filled in that order. The GPU is the busiest one: its
-    table- and column-wise shards are the `busiest` bound, row-wise tables are split evenly over
+    table- and column-wise shards are the `busiest` bound, table-row-wise tables 1/G of the
+    busiest node's (`with_table_row_wise` beside the former), row-wise tables are split evenly over
     all GPUs, data-parallel tables are whole on every GPU. Lookups are taken as
     uniform over the stored bytes (no caching), so a tier serves the fraction of lookups it
     stores. Raises HwspecError (E401) when the tables do not fit."""
     n = figures.gpus
     rw = sum(t.storage_bytes for t in workload.sharded("row-wise"))
     dp = sum(t.storage_bytes for t in workload.sharded("data-parallel"))
-    need = table_wise_shards(workload, n).storage_bytes + rw / n + dp
+    nodes, g = twrw_nodes(figures)
+    tw = [(t.rows * math.fsum(shard_row(workload, t)[1:]), t.count * column_shards(t))
+          for t in workload.sharded("table-wise", "column-wise")]
+    twrw = [(t.rows * t.row_bytes / g, t.count) for t in workload.sharded("table-row-wise")]
+    indivisible = with_table_row_wise((table_wise_shards(workload, n).storage_bytes, math.fsum(w * c for w, c in tw) / n),
+                                      per_node(twrw, nodes))
+    need = indivisible + rw / n + dp
     capacities = {"hbm": figures.hbm_capacity * workload.hbm_share, "host_ddr": figures.ddr_capacity,
                   "ssd": figures.ssd_capacity}
     pcie = figures.pcie_host_shared_bandwidth
@@ -278,8 +319,10 @@ def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], tab
 
 def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], backward: bool) -> LookupWork:
     """The busiest GPU's lookup (or update) work: `busiest` over the table- and column-wise
-    shards (each serves the global batch B) plus every row-wise table's 1/n of the ids of the
-    global batch with B pooled partial sums, plus the data-parallel tables on the local batch."""
+    shards (each serves the global batch B) beside the table-row-wise tables of the busiest node
+    (each GPU 1/G of a table's ids of the global batch, B pooled partial sums: `with_table_row_wise`),
+    plus every row-wise table's 1/n of the ids of the global batch with B pooled partial sums,
+    plus the data-parallel tables on the local batch."""
     n = figures.gpus
     b, big_b = workload.local_batch(n), workload.global_batch(n)
     indivisible = [(lookup_work(figures, workload, place, t, big_b, big_b, backward), t.count * column_shards(t))
@@ -287,9 +330,17 @@ def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], 
     even = [lookup_work(figures, workload, place, t, big_b / n, big_b, backward) for t in workload.sharded("row-wise")]
     even += [lookup_work(figures, workload, place, t, b, b, backward) for t in workload.sharded("data-parallel")]
     counts = [t.count for t in workload.sharded("row-wise")] + [t.count for t in workload.sharded("data-parallel")]
-    return LookupWork(
-        busiest([(w.bytes, c) for w, c in indivisible], n) + math.fsum(w.bytes * c for w, c in zip(even, counts)),
-        busiest([(w.seconds, c) for w, c in indivisible], n) + math.fsum(w.seconds * c for w, c in zip(even, counts)))
+    nodes, g = twrw_nodes(figures)
+    by_node = [(lookup_work(figures, workload, place, t, big_b / g, big_b, backward), t.count)
+               for t in workload.sharded("table-row-wise")]
+
+    def share(field: str) -> float:
+        tw = [(getattr(w, field), c) for w, c in indivisible]
+        return (with_table_row_wise((busiest(tw, n), math.fsum(w * c for w, c in tw) / n),
+                                    per_node([(getattr(w, field), c) for w, c in by_node], nodes))
+                + math.fsum(getattr(w, field) * c for w, c in zip(even, counts)))
+
+    return LookupWork(share("bytes"), share("seconds"))
 
 
 # ---------------------------------------------------------------- the estimate
@@ -311,22 +362,67 @@ def inter_node_share(figures: Figures, collective: str) -> float:
     return factor * (nodes - 1) / (nodes * g)
 
 
-def input_alltoall_bytes(workload: Workload, n: int, shards: Shards) -> tuple[float, str]:
+def input_alltoall_bytes(figures: Figures, workload: Workload, shards: Shards) -> tuple[float, str]:
     """The input AlltoAll's buffer S for the busiest rank and what it is. Every GPU sends the ids
     and lengths of its local batch to the shards' owners; the busiest receiver gets, for the
-    global batch, the ids of its table- and column-wise shards (`Shards.ids_bytes_per_sample`),
-    1/n of the ids of every row-wise table and a length per sample of each. The collective ends
+    global batch, the ids of its table- and column-wise shards (`Shards.ids_bytes_per_sample`)
+    beside 1/G of the ids of the busiest node's table-row-wise tables (`with_table_row_wise`),
+    1/n of the ids of every row-wise table, and a length per sample of each. The collective ends
     when the larger of the busiest receiver's and a sender's bytes has moved."""
+    n = figures.gpus
+    nodes, g = twrw_nodes(figures)
     b, big_b = workload.local_batch(n), workload.global_batch(n)
-    mp = workload.sharded("table-wise", "row-wise", "column-wise")
+    s_idx = DTYPE_BYTES[workload.index_dtype]
+    mp = workload.sharded("table-wise", "row-wise", "column-wise", "table-row-wise")
     sent = b * math.fsum(t.count * column_shards(t) * ids_bytes(workload, t) for t in mp)
-    received = big_b * (shards.ids_bytes_per_sample + math.fsum(
-        t.count * (t.pooling * DTYPE_BYTES[workload.index_dtype] / n + LENGTH_BYTES) for t in workload.sharded("row-wise")))
+    tw_average = math.fsum(t.count * column_shards(t) * ids_bytes(workload, t)
+                           for t in workload.sharded("table-wise", "column-wise")) / n
+    twrw = per_node([(t.pooling * s_idx / g + LENGTH_BYTES, t.count) for t in workload.sharded("table-row-wise")], nodes)
+    received = big_b * (with_table_row_wise((shards.ids_bytes_per_sample, tw_average), twrw) + math.fsum(
+        t.count * (t.pooling * s_idx / n + LENGTH_BYTES) for t in workload.sharded("row-wise")))
     if not sent:
         return 0.0, ""
     if received > sent:
         return received, f"the busiest receiver: {rf.number(received / sent)}x what each GPU sends"
     return sent, "what each GPU sends (no receiver gets more)"
+
+
+def cross_node_alltoall_algbw(figures: Figures) -> float:
+    """algbw of an AlltoAll among the N GPUs of one local rank, one per node (TorchRec's
+    table-row-wise cross-node group): each sends (N-1)/N of its buffer over its NIC share, so
+    S / t = N B_inj / (N-1); 0 on one node (nothing crosses) or with no injection bandwidth."""
+    nodes = figures.nodes
+    if nodes <= 1 or figures.injection_bandwidth <= 0:
+        return 0.0
+    return nodes * figures.injection_bandwidth / (nodes - 1)
+
+
+def intra_node_algbw(figures: Figures, collective: str) -> float:
+    """The node's intra-node algbw bound for `collective` (`Figures.intra_algbw`); a Figures
+    record without it (built by hand) falls back to its `algbw`, which on a node is the same and
+    on a cluster is never faster."""
+    return figures.intra_algbw.get(collective) or figures.algbw.get(collective, 0.0)
+
+
+@dataclass(frozen=True)
+class TableRowWiseExchange:
+    """The busiest node's pooled-embedding exchange per GPU, bytes per element of the wire dtype:
+    `intra` the intra-node ReduceScatter's (forward) or AllGather's (backward) buffer, B x D;
+    `cross` the cross-node AlltoAll's, B/G x D (D = the busiest node's sum of dims)."""
+
+    intra: float
+    cross: float
+
+
+def table_row_wise_exchange(figures: Figures, workload: Workload) -> TableRowWiseExchange:
+    """`TableRowWiseExchange` of the table-row-wise tables (zero without any): TorchRec's
+    TwRwPooledEmbeddingDist reduce-scatters the node's B x D partial sums within the node (each
+    GPU keeps B/G samples: its local rank's samples of every node), then AlltoAlls them among the
+    N GPUs of that local rank, sending B/G x D; backward an AlltoAll then an AllGather."""
+    nodes, g = twrw_nodes(figures)
+    big_b = workload.global_batch(figures.gpus)
+    dims = busiest([(float(t.dim), t.count) for t in workload.sharded("table-row-wise")], nodes)
+    return TableRowWiseExchange(big_b * dims, big_b / g * dims if nodes > 1 else 0.0)
 
 
 def ingestion_term(figures: Figures, inputs: float) -> Term:
@@ -350,6 +446,19 @@ def time_to_train_seconds(samples_to_converge: float | None, qps: float | None) 
     if not samples_to_converge or not qps:
         return None
     return samples_to_converge / qps
+
+
+def pooled_term(tid: str, parts: list[tuple[str, float, float, str]], default_bound: str) -> Term:
+    """A pooled-embedding term from its collectives, each (what, buffer bytes S, algbw, what
+    bounds it): they run one after another, so the seconds add (a part with S or algbw 0 is left
+    out); the term's rate is the effective one, its amount the sum of the buffers."""
+    used = [part for part in parts if part[1] > 0 and part[2] > 0]
+    seconds = math.fsum(nbytes / rate for _, nbytes, rate, _ in used)
+    amount = math.fsum(nbytes for _, nbytes, _, _ in used)
+    label, resource = next((label, res) for i, label, res in TERMS if i == tid)
+    return Term(tid, label, resource, seconds, amount, "bytes", amount / seconds if seconds else 0.0,
+                "; ".join(bound for *_, bound in used) or default_bound,
+                "; ".join(f"{what} of {rf.gib(int(nbytes))} at {rf.gbps(rate)}" for what, nbytes, rate, _ in used))
 
 
 def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, Any], Shards]:
@@ -386,30 +495,28 @@ def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, 
     terms.append(_term("mlp_bwd", 2 * flops, "flop", peak, bound))
 
     # Input AlltoAll: done when the busiest receiver is (input_alltoall_bytes).
-    ids, ids_detail = input_alltoall_bytes(workload, n, shards)
+    ids, ids_detail = input_alltoall_bytes(figures, workload, shards)
     a2a = _collective(figures, "all_to_all")
     a2a_name = f"all_to_all algbw {rf.gbps(a2a)} ({figures.collectives_scope})"
     terms.append(_term("input_alltoall", ids, "bytes", a2a, a2a_name, ids_detail))
 
     # Pooled embeddings: TW/CW by AlltoAll, finished when the busiest sender is (S = global batch x
-    # its dims), RW by ReduceScatter forward and AllGather backward (S = global batch x dims).
+    # its dims), RW by ReduceScatter forward and AllGather backward (S = global batch x dims),
+    # TWRW by the same within the busiest node then an AlltoAll across nodes (table_row_wise_exchange).
     rw_dims = sum(t.count * t.dim for t in workload.sharded("row-wise"))
+    twrw = table_row_wise_exchange(figures, workload)
+    cross = cross_node_alltoall_algbw(figures)
     for tid, s_comm, rw_collective in (("embedding_alltoall_fwd", s_fwd, "reduce_scatter"),
                                        ("embedding_alltoall_bwd", s_bwd, "all_gather")):
-        tw_bytes, rw_bytes = big_b * shards.dims * s_comm, big_b * rw_dims * s_comm
-        rw_rate = _collective(figures, rw_collective)
-        seconds = (tw_bytes / a2a if tw_bytes and a2a else 0.0) + (rw_bytes / rw_rate if rw_bytes and rw_rate else 0.0)
-        amount = tw_bytes + rw_bytes
-        parts = []
-        if tw_bytes:
-            parts.append(f"table/column-wise: AlltoAll of {rf.gib(int(tw_bytes))}")
-        if rw_bytes:
-            parts.append(f"row-wise: {rw_collective} of {rf.gib(int(rw_bytes))} at {rf.gbps(rw_rate)}")
-        label, resource = next((label, res) for i, label, res in TERMS if i == tid)
-        rate = amount / seconds if seconds else 0.0
-        terms.append(Term(tid, label, resource, seconds, amount, "bytes", rate,
-                          a2a_name if not rw_bytes else f"{a2a_name}; {rw_collective} algbw {rf.gbps(rw_rate)}",
-                          "; ".join(parts)))
+        rw_rate, intra = _collective(figures, rw_collective), intra_node_algbw(figures, rw_collective)
+        terms.append(pooled_term(tid, [
+            ("table/column-wise: AlltoAll", big_b * shards.dims * s_comm, a2a, a2a_name),
+            (f"row-wise: {rw_collective}", big_b * rw_dims * s_comm, rw_rate, f"{rw_collective} algbw {rf.gbps(rw_rate)}"),
+            (f"table-row-wise: intra-node {rw_collective}", twrw.intra * s_comm, intra,
+             f"intra-node {rw_collective} algbw {rf.gbps(intra)}"),
+            ("table-row-wise: cross-node AlltoAll", twrw.cross * s_comm, cross,
+             f"cross-node all_to_all algbw {rf.gbps(cross)} (N x NIC share / (N-1))"),
+        ], a2a_name))
 
     # Dense gradients: MLP and interaction (DCNv2 cross layers) weights and biases, and every data-parallel table.
     dense = workload.dense_parameters * s_ar + sum(t.count * t.rows * t.dim * s_ar for t in workload.sharded("data-parallel"))
@@ -428,6 +535,7 @@ def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, 
         staged = (ids * inter_node_share(figures, "all_to_all")
                   + big_b * shards.dims * (s_fwd + s_bwd) * inter_node_share(figures, "all_to_all")
                   + big_b * rw_dims * (s_fwd * inter_node_share(figures, "reduce_scatter") + s_bwd * inter_node_share(figures, "all_gather"))
+                  + twrw.cross * (s_fwd + s_bwd) * (figures.nodes - 1) / figures.nodes
                   + dense * inter_node_share(figures, "all_reduce"))
     terms.append(_term("host_staging", staged, "bytes", figures.pcie_host_shared_bandwidth,
                        "PCIe host link (no GPUDirect RDMA)" if staged else "GPUDirect RDMA: not staged",
@@ -468,6 +576,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
         "global_batch": big_b,
         "compute_dtype": dtype,
         "table_wise_balance": {"shards": shards.shards, "busiest_over_average": shards.imbalance},
+        "sharding_notes": twrw_notes(figures, workload),
         "placement": place,
         "terms": [t.as_dict() for t in terms],
         "resources_seconds": resources,
@@ -512,6 +621,7 @@ def achievable(figures: Figures) -> Figures:
         injection_bandwidth=figures.injection_bandwidth * network,
         ingestion_bandwidth=figures.ingestion_bandwidth * tcp,
         algbw={k: v * collective for k, v in figures.algbw.items()},
+        intra_algbw={k: v * intra for k, v in figures.intra_algbw.items()},
     )
 
 
@@ -542,9 +652,11 @@ def collective_seconds(figures: Figures, collective: str, bandwidth_seconds: flo
     return min(options)
 
 
-def collectives_per_iteration(workload: Workload, term: Term) -> dict[str, int]:
-    """The NCCL collectives a network term issues per iteration: one AlltoAll per exchange (and a
-    ReduceScatter / AllGather for row-wise tables); the dense gradients in DDP buckets of 25 MiB."""
+def collectives_per_iteration(workload: Workload, term: Term, nodes: int = 1) -> dict[str, int]:
+    """The NCCL collectives a network term issues per iteration on `nodes` nodes: one AlltoAll per
+    exchange (and a ReduceScatter / AllGather for row-wise tables); table-row-wise tables their
+    own intra-node ReduceScatter / AllGather and, across nodes, their own AlltoAll (TorchRec's
+    output dist per sharding type); the dense gradients in DDP buckets of 25 MiB."""
     if term.amount <= 0 or term.resource != "network" or term.id == "ingestion":
         return {}
     if term.id == "dense_allreduce":
@@ -554,8 +666,13 @@ def collectives_per_iteration(workload: Workload, term: Term) -> dict[str, int]:
     counts = {}
     if workload.sharded("table-wise", "column-wise"):
         counts["all_to_all"] = 1
+    reduction = "reduce_scatter" if term.id == "embedding_alltoall_fwd" else "all_gather"
     if workload.sharded("row-wise"):
-        counts["reduce_scatter" if term.id == "embedding_alltoall_fwd" else "all_gather"] = 1
+        counts[reduction] = 1
+    if workload.sharded("table-row-wise"):
+        counts[reduction] = counts.get(reduction, 0) + 1
+        if nodes > 1:
+            counts["all_to_all"] = counts.get("all_to_all", 0) + 1
     return counts
 
 
@@ -588,7 +705,7 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     launch = cal.value("kernel_launch_overhead")
     rows: list[dict[str, Any]] = []
     for term in derated:
-        counts = collectives_per_iteration(workload, term)
+        counts = collectives_per_iteration(workload, term, figures.nodes)
         calls = sum(counts.values())
         communication, algorithms = 0.0, dict[str, str]()
         for name, c in counts.items():
@@ -660,6 +777,8 @@ def text_report(doc: dict[str, Any]) -> str:
     if balance["shards"]:
         out += ["", f"Table-wise balance: {balance['shards']} indivisible table/column shards on {p['gpus']} GPUs; "
                     f"the busiest GPU looks up at least {rf.number(balance['busiest_over_average'])}x the average"]
+    if doc.get("sharding_notes"):
+        out += ["", *(f"Sharding: {note}" for note in doc["sharding_notes"])]
     out += ["", "Per-iteration terms per GPU (ms, the busiest GPU)"]
     out += rf.table(("term", "resource", "amount", "time", "bound by"),
                     ((t["label"], t["resource"], amount(t), ms(t["seconds"]), t["bound_by"]) for t in doc["terms"]),

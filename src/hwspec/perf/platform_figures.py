@@ -53,6 +53,7 @@ class Figures:
     busbw: dict[str, float] = field(default_factory=dict)   # collective -> busbw bound, bytes/s
     ingestion_on_collective_nics: bool = False  # some GPU's collectives leave by an ingestion/frontend NIC
     fabric_kinds: tuple[str, ...] = ()       # the GPUs' fabric kinds (parts' fabric.kind), sorted; unknown left out
+    intra_algbw: dict[str, float] = field(default_factory=dict)  # collective -> the node's intra-node algbw bound
 
 
 def _tier(doc: dict[str, Any], name: str, key: str = "bandwidth_bytes_per_s") -> float:
@@ -167,4 +168,13 @@ def figures(topology) -> Figures:
         busbw={name: collectives[name]["busbw_bytes_per_s"] for name in rf.COLLECTIVES if name in collectives},
         ingestion_on_collective_nics=any(_collectives_on_host_nics(t) for t in node_topologies),
         fabric_kinds=tuple(sorted({g.fabric_kind for t in node_topologies for g in t.platform.gpus if g.fabric_kind})),
+        intra_algbw=_intra_algbw(docs),
     )
+
+
+def _intra_algbw(docs: list[dict[str, Any]]) -> dict[str, float]:
+    """Each collective's intra-node algbw bound, the slowest node's (a node the roofline gives no
+    bound for, a lone GPU, leaves the collective out)."""
+    bounds = [d["intra_node_collectives"] or {} for d in docs]
+    return {name: min(b[name]["algbw_bytes_per_s"] for b in bounds)
+            for name in rf.COLLECTIVES if bounds and all(name in b for b in bounds)}

@@ -37,7 +37,9 @@ from hwspec.spec.translate import DataPath, dotted, validate_document
 StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 CommDtype = Literal["fp32", "fp16", "bf16", "fp8"]
 IndexDtype = Literal["int32", "int64"]
-Sharding = Literal["table-wise", "row-wise", "column-wise", "data-parallel"]
+Sharding = Literal["table-wise", "row-wise", "column-wise", "data-parallel", "table-row-wise"]
+"""How a table group is sharded: `table-row-wise` is the paper's hierarchical plan (TorchRec's
+TWRW): each table on one node, row-wise over that node's GPUs."""
 Optimizer = Literal["sgd", "rowwise-adagrad", "adagrad"]
 
 DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
