@@ -63,7 +63,8 @@ TIER_NOTES = {
                   "else the narrowest PCIe link on its path to its socket"),
     "pcie_host_shared": ("the same when every GPU transfers at once: a GPU's NVLink-C2C links are its own; "
                          "each PCIe link is divided by the GPUs below it"),
-    "backend_nic": "the backend NICs serving the GPU, each divided among the GPUs it serves, summed; without one, the node's backend (or else host) NICs divided among the GPUs",
+    "backend_nic": ("the backend NICs serving the GPU, each divided among the GPUs it serves, summed; without one, the "
+                    "node's backend (or else host) NICs divided among the GPUs"),
     "ingestion_share": "the node's ingestion/frontend NICs divided among the GPUs",
 }
 
