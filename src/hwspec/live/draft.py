@@ -36,8 +36,6 @@ from hwspec.text import comment, visible
 
 RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
 """Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
-PLACEHOLDER_MEMORY = 256 * 2**30
-PLACEHOLDER_DDR_BANDWIDTH = "100 GB/s"
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
 UNKNOWN = "unknown"
 GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
@@ -175,7 +173,9 @@ class _Writer:
         return {"part": UNKNOWN, "override": override} if override else {"part": UNKNOWN}
 
     def numa_fields(self, numa: int, assumed: list[str]) -> dict[str, Any]:
-        """`numa_node`, `cpus` and `memory` of one NUMA node."""
+        """`numa_node`, `cpus` and `memory` of one NUMA node. Memory is what the input says (lstopo's
+        local memory) and `unknown` where it says nothing (an NCCL dump, topo -m; no input gives
+        bandwidth): never a placeholder a consumer would take as the machine's (HW603 names them)."""
         node = self.m.numa.get(numa)
         fields: dict[str, Any] = {"numa_node": numa}
         if node is not None and node.cpus:
@@ -187,12 +187,7 @@ class _Writer:
             fields["memory"] = {"shared_with": apu}
             return fields
         capacity = node.memory if node is not None and node.memory else None
-        if capacity is None:
-            assumed.append("DDR capacity and bandwidth are not in the input: placeholders")
-            capacity = PLACEHOLDER_MEMORY
-        else:
-            assumed.append("DDR bandwidth is not in the input: placeholder")
-        fields["memory"] = {"capacity": format_bytes(capacity), "bandwidth": PLACEHOLDER_DDR_BANDWIDTH}
+        fields["memory"] = {"capacity": format_bytes(capacity) if capacity is not None else UNKNOWN, "bandwidth": UNKNOWN}
         return fields
 
     def apu_under(self, numa: int) -> str | None:

@@ -184,11 +184,12 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
         tiers["host_ddr"] = {"capacity_bytes": 0, "bandwidth_bytes_per_s": 0.0, "same_memory_as": "hbm"}
     elif socket is not None:
         sharing = len(topology.gpus_on(socket.id))
-        tiers["host_ddr"] = {"capacity_bytes": socket.memory_capacity // sharing,
-                             "bandwidth_bytes_per_s": socket.memory_bandwidth / sharing,
+        capacity, bandwidth = known(socket.memory_capacity), known(socket.memory_bandwidth)
+        tiers["host_ddr"] = {"capacity_bytes": capacity // sharing,
+                             "bandwidth_bytes_per_s": bandwidth / sharing,
                              "shared_by_gpus": sharing,
-                             "numa_node_capacity_bytes": socket.memory_capacity,
-                             "numa_node_bandwidth_bytes_per_s": socket.memory_bandwidth}
+                             "numa_node_capacity_bytes": capacity,
+                             "numa_node_bandwidth_bytes_per_s": bandwidth}
     else:
         tiers["host_ddr"] = None
 
@@ -370,8 +371,8 @@ def _node(topology: Topology) -> dict[str, Any]:
         "compute": compute,
         "hbm_capacity_bytes": sum(known(g.hbm_capacity) for g in platform.gpus),
         "hbm_bandwidth_bytes_per_s": math.fsum(known(g.hbm_bandwidth) for g in platform.gpus),
-        "ddr_capacity_bytes": platform.memory_capacity,
-        "ddr_bandwidth_bytes_per_s": platform.memory_bandwidth,
+        "ddr_capacity_bytes": known(platform.memory_capacity),
+        "ddr_bandwidth_bytes_per_s": known(platform.memory_bandwidth),
         **_unified_memory(topology),
         "ssd_capacity_bytes": sum(s.capacity for s in platform.ssds),
         "ssd_bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds),
