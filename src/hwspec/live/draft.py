@@ -4,9 +4,9 @@ A thin layer over `observed.Machine`: it only decides how the spec language says
 observed. Parts are recognised from the catalogue by PCI vendor/device id (GPUs, NICs; a NIC's
 observed speed too, where the input gives one) or CPUID vendor/family/model (CPUs); a device
 the input does not identify as a catalogue part is `part: unknown` with exactly what the input
-gives as `override:`, and a bus id the input does not give is `bus: unknown` (`validate` warns
-HW603 with what to fill in). Other values no input gives (DDR capacity, a RoCE interface name)
-are placeholders marked `assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
+gives as `override:`, a bus id the input does not give is `bus: unknown`, and host memory the
+input does not give is `capacity: unknown`/`bandwidth: unknown` (`validate` warns HW603 with what
+to fill in). Names no input gives (a RoCE interface name) are placeholders marked `assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
 expanding the draft again. The draft names its inputs in `sources:`/`source:`.
 
 Input files are hostile: any text from them (file names, device and model names, attribute
