@@ -616,9 +616,18 @@ def _detail(name: str, tier: dict[str, Any]) -> str:
     return ""
 
 
+def unknown_report(title: str, unknown: list[str]) -> str:
+    """The text roofline of a platform whose figures are unknown: what is missing, no table."""
+    return "\n".join([title, "no figures: these are unknown (hwspec validate says what to fill in, HW603)",
+                      *(f"  {line}" for line in unknown)]) + "\n"
+
+
 def text_report(doc: dict[str, Any]) -> str:
-    """The roofline document as tables for people (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)."""
+    """The roofline document as tables for people (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes); for a
+    platform with unknown figures, the list of them instead (`unknown_report`)."""
     platform = doc["platform"]
+    if doc.get("unknown"):
+        return unknown_report(f"{platform['name']}: {platform['title']}", doc["unknown"])
     out = [f"{platform['name']}: {platform['title']}",
            f"source: {platform['file']}; datasheet peaks; bandwidths per direction (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)"]
     for group in doc["gpu_groups"]:
