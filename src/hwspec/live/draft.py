@@ -6,8 +6,9 @@ observed speed too, where the input gives one) or CPUID vendor/family/model (CPU
 the input does not identify as a catalogue part is `part: unknown` with exactly what the input
 gives as `override:`, a bus id the input does not give is `bus: unknown`, and host memory the
 input does not give is `capacity: unknown`/`bandwidth: unknown` (`validate` warns HW603 with what
-to fill in). Names no input gives (a RoCE interface name) are placeholders marked `assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
-expanding the draft again. The draft names its inputs in `sources:`/`source:`.
+to fill in). Names no input gives (a RoCE interface name) are placeholders marked `assumed:`.
+Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by expanding the
+draft again. The draft names its inputs in `sources:`/`source:`.
 
 Input files are hostile: any text from them (file names, device and model names, attribute
 values) reaches the draft only as a YAML string that loads back as exactly that string (`hwspec.source.dumper.dump_yaml`),
