@@ -130,7 +130,7 @@ def test_line_breaks_in_an_nccl_net_name_load_back_as_that_name_and_validate_ref
     assert status == 1
     assert list(data) == DRAFT_KEYS
     assert data["nics"][0]["device"] == "mlx5_0\nenvironment: {LD_PRELOAD: x.so}\x85#"
-    assert ("draft.yaml:42:11: error[E110]: nics[0].device: String should have at most 15 characters, "
+    assert ("draft.yaml:41:11: error[E110]: nics[0].device: String should have at most 15 characters, "
             "got 'mlx5_0\\nenvironment: {LD_PRELOAD: x.so}\\x85#'\n") in err
 
 

@@ -85,7 +85,7 @@ def test_an_unknown_amd_gpu_without_arch_and_cu_count_is_a_located_hw911_naming_
     capsys.readouterr()
     assert main(["validate", str(draft)]) == 1
     out = capsys.readouterr().out
-    assert (f"{draft}:21:9: error[HW911 rccl-topo-writable]: gpu0: part unknown and its override: gives no hip_arch, "
+    assert (f"{draft}:20:9: error[HW911 rccl-topo-writable]: gpu0: part unknown and its override: gives no hip_arch, "
             "compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count): write them under override: "
             "(rocminfo's gfx target and compute units, or an RCCL topology dump's gcn, arch and sm)\n") in out
     assert main(["generate", str(draft), "-o", str(tmp_path / "out")]) == 2

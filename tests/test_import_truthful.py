@@ -192,7 +192,7 @@ def test_pci_ids_the_catalogue_lacks_give_part_unknown_with_the_observed_ids(tmp
             "    pci_device: \"0x2206\"\n    sm: 86\n    fabric: {links: 12}\n") in text
     assert ("  part: unknown\n  override:\n    pci_vendor: \"0x14e4\"\n    pci_device: \"0x1750\"\n    speed: 200 Gb/s\n"
             "    rdma: true\n    gpudirect: true\n  role: backend\n") in text
-    assert f"{draft}:26:3: warning[HW603 unknown-facts]: gpu0: unknown GPU part 0x10de:0x2206 (so its HBM, compute and " \
+    assert f"{draft}:25:3: warning[HW603 unknown-facts]: gpu0: unknown GPU part 0x10de:0x2206 (so its HBM, compute and " \
            "fabric figures)\n" in err
     assert "assumed" not in text.split("\ngpus:")[1].split("\nnics:")[0]
 
@@ -207,8 +207,8 @@ def test_hw603_is_one_finding_per_device_naming_all_its_unknown_facts_and_one_fo
     assert findings == [
         "warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml (for gpu0, gpu1, nic0, rp0); "
         "the figures of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' "
-        "(for gpu0, gpu1, nic0)",
-        "warning[HW603 unknown-facts]: cpu0: unknown CPU part (so its cores)",
+        "(for cpu0, gpu0, gpu1, nic0)",
+        "warning[HW603 unknown-facts]: cpu0: unknown CPU part (so its cores), memory capacity, memory bandwidth",
         "warning[HW603 unknown-facts]: rp0: unknown PCI bus id",
         "warning[HW603 unknown-facts]: gpu0: unknown GPU part (so its HBM, compute and fabric figures), PCI bus id, "
         "PCIe link (no part to take it from)",

@@ -110,7 +110,7 @@ def test_the_zionex_draft_is_readable_with_repeat_blocks_and_catalogue_parts():
     assert "nvlink:\n  topology: fully-connected\n  links_per_pair: 2\n  exclude:\n  - [0, 4]\n" in text
     assert "source: hwspec import of tests/data/live/zionex.lstopo.xml (hwloc XML (lstopo --of xml)), " \
            "tests/data/live/zionex.topo-m.txt (nvidia-smi topo -m)\n" in text
-    assert "assumed: 'DDR bandwidth is not in the input: placeholder'" in text
+    assert "  memory: {capacity: 384 GiB, bandwidth: unknown}\n" in text  # no input gives DDR bandwidth: no placeholder
 
 
 def test_the_a100_skeleton_imports_clean_with_what_it_lacks_unknown_or_marked_assumed():
@@ -164,7 +164,10 @@ def test_the_h100_dump_is_imported_with_every_fact_nccl_reads():
 def test_the_h100_dump_imports_to_a_platform_that_validates_clean():
     text, diagnostics = imported([H100], "h100")
     assert {d.format().split("\n")[0].split(": ", 1)[1] for d in diagnostics} == {  # 0x15b3:0x101e, a ConnectX-7 VF
-        f"warning[HW603 unknown-facts]: nic{i}: unknown NIC part" for i in range(8)}
+        *(f"warning[HW603 unknown-facts]: nic{i}: unknown NIC part" for i in range(8)),
+        *(f"warning[HW603 unknown-facts]: cpu{i}: unknown memory capacity, memory bandwidth" for i in range(2)),
+        "warning[HW603 unknown-facts]: waiting for the unknown facts of devices: the figures of roofline.json, "
+        "torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (for cpu0, cpu1)"}
     assert "  part: unknown\n  override:\n    pci_vendor: \"0x15b3\"\n    pci_device: \"0x101e\"\n    speed: 200 Gb/s\n" in text
     generated = nccl_xml(load_node_text(text, "h100.yaml"))
     assert nccl_reading(generated, per_switch=True) == nccl_reading(H100.read_text(), per_switch=True)
@@ -301,7 +304,7 @@ def test_import_writes_the_draft_and_says_what_it_read(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.endswith(f"hwspec: draft written to {out} from 4 NUMA node(s), 8 GPU(s), 12 NIC(s): validates with no error; "
                         "check its 'assumed:' notes\n")
-    assert f"{out}:48:3: warning[HW603 unknown-facts]: nic0: unknown NIC part\n  hint: name the part (lspci -nn gives its PCI id)\n" in err
+    assert f"{out}:47:3: warning[HW603 unknown-facts]: nic0: unknown NIC part\n  hint: name the part (lspci -nn gives its PCI id)\n" in err
     assert "\nname: zionex-live\n" in out.read_text()
     assert main(["validate", str(out)]) == 0
 

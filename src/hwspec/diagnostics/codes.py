@@ -79,7 +79,7 @@ class Code(enum.StrEnum):
     NO_PEAK_FOR_DTYPE = ("E402", "no peak for the dtype", "`hwspec estimate`/`compare`: the workload's compute_dtype has no peak on the "
         "platform's GPUs.")
     UNKNOWN_FIGURES = ("E403", "unknown figures", "`hwspec estimate`/`compare`: the platform says a figure the estimate needs is "
-        "unknown (`part: unknown`, a NIC without a speed): name the part or give the figure (rule HW603 says where).")
+        "unknown (`part: unknown`, a NIC without a speed, a socket's `capacity: unknown`): name the part or give the figure (rule HW603 says where).")
     TOP_MLP_INPUT_MISMATCH = ("E404", "top MLP input is not the interaction's output", "a workload's `top_mlp` starts "
         "with a width other than the interaction's output width (`cat` and `dcnv2`: the bottom MLP's output plus every "
         "table's dim; `dot`: the bottom MLP's output plus F(F-1)/2 pairwise dots of F = tables + 1 features): the MLP FLOPs and the "

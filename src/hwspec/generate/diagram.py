@@ -130,12 +130,19 @@ def _node_line(node_id: str, style: str, text: str) -> str:
     return f"{quote(node_id)} [{attrs({'class': style, **STYLES[style]}, label=text)}];"
 
 
+def _ddr(numa: NumaNode) -> str:
+    """`512 GiB DDR, 300 GB/s`, `unknown` for a figure the spec says is unknown."""
+    capacity = "unknown" if numa.memory_capacity is None else gib(numa.memory_capacity)
+    bandwidth = "unknown bandwidth" if numa.memory_bandwidth is None else gbps(numa.memory_bandwidth)
+    return f"{capacity} DDR, {bandwidth}"
+
+
 def _device_line(platform: Platform, item_id: str) -> str:
     item = platform.by_id[item_id]
     if isinstance(item, NumaNode):
         return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})", item.model_name,
                                                    f"memory: {item.memory_shared_with}'s HBM (shared)" if item.memory_shared_with
-                                                   else f"{gib(item.memory_capacity)} DDR, {gbps(item.memory_bandwidth)}"))
+                                                   else _ddr(item)))
     if isinstance(item, Bridge):
         name = "root port" if item.kind == "root-port" else "PCIe switch"
         return _node_line(item_id, item.kind, label(f"{item.id}: {name}", item.bus or "bus unknown"))

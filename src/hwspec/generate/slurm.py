@@ -52,12 +52,14 @@ def node_hardware(platform) -> dict[str, int | str]:
     """The slurm.conf node line's hardware fields for a node platform: Sockets,
     CoresPerSocket, ThreadsPerCore (the smallest on the node: Slurm takes one value per node),
     RealMemory (MiB, installed DDR less REAL_MEMORY_RESERVE) and Gres (`gpu:TYPE:N` per GPU
-    part); a field the platform cannot say is left to Slurm's default."""
+    part); a field the platform cannot say is left to Slurm's default (RealMemory, when a
+    socket's memory capacity is unknown: `real_memory_unknown`)."""
     sockets = platform.sockets  # NUMA nodes; a physical socket may hold several (platform.packages)
     parts: dict[str, int] = {}
     for gpu in platform.gpus:
         parts[gpu.part] = parts.get(gpu.part, 0) + 1
-    memory_mib = int(sum(s.memory_capacity for s in sockets) // 2**20 * (1 - REAL_MEMORY_RESERVE))
+    installed = platform.memory_capacity
+    memory_mib = int(installed // 2**20 * (1 - REAL_MEMORY_RESERVE)) if installed is not None else 0
     fields: dict[str, int | str] = {}
     if sockets:
         cores: dict[str, int] = {}
@@ -70,6 +72,15 @@ def node_hardware(platform) -> dict[str, int | str]:
     if parts:
         fields["Gres"] = ",".join(f"gpu:{part}:{count}" for part, count in sorted(parts.items()))
     return fields
+
+
+def real_memory_unknown(platform) -> bool:
+    """Whether the node line leaves RealMemory out because a socket's memory capacity is unknown
+    (HW603). Slurm's default is then 1 MiB: slurmd registers the memory it measures and the node
+    is never drained for LowRealMemory, but with memory as a consumable resource
+    (SelectTypeParameters=CR_*_Memory) no job asking for --mem fits until the admin sets it
+    (from `slurmd -C`, or by giving the capacity in the platform). A guess could drain every node."""
+    return platform.memory_capacity is None
 
 
 def node_lines(topology: ClusterTopology, group: NodeGroup) -> list[tuple[str, str | None]]:
@@ -137,7 +148,8 @@ def slurm(ctx: GenContext) -> dict[str, str]:
         gpus = [{"index": g.index, "type": g.part, "cores": slurm_cores(platform, g), "links": gpu_links(platform, g),
                  "file": gpu_device_file(g)} for g in platform.gpus]
         groups.append({"nodes": ctx.topology.hostlist(group.nodes), "platform": platform.name, "gpus": gpus,
-                       "lines": node_lines(ctx.topology, group), "hardware": node_hardware(platform)})
+                       "lines": node_lines(ctx.topology, group), "hardware": node_hardware(platform),
+                       "real_memory_unknown": real_memory_unknown(platform)})
     return {
         "slurm/slurm.conf": ctx.render("slurm/slurm.conf.j2", "hash", groups=groups, cluster=cluster,
                                        all_nodes=ctx.topology.hostlist(), reserve=REAL_MEMORY_RESERVE),

@@ -4,10 +4,11 @@ A thin layer over `observed.Machine`: it only decides how the spec language says
 observed. Parts are recognised from the catalogue by PCI vendor/device id (GPUs, NICs; a NIC's
 observed speed too, where the input gives one) or CPUID vendor/family/model (CPUs); a device
 the input does not identify as a catalogue part is `part: unknown` with exactly what the input
-gives as `override:`, and a bus id the input does not give is `bus: unknown` (`validate` warns
-HW603 with what to fill in). Other values no input gives (DDR capacity, a RoCE interface name)
-are placeholders marked `assumed:`. Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by
-expanding the draft again. The draft names its inputs in `sources:`/`source:`.
+gives as `override:`, a bus id the input does not give is `bus: unknown`, and host memory the
+input does not give is `capacity: unknown`/`bandwidth: unknown` (`validate` warns HW603 with what
+to fill in). Names no input gives (a RoCE interface name) are placeholders marked `assumed:`.
+Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by expanding the
+draft again. The draft names its inputs in `sources:`/`source:`.
 
 Input files are hostile: any text from them (file names, device and model names, attribute
 values) reaches the draft only as a YAML string that loads back as exactly that string (`hwspec.source.dumper.dump_yaml`),
@@ -36,8 +37,6 @@ from hwspec.text import comment, visible
 
 RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
 """Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
-PLACEHOLDER_MEMORY = 256 * 2**30
-PLACEHOLDER_DDR_BANDWIDTH = "100 GB/s"
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
 UNKNOWN = "unknown"
 GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
@@ -175,7 +174,9 @@ class _Writer:
         return {"part": UNKNOWN, "override": override} if override else {"part": UNKNOWN}
 
     def numa_fields(self, numa: int, assumed: list[str]) -> dict[str, Any]:
-        """`numa_node`, `cpus` and `memory` of one NUMA node."""
+        """`numa_node`, `cpus` and `memory` of one NUMA node. Memory is what the input says (lstopo's
+        local memory) and `unknown` where it says nothing (an NCCL dump, topo -m; no input gives
+        bandwidth): never a placeholder a consumer would take as the machine's (HW603 names them)."""
         node = self.m.numa.get(numa)
         fields: dict[str, Any] = {"numa_node": numa}
         if node is not None and node.cpus:
@@ -187,12 +188,7 @@ class _Writer:
             fields["memory"] = {"shared_with": apu}
             return fields
         capacity = node.memory if node is not None and node.memory else None
-        if capacity is None:
-            assumed.append("DDR capacity and bandwidth are not in the input: placeholders")
-            capacity = PLACEHOLDER_MEMORY
-        else:
-            assumed.append("DDR bandwidth is not in the input: placeholder")
-        fields["memory"] = {"capacity": format_bytes(capacity), "bandwidth": PLACEHOLDER_DDR_BANDWIDTH}
+        fields["memory"] = {"capacity": format_bytes(capacity) if capacity is not None else UNKNOWN, "bandwidth": UNKNOWN}
         return fields
 
     def apu_under(self, numa: int) -> str | None:

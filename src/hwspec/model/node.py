@@ -134,8 +134,10 @@ class NumaNode:
     cores: int | None
     threads_per_core: int | None
     cpus: tuple[int, ...]
-    memory_capacity: int
-    memory_bandwidth: float
+    memory_capacity: int | None
+    """Bytes; None where the spec says `capacity: unknown` (HW603)."""
+    memory_bandwidth: float | None
+    """Bytes/s; None where the spec says `bandwidth: unknown` (HW603)."""
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this entry overrides (`cores`), sorted."""
     package: str = ""
@@ -491,6 +493,11 @@ class Platform:
         for ssd in self.ssds:
             if ssd.physical is None:
                 lines.append(f"{ssd.id}: PCIe link (not given)")
+        for socket in self.sockets:
+            missing = [name for name, value in (("memory capacity", socket.memory_capacity),
+                                                 ("memory bandwidth", socket.memory_bandwidth)) if value is None]
+            if missing:
+                lines.append(f"{socket.id}: {', '.join(missing)} (not given)")
         return tuple(lines)
 
     @cached_property
@@ -499,15 +506,18 @@ class Platform:
         return tuple(dict.fromkeys(s.package for s in self.sockets))
 
     @property
-    def memory_capacity(self) -> int:
+    def memory_capacity(self) -> int | None:
         """Host DDR in bytes, summed over the sockets with memory of their own: a socket whose
-        memory is a GPU's HBM (an APU) adds nothing, that pool is counted as the GPU's HBM."""
-        return sum(s.memory_capacity for s in self.sockets if s.memory_shared_with is None)
+        memory is a GPU's HBM (an APU) adds nothing, that pool is counted as the GPU's HBM.
+        None when any of those sockets' capacity is unknown (a partial sum is no total)."""
+        own = [s.memory_capacity for s in self.sockets if s.memory_shared_with is None]
+        return None if None in own else sum(c for c in own if c is not None)
 
     @property
-    def memory_bandwidth(self) -> float:
-        """Host DDR bandwidth, bytes/s, summed as `memory_capacity` is."""
-        return sum(s.memory_bandwidth for s in self.sockets if s.memory_shared_with is None)
+    def memory_bandwidth(self) -> float | None:
+        """Host DDR bandwidth, bytes/s, summed as `memory_capacity` is; None when any is unknown."""
+        own = [s.memory_bandwidth for s in self.sockets if s.memory_shared_with is None]
+        return None if None in own else sum(b for b in own if b is not None)
 
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where `entity` (an id, or None for the file top) and optionally one of its fields

@@ -94,14 +94,20 @@ def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
 
 
 def _memory(memory: Any, parts: dict[str, Any]) -> dict[str, Any]:
-    """A NUMA node's memory fields of `m.NumaNode`: its own, or the HBM of the GPU it is shared with
-    (0 where that GPU's part is unknown: the GPU's HBM is then an unknown figure, HW603)."""
+    """A NUMA node's memory fields of `m.NumaNode`: its own (None where the spec says `unknown`), or
+    the HBM of the GPU it is shared with (0 where that GPU's part is unknown: the GPU's HBM is then
+    an unknown figure, HW603)."""
     if memory.shared_with is None:
-        return {"memory_capacity": memory.capacity, "memory_bandwidth": memory.bandwidth}
+        return {"memory_capacity": _known(memory.capacity), "memory_bandwidth": _known(memory.bandwidth)}
     hbm = getattr(parts.get(memory.shared_with), "hbm", None)
     return {"memory_capacity": hbm.capacity if hbm is not None else 0,
             "memory_bandwidth": hbm.bandwidth if hbm is not None else 0.0,
             "memory_shared_with": memory.shared_with}
+
+
+def _known(value: Any) -> Any:
+    """`value`, or None for the spec word `unknown`."""
+    return None if value == m.UNKNOWN_PART else value
 
 
 def _cpu_lists(domains: list[_Domain], parts: dict[str, Any]) -> dict[str, tuple[int, ...]]:

@@ -97,8 +97,13 @@ def _hierarchical(nodes: int, gpus: int, intra: float, injection: float, bisecti
 
 
 def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
-    """The cluster's roofline document (without `_generated`)."""
+    """The cluster's roofline document (without `_generated`). When a node platform has unknown
+    figures (`Platform.unknown_figures`), every figure is null and `unknown` names them: no
+    aggregate is summed over a figure nobody gave."""
     cluster = topology.platform
+    unknown = [f"{p.name}: {line}" for p in cluster.node_platforms for line in p.unknown_figures]
+    if unknown:
+        return {**_header(cluster), "unknown": unknown, "aggregate": None, "network": None, "collectives": None}
     node_docs = {p.name: rf.roofline(p.topology) for p in cluster.node_platforms}
     aggregate: dict[str, Any] = {"nodes": cluster.node_count, "gpus": cluster.world_size, "compute": {}}
     sums = ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "ddr_capacity_bytes", "ddr_bandwidth_bytes_per_s",
@@ -157,6 +162,11 @@ def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
         nvls = all(rf.nvlink_sharp(p.topology) for p in cluster.node_platforms)
         sharp = fabric is not None and fabric.sharp
         collectives = _hierarchical(units, unit_gpus, intra, injection, bisection if fabric else math.inf, nvls, sharp)
+    return {**_header(cluster), "aggregate": aggregate, "network": network, "collectives": collectives}
+
+
+def _header(cluster: Any) -> dict[str, Any]:
+    """The keys every cluster roofline document starts with: schema, units, the cluster and its assumptions."""
     return {
         "schema_version": rf.SCHEMA_VERSION,
         "units": rf.UNITS,
@@ -165,9 +175,6 @@ def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source, "file": visible(a.location.file)}
                         for a in sorted((*cluster.assumptions, *(a for p in cluster.node_platforms for a in p.assumptions)),
                                         key=lambda a: (a.location.file, a.path))],
-        "aggregate": aggregate,
-        "network": network,
-        "collectives": collectives,
     }
 
 
@@ -194,8 +201,11 @@ def cluster_torchrec(topology: ClusterTopology, doc: dict[str, Any]) -> dict[str
 
 
 def cluster_text_report(doc: dict[str, Any]) -> str:
-    """The cluster roofline document as tables for people (GB/s = 1e9 bytes/s)."""
+    """The cluster roofline document as tables for people (GB/s = 1e9 bytes/s); the unknown
+    figures instead when a node platform has some."""
     cluster, aggregate, network = doc["cluster"], doc["aggregate"], doc["network"]
+    if doc.get("unknown"):
+        return rf.unknown_report(f"{cluster['name']}: {cluster['title']}", doc["unknown"])
     groups = ", ".join(f"{count} x {name}" for name, count in cluster["node_platforms"].items())
     out = [f"{cluster['name']}: {cluster['title']}",
            f"source: {cluster['file']}; {groups}; {aggregate['gpus']} GPUs; bandwidths per direction", "",

@@ -97,8 +97,10 @@ def check_known(topology) -> None:
     platforms = topology.platform.node_platforms if topology.kind == "cluster" else [topology.platform]
     problems = []
     for platform in platforms:
+        numa_nodes = {s.id for s in platform.sockets}
         for line in platform.unknown_figures:
-            where = platform.locate(line.split(":", 1)[0], "part")
+            entry = line.split(":", 1)[0]
+            where = platform.locate(entry, "memory" if entry in numa_nodes else "part")
             problems.append(Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.UNKNOWN_FIGURES,
                                        f"cannot estimate with unknown figures: {line}",
                                        "name the part or give the figure (hwspec validate lists every unknown, HW603)"))

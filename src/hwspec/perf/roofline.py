@@ -185,11 +185,12 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
         tiers["host_ddr"] = {"capacity_bytes": 0, "bandwidth_bytes_per_s": 0.0, "same_memory_as": "hbm"}
     elif socket is not None:
         sharing = len(topology.gpus_on(socket.id))
-        tiers["host_ddr"] = {"capacity_bytes": socket.memory_capacity // sharing,
-                             "bandwidth_bytes_per_s": socket.memory_bandwidth / sharing,
+        capacity, bandwidth = known(socket.memory_capacity), known(socket.memory_bandwidth)
+        tiers["host_ddr"] = {"capacity_bytes": capacity // sharing,
+                             "bandwidth_bytes_per_s": bandwidth / sharing,
                              "shared_by_gpus": sharing,
-                             "numa_node_capacity_bytes": socket.memory_capacity,
-                             "numa_node_bandwidth_bytes_per_s": socket.memory_bandwidth}
+                             "numa_node_capacity_bytes": capacity,
+                             "numa_node_bandwidth_bytes_per_s": bandwidth}
     else:
         tiers["host_ddr"] = None
 
@@ -371,8 +372,8 @@ def _node(topology: Topology) -> dict[str, Any]:
         "compute": compute,
         "hbm_capacity_bytes": sum(known(g.hbm_capacity) for g in platform.gpus),
         "hbm_bandwidth_bytes_per_s": math.fsum(known(g.hbm_bandwidth) for g in platform.gpus),
-        "ddr_capacity_bytes": platform.memory_capacity,
-        "ddr_bandwidth_bytes_per_s": platform.memory_bandwidth,
+        "ddr_capacity_bytes": known(platform.memory_capacity),
+        "ddr_bandwidth_bytes_per_s": known(platform.memory_bandwidth),
         **_unified_memory(topology),
         "ssd_capacity_bytes": sum(s.capacity for s in platform.ssds),
         "ssd_bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds),
@@ -616,9 +617,18 @@ def _detail(name: str, tier: dict[str, Any]) -> str:
     return ""
 
 
+def unknown_report(title: str, unknown: list[str]) -> str:
+    """The text roofline of a platform whose figures are unknown: what is missing, no table."""
+    return "\n".join([title, "no figures: these are unknown (hwspec validate says what to fill in, HW603)",
+                      *(f"  {line}" for line in unknown)]) + "\n"
+
+
 def text_report(doc: dict[str, Any]) -> str:
-    """The roofline document as tables for people (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)."""
+    """The roofline document as tables for people (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes); for a
+    platform with unknown figures, the list of them instead (`unknown_report`)."""
     platform = doc["platform"]
+    if doc.get("unknown"):
+        return unknown_report(f"{platform['name']}: {platform['title']}", doc["unknown"])
     out = [f"{platform['name']}: {platform['title']}",
            f"source: {platform['file']}; datasheet peaks; bandwidths per direction (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)"]
     for group in doc["gpu_groups"]:

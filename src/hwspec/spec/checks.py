@@ -102,6 +102,12 @@ def check_device_bus_id(value: str) -> str:
     return value if value == "unknown" else check_bus_id(value)
 
 
+def known_or_unknown(value: Any) -> str:
+    """The union branch a value that may be the spec word `unknown` takes: "unknown" for exactly
+    that word, "known" for anything else (which then gets its own type's message when wrong)."""
+    return "unknown" if value == "unknown" else "known"
+
+
 def check_catalogue_part_name(value: str) -> str:
     """A name a catalogue may give a part: not `unknown`, the spec word for an unidentified part."""
     if value == "unknown":

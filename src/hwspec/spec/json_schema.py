@@ -140,8 +140,9 @@ def _leaf(schema: dict, description: str | None) -> dict:
     """A property value as written: a `${...}` string, or an annotated `{value: ...}` mapping,
     or null where the field is optional, or else the value itself."""
     schema, optional = _strip_optional(schema)
-    if "pattern" in schema:
-        schema["pattern"] = _human_pattern(schema["pattern"])
+    for form in (schema, schema.get("else")):  # the value, or its known form beside the word `unknown`
+        if isinstance(form, dict) and "pattern" in form:
+            form["pattern"] = _human_pattern(form["pattern"])
     outer = _annotations(schema)
     if description and "description" not in outer:
         outer["description"] = description

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, Tag, WithJsonSchema, model_validator
 
 from hwspec.spec import checks
 from hwspec.spec.checks import MAX_CORES, MAX_SOCKETS
 from hwspec.spec.unit_types import ByteRate, Bytes, FlopRate, TransferRate
+from hwspec.spec.units import _BYTE_RATE_KIND, _SIZE_KIND
 
 Bandwidth = Annotated[ByteRate, Field(gt=0)]
 """A bandwidth that must be above zero: a link or memory with no bandwidth is a mistake (leave
@@ -58,7 +59,26 @@ BusId = Annotated[str, Field(json_schema_extra={"pattern": f"^{checks.BUS_ID.pat
 
 UNKNOWN = "unknown"
 """The spec word for a fact the platform's source does not give: `part: unknown` (with what was
-observed in `override:`), `bus: unknown`. Rule HW603 says what to fill in and which outputs wait."""
+observed in `override:`), `bus: unknown`, a socket's `memory: {capacity: unknown, bandwidth: unknown}`.
+Rule HW603 says what to fill in and which outputs wait."""
+
+Unknown = Literal["unknown"]
+
+
+def _known_or_unknown_schema(known: dict) -> WithJsonSchema:
+    """`known`'s schema, or the word `unknown`: chosen by `if`, so an error names the unit pattern."""
+    return WithJsonSchema({"if": {"const": UNKNOWN}, "then": {"description": "The source does not give it."}, "else": known})
+
+
+MemoryCapacity = Annotated[Annotated[Bytes, Tag("known")] | Annotated[Unknown, Tag("unknown")],
+                           Discriminator(checks.known_or_unknown), _known_or_unknown_schema(_SIZE_KIND.json_schema("bytes"))]
+"""A socket's memory size, or `unknown` where the source does not give it (an NCCL dump,
+nvidia-smi topo -m). A value that is not `unknown` gets the size's own message when it is wrong."""
+
+MemoryBandwidth = Annotated[Annotated[Bandwidth, Tag("known")] | Annotated[Unknown, Tag("unknown")],
+                            Discriminator(checks.known_or_unknown),
+                            _known_or_unknown_schema(_BYTE_RATE_KIND.json_schema("bytes per second per direction"))]
+"""A socket's memory bandwidth, or `unknown` (no import input states it)."""
 
 DeviceBusId = Annotated[str, Field(json_schema_extra={"pattern": f"^(unknown|{checks.BUS_ID.pattern})$"}),
                         AfterValidator(checks.check_device_bus_id)]
@@ -281,8 +301,10 @@ class SocketMemory(Spec):
     (MI300A), the HBM of the GPU in the same package (`shared_with: gpu0`): one pool that the CPU
     cores and the GPU share, counted once, as the GPU's HBM."""
 
-    capacity: Bytes | None = Field(None, description="DDR attached to this socket.")
-    bandwidth: Bandwidth | None = Field(None, description="DDR bandwidth of this socket.")
+    capacity: MemoryCapacity | None = Field(None, description="DDR attached to this socket, or 'unknown' when the source "
+                                                              "does not give it (HW603 says what to fill in).")
+    bandwidth: MemoryBandwidth | None = Field(None, description="DDR bandwidth of this socket, or 'unknown' when the "
+                                                                "source does not give it (HW603 says what to fill in).")
     shared_with: Id | None = Field(None, description="The GPU whose HBM is this memory (an APU: MI300A); then no capacity "
                                                      "or bandwidth here, they are the GPU part's.")
 

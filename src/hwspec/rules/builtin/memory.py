@@ -60,7 +60,7 @@ def apu_memory(ctx: Context) -> Iterator[Finding]:
         if socket is not None and socket.memory_shared_with is not None:
             continue  # its socket names another GPU's HBM: HW106 reports that
         where = socket.id if socket is not None else "no socket"
-        own = f"; {where} gives memory of its own ({format_bytes(socket.memory_capacity)}), a second pool" if socket else ""
+        own = f"; {where} gives memory of its own ({format_bytes(socket.memory_capacity) if socket.memory_capacity is not None else 'capacity unknown'}), a second pool" if socket else ""
         yield ctx.finding(f"{gpu.id} is an APU ({gpu.model_name}): its HBM is the memory of its CPU cores, but no socket "
                           f"says so{own}",
                           at=(socket.id, "memory") if socket is not None else (gpu.id, "part"),

@@ -42,13 +42,14 @@ def memory_total(ctx: Context) -> Iterator[Finding]:
     """The sockets' memory adds up to `declares.memory`, when it is declared.
 
     The declared total is what the machine is sold and planned as (embedding tables are sized
-    against it); a per-socket figure that does not add up means one of the two is wrong.
+    against it); a per-socket figure that does not add up means one of the two is wrong. A
+    socket whose capacity is unknown adds up to nothing: the total is not checked (HW603 names it).
     """
     p = ctx.platform
     declared = p.declares.memory
-    if declared is None or declared == p.memory_capacity:
+    if declared is None or p.memory_capacity is None or declared == p.memory_capacity:
         return
-    each = " + ".join(format_bytes(s.memory_capacity) for s in p.sockets)
+    each = " + ".join(format_bytes(s.memory_capacity) for s in p.sockets if s.memory_capacity is not None)
     yield ctx.finding(f"declares.memory is {format_bytes(declared)}, but the sockets have "
                       f"{format_bytes(p.memory_capacity)} ({each})",
                       at=(None, "declares", "memory"), hint="correct the per-socket memory or the declared total")

@@ -1,4 +1,5 @@
-"""Unknown facts: what a platform says it does not know (`part: unknown`, `bus: unknown`), and what waits for it."""
+"""Unknown facts: what a platform says it does not know (`part: unknown`, `bus: unknown`, a socket's
+`capacity: unknown`/`bandwidth: unknown`), and what waits for it."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ def unknown_facts(ctx: Context) -> Iterator[Finding]:
     """Every device with `unknown` facts is reported once, naming them all and what to fill in; one more finding names the outputs that wait.
 
     An import writes `part: unknown` where its input does not identify a part (nvidia-smi topo -m
-    names no model; a PCI id the catalogue does not know), and `bus: unknown` where it gives no
-    bus id, rather than a guess that NCCL, TorchRec or the estimates would trust. Generation
+    names no model; a PCI id the catalogue does not know), `bus: unknown` where it gives no
+    bus id, and a socket's memory `capacity: unknown`/`bandwidth: unknown` where it gives none
+    (an NCCL dump, topo -m; lstopo gives capacity only), rather than a guess that NCCL, TorchRec or the estimates would trust. Generation
     still writes everything else: nccl-topo.xml leaves an unknown `sm`, NIC `speed` or `gdr` to
     NCCL's detection; a file that cannot be written without the fact (the topology file without
     bus ids, the performance views without HBM and compute figures) is left out until it is
@@ -52,9 +54,17 @@ class _Fact(NamedTuple):
 def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
     """(device id, its unknown facts) for every device with one, in platform order."""
     for socket_id in p.packages:
-        socket = next(s for s in p.sockets if s.package == socket_id)
-        if socket.part == UNKNOWN_PART:
-            yield socket_id, [_Fact("CPU part (so its cores)", "name the CPU part (lscpu's model name), or add it to parts/", ())]
+        numa_nodes = [s for s in p.sockets if s.package == socket_id]
+        facts = []
+        if numa_nodes[0].part == UNKNOWN_PART:
+            facts.append(_Fact("CPU part (so its cores)", "name the CPU part (lscpu's model name), or add it to parts/", ()))
+        if numa_nodes[0].id == socket_id:  # the socket is one NUMA node: its memory is the socket's
+            facts += _memory_facts(numa_nodes[0])
+        if facts:
+            yield socket_id, facts
+        for numa in numa_nodes:
+            if numa.id != socket_id and _memory_facts(numa):
+                yield numa.id, _memory_facts(numa)
     link_known = {d.id for d in p.gpus if d.physical is not None or d.part != UNKNOWN_PART} | \
                  {d.id for d in p.nics if d.physical is not None or d.part != UNKNOWN_PART}
     for gpu in p.gpus:
@@ -88,6 +98,17 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
 _BUS = _Fact("PCI bus id", "copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)", (TOPOLOGY,))
 _LINK = _Fact("PCIe link (no part to take it from)", "write 'link: {gen: .., width: ..}' from 'lspci -vv' (LnkSta)",
               (TOPOLOGY, FIGURES))
+
+
+_CAPACITY = _Fact("memory capacity", "give the memory's 'capacity:' (lsmem's total online memory, 'free -b', "
+                                     "or the DIMM sizes of 'dmidecode -t memory')", (FIGURES,))
+_BANDWIDTH = _Fact("memory bandwidth", "give the memory's 'bandwidth:' (the DIMMs' speed x 8 bytes x populated channels "
+                                       "from 'dmidecode -t memory', or the CPU datasheet's figure)", (FIGURES,))
+
+
+def _memory_facts(numa) -> list[_Fact]:
+    """The unknown facts of a NUMA node's own memory (a GPU's shared HBM is the GPU's fact)."""
+    return ([_CAPACITY] if numa.memory_capacity is None else []) + ([_BANDWIDTH] if numa.memory_bandwidth is None else [])
 
 
 def _pcie_facts(device, link_known: bool) -> list[_Fact]:
