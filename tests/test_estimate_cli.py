@@ -137,7 +137,7 @@ def test_estimate_json_has_terms_resources_and_bounds(capsys):
     assert {"platform", "workload", "terms", "resources_seconds", "serial_seconds", "overlapped_seconds", "qps_serial",
             "qps_overlapped", "bottleneck", "placement", "local_batch", "global_batch"} <= set(doc)
     assert [t["id"] for t in doc["terms"]][:2] == ["embedding_fwd", "embedding_bwd"]
-    assert set(doc["resources_seconds"]) == {"gpu", "network", "pcie", "ingestion"}
+    assert set(doc["resources_seconds"]) == {"gpu", "network", "pcie", "ingestion", "host"}
     assert doc["serial_seconds"] >= doc["overlapped_seconds"] == max(doc["resources_seconds"].values())
     assert doc["qps_overlapped"] == pytest.approx(doc["global_batch"] / doc["overlapped_seconds"])
 

@@ -15,6 +15,9 @@ from typing import Any
 from hwspec.text import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
+PLACEMENTS = ("gpu", "cpu-host")
+PLACEMENT_HELP = ("where the embedding tables live and are looked up, instead of the workload's embeddings.placement: "
+                  "gpu (HBM, spilling to host DDR and SSD) or cpu-host (the CPU sockets' DDR, Zion's design)")
 
 
 def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
@@ -52,6 +55,13 @@ def _workload(path: Path) -> tuple[Any, int]:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         unreadable = any(d.code in READ_ERROR_CODES for d in exc.diagnostics)
         return None, EXIT_UNREADABLE if unreadable else EXIT_FINDINGS
+
+
+def placed(workload, placement: str | None):
+    """`workload` with its embeddings placed as `--placement` says (None: as the file says)."""
+    import dataclasses
+
+    return workload if placement is None else dataclasses.replace(workload, placement=placement)
 
 
 def _figures(topology) -> tuple[Any, int]:
@@ -148,7 +158,7 @@ def _scaling(topology, args: argparse.Namespace) -> int:
     if workload is None:
         return status
     try:
-        document, problems = scaling.scaling(topology.platform, workload, args.nodes)
+        document, problems = scaling.scaling(topology.platform, placed(workload, args.placement), args.nodes)
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return EXIT_FINDINGS
@@ -178,7 +188,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     found, status = _figures(topology)
     if found is None:
         return status
-    document, status = _estimate(found, workload)
+    document, status = _estimate(found, placed(workload, args.placement))
     if document is None:
         return status
     sys.stdout.write(_dump(document) if args.format == "json" else text_report(document))
@@ -213,13 +223,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         workload, status = _workload(args.workload)
         if workload is None:
             return status
-        for f, platform in zip(found, platforms):
-            document, status = _estimate(f, workload)
+        for f, platform, placement in zip(found, platforms, (args.placement_a, args.placement_b)):
+            side = placed(workload, placement)
+            document, status = _estimate(f, side)
             if document is None:
                 return status
             estimates.append(document)
             if platform.kind == "cluster":
-                scaled.append(against_one_node(platform, workload, document))
+                scaled.append(against_one_node(platform, side, document))
     document = compare.comparison(a, b, *estimates)
     if len(scaled) == 2:
         document["scaling"] = dict(zip(("a", "b"), scaled))
@@ -241,6 +252,7 @@ def add_parsers(sub: argparse._SubParsersAction, add_common) -> dict[str, tuple[
     est.add_argument("--nodes", type=node_counts, metavar="COUNTS",
                      help="estimate the cluster re-sized to each node count (1,2,4,8,16 or 1-16) at the workload's per-GPU "
                           "batch, and print the scaling efficiency")
+    est.add_argument("--placement", choices=PLACEMENTS, help=PLACEMENT_HELP)
     add_common(est)
     cmp_ = sub.add_parser("compare", help=commands["compare"][1])
     cmp_.add_argument("a", type=Path, metavar="A", help="the platform compared from (node or cluster file)")
@@ -248,5 +260,7 @@ def add_parsers(sub: argparse._SubParsersAction, add_common) -> dict[str, tuple[
     cmp_.add_argument("workload", type=Path, nargs="?", metavar="WORKLOAD", help="a workload file to estimate on both")
     cmp_.add_argument("--format", choices=("text", "json"), default="text")
     cmp_.add_argument("--plot", type=Path, metavar="FILE", help="draw both estimates to FILE (.svg or .png; needs a WORKLOAD)")
+    cmp_.add_argument("--placement-a", choices=PLACEMENTS, help=PLACEMENT_HELP + " on A")
+    cmp_.add_argument("--placement-b", choices=PLACEMENTS, help=PLACEMENT_HELP + " on B")
     add_common(cmp_)
     return commands

@@ -37,6 +37,7 @@ RESOURCES = {
     "network": "collective network",
     "pcie": "PCIe host link",
     "ingestion": "ingestion network",
+    "host": "host CPUs and DDR",
 }
 """Resources that work concurrently in the overlapped bound, with their display names."""
 
@@ -50,6 +51,7 @@ TERMS = (
     ("embedding_alltoall_bwd", "pooled-embedding AlltoAll backward", "network"),
     ("dense_allreduce", "dense-gradient AllReduce", "network"),
     ("host_to_device", "host-to-device input copy", "pcie"),
+    ("pooled_host_transfer", "pooled embeddings over PCIe (cpu-host)", "pcie"),
     ("host_staging", "collectives staged through host memory", "pcie"),
     ("ingestion", "input ingestion over the network", "ingestion"),
 )
@@ -205,9 +207,11 @@ def _term(tid: str, amount: float, unit: str, rate: float, bound_by: str, detail
     return Term(tid, label, resource or default, seconds, amount, unit, rate if amount > 0 else 0.0, bound_by, detail)
 
 
-def _work_term(tid: str, amount: float, seconds: float, bound_by: str, detail: str) -> Term:
-    """Term `tid` of bytes moved at several rates: its rate is the effective one, amount / seconds."""
-    label, resource = next((label, res) for i, label, res in TERMS if i == tid)
+def _work_term(tid: str, amount: float, seconds: float, bound_by: str, detail: str, resource: str | None = None) -> Term:
+    """Term `tid` of bytes moved at several rates: its rate is the effective one, amount / seconds;
+    on its TERMS resource unless `resource` says otherwise."""
+    label, default = next((label, res) for i, label, res in TERMS if i == tid)
+    resource = resource or default
     rate = amount / seconds if amount > 0 and seconds > 0 else 0.0
     return Term(tid, label, resource, seconds if rate else 0.0, amount, "bytes", rate, bound_by, detail)
 
@@ -216,13 +220,29 @@ def _work_term(tid: str, amount: float, seconds: float, bound_by: str, detail: s
 
 
 def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
-    """Where each GPU's share of the tables lives: HBM (up to hbm_share of it), then the GPU's
-    host-DDR share, then its SSD share, filled in that order. The GPU is the busiest one: its
-    table- and column-wise shards are the `busiest` bound, table-row-wise tables 1/G of the
-    busiest node's (`with_table_row_wise` beside the former), row-wise tables are split evenly over
-    all GPUs, data-parallel tables are whole on every GPU. Lookups are taken as
-    uniform over the stored bytes (no caching), so a tier serves the fraction of lookups it
-    stores. Raises HwspecError (E401) when the tables do not fit."""
+    """Where the busiest rank's share of the tables lives (`storage_need`). `gpu` placement: the
+    busiest GPU's share in HBM (up to hbm_share of it), then the GPU's host-DDR share, then its SSD
+    share, filled in that order; `cpu-host` placement (`host_placement`): the busiest CPU socket's
+    share in its DDR, then its share of the node's SSDs. Lookups are taken as uniform over the
+    stored bytes (no caching), so a tier serves the fraction of lookups it stores. Raises
+    HwspecError (E401) when the tables do not fit."""
+    if workload.placement == "cpu-host":
+        return host_placement(figures, workload)
+    pcie = figures.pcie_host_shared_bandwidth
+    # Lookups read one way across PCIe; updates read and write, one each way (PCIe is full
+    # duplex), while DDR and SSD serve reads and writes from one figure.
+    return _fill_tiers(figures, workload, figures.gpus, storage_need(figures, workload), [
+        ("hbm", figures.hbm_capacity * workload.hbm_share, figures.hbm_bandwidth, figures.hbm_bandwidth),
+        ("host_ddr", figures.ddr_capacity, min(figures.ddr_bandwidth, pcie), min(figures.ddr_bandwidth, 2 * pcie)),
+        ("ssd", figures.ssd_capacity, min(figures.ssd_bandwidth, pcie), min(figures.ssd_bandwidth, 2 * pcie))],
+        f"HBM ({rf.number(workload.hbm_share * 100)}% of it), host DDR and SSD")
+
+
+def storage_need(figures: Figures, workload: Workload) -> float:
+    """Bytes of tables (weights and optimizer state) the busiest of `figures.gpus` ranks stores:
+    its table- and column-wise shards are the `busiest` bound, table-row-wise tables 1/G of the
+    busiest node's (`with_table_row_wise` beside the former), row-wise tables are split evenly
+    over all ranks, data-parallel tables are whole on every rank."""
     n = figures.gpus
     rw = sum(t.storage_bytes for t in workload.sharded("row-wise"))
     dp = sum(t.storage_bytes for t in workload.sharded("data-parallel"))
@@ -232,32 +252,68 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
     twrw = [(t.rows * t.row_bytes / g, t.count) for t in workload.sharded("table-row-wise")]
     indivisible = with_table_row_wise((table_wise_shards(workload, n).storage_bytes, math.fsum(w * c for w, c in tw) / n),
                                       per_node(twrw, nodes))
-    need = indivisible + rw / n + dp
-    capacities = {"hbm": figures.hbm_capacity * workload.hbm_share, "host_ddr": figures.ddr_capacity,
-                  "ssd": figures.ssd_capacity}
-    pcie = figures.pcie_host_shared_bandwidth
-    # Lookups read one way across PCIe; updates read and write, one each way (PCIe is full
-    # duplex), while DDR and SSD serve reads and writes from one figure.
-    bandwidths = {"hbm": (figures.hbm_bandwidth, figures.hbm_bandwidth),
-                  "host_ddr": (min(figures.ddr_bandwidth, pcie), min(figures.ddr_bandwidth, 2 * pcie)),
-                  "ssd": (min(figures.ssd_bandwidth, pcie), min(figures.ssd_bandwidth, 2 * pcie))}
+    return indivisible + rw / n + dp
+
+
+def _fill_tiers(figures: Figures, workload: Workload, ranks: int, need: float,
+                tiers_given: list[tuple[str, float, float, float]], holders: str) -> dict[str, Any]:
+    """The placement document: `need` bytes filled into `tiers_given` (name, capacity, read and
+    update bandwidth) in order, a tier without bandwidth skipped. E401 when they do not hold it."""
     left = need
     tiers: list[dict[str, Any]] = []
-    for name in TIER_NAMES:
-        read, update = bandwidths[name]
-        stored = min(left, capacities[name]) if read > 0 else 0.0
+    for name, capacity, read, update in tiers_given:
+        stored = min(left, capacity) if read > 0 else 0.0
         left -= stored
-        tiers.append({"tier": name, "capacity_bytes": capacities[name], "stored_bytes": stored,
-                      "fraction": stored / need if need else (1.0 if name == "hbm" else 0.0),
+        tiers.append({"tier": name, "capacity_bytes": capacity, "stored_bytes": stored,
+                      "fraction": stored / need if need else (1.0 if not tiers else 0.0),
                       "bandwidth_bytes_per_s": read, "update_bandwidth_bytes_per_s": update,
                       "access_bytes": ACCESS_BYTES[name]})
+    rank = "CPU socket" if workload.placement == "cpu-host" else "GPU"
     if left > max(1.0, need * 1e-12):
         have = sum(t["stored_bytes"] for t in tiers)
         raise _error(workload, ("embeddings", "tables"), Code.TABLES_DO_NOT_FIT,
-                     f"the embedding tables need {rf.gib(int(need))} per GPU on {figures.name} ({n} GPUs), "
-                     f"but HBM ({rf.number(workload.hbm_share * 100)}% of it), host DDR and SSD hold {rf.gib(int(have))}",
+                     f"the embedding tables need {rf.gib(int(need))} per {rank} on {figures.name} ({ranks} {rank}s), "
+                     f"but {holders} hold {rf.gib(int(have))}",
                      "use more GPUs, a smaller storage precision, or shard data-parallel tables")
-    return {"need_bytes_per_gpu": need, "tiers": tiers}
+    return {"need_bytes_per_gpu": need, "tiers": tiers, "on": workload.placement, "rank": rank}
+
+
+# ---------------------------------------------------------------- cpu-host placement
+
+
+def host_figures(figures: Figures) -> Figures:
+    """The CPU sockets as the ranks that store and look up the tables (`cpu-host` placement): S
+    per node (N x S in all), each with 1/S of its node's host DDR (capacity and bandwidth) in the
+    place of HBM (where its ids and pooled outputs live too), 1/S of the node's SSDs, and 1/S of
+    the node's NIC injection (G GPUs' shares: the NICs are the node's, whoever drives them)."""
+    s, g = max(figures.sockets_per_node, 1), figures.gpus_per_node
+    return dataclasses.replace(
+        figures, gpus=figures.nodes * s, gpus_per_node=s,
+        hbm_capacity=figures.host_memory_capacity / s, hbm_bandwidth=figures.host_memory_bandwidth / s,
+        ddr_capacity=0.0, ddr_bandwidth=0.0, ssd_capacity=figures.ssd_capacity * g / s, ssd_bandwidth=figures.ssd_bandwidth * g / s,
+        nic_bandwidth=figures.nic_bandwidth * g / s, injection_bandwidth=figures.injection_bandwidth * g / s)
+
+
+def host_workload(workload: Workload, figures: Figures) -> Workload:
+    """`workload` with its batch stated globally (the GPUs' global batch), so that the CPU
+    sockets of `host_figures` split the same samples."""
+    return dataclasses.replace(workload, batch_global=round(workload.global_batch(figures.gpus)), batch_per_gpu=None)
+
+
+def host_placement(figures: Figures, workload: Workload) -> dict[str, Any]:
+    """`cpu-host` placement: the busiest socket's share (`storage_need` over the N x S sockets of
+    `host_figures`) in its DDR, then in its share of the node's SSDs (read by the CPU: no PCIe
+    in between). DDR serves reads and writes from one figure. E401 when the node has no host DDR
+    of its own (an APU) or the tables do not fit."""
+    hf = host_figures(figures)
+    hw = host_workload(workload, figures)
+    if hf.hbm_bandwidth <= 0:
+        raise _error(workload, ("embeddings", "placement"), Code.TABLES_DO_NOT_FIT,
+                     f"embeddings.placement: cpu-host needs host DDR, but {figures.name}'s nodes have none of their own",
+                     "use placement: gpu")
+    return _fill_tiers(hf, hw, hf.gpus, storage_need(hf, hw), [
+        ("host_ddr", hf.hbm_capacity, hf.hbm_bandwidth, hf.hbm_bandwidth),
+        ("ssd", hf.ssd_capacity, hf.ssd_bandwidth, hf.ssd_bandwidth)], "host DDR and SSD")
 
 
 def touched(nbytes: float, access: int) -> float:
@@ -461,53 +517,66 @@ def pooled_term(tid: str, parts: list[tuple[str, float, float, str]], default_bo
                 "; ".join(f"{what} of {rf.gib(int(nbytes))} at {rf.gbps(rate)}" for what, nbytes, rate, _ in used))
 
 
-def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, Any], Shards]:
-    """Every term of `workload` on `figures`, the placement and the table-wise shards."""
-    n = figures.gpus
-    b = workload.local_batch(n)
-    big_b = workload.global_batch(n)
-    dtype = workload.compute_dtype
-    peak = figures.peak_flop_per_s.get(dtype, 0.0)
-    place = placement(figures, workload)
-    mix = _tier_mix(place)
-    s_idx = DTYPE_BYTES[workload.index_dtype]
-    s_fwd, s_bwd, s_ar = (DTYPE_BYTES[workload.comm_forward], DTYPE_BYTES[workload.comm_backward],
-                          DTYPE_BYTES[workload.comm_allreduce])
-    terms: list[Term] = []
+@dataclass(frozen=True)
+class Crossing:
+    """Bytes per rank of each embedding exchange's buffers that cross nodes under the
+    hierarchical algorithm (`inter_node_share`): the input ids, the pooled embeddings forward
+    and their gradients backward."""
 
-    # Embedding lookups (embedding_work): ids read, rows read in whole access units, pooled rows
-    # written forward; backward, rows and optimizer state read and written back.
-    shards = table_wise_shards(workload, n)
+    input: float
+    forward: float
+    backward: float
+
+
+def crossing_bytes(figures: Figures, workload: Workload, ids: float, shards: Shards, twrw: TableRowWiseExchange) -> Crossing:
+    """`Crossing` of the exchanges on `figures`' ranks: the input AlltoAll's buffer `ids` and the
+    table/column-wise AlltoAll's at the AlltoAll's share, row-wise tables' ReduceScatter forward
+    and AllGather backward at theirs, the table-row-wise cross-node AlltoAll's (N-1)/N."""
+    big_b, nodes = workload.global_batch(figures.gpus), figures.nodes
+    a2a = inter_node_share(figures, "all_to_all")
+    rw_dims = sum(t.count * t.dim for t in workload.sharded("row-wise"))
+
+    def pooled(s_comm: float, reduction: str) -> float:
+        return s_comm * (big_b * shards.dims * a2a + big_b * rw_dims * inter_node_share(figures, reduction)
+                         + twrw.cross * (nodes - 1) / nodes)
+
+    return Crossing(ids * a2a, pooled(DTYPE_BYTES[workload.comm_forward], "reduce_scatter"),
+                    pooled(DTYPE_BYTES[workload.comm_backward], "all_gather"))
+
+
+def _embedding_terms(figures: Figures, workload: Workload, place: dict[str, Any], resource: str) -> list[Term]:
+    """Lookups forward and update backward of the busiest rank of `figures` (`embedding_work`):
+    ids read, rows read in whole access units, pooled rows written forward; backward, rows and
+    optimizer state read and written back; data-parallel tables' dense optimizer step."""
+    mix = _tier_mix(place)
     fwd = embedding_work(figures, workload, place, backward=False)
     bwd = embedding_work(figures, workload, place, backward=True)
     dp_update = sum(2 * t.storage_bytes for t in workload.sharded("data-parallel"))
     dp_seconds = math.fsum(tier["fraction"] * dp_update / tier["update_bandwidth_bytes_per_s"]
                            for tier in place["tiers"] if tier["fraction"] > 0)
-    terms.append(_work_term("embedding_fwd", fwd.bytes, fwd.seconds, mix, "ids, rows in whole access units, pooled outputs"))
-    terms.append(_work_term("embedding_bwd", bwd.bytes + dp_update, bwd.seconds + dp_seconds, mix,
-                            "ids, rows and optimizer state read and written back, output gradients"
-                            + ("; the dense optimizer step of the data-parallel tables" if dp_update else "")))
+    where = "; on the busiest CPU socket (cpu-host)" if resource == "host" else ""
+    return [_work_term("embedding_fwd", fwd.bytes, fwd.seconds, mix, "ids, rows in whole access units, pooled outputs" + where,
+                       resource),
+            _work_term("embedding_bwd", bwd.bytes + dp_update, bwd.seconds + dp_seconds, mix,
+                       "ids, rows and optimizer state read and written back, output gradients"
+                       + ("; the dense optimizer step of the data-parallel tables" if dp_update else "") + where, resource)]
 
-    # MLPs and interaction: 2 x in x out FLOPs per layer per sample forward, twice that backward.
-    flops = b * (workload.mlp_flops_per_sample + workload.interaction_flops_per_sample)
-    bound = f"{dtype} dense peak {rf.number(peak / 1e12)} TFLOPS"
-    terms.append(_term("mlp_fwd", flops, "flop", peak, bound))
-    terms.append(_term("mlp_bwd", 2 * flops, "flop", peak, bound))
 
-    # Input AlltoAll: done when the busiest receiver is (input_alltoall_bytes).
-    ids, ids_detail = input_alltoall_bytes(figures, workload, shards)
+def _gpu_exchange_terms(figures: Figures, workload: Workload, ids: float, ids_detail: str, shards: Shards,
+                        twrw: TableRowWiseExchange) -> list[Term]:
+    """The input AlltoAll (done when the busiest receiver is: `input_alltoall_bytes`) and the
+    pooled embeddings among the GPUs: TW/CW by AlltoAll, finished when the busiest sender is
+    (S = global batch x its dims), RW by ReduceScatter forward and AllGather backward (S = global
+    batch x dims), TWRW by the same within the busiest node then an AlltoAll across nodes
+    (`table_row_wise_exchange`)."""
+    big_b = workload.global_batch(figures.gpus)
     a2a = _collective(figures, "all_to_all")
     a2a_name = f"all_to_all algbw {rf.gbps(a2a)} ({figures.collectives_scope})"
-    terms.append(_term("input_alltoall", ids, "bytes", a2a, a2a_name, ids_detail))
-
-    # Pooled embeddings: TW/CW by AlltoAll, finished when the busiest sender is (S = global batch x
-    # its dims), RW by ReduceScatter forward and AllGather backward (S = global batch x dims),
-    # TWRW by the same within the busiest node then an AlltoAll across nodes (table_row_wise_exchange).
+    terms = [_term("input_alltoall", ids, "bytes", a2a, a2a_name, ids_detail)]
     rw_dims = sum(t.count * t.dim for t in workload.sharded("row-wise"))
-    twrw = table_row_wise_exchange(figures, workload)
     cross = cross_node_alltoall_algbw(figures)
-    for tid, s_comm, rw_collective in (("embedding_alltoall_fwd", s_fwd, "reduce_scatter"),
-                                       ("embedding_alltoall_bwd", s_bwd, "all_gather")):
+    for tid, s_comm, rw_collective in (("embedding_alltoall_fwd", DTYPE_BYTES[workload.comm_forward], "reduce_scatter"),
+                                       ("embedding_alltoall_bwd", DTYPE_BYTES[workload.comm_backward], "all_gather")):
         rw_rate, intra = _collective(figures, rw_collective), intra_node_algbw(figures, rw_collective)
         terms.append(pooled_term(tid, [
             ("table/column-wise: AlltoAll", big_b * shards.dims * s_comm, a2a, a2a_name),
@@ -517,30 +586,87 @@ def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, 
             ("table-row-wise: cross-node AlltoAll", twrw.cross * s_comm, cross,
              f"cross-node all_to_all algbw {rf.gbps(cross)} (N x NIC share / (N-1))"),
         ], a2a_name))
+    return terms
+
+
+def _host_exchange_terms(hosts: Figures, crossing: Crossing) -> list[Term]:
+    """cpu-host placement: the ids to the sockets that own the tables, and the pooled embeddings
+    (gradients backward) between sockets, host to host. Within a node they move through host
+    memory (not charged); across nodes the busiest socket's `crossing` bytes go over its share of
+    the node's NICs (`host_figures`), the same share a hierarchical AlltoAll's algbw comes from."""
+    rate = hosts.injection_bandwidth
+    bound = f"a CPU socket's share of its node's NICs {rf.gbps(rate)}"
+    detail = "host to host across nodes (within a node through host memory, not charged)"
+    return [_term("input_alltoall", crossing.input, "bytes", rate, bound, "ids to the sockets that own the tables; " + detail),
+            _term("embedding_alltoall_fwd", crossing.forward, "bytes", rate, bound, detail),
+            _term("embedding_alltoall_bwd", crossing.backward, "bytes", rate, bound, detail)]
+
+
+def pooled_host_transfer(figures: Figures, workload: Workload, inputs: float) -> Term:
+    """cpu-host placement: every GPU receives its local batch's pooled embeddings from the host
+    (b x sum(count x dim) x forward dtype, host to device) and sends their gradients back (x
+    backward dtype, device to host). PCIe is full duplex: the forward direction also carries the
+    `inputs` copy, so this term adds max(inputs + forward, backward) - inputs bytes' time."""
+    if workload.placement != "cpu-host":
+        return _work_term("pooled_host_transfer", 0.0, 0.0, "embeddings on the GPUs: none", "")
+    pcie = figures.pcie_host_shared_bandwidth
+    width = sum(t.count * t.dim for t in workload.tables) * workload.local_batch(figures.gpus)
+    forward, backward = width * DTYPE_BYTES[workload.comm_forward], width * DTYPE_BYTES[workload.comm_backward]
+    seconds = (max(inputs + forward, backward) - inputs) / pcie if pcie > 0 else 0.0
+    return _work_term("pooled_host_transfer", forward + backward, seconds, f"PCIe host link, each direction {rf.gbps(pcie)}",
+                      "pooled embeddings host to device, their gradients device to host (full duplex)")
+
+
+def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, Any], Shards]:
+    """Every term of `workload` on `figures`, the placement and the table-wise shards. With
+    `cpu-host` placement the embedding side (lookups, shards, ids and pooled exchanges) is
+    computed by the same functions on the CPU sockets (`host_figures`)."""
+    n = figures.gpus
+    b = workload.local_batch(n)
+    dtype = workload.compute_dtype
+    peak = figures.peak_flop_per_s.get(dtype, 0.0)
+    place = placement(figures, workload)
+    cpu_host = workload.placement == "cpu-host"
+    ranks, ranked = (host_figures(figures), host_workload(workload, figures)) if cpu_host else (figures, workload)
+    s_idx, s_ar = DTYPE_BYTES[workload.index_dtype], DTYPE_BYTES[workload.comm_allreduce]
+    shards = table_wise_shards(ranked, ranks.gpus)
+    terms = _embedding_terms(ranks, ranked, place, "host" if cpu_host else "gpu")
+
+    # MLPs and interaction: 2 x in x out FLOPs per layer per sample forward, twice that backward.
+    flops = b * (workload.mlp_flops_per_sample + workload.interaction_flops_per_sample)
+    bound = f"{dtype} dense peak {rf.number(peak / 1e12)} TFLOPS"
+    terms.append(_term("mlp_fwd", flops, "flop", peak, bound))
+    terms.append(_term("mlp_bwd", 2 * flops, "flop", peak, bound))
+
+    ids, ids_detail = input_alltoall_bytes(ranks, ranked, shards)
+    twrw = table_row_wise_exchange(ranks, ranked)
+    crossing = crossing_bytes(ranks, ranked, ids, shards, twrw)
+    terms += (_host_exchange_terms(ranks, crossing) if cpu_host
+              else _gpu_exchange_terms(figures, workload, ids, ids_detail, shards, twrw))
 
     # Dense gradients: MLP and interaction (DCNv2 cross layers) weights and biases, and every data-parallel table.
     dense = workload.dense_parameters * s_ar + sum(t.count * t.rows * t.dim * s_ar for t in workload.sharded("data-parallel"))
     ar = _collective(figures, "all_reduce")
     terms.append(_term("dense_allreduce", dense, "bytes", ar, f"all_reduce algbw {rf.gbps(ar)} ({figures.collectives_scope})"))
 
-    # Input: dense features, labels, ids and lengths of the local batch.
-    inputs = b * (workload.dense_features * DENSE_INPUT_BYTES + LABEL_BYTES
-                  + sum(t.count * (t.pooling * s_idx + LENGTH_BYTES) for t in workload.tables))
+    # Input: dense features, labels, and (unless the CPUs take them: cpu-host) ids and lengths of the local batch.
+    ids_in = 0.0 if cpu_host else sum(t.count * (t.pooling * s_idx + LENGTH_BYTES) for t in workload.tables)
+    inputs = b * (workload.dense_features * DENSE_INPUT_BYTES + LABEL_BYTES + ids_in)
     terms.append(_term("host_to_device", inputs, "bytes", figures.pcie_host_shared_bandwidth,
                        f"host link (PCIe, or NVLink-C2C), all GPUs at once {rf.gbps(figures.pcie_host_shared_bandwidth)}"))
+    terms.append(pooled_host_transfer(figures, workload, inputs))
 
-    # Without GPUDirect RDMA, the inter-node part of every collective crosses the PCIe host link.
+    # Without GPUDirect RDMA, the inter-node part of every GPU collective crosses the PCIe host link.
     staged = 0.0
     if not figures.gpudirect and figures.nodes > 1:
-        staged = (ids * inter_node_share(figures, "all_to_all")
-                  + big_b * shards.dims * (s_fwd + s_bwd) * inter_node_share(figures, "all_to_all")
-                  + big_b * rw_dims * (s_fwd * inter_node_share(figures, "reduce_scatter") + s_bwd * inter_node_share(figures, "all_gather"))
-                  + twrw.cross * (s_fwd + s_bwd) * (figures.nodes - 1) / figures.nodes
-                  + dense * inter_node_share(figures, "all_reduce"))
+        gpu_side = 0.0 if cpu_host else crossing.input + crossing.forward + crossing.backward
+        staged = gpu_side + dense * inter_node_share(figures, "all_reduce")
     terms.append(_term("host_staging", staged, "bytes", figures.pcie_host_shared_bandwidth,
                        "PCIe host link (no GPUDirect RDMA)" if staged else "GPUDirect RDMA: not staged",
                        "the inter-node share of the collectives above, bounced through host memory" if staged else ""))
-    terms.append(ingestion_term(figures, inputs))
+    # cpu-host: the ids and the features are read by the hosts; ingestion is the same bytes either way.
+    terms.append(ingestion_term(figures, inputs + (0.0 if not cpu_host else b * sum(
+        t.count * (t.pooling * s_idx + LENGTH_BYTES) for t in workload.tables))))
     return terms, place, shards
 
 
@@ -560,7 +686,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     terms, place, shards = _terms(figures, workload)
     resources = {r: math.fsum(t.seconds for t in terms if t.resource == r) for r in RESOURCES}
     serial = math.fsum(t.seconds for t in terms)
-    overlapped = max(resources.values())
+    overlapped = max(*resources.values(), unpipelined_chain(terms, workload))
     busiest = max(RESOURCES, key=lambda r: resources[r])
     worst = max((t for t in terms if t.resource == busiest), key=lambda t: t.seconds)
     qps_serial = big_b / serial if serial else None
@@ -577,6 +703,8 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
         "compute_dtype": dtype,
         "table_wise_balance": {"shards": shards.shards, "busiest_over_average": shards.imbalance},
         "sharding_notes": twrw_notes(figures, workload),
+        "embedding_placement": workload.placement,
+        "pipeline": workload.pipeline,
         "placement": place,
         "terms": [t.as_dict() for t in terms],
         "resources_seconds": resources,
@@ -591,11 +719,21 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
         "bottleneck": {"resource": busiest, "resource_name": RESOURCES[busiest], "term": worst.id, "label": worst.label,
                        "bound_by": worst.bound_by},
         "method": ("per-GPU, per-iteration time bounds from datasheet peaks and link bandwidths (no latency, no "
-                   "efficiency factor, balanced load); serial = sum of the terms, overlapped = the busiest resource"),
+                   "efficiency factor, balanced load); serial = sum of the terms, overlapped = the busiest resource"
+                   + ("" if workload.pipeline else " or the input AlltoAll + lookups + update (not pipelined)")),
         "expected": exp,
         "iteration_seconds_expected": exp["iteration_seconds"],
         "qps_expected": qps_expected,
     }
+
+
+def unpipelined_chain(terms: list[Term], workload: Workload) -> float:
+    """Without pipelining (`pipeline: false`) the lookups of batch i wait for its ids, and
+    nothing of batch i+1 starts before batch i ends: the input AlltoAll, the lookups and the
+    update run one after another. 0 when pipelined (the AlltoAll of batch i+1 overlaps batch i)."""
+    if workload.pipeline:
+        return 0.0
+    return math.fsum(t.seconds for t in terms if t.id in ("input_alltoall", "embedding_fwd", "embedding_bwd"))
 
 
 # ---------------------------------------------------------------- the expected iteration
@@ -683,15 +821,19 @@ def kernels_per_iteration(workload: Workload, term: Term) -> int:
     fused update backward (FBGEMM's batched tables, the paper's kernel fusion), and the dense
     tables' optimizer step."""
     layers = len(workload.bottom_mlp) - 1 + len(workload.top_mlp) - 1
+    if term.amount <= 0 or term.resource != "gpu":  # cpu-host lookups run on the CPUs
+        return 0
     return {"mlp_fwd": 2 * layers + 1, "mlp_bwd": 3 * layers + 1, "embedding_fwd": 1,
-            "embedding_bwd": 1 + (1 if workload.sharded("data-parallel") else 0)}.get(term.id, 0) if term.amount > 0 else 0
+            "embedding_bwd": 1 + (1 if workload.sharded("data-parallel") else 0)}.get(term.id, 0)
 
 
-PIPELINE = ("embedding_alltoall_fwd", "embedding_alltoall_bwd")
-"""Network terms on the GPU's critical path: the pooled embeddings must arrive before the
-interaction, and their gradients before the embedding update. The input AlltoAll of batch i+1
-overlaps batch i's top MLP and the dense AllReduce overlaps the backward pass (the paper's
-pipelining), so they only load the network."""
+PIPELINE = ("embedding_alltoall_fwd", "embedding_alltoall_bwd", "pooled_host_transfer")
+"""Terms on the GPU's critical path besides its own: the pooled embeddings must arrive before
+the interaction, and their gradients before the embedding update (with cpu-host placement also
+across PCIe, and the host's lookups and updates: the whole `host` resource). The input AlltoAll
+of batch i+1 overlaps batch i's top MLP when the workload is pipelined (`pipeline: true`, the
+paper's pipelining; otherwise it is on the path too) and the dense AllReduce overlaps the
+backward pass, so they only load the network."""
 
 
 def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
@@ -718,15 +860,17 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
                      "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
                      "collectives": counts, "algorithms": algorithms, "seconds": term.seconds + latency + kernels * launch})
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
-    critical = resources["gpu"] + math.fsum(row["seconds"] for row in rows if row["id"] in PIPELINE)
+    waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
+    critical = resources["gpu"] + resources["host"] + math.fsum(row["seconds"] for row in rows if row["id"] in waits)
     iteration = max(critical, *resources.values())
     return {"terms": rows, "resources_seconds": resources, "critical_path_seconds": critical,
             "iteration_seconds": iteration,
-            "bound_by": "critical path (GPU + pooled-embedding AlltoAlls)" if iteration == critical
+            "bound_by": ("critical path (GPU + pooled-embedding AlltoAlls)" if workload.placement == "gpu" else
+                         "critical path (GPU + host lookups + pooled-embedding exchanges)") if iteration == critical
                         else RESOURCES[max(RESOURCES, key=lambda r: resources[r])],
             "method": ("terms at calibrated achieved rates (hwspec.perf.calibration), each collective call at NCCL's "
                        "latency/bandwidth model (the best algorithm and protocol), + launch overhead per kernel; "
-                       "iteration = max(GPU + pooled-embedding AlltoAlls, "
+                       "iteration = max(GPU + host + pooled-embedding exchanges (+ input AlltoAll unless pipelined), "
                        "each resource)")}
 
 
@@ -768,7 +912,9 @@ def text_report(doc: dict[str, Any]) -> str:
     out = [f"{w['name']} on {p['name']}: {p['gpus']} GPUs ({p['nodes']} node(s) x {p['gpus_per_node']}), "
            f"local batch {rf.number(doc['local_batch'])}, global batch {rf.number(doc['global_batch'])}, MLPs in {doc['compute_dtype']}",
            f"workload: {w['file']} ({w['assumptions']} assumption(s)); platform: {p['file']}", "",
-           f"Embedding placement per GPU: {rf.gib(int(doc['placement']['need_bytes_per_gpu']))}"]
+           f"Embedding placement per {doc['placement']['rank']} ({doc['placement']['on']}): "
+           f"{rf.gib(int(doc['placement']['need_bytes_per_gpu']))}"
+           + ("" if doc["pipeline"] else "; not pipelined (the GPU waits for the input AlltoAll)")]
     out += rf.table(("tier", "capacity", "stored", "share", "bandwidth"),
                     ((t["tier"], rf.gib(int(t["capacity_bytes"])), rf.gib(int(t["stored_bytes"])) if t["stored_bytes"] >= 1 else "0",
                       f"{rf.number(100 * t['fraction'])}%", rf.gbps(t["bandwidth_bytes_per_s"]))

@@ -54,6 +54,8 @@ class Figures:
     ingestion_on_collective_nics: bool = False  # some GPU's collectives leave by an ingestion/frontend NIC
     fabric_kinds: tuple[str, ...] = ()       # the GPUs' fabric kinds (parts' fabric.kind), sorted; unknown left out
     intra_algbw: dict[str, float] = field(default_factory=dict)  # collective -> the node's intra-node algbw bound
+    host_memory_capacity: float = 0.0        # a node's host DDR, all sockets (an APU's memory counted as HBM: 0)
+    host_memory_bandwidth: float = 0.0       # the same sockets' DDR bandwidth, summed
 
 
 def _tier(doc: dict[str, Any], name: str, key: str = "bandwidth_bytes_per_s") -> float:
@@ -171,6 +173,8 @@ def figures(topology) -> Figures:
         ingestion_on_collective_nics=any(_collectives_on_host_nics(t) for t in node_topologies),
         fabric_kinds=tuple(sorted({g.fabric_kind for t in node_topologies for g in t.platform.gpus if g.fabric_kind})),
         intra_algbw=_intra_algbw(docs),
+        host_memory_capacity=float(min(t.platform.memory_capacity for t in node_topologies)),
+        host_memory_bandwidth=float(min(t.platform.memory_bandwidth for t in node_topologies)),
     )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, model_validator
 from pydantic_core import PydanticCustomError
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
@@ -41,6 +41,10 @@ Sharding = Literal["table-wise", "row-wise", "column-wise", "data-parallel", "ta
 """How a table group is sharded: `table-row-wise` is the paper's hierarchical plan (TorchRec's
 TWRW): each table on one node, row-wise over that node's GPUs."""
 Optimizer = Literal["sgd", "rowwise-adagrad", "adagrad"]
+Placement = Literal["gpu", "cpu-host"]
+"""Where the tables live and are looked up: `gpu` in the GPUs' HBM (spilling to host DDR and SSD
+behind PCIe), `cpu-host` in the CPU sockets' DDR, looked up by the CPUs (Zion's design: pooled
+embeddings reach the GPUs over PCIe and, across nodes, over the NICs)."""
 
 DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
                                  "int32": 4, "int64": 8}
@@ -92,6 +96,8 @@ class EmbeddingsSpec(Spec):
     precision: StorageDtype = Field("fp32", description="Storage dtype of every table (a table may say its own).")
     sharding: Sharding = Field("table-wise", description="Sharding of every table (a table may say its own: a mix).")
     optimizer: Optimizer = Field("rowwise-adagrad", description="Sparse optimizer: its state per row is stored and updated.")
+    placement: Placement = Field("gpu", description="Where the tables live and are looked up: the GPUs' HBM (spilling to "
+                                                    "host DDR and SSD), or the CPU sockets' DDR (cpu-host, Zion's design).")
     index_dtype: IndexDtype = Field(description="Dtype of the sparse feature ids in the input (int32 or int64: required, "
                                                 "it sizes the input AlltoAll, the host copy and ingestion).")
     hbm_share: RealNumber = Field(0.8, gt=0, le=1, description="Fraction of each GPU's HBM the tables may use.")
@@ -155,6 +161,8 @@ class WorkloadSpec(Spec):
     embeddings: EmbeddingsSpec = Field(description="The embedding tables and how they are stored, sharded and trained.")
     communication: CommunicationSpec = Field(description="Dtypes on the wire (quantized communication); allreduce is required.")
     convergence: ConvergenceSpec | None = Field(None, description="Samples to converge: turns each QPS into a time to train.")
+    pipeline: StrictBool = Field(True, description="The input AlltoAll of batch i+1 overlaps batch i's MLPs (the paper's "
+                                             "pipelining, TorchRec's TrainPipelineSparseDist); false: the GPU waits for it.")
 
 
 # ---------------------------------------------------------------- resolved
@@ -220,6 +228,8 @@ class Workload:
     cross_layers: int = 0
     cross_low_rank: int | None = None
     samples_to_converge: float | None = None
+    placement: str = "gpu"
+    pipeline: bool = True
 
     def local_batch(self, world_size: int) -> float:
         """Samples per GPU per iteration on `world_size` GPUs (may be fractional for a global
@@ -337,7 +347,8 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
         comm_allreduce=spec.communication.allreduce, assumptions=assumptions,
         locate=lambda *path: locate(tuple(path)),
         cross_layers=spec.cross.layers if spec.cross else 0, cross_low_rank=spec.cross.low_rank if spec.cross else None,
-        samples_to_converge=_samples_to_converge(spec.convergence))
+        samples_to_converge=_samples_to_converge(spec.convergence),
+        placement=emb.placement, pipeline=spec.pipeline)
     _check_top_mlp_input(workload)
     return workload
 
