@@ -37,9 +37,13 @@ from hwspec.spec.translate import DataPath, dotted, validate_document
 StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 CommDtype = Literal["fp32", "fp16", "bf16", "fp8"]
 IndexDtype = Literal["int32", "int64"]
-Sharding = Literal["table-wise", "row-wise", "column-wise", "data-parallel", "table-row-wise"]
+Sharding = Literal["auto", "table-wise", "row-wise", "column-wise", "data-parallel", "table-row-wise"]
 """How a table group is sharded: `table-row-wise` is the paper's hierarchical plan (TorchRec's
-TWRW): each table on one node, row-wise over that node's GPUs."""
+TWRW): each table on one node, row-wise over that node's GPUs. `auto` (the default) leaves the
+choice to the estimate's planner (`hwspec.perf.planner`), which reports what it chose."""
+
+AUTO = "auto"
+"""The sharding of a table group the planner chooses."""
 Optimizer = Literal["sgd", "rowwise-adagrad", "adagrad"]
 
 DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
@@ -83,14 +87,16 @@ class TableSpec(Spec):
     pooling: RealNumber = Field(gt=0, le=1_000_000, description="Average lookups per sample (pooling factor).")
     precision: StorageDtype | None = Field(None, description="Storage dtype; default: embeddings.precision.")
     sharding: Sharding | None = Field(None, description="Default: embeddings.sharding.")
-    column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding only).")
+    column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding "
+                                                                      "only; the planner chooses its own).")
 
 
 class EmbeddingsSpec(Spec):
     """The embedding tables and how they are stored, sharded and trained."""
 
     precision: StorageDtype = Field("fp32", description="Storage dtype of every table (a table may say its own).")
-    sharding: Sharding = Field("table-wise", description="Sharding of every table (a table may say its own: a mix).")
+    sharding: Sharding = Field(AUTO, description="Sharding of every table (a table may say its own: a mix); "
+                                                 "auto (the default): the estimate plans it.")
     optimizer: Optimizer = Field("rowwise-adagrad", description="Sparse optimizer: its state per row is stored and updated.")
     index_dtype: IndexDtype = Field(description="Dtype of the sparse feature ids in the input (int32 or int64: required, "
                                                 "it sizes the input AlltoAll, the host copy and ingestion).")
