@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hwspec.diagnostics import Code, HwspecError
-from hwspec.perf import roofline as rf
 from hwspec.perf.estimate import estimate_plan, ms
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import AUTO, Table, Workload
@@ -147,11 +146,15 @@ def plan(figures: Figures, workload: Workload) -> Planned:
     if cost(current) == UNFIT:
         estimate_plan(figures, with_choices(workload, dict.fromkeys(auto, Choice("row-wise"))))  # raises its E401
     largest_first = sorted(range(len(auto)), key=lambda j: -workload.tables[auto[j]].storage_bytes)
+
+    def best_at(chosen: tuple[Choice, ...], j: int) -> tuple[Choice, ...]:
+        """`chosen` with group j's cheapest candidate, its current one on a tie."""
+        return min((at(chosen, j, c) for c in options[j]), key=lambda p: (cost(p), p[j] != chosen[j]))
+
     for _ in range(MAX_PASSES):
         before = current
         for j in largest_first:
-            held = current[j]
-            current = min((at(current, j, c) for c in options[j]), key=lambda p, held=held, j=j: (cost(p), p[j] != held))
+            current = best_at(current, j)
         if current == before:
             break
     planned = with_choices(workload, dict(zip(auto, current)))

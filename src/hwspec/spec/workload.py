@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -42,7 +42,7 @@ Sharding = Literal["auto", "table-wise", "row-wise", "column-wise", "data-parall
 TWRW): each table on one node, row-wise over that node's GPUs. `auto` (the default) leaves the
 choice to the estimate's planner (`hwspec.perf.planner`), which reports what it chose."""
 
-AUTO = "auto"
+AUTO: Final = "auto"
 """The sharding of a table group the planner chooses."""
 Optimizer = Literal["sgd", "rowwise-adagrad", "adagrad"]
 
