@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,12 @@ def _entry(figures: Figures, table: Table, why: str, cost: Cost | None = None,
             "runner_up": {"kind": runner_up[0].label, "cost_seconds": runner_up[1][0]} if runner_up else None}
 
 
+def largest_first(tables: Sequence[Table], indices: Iterable[int]) -> list[int]:
+    """`indices` of `tables` in the order the planner visits them: total storage (all `count`
+    tables), largest first, as TorchRec's partitioner places its sharding option groups; file order on ties."""
+    return sorted(indices, key=lambda i: -tables[i].storage_bytes)
+
+
 def plan(figures: Figures, workload: Workload) -> Planned:
     """Plan every `auto` table group of `workload` on `figures` (module docstring); groups with a
     stated sharding are kept. The plan is never costlier than any single-kind plan of the
@@ -145,7 +152,6 @@ def plan(figures: Figures, workload: Workload) -> Planned:
     current = min(seeds, key=cost)
     if cost(current) == UNFIT:
         estimate_plan(figures, with_choices(workload, dict.fromkeys(auto, Choice("row-wise"))))  # raises its E401
-    largest_first = sorted(range(len(auto)), key=lambda j: -workload.tables[auto[j]].storage_bytes)
 
     def best_at(chosen: tuple[Choice, ...], j: int) -> tuple[Choice, ...]:
         """`chosen` with group j's cheapest candidate, its current one on a tie."""
@@ -153,7 +159,7 @@ def plan(figures: Figures, workload: Workload) -> Planned:
 
     for _ in range(MAX_PASSES):
         before = current
-        for j in largest_first:
+        for j in largest_first([workload.tables[i] for i in auto], range(len(auto))):
             current = best_at(current, j)
         if current == before:
             break
