@@ -29,6 +29,7 @@ from typing import Any
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.perf import calibration as cal
 from hwspec.perf import roofline as rf
+from hwspec.perf.planner import plan
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import AUTO, DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
 
@@ -551,9 +552,7 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     sharding `plan`, per table group: stated, or chosen by `hwspec.perf.planner` for the groups
     the workload leaves `auto`. Raises HwspecError for a workload the platform cannot run (E401
     tables do not fit, E402 no peak for the compute dtype)."""
-    from hwspec.perf.planner import plan  # here, not at the top: the planner costs its candidates with estimate_plan
-
-    planned = plan(figures, workload)
+    planned = plan(figures, workload, estimate_plan)
     return estimate_plan(figures, planned.workload) | {"plan": planned.groups}
 
 

@@ -7,6 +7,7 @@ candidate plan is the workload with that plan written in, and it costs
 
     (iteration_seconds_expected, serial_seconds) of `estimate_plan(figures, workload)`
 
+(`hwspec.perf.estimate.estimate_plan`, which `estimate` hands to `plan`)
 compared in that order. The expected iteration holds the paper's two terms: the busiest GPU's
 lookups (load imbalance, with every tier's bandwidth when the tables spill to host DDR or SSD)
 plus the pooled-embedding collectives on its critical path, and every collective on the network
@@ -33,14 +34,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hwspec.diagnostics import Code, HwspecError
-from hwspec.perf.estimate import estimate_plan, ms
+from hwspec.perf import roofline as rf
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import AUTO, Table, Workload
+
+Estimator = Callable[[Figures, Workload], dict[str, Any]]
+"""`hwspec.perf.estimate.estimate_plan`: the estimate of a workload whose every group has its
+sharding. `estimate` hands it to `plan` (the planner does not import the estimate, which imports it)."""
 
 MAX_PASSES = 4
 """Passes over the groups before the planner stops improving (each pass visits every group)."""
@@ -88,7 +93,7 @@ def with_choices(workload: Workload, choices: dict[int, Choice]) -> Workload:
     return dataclasses.replace(workload, tables=tables)
 
 
-def plan_cost(figures: Figures, workload: Workload) -> Cost:
+def plan_cost(figures: Figures, workload: Workload, estimate_plan: Estimator) -> Cost:
     """The planner's cost of a fully sharded `workload` (module docstring); `UNFIT` when its
     tables do not fit. Any other error (E402, no peak for the compute dtype) is raised."""
     try:
@@ -130,7 +135,7 @@ def largest_first(tables: Sequence[Table], indices: Iterable[int]) -> list[int]:
     return sorted(indices, key=lambda i: -tables[i].storage_bytes)
 
 
-def plan(figures: Figures, workload: Workload) -> Planned:
+def plan(figures: Figures, workload: Workload, estimate_plan: Estimator) -> Planned:
     """Plan every `auto` table group of `workload` on `figures` (module docstring); groups with a
     stated sharding are kept. The plan is never costlier than any single-kind plan of the
     planned groups. Raises the E401 of the row-wise plan (the least per GPU) when nothing fits."""
@@ -142,7 +147,7 @@ def plan(figures: Figures, workload: Workload) -> Planned:
 
     def cost(chosen: tuple[Choice, ...]) -> Cost:
         if chosen not in memo:
-            memo[chosen] = plan_cost(figures, with_choices(workload, dict(zip(auto, chosen))))
+            memo[chosen] = plan_cost(figures, with_choices(workload, dict(zip(auto, chosen))), estimate_plan)
         return memo[chosen]
 
     def at(chosen: tuple[Choice, ...], j: int, choice: Choice) -> tuple[Choice, ...]:
@@ -187,3 +192,7 @@ def why(chosen: Cost, runner_up: tuple[Choice, Cost] | None, unfit: int) -> str:
     return (f"ties with {choice.label} at {ms(chosen[0])} ms expected per iteration; "
             f"{ms(chosen[1])} ms of serial work against {ms(cost[1])} ms" + unfit_note)
 
+
+
+def ms(seconds: float) -> str:
+    return rf.number(seconds * 1e3)
