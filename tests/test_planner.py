@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from hwspec.diagnostics import HwspecError
 from hwspec.perf.estimate import estimate, estimate_plan, text_report
 from hwspec.perf.planner import Choice, candidates, largest_first, plan, why, with_choices
+from hwspec.perf.platform_figures import figures
+from hwspec.pipeline import load_any
 from hwspec.spec.workload import load_workload
 from tests.test_estimate import TINY
 
@@ -168,12 +170,31 @@ def test_why_names_the_runner_up_and_breaks_ties_by_the_serial_sum():
     assert why((1e-3, 2e-3), None, 3) == "the only candidate that fits"
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def test_the_paper_workloads_state_their_plans_so_planning_changes_nothing():
-    root = Path(__file__).resolve().parent.parent
     for name in ("model-a", "model-f", "model-i"):
-        w = load_workload(root / "workloads" / f"{name}.yaml")
+        w = load_workload(ROOT / "workloads" / f"{name}.yaml")
         assert all(t.sharding != "auto" for t in w.tables)
         assert plan(TINY, w, estimate_plan).workload == w
+
+
+@pytest.mark.parametrize("platform, name, kinds, qps_overlapped, qps_expected", [
+    ("zionex-16", "model-a", ["table-wise"] * 4, 3.097e6, 1.637e6),
+    ("zionex-16", "model-f", ["table-row-wise"], 2.338e6, 1.638e6),
+    ("zionex-16", "model-i", ["table-row-wise"], 6.965e6, 4.179e6),
+    ("hgx-h100", "model-a", ["table-wise"] * 4, 55.28e3, 41.75e3),
+    ("hgx-h100", "model-i", ["table-wise"], 200.9e3, 153.0e3),
+])
+def test_the_docs_table_of_the_paper_workloads_left_to_the_planner(platform, name, kinds, qps_overlapped, qps_expected):
+    topology = load_any(ROOT / "platforms" / f"{platform}.yaml")[0].topology
+    w = load_workload(ROOT / "workloads" / f"{name}.yaml")
+    doc = estimate(figures(topology), dataclasses.replace(w, tables=tuple(dataclasses.replace(t, sharding="auto")
+                                                                          for t in w.tables)))
+    assert chosen(doc) == kinds
+    assert doc["qps_overlapped"] == pytest.approx(qps_overlapped, rel=1e-3)
+    assert doc["qps_expected"] == pytest.approx(qps_expected, rel=1e-3)
 
 
 SINGLE_KINDS = (Choice("table-wise"), Choice("row-wise"), Choice("table-row-wise"), Choice("column-wise", 2),
