@@ -29,8 +29,9 @@ from typing import Any
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.perf import calibration as cal
 from hwspec.perf import roofline as rf
+from hwspec.perf.planner import plan
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
+from hwspec.spec.workload import AUTO, DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
 
 RESOURCES = {
     "gpu": "GPU memory and compute",
@@ -621,6 +622,7 @@ def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, 
     """Every term of `workload` on `figures`, the placement and the table-wise shards. With
     `cpu-host` placement the embedding side (lookups, shards, ids and pooled exchanges) is
     computed by the same functions on the CPU sockets (`host_figures`)."""
+    assert not workload.sharded(AUTO), "plan the workload first: hwspec.perf.planner.plan"
     n = figures.gpus
     b = workload.local_batch(n)
     dtype = workload.compute_dtype
@@ -672,9 +674,16 @@ def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, 
 
 def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     """The estimate document: terms, resources, serial and overlapped times and QPS bounds, the
-    bottleneck, and the expected iteration (`expected`; `qps_expected <= qps_overlapped`).
-    Raises HwspecError for a workload the platform cannot run (E401 tables do not fit, E402 no
-    peak for the compute dtype)."""
+    bottleneck, the expected iteration (`expected`; `qps_expected <= qps_overlapped`) and the
+    sharding `plan`, per table group: stated, or chosen by `hwspec.perf.planner` for the groups
+    the workload leaves `auto`. Raises HwspecError for a workload the platform cannot run (E401
+    tables do not fit, E402 no peak for the compute dtype)."""
+    planned = plan(figures, workload, estimate_plan)
+    return estimate_plan(figures, planned.workload) | {"plan": planned.groups}
+
+
+def estimate_plan(figures: Figures, workload: Workload) -> dict[str, Any]:
+    """`estimate` of a workload whose every table group has its sharding (no `auto`), without `plan`."""
     n = figures.gpus
     b = workload.local_batch(n)
     big_b = workload.global_batch(n)
@@ -906,6 +915,15 @@ def _time_to_train_lines(doc: dict[str, Any]) -> list[str]:
             f"with overlap, {minutes(times.get('serial'))} without, {minutes(times.get('expected'))} expected"]
 
 
+def _plan_lines(groups: list[dict[str, Any]]) -> list[str]:
+    """The sharding plan as a table: each group's sharding, planned or stated, and why."""
+    out = ["Sharding plan (planned groups: the least expected iteration of their candidates, ties by the serial sum)"]
+    out += rf.table(("table group", "tables", "sharding", "shards per table", "why"),
+                    ((g["table"], str(g["count"]), g["kind"] + (f" x{g['column_shards']}" if g["column_shards"] else ""),
+                      str(g["shards_per_table"]), g["why"]) for g in groups), align="lrlrl")
+    return out
+
+
 def text_report(doc: dict[str, Any]) -> str:
     """The estimate as tables for people (ms, GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)."""
     p, w = doc["platform"], doc["workload"]
@@ -923,6 +941,8 @@ def text_report(doc: dict[str, Any]) -> str:
     if balance["shards"]:
         out += ["", f"Table-wise balance: {balance['shards']} indivisible table/column shards on {p['gpus']} GPUs; "
                     f"the busiest GPU looks up at least {rf.number(balance['busiest_over_average'])}x the average"]
+    if any(group["planned"] for group in doc.get("plan", ())):
+        out += ["", *_plan_lines(doc["plan"])]
     if doc.get("sharding_notes"):
         out += ["", *(f"Sharding: {note}" for note in doc["sharding_notes"])]
     out += ["", "Per-iteration terms per GPU (ms, the busiest GPU)"]

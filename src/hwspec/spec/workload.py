@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BeforeValidator, Field, StrictBool, model_validator
 from pydantic_core import PydanticCustomError
@@ -37,9 +37,13 @@ from hwspec.spec.translate import DataPath, dotted, validate_document
 StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 CommDtype = Literal["fp32", "fp16", "bf16", "fp8"]
 IndexDtype = Literal["int32", "int64"]
-Sharding = Literal["table-wise", "row-wise", "column-wise", "data-parallel", "table-row-wise"]
+Sharding = Literal["auto", "table-wise", "row-wise", "column-wise", "data-parallel", "table-row-wise"]
 """How a table group is sharded: `table-row-wise` is the paper's hierarchical plan (TorchRec's
-TWRW): each table on one node, row-wise over that node's GPUs."""
+TWRW): each table on one node, row-wise over that node's GPUs. `auto` (the default) leaves the
+choice to the estimate's planner (`hwspec.perf.planner`), which reports what it chose."""
+
+AUTO: Final = "auto"
+"""The sharding of a table group the planner chooses."""
 Optimizer = Literal["sgd", "rowwise-adagrad", "adagrad"]
 Placement = Literal["gpu", "cpu-host"]
 """Where the tables live and are looked up: `gpu` in the GPUs' HBM (spilling to host DDR and SSD
@@ -87,14 +91,16 @@ class TableSpec(Spec):
     pooling: RealNumber = Field(gt=0, le=1_000_000, description="Average lookups per sample (pooling factor).")
     precision: StorageDtype | None = Field(None, description="Storage dtype; default: embeddings.precision.")
     sharding: Sharding | None = Field(None, description="Default: embeddings.sharding.")
-    column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding only).")
+    column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding "
+                                                                      "only; the planner chooses its own).")
 
 
 class EmbeddingsSpec(Spec):
     """The embedding tables and how they are stored, sharded and trained."""
 
     precision: StorageDtype = Field("fp32", description="Storage dtype of every table (a table may say its own).")
-    sharding: Sharding = Field("table-wise", description="Sharding of every table (a table may say its own: a mix).")
+    sharding: Sharding = Field(AUTO, description="Sharding of every table (a table may say its own: a mix); "
+                                                 "auto (the default): the estimate plans it.")
     optimizer: Optimizer = Field("rowwise-adagrad", description="Sparse optimizer: its state per row is stored and updated.")
     placement: Placement = Field("gpu", description="Where the tables live and are looked up: the GPUs' HBM (spilling to "
                                                     "host DDR and SSD), or the CPU sockets' DDR (cpu-host, Zion's design).")
