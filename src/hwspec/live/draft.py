@@ -37,6 +37,23 @@ from hwspec.text import comment, visible
 
 RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
 """Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
+CXI_NAME = re.compile(r"cxi[0-9]+")
+"""The device names HPE's cxi driver gives Slingshot NICs (libfabric's cxi provider)."""
+EFA_IDS = ("0x1d0f", frozenset({"0xefa0", "0xefa1", "0xefa2", "0xefa3"}))
+"""Amazon's PCI vendor id and the device ids of its EFA functions (pci.ids; ENA, 0xec20, is plain Ethernet)."""
+
+
+def libfabric_transport(nic: Nic, name: str | None) -> str | None:
+    """`slingshot` or `efa` where the input shows a libfabric NIC (a cxi device name, an EFA PCI
+    id), whatever NCCL's `<net>` says of its class; None for every other NIC."""
+    if name is not None and CXI_NAME.fullmatch(name):
+        return "slingshot"
+    vendor, devices = EFA_IDS
+    if nic.vendor == vendor and nic.device in devices:
+        return "efa"
+    return None
+
+
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
 UNKNOWN = "unknown"
 GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
@@ -613,8 +630,12 @@ class _Writer:
                     rdma_name = False  # the inputs list every RDMA device, and this function has none
                 else:  # a skeleton: NCCL lists the PCI device only
                     rdma_name = nic.fabric == "infiniband" or near_gpu or bool(gdr)
+                libfabric = libfabric_transport(nic, name)
+                rdma_name = rdma_name or libfabric is not None
                 is_backend = bool(gdr) or rdma_name  # NCCL runs on every RDMA device, GPUDirect or not
-                if not rdma_name:
+                if libfabric is not None:
+                    transport = libfabric
+                elif not rdma_name:
                     transport = "tcp"
                 elif nic.fabric == "infiniband":
                     transport = "infiniband"
