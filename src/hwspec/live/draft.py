@@ -6,7 +6,8 @@ observed speed too, where the input gives one) or CPUID vendor/family/model (CPU
 the input does not identify as a catalogue part is `part: unknown` with exactly what the input
 gives as `override:`, a bus id the input does not give is `bus: unknown`, and host memory the
 input does not give is `capacity: unknown`/`bandwidth: unknown` (`validate` warns HW603 with what
-to fill in). Names no input gives (a RoCE interface name) are placeholders marked `assumed:`.
+to fill in). A NIC name no input gives (an RDMA device, a network interface) is left out, never
+a placeholder: NCCL finds an unnamed NIC itself, and HW603 names an unknown interface.
 Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by expanding the
 draft again. The draft names its inputs in `sources:`/`source:`.
 
@@ -648,18 +649,12 @@ class _Writer:
                     entry["override"] = override
                 entry["role"] = "backend" if is_backend else "ingestion" if transport == "tcp" else "frontend"
                 entry["transport"] = transport
-                if transport != "tcp":
-                    # a placeholder name is marked on the field, so that `diff` matches the NIC by position
-                    entry["device"] = name or {"value": self.free_name("mlx5_"),
-                                               "assumed": "the input does not name the RDMA device: placeholder"}
-                if transport in ("rocev2", "tcp"):
-                    if transport == "tcp" and name:
-                        entry["interface"] = name
-                    elif nic.interfaces:
-                        entry["interface"] = nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
-                    else:
-                        entry["interface"] = {"value": self.free_name("eth"),
-                                              "assumed": "the input does not name the network interface: placeholder (see 'ip link')"}
+                # a name the input does not give is left out, never a placeholder: NCCL finds an
+                # unnamed RDMA device by its bus id, and an unknown interface is HW603's
+                if transport != "tcp" and name:
+                    entry["device"] = name
+                if interface := self.interface(nic, port, transport, name):
+                    entry["interface"] = interface
                 if port is not None and port.port != 1:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
@@ -719,16 +714,15 @@ class _Writer:
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
 
-    def free_name(self, prefix: str) -> str:
-        """A placeholder `prefixN` used by no observed NIC and no earlier placeholder."""
-        if not hasattr(self, "_used"):
-            self._used = {p.name for n in self.m.nics.values() for p in n.ports if p.name}
-            self._used |= {i for n in self.m.nics.values() for i in n.interfaces}
-        k = 0
-        while f"{prefix}{k}" in self._used:
-            k += 1
-        self._used.add(f"{prefix}{k}")
-        return f"{prefix}{k}"
+    @staticmethod
+    def interface(nic: Nic, port: NicPort | None, transport: str, name: str | None) -> str | None:
+        """The network interface of one NIC port as the input names it, where the generated files
+        would use it (a TCP NIC's net name; an lstopo interface of a RoCE or Slingshot NIC); else None."""
+        if transport == "tcp" and name:
+            return name
+        if transport in ("rocev2", "tcp", "slingshot") and nic.interfaces:
+            return nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
+        return None
 
     def nic_part(self, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:
         """(`part`, `override`) of one NIC port: the one catalogue NIC with the observed PCI
