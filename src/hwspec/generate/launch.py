@@ -50,8 +50,8 @@ class Rank:
 
     @property
     def nic_name(self) -> str:
-        """The NICs' names, comma-separated ('-' for none; 'unknown' for a NIC the platform does not name)."""
-        return ",".join(net_name(n) or "unknown" for n in self.nics) or "-"
+        """The NICs' names, comma-separated ('-' for none; the platform's id for a NIC it does not name)."""
+        return ",".join(net_name(n) or n.id for n in self.nics) or "-"
 
     @property
     def nic_bus(self) -> str:
