@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
+from hwspec.formats.transports import facts
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
 from hwspec.model.node import Nic, Platform
-from hwspec.formats.transports import facts
 from hwspec.text import visible
 from hwspec.topology import topology_of
 from hwspec.topology.node import served_field
