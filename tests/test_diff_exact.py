@@ -136,3 +136,16 @@ def test_the_draft_of_every_input_of_a_generated_machine_diffs_clean_against_it(
             path.write_text(writers[fmt]())
             paths.append(path)
         assert draft_findings(paths) == []
+
+
+def test_unnamed_topo_m_nics_match_the_drafts_unnamed_nics_and_never_a_named_spec_nic(tmp_path):
+    """A `topo -m` without its NIC legend names no NIC: its draft names none either (no placeholder)
+    and diffs clean, while a spec that names its NICs is not matched to them by position."""
+    topo = (ROOT / "tests/data/live/minimal-node.topo-m.txt").read_text()
+    unnamed = tmp_path / "no-legend.topo-m.txt"
+    unnamed.write_text(topo[:topo.index("NIC Legend:")])
+    assert draft_findings([unnamed]) == []
+    named = load_platform(ROOT / "tests/fixtures/spec/minimal_node.yaml")
+    assert [d.message for d in diff(named, read_inputs([unnamed])) if d.code == "D101"] == [
+        f"nic0 (mlx5_0/eth1, 0000:16:00.0) is not in the machine: no NIC with name mlx5_0/eth1 in {unnamed}",
+        f"nic1 (mlx5_1/eth2, 0000:1e:00.0) is not in the machine: no NIC with name mlx5_1/eth2 in {unnamed}"]

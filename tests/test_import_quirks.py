@@ -139,3 +139,39 @@ def test_a_net_speed_beyond_any_nic_port_is_left_unknown_with_a_note_not_an_hw40
     assert "speed:" not in text.split("\nnics:")[1]
     assert main(["validate", str(draft)]) == 0
     assert "HW401" not in capsys.readouterr().out
+
+
+def _generated(draft: Path, out: Path, capsys) -> dict[str, str]:
+    """The generated files of `draft` by file name (no SVG)."""
+    assert main(["generate", str(draft), "-o", str(out), "--no-svg"]) == 0
+    capsys.readouterr()
+    return {p.name: p.read_text() for p in out.rglob("*") if p.is_file()}
+
+
+def test_a_slingshot_nic_without_an_interface_is_an_hw603_unknown_and_leaves_nccl_socket_ifname_to_nccl(tmp_path, capsys):
+    """RCCL's MI300A model names its cxi devices, not their hsn interfaces: the draft invents none,
+    validate warns (NCCL picks its bootstrap interfaces itself), and the files say it is not set."""
+    text, _ = _import(tmp_path, "net-speed-unit.rccl.xml", capsys)
+    assert "  part: hpe-slingshot-200g\n  role: backend\n  transport: slingshot\n  device: cxi0\n" in text
+    assert "interface:" not in text and "placeholder" not in text
+    assert main(["validate", str(tmp_path / "draft.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "warning[HW603 unknown-facts]: nic0: unknown network interface name\n  hint: give 'interface:' as " \
+           "'ip link' shows it; until then NCCL_SOCKET_IFNAME is left out and NCCL picks its interfaces itself\n" in out
+    files = _generated(tmp_path / "draft.yaml", tmp_path / "out", capsys)
+    note = ("# NCCL_SOCKET_IFNAME is not set: the platform does not name the network interfaces of its slingshot "
+            "backend NICs, so NCCL picks its interfaces itself (HW603 lists them)\n")
+    assert note in files["rccl.conf"] and "NCCL_SOCKET_IFNAME=" not in files["rccl.conf"]
+    assert "FI_PROVIDER=cxi\n" in files["launch.env"]
+
+
+def test_an_efa_function_beside_a_gpu_is_drafted_as_efa_and_its_files_select_the_efa_provider(tmp_path, capsys):
+    """0x1d0f:0xefa1 (EFA, p5) under the GPU's switch is an aws-ofi-nccl (libfabric) NIC serving
+    that GPU, whatever class NCCL gives its function."""
+    text, _ = _import(tmp_path, "efa-gpu-switch.nccl.xml", capsys)
+    assert "  role: backend\n  transport: efa\n  gpu: gpu0\n  device: rdmap22s0\n" in text
+    assert "backend: {transport: efa, nic_per_gpu: true, gpudirect: true," in text
+    files = _generated(tmp_path / "draft.yaml", tmp_path / "out", capsys)
+    assert "FI_PROVIDER=efa\n" in files["launch.env"] and "FI_EFA_USE_DEVICE_RDMA=1\n" in files["launch.env"]
+    assert "NCCL_IB_HCA" not in files["nccl.conf"]  # NCCL's IB verbs net does not carry EFA
+    assert '<net name="rdmap22s0" dev="0" speed="100000" port="1" gdr="1"/>' in files["nccl-topo.xml"]

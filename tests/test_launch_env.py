@@ -78,6 +78,17 @@ def test_zion_nccl_conf_leaves_cross_nic_to_nccl_as_the_platform_states_no_rail_
     }
 
 
+def test_a_socket_nic_without_an_interface_leaves_nccl_socket_ifname_to_nccl_instead_of_a_partial_exact_list():
+    """An exact-name list of the other NICs would keep NCCL off the unnamed one: not set, and said why."""
+    platform = _checked("zion").platform
+    unnamed = dataclasses.replace(platform.nics[0], interface=None)
+    changed = dataclasses.replace(platform, nics=(unnamed, *platform.nics[1:]))
+    written = [(s.name, s.value, s.why) for s in nccl_settings(changed.topology, "/etc/hwspec/x")
+               if s.name == "NCCL_SOCKET_IFNAME"]
+    assert written == [("NCCL_SOCKET_IFNAME", None, "NCCL_SOCKET_IFNAME is not set: the platform does not name the "
+                         "network interfaces of its tcp backend NICs, so NCCL picks its interfaces itself (HW603 lists them)")]
+
+
 def test_cross_nic_follows_rail_optimization():
     platform = _checked("zionex").platform
     for rail, expected in ((True, "0"), (False, "1")):

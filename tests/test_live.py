@@ -116,9 +116,15 @@ def test_the_zionex_draft_is_readable_with_repeat_blocks_and_catalogue_parts():
 def test_the_a100_skeleton_imports_clean_with_what_it_lacks_unknown_or_marked_assumed():
     text, diagnostics = imported([A100_SKELETON], "ndv4")
     assert errors(diagnostics) == []
-    for note in ("the input does not name the RDMA device: placeholder",
-                 "the input does not say whether GPUDirect RDMA works"):
-        assert note in text
+    assert "the input does not say whether GPUDirect RDMA works" in text
+    # the skeleton names no RDMA device: none is invented, so NCCL_IB_HCA (an exact-match list) is not
+    # written and nccl-topo.xml has no <net>: NCCL finds the HCAs by their bus ids
+    assert "placeholder" not in text and "device:" not in text and "interface:" not in text
+    plan = plan_for(load_node_text(text, "ndv4.yaml").topology, only=["nccl-conf", "nccl-topo"])
+    conf = plan["ndv4/nccl.conf"]
+    assert "NCCL_IB_HCA=" not in conf
+    assert "# NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend NICs itself" in conf
+    assert "<net " not in plan["ndv4/nccl-topo.xml"]
     assert "  id: gpu${g}\n  part: unknown\n  pcie:\n" in text                    # no PCI id: no model
     assert "  part: unknown\n  override: {rdma: true}\n  role: backend\n" in text  # no PCI id, no speed
     assert "  part: unknown\n  override: {vendor: amd, arch: x86_64, family: 23, model: 49}\n" in text

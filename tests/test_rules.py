@@ -154,12 +154,19 @@ FAULTS = [
         '\n  hint: each NIC port has its own interface name',
     ], id='HW206-nic_names_duplicate'),
     pytest.param('nic_names_missing', [
-        "50:5: error[HW206 nic-names]: nic0: transport rocev2 needs the RDMA device name ('device:'), as nic1 has one"
+        "51:5: error[HW206 nic-names]: nic0: transport rocev2 needs the RDMA device name ('device:'), as nic1 has one"
         "\n  hint: e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none and let NCCL pick them (optionally by "
         "'backend.ib_hca')",
-        "65:5: error[HW206 nic-names]: fe0: transport tcp needs the network interface name ('interface:')"
-        "\n  hint: e.g. 'interface: eth0', as 'ip link' shows it",
-    ], id='HW206-nic_names_missing'),
+        "66:5: warning[HW603 unknown-facts]: fe0: unknown network interface name"
+        "\n  hint: give 'interface:' as 'ip link' shows it; until then NCCL_SOCKET_IFNAME is left out and NCCL picks "
+        "its interfaces itself",
+    ], id='HW206+HW603-nic_names_missing'),
+    pytest.param('tcpxo_nic_without_interface', [
+        "50:5: error[HW206 nic-names]: nic0: transport tcpxo needs the network interface name ('interface:'): "
+        "its plugin (FasTrak) takes the interfaces by name\n  hint: e.g. 'interface: eth1', as 'ip link' shows it",
+        "50:5: warning[HW603 unknown-facts]: nic0: unknown NIC part\n  hint: name the part (lspci -nn gives its PCI id)",
+        "57:5: warning[HW603 unknown-facts]: nic1: unknown NIC part\n  hint: name the part (lspci -nn gives its PCI id)",
+    ], id='HW206-tcpxo_nic_without_interface'),
     pytest.param('nvlink_gpu_without_slot', [
         '44:5: error[HW301 nvlink-embeds-in-baseboard]: gpu0-gpu1: 12 NVLink links asked, but gpu1 has no baseboard slot'
         "\n  hint: give gpu1 the 'slot:' it sits in",

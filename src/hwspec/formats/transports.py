@@ -79,7 +79,12 @@ class TransportFacts:
     - `rccl`: RCCL (AMD GPUs) can use it, as its vendor documents.
     - `net_name`: what the net calls a NIC (`<net name>` in nccl-topo.xml): the RDMA device
       ("device") or the network interface ("interface").
-    - `needs_interface`: each NIC of this transport needs `interface:` (sockets, TCPX, Slingshot's hsn).
+    - `interface`: what the NIC's network interface (`interface:`) is to the consumer. "required":
+      the net plugin takes the interfaces by name and cannot run without them (GPUDirect-TCPX/-TCPXO:
+      HW206 refuses a NIC without one). "socket": NCCL_SOCKET_IFNAME names it where known (sockets
+      carry the collectives, Slingshot's hsn interfaces carry bootstrap); where unknown the setting
+      is left out and NCCL picks its interfaces itself, as it documents (HW603 names the fact).
+      "none": the net reaches the NIC by its RDMA device (InfiniBand, RoCE, EFA).
     - `socket_on_backend`: NCCL_SOCKET_IFNAME lists the backend NICs' interfaces (sockets carry
       collectives, or the vendor says so); otherwise the host NICs' interfaces.
     - `data_ifname` / `ctrl_dev`: the plugin's variables naming the backend NICs' interfaces and
@@ -95,7 +100,7 @@ class TransportFacts:
     gpudirect: bool
     rccl: bool
     net_name: Literal["device", "interface"]
-    needs_interface: bool
+    interface: Literal["required", "socket", "none"]
     socket_on_backend: bool
     data_ifname: str | None = None
     ctrl_dev: str | None = None
@@ -123,16 +128,16 @@ _NCCL_NET_LIBFABRIC = EnvSetting(
 TRANSPORTS: dict[str, TransportFacts] = {
     "infiniband": TransportFacts(
         "infiniband", net="IB", plugin=None, plugin_library=None, rdma=True, gpudirect=True, rccl=True,
-        net_name="device", needs_interface=False, socket_on_backend=False, sources=(NCCL_ENV,)),
+        net_name="device", interface="none", socket_on_backend=False, sources=(NCCL_ENV,)),
     "rocev2": TransportFacts(
         "rocev2", net="IB", plugin=None, plugin_library=None, rdma=True, gpudirect=True, rccl=True,
-        net_name="device", needs_interface=False, socket_on_backend=False, sources=(NCCL_ENV,)),
+        net_name="device", interface="none", socket_on_backend=False, sources=(NCCL_ENV,)),
     "tcp": TransportFacts(
         "tcp", net="Socket", plugin=None, plugin_library=None, rdma=False, gpudirect=False, rccl=True,
-        net_name="interface", needs_interface=True, socket_on_backend=True, disable_ib=True, sources=(NCCL_ENV,)),
+        net_name="interface", interface="socket", socket_on_backend=True, disable_ib=True, sources=(NCCL_ENV,)),
     "efa": TransportFacts(
         "efa", net="plugin", plugin="AWS Libfabric", plugin_library="libnccl-net.so (aws-ofi-nccl)",
-        rdma=True, gpudirect=True, rccl=False, net_name="device", needs_interface=False, socket_on_backend=False,
+        rdma=True, gpudirect=True, rccl=False, net_name="device", interface="none", socket_on_backend=False,
         settings=(EnvSetting("FI_PROVIDER", "efa", "libfabric provider of the aws-ofi-nccl plugin: EFA", AWS_OFI_NCCL),),
         gpudirect_settings=(EnvSetting("FI_EFA_USE_DEVICE_RDMA", "1",
                                        "EFA device RDMA (read/write) for GPUDirect transfers (p4d, p5 and later)",
@@ -140,15 +145,15 @@ TRANSPORTS: dict[str, TransportFacts] = {
         sources=(AWS_OFI_NCCL, AWS_EFA_NCCL)),
     "tcpx": TransportFacts(
         "tcpx", net="plugin", plugin="GPUDirectTCPX", plugin_library="libnccl-net.so (nccl-plugin-gpudirecttcpx)",
-        rdma=False, gpudirect=True, rccl=False, net_name="interface", needs_interface=True, socket_on_backend=False,
+        rdma=False, gpudirect=True, rccl=False, net_name="interface", interface="required", socket_on_backend=False,
         data_ifname="NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", ctrl_dev="NCCL_GPUDIRECTTCPX_CTRL_DEV", sources=(GCP_TCPX,)),
     "tcpxo": TransportFacts(
         "tcpxo", net="plugin", plugin="FasTrak", plugin_library="libnccl-net.so (GPUDirect-TCPXO, /var/lib/tcpxo/lib64)",
-        rdma=False, gpudirect=True, rccl=False, net_name="interface", needs_interface=True, socket_on_backend=False,
+        rdma=False, gpudirect=True, rccl=False, net_name="interface", interface="required", socket_on_backend=False,
         data_ifname="NCCL_FASTRAK_IFNAME", ctrl_dev="NCCL_FASTRAK_CTRL_DEV", sources=(GCP_TCPXO,)),
     "slingshot": TransportFacts(
         "slingshot", net="plugin", plugin="AWS Libfabric", plugin_library="libnccl-net.so / librccl-net.so (aws-ofi-nccl)",
-        rdma=True, gpudirect=True, rccl=True, net_name="device", needs_interface=True, socket_on_backend=True,
+        rdma=True, gpudirect=True, rccl=True, net_name="device", interface="socket", socket_on_backend=True,
         settings=(
             _NCCL_NET_LIBFABRIC,
             EnvSetting("FI_PROVIDER", "cxi", "libfabric provider of the aws-ofi-nccl plugin: HPE Slingshot (cxi)",
@@ -176,6 +181,13 @@ assert set(TRANSPORTS) == set(get_args(Transport)), "TRANSPORTS must cover spec.
 def facts(transport: str) -> TransportFacts:
     """The table row of `transport` (a validated `Transport` value)."""
     return TRANSPORTS[transport]
+
+
+def interface_use(transport: str, role: str) -> Literal["required", "socket", "none"]:
+    """What a NIC's network interface is to the consumer (`TransportFacts.interface`), by its
+    transport and role: a host RoCE NIC's interface carries bootstrap ("socket") as well."""
+    use = TRANSPORTS[transport].interface
+    return "socket" if use == "none" and transport == "rocev2" and role != "backend" else use
 
 
 def ib_verbs(transport: str) -> bool:

@@ -22,7 +22,7 @@ from hwspec.formats.environment import environment_limits
 from hwspec.formats.limits import bind_limits, settings_limits
 from hwspec.formats.nccl_env import is_nccl
 from hwspec.formats.nccl_tree import collective_library, missing_bus_ids, net_name
-from hwspec.formats.transports import TransportFacts, facts, ib_verbs
+from hwspec.formats.transports import TransportFacts, facts, ib_verbs, interface_use
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.model.node import Backend, Gpu, Nic, NumaNode, Platform
 from hwspec.topology.node import PATH_TYPES, Topology
@@ -50,7 +50,7 @@ class Rank:
 
     @property
     def nic_name(self) -> str:
-        """The NICs' names, comma-separated ('-' for none)."""
+        """The NICs' names, comma-separated ('-' for none; the platform's id for a NIC it does not name)."""
         return ",".join(net_name(n) or n.id for n in self.nics) or "-"
 
     @property
@@ -133,15 +133,25 @@ def _interfaces(nics: Iterable[Nic]) -> str:
 def _socket_ifname(topology: Topology, net: TransportFacts | None) -> list[Setting]:
     """NCCL_SOCKET_IFNAME, by exact name: the backend NICs' interfaces where sockets carry the
     collectives (tcp) or the vendor puts them there (Slingshot's hsn interfaces); else the host
-    (ingestion/frontend) NICs' interfaces, for bootstrap."""
+    (ingestion/frontend) NICs' interfaces, for bootstrap. Written only when every one of those
+    NICs names its interface: an exact list of some would leave the others out, so otherwise
+    the setting is left to NCCL's own choice of interfaces, and said so."""
     if net is not None and net.socket_on_backend:
-        nics = [n for n in topology.collective_nics if n.interface]
+        nics = list(topology.collective_nics)
         why = ("TCP backend: collectives and bootstrap run over these interfaces" if net.name == "tcp" else
                f"{net.name} backend: bootstrap and socket traffic on the backend interfaces, by exact name")
+        whose = f"its {net.name} backend NICs"
     else:
-        nics = [n for n in topology.platform.host_nics if n.interface]
+        nics = [n for n in topology.platform.host_nics if n.interface or interface_use(n.transport, n.role) == "socket"]
         why = "bootstrap and socket traffic on the ingestion/frontend interfaces, by exact name"
-    return [Setting("NCCL_SOCKET_IFNAME", "=" + _interfaces(nics), why)] if nics else []
+        whose = "its ingestion/frontend NICs"
+    if not nics:
+        return []
+    if any(n.interface is None for n in nics):
+        return [Setting("NCCL_SOCKET_IFNAME", None,
+                        f"NCCL_SOCKET_IFNAME is not set: the platform does not name the network interfaces of {whose}, "
+                        "so NCCL picks its interfaces itself (HW603 lists them)")]
+    return [Setting("NCCL_SOCKET_IFNAME", "=" + _interfaces(nics), why)]
 
 
 def _plugin_interfaces(platform: Platform, net: TransportFacts) -> list[Setting]:

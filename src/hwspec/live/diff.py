@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
+from hwspec.formats.transports import facts
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
 from hwspec.model.node import Nic, Platform
-from hwspec.source.expand import Provenance
 from hwspec.text import visible
 from hwspec.topology import topology_of
 from hwspec.topology.node import served_field
@@ -100,12 +100,13 @@ class _Differ:
         for nic in p.nics:
             if nic.id in self.nic_key or (nic.role == "management"):
                 continue
-            kind = "rdma-nics" if nic.device and nic.transport != "tcp" else "tcp-nics"
+            kind = "rdma-nics" if facts(nic.transport).net_name == "device" else "tcp-nics"
             if kind not in m.listed:
                 continue  # the inputs do not list such NICs: their absence says nothing
-            written = "/".join(x for x in (nic.device, nic.interface) if x)
-            self.add("D101", p.locate(nic.id), f"{nic.id} ({written}, {nic.bus}) is not in the machine: no NIC with "
-                     + (f"bus id {nic.bus}" if tree else f"name {written}") + f" in {source}")
+            written = "/".join(x for x in (nic.device, nic.interface) if x) or "unnamed"
+            missing = (f"no NIC with bus id {nic.bus}" if tree else f"no NIC with name {written}" if nic.device or nic.interface
+                       else "no unnamed NIC left")
+            self.add("D101", p.locate(nic.id), f"{nic.id} ({written}, {nic.bus}) is not in the machine: {missing} in {source}")
         matched_gpus = set(self.gpu_key.values())
         for key, observed_gpu in m.gpus.items():
             if key not in matched_gpus:
@@ -129,21 +130,16 @@ class _Differ:
 
     def match_unnamed_nics(self) -> None:
         """Without a PCIe tree (`topo -m`), NICs the input does not name (a column without a
-        legend) are matched in order with the spec's NICs whose device name is `assumed`
-        (an import draft's placeholder): a name neither side knows cannot differ."""
+        legend) are matched in order with the spec's NICs that name neither a device nor an
+        interface (as an import draft leaves them): a name neither side knows cannot differ."""
         if self.m.has_tree:
             return
         matched = set(self.nic_key.values())
         unnamed = [n.key for n in self.m.nics.values()
                    if n.key not in matched and not any(q.name for q in n.ports) and not n.interfaces]
-        placeholders = [nic.id for nic in self.p.nics if nic.id not in self.nic_key and self.name_assumed(nic)]
-        for ident, key in zip(placeholders, unnamed):
+        nameless = [nic.id for nic in self.p.nics if nic.id not in self.nic_key and not (nic.device or nic.interface)]
+        for ident, key in zip(nameless, unnamed):
             self.nic_key[ident] = key
-
-    def name_assumed(self, nic) -> bool:
-        """Whether each name the spec gives the NIC (device, interface) is marked `assumed`."""
-        fields = [f for f in ("device", "interface") if getattr(nic, f)]
-        return bool(fields) and all((self.p.provenance(nic.id, f) or Provenance()).assumed for f in fields)
 
     # ------------------------------------------------------------ checks
 

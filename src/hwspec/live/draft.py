@@ -6,7 +6,8 @@ observed speed too, where the input gives one) or CPUID vendor/family/model (CPU
 the input does not identify as a catalogue part is `part: unknown` with exactly what the input
 gives as `override:`, a bus id the input does not give is `bus: unknown`, and host memory the
 input does not give is `capacity: unknown`/`bandwidth: unknown` (`validate` warns HW603 with what
-to fill in). Names no input gives (a RoCE interface name) are placeholders marked `assumed:`.
+to fill in). A NIC name no input gives (an RDMA device, a network interface) is left out, never
+a placeholder: NCCL finds an unnamed NIC itself, and HW603 names an unknown interface.
 Regular runs of entries become `repeat` blocks (`hwspec.live.repeat`), checked by expanding the
 draft again. The draft names its inputs in `sources:`/`source:`.
 
@@ -37,6 +38,23 @@ from hwspec.text import comment, visible
 
 RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
 """Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
+CXI_NAME = re.compile(r"cxi[0-9]+")
+"""The device names HPE's cxi driver gives Slingshot NICs (libfabric's cxi provider)."""
+EFA_IDS = ("0x1d0f", frozenset({"0xefa0", "0xefa1", "0xefa2", "0xefa3"}))
+"""Amazon's PCI vendor id and the device ids of its EFA functions (pci.ids; ENA, 0xec20, is plain Ethernet)."""
+
+
+def libfabric_transport(nic: Nic, name: str | None) -> str | None:
+    """`slingshot` or `efa` where the input shows a libfabric NIC (a cxi device name, an EFA PCI
+    id), whatever NCCL's `<net>` says of its class; None for every other NIC."""
+    if name is not None and CXI_NAME.fullmatch(name):
+        return "slingshot"
+    vendor, devices = EFA_IDS
+    if nic.vendor == vendor and nic.device in devices:
+        return "efa"
+    return None
+
+
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
 UNKNOWN = "unknown"
 GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
@@ -613,8 +631,12 @@ class _Writer:
                     rdma_name = False  # the inputs list every RDMA device, and this function has none
                 else:  # a skeleton: NCCL lists the PCI device only
                     rdma_name = nic.fabric == "infiniband" or near_gpu or bool(gdr)
+                libfabric = libfabric_transport(nic, name)
+                rdma_name = rdma_name or libfabric is not None
                 is_backend = bool(gdr) or rdma_name  # NCCL runs on every RDMA device, GPUDirect or not
-                if not rdma_name:
+                if libfabric is not None:
+                    transport = libfabric
+                elif not rdma_name:
                     transport = "tcp"
                 elif nic.fabric == "infiniband":
                     transport = "infiniband"
@@ -627,18 +649,12 @@ class _Writer:
                     entry["override"] = override
                 entry["role"] = "backend" if is_backend else "ingestion" if transport == "tcp" else "frontend"
                 entry["transport"] = transport
-                if transport != "tcp":
-                    # a placeholder name is marked on the field, so that `diff` matches the NIC by position
-                    entry["device"] = name or {"value": self.free_name("mlx5_"),
-                                               "assumed": "the input does not name the RDMA device: placeholder"}
-                if transport in ("rocev2", "tcp"):
-                    if transport == "tcp" and name:
-                        entry["interface"] = name
-                    elif nic.interfaces:
-                        entry["interface"] = nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
-                    else:
-                        entry["interface"] = {"value": self.free_name("eth"),
-                                              "assumed": "the input does not name the network interface: placeholder (see 'ip link')"}
+                # a name the input does not give is left out, never a placeholder: NCCL finds an
+                # unnamed RDMA device by its bus id, and an unknown interface is HW603's
+                if transport != "tcp" and name:
+                    entry["device"] = name
+                if interface := self.interface(nic, port, transport, name):
+                    entry["interface"] = interface
                 if port is not None and port.port != 1:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
@@ -698,16 +714,15 @@ class _Writer:
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
 
-    def free_name(self, prefix: str) -> str:
-        """A placeholder `prefixN` used by no observed NIC and no earlier placeholder."""
-        if not hasattr(self, "_used"):
-            self._used = {p.name for n in self.m.nics.values() for p in n.ports if p.name}
-            self._used |= {i for n in self.m.nics.values() for i in n.interfaces}
-        k = 0
-        while f"{prefix}{k}" in self._used:
-            k += 1
-        self._used.add(f"{prefix}{k}")
-        return f"{prefix}{k}"
+    @staticmethod
+    def interface(nic: Nic, port: NicPort | None, transport: str, name: str | None) -> str | None:
+        """The network interface of one NIC port as the input names it, where the generated files
+        would use it (a TCP NIC's net name; an lstopo interface of a RoCE or Slingshot NIC); else None."""
+        if transport == "tcp" and name:
+            return name
+        if transport in ("rocev2", "tcp", "slingshot") and nic.interfaces:
+            return nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
+        return None
 
     def nic_part(self, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:
         """(`part`, `override`) of one NIC port: the one catalogue NIC with the observed PCI

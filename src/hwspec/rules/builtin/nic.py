@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hwspec.formats.nccl_tree import collective_library
-from hwspec.formats.transports import TRANSPORTS, facts
+from hwspec.formats.transports import TRANSPORTS, facts, interface_use
 from hwspec.model.node import Gpu, Nic
 from hwspec.rules import Context, Finding, rule
 
@@ -160,11 +160,11 @@ def nic_names(ctx: Context) -> Iterator[Finding]:
 
     RDMA devices (rocev2, infiniband) may be left unnamed: NCCL then picks them itself, or by
     the filter in `backend.ib_hca`. But when some backend NICs are named and others not, the
-    exact-name NCCL_IB_HCA built from the named ones would leave the others out. Sockets (TCP),
-    GPUDirect-TCPX/-TCPXO (their plugins take interface names), Slingshot (its hsn interfaces
-    carry bootstrap) and host RoCE NICs need the network interface; a backend RoCE NIC
-    is reached through its RDMA device, whose GID NCCL finds itself. A shared name makes the
-    generated environment pick the wrong NIC.
+    exact-name NCCL_IB_HCA built from the named ones would leave the others out. A
+    GPUDirect-TCPX/-TCPXO NIC needs its network interface: the plugin takes the names and cannot
+    run without them. Other NICs whose interface NCCL_SOCKET_IFNAME would name (sockets,
+    Slingshot's hsn, host RoCE NICs) may leave it out: NCCL then picks its interfaces itself,
+    and HW603 names the unknown fact. A shared name makes the generated environment pick the wrong NIC.
     """
     p = ctx.platform
     devices: dict[tuple[str, int], Nic] = {}
@@ -177,10 +177,10 @@ def nic_names(ctx: Context) -> Iterator[Finding]:
                               f"as {named[0].id} has one",
                               at=(nic.id, "device"), hint="e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none "
                                                           "and let NCCL pick them (optionally by 'backend.ib_hca')")
-        if (facts(nic.transport).needs_interface or (nic.transport == "rocev2" and nic.role != "backend")) \
-                and nic.interface is None:
-            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the network interface name ('interface:')",
-                              at=(nic.id, "interface"), hint="e.g. 'interface: eth0', as 'ip link' shows it")
+        if interface_use(nic.transport, nic.role) == "required" and nic.interface is None:
+            yield ctx.finding(f"{nic.id}: transport {nic.transport} needs the network interface name ('interface:'): "
+                              f"its plugin ({facts(nic.transport).plugin}) takes the interfaces by name",
+                              at=(nic.id, "interface"), hint="e.g. 'interface: eth1', as 'ip link' shows it")
         if nic.device is not None:
             other = devices.setdefault((nic.device, nic.port), nic)
             if other is not nic:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from hwspec.formats.nccl_tree import collective_library
+from hwspec.formats.transports import interface_use
 from hwspec.model.node import UNKNOWN_PART, Platform
 from hwspec.rules import Context, Finding, rule
 
@@ -18,9 +19,10 @@ def unknown_facts(ctx: Context) -> Iterator[Finding]:
     An import writes `part: unknown` where its input does not identify a part (nvidia-smi topo -m
     names no model; a PCI id the catalogue does not know), `bus: unknown` where it gives no
     bus id, and a socket's memory `capacity: unknown`/`bandwidth: unknown` where it gives none
-    (an NCCL dump, topo -m; lstopo gives capacity only), rather than a guess that NCCL, TorchRec or the estimates would trust. Generation
+    (an NCCL dump, topo -m; lstopo gives capacity only), and no `interface:` where it names none
+    (a NIC whose interface NCCL_SOCKET_IFNAME would name), rather than a guess that NCCL, TorchRec or the estimates would trust. Generation
     still writes everything else: nccl-topo.xml leaves an unknown `sm`, NIC `speed` or `gdr` to
-    NCCL's detection; a file that cannot be written without the fact (the topology file without
+    NCCL's detection, and an unknown interface leaves NCCL_SOCKET_IFNAME to NCCL; a file that cannot be written without the fact (the topology file without
     bus ids, the performance views without HBM and compute figures) is left out until it is
     filled in.
     """
@@ -86,6 +88,8 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
             if nic.gpudirect is None:
                 facts.append(_Fact("GPUDirect support",
                                    "or give 'gpudirect:' under 'override:' (NCCL's log says whether it uses GPU Direct RDMA)", ()))
+        if nic.interface is None and interface_use(nic.transport, nic.role) == "socket":
+            facts.append(_INTERFACE)
         facts += _pcie_facts(nic, nic.id in link_known)
         if facts:
             yield nic.id, facts
@@ -98,6 +102,10 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
 _BUS = _Fact("PCI bus id", "copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)", (TOPOLOGY,))
 _LINK = _Fact("PCIe link (no part to take it from)", "write 'link: {gen: .., width: ..}' from 'lspci -vv' (LnkSta)",
               (TOPOLOGY, FIGURES))
+
+
+_INTERFACE = _Fact("network interface name", "give 'interface:' as 'ip link' shows it; until then NCCL_SOCKET_IFNAME "
+                                            "is left out and NCCL picks its interfaces itself", ())
 
 
 _CAPACITY = _Fact("memory capacity", "give the memory's 'capacity:' (lsmem's total online memory, 'free -b', "
