@@ -15,7 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwspec.perf import calibration as cal
-from hwspec.perf.estimate import achievable, collective_seconds, estimate, protocol_latency, text_report
+from hwspec.perf.estimate import (
+    achievable,
+    achieved_algbw,
+    alltoall_latency,
+    bottom_mlp_share,
+    collective_seconds,
+    estimate,
+    protocol_latency,
+    text_report,
+)
+from hwspec.perf.platform_figures import figures
+from hwspec.pipeline import load_any
 from hwspec.spec.workload import load_workload
 from tests.test_estimate import BASE, TINY, terms, tiny
 
@@ -26,8 +37,8 @@ def test_ring_latency_counts_intra_and_inter_node_steps_as_nccl_does():
     # n = 4 ranks, N = 2 nodes. AllReduce: 2(n-1) = 6 steps, 2(N-1) = 2 of them across nodes:
     # 8.4 + 4 x 3.4 + 2 x 9.6 = 41.2 us, x 1.9 (NCCL's multi-node ring plateau) = 78.28 us
     assert protocol_latency(TINY, "all_reduce", RING_SIMPLE) == pytest.approx(78.28e-6)
-    # AlltoAll: n-1 = 3 steps, N-1 = 1 across nodes: 8.4 + 2 x 3.4 + 9.6 = 24.8 us, no plateau
-    assert protocol_latency(TINY, "all_to_all", RING_SIMPLE) == pytest.approx(24.8e-6)
+    # ReduceScatter: n-1 = 3 steps, N-1 = 1 across nodes: 8.4 + 2 x 3.4 + 9.6 = 24.8 us, no plateau
+    assert protocol_latency(TINY, "reduce_scatter", RING_SIMPLE) == pytest.approx(24.8e-6)
     # Ring/LL128 AllReduce: 10 + 4 x 1.9 + 2 x 4.0 = 25.6 us
     assert protocol_latency(TINY, "all_reduce", RING_LL128) == pytest.approx(25.6e-6)
 
@@ -73,7 +84,8 @@ def test_the_gpu_waits_for_the_pooled_embedding_alltoalls(tmp_path):
     exp = estimate(TINY, tiny(tmp_path))["expected"]
     rows = {r["id"]: r["seconds"] for r in exp["terms"]}
     assert exp["critical_path_seconds"] == pytest.approx(
-        exp["resources_seconds"]["gpu"] + rows["embedding_alltoall_fwd"] + rows["embedding_alltoall_bwd"])
+        exp["resources_seconds"]["gpu"] + rows["embedding_alltoall_fwd"] + rows["embedding_alltoall_bwd"]
+        - bottom_mlp_share(tiny(tmp_path)) * (rows["mlp_fwd"] + rows["mlp_bwd"]))
     assert exp["iteration_seconds"] == max(exp["critical_path_seconds"], *exp["resources_seconds"].values())
 
 
@@ -109,3 +121,47 @@ def test_every_calibration_constant_names_its_source():
         if constant.unit == "fraction":
             assert constant.value <= 1, name
     assert "| `hbm_efficiency` | 0.89 |" in cal.markdown_table()
+
+
+def test_an_alltoall_posts_its_sends_at_once_so_its_latency_does_not_grow_with_the_ranks():
+    # NCCL's grouped p2p: base + one step of the slowest link a peer is reached by.
+    # Across nodes: 8.4 + 9.6 = 18 us (Ring/Simple), on TINY's 4 ranks and on 16 nodes of 8 alike
+    assert alltoall_latency(TINY, RING_SIMPLE) == pytest.approx(18.0e-6)
+    big = dataclasses.replace(TINY, gpus=128, gpus_per_node=8, nodes=16)
+    assert protocol_latency(big, "all_to_all", RING_SIMPLE) == pytest.approx(18.0e-6)
+    # one node of 8 on NVLink: 8.4 + 3.4 = 11.8 us (nccl-tests measures 10.6 us at 128 B on 8 H20s)
+    node = dataclasses.replace(TINY, gpus=8, gpus_per_node=8, nodes=1)
+    assert protocol_latency(node, "all_to_all", RING_SIMPLE) == pytest.approx(11.8e-6)
+
+
+def test_each_hierarchical_phase_runs_at_its_own_links_efficiency():
+    # network-bound AlltoAll: 1 / max(1e-9 / 0.82, 1e-8 / 0.96) = 0.96e8 (RDMA's, not NVLink's 0.82)
+    network_bound = dataclasses.replace(TINY, collective_phases={"all_to_all": {"intra": 1e-9, "inter": 1e-8}})
+    assert achieved_algbw(network_bound, "all_to_all") == pytest.approx(0.96e8)
+    # NVLink-bound: 1 / max(1e-8 / 0.82, 1e-9 / 0.96) = 0.82e8
+    nvlink_bound = dataclasses.replace(TINY, collective_phases={"all_to_all": {"intra": 1e-8, "inter": 1e-9}})
+    assert achieved_algbw(nvlink_bound, "all_to_all") == pytest.approx(0.82e8)
+    # close phases: the slower after derating binds: 1 / max(0.9e-8 / 0.82, 1e-8 / 0.96) = 1 / 1.0976e-8
+    close = dataclasses.replace(TINY, collective_phases={"all_to_all": {"intra": 0.9e-8, "inter": 1e-8}})
+    assert achieved_algbw(close, "all_to_all") == pytest.approx(0.82 / 0.9e-8)
+    # without phases (a record built by hand) the lower of the two: 1e8 x 0.82
+    assert achieved_algbw(TINY, "all_to_all") == pytest.approx(0.82e8)
+
+
+@pytest.mark.parametrize("platform", ["dgx-h100-8", "zionex-16"])
+def test_a_clusters_phases_are_the_ones_its_collective_bounds_come_from(platform):
+    f = figures(load_any(Path(__file__).resolve().parent.parent / "platforms" / f"{platform}.yaml")[0].topology)
+    assert set(f.collective_phases) == set(f.algbw)
+    for name, phases in f.collective_phases.items():
+        assert 1 / max(phases.values()) == pytest.approx(f.algbw[name])
+
+
+def test_the_pooled_embedding_alltoalls_hide_behind_the_bottom_mlp(tmp_path):
+    # bottom 4-8-2: 2 x (4x8 + 8x2) = 96 FLOPs; top 6-3-1: 2 x (6x3 + 3x1) = 42; cat: none -> 96/138
+    assert bottom_mlp_share(tiny(tmp_path)) == pytest.approx(96 / 138)
+    slow_mlp = dataclasses.replace(TINY, peak_flop_per_s={"fp16": 1e6, "fp32": 5e5})
+    exp = estimate(slow_mlp, tiny(tmp_path))["expected"]
+    rows = {r["id"]: r["seconds"] for r in exp["terms"]}
+    # the bottom MLP now outlasts both exchanges: they add nothing to the GPU's work
+    assert 96 / 138 * rows["mlp_fwd"] > rows["embedding_alltoall_fwd"]
+    assert exp["critical_path_seconds"] == pytest.approx(exp["resources_seconds"]["gpu"])

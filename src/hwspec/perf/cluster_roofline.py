@@ -72,17 +72,27 @@ def all_reduce_algorithm(nodes: int, gpus: int, intra: float, injection: float, 
     return "NVLS" if nodes <= 1 else "NVLSTree"
 
 
+def phase_seconds_per_byte(nodes: int, gpus: int, intra: float, injection: float, bisection: float,
+                           nvls: bool = False, sharp: bool = False) -> dict[str, dict[str, float]]:
+    """Seconds per byte of S of each collective's intra-node ("intra") and inter-node ("inter")
+    phase under the hierarchical algorithm (HIERARCHICAL_METHOD); NCCL pipelines the phases, so
+    the bound is the slower one. An AlltoAll's bisection share belongs to its inter phase."""
+    n = nodes * gpus
+    gather = {"intra": (gpus - 1) / (gpus * intra), "inter": (nodes - 1) / (nodes * gpus * injection) if nodes > 1 else 0.0}
+    return {
+        "all_reduce": reduction_phases(nodes, gpus, intra, injection, nvls, sharp),
+        "all_gather": gather,
+        "reduce_scatter": dict(gather),
+        "all_to_all": {"intra": (gpus - 1) / (n * intra) if gpus > 1 else 0.0,
+                       "inter": max((n - gpus) / (n * injection), n / (4 * bisection) if nodes > 1 else 0.0)},
+    }
+
+
 def _hierarchical(nodes: int, gpus: int, intra: float, injection: float, bisection: float,
                   nvls: bool = False, sharp: bool = False) -> dict[str, Any]:
     n = nodes * gpus
-    inter_gather = (nodes - 1) / (nodes * gpus * injection) if nodes > 1 else 0.0
-    per_byte = {
-        "all_reduce": max(reduction_phases(nodes, gpus, intra, injection, nvls, sharp).values()),
-        "all_gather": max((gpus - 1) / (gpus * intra), inter_gather),
-        "all_to_all": max((n - gpus) / (n * injection), (gpus - 1) / (n * intra) if gpus > 1 else 0.0,
-                          n / (4 * bisection) if nodes > 1 else 0.0),
-    }
-    per_byte["reduce_scatter"] = per_byte["all_gather"]
+    phases = phase_seconds_per_byte(nodes, gpus, intra, injection, bisection, nvls, sharp)
+    per_byte = {name: max(phase.values()) for name, phase in phases.items()}
     algorithms = {**rf.ALGORITHMS, "all_reduce": all_reduce_algorithm(nodes, gpus, intra, injection, nvls, sharp)}
     result: dict[str, Any] = {"n_ranks": n, "method": HIERARCHICAL_METHOD,
                               "ring_busbw_bytes_per_s": ring_busbw(gpus, intra, injection),
@@ -100,10 +110,16 @@ def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
     """The cluster's roofline document (without `_generated`). When a node platform has unknown
     figures (`Platform.unknown_figures`), every figure is null and `unknown` names them: no
     aggregate is summed over a figure nobody gave."""
+    return cluster_roofline_and_phases(topology)[0]
+
+
+def cluster_roofline_and_phases(topology: ClusterTopology) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """`cluster_roofline` and the `phase_seconds_per_byte` its collective bounds come from ({}
+    where it has none): the expected estimate derates each phase by its own link's efficiency."""
     cluster = topology.platform
     unknown = [f"{p.name}: {line}" for p in cluster.node_platforms for line in p.unknown_figures]
     if unknown:
-        return {**_header(cluster), "unknown": unknown, "aggregate": None, "network": None, "collectives": None}
+        return {**_header(cluster), "unknown": unknown, "aggregate": None, "network": None, "collectives": None}, {}
     node_docs = {p.name: rf.roofline(p.topology) for p in cluster.node_platforms}
     aggregate: dict[str, Any] = {"nodes": cluster.node_count, "gpus": cluster.world_size, "compute": {}}
     sums = ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "ddr_capacity_bytes", "ddr_bandwidth_bytes_per_s",
@@ -157,12 +173,14 @@ def cluster_roofline(topology: ClusterTopology) -> dict[str, Any]:
             "method": "per-GPU NVLink bandwidth into the domain's switches (links x per-link bandwidth of the GPU part); "
                       "an NVLink switch fabric is non-blocking, so every GPU of the domain reaches every other at this rate",
         }
-    collectives = None
+    collectives, phases = None, {}
     if cluster.world_size > 1 and math.isfinite(intra) and nic > 0:
         nvls = all(rf.nvlink_sharp(p.topology) for p in cluster.node_platforms)
         sharp = fabric is not None and fabric.sharp
-        collectives = _hierarchical(units, unit_gpus, intra, injection, bisection if fabric else math.inf, nvls, sharp)
-    return {**_header(cluster), "aggregate": aggregate, "network": network, "collectives": collectives}
+        arguments = (units, unit_gpus, intra, injection, bisection if fabric else math.inf, nvls, sharp)
+        collectives = _hierarchical(*arguments)
+        phases = phase_seconds_per_byte(*arguments)
+    return {**_header(cluster), "aggregate": aggregate, "network": network, "collectives": collectives}, phases
 
 
 def _header(cluster: Any) -> dict[str, Any]:

@@ -31,7 +31,17 @@ from hwspec.perf import calibration as cal
 from hwspec.perf import roofline as rf
 from hwspec.perf.planner import plan
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import AUTO, DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
+from hwspec.spec.workload import (
+    AUTO,
+    DENSE_INPUT_BYTES,
+    DTYPE_BYTES,
+    LABEL_BYTES,
+    LENGTH_BYTES,
+    OPTIMIZER_STATE_BYTES,
+    Table,
+    Workload,
+    mlp_layers,
+)
 
 RESOURCES = {
     "gpu": "GPU memory and compute",
@@ -751,12 +761,10 @@ def unpipelined_chain(terms: list[Term], workload: Workload) -> float:
 def achievable(figures: Figures) -> Figures:
     """`figures` with every rate at its calibrated achieved fraction (`hwspec.perf.calibration`):
     HBM, GEMM peaks, the PCIe host link, NICs by transport (ingestion over TCP), and the
-    collective algbw bounds at the lower of the intra-node link's and (on a cluster) the
-    network's efficiency, since the figures do not say which phase binds. Capacities, DDR and SSD
-    (no cited measurement; behind PCIe when spilled) are unchanged. Every factor is in (0, 1]."""
-    intra = cal.nvlink_efficiency(figures.fabric_kinds) if figures.nvlink_bandwidth > 0 else cal.value("pcie_efficiency")
+    collective algbw bounds phase by phase (`achieved_algbw`). Capacities, DDR and SSD (no cited
+    measurement; behind PCIe when spilled) are unchanged. Every factor is in (0, 1]."""
+    intra = intra_node_efficiency(figures)
     network = cal.network_efficiency(figures.transport)
-    collective = min(intra, network) if figures.nodes > 1 else intra
     pcie, tcp = cal.value("pcie_efficiency"), cal.value("tcp_efficiency")
     return dataclasses.replace(
         figures,
@@ -767,25 +775,62 @@ def achievable(figures: Figures) -> Figures:
         nic_bandwidth=figures.nic_bandwidth * (tcp if figures.ingestion_on_collective_nics else network),
         injection_bandwidth=figures.injection_bandwidth * network,
         ingestion_bandwidth=figures.ingestion_bandwidth * tcp,
-        algbw={k: v * collective for k, v in figures.algbw.items()},
+        algbw={k: achieved_algbw(figures, k) for k in figures.algbw},
         intra_algbw={k: v * intra for k, v in figures.intra_algbw.items()},
     )
+
+
+def intra_node_efficiency(figures: Figures) -> float:
+    """Achieved fraction of the intra-node link: NVLink's (`cal.nvlink_efficiency`), else PCIe's."""
+    return cal.nvlink_efficiency(figures.fabric_kinds) if figures.nvlink_bandwidth > 0 else cal.value("pcie_efficiency")
+
+
+def achieved_algbw(figures: Figures, collective: str) -> float:
+    """The achieved algbw of `collective`: each hierarchical phase (`Figures.collective_phases`)
+    at its own link's efficiency, the intra-node phase at the NVLink (or PCIe) one and the
+    inter-node phase at the network's, and the slower phase bounds (NCCL pipelines them):
+    1 / max(t_intra / e_intra, t_inter / e_network). On one node the intra-node efficiency; a
+    cluster without phases (a Figures built by hand) takes the lower of the two."""
+    bound = figures.algbw[collective]
+    intra, network = intra_node_efficiency(figures), cal.network_efficiency(figures.transport)
+    if figures.nodes <= 1:
+        return bound * intra
+    phases = figures.collective_phases.get(collective)
+    if not phases:
+        return bound * min(intra, network)
+    seconds_per_byte = max(phases["intra"] / intra, phases["inter"] / network)
+    return 1 / seconds_per_byte if seconds_per_byte > 0 else bound
 
 
 def protocol_latency(figures: Figures, collective: str, protocol: cal.Protocol) -> float:
     """Latency of one collective under one NCCL (algorithm, protocol), seconds, as NCCL's cost
     model computes it: Ring: base + (steps - inter) x intra-node step + inter x network step,
     steps = 2(n-1), inter = 2(N-1) for AllReduce (x 1.9 for Ring/Simple across nodes), n-1 and
-    N-1 for the others (AlltoAll, grouped sends in NCCL, taken as one step per peer); Tree
-    (AllReduce): base + 2((G-1) x intra-node step + log2(N) x network step)."""
+    N-1 for AllGather and ReduceScatter; Tree (AllReduce): base + 2((G-1) x intra-node step +
+    log2(N) x network step). AlltoAll: `alltoall_latency`."""
     n, nodes, g = figures.gpus, figures.nodes, figures.gpus_per_node
     intra = protocol.nvlink if figures.nvlink_bandwidth > 0 else protocol.pcie
+    if collective == "all_to_all":
+        return alltoall_latency(figures, protocol)
     if protocol.algorithm == "Tree":
         return protocol.base + 2 * ((g - 1) * intra + math.log2(nodes) * protocol.net)
     steps, inter = (2 * (n - 1), 2 * (nodes - 1)) if collective == "all_reduce" else (n - 1, nodes - 1)
     latency = protocol.base + (steps - inter) * intra + inter * protocol.net
     plateau = collective == "all_reduce" and nodes > 1 and protocol.protocol == "Simple"
     return latency * (cal.value("nccl_multinode_allreduce_factor") if plateau else 1.0)
+
+
+def alltoall_latency(figures: Figures, protocol: cal.Protocol) -> float:
+    """Latency of one AlltoAll, seconds: base + one step over the slowest link a peer is reached
+    by (the network's on a cluster, else NVLink's or PCIe's). NCCL runs an AlltoAll as grouped
+    sends and receives to every peer in one kernel (src/enqueue.cc: p2p rounds, up to
+    NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 per batch, batches spread over the p2p channels, which
+    run at once), so the peers' transfers overlap instead of following each other as a ring's
+    n-1 steps do. nccl-tests alltoall_perf on 8 GPUs over NVLink measures 10.6 us at 128 bytes
+    (`alltoall_latency_8_nvlink`) against base + NVLink step = 11.8 us for Ring/Simple."""
+    if figures.nodes > 1:
+        return protocol.base + protocol.net
+    return protocol.base + (protocol.nvlink if figures.nvlink_bandwidth > 0 else protocol.pcie)
 
 
 def collective_seconds(figures: Figures, collective: str, bandwidth_seconds: float) -> tuple[float, str]:
@@ -869,8 +914,7 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
                      "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
                      "collectives": counts, "algorithms": algorithms, "seconds": term.seconds + latency + kernels * launch})
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
-    waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
-    critical = resources["gpu"] + resources["host"] + math.fsum(row["seconds"] for row in rows if row["id"] in waits)
+    critical = critical_path(workload, rows, resources)
     iteration = max(critical, *resources.values())
     return {"terms": rows, "resources_seconds": resources, "critical_path_seconds": critical,
             "iteration_seconds": iteration,
@@ -879,8 +923,32 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
                         else RESOURCES[max(RESOURCES, key=lambda r: resources[r])],
             "method": ("terms at calibrated achieved rates (hwspec.perf.calibration), each collective call at NCCL's "
                        "latency/bandwidth model (the best algorithm and protocol), + launch overhead per kernel; "
-                       "iteration = max(GPU + host + pooled-embedding exchanges (+ input AlltoAll unless pipelined), "
-                       "each resource)")}
+                       "iteration = max(GPU + host + pooled-embedding exchanges not hidden behind the bottom MLP "
+                       "(+ input AlltoAll unless pipelined), each resource)")}
+
+
+def bottom_mlp_share(workload: Workload) -> float:
+    """The bottom MLP's share of the MLP and interaction FLOPs (forward; backward is 2x each)."""
+    total = workload.mlp_flops_per_sample + workload.interaction_flops_per_sample
+    bottom = sum(2 * i * o for i, o in mlp_layers(workload.bottom_mlp))
+    return bottom / total if total else 0.0
+
+
+def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dict[str, float]) -> float:
+    """The expected iteration's critical path, seconds: the GPU's and the host's work, and the
+    exchanges it waits for (`PIPELINE`; the input AlltoAll too unless pipelined). The bottom MLP
+    needs no embedding, so the pooled-embedding AlltoAll forward runs beside the bottom MLP's
+    forward and the gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap,
+    the paper's overlap of embedding communication with the bottom MLP): each adds
+    max(AlltoAll, bottom MLP pass) - bottom MLP pass. The bottom MLP's part of `mlp_fwd` /
+    `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included."""
+    seconds = {row["id"]: row["seconds"] for row in rows}
+    waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
+    share = bottom_mlp_share(workload) if workload.placement == "gpu" else 0.0
+    hidden = {"embedding_alltoall_fwd": share * seconds.get("mlp_fwd", 0.0),
+              "embedding_alltoall_bwd": share * seconds.get("mlp_bwd", 0.0)}
+    exposed = math.fsum(max(0.0, seconds[tid] - hidden.get(tid, 0.0)) for tid in waits if tid in seconds)
+    return resources["gpu"] + resources["host"] + exposed
 
 
 # ---------------------------------------------------------------- text

@@ -54,6 +54,9 @@ class Figures:
     ingestion_on_collective_nics: bool = False  # some GPU's collectives leave by an ingestion/frontend NIC
     fabric_kinds: tuple[str, ...] = ()       # the GPUs' fabric kinds (parts' fabric.kind), sorted; unknown left out
     intra_algbw: dict[str, float] = field(default_factory=dict)  # collective -> the node's intra-node algbw bound
+    # collective -> seconds per byte of its hierarchical "intra" and "inter" phases (cluster only; the
+    # algbw bound is 1 / the slower): cluster_roofline.phase_seconds_per_byte
+    collective_phases: dict[str, dict[str, float]] = field(default_factory=dict)
     host_memory_capacity: float = 0.0        # a node's host DDR, all sockets (an APU's memory counted as HBM: 0)
     host_memory_bandwidth: float = 0.0       # the same sockets' DDR bandwidth, summed
 
@@ -115,11 +118,11 @@ def figures(topology) -> Figures:
     (E403) when a figure is unknown (`check_known`)."""
     check_known(topology)
     if topology.kind == "cluster":
-        from hwspec.perf.cluster_roofline import cluster_roofline
+        from hwspec.perf.cluster_roofline import cluster_roofline_and_phases
 
         cluster = topology.platform
         node_topologies = [p.topology for p in cluster.node_platforms]
-        cdoc = cluster_roofline(topology)
+        cdoc, phases = cluster_roofline_and_phases(topology)
         collectives = cdoc["collectives"] or {}
         network = cdoc["network"]
         gpus, nodes = cluster.world_size, cluster.node_count
@@ -138,6 +141,7 @@ def figures(topology) -> Figures:
         injection = nic = _tier(doc, "backend_nic")
         scope = "intra-node"
         network = None
+        phases = {}
     docs = [rf.roofline(t) for t in node_topologies]
     if network is not None and "ingestion_per_gpu_bytes_per_s" in network:
         ingestion = network["ingestion_per_gpu_bytes_per_s"]  # the cluster's frontend says how much is for ingestion
@@ -173,6 +177,7 @@ def figures(topology) -> Figures:
         ingestion_on_collective_nics=any(_collectives_on_host_nics(t) for t in node_topologies),
         fabric_kinds=tuple(sorted({g.fabric_kind for t in node_topologies for g in t.platform.gpus if g.fabric_kind})),
         intra_algbw=_intra_algbw(docs),
+        collective_phases=phases,
         host_memory_capacity=float(min(t.platform.memory_capacity for t in node_topologies)),
         host_memory_bandwidth=float(min(t.platform.memory_bandwidth for t in node_topologies)),
     )
