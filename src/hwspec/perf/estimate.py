@@ -29,6 +29,7 @@ from typing import Any
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.perf import calibration as cal
 from hwspec.perf import roofline as rf
+from hwspec.perf.cache import cached_row_traffic, hit_rate, touched
 from hwspec.perf.planner import plan
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import (
@@ -239,14 +240,57 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
     HwspecError (E401) when the tables do not fit."""
     if workload.placement == "cpu-host":
         return host_placement(figures, workload)
+    if any(t.cache for t in workload.tables):
+        return cached_placement(figures, workload)
+    return _fill_tiers(figures, workload, figures.gpus, storage_need(figures, workload),
+                       gpu_tiers(figures, figures.hbm_capacity * workload.hbm_share),
+                       f"HBM ({rf.number(workload.hbm_share * 100)}% of it), host DDR and SSD")
+
+
+def gpu_tiers(figures: Figures, hbm: float, ddr: float | None = None, ssd: float | None = None) -> list[tuple[str, float, float, float]]:
+    """(name, capacity, read and update bandwidth) of a GPU's tiers with `hbm` bytes of HBM for
+    tables (and `ddr`, `ssd` of host DDR and SSD when not all of the GPU's share). Lookups read
+    one way across PCIe; updates read and write, one each way (PCIe is full duplex), while DDR
+    and SSD serve reads and writes from one figure."""
     pcie = figures.pcie_host_shared_bandwidth
-    # Lookups read one way across PCIe; updates read and write, one each way (PCIe is full
-    # duplex), while DDR and SSD serve reads and writes from one figure.
-    return _fill_tiers(figures, workload, figures.gpus, storage_need(figures, workload), [
-        ("hbm", figures.hbm_capacity * workload.hbm_share, figures.hbm_bandwidth, figures.hbm_bandwidth),
-        ("host_ddr", figures.ddr_capacity, min(figures.ddr_bandwidth, pcie), min(figures.ddr_bandwidth, 2 * pcie)),
-        ("ssd", figures.ssd_capacity, min(figures.ssd_bandwidth, pcie), min(figures.ssd_bandwidth, 2 * pcie))],
-        f"HBM ({rf.number(workload.hbm_share * 100)}% of it), host DDR and SSD")
+    return [("hbm", hbm, figures.hbm_bandwidth, figures.hbm_bandwidth),
+            ("host_ddr", figures.ddr_capacity if ddr is None else ddr, min(figures.ddr_bandwidth, pcie), min(figures.ddr_bandwidth, 2 * pcie)),
+            ("ssd", figures.ssd_capacity if ssd is None else ssd, min(figures.ssd_bandwidth, pcie), min(figures.ssd_bandwidth, 2 * pcie))]
+
+
+def cached_placement(figures: Figures, workload: Workload) -> dict[str, Any]:
+    """`gpu` placement with software caches (`embeddings.cache`, `hwspec.perf.cache`). The busiest
+    GPU's cached tables (their `storage_need` alone) live in host DDR then SSD, behind a cache in
+    HBM of max(hbm_fraction) x HBM (at most their size); a cached group holds the most popular
+    min(1, its hbm_fraction x HBM / that need) of its rows (the same fraction of every table: TorchRec's
+    `cache_load_factor`), and hits `hit_rate` of its lookups (a row-wise shard's rows are a
+    hashed 1/n sample of the table's, so the table's rows and fraction give its hit rate). The
+    other tables fill the tables' HBM share less the cache, then the DDR and SSD, first. The
+    document is `placement`'s for the uncached tables (`tiers`; all zero without any) with
+    `cache`: the cache's HBM bytes, the cached need, its `backing` tiers and each group's hit rate."""
+    cached = tuple(t for t in workload.tables if t.cache)
+    uncached = tuple(t for t in workload.tables if not t.cache)
+    need_c = storage_need(figures, dataclasses.replace(workload, tables=cached))
+    need_u = storage_need(figures, dataclasses.replace(workload, tables=uncached)) if uncached else 0.0
+    hbm = figures.hbm_capacity
+    cache_bytes = min(need_c, max(t.cache.hbm_fraction for t in cached if t.cache) * hbm)
+    place = _fill_tiers(figures, workload, figures.gpus, need_u,
+                        gpu_tiers(figures, max(0.0, hbm * workload.hbm_share - cache_bytes)),
+                        f"HBM ({rf.number(workload.hbm_share * 100)}% of it, less the cache), host DDR and SSD")
+    left = {t["tier"]: t["capacity_bytes"] - t["stored_bytes"] for t in place["tiers"]}
+    backing = _fill_tiers(figures, workload, figures.gpus, need_c,
+                          gpu_tiers(figures, 0.0, left["host_ddr"], left["ssd"])[1:], "host DDR and SSD behind the cache")
+    groups = []
+    for t in cached:
+        assert t.cache is not None
+        share = min(1.0, t.cache.hbm_fraction * hbm / need_c) if need_c else 1.0
+        groups.append({"table": t.name, "hbm_fraction": t.cache.hbm_fraction, "skew": t.cache.skew,
+                       "cached_rows_fraction": share, "hit_rate": hit_rate(share * t.rows, t.rows, t.cache.skew)})
+    place["need_bytes_per_gpu"] = need_u + need_c
+    place["cache"] = {"hbm_bytes": cache_bytes, "need_bytes": need_c, "backing": backing["tiers"], "groups": groups,
+                      "hit_rates": {g["table"]: g["hit_rate"] for g in groups},
+                      "method": "Zipf row popularity: hit rate H(c, s) / H(R, s) of the c most popular of R rows"}
+    return place
 
 
 def storage_need(figures: Figures, workload: Workload) -> float:
@@ -327,12 +371,14 @@ def host_placement(figures: Figures, workload: Workload) -> dict[str, Any]:
         ("ssd", hf.ssd_capacity, hf.ssd_bandwidth, hf.ssd_bandwidth)], "host DDR and SSD")
 
 
-def touched(nbytes: float, access: int) -> float:
-    """Bytes a tier moves to read `nbytes` stored contiguously: whole access units."""
-    return math.ceil(nbytes / access) * access if nbytes > 0 else 0.0
-
-
 def _tier_mix(place: dict[str, Any]) -> str:
+    if "cache" in place:
+        hits = ", ".join(f"{g['table']} {rf.number(100 * g['hit_rate'])}%" for g in place["cache"]["groups"])
+        return f"HBM cache hits {hits}, misses from {_uncached_mix({'tiers': place['cache']['backing']})}"
+    return _uncached_mix(place)
+
+
+def _uncached_mix(place: dict[str, Any]) -> str:
     used = [t for t in place["tiers"] if t["fraction"] > 0]
     if len(used) == 1:
         return f"{used[0]['tier']} {rf.gbps(used[0]['bandwidth_bytes_per_s'])}"
@@ -353,6 +399,22 @@ def _row_traffic(place: dict[str, Any], nbytes: float, update: bool) -> tuple[fl
     return moved, seconds
 
 
+def row_parts_traffic(place: dict[str, Any], table: Table, weights: float, state: float,
+                      backward: bool) -> list[tuple[float, float]]:
+    """(bytes, seconds) of one lookup's row parts: forward its weights, backward its weights and
+    optimizer state, updated. A cached table (`cached_placement`) goes through its HBM cache
+    (`hwspec.perf.cache.cached_row_traffic`: the weights fetched on a miss forward, the state
+    backward, both written back on eviction); any other through the tier mix (`_row_traffic`)."""
+    cache = place.get("cache")
+    if table.cache is None or cache is None:
+        return [_row_traffic(place, weights, backward)] + ([_row_traffic(place, state, True)] if backward else [])
+    hit, hbm, backing = cache["hit_rates"][table.name], place["tiers"][0], cache["backing"]
+    if not backward:
+        return [cached_row_traffic(hbm, backing, hit, weights, fetch=True, update=False)]
+    return [cached_row_traffic(hbm, backing, hit, weights, fetch=False, update=True),
+            cached_row_traffic(hbm, backing, hit, state, fetch=True, update=True)]
+
+
 @dataclass(frozen=True)
 class LookupWork:
     """One GPU's embedding work on one shard: rows from wherever the tables live, ids and
@@ -370,12 +432,8 @@ def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], tab
     length per pooled sample. Row traffic follows `_row_traffic`; ids, lengths and pooled rows
     are in HBM."""
     dim, weights, state = shard_row(workload, table)
-    if backward:
-        rows = [_row_traffic(place, weights, True), _row_traffic(place, state, True)]
-        pooled_bytes = DTYPE_BYTES[workload.comm_backward]
-    else:
-        rows = [_row_traffic(place, weights, False)]
-        pooled_bytes = DTYPE_BYTES[workload.comm_forward]
+    rows = row_parts_traffic(place, table, weights, state, backward)
+    pooled_bytes = DTYPE_BYTES[workload.comm_backward if backward else workload.comm_forward]
     row_bytes = row_samples * table.pooling * math.fsum(b for b, _ in rows)
     row_seconds = row_samples * table.pooling * math.fsum(t for _, t in rows)
     hbm = (row_samples * table.pooling * DTYPE_BYTES[workload.index_dtype]
@@ -992,6 +1050,29 @@ def _plan_lines(groups: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _tier_lines(place: dict[str, Any]) -> list[str]:
+    """The tiers the (uncached) tables fill; none to show when every table is cached."""
+    if "cache" in place and place["need_bytes_per_gpu"] == place["cache"]["need_bytes"]:
+        return ["  every table is cached (below)"]
+    return rf.table(("tier", "capacity", "stored", "share", "bandwidth"),
+                    ((t["tier"], rf.gib(int(t["capacity_bytes"])), rf.gib(int(t["stored_bytes"])) if t["stored_bytes"] >= 1 else "0",
+                      f"{rf.number(100 * t['fraction'])}%", rf.gbps(t["bandwidth_bytes_per_s"]))
+                     for t in place["tiers"]))
+
+
+def _cache_lines(place: dict[str, Any]) -> list[str]:
+    """The software cache, when the workload has one: its HBM, its backing tiers, each group's hit rate."""
+    cache = place.get("cache")
+    if not cache:
+        return []
+    out = ["", f"Embedding cache in HBM: {rf.gib(int(cache['hbm_bytes']))} in front of {rf.gib(int(cache['need_bytes']))} "
+               f"of cached tables, behind it in {_uncached_mix({'tiers': cache['backing']})}"]
+    out += rf.table(("table group", "HBM fraction", "skew", "rows cached", "hit rate"),
+                    ((g["table"], rf.number(g["hbm_fraction"]), rf.number(g["skew"]), f"{rf.number(100 * g['cached_rows_fraction'])}%",
+                      f"{rf.number(100 * g['hit_rate'])}%") for g in cache["groups"]), align="lrrrr")
+    return out
+
+
 def text_report(doc: dict[str, Any]) -> str:
     """The estimate as tables for people (ms, GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)."""
     p, w = doc["platform"], doc["workload"]
@@ -1001,10 +1082,8 @@ def text_report(doc: dict[str, Any]) -> str:
            f"Embedding placement per {doc['placement']['rank']} ({doc['placement']['on']}): "
            f"{rf.gib(int(doc['placement']['need_bytes_per_gpu']))}"
            + ("" if doc["pipeline"] else "; not pipelined (the GPU waits for the input AlltoAll)")]
-    out += rf.table(("tier", "capacity", "stored", "share", "bandwidth"),
-                    ((t["tier"], rf.gib(int(t["capacity_bytes"])), rf.gib(int(t["stored_bytes"])) if t["stored_bytes"] >= 1 else "0",
-                      f"{rf.number(100 * t['fraction'])}%", rf.gbps(t["bandwidth_bytes_per_s"]))
-                     for t in doc["placement"]["tiers"]))
+    out += _tier_lines(doc["placement"])
+    out += _cache_lines(doc["placement"])
     balance = doc["table_wise_balance"]
     if balance["shards"]:
         out += ["", f"Table-wise balance: {balance['shards']} indivisible table/column shards on {p['gpus']} GPUs; "

@@ -81,6 +81,16 @@ class BatchSpec(Spec):
         return self
 
 
+class CacheSpec(Spec):
+    """A software cache of a table's hottest rows in HBM, in front of host DDR/SSD (the paper's
+    cache over HBM/DDR/SSD; TorchRec's UVM caching): `hbm_fraction` of each GPU's HBM, and the
+    access skew: the rows' popularity is Zipf with exponent `skew` (0: uniform)."""
+
+    hbm_fraction: RealNumber = Field(gt=0, le=1, description="Fraction of each GPU's HBM that caches rows (within hbm_share).")
+    skew: RealNumber = Field(ge=0, le=10, description="Zipf exponent s of row popularity: the k-th hottest row is "
+                                                      "accessed in proportion to k^-s (0: uniform).")
+
+
 class TableSpec(Spec):
     """`count` identical embedding tables."""
 
@@ -93,6 +103,7 @@ class TableSpec(Spec):
     sharding: Sharding | None = Field(None, description="Default: embeddings.sharding.")
     column_shards: WholeNumber = Field(2, ge=1, le=65536, description="Column shards per table (column-wise sharding "
                                                                       "only; the planner chooses its own).")
+    cache: CacheSpec | None = Field(None, description="This group's software cache; default: embeddings.cache.")
 
 
 class EmbeddingsSpec(Spec):
@@ -107,6 +118,9 @@ class EmbeddingsSpec(Spec):
     index_dtype: IndexDtype = Field(description="Dtype of the sparse feature ids in the input (int32 or int64: required, "
                                                 "it sizes the input AlltoAll, the host copy and ingestion).")
     hbm_share: RealNumber = Field(0.8, gt=0, le=1, description="Fraction of each GPU's HBM the tables may use.")
+    cache: CacheSpec | None = Field(None, description="A software cache of the hottest rows in HBM, the tables behind it in "
+                                                      "host DDR/SSD (a table group may say its own); none: tables fill "
+                                                      "HBM, then host DDR, then SSD.")
     tables: list[TableSpec] = Field(min_length=1, description="Table groups: count identical tables each.")
 
 
@@ -175,6 +189,14 @@ class WorkloadSpec(Spec):
 
 
 @dataclass(frozen=True)
+class Cache:
+    """A resolved software cache (`CacheSpec`): `hbm_fraction` of each GPU's HBM, Zipf `skew`."""
+
+    hbm_fraction: float
+    skew: float
+
+
+@dataclass(frozen=True)
 class Table:
     """A resolved table group: the spec's values with defaults filled in."""
 
@@ -187,6 +209,7 @@ class Table:
     sharding: str
     column_shards: int
     state_bytes_per_row: float
+    cache: Cache | None = None
 
     @property
     def row_bytes(self) -> float:
@@ -335,13 +358,15 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
                                      f"(also used by embeddings.tables[{seen[table.name]}])"))
         seen.setdefault(table.name, index)
     errors += _cross_diagnostics(spec, doc.file, locate)
+    errors += _cache_diagnostics(spec, doc.file, locate)
     if errors:
         raise HwspecError(errors)
     emb = spec.embeddings
     state = OPTIMIZER_STATE_BYTES[emb.optimizer]
     tables = tuple(Table(name=t.name, count=t.count, rows=t.rows, dim=t.dim, pooling=t.pooling,
                          precision=t.precision or emb.precision, sharding=t.sharding or emb.sharding,
-                         column_shards=t.column_shards, state_bytes_per_row=state(t.dim))
+                         column_shards=t.column_shards, state_bytes_per_row=state(t.dim),
+                         cache=_cache(t.cache or emb.cache))
                    for t in emb.tables)
     assumptions = tuple(sorted((dotted(path), note) for path, note in _assumed(expanded)))
     workload = Workload(
@@ -373,6 +398,33 @@ def _cross_diagnostics(spec: WorkloadSpec, file: str, locate: Callable[[DataPath
     return [Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
                        f"cross: a cross network belongs to interaction: dcnv2, not {spec.interaction}",
                        "say 'interaction: dcnv2', or remove 'cross'")]
+
+
+def _cache(spec: CacheSpec | None) -> Cache | None:
+    return Cache(spec.hbm_fraction, spec.skew) if spec is not None else None
+
+
+def _cache_diagnostics(spec: WorkloadSpec, file: str, locate: Callable[[DataPath], Location]) -> list[Diagnostic]:
+    """E110 where a cache cannot be: with `placement: cpu-host` (the cache is in the GPUs' HBM),
+    or larger than the tables' share of HBM (`hbm_fraction` > `hbm_share`)."""
+    emb = spec.embeddings
+    stated: list[tuple[DataPath, CacheSpec]] = [(("embeddings", "cache"), emb.cache)] if emb.cache else []
+    stated += [(("embeddings", "tables", i, "cache"), t.cache) for i, t in enumerate(emb.tables) if t.cache]
+    found = []
+    for path, cache in stated:
+        if emb.placement == "cpu-host":
+            pos = locate(path)
+            found.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+                                    f"{dotted(path)}: the software cache is in the GPUs' HBM, but the tables are "
+                                    "looked up on the CPU hosts (placement: cpu-host)",
+                                    "use placement: gpu, or remove the cache"))
+        elif cache.hbm_fraction > emb.hbm_share:
+            pos = locate((*path, "hbm_fraction"))
+            found.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+                                    f"{dotted(path)}.hbm_fraction: the cache takes {cache.hbm_fraction:g} of HBM, more than "
+                                    f"the tables' embeddings.hbm_share {emb.hbm_share:g}",
+                                    "the cache is part of the tables' share of HBM: lower hbm_fraction or raise hbm_share"))
+    return found
 
 
 def _samples_to_converge(convergence: ConvergenceSpec | None) -> float | None:
