@@ -352,3 +352,20 @@ def test_a_dot_interaction_outputs_the_bottom_width_plus_the_pairwise_dots(tmp_p
     assert exc.value.diagnostics[0].message == (
         "top_mlp[0]: the top MLP's input width is 6, but the dot interaction outputs 5 "
         "(the bottom MLP's output plus 3 features' pairwise dots)")
+
+
+def test_table_terms_are_one_table_of_the_group_alone_on_the_busiest_gpu(tmp_path: Path) -> None:
+    from hwspec.perf.estimate import table_terms
+
+    w = tiny(tmp_path)
+    found, stored = table_terms(TINY, w, w.tables[0])
+    seconds = {tid: term.seconds for tid, term in found.items()}
+    # B = 4 x 10 = 40; one lookup: a 32-byte sector of the 8-byte row, 4-byte id; per sample a
+    # 4-byte length and 8 bytes of output: 40 x (3 x (32 + 4) + 12) = 4800 bytes at 1e9
+    assert seconds["embedding_fwd"] == pytest.approx(4800 / 1e9)
+    # ids: 40 x (3 x 4 + 4) = 640 bytes; pooled: 40 x 2 x 4 = 320 bytes, both at algbw 1e8
+    assert seconds["input_alltoall"] == pytest.approx(640 / 1e8)
+    assert seconds["embedding_alltoall_fwd"] == pytest.approx(320 / 1e8)
+    assert sorted(found) == sorted(("embedding_fwd", "embedding_bwd", "input_alltoall", "embedding_alltoall_fwd",
+                                    "embedding_alltoall_bwd"))
+    assert stored == 100 * 2 * 4  # 100 rows of 2 fp32, sgd keeps no state

@@ -750,6 +750,23 @@ def estimate(figures: Figures, workload: Workload) -> dict[str, Any]:
     return estimate_plan(figures, planned.workload) | {"plan": planned.groups}
 
 
+TABLE_TERMS = ("embedding_fwd", "embedding_bwd", "input_alltoall", "embedding_alltoall_fwd", "embedding_alltoall_bwd")
+"""The terms `table_terms` gives per table: the ones a sharding planner costs per shard."""
+
+
+def table_terms(figures: Figures, workload: Workload, table: Table) -> tuple[dict[str, Term], float]:
+    """One table of `table`'s group on its own, as a per-shard planner (TorchRec's) costs it:
+    the `TABLE_TERMS` of the estimate of `workload` with that one table (count 1, its sharding)
+    as its only table, and the bytes it stores per rank (weights and optimizer state). The
+    terms are the estimate's own (`_terms`), not a second formula: a table-wise table is the
+    busiest GPU's whole embedding work and the busiest receiver's whole exchange. Its tiers are
+    where the table alone would be placed, which differs from the whole workload's only when
+    the workload's tables spill out of HBM. Raises HwspecError as the estimate does (E401)."""
+    one = dataclasses.replace(workload, tables=(dataclasses.replace(table, count=1),))
+    terms, place, _ = _terms(figures, one)
+    return {t.id: t for t in terms if t.id in TABLE_TERMS}, place["need_bytes_per_gpu"]
+
+
 def estimate_plan(figures: Figures, workload: Workload) -> dict[str, Any]:
     """`estimate` of a workload whose every table group has its sharding (no `auto`), without `plan`."""
     n = figures.gpus
