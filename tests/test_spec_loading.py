@@ -321,7 +321,7 @@ def test_the_allowed_keys_are_what_a_document_writes_an_aliased_field_as():
 
     assert allowed_keys(WorkloadSpec, ("batch",)) == ["assumed", "global", "per_gpu", "source"]
     assert allowed_keys(WorkloadSpec, ("embeddings", "tables", 3)) == [
-        "assumed", "column_shards", "count", "dim", "name", "pooling", "precision", "rows", "sharding", "source"]
+        "assumed", "cache", "column_shards", "count", "dim", "name", "pooling", "precision", "rows", "sharding", "source"]
 
 
 NODE = {"hwspec": 1, "kind": "node", "name": "n", "sockets": [
