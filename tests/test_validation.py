@@ -65,15 +65,18 @@ def estimate_json(platform: str, workload: str, capsys: pytest.CaptureFixture[st
 ROWS = table_rows()
 
 
-def test_the_validation_table_covers_one_node_and_two_cluster_sizes():
-    assert [(row["platform"], row["workload"]) for row in ROWS] == [
-        ("hgx-h100", "dlrm-dcnv2-mlperf-b55296"),
-        ("dgx-h100-8", "dlrm-dcnv2-mlperf-b135168"),
-        ("dgx-h100-16", "dlrm-dcnv2-mlperf-b135168"),
+def test_the_validation_table_covers_one_node_and_two_cluster_sizes_over_four_rounds():
+    assert [(row["system"], row["platform"], row["workload"]) for row in ROWS] == [
+        ("1 x DGX H100 (8 H100), v3.0", "hgx-h100", "dlrm-dcnv2-mlperf-b55296"),
+        ("8 x DGX H100 (64 H100), v3.0", "dgx-h100-8", "dlrm-dcnv2-mlperf-b135168"),
+        ("16 x DGX H100 (128 H100), v3.0", "dgx-h100-16", "dlrm-dcnv2-mlperf-b135168"),
+        ("16 x DGX H100 (128 H100, Eos), v3.1", "dgx-h100-16", "dlrm-dcnv2-mlperf-b135168"),
+        ("16 x DGX H100 (128 H100, Eos), v4.0", "dgx-h100-16", "dlrm-dcnv2-mlperf-b135168"),
+        ("1 x HGX H200 (8 H200), v4.0", "hgx-h200", "dlrm-dcnv2-mlperf-b55296"),
     ]
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda row: row["platform"])
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row["system"])
 def test_validation_row_states_what_hwspec_computes_today(row, capsys):
     result = estimate_json(row["platform"], row["workload"], capsys)
     # the table rounds to 4 significant digits
@@ -83,14 +86,25 @@ def test_validation_row_states_what_hwspec_computes_today(row, capsys):
         result["time_to_train_seconds"]["expected"], rel=5e-4)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda row: row["platform"])
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row["system"])
 def test_validation_row_error_is_expected_over_measured_minus_one(row, capsys):
     result = estimate_json(row["platform"], row["workload"], capsys)
     error = result["qps_expected"] / millions(row["measured QPS"]) - 1
     assert percent(row["error of qps_expected"]) == pytest.approx(error, abs=0.0006)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda row: row["platform"])
-def test_no_measurement_beats_the_overlapped_bound(row, capsys):
+# Rows whose measurement beats hwspec's overlapped "bound": the workload's row-wise stand-in for
+# HugeCTR's hier_auto plan sends more than the submission does (docs/estimates.md, "Later
+# rounds"). Listed so that fixing the plan, or a change that breaks the bound elsewhere, fails here.
+ABOVE_THE_BOUND = {"16 x DGX H100 (128 H100, Eos), v3.1", "16 x DGX H100 (128 H100, Eos), v4.0"}
+
+
+def test_rows_above_the_bound_are_rows_of_the_table():
+    assert ABOVE_THE_BOUND <= {row["system"] for row in ROWS}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row["system"])
+def test_no_measurement_beats_the_overlapped_bound_except_the_rows_the_doc_names(row, capsys):
     result = estimate_json(row["platform"], row["workload"], capsys)
-    assert millions(row["measured QPS"]) < result["qps_overlapped"]
+    beats_the_bound = millions(row["measured QPS"]) > result["qps_overlapped"]
+    assert beats_the_bound == (row["system"] in ABOVE_THE_BOUND)
