@@ -284,3 +284,16 @@ def test_each_group_s_hostlist_expands_to_exactly_its_nodes(nodes):
     (group,) = merged.sorted_groups()
     summary = merged.summary()
     assert sorted(expand(summary["findings"][0]["hostlist"])) == sorted(group.nodes) == sorted(f"gpu{n:04d}" for n in nodes)
+
+
+def test_a_report_in_a_json_lines_file_is_located_at_its_own_line(tmp_path, capsys):
+    """Locations in a file of many reports are counted once through the file (linear), and right."""
+    lines = [json.dumps(report(f"n{n}")) for n in range(1, 4)] + [json.dumps(report("n2")), json.dumps({**report("n9"), "status": 3})]
+    path = write(tmp_path, "all.json", "\n".join(lines) + "\n")
+    status, _, err = run(capsys, path)
+    assert status == 1
+    column = lines[4].index('"status"') + len('"status": ') + 1
+    assert err.splitlines() == [
+        f"{path}:4:1: warning[E603]: node n2 was reported in {path} already: this report is not counted",
+        f"{path}:5:{column}: error[E602]: status is an integer, not a string",
+    ]

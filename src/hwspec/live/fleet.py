@@ -30,7 +30,6 @@ import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, Severity, display_path, os_reason
@@ -138,79 +137,79 @@ class Fleet:
 
     # ------------------------------------------------------------------ reading
 
-    def add_paths(self, paths: Iterable[Path]) -> None:
+    def add_paths(self, paths: Iterable[str | os.PathLike[str]]) -> None:
         for path in paths:
-            for file in self._files(path):
+            for file in self._files(os.fspath(path)):
                 self.add_file(file)
 
-    def _files(self, path: Path) -> Iterator[Path]:
+    def _files(self, path: str) -> Iterator[str]:
         """The report files `path` stands for; an E601 (and none) when it names nothing."""
-        text = os.fspath(path)
         if os.path.isdir(path):
             try:
                 names = sorted(entry.name for entry in os.scandir(path) if entry.name.endswith(".json"))
             except OSError as exc:
-                self._refused(display_path(path), 0, 0, Code.NODE_REPORT_UNREADABLE, f"cannot list the directory: {os_reason(exc)}")
+                self._refused(path, Code.NODE_REPORT_UNREADABLE, f"cannot list the directory: {os_reason(exc)}")
                 return
             if not names:
-                self._refused(display_path(path), 0, 0, Code.NODE_REPORT_UNREADABLE, "the directory holds no *.json report")
-            yield from (path / name for name in names)
-        elif not os.path.lexists(path) and _GLOB_CHARACTERS.search(text):
-            matches = sorted(glob.glob(text))
+                self._refused(path, Code.NODE_REPORT_UNREADABLE, "the directory holds no *.json report")
+            yield from (os.path.join(path, name) for name in names)
+        elif not os.path.lexists(path) and _GLOB_CHARACTERS.search(path):
+            matches = sorted(glob.glob(path))
             if not matches:
-                self._refused(text, 0, 0, Code.NODE_REPORT_UNREADABLE, "the pattern matches no file")
-            yield from map(Path, matches)
+                self._refused(path, Code.NODE_REPORT_UNREADABLE, "the pattern matches no file")
+            yield from matches
         else:
             yield path
 
-    def add_file(self, path: Path) -> None:
-        """Every report in the file at `path`; an E601 when it cannot be read."""
-        file = display_path(path)
+    def add_file(self, file: str) -> None:
+        """Every report in `file`; an E601 when it cannot be read."""
         try:
-            raw = read_bounded(path, MAX_REPORT_BYTES)
+            raw = read_bounded(file, MAX_REPORT_BYTES)
         except ValueError as exc:
-            self._refused(file, 0, 0, Code.NODE_REPORT_UNREADABLE, str(exc))
+            self._refused(file, Code.NODE_REPORT_UNREADABLE, str(exc))
             return
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line, col = _line_col(raw[:exc.start].decode("utf-8"), exc.start)
-            self._refused(file, line, col, Code.NODE_REPORT_UNREADABLE, f"not UTF-8 (byte 0x{raw[exc.start]:02x})")
+            prefix = raw[:exc.start].decode("utf-8")
+            self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not UTF-8 (byte 0x{raw[exc.start]:02x})",
+                          _Lines(prefix).at(len(prefix)))
             return
         self.add_text(text, file)
 
     def add_text(self, text: str, file: str) -> None:
         """Every report in `text` (JSON objects one after another), as read from `file`."""
+        lines = _Lines(text)
         position = _skip_blank(text, 0)
         if position == len(text):
-            self._refused(file, 1, 1, Code.NODE_REPORT_UNREADABLE, "the file is empty")
+            self._refused(file, Code.NODE_REPORT_UNREADABLE, "the file is empty", (1, 1))
             return
         while position < len(text):
             try:
                 document, end = _DECODER.raw_decode(text, position)
             except json.JSONDecodeError as exc:
-                self._refused(file, exc.lineno, exc.colno, Code.NODE_REPORT_UNREADABLE, f"not JSON: {exc.msg}")
+                self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not JSON: {exc.msg}", (exc.lineno, exc.colno))
                 return  # the rest of the file cannot be split into documents
             except RecursionError:
-                line, col = _line_col(text, position)
-                self._refused(file, line, col, Code.NODE_REPORT_UNREADABLE, "not JSON this reader accepts: nested too deeply")
+                self._refused(file, Code.NODE_REPORT_UNREADABLE, "not JSON this reader accepts: nested too deeply",
+                              lines.at(position))
                 return
             try:
                 report = parse_report(document)
             except ReportError as exc:
-                line, col = _line_col(text, locate(text, position, exc.path))
-                self._refused(file, line, col, Code.NOT_A_NODE_REPORT, exc.message)
+                self._refused(file, Code.NOT_A_NODE_REPORT, exc.message, lines.at(locate(text, position, exc.path)))
             else:
-                self.add_report(report, file, _line_col(text, position))
+                self.add_report(report, file, lines.at(position) if report.node in self.seen else (1, 1))
             position = _skip_blank(text, end)
 
     def add_report(self, report: NodeReport, file: str, at: tuple[int, int] = (1, 1)) -> None:
-        """Count `report`, read from `file` at line and column `at`, unless its node was counted already."""
+        """Count `report`, read from `file` (at line and column `at`), unless its node was counted already."""
         first = self.seen.get(report.node)
         if first is not None:
             self.duplicates += 1
-            self._problem(Diagnostic(file, *at, Severity.WARNING, Code.NODE_REPORTED_TWICE,
-                                     f"node {report.node} was reported in {visible(first)} already: this report is not counted"))
+            self._problem(file, at, Severity.WARNING, Code.NODE_REPORTED_TWICE,
+                          f"node {report.node} was reported in {visible(display_path(first))} already: "
+                          "this report is not counted")
             return
         self.seen[report.node] = file
         self.reports_read += 1
@@ -227,13 +226,16 @@ class Fleet:
                                                               finding.severity, finding.message, finding.where)
             group.add(report.node, finding)
 
-    def _refused(self, file: str, line: int, col: int, code: Code, message: str) -> None:
+    def _refused(self, file: str, code: Code, message: str, at: tuple[int, int] = (0, 0)) -> None:
+        """A report (or a path) that cannot be counted: an error at `at` (0, 0: the whole file)."""
         self.reports_refused += 1
-        self._problem(Diagnostic(file, line, col, Severity.ERROR, code, message))
+        self._problem(file, at, Severity.ERROR, code, message)
 
-    def _problem(self, diagnostic: Diagnostic) -> None:
+    def _problem(self, file: str, at: tuple[int, int], severity: Severity, code: Code, message: str) -> None:
+        """A diagnostic about `file` (as given; shown as `display_path` shows it), kept while
+        fewer than MAX_PROBLEMS_KEPT are, else only counted."""
         if len(self.problems) < MAX_PROBLEMS_KEPT:
-            self.problems.append(diagnostic)
+            self.problems.append(Diagnostic(display_path(file), *at, severity, code, message))
         else:
             self.problems_dropped += 1
 
@@ -412,30 +414,52 @@ def _skip_blank(text: str, position: int) -> int:
     return blank.end() if blank else position
 
 
-def _line_col(text: str, index: int) -> tuple[int, int]:
-    """1-based line and column of character `index` of `text` (JSON's line breaks: \\n)."""
-    line_start = text.rfind("\n", 0, index) + 1
-    return text.count("\n", 0, index) + 1, index - line_start + 1
+class _Lines:
+    """1-based line and column of ever later indices of one text (JSON's line break: \\n),
+    counted from where the last one was: linear in the text, however many are asked for."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line, self.line_start, self.counted = 1, 0, 0
+
+    def at(self, index: int) -> tuple[int, int]:
+        breaks = self.text.count("\n", self.counted, index)
+        if breaks:
+            self.line += breaks
+            self.line_start = self.text.rfind("\n", self.counted, index) + 1
+        self.counted = index
+        return self.line, index - self.line_start + 1
 
 
 # ---------------------------------------------------------------------- reading a file
 
 
-def read_bounded(path: Path, limit: int) -> bytes:
+def read_bounded(path: str, limit: int) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; ValueError says why not.
 
-    A FIFO, socket, device or directory is refused before it is opened (reading one would block
-    or never end) and again on the open descriptor; the file is opened non-blocking."""
+    A FIFO, socket, device or directory is refused before it is opened (opening or reading one
+    may block, never end or act on a device) and again on the open descriptor, which is opened
+    non-blocking; a file larger than `limit` is refused by its size before it is read."""
+    if "\x00" in path:
+        raise ValueError("cannot read: the path holds a NUL character")
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise ValueError("cannot read: not a regular file")
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 raise ValueError("cannot read: not a regular file")
-            raw = stream.read(limit + 1)
+            if info.st_size > limit:
+                raise ValueError(f"larger than the {limit // 2**20} MiB limit for a node report")
+            chunks = [os.read(fd, info.st_size + 1)]
+            while chunks[-1] and sum(map(len, chunks)) <= limit:  # a file that grew while read
+                chunks.append(os.read(fd, limit + 1))
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise ValueError(f"cannot read: {os_reason(exc)}") from None
+    raw = b"".join(chunks)
     if len(raw) > limit:
         raise ValueError(f"larger than the {limit // 2**20} MiB limit for a node report")
     return raw
