@@ -297,3 +297,11 @@ def test_a_report_in_a_json_lines_file_is_located_at_its_own_line(tmp_path, caps
         f"{path}:4:1: warning[E603]: node n2 was reported in {path} already: this report is not counted",
         f"{path}:5:{column}: error[E602]: status is an integer, not a string",
     ]
+
+
+def test_docs_fleet_md_shows_the_samples_report_as_it_is_printed(capsys):
+    """docs/fleet.md's example output is what `hwspec fleet-report tests/data/fleet` prints."""
+    docs = (ROOT / "docs" / "fleet.md").read_text()
+    shown = docs.split("```\nhwspec fleet-report tests/data/fleet\n", 1)[1].split("```", 1)[0]
+    _, out, _ = run(capsys, SAMPLES)
+    assert shown == out
