@@ -305,3 +305,15 @@ def test_docs_fleet_md_shows_the_samples_report_as_it_is_printed(capsys):
     shown = docs.split("```\nhwspec fleet-report tests/data/fleet\n", 1)[1].split("```", 1)[0]
     _, out, _ = run(capsys, SAMPLES)
     assert shown == out
+
+
+def test_fleet_report_loads_neither_the_model_nor_yaml():
+    """Merging JSON needs the diagnostics, the hostlist code and this module: no pydantic
+    (150 ms), PyYAML, jinja2 or networkx."""
+    code = ("import json, sys; from hwspec.cli import main; main(['fleet-report', 'tests/data/fleet']); "
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    loaded = set(json.loads(result.stderr.splitlines()[-1]))
+    assert "hwspec" in loaded
+    assert not loaded & {"pydantic", "yaml", "jinja2", "networkx"}
