@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwspec.topology import hostlist
-from hwspec.topology.hostlist import compress, compress_in_order, expand
+from hwspec import hostlist
+from hwspec.hostlist import compress, compress_in_order, expand
 
 
 @pytest.mark.parametrize("hosts, expression", [

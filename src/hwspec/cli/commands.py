@@ -338,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hwspec.cli.estimate import add_parsers as add_estimate_parsers
 
     COMMANDS.update(add_estimate_parsers(sub, _add_common))
+    from hwspec.cli.fleet import add_parser as add_fleet_parser
+
+    COMMANDS.update(add_fleet_parser(sub))
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

@@ -87,6 +87,16 @@ class Code(enum.StrEnum):
     CANNOT_SCALE = ("E405", "cannot scale", "`hwspec estimate --nodes`/`compare`: a cluster cannot be re-sized to the node "
         "count asked (more nodes than its backend's switches have ports for; several node groups, where 'N nodes' does not "
         "say how many of each), or a global batch does not divide into a whole per-GPU batch to hold constant.")
+    # fleet reports (hwspec.live.fleet)
+    NODE_REPORT_UNREADABLE = ("E601", "node report unreadable", "`hwspec fleet-report`: a node report cannot be read: "
+        "no such file (or a directory or pattern with no `*.json` report), not a regular file, larger than 16 MiB, not UTF-8, "
+        "or not JSON (located at the syntax error). The node it came from is not counted: look at how its check ran.")
+    NOT_A_NODE_REPORT = ("E602", "not a node report", "`hwspec fleet-report`: JSON that is not a version-1 node report "
+        "(what `hwspec diff --format json` prints): a key missing or of the wrong type, a status other than clean, drift "
+        "or unchecked, an exit code that disagrees with the status, a node name that is not a host name, a newer "
+        "`hwspec_report` version. Located at the key; the report is not counted.")
+    NODE_REPORTED_TWICE = ("E603", "node reported twice", "`hwspec fleet-report`: two reports name the same node (two "
+        "runs' reports in one directory?). The first one read is counted, the later one is not: a warning.")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
         "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "

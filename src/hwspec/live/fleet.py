@@ -1,0 +1,552 @@
+"""A fleet's node reports merged into one (`hwspec fleet-report`).
+
+Each node checks itself (`hwspec diff SPEC --live --format json`, run by Slurm, `srun` or a
+DaemonSet) and writes a node report, version 1:
+
+    {"hwspec_report": 1, "node": "gpu0042", "spec": "...", "platform": "...",
+     "status": "clean" | "drift" | "unchecked", "exit_code": 0 | 1 | 2,
+     "findings": [{"code": "D105", "severity": "error", "device": "gpu3" | null, "message": "...",
+                   "file": "...", "line": 70, "col": 11, "hint": "..." | null}]}
+
+`Fleet` reads such reports one file at a time (a file may hold several, one after another, as
+JSON Lines or concatenated) and keeps only tallies: the nodes of each platform by status, and
+the findings grouped by platform, code and device with the nodes that have them, printed as a
+Slurm hostlist. Memory is the node names and one example message per group, never a whole
+report; time is linear in the bytes read. A report that cannot be read (E601) or is not a
+version-1 node report (E602) is a located diagnostic, counted, and leaves the tallies alone;
+unknown keys are ignored.
+
+Invariants: every node is counted once (a second report of it is an E603 warning, not
+counted); every text from a report that reaches the output is shown `visible` (one line), and
+a node name is a host name (letters, digits, `.`, `-`, `_`), so a hostlist cannot be forged.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwspec.diagnostics import Code, Diagnostic, Severity, display_path, os_reason
+from hwspec.hostlist import compress
+from hwspec.text import visible
+
+REPORT_VERSION = 1
+MAX_REPORT_BYTES = 16 * 2**20
+"""A node report larger than this is refused (E601): thousands of findings are far below it."""
+MAX_PROBLEMS_KEPT = 1000
+"""Diagnostics about reports kept for printing; the rest are only counted."""
+STATUS_EXIT = {"clean": 0, "drift": 1, "unchecked": 2}
+"""A node report's status and the exit code `hwspec diff` gives with it."""
+SEVERITIES = ("info", "warning", "error")
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
+_GLOB_CHARACTERS = re.compile(r"[*?\[]")
+_DECODER = json.JSONDecoder()
+_BLANK = re.compile(r"[ \t\n\r]*")
+
+EXIT_CLEAN, EXIT_ATTENTION, EXIT_NOTHING_READ = 0, 1, 2
+
+
+class ReportError(Exception):
+    """A report that is not a version-1 node report: `message` about the value at `path`
+    (keys and list indices from the report object down)."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """The parts of one node report a fleet report uses."""
+
+    node: str
+    spec: str
+    platform: str | None
+    status: str
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of a node report; `where` is `file:line:col` of the spec, or "" when not given."""
+
+    code: str
+    severity: str
+    device: str | None
+    message: str
+    where: str
+
+
+@dataclass
+class PlatformTally:
+    """The nodes of one platform (name and spec path as the reports give them), by status, in
+    reading order."""
+
+    platform: str | None
+    spec: str
+    nodes: dict[str, list[str]] = field(default_factory=lambda: {status: [] for status in STATUS_EXIT})
+
+    @property
+    def total(self) -> int:
+        return sum(map(len, self.nodes.values()))
+
+
+@dataclass
+class FindingGroup:
+    """The nodes of one platform with a finding of one code on one device; the first message
+    seen (and where in the spec), and how many distinct messages there were."""
+
+    platform: str | None
+    spec: str
+    code: str
+    device: str | None
+    severity: str
+    message: str
+    where: str
+    nodes: list[str] = field(default_factory=list)
+    messages: set[str] = field(default_factory=set)
+
+    def add(self, node: str, finding: Finding) -> None:
+        if not self.nodes or self.nodes[-1] != node:  # a node with two findings of one kind counts once
+            self.nodes.append(node)
+        self.messages.add(finding.message)
+        if SEVERITIES.index(finding.severity) > SEVERITIES.index(self.severity):
+            self.severity = finding.severity
+
+
+class Fleet:
+    """Node reports read so far, tallied. `add_paths` reads files, directories (their `*.json`
+    files, by name) and glob patterns; `exit_code` and `summary()` say what they add up to."""
+
+    def __init__(self) -> None:
+        self.platforms: dict[tuple[str | None, str], PlatformTally] = {}
+        self.groups: dict[tuple[str | None, str, str, str | None], FindingGroup] = {}
+        self.seen: dict[str, str] = {}  # node -> the file its counted report came from
+        self.reports_read = 0
+        self.reports_refused = 0
+        self.duplicates = 0
+        self.problems: list[Diagnostic] = []
+        self.problems_dropped = 0
+
+    # ------------------------------------------------------------------ reading
+
+    def add_paths(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        for path in paths:
+            for file in self._files(os.fspath(path)):
+                self.add_file(file)
+
+    def _files(self, path: str) -> Iterator[str]:
+        """The report files `path` stands for; an E601 (and none) when it names nothing."""
+        if os.path.isdir(path):
+            try:
+                names = sorted(entry.name for entry in os.scandir(path) if entry.name.endswith(".json"))
+            except OSError as exc:
+                self._refused(path, Code.NODE_REPORT_UNREADABLE, f"cannot list the directory: {os_reason(exc)}")
+                return
+            if not names:
+                self._refused(path, Code.NODE_REPORT_UNREADABLE, "the directory holds no *.json report")
+            yield from (os.path.join(path, name) for name in names)
+        elif not os.path.lexists(path) and _GLOB_CHARACTERS.search(path):
+            matches = sorted(glob.glob(path))
+            if not matches:
+                self._refused(path, Code.NODE_REPORT_UNREADABLE, "the pattern matches no file")
+            yield from matches
+        else:
+            yield path
+
+    def add_file(self, file: str) -> None:
+        """Every report in `file`; an E601 when it cannot be read."""
+        try:
+            raw = read_bounded(file, MAX_REPORT_BYTES)
+        except ValueError as exc:
+            self._refused(file, Code.NODE_REPORT_UNREADABLE, str(exc))
+            return
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            prefix = raw[:exc.start].decode("utf-8")
+            self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not UTF-8 (byte 0x{raw[exc.start]:02x})",
+                          _Lines(prefix).at(len(prefix)))
+            return
+        self.add_text(text, file)
+
+    def add_text(self, text: str, file: str) -> None:
+        """Every report in `text` (JSON objects one after another), as read from `file`."""
+        lines = _Lines(text)
+        position = _skip_blank(text, 0)
+        if position == len(text):
+            self._refused(file, Code.NODE_REPORT_UNREADABLE, "the file is empty", (1, 1))
+            return
+        while position < len(text):
+            try:
+                document, end = _DECODER.raw_decode(text, position)
+            except json.JSONDecodeError as exc:
+                self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not JSON: {exc.msg}", (exc.lineno, exc.colno))
+                return  # the rest of the file cannot be split into documents
+            except RecursionError:
+                self._refused(file, Code.NODE_REPORT_UNREADABLE, "not JSON this reader accepts: nested too deeply",
+                              lines.at(position))
+                return
+            try:
+                report = parse_report(document)
+            except ReportError as exc:
+                self._refused(file, Code.NOT_A_NODE_REPORT, exc.message, lines.at(locate(text, position, exc.path)))
+            else:
+                self.add_report(report, file, lines.at(position) if report.node in self.seen else (1, 1))
+            position = _skip_blank(text, end)
+
+    def add_report(self, report: NodeReport, file: str, at: tuple[int, int] = (1, 1)) -> None:
+        """Count `report`, read from `file` (at line and column `at`), unless its node was counted already."""
+        first = self.seen.get(report.node)
+        if first is not None:
+            self.duplicates += 1
+            self._problem(file, at, Severity.WARNING, Code.NODE_REPORTED_TWICE,
+                          f"node {report.node} was reported in {visible(display_path(first))} already: "
+                          "this report is not counted")
+            return
+        self.seen[report.node] = file
+        self.reports_read += 1
+        key = (report.platform, report.spec)
+        tally = self.platforms.get(key)
+        if tally is None:
+            tally = self.platforms[key] = PlatformTally(report.platform, report.spec)
+        tally.nodes[report.status].append(report.node)
+        for finding in report.findings:
+            group_key = (report.platform, report.spec, finding.code, finding.device)
+            group = self.groups.get(group_key)
+            if group is None:
+                group = self.groups[group_key] = FindingGroup(report.platform, report.spec, finding.code, finding.device,
+                                                              finding.severity, finding.message, finding.where)
+            group.add(report.node, finding)
+
+    def _refused(self, file: str, code: Code, message: str, at: tuple[int, int] = (0, 0)) -> None:
+        """A report (or a path) that cannot be counted: an error at `at` (0, 0: the whole file)."""
+        self.reports_refused += 1
+        self._problem(file, at, Severity.ERROR, code, message)
+
+    def _problem(self, file: str, at: tuple[int, int], severity: Severity, code: Code, message: str) -> None:
+        """A diagnostic about `file` (as given; shown as `display_path` shows it), kept while
+        fewer than MAX_PROBLEMS_KEPT are, else only counted."""
+        if len(self.problems) < MAX_PROBLEMS_KEPT:
+            self.problems.append(Diagnostic(display_path(file), *at, severity, code, message))
+        else:
+            self.problems_dropped += 1
+
+    # ------------------------------------------------------------------ what it adds up to
+
+    def count(self, status: str) -> int:
+        return sum(len(tally.nodes[status]) for tally in self.platforms.values())
+
+    @property
+    def exit_code(self) -> int:
+        """2 when no report could be read; 1 when a node drifted or could not be checked, or a
+        report could not be read (E601/E602); 0 when every node read is clean."""
+        if not self.reports_read:
+            return EXIT_NOTHING_READ
+        if self.count("drift") or self.count("unchecked") or self.reports_refused:
+            return EXIT_ATTENTION
+        return EXIT_CLEAN
+
+    def sorted_platforms(self) -> list[PlatformTally]:
+        """By platform name, then spec."""
+        return sorted(self.platforms.values(), key=lambda t: (t.platform or "", t.spec))
+
+    def sorted_groups(self) -> list[FindingGroup]:
+        """Most nodes first; then by code, platform, spec and device."""
+        return sorted(self.groups.values(), key=lambda g: (-len(g.nodes), g.code, g.platform or "", g.spec, g.device or ""))
+
+    def summary(self) -> dict[str, Any]:
+        """The fleet report as a JSON document (`--format json`)."""
+        return {
+            "hwspec_fleet_report": 1,
+            "exit_code": self.exit_code,
+            "reports": {"counted": self.reports_read, "refused": self.reports_refused, "duplicates": self.duplicates},
+            "nodes": {"total": self.reports_read, **{status: self.count(status) for status in STATUS_EXIT}},
+            "platforms": [{"platform": t.platform, "spec": t.spec, "nodes": t.total,
+                           **{status: len(t.nodes[status]) for status in STATUS_EXIT},
+                           "hostlist": compress(node for nodes in t.nodes.values() for node in nodes),
+                           "drift_hostlist": compress(t.nodes["drift"]),
+                           "unchecked_hostlist": compress(t.nodes["unchecked"])}
+                          for t in self.sorted_platforms()],
+            "findings": [{"code": g.code, "severity": g.severity, "device": g.device, "platform": g.platform,
+                          "spec": g.spec, "nodes": len(g.nodes), "hostlist": compress(g.nodes),
+                          "message": g.message, "where": g.where or None, "distinct_messages": len(g.messages)}
+                         for g in self.sorted_groups()],
+            "problems": [{"file": d.file, "line": d.line, "column": d.col, "severity": d.severity.label,
+                          "code": d.code, "message": d.message} for d in self.problems],
+            "problems_not_listed": self.problems_dropped,
+        }
+
+
+# ---------------------------------------------------------------------- one report
+
+
+def parse_report(document: Any) -> NodeReport:
+    """`document` (parsed JSON) as a version-1 node report; ReportError says what is wrong and where."""
+    if not isinstance(document, dict):
+        raise ReportError((), f"a node report is a JSON object, not {_kind(document)}")
+    version = _field(document, "hwspec_report", int)
+    if version != REPORT_VERSION:
+        newer = " (newer than this hwspec reads: upgrade it)" if version > REPORT_VERSION else ""
+        raise ReportError(("hwspec_report",), f"hwspec_report is {version}, this hwspec reads version {REPORT_VERSION}{newer}")
+    node = _field(document, "node", str)
+    if not HOST_NAME.fullmatch(node):
+        raise ReportError(("node",), f"node {visible(node)!r} is not a host name (letters, digits, '.', '-', '_'; "
+                                     "at most 253 characters)")
+    status = _field(document, "status", str)
+    if status not in STATUS_EXIT:
+        raise ReportError(("status",), f"status {visible(status)!r} is not one of: {', '.join(STATUS_EXIT)}")
+    exit_code = _field(document, "exit_code", int)
+    if exit_code != STATUS_EXIT[status]:
+        raise ReportError(("exit_code",), f"exit_code {exit_code} disagrees with status {status} "
+                                          f"(exit code {STATUS_EXIT[status]})")
+    findings = _field(document, "findings", list)
+    return NodeReport(node, visible(_field(document, "spec", str)), _optional(document, (), "platform"), status,
+                      tuple(_finding(item, index) for index, item in enumerate(findings)))
+
+
+def _finding(item: Any, index: int) -> Finding:
+    path: tuple[str | int, ...] = ("findings", index)
+    if not isinstance(item, dict):
+        raise ReportError(path, f"findings[{index}] is {_kind(item)}, not an object")
+    severity = _field(item, "severity", str, path)
+    if severity not in SEVERITIES:
+        raise ReportError((*path, "severity"), f"findings[{index}].severity {visible(severity)!r} is not one of: "
+                                               + ", ".join(SEVERITIES))
+    file = _optional(item, path, "file")
+    line, col = (_optional(item, path, key, int) for key in ("line", "col"))
+    where = f"{file}:{line or 0}:{col or 0}" if file else ""
+    return Finding(visible(_field(item, "code", str, path)), severity, _optional(item, path, "device"),
+                   visible(_field(item, "message", str, path)), where)
+
+
+def _field(document: dict, key: str, kind: type, path: tuple[str | int, ...] = ()) -> Any:
+    """`document[key]`, which must be there and of `kind` (an int is not a bool)."""
+    if key not in document:
+        raise ReportError(path, f"{_name(path, key)} is missing")
+    value = document[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ReportError((*path, key), f"{_name(path, key)} is {_kind(value)}, not {_KINDS[kind]}")
+    return value
+
+
+def _optional(document: dict, path: tuple[str | int, ...], key: str, kind: type = str) -> Any:
+    """`document[key]` when there and not null (then of `kind`), else None; a string is shown `visible`."""
+    value = document.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ReportError((*path, key), f"{_name(path, key)} is {_kind(value)}, not {_KINDS[kind]} or null")
+    return visible(value) if isinstance(value, str) else value
+
+
+_KINDS = {int: "an integer", str: "a string", list: "an array", dict: "an object"}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _name(path: tuple[str | int, ...], key: str) -> str:
+    """`findings[3].code` for key "code" at ("findings", 3)."""
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+    return (text + "." + key).lstrip(".")
+
+
+# ---------------------------------------------------------------------- where in the text
+
+
+def locate(text: str, start: int, path: tuple[str | int, ...]) -> int:
+    """The index in `text` of the value at `path` inside the JSON value starting at `start`
+    (keys of objects, indices of arrays; the last of duplicate keys, as `json` keeps it). As far
+    as the path goes: a missing key is located at its object. Used only to place an error, so
+    it walks the text again rather than slowing down reading."""
+    position = start
+    for step in path:
+        found = _child(text, position, step)
+        if found is None:
+            break
+        position = found
+    return position
+
+
+def _child(text: str, position: int, step: str | int) -> int | None:
+    """The index of the value `step` names inside the object or array at `position`, or None."""
+    opening = text[position]
+    if opening not in "{[" or isinstance(step, str) != (opening == "{"):
+        return None
+    found = None
+    index = 0
+    position = _skip_blank(text, position + 1)
+    while position < len(text) and text[position] not in "}]":
+        if opening == "{":
+            key, position = json.decoder.scanstring(text, position + 1)  # type: ignore[attr-defined]
+            position = _skip_blank(text, position) + 1  # past ':'
+            position = _skip_blank(text, position)
+            if key == step:
+                found = position
+        elif index == step:
+            return position
+        _, position = _DECODER.raw_decode(text, position)
+        index += 1
+        position = _skip_blank(text, position)
+        if position < len(text) and text[position] == ",":
+            position = _skip_blank(text, position + 1)
+    return found
+
+
+def _skip_blank(text: str, position: int) -> int:
+    """The index of the first character at or after `position` that is not JSON whitespace."""
+    blank = _BLANK.match(text, position)  # always matches, the empty string at least
+    return blank.end() if blank else position
+
+
+class _Lines:
+    """1-based line and column of ever later indices of one text (JSON's line break: \\n),
+    counted from where the last one was: linear in the text, however many are asked for."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line, self.line_start, self.counted = 1, 0, 0
+
+    def at(self, index: int) -> tuple[int, int]:
+        breaks = self.text.count("\n", self.counted, index)
+        if breaks:
+            self.line += breaks
+            self.line_start = self.text.rfind("\n", self.counted, index) + 1
+        self.counted = index
+        return self.line, index - self.line_start + 1
+
+
+# ---------------------------------------------------------------------- reading a file
+
+
+def read_bounded(path: str, limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them; ValueError says why not.
+
+    A FIFO, socket, device or directory is refused before it is opened (opening or reading one
+    may block, never end or act on a device) and again on the open descriptor, which is opened
+    non-blocking; a file larger than `limit` is refused by its size before it is read."""
+    if "\x00" in path:
+        raise ValueError("cannot read: the path holds a NUL character")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ValueError("cannot read: not a regular file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError("cannot read: not a regular file")
+            if info.st_size > limit:
+                raise ValueError(f"larger than the {limit // 2**20} MiB limit for a node report")
+            chunks = [os.read(fd, info.st_size + 1)]
+            while chunks[-1] and sum(map(len, chunks)) <= limit:  # a file that grew while read
+                chunks.append(os.read(fd, limit + 1))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise ValueError(f"cannot read: {os_reason(exc)}") from None
+    raw = b"".join(chunks)
+    if len(raw) > limit:
+        raise ValueError(f"larger than the {limit // 2**20} MiB limit for a node report")
+    return raw
+
+
+# ---------------------------------------------------------------------- printing
+
+FORMATS = ("text", "json", "markdown")
+
+
+def render(fleet: Fleet, fmt: str) -> str:
+    """The fleet report in `fmt` (one of FORMATS)."""
+    if fmt == "json":
+        return json.dumps(fleet.summary(), indent=2, sort_keys=True) + "\n"
+    if fmt == "markdown":
+        return _markdown(fleet)
+    if fmt == "text":
+        return _text(fleet)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def _headline(fleet: Fleet) -> str:
+    counts = ", ".join(f"{fleet.count(status)} {status}" for status in STATUS_EXIT)
+    line = f"{fleet.reports_read} node(s): {counts}"
+    extra = [f"{fleet.reports_refused} report(s) not read"] if fleet.reports_refused else []
+    extra += [f"{fleet.duplicates} duplicate(s) not counted"] if fleet.duplicates else []
+    return line + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _platform_name(tally: PlatformTally | FindingGroup) -> str:
+    return tally.platform if tally.platform is not None else "(no platform)"
+
+
+def _messages(group: FindingGroup) -> str:
+    others = len(group.messages) - 1
+    return group.message + (f" (and {others} other message(s))" if others else "")
+
+
+def _text(fleet: Fleet) -> str:
+    lines = [f"hwspec fleet report: {_headline(fleet)}"]
+    if fleet.platforms:
+        lines += ["", "platforms:"]
+    for tally in fleet.sorted_platforms():
+        counts = ", ".join(f"{len(tally.nodes[status])} {status}" for status in STATUS_EXIT)
+        lines.append(f"  {_platform_name(tally)} ({tally.spec}): {tally.total} node(s): {counts}")
+        lines += [f"    {status}: {compress(tally.nodes[status])}" for status in ("drift", "unchecked") if tally.nodes[status]]
+    groups = fleet.sorted_groups()
+    if groups:
+        lines += ["", "findings (by code and device; most nodes first):"]
+    for group in groups:
+        lines.append(f"  {group.code} {group.severity}: {_platform_name(group)} {group.device or '(no device)'} "
+                     f"on {len(group.nodes)} node(s): {compress(group.nodes)}")
+        lines.append(f"    {group.where + ': ' if group.where else ''}{_messages(group)}")
+    return "\n".join(lines) + "\n"
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~&])")
+"""What makes inline Markdown (emphasis, code, links, HTML, entities, table cells) anywhere in a line."""
+_MARKDOWN_LEADING = re.compile(r"^([#+\-=>]|\d+(?=[.)]))")
+"""What makes a block (heading, list, quote) at the start of a line: `#`, `-`, `1.`."""
+
+
+def _md(text: str) -> str:
+    """`text` (already `visible`: one line) as literal Markdown text, in a table cell or a list item."""
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return _MARKDOWN_LEADING.sub(lambda m: m.group() + "\\" if m.group().isdigit() else "\\" + m.group(), text)
+
+
+def _markdown(fleet: Fleet) -> str:
+    lines = ["# hwspec fleet report", "", _md(_headline(fleet)) + "."]
+    if fleet.platforms:
+        lines += ["", "## Platforms", "", "| platform | spec | nodes | clean | drift | unchecked | drifted nodes | unchecked nodes |",
+                  "|---|---|---:|---:|---:|---:|---|---|"]
+    for tally in fleet.sorted_platforms():
+        drift, unchecked = (f"`{compress(tally.nodes[s])}`" if tally.nodes[s] else "" for s in ("drift", "unchecked"))
+        counts = " | ".join(str(len(tally.nodes[status])) for status in STATUS_EXIT)
+        lines.append(f"| {_md(_platform_name(tally))} | {_md(tally.spec)} | {tally.total} | {counts} | {drift} | {unchecked} |")
+    groups = fleet.sorted_groups()
+    if groups:
+        lines += ["", "## Findings", "", "| code | severity | platform | device | nodes | hostlist | where | message |",
+                  "|---|---|---|---|---:|---|---|---|"]
+    for group in groups:
+        lines.append(f"| {_md(group.code)} | {group.severity} | {_md(_platform_name(group))} | {_md(group.device or '')} "
+                     f"| {len(group.nodes)} | `{compress(group.nodes)}` | {_md(group.where)} | {_md(_messages(group))} |")
+    if fleet.problems:
+        lines += ["", "## Reports not counted", ""]
+        lines += [f"- {_md(d.format())}" for d in fleet.problems]
+        if fleet.problems_dropped:
+            lines.append(f"- and {fleet.problems_dropped} more")
+    return "\n".join(lines) + "\n"
