@@ -33,6 +33,7 @@ The modules, each importing only those above it:
   report      the document as text
 """
 
+# `touched` is the cache module's (access-unit rounding); tests import it from here, as before the split.
 from hwspec.perf.cache import touched
 from hwspec.perf.estimate.achievable import achievable, achieved_algbw
 from hwspec.perf.estimate.document import estimate, estimate_plan, time_to_train_seconds

@@ -16,10 +16,7 @@ from hwspec.perf.estimate.nccl import collective_seconds, collectives_per_iterat
 from hwspec.perf.estimate.term import RESOURCES, Term
 from hwspec.perf.estimate.terms import _terms
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import (
-    Workload,
-    mlp_layers,
-)
+from hwspec.spec.workload import Workload, mlp_layers
 
 
 def kernels_per_iteration(workload: Workload, term: Term) -> int:

@@ -10,9 +10,7 @@ import math
 from hwspec.perf import calibration as cal
 from hwspec.perf.estimate.term import Term
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import (
-    Workload,
-)
+from hwspec.spec.workload import Workload
 
 
 def protocol_latency(figures: Figures, collective: str, protocol: cal.Protocol) -> float:

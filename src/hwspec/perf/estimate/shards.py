@@ -11,13 +11,7 @@ import math
 from dataclasses import dataclass
 
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import (
-    DTYPE_BYTES,
-    LENGTH_BYTES,
-    OPTIMIZER_STATE_BYTES,
-    Table,
-    Workload,
-)
+from hwspec.spec.workload import DTYPE_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
 
 
 def busiest(groups: list[tuple[float, int]], n: int) -> float:
