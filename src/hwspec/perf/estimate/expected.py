@@ -1,0 +1,102 @@
+"""The expected iteration (`expected`): every term at achieved rates (`achievable`), each
+collective call at NCCL's cost model (`nccl`), a launch overhead per kernel
+(`kernels_per_iteration`), and the critical path of the GPU's work and the exchanges it waits for
+(`PIPELINE`, `critical_path`; the bottom MLP hides part of them: `bottom_mlp_share`). Never
+shorter than the overlapped bound.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hwspec.perf import calibration as cal
+from hwspec.perf.estimate.achievable import achievable
+from hwspec.perf.estimate.nccl import collective_seconds, collectives_per_iteration
+from hwspec.perf.estimate.term import RESOURCES, Term
+from hwspec.perf.estimate.terms import _terms
+from hwspec.perf.platform_figures import Figures
+from hwspec.spec.workload import Workload, mlp_layers
+
+
+def kernels_per_iteration(workload: Workload, term: Term) -> int:
+    """Kernels a GPU term launches per iteration: forward a GEMM and an activation per MLP layer
+    and the interaction, backward two GEMMs (input and weight gradients) and an activation
+    gradient per layer and the interaction's gradient; one fused lookup kernel forward and one
+    fused update backward (FBGEMM's batched tables, the paper's kernel fusion), and the dense
+    tables' optimizer step."""
+    layers = len(workload.bottom_mlp) - 1 + len(workload.top_mlp) - 1
+    if term.amount <= 0 or term.resource != "gpu":  # cpu-host lookups run on the CPUs
+        return 0
+    return {"mlp_fwd": 2 * layers + 1, "mlp_bwd": 3 * layers + 1, "embedding_fwd": 1,
+            "embedding_bwd": 1 + (1 if workload.sharded("data-parallel") else 0)}.get(term.id, 0)
+
+
+PIPELINE = ("embedding_alltoall_fwd", "embedding_alltoall_bwd", "pooled_host_transfer")
+"""Terms on the GPU's critical path besides its own: the pooled embeddings must arrive before
+the interaction, and their gradients before the embedding update (with cpu-host placement also
+across PCIe, and the host's lookups and updates: the whole `host` resource). The input AlltoAll
+of batch i+1 overlaps batch i's top MLP when the workload is pipelined (`pipeline: true`, the
+paper's pipelining; otherwise it is on the path too) and the dense AllReduce overlaps the
+backward pass, so they only load the network."""
+
+
+def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
+    """The expected iteration: every term on `achievable(figures)`, each collective call at NCCL's
+    cost model (`collective_seconds`: its latency, and a protocol's bandwidth fraction) and a
+    launch overhead per kernel; the resources overlap as the bound's
+    do, except that the GPU waits for the pooled-embedding AlltoAlls (`PIPELINE`), so the
+    iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
+    bound: every rate is at most the bound's and every added time is >= 0."""
+    derated, _, _ = _terms(achievable(figures), workload)
+    launch = cal.value("kernel_launch_overhead")
+    rows: list[dict[str, Any]] = []
+    for term in derated:
+        counts = collectives_per_iteration(workload, term, figures.nodes)
+        calls = sum(counts.values())
+        communication, algorithms = 0.0, dict[str, str]()
+        for name, c in counts.items():
+            # the term's transfer time is split evenly over its calls (one size per term)
+            seconds, algorithms[name] = collective_seconds(figures, name, term.seconds / calls)
+            communication += c * seconds
+        latency = communication - term.seconds if calls else 0.0
+        kernels = kernels_per_iteration(workload, term)
+        rows.append({"id": term.id, "resource": term.resource, "bandwidth_seconds": term.seconds,
+                     "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
+                     "collectives": counts, "algorithms": algorithms, "seconds": term.seconds + latency + kernels * launch})
+    resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
+    critical = critical_path(workload, rows, resources)
+    iteration = max(critical, *resources.values())
+    return {"terms": rows, "resources_seconds": resources, "critical_path_seconds": critical,
+            "iteration_seconds": iteration,
+            "bound_by": ("critical path (GPU + pooled-embedding AlltoAlls)" if workload.placement == "gpu" else
+                         "critical path (GPU + host lookups + pooled-embedding exchanges)") if iteration == critical
+                        else RESOURCES[max(RESOURCES, key=lambda r: resources[r])],
+            "method": ("terms at calibrated achieved rates (hwspec.perf.calibration), each collective call at NCCL's "
+                       "latency/bandwidth model (the best algorithm and protocol), + launch overhead per kernel; "
+                       "iteration = max(GPU + host + pooled-embedding exchanges not hidden behind the bottom MLP "
+                       "(+ input AlltoAll unless pipelined), each resource)")}
+
+
+def bottom_mlp_share(workload: Workload) -> float:
+    """The bottom MLP's share of the MLP and interaction FLOPs (forward; backward is 2x each)."""
+    total = workload.mlp_flops_per_sample + workload.interaction_flops_per_sample
+    bottom = sum(2 * i * o for i, o in mlp_layers(workload.bottom_mlp))
+    return bottom / total if total else 0.0
+
+
+def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dict[str, float]) -> float:
+    """The expected iteration's critical path, seconds: the GPU's and the host's work, and the
+    exchanges it waits for (`PIPELINE`; the input AlltoAll too unless pipelined). The bottom MLP
+    needs no embedding, so the pooled-embedding AlltoAll forward runs beside the bottom MLP's
+    forward and the gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap,
+    the paper's overlap of embedding communication with the bottom MLP): each adds
+    max(AlltoAll, bottom MLP pass) - bottom MLP pass. The bottom MLP's part of `mlp_fwd` /
+    `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included."""
+    seconds = {row["id"]: row["seconds"] for row in rows}
+    waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
+    share = bottom_mlp_share(workload) if workload.placement == "gpu" else 0.0
+    hidden = {"embedding_alltoall_fwd": share * seconds.get("mlp_fwd", 0.0),
+              "embedding_alltoall_bwd": share * seconds.get("mlp_bwd", 0.0)}
+    exposed = math.fsum(max(0.0, seconds[tid] - hidden.get(tid, 0.0)) for tid in waits if tid in seconds)
+    return resources["gpu"] + resources["host"] + exposed
