@@ -49,7 +49,6 @@ from hwspec.live.observed import (
     refuse_oversized,
 )
 from hwspec.live.topo_matrix import parse_cpu_list
-from hwspec.text import visible
 
 MAX_ATTRIBUTE_BYTES = 4 * 1024 * 1024
 """The largest file read: /proc/cpuinfo of a 512-CPU node is about 1 MiB; sysfs attributes are a page."""
@@ -181,7 +180,8 @@ class Tree:
             if name.isascii() and name.isprintable():
                 kept.append(name)
             else:
-                machine.problem(self.where(rel), Severity.WARNING, "I103", f"entry {visible(name)} is not a printable ASCII name: left out")
+                # problem() makes the name visible (one line, escapes): not here too, or it is escaped twice
+                machine.problem(self.where(rel), Severity.WARNING, "I103", f"entry {name} is not a printable ASCII name: left out")
         return kept
 
 
@@ -238,7 +238,7 @@ class _Reader:
             text = self.t.read(f"{rel}/cpulist")
             node.cpus = parse_cpu_list(text) if text else () if text == "" else None
             if text and node.cpus is None:
-                self.m.problem(node.where, Severity.WARNING, "I103", f"\"{visible(text[:40])}\" is not a CPU list")
+                self.m.problem(node.where, Severity.WARNING, "I103", f"\"{text[:40]}\" is not a CPU list")
             node.memory = self.mem_total(f"{rel}/meminfo")
             self.m.numa[node.id] = node
         if not self.m.numa:  # a kernel without NUMA: one node holds every CPU
@@ -287,7 +287,7 @@ class _Reader:
             chain = [part for part in path.split("/") if BUS_ID.fullmatch(part)]
             if not chain or chain[-1] != name:
                 self.m.problem(self.t.where(f"{PCI_DEVICES}/{name}"), Severity.WARNING, "I103",
-                               f"{name} links to {visible(path)}, not to its PCI function: left out")
+                               f"{name} links to {path}, not to its PCI function: left out")
                 continue
             pci_class = (self.t.read(f"{PCI_DEVICES}/{name}/class") or "")[2:6].lower()
             functions.append((name, chain[:-1], pci_class))
