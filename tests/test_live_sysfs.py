@@ -5,6 +5,7 @@ refused cleanly, and the CI machine itself imported and diffed live."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -252,3 +253,26 @@ def test_nvml_answers_round_trip_through_dump_one_gpu_per_line():
     import json
 
     assert json.loads(text) == answers
+
+
+# ------------------------------------------------------------ docs/live.md's examples, run
+
+
+def docs_blocks(kind: str) -> list[str]:
+    return re.findall(rf"^```{kind}\n(.*?)^```$", (ROOT / "docs" / "live.md").read_text(), re.M | re.S)
+
+
+def test_the_live_and_capture_examples_of_docs_live_md_run_clean_on_this_machine(tmp_path):
+    live, capture, _ = docs_blocks("sh")
+    for block in (live, capture):
+        result = subprocess.run(["bash", "-ec", block], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        assert result.returncode == 0, result.stderr
+    assert (tmp_path / "node.yaml").is_file() and (tmp_path / "node-capture" / "proc" / "cpuinfo").is_file()
+
+
+def test_the_fault_example_of_docs_live_md_prints_what_the_page_shows():
+    *_, fault = docs_blocks("sh")
+    result = subprocess.run(["bash", "-c", fault], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert (result.returncode, result.stdout) == (1, docs_blocks("text")[0])
