@@ -291,6 +291,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return run_diff(args)
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    from hwspec.cli.live import run_capture
+
+    return run_capture(args)
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check platform files and report findings"),
     "generate": (cmd_generate, "validate, then write generated configs (or --check them)"),
@@ -300,6 +306,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "explain": (cmd_explain, "print a rule's invariant and rationale"),
     "import": (cmd_import, "draft a platform file from a live node (NCCL dump, lstopo XML, nvidia-smi topo -m)"),
     "diff": (cmd_diff, "compare a live node with its platform file"),
+    "capture": (cmd_capture, "save what 'import --live' and 'diff --live' read of this machine (for replay, bug reports)"),
 }
 
 
@@ -350,10 +357,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "explain":
             p.add_argument("rule", metavar="ID", help="rule id (HW201) or name, or a code (E105)")
         _add_rules_options(p)
-    from hwspec.cli.live import add_arguments
+    from hwspec.cli.live import add_arguments, add_capture_arguments
 
     for name in ("import", "diff"):
         add_arguments(name, sub.add_parser(name, help=COMMANDS[name][1]))
+    add_capture_arguments(sub.add_parser("capture", help=COMMANDS["capture"][1]))
     return parser
 
 

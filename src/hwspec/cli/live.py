@@ -25,7 +25,7 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
 
     if name == "diff":
         parser.add_argument("spec", type=Path, metavar="SPEC", help="the node's platform file")
-    parser.add_argument("inputs", nargs="+", type=Path, metavar="LIVE",
+    parser.add_argument("inputs", nargs="*", type=Path, metavar="LIVE",
                         help=("NCCL topology dump, 'lstopo --of xml', 'nvidia-smi topo -m', 'nvidia-smi -q -x' or "
                               "'nvidia-smi nvlink -R'/'-s' output (several are merged)"))
     parser.add_argument("--input-format", choices=FORMATS, default=None,
@@ -40,18 +40,79 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
     if name == "diff":
         parser.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
                             help="also load rules from DIR (repeatable)")
+    add_live_arguments(parser)
+
+
+def add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--live` and `--sysfs-root`: read this machine (or a capture of one) instead of LIVE files."""
+    parser.add_argument("--live", action="store_true",
+                        help="read this machine directly: sysfs, /proc/cpuinfo and, with nvidia-ml-py, NVML")
+    parser.add_argument("--sysfs-root", type=Path, metavar="DIR",
+                        help="with --live: read the tree 'hwspec capture' wrote instead of / (implies --live)")
+
+
+def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("output", type=Path, metavar="OUT", help="a new directory to save what --live reads into")
+    parser.add_argument("--sysfs-root", type=Path, metavar="DIR", default=Path("/"),
+                        help="capture this tree instead of / (a capture of a capture is the same capture)")
+
+
+def run_capture(args: argparse.Namespace) -> int:
+    """`hwspec capture OUT`: save exactly what `--live` reads (and NVML's answers) into OUT."""
+    from hwspec.diagnostics import report
+    from hwspec.live.capture import capture
+
+    read = capture(args.sysfs_root, args.output)
+    sys.stderr.write(report.render(read.machine.problems, "text"))
+    if read.note:
+        sys.stderr.write(f"hwspec: note: {visible(read.note)}\n")
+    if any(d.severity.label == "error" for d in read.machine.problems):
+        sys.stderr.write("hwspec: nothing captured\n")
+        return EXIT_UNREADABLE
+    tree = read.tree
+    sys.stderr.write(f"hwspec: captured {len(tree.files)} files, {len(tree.links)} links into {visible(args.output)}"
+                     f"{' with NVML answers' if read.nvml else ''}\n")
+    return EXIT_OK
+
+
+def _read_live(args: argparse.Namespace):
+    """The machine `--live`/`--sysfs-root` reads, with the usage problems of the command line."""
+    from hwspec.diagnostics import Diagnostic, Severity
+    from hwspec.live.capture import read_live
+    from hwspec.live.observed import Machine
+
+    if args.inputs:
+        machine = Machine()
+        machine.problems.append(Diagnostic("<command line>", 1, 1, Severity.ERROR, "I100",
+                                           "--live reads this machine: give LIVE files or --live, not both", name="input-unreadable"))
+        return machine
+    root = args.sysfs_root or Path("/")
+    read = read_live(root)
+    if read.note:
+        sys.stderr.write(f"hwspec: note: {visible(read.note)}\n")
+    args.inputs = [f"this machine ({visible(root)})" if args.sysfs_root is None else visible(root)]
+    return read.machine
 
 
 def _read(args: argparse.Namespace):
+    from hwspec.diagnostics import Diagnostic, Severity
     from hwspec.live.merge import read_inputs
     from hwspec.live.observed import FATAL_INPUT_CODES
 
-    machine = read_inputs(args.inputs, args.input_format)
+    if args.live or args.sysfs_root is not None:
+        machine = _read_live(args)
+    elif not args.inputs:
+        from hwspec.live.observed import Machine
+
+        machine = Machine(problems=[Diagnostic("<command line>", 1, 1, Severity.ERROR, "I100",
+                                               "nothing to read: give LIVE files, or --live", name="input-unreadable")])
+    else:
+        machine = read_inputs(args.inputs, args.input_format)
     fatal = any(d.code in FATAL_INPUT_CODES for d in machine.problems)
     if not fatal and not machine.gpus and not machine.nics and not machine.numa:
-        from hwspec.diagnostics import Diagnostic, Severity, display_path
+        from hwspec.diagnostics import display_path
 
-        machine.problems.append(Diagnostic(display_path(args.inputs[0]), 1, 1, Severity.ERROR, "I101",
+        machine.problems.append(Diagnostic(display_path(Path(args.inputs[0])), 1, 1, Severity.ERROR, "I101",
                                            "the inputs describe no NUMA node, GPU or NIC", name="input-syntax"))
         fatal = True
     return machine, fatal

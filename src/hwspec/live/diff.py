@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.formats.transports import facts
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, PciNode
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, NicPort, PciNode
+from hwspec.live.observed import Nic as ObservedNic
 from hwspec.model.node import Nic, Platform
 from hwspec.text import visible
 from hwspec.topology import topology_of
@@ -47,6 +48,7 @@ CHECKS = {c.id: c for c in (
     DiffCheck("D109", "gpudirect", "The spec declares GPUDirect RDMA but the machine cannot do it."),
     DiffCheck("D110", "nic-identity", "A NIC's name or speed differs from the spec."),
     DiffCheck("D111", "device-model", "A device's PCI vendor/device id is not its part's."),
+    DiffCheck("D112", "nic-port", "A NIC's port is missing or not up (the inputs list every port: sysfs)."),
 )}
 
 
@@ -241,6 +243,7 @@ class _Differ:
             self.numa(nic.id, nic, seen_nic)
             self.link(nic.id, nic, seen_nic, p.locate(nic.id, "pcie", "link"))
             port = next((q for q in seen_nic.ports if q.port == nic.port), seen_nic.ports[0] if len(seen_nic.ports) == 1 else None)
+            self.nic_port(nic, seen_nic, port)
             if port is not None:
                 if port.speed is not None and nic.speed is not None and port.speed < nic.speed:
                     self.add("D110", p.locate(nic.id, "part"), f"{nic.id} runs at {nic.speed * 8 / 1e9:g} Gb/s in the spec, "
@@ -253,6 +256,20 @@ class _Differ:
             seen_bridge = self.m.bridges.get(bridge.bus) if self.m.has_tree and bridge.bus is not None else None
             if seen_bridge is not None:
                 self.link(bridge.id, bridge, seen_bridge, p.locate(bridge.id, "link"))
+
+    def nic_port(self, nic: Nic, seen: ObservedNic, port: NicPort | None) -> None:
+        """D112 when the inputs list every port (sysfs) and the spec's port is absent or not up."""
+        if "nic-ports" not in self.m.listed or nic.role == "management":
+            return
+        at = self.p.locate(nic.id, "device" if nic.device else "interface" if nic.interface else "part")
+        name = "/".join(x for x in (nic.device, nic.interface) if x) or nic.id
+        if port is None:
+            listed = ", ".join(str(q.port) for q in seen.ports) or "none"
+            self.add("D112", at, f"{nic.id}: port {nic.port} of {name} is not in the machine (its ports: {listed})", seen.where,
+                     "check the cable and the HCA's firmware ('ibstat', 'mlxlink')")
+        elif port.up is False:
+            self.add("D112", at, f"{nic.id}: port {port.port} of {name} is up in the spec, but not up in the machine", port.where,
+                     "check the cable, the switch port and the subnet manager ('ibstat', 'ip link')")
 
     def nic_gpu_switch(self) -> None:
         for nic in self.p.backend_nics:

@@ -181,6 +181,8 @@ class NicPort:
     speed: float | None = None
     """Bytes/s per direction."""
     gdr: bool | None = None
+    up: bool | None = None
+    """The port is active (RDMA state ACTIVE, interface operstate up); None: the input does not say."""
 
 
 @dataclass

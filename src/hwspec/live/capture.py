@@ -1,0 +1,130 @@
+"""This machine, read directly (`--live`, `--sysfs-root`), and saved for replay (`hwspec capture`).
+
+    read_live(root)       sysfs/procfs under `root` (live/sysfs.py) + NVML's answers: asked of
+                          the driver when `root` is `/`, else replayed from `root/nvml.json`
+    capture(root, out)    reads as `read_live` does and saves into `out` exactly the files,
+                          directories and links it read, and NVML's answers as `nvml.json`;
+                          `hwspec diff SPEC --sysfs-root OUT` then sees what `--live` saw
+
+A capture is bounded (`MAX_CAPTURE_FILES`, `MAX_CAPTURE_BYTES`; each file by the reader's own
+limit), holds only links whose targets stay inside it (the reader refuses any other), and is
+written whole or not at all: into a temporary sibling of `out`, renamed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwspec.diagnostics import Location, Severity
+from hwspec.live import nvml
+from hwspec.live.observed import Machine
+from hwspec.live.sysfs import Tree, TreeError, read_sysfs
+
+MAX_CAPTURE_FILES = 50_000
+"""More files than --live reads on a node with 8 GPUs, 8 NICs and 2,000 SR-IOV functions."""
+MAX_CAPTURE_BYTES = 64 * 1024 * 1024
+"""A capture is some hundred kilobytes; cpuinfo of the largest nodes a few megabytes."""
+
+
+@dataclass
+class LiveRead:
+    """What `read_live` read: the machine, the tree (with what it recorded) and NVML's answers."""
+
+    machine: Machine
+    tree: Tree
+    nvml: dict[str, Any] | None
+    note: str | None
+    """Why NVML was not read, when the machine has NVIDIA GPUs and it was not."""
+
+
+def is_live_root(root: Path) -> bool:
+    return root.resolve() == Path("/")
+
+
+def read_live(root: Path, record: bool = False) -> LiveRead:
+    """The machine under `root` (see the module docstring); problems are in `.machine.problems`."""
+    tree = Tree(root, record=record)
+    machine = read_sysfs(root, tree)
+    answers, note = None, None
+    if any(gpu.vendor == "0x10de" for gpu in machine.gpus.values()):
+        if is_live_root(root):
+            answers, note = nvml.query()
+            if answers is not None:
+                nvml.apply(answers, "NVML", machine)
+        else:
+            answers, note = _replay(tree, machine)
+    return LiveRead(machine, tree, answers, note)
+
+
+def _replay(tree: Tree, machine: Machine) -> tuple[dict[str, Any] | None, str | None]:
+    """NVML's answers saved in the tree (`nvml.json`), folded into `machine`."""
+    try:
+        text = tree.read(nvml.NVML_FILE)
+    except TreeError as exc:
+        machine.problem(exc.where, Severity.ERROR, "I101", exc.message)
+        return None, None
+    if text is None:
+        return None, f"{tree.where(nvml.NVML_FILE).file} is absent: the capture has no NVML answers, NVLink state not compared"
+    nvml.parse(text.encode("utf-8"), tree.where(nvml.NVML_FILE).file, machine)
+    return None, None
+
+
+def capture(root: Path, out: Path) -> LiveRead:
+    """Read the machine under `root` and save what was read into `out` (a new directory).
+    Problems (an unusable tree, a capture over its bounds, `out` unwritable) are in
+    `.machine.problems`; nothing is left at `out` when there are errors."""
+    read = read_live(root, record=True)
+    machine, tree = read.machine, read.tree
+    if any(d.severity == Severity.ERROR for d in machine.problems):
+        return read
+    where = Location(str(out), 1)
+    total = sum(map(len, tree.files.values()))
+    if len(tree.files) > MAX_CAPTURE_FILES or total > MAX_CAPTURE_BYTES:
+        machine.problem(where, Severity.ERROR, "I100", f"{len(tree.files)} files, {total} bytes: more than a capture holds "
+                        f"({MAX_CAPTURE_FILES} files, {MAX_CAPTURE_BYTES // (1024 * 1024)} MiB)")
+        return read
+    if out.exists() or out.is_symlink():
+        machine.problem(where, Severity.ERROR, "I100", "already exists: give a new directory")
+        return read
+    try:
+        _write(tree, read.nvml, out)
+    except OSError as exc:
+        from hwspec.diagnostics import os_reason
+
+        machine.problem(where, Severity.ERROR, "I100", f"cannot write: {os_reason(exc)}")
+    return read
+
+
+def _write(tree: Tree, answers: dict[str, Any] | None, out: Path) -> None:
+    parent = out.absolute().parent
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    try:
+        for rel in sorted(tree.dirs):
+            (staging / rel).mkdir(parents=True, exist_ok=True)
+        for rel, target in sorted(tree.links.items()):
+            link = staging / rel
+            link.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(_inside(rel, target), link)
+        for rel, data in sorted(tree.files.items()):
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        if answers is not None:
+            (staging / nvml.NVML_FILE).write_text(nvml.dump(answers), encoding="utf-8")
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _inside(rel: str, target: str) -> str:
+    """A link's target as the capture holds it: relative, so that it stays inside the capture
+    (an absolute target is the root's, as the reader takes it)."""
+    if not target.startswith("/"):
+        return target
+    return os.path.relpath(target.lstrip("/") or ".", os.path.dirname(rel) or ".")

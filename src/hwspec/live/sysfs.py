@@ -1,0 +1,396 @@
+"""This machine read directly from sysfs and procfs (`hwspec import --live`, `diff --live`) -> Machine.
+
+What it reads, all under one root (`/`, or a tree `hwspec capture` saved):
+
+    sys/bus/pci/devices/*            each PCI function: class, vendor/device and subsystem ids,
+                                     current/max link speed and width, numa_node, local_cpulist;
+                                     its real path gives the chain of bridges above it
+    sys/class/infiniband/*/ports/*   RDMA devices and their ports: state, rate
+    sys/class/net/*                  network interfaces: the PCI function, operstate, speed
+    sys/devices/system/node/node*    NUMA nodes: cpulist, meminfo's MemTotal
+    proc/cpuinfo                     the CPU: vendor, family, model, model name, package
+
+The tree is hostile when it is a capture: every symbolic link is resolved component by
+component inside the root (a link that climbs out of it, or loops, is an I101 at the link),
+only regular files are opened (a FIFO would block) and read up to `MAX_ATTRIBUTE_BYTES`,
+directories are listed up to `MAX_ENTRIES`, and a name that is not printable ASCII is left
+out with a warning. A real sysfs has none of these, so each makes the tree unusable (exit 2)
+except the names. An attribute that is absent is simply not known (a virtual NIC has no link
+speed). Every element is located at the file it was read from.
+
+Links: a GPU at rest lowers its PCIe generation to save power, so a GPU's `link` is its
+maximum generation at its current width (`current_link` keeps what it trained at when read);
+every other device's `link` is its current speed and width.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hwspec.diagnostics import Location, Severity, display_path, os_reason
+from hwspec.live.observed import (
+    NUMA_PREFIX,
+    PCIE_SPEED_STRINGS,
+    Bridge,
+    Gpu,
+    Link,
+    Machine,
+    Nic,
+    NicPort,
+    NumaNode,
+    cpu_vendor,
+    is_accelerator,
+    is_decimal,
+    refuse_oversized,
+)
+from hwspec.live.topo_matrix import parse_cpu_list
+
+MAX_ATTRIBUTE_BYTES = 4 * 1024 * 1024
+"""The largest file read: /proc/cpuinfo of a 512-CPU node is about 1 MiB; sysfs attributes are a page."""
+MAX_ENTRIES = 65_536
+"""The most entries one directory may list (PCI functions with SR-IOV run to a few thousand)."""
+MAX_LINK_HOPS = 40
+"""Symbolic links followed while resolving one path, as the kernel's ELOOP limit."""
+
+BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+NUMA_DIR = re.compile(r"node(\d{1,5})")
+RATE = re.compile(r"(\d{1,6}(?:\.\d{1,3})?) Gb/sec")
+"""An RDMA port's rate, `200 Gb/sec (4X HDR)`."""
+PCI_DEVICES, INFINIBAND, NET, NODES, CPUINFO = (
+    "sys/bus/pci/devices", "sys/class/infiniband", "sys/class/net", "sys/devices/system/node", "proc/cpuinfo")
+
+
+class TreeError(Exception):
+    """A tree that is not a sysfs: `where` (the link or file) and why."""
+
+    def __init__(self, where: Location, message: str):
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
+@dataclass
+class Tree:
+    """A sysfs/procfs root, read with bounds. Paths are relative to the root, `/`-separated.
+
+    With `record`, every directory listed, link followed and file read is kept (`dirs`,
+    `links`, `files`), so that `hwspec capture` saves exactly what was read."""
+
+    root: Path
+    record: bool = False
+    dirs: set[str] = field(default_factory=set)
+    links: dict[str, str] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        shown = display_path(self.root)
+        self.shown = "" if shown == "/" else shown.rstrip("/")
+
+    def where(self, rel: str) -> Location:
+        return Location(f"{self.shown}/{rel}", 1)
+
+    def resolve(self, rel: str) -> str:
+        """`rel` with every symbolic link resolved inside the root (an absolute target is taken
+        from the root, as chroot does). Raises TreeError for a link out of the root or a loop."""
+        resolved: list[str] = []
+        pending = [c for c in reversed(rel.split("/")) if c]
+        hops = 0
+        while pending:
+            part = pending.pop()
+            if part == ".":
+                continue
+            if part == "..":
+                if not resolved:
+                    raise TreeError(self.where(rel), "a symbolic link leads out of the root: not a sysfs tree")
+                resolved.pop()
+                continue
+            candidate = "/".join([*resolved, part])
+            try:
+                target = os.readlink(self.root / candidate)
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
+                    raise TreeError(self.where(candidate), f"cannot read: {os_reason(exc)}") from exc
+                resolved.append(part)  # not a link (or absent: reading it says so)
+                continue
+            hops += 1
+            if hops > MAX_LINK_HOPS:
+                raise TreeError(self.where(rel), "too many levels of symbolic links: not a sysfs tree")
+            if self.record:
+                self.links[candidate] = target
+            if target.startswith("/"):
+                resolved = []
+            pending.extend(c for c in reversed(target.split("/")) if c)
+        return "/".join(resolved)
+
+    def read(self, rel: str) -> str | None:
+        """The text of file `rel`, stripped, or None when it is absent or unreadable here (a
+        root-only attribute). Raises TreeError for a file that is not a regular one or too large."""
+        path = self.resolve(rel)
+        try:
+            fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENODEV, errno.ENXIO, errno.EIO):
+                return None
+            raise TreeError(self.where(rel), f"cannot read: {os_reason(exc)}") from exc
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise TreeError(self.where(rel), "not a regular file: not a sysfs attribute")
+            chunks, size = [], 0
+            while size <= MAX_ATTRIBUTE_BYTES:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # an attribute the device cannot answer now (EIO, ENODEV)
+                    return None
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
+        if size > MAX_ATTRIBUTE_BYTES:
+            raise TreeError(self.where(rel), f"larger than {MAX_ATTRIBUTE_BYTES // (1024 * 1024)} MiB: not a sysfs attribute")
+        data = b"".join(chunks)
+        if self.record:
+            self.files[path] = data
+        return data.decode("utf-8", "replace").strip()
+
+    def list(self, rel: str, machine: Machine) -> list[str]:
+        """The entry names of directory `rel`, sorted; [] when it is absent. A name that is not
+        printable ASCII is left out with a warning."""
+        path = self.resolve(rel)
+        try:
+            with os.scandir(self.root / path) as entries:
+                names = []
+                for entry in entries:
+                    names.append(entry.name)
+                    if len(names) > MAX_ENTRIES:
+                        raise TreeError(self.where(rel), f"more than {MAX_ENTRIES} entries: not a sysfs directory")
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise TreeError(self.where(rel), f"cannot list: {os_reason(exc)}") from exc
+        if self.record:
+            self.dirs.add(path)
+        kept = []
+        for name in sorted(names):
+            if name.isascii() and name.isprintable():
+                kept.append(name)
+            else:
+                # problem() makes the name visible (one line, escapes): not here too, or it is escaped twice
+                machine.problem(self.where(rel), Severity.WARNING, "I103", f"entry {name} is not a printable ASCII name: left out")
+        return kept
+
+
+def read_sysfs(root: Path, tree: Tree | None = None) -> Machine:
+    """The machine whose sysfs and procfs are under `root` (see the module docstring). Problems
+    are in `.problems`: an unusable tree is an I100/I101 error and an otherwise empty machine."""
+    machine = Machine()
+    tree = tree or Tree(root)
+    machine.sources.append((tree.shown or "/", "sysfs"))
+    if not os.path.isdir(root / PCI_DEVICES):
+        machine.problem(tree.where(PCI_DEVICES), Severity.ERROR, "I100",
+                        "no such directory: not a sysfs root (give --sysfs-root the directory 'hwspec capture' wrote)")
+        return machine
+    try:
+        _Reader(tree, machine).run()
+    except TreeError as exc:
+        machine.problem(exc.where, Severity.ERROR, "I101", exc.message)
+        return machine
+    machine.listed.update({"numa", "rdma-nics", "tcp-nics", "nic-ports"})
+    refuse_oversized(machine, tree.where(PCI_DEVICES).file)
+    return machine
+
+
+def speed_gen(text: str | None) -> int | None:
+    """The PCIe generation of a sysfs link speed (`16.0 GT/s PCIe`, older kernels `8 GT/s`)."""
+    return PCIE_SPEED_STRINGS.get(text or "")
+
+
+def width_of(text: str | None) -> int | None:
+    return int(text) if text and is_decimal(text) and len(text) <= 3 else None
+
+
+class _Reader:
+    def __init__(self, tree: Tree, machine: Machine):
+        self.t, self.m = tree, machine
+        self.rdma_functions: set[str] = set()
+
+    def run(self) -> None:
+        self.numa_nodes()
+        self.cpuinfo()
+        self.pci()
+        self.rdma()
+        self.net()
+
+    # ------------------------------------------------------------ CPUs and memory
+
+    def numa_nodes(self) -> None:
+        for name in self.t.list(NODES, self.m):
+            match = NUMA_DIR.fullmatch(name)
+            if match is None:
+                continue
+            rel = f"{NODES}/{name}"
+            node = NumaNode(int(match.group(1)), self.t.where(f"{rel}/cpulist"))
+            text = self.t.read(f"{rel}/cpulist")
+            node.cpus = parse_cpu_list(text) if text else () if text == "" else None
+            if text and node.cpus is None:
+                self.m.problem(node.where, Severity.WARNING, "I103", f"\"{text[:40]}\" is not a CPU list")
+            node.memory = self.mem_total(f"{rel}/meminfo")
+            self.m.numa[node.id] = node
+        if not self.m.numa:  # a kernel without NUMA: one node holds every CPU
+            text = self.t.read("sys/devices/system/cpu/online")
+            cpus = parse_cpu_list(text) if text else None
+            if cpus is not None:
+                self.m.numa[0] = NumaNode(0, self.t.where("sys/devices/system/cpu/online"), cpus=cpus)
+
+    def mem_total(self, rel: str) -> int | None:
+        for line in (self.t.read(rel) or "").splitlines():
+            words = line.split()
+            if len(words) == 5 and words[2] == "MemTotal:" and is_decimal(words[3]) and words[4] == "kB":
+                return int(words[3]) * 1024
+        return None
+
+    def cpuinfo(self) -> None:
+        """Each NUMA node's CPU identity from the first /proc/cpuinfo entry of one of its CPUs."""
+        text = self.t.read(CPUINFO)
+        if not text:
+            return
+        self.m.sources.append((self.t.where(CPUINFO).file, "/proc/cpuinfo"))
+        numa_of_cpu = {cpu: node.id for node in self.m.numa.values() for cpu in node.cpus or ()}
+        for block in text.split("\n\n"):
+            fields = dict(_field(line) for line in block.splitlines() if ":" in line)
+            cpu = fields.get("processor", "")
+            node = self.m.numa.get(numa_of_cpu.get(int(cpu), -1)) if is_decimal(cpu) else None
+            if node is None or node.model_name is not None:
+                continue
+            node.arch = "x86_64" if "vendor_id" in fields else "aarch64" if "CPU implementer" in fields else \
+                "ppc64le" if fields.get("cpu", "").startswith("POWER") else None
+            node.vendor = cpu_vendor(fields.get("vendor_id"), node.arch)
+            for attr, key in (("family", "cpu family"), ("model", "model"), ("package", "physical id")):
+                if is_decimal(fields.get(key, "")):
+                    setattr(node, attr, int(fields[key]))
+            node.model_name = fields.get("model name") or fields.get("cpu") or None
+
+    # ------------------------------------------------------------ PCI
+
+    def pci(self) -> None:
+        functions = []
+        for name in self.t.list(PCI_DEVICES, self.m):
+            if not BUS_ID.fullmatch(name):
+                self.m.problem(self.t.where(PCI_DEVICES), Severity.WARNING, "I103", f"{name} is not a PCI bus id: left out")
+                continue
+            path = self.t.resolve(f"{PCI_DEVICES}/{name}")
+            chain = [part for part in path.split("/") if BUS_ID.fullmatch(part)]
+            if not chain or chain[-1] != name:
+                self.m.problem(self.t.where(f"{PCI_DEVICES}/{name}"), Severity.WARNING, "I103",
+                               f"{name} links to {path}, not to its PCI function: left out")
+                continue
+            pci_class = (self.t.read(f"{PCI_DEVICES}/{name}/class") or "")[2:6].lower()
+            functions.append((name, chain[:-1], pci_class))
+        bridges = {name for name, _, pci_class in functions if pci_class == "0604"}
+        for name, above, pci_class in functions:
+            parent = next((bus for bus in reversed(above) if bus in bridges), None)
+            self.function(name, parent, pci_class)
+
+    def attr(self, bus: str, name: str) -> str | None:
+        return self.t.read(f"{PCI_DEVICES}/{bus}/{name}")
+
+    def pci_id(self, bus: str, name: str) -> str | None:
+        text = (self.attr(bus, name) or "").lower()
+        return text if re.fullmatch(r"0x[0-9a-f]{4}", text) else None
+
+    def numa_node(self, bus: str) -> int:
+        """The function's NUMA node; -1 (none) on a machine with one NUMA node means that one."""
+        text = self.attr(bus, "numa_node")
+        if text and is_decimal(text):
+            return int(text)
+        return next(iter(self.m.numa)) if len(self.m.numa) == 1 else -1
+
+    def link(self, bus: str, prefix: str) -> Link | None:
+        gen, width = speed_gen(self.attr(bus, f"{prefix}_link_speed")), width_of(self.attr(bus, f"{prefix}_link_width"))
+        if gen is None and width is None:
+            return None
+        return Link.of(gen, width or None, width_zero=width == 0)
+
+    def function(self, bus: str, parent: str | None, pci_class: str) -> None:
+        where = self.t.where(f"{PCI_DEVICES}/{bus}/class")
+        vendor, device = self.pci_id(bus, "vendor"), self.pci_id(bus, "device")
+        numa = self.numa_node(bus)
+        up = parent or f"{NUMA_PREFIX}{numa}"
+        current = self.link(bus, "current")
+        if pci_class == "0604":
+            self.m.bridges[bus] = Bridge(bus, where, up, bus, current, vendor, device,
+                                         self.pci_id(bus, "subsystem_vendor"), self.pci_id(bus, "subsystem_device"))
+        elif is_accelerator(vendor, pci_class, self.os_devices(bus)):
+            self.m.gpus[bus] = self.gpu(bus, where, up, pci_class, vendor, device, numa, current)
+        elif pci_class.startswith("02"):
+            self.m.nics[bus] = Nic(bus, where, up, bus, current, vendor, device,
+                                   fabric="infiniband" if pci_class == "0207" else "ethernet", numa=numa)
+        elif pci_class == "0680" and vendor == "0x10de":
+            self.m.nvswitches[bus] = where
+
+    def os_devices(self, bus: str) -> tuple[str, ...]:
+        """`rsmi` for a function the amdgpu driver runs (ROCm computes on it), as hwloc names it."""
+        try:
+            driver = self.t.resolve(f"{PCI_DEVICES}/{bus}/driver").rsplit("/", 1)[-1]
+        except TreeError:
+            return ()
+        return ("rsmi",) if driver == "amdgpu" else ()
+
+    def gpu(self, bus, where, parent, pci_class, vendor, device, numa, current) -> Gpu:
+        maximum = self.link(bus, "max")
+        link = current
+        if current is not None and maximum is not None and maximum.gen is not None and current.width:
+            link = Link.of(maximum.gen, current.width)
+        cpus = self.attr(bus, "local_cpulist")
+        return Gpu(bus, where, parent, bus, link, vendor, device, numa=numa if numa >= 0 else None,
+                   cpus=parse_cpu_list(cpus) if cpus else None, model_name=self.attr(bus, "product_name") or None,
+                   subsystem_vendor=self.pci_id(bus, "subsystem_vendor"), subsystem_device=self.pci_id(bus, "subsystem_device"),
+                   current_link=current)
+
+    # ------------------------------------------------------------ RDMA devices and network interfaces
+
+    def function_of(self, rel: str) -> str | None:
+        """The PCI bus id of the function a class device (`sys/class/net/eth0`) belongs to."""
+        buses = [part for part in self.t.resolve(rel).split("/") if BUS_ID.fullmatch(part)]
+        return buses[-1] if buses else None
+
+    def rdma(self) -> None:
+        for name in self.t.list(INFINIBAND, self.m):
+            nic = self.m.nics.get(self.function_of(f"{INFINIBAND}/{name}") or "")
+            if nic is None:
+                continue  # a software RDMA device (rxe, siw): no PCI function
+            self.rdma_functions.add(nic.key)
+            for port in self.t.list(f"{INFINIBAND}/{name}/ports", self.m):
+                if is_decimal(port) and len(port) <= 3:
+                    nic.ports.append(self.rdma_port(name, int(port)))
+
+    def rdma_port(self, name: str, port: int) -> NicPort:
+        rel = f"{INFINIBAND}/{name}/ports/{port}"
+        rate = RATE.match(self.t.read(f"{rel}/rate") or "")
+        state = self.t.read(f"{rel}/state")
+        return NicPort(name, self.t.where(f"{rel}/state"), port, float(rate.group(1)) * 1e9 / 8 if rate else None,
+                       up=state.endswith("ACTIVE") if state else None)
+
+    def net(self) -> None:
+        for name in self.t.list(NET, self.m):
+            nic = self.m.nics.get(self.function_of(f"{NET}/{name}") or "")
+            if nic is None:
+                continue  # virtual (lo, bridges, tunnels) or on a function that is not a NIC
+            nic.interfaces.append(name)
+            if nic.key in self.rdma_functions:
+                continue  # the function's RDMA ports describe it
+            speed = self.t.read(f"{NET}/{name}/speed")
+            state = self.t.read(f"{NET}/{name}/operstate")
+            megabits = int(speed) if speed and is_decimal(speed) and int(speed) > 0 else None
+            nic.ports.append(NicPort(name, self.t.where(f"{NET}/{name}/operstate"), len(nic.ports) + 1,
+                                     megabits * 1e6 / 8 if megabits else None, up=state == "up" if state else None))
+
+
+def _field(line: str) -> tuple[str, str]:
+    key, _, value = line.partition(":")
+    return key.strip(), value.strip()
