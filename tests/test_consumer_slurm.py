@@ -179,10 +179,10 @@ def slurmd(programs: dict[str, str], conf: Path, node: str):
             daemon.communicate()
 
 
-def submit_and_wait(programs: dict[str, str], scontrol, tmp: Path, env: dict[str, str], *sbatch_args: str) -> dict[str, str]:
-    """`sbatch --parsable ARGS` (no partition or other option added) in `tmp`; waits until the
+def submit_and_wait(programs: dict[str, str], scontrol, cwd: Path, env: dict[str, str], *sbatch_args: str) -> dict[str, str]:
+    """`sbatch --parsable ARGS` (no partition or other option added) in `cwd`; waits until the
     job leaves PENDING/RUNNING and returns `scontrol show job`'s fields."""
-    result = subprocess.run([programs["sbatch"], "--parsable", *sbatch_args], cwd=tmp, env=env,
+    result = subprocess.run([programs["sbatch"], "--parsable", *sbatch_args], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     job = result.stdout.strip().split(";")[0]
@@ -196,8 +196,12 @@ def submit_and_wait(programs: dict[str, str], scontrol, tmp: Path, env: dict[str
 
 
 def test_plain_sbatch_of_the_generated_train_sbatch_runs_to_completion(slurm_programs, tmp_path: Path) -> None:
-    """The first thing a user does: `sbatch train.sbatch COMMAND`, no --partition. A fake
-    torchrun on PATH records what node-launch.sh hands it; the rest is the generated chain."""
+    """The first thing a user does, as docs/schedulers.md writes it: `sbatch train.sbatch
+    hostname`, no --partition; and a bare `sbatch --wrap` lands in the generated partition too.
+    A fake torchrun on PATH records what node-launch.sh hands it; the rest is the generated chain."""
+    (command,) = [b.strip() for b in re.findall(r"```sh\n(.*?)```", (ROOT / "docs" / "schedulers.md").read_text(),
+                                                re.DOTALL) if b.startswith("sbatch ")]
+    assert command == "sbatch train.sbatch hostname"
     programs = {**slurm_programs, "sbatch": need_program("sbatch", "slurm-client")}
     generated = generate(FIXTURES / "one_node_loopback.yaml", tmp_path / "out") / "loopback-one"
     conf = slurm_dir(tmp_path / "slurm", generated)
@@ -209,9 +213,9 @@ def test_plain_sbatch_of_the_generated_train_sbatch_runs_to_completion(slurm_pro
            "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     with slurmctld(programs, conf) as scontrol, slurmd(programs, conf, "node0"):
         assert "Default=YES" in scontrol("show", "partition", "loopback-one")
-        job = submit_and_wait(programs, scontrol, tmp_path, env, str(generated / "train.sbatch"), "hostname")
+        job = submit_and_wait(programs, scontrol, generated, env, *command.split()[1:])
         plain = submit_and_wait(programs, scontrol, tmp_path, env, "--wrap", "true")
-    output = (tmp_path / f"slurm-{job['JobId']}.out").read_text()
+    output = (generated / f"slurm-{job['JobId']}.out").read_text()
     assert (job["JobState"], job["ExitCode"], job["Partition"]) == ("COMPLETED", "0:0", "loopback-one"), output
     assert (tmp_path / "torchrun.args").read_text() == f"node0 --no-python {generated}/nodes/one-gpu/bind.sh hostname\n"
     assert (plain["JobState"], plain["Partition"]) == ("COMPLETED", "loopback-one")
