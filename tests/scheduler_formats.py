@@ -6,9 +6,14 @@
   nodes}]} (switch names at most 64 characters) or `flat: true`; "each block must have at
   least the planning base block size count of nodes"; "successive BlockSizes must be a power
   of two larger than the prior values".
-* Kueue's CRDs (kubernetes-sigs/kueue config/components/crd/bases/kueue.x-k8s.io_topologies.yaml
-  and apis/kueue/v1beta1/resourceflavor_types.go): the OpenAPI schemas below as JSON Schema,
-  plus their CEL rules (levels unique; kubernetes.io/hostname only as the lowest level; a
+* Kueue's v1beta2 API, the storage version from Kueue 0.16 (served from 0.15; v1beta1 carries
+  `+kubebuilder:deprecatedversion:warning="This version is deprecated. Use v1beta2 instead."`,
+  so kubectl warns on every v1beta1 apply). The schemas below are the CRD schemas controller-gen
+  makes from the kubebuilder markers of kubernetes-sigs/kueue apis/kueue/v1beta2/topology_types.go
+  (commit 046d2efa6fa34ff6f967530579f1883dddcc5407: levels 1-16 items, nodeLabel pattern and
+  length) and resourceflavor_types.go (commit 2fff9dfc9f18c1512327980fcee5cf8524d2d72c:
+  nodeLabels at most 8, TopologyReference a DNS subdomain of at most 253), as JSON Schema, plus
+  their CEL rules (levels unique; kubernetes.io/hostname only as the lowest level; a
   ResourceFlavor with topologyName has at least one nodeLabel).
 * Kubernetes label syntax (k8s.io/apimachinery validation: qualified names and label values).
 """
@@ -28,19 +33,21 @@ LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_KEY = re.compile(rf"^({DNS_SUBDOMAIN}/)?{LABEL_NAME}$")
 LABEL_VALUE = re.compile(rf"^({LABEL_NAME})?$")
 
-# From the Topology CRD's openAPIV3Schema (spec.levels).
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+"""The storage version of current Kueue releases: the only one these checks accept."""
+# From v1beta2 TopologySpec (spec.levels).
 KUEUE_TOPOLOGY_SCHEMA = {
     "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False,
     "properties": {
-        "apiVersion": {"type": "string"},
+        "apiVersion": {"const": KUEUE_API_VERSION},
         "kind": {"const": "Topology"},
         "metadata": {"type": "object", "required": ["name"],
                      "properties": {"name": {"type": "string", "maxLength": 253, "pattern": f"^{DNS_SUBDOMAIN}$"}}},
         "spec": {
             "type": "object", "required": ["levels"], "additionalProperties": False,
             "properties": {"levels": {
-                "type": "array", "minItems": 1, "maxItems": 8,
+                "type": "array", "minItems": 1, "maxItems": 16,
                 "items": {"type": "object", "required": ["nodeLabel"], "additionalProperties": False,
                           "properties": {"nodeLabel": {
                               "type": "string", "minLength": 1, "maxLength": 316,
@@ -49,22 +56,24 @@ KUEUE_TOPOLOGY_SCHEMA = {
         },
     },
 }
-# From ResourceFlavorSpec (nodeLabels: at most 8; TopologyReference: DNS subdomain, <= 253).
+# From v1beta2 ResourceFlavorSpec (nodeLabels: at most 8; TopologyReference: DNS subdomain, <= 253).
 KUEUE_FLAVOR_SCHEMA = {
     "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False,
     "properties": {
-        "apiVersion": {"type": "string"},
+        "apiVersion": {"const": KUEUE_API_VERSION},
         "kind": {"const": "ResourceFlavor"},
         "metadata": {"type": "object", "required": ["name"],
                      "properties": {"name": {"type": "string", "maxLength": 253, "pattern": f"^{DNS_SUBDOMAIN}$"}}},
-        "spec": {"type": "object", "properties": {
+        "spec": {"type": "object", "additionalProperties": False, "properties": {
             "nodeLabels": {"type": "object", "maxProperties": 8, "additionalProperties": {"type": "string"}},
+            "nodeTaints": {"type": "array", "maxItems": 8},
+            "tolerations": {"type": "array", "maxItems": 8},
             "topologyName": {"type": "string", "maxLength": 253, "pattern": f"^{DNS_SUBDOMAIN}$"},
+            "resourceWeights": {"type": "object", "maxProperties": 16},
         }},
     },
 }
-KUEUE_API_VERSIONS = {"kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2"}
 
 
 def check_slurm_topology_yaml(text: str) -> list[dict]:
@@ -116,8 +125,6 @@ def check_kueue_manifests(text: str) -> dict[str, dict]:
     docs = [d for d in yaml.safe_load_all(text) if d is not None]
     by_kind = {d["kind"]: d for d in docs}
     assert sorted(by_kind) == ["ResourceFlavor", "Topology"] and len(docs) == 2
-    for doc in docs:
-        assert doc["apiVersion"] in KUEUE_API_VERSIONS
     topology, flavor = by_kind["Topology"], by_kind["ResourceFlavor"]
     jsonschema.validate(topology, KUEUE_TOPOLOGY_SCHEMA)
     jsonschema.validate(flavor, KUEUE_FLAVOR_SCHEMA)

@@ -32,8 +32,9 @@ def slurm_programs() -> dict[str, str]:
 
 
 def slurm_dir(tmp: Path, generated: Path) -> Path:
-    """A Slurm configuration directory: a minimal site slurm.conf that `Include`s the generated
-    fragment, with the generated gres.conf and topology.conf beside it. The only change to the
+    """A Slurm configuration directory: a minimal site slurm.conf (select/cons_tres, Slurm's
+    default from 23.11, as the fragment asks) that `Include`s the generated fragment, with the
+    generated gres.conf and topology.conf beside it. The only change to the
     generated files: gres.conf's /dev/nvidiaN become character devices under tmp/dev."""
     conf = tmp / "etc"
     dev = tmp / "dev"
@@ -50,6 +51,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/none
 CredType=cred/none
+SelectType=select/cons_tres
 MpiDefault=none
 StateSaveLocation={tmp}/state
 SlurmdSpoolDir={tmp}/spool
@@ -158,3 +160,62 @@ def test_slurmctld_reads_rail_pods_under_the_spine(slurm_programs, tmp_path: Pat
     assert sorted((s["SwitchName"], s["Level"], s.get("Nodes"), s.get("Switches")) for s in switches) == [
         ("pod0", "0", "r[0-1]", None), ("pod1", "0", "r[2-3]", None), ("pod2", "0", "r[4-5]", None),
         ("pod3", "0", "r[6-7]", None), ("spine", "1", "r[0-7]", "pod[0-3]")]
+
+
+@contextlib.contextmanager
+def slurmd(programs: dict[str, str], conf: Path, node: str):
+    """A slurmd running as `node` on `conf` (foreground), stopped on exit."""
+    env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
+    daemon = subprocess.Popen([programs["slurmd"], "-D", "-N", node, "-f", str(conf / "slurm.conf")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        yield
+    finally:
+        daemon.terminate()
+        try:
+            daemon.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            daemon.kill()
+            daemon.communicate()
+
+
+def submit_and_wait(programs: dict[str, str], scontrol, cwd: Path, env: dict[str, str], *sbatch_args: str) -> dict[str, str]:
+    """`sbatch --parsable ARGS` (no partition or other option added) in `cwd`; waits until the
+    job leaves PENDING/RUNNING and returns `scontrol show job`'s fields."""
+    result = subprocess.run([programs["sbatch"], "--parsable", *sbatch_args], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    job = result.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 90
+    while True:
+        fields = dict(re.findall(r"(\w+)=(\S+)", scontrol("show", "job", job)))
+        if fields["JobState"] not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+            return fields
+        assert time.monotonic() < deadline, f"job {job} still {fields['JobState']}: {fields.get('Reason')}"
+        time.sleep(0.5)
+
+
+def test_plain_sbatch_of_the_generated_train_sbatch_runs_to_completion(slurm_programs, tmp_path: Path) -> None:
+    """The first thing a user does, as docs/schedulers.md writes it: `sbatch train.sbatch
+    hostname`, no --partition; and a bare `sbatch --wrap` lands in the generated partition too.
+    A fake torchrun on PATH records what node-launch.sh hands it; the rest is the generated chain."""
+    (command,) = [b.strip() for b in re.findall(r"```sh\n(.*?)```", (ROOT / "docs" / "schedulers.md").read_text(),
+                                                re.DOTALL) if b.startswith("sbatch ")]
+    assert command == "sbatch train.sbatch hostname"
+    programs = {**slurm_programs, "sbatch": need_program("sbatch", "slurm-client")}
+    generated = generate(FIXTURES / "one_node_loopback.yaml", tmp_path / "out") / "loopback-one"
+    conf = slurm_dir(tmp_path / "slurm", generated)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text(f'#!/bin/sh\necho "$SLURMD_NODENAME $*" > {tmp_path}/torchrun.args\n')
+    (bin_dir / "torchrun").chmod(0o755)
+    env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf"), "HWSPEC_DIR": str(generated),
+           "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    with slurmctld(programs, conf) as scontrol, slurmd(programs, conf, "node0"):
+        assert "Default=YES" in scontrol("show", "partition", "loopback-one")
+        job = submit_and_wait(programs, scontrol, generated, env, *command.split()[1:])
+        plain = submit_and_wait(programs, scontrol, tmp_path, env, "--wrap", "true")
+    output = (generated / f"slurm-{job['JobId']}.out").read_text()
+    assert (job["JobState"], job["ExitCode"], job["Partition"]) == ("COMPLETED", "0:0", "loopback-one"), output
+    assert (tmp_path / "torchrun.args").read_text() == f"node0 --no-python {generated}/nodes/one-gpu/bind.sh hostname\n"
+    assert (plain["JobState"], plain["Partition"]) == ("COMPLETED", "loopback-one")

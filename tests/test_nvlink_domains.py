@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
 from hwspec import pipeline
 from hwspec.generate import engine as generate
@@ -22,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
 PLATFORMS = ROOT / "platforms"
 CLUSTERS = sorted(p.parent.name for p in GENERATED.glob("*/hosts.tsv"))
-DOMAIN = "topology.hwspec.io/nvlink-domain"
+DOMAIN = "network.topology.nvidia.com/accelerator"
 
 
 def hosts(cluster: str) -> list[str]:
@@ -70,6 +73,24 @@ def test_kubernetes_manifests_follow_kueue_schemas_and_label_every_node(cluster)
         assert all(len(p) == 1 for p in parents.values()), (upper, lower, parents)
 
 
+def test_kueue_manifests_are_v1beta2_and_their_header_states_kueue_0_15():
+    text = (GENERATED / "gb200-nvl72-x4" / "kubernetes" / "topology.yaml").read_text()
+    assert "# Kueue topology-aware scheduling (kueue.x-k8s.io/v1beta2: Kueue 0.15 or later):\n" in text
+    assert {doc["apiVersion"] for doc in yaml.safe_load_all(text)} == {"kueue.x-k8s.io/v1beta2"}
+
+
+def test_a_deprecated_v1beta1_manifest_fails_the_kueue_check():
+    text = (GENERATED / "gb200-nvl72-x4" / "kubernetes" / "topology.yaml").read_text()
+    with pytest.raises(jsonschema.ValidationError, match=re.escape("'kueue.x-k8s.io/v1beta2' was expected")):
+        check_kueue_manifests(text.replace("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"))
+
+
+def test_node_labels_use_topograph_keys_for_the_nvlink_domain_and_fabric_tiers():
+    rows = parse_label_script((GENERATED / "gb200-nvl72-x4" / "kubernetes" / "label-nodes.sh").read_text())
+    assert rows[-1] == ("gb200-r3-t17", {
+        "topology.hwspec.io/cluster": "gb200-nvl72-x4", "network.topology.nvidia.com/tier-1": "spine",
+        "network.topology.nvidia.com/tier-0": "pod1", "network.topology.nvidia.com/accelerator": "nvl72-rack3"})
+
 def test_label_script_runs_under_sh_with_a_dry_run_kubectl():
     script = GENERATED / "gb200-nvl72" / "kubernetes" / "label-nodes.sh"
     result = subprocess.run(["sh", str(script)], env={**os.environ, "KUBECTL": "echo kubectl"},
@@ -77,7 +98,7 @@ def test_label_script_runs_under_sh_with_a_dry_run_kubectl():
     lines = result.stdout.splitlines()
     assert len(lines) == 18
     assert lines[0] == ("kubectl label node --overwrite gb200-t00 topology.hwspec.io/cluster=gb200-nvl72 "
-                        "topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0")
+                        "network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0")
 
 
 def test_nvl72_rack_states_one_72_gpu_domain_to_every_consumer():
@@ -138,7 +159,7 @@ def test_four_racks_are_four_blocks_under_two_pods():
         (f"nvl72-rack{r}", f"gb200-r{r}-t[00-17]") for r in range(4)]
     levels = [level["nodeLabel"] for level in
               check_kueue_manifests((out / "kubernetes" / "topology.yaml").read_text())["Topology"]["spec"]["levels"]]
-    assert levels == ["topology.hwspec.io/spine", "topology.hwspec.io/leaf", DOMAIN, "kubernetes.io/hostname"]
+    assert levels == ["network.topology.nvidia.com/tier-1", "network.topology.nvidia.com/tier-0", DOMAIN, "kubernetes.io/hostname"]
     assert conf(out / "nccl.conf")["NCCL_MNNVL_CLIQUE_ID"] == "-2"
     torchrec = json.loads((out / "torchrec-topology.json").read_text())["topology_kwargs"]
     assert (torchrec["pod_size"], torchrec["world_size"]) == (18, 288)
@@ -243,9 +264,9 @@ def test_domains_across_leaves_warn_and_drop_the_kubernetes_leaf_level(tmp_path,
     plan = generate.plan_for(checked.topology, only=["scheduler-topology"])
     manifests = check_kueue_manifests(plan["c/kubernetes/topology.yaml"])
     assert [level["nodeLabel"] for level in manifests["Topology"]["spec"]["levels"]] == [
-        "topology.hwspec.io/spine", DOMAIN, "kubernetes.io/hostname"]
+        "network.topology.nvidia.com/tier-1", DOMAIN, "kubernetes.io/hostname"]
     rows = parse_label_script(plan["c/kubernetes/label-nodes.sh"])
-    assert "topology.hwspec.io/leaf" not in rows[0][1]
+    assert "network.topology.nvidia.com/tier-0" not in rows[0][1]
 
 
 @pytest.mark.parametrize("name, message", [

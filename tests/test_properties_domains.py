@@ -17,8 +17,8 @@ from hwspec.topology.hostlist import expand
 from tests.scheduler_formats import check_kueue_manifests, check_slurm_topology_yaml, parse_label_script
 
 EXAMPLES = settings.default.max_examples
-DOMAIN = "topology.hwspec.io/nvlink-domain"
-LEAF = "topology.hwspec.io/leaf"
+DOMAIN = "network.topology.nvidia.com/accelerator"
+LEAF = "network.topology.nvidia.com/tier-0"
 
 
 def conf(text: str) -> dict[str, str]:

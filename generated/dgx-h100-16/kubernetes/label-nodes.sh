@@ -6,19 +6,19 @@
 # KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).
 set -eu
 label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }
-label dgxh100-00 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-01 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-02 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-03 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-04 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-05 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-06 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-07 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-08 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-09 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-10 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-11 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-12 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-13 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-14 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
-label dgxh100-15 topology.hwspec.io/cluster=dgx-h100-16 topology.hwspec.io/leaf=pod0
+label dgxh100-00 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-01 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-02 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-03 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-04 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-05 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-06 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-07 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-08 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-09 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-10 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-11 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-12 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-13 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-14 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-15 topology.hwspec.io/cluster=dgx-h100-16 network.topology.nvidia.com/tier-0=pod0

@@ -6,11 +6,11 @@
 # KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).
 set -eu
 label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }
-label dgxh100-00 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
-label dgxh100-01 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
-label dgxh100-02 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
-label dgxh100-03 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
-label dgxh100-04 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
-label dgxh100-05 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
-label dgxh100-06 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
-label dgxh100-07 topology.hwspec.io/cluster=dgx-h100-8 topology.hwspec.io/leaf=pod0
+label dgxh100-00 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-01 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-02 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-03 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-04 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-05 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-06 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0
+label dgxh100-07 topology.hwspec.io/cluster=dgx-h100-8 network.topology.nvidia.com/tier-0=pod0

@@ -6,21 +6,21 @@
 # KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).
 set -eu
 label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }
-label gb200-t00 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t01 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t02 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t03 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t04 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t05 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t06 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t07 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t08 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t09 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t10 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t11 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t12 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t13 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t14 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t15 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t16 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
-label gb200-t17 topology.hwspec.io/cluster=gb200-nvl72 topology.hwspec.io/leaf=pod0 topology.hwspec.io/nvlink-domain=nvl72-rack0
+label gb200-t00 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t01 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t02 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t03 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t04 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t05 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t06 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t07 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t08 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t09 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t10 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t11 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t12 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t13 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t14 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t15 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t16 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0
+label gb200-t17 topology.hwspec.io/cluster=gb200-nvl72 network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0

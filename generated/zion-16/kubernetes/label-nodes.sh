@@ -6,19 +6,19 @@
 # KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).
 set -eu
 label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }
-label zion00 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion01 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion02 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion03 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion04 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion05 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion06 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion07 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion08 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion09 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion10 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion11 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion12 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion13 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion14 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
-label zion15 topology.hwspec.io/cluster=zion-16 topology.hwspec.io/leaf=switch0
+label zion00 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion01 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion02 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion03 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion04 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion05 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion06 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion07 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion08 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion09 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion10 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion11 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion12 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion13 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion14 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0
+label zion15 topology.hwspec.io/cluster=zion-16 network.topology.nvidia.com/tier-0=switch0

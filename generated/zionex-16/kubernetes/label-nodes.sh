@@ -6,19 +6,19 @@
 # KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).
 set -eu
 label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }
-label zionex00 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex01 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex02 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex03 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex04 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex05 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex06 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex07 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex08 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex09 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex10 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex11 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex12 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex13 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex14 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
-label zionex15 topology.hwspec.io/cluster=zionex-16 topology.hwspec.io/leaf=switch0
+label zionex00 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex01 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex02 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex03 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex04 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex05 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex06 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex07 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex08 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex09 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex10 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex11 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex12 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex13 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex14 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0
+label zionex15 topology.hwspec.io/cluster=zionex-16 network.topology.nvidia.com/tier-0=switch0

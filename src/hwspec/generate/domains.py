@@ -5,7 +5,7 @@
   `tree` topology of the backend fabric (the same switches as `slurm/topology.conf`).
 - `slurm/topology-block.conf` (clusters with NVLink domains; Slurm 23.11-24.11 with
   `TopologyPlugin=topology/block`, topology.conf(5)): the same blocks as `BlockName=` lines.
-- `kubernetes/topology.yaml`: a Kueue `Topology` (ordered node-label levels, hostname lowest)
+- `kubernetes/topology.yaml`: a Kueue `Topology` (KUEUE_API) (ordered node-label levels, hostname lowest)
   and a `ResourceFlavor` that uses it; `kubernetes/label-nodes.sh` puts those labels on the
   nodes with `kubectl label`.
 - `mnnvl_settings` (cluster nccl.conf) and `domain_env` (cluster.env) for NCCL and TorchRec.
@@ -28,15 +28,22 @@ from hwspec.model.cluster import Cluster
 from hwspec.topology.cluster import ClusterTopology
 
 LABEL_PREFIX = "topology.hwspec.io"
-"""Prefix of the node labels hwspec defines (a DNS subdomain, as Kubernetes label keys need)."""
+"""Prefix of the node labels only hwspec defines (a DNS subdomain, as Kubernetes label keys need)."""
 LABEL_CLUSTER = f"{LABEL_PREFIX}/cluster"
-LABEL_SPINE = f"{LABEL_PREFIX}/spine"
-LABEL_LEAF = f"{LABEL_PREFIX}/leaf"
-LABEL_DOMAIN = f"{LABEL_PREFIX}/nvlink-domain"
+# Facts other tools label too use those tools' keys, so that a cluster labelled by NVIDIA's
+# topograph (pkg/topology/topology.go: KeyTopologyAccelerator, KeyFabricTierPrefix, "fabric tier
+# zero is closest to the compute node"), and the schedulers reading its labels (Kueue TAS, KAI),
+# see the same levels. GPU Feature Discovery's nvidia.com/gpu.clique names a node's NVLink clique
+# too, but GFD writes it from NVML (cluster UUID and clique id): hwspec leaves that key to GFD.
+LABEL_DOMAIN = "network.topology.nvidia.com/accelerator"
+LABEL_LEAF = "network.topology.nvidia.com/tier-0"
+LABEL_SPINE = "network.topology.nvidia.com/tier-1"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
-"""Kueue's Topology and ResourceFlavor API: v1beta1 is served from Kueue 0.14 (TAS beta, on
-by default) on; Kueue 0.15+ stores v1beta2 and still serves v1beta1."""
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+"""Kueue's Topology and ResourceFlavor API: v1beta2 is served from Kueue 0.15 and is the storage
+version from 0.16, which deprecates v1beta1 ("This version is deprecated. Use v1beta2 instead.");
+the fields written here (levels[].nodeLabel, nodeLabels, topologyName) are the same in both."""
+KUEUE_MIN_VERSION = "0.15"
 SPINE_VALUE = "spine"
 TOPOLOGY_BLOCK = "nvlink-domains"
 TOPOLOGY_TREE = "fabric"
@@ -195,8 +202,9 @@ def scheduler_topology(ctx: GenContext) -> dict[str, str]:
         {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name},
          "spec": {"nodeLabels": {LABEL_CLUSTER: name}, "topologyName": name}},
     ]
-    k8s_note = ("# Kueue topology-aware scheduling: kubectl apply -f topology.yaml (Kueue 0.14+), after labelling\n"
-                "# the nodes with label-nodes.sh. Levels, coarsest first: " + ", ".join(levels) + ".\n")
+    k8s_note = (f"# Kueue topology-aware scheduling ({KUEUE_API}: Kueue {KUEUE_MIN_VERSION} or later):\n"
+                "# kubectl apply -f topology.yaml, after labelling the nodes with label-nodes.sh.\n"
+                "# Levels, coarsest first: " + ", ".join(levels) + ".\n")
     if topology.domains_split_by_leaves:
         k8s_note += "# The leaf level is left out: NVLink domains span leaf switches (HW825).\n"
     lines = ["#!/bin/sh", *ctx.header("hash").splitlines(),
