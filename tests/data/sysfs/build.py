@@ -51,11 +51,10 @@ def build(name: str, out: Path) -> None:
         function(out, nic, nic_path, "0x020700", "0x15b3", "0x1021", numa, "32.0 GT/s PCIe", 16)
         device = f"mlx5_{socket}"
         link(out, f"sys/class/infiniband/{device}", f"{nic_path}/infiniband/{device}")
+        write(out, f"{nic_path}/infiniband/{device}/node_type", "1: CA")  # git keeps no empty directory
         if not (name == "hca-port-missing" and socket == 1):
             write(out, f"{nic_path}/infiniband/{device}/ports/1/state", "4: ACTIVE")
             write(out, f"{nic_path}/infiniband/{device}/ports/1/rate", "400 Gb/sec (4X NDR)")
-        else:
-            (out / nic_path / "infiniband" / device / "ports").mkdir(parents=True)
         link(out, f"sys/class/net/ib{socket}", f"{nic_path}/net/ib{socket}")
         write(out, f"{nic_path}/net/ib{socket}/operstate", "up")
     gpus = ("0000:03:00.0", "0000:83:00.0")
