@@ -197,3 +197,106 @@ def test_the_npd_daemonset_runs_npd_with_the_hwspec_config_on_the_platforms_node
     assert {"name": "HWSPEC_HOST_ROOT", "value": "/host"} in container["env"]
     assert pod["volumes"] == [{"name": "host", "hostPath": {"path": "/", "type": "Directory"}}]
     assert documents[2]["spec"]["selector"]["matchLabels"] == documents[2]["spec"]["template"]["metadata"]["labels"]
+
+
+# ---------------------------------------------------------------- a real slurmd runs the Slurm health check
+
+
+@pytest.fixture(scope="module")
+def slurm_programs() -> dict[str, str]:
+    if not is_root():
+        pytest.skip("slurmd and slurmctld need root to run with SlurmUser=root (CI runs as root)")
+    return {name: need_program(name, package) for name, package in
+            (("slurmd", "slurmd"), ("slurmctld", "slurmctld"), ("scontrol", "slurm-client"))}
+
+
+def slurm_conf(tmp: Path, health_check: Path) -> Path:
+    """A one-node cluster on loopback (node1) whose slurmd runs `health_check` every 2 s."""
+    for sub in ("state", "spool"):
+        (tmp / sub).mkdir()
+    conf = tmp / "slurm.conf"
+    conf.write_text(f"""ClusterName=hwspechealth
+SlurmctldHost=localhost(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+MpiDefault=none
+StateSaveLocation={tmp}/state
+SlurmdSpoolDir={tmp}/spool
+SlurmctldPidFile={tmp}/slurmctld.pid
+SlurmdPidFile={tmp}/slurmd.pid
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmdParameters=config_overrides
+ReturnToService=2
+HealthCheckProgram={health_check}
+HealthCheckInterval=2
+NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+PartitionName=p Nodes=node1 Default=YES State=UP
+""")
+    return conf
+
+
+def start(command: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def stop(daemon: subprocess.Popen) -> str:
+    daemon.terminate()
+    try:
+        return daemon.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        daemon.kill()
+        return daemon.communicate()[0]
+
+
+def node_reason(scontrol, env) -> tuple[str, str]:
+    """node1's (State, Reason) as scontrol shows them (the reason without its `[user@time]`)."""
+    shown = subprocess.run([scontrol, "show", "node", "node1"], capture_output=True, text=True, env=env, timeout=30).stdout
+    state = next((word.split("=", 1)[1] for word in shown.split() if word.startswith("State=")), "")
+    reason = next((line.strip()[len("Reason="):] for line in shown.splitlines() if line.strip().startswith("Reason=")), "")
+    return state, reason.rsplit(" [", 1)[0]
+
+
+def wait_for(predicate, what: str, seconds: float = 60):
+    deadline = time.monotonic() + seconds
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, what
+        time.sleep(0.5)
+
+
+@pytest.mark.consumer
+def test_slurmd_runs_the_health_check_which_drains_on_drift_and_resumes_its_own_drain_only(slurm_programs, tmp_path) -> None:
+    installed = install(tmp_path / "install")
+    health_check = installed / "health" / "slurm-healthcheck.sh"
+    conf = slurm_conf(tmp_path, health_check)
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    # slurmd runs the health check with SLURMD_NODENAME only: the rest comes from site.env
+    with (installed / "health" / "site.env").open("a") as site:
+        site.write(f"SLURM_CONF={conf}\n")
+    scontrol = slurm_programs["scontrol"]
+    replay(tmp_path / "install", GPU_X8)
+    controller = start([slurm_programs["slurmctld"], "-D", "-i", "-f", str(conf)], env)
+    daemons = [controller]
+    try:
+        wait_for(lambda: subprocess.run([scontrol, "ping"], capture_output=True, env=env, timeout=30).returncode == 0,
+                 "slurmctld did not start")
+        daemons.append(start([slurm_programs["slurmd"], "-D", "-N", "node1", "-f", str(conf)], env))
+        drained = wait_for(lambda: (s := node_reason(scontrol, env))[1] and s, "the health check did not drain node1")
+        assert "DRAIN" in drained[0] and drained[1] == f"hwspec: {GPU_X8_SUMMARY}"
+
+        replay(tmp_path / "install", CLEAN)
+        wait_for(lambda: node_reason(scontrol, env) == ("IDLE", ""), "node1 was not resumed")
+
+        subprocess.run([scontrol, "update", "NodeName=node1", "State=DRAIN", "Reason=admin: bad DIMM"], env=env, check=True)
+        time.sleep(6)  # three health checks on a clean node
+        assert node_reason(scontrol, env) == ("IDLE+DRAIN", "admin: bad DIMM")
+    finally:
+        logs = [stop(daemon) for daemon in reversed(daemons)]
+    assert "fatal" not in "".join(logs), logs
