@@ -8,8 +8,9 @@
 # checked (NPD: Unknown). HWSPEC_HOST_ROOT (npd-daemonset.yaml sets /host) runs hwspec in the
 # host's root with chroot, from NPD's container; unset, it runs in place (NPD on the host).
 # Settings (the environment, or health/site.env beside it, sourced when present): HWSPEC (the
-# hwspec command), HWSPEC_SPEC (the platform file), NODE_NAME (the DaemonSet sets it).
-set -u
+# hwspec command), HWSPEC_SPEC (the platform file), NODE_NAME (the DaemonSet sets it),
+# HWSPEC_SYSFS_ROOT and HWSPEC_INPUT (below).
+set -fu
 PATH=${PATH:+$PATH:}/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin
 site=${HWSPEC_HOST_ROOT:-}/etc/hwspec/jupiter-gh200/health/site.env
 if [ -r "$site" ]; then
@@ -19,10 +20,26 @@ if [ -r "$site" ]; then
 fi
 spec=${HWSPEC_SPEC:-/etc/hwspec/jupiter-gh200/platform.yaml}
 node=${NODE_NAME:-$(hostname -s)}
-if [ -n "${HWSPEC_HOST_ROOT:-}" ]; then
-    report=$(chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} diff "$spec" --live --format json --node "$node" 2>/dev/null)
+# hwspec diff's arguments, one quoted word each (nothing here is split or expanded again): this
+# machine (--live; HWSPEC_SYSFS_ROOT: a captured sysfs tree read instead of /), or HWSPEC_INPUT:
+# a captured dump (NCCL topology, lstopo XML, nvidia-smi output) compared instead of the machine,
+# for tests and replays. A relative path starting with - gets ./ so that it is not an option.
+case $spec in -*) spec=./$spec ;; esac
+set -- diff "$spec"
+if [ -n "${HWSPEC_INPUT:-}" ]; then
+    case $HWSPEC_INPUT in -*) HWSPEC_INPUT=./$HWSPEC_INPUT ;; esac
+    set -- "$@" "$HWSPEC_INPUT"
 else
-    report=$(${HWSPEC:-hwspec} diff "$spec" --live --format json --node "$node" 2>/dev/null)
+    set -- "$@" --live
+    if [ -n "${HWSPEC_SYSFS_ROOT:-}" ]; then
+        set -- "$@" --sysfs-root="$HWSPEC_SYSFS_ROOT"
+    fi
+fi
+set -- "$@" --format=json --node="$node"
+if [ -n "${HWSPEC_HOST_ROOT:-}" ]; then
+    report=$(chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} "$@" 2>/dev/null)
+else
+    report=$(${HWSPEC:-hwspec} "$@" 2>/dev/null)
 fi
 status=$?
 # the report's one-line summary: hwspec writes it in [A-Za-z0-9 _.:,=/@%+()-] only; kept to those here too

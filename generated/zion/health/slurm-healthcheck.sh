@@ -13,9 +13,9 @@
 # Settings (slurmd runs it with an empty environment: set them in health/site.env beside it,
 # which it sources when present): HWSPEC (the hwspec command), HWSPEC_SPEC (the platform file),
 # HWSPEC_TIMEOUT (seconds, default 60), HWSPEC_REPORT (also keep the JSON node report there, for
-# hwspec fleet-report), SLURM_CONF and PATH for scontrol.
+# hwspec fleet-report), HWSPEC_SYSFS_ROOT and HWSPEC_INPUT (below), SLURM_CONF and PATH for scontrol.
 # Exit status: hwspec's (0 matches, 1 differs, 2 could not check).
-set -u
+set -fu
 PATH=${PATH:+$PATH:}/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin
 site=/etc/hwspec/zion/health/site.env
 if [ -r "$site" ]; then
@@ -33,7 +33,23 @@ log() {
 report=$(mktemp) || exit 2
 errors=$(mktemp) || { rm -f "$report"; exit 2; }
 trap 'rm -f "$report" "$errors"' EXIT
-timeout "${HWSPEC_TIMEOUT:-60}" ${HWSPEC:-hwspec} diff "$spec" --live --format json --node "$node" >"$report" 2>"$errors"
+# hwspec diff's arguments, one quoted word each (nothing here is split or expanded again): this
+# machine (--live; HWSPEC_SYSFS_ROOT: a captured sysfs tree read instead of /), or HWSPEC_INPUT:
+# a captured dump (NCCL topology, lstopo XML, nvidia-smi output) compared instead of the machine,
+# for tests and replays. A relative path starting with - gets ./ so that it is not an option.
+case $spec in -*) spec=./$spec ;; esac
+set -- diff "$spec"
+if [ -n "${HWSPEC_INPUT:-}" ]; then
+    case $HWSPEC_INPUT in -*) HWSPEC_INPUT=./$HWSPEC_INPUT ;; esac
+    set -- "$@" "$HWSPEC_INPUT"
+else
+    set -- "$@" --live
+    if [ -n "${HWSPEC_SYSFS_ROOT:-}" ]; then
+        set -- "$@" --sysfs-root="$HWSPEC_SYSFS_ROOT"
+    fi
+fi
+set -- "$@" --format=json --node="$node"
+timeout "${HWSPEC_TIMEOUT:-60}" ${HWSPEC:-hwspec} "$@" >"$report" 2>"$errors"
 status=$?
 if [ -n "${HWSPEC_REPORT:-}" ]; then
     cp "$report" "$HWSPEC_REPORT" || log "cannot keep the report in $HWSPEC_REPORT"
