@@ -4,16 +4,18 @@ format as prometheus_client parses it, the Slurm HealthCheckProgram run by a rea
 drains and resumes the node through a real slurmctld, and the Node Problem Detector plugin and
 config (checked against a schema derived from NPD's Go types).
 
-`hwspec diff --live` is stood in for by a stub `hwspec` that runs today's `hwspec diff SPEC
-INPUT` on a captured dump (tests/data/live), so the scripts see the real report."""
+The scripts run this checkout's hwspec on a captured dump (HWSPEC_INPUT, tests/data/live) instead
+of this machine (`--live`), so they act on a real node report without a GPU. docs/health.md's
+examples are run here too (`docs_block`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,11 +27,15 @@ from hwspec.cli.commands import main
 from hwspec.diagnostics import Diagnostic, Severity
 from hwspec.diagnostics.report import SUMMARY_LIMIT, prometheus, summary
 from hwspec.live.health import device_of
-from tests.consumers import ROOT, free_port, is_root, need_program
+from tests import test_consumer_slurm
+from tests.consumers import HWSPEC, ROOT, free_port
+from tests.test_consumer_slurm import slurmctld
 
 LIVE = Path("tests/data/live")
 ZIONEX = Path("platforms/zionex.yaml")
 CLEAN, GPU_X8 = LIVE / "zionex.nccl.xml", LIVE / "zionex-gpu-x8.nccl.xml"
+slurm_programs = test_consumer_slurm.slurm_programs
+"""The fixture: slurmd, slurmctld and scontrol, or skip (not root, or not installed)."""
 NPD_SCHEMA = ROOT / "tests" / "data" / "npd-custom-plugin-config.schema.json"
 GPU_X8_SUMMARY = ("D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 in the machine (narrower) "
                   "(seen at tests/data/live/zionex-gpu-x8.nccl.xml:61)")
@@ -38,6 +44,13 @@ GPU_X8_SUMMARY = ("D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 in 
 @pytest.fixture(autouse=True)
 def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
+
+
+def docs_block(start: str) -> str:
+    """The fenced example of docs/health.md whose body starts with `start`."""
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```$", (ROOT / "docs" / "health.md").read_text(), re.M | re.S)
+    (block,) = [b for b in blocks if b.startswith(start)]
+    return block
 
 
 def diff(capsys, *args: str) -> tuple[int, str]:
@@ -105,6 +118,7 @@ def test_the_summary_is_one_bounded_line_of_shell_and_slurm_safe_characters() ->
 # ---------------------------------------------------------------- Prometheus
 
 
+@pytest.mark.consumer
 def test_prometheus_output_parses_with_prometheus_client_and_escapes_label_values(capsys) -> None:
     parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the consumers extra")
     status, out = diff(capsys, ZIONEX, GPU_X8, "--format", "prometheus", "--node", 'n"1\\x')
@@ -135,43 +149,98 @@ def test_an_unchecked_node_has_check_ok_0_and_drift_0(capsys, tmp_path) -> None:
 # ---------------------------------------------------------------- the generated scripts
 
 
-def install(tmp: Path) -> Path:
-    """zionex generated with its install root at `tmp` and its platform file installed there, a
-    stub `hwspec` (diff SPEC --live ... -> today's diff SPEC <tmp/live-input> ...) and a
-    health/site.env naming it. Returns the platform's install dir; write the dump to replay into
-    tmp/live-input."""
-    result = subprocess.run([sys.executable, "-m", "hwspec", "generate", str(ZIONEX), "-o", str(tmp), "--no-svg",
-                             "--install-root", str(tmp)], capture_output=True, text=True, timeout=300, cwd=ROOT,
+def install(tmp: Path, platform: Path = ZIONEX) -> Path:
+    """`platform` generated with its install root at `tmp` and installed there as
+    `platform.yaml`. Returns the platform's install dir; `replay` says what its scripts compare."""
+    result = subprocess.run([*HWSPEC, "generate", str(platform), "-o", str(tmp), "--no-svg", "--install-root", str(tmp)],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert result.returncode == 0, result.stderr
     installed = tmp / "zionex"
-    shutil.copy(ZIONEX, installed / "platform.yaml")
-    stub = tmp / "hwspec-stub"
-    stub.write_text(f"""#!/bin/sh
-[ "$1" = diff ] && [ "$3" = --live ] || exit 2
-spec=$2
-shift 3
-cd {ROOT} && PYTHONPATH={ROOT / "src"} exec {sys.executable} -m hwspec diff "$spec" "$(cat {tmp}/live-input)" "$@"
-""")
-    stub.chmod(0o755)
-    (installed / "health" / "site.env").write_text(f"HWSPEC={stub}\n")
+    shutil.copy(platform, installed / "platform.yaml")
     return installed
 
 
-def replay(tmp: Path, dump: Path) -> None:
-    (tmp / "live-input").write_text(str(dump))
+def replay(installed: Path, dump: Path | str, **settings: str) -> None:
+    """health/site.env making the scripts run this checkout's hwspec on `dump` (HWSPEC_INPUT)
+    instead of this machine, with `settings` besides: the scripts see a real node report."""
+    lines = {"HWSPEC": shlex.join(HWSPEC), "PYTHONPATH": str(ROOT / "src"), "HWSPEC_INPUT": str(dump), **settings}
+    (installed / "health" / "site.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in lines.items()))
+
+
+def summary_of(installed: Path, dump: Path | str) -> str:
+    """The node report's summary for `dump` against the installed spec, as hwspec writes it."""
+    result = subprocess.run([*HWSPEC, "diff", str(installed / "platform.yaml"), str(dump), "--format", "json"],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return json.loads(result.stdout)["summary"]
+
+
+def run_plugin(plugin: Path, cwd: Path = ROOT) -> tuple[int, str]:
+    result = subprocess.run([str(plugin)], capture_output=True, text=True, timeout=120, cwd=cwd,
+                            env={"PATH": os.environ["PATH"], "NODE_NAME": "n1"})
+    return result.returncode, result.stdout
 
 
 def test_the_npd_plugin_prints_one_line_and_exits_as_npd_expects(tmp_path) -> None:
-    plugin = install(tmp_path) / "health" / "npd-plugin.sh"
-    env = {"PATH": os.environ["PATH"], "NODE_NAME": "n1"}
+    installed = install(tmp_path)
+    plugin = installed / "health" / "npd-plugin.sh"
     outcomes = []
     for dump in (CLEAN, GPU_X8, tmp_path / "no-such-dump.xml"):
-        replay(tmp_path, dump)
-        result = subprocess.run([str(plugin)], capture_output=True, text=True, timeout=120, env=env)
-        outcomes.append((result.returncode, result.stdout))
-    assert outcomes == [(0, "hwspec: the node matches its spec\n"), (1, f"hwspec: {GPU_X8_SUMMARY}\n"),
+        replay(installed, ROOT / dump)
+        outcomes.append(run_plugin(plugin))
+    assert outcomes == [(0, "hwspec: the node matches its spec\n"), (1, f"hwspec: {summary_of(installed, ROOT / GPU_X8)}\n"),
                         (2, "hwspec: could not check the node (exit status 2)\n")]
+    assert outcomes[1][1].startswith("hwspec: D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 in the machine")
+
+
+def test_without_hwspec_input_the_scripts_check_this_machine_with_live_and_the_sysfs_root(tmp_path) -> None:
+    """The command line the scripts run, seen by a stand-in hwspec that prints its arguments."""
+    installed = install(tmp_path)
+    echo, seen = tmp_path / "echo-args", tmp_path / "args"
+    echo.write_text(f"#!/bin/sh\nfor arg; do printf '[%s]' \"$arg\"; done >{seen}\nexit 2\n")
+    echo.chmod(0o755)
+    settings = {"HWSPEC": str(echo), "HWSPEC_SYSFS_ROOT": "/captures/n 1", "SLURMD_NODENAME": "-n1", "PATH": os.environ["PATH"]}
+    (installed / "health" / "site.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in settings.items()))
+    status = subprocess.run([str(installed / "health" / "slurm-healthcheck.sh")], capture_output=True, timeout=60, env={})
+    assert status.returncode == 2
+    assert seen.read_text() == f"[diff][{installed}/platform.yaml][--live][--sysfs-root=/captures/n 1][--format=json][--node=-n1]"
+
+
+def test_hostile_input_paths_reach_hwspec_as_one_argument_and_run_nothing(tmp_path) -> None:
+    installed = install(tmp_path)
+    hostile = "-$(touch PWNED); `touch PWNED` *'\".xml"
+    shutil.copy(GPU_X8, tmp_path / hostile)
+    replay(installed, hostile)
+    status, out = run_plugin(installed / "health" / "npd-plugin.sh", cwd=tmp_path)
+    assert (status, out.split(" (seen at ")[0]) == (1, "hwspec: D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 "
+                                                        "in the machine (narrower)")
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_platform_named_with_shell_text_is_a_located_e110_and_nothing_is_generated(tmp_path) -> None:
+    hostile = tmp_path / "hostile.yaml"
+    hostile.write_text(ZIONEX.read_text().replace("\nname: zionex\n", '\nname: "zx$(touch PWNED);`id`"\n', 1))
+    result = subprocess.run([*HWSPEC, "generate", str(hostile), "-o", str(tmp_path / "out"), "--no-svg"], capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    line = next(n for n, text in enumerate(hostile.read_text().splitlines(), 1) if text.startswith("name:"))
+    assert result.returncode == 2
+    assert result.stderr == (f"hostile.yaml:{line}:7: error[E110]: name: 'zx$(touch PWNED);`id`' is not an id (lower-case "
+                             "letters, digits, '-' and '_', starting with a letter), e.g. 'gpu0'\n"
+                             "hwspec: nothing written: fix the errors above first\n")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "PWNED").exists()
+
+
+def test_a_hostile_platform_path_reaches_the_scripts_in_comments_only_and_runs_nothing(tmp_path) -> None:
+    where = tmp_path / "we ird\n$(touch PWNED);`touch PWNED`'\""
+    where.mkdir()
+    shutil.copy(ZIONEX, where / "zionex.yaml")
+    installed = install(tmp_path, where / "zionex.yaml")
+    for script in ("slurm-healthcheck.sh", "npd-plugin.sh"):
+        text = (installed / "health" / script).read_text()
+        assert all(line.startswith("#") for line in text.splitlines() if "PWNED" in line), script
+    replay(installed, ROOT / CLEAN)
+    assert run_plugin(installed / "health" / "npd-plugin.sh", cwd=tmp_path) == (0, "hwspec: the node matches its spec\n")
+    assert not (tmp_path / "PWNED").exists()
 
 
 def test_the_npd_config_meets_npds_schema_and_its_validate_rules(tmp_path) -> None:
@@ -184,6 +253,17 @@ def test_the_npd_config_meets_npds_schema_and_its_validate_rules(tmp_path) -> No
     assert {r["condition"] for r in config["rules"] if r["type"] == "permanent"} <= {c["type"] for c in config["conditions"]}
     # the rule's path is inside NPD's container, where the DaemonSet mounts the host's root at /host
     assert config["rules"][0]["path"] == f"/host{tmp_path}/zionex/health/npd-plugin.sh"
+
+
+@pytest.mark.parametrize(("mistake", "where"), [
+    ({"plugin": "kmsg"}, "plugin"), ({"pluginConfig": {"invoke_intervall": "300s"}}, "pluginConfig"),
+    ({"rules": [{"type": "permanent", "reason": "R", "path": "/p"}]}, "rules/0"),
+    ({"pluginConfig": {"timeout": "60 seconds"}}, "pluginConfig/timeout")])
+def test_the_npd_schema_refuses_what_npd_would_refuse_or_ignore(tmp_path, mistake, where) -> None:
+    config = {**json.loads((install(tmp_path) / "health" / "npd-config.json").read_text()), **mistake}
+    with pytest.raises(jsonschema.ValidationError) as error:
+        jsonschema.validate(config, json.loads(NPD_SCHEMA.read_text()))
+    assert "/".join(map(str, error.value.absolute_path)) == where
 
 
 def test_the_npd_daemonset_runs_npd_with_the_hwspec_config_on_the_platforms_nodes(tmp_path) -> None:
@@ -202,20 +282,14 @@ def test_the_npd_daemonset_runs_npd_with_the_hwspec_config_on_the_platforms_node
 # ---------------------------------------------------------------- a real slurmd runs the Slurm health check
 
 
-@pytest.fixture(scope="module")
-def slurm_programs() -> dict[str, str]:
-    if not is_root():
-        pytest.skip("slurmd and slurmctld need root to run with SlurmUser=root (CI runs as root)")
-    return {name: need_program(name, package) for name, package in
-            (("slurmd", "slurmd"), ("slurmctld", "slurmctld"), ("scontrol", "slurm-client"))}
-
-
 def slurm_conf(tmp: Path, health_check: Path) -> Path:
-    """A one-node cluster on loopback (node1) whose slurmd runs `health_check` every 2 s."""
-    for sub in ("state", "spool"):
-        (tmp / sub).mkdir()
-    conf = tmp / "slurm.conf"
-    conf.write_text(f"""ClusterName=hwspechealth
+    """A one-node cluster on loopback (node1), in tmp/etc/slurm.conf, whose slurmd runs
+    `health_check` every 2 s with docs/health.md's settings. Returns tmp/etc."""
+    conf = tmp / "etc"
+    for sub in (conf, tmp / "state", tmp / "spool"):
+        sub.mkdir()
+    settings = docs_block("HealthCheckProgram=").replace("/etc/hwspec/zionex/", f"{health_check.parent.parent}/")
+    (conf / "slurm.conf").write_text(f"""ClusterName=hwspechealth
 SlurmctldHost=localhost(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
@@ -232,30 +306,15 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SlurmdParameters=config_overrides
 ReturnToService=2
-HealthCheckProgram={health_check}
-HealthCheckInterval=2
-NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+{settings.replace("HealthCheckInterval=300", "HealthCheckInterval=2")}NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
 PartitionName=p Nodes=node1 Default=YES State=UP
 """)
     return conf
 
 
-def start(command: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-
-
-def stop(daemon: subprocess.Popen) -> str:
-    daemon.terminate()
-    try:
-        return daemon.communicate(timeout=30)[0]
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        daemon.kill()
-        return daemon.communicate()[0]
-
-
-def node_reason(scontrol, env) -> tuple[str, str]:
+def node_state(scontrol) -> tuple[str, str]:
     """node1's (State, Reason) as scontrol shows them (the reason without its `[user@time]`)."""
-    shown = subprocess.run([scontrol, "show", "node", "node1"], capture_output=True, text=True, env=env, timeout=30).stdout
+    shown = scontrol("show", "node", "node1")
     state = next((word.split("=", 1)[1] for word in shown.split() if word.startswith("State=")), "")
     reason = next((line.strip()[len("Reason="):] for line in shown.splitlines() if line.strip().startswith("Reason=")), "")
     return state, reason.rsplit(" [", 1)[0]
@@ -263,12 +322,24 @@ def node_reason(scontrol, env) -> tuple[str, str]:
 
 def wait_for(predicate, what: str, seconds: float = 60):
     deadline = time.monotonic() + seconds
-    while True:
-        value = predicate()
-        if value:
-            return value
+    while not (value := predicate()):
         assert time.monotonic() < deadline, what
-        time.sleep(0.5)
+        time.sleep(0.3)
+    return value
+
+
+def checks_ran(report: Path, status: str, times: int = 2) -> None:
+    """Wait until the health check has run `times` more times, each reporting `status` (its
+    HWSPEC_REPORT copy); once the second has started, the first one's scontrol calls are done."""
+    def reported() -> bool:
+        try:
+            return json.loads(report.read_text())["status"] == status
+        except (OSError, ValueError):
+            return False
+
+    for _ in range(times):
+        report.unlink(missing_ok=True)
+        wait_for(reported, f"the health check did not report {status}")
 
 
 @pytest.mark.consumer
@@ -276,27 +347,103 @@ def test_slurmd_runs_the_health_check_which_drains_on_drift_and_resumes_its_own_
     installed = install(tmp_path / "install")
     health_check = installed / "health" / "slurm-healthcheck.sh"
     conf = slurm_conf(tmp_path, health_check)
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-    # slurmd runs the health check with SLURMD_NODENAME only: the rest comes from site.env
-    with (installed / "health" / "site.env").open("a") as site:
-        site.write(f"SLURM_CONF={conf}\n")
-    scontrol = slurm_programs["scontrol"]
-    replay(tmp_path / "install", GPU_X8)
-    controller = start([slurm_programs["slurmctld"], "-D", "-i", "-f", str(conf)], env)
-    daemons = [controller]
-    try:
-        wait_for(lambda: subprocess.run([scontrol, "ping"], capture_output=True, env=env, timeout=30).returncode == 0,
-                 "slurmctld did not start")
-        daemons.append(start([slurm_programs["slurmd"], "-D", "-N", "node1", "-f", str(conf)], env))
-        drained = wait_for(lambda: (s := node_reason(scontrol, env))[1] and s, "the health check did not drain node1")
-        assert "DRAIN" in drained[0] and drained[1] == f"hwspec: {GPU_X8_SUMMARY}"
+    report = tmp_path / "report.json"
+    missing = tmp_path / "no-such-dump.xml"
 
-        replay(tmp_path / "install", CLEAN)
-        wait_for(lambda: node_reason(scontrol, env) == ("IDLE", ""), "node1 was not resumed")
+    def check(dump: Path) -> None:  # slurmd runs the check with SLURMD_NODENAME only: the rest is in site.env
+        replay(installed, dump, SLURM_CONF=str(conf / "slurm.conf"), HWSPEC_REPORT=str(report))
 
-        subprocess.run([scontrol, "update", "NodeName=node1", "State=DRAIN", "Reason=admin: bad DIMM"], env=env, check=True)
-        time.sleep(6)  # three health checks on a clean node
-        assert node_reason(scontrol, env) == ("IDLE+DRAIN", "admin: bad DIMM")
-    finally:
-        logs = [stop(daemon) for daemon in reversed(daemons)]
-    assert "fatal" not in "".join(logs), logs
+    check(ROOT / GPU_X8)
+    with slurmctld(slurm_programs, conf) as scontrol:
+        env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
+        slurmd = subprocess.Popen([slurm_programs["slurmd"], "-D", "-N", "node1", "-f", str(conf / "slurm.conf")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            drift = f"hwspec: {summary_of(installed, ROOT / GPU_X8)}"
+            assert wait_for(lambda: (s := node_state(scontrol))[1] and s, "node1 was not drained") == ("IDLE+DRAIN", drift)
+            check(missing)  # could not check: a drained node stays drained
+            checks_ran(report, "unchecked")
+            assert node_state(scontrol) == ("IDLE+DRAIN", drift)
+
+            check(ROOT / CLEAN)
+            wait_for(lambda: node_state(scontrol) == ("IDLE", ""), "node1 was not resumed")
+            check(missing)  # could not check: a clean node is not drained
+            checks_ran(report, "unchecked")
+            assert node_state(scontrol) == ("IDLE", "")
+
+            scontrol("update", "NodeName=node1", "State=DRAIN", "Reason=admin: bad DIMM")
+            check(ROOT / CLEAN)  # an admin's drain is not resumed ...
+            checks_ran(report, "clean")
+            assert node_state(scontrol) == ("IDLE+DRAIN", "admin: bad DIMM")
+            check(ROOT / GPU_X8)  # ... nor its reason overwritten
+            checks_ran(report, "drift")
+            assert node_state(scontrol) == ("IDLE+DRAIN", "admin: bad DIMM")
+        finally:
+            slurmd.terminate()
+            log = slurmd.communicate(timeout=30)[0]
+    assert "fatal" not in log, log
+
+
+# ---------------------------------------------------------------- docs/health.md's examples, run
+
+
+def test_docs_install_block_installs_the_generated_files_and_the_spec(tmp_path) -> None:
+    block = docs_block("mkdir -p /etc/hwspec\n").replace("/etc/hwspec", f"{tmp_path}/etc-hwspec")
+    subprocess.run(["sh", "-ec", block], cwd=ROOT, check=True, timeout=60)
+    installed = tmp_path / "etc-hwspec" / "zionex"
+    assert (installed / "platform.yaml").read_text() == ZIONEX.read_text()
+    for script in ("slurm-healthcheck.sh", "npd-plugin.sh"):
+        assert os.access(installed / "health" / script, os.X_OK), script
+
+
+def test_docs_replay_block_runs_the_check_on_a_capture(tmp_path) -> None:
+    installed = install(tmp_path)
+    block = docs_block("HWSPEC_INPUT=").replace("/etc/hwspec/", f"{tmp_path}/")
+    result = subprocess.run(["sh", "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ)
+    assert result.returncode == 1
+    assert result.stdout == f"hwspec: {summary_of(installed, GPU_X8)}\n"
+
+
+def test_docs_nhc_line_runs_the_check_nhc_expects_exit_0_from(tmp_path) -> None:
+    installed = install(tmp_path)
+    line = docs_block("* || check_cmd_status").strip()
+    prefix = "* || check_cmd_status -t 60 -r 0 /etc/hwspec/zionex/"
+    assert line.startswith(prefix)
+    command = [f"{installed}/{line[len(prefix):]}"]
+    outcomes = []
+    for dump in (CLEAN, GPU_X8):
+        replay(installed, ROOT / dump)
+        outcomes.append(subprocess.run(command, capture_output=True, timeout=120, env={}).returncode)
+    assert outcomes == [0, 1]
+
+
+def test_docs_kubectl_block_labels_nodes_as_the_daemonset_selects_and_reads_its_condition(tmp_path) -> None:
+    label, apply, get = docs_block("kubectl label").splitlines()
+    documents = list(yaml.safe_load_all(Path("generated/zionex/health/npd-daemonset.yaml").read_text()))
+    selector = documents[2]["spec"]["template"]["spec"]["nodeSelector"]
+    assert label.split()[4:] == [f"{key}={value}" for key, value in selector.items()]
+    assert apply == "kubectl apply -f /etc/hwspec/zionex/health/npd-daemonset.yaml"
+    config = json.loads(Path("generated/zionex/health/npd-config.json").read_text())
+    assert f'@.type=="{config["conditions"][0]["type"]}"' in get
+
+
+@pytest.mark.consumer
+def test_docs_textfile_block_leaves_a_whole_file_prometheus_client_parses(tmp_path) -> None:
+    parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the consumers extra")
+    installed = install(tmp_path)
+    block = (docs_block("hwspec diff /etc/hwspec/zionex/platform.yaml --live --format prometheus")
+             .replace("/etc/hwspec/", f"{tmp_path}/").replace("--live", str(GPU_X8))
+             .replace("/var/lib/node_exporter/textfile", str(tmp_path)))
+    subprocess.run(["sh", "-c", block], cwd=ROOT, timeout=120, env=os.environ)
+    families = {f.name: f for f in parser.text_string_to_metric_families((tmp_path / "hwspec.prom").read_text())}
+    assert [s.value for s in families["hwspec_node_drift"].samples] == [1.0]
+    assert not (tmp_path / "hwspec.prom.tmp").exists() and (installed / "platform.yaml").exists()
+
+
+@pytest.mark.parametrize("form", ["prometheus", "json"])
+def test_docs_shows_the_reports_as_hwspec_prints_them(capsys, form) -> None:
+    command = f"hwspec diff {ZIONEX} {GPU_X8} --node gpu-node-7 --format {form}"
+    docs = (ROOT / "docs" / "health.md").read_text()
+    shown = (docs.split(f"```\n{command}\n", 1)[1] if form == "prometheus" else docs.split("```json\n", 1)[1]).split("```", 1)[0]
+    status, out = diff(capsys, *command.split()[2:])
+    assert (status, shown) == (1, out)
