@@ -15,7 +15,9 @@ within the global one and each permanent rule's condition among `conditions`.
 Every path written into the scripts is the install dir (checked by `install_root`) and the
 platform name (an id), written through `shell_word`, which refuses anything it would have to quote;
 nothing else from the platform file reaches them. The spec is expected at
-`<install dir>/platform.yaml` (HWSPEC_SPEC overrides it).
+`<install dir>/platform.yaml` (HWSPEC_SPEC overrides it). hwspec's command line is built one
+quoted word per argument (templates/health/diff-args.sh.j2): HWSPEC_SYSFS_ROOT reads a captured
+sysfs tree, HWSPEC_INPUT compares a captured dump instead of the machine (tests, replays).
 """
 
 from __future__ import annotations
