@@ -151,8 +151,10 @@ def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_d
     calls.clear()
     again = generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex-16/nodes/zionex", rail_optimized=True,
                                 rendered=rendered)
-    assert sorted(calls) == ["launch-env", "nccl-conf"] and len(rendered_first) > 3
-    assert {path for path in first if first[path] != again[path]} == {"launch.env", "nccl.conf"}
+    assert sorted(calls) == ["health", "launch-env", "nccl-conf"] and len(rendered_first) > 3
+    assert {path for path in first if first[path] != again[path]} == {
+        "launch.env", "nccl.conf", "health/slurm-healthcheck.sh", "health/npd-plugin.sh", "health/npd-config.json",
+        "health/npd-daemonset.yaml"}
     assert again["roofline.json"] is first["roofline.json"]
     calls.clear()
     generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex")  # no run's outputs: all rendered

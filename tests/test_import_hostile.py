@@ -209,7 +209,7 @@ def test_a_draft_from_hostile_inputs_loads_back_as_exactly_what_import_meant_to_
 
 def assert_one_line_per_finding(outputs: dict[str, str], spec: str) -> None:
     """The four report formats of one diff: valid, with the same findings, one line each."""
-    findings = json.loads(outputs["json"])
+    findings = json.loads(outputs["json"])["findings"]
     text_lines = outputs["text"].split("\n")[:-1]
     assert outputs["text"].splitlines() == text_lines
     assert len([line for line in text_lines if not line.startswith("  hint: ")]) == len(findings), outputs["text"]

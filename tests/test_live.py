@@ -282,7 +282,7 @@ def test_diff_speaks_validates_formats(fmt, capsys):
     assert main(["diff", "platforms/zionex.yaml", str(LIVE / "zionex-gpu-x8.nccl.xml"), "--format", fmt]) == 1
     out = capsys.readouterr().out
     if fmt == "json":
-        assert [(d["code"], d["rule"], d["line"]) for d in json.loads(out)] == [("D105", "pcie-link", 70)]
+        assert [(d["code"], d["rule"], d["line"]) for d in json.loads(out)["findings"]] == [("D105", "pcie-link", 70)]
     elif fmt == "github":
         assert out.startswith("::error file=platforms/zionex.yaml,line=70,col=11,title=D105 pcie-link::gpu3: PCIe link is Gen4 x16")
     else:

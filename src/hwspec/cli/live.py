@@ -8,6 +8,7 @@ machine matches its spec), 1 findings (import: the draft has errors to fix; diff
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +35,7 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the draft to FILE (default: stdout)")
         parser.add_argument("--name", metavar="NAME", help="platform name (default: the output file's stem, else 'imported')")
     else:
-        parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
+        add_diff_report_arguments(parser)
     parser.add_argument("--parts", metavar="DIR", action="append", default=[], type=Path,
                         help="also load parts from DIR (repeatable; later wins)")
     if name == "diff":
@@ -92,6 +93,43 @@ def _read_live(args: argparse.Namespace):
         sys.stderr.write(f"hwspec: note: {visible(read.note)}\n")
     args.inputs = [f"this machine ({visible(root)})" if args.sysfs_root is None else visible(root)]
     return read.machine
+
+
+DIFF_FORMATS = ("text", "json", "github", "sarif", "prometheus")
+"""diff's report formats: validate's, where json is the node report
+(`hwspec.diagnostics.report.node_report`), and Prometheus' text exposition format."""
+
+
+def add_diff_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """diff's `--format` and `--node` (the node the json and prometheus reports name)."""
+    parser.add_argument("--format", choices=DIFF_FORMATS, default="text",
+                        help="json: the node report (hwspec_report 1); prometheus: the text exposition format "
+                             "for node_exporter's textfile collector")
+    parser.add_argument("--node", metavar="NAME",
+                        help="the node's name in the json and prometheus reports (default: the short host name)")
+
+
+def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: int, platform=None) -> int:
+    """Write diff's report of `diagnostics` on stdout in `args.format` and return `exit_code`.
+    json and prometheus always write one, naming the node and the spec, "could not check"
+    included (exit status 2); the other formats write the diagnostics only where a comparison
+    or the inputs produced them (`platform` given)."""
+    from hwspec.diagnostics import report
+    from hwspec.live.diff import CHECKS
+
+    if args.format in ("json", "prometheus"):
+        from hwspec.live.health import node_name, with_devices
+
+        findings = with_devices(diagnostics, platform)
+        node, spec = node_name(args.node), str(args.spec)
+        if args.format == "json":
+            name = platform.name if platform is not None else None
+            sys.stdout.write(json.dumps(report.node_report(findings, node, spec, name, exit_code), indent=2) + "\n")
+        else:
+            sys.stdout.write(report.prometheus(findings, node, spec, exit_code))
+    elif platform is not None:
+        sys.stdout.write(report.render(diagnostics, args.format, CHECKS.values()))
+    return exit_code
 
 
 def _read(args: argparse.Namespace):
@@ -184,28 +222,29 @@ def run_diff(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.cli.common import command_policy, command_sandbox
     from hwspec.diagnostics import HwspecError, report
-    from hwspec.live.diff import CHECKS, diff
+    from hwspec.live.diff import diff
     from hwspec.rules.engine import load_rules
 
     try:
         rules = load_rules(pipeline.rule_directories(args.rules))
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
-        return EXIT_UNREADABLE
+        return write_diff_report(args, exc.diagnostics, EXIT_UNREADABLE)
     checked = pipeline.check(args.spec, rules, args.parts, sandbox=command_sandbox(args), policy=command_policy(args))
     if checked.platform is None or getattr(checked.platform, "kind", "node") != "node":
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.platform is not None:
             sys.stderr.write(f"hwspec: {visible(args.spec)} is a cluster: diff compares one node with its node platform file\n")
-        return EXIT_UNREADABLE
+        return write_diff_report(args, checked.diagnostics, EXIT_UNREADABLE)
     machine, fatal = _read(args)
     if fatal:
-        sys.stdout.write(report.render(machine.problems, args.format, CHECKS.values()))
+        write_diff_report(args, machine.problems, EXIT_UNREADABLE, checked.platform)
         sys.stderr.write("hwspec: the inputs cannot be used: nothing compared\n")
         return EXIT_UNREADABLE
     findings = diff(checked.platform, machine)
-    sys.stdout.write(report.render([*findings, *machine.problems], args.format, CHECKS.values()))
+    status = EXIT_FINDINGS if findings else EXIT_OK
+    write_diff_report(args, [*findings, *machine.problems], status, checked.platform)
     if args.format == "text":
         verdict = "the machine matches its spec" if not findings else f"{len(findings)} difference(s)"
         sys.stderr.write(f"hwspec: {visible(args.spec)} against {', '.join(map(visible, args.inputs))}: {verdict}\n")
-    return EXIT_FINDINGS if findings else EXIT_OK
+    return status

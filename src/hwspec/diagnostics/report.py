@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
@@ -115,3 +116,75 @@ def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
             "results": results,
         }],
     }
+
+
+# ------------------------------------------------------------------ health-check outputs of `hwspec diff`
+
+NODE_REPORT_VERSION = 1
+"""The `hwspec_report` version of the node report (`node_report`); readers ignore unknown keys."""
+NODE_STATUS = {0: "clean", 1: "drift", 2: "unchecked"}
+"""A node report's `status` by `hwspec diff`'s exit status."""
+SUMMARY_LIMIT = 160
+"""The longest `summary` (a Slurm drain reason, a Node Problem Detector message), in characters."""
+_SUMMARY_UNSAFE = re.compile(r"[^A-Za-z0-9 _.:,=/@%+()-]")
+
+
+def summary(diagnostics: list[Diagnostic], exit_code: int) -> str:
+    """One line for a health checker: the first finding (`CODE message`, `+N more` when there are
+    others) or what the status says. Only letters, digits, spaces and `_.:,=/@%+()-`, at most
+    SUMMARY_LIMIT characters, so that it can go into a drain reason or a shell word as it is."""
+    if not diagnostics:
+        return {0: "the node matches its spec", 1: "the node differs from its spec"}.get(exit_code, "could not check the node")
+    first = diagnostics[0]
+    more = f" (+{len(diagnostics) - 1} more)" if len(diagnostics) > 1 else ""
+    text = " ".join(_SUMMARY_UNSAFE.sub("_", f"{first.code} {first.message}").split())
+    if len(text) + len(more) > SUMMARY_LIMIT:
+        text = text[:SUMMARY_LIMIT - len(more) - 3].rstrip() + "..."
+    return text + more
+
+
+def node_report(findings: list[tuple[Diagnostic, str | None]], node: str, spec: str, platform: str | None,
+                exit_code: int) -> dict:
+    """The node report (`hwspec diff --format json`, version NODE_REPORT_VERSION): which node, which
+    spec, `status` and `exit_code`, and every finding with the spec device it is about (None when
+    it is about no one device). `summary` (an extra key) is `summary()`. No timestamp: the same
+    machine and spec give the same bytes."""
+    diagnostics = [d for d, _ in findings]
+    return {"hwspec_report": NODE_REPORT_VERSION, "node": node, "spec": spec, "platform": platform,
+            "status": NODE_STATUS[exit_code], "exit_code": exit_code, "summary": summary(diagnostics, exit_code),
+            "findings": [{"code": d.code, "severity": d.severity.label, "device": device, "message": d.message,
+                          "file": d.file, "line": d.line, "col": d.col, "hint": d.hint, "rule": d.name or None}
+                         for d, device in findings]}
+
+
+def prometheus_label(value: str) -> str:
+    """A label value of the Prometheus text exposition format, quotes included: backslash, double
+    quote and line feed escaped (the only escapes the format has)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def prometheus(findings: list[tuple[Diagnostic, str | None]], node: str, spec: str, exit_code: int) -> str:
+    """The node's check in the Prometheus text exposition format (node_exporter's textfile
+    collector): `hwspec_check_ok` (0 when the node could not be checked), `hwspec_node_drift`
+    (1 when it differs from its spec) and one `hwspec_finding` sample per kind of finding, whose
+    value is how many findings share its labels (a label set may appear only once)."""
+    where = f"node={prometheus_label(node)},spec={prometheus_label(spec)}"
+    counts: dict[tuple[str, str, str], int] = {}
+    for d, device in findings:
+        key = (d.code, device or "", d.severity.label)
+        counts[key] = counts.get(key, 0) + 1
+    lines = [
+        "# HELP hwspec_check_ok Whether hwspec could compare the node with its spec (0: exit status 2).",
+        "# TYPE hwspec_check_ok gauge",
+        f"hwspec_check_ok{{{where}}} {int(exit_code != 2)}",
+        "# HELP hwspec_node_drift Whether the node differs from its spec (1: exit status 1).",
+        "# TYPE hwspec_node_drift gauge",
+        f"hwspec_node_drift{{{where}}} {int(exit_code == 1)}",
+        "# HELP hwspec_finding Findings of hwspec diff by code, spec device and severity.",
+        "# TYPE hwspec_finding gauge",
+    ]
+    node_label = f"node={prometheus_label(node)}"
+    for (code, device, severity), count in sorted(counts.items()):
+        lines.append(f"hwspec_finding{{{node_label},code={prometheus_label(code)},device={prometheus_label(device)},"
+                     f"severity={prometheus_label(severity)}}} {count}")
+    return "\n".join(lines) + "\n"

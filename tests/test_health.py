@@ -1,0 +1,449 @@
+"""Health-check outputs of `hwspec diff` and the generated integrations: the node report
+(`--format json`, the contract `hwspec fleet-report` reads), the Prometheus text exposition
+format as prometheus_client parses it, the Slurm HealthCheckProgram run by a real slurmd that
+drains and resumes the node through a real slurmctld, and the Node Problem Detector plugin and
+config (checked against a schema derived from NPD's Go types).
+
+The scripts run this checkout's hwspec on a captured dump (HWSPEC_INPUT, tests/data/live) instead
+of this machine (`--live`), so they act on a real node report without a GPU. docs/health.md's
+examples are run here too (`docs_block`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from hwspec.cli.commands import main
+from hwspec.diagnostics import Diagnostic, Severity
+from hwspec.diagnostics.report import SUMMARY_LIMIT, prometheus, summary
+from hwspec.live.health import device_of
+from tests import test_consumer_slurm
+from tests.consumers import HWSPEC, ROOT, free_port
+from tests.test_consumer_slurm import slurmctld
+
+LIVE = Path("tests/data/live")
+ZIONEX = Path("platforms/zionex.yaml")
+CLEAN, GPU_X8 = LIVE / "zionex.nccl.xml", LIVE / "zionex-gpu-x8.nccl.xml"
+slurm_programs = test_consumer_slurm.slurm_programs
+"""The fixture: slurmd, slurmctld and scontrol, or skip (not root, or not installed)."""
+NPD_SCHEMA = ROOT / "tests" / "data" / "npd-custom-plugin-config.schema.json"
+GPU_X8_SUMMARY = ("D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 in the machine (narrower) "
+                  "(seen at tests/data/live/zionex-gpu-x8.nccl.xml:61)")
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def docs_block(start: str) -> str:
+    """The fenced example of docs/health.md whose body starts with `start`."""
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```$", (ROOT / "docs" / "health.md").read_text(), re.M | re.S)
+    (block,) = [b for b in blocks if b.startswith(start)]
+    return block
+
+
+def diff(capsys, *args: str) -> tuple[int, str]:
+    status = main(["diff", *map(str, args)])
+    return status, capsys.readouterr().out
+
+
+def finding(message: str, code: str = "D105", severity: Severity = Severity.ERROR) -> Diagnostic:
+    return Diagnostic("spec.yaml", 3, 5, severity, code, message)
+
+
+# ---------------------------------------------------------------- the node report
+
+
+def test_diff_json_is_the_node_report_naming_node_spec_status_and_each_findings_device(capsys) -> None:
+    status, out = diff(capsys, ZIONEX, GPU_X8, "--format", "json", "--node", "gpu-node-7")
+    report = json.loads(out)
+    assert status == 1
+    assert {k: report[k] for k in ("hwspec_report", "node", "spec", "platform", "status", "exit_code", "summary")} == {
+        "hwspec_report": 1, "node": "gpu-node-7", "spec": "platforms/zionex.yaml", "platform": "zionex",
+        "status": "drift", "exit_code": 1, "summary": GPU_X8_SUMMARY}
+    assert report["findings"] == [{
+        "code": "D105", "severity": "error", "device": "gpu3", "file": "platforms/zionex.yaml", "line": 70, "col": 11,
+        "message": "gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 in the machine (narrower) "
+                   "(seen at tests/data/live/zionex-gpu-x8.nccl.xml:61)",
+        "hint": "reseat the card, check the slot's lanes and the BIOS link settings", "rule": "pcie-link"}]
+
+
+def test_a_clean_node_reports_status_clean_and_exit_code_0(capsys) -> None:
+    status, out = diff(capsys, ZIONEX, CLEAN, "--format", "json", "--node", "n1")
+    report = json.loads(out)
+    assert (status, report["status"], report["exit_code"], report["findings"]) == (0, "clean", 0, [])
+    assert report["summary"] == "the node matches its spec"
+
+
+def test_a_spec_that_cannot_be_read_is_an_unchecked_report_with_exit_code_2(capsys, tmp_path) -> None:
+    status, out = diff(capsys, tmp_path / "missing.yaml", CLEAN, "--format", "json", "--node", "n1")
+    report = json.loads(out)
+    assert (status, report["status"], report["exit_code"], report["platform"]) == (2, "unchecked", 2, None)
+    assert [(f["code"], f["device"], f["line"]) for f in report["findings"]] == [("E100", None, 1)]
+
+
+def test_the_node_defaults_to_the_short_host_name(capsys, monkeypatch) -> None:
+    monkeypatch.setattr("socket.gethostname", lambda: "gpu-node-7.cluster.example.org")
+    _, out = diff(capsys, ZIONEX, CLEAN, "--format", "json")
+    assert json.loads(out)["node"] == "gpu-node-7"
+
+
+def test_a_finding_is_about_the_device_its_message_names_first_longest_id_winning() -> None:
+    ids = ["gpu1", "gpu10", "nic-a", "cpu0"]
+    assert device_of(finding("gpu10: PCIe link is Gen4 x16 in the spec"), ids) == "gpu10"
+    assert device_of(finding("gpu1-gpu10: 12 NVLinks in the spec, but 6"), ids) == "gpu1"
+    assert device_of(finding("the spec declares GPUDirect RDMA, but nic-a (mlx5_0) has gdr=0"), ids) == "nic-a"
+    assert device_of(finding("the machine has a GPU the spec does not describe: 0000:07:00.0"), ids) is None
+
+
+def test_the_summary_is_one_bounded_line_of_shell_and_slurm_safe_characters() -> None:
+    hostile = finding("gpu0: name 'x\"; rm -rf / #' `reboot` $(id) \\x0a" + "y" * 300)
+    text = summary([hostile, finding("gpu1: another")], 1)
+    assert len(text) == SUMMARY_LIMIT and text.endswith("... (+1 more)")
+    assert text.startswith("D105 gpu0: name _x__ rm -rf / __ _reboot_ _(id) _x0a")
+    assert not set(text) - set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _.:,=/@%+()-")
+
+
+# ---------------------------------------------------------------- Prometheus
+
+
+@pytest.mark.consumer
+def test_prometheus_output_parses_with_prometheus_client_and_escapes_label_values(capsys) -> None:
+    parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the consumers extra")
+    status, out = diff(capsys, ZIONEX, GPU_X8, "--format", "prometheus", "--node", 'n"1\\x')
+    families = {f.name: f for f in parser.text_string_to_metric_families(out)}
+    assert status == 1 and {name: f.type for name, f in families.items()} == {
+        "hwspec_check_ok": "gauge", "hwspec_node_drift": "gauge", "hwspec_finding": "gauge"}
+    node = {"node": 'n"1\\x', "spec": "platforms/zionex.yaml"}
+    assert [(s.labels, s.value) for s in families["hwspec_check_ok"].samples] == [(node, 1.0)]
+    assert [(s.labels, s.value) for s in families["hwspec_node_drift"].samples] == [(node, 1.0)]
+    assert [(s.labels, s.value) for s in families["hwspec_finding"].samples] == [
+        ({"node": 'n"1\\x', "code": "D105", "device": "gpu3", "severity": "error"}, 1.0)]
+
+
+def test_prometheus_counts_findings_that_share_labels_in_one_sample() -> None:
+    text = prometheus([(finding("gpu0: a"), "gpu0"), (finding("gpu0: b"), "gpu0"), (finding("x", "I103", Severity.WARNING), None)],
+                      "n1", "s.yaml", 1)
+    assert text.splitlines()[-2:] == ['hwspec_finding{node="n1",code="D105",device="gpu0",severity="error"} 2',
+                                      'hwspec_finding{node="n1",code="I103",device="",severity="warning"} 1']
+
+
+def test_an_unchecked_node_has_check_ok_0_and_drift_0(capsys, tmp_path) -> None:
+    status, out = diff(capsys, tmp_path / "missing.yaml", CLEAN, "--format", "prometheus", "--node", "n1")
+    assert status == 2
+    assert f'hwspec_check_ok{{node="n1",spec="{tmp_path}/missing.yaml"}} 0' in out.splitlines()
+    assert f'hwspec_node_drift{{node="n1",spec="{tmp_path}/missing.yaml"}} 0' in out.splitlines()
+
+
+# ---------------------------------------------------------------- the generated scripts
+
+
+def install(tmp: Path, platform: Path = ZIONEX) -> Path:
+    """`platform` generated with its install root at `tmp` and installed there as
+    `platform.yaml`. Returns the platform's install dir; `replay` says what its scripts compare."""
+    result = subprocess.run([*HWSPEC, "generate", str(platform), "-o", str(tmp), "--no-svg", "--install-root", str(tmp)],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert result.returncode == 0, result.stderr
+    installed = tmp / "zionex"
+    shutil.copy(platform, installed / "platform.yaml")
+    return installed
+
+
+def replay(installed: Path, dump: Path | str, **settings: str) -> None:
+    """health/site.env making the scripts run this checkout's hwspec on `dump` (HWSPEC_INPUT)
+    instead of this machine, with `settings` besides: the scripts see a real node report."""
+    lines = {"HWSPEC": shlex.join(HWSPEC), "PYTHONPATH": str(ROOT / "src"), "HWSPEC_INPUT": str(dump), **settings}
+    (installed / "health" / "site.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in lines.items()))
+
+
+def summary_of(installed: Path, dump: Path | str) -> str:
+    """The node report's summary for `dump` against the installed spec, as hwspec writes it."""
+    result = subprocess.run([*HWSPEC, "diff", str(installed / "platform.yaml"), str(dump), "--format", "json"],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return json.loads(result.stdout)["summary"]
+
+
+def run_plugin(plugin: Path, cwd: Path = ROOT) -> tuple[int, str]:
+    result = subprocess.run([str(plugin)], capture_output=True, text=True, timeout=120, cwd=cwd,
+                            env={"PATH": os.environ["PATH"], "NODE_NAME": "n1"})
+    return result.returncode, result.stdout
+
+
+def test_the_npd_plugin_prints_one_line_and_exits_as_npd_expects(tmp_path) -> None:
+    installed = install(tmp_path)
+    plugin = installed / "health" / "npd-plugin.sh"
+    outcomes = []
+    for dump in (CLEAN, GPU_X8, tmp_path / "no-such-dump.xml"):
+        replay(installed, ROOT / dump)
+        outcomes.append(run_plugin(plugin))
+    assert outcomes == [(0, "hwspec: the node matches its spec\n"), (1, f"hwspec: {summary_of(installed, ROOT / GPU_X8)}\n"),
+                        (2, "hwspec: could not check the node (exit status 2)\n")]
+    assert outcomes[1][1].startswith("hwspec: D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 in the machine")
+
+
+def test_without_hwspec_input_the_scripts_check_this_machine_with_live_and_the_sysfs_root(tmp_path) -> None:
+    """The command line the scripts run, seen by a stand-in hwspec that prints its arguments."""
+    installed = install(tmp_path)
+    echo, seen = tmp_path / "echo-args", tmp_path / "args"
+    echo.write_text(f"#!/bin/sh\nfor arg; do printf '[%s]' \"$arg\"; done >{seen}\nexit 2\n")
+    echo.chmod(0o755)
+    settings = {"HWSPEC": str(echo), "HWSPEC_SYSFS_ROOT": "/captures/n 1", "SLURMD_NODENAME": "-n1", "PATH": os.environ["PATH"]}
+    (installed / "health" / "site.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in settings.items()))
+    status = subprocess.run([str(installed / "health" / "slurm-healthcheck.sh")], capture_output=True, timeout=60, env={})
+    assert status.returncode == 2
+    assert seen.read_text() == f"[diff][{installed}/platform.yaml][--live][--sysfs-root=/captures/n 1][--format=json][--node=-n1]"
+
+
+def test_hostile_input_paths_reach_hwspec_as_one_argument_and_run_nothing(tmp_path) -> None:
+    installed = install(tmp_path)
+    hostile = "-$(touch PWNED); `touch PWNED` *'\".xml"
+    shutil.copy(GPU_X8, tmp_path / hostile)
+    replay(installed, hostile)
+    status, out = run_plugin(installed / "health" / "npd-plugin.sh", cwd=tmp_path)
+    assert (status, out.split(" (seen at ")[0]) == (1, "hwspec: D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 "
+                                                        "in the machine (narrower)")
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_platform_named_with_shell_text_is_a_located_e110_and_nothing_is_generated(tmp_path) -> None:
+    hostile = tmp_path / "hostile.yaml"
+    hostile.write_text(ZIONEX.read_text().replace("\nname: zionex\n", '\nname: "zx$(touch PWNED);`id`"\n', 1))
+    result = subprocess.run([*HWSPEC, "generate", str(hostile), "-o", str(tmp_path / "out"), "--no-svg"], capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    line = next(n for n, text in enumerate(hostile.read_text().splitlines(), 1) if text.startswith("name:"))
+    assert result.returncode == 2
+    assert result.stderr == (f"hostile.yaml:{line}:7: error[E110]: name: 'zx$(touch PWNED);`id`' is not an id (lower-case "
+                             "letters, digits, '-' and '_', starting with a letter), e.g. 'gpu0'\n"
+                             "hwspec: nothing written: fix the errors above first\n")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "PWNED").exists()
+
+
+def test_a_hostile_platform_path_reaches_the_scripts_in_comments_only_and_runs_nothing(tmp_path) -> None:
+    where = tmp_path / "we ird\n$(touch PWNED);`touch PWNED`'\""
+    where.mkdir()
+    shutil.copy(ZIONEX, where / "zionex.yaml")
+    installed = install(tmp_path, where / "zionex.yaml")
+    for script in ("slurm-healthcheck.sh", "npd-plugin.sh"):
+        text = (installed / "health" / script).read_text()
+        assert all(line.startswith("#") for line in text.splitlines() if "PWNED" in line), script
+    replay(installed, ROOT / CLEAN)
+    assert run_plugin(installed / "health" / "npd-plugin.sh", cwd=tmp_path) == (0, "hwspec: the node matches its spec\n")
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_the_npd_config_meets_npds_schema_and_its_validate_rules(tmp_path) -> None:
+    config = json.loads((install(tmp_path) / "health" / "npd-config.json").read_text())
+    jsonschema.validate(config, json.loads(NPD_SCHEMA.read_text()))
+    # CustomPluginConfig.Validate(): plugin "custom", rule timeouts within the global one, and
+    # each permanent rule's condition among the default conditions
+    assert config["plugin"] == "custom"
+    assert all(rule["timeout"] == config["pluginConfig"]["timeout"] for rule in config["rules"])
+    assert {r["condition"] for r in config["rules"] if r["type"] == "permanent"} <= {c["type"] for c in config["conditions"]}
+    # the rule's path is inside NPD's container, where the DaemonSet mounts the host's root at /host
+    assert config["rules"][0]["path"] == f"/host{tmp_path}/zionex/health/npd-plugin.sh"
+
+
+@pytest.mark.parametrize(("mistake", "where"), [
+    ({"plugin": "kmsg"}, "plugin"), ({"pluginConfig": {"invoke_intervall": "300s"}}, "pluginConfig"),
+    ({"rules": [{"type": "permanent", "reason": "R", "path": "/p"}]}, "rules/0"),
+    ({"pluginConfig": {"timeout": "60 seconds"}}, "pluginConfig/timeout")])
+def test_the_npd_schema_refuses_what_npd_would_refuse_or_ignore(tmp_path, mistake, where) -> None:
+    config = {**json.loads((install(tmp_path) / "health" / "npd-config.json").read_text()), **mistake}
+    with pytest.raises(jsonschema.ValidationError) as error:
+        jsonschema.validate(config, json.loads(NPD_SCHEMA.read_text()))
+    assert "/".join(map(str, error.value.absolute_path)) == where
+
+
+def test_the_npd_daemonset_runs_npd_with_the_hwspec_config_on_the_platforms_nodes(tmp_path) -> None:
+    documents = list(yaml.safe_load_all((install(tmp_path) / "health" / "npd-daemonset.yaml").read_text()))
+    assert [(d["apiVersion"], d["kind"]) for d in documents] == [
+        ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("apps/v1", "DaemonSet")]
+    pod = documents[2]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["nodeSelector"] == {"topology.hwspec.io/platform": "zionex"}
+    assert f"--config.custom-plugin-monitor=/host{tmp_path}/zionex/health/npd-config.json" in container["command"]
+    assert {"name": "HWSPEC_HOST_ROOT", "value": "/host"} in container["env"]
+    assert pod["volumes"] == [{"name": "host", "hostPath": {"path": "/", "type": "Directory"}}]
+    assert documents[2]["spec"]["selector"]["matchLabels"] == documents[2]["spec"]["template"]["metadata"]["labels"]
+
+
+# ---------------------------------------------------------------- a real slurmd runs the Slurm health check
+
+
+def slurm_conf(tmp: Path, health_check: Path) -> Path:
+    """A one-node cluster on loopback (node1), in tmp/etc/slurm.conf, whose slurmd runs
+    `health_check` every 2 s with docs/health.md's settings. Returns tmp/etc."""
+    conf = tmp / "etc"
+    for sub in (conf, tmp / "state", tmp / "spool"):
+        sub.mkdir()
+    settings = docs_block("HealthCheckProgram=").replace("/etc/hwspec/zionex/", f"{health_check.parent.parent}/")
+    (conf / "slurm.conf").write_text(f"""ClusterName=hwspechealth
+SlurmctldHost=localhost(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+MpiDefault=none
+StateSaveLocation={tmp}/state
+SlurmdSpoolDir={tmp}/spool
+SlurmctldPidFile={tmp}/slurmctld.pid
+SlurmdPidFile={tmp}/slurmd.pid
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmdParameters=config_overrides
+ReturnToService=2
+{settings.replace("HealthCheckInterval=300", "HealthCheckInterval=2")}NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+PartitionName=p Nodes=node1 Default=YES State=UP
+""")
+    return conf
+
+
+def node_state(scontrol) -> tuple[str, str]:
+    """node1's (State, Reason) as scontrol shows them (the reason without its `[user@time]`)."""
+    shown = scontrol("show", "node", "node1")
+    state = next((word.split("=", 1)[1] for word in shown.split() if word.startswith("State=")), "")
+    reason = next((line.strip()[len("Reason="):] for line in shown.splitlines() if line.strip().startswith("Reason=")), "")
+    return state, reason.rsplit(" [", 1)[0]
+
+
+def wait_for(predicate, what: str, seconds: float = 60):
+    deadline = time.monotonic() + seconds
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.3)
+    return value
+
+
+def checks_ran(report: Path, status: str, times: int = 2) -> None:
+    """Wait until the health check has run `times` more times, each reporting `status` (its
+    HWSPEC_REPORT copy); once the second has started, the first one's scontrol calls are done."""
+    def reported() -> bool:
+        try:
+            return json.loads(report.read_text())["status"] == status
+        except (OSError, ValueError):
+            return False
+
+    for _ in range(times):
+        report.unlink(missing_ok=True)
+        wait_for(reported, f"the health check did not report {status}")
+
+
+@pytest.mark.consumer
+def test_slurmd_runs_the_health_check_which_drains_on_drift_and_resumes_its_own_drain_only(slurm_programs, tmp_path) -> None:
+    installed = install(tmp_path / "install")
+    health_check = installed / "health" / "slurm-healthcheck.sh"
+    conf = slurm_conf(tmp_path, health_check)
+    report = tmp_path / "report.json"
+    missing = tmp_path / "no-such-dump.xml"
+
+    def check(dump: Path) -> None:  # slurmd runs the check with SLURMD_NODENAME only: the rest is in site.env
+        replay(installed, dump, SLURM_CONF=str(conf / "slurm.conf"), HWSPEC_REPORT=str(report))
+
+    check(ROOT / GPU_X8)
+    with slurmctld(slurm_programs, conf) as scontrol:
+        env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
+        slurmd = subprocess.Popen([slurm_programs["slurmd"], "-D", "-N", "node1", "-f", str(conf / "slurm.conf")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            drift = f"hwspec: {summary_of(installed, ROOT / GPU_X8)}"
+            assert wait_for(lambda: (s := node_state(scontrol))[1] and s, "node1 was not drained") == ("IDLE+DRAIN", drift)
+            check(missing)  # could not check: a drained node stays drained
+            checks_ran(report, "unchecked")
+            assert node_state(scontrol) == ("IDLE+DRAIN", drift)
+
+            check(ROOT / CLEAN)
+            wait_for(lambda: node_state(scontrol) == ("IDLE", ""), "node1 was not resumed")
+            check(missing)  # could not check: a clean node is not drained
+            checks_ran(report, "unchecked")
+            assert node_state(scontrol) == ("IDLE", "")
+
+            scontrol("update", "NodeName=node1", "State=DRAIN", "Reason=admin: bad DIMM")
+            check(ROOT / CLEAN)  # an admin's drain is not resumed ...
+            checks_ran(report, "clean")
+            assert node_state(scontrol) == ("IDLE+DRAIN", "admin: bad DIMM")
+            check(ROOT / GPU_X8)  # ... nor its reason overwritten
+            checks_ran(report, "drift")
+            assert node_state(scontrol) == ("IDLE+DRAIN", "admin: bad DIMM")
+        finally:
+            slurmd.terminate()
+            log = slurmd.communicate(timeout=30)[0]
+    assert "fatal" not in log, log
+
+
+# ---------------------------------------------------------------- docs/health.md's examples, run
+
+
+def test_docs_install_block_installs_the_generated_files_and_the_spec(tmp_path) -> None:
+    block = docs_block("mkdir -p /etc/hwspec\n").replace("/etc/hwspec", f"{tmp_path}/etc-hwspec")
+    subprocess.run(["sh", "-ec", block], cwd=ROOT, check=True, timeout=60)
+    installed = tmp_path / "etc-hwspec" / "zionex"
+    assert (installed / "platform.yaml").read_text() == ZIONEX.read_text()
+    for script in ("slurm-healthcheck.sh", "npd-plugin.sh"):
+        assert os.access(installed / "health" / script, os.X_OK), script
+
+
+def test_docs_replay_block_runs_the_check_on_a_capture(tmp_path) -> None:
+    installed = install(tmp_path)
+    block = docs_block("HWSPEC_INPUT=").replace("/etc/hwspec/", f"{tmp_path}/")
+    result = subprocess.run(["sh", "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ)
+    assert result.returncode == 1
+    assert result.stdout == f"hwspec: {summary_of(installed, GPU_X8)}\n"
+
+
+def test_docs_nhc_line_runs_the_check_nhc_expects_exit_0_from(tmp_path) -> None:
+    installed = install(tmp_path)
+    line = docs_block("* || check_cmd_status").strip()
+    prefix = "* || check_cmd_status -t 60 -r 0 /etc/hwspec/zionex/"
+    assert line.startswith(prefix)
+    command = [f"{installed}/{line[len(prefix):]}"]
+    outcomes = []
+    for dump in (CLEAN, GPU_X8):
+        replay(installed, ROOT / dump)
+        outcomes.append(subprocess.run(command, capture_output=True, timeout=120, env={}).returncode)
+    assert outcomes == [0, 1]
+
+
+def test_docs_kubectl_block_labels_nodes_as_the_daemonset_selects_and_reads_its_condition(tmp_path) -> None:
+    label, apply, get = docs_block("kubectl label").splitlines()
+    documents = list(yaml.safe_load_all(Path("generated/zionex/health/npd-daemonset.yaml").read_text()))
+    selector = documents[2]["spec"]["template"]["spec"]["nodeSelector"]
+    assert label.split()[4:] == [f"{key}={value}" for key, value in selector.items()]
+    assert apply == "kubectl apply -f /etc/hwspec/zionex/health/npd-daemonset.yaml"
+    config = json.loads(Path("generated/zionex/health/npd-config.json").read_text())
+    assert f'@.type=="{config["conditions"][0]["type"]}"' in get
+
+
+@pytest.mark.consumer
+def test_docs_textfile_block_leaves_a_whole_file_prometheus_client_parses(tmp_path) -> None:
+    parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client is in the consumers extra")
+    installed = install(tmp_path)
+    block = (docs_block("hwspec diff /etc/hwspec/zionex/platform.yaml --live --format prometheus")
+             .replace("/etc/hwspec/", f"{tmp_path}/").replace("--live", str(GPU_X8))
+             .replace("/var/lib/node_exporter/textfile", str(tmp_path)))
+    subprocess.run(["sh", "-c", block], cwd=ROOT, timeout=120, env=os.environ)
+    families = {f.name: f for f in parser.text_string_to_metric_families((tmp_path / "hwspec.prom").read_text())}
+    assert [s.value for s in families["hwspec_node_drift"].samples] == [1.0]
+    assert not (tmp_path / "hwspec.prom.tmp").exists() and (installed / "platform.yaml").exists()
+
+
+@pytest.mark.parametrize("form", ["prometheus", "json"])
+def test_docs_shows_the_reports_as_hwspec_prints_them(capsys, form) -> None:
+    command = f"hwspec diff {ZIONEX} {GPU_X8} --node gpu-node-7 --format {form}"
+    docs = (ROOT / "docs" / "health.md").read_text()
+    shown = (docs.split(f"```\n{command}\n", 1)[1] if form == "prometheus" else docs.split("```json\n", 1)[1]).split("```", 1)[0]
+    status, out = diff(capsys, *command.split()[2:])
+    assert (status, shown) == (1, out)
