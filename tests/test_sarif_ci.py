@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,11 +19,21 @@ ROOT = Path(__file__).resolve().parent.parent
 ON_SOCKET = ROOT / "tests" / "fixtures" / "rules" / "backend_nic_on_socket.yaml"   # one HW202 error
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 REPO_URI = {"uri": "tests/fixtures/rules/backend_nic_on_socket.yaml", "uriBaseId": "%SRCROOT%"}
+ON_SOCKET_ANNOTATION = (",line=57,col=22,title=HW202 backend-nic-locality::gpu0 (sw0, NUMA 0) is paired with nic0 (cpu0, NUMA 0): "
+                        "they share no PCIe switch or root port, so their traffic goes through the CPU%0Ahint: move nic0 under sw0\n")
 
 
 def _validate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hwspec", "validate", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+
+def _git_repository(root: Path) -> Path:
+    """A fresh git repository at `root` holding platforms/node.yaml (one HW202 error)."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=60)
+    (root / "platforms").mkdir()
+    shutil.copy(ON_SOCKET, root / "platforms" / "node.yaml")
+    return root
 
 
 def _locations(sarif_text: str) -> list[dict]:
@@ -60,6 +71,46 @@ def test_sarif_uris_are_relative_to_the_repository_root_whatever_path_was_given(
     assert _locations(result.stdout) == [REPO_URI]
 
 
+@pytest.mark.parametrize("given, subdirectory", [
+    ("node.yaml", "platforms"),
+    ("../platforms/node.yaml", "docs"),
+    ("platforms/node.yaml", "."),
+], ids=["in-its-directory", "from-a-sibling", "from-the-root"])
+def test_github_annotations_name_the_file_from_the_repository_root_wherever_hwspec_runs(
+        tmp_path: Path, given: str, subdirectory: str) -> None:
+    repo = _git_repository(tmp_path / "repo")
+    (repo / "docs").mkdir()
+    result = _validate("--format", "github", given, cwd=repo / subdirectory)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == "::error file=platforms/node.yaml" + ON_SOCKET_ANNOTATION
+
+
+def test_sarif_from_a_subdirectory_is_relative_to_the_repository_root_which_originaluribaseids_names(tmp_path: Path) -> None:
+    repo = _git_repository(tmp_path / "repo")
+    result = _validate("--format", "sarif", "--exit-zero", "node.yaml", cwd=repo / "platforms")
+    assert _locations(result.stdout) == [{"uri": "platforms/node.yaml", "uriBaseId": "%SRCROOT%"}]
+    assert json.loads(result.stdout)["runs"][0]["originalUriBaseIds"] == {"%SRCROOT%": {"uri": repo.as_uri() + "/"}}
+
+
+def test_a_file_of_another_repository_keeps_its_own_path(tmp_path: Path) -> None:
+    """One root per report (the working directory's repository): a file from elsewhere cannot be
+    named relative to it, so its annotation keeps the path given and its SARIF URI is absolute."""
+    here, there = _git_repository(tmp_path / "here"), _git_repository(tmp_path / "there")
+    elsewhere = str(there / "platforms" / "node.yaml")
+    annotation = _validate("--format", "github", elsewhere, cwd=here / "platforms")
+    assert annotation.stdout == f"::error file={elsewhere}" + ON_SOCKET_ANNOTATION
+    report = _validate("--format", "sarif", "--exit-zero", elsewhere, cwd=here / "platforms")
+    assert _locations(report.stdout) == [{"uri": Path(elsewhere).as_uri()}]
+    assert json.loads(report.stdout)["runs"][0]["originalUriBaseIds"] == {"%SRCROOT%": {"uri": here.as_uri() + "/"}}
+
+
+def test_outside_any_repository_annotations_keep_the_path_given(tmp_path: Path) -> None:
+    shutil.copy(ON_SOCKET, tmp_path / "node.yaml")
+    result = _validate("--format", "github", "node.yaml", cwd=tmp_path)
+    assert result.stdout == "::error file=node.yaml" + ON_SOCKET_ANNOTATION
+    assert "originalUriBaseIds" not in json.loads(_validate("--format", "sarif", "node.yaml", cwd=tmp_path).stdout)["runs"][0]
+
+
 def test_a_file_outside_any_repository_is_a_file_uri(tmp_path: Path) -> None:
     outside = tmp_path / "odd name.yaml"
     shutil.copy(ON_SOCKET, outside)
@@ -85,3 +136,16 @@ def test_sarif_tools_reads_the_report(tmp_path: Path) -> None:
         (row,) = csv.DictReader(table)
     assert (row["Tool"], row["Severity"], row["Code"], row["Location"], row["Line"]) == (
         "hwspec", "error", "HW202", "tests/fixtures/rules/backend_nic_on_socket.yaml", "57")
+
+
+@pytest.mark.consumer
+def test_check_jsonschema_accepts_the_report_written_from_a_subdirectory(tmp_path: Path) -> None:
+    check_jsonschema = shutil.which("check-jsonschema", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if check_jsonschema is None:
+        pytest.skip("check-jsonschema is not installed (pip install -e '.[consumers]')")
+    repo = _git_repository(tmp_path / "repo")
+    report = tmp_path / "hwspec.sarif"
+    report.write_text(_validate("--format", "sarif", "--exit-zero", "node.yaml", cwd=repo / "platforms").stdout)
+    checked = subprocess.run([check_jsonschema, "--schemafile", str(ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"), str(report)],
+                             capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

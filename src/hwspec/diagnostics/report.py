@@ -34,7 +34,7 @@ def render(diagnostics: list[Diagnostic], fmt: str, rules: Iterable = ()) -> str
     if fmt == "json":
         return json.dumps([_as_dict(d) for d in diagnostics], indent=2, sort_keys=True) + "\n"
     if fmt == "github":
-        return "".join(_github(d) + "\n" for d in diagnostics)
+        return github(diagnostics)
     if fmt == "sarif":
         return json.dumps(sarif(diagnostics, rules), indent=2, sort_keys=True) + "\n"
     raise ValueError(f"unknown format {fmt!r}")
@@ -53,35 +53,63 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _github(d: Diagnostic) -> str:
+def github(diagnostics: list[Diagnostic]) -> str:
+    """GitHub workflow commands, one line each, whose `file=` is relative to the repository
+    root (`source_root`) wherever hwspec ran, since GitHub resolves it against the checkout; a
+    file outside that repository keeps the path it was reported with."""
+    root = source_root(d.file for d in diagnostics)
+    return "".join(_github(d, root) + "\n" for d in diagnostics)
+
+
+def _github(d: Diagnostic, root: Path | None) -> str:
+    file = _relative_to(_diagnostic_path(d.file), root) or d.file
     message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
-    props = f"file={_escape_property(d.file)},line={d.line},col={d.col},title={_escape_property(d.tag)}"
+    props = f"file={_escape_property(file)},line={d.line},col={d.col},title={_escape_property(d.tag)}"
     return f"::{_GITHUB_LEVEL[d.severity]} {props}::{_escape_data(message)}"
 
 
 SRCROOT = "%SRCROOT%"
-"""The uriBaseId of repository-relative artifact URIs (GitHub code scanning resolves them
-against the checkout)."""
+"""The uriBaseId of repository-relative artifact URIs; the run's `originalUriBaseIds` says
+where it was (GitHub code scanning resolves it against the checkout)."""
 
 
 def repository_root(path: Path) -> Path | None:
     """The nearest directory at or above `path` holding `.git` (a directory, or a file in a
-    git worktree), or None outside any repository."""
+    git worktree or submodule), or None outside any repository."""
     for candidate in (path, *path.parents):
         if os.path.exists(candidate / ".git"):  # False (never an OSError) for a name over 255 bytes
             return candidate
     return None
 
 
-def artifact_location(file: str) -> dict[str, str]:
-    """A SARIF artifactLocation for a diagnostic's file, whatever path it was given by: relative
-    to the root of the git repository holding it (uriBaseId %SRCROOT%, percent-encoded), else
-    relative to the working directory when under it, else an absolute file: URI."""
-    path = real_path(file) if file else Path.cwd()
-    root = repository_root(path.parent)
+def source_root(files: Iterable[str]) -> Path | None:
+    """The one directory a report's paths are relative to: the root of the git repository
+    holding the working directory, else of the first file that lies in one; None when none
+    does. One root for the whole report, so that `%SRCROOT%` has one meaning."""
+    starts = [real_path(Path.cwd()), *(_diagnostic_path(f).parent for f in dict.fromkeys(files))]
+    return next((root for root in map(repository_root, starts) if root is not None), None)
+
+
+def _diagnostic_path(file: str) -> Path:
+    """A diagnostic's file, absolute with symlinks resolved; the working directory for none."""
+    return real_path(file) if file else real_path(Path.cwd())
+
+
+def _relative_to(path: Path, base: Path | None) -> str | None:
+    """`path` relative to `base` with forward slashes, or None when it is not below it."""
+    return path.relative_to(base).as_posix() if base is not None and path.is_relative_to(base) else None
+
+
+def artifact_location(file: str, root: Path | None) -> dict[str, str]:
+    """A SARIF artifactLocation for a diagnostic's file, whatever path it was given by:
+    relative to `root` (uriBaseId %SRCROOT%) when below it, else relative to the working
+    directory when below that, else an absolute file: URI. Relative URIs are percent-encoded
+    (a non-UTF-8 name: its bytes)."""
+    path = _diagnostic_path(file)
     for base, base_id in ((root, SRCROOT), (real_path(Path.cwd()), None)):
-        if base is not None and path.is_relative_to(base):
-            location = {"uri": quote(os.fsencode(path.relative_to(base).as_posix()))}  # a non-UTF-8 name: its bytes
+        relative = _relative_to(path, base)
+        if relative is not None:
+            location = {"uri": quote(os.fsencode(relative))}
             return {**location, "uriBaseId": base_id} if base_id else location
     return {"uri": path.as_uri()}
 
@@ -97,6 +125,7 @@ def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
         descriptors.setdefault(d.code, {"id": d.code, "name": d.name or d.code,
                                         "shortDescription": {"text": d.name or "platform file problem"}})
     ids = sorted(descriptors)
+    root = source_root(d.file for d in diagnostics)
     results = []
     for d in diagnostics:
         text = d.message + (f"\nhint: {d.hint}" if d.hint else "")
@@ -104,18 +133,16 @@ def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
             "ruleId": d.code, "ruleIndex": ids.index(d.code), "level": _SARIF_LEVEL[d.severity],
             "message": {"text": text},
             "locations": [{"physicalLocation": {
-                "artifactLocation": artifact_location(d.file),
+                "artifactLocation": artifact_location(d.file, root),
                 "region": {"startLine": max(d.line, 1), "startColumn": max(d.col, 1)}}}],
         })
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "hwspec", "version": __version__,
-                                "rules": [descriptors[i] for i in ids]}},
-            "results": results,
-        }],
+    run: dict = {
+        "tool": {"driver": {"name": "hwspec", "version": __version__, "rules": [descriptors[i] for i in ids]}},
+        "results": results,
     }
+    if root is not None:  # where %SRCROOT% was, as SARIF asks: an absolute URI ending in a slash
+        run["originalUriBaseIds"] = {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}}
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
 
 
 # ------------------------------------------------------------------ health-check outputs of `hwspec diff`

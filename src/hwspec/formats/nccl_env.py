@@ -7,11 +7,14 @@ are not variables (`NOT_VARIABLES`: debug subsystem and log-level names, enum an
 its parameter registry, GIN and CFT modes), plus `LEGACY`, names earlier releases read (the user
 guide's 2.15-2.27 editions) that a platform for an older NCCL may set. A name outside `KNOWN` is
 not an error (plugins read their own, and later releases add names): rule HW701 warns, with the
-nearest known name, because a misspelt variable is silently ignored by NCCL. Whether a platform
+known name it is a likely misspelling of (`closest_known`), because a misspelt variable is
+silently ignored by NCCL. Whether a platform
 file may set a name at all is `hwspec.formats.environment`'s policy, not this list's.
 """
 
 from __future__ import annotations
+
+from hwspec.spec.translate import nearest
 
 NCCL_VERSION = "2.32.3"
 """The NCCL release `CURRENT` was read from."""
@@ -120,3 +123,18 @@ KNOWN: frozenset[str] = CURRENT | LEGACY
 def is_nccl(name: str) -> bool:
     """Whether `name` is one NCCL itself reads (an `NCCL_` name); others go to the launcher only."""
     return name.startswith("NCCL_")
+
+
+SUGGESTION_CUTOFF = 0.75
+"""How alike (difflib's ratio, without the `NCCL_` prefix) a name must be to a known one for
+HW701 to suggest it: NCCL_ALOG (0.75 to ALGO) still gets NCCL_ALGO; NCCL_TUNER_CONFIG_FILE, a
+plugin's variable (0.69 to CONF_FILE), gets no suggestion."""
+
+
+def closest_known(name: str) -> str | None:
+    """The name in `KNOWN` that `name` is most likely a misspelling of, or None when none is
+    close (`SUGGESTION_CUTOFF`). Compared without the `NCCL_` prefix every name shares: with
+    it, any two long names look alike and a far name got an unrelated suggestion."""
+    prefix = "NCCL_"
+    guess = nearest(name.removeprefix(prefix), (known.removeprefix(prefix) for known in sorted(KNOWN)), SUGGESTION_CUTOFF)
+    return prefix + guess if guess else None

@@ -36,10 +36,11 @@ def dotted(path: DataPath) -> str:
     return text
 
 
-def nearest(word: str, choices: typing.Iterable[str]) -> str | None:
+def nearest(word: str, choices: typing.Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice most like `word` (difflib's similarity ratio, at least `cutoff`), or None."""
     import difflib  # only a misspelt name needs it
 
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return matches[0] if matches else None
 
 

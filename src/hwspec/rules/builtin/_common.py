@@ -12,9 +12,8 @@ from typing import Any, Protocol, TypeVar
 from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
 from hwspec.formats.environment import REVIEWED_TUNABLES, environment_limits
 from hwspec.formats.limits import Limit
-from hwspec.formats.nccl_env import KNOWN
+from hwspec.formats.nccl_env import KNOWN, closest_known
 from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
-from hwspec.spec.translate import nearest
 from hwspec.topology.node import RDMA_TRANSPORTS, served_field  # noqa: F401  (re-exported for the rule modules)
 
 
@@ -104,7 +103,7 @@ def unknown_nccl_names(ctx: Any) -> Iterator[Any]:
     `hwspec.formats.nccl_env.KNOWN` (a name the policy refuses is reported by the policy rule only)."""
     for name in ctx.platform.environment:
         if name.startswith("NCCL_") and name not in KNOWN and ctx.policy.refusal(name) is None:
-            guess = nearest(name, sorted(KNOWN))
+            guess = closest_known(name)
             yield ctx.finding(f"environment: NCCL does not read {name}",
                               at=(None, "environment", name),
                               hint=(f"did you mean {guess}? " if guess else "") + "a variable of a newer NCCL or a "
