@@ -197,7 +197,7 @@ def _html_table(caption: str, header: list[str], rows: list[list[str]]) -> str:
     (escaped by the caller)."""
     td = '<td align="left">{}</td>'
     lines = [f'<tr><td colspan="{len(header)}"><b>{escape(caption)}</b></td></tr>']
-    lines.append("<tr>" + "".join(td.format(f"<b>{escape(h)}</b>") for h in header) + "</tr>")
+    lines.append("<tr>" + "".join(td.format(f"<b>{escape(h)}</b>" if h else "") for h in header) + "</tr>")
     lines += ["<tr>" + "".join(td.format(cell) for cell in row) + "</tr>" for row in rows]
     return f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3">{"".join(lines)}</table>'
 
@@ -266,14 +266,14 @@ def _depth(platform: Platform, root: str) -> int:
     return 1 + max((_depth(platform, k) for k in kids), default=0)
 
 
-def _repeats_table(platform: Platform, first: str, repeats: list[str]) -> str:
-    """An HTML-like table node listing the ids and bus ids of subtrees drawn like `first`."""
-    columns = _subtree(platform, first)
-    rows = [[f"{escape(item_id)}<br/>{escape(_bus(platform, item_id))}" for item_id in _subtree(platform, root)]
-            for root in repeats]
-    caption = f"{len(repeats)} more like {first} (same parts and links): ids and bus ids (NUMA nodes)"
-    table = _html_table(caption, [f"like {c}" for c in columns], rows)
-    return f'{quote(repeats_node(first))} [shape="plaintext", class="legend", label=<{table}>];'
+def _repeats_table(platform: Platform, first: list[str], repeats: list[list[str]]) -> str:
+    """An HTML-like table node listing the ids and bus ids of device groups drawn like `first`
+    (a subtree, or a GPU and its own NICs): a row per device of `first`, a column per repeat
+    (groups have more devices than repeats, and a table grows better down than across)."""
+    cell = lambda item_id: f"{escape(item_id)}<br/>{escape(_bus(platform, item_id))}"  # noqa: E731
+    rows = [[f"<b>like {escape(device)}</b>", *(cell(members[n]) for members in repeats)] for n, device in enumerate(first)]
+    table = _html_table(f"{len(repeats)} more like {first[0]}", ["", *(f"group {n}" for n in range(2, len(repeats) + 2))], rows)
+    return f'{quote(repeats_node(first[0]))} [shape="plaintext", class="legend", label=<{table}>];'
 
 
 def _bus(platform: Platform, item_id: str) -> str:
@@ -307,6 +307,7 @@ def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], l
         kids = [k for k in children.get(parent, ()) if k not in placed]
         beside = {k: [n for n in own_nics[k] if n in kids] for k in kids if own_nics.get(k)}
         paired_nics = {n for nics in beside.values() for n in nics}
+        pairs_like: dict[tuple[Any, ...], list[list[str]]] = {}  # a GPU and its own NICs, by their details
         for kid in kids:
             if kid in placed or kid in paired_nics:
                 continue
@@ -320,12 +321,23 @@ def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], l
             elif kind == "root-port":
                 items += [_device_line(platform, kid), *below(kid)]
             elif beside.get(kid):
-                placed.update(beside[kid])
+                members = [kid, *beside[kid]]
+                placed.update(members)
+                look = tuple(details(platform, m) for m in members)
+                if summarise and look in pairs_like:  # drawn once under this parent: a row of its table
+                    pairs_like[look].append(members)
+                    listed.update(members)
+                    continue
+                pairs_like[look] = [members]
                 pair = Cluster(quote(f"cluster_pair_{kid}"), attrs({"label": "", "style": "rounded,dotted", "color": "#d79b00"}))
-                pair.items = [_device_line(platform, kid), *(_device_line(platform, nic) for nic in beside[kid])]
+                pair.items = [_device_line(platform, m) for m in members]
                 items.append(pair)
             else:
                 items.append(_device_line(platform, kid))
+        for first, *repeats in pairs_like.values():
+            if repeats:
+                items.append(_repeats_table(platform, first, repeats))
+                layout_edges.append(f'{quote(first[0])} -- {quote(repeats_node(first[0]))} [style="invis"];')
         return items
 
     top: list[Any] = []
@@ -350,9 +362,10 @@ def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], l
         placed |= listed
         cluster.items += below(socket.id)
         for first, repeats in groups.items():
-            cluster.items.append(_repeats_table(platform, first, repeats))
+            cluster.items.append(_repeats_table(platform, _subtree(platform, first),
+                                                [_subtree(platform, root) for root in repeats]))
             layout_edges.append(f"{quote(first)} -- {quote(repeats_node(first))} "
-                                f'[style="invis", minlen="{_depth(platform, first)}"];')
+                                f'[style="invis", minlen="{_depth(platform, first) + 1}"];')  # below tables of pairs
         top.append(cluster)
     # Devices whose PCIe tree leads to no socket (rule HW101 reports them): drawn outside.
     for item in platform.pcie_items:
@@ -592,7 +605,7 @@ def _fabric_items(platform: Platform, legend: Cluster) -> tuple[list[Any], list[
 def _below(platform: Platform, drawn: set[str], nodes: list[str]) -> list[str]:
     """Invisible edges that place `nodes` (tables) under the drawing, centred below the
     sockets: from each drawn socket, longer than any PCIe tree and the tables of repeats."""
-    ranks = max((_depth(platform, s.id) for s in platform.sockets), default=0) + 2
+    ranks = max((_depth(platform, s.id) for s in platform.sockets), default=0) + 3
     return [f'{quote(socket.id)} -- {quote(node)} [style="invis", minlen="{ranks}"];'
             for node in nodes for socket in platform.sockets if socket.id in drawn]
 
