@@ -137,7 +137,8 @@ def test_nccl_conf_judges_gpudirect_per_pair_and_names_every_nic() -> None:
 
 
 def test_the_diagram_draws_a_gpu_with_all_of_its_own_nics_and_a_shared_nic_apart() -> None:
-    p5, p4d = _plan(FOUR_PER_GPU, "diagram"), _plan(ONE_PER_TWO_GPUS, "diagram")
+    p5, p4d = (plan_for(_node(path).topology, only=["diagram"])[f"{name}/topology.dot"]
+               for path, name in ((FOUR_PER_GPU, "four-nics-per-gpu"), (ONE_PER_TWO_GPUS, "nic-per-two-gpus")))
     pair = p5.split('subgraph "cluster_pair_gpu0" {', 1)[1].split("}", 1)[0]
     assert re.findall(r'^ *"(\w+)" \[', pair, re.M) == ["gpu0", "nic0", "nic1", "nic2", "nic3"]
     assert "cluster_pair_" not in p4d and "for gpu0, gpu1" in p4d

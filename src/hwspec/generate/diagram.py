@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwspec import hostlist
 from hwspec.generate.engine import GenContext, generator
 from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, Platform
 from hwspec.perf.roofline import gbps, gib
@@ -66,9 +67,9 @@ LEGEND_NODES = (
     ("gpu", "GPU"), ("nic-backend", "backend NIC (RDMA), boxed with\nthe GPU it serves alone"),
     ("nic-host", "ingestion / frontend NIC\n(on the CPU)"), ("ssd", "SSD"),
 )
-LEGEND_EDGES = (("nvlink", "NVLink (links, GB/s per direction)"), ("pcie", "PCIe (generation, width, GB/s)"),
+LEGEND_EDGES = (("nvlink", "NVLink (links, GB/s per direction)"), ("pcie", "PCIe (its link: devices table)"),
                 ("cpu", "CPU interconnect"))
-LEGEND_C2C = ("c2c", "NVLink-C2C GPU to CPU (links, GB/s per direction)")
+LEGEND_C2C = ("c2c", "NVLink-C2C GPU to CPU (links x GB/s per direction)")
 """Legend edge added on platforms with a GPU attached over NVLink-C2C."""
 
 
@@ -137,43 +138,164 @@ def _ddr(numa: NumaNode) -> str:
     return f"{capacity} DDR, {bandwidth}"
 
 
+def _unknown(value: Any, show: Callable[[Any], str]) -> str:
+    return "unknown" if value is None else show(value)
+
+
 def _device_line(platform: Platform, item_id: str) -> str:
+    """The node of one device: a short label (id, bus id; what a NIC serves when it serves
+    several GPUs). What the device is (part, figures, link) is in the devices table."""
     item = platform.by_id[item_id]
     if isinstance(item, NumaNode):
-        return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})", item.model_name,
-                                                   f"memory: {item.memory_shared_with}'s HBM (shared)" if item.memory_shared_with
-                                                   else _ddr(item)))
+        return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})"))
+    bus = item.bus or "bus unknown"
     if isinstance(item, Bridge):
-        name = "root port" if item.kind == "root-port" else "PCIe switch"
-        return _node_line(item_id, item.kind, label(f"{item.id}: {name}", item.bus or "bus unknown"))
+        return _node_line(item_id, item.kind, label(item.id, bus))
     if isinstance(item, Gpu):
-        links = platform.topology.nvlink_links(item_id)
-        fabric = [f"{fabric_name(platform)} {links} x {item.fabric_kind}, {gbps(platform.topology.nvlink_bandwidth(item_id))}"] if links else []
-        return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", item.model_name,
-                                                f"{gib(item.hbm_capacity)} HBM, {gbps(item.hbm_bandwidth)}", *fabric,
-                                                item.bus or "bus unknown"))
+        return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", bus))
     if isinstance(item, Nic):
-        names = ", ".join(n for n in (item.device, item.interface) if n)
-        role = f"{item.role} {item.transport}" + (f" for {', '.join(item.gpus)}" if item.gpus else "")
-        return _node_line(item_id, nic_kind(item.role), label(f"{item.id}" + (f" ({names})" if names else ""),
-                                                              item.model_name, f"{role}, {gbps(item.speed)}",
-                                                              item.bus or "bus unknown"))
-    return _node_line(item_id, "ssd", label(item.id, f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}",
-                                                        item.bus or "bus unknown"))
+        names = " ".join(n for n in (item.device, item.interface) if n)
+        shared = [f"for {', '.join(item.gpus)}"] if len(item.gpus) > 1 else []
+        return _node_line(item_id, nic_kind(item.role), label(f"{item.id} {names}".strip(), bus, *shared))
+    return _node_line(item_id, "ssd", label(item.id, bus))
 
 
-def _link_label(item: Any) -> str:
-    """'Gen4 x16\n31.51 GB/s'; a presented link that differs from the trained one shows both."""
+def _link_text(item: Any) -> str:
+    """'Gen4 x16, 31.51 GB/s'; a presented link that differs from the trained one shows both."""
     if item.link is None or item.physical is None:
-        return label("link unknown")
+        return "link unknown"
     if item.physical == item.link:
-        return label(str(item.link), gbps(item.link.bandwidth))
-    return label(f"{item.physical} (shown as {item.link})", gbps(item.physical.bandwidth))
+        return f"{item.link}, {gbps(item.link.bandwidth)}"
+    return f"{item.physical} (shown as {item.link}), {gbps(item.physical.bandwidth)}"
 
 
-def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
-    """Top-level items (clusters and node lines) and the set of ids placed."""
+def details(platform: Platform, item_id: str) -> tuple[str, str, str, str]:
+    """(what, model, figures, PCIe link) of a device: everything drawn about it but its id and
+    bus id. Devices with the same details share a row of the devices table."""
+    item = platform.by_id[item_id]
+    if isinstance(item, NumaNode):
+        memory = f"memory: {item.memory_shared_with}'s HBM (shared)" if item.memory_shared_with else _ddr(item)
+        return "CPU socket", item.model_name, memory, ""
+    if isinstance(item, Bridge):
+        return ("root port" if item.kind == "root-port" else "PCIe switch"), item.model_name or "", "", _link_text(item)
+    if isinstance(item, Gpu):
+        figures = f"{_unknown(item.hbm_capacity, gib)} HBM, {_unknown(item.hbm_bandwidth, gbps)}"
+        links = platform.topology.nvlink_links(item_id)
+        if links:
+            figures += (f"; {fabric_name(platform)} {links} x {item.fabric_kind}, "
+                        f"{gbps(platform.topology.nvlink_bandwidth(item_id))}")
+        if item.c2c_socket is not None:
+            figures += f"; NVLink-C2C {gbps(item.c2c_bandwidth)} to its CPU"
+        return "GPU", item.model_name, figures, _link_text(item)
+    if isinstance(item, Nic):
+        return (f"{item.role} NIC", item.model_name, f"{item.transport}, {gbps(item.speed)}", _link_text(item))
+    return "SSD", "", f"{item.capacity / 1e12:g} TB, {gbps(item.bandwidth)}", _link_text(item)
+
+
+def _html_table(caption: str, header: list[str], rows: list[list[str]]) -> str:
+    """An HTML-like graphviz table; `caption` and `header` are plain text, cells are HTML
+    (escaped by the caller)."""
+    td = '<td align="left">{}</td>'
+    lines = [f'<tr><td colspan="{len(header)}"><b>{escape(caption)}</b></td></tr>']
+    lines.append("<tr>" + "".join(td.format(f"<b>{escape(h)}</b>" if h else "") for h in header) + "</tr>")
+    lines += ["<tr>" + "".join(td.format(cell) for cell in row) + "</tr>" for row in rows]
+    return f'<table border="0" cellborder="1" cellspacing="0" cellpadding="3">{"".join(lines)}</table>'
+
+
+def devices_table(platform: Platform, ids: Iterable[str], caption: str = "devices") -> str:
+    """An HTML-like table node: one row per kind of device (same part, figures and link), its
+    ids as a hostlist expression (`gpu[0-7]`)."""
+    rows: dict[tuple[str, str, str, str], list[str]] = {}
+    for item_id in ids:
+        rows.setdefault(details(platform, item_id), []).append(item_id)
+    body = [[escape(hostlist.compress(members)), *(escape(part) for part in row)] for row, members in rows.items()]
+    table = _html_table(caption, ["ids", "what", "model", "figures", "PCIe link"], body)
+    return f'{quote(LEGEND_PREFIX + "devices")} [shape="plaintext", class="legend", label=<{table}>];'
+
+
+def _subtree(platform: Platform, root: str) -> list[str]:
+    """`root` and every device below it, depth first in platform order."""
+    found = [root]
+    for kid in platform.topology.children.get(root, ()):
+        found += _subtree(platform, kid)
+    return found
+
+
+def _signature(platform: Platform, root: str) -> tuple[Any, ...]:
+    """What `root`'s subtree looks like with ids and bus ids left out: for each device its
+    details, its parent's position and the positions of the GPUs a NIC serves. Two subtrees
+    with the same signature are drawn the same but for their labels."""
+    members = _subtree(platform, root)
+    position = {item_id: n for n, item_id in enumerate(members)}
+    shape = []
+    for item_id in members:
+        item = platform.by_id[item_id]
+        served = tuple(position.get(g, -1) for g in item.gpus) if isinstance(item, Nic) else ()
+        shape.append((details(platform, item_id), position.get(getattr(item, "upstream", ""), -1), served))
+    return tuple(shape)
+
+
+def repeated_groups(platform: Platform, parent: str) -> dict[str, list[str]]:
+    """First subtree root -> the roots of the later subtrees below `parent` that look the same
+    (`_signature`), for subtrees of more than one device that repeat: those are drawn once and
+    the repeats listed in a table."""
+    by_signature: dict[tuple[Any, ...], list[str]] = {}
+    for kid in platform.topology.children.get(parent, ()):
+        if platform.topology.children.get(kid):
+            by_signature.setdefault(_signature(platform, kid), []).append(kid)
+    return {roots[0]: roots[1:] for roots in by_signature.values() if len(roots) > 1}
+
+
+SOCKET_TABLE_COLUMNS = 8
+"""Sockets that look the same are drawn once when each has at most this many devices (a table
+row per repeat, a column per device); larger ones are drawn each, their repeats summarised."""
+
+
+def repeated_sockets(platform: Platform) -> dict[str, list[str]]:
+    """First socket -> the later sockets that look the same (`_signature`), for sockets of at
+    most SOCKET_TABLE_COLUMNS devices."""
+    by_signature: dict[tuple[Any, ...], list[str]] = {}
+    for socket in platform.sockets:
+        if len(_subtree(platform, socket.id)) <= SOCKET_TABLE_COLUMNS:
+            by_signature.setdefault(_signature(platform, socket.id), []).append(socket.id)
+    return {ids[0]: ids[1:] for ids in by_signature.values() if len(ids) > 1}
+
+
+def _depth(platform: Platform, root: str) -> int:
+    kids = platform.topology.children.get(root, ())
+    return 1 + max((_depth(platform, k) for k in kids), default=0)
+
+
+def _repeats_table(platform: Platform, first: list[str], repeats: list[list[str]]) -> str:
+    """An HTML-like table node listing the ids and bus ids of device groups drawn like `first`
+    (a subtree, or a GPU and its own NICs): a row per device of `first`, a column per repeat
+    (groups have more devices than repeats, and a table grows better down than across)."""
+    cell = lambda item_id: f"{escape(item_id)}<br/>{escape(_bus(platform, item_id))}"  # noqa: E731
+    rows = [[f"<b>like {escape(device)}</b>", *(cell(members[n]) for members in repeats)] for n, device in enumerate(first)]
+    table = _html_table(f"{len(repeats)} more like {first[0]}", ["", *(f"group {n}" for n in range(2, len(repeats) + 2))], rows)
+    return f'{quote(repeats_node(first[0]))} [shape="plaintext", class="legend", label=<{table}>];'
+
+
+def _bus(platform: Platform, item_id: str) -> str:
+    """A device's bus id, a socket's NUMA node."""
+    item = platform.by_id[item_id]
+    if isinstance(item, NumaNode):
+        return f"NUMA {item.numa_node}"
+    return item.bus or "bus unknown"
+
+
+def repeats_node(first: str) -> str:
+    """Node id of the table of subtrees drawn like `first`."""
+    return f"{LEGEND_PREFIX}like_{first}"
+
+
+def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], list[str]]:
+    """Top-level items (clusters and node lines), the set of ids placed, and layout-only edges.
+    With `summarise`, a socket's repeated subtrees (`repeated_groups`) are drawn once, the
+    repeats listed in a table below the one drawn."""
     placed: set[str] = set()
+    listed: set[str] = set()
+    layout_edges: list[str] = []
     topology = platform.topology
     children = topology.children
     # a GPU is drawn together with the NICs that serve it alone (a NIC shared by GPUs stands apart)
@@ -185,6 +307,7 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         kids = [k for k in children.get(parent, ()) if k not in placed]
         beside = {k: [n for n in own_nics[k] if n in kids] for k in kids if own_nics.get(k)}
         paired_nics = {n for nics in beside.values() for n in nics}
+        pairs_like: dict[tuple[Any, ...], list[list[str]]] = {}  # a GPU and its own NICs, by their details
         for kid in kids:
             if kid in placed or kid in paired_nics:
                 continue
@@ -198,21 +321,51 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
             elif kind == "root-port":
                 items += [_device_line(platform, kid), *below(kid)]
             elif beside.get(kid):
-                placed.update(beside[kid])
+                members = [kid, *beside[kid]]
+                placed.update(members)
+                look = tuple(details(platform, m) for m in members)
+                if summarise and look in pairs_like:  # drawn once under this parent: a row of its table
+                    pairs_like[look].append(members)
+                    listed.update(members)
+                    continue
+                pairs_like[look] = [members]
                 pair = Cluster(quote(f"cluster_pair_{kid}"), attrs({"label": "", "style": "rounded,dotted", "color": "#d79b00"}))
-                pair.items = [_device_line(platform, kid), *(_device_line(platform, nic) for nic in beside[kid])]
+                pair.items = [_device_line(platform, m) for m in members]
                 items.append(pair)
             else:
                 items.append(_device_line(platform, kid))
+        for first, *repeats in pairs_like.values():
+            if repeats:
+                items.append(_repeats_table(platform, first, repeats))
+                layout_edges.append(f'{quote(first[0])} -- {quote(repeats_node(first[0]))} [style="invis"];')
         return items
 
     top: list[Any] = []
+    like_sockets = repeated_sockets(platform) if summarise else {}
+    for repeats in like_sockets.values():
+        for root in repeats:
+            listed.update(_subtree(platform, root))
     for socket in platform.sockets:
+        if socket.id in listed:
+            continue
         placed.add(socket.id)
         cluster = Cluster(quote(f"cluster_{socket.id}"),
                           attrs({"style": "rounded,filled", "fillcolor": "#f7fbff", "color": "#6c8ebf"},
                                 label=label(f"socket {socket.id}, NUMA node {socket.numa_node}")))
-        cluster.items = [_device_line(platform, socket.id), *below(socket.id)]
+        cluster.items = [_device_line(platform, socket.id)]
+        groups = repeated_groups(platform, socket.id) if summarise else {}
+        if socket.id in like_sockets:
+            groups = {socket.id: like_sockets[socket.id], **groups}
+        for repeats in groups.values():
+            for root in repeats:
+                listed.update(_subtree(platform, root))  # in the table, not drawn
+        placed |= listed
+        cluster.items += below(socket.id)
+        for first, repeats in groups.items():
+            cluster.items.append(_repeats_table(platform, _subtree(platform, first),
+                                                [_subtree(platform, root) for root in repeats]))
+            layout_edges.append(f"{quote(first)} -- {quote(repeats_node(first))} "
+                                f'[style="invis", minlen="{_depth(platform, first) + 1}"];')  # below tables of pairs
         top.append(cluster)
     # Devices whose PCIe tree leads to no socket (rule HW101 reports them): drawn outside.
     for item in platform.pcie_items:
@@ -224,10 +377,7 @@ def _layout(platform: Platform) -> tuple[list[Any], set[str]]:
         if item.id not in placed:
             placed.add(item.id)
             top.append(_device_line(platform, item.id))
-    for node, chips in _switch_nodes(platform).items():
-        top.append(_node_line(node, "nvswitch", label(*_nvswitch_lines(platform, node, chips))))
-        placed.add(node)
-    return top, placed
+    return top, placed - listed, layout_edges
 
 
 def _switches(platform: Platform) -> list[str]:
@@ -341,26 +491,36 @@ def _switch_links(platform: Platform, chips: list[str]) -> dict[str, tuple[int, 
     return found
 
 
-def _edges(platform: Platform, placed: set[str]) -> list[str]:
+def _edges(platform: Platform, drawn: set[str], fabric: bool) -> list[str]:
+    """Edges between drawn devices: PCIe, NVLink-C2C and CPU interconnect; the GPU fabric too
+    when `fabric` (the view that draws it)."""
     lines = []
     for item in platform.pcie_items:
-        if item.upstream in placed:
-            lines.append(f"{quote(item.upstream)} -- {quote(item.id)} "
-                     f"[{attrs(EDGE_STYLES['pcie'], xlabel=_link_label(item))}];")
+        if item.upstream in drawn and item.id in drawn:
+            lines.append(f"{quote(item.upstream)} -- {quote(item.id)} [{attrs(EDGE_STYLES['pcie'])}];")
     for gpu in platform.gpus:  # NVLink-C2C beside the PCIe presence (Grace Hopper/Blackwell)
-        if gpu.c2c_socket is not None and gpu.c2c_socket in placed:
-            text = label(f"NVLink-C2C {gpu.c2c_links} x {gbps(gpu.c2c_link_bandwidth)}", gbps(gpu.c2c_bandwidth))
+        if gpu.c2c_socket is not None and gpu.c2c_socket in drawn and gpu.id in drawn:
+            text = label(f"C2C {gpu.c2c_links} x {gbps(gpu.c2c_link_bandwidth)}")
             lines.append(f"{quote(gpu.c2c_socket)} -- {quote(gpu.id)} [{attrs(EDGE_STYLES['c2c'], xlabel=text)}];")
     for a, b in platform.cpu_links if cpu_link_style(platform) == "edges" else ():
+        if a not in drawn or b not in drawn:
+            continue
         name = (platform.cpu_interconnect or "CPU link").upper()
-        text = label(name, gbps(platform.cpu_link_bandwidth)) if platform.cpu_link_bandwidth else label(name)
+        text = label(f"{name} {gbps(platform.cpu_link_bandwidth)}") if platform.cpu_link_bandwidth else label(name)
         lines.append(f"{quote(a)} -- {quote(b)} [{attrs(EDGE_STYLES['cpu'], xlabel=text)}];")
-    style = fabric_style(platform)
+    if fabric:
+        lines += _fabric_edges(platform)
+    return lines
+
+
+def _fabric_edges(platform: Platform) -> list[str]:
+    """One thin edge per GPU down to its NVSwitch node; NVLink edges of a sparse fabric."""
+    lines = []
     look = {**EDGE_STYLES["nvlink"], "constraint": "true", "headport": "n", "penwidth": "2"}
-    for node, chips in _switch_nodes(platform).items():  # one thin edge per GPU down to its switch, below the GPUs
+    for node, chips in _switch_nodes(platform).items():
         for gpu_id in _switch_links(platform, chips):
             lines.append(f"{quote(gpu_id)} -- {quote(node)} [{attrs(look)}];")
-    for c in platform.nvlinks if style in ("edges", "switch") else ():
+    for c in platform.nvlinks if fabric_style(platform) in ("edges", "switch") else ():
         if c.b not in platform.gpu_by_id:
             continue  # drawn above
         kind = platform.gpu_by_id[c.a].fabric_kind if c.a in platform.gpu_by_id else "nvlink"
@@ -418,38 +578,110 @@ def fabric_name(platform: Platform) -> str:
     return "xGMI" if any(g.fabric_kind == "xgmi" for g in platform.gpus) else "NVLink"
 
 
-def topology_view(platform: Platform) -> dict[str, Any]:
-    """The values the template lays out: quoted graph name and title, clusters, edges, legend."""
-    top, placed = _layout(platform)
-    legend = _legend(c2c=any(g.c2c_socket is not None for g in platform.gpus))
+def _panel(name: str, colour: str, caption: str, node: str) -> Cluster:
+    """A framed cluster holding one table node."""
+    panel = Cluster(quote(f"cluster_{name}"), attrs({"style": "rounded", "color": colour}, label=label(caption)))
+    panel.items.append(node)
+    return panel
+
+
+def _fabric_items(platform: Platform, legend: Cluster) -> tuple[list[Any], list[str]]:
+    """The GPU fabric's nodes (NVSwitch), and the ids of tables to place below the drawing:
+    the NVLink table goes in the legend beside a sparse fabric's edges, in a panel of its own
+    for a dense mesh."""
+    items: list[Any] = [_node_line(node, "nvswitch", label(*_nvswitch_lines(platform, node, chips)))
+                        for node, chips in _switch_nodes(platform).items()]
     matrix = _nvlink_matrix(platform)
     style = fabric_style(platform)
     if matrix and style == "edges":
         legend.items.append(matrix)
     elif matrix and style == "table":
-        panel = Cluster(quote("cluster_nvlink"), attrs({"style": "rounded", "color": "#76b900"},
-                                                       label=label(f"{fabric_name(platform)} fabric (logical): drawn as a table, not as edges")))
-        panel.items.append(matrix)
-        top.insert(0, panel)
+        caption = f"{fabric_name(platform)} fabric (logical): drawn as a table, not as edges"
+        items.append(_panel("nvlink", "#76b900", caption, matrix))
+        return items, [LEGEND_PREFIX + "nvlink_matrix"]
+    return items, []
+
+
+def _below(platform: Platform, drawn: set[str], nodes: list[str]) -> list[str]:
+    """Invisible edges that place `nodes` (tables) under the drawing, centred below the
+    sockets: from each drawn socket, longer than any PCIe tree and the tables of repeats."""
+    ranks = max((_depth(platform, s.id) for s in platform.sockets), default=0) + 3
+    return [f'{quote(socket.id)} -- {quote(node)} [style="invis", minlen="{ranks}"];'
+            for node in nodes for socket in platform.sockets if socket.id in drawn]
+
+
+FABRIC_VIEW = "topology-fabric.dot"
+"""The file of the GPU fabric's own view, written when `topology.dot` lists GPUs in tables."""
+
+
+def topology_view(platform: Platform) -> dict[str, Any]:
+    """The values the template lays out for `topology.dot`: quoted graph name and title,
+    clusters, edges, legend, and whether the fabric is in a view of its own (`split`).
+
+    Sockets and PCIe subtrees that repeat are drawn once (`repeated_sockets`,
+    `repeated_groups`), their repeats listed in tables of ids and bus ids; when that leaves
+    GPUs undrawn the fabric goes to its own view (`fabric_view`), else it is drawn here. What
+    each device is (part, figures, PCIe link) is in the devices table under the drawing."""
+    top, drawn, layout_edges = _layout(platform, summarise=True)
+    split = any(g.id not in drawn for g in platform.gpus) and bool(platform.nvlinks)
+    legend = _legend(c2c=any(g.c2c_socket is not None and g.id in drawn for g in platform.gpus))
+    tables: list[str] = []
+    caption = "devices" + (f" ({fabric_name(platform)} fabric: see {FABRIC_VIEW})" if split else "")
+    if not split:
+        fabric, tables = _fabric_items(platform, legend)
+        top += fabric
     if cpu_link_style(platform) == "table":
         name = (platform.cpu_interconnect or "CPU link").upper()
-        panel = Cluster(quote("cluster_cpu_links"), attrs({"style": "rounded", "color": "#6c8ebf"},
-                                                          label=label(f"CPU interconnect ({name}): drawn as a table, not as edges")))
-        panel.items.append(_cpu_link_table(platform))
-        top.insert(0, panel)
-    return {"graph_id": quote(platform.name), "graph_label": label(platform.title),
-            "items": top, "edges": _edges(platform, placed), "legend": legend}
+        top.append(_panel("cpu_links", "#6c8ebf", f"CPU interconnect ({name}): drawn as a table, not as edges",
+                          _cpu_link_table(platform)))
+        tables.append(LEGEND_PREFIX + "cpu_link_matrix")
+    top.append(devices_table(platform, [s.id for s in platform.sockets] + [i.id for i in platform.pcie_items], caption))
+    layout_edges += _below(platform, drawn, [*tables, LEGEND_PREFIX + "devices"])
+    return {"graph_id": quote(platform.name), "graph_label": label(platform.title), "items": top,
+            "edges": _edges(platform, drawn, fabric=not split) + layout_edges, "legend": legend, "split": split}
+
+
+def fabric_view(platform: Platform) -> dict[str, Any]:
+    """The values the template lays out for `FABRIC_VIEW`: each socket with its GPUs (joined by
+    NVLink-C2C where they are, else by an invisible edge that only places them) and the fabric."""
+    top: list[Any] = []
+    layout_edges: list[str] = []
+    for socket in platform.sockets:
+        cluster = Cluster(quote(f"cluster_{socket.id}"),
+                          attrs({"style": "rounded,filled", "fillcolor": "#f7fbff", "color": "#6c8ebf"},
+                                label=label(f"socket {socket.id}, NUMA node {socket.numa_node}")))
+        cluster.items.append(_device_line(platform, socket.id))
+        for gpu in platform.gpus:
+            if socket.id == (gpu.c2c_socket or gpu.socket):
+                cluster.items.append(_device_line(platform, gpu.id))
+                if gpu.c2c_socket is None:
+                    layout_edges.append(f'{quote(socket.id)} -- {quote(gpu.id)} [style="invis"];')
+        top.append(cluster)
+    top += [_device_line(platform, g.id) for g in platform.gpus if (g.c2c_socket or g.socket) not in platform.by_id]
+    drawn = {s.id for s in platform.sockets} | {g.id for g in platform.gpus}
+    legend = _legend(c2c=any(g.c2c_socket is not None for g in platform.gpus))
+    fabric, tables = _fabric_items(platform, legend)
+    top += [*fabric, devices_table(platform, [s.id for s in platform.sockets] + [g.id for g in platform.gpus])]
+    layout_edges += _below(platform, drawn, [*tables, LEGEND_PREFIX + "devices"])
+    edges = [e for e in _edges(platform, drawn, fabric=True) if 'class="pcie"' not in e]
+    return {"graph_id": quote(platform.name), "graph_label": label(platform.title, f"{fabric_name(platform)} fabric view"),
+            "items": top, "edges": edges + layout_edges, "legend": legend}
 
 
 def device_ids(platform: Platform) -> list[str]:
-    """Every id drawn as a node (the legend aside)."""
+    """Every device id (the legend aside): drawn as a node, or listed in a table of repeats."""
     ids = [s.id for s in platform.sockets] + [i.id for i in platform.pcie_items]
     return ids + list(_switch_nodes(platform))
 
 
 @generator("diagram")
 def topology_dot(ctx: GenContext) -> dict[str, str]:
-    return {"topology.dot": ctx.render("topology.dot.j2", "slash", **topology_view(ctx.platform))}
+    """topology.dot, and `FABRIC_VIEW` when topology.dot does not draw every GPU."""
+    view = topology_view(ctx.platform)
+    plan = {"topology.dot": ctx.render("topology.dot.j2", "slash", **view)}
+    if view["split"]:
+        plan[FABRIC_VIEW] = ctx.render("topology.dot.j2", "slash", **fabric_view(ctx.platform))
+    return plan
 
 
 def iter_clusters(items: Iterable[Any]) -> Iterable[Cluster]:
