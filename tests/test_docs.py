@@ -108,7 +108,8 @@ def test_every_yaml_example_loads_and_every_full_platform_in_one_validates_clean
     """Fragments read through hwspec's loader; a block that is a whole file (`hwspec: 1`) validates
     clean beside a copy of platforms/ (so that a cluster's `platform:` resolves). Kubernetes
     manifests (`apiVersion:` first) are checked against their schemas by their pages' own tests;
-    here every document of one has its apiVersion and kind."""
+    here every document of one has its apiVersion and kind. Another tool's file is preceded by a
+    `<!-- tested by: FILE::TEST -->` line naming the test that checks it with that tool."""
     import yaml
 
     from hwspec.source.loader import load_yaml_text
@@ -116,7 +117,13 @@ def test_every_yaml_example_loads_and_every_full_platform_in_one_validates_clean
     shutil.copytree(ROOT / "platforms", tmp_path / "platforms")
     checked = 0
     for page in pages():
-        for block in fenced(page.read_text(), "yaml"):
+        text = page.read_text()
+        for block in fenced(text, "yaml"):
+            marker = TESTED_BY.search(text[:text.index("```yaml\n" + block)].rstrip().rsplit("\n", 1)[-1])
+            if marker:  # another tool's file (a workflow, a pre-commit config): the test named checks it
+                test_file, test_name = marker.groups()
+                assert f"\ndef {test_name}(" in (ROOT / test_file).read_text(), (page, test_file, test_name)
+                continue
             if block.lstrip().startswith("apiVersion:"):
                 documents = [d for d in yaml.safe_load_all(block) if d is not None]
                 assert documents and all({"apiVersion", "kind"} <= set(d) for d in documents), (page, block)
