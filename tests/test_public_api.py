@@ -62,3 +62,16 @@ def test_the_command_help_loads_no_spec_model_template_or_graph_library():
 
 def test_the_package_says_it_is_typed():
     assert (ROOT / "src" / "hwspec" / "py.typed").is_file()
+
+
+def test_the_strategies_built_on_node_specs_show_its_parameters_not_kwargs():
+    """help(), editors and inspect see what node_platforms() and node_yaml() take."""
+    import inspect
+
+    from hwspec.testing import cluster_specs, clusters, node_platforms, node_specs, node_yaml
+
+    for strategy in (node_yaml, node_platforms):
+        assert list(inspect.signature(strategy).parameters) == list(inspect.signature(node_specs).parameters)
+    assert "max_gpus" in inspect.signature(node_platforms).parameters
+    assert list(inspect.signature(clusters).parameters) == list(inspect.signature(cluster_specs).parameters)
+    assert str(inspect.signature(node_platforms).return_annotation) == "st.SearchStrategy[Platform]"

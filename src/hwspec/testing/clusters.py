@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from hwspec.testing.nodes import _builtin_rules, _layouts, _parts, dump_yaml
+from hwspec.testing.nodes import _builtin_rules, _layouts, _parts, dump_yaml, takes_parameters_of
 
 
 @dataclass(frozen=True)
@@ -181,8 +181,9 @@ def _loaded_cluster(files: ClusterFiles):
     return checked.platform
 
 
+@takes_parameters_of(cluster_specs)
 def clusters(**kwargs: Any) -> st.SearchStrategy:
-    """Resolved `hwspec.model.cluster.Cluster`s of `cluster_specs(**kwargs)`, loaded from files in a
+    """Resolved `hwspec.model.cluster.Cluster`s of `cluster_specs(...)` with the same parameters, loaded from files in a
     temporary directory by `hwspec.pipeline.check` (removed once loaded; `Cluster.file` names it)."""
     return cluster_specs(**kwargs).map(_loaded_cluster)
 

@@ -65,11 +65,12 @@ mutations of valid specs, each labelled with the rule that must catch it (`Fault
 from __future__ import annotations
 
 import copy
+import inspect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from hypothesis import strategies as st
 
@@ -78,6 +79,22 @@ from hwspec.model.node import PcieLink
 from hwspec.source.dumper import dump_yaml as source_dump_yaml
 from hwspec.spec.units import format_bytes, parse_bytes
 from hwspec.topology import topology_of  # and so node_platforms()' platforms have `.topology`
+
+if TYPE_CHECKING:
+    from hwspec.model.node import Platform
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def takes_parameters_of(source: Callable[P, Any]) -> Callable[[Callable[..., R]], Callable[P, R]]:
+    """Give a strategy that forwards its keyword arguments to `source` the parameters of `source`,
+    as `help()`, `inspect.signature`, editors and type checkers see them (not `**kwargs`)."""
+    def give(wrapper: Callable[..., R]) -> Callable[P, R]:
+        returns = inspect.signature(wrapper).return_annotation
+        wrapper.__signature__ = inspect.signature(source).replace(return_annotation=returns)  # type: ignore[attr-defined]
+        return wrapper
+    return give
 
 NVLINK_PATTERNS = ("none", "fully-connected", "ring", "nvswitch", "hybrid-cube-mesh", "fully-connected-minus-matching")
 """Logical GPU fabric patterns `node_specs(nvlink=...)` can draw (simplest first)."""
@@ -649,14 +666,17 @@ def present_virtually(draw, spec: dict) -> dict:
     return spec
 
 
+@takes_parameters_of(node_specs)
 def node_yaml(**kwargs: Any) -> st.SearchStrategy[str]:
-    """YAML text of `node_specs(**kwargs)` (`dump_yaml`: yaml.safe_dump, sort_keys=False)."""
+    """YAML text of `node_specs(...)` with the same parameters (`dump_yaml`: yaml.safe_dump,
+    sort_keys=False)."""
     return node_specs(**kwargs).map(dump_yaml)
 
 
-def node_platforms(**kwargs: Any) -> st.SearchStrategy:
-    """Resolved `hwspec.model.node.Platform`s of `node_specs(**kwargs)`, loaded from their YAML text
-    by the real loader (`load_node_text`), so every example also exercises the loader."""
+@takes_parameters_of(node_specs)
+def node_platforms(**kwargs: Any) -> st.SearchStrategy[Platform]:
+    """Resolved `hwspec.model.node.Platform`s of `node_specs(...)` with the same parameters, loaded
+    from their YAML text by the real loader (`load_node_text`), so every example also exercises the loader."""
     return node_yaml(**kwargs).map(load_node_text)
 
 
