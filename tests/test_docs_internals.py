@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hwspec.generate.engine import generators, plan_for
-from hwspec.testing import node_platforms, node_specs, node_yaml
+from hwspec.testing import node_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs" / "internals.md").read_text()
@@ -44,13 +44,6 @@ def test_the_plan_for_table_lists_its_keyword_arguments_and_every_generator():
     assert first_column(text) == keywords
     (only_row,) = [row for row in text.splitlines() if row.startswith("| `only` |")]
     assert sorted(re.findall(r"`([a-z-]+)`", only_row.split("|")[3])) == sorted(generators())
-
-
-def test_node_yaml_and_node_platforms_take_node_specs_parameters_by_name():
-    """Spelled out, not **kwargs, so that help() and editors show them."""
-    expected = inspect.signature(node_specs).parameters
-    assert inspect.signature(node_yaml).parameters == expected
-    assert inspect.signature(node_platforms).parameters == expected
 
 
 def test_the_node_platforms_table_lists_every_parameter():

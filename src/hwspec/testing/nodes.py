@@ -649,26 +649,14 @@ def present_virtually(draw, spec: dict) -> dict:
     return spec
 
 
-def node_yaml(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
-              gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
-              nic_modes: Iterable[str] | None = None, name: str = "node",
-              virtual_links: bool = False, numa_nodes: bool = False) -> st.SearchStrategy[str]:
-    """YAML text of `node_specs(...)` with the same parameters (`dump_yaml`: yaml.safe_dump,
-    sort_keys=False)."""
-    return node_specs(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
-                      gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name,
-                      virtual_links=virtual_links, numa_nodes=numa_nodes).map(dump_yaml)
+def node_yaml(**kwargs: Any) -> st.SearchStrategy[str]:
+    """YAML text of `node_specs(**kwargs)` (`dump_yaml`: yaml.safe_dump, sort_keys=False)."""
+    return node_specs(**kwargs).map(dump_yaml)
 
 
-def node_platforms(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
-                   gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
-                   nic_modes: Iterable[str] | None = None, name: str = "node",
-                   virtual_links: bool = False, numa_nodes: bool = False) -> st.SearchStrategy:
-    """Resolved `hwspec.model.node.Platform`s of `node_specs(...)` with the same parameters, loaded
-    from their YAML text by the real loader (`load_node_text`), so every example also exercises
-    the loader; each has its `.topology`."""
-    return node_yaml(min_sockets=min_sockets, max_sockets=max_sockets, min_gpus=min_gpus, max_gpus=max_gpus,
-                     gpu_parts=gpu_parts, nvlink=nvlink, nic_modes=nic_modes, name=name,
-                     virtual_links=virtual_links, numa_nodes=numa_nodes).map(load_node_text)
+def node_platforms(**kwargs: Any) -> st.SearchStrategy:
+    """Resolved `hwspec.model.node.Platform`s of `node_specs(**kwargs)`, loaded from their YAML text
+    by the real loader (`load_node_text`), so every example also exercises the loader."""
+    return node_yaml(**kwargs).map(load_node_text)
 
 
