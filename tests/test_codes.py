@@ -43,7 +43,7 @@ def f(exc, d):
 
 def test_no_code_text_outside_the_registry():
     """Every emission site names a `Code` member: a typo is an AttributeError, not a new code,
-    and `hwspec explain`, the README and the reports cannot disagree on what a code means."""
+    and `hwspec explain`, the code reference and the reports cannot disagree on what a code means."""
     found = {}
     for path in sorted(SRC.rglob("*.py")):
         if path == SRC / "diagnostics" / "codes.py":
@@ -81,7 +81,7 @@ def test_reports_print_a_member_as_its_text():
 
 
 def test_the_loader_reports_keys_by_the_registry_meaning():
-    """E104 is a non-string key and E107 a duplicate key, as `hwspec explain` and the README say
+    """E104 is a non-string key and E107 a duplicate key, as `hwspec explain` and the code reference say
     (the loader once reported them the other way round)."""
     from hwspec.diagnostics import HwspecError
     from hwspec.source.loader import load_yaml_text

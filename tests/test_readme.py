@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from hwspec.model.load import load_platform
 from hwspec.rules import load_rules, run_rules
@@ -57,7 +60,7 @@ def test_the_property_testing_example_passes_and_catches_a_mistyped_threshold(tm
     assert "AssertionError" in failed.stdout, failed.stdout[-2000:]
 
 
-# ---------------------------------------------------------------- every YAML and shell example, and the code list
+# ---------------------------------------------------------------- every YAML and shell example
 
 
 def blocks(language: str) -> list[str]:
@@ -86,7 +89,8 @@ def sh_block(starts: str) -> str:
 def test_every_shell_example_has_its_test():
     tested = ("python3 -m venv .venv && .venv/bin/pip install -q -e . &&", "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]'",
               ".venv/bin/python benchmarks/scale.py", ".venv/bin/python benchmarks/cli_vs_floor.py", "HWSPEC_HYPOTHESIS_PROFILE=deep",
-              "hwspec import tests/data/live/", ".venv/bin/pip install -q -e '.[lint]'")  # tests/test_live.py runs the 'From a live machine' sample block
+              "hwspec import tests/data/live/", ".venv/bin/pip install -q -e '.[lint]'",
+              ".venv/bin/pip install -q -e '.[docs]'")  # tests/test_live.py runs the 'From a live machine' sample block
     assert all(any(b.startswith(prefix) for prefix in tested) for b in blocks("sh")), blocks("sh")
 
 
@@ -113,36 +117,8 @@ def test_every_yaml_example_is_plain_yaml_the_loader_reads():
         assert load_yaml_text(text, "README.md").data, block
 
 
-def test_yaml_environment_example_validates_clean_on_a_platform(tmp_path):
-    fixture = (ROOT / "tests" / "fixtures" / "rules" / "base_2gpu.yaml").read_text()
-    (tmp_path / "p.yaml").write_text(fixture + yaml_block("environment:"))
-    result = _hwspec("validate", "p.yaml", cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (0, ""), result.stdout
 
 
-def test_yaml_outline_names_only_real_sections():
-    from hwspec.source.loader import load_yaml_text
-    from hwspec.spec.models import NodeSpec
-
-    outline = load_yaml_text(yaml_block("sockets:            #"), "README.md").data
-    assert outline and set(outline) <= set(NodeSpec.model_fields)
-
-
-def test_yaml_repeat_example_replaces_zionex_gpus_and_validates_clean(tmp_path):
-    example = yaml_block("gpus:\n  - repeat")
-    text = (ROOT / "platforms" / "zionex.yaml").read_text()
-    start = text.index("\ngpus:\n") + 1
-    end = re.search(r"\n[a-z_]+:", text[start + 5:]).start() + start + 5 + 1
-    (tmp_path / "zionex.yaml").write_text(text[:start] + example + text[end:])
-    result = _hwspec("validate", "zionex.yaml", cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (0, ""), result.stdout
-
-
-def test_yaml_cluster_example_validates_clean(tmp_path):
-    shutil.copy(ROOT / "platforms" / "zionex.yaml", tmp_path / "zionex.yaml")
-    (tmp_path / "zionex-16.yaml").write_text(yaml_block("hwspec: 1\nkind: cluster"))
-    result = _hwspec("validate", "zionex-16.yaml", cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (0, ""), result.stdout
 
 
 def test_yaml_rules_example_is_accepted_as_written(tmp_path):
@@ -208,28 +184,24 @@ def test_shell_deep_profile_command_names_a_registered_profile_and_real_files():
         assert list(ROOT.glob(pattern)), pattern
 
 
-def test_the_readme_table_of_codes_is_the_registry():
-    """The table is `markdown_table()`, rendered from `Code`: regenerate it from there."""
-    from hwspec.diagnostics.codes import markdown_table
-
-    lead = "these codes are reported; `hwspec explain E105` says more:\n\n"
-    table = README.split(lead, 1)[1].split("\n\n", 1)[0] + "\n"  # up to the first blank line
-    assert table == markdown_table()
-
-
-def test_every_code_is_explained_and_listed_in_the_readme(capsys):
-    from hwspec.cli.commands import main
-    from hwspec.diagnostics.codes import Code
-
-    listed = re.findall(r"^\| (E[0-9]{3}) \| (.*) \| (.*) \|$", README, re.MULTILINE)
-    assert listed == [(code.value, code.summary, code.doc) for code in Code]
-    for code in Code:
-        assert main(["explain", code.lower()]) == 0
-        assert capsys.readouterr().out == f"{code.value} {code.summary}\n\n{code.doc}\n"
+@pytest.mark.consumer
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None,
+                    reason="mkdocs and its Material theme are not installed (pip install -e '.[docs]')")
+def test_shell_docs_build_command_is_what_ci_runs_and_builds_the_site(tmp_path):
+    """The Documentation section's command installs the `docs` extra and builds strict, as CI does."""
+    install, build = sh_block(".venv/bin/pip install -q -e '.[docs]'").split(" && ")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert install in ci
+    assert f"NO_MKDOCS_2_WARNING=1 {build}".replace("--site-dir site", '--site-dir "$site_dir"') in ci
+    built = subprocess.run([sys.executable, "-m", "mkdocs", *build.split()[1:-1], str(tmp_path / "site")], cwd=ROOT,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert (tmp_path / "site" / "commands" / "index.html").exists()
 
 
-def test_the_python_api_example_runs_in_a_fresh_interpreter():
-    """The `### Using hwspec from Python` block, run as a user would: `import hwspec` alone."""
-    (example,) = python_blocks("What is where")
-    result = subprocess.run([sys.executable, "-c", example], cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
+def test_every_relative_link_names_a_file_of_the_repository():
+    """The README's links into docs/ work on GitHub: each names a file that exists."""
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(relative) >= 10
+    assert [link for link in relative if not (ROOT / link).is_file()] == []

@@ -3,8 +3,9 @@
 Rule findings carry the rule's id (`HW201`); everything else carries one of these codes. Code
 that reports one names the member (`Code.DUPLICATE_KEY`), never the text (`"E107"`): a member is
 a `str` whose value is the code text, so `Diagnostic.code` holds either and every report prints
-the text. `hwspec explain E105` prints an entry, the README's table of codes is
-`markdown_table()`, and tests check both, and that no code text is written anywhere else.
+the text. `hwspec explain E105` prints an entry, the documentation site's code reference
+(`hwspec.cli.docsgen.code_reference()`) renders every entry, and tests check both, and that no
+code text is written anywhere else.
 
 Exit status by code: E100-E108 mean the file could not be read or parsed (exit 2, as do the
 usage errors E301 and E302 and the generation codes E901-E902); the others, E900 among them,
@@ -116,15 +117,3 @@ _BY_TEXT = {code.value: code for code in Code}
 def lookup(text: str) -> Code | None:
     """The code `text` names (any case, surrounding blanks ignored), or None."""
     return _BY_TEXT.get(text.strip().upper())
-
-
-def markdown_table() -> str:
-    """The README's table of codes: one row per code, in registry order, with its summary and doc
-    as `hwspec explain` prints them (a `|` escaped, so that it cannot end a cell)."""
-
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    rows = ["| code | title | meaning |", "|---|---|---|"]
-    rows += [f"| {code.value} | {cell(code.summary)} | {cell(code.doc)} |" for code in Code]
-    return "\n".join(rows) + "\n"

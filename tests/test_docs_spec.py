@@ -1,0 +1,53 @@
+"""docs/spec.md: its examples run as written (moved from the README's "The spec language")."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from hwspec.source.loader import load_yaml_text
+from hwspec.spec.models import NodeSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = (ROOT / "docs" / "spec.md").read_text()
+
+
+def yaml_block(starts: str) -> str:
+    """The one ```yaml block of the page that starts with `starts`."""
+    (found,) = [b for b in re.findall(r"^```yaml\n(.*?)^```", PAGE, re.DOTALL | re.MULTILINE) if b.startswith(starts)]
+    return found
+
+
+def validate(path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run([sys.executable, "-m", "hwspec", "validate", path.name], cwd=path.parent, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_outline_names_only_real_sections():
+    outline = load_yaml_text(yaml_block("sockets:            #"), "docs/spec.md").data
+    assert outline and set(outline) <= set(NodeSpec.model_fields)
+
+
+def test_the_repeat_example_replaces_zionex_gpus_and_validates_clean(tmp_path):
+    example = yaml_block("gpus:\n  - repeat")
+    text = (ROOT / "platforms" / "zionex.yaml").read_text()
+    start = text.index("\ngpus:\n") + 1
+    end = re.search(r"\n[a-z_]+:", text[start + 5:]).start() + start + 5 + 1
+    (tmp_path / "zionex.yaml").write_text(text[:start] + example + text[end:])
+    result = validate(tmp_path / "zionex.yaml")
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout
+
+
+def test_the_environment_example_validates_clean_on_a_platform(tmp_path):
+    fixture = (ROOT / "tests" / "fixtures" / "rules" / "base_2gpu.yaml").read_text()
+    (tmp_path / "p.yaml").write_text(fixture + yaml_block("environment:"))
+    result = validate(tmp_path / "p.yaml")
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout
+
+
+def test_the_page_links_the_generated_field_reference():
+    assert "[field reference](reference/fields.md)" in PAGE
