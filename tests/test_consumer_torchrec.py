@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -100,11 +101,10 @@ def test_sharding_planner_plans_on_the_generated_cluster_topology(planner_types)
     assert ranks and max(ranks) < doc["topology_kwargs"]["world_size"]
 
 
-def test_the_readme_torchrec_example_builds_the_topology(planner_types, monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n### TorchRec\n", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+def test_the_example_of_docs_consumers_torchrec_builds_the_topology(planner_types, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (ROOT / "docs" / "consumers" / "torchrec.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
     monkeypatch.chdir(ROOT)
     namespace: dict = {}
-    exec(compile(code, "README.md#TorchRec", "exec"), namespace)
+    exec(compile(code, "docs/consumers/torchrec.md", "exec"), namespace)
     assert (namespace["topology"].world_size, namespace["topology"].intra_host_bw) == (128, A100_NVLINK_TOTAL_BYTES_PER_MS)

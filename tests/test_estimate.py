@@ -2,7 +2,7 @@
 
 The platform is a `Figures` record with round numbers (2 nodes x 2 GPUs); the workload is a
 tiny DLRM written as YAML. Every expected number below is worked out by hand in the comment
-beside it, from the formulas in the README's "Estimating a workload" section.
+beside it, from the formulas in docs/estimates.md.
 """
 
 from __future__ import annotations

@@ -390,11 +390,11 @@ def test_unsafe_ipv6_zone_is_found_by_validate_not_by_generate(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-# ---------------------------------------------------------------- the README's own example
+# ---------------------------------------------------------------- docs/site-rules.md's own example
 
 
 def test_rule_severity_off_written_bare_is_accepted(tmp_path):
-    """`severity: off` is YAML 1.1's false; the README writes it that way."""
+    """`severity: off` is YAML 1.1's false; docs/site-rules.md writes it that way."""
     text = (ROOT / "tests" / "fixtures" / "rules" / "switch_oversubscribed.yaml").read_text()
     (tmp_path / "p.yaml").write_text(text + "rules:\n  HW103: {severity: off, reason: \"measured: no contention\"}\n")
     result = hwspec("validate", "p.yaml", cwd=tmp_path)

@@ -225,7 +225,7 @@ def test_a_platform_s_topology_is_built_by_the_topology_layer_once_it_is_importe
 
 
 def test_platforms_from_hwspec_testing_have_their_topology() -> None:
-    """The README's property test reads `platform.topology.children` of node_platforms()'
+    """docs/property-testing.md's property test reads `platform.topology.children` of node_platforms()'
     platforms, with nothing but hwspec.testing and hwspec.rules imported."""
     out = run_python(
         "from hwspec.testing import load_node_text\n"

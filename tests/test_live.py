@@ -330,7 +330,7 @@ def test_this_machine_imports_from_lstopo_and_diffs_clean_against_its_draft(tmp_
     capsys.readouterr()
 
 
-# ------------------------------------------------------------------ samples and README
+# ------------------------------------------------------------------ samples and docs/live.md
 
 
 def test_the_committed_samples_are_what_make_samples_writes():
@@ -343,9 +343,10 @@ def test_the_committed_samples_are_what_make_samples_writes():
         assert (LIVE / name).read_text() == text, f"{name} is stale: run tests/data/live/make_samples.py"
 
 
-def test_the_readme_sample_commands_run_as_written(tmp_path):
-    body = (ROOT / "README.md").read_text().split("\n## From a live machine\n", 1)[1].split("\n## ", 1)[0]
-    commands = re.findall(r"```sh\n(.*?)```", body, re.DOTALL)[-1].strip().splitlines()
+def test_the_sample_commands_of_docs_live_run_as_written(tmp_path):
+    body = (ROOT / "docs" / "live.md").read_text().split("\n### The samples\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```sh\n(.*?)```", body, re.DOTALL)
+    commands = block.strip().splitlines()
     hwspec = str(Path(shutil.which("hwspec") or ROOT / ".venv/bin/hwspec"))
     results = [subprocess.run([hwspec, *line.split()[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120)
                for line in commands]

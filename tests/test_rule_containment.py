@@ -1,6 +1,6 @@
 """Site rules cannot spoil the report, the exit status or the process: what a rule raises, a
 changed working directory, a rule module that fails to import, exit handlers and threads a rule
-leaves behind, signal handlers it installs (README "Security model", `hwspec.rules.sandbox`)."""
+leaves behind, signal handlers it installs (docs/security.md, `hwspec.rules.sandbox`)."""
 
 from __future__ import annotations
 

@@ -203,11 +203,9 @@ def test_compare_of_two_clusters_gives_each_ones_efficiency_over_its_own_one_nod
         assert s["efficiency"]["overlapped"] == pytest.approx(per_gpu / s["one_node_per_gpu_qps"]["overlapped"])
 
 
-def test_the_readme_scaling_example_is_what_hwspec_prints(capsys, monkeypatch):
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Estimating a workload\n", 1)[1].split("\n## ", 1)[0]
-    (example,) = re.findall(r"```console\n\$ hwspec (estimate .*?--nodes .*?)\n(.*?)```", section, re.DOTALL)
-    command, shown = example
+def test_the_scaling_example_of_docs_estimates_is_what_hwspec_prints(capsys, monkeypatch):
+    section = (ROOT / "docs" / "estimates.md").read_text().split("\n## Scaling\n", 1)[1].split("\n## ", 1)[0]
+    ((command, shown),) = re.findall(r"```sh\nhwspec (estimate .*?--nodes .*?)\n```\n\n```text\n(.*?)```", section, re.DOTALL)
     monkeypatch.chdir(ROOT)
     assert main(command.split()) == 0
-    assert shown in capsys.readouterr().out, "README's scaling example is stale: paste the command's output"
+    assert shown in capsys.readouterr().out, "docs/estimates.md's scaling example is stale: paste the command's output"

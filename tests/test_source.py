@@ -157,7 +157,7 @@ def test_a_value_yaml_1_1_and_1_2_read_differently_is_a_located_e110(written, ex
 
 
 def test_a_bare_off_is_refused_except_as_a_rule_severity():
-    """`severity: off` (README) is read as the text off, as YAML 1.2 reads it; elsewhere a bare
+    """`severity: off` (docs/site-rules.md) is read as the text off, as YAML 1.2 reads it; elsewhere a bare
     off is YAML 1.1's false and YAML 1.2's text, so it is refused."""
     doc = load_yaml_text("rules:\n  HW103: {severity: off, reason: r}\n", "p.yaml")
     assert doc.data == {"rules": {"HW103": {"severity": "off", "reason": "r"}}}

@@ -259,7 +259,7 @@ class _ImplicitTags(_Hooks, yaml.resolver.BaseResolver):
 
 _IMPLICIT_TAGS = _ImplicitTags()
 _SEVERITY_OFF = ("severity", "off")
-"""A rule setting's `severity: off`, written bare (README): read as the text off, as YAML 1.2
+"""A rule setting's `severity: off`, written bare (docs/site-rules.md): read as the text off, as YAML 1.2
 reads it, not as YAML 1.1's false (`hwspec.spec.checks.off_is_off` takes that too)."""
 
 

@@ -15,8 +15,8 @@ computed as an amount divided by the rate that bounds it:
 
 "serial" adds every term (nothing overlaps); "overlapped" lets the four resources (GPU memory
 and compute, the collective network, the PCIe host link, the ingestion network) work at once
-and takes the busiest one. QPS bounds are global batch / time. The README's "Estimating a
-workload" section gives the formulas.
+and takes the busiest one. QPS bounds are global batch / time. docs/estimates.md gives the
+formulas.
 
 The modules, each importing only those above it:
 
