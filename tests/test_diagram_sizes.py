@@ -187,3 +187,21 @@ def test_the_repeats_table_escapes_ids_and_bus_ids(p5_like, monkeypatch):
     assert "<b>1 more like g&lt;0&gt;&amp;\"x\"</b>" in node
     assert '<td align="left"><b>like n&amp;0</b></td><td align="left">n]1<br/>bus&lt;n]1&gt;</td>' in node
     assert '<td align="left">g&lt;1&gt;"<br/>bus&lt;g&lt;1&gt;"&gt;</td>' in node
+
+
+CLUSTER_DIAGRAMS = sorted(p.relative_to(GENERATED).as_posix() for p in GENERATED.glob("*/cluster.dot"))
+
+
+@needs_dot
+@pytest.mark.parametrize("relative", CLUSTER_DIAGRAMS)
+def test_every_shipped_cluster_diagram_renders_without_warnings_and_fits_a_browser_window(relative):
+    width, height = _svg_size((GENERATED / relative).read_text())
+    assert width <= BROWSER_WIDTH_PT and height <= BROWSER_WIDTH_PT, (width, height)
+
+
+def test_a_rail_optimized_pods_leaves_are_one_box_and_its_hosts_one_hostlist():
+    text = (GENERATED / "dgx-h100-16" / "cluster.dot").read_text()
+    nodes, edges, _ = parse(text)
+    assert nodes["hosts0"]["label"] == "dgxh100-[00-15]\\n16 x hgx-h100, 8 GPUs each"
+    assert nodes["leaves0"]["label"] == "rail0-leaf0 ... rail7-leaf0\\n8 leaves, one per rail"
+    assert [(a, b) for a, b, attrs in edges if attrs.get("style") != "invis"] == [("hosts0", "leaves0")]
