@@ -131,15 +131,16 @@ def test_c2c_on_a_gpu_whose_part_has_no_c2c_links_is_refused(tmp_path, monkeypat
         "has no C2C links\n  hint: add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'"]
 
 
-def test_the_diagram_draws_each_gpus_c2c_to_its_grace_with_its_bandwidth(tray):
+def test_the_diagram_draws_each_gpus_c2c_to_its_grace_and_its_figures_in_the_devices_table(tray):
     from tests.test_diagram import parse
 
     plan = plan_for(tray.topology, only=["diagram"])
-    _, edges, _ = parse(plan["gb200-tray/topology-fabric.dot"])  # gpu1 and gpu3 are rows of tables in topology.dot
-    c2c = [(a, b, attrs["xlabel"]) for a, b, attrs in edges if attrs.get("class") == "c2c" and not a.startswith("_legend")]
-    assert c2c == [("grace0", "gpu0", "C2C 5 x 45 GB/s"), ("grace0", "gpu1", "C2C 5 x 45 GB/s"),
-                   ("grace1", "gpu2", "C2C 5 x 45 GB/s"), ("grace1", "gpu3", "C2C 5 x 45 GB/s")]
-    assert any(a == "_legend_c2c_a" for a, _, _ in edges)
+    assert list(plan) == ["gb200-tray/topology.dot"]  # four GPUs fit: every device drawn, in one view
+    nodes, edges, _ = parse(plan["gb200-tray/topology.dot"])
+    c2c = [(a, b, "xlabel" in attrs) for a, b, attrs in edges if attrs.get("class") == "c2c"]
+    assert c2c == [("grace0", "gpu0", False), ("grace0", "gpu1", False), ("grace1", "gpu2", False), ("grace1", "gpu3", False)]
+    assert "; NVLink-C2C 5 x 45 GB/s, 225 GB/s to its CPU</td>" in nodes["_legend_devices"]["label"]
+    assert "NVLink-C2C</td>" in nodes["_legend_legend"]["label"]
     zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
     assert "c2c" not in plan_for(zionex.topology, only=["diagram"])["zionex/topology.dot"]
 

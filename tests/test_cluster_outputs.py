@@ -227,8 +227,15 @@ def test_large_clusters_are_summarised_in_the_diagram(tmp_path):
     dot = generate.plan_for(checked.topology)["synthetic/cluster.dot"]
     assert "zx000" not in dot.replace("zx[000-099]", "")
     assert '"group0" [shape=box3d' in dot and "spines [" in dot
-    small = (GENERATED / "zionex-16" / "cluster.dot").read_text()
-    assert small.count("-- \"switch0\"") == 16
+    assert "label=" not in "".join(line for line in dot.splitlines() if " -- " in line)  # what edges carry: the table
+    assert '<td align="left">leaf to spines</td>' in dot
+
+
+def test_a_small_clusters_hosts_are_one_box_per_leaf_group_and_its_edges_carry_no_labels():
+    small = (GENERATED / "zionex-16" / "cluster.dot").read_text()  # 16 nodes on one switch
+    assert '"hosts0" [shape=box, style=filled, fillcolor="#dbe9f6", label="zionex[00-15]\\n16 x zionex, 8 GPUs each"];' in small
+    assert [line.strip() for line in small.splitlines() if " -- " in line and "invis" not in line] == ['"hosts0" -- "switch0" [class="fabric"];']
+    assert '<tr><td align="left">host to leaf</td><td align="left">8 x 200 Gb/s</td></tr>' in small
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed (CI installs it)")

@@ -20,10 +20,9 @@ from tests.test_diagram import parse
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
 P5_LIKE = ROOT / "tests" / "fixtures" / "many_nics" / "four_nics_per_gpu.yaml"  # 8 GPUs, 32 NICs, 4 switches of 2 GPUs
+MINIMAL = ROOT / "tests" / "fixtures" / "spec" / "minimal_node.yaml"  # 2 GPUs with a NIC each, NVLink between them
 BROWSER_WIDTH_PT = 1500
 """2,000 px at 96 dpi (graphviz writes SVG sizes in points, 72 to the inch)."""
-ANY_WIDTH_PT = 2000
-"""What no node diagram may exceed (the widest today, Zion's fabric view of 8 sockets, is just under)."""
 NODE_DIAGRAMS = sorted(p.relative_to(GENERATED).as_posix() for p in GENERATED.rglob("topology*.dot"))
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed (CI installs it)")
 
@@ -39,16 +38,16 @@ def _svg_size(dot_text: str) -> tuple[float, float]:
 
 @needs_dot
 @pytest.mark.parametrize("relative", NODE_DIAGRAMS)
-def test_every_shipped_node_diagram_renders_without_warnings_within_the_width_bound(relative):
+def test_every_shipped_node_diagram_renders_without_warnings_and_fits_a_browser_window(relative):
     width, height = _svg_size((GENERATED / relative).read_text())
-    assert width <= ANY_WIDTH_PT and height <= ANY_WIDTH_PT, (width, height)
+    assert width <= BROWSER_WIDTH_PT and height <= BROWSER_WIDTH_PT, (width, height)
 
 
 @needs_dot
 @pytest.mark.parametrize("name", ["aws-p5-48xlarge", "hgx-h100", "hgx-h200", "gb200-tray", "azure-nd-h100-v5",
                                   "gcp-a3-megagpu-8g"])
 def test_eight_gpu_and_tray_diagrams_fit_a_browser_window(name):
-    for view in ("topology.dot", diagram.FABRIC_VIEW):
+    for view in sorted(p.name for p in (GENERATED / name).glob("topology*.dot")):
         width, _ = _svg_size((GENERATED / name / view).read_text())
         assert width <= BROWSER_WIDTH_PT, (view, width)
 
@@ -117,3 +116,92 @@ def test_the_docs_render_a_png_with_the_commands_they_show(tmp_path):
     assert result.returncode == 0, result.stderr
     for png in ("p5.png", "p5-fabric.png"):
         assert (tmp_path / png).read_bytes().startswith(b"\x89PNG")
+
+
+def _drawn(text: str) -> set[str]:
+    return {n for n in parse(text)[0] if not n.startswith(diagram.LEGEND_PREFIX)}
+
+
+def test_a_node_that_fits_the_width_budget_draws_every_device_and_its_nvlinks_in_one_view():
+    platform = load_platform(MINIMAL)
+    assert diagram.drawing_width(platform) <= diagram.WIDTH_BUDGET_PT
+    plan = plan_for(platform.topology, only=["diagram"])
+    assert list(plan) == ["minimal/topology.dot"]  # no table of repeats, no fabric view
+    text = plan["minimal/topology.dot"]
+    assert _drawn(text) == set(diagram.device_ids(platform))
+    nodes, edges, _ = parse(text)
+    assert not any(n.startswith(diagram.LEGEND_PREFIX + "like_") for n in nodes)
+    nvlink = [(a, b, attrs) for a, b, attrs in edges if attrs.get("class") == "nvlink"]
+    assert [(a, b) for a, b, _ in nvlink] == [("gpu0", "gpu1")] and "xlabel" not in nvlink[0][2]
+    assert ">NV12</td>" in nodes[diagram.LEGEND_PREFIX + "nvlink_matrix"]["label"]  # the link count, in the pair table
+    # the NICs outside, the GPUs side by side: the NVLink between them crosses no NIC
+    assert '{ rank="same"; "nic0"; "gpu0"; }' in text and '{ rank="same"; "gpu1"; "nic1"; }' in text
+
+
+def test_a_node_wider_than_the_budget_is_summarised_and_the_estimate_says_so(p5_like):
+    platform, _ = p5_like
+    assert diagram.drawing_width(platform) > 2 * diagram.WIDTH_BUDGET_PT  # 40 boxes under 4 switches
+
+
+@needs_dot
+@pytest.mark.parametrize("path", [MINIMAL, P5_LIKE, ROOT / "platforms" / "gb200-tray.yaml"])
+def test_the_width_estimate_is_within_a_tenth_of_what_dot_draws(path):
+    platform = load_platform(path)
+    top, drawn, _ = diagram._layout(platform, summarise=False)
+    edges = [e for e in diagram._edges(platform, drawn, fabric=False)]
+    body = "\n".join(_statements(top) + edges)
+    width, _ = _svg_size(f'graph g {{ graph [nodesep="0.15"]; node [fontname="Helvetica", fontsize="10", margin="0.08,0.04"];\n{body}\n}}')
+    assert abs(diagram.drawing_width(platform) - width) <= width / 10, (diagram.drawing_width(platform), width)
+
+
+def _statements(items) -> list[str]:
+    lines = []
+    for item in items:
+        if isinstance(item, diagram.Cluster):
+            lines += [f"subgraph {item.id} {{ graph [{item.attrs}];", *_statements(item.items), "}"]
+        else:
+            lines.append(item)
+    return lines
+
+
+def test_the_legend_shows_only_what_the_picture_draws():
+    platform = load_platform(MINIMAL)
+    nodes, _, _ = parse(plan_for(platform.topology, only=["diagram"])["minimal/topology.dot"])
+    legend = nodes[diagram.LEGEND]["label"]
+    shown = re.findall(r'<td align="left">([^<]+)</td>', legend)
+    assert shown == ["CPU socket", "PCIe switch", "GPU", "backend NIC", "ingestion / frontend NIC", "PCIe", "NVLink / xGMI"]
+
+
+@pytest.mark.parametrize("relative", NODE_DIAGRAMS)
+def test_no_shipped_diagram_labels_an_nvlink_or_c2c_edge(relative):
+    _, edges, _ = parse((GENERATED / relative).read_text())
+    assert not [(a, b) for a, b, attrs in edges if attrs.get("class") in ("nvlink", "c2c") and "xlabel" in attrs]
+
+
+def test_the_repeats_table_escapes_ids_and_bus_ids(p5_like, monkeypatch):
+    platform, _ = p5_like
+    monkeypatch.setattr(diagram, "_bus", lambda _platform, item_id: f"bus<{item_id}>")
+    first = 'g<0>&"x"'
+    node = diagram._repeats_table(platform, [first, "n&0"], [['g<1>"', "n]1"]])
+    assert node.startswith(f'{diagram.quote(diagram.repeats_node(first))} [shape="plaintext"')
+    assert "<b>1 more like g&lt;0&gt;&amp;\"x\"</b>" in node
+    assert '<td align="left"><b>like n&amp;0</b></td><td align="left">n]1<br/>bus&lt;n]1&gt;</td>' in node
+    assert '<td align="left">g&lt;1&gt;"<br/>bus&lt;g&lt;1&gt;"&gt;</td>' in node
+
+
+CLUSTER_DIAGRAMS = sorted(p.relative_to(GENERATED).as_posix() for p in GENERATED.glob("*/cluster.dot"))
+
+
+@needs_dot
+@pytest.mark.parametrize("relative", CLUSTER_DIAGRAMS)
+def test_every_shipped_cluster_diagram_renders_without_warnings_and_fits_a_browser_window(relative):
+    width, height = _svg_size((GENERATED / relative).read_text())
+    assert width <= BROWSER_WIDTH_PT and height <= BROWSER_WIDTH_PT, (width, height)
+
+
+def test_a_rail_optimized_pods_leaves_are_one_box_and_its_hosts_one_hostlist():
+    text = (GENERATED / "dgx-h100-16" / "cluster.dot").read_text()
+    nodes, edges, _ = parse(text)
+    assert nodes["hosts0"]["label"] == "dgxh100-[00-15]\\n16 x hgx-h100, 8 GPUs each"
+    assert nodes["leaves0"]["label"] == "rail0-leaf0 ... rail7-leaf0\\n8 leaves, one per rail"
+    assert [(a, b) for a, b, attrs in edges if attrs.get("style") != "invis"] == [("hosts0", "leaves0")]

@@ -10,11 +10,13 @@ node name or its short hostname.
 
 from __future__ import annotations
 
+from hwspec import hostlist
 from hwspec.formats.environment import environment_limits
 from hwspec.formats.nccl_env import is_nccl
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse, render_all
 from hwspec.generate.launch import Setting, merge_environment, nccl_conf_text
-from hwspec.model.cluster import Cluster
+from hwspec.model.cluster import Cluster, Leaf
+from hwspec.text import xml_escape as escape
 
 
 def rail_optimized(cluster: Cluster) -> bool | None:
@@ -101,7 +103,9 @@ def cluster_roofline_json(ctx: GenContext) -> Plan:
 
 
 DRAW_NODES_UP_TO = 32
-"""Clusters with more nodes are drawn as a summary: node groups and switch tiers, not hosts."""
+"""Clusters with more nodes are drawn as a summary: node groups and switch tiers, not host blocks."""
+HOST_STYLE = 'shape=box, style=filled, fillcolor="#dbe9f6"'
+LEAF_STYLE = 'shape=box, style="rounded,filled", fillcolor="#f6e3c8"'
 
 
 def _domain_caption(topology) -> str:
@@ -111,64 +115,118 @@ def _domain_caption(topology) -> str:
             f"{topology.domain_gpu_bandwidth / 1e9:g} GB/s per GPU")
 
 
+def host_blocks(topology) -> list[range]:
+    """The cluster's nodes cut into consecutive blocks that share a node group, a leaf group
+    (`leaf_groups`: a leaf, or a pod of rail leaves) and an NVLink domain: each block is one box
+    of the diagram, its hosts a hostlist, wired to the same switches."""
+    cluster = topology.platform
+    cuts = {0, cluster.node_count} | {g.nodes.start for g in cluster.groups} | {n.start for _, n in topology.leaf_groups}
+    if cluster.nvlink_domains is not None:
+        cuts |= {cluster.nvlink_domains.nodes(d).start for d in range(cluster.nvlink_domains.count)}
+    stops = sorted(c for c in cuts if 0 <= c <= cluster.node_count)
+    return [range(a, b) for a, b in zip(stops, stops[1:]) if b > a]
+
+
+def _block_label(topology, block: range) -> list[str]:
+    group = next(g for g in topology.platform.groups if block.start in g.nodes)
+    return [topology.hostlist(block), f"{len(block)} x {group.platform.name}, {group.gpus_per_node} GPUs each"]
+
+
+def _leaf_lines(group: list[Leaf]) -> list[str]:
+    """The label of a box of leaves serving the same hosts: one leaf (its rail), or a pod's rail
+    leaves (a hostlist when their ids compress, else the first and last)."""
+    if len(group) == 1:
+        return [group[0].id] + ([f"rail {group[0].rail}"] if group[0].rail is not None else [])
+    ids = hostlist.compress([leaf.id for leaf in group])
+    shown = ids if "," not in ids else f"{group[0].id} ... {group[-1].id}"
+    return [shown, f"{len(group)} leaves, one per rail"]
+
+
+def _links_table(rows: list[tuple[str, str]]) -> str:
+    """An HTML-like table node of what the edges carry (the edges themselves are unlabelled)."""
+    cells = "".join(f'<tr><td align="left">{escape(a)}</td><td align="left">{escape(b)}</td></tr>' for a, b in rows)
+    return ('  "_legend_links" [shape=plaintext, label=<<table border="0" cellborder="1" cellspacing="0" cellpadding="3">'
+            f'<tr><td colspan="2"><b>links</b></td></tr>{cells}</table>>];')
+
+
 @generator("cluster-diagram", kinds=("cluster",))
 def cluster_diagram(ctx: GenContext) -> Plan:
-    """cluster.dot: hosts and switches with their links, or a summary for large clusters."""
+    """cluster.dot: blocks of hosts (`host_blocks`), in NVLink domain frames, wired to their
+    leaves (a rail-optimized pod's leaves as one box) and the spines; node groups and switch
+    tiers alone for large clusters. Edges are unlabelled: what they carry is in a table."""
     from hwspec.generate.diagram import label, quote
 
     cluster: Cluster = ctx.platform
+    topology = ctx.topology
     fabric = cluster.fabric
-    lines = [f"graph {quote(cluster.name)} {{", "  graph [rankdir=BT, fontname=Helvetica, labelloc=t, label="
+    lines = [f"graph {quote(cluster.name)} {{", "  graph [rankdir=BT, fontname=Helvetica, labelloc=t, nodesep=0.15, label="
              + quote(f"{cluster.title}: {cluster.node_count} nodes, {cluster.world_size} GPUs") + "];",
-             "  node [fontname=Helvetica, fontsize=10];", "  edge [fontname=Helvetica, fontsize=9];"]
+             "  node [fontname=Helvetica, fontsize=10];", "  edge [color=\"#555555\"];"]
     speed = f"{fabric.nic_speed * 8 / 1e9:g} Gb/s" if fabric else ""
     small = cluster.node_count <= DRAW_NODES_UP_TO
     domains = cluster.nvlink_domains
+    links: list[tuple[str, str]] = []
+    hosts: list[tuple[str, range]] = []  # box id, its nodes
     if small:
-        host_lines = [f"  {quote(host)} [shape=box, style=filled, fillcolor=\"#dbe9f6\", label="
-                      + label(host, f"{group.platform.name}, {group.gpus_per_node} GPUs") + "];"
-                      for group in cluster.groups for host in group.hostnames]
+        blocks = host_blocks(topology)
+        hosts = [(f"hosts{n}", block) for n, block in enumerate(blocks)]
+        boxes = {name: f"  {quote(name)} [{HOST_STYLE}, label={label(*_block_label(topology, block))}];" for name, block in hosts}
         if domains is None:
-            lines += host_lines
+            lines += boxes.values()
         else:
             for d in range(domains.count):
                 lines.append(f"  subgraph {quote(f'cluster_{domains.names[d]}')} {{")
                 lines.append("    graph [style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
-                             + label(f"NVLink domain {domains.names[d]}", _domain_caption(ctx.topology)) + "];")
-                lines += ["  " + host_lines[n] for n in domains.nodes(d)]
+                             + label(f"NVLink domain {domains.names[d]}", _domain_caption(topology)) + "];")
+                lines += ["  " + boxes[name] for name, block in hosts if block.start in domains.nodes(d)]
                 lines.append("  }")
     else:
         for index, group in enumerate(cluster.groups):
             lines.append(f"  {quote(f'group{index}')} [shape=box3d, style=filled, fillcolor=\"#dbe9f6\", label="
-                         + label(f"{group.count} x {group.platform.name}", ctx.topology.hostlist(group.nodes)) + "];")
+                         + label(f"{group.count} x {group.platform.name}", topology.hostlist(group.nodes)) + "];")
         if domains is not None:
             lines.append("  domains [shape=box, style=\"rounded,filled\", fillcolor=\"#eef6e8\", color=\"#5a8f3c\", label="
-                         + label(f"{domains.count} NVLink domains", _domain_caption(ctx.topology)) + "];")
+                         + label(f"{domains.count} NVLink domains", _domain_caption(topology)) + "];")
             for index in range(len(cluster.groups)):
-                lines.append(f"  {quote(f'group{index}')} -- domains [color=\"#5a8f3c\", label={quote('NVLink')}];")
+                lines.append(f"  {quote(f'group{index}')} -- domains [class=\"nvlink\", color=\"#5a8f3c\"];")
     if fabric is not None:
-        hostnames = cluster.hostnames
         leaves = fabric.leaves
+        rails = fabric.topology == "rail-optimized"
+        per_host = f"{fabric.nics_per_node} x {speed}" + (", one NIC to each rail's leaf" if rails else "")
+        links.append(("host to leaf", per_host))
+        leaf_names: dict[str, str] = {}  # leaf id -> the box drawing it
         if small:
+            # a rail-optimized pod's leaves (one per rail, the same hosts) are one box
+            boxes_of: dict[range, list[Leaf]] = {}
             for leaf in leaves:
-                title = label(leaf.id, f"rail {leaf.rail}") if leaf.rail is not None else quote(leaf.id)
-                lines.append(f"  {quote(leaf.id)} [shape=box, style=\"rounded,filled\", fillcolor=\"#f6e3c8\", label={title}];")
-                nics = 1 if leaf.rail is not None else fabric.nics_per_node
-                for node in leaf.nodes:
-                    lines.append(f"  {quote(hostnames[node])} -- {quote(leaf.id)} [label={quote(f'{nics} x {speed}')}];")
+                boxes_of.setdefault(leaf.nodes, []).append(leaf)
+            for n, (nodes, together) in enumerate(boxes_of.items()):
+                name = together[0].id if len(together) == 1 else f"leaves{n}"
+                text = label(*_leaf_lines(together))
+                lines.append(f"  {quote(name)} [{LEAF_STYLE}, label={text}];")
+                for host, block in hosts:
+                    if block.start in nodes:
+                        lines.append(f'  {quote(host)} -- {quote(name)} [class="fabric"];')
+                for leaf in together:
+                    leaf_names[leaf.id] = name
         else:
-            rails = len({leaf.rail for leaf in leaves})
-            summary = [f"{len(leaves)} leaf switches"] + ([f"{rails} rails x {len(leaves) // rails} pods"]
-                                                         if fabric.topology == "rail-optimized" else [])
-            lines.append(f"  leaves [shape=box, style=\"rounded,filled\", fillcolor=\"#f6e3c8\", label={label(*summary)}];")
+            count = len({leaf.rail for leaf in leaves})
+            summary = [f"{len(leaves)} leaf switches"] + ([f"{count} rails x {len(leaves) // count} pods"] if rails else [])
+            lines.append(f"  leaves [{LEAF_STYLE}, label={label(*summary)}];")
             for index in range(len(cluster.groups)):
-                lines.append(f"  {quote(f'group{index}')} -- leaves [label={quote(f'{fabric.nics_per_node} x {speed} per node')}];")
+                lines.append(f"  {quote(f'group{index}')} -- leaves [class=\"fabric\"];")
         if fabric.spine_count:
             lines.append("  spines [shape=box, style=\"rounded,filled\", fillcolor=\"#e8d5f0\", label="
                          + label(f"{fabric.spine_count} spine switches", f"{fabric.spine_ports} ports each") + "];")
-            targets = [leaf.id for leaf in leaves] if small else ["leaves"]
-            uplink = f"{leaves[0].uplinks} x {fabric.uplink_speed * 8 / 1e9:g} Gb/s" if small else "uplinks"
+            targets = list(dict.fromkeys(leaf_names.values())) if small else ["leaves"]
             for target in targets:
-                lines.append(f"  {quote(target)} -- spines [label={quote(uplink)}, color=\"#7a4f9a\"];")
+                lines.append(f"  {quote(target)} -- spines [class=\"uplink\", color=\"#7a4f9a\"];")
+            links.append(("leaf to spines", f"{leaves[0].uplinks} x {fabric.uplink_speed * 8 / 1e9:g} Gb/s per leaf"))
+    if domains is not None and not small:  # a small cluster's domain frames say it
+        links.append(("NVLink domain", _domain_caption(topology)))
+    if links:
+        lines.append(_links_table(links))
+        anchors = [name for name, _ in hosts] or [f"group{index}" for index in range(len(cluster.groups))]
+        lines += [f'  "_legend_links" -- {quote(anchor)} [style="invis"];' for anchor in anchors]
     lines.append("}")
     return {"cluster.dot": ctx.header("slash") + "\n".join(lines) + "\n"}

@@ -18,6 +18,7 @@ Output is deterministic: platform order (sockets by NUMA node, devices by bus id
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,15 +63,16 @@ EDGE_STYLES: dict[str, dict[str, str]] = {
 are `xlabel`s: dot (2.43 at least) fails on labelled flat edges inside clusters ("trouble in
 init_rank") and does not place plain labels with splines=curved. NVLink edges leave and enter
 GPUs at the bottom, so the curved arcs run below the GPU row."""
-LEGEND_NODES = (
-    ("socket", "CPU socket / NUMA node"), ("root-port", "PCIe root port"), ("switch", "PCIe switch"),
-    ("gpu", "GPU"), ("nic-backend", "backend NIC (RDMA), boxed with\nthe GPU it serves alone"),
-    ("nic-host", "ingestion / frontend NIC\n(on the CPU)"), ("ssd", "SSD"),
-)
-LEGEND_EDGES = (("nvlink", "NVLink (links, GB/s per direction)"), ("pcie", "PCIe (its link: devices table)"),
-                ("cpu", "CPU interconnect"))
-LEGEND_C2C = ("c2c", "NVLink-C2C GPU to CPU (links x GB/s per direction)")
-"""Legend edge added on platforms with a GPU attached over NVLink-C2C."""
+LEGEND_NODES = {
+    "socket": "CPU socket", "root-port": "PCIe root port", "switch": "PCIe switch", "gpu": "GPU",
+    "nic-backend": "backend NIC", "nic-host": "ingestion / frontend NIC", "nic-management": "management NIC",
+    "ssd": "SSD", "nvswitch": "NVSwitch",
+}
+"""Legend text of each node kind; the legend shows only the kinds a picture draws."""
+LINE, DASHES = "&#8212;" * 3, " ".join(["&#8211;"] * 3)
+LEGEND_EDGES = {"pcie": ("PCIe", LINE), "nvlink": ("NVLink / xGMI", LINE), "c2c": ("NVLink-C2C", f"<b>{LINE}</b>"),
+                "cpu": ("CPU interconnect", DASHES)}
+"""Legend text and sample stroke (HTML: em dashes, en dashes for a dashed line) of each edge kind."""
 
 
 def _printable(text: str) -> str:
@@ -142,22 +144,27 @@ def _unknown(value: Any, show: Callable[[Any], str]) -> str:
     return "unknown" if value is None else show(value)
 
 
-def _device_line(platform: Platform, item_id: str) -> str:
-    """The node of one device: a short label (id, bus id; what a NIC serves when it serves
-    several GPUs). What the device is (part, figures, link) is in the devices table."""
+def _device_label(platform: Platform, item_id: str) -> tuple[str, list[str]]:
+    """(kind, label lines) of one device: a short label (id, bus id; what a NIC serves when it
+    serves several GPUs). What the device is (part, figures, link) is in the devices table."""
     item = platform.by_id[item_id]
     if isinstance(item, NumaNode):
-        return _node_line(item_id, "socket", label(f"{item.id} (NUMA {item.numa_node})"))
+        return "socket", [f"{item.id} (NUMA {item.numa_node})"]
     bus = item.bus or "bus unknown"
     if isinstance(item, Bridge):
-        return _node_line(item_id, item.kind, label(item.id, bus))
+        return item.kind, [item.id, bus]
     if isinstance(item, Gpu):
-        return _node_line(item_id, "gpu", label(f"{item.id} (index {item.index})", bus))
+        return "gpu", [f"{item.id} (index {item.index})", bus]
     if isinstance(item, Nic):
         names = " ".join(n for n in (item.device, item.interface) if n)
         shared = [f"for {', '.join(item.gpus)}"] if len(item.gpus) > 1 else []
-        return _node_line(item_id, nic_kind(item.role), label(f"{item.id} {names}".strip(), bus, *shared))
-    return _node_line(item_id, "ssd", label(item.id, bus))
+        return nic_kind(item.role), [f"{item.id} {names}".strip(), bus, *shared]
+    return "ssd", [item.id, bus]
+
+
+def _device_line(platform: Platform, item_id: str) -> str:
+    kind, lines = _device_label(platform, item_id)
+    return _node_line(item_id, kind, label(*lines))
 
 
 def _link_text(item: Any) -> str:
@@ -185,7 +192,7 @@ def details(platform: Platform, item_id: str) -> tuple[str, str, str, str]:
             figures += (f"; {fabric_name(platform)} {links} x {item.fabric_kind}, "
                         f"{gbps(platform.topology.nvlink_bandwidth(item_id))}")
         if item.c2c_socket is not None:
-            figures += f"; NVLink-C2C {gbps(item.c2c_bandwidth)} to its CPU"
+            figures += f"; NVLink-C2C {item.c2c_links} x {gbps(item.c2c_link_bandwidth)}, {gbps(item.c2c_bandwidth)} to its CPU"
         return "GPU", item.model_name, figures, _link_text(item)
     if isinstance(item, Nic):
         return (f"{item.role} NIC", item.model_name, f"{item.transport}, {gbps(item.speed)}", _link_text(item))
@@ -289,6 +296,15 @@ def repeats_node(first: str) -> str:
     return f"{LEGEND_PREFIX}like_{first}"
 
 
+def _side_by_side(members: list[str], nth: int) -> list[str]:
+    """Lines that put a GPU and its own NICs (`members`, GPU first) in one row, the NICs on the
+    left of the first GPU under a parent and on the right of the second (`nth` counts from 0), so two GPUs sit
+    side by side and an NVLink between them crosses no NIC."""
+    row = [*members[1:], members[0]] if nth % 2 == 0 else members
+    return [f"{{ rank=\"same\"; {'; '.join(quote(m) for m in row)}; }}",
+            *(f'{quote(a)} -- {quote(b)} [style="invis"];' for a, b in zip(row, row[1:]))]
+
+
 def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], list[str]]:
     """Top-level items (clusters and node lines), the set of ids placed, and layout-only edges.
     With `summarise`, a socket's repeated subtrees (`repeated_groups`) are drawn once, the
@@ -308,6 +324,7 @@ def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], l
         beside = {k: [n for n in own_nics[k] if n in kids] for k in kids if own_nics.get(k)}
         paired_nics = {n for nics in beside.values() for n in nics}
         pairs_like: dict[tuple[Any, ...], list[list[str]]] = {}  # a GPU and its own NICs, by their details
+        drawn_pairs = 0
         for kid in kids:
             if kid in placed or kid in paired_nics:
                 continue
@@ -330,7 +347,8 @@ def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], l
                     continue
                 pairs_like[look] = [members]
                 pair = Cluster(quote(f"cluster_pair_{kid}"), attrs({"label": "", "style": "rounded,dotted", "color": "#d79b00"}))
-                pair.items = [_device_line(platform, m) for m in members]
+                pair.items = [_device_line(platform, m) for m in members] + _side_by_side(members, drawn_pairs)
+                drawn_pairs += 1
                 items.append(pair)
             else:
                 items.append(_device_line(platform, kid))
@@ -500,8 +518,7 @@ def _edges(platform: Platform, drawn: set[str], fabric: bool) -> list[str]:
             lines.append(f"{quote(item.upstream)} -- {quote(item.id)} [{attrs(EDGE_STYLES['pcie'])}];")
     for gpu in platform.gpus:  # NVLink-C2C beside the PCIe presence (Grace Hopper/Blackwell)
         if gpu.c2c_socket is not None and gpu.c2c_socket in drawn and gpu.id in drawn:
-            text = label(f"C2C {gpu.c2c_links} x {gbps(gpu.c2c_link_bandwidth)}")
-            lines.append(f"{quote(gpu.c2c_socket)} -- {quote(gpu.id)} [{attrs(EDGE_STYLES['c2c'], xlabel=text)}];")
+            lines.append(f"{quote(gpu.c2c_socket)} -- {quote(gpu.id)} [{attrs(EDGE_STYLES['c2c'])}];")  # figures: devices table
     for a, b in platform.cpu_links if cpu_link_style(platform) == "edges" else ():
         if a not in drawn or b not in drawn:
             continue
@@ -523,34 +540,41 @@ def _fabric_edges(platform: Platform) -> list[str]:
     for c in platform.nvlinks if fabric_style(platform) in ("edges", "switch") else ():
         if c.b not in platform.gpu_by_id:
             continue  # drawn above
-        kind = platform.gpu_by_id[c.a].fabric_kind if c.a in platform.gpu_by_id else "nvlink"
-        text = label(f"{c.links} x {kind}, {gbps(c.bandwidth)}")  # e.g. "2 x nvlink3, 50 GB/s"
-        lines.append(f"{quote(c.a)} -- {quote(c.b)} "
-                     f"[{attrs(EDGE_STYLES['nvlink'], xlabel=text, penwidth=quote(f'{1 + c.links:g}'))}];")
+        lines.append(f"{quote(c.a)} -- {quote(c.b)} [{attrs(EDGE_STYLES['nvlink'], penwidth=quote('2'))}];")
     return lines
 
 
-def _legend(c2c: bool = False) -> Cluster:
-    """Sample nodes in a column (invisible edges keep the order) and one horizontal sample
-    edge per link kind (NVLink-C2C only when `c2c`)."""
-    legend = Cluster(quote("cluster_legend"), attrs({"style": "rounded", "color": "#bbbbbb"}, label=label("legend")))
-    previous = None
-    for kind, text in LEGEND_NODES:
-        node = f"{LEGEND_PREFIX}{kind}"
-        legend.items.append(_node_line(node, kind, label(*text.split("\n"))))
-        if previous:
-            legend.items.append(f'{quote(previous)} -- {quote(node)} [style="invis"];')
-        previous = node
-    for kind, text in (*LEGEND_EDGES, *((LEGEND_C2C,) if c2c else ())):
-        a, b = f"{LEGEND_PREFIX}{kind}_a", f"{LEGEND_PREFIX}{kind}_b"
-        point = attrs({"shape": "point", "width": "0.05"})
-        style = {k: v for k, v in EDGE_STYLES[kind].items() if k not in ("constraint", "tailport", "headport")}
-        legend.items += [f"{quote(a)} [{point}];", f"{quote(b)} [{point}];",
-                         f"{{ rank=\"same\"; {quote(a)}; {quote(b)}; }}",
-                         f'{quote(previous)} -- {quote(a)} [style="invis"];',
-                         f"{quote(a)} -- {quote(b)} [{attrs(style, xlabel=label(text), minlen='3')}];"]
-        previous = a
-    return legend
+KIND = re.compile(r'\bclass="([a-z0-9-]+)"')
+"""The kind of a node or edge line: the `class` attribute every drawn device and link carries."""
+LEGEND = LEGEND_PREFIX + "legend"
+
+
+def _kinds(lines: Iterable[str]) -> set[str]:
+    return {m[1] for line in lines if (m := KIND.search(line))}
+
+
+def _node_lines(items: Iterable[Any]) -> Iterable[str]:
+    for item in items:
+        if isinstance(item, Cluster):
+            yield from _node_lines(item.items)
+        else:
+            yield item
+
+
+def legend_node(items: list[Any], edges: list[str]) -> str:
+    """An HTML-like table node with a small swatch per kind of device and a stroke per kind of
+    link the picture draws (`items`, `edges`), in two rows: kinds absent from it are left out."""
+    drawn, linked = _kinds(_node_lines(items)), _kinds(edges)
+    swatch = '<td bgcolor="{fillcolor}" color="{color}" border="1" width="16" height="10" fixedsize="true"></td>'
+    text = '<td align="left">{}</td>'
+    devices = "".join(swatch.format(**STYLES[kind]) + text.format(escape(name))
+                      for kind, name in LEGEND_NODES.items() if kind in drawn)
+    links = "".join(f'<td><font color="{EDGE_STYLES[kind]["color"]}">{stroke}</font></td>' + text.format(escape(name))
+                    for kind, (name, stroke) in LEGEND_EDGES.items() if kind in linked)
+    inner = '<tr><td align="left"><table border="0" cellborder="0" cellspacing="2" cellpadding="1"><tr>{}</tr></table></td></tr>'
+    rows = "".join(inner.format(row) for row in (devices, links) if row)
+    table = f'<table border="0" cellborder="0" cellspacing="0" cellpadding="0"><tr><td align="left"><b>legend</b></td></tr>{rows}</table>'
+    return f'{quote(LEGEND)} [shape="plaintext", class="legend", label=<{table}>];'
 
 
 def _nvlink_matrix(platform: Platform) -> str | None:
@@ -585,50 +609,105 @@ def _panel(name: str, colour: str, caption: str, node: str) -> Cluster:
     return panel
 
 
-def _fabric_items(platform: Platform, legend: Cluster) -> tuple[list[Any], list[str]]:
-    """The GPU fabric's nodes (NVSwitch), and the ids of tables to place below the drawing:
-    the NVLink table goes in the legend beside a sparse fabric's edges, in a panel of its own
-    for a dense mesh."""
+def _fabric_items(platform: Platform) -> tuple[list[Any], list[str]]:
+    """The GPU fabric's nodes (NVSwitch, the NVLink table), and the ids of tables to place
+    below the drawing: the NVLink table (link counts per pair) beside a sparse fabric's
+    unlabelled edges, in a panel of its own for a dense mesh drawn without edges."""
     items: list[Any] = [_node_line(node, "nvswitch", label(*_nvswitch_lines(platform, node, chips)))
                         for node, chips in _switch_nodes(platform).items()]
     matrix = _nvlink_matrix(platform)
     style = fabric_style(platform)
     if matrix and style == "edges":
-        legend.items.append(matrix)
+        items.append(matrix)
     elif matrix and style == "table":
         caption = f"{fabric_name(platform)} fabric (logical): drawn as a table, not as edges"
         items.append(_panel("nvlink", "#76b900", caption, matrix))
-        return items, [LEGEND_PREFIX + "nvlink_matrix"]
-    return items, []
+    else:
+        return items, []
+    return items, [LEGEND_PREFIX + "nvlink_matrix"]
 
 
-def _below(platform: Platform, drawn: set[str], nodes: list[str]) -> list[str]:
-    """Invisible edges that place `nodes` (tables) under the drawing, centred below the
-    sockets: from each drawn socket, longer than any PCIe tree and the tables of repeats."""
-    ranks = max((_depth(platform, s.id) for s in platform.sockets), default=0) + 3
-    return [f'{quote(socket.id)} -- {quote(node)} [style="invis", minlen="{ranks}"];'
-            for node in nodes for socket in platform.sockets if socket.id in drawn]
+def _below(drawn_sockets: list[str], nodes: list[str], ranks: int) -> list[str]:
+    """Invisible edges that stack `nodes` (tables) in a column under the drawing: the first
+    `ranks` ranks below each drawn socket (past its deepest device), each next one below the
+    one before."""
+    lines = [f'{quote(socket)} -- {quote(nodes[0])} [style="invis", minlen="{ranks}"];' for socket in drawn_sockets]
+    return lines + [f'{quote(a)} -- {quote(b)} [style="invis"];' for a, b in zip(nodes, nodes[1:])]
 
 
 FABRIC_VIEW = "topology-fabric.dot"
 """The file of the GPU fabric's own view, written when `topology.dot` lists GPUs in tables."""
 
 
-def topology_view(platform: Platform) -> dict[str, Any]:
-    """The values the template lays out for `topology.dot`: quoted graph name and title,
-    clusters, edges, legend, and whether the fabric is in a view of its own (`split`).
+WIDTH_BUDGET_PT = 1400
+"""A node whose drawing of every device is estimated wider than this (in points, 72 to the inch)
+has its repeated structure summarised; 1,500 points (2,000 px) is a browser window, and the
+estimate (`drawing_width`) is within a few percent of what dot draws for the shipped nodes."""
+CHAR_PT = 5.4
+"""Mean width of a character of a 10-point Helvetica label."""
+SHAPE_WIDTH = {"root-port": 2.1, "switch": 2.1, "nic-host": 1.65, "nic-management": 1.65, "nvswitch": 1.4}
+"""How much wider than a box of the same label dot draws a shape (the label fits inside it)."""
+GAP_PT = 11.0
+"""Between two nodes or clusters side by side (nodesep 0.15 in)."""
+FRAME_PT = 16.0
+"""What a cluster's frame adds to the width of what it holds."""
 
-    Sockets and PCIe subtrees that repeat are drawn once (`repeated_sockets`,
+
+def _node_width(platform: Platform, item_id: str) -> float:
+    kind, lines = _device_label(platform, item_id)
+    box = max(len(line) for line in lines) * CHAR_PT + 12
+    return max(54.0, box * SHAPE_WIDTH.get(kind, 1.0))
+
+
+def _row_width(widths: list[float]) -> float:
+    return sum(widths) + GAP_PT * max(0, len(widths) - 1)
+
+
+def _subtree_width(platform: Platform, root: str, own_nics: dict[str, list[str]]) -> float:
+    """Estimated width of `root` drawn with everything below it: the widest of its own node and
+    its children's row (a GPU boxed with its own NICs side by side); framed when a cluster."""
+    kids = platform.topology.children.get(root, ())
+    paired = {n for k in kids for n in own_nics.get(k, ()) if n in kids}
+    row = [_row_width([_node_width(platform, k), *(_node_width(platform, n) for n in own_nics[k] if n in kids)]) + FRAME_PT
+           if any(n in kids for n in own_nics.get(k, ())) else _subtree_width(platform, k, own_nics)
+           for k in kids if k not in paired]
+    width = max(_node_width(platform, root), _row_width(row))
+    item = platform.by_id[root]
+    framed = isinstance(item, NumaNode) or (isinstance(item, Bridge) and item.kind == "switch")
+    return width + (FRAME_PT if framed else 0.0)
+
+
+def drawing_width(platform: Platform) -> float:
+    """Estimated width in points of the drawing of every device (its sockets side by side), the
+    tables under it aside: label lengths times a mean character width, shapes and frames added.
+    Deterministic, without graphviz."""
+    topology = platform.topology
+    own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}
+    return _row_width([_subtree_width(platform, s.id, own_nics) for s in platform.sockets])
+
+
+def fits_unsummarised(platform: Platform) -> bool:
+    """Whether every device is drawn: the drawing of all of them fits `WIDTH_BUDGET_PT`."""
+    return drawing_width(platform) <= WIDTH_BUDGET_PT
+
+
+def topology_view(platform: Platform) -> dict[str, Any]:
+    """The values the template lays out for `topology.dot`: quoted graph name and title, the
+    items (clusters and node lines, tables and legend included), edges, and whether the fabric
+    is in a view of its own (`split`).
+
+    A node that fits the width budget (`fits_unsummarised`) draws every device and its fabric.
+    A wider one draws sockets and PCIe subtrees that repeat once (`repeated_sockets`,
     `repeated_groups`), their repeats listed in tables of ids and bus ids; when that leaves
-    GPUs undrawn the fabric goes to its own view (`fabric_view`), else it is drawn here. What
-    each device is (part, figures, PCIe link) is in the devices table under the drawing."""
-    top, drawn, layout_edges = _layout(platform, summarise=True)
+    GPUs undrawn the fabric goes to its own view (`fabric_view`). What each device is (part,
+    figures, PCIe link) is in the devices table under the drawing, the legend under that."""
+    summarise = not fits_unsummarised(platform)
+    top, drawn, layout_edges = _layout(platform, summarise)
     split = any(g.id not in drawn for g in platform.gpus) and bool(platform.nvlinks)
-    legend = _legend(c2c=any(g.c2c_socket is not None and g.id in drawn for g in platform.gpus))
     tables: list[str] = []
     caption = "devices" + (f" ({fabric_name(platform)} fabric: see {FABRIC_VIEW})" if split else "")
     if not split:
-        fabric, tables = _fabric_items(platform, legend)
+        fabric, tables = _fabric_items(platform)
         top += fabric
     if cpu_link_style(platform) == "table":
         name = (platform.cpu_interconnect or "CPU link").upper()
@@ -636,17 +715,27 @@ def topology_view(platform: Platform) -> dict[str, Any]:
                           _cpu_link_table(platform)))
         tables.append(LEGEND_PREFIX + "cpu_link_matrix")
     top.append(devices_table(platform, [s.id for s in platform.sockets] + [i.id for i in platform.pcie_items], caption))
-    layout_edges += _below(platform, drawn, [*tables, LEGEND_PREFIX + "devices"])
-    return {"graph_id": quote(platform.name), "graph_label": label(platform.title), "items": top,
-            "edges": _edges(platform, drawn, fabric=not split) + layout_edges, "legend": legend, "split": split}
+    # past the deepest device, and past the tables of repeats and the NVSwitch a rank further down
+    ranks = max((_depth(platform, s.id) for s in platform.sockets), default=0) + (1 if summarise else 0) + 1
+    layout_edges += _below([s.id for s in platform.sockets if s.id in drawn], [*tables, LEGEND_PREFIX + "devices", LEGEND], ranks)
+    edges = _edges(platform, drawn, fabric=not split)
+    return {"graph_id": quote(platform.name), "graph_label": label(platform.title),
+            "items": _with_legend(top, edges), "edges": edges + layout_edges, "split": split}
+
+
+def _with_legend(items: list[Any], edges: list[str]) -> list[Any]:
+    """`items` and the legend of what they and `edges` draw, placed under the devices table."""
+    return [*items, legend_node(items, edges)]
 
 
 def fabric_view(platform: Platform) -> dict[str, Any]:
-    """The values the template lays out for `FABRIC_VIEW`: each socket with its GPUs (joined by
-    NVLink-C2C where they are, else by an invisible edge that only places them) and the fabric."""
+    """The values the template lays out for `FABRIC_VIEW`: each socket that has GPUs, with them
+    (joined by NVLink-C2C where they are, else by an invisible edge that only places them), and
+    the fabric. Sockets without a GPU are left out (Zion's: eight frames would not fit)."""
     top: list[Any] = []
     layout_edges: list[str] = []
-    for socket in platform.sockets:
+    sockets = [s for s in platform.sockets if any(s.id == (g.c2c_socket or g.socket) for g in platform.gpus)]
+    for socket in sockets:
         cluster = Cluster(quote(f"cluster_{socket.id}"),
                           attrs({"style": "rounded,filled", "fillcolor": "#f7fbff", "color": "#6c8ebf"},
                                 label=label(f"socket {socket.id}, NUMA node {socket.numa_node}")))
@@ -658,14 +747,13 @@ def fabric_view(platform: Platform) -> dict[str, Any]:
                     layout_edges.append(f'{quote(socket.id)} -- {quote(gpu.id)} [style="invis"];')
         top.append(cluster)
     top += [_device_line(platform, g.id) for g in platform.gpus if (g.c2c_socket or g.socket) not in platform.by_id]
-    drawn = {s.id for s in platform.sockets} | {g.id for g in platform.gpus}
-    legend = _legend(c2c=any(g.c2c_socket is not None for g in platform.gpus))
-    fabric, tables = _fabric_items(platform, legend)
-    top += [*fabric, devices_table(platform, [s.id for s in platform.sockets] + [g.id for g in platform.gpus])]
-    layout_edges += _below(platform, drawn, [*tables, LEGEND_PREFIX + "devices"])
+    drawn = {s.id for s in sockets} | {g.id for g in platform.gpus}
+    fabric, tables = _fabric_items(platform)
+    top += [*fabric, devices_table(platform, [s.id for s in sockets] + [g.id for g in platform.gpus])]
+    layout_edges += _below([s.id for s in sockets], [*tables, LEGEND_PREFIX + "devices", LEGEND], 3 if _switches(platform) else 2)
     edges = [e for e in _edges(platform, drawn, fabric=True) if 'class="pcie"' not in e]
     return {"graph_id": quote(platform.name), "graph_label": label(platform.title, f"{fabric_name(platform)} fabric view"),
-            "items": top, "edges": edges + layout_edges, "legend": legend}
+            "items": _with_legend(top, edges), "edges": edges + layout_edges}
 
 
 def device_ids(platform: Platform) -> list[str]:
