@@ -44,5 +44,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def loopback_slurm_conf(tmp: Path, cluster: str, *extra: str) -> str:
+    """The head of a slurm.conf for daemons on loopback, run as root in `tmp` (state, spool and pid
+    files there, free ports, no auth), followed by the `extra` lines."""
+    return "\n".join([
+        f"ClusterName={cluster}", "SlurmctldHost=localhost(127.0.0.1)", "SlurmUser=root", "SlurmdUser=root",
+        "AuthType=auth/none", "CredType=cred/none", "SelectType=select/cons_tres", "MpiDefault=none",
+        f"StateSaveLocation={tmp}/state", f"SlurmdSpoolDir={tmp}/spool", f"SlurmctldPidFile={tmp}/slurmctld.pid",
+        f"SlurmdPidFile={tmp}/slurmd.pid", f"SlurmctldPort={free_port()}", f"SlurmdPort={free_port()}",
+        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SlurmdParameters=config_overrides",
+        "ReturnToService=2", *extra]) + "\n"
+
+
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.consumers import ROOT, free_port, generate, is_root, need_program
+from tests.consumers import ROOT, generate, is_root, loopback_slurm_conf, need_program
 
 pytestmark = pytest.mark.consumer
 
@@ -45,26 +45,7 @@ def slurm_dir(tmp: Path, generated: Path) -> Path:
         os.mknod(dev / f"nvidia{index}", 0o600 | 0o020000, os.makedev(195, index))
     (conf / "gres.conf").write_text(gres.replace("File=/dev/nvidia", f"File={dev}/nvidia"))
     shutil.copy(generated / "slurm" / "topology.conf", conf / "topology.conf")
-    (conf / "slurm.conf").write_text(f"""ClusterName=hwspectest
-SlurmctldHost=localhost(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/none
-CredType=cred/none
-SelectType=select/cons_tres
-MpiDefault=none
-StateSaveLocation={tmp}/state
-SlurmdSpoolDir={tmp}/spool
-SlurmctldPidFile={tmp}/slurmctld.pid
-SlurmdPidFile={tmp}/slurmd.pid
-SlurmctldPort={free_port()}
-SlurmdPort={free_port()}
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SlurmdParameters=config_overrides
-ReturnToService=2
-Include {generated}/slurm/slurm.conf
-""")
+    (conf / "slurm.conf").write_text(loopback_slurm_conf(tmp, "hwspectest", f"Include {generated}/slurm/slurm.conf"))
     return conf
 
 

@@ -28,7 +28,7 @@ from hwspec.diagnostics import Diagnostic, Severity
 from hwspec.diagnostics.report import SUMMARY_LIMIT, prometheus, summary
 from hwspec.live.health import device_of
 from tests import test_consumer_slurm
-from tests.consumers import HWSPEC, ROOT, free_port
+from tests.consumers import HWSPEC, ROOT, loopback_slurm_conf
 from tests.test_consumer_slurm import slurmctld
 
 LIVE = Path("tests/data/live")
@@ -289,26 +289,10 @@ def slurm_conf(tmp: Path, health_check: Path) -> Path:
     for sub in (conf, tmp / "state", tmp / "spool"):
         sub.mkdir()
     settings = docs_block("HealthCheckProgram=").replace("/etc/hwspec/zionex/", f"{health_check.parent.parent}/")
-    (conf / "slurm.conf").write_text(f"""ClusterName=hwspechealth
-SlurmctldHost=localhost(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/none
-CredType=cred/none
-MpiDefault=none
-StateSaveLocation={tmp}/state
-SlurmdSpoolDir={tmp}/spool
-SlurmctldPidFile={tmp}/slurmctld.pid
-SlurmdPidFile={tmp}/slurmd.pid
-SlurmctldPort={free_port()}
-SlurmdPort={free_port()}
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SlurmdParameters=config_overrides
-ReturnToService=2
-{settings.replace("HealthCheckInterval=300", "HealthCheckInterval=2")}NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
-PartitionName=p Nodes=node1 Default=YES State=UP
-""")
+    health = settings.replace("HealthCheckInterval=300", "HealthCheckInterval=2").strip().splitlines()
+    (conf / "slurm.conf").write_text(loopback_slurm_conf(
+        tmp, "hwspechealth", *health, "NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN",
+        "PartitionName=p Nodes=node1 Default=YES State=UP"))
     return conf
 
 
