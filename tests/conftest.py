@@ -13,8 +13,17 @@ property tests scale theirs from the profile's ``max_examples``.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+# The documentation's shell examples and the generated health checks call `hwspec` as a user with
+# the virtual environment active does: the environment running the tests provides it (its console
+# script sits beside its python), also when pytest is started as `.venv/bin/python -m pytest`.
+_SCRIPTS = str(Path(sys.executable).parent)
+if _SCRIPTS not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([_SCRIPTS, os.environ.get("PATH", "")])
 
 PROFILE_ENV = "HWSPEC_HYPOTHESIS_PROFILE"
 
