@@ -96,18 +96,18 @@ FAULTS = [
         '\n  hint: give each GPU its own NICs, or do not declare backend.nic_per_gpu',
     ], id='HW201-backend_nic_shared_despite_nic_per_gpu'),
     pytest.param('backend_nic_serving_gpu_on_other_switch', [
-        '54:18: error[HW202 backend-nic-locality]: gpu1 (sw1, NUMA 0) is paired with nic0 (sw0, NUMA 0): they share no PCIe switch '
+        '54:18: error[HW202 backend-nic-locality]: gpu1 (sw1, NUMA 0) is served by nic0 (sw0, NUMA 0): they share no PCIe switch '
         'or root port, so their traffic goes through the CPU (nic0 also serves gpu0)'
         "\n  hint: serve gpu1 from a NIC under sw1, and leave it out of nic0's 'gpus'",
     ], id='HW202-backend_nic_serving_gpu_on_other_switch'),
     pytest.param('backend_nic_on_socket', [
-        '57:22: error[HW202 backend-nic-locality]: gpu0 (sw0, NUMA 0) is paired with nic0 (cpu0, NUMA 0): they share no PCIe switch or root port, so their traffic goes through the CPU'
+        '57:22: error[HW202 backend-nic-locality]: gpu0 (sw0, NUMA 0) is served by nic0 (cpu0, NUMA 0): they share no PCIe switch or root port, so their traffic goes through the CPU'
         '\n  hint: move nic0 under sw0',
     ], id='HW202-backend_nic_on_socket'),
     pytest.param('backend_nic_on_other_switch', [
-        '57:22: error[HW202 backend-nic-locality]: gpu0 (sw0, NUMA 0) is paired with nic0 (sw1, NUMA 1): they share no PCIe switch or root port, so their traffic goes through the CPU'
+        '57:22: error[HW202 backend-nic-locality]: gpu0 (sw0, NUMA 0) is served by nic0 (sw1, NUMA 1): they share no PCIe switch or root port, so their traffic goes through the CPU'
         '\n  hint: move nic0 under sw0, or pair it with gpu1',
-        '57:22: error[HW203 backend-nic-numa]: gpu0 (sw0, NUMA 0) is paired with nic0 (sw1, NUMA 1): their traffic crosses the socket interconnect'
+        '57:22: error[HW203 backend-nic-numa]: gpu0 (sw0, NUMA 0) is served by nic0 (sw1, NUMA 1): their traffic crosses the socket interconnect'
         '\n  hint: move nic0 under sw0, or pair it with gpu1',
     ], id='HW202+HW203-backend_nic_on_other_switch'),
     pytest.param('apu_hbm_shared_twice', [
@@ -120,15 +120,15 @@ FAULTS = [
         "\n  hint: write 'memory: {shared_with: gpu0}' on the socket of its package",
     ], id='HW107-apu_with_own_ddr'),
     pytest.param('c2c_gpu_nic_on_other_grace', [
-        "32:22: error[HW202 backend-nic-locality]: gpu0 (grace0, NUMA 0) is paired with nic0 (grace1, NUMA 1): they share "
+        "32:22: error[HW202 backend-nic-locality]: gpu0 (grace0, NUMA 0) is served by nic0 (grace1, NUMA 1): they share "
         "no PCIe switch, and nic0 is not on grace0, where gpu0's NVLink-C2C goes, so their traffic crosses between the CPUs"
         "\n  hint: move nic0 onto grace0 (the socket of gpu0's NVLink-C2C), or pair it with gpu1",
-        "32:22: error[HW203 backend-nic-numa]: gpu0 (grace0, NUMA 0) is paired with nic0 (grace1, NUMA 1): their traffic "
+        "32:22: error[HW203 backend-nic-numa]: gpu0 (grace0, NUMA 0) is served by nic0 (grace1, NUMA 1): their traffic "
         "crosses the socket interconnect\n  hint: move nic0 onto grace0 (the socket of gpu0's NVLink-C2C), or pair it with gpu1",
-        "39:22: error[HW202 backend-nic-locality]: gpu1 (grace1, NUMA 1) is paired with nic1 (grace0, NUMA 0): they share "
+        "39:22: error[HW202 backend-nic-locality]: gpu1 (grace1, NUMA 1) is served by nic1 (grace0, NUMA 0): they share "
         "no PCIe switch, and nic1 is not on grace1, where gpu1's NVLink-C2C goes, so their traffic crosses between the CPUs"
         "\n  hint: move nic1 onto grace1 (the socket of gpu1's NVLink-C2C), or pair it with gpu0",
-        "39:22: error[HW203 backend-nic-numa]: gpu1 (grace1, NUMA 1) is paired with nic1 (grace0, NUMA 0): their traffic "
+        "39:22: error[HW203 backend-nic-numa]: gpu1 (grace1, NUMA 1) is served by nic1 (grace0, NUMA 0): their traffic "
         "crosses the socket interconnect\n  hint: move nic1 onto grace1 (the socket of gpu1's NVLink-C2C), or pair it with gpu0",
     ], id='HW202+HW203-c2c_gpu_nic_on_other_grace'),
     pytest.param('backend_nic_not_rdma', [
@@ -258,7 +258,7 @@ FAULTS = [
     pytest.param('c2c_socket_not_pcie_socket', [
         "20:19: error[HW505 c2c-socket-numa]: gpu0: its NVLink-C2C goes to grace1, but its PCIe presence reaches grace0 (NUMA 0)"
         "\n  hint: name the same socket in gpu0's 'c2c' and 'pcie'",
-        "32:22: error[HW202 backend-nic-locality]: gpu0 (grace0, NUMA 0) is paired with nic0 (grace0, NUMA 0): they share "
+        "32:22: error[HW202 backend-nic-locality]: gpu0 (grace0, NUMA 0) is served by nic0 (grace0, NUMA 0): they share "
         "no PCIe switch, and nic0 is not on grace1, where gpu0's NVLink-C2C goes, so their traffic crosses between the CPUs"
         "\n  hint: move nic0 onto grace1 (the socket of gpu0's NVLink-C2C)",
     ], id='HW505+HW202-c2c_socket_not_pcie_socket'),

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ON_SOCKET = ROOT / "tests" / "fixtures" / "rules" / "backend_nic_on_socket.yaml"   # one HW202 error
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 REPO_URI = {"uri": "tests/fixtures/rules/backend_nic_on_socket.yaml", "uriBaseId": "%SRCROOT%"}
-ON_SOCKET_ANNOTATION = (",line=57,col=22,title=HW202 backend-nic-locality::gpu0 (sw0, NUMA 0) is paired with nic0 (cpu0, NUMA 0): "
+ON_SOCKET_ANNOTATION = (",line=57,col=22,title=HW202 backend-nic-locality::gpu0 (sw0, NUMA 0) is served by nic0 (cpu0, NUMA 0): "
                         "they share no PCIe switch or root port, so their traffic goes through the CPU%0Ahint: move nic0 under sw0\n")
 
 
@@ -130,7 +130,7 @@ def test_sarif_tools_reads_the_report(tmp_path: Path) -> None:
     report.write_text(_validate("--format", "sarif", "--exit-zero", str(ON_SOCKET)).stdout)
     summary = subprocess.run([sarif, "summary", str(report)], capture_output=True, text=True, timeout=120)
     assert summary.returncode == 0, summary.stderr
-    assert "error: 1" in summary.stdout and "HW202 gpu0 (sw0, NUMA 0) is paired with nic0" in summary.stdout
+    assert "error: 1" in summary.stdout and "HW202 gpu0 (sw0, NUMA 0) is served by nic0" in summary.stdout
     subprocess.run([sarif, "csv", str(report), "-o", str(tmp_path / "out.csv")], capture_output=True, check=True, timeout=120)
     with (tmp_path / "out.csv").open(newline="") as table:
         (row,) = csv.DictReader(table)

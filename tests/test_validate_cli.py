@@ -26,7 +26,7 @@ OVERSUBSCRIBED = FIXTURES / "switch_oversubscribed.yaml"    # one HW103 warning
 SARIF_SCHEMA = ROOT / "tests/data/sarif-schema-2.1.0.json"
 
 ON_SOCKET_FINDING = (
-    f"{ON_SOCKET}:57:22: error[HW202 backend-nic-locality]: gpu0 (sw0, NUMA 0) is paired with nic0 (cpu0, NUMA 0): "
+    f"{ON_SOCKET}:57:22: error[HW202 backend-nic-locality]: gpu0 (sw0, NUMA 0) is served by nic0 (cpu0, NUMA 0): "
     "they share no PCIe switch or root port, so their traffic goes through the CPU\n"
     "  hint: move nic0 under sw0\n")
 
@@ -118,7 +118,7 @@ def test_json_format(capsys: pytest.CaptureFixture[str]) -> None:
         ("HW103", "pcie-oversubscription", "warning", 26, 11),
     ]
     assert findings[0]["file"] == str(ON_SOCKET)
-    assert findings[0]["message"].startswith("gpu0 (sw0, NUMA 0) is paired with nic0 (cpu0, NUMA 0)")
+    assert findings[0]["message"].startswith("gpu0 (sw0, NUMA 0) is served by nic0 (cpu0, NUMA 0)")
     assert findings[0]["hint"] == "move nic0 under sw0"
 
 
@@ -133,8 +133,8 @@ def test_github_format(capsys: pytest.CaptureFixture[str]) -> None:
     pattern = r"::(error|warning|notice) file=[^,:]+,line=\d+,col=\d+,title=[^:]+::.+"
     assert all(re.fullmatch(pattern, line) for line in lines), lines
     assert lines[0] == (
-        f"::error file={ON_SOCKET},line=57,col=22,title=HW202 backend-nic-locality::gpu0 (sw0, NUMA 0) is paired "
-        "with nic0 (cpu0, NUMA 0): they share no PCIe switch or root port, so their traffic goes through the CPU"
+        f"::error file={ON_SOCKET},line=57,col=22,title=HW202 backend-nic-locality::gpu0 (sw0, NUMA 0) is served "
+        "by nic0 (cpu0, NUMA 0): they share no PCIe switch or root port, so their traffic goes through the CPU"
         "%0Ahint: move nic0 under sw0")
     assert lines[1].startswith(f"::warning file={OVERSUBSCRIBED},line=26,col=11,title=HW103 pcie-oversubscription::")
 

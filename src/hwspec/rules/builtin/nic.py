@@ -73,7 +73,7 @@ def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
                    "so their traffic crosses between the CPUs")
         else:
             why = "they share no PCIe switch or root port, so their traffic goes through the CPU"
-        yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: {why}{_also_serves(nic, gpu)}",
+        yield ctx.finding(f"{place(gpu)} is served by {place(nic)}: {why}{_also_serves(nic, gpu)}",
                           at=_pair_at(ctx, nic, gpu), hint=_move_hint(ctx, nic, gpu))
 
 
@@ -86,7 +86,7 @@ def backend_nic_numa(ctx: Context) -> Iterator[Finding]:
     """
     for nic, gpu in _pairs(ctx):
         if nic.numa_node != gpu.numa_node:
-            yield ctx.finding(f"{place(gpu)} is paired with {place(nic)}: their traffic crosses the socket interconnect"
+            yield ctx.finding(f"{place(gpu)} is served by {place(nic)}: their traffic crosses the socket interconnect"
                               f"{_also_serves(nic, gpu)}", at=_pair_at(ctx, nic, gpu), hint=_move_hint(ctx, nic, gpu))
 
 
