@@ -207,6 +207,14 @@ def test_data_parallel_tables_need_no_alltoall_but_allreduce_their_gradients(tmp
     assert doc["placement"]["need_bytes_per_gpu"] == 1600  # whole tables on every GPU
 
 
+def test_data_parallel_table_gradients_are_all_reduced_in_the_allreduce_dtype(tmp_path):
+    path = tmp_path / "fp16.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="data-parallel", forward="fp32")
+                    .replace("allreduce: fp32", "allreduce: fp16"))
+    # HugeCTR's mixed precision: 83 MLP parameters and 2 tables x 100 rows x dim 2, 2 bytes each
+    assert amounts(estimate(TINY, load_workload(path)))["dense_allreduce"] == 83 * 2 + 2 * 100 * 2 * 2
+
+
 def test_quantized_forward_communication_halves_the_forward_alltoall(tmp_path):
     assert amounts(estimate(TINY, tiny(tmp_path, forward="fp16")))["embedding_alltoall_fwd"] == 160  # 320 B at fp32
 
