@@ -109,13 +109,14 @@ def add_diff_report_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the node's name in the json and prometheus reports (default: the short host name)")
 
 
-def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: int, platform=None) -> int:
+def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: int, platform=None, machine=None) -> int:
     """Write diff's report of `diagnostics` on stdout in `args.format` and return `exit_code`.
     json and prometheus always write one, naming the node and the spec, "could not check"
     included (exit status 2); the other formats write the diagnostics only where a comparison
-    or the inputs produced them (`platform` given)."""
+    or the inputs produced them (`platform` given). The json report's `fabric` is the NVLink
+    clique every GPU of the compared `machine` is in (null without one)."""
     from hwspec.diagnostics import report
-    from hwspec.live.diff import CHECKS
+    from hwspec.live.diff import CHECKS, node_fabric
 
     if args.format in ("json", "prometheus"):
         from hwspec.live.health import node_name, with_devices
@@ -124,7 +125,9 @@ def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: in
         node, spec = node_name(args.node), str(args.spec)
         if args.format == "json":
             name = platform.name if platform is not None else None
-            sys.stdout.write(json.dumps(report.node_report(findings, node, spec, name, exit_code), indent=2) + "\n")
+            clique = node_fabric(machine.gpus.values()) if machine is not None and exit_code != EXIT_UNREADABLE else None
+            fabric = (clique.cluster_uuid, clique.clique_id) if clique is not None else None
+            sys.stdout.write(json.dumps(report.node_report(findings, node, spec, name, exit_code, fabric), indent=2) + "\n")
         else:
             sys.stdout.write(report.prometheus(findings, node, spec, exit_code))
     elif platform is not None:
@@ -243,7 +246,7 @@ def run_diff(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     findings = diff(checked.platform, machine)
     status = EXIT_FINDINGS if findings else EXIT_OK
-    write_diff_report(args, [*findings, *machine.problems], status, checked.platform)
+    write_diff_report(args, [*findings, *machine.problems], status, checked.platform, machine)
     if args.format == "text":
         verdict = "the machine matches its spec" if not findings else f"{len(findings)} difference(s)"
         sys.stderr.write(f"hwspec: {visible(args.spec)} against {', '.join(map(visible, args.inputs))}: {verdict}\n")
