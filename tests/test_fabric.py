@@ -93,7 +93,9 @@ def test_the_node_report_names_the_clique_its_gpus_agree_on(capsys):
     assert main(["diff", TRAY, str(LIVE / "smi-gb200-tray.xml"), "--format", "json", "--node", "gb200-r0-t00"]) == 0
     assert json.loads(capsys.readouterr().out)["fabric"] == {"cluster_uuid": UUID, "clique_id": 2}
     assert main(["diff", "platforms/hgx-h100.yaml", str(LIVE / "smi-h100-8gpu.xml"), "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["fabric"] is None
+    assert json.loads(capsys.readouterr().out)["fabric"] == {"cluster_uuid": None, "clique_id": None}  # asked: in none
+    assert main(["diff", "tests/fixtures/spec/minimal_node.yaml", str(LIVE / "minimal-node.nccl.xml"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fabric"] is None  # an NCCL dump does not say: not known
 
 
 # ---------------------------------------------------------------- a fleet against its NVLink domains
@@ -107,19 +109,23 @@ def tray(rack: int, slot: int) -> str:
     return f"gb200-r{rack}-t{slot:02}"
 
 
+UNKNOWN = "unknown"
+"""A tray whose report does not know its clique (`"fabric": null`: NVML not asked)."""
+
+
 def nvl72_reports(clique=lambda rack, slot: rack + 1, missing=()) -> str:
     """The clean node reports of gb200-nvl72-x4's 72 trays, one per line, each with the clique
-    `clique(rack, slot)` (None: no fabric), less the trays in `missing`."""
+    `clique(rack, slot)` (None: in no NVLink domain; UNKNOWN: not known), less the trays in `missing`."""
     lines = []
     for rack in range(4):
         for slot in range(18):
             if tray(rack, slot) in missing:
                 continue
             found = clique(rack, slot)
+            fabric = None if found == UNKNOWN else {"cluster_uuid": UUID if found is not None else None, "clique_id": found}
             lines.append(json.dumps({
                 "hwspec_report": 1, "node": tray(rack, slot), "spec": TRAY, "platform": "gb200-tray", "status": "clean",
-                "exit_code": 0, "fabric": {"cluster_uuid": UUID, "clique_id": found} if found is not None else None,
-                "findings": []}))
+                "exit_code": 0, "fabric": fabric, "findings": []}))
     return "\n".join(lines) + "\n"
 
 
@@ -175,6 +181,14 @@ def test_trays_in_no_domain_split_their_rack_and_a_rack_with_none_is_left_to_dif
         "  platforms/gb200-nvl72-x4.yaml:25:1: error[D114 nvlink-domain-clique]: nvl72-rack0: its nodes are in 2 NVLink "
         f"cliques (NVLink domain {UUID}, clique 1: gb200-r0-t[00-04,06-17]; no NVLink domain: gb200-r0-t05), "
         "but the cluster puts them in one NVLink domain: one clique expected"]
+
+
+def test_trays_whose_reports_do_not_know_their_clique_are_left_out_not_a_split(capsys, tmp_path):
+    """`"fabric": null` (a node checked without NVML) is no evidence of another clique."""
+    status, out, _ = fleet_report(capsys, tmp_path, nvl72_reports(
+        lambda rack, slot: UNKNOWN if (rack, slot) in {(0, 5), (1, 0), (1, 1)} else rack + 1))
+    assert status == 0
+    assert not any("D114" in line for line in domains_section(out))
 
 
 def test_cluster_nodes_without_a_report_are_listed_not_an_error(capsys, tmp_path):

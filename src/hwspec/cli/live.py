@@ -109,14 +109,27 @@ def add_diff_report_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the node's name in the json and prometheus reports (default: the short host name)")
 
 
+def _node_fabric(machine) -> tuple[str | None, int | None] | None:
+    """The NVLink clique every GPU of `machine` is in; (None, None) when its inputs answered for
+    the fabric (NVML, `-q -x`) and no GPU is in a domain; None when they did not answer, or its
+    GPUs disagree (diff's D113 says so): then the node's clique is not known."""
+    from hwspec.live.diff import node_fabric
+
+    if machine is None or "fabric" not in machine.listed:
+        return None
+    clique = node_fabric(machine.gpus.values())
+    if clique is not None:
+        return clique.cluster_uuid, clique.clique_id
+    return (None, None) if all(gpu.fabric is None for gpu in machine.gpus.values()) else None
+
+
 def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: int, platform=None, machine=None) -> int:
     """Write diff's report of `diagnostics` on stdout in `args.format` and return `exit_code`.
     json and prometheus always write one, naming the node and the spec, "could not check"
     included (exit status 2); the other formats write the diagnostics only where a comparison
-    or the inputs produced them (`platform` given). The json report's `fabric` is the NVLink
-    clique every GPU of the compared `machine` is in (null without one)."""
+    or the inputs produced them (`platform` given). The json report's `fabric` is `_node_fabric`'s."""
     from hwspec.diagnostics import report
-    from hwspec.live.diff import CHECKS, node_fabric
+    from hwspec.live.diff import CHECKS
 
     if args.format in ("json", "prometheus"):
         from hwspec.live.health import node_name, with_devices
@@ -125,8 +138,7 @@ def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: in
         node, spec = node_name(args.node), str(args.spec)
         if args.format == "json":
             name = platform.name if platform is not None else None
-            clique = node_fabric(machine.gpus.values()) if machine is not None and exit_code != EXIT_UNREADABLE else None
-            fabric = (clique.cluster_uuid, clique.clique_id) if clique is not None else None
+            fabric = _node_fabric(machine) if exit_code != EXIT_UNREADABLE else None
             sys.stdout.write(json.dumps(report.node_report(findings, node, spec, name, exit_code, fabric), indent=2) + "\n")
         else:
             sys.stdout.write(report.prometheus(findings, node, spec, exit_code))

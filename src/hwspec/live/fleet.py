@@ -77,7 +77,10 @@ class NodeReport:
     status: str
     findings: tuple[Finding, ...]
     fabric: Clique | None = None
-    """The NVLink clique all the node's GPUs are in (the report's `fabric`), or None."""
+    """The NVLink clique all the node's GPUs are in (the report's `fabric`), or None: in none."""
+    fabric_known: bool = False
+    """Whether the report says (`fabric` an object): a null `fabric` (not asked, GPUs that
+    disagree) is left out of the comparison with the cluster's domains."""
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,7 @@ class Fleet:
         if tally is None:
             tally = self.platforms[key] = PlatformTally(report.platform, report.spec)
         tally.nodes[report.status].append(report.node)
-        if self.domains is not None and report.status != "unchecked":
+        if self.domains is not None and report.status != "unchecked" and report.fabric_known:
             self.fabrics[report.node] = report.fabric
             self._cliques = None
         for finding in report.findings:
@@ -345,15 +348,20 @@ def parse_report(document: Any) -> NodeReport:
                                           f"(exit code {STATUS_EXIT[status]})")
     findings = _field(document, "findings", list)
     return NodeReport(node, visible(_field(document, "spec", str)), _optional(document, (), "platform"), status,
-                      tuple(_finding(item, index) for index, item in enumerate(findings)), _fabric(document))
+                      tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
 
 
-def _fabric(document: dict) -> Clique | None:
-    """The report's `fabric` (an extra key: absent or null is None) as (cluster UUID, clique id)."""
+def _fabric(document: dict) -> tuple[Clique | None, bool]:
+    """The report's `fabric` (an extra key) as ((cluster UUID, clique id) or None for no NVLink
+    domain, whether it is known): absent or null is not known; an object whose `cluster_uuid` is
+    null is known to be in no domain."""
     fabric = _optional(document, (), "fabric", dict)
     if fabric is None:
-        return None
-    return visible(_field(fabric, "cluster_uuid", str, ("fabric",))), _optional(fabric, ("fabric",), "clique_id", int)
+        return None, False
+    uuid = _optional(fabric, ("fabric",), "cluster_uuid", str)
+    if uuid is None:
+        return None, True
+    return (uuid, _optional(fabric, ("fabric",), "clique_id", int)), True
 
 
 def _finding(item: Any, index: int) -> Finding:

@@ -72,14 +72,17 @@ def _gpu(nvml: Any, handle: Any) -> dict[str, Any]:
             except nvml.NVMLError:
                 remote = None
         links.append({"link": link, "active": active, "remote": remote})
-    return {"bus": normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId)),
-            "name": _text(nvml.nvmlDeviceGetName(handle)), "nvlinks": links, "fabric": _fabric(nvml, handle)}
+    gpu = {"bus": normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId)),
+           "name": _text(nvml.nvmlDeviceGetName(handle)), "nvlinks": links}
+    if hasattr(nvml, "nvmlDeviceGetGpuFabricInfo"):  # an older binding cannot ask: the fabric stays unknown
+        gpu["fabric"] = _fabric(nvml, handle)
+    return gpu
 
 
 def _fabric(nvml: Any, handle: Any) -> dict[str, Any] | None:
     try:
         info = nvml.nvmlDeviceGetGpuFabricInfo(handle)
-    except (nvml.NVMLError, AttributeError):  # a GPU outside a multi-node NVLink domain, or an old binding
+    except nvml.NVMLError:  # NOT_SUPPORTED: a GPU outside a multi-node NVLink domain
         return None
     uuid = bytes(info.clusterUuid).hex()
     if not uuid.strip("0"):
