@@ -72,7 +72,7 @@ def _gpu(nvml: Any, handle: Any) -> dict[str, Any]:
             except nvml.NVMLError:
                 remote = None
         links.append({"link": link, "active": active, "remote": remote})
-    gpu = {"bus": normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId)),
+    gpu: dict[str, Any] = {"bus": normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId)),
            "name": _text(nvml.nvmlDeviceGetName(handle)), "nvlinks": links}
     if hasattr(nvml, "nvmlDeviceGetGpuFabricInfo"):  # an older binding cannot ask: the fabric stays unknown
         gpu["fabric"] = _fabric(nvml, handle)
