@@ -66,7 +66,10 @@ def test_a_nic_one_bridge_deeper_under_the_same_switch_is_a_d103(tmp_path):
 # ------------------------------------------------------------------ a draft diffs clean against its own input
 
 REAL = ROOT.parent / "shared/data/real-machines"
-LIVE_FILES = sorted(p for p in (ROOT / "tests/data/live").iterdir() if p.suffix in (".xml", ".txt"))
+FABRIC_FAULTS = {"smi-gb200-tray-clique-split.xml", "smi-gb200-tray-registering.xml"}
+"""Samples of a node whose GPUs disagree on their NVLink clique or are still registering: a
+fault of the machine, not of a spec, so no draft describes it away (D113: tests/test_fabric.py)."""
+LIVE_FILES = sorted(p for p in (ROOT / "tests/data/live").iterdir() if p.suffix in (".xml", ".txt") and p.name not in FABRIC_FAULTS)
 REAL_FILES = sorted(p for p in REAL.iterdir() if p.suffix in (".xml", ".txt")) if REAL.is_dir() else []
 
 

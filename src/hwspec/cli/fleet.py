@@ -1,7 +1,9 @@
 """`hwspec fleet-report REPORT...`: the node reports of a fleet merged into one.
 
-Exit status: 0 every node read is clean, 1 a node drifted or could not be checked, or a report
-could not be read (E601/E602), 2 no report could be read at all.
+Exit status: 0 every node read is clean, 1 a node drifted or could not be checked, a report
+could not be read (E601/E602) or, with `--cluster`, the nodes' NVLink cliques disagree with the
+cluster's NVLink domains (D114), 2 no report could be read at all, or the cluster file gives no
+NVLink domains.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+EXIT_NO_DOMAINS = 2
+"""`--cluster` names a file that gives no NVLink domains (unreadable, not a cluster, none declared)."""
 FORMATS = ("text", "json", "markdown")
 """`hwspec.live.fleet.FORMATS`, written here so that building the parser imports none of it."""
 HELP = "merge node reports ('hwspec diff --format json') into one fleet report: nodes per platform, findings by device"
@@ -23,13 +27,46 @@ def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
                         help="node report files (one or more JSON reports each), directories of *.json reports, or "
                              "quoted glob patterns ('reports/*.json')")
     parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--cluster", type=Path, metavar="CLUSTER",
+                        help="the cluster file: the nodes of each of its NVLink domains ('nvlink_domain:') must report "
+                             "one clique of their own (the node report's 'fabric'); its nodes without a report are listed")
     return {"fleet-report": (cmd_fleet_report, HELP)}
+
+
+def domain_plan(path: Path):
+    """The NVLink domains of the cluster file at `path` as `hwspec.live.cliques.DomainPlan`,
+    or None after saying on stderr why there are none (unreadable, not a cluster, no
+    `nvlink_domain:`). Loads the model: only `--cluster` calls it."""
+    from hwspec import pipeline
+    from hwspec.diagnostics import HwspecError, display_path, report
+    from hwspec.live.cliques import DomainPlan, short
+    from hwspec.text import visible
+
+    try:
+        cluster, _ = pipeline.load_any(path)
+    except HwspecError as exc:
+        sys.stderr.write(report.render(exc.diagnostics, "text"))
+        return None
+    domains = getattr(cluster, "nvlink_domains", None)
+    if getattr(cluster, "kind", None) != "cluster" or domains is None:
+        what = "declares no nvlink_domain" if getattr(cluster, "kind", None) == "cluster" else "is not a cluster file"
+        sys.stderr.write(f"hwspec: {visible(str(path))} {what}: no NVLink domains to compare the nodes' cliques with\n")
+        return None
+    hosts = cluster.hostnames
+    members = tuple(tuple(short(hosts[n]) for n in domains.nodes(d)) for d in range(domains.count))
+    at = cluster.source_map.doc.locate_key(("nvlink_domain",))  # the key's line, not its block's first field
+    return DomainPlan(display_path(path), at, domains.names, members)
 
 
 def cmd_fleet_report(args: argparse.Namespace) -> int:
     from hwspec.live.fleet import Fleet, render
 
-    fleet = Fleet()
+    plan = None
+    if args.cluster is not None:
+        plan = domain_plan(args.cluster)
+        if plan is None:
+            return EXIT_NO_DOMAINS
+    fleet = Fleet(plan)
     fleet.add_paths(args.reports)
     sys.stderr.write("".join(d.format() + "\n" for d in fleet.problems))
     if fleet.problems_dropped:

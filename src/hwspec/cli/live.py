@@ -109,11 +109,25 @@ def add_diff_report_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the node's name in the json and prometheus reports (default: the short host name)")
 
 
-def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: int, platform=None) -> int:
+def _node_fabric(machine) -> tuple[str | None, int | None] | None:
+    """The NVLink clique every GPU of `machine` is in; (None, None) when its inputs answered for
+    the fabric (NVML, `-q -x`) and no GPU is in a domain; None when they did not answer, or its
+    GPUs disagree (diff's D113 says so): then the node's clique is not known."""
+    from hwspec.live.diff import node_fabric
+
+    if machine is None or "fabric" not in machine.listed:
+        return None
+    clique = node_fabric(machine.gpus.values())
+    if clique is not None:
+        return clique.cluster_uuid, clique.clique_id
+    return (None, None) if all(gpu.fabric is None for gpu in machine.gpus.values()) else None
+
+
+def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: int, platform=None, machine=None) -> int:
     """Write diff's report of `diagnostics` on stdout in `args.format` and return `exit_code`.
     json and prometheus always write one, naming the node and the spec, "could not check"
     included (exit status 2); the other formats write the diagnostics only where a comparison
-    or the inputs produced them (`platform` given)."""
+    or the inputs produced them (`platform` given). The json report's `fabric` is `_node_fabric`'s."""
     from hwspec.diagnostics import report
     from hwspec.live.diff import CHECKS
 
@@ -124,7 +138,8 @@ def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: in
         node, spec = node_name(args.node), str(args.spec)
         if args.format == "json":
             name = platform.name if platform is not None else None
-            sys.stdout.write(json.dumps(report.node_report(findings, node, spec, name, exit_code), indent=2) + "\n")
+            fabric = _node_fabric(machine) if exit_code != EXIT_UNREADABLE else None
+            sys.stdout.write(json.dumps(report.node_report(findings, node, spec, name, exit_code, fabric), indent=2) + "\n")
         else:
             sys.stdout.write(report.prometheus(findings, node, spec, exit_code))
     elif platform is not None:
@@ -243,7 +258,7 @@ def run_diff(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     findings = diff(checked.platform, machine)
     status = EXIT_FINDINGS if findings else EXIT_OK
-    write_diff_report(args, [*findings, *machine.problems], status, checked.platform)
+    write_diff_report(args, [*findings, *machine.problems], status, checked.platform, machine)
     if args.format == "text":
         verdict = "the machine matches its spec" if not findings else f"{len(findings)} difference(s)"
         sys.stderr.write(f"hwspec: {visible(args.spec)} against {', '.join(map(visible, args.inputs))}: {verdict}\n")

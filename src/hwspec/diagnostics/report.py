@@ -171,14 +171,18 @@ def summary(diagnostics: list[Diagnostic], exit_code: int) -> str:
 
 
 def node_report(findings: list[tuple[Diagnostic, str | None]], node: str, spec: str, platform: str | None,
-                exit_code: int) -> dict:
+                exit_code: int, fabric: tuple[str | None, int | None] | None = None) -> dict:
     """The node report (`hwspec diff --format json`, version NODE_REPORT_VERSION): which node, which
     spec, `status` and `exit_code`, and every finding with the spec device it is about (None when
-    it is about no one device). `summary` (an extra key) is `summary()`. No timestamp: the same
-    machine and spec give the same bytes."""
+    it is about no one device). Extra keys: `summary` is `summary()`; `fabric` is the NVLink
+    domain (cluster UUID, clique id) all the node's GPUs are in, both null when the machine was
+    asked (NVML, `nvidia-smi -q -x`) and its GPUs are in none, and `fabric` itself null when it
+    was not asked or its GPUs disagree: not known, which `hwspec fleet-report --cluster` leaves out
+    of its comparison across nodes. No timestamp: the same machine and spec give the same bytes."""
     diagnostics = [d for d, _ in findings]
     return {"hwspec_report": NODE_REPORT_VERSION, "node": node, "spec": spec, "platform": platform,
             "status": NODE_STATUS[exit_code], "exit_code": exit_code, "summary": summary(diagnostics, exit_code),
+            "fabric": {"cluster_uuid": fabric[0], "clique_id": fabric[1]} if fabric is not None else None,
             "findings": [{"code": d.code, "severity": d.severity.label, "device": device, "message": d.message,
                           "file": d.file, "line": d.line, "col": d.col, "hint": d.hint, "rule": d.name or None}
                          for d, device in findings]}

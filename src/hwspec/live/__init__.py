@@ -6,7 +6,7 @@
            XML through xmlread: expat, no entities, bounded size and depth)
         -> merge (several inputs, one machine; contradictions are located warnings)
         -> draft (platform YAML; repeat blocks from repeat.fold; parts by PCI id)
-           | diff (findings D101-D112 at the spec's lines)
+           | diff (findings D101-D113 at the spec's lines)
     commands: the `hwspec import` / `hwspec diff` command lines.
 
 The spec-facing parts (`draft`, `diff`) are thin layers over `observed`: a new spec feature

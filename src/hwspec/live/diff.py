@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Diagnostic, Location, Severity
 from hwspec.formats.transports import facts
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, NicPort, PciNode
+from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, NicPort, NvlinkDomain, PciNode
 from hwspec.live.observed import Nic as ObservedNic
 from hwspec.model.node import Nic, Platform
 from hwspec.text import visible
@@ -49,7 +49,35 @@ CHECKS = {c.id: c for c in (
     DiffCheck("D110", "nic-identity", "A NIC's name or speed differs from the spec."),
     DiffCheck("D111", "device-model", "A device's PCI vendor/device id is not its part's."),
     DiffCheck("D112", "nic-port", "A NIC's port is missing or not up (the inputs list every port: sysfs)."),
+    DiffCheck("D113", "nvlink-clique", "A GPU is in another NVLink domain or clique than the node's other GPUs, its fabric "
+              "registration is not Completed, or a multi-node NVLink tray shows no NVLink domain at all."),
 )}
+
+REGISTERED = "Completed"
+"""The fabric state of a GPU whose registration with the fabric manager finished (NVML, nvidia-smi -q)."""
+FABRIC_HINT = ("start the fabric manager and IMEX ('systemctl status nvidia-fabricmanager nvidia-imex') and check "
+               "'nvidia-smi -q' (Fabric: State, CliqueId, ClusterUUID)")
+
+
+def nvlink_leaves_the_node(platform: Platform) -> bool:
+    """Whether the platform's GPUs reach NVLink switches outside the node: Grace superchips
+    (every GPU attached to a CPU over NVLink-C2C) whose NVLinks go to NVSwitches the node's OS
+    does not show (`nvlink: {topology: nvswitch}`, no switch with a bus id), as a GB200/GB300
+    NVL72 or GH200 NVL32 tray is written. No Grace board has its NVSwitches on the board, so
+    such a node is one of a multi-node NVLink domain and its GPUs must show one."""
+    board = platform.baseboard
+    return (bool(platform.gpus) and platform.nvlink_topology == "nvswitch"
+            and all(gpu.c2c_socket is not None for gpu in platform.gpus)
+            and (board is None or all(switch.bus is None for switch in board.nvswitches)))
+
+
+def node_fabric(gpus) -> NvlinkDomain | None:
+    """The NVLink domain and clique every one of `gpus` (observed) shows, or None when one
+    shows none or two differ (the node then has no one clique)."""
+    domains = {(g.fabric.cluster_uuid, g.fabric.clique_id) if g.fabric else None for g in gpus}
+    if len(domains) != 1 or None in domains:
+        return None
+    return next(g.fabric for g in gpus)
 
 
 class _Differ:
@@ -390,6 +418,47 @@ class _Differ:
                     self.add("D109", at, f"the spec declares GPUDirect RDMA, but {nic.id} ({port.name}) has gdr=0 in the machine", port.where,
                              "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
 
+    def fabric(self) -> None:
+        """D113: where the inputs show the GPUs' fabric (NVML, nvidia-smi -q -x), every GPU is
+        in the clique most of the node's GPUs are in, and registered (state Completed); a node
+        whose NVLinks leave it (`nvlink_leaves_the_node`) shows a domain at all."""
+        if "fabric" not in self.m.listed:
+            return
+        matched = [(gpu.id, self.m.gpus[self.gpu_key[gpu.id]]) for gpu in self.p.gpus if gpu.id in self.gpu_key]
+        in_domain = [(ident, seen) for ident, seen in matched if seen.fabric is not None]
+        if not in_domain:
+            if matched and nvlink_leaves_the_node(self.p):
+                self.add("D113", self.p.locate(None, "nvlink", "topology"),
+                         f"{', '.join(ident for ident, _ in matched)}: NVLinks to the NVLink switches of a multi-node "
+                         "domain in the spec, but in no NVLink domain in the machine (no fabric cluster UUID)",
+                         matched[0][1].where, FABRIC_HINT)
+            return
+        self.cliques(matched, in_domain)
+        for ident, seen in in_domain:
+            state = seen.fabric.state if seen.fabric else None
+            if state is not None and state != REGISTERED:
+                self.add("D113", self.p.locate(ident), f"{ident}: fabric state {REGISTERED} expected (registered with "
+                         f"the fabric manager), but {state} in the machine", seen.fabric.where if seen.fabric else seen.where,
+                         FABRIC_HINT)
+
+    def cliques(self, matched, in_domain) -> None:
+        """D113 for each GPU outside the clique most of the node's GPUs are in (the first such
+        GPU's clique on a tie), naming the GPUs that are in it."""
+        members: dict[tuple[str, int | None], list[str]] = {}
+        for ident, seen in in_domain:
+            members.setdefault((seen.fabric.cluster_uuid, seen.fabric.clique_id), []).append(ident)
+        majority = max(members, key=lambda key: len(members[key]))  # max keeps the first of equals
+        expected = next(seen.fabric for _, seen in in_domain if (seen.fabric.cluster_uuid, seen.fabric.clique_id) == majority)
+        peers = ", ".join(members[majority])
+        for ident, seen in matched:
+            fabric = seen.fabric
+            if fabric is not None and (fabric.cluster_uuid, fabric.clique_id) == majority:
+                continue
+            verb = "is" if len(members[majority]) == 1 else "are"
+            observed = f"in {fabric}" if fabric is not None else "in no NVLink domain"
+            self.add("D113", self.p.locate(ident), f"{ident} is {observed} in the machine, but {peers} {verb} in {expected}: "
+                     "every GPU of a node is in one clique", fabric.where if fabric is not None else seen.where, FABRIC_HINT)
+
     def run(self) -> list[Diagnostic]:
         self.match()
         self.devices()
@@ -397,6 +466,7 @@ class _Differ:
         self.nvlinks()
         self.cpus()
         self.gpudirect()
+        self.fabric()
         return sorted(dict.fromkeys(self.findings), key=Diagnostic.sort_key)
 
 

@@ -16,6 +16,10 @@ report; time is linear in the bytes read. A report that cannot be read (E601) or
 version-1 node report (E602) is a located diagnostic, counted, and leaves the tallies alone;
 unknown keys are ignored.
 
+With a cluster's NVLink domains (`DomainPlan`, `--cluster`), each checked node's clique (the
+report's `fabric`) is kept too, and `cliques()` compares them with the domains
+(`hwspec.live.cliques`): disagreements make the exit status 1.
+
 Invariants: every node is counted once (a second report of it is an E603 warning, not
 counted); every text from a report that reaches the output is shown `visible` (one line), and
 a node name is a host name (letters, digits, `.`, `-`, `_`), so a hostlist cannot be forged.
@@ -34,6 +38,7 @@ from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, Severity, display_path, os_reason
 from hwspec.hostlist import compress
+from hwspec.live.cliques import Clique, CliqueCheck, DomainPlan, compare
 from hwspec.text import visible
 
 REPORT_VERSION = 1
@@ -71,6 +76,11 @@ class NodeReport:
     platform: str | None
     status: str
     findings: tuple[Finding, ...]
+    fabric: Clique | None = None
+    """The NVLink clique all the node's GPUs are in (the report's `fabric`), or None: in none."""
+    fabric_known: bool = False
+    """Whether the report says (`fabric` an object): a null `fabric` (not asked, GPUs that
+    disagree) is left out of the comparison with the cluster's domains."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,10 @@ class Fleet:
     """Node reports read so far, tallied. `add_paths` reads files, directories (their `*.json`
     files, by name) and glob patterns; `exit_code` and `summary()` say what they add up to."""
 
-    def __init__(self) -> None:
+    def __init__(self, domains: DomainPlan | None = None) -> None:
+        self.domains = domains
+        self.fabrics: dict[str, Clique | None] = {}  # checked node -> its clique, kept only with `domains`
+        self._cliques: CliqueCheck | None = None
         self.platforms: dict[tuple[str | None, str], PlatformTally] = {}
         self.groups: dict[tuple[str | None, str, str, str | None], FindingGroup] = {}
         self.seen: dict[str, str] = {}  # node -> the file its counted report came from
@@ -218,6 +231,9 @@ class Fleet:
         if tally is None:
             tally = self.platforms[key] = PlatformTally(report.platform, report.spec)
         tally.nodes[report.status].append(report.node)
+        if self.domains is not None and report.status != "unchecked" and report.fabric_known:
+            self.fabrics[report.node] = report.fabric
+            self._cliques = None
         for finding in report.findings:
             group_key = (report.platform, report.spec, finding.code, finding.device)
             group = self.groups.get(group_key)
@@ -241,16 +257,26 @@ class Fleet:
 
     # ------------------------------------------------------------------ what it adds up to
 
+    def cliques(self) -> CliqueCheck | None:
+        """The nodes' cliques against the cluster's NVLink domains (None without them)."""
+        if self.domains is None:
+            return None
+        if self._cliques is None:
+            self._cliques = compare(self.domains, self.fabrics, list(self.seen))
+        return self._cliques
+
     def count(self, status: str) -> int:
         return sum(len(tally.nodes[status]) for tally in self.platforms.values())
 
     @property
     def exit_code(self) -> int:
-        """2 when no report could be read; 1 when a node drifted or could not be checked, or a
-        report could not be read (E601/E602); 0 when every node read is clean."""
+        """2 when no report could be read; 1 when a node drifted or could not be checked, a
+        report could not be read (E601/E602) or the nodes' NVLink cliques disagree with the
+        cluster's domains (D114); 0 when every node read is clean."""
         if not self.reports_read:
             return EXIT_NOTHING_READ
-        if self.count("drift") or self.count("unchecked") or self.reports_refused:
+        cliques = self.cliques()
+        if self.count("drift") or self.count("unchecked") or self.reports_refused or (cliques and cliques.findings):
             return EXIT_ATTENTION
         return EXIT_CLEAN
 
@@ -282,7 +308,20 @@ class Fleet:
             "problems": [{"file": d.file, "line": d.line, "column": d.col, "severity": d.severity.label,
                           "code": d.code, "message": d.message} for d in self.problems],
             "problems_not_listed": self.problems_dropped,
+            **({"cluster": self._cluster_summary()} if self.domains is not None else {}),
         }
+
+    def _cluster_summary(self) -> dict[str, Any]:
+        """The `cluster` key of the JSON report (`--cluster` only)."""
+        assert self.domains is not None
+        check = self.cliques()
+        assert check is not None
+        return {"file": self.domains.file, "nvlink_domains": len(self.domains.names),
+                "nodes": sum(map(len, self.domains.members)),
+                "missing": {"nodes": len(check.missing), "hostlist": compress(check.missing)},
+                "not_in_cluster": {"nodes": len(check.unknown), "hostlist": compress(check.unknown)},
+                "findings": [{"code": d.code, "severity": d.severity.label, "file": d.file, "line": d.line, "column": d.col,
+                              "message": d.message, **detail} for d, detail in zip(check.findings, check.cliques)]}
 
 
 # ---------------------------------------------------------------------- one report
@@ -309,7 +348,20 @@ def parse_report(document: Any) -> NodeReport:
                                           f"(exit code {STATUS_EXIT[status]})")
     findings = _field(document, "findings", list)
     return NodeReport(node, visible(_field(document, "spec", str)), _optional(document, (), "platform"), status,
-                      tuple(_finding(item, index) for index, item in enumerate(findings)))
+                      tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
+
+
+def _fabric(document: dict) -> tuple[Clique | None, bool]:
+    """The report's `fabric` (an extra key) as ((cluster UUID, clique id) or None for no NVLink
+    domain, whether it is known): absent or null is not known; an object whose `cluster_uuid` is
+    null is known to be in no domain."""
+    fabric = _optional(document, (), "fabric", dict)
+    if fabric is None:
+        return None, False
+    uuid = _optional(fabric, ("fabric",), "cluster_uuid", str)
+    if uuid is None:
+        return None, True
+    return (uuid, _optional(fabric, ("fabric",), "clique_id", int)), True
 
 
 def _finding(item: Any, index: int) -> Finding:
@@ -486,6 +538,8 @@ def _headline(fleet: Fleet) -> str:
     line = f"{fleet.reports_read} node(s): {counts}"
     extra = [f"{fleet.reports_refused} report(s) not read"] if fleet.reports_refused else []
     extra += [f"{fleet.duplicates} duplicate(s) not counted"] if fleet.duplicates else []
+    cliques = fleet.cliques()
+    extra += [f"{len(cliques.findings)} NVLink clique finding(s)"] if cliques and cliques.findings else []
     return line + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -513,7 +567,27 @@ def _text(fleet: Fleet) -> str:
         lines.append(f"  {group.code} {group.severity}: {_platform_name(group)} {group.device or '(no device)'} "
                      f"on {len(group.nodes)} node(s): {compress(group.nodes)}")
         lines.append(f"    {group.where + ': ' if group.where else ''}{_messages(group)}")
+    if fleet.domains is not None:
+        lines += ["", _domains_headline(fleet) + ":"]
+        lines += [f"  {line}" for line in _domains_lines(fleet)]
     return "\n".join(lines) + "\n"
+
+
+def _domains_headline(fleet: Fleet) -> str:
+    plan = fleet.domains
+    assert plan is not None
+    return f"NVLink domains of {plan.file}: {len(plan.names)} domain(s), {sum(map(len, plan.members))} node(s)"
+
+
+def _domains_lines(fleet: Fleet) -> list[str]:
+    """The cluster's nodes without a report, the reported nodes it does not list, and the D114 findings."""
+    check = fleet.cliques()
+    assert check is not None
+    lines = [f"without a report: {len(check.missing)} node(s)" + (f": {compress(check.missing)}" if check.missing else "")]
+    if check.unknown:
+        lines.append(f"not in the cluster: {len(check.unknown)} node(s): {compress(check.unknown)}")
+    lines += [d.format() for d in check.findings] or ["no node's NVLink clique disagrees with the cluster's NVLink domains"]
+    return lines
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~&])")
@@ -544,6 +618,9 @@ def _markdown(fleet: Fleet) -> str:
     for group in groups:
         lines.append(f"| {_md(group.code)} | {group.severity} | {_md(_platform_name(group))} | {_md(group.device or '')} "
                      f"| {len(group.nodes)} | `{compress(group.nodes)}` | {_md(group.where)} | {_md(_messages(group))} |")
+    if fleet.domains is not None:
+        lines += ["", "## NVLink domains", "", _md(_domains_headline(fleet)) + ".", ""]
+        lines += [f"- {_md(line)}" for line in _domains_lines(fleet)]
     if fleet.problems:
         lines += ["", "## Reports not counted", ""]
         lines += [f"- {_md(d.format())}" for d in fleet.problems]

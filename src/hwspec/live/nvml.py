@@ -72,14 +72,17 @@ def _gpu(nvml: Any, handle: Any) -> dict[str, Any]:
             except nvml.NVMLError:
                 remote = None
         links.append({"link": link, "active": active, "remote": remote})
-    return {"bus": normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId)),
-            "name": _text(nvml.nvmlDeviceGetName(handle)), "nvlinks": links, "fabric": _fabric(nvml, handle)}
+    gpu: dict[str, Any] = {"bus": normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId)),
+           "name": _text(nvml.nvmlDeviceGetName(handle)), "nvlinks": links}
+    if hasattr(nvml, "nvmlDeviceGetGpuFabricInfo"):  # an older binding cannot ask: the fabric stays unknown
+        gpu["fabric"] = _fabric(nvml, handle)
+    return gpu
 
 
 def _fabric(nvml: Any, handle: Any) -> dict[str, Any] | None:
     try:
         info = nvml.nvmlDeviceGetGpuFabricInfo(handle)
-    except (nvml.NVMLError, AttributeError):  # a GPU outside a multi-node NVLink domain, or an old binding
+    except nvml.NVMLError:  # NOT_SUPPORTED: a GPU outside a multi-node NVLink domain
         return None
     uuid = bytes(info.clusterUuid).hex()
     if not uuid.strip("0"):
@@ -125,6 +128,8 @@ def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = N
         if isinstance(entry.get("name"), str) and entry["name"]:
             gpu.model_name = entry["name"][:200]
         _links(entry.get("nvlinks"), gpu.key, where, machine)
+        if "fabric" in entry:
+            machine.listed.add("fabric")  # NVML was asked: a GPU without a domain is in none
         fabric = entry.get("fabric")
         if isinstance(fabric, dict) and isinstance(fabric.get("cluster_uuid"), str):
             clique = fabric.get("clique_id")
@@ -152,11 +157,12 @@ def _links(links: Any, gpu: str, where: Location, machine: Machine) -> None:
 
 
 def _line_of(lines: list[str] | None, bus: str | None, index: int) -> int:
-    """The line of GPU `index`'s entry: the first naming its bus id, else (as `dump` writes) line index + 2."""
+    """The line of GPU `index`'s entry: the first giving its bus id as `"bus"` (another GPU's
+    line names it as an NVLink's remote end), else (as `dump` writes) line index + 2."""
     if lines is None:
         return 1
     if bus is not None:
         for number, line in enumerate(lines, 1):
-            if f'"{bus}"' in line.lower():
+            if f'"bus": "{bus}"' in line.lower():
                 return number
     return min(index + 2, len(lines)) if lines else 1

@@ -252,7 +252,8 @@ class Machine:
     NUMA node: lstopo), `rdma-nics` (every RDMA NIC), `tcp-nics` (every plain network NIC),
     `nvlinks` (every NVLink of the GPUs). An NCCL dump lists the NICs of the network plugin in
     use and, with `<gpu>` elements, the NVLinks; topo -m lists RDMA NICs and NVLinks; lstopo
-    lists NUMA nodes and NICs but no NVLinks."""
+    lists NUMA nodes and NICs but no NVLinks. `fabric`: the GPUs' NVLink domain (NVML's
+    answers, `nvidia-smi -q -x` with `<fabric>`), so that a GPU without one is in none."""
 
     @property
     def has_tree(self) -> bool:

@@ -164,6 +164,8 @@ class _Reader(ElementReader):
     def fabric(self, e: Element) -> NvlinkDomain | None:
         """The GPU's NVLink domain from `<fabric>`, or None outside one (N/A, or the all-zero UUID)."""
         section = self.child(e, "fabric")
+        if section is not None:
+            self.m.listed.add("fabric")  # the driver reports the fabric: a GPU without a domain is in none
         found = self.value(section, "clusterUuid")
         if section is None or found is None or found[0] == NOT_IN_A_CLUSTER:
             return None

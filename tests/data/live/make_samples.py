@@ -312,6 +312,20 @@ def unidentified(dump: str) -> dict[str, str]:
     return {"roce-no-gdr": no_gdr, "unknown-pci-ids": unknown}
 
 
+def fabric_faults(tray: str, platform: Platform) -> dict[str, str]:
+    """The GB200 tray's NVLink domain faults `hwspec diff` must find, each in a copy of its
+    healthy `nvidia-smi -q -x`: GPU 3 in clique 3 (the others in 2), GPU 1 still registering
+    with the fabric manager (state In Progress), and no domain at all (the fabric manager and
+    IMEX not running: `<fabric>` N/A, as on a board outside one)."""
+    gpu3 = tray.index('<gpu id="00000019:01:00.0">')
+    gpu1 = tray.index('<gpu id="00000009:01:00.0">')
+    return {
+        "smi-gb200-tray-clique-split": tray[:gpu3] + tray[gpu3:].replace("<cliqueId>2</cliqueId>", "<cliqueId>3</cliqueId>", 1),
+        "smi-gb200-tray-registering": tray[:gpu1] + tray[gpu1:].replace("<state>Completed</state>", "<state>In Progress</state>", 1),
+        "smi-gb200-tray-no-fabric": smi_xml(platform, None),
+    }
+
+
 def samples() -> dict[str, str]:
     """{file name: text} of every sample this script writes."""
     files: dict[str, str] = {}
@@ -327,6 +341,8 @@ def samples() -> dict[str, str]:
         files[f"{name}.xml"] = smi_xml(load_platform(ROOT / path), domain)
     for name, text in unidentified(files["minimal-node.nccl.xml"]).items():
         files[f"{name}.nccl.xml"] = text
+    for name, text in fabric_faults(files["smi-gb200-tray.xml"], load_platform(ROOT / "platforms/gb200-tray.yaml")).items():
+        files[f"{name}.xml"] = text
     return files
 
 
