@@ -141,14 +141,14 @@ def test_every_yaml_example_loads_and_every_full_platform_in_one_validates_clean
     assert checked >= 1
 
 
-def test_every_shell_example_names_the_test_that_runs_it():
-    """A ```sh block runs in the test named by the last `<!-- tested by: FILE::TEST -->` comment
-    above it on its page (an HTML comment: the site does not show it); that test exists."""
+def test_every_shell_and_python_example_names_the_test_that_runs_it():
+    """A ```sh or ```python block runs in the test named by the last `<!-- tested by: FILE::TEST -->`
+    comment above it on its page (an HTML comment: the site does not show it); that test exists."""
     for page in pages():
         text = page.read_text()
-        for block in re.finditer(r"^```sh\n", text, re.MULTILINE):
+        for block in re.finditer(r"^```(sh|python)\n", text, re.MULTILINE):
             markers = TESTED_BY.findall(text[:block.start()])
-            assert markers, f"{page.relative_to(ROOT)}: a ```sh block with no '<!-- tested by: FILE::TEST -->' above it"
+            assert markers, f"{page.relative_to(ROOT)}: a ```{block.group(1)} block with no '<!-- tested by: FILE::TEST -->' above it"
             test_file, test_name = markers[-1]
             assert f"\ndef {test_name}(" in (ROOT / test_file).read_text(), (page, test_file, test_name)
 
