@@ -818,6 +818,6 @@ def draft_document(machine: Machine, catalogue, name: str) -> tuple[str, Draft]:
         spec = draft.flat
     header = ["# Draft platform file written by 'hwspec import' from a live node.",
               "# Check every 'assumed:' note: those values are not in the inputs.",
-              "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE INPUT...' on each node."]
+              "# Then: hwspec validate THIS_FILE, and 'hwspec diff THIS_FILE --live' (or INPUT...) on each node."]
     header += [f"# note: {comment(n)}" for n in draft.notes]
     return "\n".join(header) + "\n" + dump_yaml(spec), draft
