@@ -56,5 +56,20 @@ def loopback_slurm_conf(tmp: Path, cluster: str, *extra: str) -> str:
         "ReturnToService=2", *extra]) + "\n"
 
 
+def torchrec_planner_types():
+    """TorchRec's `torchrec.distributed.planner.types` (1.8 or later: it has `TopologyFactory`),
+    or the test is skipped, saying how CI installs it."""
+    import pytest
+
+    try:
+        from torchrec.distributed.planner import types
+    except ImportError as exc:  # pragma: no cover - CI installs TorchRec
+        pytest.skip(f"TorchRec is not installed ({exc}): pip install torch==2.13.0 fbgemm-gpu-cpu==1.8.0 "
+                    "and torchrec==1.8.0 --no-deps (.ci/run does)")
+    if not hasattr(types, "TopologyFactory"):  # pragma: no cover
+        pytest.skip("this TorchRec has no TopologyFactory (added in TorchRec 1.8)")
+    return types
+
+
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.consumers import ROOT
+from tests.consumers import ROOT, torchrec_planner_types
 
 pytestmark = [pytest.mark.consumer, pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.filterwarnings("ignore::FutureWarning")]
@@ -26,14 +26,7 @@ A100_NVLINK_TOTAL_BYTES_PER_MS = 12 * 25e9 * 2 / 1000
 
 @pytest.fixture(scope="module")
 def planner_types():
-    try:
-        from torchrec.distributed.planner import types
-    except ImportError as exc:  # pragma: no cover - CI installs TorchRec
-        pytest.skip(f"TorchRec is not installed ({exc}): pip install torch==2.13.0 fbgemm-gpu-cpu==1.8.0 "
-                    "and torchrec==1.8.0 --no-deps (.ci/run does)")
-    if not hasattr(types, "TopologyFactory"):  # pragma: no cover
-        pytest.skip("this TorchRec has no TopologyFactory (added in TorchRec 1.8)")
-    return types
+    return torchrec_planner_types()
 
 
 def _factory_topology(types, doc: dict):

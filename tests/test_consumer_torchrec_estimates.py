@@ -19,7 +19,7 @@ from hwspec.perf.estimate import table_terms
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
 from hwspec.spec.workload import load_workload
-from tests.consumers import ROOT
+from tests.consumers import ROOT, torchrec_planner_types
 
 pytestmark = [pytest.mark.consumer, pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.filterwarnings("ignore::FutureWarning")]
@@ -56,13 +56,9 @@ TORCHREC_TERMS = {"embedding_fwd": "fwd_compute", "embedding_bwd": "bwd_compute"
 
 @pytest.fixture(scope="module")
 def torchrec_planner():
-    try:
-        from torchrec.distributed.planner import EmbeddingShardingPlanner, types
-    except ImportError as exc:  # pragma: no cover - CI installs TorchRec
-        pytest.skip(f"TorchRec is not installed ({exc}): pip install torch==2.13.0 fbgemm-gpu-cpu==1.8.0 "
-                    "and torchrec==1.8.0 --no-deps (.ci/run does)")
-    if not hasattr(types, "TopologyFactory"):  # pragma: no cover
-        pytest.skip("this TorchRec has no TopologyFactory (added in TorchRec 1.8)")
+    types = torchrec_planner_types()
+    from torchrec.distributed.planner import EmbeddingShardingPlanner
+
     return EmbeddingShardingPlanner, types
 
 
