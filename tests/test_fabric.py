@@ -255,36 +255,3 @@ def test_docs_live_md_fabric_example_prints_what_the_page_shows(capsys):
     shown = page.split(f"```sh\n{command}\n```\n\n```text\n", 1)[1].split("```", 1)[0]
     assert main(command.split()[1:]) == 1
     assert capsys.readouterr().out == shown
-
-
-def _binding(fabric=None):
-    """A stand-in for pynvml with one GPU without NVLinks; `fabric` is what its
-    nvmlDeviceGetGpuFabricInfo does: "missing" (an older binding), "unsupported" or an info."""
-    from types import SimpleNamespace
-
-    class NVMLError(Exception):
-        pass
-
-    def no_link(handle, link):
-        raise NVMLError("not supported")
-
-    binding = SimpleNamespace(NVMLError=NVMLError, NVML_NVLINK_MAX_LINKS=2, NVML_FEATURE_ENABLED=1,
-                              nvmlDeviceGetNvLinkState=no_link, nvmlDeviceGetName=lambda h: b"NVIDIA GB200",
-                              nvmlDeviceGetPciInfo_v3=lambda h: SimpleNamespace(busId=b"00000000:01:00.0"))
-    if fabric == "unsupported":
-        binding.nvmlDeviceGetGpuFabricInfo = lambda h: no_link(h, 0)
-    elif fabric is not None and fabric != "missing":
-        binding.nvmlDeviceGetGpuFabricInfo = lambda h: fabric
-    return binding
-
-
-def test_nvml_asks_for_the_fabric_only_where_the_binding_can_and_an_unsupported_gpu_is_in_none():
-    from types import SimpleNamespace
-
-    from hwspec.live import nvml
-
-    assert "fabric" not in nvml._gpu(_binding("missing"), None)  # not asked: the fabric stays unknown
-    assert nvml._gpu(_binding("unsupported"), None)["fabric"] is None  # asked: in no domain
-    info = SimpleNamespace(clusterUuid=bytes(range(1, 17)), cliqueId=3, state=3)
-    assert nvml._gpu(_binding(info), None)["fabric"] == {
-        "cluster_uuid": "01020304-0506-0708-090a-0b0c0d0e0f10", "clique_id": 3, "state": nvml.FABRIC_STATES.get(3)}

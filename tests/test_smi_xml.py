@@ -123,7 +123,7 @@ def test_the_draft_notes_the_nvlink_domain():
 
     _, notes = draft_text(read_inputs([LIVE / "smi-gb200-tray.xml"]), load_catalogue([content.builtin_dir("parts")]), "tray")
     assert notes == ["gpu0, gpu1, gpu2, gpu3 are in the multi-node NVLink domain 00000001-0000-0000-0000-000000000001, "
-                     "clique 2 (nvidia-smi -q -x fabric): the domain is the cluster's, not described in a node platform"]
+                     "clique 2 (the fabric manager's registration, as NVML or nvidia-smi -q reports it): the domain is the cluster's, not described in a node platform"]
 
 
 # ------------------------------------------------------------------ hostile input

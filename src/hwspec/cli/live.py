@@ -65,8 +65,8 @@ def run_capture(args: argparse.Namespace) -> int:
 
     read = capture(args.sysfs_root, args.output)
     sys.stderr.write(report.render(read.machine.problems, "text"))
-    if read.note:
-        sys.stderr.write(f"hwspec: note: {visible(read.note)}\n")
+    for note in read.notes:
+        sys.stderr.write(f"hwspec: note: {visible(note)}\n")
     if any(d.severity.label == "error" for d in read.machine.problems):
         sys.stderr.write("hwspec: nothing captured\n")
         return EXIT_UNREADABLE
@@ -89,8 +89,8 @@ def _read_live(args: argparse.Namespace):
         return machine
     root = args.sysfs_root or Path("/")
     read = read_live(root)
-    if read.note:
-        sys.stderr.write(f"hwspec: note: {visible(read.note)}\n")
+    for note in read.notes:
+        sys.stderr.write(f"hwspec: note: {visible(note)}\n")
     args.inputs = [f"this machine ({visible(root)})" if args.sysfs_root is None else visible(root)]
     return read.machine
 

@@ -38,8 +38,9 @@ class LiveRead:
     machine: Machine
     tree: Tree
     nvml: dict[str, Any] | None
-    note: str | None
-    """Why NVML was not read, when the machine has NVIDIA GPUs and it was not."""
+    notes: list[str]
+    """What NVML could not be asked or did not answer (the machine has NVIDIA GPUs), each
+    left out of the comparison."""
 
 
 def is_live_root(root: Path) -> bool:
@@ -50,28 +51,28 @@ def read_live(root: Path, record: bool = False) -> LiveRead:
     """The machine under `root` (see the module docstring); problems are in `.machine.problems`."""
     tree = Tree(root, record=record)
     machine = read_sysfs(root, tree)
-    answers, note = None, None
+    answers: dict[str, Any] | None = None
+    notes: list[str] = []
     if any(gpu.vendor == "0x10de" for gpu in machine.gpus.values()):
         if is_live_root(root):
-            answers, note = nvml.query()
+            answers, notes = nvml.query()
             if answers is not None:
-                nvml.apply(answers, "NVML", machine)
+                notes += nvml.apply(answers, "NVML", machine)
         else:
-            answers, note = _replay(tree, machine)
-    return LiveRead(machine, tree, answers, note)
+            notes = _replay(tree, machine)
+    return LiveRead(machine, tree, answers, notes)
 
 
-def _replay(tree: Tree, machine: Machine) -> tuple[dict[str, Any] | None, str | None]:
-    """NVML's answers saved in the tree (`nvml.json`), folded into `machine`."""
+def _replay(tree: Tree, machine: Machine) -> list[str]:
+    """NVML's answers saved in the tree (`nvml.json`), folded into `machine`; the notes."""
     try:
         text = tree.read(nvml.NVML_FILE)
     except TreeError as exc:
         machine.problem(exc.where, Severity.ERROR, "I101", exc.message)
-        return None, None
+        return []
     if text is None:
-        return None, f"{tree.where(nvml.NVML_FILE).file} is absent: the capture has no NVML answers, NVLink state not compared"
-    nvml.parse(text.encode("utf-8"), tree.where(nvml.NVML_FILE).file, machine)
-    return None, None
+        return [f"{tree.where(nvml.NVML_FILE).file} is absent: the capture has no NVML answers, NVLink state not compared"]
+    return nvml.parse(text.encode("utf-8"), tree.where(nvml.NVML_FILE).file, machine)
 
 
 def capture(root: Path, out: Path) -> LiveRead:

@@ -563,7 +563,8 @@ class _Writer:
         for (uuid, clique), gpu_ids in members.items():
             clique_text = f", clique {clique}" if clique is not None else ""
             self.notes.append(f"{', '.join(gpu_ids)} are in the multi-node NVLink domain {uuid}{clique_text} "
-                              "(nvidia-smi -q -x fabric): the domain is the cluster's, not described in a node platform")
+                              "(the fabric manager's registration, as NVML or nvidia-smi -q reports it): "
+                              "the domain is the cluster's, not described in a node platform")
 
     def nvlinks_down(self) -> None:
         """A note per GPU with inactive NVLinks (`nvidia-smi nvlink -s`): the draft describes the

@@ -2,9 +2,10 @@
 
 Two halves, so that a capture replays exactly what the live machine said:
 
-    query()                  asks NVML (`pynvml` from nvidia-ml-py, imported only here and only
-                             when called) and returns its answers as JSON-able data, or None
-                             with the reason when NVML is absent (no package, no driver)
+    query()                  asks NVML through nvidia-ml-py's binding (`pynvml`, imported only
+                             here and only when called) and returns its answers as JSON-able
+                             data with notes on what could not be read, or None when NVML
+                             cannot be asked at all (no package, an unsupported binding, no driver)
     apply(data, file, m)     folds such answers (live, or `nvml.json` of a capture) into a
                              Machine read from sysfs: GPUs are matched by bus id
 
@@ -12,7 +13,19 @@ The answers, `{"nvml": 1, "gpus": [...]}`, one GPU per line as `dump` writes the
 
     {"bus": "0000:07:00.0", "name": "NVIDIA H100 80GB HBM3",
      "nvlinks": [{"link": 0, "active": true, "remote": "0000:d5:00.0"}, ...],
-     "fabric": {"cluster_uuid": "...", "clique_id": 1, "state": "Completed"} | null}
+     "fabric": {"cluster_uuid": "...", "clique_id": 1, "state": "Completed"} | null,
+     "unknown": {"fabric": "why"}}
+
+A fact NVML did not give for a GPU is left out of its entry (`nvlinks` or `fabric` absent)
+and `unknown` says why: it is not known, never taken as "none". `"fabric": null` is a GPU NVML
+was asked about that is in no NVLink domain (NOT_SUPPORTED: no multi-node fabric).
+
+The binding is called with the signatures nvidia-ml-py defines (SUPPORTED_BINDING): the fabric
+query fills a struct passed by reference and returns a status; the NVLink remote end is
+`nvmlDeviceGetNvLinkRemotePciInfo` (the binding calls the C `_v2` itself); the link count is
+the binding's `NVML_NVLINK_MAX_LINKS`. Any failure of one query, NVMLError or not, makes that
+fact unknown for that GPU with a note; a failure to start NVML or list its GPUs makes NVML's
+answers absent with a note. Nothing here raises.
 
 A capture is hostile input: every value is checked for its type and shape, anything else is
 a located warning and left out. No GPU work is done: NVML only reads the driver's state.
@@ -20,6 +33,7 @@ a located warning and left out. No GPU work is done: NVML only reads the driver'
 
 from __future__ import annotations
 
+import ctypes
 import json
 from typing import Any
 
@@ -30,60 +44,140 @@ from hwspec.live.smi_xml import normalise_bus_id
 NVML_FILE = "nvml.json"
 """Where `hwspec capture` saves NVML's answers, at the top of the captured tree."""
 MAX_LINKS = 64
-"""More NVLinks than any GPU has (18 on H100 and B200)."""
+"""More NVLinks than any GPU has (18 on H100 and B200; the binding's NVML_NVLINK_MAX_LINKS is
+18 up to 12.x, 36 from 13.x)."""
 FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 """NVML_GPU_FABRIC_STATE_* as `nvidia-smi -q` names them."""
+SUPPORTED_BINDING = ((12, 535, 77), (14, 0, 0))
+"""The nvidia-ml-py releases hwspec calls, from the first whose fabric struct is the 535
+driver's (`clusterUuid` as 16 bytes, `cliqueId`; 11.525's was a pre-release layout) up to,
+not including, 14 (CUDA 14 removes the deprecated calls 13.x still has). The test extra
+installs the newest, CI's oldest-dependency run the oldest."""
+NOT_PRESENT = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_INVALID_ARGUMENT")
+"""What NVML answers for a link number the GPU does not have."""
 
 
-def query() -> tuple[dict[str, Any] | None, str | None]:
-    """NVML's answers about every GPU, or (None, why) when NVML cannot be asked."""
+def binding_version() -> tuple[int, ...] | None:
+    """nvidia-ml-py's release as numbers, or None when it is not installed as that package
+    (another module named `pynvml`)."""
+    from importlib import metadata
+
+    try:
+        text = metadata.version("nvidia-ml-py")
+    except metadata.PackageNotFoundError:
+        return None
+    numbers = []
+    for part in text.split(".")[:3]:
+        digits = "".join(c for c in part[:8] if c.isdigit())
+        numbers.append(int(digits) if digits else 0)
+    return tuple(numbers)
+
+
+def query() -> tuple[dict[str, Any] | None, list[str]]:
+    """NVML's answers about every GPU (see the module docstring) and notes on what could not
+    be read, or (None, notes) when NVML cannot be asked. Never raises."""
     try:
         import pynvml  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
-        return None, "nvidia-ml-py is not installed: NVLink state not read (pip install nvidia-ml-py)"
+        return None, ["nvidia-ml-py is not installed: NVLink state not read (pip install nvidia-ml-py)"]
+    except Exception as exc:  # a broken install: the module itself fails
+        return None, [f"nvidia-ml-py cannot be imported ({_why(exc)}): NVLink state not read"]
+    version = binding_version()
+    low, high = SUPPORTED_BINDING
+    if version is None or not low <= version < high:
+        found = "not nvidia-ml-py's" if version is None else ".".join(map(str, version))
+        return None, [f"the NVML binding is {found}, hwspec calls nvidia-ml-py >={'.'.join(map(str, low))},"
+                      f"<{high[0]}: NVLink state not read"]
     try:
         pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return None, f"NVML cannot be initialised ({exc}): NVLink state not read"
+    except Exception as exc:
+        return None, [f"NVML cannot be initialised ({_why(exc)}): NVLink state not read"]
+    notes: list[str] = []
     try:
-        return {"nvml": 1, "gpus": [_gpu(pynvml, pynvml.nvmlDeviceGetHandleByIndex(i))
-                                    for i in range(min(pynvml.nvmlDeviceGetCount(), MAX_GPUS))]}, None
-    except pynvml.NVMLError as exc:
-        return None, f"NVML failed ({exc}): NVLink state not read"
+        count = pynvml.nvmlDeviceGetCount()
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(min(int(count), MAX_GPUS))]
+    except Exception as exc:
+        return None, [f"NVML cannot list the GPUs ({_why(exc)}): NVLink state not read"]
+    else:
+        gpus = [gpu for index, handle in enumerate(handles) if (gpu := _gpu(pynvml, handle, index, notes)) is not None]
+        return {"nvml": 1, "gpus": gpus}, notes
     finally:
-        pynvml.nvmlShutdown()
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # nothing is left to read: shutting down only frees the library's state
+            pass
+
+
+def _why(exc: BaseException) -> str:
+    """An exception in one short line: its class and message, printable and bounded."""
+    text = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _gpu(nvml: Any, handle: Any) -> dict[str, Any]:
-    links = []
-    for link in range(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)):
-        try:
-            active = nvml.nvmlDeviceGetNvLinkState(handle, link) == nvml.NVML_FEATURE_ENABLED
-        except nvml.NVMLError:
-            continue  # a link the GPU does not have (NOT_SUPPORTED, INVALID_ARGUMENT)
-        remote = None
-        if active:
-            try:
-                remote = normalise_bus_id(_text(nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2(handle, link).busId))
-            except nvml.NVMLError:
-                remote = None
-        links.append({"link": link, "active": active, "remote": remote})
-    gpu: dict[str, Any] = {"bus": normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId)),
-           "name": _text(nvml.nvmlDeviceGetName(handle)), "nvlinks": links}
+def _is(nvml: Any, exc: BaseException, *names: str) -> bool:
+    """Whether `exc` is an NVMLError with one of the NVML_ERROR_* `names`."""
+    codes = {getattr(nvml, name, None) for name in names} - {None}
+    return isinstance(exc, nvml.NVMLError) and getattr(exc, "value", None) in codes
+
+
+def _gpu(nvml: Any, handle: Any, index: int, notes: list[str]) -> dict[str, Any] | None:
+    """One GPU's answers; None (with a note) when not even its bus id can be read."""
+    try:
+        bus = normalise_bus_id(_text(nvml.nvmlDeviceGetPciInfo_v3(handle).busId))
+    except Exception as exc:
+        notes.append(f"NVML's GPU {index}: its PCI bus id cannot be read ({_why(exc)}): left out")
+        return None
+    gpu: dict[str, Any] = {"bus": bus}
+    unknown: dict[str, str] = {}
+    try:
+        gpu["name"] = _text(nvml.nvmlDeviceGetName(handle))
+    except Exception as exc:
+        unknown["name"] = _why(exc)
+    try:
+        gpu["nvlinks"] = _links(nvml, handle)
+    except Exception as exc:
+        unknown["nvlinks"] = _why(exc)
     if hasattr(nvml, "nvmlDeviceGetGpuFabricInfo"):  # an older binding cannot ask: the fabric stays unknown
-        gpu["fabric"] = _fabric(nvml, handle)
+        try:
+            gpu["fabric"] = _fabric(nvml, handle)
+        except Exception as exc:
+            unknown["fabric"] = _why(exc)
+    if unknown:  # `apply` notes them, live or replayed
+        gpu["unknown"] = unknown
     return gpu
 
 
+def _links(nvml: Any, handle: Any) -> list[dict[str, Any]]:
+    """Every NVLink the GPU has, active or not, with the remote end's bus id of each active
+    one. A link number NVML says the GPU lacks (NOT_PRESENT) is skipped; any other failure
+    makes the GPU's links unknown (it raises)."""
+    links = []
+    for link in range(min(int(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)), MAX_LINKS)):
+        try:
+            active = nvml.nvmlDeviceGetNvLinkState(handle, link) == nvml.NVML_FEATURE_ENABLED
+        except nvml.NVMLError as exc:
+            if not _is(nvml, exc, *NOT_PRESENT):
+                raise
+            continue
+        remote = normalise_bus_id(_text(nvml.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId)) if active else None
+        links.append({"link": link, "active": active, "remote": remote})
+    return links
+
+
 def _fabric(nvml: Any, handle: Any) -> dict[str, Any] | None:
+    """The GPU's NVLink domain, or None when it is in none (NOT_SUPPORTED: no multi-node
+    fabric on this GPU or node; or a zero cluster UUID). Any other failure raises."""
+    info = nvml.c_nvmlGpuFabricInfo_t()
     try:
-        info = nvml.nvmlDeviceGetGpuFabricInfo(handle)
-    except nvml.NVMLError:  # NOT_SUPPORTED: a GPU outside a multi-node NVLink domain
-        return None
+        nvml.nvmlDeviceGetGpuFabricInfo(handle, ctypes.byref(info))
+    except nvml.NVMLError as exc:
+        if _is(nvml, exc, "NVML_ERROR_NOT_SUPPORTED"):
+            return None
+        raise
     uuid = bytes(info.clusterUuid).hex()
     if not uuid.strip("0"):
         return None
@@ -97,27 +191,31 @@ def dump(data: dict[str, Any]) -> str:
     return '{"nvml": 1, "gpus": [\n' + gpus + "\n]}\n"
 
 
-def parse(data: bytes, file: str, machine: Machine) -> None:
-    """Fold the saved answers `data` (the text of `file`) into `machine` (see `apply`)."""
+def parse(data: bytes, file: str, machine: Machine) -> list[str]:
+    """Fold the saved answers `data` (the text of `file`) into `machine` (see `apply`), and
+    return `apply`'s notes."""
     try:
         answers = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         line, col = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (1, 1)
         machine.problem(Location(file, line, col), Severity.ERROR, "I101", f"not NVML's answers as 'hwspec capture' saves them: {exc}")
-        return
-    apply(answers, file, machine, data.decode("utf-8").splitlines())
+        return []
+    return apply(answers, file, machine, data.decode("utf-8").splitlines())
 
 
-def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = None) -> None:
+def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = None) -> list[str]:
     """Give the machine's GPUs (by bus id) NVML's name, NVLink state, active links by remote
     bus id (resolved to GPUs or NVSwitches by `smi_nvlink.resolve_nvlinks`) and NVLink domain.
-    `lines` (the saved file's) locate each GPU at its line."""
+    `lines` (the saved file's) locate each GPU at its line. Returns a note for each fact NVML
+    could not give for a GPU (its `unknown`), which is then not compared."""
     from hwspec.live.smi_nvlink import resolve_nvlinks
 
     machine.sources.append((file, "NVML"))
     if not isinstance(answers, dict) or answers.get("nvml") != 1 or not isinstance(answers.get("gpus"), list):
         machine.problem(Location(file, 1), Severity.ERROR, "I101", 'not NVML\'s answers: expected {"nvml": 1, "gpus": [...]}')
-        return
+        return []
+    notes = []
+    unknown: dict[tuple[str, str], list[str]] = {}
     for index, entry in enumerate(answers["gpus"][:MAX_GPUS]):
         bus = normalise_bus_id(entry.get("bus", "")) if isinstance(entry, dict) and isinstance(entry.get("bus"), str) else None
         where = Location(file, _line_of(lines, bus, index))
@@ -127,22 +225,39 @@ def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = N
             continue
         if isinstance(entry.get("name"), str) and entry["name"]:
             gpu.model_name = entry["name"][:200]
-        _links(entry.get("nvlinks"), gpu.key, where, machine)
+        if isinstance(entry.get("nvlinks"), list):
+            _links_of(entry["nvlinks"], gpu.key, where, machine)
+        else:
+            gpu.unknown.add("nvlinks")  # NVML did not answer for this GPU's links: not compared
         if "fabric" in entry:
             machine.listed.add("fabric")  # NVML was asked: a GPU without a domain is in none
+        elif isinstance(entry.get("unknown"), dict) and "fabric" in entry["unknown"]:
+            gpu.unknown.add("fabric")  # asked, but NVML failed: not "in no domain"
+        why = entry.get("unknown") if isinstance(entry.get("unknown"), dict) else {}
+        for fact in sorted(gpu.unknown & {"nvlinks", "fabric"}):
+            reason = why[fact] if isinstance(why.get(fact), str) else "no answer"
+            unknown.setdefault((fact, str(reason)[:200]), []).append(gpu.key)
         fabric = entry.get("fabric")
         if isinstance(fabric, dict) and isinstance(fabric.get("cluster_uuid"), str):
             clique = fabric.get("clique_id")
             gpu.fabric = NvlinkDomain(fabric["cluster_uuid"][:64], clique if isinstance(clique, int) else None,
                                       fabric.get("state") if isinstance(fabric.get("state"), str) else None, where)
+    for (fact, reason), gpus in unknown.items():
+        notes.append(f"NVML gave no {'NVLink state' if fact == 'nvlinks' else 'NVLink domain'} of {', '.join(gpus)} "
+                     f"({reason}): not compared")
+    answered = {normalise_bus_id(e["bus"]) for e in answers["gpus"][:MAX_GPUS] if isinstance(e, dict) and isinstance(e.get("bus"), str)}
+    for gpu in machine.gpus.values():
+        if gpu.vendor == "0x10de" and gpu.key not in answered:  # NVML left it out: nothing of it is known
+            gpu.unknown |= {"nvlinks", "fabric"}
+            notes.append(f"{gpu.key}: not among NVML's GPUs: its NVLinks and NVLink domain are not compared")
     if any(isinstance(e, dict) and e.get("nvlinks") for e in answers["gpus"]):
         resolve_nvlinks(machine)
         machine.listed.add("nvlinks")
+    return notes
 
 
-def _links(links: Any, gpu: str, where: Location, machine: Machine) -> None:
-    if not isinstance(links, list):
-        return
+def _links_of(links: list[Any], gpu: str, where: Location, machine: Machine) -> None:
+    """Record a GPU's saved NVLink entries: its link state and its active links' remote ends."""
     state: dict[int, bool] = {}
     for link in links[:MAX_LINKS]:
         number = link.get("link") if isinstance(link, dict) else None

@@ -35,6 +35,9 @@ class Link:
     bandwidth: float | None = None
     width_zero: bool = False
     """The input reported width 0: a device passed through to a VM (NCCL reads it as x16)."""
+    down: str | None = None
+    """The link is down or untrained, with what the input read (sysfs: `speed Unknown, width
+    63`): the device cannot be reached at its speed, whatever the spec says."""
 
     @classmethod
     def of(cls, gen: int | None, width: int | None, width_zero: bool = False) -> Link:
@@ -57,6 +60,8 @@ class Link:
         return self.bandwidth is not None and self.bandwidth < bandwidth and not same_bandwidth(self.bandwidth, bandwidth)
 
     def __str__(self) -> str:
+        if self.down:
+            return f"down ({self.down})"
         if self.gen and self.width:
             return f"Gen{self.gen} x{self.width}"
         if self.gen:
@@ -152,6 +157,9 @@ class Gpu(PciNode):
     """The multi-node NVLink domain the GPU is in (GB200/GB300 NVL72 trays), when the input says."""
     nvlink_state: dict[int, bool] | None = None
     """Link number -> active, as `nvidia-smi nvlink -s` lists the GPU's links (None: not given)."""
+    unknown: set[str] = field(default_factory=set)
+    """Facts an input that lists them for every GPU could not give for this one (`nvlinks`,
+    `fabric`: an NVML query failed): not compared, never taken as none."""
 
 
 @dataclass(frozen=True)
