@@ -421,3 +421,33 @@ def _run(argv: list[str] | None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # a bug in hwspec: "could not check", never a finding (exit 1 drains nodes)
+        return _crashed(args, exc)
+
+
+DEBUG_ENV = "HWSPEC_DEBUG"
+"""Set (to anything but empty or 0), an unexpected exception also prints its traceback."""
+
+
+def _crashed(args: argparse.Namespace, exc: Exception) -> int:
+    """Exit status 2 for an unexpected exception in a command, with one line on stderr naming
+    the command and the exception (E903), and `diff`'s unchecked report where it writes one."""
+    import traceback
+
+    from hwspec.diagnostics import Code, Diagnostic, Severity
+
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        traceback.print_exception(exc)
+    text = " ".join(str(exc).split())[:300]
+    message = (f"hwspec {args.command} could not check: internal error: {type(exc).__name__}"
+               f"{': ' + text if text else ''} (a bug in hwspec: {DEBUG_ENV}=1 shows the traceback; please report it)")
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    sys.stderr.write(f"hwspec: error[{Code.INTERNAL_ERROR}]: {visible(message)}\n")
+    if args.command == "diff" and getattr(args, "format", None) in ("json", "prometheus"):
+        from hwspec.cli.live import write_diff_report
+
+        diagnostic = Diagnostic("<hwspec>", 1, 1, Severity.ERROR, Code.INTERNAL_ERROR, message)
+        with contextlib.suppress(Exception):  # the report is the last thing tried: the exit status says it all
+            write_diff_report(args, [diagnostic], EXIT_UNREADABLE)
+    return EXIT_UNREADABLE

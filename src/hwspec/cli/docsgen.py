@@ -265,7 +265,7 @@ def code_reference() -> str:
         "",
         "Every code hwspec reports besides rule findings (`HW...`, see [Rules](rules.md)), generated",
         "from the code registry when the site is built; `hwspec explain CODE` prints one.",
-        "E100-E108 mean a file could not be read or parsed (exit 2, as do E301, E302, E901 and E902);",
+        "E100-E108 mean a file could not be read or parsed (exit 2, as do E301, E302, E901, E902 and E903);",
         "the others are error findings (exit 1).",
         "",
     ]

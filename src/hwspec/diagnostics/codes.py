@@ -8,7 +8,7 @@ the text. `hwspec explain E105` prints an entry, the documentation site's code r
 code text is written anywhere else.
 
 Exit status by code: E100-E108 mean the file could not be read or parsed (exit 2, as do the
-usage errors E301 and E302 and the generation codes E901-E902); the others, E900 among them,
+usage errors E301 and E302, the generation codes E901-E902 and an internal error, E903); the others, E900 among them,
 are error findings (exit 1).
 """
 
@@ -109,6 +109,10 @@ class Code(enum.StrEnum):
     OUTPUT_NOT_WRITTEN = ("E902", "output not written", "The output cannot be written: two platforms of one run have the same name (their "
         "files would share a directory), a refused path, text that is not UTF-8, or an operating-system error "
         "(permissions, disk full). Nothing of the platform's new set was put in place.")
+    INTERNAL_ERROR = ("E903", "internal error", "hwspec itself failed: an unexpected exception ended the command. It "
+        "could not check (exit 2, never a finding: a health check does not drain the node on it), `diff`'s json and "
+        "prometheus reports say `unchecked`, and one line names the command and the exception. Run it again with "
+        "HWSPEC_DEBUG=1 for the traceback, and report it.")
 
 
 _BY_TEXT = {code.value: code for code in Code}
