@@ -279,6 +279,119 @@ def test_the_npd_daemonset_runs_npd_with_the_hwspec_config_on_the_platforms_node
     assert documents[2]["spec"]["selector"]["matchLabels"] == documents[2]["spec"]["template"]["metadata"]["labels"]
 
 
+# ---------------------------------------------------------------- acting only on what the report says
+
+NODE_SHOWN = """NodeName=n1 Arch=x86_64 CoresPerSocket=1
+   CPUAlloc=0 CPUEfctv=1 CPUTot=1 CPULoad=0.00
+   State={state} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
+   Partitions=p
+{reason}"""
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, Path]:
+    """Real node reports (`hwspec diff --format json`) and what a crash or a cut leaves."""
+    out = tmp_path_factory.mktemp("reports")
+    made = {}
+    for name, dump in (("clean", CLEAN), ("drift", GPU_X8), ("unchecked", Path("no-such-dump.xml"))):
+        result = subprocess.run([*HWSPEC, "diff", str(ZIONEX), str(dump), "--format", "json", "--node", "n1"],
+                                capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        made[name] = out / f"{name}.json"
+        made[name].write_text(result.stdout)
+    made["cut"] = out / "cut.json"  # a drift report whose writer died half-way
+    made["cut"].write_text(made["drift"].read_text()[:200])
+    made["none"] = out / "none.json"
+    made["none"].write_text("")
+    return made
+
+
+def stub_node(tmp: Path, installed: Path, report: Path, status: int, state: str, reason: str = "") -> Path:
+    """site.env for a stand-in hwspec that prints `report` and exits `status` (a traceback on
+    stderr), and a stand-in scontrol that shows the node in `state` with `reason` and records
+    its updates. Returns the file the updates are recorded in."""
+    bin_dir, calls = tmp / "bin", tmp / "scontrol-calls"
+    bin_dir.mkdir(exist_ok=True)
+    shown = tmp / "shown"
+    reason_line = f"   Reason={reason} [root@2026-11-28T03:00:00]" if reason else ""
+    shown.write_text(NODE_SHOWN.format(state=state, reason=reason_line))
+    (bin_dir / "scontrol").write_text(f"""#!/bin/sh
+case $1 in
+show) cat {shlex.quote(str(shown))} ;;
+*) printf '%s\\n' "$*" >>{shlex.quote(str(calls))} ;;
+esac
+""")
+    (bin_dir / "hwspec").write_text(f"""#!/bin/sh
+cat {shlex.quote(str(report))}
+echo 'Traceback (most recent call last):' >&2
+exit {status}
+""")
+    for program in ("scontrol", "hwspec"):
+        (bin_dir / program).chmod(0o755)
+    settings = {"HWSPEC": str(bin_dir / "hwspec"), "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURMD_NODENAME": "n1"}
+    (installed / "health" / "site.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in settings.items()))
+    calls.unlink(missing_ok=True)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def installed_zionex(tmp_path_factory) -> Path:
+    return install(tmp_path_factory.mktemp("installed"))
+
+
+DRIFT_REASON = f"hwspec: {GPU_X8_SUMMARY}"
+CASES = {
+    # (report, hwspec's exit status, State, Reason) -> (the scontrol updates, the script's exit status)
+    "a crash of a clean node changes nothing": (("none", 1, "IDLE", ""), ([], 2)),
+    "a crash of a node hwspec drained changes nothing": (("none", 1, "IDLE+DRAIN", DRIFT_REASON), ([], 2)),
+    "a cut drift report changes nothing": (("cut", 1, "IDLE", ""), ([], 2)),
+    "exit 1 with a clean report changes nothing": (("clean", 1, "IDLE", ""), ([], 2)),
+    "exit 0 with a drift report changes nothing": (("drift", 0, "IDLE+DRAIN", DRIFT_REASON), ([], 2)),
+    "unchecked changes nothing": (("unchecked", 2, "IDLE+DRAIN", DRIFT_REASON), ([], 2)),
+    "drift drains the node": (("drift", 1, "IDLE", ""), ([f"update NodeName=n1 State=DRAIN Reason={DRIFT_REASON}"], 1)),
+    "drift keeps an admin's reason": (("drift", 1, "IDLE+DRAIN", "admin: bad DIMM"), ([], 1)),
+    "clean resumes its own drain": (("clean", 0, "IDLE+DRAIN", DRIFT_REASON), (["update NodeName=n1 State=RESUME"], 0)),
+    "clean resumes its own drain of a busy node": (("clean", 0, "MIXED+DRAIN", DRIFT_REASON), (["update NodeName=n1 State=RESUME"], 0)),
+    "clean leaves a node Slurm set down": (("clean", 0, "DOWN+DRAIN", DRIFT_REASON), ([], 0)),
+    "clean leaves a node down and not responding": (("clean", 0, "DOWN+DRAIN+NOT_RESPONDING", DRIFT_REASON), ([], 0)),
+    "clean leaves a failed node": (("clean", 0, "IDLE+FAIL", DRIFT_REASON), ([], 0)),
+    "clean leaves a failing node": (("clean", 0, "MIXED+DRAIN+FAIL", DRIFT_REASON), ([], 0)),
+    "clean leaves an admin's drain": (("clean", 0, "IDLE+DRAIN", "admin: bad DIMM"), ([], 0)),
+    "clean leaves an undrained node": (("clean", 0, "IDLE", DRIFT_REASON), ([], 0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_slurm_health_check_acts_only_on_what_the_report_says(case, reports, installed_zionex, tmp_path) -> None:
+    (report, status, state, reason), (updates, exit_status) = CASES[case]
+    calls = stub_node(tmp_path, installed_zionex, reports[report], status, state, reason)
+    result = subprocess.run([str(installed_zionex / "health" / "slurm-healthcheck.sh")], capture_output=True, text=True,
+                            timeout=60, env={})
+    assert (calls.read_text().splitlines() if calls.exists() else [], result.returncode) == (updates, exit_status), result.stderr
+
+
+def test_a_crash_is_logged_as_could_not_check_naming_the_missing_report(reports, installed_zionex, tmp_path) -> None:
+    stub_node(tmp_path, installed_zionex, reports["none"], 1, "IDLE")
+    result = subprocess.run([str(installed_zionex / "health" / "slurm-healthcheck.sh")], capture_output=True, text=True,
+                            timeout=60, env={})
+    assert result.stderr.startswith(f"hwspec-healthcheck: could not check n1 against {installed_zionex}/platform.yaml: hwspec "
+                                    "exited 1 without a node report saying so (no report): nothing changed: Traceback")
+
+
+@pytest.mark.parametrize(("report", "status", "expected"), [
+    ("none", 1, (2, "hwspec: could not check the node (exit status 1, no node report)\n")),
+    ("cut", 1, (2, "hwspec: could not check the node (exit status 1, no node report)\n")),
+    ("clean", 1, (2, "hwspec: could not check the node (exit status 1)\n")),
+    ("drift", 1, (1, f"hwspec: {GPU_X8_SUMMARY}\n")),
+    ("clean", 0, (0, "hwspec: the node matches its spec\n")),
+])
+def test_the_npd_plugin_reports_a_problem_only_on_a_drift_report(report, status, expected, reports, installed_zionex,
+                                                                tmp_path) -> None:
+    stub_node(tmp_path, installed_zionex, reports[report], status, "IDLE")
+    result = subprocess.run([str(installed_zionex / "health" / "npd-plugin.sh")], capture_output=True, text=True, timeout=60,
+                            env={"PATH": os.environ["PATH"], "NODE_NAME": "n1"})
+    assert (result.returncode, result.stdout) == expected
+
+
 # ---------------------------------------------------------------- a real slurmd runs the Slurm health check
 
 
@@ -314,10 +427,12 @@ def wait_for(predicate, what: str, seconds: float = 60):
 
 def checks_ran(report: Path, status: str, times: int = 2) -> None:
     """Wait until the health check has run `times` more times, each reporting `status` (its
-    HWSPEC_REPORT copy); once the second has started, the first one's scontrol calls are done."""
+    HWSPEC_REPORT copy; "none": an empty one); once the second has started, the first one's
+    scontrol calls are done."""
     def reported() -> bool:
         try:
-            return json.loads(report.read_text())["status"] == status
+            text = report.read_text()
+            return (text == "") if status == "none" else json.loads(text)["status"] == status
         except (OSError, ValueError):
             return False
 
@@ -344,7 +459,8 @@ def test_slurmd_runs_the_health_check_which_drains_on_drift_and_resumes_its_own_
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         try:
             drift = f"hwspec: {summary_of(installed, ROOT / GPU_X8)}"
-            assert wait_for(lambda: (s := node_state(scontrol))[1] and s, "node1 was not drained") == ("IDLE+DRAIN", drift)
+            # the drain's reason can show before slurmd has registered the node (UNKNOWN+DRAIN): wait for both
+            wait_for(lambda: node_state(scontrol) == ("IDLE+DRAIN", drift), f"node1 was not drained: {node_state(scontrol)}")
             check(missing)  # could not check: a drained node stays drained
             checks_ran(report, "unchecked")
             assert node_state(scontrol) == ("IDLE+DRAIN", drift)
@@ -362,6 +478,25 @@ def test_slurmd_runs_the_health_check_which_drains_on_drift_and_resumes_its_own_
             check(ROOT / GPU_X8)  # ... nor its reason overwritten
             checks_ran(report, "drift")
             assert node_state(scontrol) == ("IDLE+DRAIN", "admin: bad DIMM")
+
+            scontrol("update", "NodeName=node1", "State=RESUME")
+            crashing = tmp_path / "crashing-hwspec"  # exits 1 with a traceback and no report: no drift
+            crashing.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\nexit 1\n")
+            crashing.chmod(0o755)
+            replay(installed, ROOT / GPU_X8, SLURM_CONF=str(conf / "slurm.conf"), HWSPEC_REPORT=str(report), HWSPEC=str(crashing))
+            checks_ran(report, "none")
+            assert node_state(scontrol) == ("IDLE", "")
+
+            check(ROOT / GPU_X8)
+            wait_for(lambda: node_state(scontrol) == ("IDLE+DRAIN", drift), "node1 was not drained again")
+            # failed (as Slurm keeps the reason): not resumed, though the reason is hwspec's. (A node set
+            # DOWN comes back by itself here, ReturnToService=2: the stand-in scontrol tests show DOWN.)
+            scontrol("update", "NodeName=node1", "State=FAIL", f"Reason={drift}")
+            wait_for(lambda: "FAIL" in node_state(scontrol)[0], "node1 did not fail")
+            failed = node_state(scontrol)
+            check(ROOT / CLEAN)
+            checks_ran(report, "clean")
+            assert node_state(scontrol) == failed == (failed[0], drift)
         finally:
             slurmd.terminate()
             log = slurmd.communicate(timeout=30)[0]
