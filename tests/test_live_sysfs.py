@@ -53,6 +53,9 @@ FAULTS = {
                   "(seen at tests/data/sysfs/nic-moved/sys/bus/pci/devices/0000:05:00.0/class:1)",
                   "error file=tests/data/sysfs/good-node.yaml,line=111,col=20,title=D104 numa-node::nic1 is on NUMA node 1 in the "
                   "spec, but on NUMA node 0 in the machine (seen at tests/data/sysfs/nic-moved/sys/bus/pci/devices/0000:05:00.0/class:1)"],
+    "gpu-link-down": ["error file=tests/data/sysfs/good-node.yaml,line=93,col=9,title=D105 pcie-link::gpu0: PCIe link is Gen5 x16 "
+                      "in the spec, but down in the machine (speed Unknown, width 63) "
+                      "(seen at tests/data/sysfs/gpu-link-down/sys/bus/pci/devices/0000:03:00.0/class:1)"],
     "hca-port-missing": ["error file=tests/data/sysfs/good-node.yaml,line=110,col=11,title=D112 nic-port::nic1: port 1 of mlx5_1 is "
                          "not in the machine (its ports: none) (seen at tests/data/sysfs/hca-port-missing/sys/bus/pci/devices/0000:84:00.0/class:1)"],
 }
@@ -86,7 +89,7 @@ def test_a_port_that_is_down_is_a_d112_at_the_nic_device_line(tmp_path, capsys):
 
 def test_the_committed_trees_are_what_build_py_writes(tmp_path):
     subprocess.run([sys.executable, str(TREES / "build.py"), str(tmp_path)], check=True)
-    for tree in ("good", "gpu-x8", "nvlink-down", "nic-moved", "snc-on", "hca-port-missing"):
+    for tree in ("good", "gpu-x8", "nvlink-down", "nic-moved", "snc-on", "hca-port-missing", "gpu-link-down", "nvswitch-board"):
         assert snapshot(tmp_path / tree) == snapshot(TREES / tree), tree
 
 
@@ -183,6 +186,45 @@ def test_a_link_out_of_the_root_is_refused_and_never_followed(tmp_path, capsys):
     assert "error[I101 input-syntax]: a symbolic link leads out of the root: not a sysfs tree" in out
 
 
+def flatten_links(tree: Path) -> int:
+    """Write every symbolic link under `tree` as a file holding its target, as a copy that
+    does not keep links does (git with core.symlinks=false); the number of links flattened."""
+    links = [path for path in tree.rglob("*") if path.is_symlink()]
+    for link in links:
+        target = os.readlink(link)
+        link.unlink()
+        link.write_text(target)
+    return len(links)
+
+
+def test_a_capture_whose_links_were_copied_as_files_reads_as_the_capture(tmp_path, capsys):
+    tree = good_copy(tmp_path)
+    assert flatten_links(tree) > 0
+    assert main(["diff", SPEC, "--sysfs-root", str(tree)]) == 0
+    flat, original = read_live(tree).machine, read_live(TREES / "good").machine
+    assert (sorted(flat.gpus), sorted(flat.nics), sorted(flat.bridges)) == (
+        sorted(original.gpus), sorted(original.nics), sorted(original.bridges))
+
+
+def test_a_link_copied_as_a_file_is_held_to_a_links_bounds(tmp_path, capsys):
+    tree = good_copy(tmp_path)
+    flatten_links(tree)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "class").write_text("0x030200\n")
+    (tree / "sys/bus/pci/devices/0000:03:00.0").write_text("../../../../../secret")
+    status, out = diff_of(tree, capsys)
+    assert status == 2
+    assert "error[I101 input-syntax]: a symbolic link leads out of the root: not a sysfs tree" in out
+
+
+def test_an_attribute_that_reads_like_a_path_is_not_taken_for_a_link(tmp_path):
+    tree = good_copy(tmp_path)
+    (tree / "sys/bus/pci/devices/0000:03:00.0/numa_node").unlink()
+    target = next(tree.glob("sys/devices/**/0000:03:00.0"))
+    (target / "numa_node").write_text("../0\n")
+    assert read_live(tree).machine.gpus["0000:03:00.0"].numa is None
+
+
 def test_an_absolute_link_is_taken_from_the_root_as_chroot_does(tmp_path):
     tree = good_copy(tmp_path)
     link = tree / "sys/bus/pci/devices/0000:03:00.0"
@@ -242,7 +284,7 @@ def test_hostile_nvml_answers_are_located_problems(text, message, tmp_path, caps
 
 def test_without_nvidia_ml_py_nvml_is_a_note_not_an_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
-    assert nvml.query() == (None, "nvidia-ml-py is not installed: NVLink state not read (pip install nvidia-ml-py)")
+    assert nvml.query() == (None, ["nvidia-ml-py is not installed: NVLink state not read (pip install nvidia-ml-py)"])
 
 
 def test_nvml_answers_round_trip_through_dump_one_gpu_per_line():

@@ -138,6 +138,12 @@ def c2c_element(gpu: Gpu) -> XmlNode:
     return XmlNode("c2c", [("bw", str(round(gpu.c2c_link_bandwidth / 1e6))), ("count", str(gpu.c2c_links))], at=gpu.id)
 
 
+def gdr_detected(platform: Platform) -> bool:
+    """Whether the topology file leaves `gdr` to NCCL's detection: the platform has no backend
+    network, or its backend says `gpudirect: detect`."""
+    return platform.backend is None or platform.backend.gpudirect is None
+
+
 def net_gdr(platform: Platform, nic: Nic) -> bool:
     """GPUDirect for this NIC: a GPUDirect platform, a backend NIC whose part and transport can do
     it (GPUDirect RDMA; or GPUDirect-TCPX/-TCPXO, whose NICs reach GPU memory without RDMA)."""
@@ -227,8 +233,10 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
         raise GenerationError(f"{platform.file}: nccl-topo.xml: {', '.join(orphans)} reach no CPU socket "
                               "through the PCIe tree, so they have no place in the topology file")
     total = max((cpu for s in platform.sockets for cpu in s.cpus), default=-1) + 1
-    # gdr: declared, or (backend.gpudirect: detect) left out for NCCL's detection to fill in
-    detect = platform.backend is not None and platform.backend.gpudirect is None
+    # gdr: declared by the backend, else left out for NCCL's detection to fill in (backend.gpudirect:
+    # detect; or no backend, where nothing declares it: the GPU's GPUDirect support is the node's
+    # driver state, nvidia-peermem or DMA-BUF, which NCCL reads)
+    detect = gdr_detected(platform)
     gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
     nvlinks = _nvlinks(platform, form.gpu_tclass)
     wanted = _wanted(topology)
@@ -338,11 +346,19 @@ def _net_numbering(platform: Platform) -> Callable[[Nic], int]:
     return number
 
 
+def left_to_detection(nic: Nic) -> bool:
+    """A NIC the topology file leaves out for NCCL's detection: outside the backend, with its bus
+    id or PCIe link unknown (a virtio or other paravirtual NIC has no link: NCCL attaches such a
+    NIC to the first CPU itself, "not a PCI device ... Attaching to first CPU"). It never keeps
+    the file from being written; a backend NIC's place is the file's point, so it does."""
+    return nic.role != "backend" and (nic.bus is None or nic.link is None)
+
+
 def _wanted(topology: Topology) -> set[str]:
-    """GPUs, NICs, and the bridges above them."""
+    """GPUs, NICs (but those `left_to_detection`), and the bridges above them."""
     platform = topology.platform
     wanted: set[str] = set()
-    for device in (*platform.gpus, *platform.nics):
+    for device in (*platform.gpus, *(n for n in platform.nics if not left_to_detection(n))):
         wanted.add(device.id)
         wanted.update(topology.bridges_above(device.id))
     return wanted

@@ -18,7 +18,15 @@ as with the cloud vendors' files). The file says which form it is in a comment.
 from __future__ import annotations
 
 from hwspec.formats.nccl_topology import check_nccl_xml
-from hwspec.formats.nccl_tree import DETAIL_LEVELS, choose_topology, collective_library, missing_bus_ids, net_name, topology_limits
+from hwspec.formats.nccl_tree import (
+    DETAIL_LEVELS,
+    choose_topology,
+    collective_library,
+    left_to_detection,
+    missing_bus_ids,
+    net_name,
+    topology_limits,
+)
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse
 from hwspec.model.node import Platform
 
@@ -31,6 +39,12 @@ def detection_notes(platform: Platform) -> list[str]:
                      "NCCL's detection adds their <net> under the same bus id")
     if platform.backend is not None and platform.backend.gpudirect is None:
         notes.append("gdr is left out (backend.gpudirect: detect): NCCL fills it in from detection")
+    elif platform.backend is None:
+        notes.append("gdr is left out (no backend network declares GPUDirect): NCCL fills it in from detection")
+    if any(left_to_detection(n) for n in platform.nics):
+        notes.append("NICs outside the backend without a PCIe link in the platform file (virtio and other paravirtual "
+                     "NICs) are left out: NCCL's detection adds the ones it uses, attaching a NIC that is not a PCI "
+                     "device to the first CPU")
     return notes
 
 

@@ -195,7 +195,8 @@ class _Differ:
         spec = self.spec_chain(ident)
         observed = self.observed_chain(seen.key)
         same = len(spec) == len(observed) and all(
-            mine is None or theirs is None or mine == theirs for (_, mine), theirs in zip(spec, observed))
+            mine is None or theirs is None or mine == theirs for (_, mine), theirs in zip(spec, observed)) and (
+            device.bus is None or seen.bus is None or device.bus == seen.bus)  # a NIC found by its name elsewhere
         if same:
             return
         socket_id = self.p.bridge_by_id[spec[-1][0]].upstream if spec else device.upstream
@@ -210,15 +211,22 @@ class _Differ:
 
     def numa(self, ident: str, device, seen: PciNode) -> None:
         """D104 when the device's NUMA node differs from the spec's. A machine that gives none
-        (-1) differs from a spec that states one, not from one that assumes it (an import draft)."""
+        (-1) differs from a spec that states one, not from one that assumes it (an import draft)
+        nor from a spec of one NUMA node where the machine shows no other."""
         observed = self.m.numa_of(seen.key)
         if observed is None or device.numa_node is None:
             return
-        if observed < 0 and self.placement_assumed(ident, device):
+        if observed < 0 and (self.placement_assumed(ident, device) or self.one_numa_node()):
             return
         if observed != device.numa_node:
             self.add("D104", self.p.locate(ident, "pcie", "upstream"),
                      f"{ident} is on NUMA node {device.numa_node} in the spec, but on NUMA node {observed} in the machine", seen.where)
+
+    def one_numa_node(self) -> bool:
+        """Whether the spec has one NUMA node and the machine shows no other: a device there
+        without a NUMA node (-1, as Linux and NCCL report on a one-node machine) is on it."""
+        spec_nodes = {s.numa_node for s in self.p.sockets}
+        return len(spec_nodes) == 1 and {n for n in self.m.numa if n >= 0} <= spec_nodes
 
     def placement_assumed(self, ident: str, device) -> bool:
         """Whether the spec marks as `assumed` the socket the device's chain of bridges hangs from."""
@@ -232,7 +240,15 @@ class _Differ:
         link = seen.link
         if link is None:
             return
-        forms = [item.link] + ([item.physical] if item.physical != item.link else [])
+        forms = [form for form in (item.link, item.physical) if form is not None]
+        forms = list(dict.fromkeys(forms))
+        if link.down:
+            spec = f"{forms[-1]} in the spec, but " if forms else ""
+            self.add("D105", at, f"{ident}: PCIe link is {spec}down in the machine ({link.down})", seen.where,
+                     "the link did not train: reseat the card, check the slot, its riser and cables, then reboot")
+            return
+        if not forms:
+            return
 
         def below(form) -> list[str]:
             problems = []
@@ -340,9 +356,10 @@ class _Differ:
         gpu_ids = {g.id for g in self.p.gpus}
         switch_bus = {s.id: s.bus for s in (self.p.baseboard.nvswitches if self.p.baseboard else ())}
         observed_switches = self.m.nvswitch_links()
+        unknown = {key for key, gpu in self.m.gpus.items() if "nvlinks" in gpu.unknown}
         for link in self.p.nvlinks:
             a = self.gpu_key.get(link.a)
-            if a is None:
+            if a is None or a in unknown or self.gpu_key.get(link.b) in unknown:
                 continue
             if link.b not in gpu_ids:  # to an NVSwitch: per switch where both name it, else the GPU's total
                 bus = switch_bus.get(link.b)
@@ -424,7 +441,8 @@ class _Differ:
         whose NVLinks leave it (`nvlink_leaves_the_node`) shows a domain at all."""
         if "fabric" not in self.m.listed:
             return
-        matched = [(gpu.id, self.m.gpus[self.gpu_key[gpu.id]]) for gpu in self.p.gpus if gpu.id in self.gpu_key]
+        matched = [(gpu.id, self.m.gpus[self.gpu_key[gpu.id]]) for gpu in self.p.gpus
+                   if gpu.id in self.gpu_key and "fabric" not in self.m.gpus[self.gpu_key[gpu.id]].unknown]
         in_domain = [(ident, seen) for ident, seen in matched if seen.fabric is not None]
         if not in_domain:
             if matched and nvlink_leaves_the_node(self.p):

@@ -18,6 +18,12 @@ out with a warning. A real sysfs has none of these, so each makes the tree unusa
 except the names. An attribute that is absent is simply not known (a virtual NIC has no link
 speed). Every element is located at the file it was read from.
 
+A capture copied by a tool that does not keep symbolic links (git with core.symlinks=false,
+zip, some artifact stores) holds each link as a small regular file whose text is the link's
+target. Under a captured root (not `/`), such a file where a link belongs (a path component
+with more below it, or what a caller resolves as a link) whose whole text is a relative path
+(`../..`-first, sysfs's own form) is read as that link, with a link's checks.
+
 Links: a GPU at rest lowers its PCIe generation to save power, so a GPU's `link` is its
 maximum generation at its current width (`current_link` keeps what it trained at when read);
 every other device's `link` is its current speed and width.
@@ -49,6 +55,7 @@ from hwspec.live.observed import (
     refuse_oversized,
 )
 from hwspec.live.topo_matrix import parse_cpu_list
+from hwspec.text import visible
 
 MAX_ATTRIBUTE_BYTES = 4 * 1024 * 1024
 """The largest file read: /proc/cpuinfo of a 512-CPU node is about 1 MiB; sysfs attributes are a page."""
@@ -56,7 +63,13 @@ MAX_ENTRIES = 65_536
 """The most entries one directory may list (PCI functions with SR-IOV run to a few thousand)."""
 MAX_LINK_HOPS = 40
 """Symbolic links followed while resolving one path, as the kernel's ELOOP limit."""
+FLATTENED_LINK = re.compile(r"(?:\.\./)+[A-Za-z0-9_.:+-]+(?:/[A-Za-z0-9_.:+-]+)*")
+"""The whole text of a link written as a file (see the module docstring): sysfs's relative form."""
+MAX_FLATTENED_LINK_BYTES = 4096
+"""PATH_MAX: no link target is longer."""
 
+UNTRAINED_WIDTHS = (0, 63)
+"""current_link_width of a link that is down (0) or never trained (63: the field's all-ones)."""
 BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 NUMA_DIR = re.compile(r"node(\d{1,5})")
 RATE = re.compile(r"(\d{1,6}(?:\.\d{1,3})?) Gb/sec")
@@ -89,13 +102,15 @@ class Tree:
     def __post_init__(self) -> None:
         shown = display_path(self.root)
         self.shown = "" if shown == "/" else shown.rstrip("/")
+        self.captured = self.root.resolve() != Path("/")
 
     def where(self, rel: str) -> Location:
         return Location(f"{self.shown}/{rel}", 1)
 
-    def resolve(self, rel: str) -> str:
+    def resolve(self, rel: str, final_link: bool = True) -> str:
         """`rel` with every symbolic link resolved inside the root (an absolute target is taken
-        from the root, as chroot does). Raises TreeError for a link out of the root or a loop."""
+        from the root, as chroot does). Raises TreeError for a link out of the root or a loop.
+        `final_link`: the last component may be a link written as a file (module docstring)."""
         resolved: list[str] = []
         pending = [c for c in reversed(rel.split("/")) if c]
         hops = 0
@@ -114,8 +129,11 @@ class Tree:
             except OSError as exc:
                 if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
                     raise TreeError(self.where(candidate), f"cannot read: {os_reason(exc)}") from exc
-                resolved.append(part)  # not a link (or absent: reading it says so)
-                continue
+                flattened = self.flattened_link(candidate) if exc.errno == errno.EINVAL and (pending or final_link) else None
+                if flattened is None:
+                    resolved.append(part)  # not a link (or absent: reading it says so)
+                    continue
+                target = flattened
             hops += 1
             if hops > MAX_LINK_HOPS:
                 raise TreeError(self.where(rel), "too many levels of symbolic links: not a sysfs tree")
@@ -126,10 +144,29 @@ class Tree:
             pending.extend(c for c in reversed(target.split("/")) if c)
         return "/".join(resolved)
 
+    def flattened_link(self, rel: str) -> str | None:
+        """The target of a link a copy wrote as a file at `rel` (module docstring), or None."""
+        if not self.captured:
+            return None
+        try:
+            fd = os.open(self.root / rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = os.read(fd, MAX_FLATTENED_LINK_BYTES + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        text = data.decode("ascii", "replace").rstrip("\n")
+        return text if len(data) <= MAX_FLATTENED_LINK_BYTES and FLATTENED_LINK.fullmatch(text) else None
+
     def read(self, rel: str) -> str | None:
         """The text of file `rel`, stripped, or None when it is absent or unreadable here (a
         root-only attribute). Raises TreeError for a file that is not a regular one or too large."""
-        path = self.resolve(rel)
+        path = self.resolve(rel, final_link=False)
         try:
             fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except OSError as exc:
@@ -161,7 +198,7 @@ class Tree:
     def list(self, rel: str, machine: Machine) -> list[str]:
         """The entry names of directory `rel`, sorted; [] when it is absent. A name that is not
         printable ASCII is left out with a warning."""
-        path = self.resolve(rel)
+        path = self.resolve(rel, final_link=False)
         try:
             with os.scandir(self.root / path) as entries:
                 names = []
@@ -311,7 +348,12 @@ class _Reader:
         return next(iter(self.m.numa)) if len(self.m.numa) == 1 else -1
 
     def link(self, bus: str, prefix: str) -> Link | None:
-        gen, width = speed_gen(self.attr(bus, f"{prefix}_link_speed")), width_of(self.attr(bus, f"{prefix}_link_width"))
+        """The function's `prefix` (current, max) link; a current link whose speed reads Unknown
+        or whose width reads 0 or 63 (what a dead or untrained link reads) is `down`."""
+        speed, width_text = self.attr(bus, f"{prefix}_link_speed"), self.attr(bus, f"{prefix}_link_width")
+        gen, width = speed_gen(speed), width_of(width_text)
+        if prefix == "current" and (speed == "Unknown" or width in UNTRAINED_WIDTHS):
+            return Link(gen, None, down=f"speed {visible(speed or 'not given')}, width {visible(width_text or 'not given')}")
         if gen is None and width is None:
             return None
         return Link.of(gen, width or None, width_zero=width == 0)
@@ -344,7 +386,7 @@ class _Reader:
     def gpu(self, bus, where, parent, pci_class, vendor, device, numa, current) -> Gpu:
         maximum = self.link(bus, "max")
         link = current
-        if current is not None and maximum is not None and maximum.gen is not None and current.width:
+        if current is not None and not current.down and maximum is not None and maximum.gen is not None and current.width:
             link = Link.of(maximum.gen, current.width)
         cpus = self.attr(bus, "local_cpulist")
         return Gpu(bus, where, parent, bus, link, vendor, device, numa=numa if numa >= 0 else None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from hwspec.formats.nccl_tree import collective_library
+from hwspec.formats.nccl_tree import collective_library, left_to_detection
 from hwspec.formats.transports import interface_use
 from hwspec.model.node import UNKNOWN_PART, Platform
 from hwspec.rules import Context, Finding, rule
@@ -90,7 +90,7 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
                                    "or give 'gpudirect:' under 'override:' (NCCL's log says whether it uses GPU Direct RDMA)", ()))
         if nic.interface is None and interface_use(nic.transport, nic.role) == "socket":
             facts.append(_INTERFACE)
-        facts += _pcie_facts(nic, nic.id in link_known)
+        facts += _pcie_facts(nic, nic.id in link_known, topology=not left_to_detection(nic))
         if facts:
             yield nic.id, facts
     devices = {d.id for d in (*p.gpus, *p.nics)}
@@ -119,5 +119,8 @@ def _memory_facts(numa) -> list[_Fact]:
     return ([_CAPACITY] if numa.memory_capacity is None else []) + ([_BANDWIDTH] if numa.memory_bandwidth is None else [])
 
 
-def _pcie_facts(device, link_known: bool) -> list[_Fact]:
-    return ([_BUS] if device.bus is None else []) + ([] if link_known else [_LINK])
+def _pcie_facts(device, link_known: bool, topology: bool = True) -> list[_Fact]:
+    """The unknown bus id and link; `topology`: the topology file waits for them (not for a NIC
+    it leaves to NCCL's detection)."""
+    facts = ([_BUS] if device.bus is None else []) + ([] if link_known else [_LINK])
+    return facts if topology else [f._replace(waits=tuple(w for w in f.waits if w != TOPOLOGY)) for f in facts]
