@@ -8,6 +8,7 @@ CI's oldest-dependency run the oldest hwspec supports (`nvml.SUPPORTED_BINDING`)
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -206,3 +207,9 @@ def test_hwspec_debug_shows_the_traceback(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("Traceback (most recent call last):\n")
     assert result.stderr.splitlines()[-1].startswith("hwspec: error[E903]: hwspec diff could not check")
+
+
+def test_the_fabric_struct_is_laid_out_as_nvml_h_whatever_the_bindings_own_says():
+    """clusterUuid[16] at 0, status at 16, cliqueId at 20, the state (unsigned char) at 24: 28 bytes."""
+    layout = {name: getattr(nvml.GpuFabricInfo, name).offset for name, _ in nvml.GpuFabricInfo._fields_}
+    assert (layout, ctypes.sizeof(nvml.GpuFabricInfo)) == ({"clusterUuid": 0, "status": 16, "cliqueId": 20, "state": 24}, 28)

@@ -21,7 +21,7 @@ and `unknown` says why: it is not known, never taken as "none". `"fabric": null`
 was asked about that is in no NVLink domain (NOT_SUPPORTED: no multi-node fabric).
 
 The binding is called with the signatures nvidia-ml-py defines (SUPPORTED_BINDING): the fabric
-query fills a struct passed by reference and returns a status; the NVLink remote end is
+query fills a struct passed by reference (nvml.h's layout, `GpuFabricInfo`) and returns a status; the NVLink remote end is
 `nvmlDeviceGetNvLinkRemotePciInfo` (the binding calls the C `_v2` itself); the link count is
 the binding's `NVML_NVLINK_MAX_LINKS`. Any failure of one query, NVMLError or not, makes that
 fact unknown for that GPU with a note; a failure to start NVML or list its GPUs makes NVML's
@@ -49,10 +49,20 @@ MAX_LINKS = 64
 FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 """NVML_GPU_FABRIC_STATE_* as `nvidia-smi -q` names them."""
 SUPPORTED_BINDING = ((12, 535, 77), (14, 0, 0))
-"""The nvidia-ml-py releases hwspec calls, from the first whose fabric struct is the 535
-driver's (`clusterUuid` as 16 bytes, `cliqueId`; 11.525's was a pre-release layout) up to,
-not including, 14 (CUDA 14 removes the deprecated calls 13.x still has). The test extra
-installs the newest, CI's oldest-dependency run the oldest."""
+"""The nvidia-ml-py releases hwspec calls: from the first made for the R535 driver (Hopper's
+NVLink fabric) up to, not including, 14 (CUDA 14 removes the deprecated calls 13.x still has).
+The test extra installs the newest, CI's oldest-dependency run the oldest."""
+
+
+class GpuFabricInfo(ctypes.Structure):
+    """nvml.h's `nvmlGpuFabricInfo_t`, which `nvmlDeviceGetGpuFabricInfo` fills through the
+    pointer it is given: a 16-byte cluster UUID, the registration status, the clique id and
+    the state (an unsigned char). Defined here, not taken from the binding: every 12.x release
+    declares `clusterUuid` as 80 chars (and 13.580 as 80 bytes), which shifts `cliqueId` and
+    `state` past what the library writes."""
+
+    _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_int), ("cliqueId", ctypes.c_uint),
+                ("state", ctypes.c_ubyte)]
 NOT_PRESENT = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_INVALID_ARGUMENT")
 """What NVML answers for a link number the GPU does not have."""
 
@@ -171,7 +181,7 @@ def _links(nvml: Any, handle: Any) -> list[dict[str, Any]]:
 def _fabric(nvml: Any, handle: Any) -> dict[str, Any] | None:
     """The GPU's NVLink domain, or None when it is in none (NOT_SUPPORTED: no multi-node
     fabric on this GPU or node; or a zero cluster UUID). Any other failure raises."""
-    info = nvml.c_nvmlGpuFabricInfo_t()
+    info = GpuFabricInfo()
     try:
         nvml.nvmlDeviceGetGpuFabricInfo(handle, ctypes.byref(info))
     except nvml.NVMLError as exc:
