@@ -183,7 +183,7 @@ def crashing_hwspec(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT / 'src'}"}
 
 
-@pytest.mark.parametrize("fmt", ["json", "prometheus", "text"])
+@pytest.mark.parametrize("fmt", ["json", "prometheus", "sarif", "github", "text"])
 def test_the_hwspec_process_that_crashes_exits_2_and_its_report_says_unchecked(fmt, tmp_path):
     result = subprocess.run([*HWSPEC, "diff", "tests/data/sysfs/good-node.yaml", "--sysfs-root", "tests/data/sysfs/good",
                              "--format", fmt, "--node", "n1"], cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -196,6 +196,11 @@ def test_the_hwspec_process_that_crashes_exits_2_and_its_report_says_unchecked(f
         assert (report["status"], report["exit_code"], report["findings"][0]["code"]) == ("unchecked", 2, "E903")
     elif fmt == "prometheus":
         assert 'hwspec_check_ok{node="n1",spec="tests/data/sysfs/good-node.yaml"} 0' in result.stdout.splitlines()
+    elif fmt == "sarif":
+        (run,) = json.loads(result.stdout)["runs"]
+        assert [(r["ruleId"], r["level"]) for r in run["results"]] == [("E903", "error")]
+    elif fmt == "github":
+        assert result.stdout.startswith("::error file=<hwspec>,line=1,col=1,title=E903")
     else:
         assert result.stdout == ""
 

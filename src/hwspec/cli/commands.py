@@ -444,10 +444,15 @@ def _crashed(args: argparse.Namespace, exc: Exception) -> int:
     with contextlib.suppress(Exception):
         sys.stdout.flush()
     sys.stderr.write(f"hwspec: error[{Code.INTERNAL_ERROR}]: {visible(message)}\n")
-    if args.command == "diff" and getattr(args, "format", None) in ("json", "prometheus"):
-        from hwspec.cli.live import write_diff_report
+    fmt = getattr(args, "format", None)
+    diagnostic = Diagnostic("<hwspec>", 1, 1, Severity.ERROR, Code.INTERNAL_ERROR, message)
+    with contextlib.suppress(Exception):  # the report is the last thing tried: the exit status says it all
+        if args.command == "diff" and fmt in ("json", "prometheus"):
+            from hwspec.cli.live import write_diff_report
 
-        diagnostic = Diagnostic("<hwspec>", 1, 1, Severity.ERROR, Code.INTERNAL_ERROR, message)
-        with contextlib.suppress(Exception):  # the report is the last thing tried: the exit status says it all
-            write_diff_report(args, [diagnostic], EXIT_UNREADABLE)
+            write_diff_report(args, [diagnostic], EXIT_UNREADABLE)  # the node report, status unchecked
+        elif args.command in ("diff", "validate") and fmt in ("json", "github", "sarif"):
+            from hwspec.diagnostics import report
+
+            sys.stdout.write(report.render([diagnostic], fmt))
     return EXIT_UNREADABLE
