@@ -417,7 +417,7 @@ def node_state(scontrol) -> tuple[str, str]:
     return state, reason.rsplit(" [", 1)[0]
 
 
-def wait_for(predicate, what: str, seconds: float = 60):
+def wait_for(predicate, what: str, seconds: float = 180):
     deadline = time.monotonic() + seconds
     while not (value := predicate()):
         assert time.monotonic() < deadline, what
