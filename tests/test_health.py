@@ -369,6 +369,20 @@ def test_the_slurm_health_check_acts_only_on_what_the_report_says(case, reports,
     assert (calls.read_text().splitlines() if calls.exists() else [], result.returncode) == (updates, exit_status), result.stderr
 
 
+def test_a_pcie_link_that_is_down_drains_the_node(installed_zionex, tmp_path) -> None:
+    """The real hwspec on a captured tree whose GPU 0 link never trained (tests/data/sysfs)."""
+    calls = stub_node(tmp_path, installed_zionex, Path("/dev/null"), 0, "IDLE")
+    site = installed_zionex / "health" / "site.env"
+    site.write_text(site.read_text() + "".join(f"{k}={shlex.quote(v)}\n" for k, v in {
+        "HWSPEC": shlex.join(HWSPEC), "PYTHONPATH": str(ROOT / "src"), "HWSPEC_SPEC": str(ROOT / "tests/data/sysfs/good-node.yaml"),
+        "HWSPEC_SYSFS_ROOT": str(ROOT / "tests/data/sysfs/gpu-link-down")}.items()))
+    result = subprocess.run([str(installed_zionex / "health" / "slurm-healthcheck.sh")], capture_output=True, text=True,
+                            timeout=120, env={}, cwd=ROOT)
+    assert result.returncode == 1, result.stderr
+    assert calls.read_text().startswith("update NodeName=n1 State=DRAIN Reason=hwspec: D105 gpu0: PCIe link is Gen5 x16 in the "
+                                        "spec, but down in the machine (speed Unknown, width 63)")
+
+
 def test_a_crash_is_logged_as_could_not_check_naming_the_missing_report(reports, installed_zionex, tmp_path) -> None:
     stub_node(tmp_path, installed_zionex, reports["none"], 1, "IDLE")
     result = subprocess.run([str(installed_zionex / "health" / "slurm-healthcheck.sh")], capture_output=True, text=True,
