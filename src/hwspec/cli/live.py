@@ -234,31 +234,35 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_diff(args: argparse.Namespace) -> int:
+    """`hwspec diff`. It loads the spec (a spec that does not load cannot be compared: exit 2) and
+    runs no rules: whether the spec is a good platform is `validate`'s to say, once, in CI; on
+    every node every few minutes it would be wasted. `--rules` directories are still loaded, so
+    that a broken one is reported as by every command."""
     from hwspec import pipeline
-    from hwspec.cli.common import command_policy, command_sandbox
     from hwspec.diagnostics import HwspecError, report
     from hwspec.live.diff import diff
-    from hwspec.rules.engine import load_rules
 
     try:
-        rules = load_rules(pipeline.rule_directories(args.rules))
+        if args.rules:
+            from hwspec.rules.engine import load_rules
+
+            load_rules(pipeline.rule_directories(args.rules))
+        platform, _ = pipeline.load_any(args.spec, args.parts)
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return write_diff_report(args, exc.diagnostics, EXIT_UNREADABLE)
-    checked = pipeline.check(args.spec, rules, args.parts, sandbox=command_sandbox(args), policy=command_policy(args))
-    if checked.platform is None or getattr(checked.platform, "kind", "node") != "node":
-        sys.stderr.write(report.render(checked.diagnostics, "text"))
-        if checked.platform is not None:
-            sys.stderr.write(f"hwspec: {visible(args.spec)} is a cluster: diff compares one node with its node platform file\n")
-        return write_diff_report(args, checked.diagnostics, EXIT_UNREADABLE)
+    if getattr(platform, "kind", "node") != "node":
+        sys.stderr.write(f"hwspec: {visible(args.spec)} is a {getattr(platform, 'kind', 'cluster')}: diff compares one node "
+                         "with its node platform file\n")
+        return write_diff_report(args, [], EXIT_UNREADABLE)
     machine, fatal = _read(args)
     if fatal:
-        write_diff_report(args, machine.problems, EXIT_UNREADABLE, checked.platform)
+        write_diff_report(args, machine.problems, EXIT_UNREADABLE, platform)
         sys.stderr.write("hwspec: the inputs cannot be used: nothing compared\n")
         return EXIT_UNREADABLE
-    findings = diff(checked.platform, machine)
+    findings = diff(platform, machine)
     status = EXIT_FINDINGS if findings else EXIT_OK
-    write_diff_report(args, [*findings, *machine.problems], status, checked.platform, machine)
+    write_diff_report(args, [*findings, *machine.problems], status, platform, machine)
     if args.format == "text":
         verdict = "the machine matches its spec" if not findings else f"{len(findings)} difference(s)"
         sys.stderr.write(f"hwspec: {visible(args.spec)} against {', '.join(map(visible, args.inputs))}: {verdict}\n")

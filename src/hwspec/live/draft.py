@@ -697,9 +697,9 @@ class _Writer:
                     served[gpu_id] = served.get(gpu_id, 0) + 1
         dedicated = all("gpu" in e for _, e in backend_entries) and len(served) == len(self.m.gpus)
         backend: dict[str, Any] | None = None
-        if backend_entries or any(g.gdr for g in self.m.gpus.values()):
+        gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
+        if backend_entries or gdr_values:  # the input says whether GPUDirect works: the backend declares it, as it is
             transports = Counter(e["transport"] for _, e in backend_entries)
-            gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
             if gdr_values:
                 gpudirect = all(gdr_values)
             else:
