@@ -4,7 +4,12 @@
   pydantic models' JSON Schema, with the descriptions the committed schema carries;
 * `rule_reference()`: every built-in rule's id, name, severity, scope and docstring, from the
   rules loaded by path as `hwspec rules` loads them;
-* `code_reference()`: every diagnostic code of the `Code` registry, as `hwspec explain` prints it.
+* `code_reference()`: every diagnostic code of the `Code` registry, as `hwspec explain` prints it;
+* `parts_reference()`: every part of the built-in catalogue (src/hwspec/data/parts/), its kind,
+  its figures as the catalogue writes them (with their units) and their sources;
+* `model_reference()`: the resolved model's classes (`Platform`, `Gpu`, `Nic`, ...) with their
+  attributes, types and docstrings, and the public strategies of `hwspec.testing` with their
+  signatures, from the code itself; spliced into internals.md at `MODEL_REFERENCE_MARKER`.
 
 `GENERATED_PAGES` maps each page's path under docs/ to its renderer: the mkdocs hook
 (docs/hooks.py) adds them to the site at build time, so nothing generated is committed and
@@ -23,6 +28,7 @@ from typing import Any
 FIELDS_PAGE = "reference/fields.md"
 RULES_PAGE = "reference/rules.md"
 CODES_PAGE = "reference/codes.md"
+PARTS_PAGE = "reference/parts.md"
 
 _KINDS = (("node", "NodeSpec", "one machine"), ("cluster", "ClusterSpec", "nodes and the networks between them"),
           ("parts", "PartsCatalogue", "a catalogue of CPU, GPU, NIC and PCIe switch parts"),
@@ -274,9 +280,206 @@ def code_reference() -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- parts
+
+
+PART_SECTIONS = (("cpus", "CPUs", "CPU"), ("gpus", "GPUs", "GPU"), ("nics", "NICs", "NIC"),
+                 ("pcie_switches", "PCIe switches", "PCIe switch"))
+"""(catalogue section, heading, what one part is), in the order the page lists them."""
+
+
+def builtin_catalogue() -> Any:
+    """The built-in parts catalogue (`hwspec.model.load.Catalogue`), read as the loader reads it."""
+    from hwspec import content
+    from hwspec.model.load import load_catalogue
+
+    return load_catalogue([content.builtin_dir("parts")])
+
+
+def _value_text(value: Any) -> str:
+    """A figure as the catalogue writes it: quantities with their units (`80 GiB`, `3350 GB/s`),
+    a PCIe link as `Gen5 x16`, yes/no, lists joined."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict) and {"gen", "width"} <= set(value):
+        notes = {"source", "assumed"}
+        rest = {key: item for key, item in value.items() if key not in notes | {"gen", "width"}}
+        return f"Gen{value['gen']} x{value['width']}" + "".join(f", {key} {_value_text(item)}" for key, item in rest.items())
+    if isinstance(value, list):
+        return ", ".join(_value_text(item) for item in value) if value else "none"
+    return str(value)
+
+
+def _field_description(model: Any, path: tuple[str, ...], described: dict[str, Any]) -> str:
+    """What the field at `path` under `model` (a pydantic model class) means: the model's
+    description, else the committed schema's (`described`, by model name); nested models are
+    followed, a mapping's entries take the mapping's description."""
+    import typing
+
+    from pydantic import BaseModel
+
+    description = ""
+    for key in path:
+        if model is None:
+            break  # an entry of a mapping (`compute.bf16`): the mapping's description stands
+        info = model.model_fields.get(key)
+        if info is None:
+            return ""
+        schema_words = described.get(model.__name__, {}).get("properties", {}).get(key, {}).get("description", "")
+        unit = _UNIT_NOUN.match(schema_words)
+        if unit:  # the value shows its unit; the field reference says how units are written
+            schema_words = f"{unit.group(1)}{', per direction' if 'per direction' in schema_words else ''}"
+        elif key == "kind":  # the schema's words for `kind` are the file's kind
+            schema_words = ""
+        description = info.description or schema_words
+        candidates = [info.annotation, *typing.get_args(info.annotation)]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+    return description
+
+
+def _figure_rows(raw: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """(path, value) for every figure of a part as written, in file order; `source`/`assumed`
+    notes are not figures, a PCIe link is one figure."""
+    for key, value in raw.items():
+        if key in ("source", "assumed"):
+            continue
+        if isinstance(value, dict) and not ({"gen", "width"} <= set(value)):
+            yield from _figure_rows(value, prefix + (key,))
+        else:
+            yield prefix + (key,), value
+
+
+def _provenance_text(note: Any) -> str:
+    words = []
+    if note is not None and note.source:
+        words.append(note.source)
+    if note is not None and note.assumed:
+        words.append(f"assumed: {note.assumed}")
+    return "; ".join(words)
+
+
+def _part_section(part: Any, what: str, model: Any, described: dict[str, Any]) -> list[str]:
+    """One part: its heading (anchored by name), what it is and where it is written, its own
+    source, then a row per figure: the key, the value with its unit, what the key means and the
+    source given for that value, or for its block (on the block's first row)."""
+    provenance = part.expanded.provenance
+    here = (part.kind, part.name)
+    file = f"data/parts/{Path(part.doc.file).name}"
+    lines = [f"### {part.name} {{ #{anchor(part.name)} }}", "",
+             f"{what}: **{cell(str(part.raw.get('model_name', part.name)))}**, `{part.kind}` in `{file}`.", ""]
+    own = provenance.get(here)
+    if own is not None and own.source:
+        lines += [f"Source: {cell(own.source)}", ""]
+    if own is not None and own.assumed:
+        lines += [f"Assumed: {cell(own.assumed)}", ""]
+    lines += ["| figure | value | meaning | source |", "|---|---|---|---|"]
+    shown: set[tuple[str, ...]] = set()
+    for path, value in _figure_rows(part.raw):
+        noted = [path[:depth] for depth in range(len(path), 0, -1) if provenance.get(here + path[:depth]) is not None]
+        note = ""
+        if noted and noted[0] not in shown:
+            shown.add(noted[0])
+            note = _provenance_text(provenance[here + noted[0]])
+            if noted[0] != path:
+                note = f"`{'.'.join(noted[0])}`: {note}"
+        lines.append(f"| `{'.'.join(path)}` | {cell(_value_text(value))} "
+                     f"| {cell(_field_description(model, path, described))} | {cell(note)} |")
+    return lines + [""]
+
+
+SITE_PART_EXAMPLE = """\
+# platforms/parts/site-cpus.yaml: parts this site's platforms use that hwspec does not ship
+hwspec: 1
+kind: parts
+cpus:
+  xeon-platinum-8275cl:
+    source: "AWS p4d.24xlarge: 96 vCPUs of 2nd generation Intel Xeon Scalable (Cascade Lake) Platinum 8275CL on 2 sockets; CPUID family 6 model 0x55"
+    assumed: "24 cores per socket, as the VM shows them (48 vCPUs per socket, 2 threads per core)"
+    vendor: intel
+    arch: x86_64
+    model_name: Intel Xeon Platinum 8275CL
+    family: 6
+    model: 85
+    cores: 24
+    threads_per_core: 2
+"""
+"""The site part the parts page adds as its example (tests/test_docs_parts.py validates a platform using it)."""
+
+SITE_PART_PLATFORM = """\
+sockets:
+  - repeat: {i: 0..1}
+    id: cpu${i}
+    part: xeon-platinum-8275cl
+    numa_node: ${i}
+"""
+"""How a platform file names the site part (a fragment of its `sockets:`)."""
+
+
+def parts_reference(catalogue: Any | None = None) -> str:
+    """The parts page: a table of every part by kind, then each part's section (heading and
+    anchor = its name, so the site's search finds `epyc-7r13`), then how to add a site part."""
+    from hwspec.model.load import PART_KINDS
+
+    catalogue = builtin_catalogue() if catalogue is None else catalogue
+    lines = [
+        "# Parts catalogue",
+        "",
+        "Every part hwspec ships (the built-in catalogue, `src/hwspec/data/parts/`), generated from the",
+        "catalogue when the site is built. A platform names a part by name (`part: h100-sxm5-80gb`) and",
+        "may change single figures with `override:`; the figures below are the part's own, as the",
+        "catalogue writes them: quantities with their units ([Field reference](fields.md#units)), bandwidths per",
+        "direction. Each figure has its source: the part's own `source:` or the value's, and `assumed:`",
+        "where the catalogue assumes it.",
+        "",
+    ]
+    for section, heading, _what in PART_SECTIONS:
+        names = catalogue.names(section)
+        lines += [f"## {heading}", "", "| part | model | file |", "|---|---|---|"]
+        for name in names:
+            part = catalogue.get(section, name)
+            model_name = cell(str(part.raw.get("model_name", "")))
+            lines.append(f"| [`{name}`](#{anchor(name)}) | {model_name} | `{Path(part.doc.file).name}` |")
+        lines.append("")
+    from hwspec.spec import models
+    from hwspec.spec.json_schema import platform_schema
+
+    described = platform_schema()["$defs"]
+    for section, heading, what in PART_SECTIONS:
+        lines += [f"## {heading}: figures", ""]
+        for name in catalogue.names(section):
+            lines += _part_section(catalogue.get(section, name), what, getattr(models, PART_KINDS[section]), described)
+    lines += [
+        "## Adding a site part",
+        "",
+        "A part the catalogue lacks goes into a parts file (`kind: parts`) in a `parts/` directory beside",
+        "the platform files, which every platform there reads after the built-in catalogue, or in any",
+        "directory passed as `--parts DIR` (repeatable). A later part of the same name replaces an earlier",
+        "one. Give each figure a `source:` (a datasheet, the vendor's instance page, a capture) and mark",
+        "what no source gives with `assumed:` and the reason; `hwspec schema` lists every key, and the",
+        "[field reference](fields.md#kind-parts) says what each one means.",
+        "",
+        "```yaml",
+        SITE_PART_EXAMPLE.rstrip("\n"),
+        "```",
+        "",
+        "A platform in `platforms/` then names it like a built-in part:",
+        "",
+        "```yaml",
+        SITE_PART_PLATFORM.rstrip("\n"),
+        "```",
+        "",
+        "`hwspec validate` checks the parts file as it loads the platform (a wrong unit or a missing key",
+        "is reported at its line and column in the parts file), and `hwspec import` names site parts",
+        "as it names built-in ones when their PCI ids fit.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 GENERATED_PAGES: dict[str, Callable[[], str]] = {
     FIELDS_PAGE: field_reference,
     RULES_PAGE: rule_reference,
     CODES_PAGE: code_reference,
+    PARTS_PAGE: parts_reference,
 }
 """Path under docs/ -> the function that renders the page."""
