@@ -19,6 +19,10 @@ same text.
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
+import inspect
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -474,6 +478,220 @@ def parts_reference(catalogue: Any | None = None) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the Python API
+
+
+MODEL_REFERENCE_MARKER = "<!-- generated: python API -->"
+"""The line of docs/internals.md that the mkdocs hook replaces with `model_reference()`."""
+
+MODEL_MODULES = (("hwspec.model.node", "Platform", "A node platform: `hwspec.load_platform(path)`, `hwspec.check(path).platform`"),
+                 ("hwspec.model.cluster", "Cluster", "A cluster: the same functions on a `kind: cluster` file"))
+"""(module, its top class, how one gets it): the resolved model's modules, documented class by class."""
+
+
+@functools.cache
+def _class_nodes(module_name: str) -> dict[str, ast.ClassDef]:
+    """The class definitions of `module_name`'s source, by name (attribute docstrings are in the
+    source only: the string right after an annotated name)."""
+    module = importlib.import_module(module_name)
+    tree = ast.parse(Path(inspect.getsourcefile(module) or "").read_text())
+    return {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def attribute_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each annotated attribute of `cls` and its bases, by name
+    (a subclass's wins)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        node = _class_nodes(klass.__module__).get(klass.__name__) if klass.__module__.startswith("hwspec.") else None
+        if node is None:
+            continue
+        for statement, following in zip(node.body, node.body[1:] + [None], strict=True):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)):
+                docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def model_classes() -> list[tuple[str, list[type]]]:
+    """(module, its public dataclasses): the top class first, then the others in source order."""
+    import dataclasses
+
+    listed = []
+    for module_name, top, _how in MODEL_MODULES:
+        module = importlib.import_module(module_name)
+        order = list(_class_nodes(module_name))
+        classes = [value for name, value in vars(module).items()
+                   if not name.startswith("_") and isinstance(value, type) and dataclasses.is_dataclass(value)
+                   and value.__module__ == module_name]
+        classes.sort(key=lambda c: (c.__name__ != top, order.index(c.__name__)))
+        listed.append((module_name, classes))
+    return listed
+
+
+def public_attributes(cls: type) -> list[tuple[str, str, str]]:
+    """(name, type, description) for each public attribute of the dataclass `cls`: its fields
+    (inherited ones included), then its properties and methods, with their docstrings."""
+    import dataclasses
+
+    docs = attribute_docs(cls)
+    rows = [(f.name, str(f.type), docs.get(f.name, "")) for f in dataclasses.fields(cls) if not f.name.startswith("_")]
+    seen = {name for name, _type, _doc in rows}
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        for name, value in vars(klass).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            if isinstance(value, (property, functools.cached_property)):
+                function: Any = value.fget if isinstance(value, property) else value.func
+                returns = inspect.signature(function).return_annotation
+                kind = "" if returns is inspect.Signature.empty else str(returns)
+                rows.append((name, f"{kind} (property)".strip(), inspect.getdoc(value) or ""))
+            elif inspect.isfunction(value):
+                signature = str(_unquoted(inspect.signature(value))).replace("(self, ", "(").replace("(self)", "()")
+                rows.append((f"{name}{signature.split(' -> ')[0]}", "method" + (f" -> {signature.split(' -> ')[1]}"
+                                                                                 if " -> " in signature else ""),
+                             inspect.getdoc(value) or ""))
+    return rows
+
+
+def public_strategies() -> list[tuple[str, Any]]:
+    """(name, object) for each name `hwspec.testing.__all__` lists, in that order."""
+    import hwspec.testing
+
+    return [(name, getattr(hwspec.testing, name)) for name in hwspec.testing.__all__]
+
+
+class _Shown:
+    """An annotation shown as written: `from __future__ import annotations` keeps annotations as
+    text, which `inspect` would quote."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _unquoted(signature: inspect.Signature) -> inspect.Signature:
+    def shown(annotation: Any) -> Any:
+        return _Shown(annotation) if isinstance(annotation, str) else annotation
+
+    parameters = [p.replace(annotation=shown(p.annotation)) for p in signature.parameters.values()]
+    return signature.replace(parameters=parameters, return_annotation=shown(signature.return_annotation))
+
+
+def _signature_block(name: str, function: Any) -> list[str]:
+    """`function`'s signature as a Python block, one parameter a line when it is long."""
+    signature = _unquoted(inspect.signature(function))
+    one_line = f"{name}{signature}"
+    if len(one_line) <= 100:
+        return ["```python", one_line, "```"]
+    parameters = []
+    star_done = False
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and not star_done:
+            parameters.append("*")
+            star_done = True
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            star_done = True
+        parameters.append(str(parameter))
+    returns = "" if signature.return_annotation is inspect.Signature.empty else f" -> {signature.return_annotation}"
+    return ["```python", f"{name}(", *[f"    {text}," for text in parameters], f"){returns}", "```"]
+
+
+@functools.cache
+def _module_constant_docs(module_name: str) -> dict[str, str]:
+    """The docstring written under each module-level name of `module_name`'s source."""
+    module = importlib.import_module(module_name)
+    body = ast.parse(Path(inspect.getsourcefile(module) or "").read_text()).body
+    docs = {}
+    for statement, following in zip(body, body[1:] + [None], strict=True):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target] if isinstance(statement, ast.AnnAssign) else []
+        if (isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str)):
+            docs.update({target.id: inspect.cleandoc(following.value.value) for target in targets if isinstance(target, ast.Name)})
+    return docs
+
+
+def _constant_text(name: str, value: Any) -> str:
+    """A constant of `hwspec.testing`: its docstring where its module has one, and its value when short."""
+    import hwspec.testing
+
+    modules = sorted({getattr(hwspec.testing, other).__module__ for other in hwspec.testing.__all__
+                      if hasattr(getattr(hwspec.testing, other), "__module__")})
+    doc = next((_module_constant_docs(module)[name] for module in modules
+                if module.startswith("hwspec.testing.") and name in _module_constant_docs(module)), "")
+    shown = repr(value)
+    if "`" in shown or len(shown) > 240:
+        count = f" of {len(value)}" if hasattr(value, "__len__") else ""
+        shown_text = f"a {type(value).__name__}{count}"
+    else:
+        shown_text = f"`{shown}`"
+    return f"{plain(doc) + ' ' if doc else ''}Value: {shown_text}."
+
+
+def _code_cell(text: str) -> str:
+    """`text` for a code span in a table cell, on one line: a `|` inside a code span does not end
+    the cell (Python-Markdown's tables), and an escape would show, as would any in code."""
+    return " ".join(text.split())
+
+
+def model_reference() -> str:
+    """The Python API section of internals.md: every public dataclass of the resolved model
+    (`hwspec.model.node`, `hwspec.model.cluster`) with a row per attribute (name, type as
+    annotated, docstring: units are said there), then every public name of `hwspec.testing`
+    (each strategy's signature and docstring)."""
+    lines = [
+        "## The resolved model: classes and attributes",
+        "",
+        "What rules, generators and property tests read: frozen dataclasses, generated from the classes",
+        "themselves when the site is built. Attributes are flat: a GPU's bus id is `gpu.bus`, its PCIe",
+        "link `gpu.physical` (not `gpu.pcie.bus`). Units are canonical: bytes, bytes/s per direction,",
+        "FLOP/s; `None` is a figure the platform does not know (`part: unknown`, `capacity: unknown`).",
+        "Connectivity (paths, NUMA placement, NIC shares) is `platform.topology`'s",
+        "(`hwspec.topology.node.Topology`).",
+        "",
+    ]
+    for (module_name, classes), (_module, _top, how) in zip(model_classes(), MODEL_MODULES, strict=True):
+        lines += [f"### `{module_name}`", "", f"{how}.", ""]
+        for cls in classes:
+            bases = [base.__name__ for base in cls.__bases__ if base is not object]
+            heading = f"#### {cls.__name__}" + (f" ({', '.join(bases)})" if bases else "")
+            lines += [f"{heading} {{ #{anchor(cls.__name__)} }}", ""]
+            if cls.__doc__:
+                lines += [plain(inspect.cleandoc(cls.__doc__)), ""]
+            lines += ["| attribute | type | what |", "|---|---|---|"]
+            for name, kind, doc in public_attributes(cls):
+                lines.append(f"| `{_code_cell(name)}` | `{_code_cell(kind)}` | {cell(doc)} |")
+            lines.append("")
+    lines += [
+        "## Strategies: `hwspec.testing`",
+        "",
+        "Every public name of `hwspec.testing` (its `__all__`), generated from the code: each",
+        "strategy's signature and docstring. It needs hypothesis (`pip install 'hwspec[test]'`).",
+        "",
+    ]
+    for name, value in public_strategies():
+        lines += [f"### {name} {{ #{anchor(name)} }}", ""]
+        if inspect.isfunction(value):
+            lines += [*_signature_block(name, value), ""]
+            lines += [plain(inspect.getdoc(value) or ""), ""]
+        elif isinstance(value, type):
+            lines += [plain(inspect.getdoc(value) or ""), ""]
+        else:
+            lines += [_constant_text(name, value), ""]
+    return "\n".join(lines)
+
+
+GENERATED_SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
+    "internals.md": {MODEL_REFERENCE_MARKER: model_reference},
+}
+"""Page under docs/ -> {marker line: the function whose text replaces it} (docs/hooks.py)."""
 
 
 GENERATED_PAGES: dict[str, Callable[[], str]] = {
