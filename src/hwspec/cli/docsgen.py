@@ -7,6 +7,9 @@
 * `code_reference()`: every diagnostic code of the `Code` registry, as `hwspec explain` prints it;
 * `parts_reference()`: every part of the built-in catalogue (src/hwspec/data/parts/), its kind,
   its figures as the catalogue writes them (with their units) and their sources;
+* `diagram_images()`: the SVG diagrams the diagrams page and the tutorial show, drawn by
+  hwspec's own diagram generators from shipped platforms (and the tutorial's node) and rendered
+  by graphviz's `dot`;
 * `model_reference()`: the resolved model's classes (`Platform`, `Gpu`, `Nic`, ...) with their
   attributes, types and docstrings, and the public strategies of `hwspec.testing` with their
   signatures, from the code itself; spliced into internals.md at `MODEL_REFERENCE_MARKER`.
@@ -692,6 +695,62 @@ GENERATED_SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
     "internals.md": {MODEL_REFERENCE_MARKER: model_reference},
 }
 """Page under docs/ -> {marker line: the function whose text replaces it} (docs/hooks.py)."""
+
+
+# ---------------------------------------------------------------- diagrams
+
+
+DIAGRAMS_DIR = "images/diagrams"
+"""Where the rendered diagrams are on the site: `images/diagrams/<platform>/<file>.svg`."""
+
+SHIPPED_DIAGRAMS: tuple[tuple[str, str], ...] = (
+    ("platforms/gb200-tray.yaml", "diagram"),
+    ("platforms/aws-p5-48xlarge.yaml", "diagram"),
+    ("platforms/gb200-nvl72.yaml", "cluster-diagram"),
+)
+"""(platform file, generator) whose drawings the diagrams page shows: a node drawn whole, a
+node whose repeats are summarised (with its fabric view), a cluster with an NVLink domain."""
+
+TUTORIAL_PAGE = "tutorial.md"
+"""The page whose first ```yaml block is the node the tutorial builds; its diagram is drawn too."""
+
+PLACEHOLDER_SVG = """<svg xmlns="http://www.w3.org/2000/svg" width="480" height="60" viewBox="0 0 480 60">
+<text x="10" y="35" font-family="sans-serif" font-size="14">graphviz's dot was not installed when this site was built</text>
+</svg>
+"""
+"""What stands in for each diagram when the site is built without graphviz."""
+
+
+def _first_yaml_block(text: str) -> str:
+    return text.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def diagram_images(root: Path, docs_dir: Path, dot: str | None) -> dict[str, str]:
+    """{path under the site: SVG} for every diagram of `SHIPPED_DIAGRAMS` (files under `root`)
+    and of the tutorial's node (docs_dir/tutorial.md's first ```yaml block): the `.dot` files the
+    generators plan, rendered by `dot` (None: `PLACEHOLDER_SVG`, so that the site still builds).
+    Raises HwspecError when a platform does not load, GenerationError when dot fails."""
+    import tempfile
+
+    import hwspec
+    from hwspec.generate.engine import render_svg
+
+    def rendered(path: Path, generator: str) -> dict[str, str]:
+        checked = hwspec.check(path)
+        if checked.failed() or checked.topology is None:
+            raise hwspec.HwspecError(checked.diagnostics)
+        plan = hwspec.plan_for(checked.topology, only=[generator])
+        return {f"{DIAGRAMS_DIR}/{name[:-4]}.svg": render_svg(dot, name, text) if dot else PLACEHOLDER_SVG
+                for name, text in plan.items() if name.endswith(".dot")}
+
+    images: dict[str, str] = {}
+    for file, generator in SHIPPED_DIAGRAMS:
+        images.update(rendered(root / file, generator))
+    with tempfile.TemporaryDirectory() as work:
+        node = Path(work) / "node.yaml"
+        node.write_text(_first_yaml_block((docs_dir / TUTORIAL_PAGE).read_text()))
+        images.update(rendered(node, "diagram"))
+    return dict(sorted(images.items()))
 
 
 GENERATED_PAGES: dict[str, Callable[[], str]] = {
