@@ -537,7 +537,8 @@ def model_classes() -> list[tuple[str, list[type]]]:
 
 def public_attributes(cls: type) -> list[tuple[str, str, str]]:
     """(name, type, description) for each public attribute of the dataclass `cls`: its fields
-    (inherited ones included), then its properties and methods, with their docstrings."""
+    (inherited ones included), then its properties and methods (`name()`, the signature as its
+    type), with their docstrings."""
     import dataclasses
 
     docs = attribute_docs(cls)
@@ -557,9 +558,7 @@ def public_attributes(cls: type) -> list[tuple[str, str, str]]:
                 rows.append((name, f"{kind} (property)".strip(), inspect.getdoc(value) or ""))
             elif inspect.isfunction(value):
                 signature = str(_unquoted(inspect.signature(value))).replace("(self, ", "(").replace("(self)", "()")
-                rows.append((f"{name}{signature.split(' -> ')[0]}", "method" + (f" -> {signature.split(' -> ')[1]}"
-                                                                                 if " -> " in signature else ""),
-                             inspect.getdoc(value) or ""))
+                rows.append((f"{name}()", f"method {signature}", inspect.getdoc(value) or ""))
     return rows
 
 
