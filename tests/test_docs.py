@@ -94,6 +94,31 @@ def test_plain_text_keeps_code_spans_and_shows_stars_and_angle_brackets():
     assert docsgen.cell("a | b\n  c") == "a \\| b c"
 
 
+def test_the_pages_show_exactly_the_diagrams_the_hook_draws_and_without_dot_placeholders():
+    """Every `images/diagrams/...svg` a page shows is one diagram_images draws (from the shipped
+    platforms and the tutorial's node), and every one it draws is shown; none is committed.
+    Without graphviz each is the placeholder, so that the site still builds."""
+    images = docsgen.diagram_images(ROOT, DOCS, None)
+    shown = {path for page in pages() for path in re.findall(r"\]\((images/diagrams/[\w./-]+\.svg)\)", page.read_text())}
+    assert shown == set(images) == {
+        "images/diagrams/gb200-tray/topology.svg", "images/diagrams/aws-p5-48xlarge/topology.svg",
+        "images/diagrams/aws-p5-48xlarge/topology-fabric.svg", "images/diagrams/gb200-nvl72/cluster.svg",
+        "images/diagrams/my-node/topology.svg"}
+    assert set(images.values()) == {docsgen.PLACEHOLDER_SVG}
+    assert not (DOCS / "images").exists()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed (apt-get install graphviz)")
+def test_the_site_diagrams_are_what_hwspec_generate_renders(tmp_path):
+    images = docsgen.diagram_images(ROOT, DOCS, shutil.which("dot"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    result = subprocess.run([sys.executable, "-m", "hwspec", "generate", "-o", str(tmp_path), "platforms/aws-p5-48xlarge.yaml"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    for name in ("topology.svg", "topology-fabric.svg"):
+        assert images[f"images/diagrams/aws-p5-48xlarge/{name}"] == (tmp_path / "aws-p5-48xlarge" / name).read_text()
+
+
 def test_the_hook_adds_exactly_the_generated_pages_to_the_nav():
     nav = (ROOT / "mkdocs.yml").read_text()
     for path in docsgen.GENERATED_PAGES:

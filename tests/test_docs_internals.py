@@ -49,3 +49,76 @@ def test_the_plan_for_table_lists_its_keyword_arguments_and_every_generator():
 def test_the_node_platforms_table_lists_every_parameter():
     text = section("Property tests: `node_platforms` and its parameters")
     assert first_column(text) == list(inspect.signature(node_specs).parameters)
+
+
+# ---------------------------------------------------------------- the generated Python API section
+
+
+def class_section(page: str, name: str) -> str:
+    return re.split(rf"\n#### {name}(?: \([\w, ]+\))? {{ #{name.lower()} }}\n", page)[1].split("\n#", 1)[0]
+
+
+def test_internals_has_the_marker_the_hook_fills_with_the_python_api_once():
+    from hwspec.cli import docsgen
+
+    assert PAGE.count(docsgen.MODEL_REFERENCE_MARKER) == 1
+    assert docsgen.GENERATED_SECTIONS["internals.md"] == {docsgen.MODEL_REFERENCE_MARKER: docsgen.model_reference}
+    assert "](#the-resolved-model-classes-and-attributes)" in PAGE
+    assert docsgen.model_reference().startswith("## The resolved model: classes and attributes\n")
+
+
+def test_every_public_attribute_of_every_model_class_has_a_row_with_a_description():
+    """Every field and every public name `dir()` shows on each dataclass of hwspec.model.node and .cluster (fields,
+    inherited ones too, properties, methods) is a row of its class's table, and says what it is."""
+    import dataclasses
+
+    import hwspec.model.cluster
+    import hwspec.model.node
+    from hwspec.cli import docsgen
+
+    page = docsgen.model_reference()
+    documented = 0
+    for module in (hwspec.model.node, hwspec.model.cluster):
+        for name, cls in vars(module).items():
+            if name.startswith("_") or not dataclasses.is_dataclass(cls) or cls.__module__ != module.__name__:
+                continue
+            section = class_section(page, name)
+            rows = {row.split("(")[0]: description for row, description in
+                    re.findall(r"^\| `([^`]+)` \| `[^`]*` \| (.*) \|$", section, re.MULTILINE)}
+            public = {attribute for attribute in [*dir(cls), *(f.name for f in dataclasses.fields(cls))] if not attribute.startswith("_")}
+            assert set(rows) == public, name
+            assert all(rows.values()), (name, [attribute for attribute, text in rows.items() if not text])
+            documented += len(rows)
+    assert documented >= 200  # 236 when this was written
+
+
+def test_the_model_rows_say_the_flat_names_and_the_units():
+    from hwspec.cli import docsgen
+
+    page = docsgen.model_reference()
+    nic = class_section(page, "Nic")
+    assert "| `bus` | `str | None` | PCI bus id (`0000:18:00.0`); None: `bus: unknown` (the source gives no bus id). |" in nic
+    assert "| `speed` | `float | None` | Bytes/s per direction per port; None where unknown. |" in nic
+    gpu = class_section(page, "Gpu")
+    assert "| `hbm_capacity` | `int | None` | HBM (device memory) in bytes; None where unknown. |" in gpu
+    assert "| `c2c_bandwidth` | `float (property)` | NVLink-C2C bandwidth to `c2c_socket`, bytes/s per direction (0 without C2C). |" in gpu
+    assert "\n#### Gpu (PcieDevice) { #gpu }\n" in page
+    assert page.index("\n#### Platform ") < page.index("\n#### PcieLink ")  # the top class first
+
+
+def test_every_public_name_of_hwspec_testing_is_listed_with_each_strategys_parameters():
+    import hwspec.testing
+    from hwspec.cli import docsgen
+
+    page = docsgen.model_reference().split("\n## Strategies: `hwspec.testing`\n", 1)[1]
+    for name in hwspec.testing.__all__:
+        value = getattr(hwspec.testing, name)
+        section = page.split(f"\n### {name} {{ #{name.lower()} }}\n", 1)[1].split("\n### ", 1)[0]
+        if inspect.isfunction(value):
+            block = section.split("```python\n", 1)[1].split("```", 1)[0]
+            assert block.startswith(f"{name}(")
+            for parameter in inspect.signature(value).parameters:
+                assert re.search(rf"\b{parameter}\b", block), (name, parameter)
+            assert docsgen.plain(inspect.getdoc(value)) in section, name
+    nodes = page.split("\n### node_specs { #node_specs }\n", 1)[1]
+    assert "    min_gpus: int = 1,\n    max_gpus: int = 16,\n" in nodes

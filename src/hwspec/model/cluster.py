@@ -24,10 +24,15 @@ class NodeGroup:
     """`count` nodes of one node platform; `first_node` is the cluster index of the first."""
 
     platform: Platform
+    """The node platform."""
     count: int
+    """Nodes in the group."""
     first_node: int
+    """Cluster index of the group's first node."""
     hostnames: tuple[str, ...] = field(repr=False)
+    """The group's hostnames, in node order."""
     addresses: tuple[str, ...] | None = field(repr=False)
+    """Their addresses, where the cluster file gives them."""
 
     @property
     def topology(self):
@@ -36,10 +41,12 @@ class NodeGroup:
 
     @property
     def gpus_per_node(self) -> int:
+        """GPUs of the node platform."""
         return len(self.platform.gpus)
 
     @property
     def nodes(self) -> range:
+        """Cluster node indices of the group."""
         return range(self.first_node, self.first_node + self.count)
 
 
@@ -49,11 +56,17 @@ class Leaf:
     on all backend NICs (`rail` None)."""
 
     id: str
+    """The switch's name (`rail0-leaf0`)."""
     rail: int | None
+    """NIC index it serves (rail-optimized), or None for all backend NICs."""
     nodes: range
+    """Cluster node indices it serves."""
     ports: int
+    """Ports of the switch."""
     down_ports: int
+    """Ports used towards nodes."""
     uplinks: int
+    """Ports used towards the spines."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,20 +74,31 @@ class Fabric:
     """The derived backend wiring. Bandwidths are bytes/s per direction."""
 
     topology: str
+    """`single-switch`, `rail-optimized` or `clos`, as the cluster file says."""
     transport: str
+    """The backend transport (`ib`, `rocev2`, ...)."""
     nic_speed: float
+    """Bytes/s per direction per backend NIC."""
     nics_per_node: int
+    """Backend NICs per node."""
     leaves: tuple[Leaf, ...]
+    """Every leaf switch."""
     spine_count: int
+    """Spine switches (0: no spine tier)."""
     spine_ports: int
+    """Ports per spine switch."""
     uplink_speed: float
+    """Bytes/s per direction per leaf uplink."""
     declared_oversubscription: float | None
+    """The oversubscription the file declares, or None."""
     declared_min_bisection: float | None
+    """The minimum bisection bandwidth the file declares, bytes/s per direction, or None."""
     sharp: bool = False
     """The switches reduce in the network (InfiniBand SHARP; NCCL's CollNet), as the platform states."""
 
     @property
     def spine_ports_used(self) -> int:
+        """Spine ports the leaves' uplinks take."""
         return sum(leaf.uplinks for leaf in self.leaves)
 
     @property
@@ -87,6 +111,7 @@ class Fabric:
 
     @property
     def injection_total(self) -> float:
+        """Bytes/s per direction all nodes can inject (every leaf downlink at `nic_speed`)."""
         return sum(leaf.down_ports for leaf in self.leaves) * self.nic_speed
 
     @property
@@ -111,14 +136,21 @@ class NvlinkDomains:
     of `switch_ports` ports. `clique_id` is 'nvml' or 'rack-serial' (see `NvlinkDomainSpec`)."""
 
     size: int
+    """Nodes per domain."""
     names: tuple[str, ...]
+    """Each domain's name, by domain index."""
     node_count: int
+    """Nodes of the cluster."""
     switch_trays: int
+    """NVLink switch trays per domain."""
     switch_ports: int
+    """Ports per switch tray."""
     clique_id: str
+    """`nvml` or `rack-serial`: how a node learns its domain."""
 
     @property
     def count(self) -> int:
+        """Number of domains."""
         return len(self.names)
 
     def domain_of(self, node: int) -> int:
@@ -141,7 +173,9 @@ class Frontend:
     share of it ingestion may use (None when not declared)."""
 
     speed: float
+    """Bytes/s per direction per node."""
     ingestion_share: float | None
+    """Share (0-1) of it ingestion may use, or None."""
 
 
 @dataclass(frozen=True)
@@ -149,19 +183,33 @@ class Cluster:
     """A resolved cluster. Node indices run 0..node_count-1 in group order."""
 
     name: str
+    """The cluster's name: its output directory under generated/."""
     title: str
+    """A human title."""
     file: str
+    """The cluster file's path."""
     groups: tuple[NodeGroup, ...]
+    """Node groups, in file order."""
     fabric: Fabric | None
+    """The backend fabric, or None."""
     frontend: Frontend | None
+    """The frontend network, or None."""
     rendezvous_port: int
+    """torchrun's rendezvous port."""
     rendezvous_backend: str
+    """torchrun's rendezvous backend: `c10d` or `static`."""
     declared_world_size: int | None
+    """The world size the file declares, or None."""
     sources: dict
+    """The file's `sources:`."""
     rule_settings: dict[str, RuleSetting]
+    """Rule id -> the cluster's change to it."""
     assumptions: tuple[Assumption, ...]
+    """Every value marked `assumed:`."""
     source_map: SourceMap = field(repr=False, compare=False)
+    """Where each entry is written (see `locate`)."""
     kind: str = "cluster"
+    """`cluster`."""
     environment: dict[str, str] = field(default_factory=dict)
     """Extra cluster-wide settings as written (`environment:`)."""
     nvlink_domains: NvlinkDomains | None = None
@@ -169,10 +217,12 @@ class Cluster:
 
     @property
     def node_count(self) -> int:
+        """Nodes of the cluster."""
         return sum(g.count for g in self.groups)
 
     @property
     def world_size(self) -> int:
+        """GPUs of the cluster: torchrun's world size."""
         return sum(g.count * g.gpus_per_node for g in self.groups)
 
     @cached_property

@@ -98,7 +98,9 @@ class PcieLink:
     """A PCIe link of `width` lanes at generation `gen`."""
 
     gen: int
+    """PCIe generation, 1-6."""
     width: int
+    """Lanes; 0 for a width a VM reports for a passed-through device."""
 
     @property
     def transfer_rate(self) -> float:
@@ -123,17 +125,27 @@ class NumaNode:
     bind to it."""
 
     id: str
+    """The id the file gives (`cpu0`), or the NUMA node's own (`cpu0n1`) under sub-NUMA clustering."""
     numa_node: int
+    """The OS's NUMA node number (what `numactl --cpunodebind` takes)."""
     part: str
     """The catalogue part, or "unknown": then the figures the source does not give are None."""
     model_name: str
+    """The CPU's model name (`Intel Xeon Platinum 8480+`)."""
     vendor: str | None
+    """`intel`, `amd`, `arm` or `ibm`; None where the part is unknown and the source does not say."""
     arch: str | None
+    """`x86_64`, `arm64` or `ppc64`; None where unknown."""
     family: int | None
+    """CPUID family as NCCL computes it (base + extended); None where unknown."""
     model: int | None
+    """CPUID model as NCCL computes it (base + extended<<4); None where unknown."""
     cores: int | None
+    """Physical cores of this NUMA node; None where unknown."""
     threads_per_core: int | None
+    """Hardware threads per core (2 with SMT); None where unknown."""
     cpus: tuple[int, ...]
+    """Logical CPU numbers of this NUMA node, as Linux numbers them (empty when the file gives none)."""
     memory_capacity: int | None
     """Bytes; None where the spec says `capacity: unknown` (HW603)."""
     memory_bandwidth: float | None
@@ -162,23 +174,37 @@ class Bridge:
     None where neither says."""
 
     id: str
+    """The bridge's id in the file (`sw0`, `rp1`)."""
     kind: Literal["switch", "root-port"]
+    """`switch` or `root-port`."""
     upstream: str
+    """Id of its parent: a socket or another bridge."""
     bus: str | None
-    """None: `bus: unknown`."""
+    """PCI bus id (`0000:17:00.0`); None: `bus: unknown`."""
     link: PcieLink
+    """Upstream link as the OS presents it (NCCL's topology file gets it)."""
     max_oversubscription: float
+    """Acceptable sum of child link bandwidth over uplink bandwidth (a ratio, 2.0 by default)."""
     socket: str | None
+    """The socket (NUMA node entry) its tree leads to; None when it leads to none (HW101)."""
     physical: PcieLink
+    """Upstream link the hardware trains at; every bandwidth is computed from it."""
     part: str | None = None
+    """The catalogue PCIe switch part, or None."""
     model_name: str | None = None
+    """The part's model name, or None without a part."""
     part_gen: int | None = None
     """The part's generation, or the spec's `gen:` (None with neither): see `gen`."""
     lanes: int | None = None
+    """Lanes of the switch chip (its part's), or None."""
     pci_vendor: str | None = None
+    """PCI vendor id it shows (`0x1000`), or None."""
     pci_device: str | None = None
+    """PCI device id it shows (`0xc030`), or None."""
     subsystem_vendor: str | None = None
+    """PCI subsystem vendor id, or None."""
     subsystem_device: str | None = None
+    """PCI subsystem device id, or None."""
 
     @property
     def gen(self) -> int:
@@ -194,14 +220,19 @@ class PcieDevice:
     with width 0); `physical` the link it trains at, which every bandwidth is computed from."""
 
     id: str
+    """The device's id in the file (`gpu0`, `nic3`, `ssd0`)."""
     upstream: str
+    """Id of its parent in the PCIe tree: a bridge or a socket."""
     bus: str | None
-    """None: `bus: unknown` (the source gives no bus id)."""
+    """PCI bus id (`0000:18:00.0`); None: `bus: unknown` (the source gives no bus id)."""
     link: PcieLink | None
-    """None: neither the entry nor its (unknown) part gives the link."""
+    """The link as the OS presents it (NCCL's topology file gets it); None: neither the entry nor its (unknown) part gives it."""
     socket: str | None
+    """The socket (NUMA node entry) its tree leads to; None when it leads to none (HW101)."""
     numa_node: int | None
+    """That socket's OS NUMA node number; None with no socket."""
     physical: PcieLink | None
+    """The link the hardware trains at (the entry's `physical:`, else `link`); every bandwidth uses it. None when unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,23 +241,39 @@ class Gpu(PcieDevice):
     is also its local rank and NCCL `dev`."""
 
     index: int
+    """Ordinal by bus id (CUDA_DEVICE_ORDER=PCI_BUS_ID): the local rank and NCCL's `dev`."""
     part: str
     """The catalogue part, or "unknown": then every figure the source does not give is None."""
     model_name: str
+    """The part's model name (`NVIDIA H100 80GB HBM3`), or what the source observed."""
     vendor: str
+    """`nvidia`, `amd`, `intel` or `other`."""
     form_factor: str | None
+    """`sxm5`, `oam`, `pcie`, `apu`, ...; None for an unknown part."""
     slot: int | None
+    """Baseboard slot, or None for a GPU on no baseboard."""
     sm: int | None
+    """CUDA compute capability x10 (90 for H100; 0 without CUDA); None where unknown."""
     pci_vendor: str | None
+    """PCI vendor id (`0x10de`), or None where unknown."""
     pci_device: str | None
+    """PCI device id (`0x2330`), or None where unknown."""
     hbm_capacity: int | None
+    """HBM (device memory) in bytes; None where unknown."""
     hbm_bandwidth: float | None
+    """HBM bandwidth in bytes/s; None where unknown."""
     compute: Mapping[str, float] | None
+    """Dense peak FLOP/s (OP/s for int8) by dtype (`bf16`, `fp8`, ...); None where unknown."""
     sparse: frozenset[str]
+    """Dtypes with 2:4 structured sparsity (twice the dense peak)."""
     fabric_kind: str | None
+    """The part's GPU-to-GPU fabric: `nvlink4`, `xgmi`, `none`, ...; None where unknown."""
     fabric_links: int
+    """Fabric (NVLink, xGMI) links the part has."""
     fabric_link_bandwidth: float | None
+    """Bytes/s per direction per fabric link; None where unknown."""
     max_link: PcieLink | None
+    """The PCIe link the part supports at most (its host interface); None for an unknown part."""
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this GPU overrides (`hbm.capacity`), sorted."""
     gcn: str | None = None
@@ -255,22 +302,37 @@ class Nic(PcieDevice):
     direction."""
 
     index: int
+    """Ordinal among the NICs by bus id."""
     part: str
     """The catalogue part, or "unknown": then every figure the source does not give is None."""
     model_name: str
+    """The part's model name (`ConnectX-7 400G`), or what the source observed."""
     role: Literal["backend", "ingestion", "frontend", "management"]
+    """`backend` (collectives), `ingestion`, `frontend` or `management`."""
     transport: Transport
+    """The transport it runs here: `ib`, `rocev2`, `efa`, `tcp`, ..."""
     supported_transports: tuple[str, ...]
+    """Transports the part supports."""
     speed: float | None
+    """Bytes/s per direction per port; None where unknown."""
     rdma: bool | None
+    """The NIC does RDMA (verbs); None where unknown."""
     gpudirect: bool | None
+    """Supports GPUDirect RDMA (peer memory); None where unknown."""
     pci_vendor: str | None
+    """PCI vendor id (`0x15b3`), or None where unknown."""
     pci_device: str | None
+    """PCI device id, or None where unknown."""
     max_link: PcieLink | None
+    """The PCIe link the part supports at most; None for an unknown part."""
     gpus: tuple[str, ...]
+    """Ids of the GPUs a backend NIC serves, in file order (empty for one that serves none)."""
     device: str | None
+    """RDMA device name (`mlx5_0`), or None."""
     interface: str | None
+    """Network interface name (`eth0`), or None."""
     port: int
+    """Port number on the device, from 1."""
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
 
@@ -280,7 +342,9 @@ class Ssd(PcieDevice):
     """An NVMe SSD: `capacity` in bytes, `bandwidth` in bytes/s (read)."""
 
     capacity: int
+    """Bytes."""
     bandwidth: float
+    """Sequential read bandwidth, bytes/s."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,8 +354,11 @@ class NvlinkConnection:
     `bandwidth` is bytes/s per direction for all `links`."""
 
     a: str
+    """The first GPU's id (the lower index)."""
     b: str
+    """The second GPU's id, or an NVSwitch's id (`nvswitch` for switches the file does not list)."""
     links: int
+    """Fabric links between them."""
     bandwidth: float | None
     """None when a GPU's part is unknown (its per-link bandwidth is not known)."""
     entry: int | None = None
@@ -304,8 +371,11 @@ class NvSwitch:
     its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
 
     id: str
+    """The switch's id (`nvswitch0`)."""
     links_per_gpu: int
+    """Fabric links every GPU of the board has to this switch."""
     bus: str | None
+    """PCI bus id where the OS shows the switch, else None (NCCL's invisible NVSwitch)."""
 
 
 NVLS_MIN_NVSWITCH_GENERATION = 3
@@ -320,13 +390,21 @@ class Baseboard:
     `nvswitch_generation` is their generation where the platform states it."""
 
     kind: str
+    """The board's name (`hgx-h100-8gpu`)."""
     slots: int
+    """GPU slots."""
     ports_per_slot: int
+    """Fabric ports per slot."""
     links_per_port: int
+    """Fabric links one port carries."""
     wiring: str
+    """How slots are wired: `nvswitch`, `fully-connected`, `hybrid-cube-mesh`, or `explicit` (a list of slot pairs)."""
     ports: Mapping[tuple[int, int], int]
+    """Wired ports per slot pair `(a, b)`, a < b."""
     nvswitches: tuple[NvSwitch, ...] = ()
+    """The NVSwitch chips of an NVSwitch board (empty otherwise)."""
     nvswitch_generation: int | None = None
+    """The NVSwitch generation, where the platform states it."""
 
     @property
     def nvlink_sharp(self) -> bool:
@@ -340,14 +418,21 @@ class Backend:
     detection ('detect'); `ib_hca` is the declared NCCL_IB_HCA filter, if any."""
 
     transport: str
+    """The scale-out transport: `ib`, `rocev2`, `efa`, `tcp`, ..."""
     nic_per_gpu: bool
+    """Every GPU has a backend NIC of its own."""
     gpudirect: bool | None
+    """GPUDirect RDMA on (True) or off (False); None: left to NCCL's detection (`detect`)."""
     rail_optimized: bool | None
     """None: the platform does not say (NCCL_CROSS_NIC is left to NCCL)."""
     gid_index: int | None
+    """RoCE GID index (NCCL_IB_GID_INDEX), or None."""
     traffic_class: int | None
+    """RoCE/IB traffic class (NCCL_IB_TC), or None."""
     service_level: int | None
+    """InfiniBand service level (NCCL_IB_SL), or None."""
     ib_hca: str | None = None
+    """The declared NCCL_IB_HCA filter, or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,8 +441,11 @@ class Declares:
     describes; None when not declared. `memory` in bytes."""
 
     sockets: int | None
+    """Declared CPU sockets, or None."""
     gpus: int | None
+    """Declared GPUs, or None."""
     memory: int | None
+    """Declared host memory in bytes, or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,8 +453,11 @@ class RuleSetting:
     """A platform's change to one rule: new severity ("off" disables it) and the reason."""
 
     severity: str
+    """`error`, `warning`, `info` or `off`."""
     reason: str
+    """Why the platform changes the rule."""
     location: Location
+    """Where the setting is written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,9 +465,13 @@ class Assumption:
     """A value marked `assumed:` in the platform or its parts, with where it is written."""
 
     path: str
+    """The dotted path of the value (`sockets.cpu0.memory.capacity`)."""
     assumed: str
+    """The reason it is an assumption."""
     source: str | None
+    """The `source:` given with it, or None."""
     location: Location
+    """Where it is written."""
 
 
 @dataclass(frozen=True)
@@ -385,28 +480,50 @@ class Platform:
     by bus id. Lookups are derived (`by_id`, `children`, ...)."""
 
     name: str
+    """The platform's name: its output directory under generated/."""
     title: str
+    """A human title (the name when the file gives none)."""
     file: str
+    """The platform file's path."""
     sockets: tuple[NumaNode, ...]
+    """CPU sockets, one entry per NUMA node, by NUMA node number."""
     cpu_links: tuple[tuple[str, str], ...]
+    """CPU interconnect links (UPI, xGMI) as socket id pairs."""
     cpu_link_bandwidth: float | None
+    """Bytes/s per direction per CPU link; None without a CPU interconnect."""
     cpu_interconnect: str | None
+    """The CPU interconnect's kind (`upi`, `xgmi`, ...), or None."""
     bridges: tuple[Bridge, ...]
+    """PCIe switches and root ports, in file order."""
     gpus: tuple[Gpu, ...]
+    """GPUs by bus id."""
     nics: tuple[Nic, ...]
+    """NICs by bus id."""
     ssds: tuple[Ssd, ...]
+    """NVMe SSDs."""
     baseboard: Baseboard | None
+    """The accelerator baseboard, or None."""
     nvlink_topology: str
+    """The GPU fabric as written: `nvswitch`, `fully-connected`, `hybrid-cube-mesh`, `explicit` (a list of pairs), or `none` (no `nvlink:`)."""
     nvlinks: tuple[NvlinkConnection, ...]
+    """Every logical fabric connection (GPU-GPU or GPU-NVSwitch)."""
     fabric_symmetric: bool
+    """Every GPU is declared to have the same fabric bandwidth (HW305 checks it)."""
     backend: Backend | None
+    """The scale-out network as the node sees it, or None."""
     declares: Declares
+    """What the file declares it holds, checked against what it describes."""
     sources: Mapping[str, str]
+    """The file's `sources:`: name -> reference."""
     rule_settings: Mapping[str, RuleSetting]
+    """Rule id -> the platform's change to it (`rules:`)."""
     assumptions: tuple[Assumption, ...]
+    """Every value marked `assumed:` in the platform and its parts."""
     source_map: SourceMap = field(repr=False, compare=False)
+    """Where each entry is written (see `locate`)."""
 
     kind: str = "node"
+    """`node`."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
 
@@ -418,23 +535,28 @@ class Platform:
 
     @cached_property
     def by_id(self) -> dict[str, NumaNode | Bridge | Gpu | Nic | Ssd]:
+        """Every socket, bridge and device by id."""
         items: tuple[NumaNode | Bridge | Gpu | Nic | Ssd, ...] = (*self.sockets, *self.pcie_items)
         return {item.id: item for item in items}
 
     @cached_property
     def socket_by_id(self) -> dict[str, NumaNode]:
+        """Sockets (NUMA node entries) by id."""
         return {s.id: s for s in self.sockets}
 
     @cached_property
     def gpu_by_id(self) -> dict[str, Gpu]:
+        """GPUs by id."""
         return {g.id: g for g in self.gpus}
 
     @cached_property
     def bridge_by_id(self) -> dict[str, Bridge]:
+        """PCIe switches and root ports by id."""
         return {b.id: b for b in self.bridges}
 
     @cached_property
     def backend_nics(self) -> tuple[Nic, ...]:
+        """The NICs of role `backend`, by bus id."""
         return tuple(n for n in self.nics if n.role == "backend")
 
     @cached_property
