@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwspec.perf import calibration as cal
+from hwspec.perf import nccl_tuning as nt
 from hwspec.perf.estimate import (
     achievable,
     achieved_algbw,
@@ -22,7 +23,6 @@ from hwspec.perf.estimate import (
     bottom_mlp_share,
     collective_seconds,
     estimate,
-    protocol_latency,
     text_report,
 )
 from hwspec.perf.platform_figures import figures
@@ -30,32 +30,13 @@ from hwspec.pipeline import load_any
 from hwspec.spec.workload import load_workload
 from tests.test_estimate import BASE, TINY, terms, tiny
 
-RING_SIMPLE, RING_LL128, RING_LL, TREE_SIMPLE, TREE_LL128, TREE_LL = cal.NCCL_PROTOCOLS
 
-
-def test_ring_latency_counts_intra_and_inter_node_steps_as_nccl_does():
-    # n = 4 ranks, N = 2 nodes. AllReduce: 2(n-1) = 6 steps, 2(N-1) = 2 of them across nodes:
-    # 8.4 + 4 x 3.4 + 2 x 9.6 = 41.2 us, x 1.9 (NCCL's multi-node ring plateau) = 78.28 us
-    assert protocol_latency(TINY, "all_reduce", RING_SIMPLE) == pytest.approx(78.28e-6)
-    # ReduceScatter: n-1 = 3 steps, N-1 = 1 across nodes: 8.4 + 2 x 3.4 + 9.6 = 24.8 us, no plateau
-    assert protocol_latency(TINY, "reduce_scatter", RING_SIMPLE) == pytest.approx(24.8e-6)
-    # Ring/LL128 AllReduce: 10 + 4 x 1.9 + 2 x 4.0 = 25.6 us
-    assert protocol_latency(TINY, "all_reduce", RING_LL128) == pytest.approx(25.6e-6)
-
-
-def test_tree_latency_is_logarithmic_in_the_nodes():
-    # 4.4 + 2 x ((G-1) x 0.52 + log2(N) x 5.0) = 4.4 + 2 x (0.52 + 5.0) = 15.44 us
-    assert protocol_latency(TINY, "all_reduce", TREE_LL) == pytest.approx(15.44e-6)
-    # 16 nodes of 8: 4.4 + 2 x (7 x 1.2 + 4 x 8.5) = 89.2 us (Tree/LL128)
-    big = dataclasses.replace(TINY, gpus=128, gpus_per_node=8, nodes=16)
-    assert protocol_latency(big, "all_reduce", TREE_LL128) == pytest.approx(89.2e-6)
-
-
-def test_a_small_allreduce_takes_the_lowest_latency_protocol_and_a_large_one_ring_simple():
-    # 0 s of transfer: Ring/LL's 3.6 + 4 x 0.47 + 2 x 2.7 = 10.88 us is the least latency
-    assert collective_seconds(TINY, "all_reduce", 0.0) == (pytest.approx(10.88e-6), "Ring/LL")
-    # 1 s of transfer: Ring/Simple 1 s + 78.28 us beats LL128's 1/0.92 s and Tree's 1/0.9 s
-    assert collective_seconds(TINY, "all_reduce", 1.0) == (pytest.approx(1.0 + 78.28e-6), "Ring/Simple")
+def test_a_call_of_no_bytes_takes_the_least_latency_and_a_large_one_ring_simple():
+    # 0 bytes: latency only. NCCL 2.20.3 on TINY (4 ranks, 2 nodes, NVLink, no LL128 on an unknown GPU):
+    # Tree/LL 6.8 + 2 (1 x 0.6 + 1 x 5.0) = 18.0 us beats Ring/LL's 6.6 + 2 x 1.0 + 4 x 2.7 = 19.4 us
+    assert collective_seconds(TINY, "all_reduce", 0.0, 0.0) == (pytest.approx(18.0e-6), "Tree/LL")
+    # 1 s of Ring/Simple transfer: 1 s + 71.2 us x 1.9 (plateau) beats Tree's 1 / (0.92 x 3/4 x 0.9) s
+    assert collective_seconds(TINY, "all_reduce", 1e9, 1.0) == (pytest.approx(1.0 + 71.2e-6 * 1.9), "Ring/Simple")
 
 
 def test_achievable_rates_are_the_calibrated_fractions_of_the_datasheet_ones():
@@ -125,13 +106,15 @@ def test_every_calibration_constant_names_its_source():
 
 def test_an_alltoall_posts_its_sends_at_once_so_its_latency_does_not_grow_with_the_ranks():
     # NCCL's grouped p2p: base + one step of the slowest link a peer is reached by.
-    # Across nodes: 8.4 + 9.6 = 18 us (Ring/Simple), on TINY's 4 ranks and on 16 nodes of 8 alike
-    assert alltoall_latency(TINY, RING_SIMPLE) == pytest.approx(18.0e-6)
+    # Across nodes, NCCL 2.20.3: 8.4 + 14.0 = 22.4 us (Ring/Simple; 2.7.5: 8.4 + 9.6 = 18 us),
+    # on TINY's 4 ranks and on 16 nodes of 8 alike
+    assert alltoall_latency(TINY, "Simple") == pytest.approx(22.4e-6)
+    assert alltoall_latency(TINY, "Simple", nt.NCCL_2_7) == pytest.approx(18.0e-6)
     big = dataclasses.replace(TINY, gpus=128, gpus_per_node=8, nodes=16)
-    assert protocol_latency(big, "all_to_all", RING_SIMPLE) == pytest.approx(18.0e-6)
+    assert alltoall_latency(big, "Simple") == pytest.approx(22.4e-6)
     # one node of 8 on NVLink: 8.4 + 3.4 = 11.8 us (nccl-tests measures 10.6 us at 128 B on 8 H20s)
     node = dataclasses.replace(TINY, gpus=8, gpus_per_node=8, nodes=1)
-    assert protocol_latency(node, "all_to_all", RING_SIMPLE) == pytest.approx(11.8e-6)
+    assert alltoall_latency(node, "Simple") == pytest.approx(11.8e-6)
 
 
 def test_each_hierarchical_phase_runs_at_its_own_links_efficiency():

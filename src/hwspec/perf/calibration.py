@@ -1,7 +1,7 @@
 """Calibration of the expected estimate: achieved fractions of datasheet rates, and latencies.
 
 Every constant is a component measurement with its source: published nccl-tests and
-microbenchmark results, NCCL's own cost model, NVIDIA's documentation. None is fitted to an
+microbenchmark results, NVIDIA's documentation; NCCL's own cost model is `hwspec.perf.nccl_tuning`. None is fitted to an
 end-to-end training result (those are for validation, docs/estimates.md). `CALIBRATION` is the
 one table; the functions below pick from it. Efficiencies are in (0, 1], latencies in seconds.
 """
@@ -34,17 +34,17 @@ CALIBRATION: dict[str, Constant] = {
         0.82, "fraction", "nccl-tests busbw over NVLink4 with NCCL_ALGO=Ring: ~370 of 450 GB/s (~20% protocol overhead)",
         "github.com/NVIDIA/nccl-tests/issues/212 (NCCL maintainer's answer)"),
     "nvlink_efficiency_a100": Constant(
-        0.69, "fraction", "nccl-tests all_reduce busbw on 8 x A100 SXM4 (NVLink3): 208 of 300 GB/s (~200 in #149)",
-        "github.com/NVIDIA/nccl-tests/issues/178, /issues/149"),
+        0.69, "fraction", "nccl-tests all_reduce busbw over NVLink3 (300 GB/s per GPU): ~200 GB/s on 8 x A100 SXM4 "
+        "(#149, 0.67); 208 GB/s on a 2-GPU NV12 pair (#178, 0.69)",
+        "github.com/NVIDIA/nccl-tests/issues/149, /issues/178"),
     "rdma_efficiency": Constant(
-        0.96, "fraction", "nccl-tests all_reduce busbw over 4 x HDR 200G per 8 A100s: 96 of 100 GB/s peak",
+        0.96, "fraction", "nccl-tests all_reduce busbw over 4 x HDR 200G per 8 A100s: 96 of 100 GB/s, the peak of "
+        "a size sweep (its large sizes; the sweep's average, 0.85, includes the small sizes whose time is latency, "
+        "which NCCL's cost model adds separately)",
         "github.com/NVIDIA/nccl-tests/issues/119"),
     "tcp_efficiency": Constant(
         0.60, "fraction", "nccl-tests over TCP sockets: no more than ~60% of wire speed even at large sizes",
         "github.com/NVIDIA/nccl/issues/209"),
-    "nccl_multinode_allreduce_factor": Constant(
-        1.9, "factor", "NCCL's cost model multiplies a multi-node Ring/Simple AllReduce's latency by 1.9 for large sizes "
-        "(its 'plateau effect of ring')", "NVIDIA/nccl src/graph/tuning.cc (ncclTopoGetAlgoTime), commit 01afd20a"),
     "kernel_launch_overhead": Constant(
         0.9e-6, "seconds", "GPU time per kernel beyond its execution when launches are queued asynchronously: "
         "3.8 us per kernel for a 2.9 us kernel", "NVIDIA Technical Blog, 'Getting Started with CUDA Graphs' (2019)"),
@@ -53,35 +53,6 @@ CALIBRATION: dict[str, Constant] = {
         "one AllReduce per bucket", "pytorch.org/docs DistributedDataParallel"),
 }
 """The calibration table: docs/estimates.md prints it with its sources."""
-
-NCCL_SOURCE = "NVIDIA/nccl src/graph/tuning.cc (baseLat, hwLat and the bandwidth refinements), commit 01afd20a"
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """One NCCL (algorithm, protocol) of NCCL's cost model: latencies in seconds, the base and per
-    step over NVLink, PCIe and the network, and its bandwidth as a fraction of Ring/Simple's."""
-
-    algorithm: str
-    protocol: str
-    base: float
-    nvlink: float
-    pcie: float
-    net: float
-    bandwidth: float
-
-
-NCCL_PROTOCOLS = (
-    Protocol("Ring", "Simple", 8.4e-6, 3.4e-6, 5.7e-6, 9.6e-6, 1.0),
-    Protocol("Ring", "LL128", 10.0e-6, 1.9e-6, 2.5e-6, 4.0e-6, 0.92),
-    Protocol("Ring", "LL", 3.6e-6, 0.47e-6, 1.0e-6, 2.7e-6, 0.25),
-    Protocol("Tree", "Simple", 0.0, 28e-6, 28e-6, 50e-6, 0.9),
-    Protocol("Tree", "LL128", 4.4e-6, 1.2e-6, 1.9e-6, 8.5e-6, 0.9 * 0.915),
-    Protocol("Tree", "LL", 4.4e-6, 0.52e-6, 1.0e-6, 5.0e-6, 0.9 / 3.8),
-)
-"""NCCL's own latency/bandwidth model (NCCL_SOURCE), the alpha-beta terms hwspec uses per
-collective. Tree is AllReduce only; Ring LL is 1/4 of Simple's bandwidth (NCCL: 1/3 for
-single-node non-reduce collectives; the lower figure is taken)."""
 
 RDMA_TRANSPORTS = ("infiniband", "rocev2", "roce", "efa")
 

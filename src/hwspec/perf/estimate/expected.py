@@ -12,7 +12,7 @@ from typing import Any
 
 from hwspec.perf import calibration as cal
 from hwspec.perf.estimate.achievable import achievable
-from hwspec.perf.estimate.nccl import collective_seconds, collectives_per_iteration
+from hwspec.perf.estimate.nccl import collective_seconds, collectives_per_iteration, release
 from hwspec.perf.estimate.term import RESOURCES, Term
 from hwspec.perf.estimate.terms import _terms
 from hwspec.perf.platform_figures import Figures
@@ -50,14 +50,15 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     bound: every rate is at most the bound's and every added time is >= 0."""
     derated, _, _ = _terms(achievable(figures), workload)
     launch = cal.value("kernel_launch_overhead")
+    rel = release(workload)
     rows: list[dict[str, Any]] = []
     for term in derated:
         counts = collectives_per_iteration(workload, term, figures.nodes)
         calls = sum(counts.values())
         communication, algorithms = 0.0, dict[str, str]()
         for name, c in counts.items():
-            # the term's transfer time is split evenly over its calls (one size per term)
-            seconds, algorithms[name] = collective_seconds(figures, name, term.seconds / calls)
+            # the term's bytes and transfer time are split evenly over its calls (one size per term)
+            seconds, algorithms[name] = collective_seconds(figures, name, term.amount / calls, term.seconds / calls, rel)
             communication += c * seconds
         latency = communication - term.seconds if calls else 0.0
         kernels = kernels_per_iteration(workload, term)
