@@ -148,3 +148,17 @@ def test_the_pooled_embedding_alltoalls_hide_behind_the_bottom_mlp(tmp_path):
     # the bottom MLP now outlasts both exchanges: they add nothing to the GPU's work
     assert 96 / 138 * rows["mlp_fwd"] > rows["embedding_alltoall_fwd"]
     assert exp["critical_path_seconds"] == pytest.approx(exp["resources_seconds"]["gpu"])
+
+
+def test_table_row_wise_reductions_pay_a_nodes_latency_and_the_cross_node_alltoall_one_gpu_per_node(tmp_path):
+    # TINY: 2 nodes x 2 GPUs. The intra-node ReduceScatter runs among a node's 2 GPUs (one node,
+    # NVLink: NCCL 2.20.3 Ring/LL 6.6 + 1 x 0.6 = 7.2 us), the cross-node AlltoAll among 2 GPUs, one
+    # per node (8.4 + 14.0 = 22.4 us for Simple): neither pays a 4-rank ring's steps.
+    from hwspec.perf.estimate.nccl import scoped
+    node, cross = scoped(TINY, "node"), scoped(TINY, "cross")
+    assert (node.gpus, node.nodes, cross.gpus, cross.nodes, cross.gpus_per_node) == (2, 1, 2, 2, 1)
+    assert collective_seconds(node, "reduce_scatter", 0.0, 0.0) == (pytest.approx(7.2e-6), "Ring/LL")
+    assert collective_seconds(cross, "all_to_all", 0.0, 0.0)[0] == pytest.approx((6.6 + 2.7) * 1e-6)  # Ring/LL
+    doc = estimate(TINY, tiny(tmp_path, sharding="table-row-wise"))
+    row = next(r for r in doc["expected"]["terms"] if r["id"] == "embedding_alltoall_fwd")
+    assert set(row["algorithms"]) == {"reduce_scatter (node)", "all_to_all (cross)"}

@@ -12,7 +12,7 @@ from typing import Any
 
 from hwspec.perf import calibration as cal
 from hwspec.perf.estimate.achievable import achievable
-from hwspec.perf.estimate.nccl import collective_seconds, collectives_per_iteration, release
+from hwspec.perf.estimate.nccl import calls, collective_seconds, release, scoped
 from hwspec.perf.estimate.term import RESOURCES, Term
 from hwspec.perf.estimate.terms import _terms
 from hwspec.perf.platform_figures import Figures
@@ -53,14 +53,18 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     rel = release(workload)
     rows: list[dict[str, Any]] = []
     for term in derated:
-        counts = collectives_per_iteration(workload, term, figures.nodes)
-        calls = sum(counts.values())
+        made = calls(workload, term, figures.nodes)
+        counts: dict[str, int] = {}
         communication, algorithms = 0.0, dict[str, str]()
-        for name, c in counts.items():
-            # the term's bytes and transfer time are split evenly over its calls (one size per term)
-            seconds, algorithms[name] = collective_seconds(figures, name, term.amount / calls, term.seconds / calls, rel)
-            communication += c * seconds
-        latency = communication - term.seconds if calls else 0.0
+        for call in made:
+            seconds, algorithm = collective_seconds(scoped(figures, call.scope), call.collective, call.nbytes,
+                                                    call.seconds, rel)
+            label = call.collective if call.scope == "all" or figures.nodes <= 1 else f"{call.collective} ({call.scope})"
+            counts[label] = counts.get(label, 0) + 1
+            algorithms[label] = algorithm
+            communication += seconds
+        calls_made = len(made)
+        latency = communication - term.seconds if calls_made else 0.0
         kernels = kernels_per_iteration(workload, term)
         rows.append({"id": term.id, "resource": term.resource, "bandwidth_seconds": term.seconds,
                      "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,

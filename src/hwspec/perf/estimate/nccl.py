@@ -7,11 +7,12 @@ protocol (`alltoall_latency`), and the calls a network term issues per iteration
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from hwspec.perf import calibration as cal
 from hwspec.perf import nccl_tuning as nt
-from hwspec.perf.estimate.term import Term
+from hwspec.perf.estimate.term import Call, Term
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import Workload
 
@@ -21,6 +22,27 @@ def nccl_comm(figures: Figures) -> nt.Comm:
     compute capability, NVLink within the node, GPUDirect RDMA to the NICs."""
     return nt.Comm(ranks=figures.gpus, nodes=max(figures.nodes, 1), compute_capability=figures.compute_capability,
                    nvlink=figures.nvlink_bandwidth > 0, gpudirect=figures.gpudirect)
+
+
+def scoped(figures: Figures, scope: str) -> Figures:
+    """`figures` as the communicator of a call's `scope` sees them (`Call.scope`): "node" the G
+    GPUs of one node, "cross" one GPU on each of the N nodes; "all" unchanged."""
+    if scope == "node" and figures.nodes > 1:
+        return dataclasses.replace(figures, gpus=figures.gpus_per_node, nodes=1)
+    if scope == "cross" and figures.nodes > 1:
+        return dataclasses.replace(figures, gpus=figures.nodes, gpus_per_node=1)
+    return figures
+
+
+def calls(workload: Workload, term: Term, nodes: int = 1) -> tuple[Call, ...]:
+    """The collective calls of a network term: its own (`Term.calls`: the pooled embeddings'
+    output dists, each on its communicator), else `collectives_per_iteration`'s, the term's bytes
+    and seconds split evenly over them on every GPU."""
+    if term.calls:
+        return term.calls
+    counts = collectives_per_iteration(workload, term, nodes)
+    total = sum(counts.values())
+    return tuple(Call(name, term.amount / total, term.seconds / total) for name, c in counts.items() for _ in range(c))
 
 
 def release(workload: Workload) -> nt.Release:
@@ -61,8 +83,11 @@ def collective_seconds(figures: Figures, collective: str, nbytes: float, bandwid
     for protocol in ("LL", "LL128", "Simple"):
         if not nt.enabled(rel, comm, collective, "Ring", protocol):
             continue
-        fraction = nt.bus_bandwidth(rel, comm, collective, "Ring", protocol, bus) / simple if simple > 0 else 1.0
-        transfer = bandwidth_seconds / fraction if fraction > 0 else math.inf
+        if bandwidth_seconds <= 0:  # nothing to move, or no bound on moving it: latency only
+            transfer = 0.0
+        else:
+            fraction = nt.bus_bandwidth(rel, comm, collective, "Ring", protocol, bus) / simple if simple > 0 else 1.0
+            transfer = bandwidth_seconds / fraction if fraction > 0 else math.inf
         options.append((alltoall_latency(figures, protocol, rel) + transfer, f"Ring/{protocol}"))
     return min(options)
 
