@@ -12,11 +12,12 @@ from typing import Any
 
 from hwspec.perf import calibration as cal
 from hwspec.perf.estimate.achievable import achievable
+from hwspec.perf.estimate.lookups import embedding_work
 from hwspec.perf.estimate.nccl import calls, collective_seconds, release, scoped
 from hwspec.perf.estimate.term import RESOURCES, Term
 from hwspec.perf.estimate.terms import _terms
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import Workload, mlp_layers
+from hwspec.spec.workload import DTYPE_BYTES, Workload, mlp_layers
 
 
 def kernels_per_iteration(workload: Workload, term: Term) -> int:
@@ -48,7 +49,8 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     do, except that the GPU waits for the pooled-embedding AlltoAlls (`PIPELINE`), so the
     iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
     bound: every rate is at most the bound's and every added time is >= 0."""
-    derated, _, _ = _terms(achievable(figures), workload)
+    derated, place, _ = _terms(achievable(figures), workload)
+    fixed = {"embedding_bwd": sort_seconds(figures, workload, place)}
     launch = cal.value("kernel_launch_overhead")
     rel = release(workload)
     rows: list[dict[str, Any]] = []
@@ -66,9 +68,11 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
         calls_made = len(made)
         latency = communication - term.seconds if calls_made else 0.0
         kernels = kernels_per_iteration(workload, term)
+        extra = fixed.get(term.id, 0.0) if term.amount > 0 else 0.0
         rows.append({"id": term.id, "resource": term.resource, "bandwidth_seconds": term.seconds,
                      "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
-                     "collectives": counts, "algorithms": algorithms, "seconds": term.seconds + latency + kernels * launch})
+                     "fixed_seconds": extra, "collectives": counts, "algorithms": algorithms,
+                     "seconds": term.seconds + latency + kernels * launch + extra})
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
     critical = critical_path(workload, rows, resources)
     iteration = max(critical, *resources.values())
@@ -81,6 +85,20 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
                        "latency/bandwidth model (the best algorithm and protocol), + launch overhead per kernel; "
                        "iteration = max(GPU + host + pooled-embedding exchanges not hidden behind the bottom MLP "
                        "(+ input AlltoAll unless pipelined), each resource)")}
+
+
+def sort_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) -> float:
+    """The busiest GPU's id sort before the embedding update, seconds: FBGEMM's and HugeCTR's
+    backward radix-sorts the ids it looked up (to de-duplicate them and reduce their gradients
+    per row) with CUB; each id costs `sort_bytes_per_key` (CUB on an A100, 32-bit keys) of HBM
+    time at the datasheet rate, x key width / 4 bytes. The passes are set by the rows' bits (the
+    sort's end bit), not the key width, so int64 ids cost twice int32's traffic, not four times.
+    Not charged: the de-duplication and segmented reduction after the sort (no cited per-id
+    measurement). 0 with cpu-host placement (the CPUs update the tables)."""
+    if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
+        return 0.0
+    ids = embedding_work(figures, workload, place, backward=True).ids
+    return ids * cal.value("sort_bytes_per_key") * DTYPE_BYTES[workload.index_dtype] / 4 / figures.hbm_bandwidth
 
 
 def bottom_mlp_share(workload: Workload) -> float:
