@@ -173,3 +173,14 @@ def test_the_embedding_update_waits_for_the_busiest_gpus_id_sort(tmp_path):
     assert row["fixed_seconds"] == pytest.approx(120 * 1555e9 / 19.6e9 / 1e9)
     assert row["seconds"] == pytest.approx(row["bandwidth_seconds"] + row["launch_seconds"] + row["fixed_seconds"])
     assert all(r["fixed_seconds"] == 0 for r in doc["expected"]["terms"] if r["id"] != "embedding_bwd")
+
+
+def test_hbm_and_gemm_efficiencies_are_their_gpu_generations_and_blackwell_takes_hoppers():
+    assert [cal.generation(cc) for cc in (0, 70, 80, 86, 90, 100, 103)] == [
+        "Ampere", "Ampere", "Ampere", "Ampere", "Hopper", "Blackwell", "Blackwell"]
+    assert (cal.hbm_efficiency(80), cal.gemm_efficiency(80)) == (0.89, 0.69)       # A800 80GB PCIe
+    assert (cal.hbm_efficiency(90), cal.gemm_efficiency(90)) == (0.90, 0.744)      # GH200 read; H100 matmul
+    assert (cal.hbm_efficiency(100), cal.gemm_efficiency(100)) == (0.90, 0.744)    # assumed: Hopper's
+    hopper = achievable(dataclasses.replace(TINY, compute_capability=90))
+    assert hopper.hbm_bandwidth == pytest.approx(0.90e9)
+    assert hopper.peak_flop_per_s["fp16"] == pytest.approx(0.744e12)

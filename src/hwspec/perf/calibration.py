@@ -27,6 +27,12 @@ CALIBRATION: dict[str, Constant] = {
     "gemm_efficiency": Constant(
         0.69, "fraction", "fp16 torch.matmul n=8192 on an A800 80GB PCIe: 215 of 312 TFLOPS (n=2048: 193, 0.62)",
         "github.com/mli/transformers-benchmarks/issues/4"),
+    "hbm_efficiency_hopper": Constant(
+        0.90, "fraction", "Hopper (HBM3): OpenCL-Benchmark coalesced read on a GH200's H100 96GB: 3614.6 of 4000 GB/s "
+        "(coalesced write 3704.8)", "github.com/mredenti/PowerCapping configuration/OpenCL_benchmark.md"),
+    "gemm_efficiency_hopper": Constant(
+        0.744, "fraction", "Hopper: fp16 torch.matmul 8192 x 8192 on an H100 80GB HBM3 (torch 2.7, cu128): 736.2 of 989 "
+        "TFLOPS (the Ampere constant's method and size)", "github.com/zzc0721/torch-performance-test-data/issues/79"),
     "pcie_efficiency": Constant(
         0.76, "fraction", "host-GPU copies: 12 of 15.75 GB/s on PCIe Gen3 x16 (V100), 25 of 31.5 GB/s on Gen4 x16 (A100)",
         "github.com/ZaidQureshi/bam/issues/54 (BaM, measured peaks)"),
@@ -70,9 +76,34 @@ def value(name: str) -> float:
 def nvlink_efficiency(fabric_kinds: Iterable[str]) -> float:
     """Achieved nccl-tests busbw over the GPUs' fabric / line rate, the worst of `fabric_kinds`
     (the parts' `fabric.kind`): NVLink3 as measured on A100; every other kind takes NVLink4's
-    measurement (none cited for NVLink2/5 or xGMI)."""
+    measurement. assumed: NVLink5 (Blackwell), NVLink2 and xGMI take NVLink4's, the nearest measured
+    (no published nccl-tests busbw over them was read)."""
     kinds = set(fabric_kinds) or {"nvlink4"}
     return min(value("nvlink_efficiency_a100") if kind == "nvlink3" else value("nvlink_efficiency") for kind in kinds)
+
+
+GENERATIONS = (("Blackwell", 100), ("Hopper", 90), ("Ampere", 80))
+"""GPU generations by least compute capability x10; below 80 (Volta) and unknown (0) take Ampere's."""
+
+
+def generation(compute_capability: int) -> str:
+    """The generation whose efficiencies a GPU of `compute_capability` x10 takes (`GENERATIONS`)."""
+    return next((name for name, cc in GENERATIONS if compute_capability >= cc), "Ampere")
+
+
+def hbm_efficiency(compute_capability: int) -> float:
+    """Achieved HBM fraction for the GPU's generation: Ampere's A800 measurement (`hbm_efficiency`),
+    Hopper's GH200 one (`hbm_efficiency_hopper`). assumed: Blackwell (HBM3e on B200/GB200) takes
+    Hopper's, the nearest generation measured (no published Blackwell measurement was read); Volta
+    and unknown GPUs take Ampere's."""
+    return value("hbm_efficiency_hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "hbm_efficiency")
+
+
+def gemm_efficiency(compute_capability: int) -> float:
+    """Achieved dense GEMM fraction for the GPU's generation: fp16 torch.matmul at n=8192 on an A800
+    (`gemm_efficiency`) and on an H100 (`gemm_efficiency_hopper`). assumed: Blackwell takes Hopper's
+    (no published Blackwell measurement of that method was read); Volta and unknown take Ampere's."""
+    return value("gemm_efficiency_hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "gemm_efficiency")
 
 
 def network_efficiency(transport: str) -> float:
