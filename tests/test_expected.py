@@ -184,3 +184,22 @@ def test_hbm_and_gemm_efficiencies_are_their_gpu_generations_and_blackwell_takes
     hopper = achievable(dataclasses.replace(TINY, compute_capability=90))
     assert hopper.hbm_bandwidth == pytest.approx(0.90e9)
     assert hopper.peak_flop_per_s["fp16"] == pytest.approx(0.744e12)
+
+
+def test_inter_iteration_overlap_hides_the_forward_exchange_behind_the_top_mlp_backward_too(tmp_path):
+    # Without it the forward exchange hides only behind the bottom MLP's forward (its FLOP share s of
+    # mlp_fwd); with it also behind the rest of mlp_bwd, the top MLP's backward: (1 - s) x mlp_bwd more.
+    w = tiny(tmp_path)
+    plain = estimate(TINY, w)["expected"]
+    overlapped = estimate(TINY, dataclasses.replace(w, inter_iteration_overlap=True))["expected"]
+    rows = {r["id"]: r["seconds"] for r in plain["terms"]}
+    s = bottom_mlp_share(w)
+
+    def exposed(hidden_fwd):
+        return (max(0.0, rows["embedding_alltoall_fwd"] - hidden_fwd)
+                + max(0.0, rows["embedding_alltoall_bwd"] - s * rows["mlp_bwd"]))
+
+    gpu = plain["resources_seconds"]["gpu"]
+    assert plain["critical_path_seconds"] == pytest.approx(gpu + exposed(s * rows["mlp_fwd"]))
+    assert overlapped["critical_path_seconds"] == pytest.approx(
+        gpu + exposed(s * rows["mlp_fwd"] + (1 - s) * rows["mlp_bwd"]))

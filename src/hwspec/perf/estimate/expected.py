@@ -115,11 +115,17 @@ def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dic
     forward and the gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap,
     the paper's overlap of embedding communication with the bottom MLP): each adds
     max(AlltoAll, bottom MLP pass) - bottom MLP pass. The bottom MLP's part of `mlp_fwd` /
-    `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included."""
+    `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included. With
+    `inter_iteration_overlap` (HugeCTR's train_inter_iteration_overlap) the forward exchange of
+    iteration i+1 also runs beside iteration i's top-MLP backward (the rest of `mlp_bwd`), when
+    the network carries no embedding traffic of iteration i."""
     seconds = {row["id"]: row["seconds"] for row in rows}
     waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
     share = bottom_mlp_share(workload) if workload.placement == "gpu" else 0.0
     hidden = {"embedding_alltoall_fwd": share * seconds.get("mlp_fwd", 0.0),
               "embedding_alltoall_bwd": share * seconds.get("mlp_bwd", 0.0)}
+    if workload.inter_iteration_overlap and workload.placement == "gpu":
+        # the next iteration's forward exchange also runs beside this one's top-MLP backward
+        hidden["embedding_alltoall_fwd"] += (1 - share) * seconds.get("mlp_bwd", 0.0)
     exposed = math.fsum(max(0.0, seconds[tid] - hidden.get(tid, 0.0)) for tid in waits if tid in seconds)
     return resources["gpu"] + resources["host"] + exposed
