@@ -203,3 +203,24 @@ def test_inter_iteration_overlap_hides_the_forward_exchange_behind_the_top_mlp_b
     assert plain["critical_path_seconds"] == pytest.approx(gpu + exposed(s * rows["mlp_fwd"]))
     assert overlapped["critical_path_seconds"] == pytest.approx(
         gpu + exposed(s * rows["mlp_fwd"] + (1 - s) * rows["mlp_bwd"]))
+
+
+def test_gemm_efficiency_follows_the_measured_sizes_of_the_generation():
+    # Hopper: 179.13 TFLOPS at n = 1024 and 645.12 at 2048 of 989 (H100, torch 2.7); halfway in
+    # log2(FLOPs) between 2 x 1024^3 and 2 x 2048^3 (3 doublings apart) is their mean
+    mid = 2 * 1024**3 * 2 ** 1.5
+    assert cal.gemm_efficiency_at(90, mid) == pytest.approx((179.13 + 645.12) / 2 / 989)
+    assert cal.gemm_efficiency_at(90, 1e6) == pytest.approx(179.13 / 989)          # below: the smallest measured
+    assert cal.gemm_efficiency_at(90, 1e15) == pytest.approx(cal.gemm_efficiency(90), abs=1e-3)  # above: n = 8192
+    assert cal.gemm_efficiency_at(80, 2 * 2048**3) == pytest.approx(192.54 / 312)   # A800 at n = 2048
+
+
+def test_the_mlp_terms_run_at_each_gemms_size(tmp_path):
+    # tiny: local batch 10, layers 4x8, 8x2, 6x3, 3x1: every GEMM is far below n = 128 on an unknown
+    # (Ampere) GPU, 0.343 of 312 TFLOPS: the MLP terms take 0.69 / 0.0011 times the large-GEMM time
+    from hwspec.perf.estimate.expected import gemm_shape_factor
+    factor = gemm_shape_factor(TINY, tiny(tmp_path))
+    assert factor == pytest.approx(0.69 / (0.343 / 312), rel=1e-3)
+    rows = {r["id"]: r for r in estimate(TINY, tiny(tmp_path))["expected"]["terms"]}
+    assert rows["mlp_fwd"]["bandwidth_seconds"] == pytest.approx(terms(estimate(TINY, tiny(tmp_path)))["mlp_fwd"]
+                                                                 / 0.69 * factor)

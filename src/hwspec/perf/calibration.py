@@ -8,6 +8,7 @@ one table; the functions below pick from it. Efficiencies are in (0, 1], latenci
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -80,6 +81,37 @@ def nvlink_efficiency(fabric_kinds: Iterable[str]) -> float:
     (no published nccl-tests busbw over them was read)."""
     kinds = set(fabric_kinds) or {"nvlink4"}
     return min(value("nvlink_efficiency_a100") if kind == "nvlink3" else value("nvlink_efficiency") for kind in kinds)
+
+
+GEMM_BY_SIZE = {
+    "Ampere": (312e12, ((128, 0.343e12), (512, 31.456e12), (2048, 192.54e12), (8192, 215.333e12)),
+               "fp16 torch.matmul n x n x n on an A800 80GB PCIe (github.com/mli/transformers-benchmarks/issues/4)"),
+    "Hopper": (989e12, ((1024, 179.13e12), (2048, 645.12e12), (4096, 760.04e12), (8192, 736.19e12)),
+               "fp16 torch.matmul n x n x n on an H100 80GB HBM3, torch 2.7 (github.com/zzc0721/torch-performance-test-data/issues/79)"),
+}
+"""Measured fp16 GEMM rates by size per generation: (datasheet dense peak, ((n, FLOP/s), ...), source).
+`gemm_efficiency_at` interpolates them by a GEMM's FLOPs; their n = 8192 points are the
+`gemm_efficiency` constants. Blackwell: assumed Hopper's (no published measurement read)."""
+
+
+def gemm_efficiency_at(compute_capability: int, flops: float) -> float:
+    """Achieved fraction of the dense peak for one GEMM of `flops` (2 m n k) on the GPU's
+    generation: the measured square GEMMs' efficiencies (`GEMM_BY_SIZE`) interpolated linearly in
+    log2(FLOPs) between the sizes measured, the smallest's below them and the n = 8192 one above
+    (the generation's `gemm_efficiency`). assumed: a rectangular GEMM runs as a square one of the
+    same FLOPs, and every compute dtype as fp16 does."""
+    gen = "Hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "Ampere"
+    peak, points, _ = GEMM_BY_SIZE[gen]
+    curve = [(math.log2(2.0 * n**3), rate / peak) for n, rate in points]
+    if flops <= 0:
+        return curve[0][1]
+    x = math.log2(flops)
+    if x <= curve[0][0]:
+        return curve[0][1]
+    for (x0, e0), (x1, e1) in zip(curve, curve[1:]):
+        if x <= x1:
+            return e0 + (e1 - e0) * (x - x0) / (x1 - x0)
+    return curve[-1][1]
 
 
 GENERATIONS = (("Blackwell", 100), ("Hopper", 90), ("Ampere", 80))

@@ -73,6 +73,12 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
                      "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
                      "fixed_seconds": extra, "collectives": counts, "algorithms": algorithms,
                      "seconds": term.seconds + latency + kernels * launch + extra})
+    shape = gemm_shape_factor(figures, workload)
+    for row in rows:
+        if row["id"] in ("mlp_fwd", "mlp_bwd") and row["bandwidth_seconds"] > 0:
+            extra = row["bandwidth_seconds"] * (shape - 1)
+            row["bandwidth_seconds"] += extra
+            row["seconds"] += extra
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
     critical = critical_path(workload, rows, resources)
     iteration = max(critical, *resources.values())
@@ -85,6 +91,32 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
                        "latency/bandwidth model (the best algorithm and protocol), + launch overhead per kernel; "
                        "iteration = max(GPU + host + pooled-embedding exchanges not hidden behind the bottom MLP "
                        "(+ input AlltoAll unless pipelined), each resource)")}
+
+
+def gemms(workload: Workload, batch: float) -> list[float]:
+    """FLOPs of each forward GEMM of the MLPs and the interaction for `batch` samples (the
+    backward runs two of each size: input and weight gradients): 2 b in out per MLP layer; per
+    DCNv2 cross layer 2 b N r twice (low rank) or 2 b N^2; `dot` one batched GEMM of its FLOPs."""
+    sizes = [2 * batch * i * o for i, o in (*mlp_layers(workload.bottom_mlp), *mlp_layers(workload.top_mlp))]
+    if workload.interaction == "dcnv2":
+        n, r = workload.concatenated_width, workload.cross_low_rank
+        sizes += [2 * batch * n * r] * (2 * workload.cross_layers) if r else [2 * batch * n * n] * workload.cross_layers
+    elif workload.interaction == "dot":
+        sizes.append(batch * workload.interaction_flops_per_sample)
+    return [f for f in sizes if f > 0]
+
+
+def gemm_shape_factor(figures: Figures, workload: Workload) -> float:
+    """The MLP terms' time at each GEMM's own size's efficiency (`cal.gemm_efficiency_at`) over
+    their time at the generation's large-GEMM efficiency (`achievable`'s): >= 1 where the local
+    batch makes GEMMs smaller than the measured n = 8192 one. 1 without GEMMs."""
+    sizes = gemms(workload, workload.local_batch(figures.gpus))
+    total = math.fsum(sizes)
+    if total <= 0:
+        return 1.0
+    cc = figures.compute_capability
+    at_size = math.fsum(f / cal.gemm_efficiency_at(cc, f) for f in sizes)
+    return at_size / (total / cal.gemm_efficiency(cc))
 
 
 def sort_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) -> float:
