@@ -182,10 +182,10 @@ def test_the_paper_workloads_state_their_plans_so_planning_changes_nothing():
 
 @pytest.mark.parametrize("platform, name, kinds, qps_overlapped, qps_expected", [
     ("zionex-16", "model-a", ["table-wise"] * 4, 3.097e6, 1.417e6),
-    ("zionex-16", "model-f", ["table-row-wise"], 2.338e6, 1.687e6),
-    ("zionex-16", "model-i", ["table-wise x128 + table-row-wise x72"], 6.965e6, 4.179e6),
-    ("hgx-h100", "model-a", ["table-wise"] * 4, 55.28e3, 41.83e3),
-    ("hgx-h100", "model-i", ["table-wise"], 200.9e3, 151.7e3),
+    ("zionex-16", "model-f", ["table-row-wise"], 2.338e6, 1.682e6),
+    ("zionex-16", "model-i", ["table-wise", "table-row-wise"], 6.965e6, 4.179e6),
+    ("hgx-h100", "model-a", ["table-wise"] * 4, 55.28e3, 41.74e3),
+    ("hgx-h100", "model-i", ["table-wise", "table-wise"], 200.9e3, 150.5e3),
 ])
 def test_the_docs_table_of_the_paper_workloads_left_to_the_planner(platform, name, kinds, qps_overlapped, qps_expected):
     topology = load_any(ROOT / "platforms" / f"{platform}.yaml")[0].topology
@@ -242,10 +242,11 @@ def test_a_group_of_more_identical_tables_than_gpus_may_split_table_wise_one_per
 def test_model_i_on_16_zionex_nodes_splits_as_torchrec_does_128_table_wise_and_72_table_row_wise():
     # TorchRec 1.8's planner gives model-I's 200 identical tables on 128 GPUs one table-wise table per
     # GPU and the other 72 table-row-wise (the issue's check); hwspec's planner finds the same split.
+    # (The shipped model-i.yaml states that plan as two groups; here its 200 tables are one group again.)
     topology = load_any(ROOT / "platforms" / "zionex-16.yaml")[0].topology
     w = load_workload(ROOT / "workloads" / "model-i.yaml")
-    doc = estimate(figures(topology), dataclasses.replace(w, tables=tuple(dataclasses.replace(t, sharding="auto")
-                                                                          for t in w.tables)))
+    doc = estimate(figures(topology), dataclasses.replace(w, tables=(dataclasses.replace(w.tables[0], count=200,
+                                                                                         sharding="auto"),)))
     assert chosen(doc) == ["table-wise x128 + table-row-wise x72"]
     assert [(p["table"], p["count"], p["kind"]) for p in doc["plan"][0]["parts"]] == [
         ("dim92", 128, "table-wise"), ("dim92~table-row-wise", 72, "table-row-wise")]
