@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwspec.perf import calibration as cal
+from hwspec.perf import nccl_tuning as nt
 from hwspec.perf.estimate import (
     achievable,
     achieved_algbw,
@@ -22,7 +23,6 @@ from hwspec.perf.estimate import (
     bottom_mlp_share,
     collective_seconds,
     estimate,
-    protocol_latency,
     text_report,
 )
 from hwspec.perf.platform_figures import figures
@@ -30,32 +30,13 @@ from hwspec.pipeline import load_any
 from hwspec.spec.workload import load_workload
 from tests.test_estimate import BASE, TINY, terms, tiny
 
-RING_SIMPLE, RING_LL128, RING_LL, TREE_SIMPLE, TREE_LL128, TREE_LL = cal.NCCL_PROTOCOLS
 
-
-def test_ring_latency_counts_intra_and_inter_node_steps_as_nccl_does():
-    # n = 4 ranks, N = 2 nodes. AllReduce: 2(n-1) = 6 steps, 2(N-1) = 2 of them across nodes:
-    # 8.4 + 4 x 3.4 + 2 x 9.6 = 41.2 us, x 1.9 (NCCL's multi-node ring plateau) = 78.28 us
-    assert protocol_latency(TINY, "all_reduce", RING_SIMPLE) == pytest.approx(78.28e-6)
-    # ReduceScatter: n-1 = 3 steps, N-1 = 1 across nodes: 8.4 + 2 x 3.4 + 9.6 = 24.8 us, no plateau
-    assert protocol_latency(TINY, "reduce_scatter", RING_SIMPLE) == pytest.approx(24.8e-6)
-    # Ring/LL128 AllReduce: 10 + 4 x 1.9 + 2 x 4.0 = 25.6 us
-    assert protocol_latency(TINY, "all_reduce", RING_LL128) == pytest.approx(25.6e-6)
-
-
-def test_tree_latency_is_logarithmic_in_the_nodes():
-    # 4.4 + 2 x ((G-1) x 0.52 + log2(N) x 5.0) = 4.4 + 2 x (0.52 + 5.0) = 15.44 us
-    assert protocol_latency(TINY, "all_reduce", TREE_LL) == pytest.approx(15.44e-6)
-    # 16 nodes of 8: 4.4 + 2 x (7 x 1.2 + 4 x 8.5) = 89.2 us (Tree/LL128)
-    big = dataclasses.replace(TINY, gpus=128, gpus_per_node=8, nodes=16)
-    assert protocol_latency(big, "all_reduce", TREE_LL128) == pytest.approx(89.2e-6)
-
-
-def test_a_small_allreduce_takes_the_lowest_latency_protocol_and_a_large_one_ring_simple():
-    # 0 s of transfer: Ring/LL's 3.6 + 4 x 0.47 + 2 x 2.7 = 10.88 us is the least latency
-    assert collective_seconds(TINY, "all_reduce", 0.0) == (pytest.approx(10.88e-6), "Ring/LL")
-    # 1 s of transfer: Ring/Simple 1 s + 78.28 us beats LL128's 1/0.92 s and Tree's 1/0.9 s
-    assert collective_seconds(TINY, "all_reduce", 1.0) == (pytest.approx(1.0 + 78.28e-6), "Ring/Simple")
+def test_a_call_of_no_bytes_takes_the_least_latency_and_a_large_one_ring_simple():
+    # 0 bytes: latency only. NCCL 2.20.3 on TINY (4 ranks, 2 nodes, NVLink, no LL128 on an unknown GPU):
+    # Tree/LL 6.8 + 2 (1 x 0.6 + 1 x 5.0) = 18.0 us beats Ring/LL's 6.6 + 2 x 1.0 + 4 x 2.7 = 19.4 us
+    assert collective_seconds(TINY, "all_reduce", 0.0, 0.0) == (pytest.approx(18.0e-6), "Tree/LL")
+    # 1 s of Ring/Simple transfer: 1 s + 71.2 us x 1.9 (plateau) beats Tree's 1 / (0.92 x 3/4 x 0.9) s
+    assert collective_seconds(TINY, "all_reduce", 1e9, 1.0) == (pytest.approx(1.0 + 71.2e-6 * 1.9), "Ring/Simple")
 
 
 def test_achievable_rates_are_the_calibrated_fractions_of_the_datasheet_ones():
@@ -125,13 +106,15 @@ def test_every_calibration_constant_names_its_source():
 
 def test_an_alltoall_posts_its_sends_at_once_so_its_latency_does_not_grow_with_the_ranks():
     # NCCL's grouped p2p: base + one step of the slowest link a peer is reached by.
-    # Across nodes: 8.4 + 9.6 = 18 us (Ring/Simple), on TINY's 4 ranks and on 16 nodes of 8 alike
-    assert alltoall_latency(TINY, RING_SIMPLE) == pytest.approx(18.0e-6)
+    # Across nodes, NCCL 2.20.3: 8.4 + 14.0 = 22.4 us (Ring/Simple; 2.7.5: 8.4 + 9.6 = 18 us),
+    # on TINY's 4 ranks and on 16 nodes of 8 alike
+    assert alltoall_latency(TINY, "Simple") == pytest.approx(22.4e-6)
+    assert alltoall_latency(TINY, "Simple", nt.NCCL_2_7) == pytest.approx(18.0e-6)
     big = dataclasses.replace(TINY, gpus=128, gpus_per_node=8, nodes=16)
-    assert protocol_latency(big, "all_to_all", RING_SIMPLE) == pytest.approx(18.0e-6)
+    assert alltoall_latency(big, "Simple") == pytest.approx(22.4e-6)
     # one node of 8 on NVLink: 8.4 + 3.4 = 11.8 us (nccl-tests measures 10.6 us at 128 B on 8 H20s)
     node = dataclasses.replace(TINY, gpus=8, gpus_per_node=8, nodes=1)
-    assert protocol_latency(node, "all_to_all", RING_SIMPLE) == pytest.approx(11.8e-6)
+    assert alltoall_latency(node, "Simple") == pytest.approx(11.8e-6)
 
 
 def test_each_hierarchical_phase_runs_at_its_own_links_efficiency():
@@ -165,3 +148,79 @@ def test_the_pooled_embedding_alltoalls_hide_behind_the_bottom_mlp(tmp_path):
     # the bottom MLP now outlasts both exchanges: they add nothing to the GPU's work
     assert 96 / 138 * rows["mlp_fwd"] > rows["embedding_alltoall_fwd"]
     assert exp["critical_path_seconds"] == pytest.approx(exp["resources_seconds"]["gpu"])
+
+
+def test_table_row_wise_reductions_pay_a_nodes_latency_and_the_cross_node_alltoall_one_gpu_per_node(tmp_path):
+    # TINY: 2 nodes x 2 GPUs. The intra-node ReduceScatter runs among a node's 2 GPUs (one node,
+    # NVLink: NCCL 2.20.3 Ring/LL 6.6 + 1 x 0.6 = 7.2 us), the cross-node AlltoAll among 2 GPUs, one
+    # per node (8.4 + 14.0 = 22.4 us for Simple): neither pays a 4-rank ring's steps.
+    from hwspec.perf.estimate.nccl import scoped
+    node, cross = scoped(TINY, "node"), scoped(TINY, "cross")
+    assert (node.gpus, node.nodes, cross.gpus, cross.nodes, cross.gpus_per_node) == (2, 1, 2, 2, 1)
+    assert collective_seconds(node, "reduce_scatter", 0.0, 0.0) == (pytest.approx(7.2e-6), "Ring/LL")
+    assert collective_seconds(cross, "all_to_all", 0.0, 0.0)[0] == pytest.approx((6.6 + 2.7) * 1e-6)  # Ring/LL
+    doc = estimate(TINY, tiny(tmp_path, sharding="table-row-wise"))
+    row = next(r for r in doc["expected"]["terms"] if r["id"] == "embedding_alltoall_fwd")
+    assert set(row["algorithms"]) == {"reduce_scatter (node)", "all_to_all (cross)"}
+
+
+def test_the_embedding_update_waits_for_the_busiest_gpus_id_sort(tmp_path):
+    # TINY, table-wise: 2 tables of pooling 3 on 4 GPUs, global batch 40: the busiest GPU holds one
+    # table and sorts 40 x 3 = 120 int32 ids, each 1555e9 / 19.6e9 = 79.34 bytes of HBM time (CUB on
+    # an A100, Onesweep's paper) at TINY's 1e9 B/s: 9.52 us on top of the update
+    doc = estimate(TINY, tiny(tmp_path))
+    row = next(r for r in doc["expected"]["terms"] if r["id"] == "embedding_bwd")
+    assert row["fixed_seconds"] == pytest.approx(120 * 1555e9 / 19.6e9 / 1e9)
+    assert row["seconds"] == pytest.approx(row["bandwidth_seconds"] + row["launch_seconds"] + row["fixed_seconds"])
+    assert all(r["fixed_seconds"] == 0 for r in doc["expected"]["terms"] if r["id"] != "embedding_bwd")
+
+
+def test_hbm_and_gemm_efficiencies_are_their_gpu_generations_and_blackwell_takes_hoppers():
+    assert [cal.generation(cc) for cc in (0, 70, 80, 86, 90, 100, 103)] == [
+        "Ampere", "Ampere", "Ampere", "Ampere", "Hopper", "Blackwell", "Blackwell"]
+    assert (cal.hbm_efficiency(80), cal.gemm_efficiency(80)) == (0.89, 0.69)       # A800 80GB PCIe
+    assert (cal.hbm_efficiency(90), cal.gemm_efficiency(90)) == (0.90, 0.744)      # GH200 read; H100 matmul
+    assert (cal.hbm_efficiency(100), cal.gemm_efficiency(100)) == (0.90, 0.744)    # assumed: Hopper's
+    hopper = achievable(dataclasses.replace(TINY, compute_capability=90))
+    assert hopper.hbm_bandwidth == pytest.approx(0.90e9)
+    assert hopper.peak_flop_per_s["fp16"] == pytest.approx(0.744e12)
+
+
+def test_inter_iteration_overlap_hides_the_forward_exchange_behind_the_top_mlp_backward_too(tmp_path):
+    # Without it the forward exchange hides only behind the bottom MLP's forward (its FLOP share s of
+    # mlp_fwd); with it also behind the rest of mlp_bwd, the top MLP's backward: (1 - s) x mlp_bwd more.
+    w = tiny(tmp_path)
+    plain = estimate(TINY, w)["expected"]
+    overlapped = estimate(TINY, dataclasses.replace(w, inter_iteration_overlap=True))["expected"]
+    rows = {r["id"]: r["seconds"] for r in plain["terms"]}
+    s = bottom_mlp_share(w)
+
+    def exposed(hidden_fwd):
+        return (max(0.0, rows["embedding_alltoall_fwd"] - hidden_fwd)
+                + max(0.0, rows["embedding_alltoall_bwd"] - s * rows["mlp_bwd"]))
+
+    gpu = plain["resources_seconds"]["gpu"]
+    assert plain["critical_path_seconds"] == pytest.approx(gpu + exposed(s * rows["mlp_fwd"]))
+    assert overlapped["critical_path_seconds"] == pytest.approx(
+        gpu + exposed(s * rows["mlp_fwd"] + (1 - s) * rows["mlp_bwd"]))
+
+
+def test_gemm_efficiency_follows_the_measured_sizes_of_the_generation():
+    # Hopper: 179.13 TFLOPS at n = 1024 and 645.12 at 2048 of 989 (H100, torch 2.7); halfway in
+    # log2(FLOPs) between 2 x 1024^3 and 2 x 2048^3 (3 doublings apart) is their mean
+    mid = 2 * 1024**3 * 2 ** 1.5
+    assert cal.gemm_efficiency_at(90, mid) == pytest.approx((179.13 + 645.12) / 2 / 989)
+    assert cal.gemm_efficiency_at(90, 1e6) == pytest.approx(179.13 / 989)          # below: the smallest measured
+    assert cal.gemm_efficiency_at(90, 1e15) == pytest.approx(cal.gemm_efficiency(90), abs=1e-3)  # above: n = 8192
+    assert cal.gemm_efficiency_at(80, 2 * 2048**3) == pytest.approx(192.54 / 312)   # A800 at n = 2048
+
+
+def test_the_mlp_terms_run_at_each_gemms_size(tmp_path):
+    # tiny: local batch 10, layers 4x8, 8x2, 6x3, 3x1: every GEMM is far below n = 128 on an unknown
+    # (Ampere) GPU, 0.343 of 312 TFLOPS: the MLP terms take 0.69 / 0.0011 times the large-GEMM time
+    from hwspec.perf.estimate.expected import gemm_shape_factor
+    factor = gemm_shape_factor(TINY, tiny(tmp_path))
+    assert factor == pytest.approx(0.69 / (0.343 / 312), rel=1e-3)
+    rows = {r["id"]: r for r in estimate(TINY, tiny(tmp_path))["expected"]["terms"]}
+    assert rows["mlp_fwd"]["bandwidth_seconds"] == pytest.approx(terms(estimate(TINY, tiny(tmp_path)))["mlp_fwd"]
+                                                                 / 0.69 * factor)

@@ -99,8 +99,9 @@ def test_table_wise_beside_table_row_wise_is_the_larger_busiest_or_the_summed_av
 def test_table_row_wise_issues_its_own_reduction_and_cross_node_alltoall(tmp_path):
     doc = estimate(TWO_NODES, tiny(tmp_path, sharding="table-row-wise"))
     rows = {r["id"]: r for r in doc["expected"]["terms"]}
-    assert rows["embedding_alltoall_fwd"]["collectives"] == {"reduce_scatter": 1, "all_to_all": 1}
-    assert rows["embedding_alltoall_bwd"]["collectives"] == {"all_gather": 1, "all_to_all": 1}
+    # each on its own communicator: the node's G GPUs, then one GPU per node
+    assert rows["embedding_alltoall_fwd"]["collectives"] == {"reduce_scatter (node)": 1, "all_to_all (cross)": 1}
+    assert rows["embedding_alltoall_bwd"]["collectives"] == {"all_to_all (cross)": 1, "all_gather (node)": 1}
     assert rows["input_alltoall"]["collectives"] == {"all_to_all": 1}
     assert rows["embedding_fwd"]["kernels"] == 1  # joins the one fused lookup
     pooled = Term("embedding_alltoall_fwd", "pooled", "network", 1.0, 1.0, "bytes", 1.0, "algbw")

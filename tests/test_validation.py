@@ -73,6 +73,7 @@ def test_the_validation_table_covers_one_node_and_two_cluster_sizes_over_four_ro
         ("16 x DGX H100 (128 H100), v3.0", "dgx-h100-16", "dlrm-dcnv2-mlperf-b135168"),
         ("16 x DGX H100 (128 H100, Eos), v3.1", "dgx-h100-16", "dlrm-dcnv2-mlperf-b135168-v31"),
         ("16 x DGX H100 (128 H100, Eos), v4.0", "dgx-h100-16", "dlrm-dcnv2-mlperf-b135168-v31"),
+        ("8 x DGX H100 (64 H100, Eos), v4.0", "dgx-h100-8", "dlrm-dcnv2-mlperf-b135168-v31"),
         ("1 x HGX H200 (8 H200), v4.0", "hgx-h200", "dlrm-dcnv2-mlperf-b55296-v40"),
     ]
 

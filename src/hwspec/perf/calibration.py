@@ -1,13 +1,14 @@
 """Calibration of the expected estimate: achieved fractions of datasheet rates, and latencies.
 
 Every constant is a component measurement with its source: published nccl-tests and
-microbenchmark results, NCCL's own cost model, NVIDIA's documentation. None is fitted to an
+microbenchmark results, NVIDIA's documentation; NCCL's own cost model is `hwspec.perf.nccl_tuning`. None is fitted to an
 end-to-end training result (those are for validation, docs/estimates.md). `CALIBRATION` is the
 one table; the functions below pick from it. Efficiencies are in (0, 1], latencies in seconds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,6 +28,12 @@ CALIBRATION: dict[str, Constant] = {
     "gemm_efficiency": Constant(
         0.69, "fraction", "fp16 torch.matmul n=8192 on an A800 80GB PCIe: 215 of 312 TFLOPS (n=2048: 193, 0.62)",
         "github.com/mli/transformers-benchmarks/issues/4"),
+    "hbm_efficiency_hopper": Constant(
+        0.90, "fraction", "Hopper (HBM3): OpenCL-Benchmark coalesced read on a GH200's H100 96GB: 3614.6 of 4000 GB/s "
+        "(coalesced write 3704.8)", "github.com/mredenti/PowerCapping configuration/OpenCL_benchmark.md"),
+    "gemm_efficiency_hopper": Constant(
+        0.744, "fraction", "Hopper: fp16 torch.matmul 8192 x 8192 on an H100 80GB HBM3 (torch 2.7, cu128): 736.2 of 989 "
+        "TFLOPS (the Ampere constant's method and size)", "github.com/zzc0721/torch-performance-test-data/issues/79"),
     "pcie_efficiency": Constant(
         0.76, "fraction", "host-GPU copies: 12 of 15.75 GB/s on PCIe Gen3 x16 (V100), 25 of 31.5 GB/s on Gen4 x16 (A100)",
         "github.com/ZaidQureshi/bam/issues/54 (BaM, measured peaks)"),
@@ -34,54 +41,31 @@ CALIBRATION: dict[str, Constant] = {
         0.82, "fraction", "nccl-tests busbw over NVLink4 with NCCL_ALGO=Ring: ~370 of 450 GB/s (~20% protocol overhead)",
         "github.com/NVIDIA/nccl-tests/issues/212 (NCCL maintainer's answer)"),
     "nvlink_efficiency_a100": Constant(
-        0.69, "fraction", "nccl-tests all_reduce busbw on 8 x A100 SXM4 (NVLink3): 208 of 300 GB/s (~200 in #149)",
-        "github.com/NVIDIA/nccl-tests/issues/178, /issues/149"),
+        0.69, "fraction", "nccl-tests all_reduce busbw over NVLink3 (300 GB/s per GPU): ~200 GB/s on 8 x A100 SXM4 "
+        "(#149, 0.67); 208 GB/s on a 2-GPU NV12 pair (#178, 0.69)",
+        "github.com/NVIDIA/nccl-tests/issues/149, /issues/178"),
     "rdma_efficiency": Constant(
-        0.96, "fraction", "nccl-tests all_reduce busbw over 4 x HDR 200G per 8 A100s: 96 of 100 GB/s peak",
+        0.96, "fraction", "nccl-tests all_reduce busbw over 4 x HDR 200G per 8 A100s: 96 of 100 GB/s, the peak of "
+        "a size sweep (its large sizes; the sweep's average, 0.85, includes the small sizes whose time is latency, "
+        "which NCCL's cost model adds separately)",
         "github.com/NVIDIA/nccl-tests/issues/119"),
     "tcp_efficiency": Constant(
         0.60, "fraction", "nccl-tests over TCP sockets: no more than ~60% of wire speed even at large sizes",
         "github.com/NVIDIA/nccl/issues/209"),
-    "nccl_multinode_allreduce_factor": Constant(
-        1.9, "factor", "NCCL's cost model multiplies a multi-node Ring/Simple AllReduce's latency by 1.9 for large sizes "
-        "(its 'plateau effect of ring')", "NVIDIA/nccl src/graph/tuning.cc (ncclTopoGetAlgoTime), commit 01afd20a"),
     "kernel_launch_overhead": Constant(
         0.9e-6, "seconds", "GPU time per kernel beyond its execution when launches are queued asynchronously: "
         "3.8 us per kernel for a 2.9 us kernel", "NVIDIA Technical Blog, 'Getting Started with CUDA Graphs' (2019)"),
+    "sort_bytes_per_key": Constant(
+        1555e9 / (29.4e9 / 1.5), "bytes", "HBM time of one 32-bit key in a GPU radix sort, as bytes at the datasheet HBM "
+        "rate: CUB's LSD radix sort of 256M random 32-bit keys on an A100 runs 1.5x slower than Onesweep's 29.4 "
+        "GKey/s, 19.6 GKey/s; at the A100 40GB's 1555 GB/s, 79.3 bytes per key (assumed: the 40 GB A100; on the "
+        "80 GB part, 2039 GB/s, it would be 104 bytes)",
+        "Adinets and Merrill, 'Onesweep: A Faster Least Significant Digit Radix Sort for GPUs', arXiv 2206.01784 (2022)"),
     "allreduce_bucket_bytes": Constant(
         25 * 2**20, "bytes", "PyTorch DistributedDataParallel's default gradient bucket (bucket_cap_mb=25): "
         "one AllReduce per bucket", "pytorch.org/docs DistributedDataParallel"),
 }
 """The calibration table: docs/estimates.md prints it with its sources."""
-
-NCCL_SOURCE = "NVIDIA/nccl src/graph/tuning.cc (baseLat, hwLat and the bandwidth refinements), commit 01afd20a"
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """One NCCL (algorithm, protocol) of NCCL's cost model: latencies in seconds, the base and per
-    step over NVLink, PCIe and the network, and its bandwidth as a fraction of Ring/Simple's."""
-
-    algorithm: str
-    protocol: str
-    base: float
-    nvlink: float
-    pcie: float
-    net: float
-    bandwidth: float
-
-
-NCCL_PROTOCOLS = (
-    Protocol("Ring", "Simple", 8.4e-6, 3.4e-6, 5.7e-6, 9.6e-6, 1.0),
-    Protocol("Ring", "LL128", 10.0e-6, 1.9e-6, 2.5e-6, 4.0e-6, 0.92),
-    Protocol("Ring", "LL", 3.6e-6, 0.47e-6, 1.0e-6, 2.7e-6, 0.25),
-    Protocol("Tree", "Simple", 0.0, 28e-6, 28e-6, 50e-6, 0.9),
-    Protocol("Tree", "LL128", 4.4e-6, 1.2e-6, 1.9e-6, 8.5e-6, 0.9 * 0.915),
-    Protocol("Tree", "LL", 4.4e-6, 0.52e-6, 1.0e-6, 5.0e-6, 0.9 / 3.8),
-)
-"""NCCL's own latency/bandwidth model (NCCL_SOURCE), the alpha-beta terms hwspec uses per
-collective. Tree is AllReduce only; Ring LL is 1/4 of Simple's bandwidth (NCCL: 1/3 for
-single-node non-reduce collectives; the lower figure is taken)."""
 
 RDMA_TRANSPORTS = ("infiniband", "rocev2", "roce", "efa")
 
@@ -93,9 +77,65 @@ def value(name: str) -> float:
 def nvlink_efficiency(fabric_kinds: Iterable[str]) -> float:
     """Achieved nccl-tests busbw over the GPUs' fabric / line rate, the worst of `fabric_kinds`
     (the parts' `fabric.kind`): NVLink3 as measured on A100; every other kind takes NVLink4's
-    measurement (none cited for NVLink2/5 or xGMI)."""
+    measurement. assumed: NVLink5 (Blackwell), NVLink2 and xGMI take NVLink4's, the nearest measured
+    (no published nccl-tests busbw over them was read)."""
     kinds = set(fabric_kinds) or {"nvlink4"}
     return min(value("nvlink_efficiency_a100") if kind == "nvlink3" else value("nvlink_efficiency") for kind in kinds)
+
+
+GEMM_BY_SIZE = {
+    "Ampere": (312e12, ((128, 0.343e12), (512, 31.456e12), (2048, 192.54e12), (8192, 215.333e12)),
+               "fp16 torch.matmul n x n x n on an A800 80GB PCIe (github.com/mli/transformers-benchmarks/issues/4)"),
+    "Hopper": (989e12, ((1024, 179.13e12), (2048, 645.12e12), (4096, 760.04e12), (8192, 736.19e12)),
+               "fp16 torch.matmul n x n x n on an H100 80GB HBM3, torch 2.7 (github.com/zzc0721/torch-performance-test-data/issues/79)"),
+}
+"""Measured fp16 GEMM rates by size per generation: (datasheet dense peak, ((n, FLOP/s), ...), source).
+`gemm_efficiency_at` interpolates them by a GEMM's FLOPs; their n = 8192 points are the
+`gemm_efficiency` constants. Blackwell: assumed Hopper's (no published measurement read)."""
+
+
+def gemm_efficiency_at(compute_capability: int, flops: float) -> float:
+    """Achieved fraction of the dense peak for one GEMM of `flops` (2 m n k) on the GPU's
+    generation: the measured square GEMMs' efficiencies (`GEMM_BY_SIZE`) interpolated linearly in
+    log2(FLOPs) between the sizes measured, the smallest's below them and the n = 8192 one above
+    (the generation's `gemm_efficiency`). assumed: a rectangular GEMM runs as a square one of the
+    same FLOPs, and every compute dtype as fp16 does."""
+    gen = "Hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "Ampere"
+    peak, points, _ = GEMM_BY_SIZE[gen]
+    curve = [(math.log2(2.0 * n**3), rate / peak) for n, rate in points]
+    if flops <= 0:
+        return curve[0][1]
+    x = math.log2(flops)
+    if x <= curve[0][0]:
+        return curve[0][1]
+    for (x0, e0), (x1, e1) in zip(curve, curve[1:]):
+        if x <= x1:
+            return e0 + (e1 - e0) * (x - x0) / (x1 - x0)
+    return curve[-1][1]
+
+
+GENERATIONS = (("Blackwell", 100), ("Hopper", 90), ("Ampere", 80))
+"""GPU generations by least compute capability x10; below 80 (Volta) and unknown (0) take Ampere's."""
+
+
+def generation(compute_capability: int) -> str:
+    """The generation whose efficiencies a GPU of `compute_capability` x10 takes (`GENERATIONS`)."""
+    return next((name for name, cc in GENERATIONS if compute_capability >= cc), "Ampere")
+
+
+def hbm_efficiency(compute_capability: int) -> float:
+    """Achieved HBM fraction for the GPU's generation: Ampere's A800 measurement (`hbm_efficiency`),
+    Hopper's GH200 one (`hbm_efficiency_hopper`). assumed: Blackwell (HBM3e on B200/GB200) takes
+    Hopper's, the nearest generation measured (no published Blackwell measurement was read); Volta
+    and unknown GPUs take Ampere's."""
+    return value("hbm_efficiency_hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "hbm_efficiency")
+
+
+def gemm_efficiency(compute_capability: int) -> float:
+    """Achieved dense GEMM fraction for the GPU's generation: fp16 torch.matmul at n=8192 on an A800
+    (`gemm_efficiency`) and on an H100 (`gemm_efficiency_hopper`). assumed: Blackwell takes Hopper's
+    (no published Blackwell measurement of that method was read); Volta and unknown take Ampere's."""
+    return value("gemm_efficiency_hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "gemm_efficiency")
 
 
 def network_efficiency(transport: str) -> float:
@@ -108,6 +148,7 @@ def markdown_table() -> str:
     """The calibration table as markdown (docs/estimates.md embeds it)."""
     rows = ["| constant | value | measured | source |", "|---|---|---|---|"]
     for name, c in CALIBRATION.items():
-        shown = f"{c.value * 1e6:g} us" if c.unit == "seconds" else (f"{c.value / 2**20:g} MiB" if c.unit == "bytes" else f"{c.value:g}")
+        shown = (f"{c.value * 1e6:g} us" if c.unit == "seconds" else f"{c.value / 2**20:g} MiB" if name.endswith("_bucket_bytes")
+                 else f"{c.value:.1f} B" if c.unit == "bytes" else f"{c.value:g}")
         rows.append(f"| `{name}` | {shown} | {c.measured} | {c.source} |")
     return "\n".join(rows) + "\n"

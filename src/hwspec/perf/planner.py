@@ -57,24 +57,41 @@ UNFIT: Cost = (math.inf, math.inf)
 
 @dataclass(frozen=True)
 class Choice:
-    """One candidate sharding of a table group: a kind and, for column-wise, its shard count."""
+    """One candidate sharding of a table group: a kind and, for column-wise, its shard count; or
+    a split of the group's identical tables (`split` > 0): the first `split` tables of that kind,
+    the other `count - split` of kind `rest`."""
 
     kind: str
     column_shards: int = 1
+    split: int = 0
+    rest: str = ""
 
     @property
     def label(self) -> str:
-        return f"column-wise x{self.column_shards}" if self.kind == "column-wise" else self.kind
+        base = f"column-wise x{self.column_shards}" if self.kind == "column-wise" else self.kind
+        return f"{base} ({self.split} tables) + {self.rest} (the rest)" if self.split else base
 
-    def apply(self, table: Table) -> Table:
-        """`table` sharded this way."""
-        if self.kind == "column-wise":
-            return dataclasses.replace(table, sharding=self.kind, column_shards=self.column_shards)
-        return dataclasses.replace(table, sharding=self.kind)
+    def apply(self, table: Table) -> tuple[Table, ...]:
+        """`table` sharded this way: one group, or two for a split (the second named
+        `<name>~<rest>`, its tables the group's last)."""
+        first = (dataclasses.replace(table, sharding=self.kind, column_shards=self.column_shards)
+                 if self.kind == "column-wise" else dataclasses.replace(table, sharding=self.kind))
+        if not self.split:
+            return (first,)
+        return (dataclasses.replace(first, count=self.split),
+                dataclasses.replace(table, name=f"{table.name}~{self.rest}", sharding=self.rest, count=table.count - self.split))
+
+
+MAX_SPLITS = 4
+"""Split points the planner weighs per group: `n`, 2`n`, ... (at most this many) tables table-wise."""
 
 
 def candidates(figures: Figures, table: Table) -> list[Choice]:
-    """Every sharding the planner weighs for `table` on `figures`, in the order it prefers on a tie."""
+    """Every sharding the planner weighs for `table` on `figures`, in the order it prefers on a tie.
+    A group of more identical tables than GPUs may also split (TorchRec's planner shards each
+    table on its own, and gives model-I's 200 tables on 128 GPUs 128 table-wise, one per GPU, and
+    72 table-row-wise): k = n, 2n, ... tables table-wise, the rest row-wise or (on several nodes)
+    table-row-wise, after every unsplit candidate."""
     choices = [Choice("table-wise"), Choice("row-wise")]
     if figures.nodes > 1:
         choices.append(Choice("table-row-wise"))
@@ -84,12 +101,18 @@ def candidates(figures: Figures, table: Table) -> list[Choice]:
             choices.append(Choice("column-wise", k))
         k *= 2
     choices.append(Choice("data-parallel"))
+    n = figures.gpus
+    rests = ["row-wise"] + (["table-row-wise"] if figures.nodes > 1 else [])
+    if n > 1:
+        for split in range(n, table.count, n)[:MAX_SPLITS]:
+            choices += [Choice("table-wise", split=split, rest=rest) for rest in rests]
     return choices
 
 
 def with_choices(workload: Workload, choices: dict[int, Choice]) -> Workload:
-    """`workload` with table group i sharded as `choices[i]` (the others as they are)."""
-    tables = tuple(choices[i].apply(t) if i in choices else t for i, t in enumerate(workload.tables))
+    """`workload` with table group i sharded as `choices[i]` (the others as they are; a split
+    group becomes two, in place)."""
+    tables = tuple(part for i, t in enumerate(workload.tables) for part in (choices[i].apply(t) if i in choices else (t,)))
     return dataclasses.replace(workload, tables=tables)
 
 
@@ -169,14 +192,26 @@ def plan(figures: Figures, workload: Workload, estimate_plan: Estimator) -> Plan
         if current == before:
             break
     planned = with_choices(workload, dict(zip(auto, current)))
-    groups = [_entry(figures, t, "stated in the workload") for t in planned.tables]
+    groups = [_entry(figures, t, "stated in the workload") for t in workload.tables]
     for j, i in enumerate(auto):
         others = [(c, cost(at(current, j, c))) for c in options[j] if c != current[j]]
         fitting = [(c, k) for c, k in others if k != UNFIT]
         runner_up = min(fitting, key=lambda ck: ck[1]) if fitting else None
-        groups[i] = _entry(figures, planned.tables[i], why(cost(current), runner_up, len(others) - len(fitting)),
-                           cost(current), runner_up)
+        parts = current[j].apply(workload.tables[i])
+        reason = why(cost(current), runner_up, len(others) - len(fitting))
+        groups[i] = (_entry(figures, parts[0], reason, cost(current), runner_up) if len(parts) == 1
+                     else _split_entry(figures, workload.tables[i], parts, current[j], reason, cost(current), runner_up))
     return Planned(planned, groups)
+
+
+def _split_entry(figures: Figures, table: Table, parts: tuple[Table, ...], choice: Choice, reason: str, cost: Cost,
+                 runner_up: tuple[Choice, Cost] | None) -> dict[str, Any]:
+    """The plan entry of a split group: its kind says both parts, `parts` has each one's entry."""
+    entry = _entry(figures, dataclasses.replace(table, sharding=choice.kind), reason, cost, runner_up)
+    entry["kind"] = " + ".join(f"{p.sharding} x{p.count}" for p in parts)
+    entry["shards_per_table"] = None
+    entry["parts"] = [_entry(figures, p, "part of the split", cost) for p in parts]
+    return entry
 
 
 def why(chosen: Cost, runner_up: tuple[Choice, Cost] | None, unfit: int) -> str:

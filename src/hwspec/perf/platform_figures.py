@@ -59,6 +59,7 @@ class Figures:
     collective_phases: dict[str, dict[str, float]] = field(default_factory=dict)
     host_memory_capacity: float = 0.0        # a node's host DDR, all sockets (an APU's memory counted as HBM: 0)
     host_memory_bandwidth: float = 0.0       # the same sockets' DDR bandwidth, summed
+    compute_capability: int = 0              # the GPUs' least CUDA compute capability x10 (NCCL's minCompCap); 0 unknown
 
 
 def _tier(doc: dict[str, Any], name: str, key: str = "bandwidth_bytes_per_s") -> float:
@@ -180,6 +181,7 @@ def figures(topology) -> Figures:
         collective_phases=phases,
         host_memory_capacity=float(min(t.platform.memory_capacity for t in node_topologies)),
         host_memory_bandwidth=float(min(t.platform.memory_bandwidth for t in node_topologies)),
+        compute_capability=min((g.sm or 0 for t in node_topologies for g in t.platform.gpus), default=0),
     )
 
 

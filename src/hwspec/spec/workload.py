@@ -183,6 +183,12 @@ class WorkloadSpec(Spec):
     convergence: ConvergenceSpec | None = Field(None, description="Samples to converge: turns each QPS into a time to train.")
     pipeline: StrictBool = Field(True, description="The input AlltoAll of batch i+1 overlaps batch i's MLPs (the paper's "
                                              "pipelining, TorchRec's TrainPipelineSparseDist); false: the GPU waits for it.")
+    inter_iteration_overlap: StrictBool = Field(
+        False, description="The pooled-embedding AlltoAll forward of iteration i+1 runs beside iteration i's top-MLP "
+                           "backward (HugeCTR's train_inter_iteration_overlap); false: only beside the bottom MLP.")
+    nccl: Literal["2.7.5", "2.20.3"] = Field(
+        "2.20.3", description="The NCCL release whose cost model (src/graph/tuning.cc) prices the collectives: 2.7.5 "
+                              "(2020-21, the paper's era) or 2.20.3 (2024, the MLPerf v3.0-v5.0 era).")
 
 
 # ---------------------------------------------------------------- resolved
@@ -259,6 +265,8 @@ class Workload:
     samples_to_converge: float | None = None
     placement: str = "gpu"
     pipeline: bool = True
+    nccl: str = "2.20.3"
+    inter_iteration_overlap: bool = False
 
     def local_batch(self, world_size: int) -> float:
         """Samples per GPU per iteration on `world_size` GPUs (may be fractional for a global
@@ -379,7 +387,8 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
         locate=lambda *path: locate(tuple(path)),
         cross_layers=spec.cross.layers if spec.cross else 0, cross_low_rank=spec.cross.low_rank if spec.cross else None,
         samples_to_converge=_samples_to_converge(spec.convergence),
-        placement=emb.placement, pipeline=spec.pipeline)
+        placement=emb.placement, pipeline=spec.pipeline, nccl=spec.nccl,
+        inter_iteration_overlap=spec.inter_iteration_overlap)
     _check_top_mlp_input(workload)
     return workload
 

@@ -39,7 +39,7 @@ from hwspec.perf.estimate.achievable import achievable, achieved_algbw
 from hwspec.perf.estimate.document import estimate, estimate_plan, time_to_train_seconds
 from hwspec.perf.estimate.exchanges import cross_node_alltoall_algbw, inter_node_share
 from hwspec.perf.estimate.expected import bottom_mlp_share
-from hwspec.perf.estimate.nccl import alltoall_latency, collective_seconds, collectives_per_iteration, protocol_latency
+from hwspec.perf.estimate.nccl import alltoall_latency, collective_seconds, collectives_per_iteration, nccl_comm
 from hwspec.perf.estimate.placement import host_figures, placement
 from hwspec.perf.estimate.report import ms, qps, text_report
 from hwspec.perf.estimate.shards import busiest, with_table_row_wise
@@ -63,8 +63,8 @@ __all__ = [
     "host_figures",
     "inter_node_share",
     "ms",
+    "nccl_comm",
     "placement",
-    "protocol_latency",
     "qps",
     "table_terms",
     "text_report",

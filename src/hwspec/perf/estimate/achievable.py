@@ -14,16 +14,17 @@ from hwspec.perf.platform_figures import Figures
 
 def achievable(figures: Figures) -> Figures:
     """`figures` with every rate at its calibrated achieved fraction (`hwspec.perf.calibration`):
-    HBM, GEMM peaks, the PCIe host link, NICs by transport (ingestion over TCP), and the
-    collective algbw bounds phase by phase (`achieved_algbw`). Capacities, DDR and SSD (no cited
-    measurement; behind PCIe when spilled) are unchanged. Every factor is in (0, 1]."""
+    HBM and GEMM peaks at their GPU generation's (`cal.hbm_efficiency`, `cal.gemm_efficiency`),
+    the PCIe host link, NICs by transport (ingestion over TCP), and the collective algbw bounds
+    phase by phase (`achieved_algbw`). Capacities, DDR and SSD (no cited measurement; behind PCIe
+    when spilled) are unchanged. Every factor is in (0, 1]."""
     intra = intra_node_efficiency(figures)
     network = cal.network_efficiency(figures.transport)
     pcie, tcp = cal.value("pcie_efficiency"), cal.value("tcp_efficiency")
     return dataclasses.replace(
         figures,
-        peak_flop_per_s={k: v * cal.value("gemm_efficiency") for k, v in figures.peak_flop_per_s.items()},
-        hbm_bandwidth=figures.hbm_bandwidth * cal.value("hbm_efficiency"),
+        peak_flop_per_s={k: v * cal.gemm_efficiency(figures.compute_capability) for k, v in figures.peak_flop_per_s.items()},
+        hbm_bandwidth=figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability),
         pcie_host_bandwidth=figures.pcie_host_bandwidth * pcie,
         pcie_host_shared_bandwidth=figures.pcie_host_shared_bandwidth * pcie,
         nic_bandwidth=figures.nic_bandwidth * (tcp if figures.ingestion_on_collective_nics else network),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hwspec.perf import roofline as rf
 from hwspec.perf.estimate.shards import Shards, busiest, column_shards, ids_bytes, per_node, twrw_nodes, with_table_row_wise
-from hwspec.perf.estimate.term import TERMS, Term, _term
+from hwspec.perf.estimate.term import TERMS, Call, Term, _term
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import DTYPE_BYTES, LENGTH_BYTES, Workload
 
@@ -98,17 +98,20 @@ def table_row_wise_exchange(figures: Figures, workload: Workload) -> TableRowWis
     return TableRowWiseExchange(big_b * dims, big_b / g * dims if nodes > 1 else 0.0)
 
 
-def pooled_term(tid: str, parts: list[tuple[str, float, float, str]], default_bound: str) -> Term:
+def pooled_term(tid: str, parts: list[tuple[str, float, float, str, str, str]], default_bound: str) -> Term:
     """A pooled-embedding term from its collectives, each (what, buffer bytes S, algbw, what
-    bounds it): they run one after another, so the seconds add (a part with S or algbw 0 is left
-    out); the term's rate is the effective one, its amount the sum of the buffers."""
+    bounds it, collective, scope: `Call.scope`): they run one after another, so the seconds add
+    (a part with S or algbw 0 is left out); the term's rate is the effective one, its amount the
+    sum of the buffers, its `calls` one per part."""
     used = [part for part in parts if part[1] > 0 and part[2] > 0]
-    seconds = math.fsum(nbytes / rate for _, nbytes, rate, _ in used)
-    amount = math.fsum(nbytes for _, nbytes, _, _ in used)
+    seconds = math.fsum(nbytes / rate for _, nbytes, rate, *_ in used)
+    amount = math.fsum(nbytes for _, nbytes, *_ in used)
     label, resource = next((label, res) for i, label, res in TERMS if i == tid)
+    calls = tuple(Call(collective, nbytes, nbytes / rate, scope) for _, nbytes, rate, _, collective, scope in used)
     return Term(tid, label, resource, seconds, amount, "bytes", amount / seconds if seconds else 0.0,
-                "; ".join(bound for *_, bound in used) or default_bound,
-                "; ".join(f"{what} of {rf.gib(int(nbytes))} at {rf.gbps(rate)}" for what, nbytes, rate, _ in used))
+                "; ".join(bound for _, _, _, bound, *_ in used) or default_bound,
+                "; ".join(f"{what} of {rf.gib(int(nbytes))} at {rf.gbps(rate)}" for what, nbytes, rate, *_ in used),
+                calls)
 
 
 @dataclass(frozen=True)
@@ -154,13 +157,17 @@ def _gpu_exchange_terms(figures: Figures, workload: Workload, ids: float, ids_de
     for tid, s_comm, rw_collective in (("embedding_alltoall_fwd", DTYPE_BYTES[workload.comm_forward], "reduce_scatter"),
                                        ("embedding_alltoall_bwd", DTYPE_BYTES[workload.comm_backward], "all_gather")):
         rw_rate, intra = _collective(figures, rw_collective), intra_node_algbw(figures, rw_collective)
+        # TorchRec's output dists: one AlltoAll over every GPU for the table- and column-wise shards, one
+        # ReduceScatter / AllGather over every GPU for the row-wise tables; the table-row-wise tables
+        # within the node (its G GPUs), then among the N GPUs of each local rank (one per node)
         terms.append(pooled_term(tid, [
-            ("table/column-wise: AlltoAll", big_b * shards.dims * s_comm, a2a, a2a_name),
-            (f"row-wise: {rw_collective}", big_b * rw_dims * s_comm, rw_rate, f"{rw_collective} algbw {rf.gbps(rw_rate)}"),
+            ("table/column-wise: AlltoAll", big_b * shards.dims * s_comm, a2a, a2a_name, "all_to_all", "all"),
+            (f"row-wise: {rw_collective}", big_b * rw_dims * s_comm, rw_rate, f"{rw_collective} algbw {rf.gbps(rw_rate)}",
+             rw_collective, "all"),
             (f"table-row-wise: intra-node {rw_collective}", twrw.intra * s_comm, intra,
-             f"intra-node {rw_collective} algbw {rf.gbps(intra)}"),
+             f"intra-node {rw_collective} algbw {rf.gbps(intra)}", rw_collective, "node"),
             ("table-row-wise: cross-node AlltoAll", twrw.cross * s_comm, cross,
-             f"cross-node all_to_all algbw {rf.gbps(cross)} (N x NIC share / (N-1))"),
+             f"cross-node all_to_all algbw {rf.gbps(cross)} (N x NIC share / (N-1))", "all_to_all", "cross"),
         ], a2a_name))
     return terms
 

@@ -12,11 +12,12 @@ from typing import Any
 
 from hwspec.perf import calibration as cal
 from hwspec.perf.estimate.achievable import achievable
-from hwspec.perf.estimate.nccl import collective_seconds, collectives_per_iteration
+from hwspec.perf.estimate.lookups import embedding_work
+from hwspec.perf.estimate.nccl import calls, collective_seconds, release, scoped
 from hwspec.perf.estimate.term import RESOURCES, Term
 from hwspec.perf.estimate.terms import _terms
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import Workload, mlp_layers
+from hwspec.spec.workload import DTYPE_BYTES, Workload, mlp_layers
 
 
 def kernels_per_iteration(workload: Workload, term: Term) -> int:
@@ -48,22 +49,36 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     do, except that the GPU waits for the pooled-embedding AlltoAlls (`PIPELINE`), so the
     iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
     bound: every rate is at most the bound's and every added time is >= 0."""
-    derated, _, _ = _terms(achievable(figures), workload)
+    derated, place, _ = _terms(achievable(figures), workload)
+    fixed = {"embedding_bwd": sort_seconds(figures, workload, place)}
     launch = cal.value("kernel_launch_overhead")
+    rel = release(workload)
     rows: list[dict[str, Any]] = []
     for term in derated:
-        counts = collectives_per_iteration(workload, term, figures.nodes)
-        calls = sum(counts.values())
+        made = calls(workload, term, figures.nodes)
+        counts: dict[str, int] = {}
         communication, algorithms = 0.0, dict[str, str]()
-        for name, c in counts.items():
-            # the term's transfer time is split evenly over its calls (one size per term)
-            seconds, algorithms[name] = collective_seconds(figures, name, term.seconds / calls)
-            communication += c * seconds
-        latency = communication - term.seconds if calls else 0.0
+        for call in made:
+            seconds, algorithm = collective_seconds(scoped(figures, call.scope), call.collective, call.nbytes,
+                                                    call.seconds, rel)
+            label = call.collective if call.scope == "all" or figures.nodes <= 1 else f"{call.collective} ({call.scope})"
+            counts[label] = counts.get(label, 0) + 1
+            algorithms[label] = algorithm
+            communication += seconds
+        calls_made = len(made)
+        latency = communication - term.seconds if calls_made else 0.0
         kernels = kernels_per_iteration(workload, term)
+        extra = fixed.get(term.id, 0.0) if term.amount > 0 else 0.0
         rows.append({"id": term.id, "resource": term.resource, "bandwidth_seconds": term.seconds,
                      "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
-                     "collectives": counts, "algorithms": algorithms, "seconds": term.seconds + latency + kernels * launch})
+                     "fixed_seconds": extra, "collectives": counts, "algorithms": algorithms,
+                     "seconds": term.seconds + latency + kernels * launch + extra})
+    shape = gemm_shape_factor(figures, workload)
+    for row in rows:
+        if row["id"] in ("mlp_fwd", "mlp_bwd") and row["bandwidth_seconds"] > 0:
+            extra = row["bandwidth_seconds"] * (shape - 1)
+            row["bandwidth_seconds"] += extra
+            row["seconds"] += extra
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
     critical = critical_path(workload, rows, resources)
     iteration = max(critical, *resources.values())
@@ -76,6 +91,46 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
                        "latency/bandwidth model (the best algorithm and protocol), + launch overhead per kernel; "
                        "iteration = max(GPU + host + pooled-embedding exchanges not hidden behind the bottom MLP "
                        "(+ input AlltoAll unless pipelined), each resource)")}
+
+
+def gemms(workload: Workload, batch: float) -> list[float]:
+    """FLOPs of each forward GEMM of the MLPs and the interaction for `batch` samples (the
+    backward runs two of each size: input and weight gradients): 2 b in out per MLP layer; per
+    DCNv2 cross layer 2 b N r twice (low rank) or 2 b N^2; `dot` one batched GEMM of its FLOPs."""
+    sizes = [2 * batch * i * o for i, o in (*mlp_layers(workload.bottom_mlp), *mlp_layers(workload.top_mlp))]
+    if workload.interaction == "dcnv2":
+        n, r = workload.concatenated_width, workload.cross_low_rank
+        sizes += [2 * batch * n * r] * (2 * workload.cross_layers) if r else [2 * batch * n * n] * workload.cross_layers
+    elif workload.interaction == "dot":
+        sizes.append(batch * workload.interaction_flops_per_sample)
+    return [f for f in sizes if f > 0]
+
+
+def gemm_shape_factor(figures: Figures, workload: Workload) -> float:
+    """The MLP terms' time at each GEMM's own size's efficiency (`cal.gemm_efficiency_at`) over
+    their time at the generation's large-GEMM efficiency (`achievable`'s): >= 1 where the local
+    batch makes GEMMs smaller than the measured n = 8192 one. 1 without GEMMs."""
+    sizes = gemms(workload, workload.local_batch(figures.gpus))
+    total = math.fsum(sizes)
+    if total <= 0:
+        return 1.0
+    cc = figures.compute_capability
+    at_size = math.fsum(f / cal.gemm_efficiency_at(cc, f) for f in sizes)
+    return at_size / (total / cal.gemm_efficiency(cc))
+
+
+def sort_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) -> float:
+    """The busiest GPU's id sort before the embedding update, seconds: FBGEMM's and HugeCTR's
+    backward radix-sorts the ids it looked up (to de-duplicate them and reduce their gradients
+    per row) with CUB; each id costs `sort_bytes_per_key` (CUB on an A100, 32-bit keys) of HBM
+    time at the datasheet rate, x key width / 4 bytes. The passes are set by the rows' bits (the
+    sort's end bit), not the key width, so int64 ids cost twice int32's traffic, not four times.
+    Not charged: the de-duplication and segmented reduction after the sort (no cited per-id
+    measurement). 0 with cpu-host placement (the CPUs update the tables)."""
+    if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
+        return 0.0
+    ids = embedding_work(figures, workload, place, backward=True).ids
+    return ids * cal.value("sort_bytes_per_key") * DTYPE_BYTES[workload.index_dtype] / 4 / figures.hbm_bandwidth
 
 
 def bottom_mlp_share(workload: Workload) -> float:
@@ -92,11 +147,17 @@ def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dic
     forward and the gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap,
     the paper's overlap of embedding communication with the bottom MLP): each adds
     max(AlltoAll, bottom MLP pass) - bottom MLP pass. The bottom MLP's part of `mlp_fwd` /
-    `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included."""
+    `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included. With
+    `inter_iteration_overlap` (HugeCTR's train_inter_iteration_overlap) the forward exchange of
+    iteration i+1 also runs beside iteration i's top-MLP backward (the rest of `mlp_bwd`), when
+    the network carries no embedding traffic of iteration i."""
     seconds = {row["id"]: row["seconds"] for row in rows}
     waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
     share = bottom_mlp_share(workload) if workload.placement == "gpu" else 0.0
     hidden = {"embedding_alltoall_fwd": share * seconds.get("mlp_fwd", 0.0),
               "embedding_alltoall_bwd": share * seconds.get("mlp_bwd", 0.0)}
+    if workload.inter_iteration_overlap and workload.placement == "gpu":
+        # the next iteration's forward exchange also runs beside this one's top-MLP backward
+        hidden["embedding_alltoall_fwd"] += (1 - share) * seconds.get("mlp_bwd", 0.0)
     exposed = math.fsum(max(0.0, seconds[tid] - hidden.get(tid, 0.0)) for tid in waits if tid in seconds)
     return resources["gpu"] + resources["host"] + exposed

@@ -55,6 +55,7 @@ class LookupWork:
 
     bytes: float
     seconds: float
+    ids: float = 0.0    # ids looked up (rows touched), one per pooled row
 
 
 def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], table: Table,
@@ -72,7 +73,7 @@ def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], tab
     hbm = (row_samples * table.pooling * DTYPE_BYTES[workload.index_dtype]
            + pooled_samples * (LENGTH_BYTES + dim * pooled_bytes))
     hbm_seconds = hbm / figures.hbm_bandwidth if figures.hbm_bandwidth > 0 else 0.0
-    return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds)
+    return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, row_samples * table.pooling)
 
 
 def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], backward: bool) -> LookupWork:
@@ -98,7 +99,7 @@ def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], 
                                     per_node([(getattr(w, field), c) for w, c in by_node], nodes))
                 + math.fsum(getattr(w, field) * c for w, c in zip(even, counts)))
 
-    return LookupWork(share("bytes"), share("seconds"))
+    return LookupWork(share("bytes"), share("seconds"), share("ids"))
 
 
 def _embedding_terms(figures: Figures, workload: Workload, place: dict[str, Any], resource: str) -> list[Term]:

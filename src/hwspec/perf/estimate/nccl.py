@@ -1,57 +1,94 @@
-"""NCCL's cost model for one collective call: its latency under each (algorithm, protocol)
-(`protocol_latency`, `alltoall_latency`), NCCL's choice of the cheapest (`collective_seconds`),
-and the calls a network term issues per iteration (`collectives_per_iteration`).
+"""NCCL's cost model for one collective call (`hwspec.perf.nccl_tuning`, the release the
+workload names: `nccl:`): the communicator of a platform (`nccl_comm`), NCCL's choice of
+(algorithm, protocol) and its time (`collective_seconds`), the AlltoAll's latency under a
+protocol (`alltoall_latency`), and the calls a network term issues per iteration
+(`collectives_per_iteration`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from hwspec.perf import calibration as cal
-from hwspec.perf.estimate.term import Term
+from hwspec.perf import nccl_tuning as nt
+from hwspec.perf.estimate.term import Call, Term
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import Workload
 
 
-def protocol_latency(figures: Figures, collective: str, protocol: cal.Protocol) -> float:
-    """Latency of one collective under one NCCL (algorithm, protocol), seconds, as NCCL's cost
-    model computes it: Ring: base + (steps - inter) x intra-node step + inter x network step,
-    steps = 2(n-1), inter = 2(N-1) for AllReduce (x 1.9 for Ring/Simple across nodes), n-1 and
-    N-1 for AllGather and ReduceScatter; Tree (AllReduce): base + 2((G-1) x intra-node step +
-    log2(N) x network step). AlltoAll: `alltoall_latency`."""
-    n, nodes, g = figures.gpus, figures.nodes, figures.gpus_per_node
-    intra = protocol.nvlink if figures.nvlink_bandwidth > 0 else protocol.pcie
-    if collective == "all_to_all":
-        return alltoall_latency(figures, protocol)
-    if protocol.algorithm == "Tree":
-        return protocol.base + 2 * ((g - 1) * intra + math.log2(nodes) * protocol.net)
-    steps, inter = (2 * (n - 1), 2 * (nodes - 1)) if collective == "all_reduce" else (n - 1, nodes - 1)
-    latency = protocol.base + (steps - inter) * intra + inter * protocol.net
-    plateau = collective == "all_reduce" and nodes > 1 and protocol.protocol == "Simple"
-    return latency * (cal.value("nccl_multinode_allreduce_factor") if plateau else 1.0)
+def nccl_comm(figures: Figures) -> nt.Comm:
+    """The communicator tuning.cc sees on `figures`: every GPU a rank, its nodes, the GPUs' least
+    compute capability, NVLink within the node, GPUDirect RDMA to the NICs."""
+    return nt.Comm(ranks=figures.gpus, nodes=max(figures.nodes, 1), compute_capability=figures.compute_capability,
+                   nvlink=figures.nvlink_bandwidth > 0, gpudirect=figures.gpudirect)
 
 
-def alltoall_latency(figures: Figures, protocol: cal.Protocol) -> float:
-    """Latency of one AlltoAll, seconds: base + one step over the slowest link a peer is reached
-    by (the network's on a cluster, else NVLink's or PCIe's). NCCL runs an AlltoAll as grouped
-    sends and receives to every peer in one kernel (src/enqueue.cc: p2p rounds, up to
-    NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 per batch, batches spread over the p2p channels, which
-    run at once), so the peers' transfers overlap instead of following each other as a ring's
-    n-1 steps do. nccl-tests alltoall_perf on 8 GPUs over NVLink measures 10.6 us at 128 bytes
-    (`alltoall_latency_8_nvlink`) against base + NVLink step = 11.8 us for Ring/Simple."""
-    if figures.nodes > 1:
-        return protocol.base + protocol.net
-    return protocol.base + (protocol.nvlink if figures.nvlink_bandwidth > 0 else protocol.pcie)
+def scoped(figures: Figures, scope: str) -> Figures:
+    """`figures` as the communicator of a call's `scope` sees them (`Call.scope`): "node" the G
+    GPUs of one node, "cross" one GPU on each of the N nodes; "all" unchanged."""
+    if scope == "node" and figures.nodes > 1:
+        return dataclasses.replace(figures, gpus=figures.gpus_per_node, nodes=1)
+    if scope == "cross" and figures.nodes > 1:
+        return dataclasses.replace(figures, gpus=figures.nodes, gpus_per_node=1)
+    return figures
 
 
-def collective_seconds(figures: Figures, collective: str, bandwidth_seconds: float) -> tuple[float, str]:
-    """Time of one collective call whose Ring/Simple transfer takes `bandwidth_seconds` at the
-    achieved algbw: NCCL's choice, the (algorithm, protocol) with the least latency +
-    bandwidth_seconds / its bandwidth fraction, and its name."""
+def calls(workload: Workload, term: Term, nodes: int = 1) -> tuple[Call, ...]:
+    """The collective calls of a network term: its own (`Term.calls`: the pooled embeddings'
+    output dists, each on its communicator), else `collectives_per_iteration`'s, the term's bytes
+    and seconds split evenly over them on every GPU."""
+    if term.calls:
+        return term.calls
+    counts = collectives_per_iteration(workload, term, nodes)
+    total = sum(counts.values())
+    return tuple(Call(name, term.amount / total, term.seconds / total) for name, c in counts.items() for _ in range(c))
+
+
+def release(workload: Workload) -> nt.Release:
+    """The NCCL release the workload names (`nccl:`, default `nt.DEFAULT_RELEASE`)."""
+    return nt.RELEASES[workload.nccl]
+
+
+def alltoall_latency(figures: Figures, protocol: str, rel: nt.Release = nt.NCCL_2_20) -> float:
+    """Latency of one AlltoAll under a Ring protocol, seconds: base + one step over the slowest
+    link a peer is reached by (the network's on a cluster, else NVLink's or PCIe's). NCCL runs an
+    AlltoAll as grouped sends and receives to every peer in one kernel (src/enqueue.cc: p2p
+    rounds, up to NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 per batch, batches spread over the p2p
+    channels, which run at once), so the peers' transfers overlap instead of following each
+    other as a ring's n-1 steps do. nccl-tests alltoall_perf on 8 GPUs over NVLink measures
+    10.6 us at 128 bytes against base + NVLink step = 11.8 us for Ring/Simple."""
+    hw = "net" if figures.nodes > 1 else "nvlink" if figures.nvlink_bandwidth > 0 else "pci"
+    key = ("Ring", protocol)
+    return (rel.base_lat[key] + rel.hw_lat[hw][key]) * 1e-6
+
+
+def collective_seconds(figures: Figures, collective: str, nbytes: float, bandwidth_seconds: float,
+                       rel: nt.Release = nt.NCCL_2_20) -> tuple[float, str]:
+    """Time of one call of `nbytes` whose Ring/Simple transfer takes `bandwidth_seconds` at the
+    achieved algbw, and what runs it. AllReduce, AllGather, ReduceScatter: NCCL's choice
+    (`nccl_tuning.choose`) with the ring's bus bandwidth = achieved algbw x nsteps / nranks.
+    AlltoAll (grouped p2p, no NCCL algorithm): the Ring protocol of least `alltoall_latency` +
+    transfer at that protocol's share of Simple's bandwidth under the release's refinements."""
     if figures.gpus <= 1:
         return bandwidth_seconds, "none"
-    options = [(protocol_latency(figures, collective, p) + bandwidth_seconds / p.bandwidth, f"{p.algorithm}/{p.protocol}")
-               for p in cal.NCCL_PROTOCOLS if p.algorithm == "Ring" or collective == "all_reduce"]
+    comm = nccl_comm(figures)
+    algbw = nbytes / bandwidth_seconds / 1e9 if bandwidth_seconds > 0 else math.inf
+    if collective != "all_to_all":
+        bus = algbw * nt.ring_steps(collective, comm.ranks) / comm.ranks
+        return nt.choose(rel, comm, collective, nbytes, bus)
+    bus = algbw * (comm.ranks - 1) / comm.ranks
+    simple = nt.bus_bandwidth(rel, comm, collective, "Ring", "Simple", bus)
+    options = []
+    for protocol in ("LL", "LL128", "Simple"):
+        if not nt.enabled(rel, comm, collective, "Ring", protocol):
+            continue
+        if bandwidth_seconds <= 0:  # nothing to move, or no bound on moving it: latency only
+            transfer = 0.0
+        else:
+            fraction = nt.bus_bandwidth(rel, comm, collective, "Ring", protocol, bus) / simple if simple > 0 else 1.0
+            transfer = bandwidth_seconds / fraction if fraction > 0 else math.inf
+        options.append((alltoall_latency(figures, protocol, rel) + transfer, f"Ring/{protocol}"))
     return min(options)
 
 

@@ -45,8 +45,15 @@ def _plan_lines(groups: list[dict[str, Any]]) -> list[str]:
     out = ["Sharding plan (planned groups: the least expected iteration of their candidates, ties by the serial sum)"]
     out += rf.table(("table group", "tables", "sharding", "shards per table", "why"),
                     ((g["table"], str(g["count"]), g["kind"] + (f" x{g['column_shards']}" if g["column_shards"] else ""),
-                      str(g["shards_per_table"]), g["why"]) for g in groups), align="lrlrl")
+                      _shards(g), g["why"]) for g in groups), align="lrlrl")
     return out
+
+
+def _shards(group: dict[str, Any]) -> str:
+    """Shards per table of a plan entry; a split group's parts' joined with '+'."""
+    if group["shards_per_table"] is None:
+        return " + ".join(str(p["shards_per_table"]) for p in group["parts"])
+    return str(group["shards_per_table"])
 
 
 def _tier_lines(place: dict[str, Any]) -> list[str]:

@@ -40,6 +40,18 @@ TERMS = (
 
 
 @dataclass(frozen=True)
+class Call:
+    """One collective call a network term makes per iteration: `nbytes` (the nccl-tests buffer S)
+    moved in `seconds` at the term's rate, among the ranks of `scope`: "all" (every GPU),
+    "node" (the G GPUs of one node) or "cross" (one GPU per node, the N of one local rank)."""
+
+    collective: str
+    nbytes: float
+    seconds: float
+    scope: str = "all"
+
+
+@dataclass(frozen=True)
 class Term:
     id: str
     label: str
@@ -50,6 +62,7 @@ class Term:
     rate: float            # bytes/s or FLOP/s the amount is divided by (0 when the term is empty)
     bound_by: str          # which platform figure is the rate
     detail: str = ""
+    calls: tuple[Call, ...] = ()  # the collective calls, where the term knows them (pooled embeddings)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "resource": self.resource, "seconds": self.seconds,
