@@ -43,12 +43,13 @@ def test_the_readme_is_at_most_200_lines_and_shows_no_yaml_to_keep_in_step():
     assert blocks("yaml") == [] and blocks("python") == []
 
 
+@pytest.mark.slow  # a virtual environment and pip
 def test_shell_quick_start_generate_runs_as_written(tmp_path):
     """The quick start's first command, on a copy of the repository (fresh .venv, real pip)."""
     command = sh_block("python3 -m venv .venv && .venv/bin/pip install -q -e . &&")
     assert command == "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/hwspec generate"
     work = tmp_path / "repo"
-    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "generated", ".hypothesis", "__pycache__",
+    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv*", ".git", "site", ".*_cache", "generated", ".hypothesis", "__pycache__",
                                                              "*.egg-info", "build", "dist"))
     result = subprocess.run(["bash", "-c", command], cwd=work, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
