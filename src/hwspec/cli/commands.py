@@ -154,7 +154,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             failed = True
             continue
         if checked.topology is None:
-            continue  # a workload file: checked, nothing to generate
+            continue  # a workload or parts file: checked, nothing to generate
         name = checked.platform.name
         if name in owners:
             sys.stderr.write(f"hwspec: error[{Code.OUTPUT_NOT_WRITTEN}]: {visible(str(owners[name]))} and {visible(str(path))} "
@@ -258,6 +258,9 @@ def cmd_roofline(args: argparse.Namespace) -> int:
                              policy=command_policy(args))
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
+        return EXIT_UNREADABLE
+    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+        sys.stderr.write(f"hwspec: {visible(args.platform)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return EXIT_UNREADABLE
     if checked.failed():
         shown = visible(args.platform)

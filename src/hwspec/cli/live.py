@@ -249,7 +249,8 @@ def run_diff(args: argparse.Namespace) -> int:
     if checked.platform is None or getattr(checked.platform, "kind", "node") != "node":
         sys.stderr.write(report.render(checked.diagnostics, "text"))
         if checked.platform is not None:
-            sys.stderr.write(f"hwspec: {visible(args.spec)} is a cluster: diff compares one node with its node platform file\n")
+            kind = getattr(checked.platform, "kind", "cluster")
+            sys.stderr.write(f"hwspec: {visible(args.spec)} is a {kind} file: diff compares one node with its node platform file\n")
         return write_diff_report(args, checked.diagnostics, EXIT_UNREADABLE)
     machine, fatal = _read(args)
     if fatal:
