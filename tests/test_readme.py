@@ -56,6 +56,16 @@ def test_shell_quick_start_generate_runs_as_written(tmp_path):
     check = subprocess.run([str(work / ".venv" / "bin" / "hwspec"), "generate", "--check", "-o", str(ROOT / "generated")],
                            cwd=work, capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stdout[-3000:]
+    # The install section's activation, then the tutorial's first step in an empty directory, as
+    # a new shell with only the system's PATH runs them.
+    for page in (README, (ROOT / "docs" / "index.md").read_text(), (ROOT / "docs" / "tutorial.md").read_text()):
+        assert "`. .venv/bin/activate`" in page
+    (tmp_path / "empty").mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    tutorial = subprocess.run(["bash", "-c", f". .venv/bin/activate && cd {tmp_path / 'empty'} && command -v hwspec && "
+                               "hwspec schema -o hwspec.schema.json"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert (tutorial.returncode, tutorial.stdout) == (0, f"{work}/.venv/bin/hwspec\n"), tutorial.stderr
+    assert (tmp_path / "empty" / "hwspec.schema.json").stat().st_size > 100_000
 
 
 def test_shell_quick_start_test_command_is_what_ci_runs():
