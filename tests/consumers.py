@@ -61,6 +61,7 @@ def torchrec_planner_types():
     or the test is skipped, saying how CI installs it."""
     import pytest
 
+    pytest.importorskip("torch", reason="torch is not installed: pip install torch==2.13.0 (the consumers extra; .ci/run installs it)")
     try:
         from torchrec.distributed.planner import types
     except ImportError as exc:  # pragma: no cover - CI installs TorchRec

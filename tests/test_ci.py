@@ -21,6 +21,24 @@ HOOKS = ROOT / ".pre-commit-hooks.yaml"
 RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
 CLEAN = RULE_FIXTURES / "base_2gpu.yaml"
 FAULTY = RULE_FIXTURES / "backend_nic_on_socket.yaml"   # one HW202 error, at line 57
+SITE_PARTS = """\
+hwspec: 1
+kind: parts
+nics:
+  site-nic-100g:
+    source: "the vendor's datasheet"
+    vendor: nvidia-mellanox
+    model_name: Site NIC 100G
+    speed: 100 Gb/s
+    ports: 1
+    transports: [rocev2, tcp]
+    rdma: true
+    gpudirect: true
+    pci_vendor: "0x15b3"
+    pci_device: "0x1017"
+    pcie: {gen: 4, width: 16}
+"""
+"""A site's parts file, as docs/spec.md's `parts/` directory beside the platforms holds it."""
 BIN = Path(sys.executable).parent
 
 
@@ -42,11 +60,14 @@ def _env() -> dict[str, str]:
 
 
 def _repository(root: Path, platform: Path) -> Path:
-    """A git repository at `root` holding platforms/node.yaml (a copy of `platform`) and, when
-    it has no errors, the generated/ that hwspec generates from it."""
+    """A git repository at `root` holding platforms/node.yaml (a copy of `platform`), a site
+    parts file in platforms/parts/ and, when it has no errors, the generated/ that hwspec
+    generates from it."""
     subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=60)
     (root / "platforms").mkdir()
     shutil.copy(platform, root / "platforms" / "node.yaml")
+    (root / "platforms" / "parts").mkdir()
+    (root / "platforms" / "parts" / "site.yaml").write_text(SITE_PARTS)
     if platform != FAULTY:
         generated = subprocess.run([sys.executable, "-m", "hwspec", "generate", "--no-svg"], cwd=root, env=_env(),
                                    capture_output=True, text=True, timeout=300)
@@ -154,7 +175,7 @@ def test_the_hooks_entries_run_as_pre_commit_runs_them(tmp_path: Path) -> None:
     repo = _repository(tmp_path / "repo", CLEAN)
     shutil.copy(FAULTY, repo / "platforms" / "faulty.yaml")
     (repo / "notes.yaml").write_text("not: a platform\n")
-    staged = ["notes.yaml", "platforms/faulty.yaml", "platforms/node.yaml"]
+    staged = ["notes.yaml", "platforms/faulty.yaml", "platforms/node.yaml", "platforms/parts/site.yaml"]
 
     def run_hook(hook: dict) -> subprocess.CompletedProcess:
         files = [f for f in staged if re.search(hook["files"], f)] if hook.get("pass_filenames", True) else []
@@ -162,7 +183,7 @@ def test_the_hooks_entries_run_as_pre_commit_runs_them(tmp_path: Path) -> None:
 
     validated = run_hook(hooks["hwspec-validate"])
     assert validated.returncode == 1 and "platforms/faulty.yaml:57:22: error[HW202" in validated.stdout
-    assert validated.stderr == "hwspec: 2 file(s) checked: 1 error(s), 0 warning(s): failed\n"
+    assert validated.stderr == "hwspec: 3 file(s) checked: 1 error(s), 0 warning(s): failed\n"
     (repo / "platforms" / "faulty.yaml").unlink()
     assert hooks["hwspec-generate-check"]["always_run"] is True
     assert run_hook(hooks["hwspec-generate-check"]).returncode == 0
@@ -217,3 +238,23 @@ def test_pre_commit_runs_the_hooks_from_this_repository(tmp_path: Path) -> None:
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, timeout=60)
     stale = _pre_commit("try-repo", str(ROOT), "hwspec-generate-check", cwd=repo, home=home)
     assert stale.returncode == 1 and "out of date; run 'hwspec generate' and commit the result" in stale.stdout
+
+
+@pytest.mark.consumer
+def test_pre_commit_runs_both_hooks_green_on_a_repository_with_site_parts(tmp_path: Path) -> None:
+    """The documented layout: platforms/ with a parts/ directory. pre-commit passes the parts
+    file to the validate hook (its `files` pattern selects it), which checks it as parts; a
+    broken part fails the hook at its own line."""
+    _needs_pre_commit()
+    repo = _repository(tmp_path / "repo", CLEAN)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, timeout=60)
+    home = tmp_path / "home"
+    for hook in ("hwspec-validate", "hwspec-generate-check"):
+        passed = _pre_commit("try-repo", str(ROOT), hook, "--all-files", "--verbose", cwd=repo, home=home)
+        assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
+        if hook == "hwspec-validate":
+            assert "hwspec: 2 file(s) checked: 0 error(s), 0 warning(s): ok" in passed.stdout, passed.stdout[-3000:]
+    (repo / "platforms" / "parts" / "site.yaml").write_text(SITE_PARTS.replace("speed: 100 Gb/s", "speed: 100 GB"))
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, timeout=60)
+    failed = _pre_commit("try-repo", str(ROOT), "hwspec-validate", cwd=repo, home=home)
+    assert failed.returncode == 1 and "platforms/parts/site.yaml:8:12: error[E1" in failed.stdout, failed.stdout[-3000:]

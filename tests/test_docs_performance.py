@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_docs import fenced
+
+pytestmark = pytest.mark.slow  # the benchmarks run (at small sizes)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALE, CLI_VS_FLOOR = (block.strip() for block in fenced((ROOT / "docs" / "performance.md").read_text(), "sh"))

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_docs import fenced
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs" / "property-testing.md").read_text()
 
 
+@pytest.mark.slow  # two pytest runs of a property test
 def test_the_site_rule_property_test_passes_and_catches_a_mistyped_threshold(tmp_path):
     rule_source, test_source = fenced(PAGE, "python")
     (tmp_path / "site_rules").mkdir()

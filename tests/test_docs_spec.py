@@ -33,11 +33,26 @@ def test_the_outline_names_only_real_sections():
 
 
 def test_the_repeat_example_replaces_zionex_gpus_and_validates_clean(tmp_path):
-    example = yaml_block("gpus:\n  - repeat")
+    example = yaml_block("gpus:\n  - repeat: {g: 0..7}\n")
     text = (ROOT / "platforms" / "zionex.yaml").read_text()
     start = text.index("\ngpus:\n") + 1
     end = re.search(r"\n[a-z_]+:", text[start + 5:]).start() + start + 5 + 1
     (tmp_path / "zionex.yaml").write_text(text[:start] + example + text[end:])
+    result = validate(tmp_path / "zionex.yaml")
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout
+
+
+def test_the_table_example_gives_the_same_gpus_as_the_arithmetic_one_and_validates_clean(tmp_path):
+    from hwspec.source.expand import expand
+
+    table, arithmetic = yaml_block("gpus:\n  - repeat: {g: 0..7, bus: ["), yaml_block("gpus:\n  - repeat: {g: 0..7}\n")
+    gpus = expand(load_yaml_text(table, "docs/spec.md")).data["gpus"]
+    assert gpus == expand(load_yaml_text(arithmetic, "docs/spec.md")).data["gpus"]
+    assert [g["pcie"]["bus"] for g in gpus][::3] == ["0000:14:00.0", "0000:5c:00.0", "0000:d4:00.0"]
+    text = (ROOT / "platforms" / "zionex.yaml").read_text()
+    start = text.index("\ngpus:\n") + 1
+    end = re.search(r"\n[a-z_]+:", text[start + 5:]).start() + start + 5 + 1
+    (tmp_path / "zionex.yaml").write_text(text[:start] + table + text[end:])
     result = validate(tmp_path / "zionex.yaml")
     assert (result.returncode, result.stdout) == (0, ""), result.stdout
 

@@ -73,7 +73,8 @@ def test_bad_repeat_blocks_are_all_reported():
         "b: ${i}\n"
     ) == [
         "t.yaml:2:17: error[E120]: empty range '7..0': the end is below the start",
-        "t.yaml:4:17: error[E120]: cannot read 'lots' as a range\n  hint: write an inclusive range such as 0..7, or a list of integers",
+        "t.yaml:4:17: error[E120]: cannot read 'lots' as a range\n  hint: write an inclusive range such as 0..7, a list of integers, or a list of texts "
+        "(a table, indexed as ${name[i]})",
         "t.yaml:7:9: error[E120]: unknown variable 'k' (variables here: i)",
         "t.yaml:8:4: error[E120]: '${i}' uses ${...} outside a repeat block",
     ]
@@ -108,3 +109,45 @@ def test_a_value_a_format_cannot_write_is_named_with_its_format():
 def test_a_node_group_beyond_the_operand_limit_is_refused(text, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         Pattern(text, ("n",)).many({"n": range(2**48 - 1, 2**48 + 2)}, 3)
+
+
+# ---------------------------------------------------------------- tables: ${name[expr]}
+
+
+def test_a_list_of_texts_is_a_table_indexed_by_arithmetic_not_repeated_over():
+    result = expanded('gpus:\n  - repeat: {g: 0..2, bus: ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0"]}\n'
+                      '    id: gpu${g}\n    bus: "${bus[g]}"\n    peer: "${bus[(g+1)%3]}"\n')
+    assert result.data == {"gpus": [{"id": "gpu0", "bus": "0000:18:00.0", "peer": "0000:2a:00.0"},
+                                    {"id": "gpu1", "bus": "0000:2a:00.0", "peer": "0000:3a:00.0"},
+                                    {"id": "gpu2", "bus": "0000:3a:00.0", "peer": "0000:18:00.0"}]}
+    assert result.written_path(("gpus", 2, "bus")) == ("gpus", 0, "bus")
+
+
+def test_an_outer_table_is_indexed_inside_an_inner_repeat_block():
+    result = expanded('nodes:\n  - repeat: {n: 0..1, host: [alpha, beta]}\n    id: "${host[n]}"\n'
+                      '    gpus:\n      - repeat: {g: 0..1}\n        id: "${host[n]}-gpu${g}"\n')
+    assert [g["id"] for node in result.data["nodes"] for g in node["gpus"]] == ["alpha-gpu0", "alpha-gpu1", "beta-gpu0", "beta-gpu1"]
+
+
+def test_table_faults_are_located_errors():
+    base = 'gpus:\n  - repeat: {g: 0..3, bus: [a, b, c]}\n    id: gpu${g}\n    bus: "%s"\n'
+    assert messages(base % "${bus[g]}") == [
+        "t.yaml:4:10: error[E120]: '${bus[g]}' is item 3 of 'bus', which has 3 (indexes 0..2)"]
+    assert messages(base % "${bus[g-1]}") == [
+        "t.yaml:4:10: error[E120]: '${bus[g-1]}' is item -1 of 'bus', which has 3 (indexes 0..2)"]
+    assert messages(base % "${bus}") == [
+        "t.yaml:4:10: error[E120]: '${bus}' names the table 'bus': take one item, e.g. ${bus[i]}"]
+    assert messages(base % "${pci[g]}") == [
+        "t.yaml:4:10: error[E120]: '${pci[g]}' indexes 'pci', which is no table of this repeat block (tables: bus)"]
+    assert messages(base % "${bus[h]}") == ["t.yaml:4:10: error[E120]: unknown variable 'h' (variables here: g)"]
+    assert messages('gpus:\n  - repeat: {bus: [a, b]}\n    id: "${bus[0]}"\n') == [
+        "t.yaml:2:13: error[E120]: repeat has tables but nothing to repeat over\n"
+        "  hint: add a variable with a range to index them, e.g. repeat: {i: 0..1, ...}"]
+    assert messages('gpus:\n  - repeat: {g: 0..1, bus: [a, 2]}\n    id: "x"\n')[0].startswith(
+        "t.yaml:2:28: error[E120]: cannot read ['a', 2] as a range")
+
+
+def test_a_table_is_bounded_like_a_range():
+    items = ", ".join(["x"] * 4097)
+    assert messages(f"gpus:\n  - repeat: {{g: 0..1, bus: [{items}]}}\n    id: x\n") == [
+        "t.yaml:2:28: error[E120]: table 'bus' has 4097 items, more than 4096"]

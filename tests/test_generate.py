@@ -159,3 +159,51 @@ def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_d
     calls.clear()
     generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex")  # no run's outputs: all rendered
     assert sorted(calls) == rendered_first
+
+
+# ---------------------------------------------------------------- unknown facts (HW603) in generate's output
+
+
+def test_generate_says_once_per_platform_which_outputs_wait_for_which_facts(monkeypatch, capsys):
+    """The shipped platforms with unknown bus ids print one HW603 line each on every generate
+    (which output waits for which facts of which devices, and where the per-device list is);
+    --verbose and validate print every device's finding."""
+    from hwspec.cli.commands import main
+
+    monkeypatch.chdir(ROOT)
+    files = ["platforms/gcp-a3-megagpu-8g.yaml", "platforms/jupiter-gh200.yaml"]
+    assert main(["generate", "--check", *files]) == 0
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if "HW603" in line or line.startswith("  hint: 'hwspec validate")] == [
+        "platforms/gcp-a3-megagpu-8g.yaml:1:1: warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml "
+        "(PCI bus id of gpu0, gpu1, gpu2, gpu3, gpu4, gpu5, gpu6, gpu7, gpunic0, gpunic1, gpunic2, gpunic3, gpunic4, gpunic5, gpunic6, "
+        "gpunic7, host0, sw0, sw1, sw2, sw3)",
+        "  hint: 'hwspec validate platforms/gcp-a3-megagpu-8g.yaml' (or 'hwspec generate --verbose') lists the 21 device(s) and what "
+        "to fill in, then generate again",
+        "platforms/jupiter-gh200.yaml:1:1: warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml "
+        "(PCI bus id of gpu1, gpu2, gpu3, nic0, nic1, nic2, nic3)",
+        "  hint: 'hwspec validate platforms/jupiter-gh200.yaml' (or 'hwspec generate --verbose') lists the 7 device(s) and what "
+        "to fill in, then generate again"]
+    assert main(["generate", "--check", "--verbose", *files]) == 0
+    verbose = capsys.readouterr().err
+    assert verbose.count("warning[HW603") == 30 and "jupiter-gh200.yaml:73:5: warning[HW603 unknown-facts]: nic3: unknown PCI bus id" in verbose
+    main(["validate", *files])
+    assert capsys.readouterr().out.count("warning[HW603") == 30
+
+
+def test_unknown_facts_no_output_waits_for_are_one_line_for_several_devices_and_as_they_are_for_one():
+    from hwspec.cli.commands import summarised
+    from hwspec.diagnostics import Diagnostic, Severity
+
+    def finding(line: int, message: str) -> Diagnostic:
+        return Diagnostic("n.yaml", line, 5, Severity.WARNING, "HW603", message, "give 'interface:'", "unknown-facts")
+
+    other = Diagnostic("n.yaml", 3, 1, Severity.WARNING, "HW103", "sw0 is oversubscribed", None, "pcie-oversubscription")
+    one = [other, finding(40, "nic0: unknown network interface name")]
+    assert summarised(one, Path("n.yaml")) == one
+    several = [*one, finding(50, "nic1: unknown network interface name")]
+    (kept_other, line) = summarised(several, Path("n.yaml"))
+    assert kept_other == other
+    assert (line.line, line.message, line.hint) == (
+        40, "unknown facts of nic0, nic1; no generated file waits for them",
+        "'hwspec validate n.yaml' (or 'hwspec generate --verbose') lists the 2 device(s) and what to fill in")

@@ -481,6 +481,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # kills generate runs at several points
 def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
     import signal
     import time

@@ -205,9 +205,10 @@ def test_hw603_is_one_finding_per_device_naming_all_its_unknown_facts_and_one_fo
     assert main(["import", str(topo), "-o", str(draft)]) == 0
     findings = [line.split(": ", 1)[1] for line in capsys.readouterr().err.splitlines() if "HW603" in line]
     assert findings == [
-        "warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml (for gpu0, gpu1, nic0, rp0); "
-        "the figures of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' "
-        "(for cpu0, gpu0, gpu1, nic0)",
+        "warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml (PCI bus id of gpu0, gpu1, nic0, rp0; "
+        "PCIe link of gpu0, gpu1, nic0); the figures of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' "
+        "and 'compare' (memory capacity and memory bandwidth of cpu0; GPU part of gpu0, gpu1; PCIe link of gpu0, gpu1, nic0; "
+        "NIC speed of nic0)",
         "warning[HW603 unknown-facts]: cpu0: unknown CPU part (so its cores), memory capacity, memory bandwidth",
         "warning[HW603 unknown-facts]: rp0: unknown PCI bus id",
         "warning[HW603 unknown-facts]: gpu0: unknown GPU part (so its HBM, compute and fabric figures), PCI bus id, "

@@ -173,6 +173,26 @@ def _fake_numactl(tmp_path: Path) -> Path:
     return bin_dir
 
 
+def _sysfs(tmp_path: Path, nodes: dict[int, str], cpus: int) -> Path:
+    """A sysfs tree with `nodes` (NUMA node -> its online CPU list) and CPUs 0..cpus-1, for
+    bind.sh's HWSPEC_SYSFS_ROOT."""
+    root = tmp_path / "sysfs"
+    system = root / "sys" / "devices" / "system"
+    (system / "node").mkdir(parents=True)
+    for node, cpulist in nodes.items():
+        (system / "node" / f"node{node}").mkdir()
+        (system / "node" / f"node{node}" / "cpulist").write_text(cpulist + "\n")
+    (system / "node" / "online").write_text("0\n")  # not a node directory
+    for cpu in range(cpus):
+        (system / "cpu" / f"cpu{cpu}").mkdir(parents=True)
+    return root
+
+
+def _zionex_sysfs(tmp_path: Path) -> Path:
+    """A machine that matches zionex: 4 NUMA nodes, 224 CPUs."""
+    return _sysfs(tmp_path, {n: f"{28 * n}-{28 * n + 27},{112 + 28 * n}-{139 + 28 * n}" for n in range(4)}, 224)
+
+
 def _run(script: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([SH, str(script), *args], env=env, capture_output=True, text=True, timeout=30)
 
@@ -187,13 +207,14 @@ def test_bind_sh_is_valid_posix_sh(name, tmp_path):
 def test_bind_sh_execs_numactl_on_the_ranks_numa_node(tmp_path):
     script, bin_dir = _bind(tmp_path), _fake_numactl(tmp_path)
     path = f"{bin_dir}:/usr/bin:/bin"
-    result = _run(script, {"PATH": path, "LOCAL_RANK": "3"}, "cmd")
+    sysfs = {"HWSPEC_SYSFS_ROOT": str(_zionex_sysfs(tmp_path))}
+    result = _run(script, {"PATH": path, "LOCAL_RANK": "3", **sysfs}, "cmd")
     assert (result.returncode, result.stdout, result.stderr) == (
         0, "numactl --cpunodebind=1 --membind=1 -- cmd CUDA_DEVICE_ORDER=PCI_BUS_ID\n", "")
     # launchers other than torchrun: Slurm, then Open MPI
-    result = _run(script, {"PATH": path, "SLURM_LOCALID": "6", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "cmd", "a b")
+    result = _run(script, {"PATH": path, "SLURM_LOCALID": "6", "OMPI_COMM_WORLD_LOCAL_RANK": "0", **sysfs}, "cmd", "a b")
     assert result.stdout == "numactl --cpunodebind=3 --membind=3 -- cmd a b CUDA_DEVICE_ORDER=PCI_BUS_ID\n"
-    result = _run(script, {"PATH": path, "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "cmd")
+    result = _run(script, {"PATH": path, "OMPI_COMM_WORLD_LOCAL_RANK": "0", **sysfs}, "cmd")
     assert result.stdout.startswith("numactl --cpunodebind=0 --membind=0 -- cmd")
 
 
@@ -211,6 +232,38 @@ def test_bind_sh_fails_loudly(tmp_path):
     assert result.stderr.startswith("bind.sh: numactl not found on PATH")
     result = _run(script, {"PATH": "/usr/bin:/bin", "LOCAL_RANK": "3", "HWSPEC_BIND": "off"}, "echo", "unbound")
     assert (result.returncode, result.stdout) == (0, "unbound\n")
+
+
+def test_bind_sh_names_the_numa_node_this_machine_lacks_instead_of_running_numactl(tmp_path):
+    """A machine with one NUMA node: rank 0 binds (node 0), rank 4 stops with the platform fact
+    the machine lacks, and numactl is not run (it would say only 'node argument 2 is out of range')."""
+    script, bin_dir = _bind(tmp_path), _fake_numactl(tmp_path)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HWSPEC_SYSFS_ROOT": str(_sysfs(tmp_path, {0: "0-27,112-139"}, 224))}
+    assert _run(script, {**env, "LOCAL_RANK": "0"}, "cmd").stdout.startswith("numactl --cpunodebind=0 --membind=0 -- cmd")
+    result = _run(script, {**env, "LOCAL_RANK": "4"}, "cmd")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("bind.sh: zionex puts local rank 4 on NUMA node 2, which this machine does not have (its NUMA nodes: 0): "
+                             "run on a machine that matches zionex, or set HWSPEC_BIND=off to run unbound\n")
+    bare = _sysfs(tmp_path / "bare", {}, 0)
+    result = _run(script, {**env, "LOCAL_RANK": "0", "HWSPEC_SYSFS_ROOT": str(bare)}, "cmd")
+    assert result.returncode == 2 and "which this machine does not have (its NUMA nodes: none)" in result.stderr
+
+
+def test_bind_sh_names_the_cpus_this_machine_lacks(tmp_path):
+    """The rank's NUMA node is there but has no online CPUs (a memory-only node), or the machine
+    has fewer CPUs than the platform gives the node: one line each, numactl not run."""
+    script, bin_dir = _bind(tmp_path), _fake_numactl(tmp_path)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LOCAL_RANK": "2"}
+    memory_only = _sysfs(tmp_path / "a", {0: "0-27", 1: ""}, 224)
+    result = _run(script, {**env, "HWSPEC_SYSFS_ROOT": str(memory_only)}, "cmd")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("bind.sh: zionex gives NUMA node 1 CPUs 28-55,140-167, and on this machine that node has no online CPUs: "
+                             "run on a machine that matches zionex, or set HWSPEC_BIND=off to run unbound\n")
+    fewer_cpus = _sysfs(tmp_path / "b", {0: "0-27", 1: "28-55"}, 112)  # a smaller machine: CPUs 0-111 only
+    result = _run(script, {**env, "HWSPEC_SYSFS_ROOT": str(fewer_cpus)}, "cmd")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("bind.sh: zionex gives NUMA node 1 CPUs 28-55,140-167, and this machine has no CPU 167: "
+                             "run on a machine that matches zionex, or set HWSPEC_BIND=off to run unbound\n")
 
 
 # ------------------------------------------------------------------ GPUDirect level

@@ -173,7 +173,7 @@ def test_the_h100_dump_imports_to_a_platform_that_validates_clean():
         *(f"warning[HW603 unknown-facts]: nic{i}: unknown NIC part" for i in range(8)),
         *(f"warning[HW603 unknown-facts]: cpu{i}: unknown memory capacity, memory bandwidth" for i in range(2)),
         "warning[HW603 unknown-facts]: waiting for the unknown facts of devices: the figures of roofline.json, "
-        "torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (for cpu0, cpu1)"}
+        "torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (memory capacity and memory bandwidth of cpu0, cpu1)"}
     assert "  part: unknown\n  override:\n    pci_vendor: \"0x15b3\"\n    pci_device: \"0x101e\"\n    speed: 200 Gb/s\n" in text
     generated = nccl_xml(load_node_text(text, "h100.yaml"))
     assert nccl_reading(generated, per_switch=True) == nccl_reading(H100.read_text(), per_switch=True)

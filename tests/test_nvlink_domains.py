@@ -177,7 +177,8 @@ def test_clusters_without_domains_get_no_mnnvl_and_no_pod_size():
 
 @pytest.mark.consumer
 def test_torchrec_builds_the_topology_with_its_pod_size():
-    types = pytest.importorskip("torchrec.distributed.planner.types")
+    types = pytest.importorskip("torchrec.distributed.planner.types", reason="TorchRec is not installed: pip install torch==2.13.0 "
+                                "fbgemm-gpu-cpu==1.8.0 and torchrec==1.8.0 --no-deps (.ci/run does)")
     import inspect
 
     doc = json.loads((GENERATED / "gb200-nvl72" / "torchrec-topology.json").read_text())

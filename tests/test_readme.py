@@ -43,18 +43,29 @@ def test_the_readme_is_at_most_200_lines_and_shows_no_yaml_to_keep_in_step():
     assert blocks("yaml") == [] and blocks("python") == []
 
 
+@pytest.mark.slow  # a virtual environment and pip
 def test_shell_quick_start_generate_runs_as_written(tmp_path):
     """The quick start's first command, on a copy of the repository (fresh .venv, real pip)."""
     command = sh_block("python3 -m venv .venv && .venv/bin/pip install -q -e . &&")
     assert command == "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/hwspec generate"
     work = tmp_path / "repo"
-    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "generated", ".hypothesis", "__pycache__",
+    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv*", ".git", "site", ".*_cache", "generated", ".hypothesis", "__pycache__",
                                                              "*.egg-info", "build", "dist"))
     result = subprocess.run(["bash", "-c", command], cwd=work, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     check = subprocess.run([str(work / ".venv" / "bin" / "hwspec"), "generate", "--check", "-o", str(ROOT / "generated")],
                            cwd=work, capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stdout[-3000:]
+    # The install section's activation, then the tutorial's first step in an empty directory, as
+    # a new shell with only the system's PATH runs them.
+    for page in (README, (ROOT / "docs" / "index.md").read_text(), (ROOT / "docs" / "tutorial.md").read_text()):
+        assert "`. .venv/bin/activate`" in page
+    (tmp_path / "empty").mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    tutorial = subprocess.run(["bash", "-c", f". .venv/bin/activate && cd {tmp_path / 'empty'} && command -v hwspec && "
+                               "hwspec schema -o hwspec.schema.json"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert (tutorial.returncode, tutorial.stdout) == (0, f"{work}/.venv/bin/hwspec\n"), tutorial.stderr
+    assert (tmp_path / "empty" / "hwspec.schema.json").stat().st_size > 100_000
 
 
 def test_shell_quick_start_test_command_is_what_ci_runs():

@@ -269,8 +269,8 @@ FAULTS = [
         '\n  hint: correct the gpus list or the declared count',
     ], id='HW601-declared_counts_wrong'),
     pytest.param('unknown_facts', [
-        "1:1: warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml (for nic1); the figures "
-        "of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (for gpu1)"
+        "1:1: warning[HW603 unknown-facts]: waiting for the unknown facts of devices: nccl-topo.xml (PCI bus id of nic1); the figures "
+        "of roofline.json, torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (GPU part of gpu1)"
         "\n  hint: fill in the facts the findings above name, then generate again",
         "43:5: warning[HW603 unknown-facts]: gpu1: unknown GPU part 0x10de:0x20b0 (so its HBM, compute and fabric figures)"
         "\n  hint: name the part, or import nvidia-smi -q -x with the other inputs",

@@ -545,7 +545,7 @@ def test_json_schema(kind):
 
 
 def test_json_schema_validates_json_dumps():
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema
     schema = Kinds.model_json_schema()
     jsonschema.validate(Kinds.model_validate(WRITTEN).model_dump(mode="json"), schema)
     with pytest.raises(jsonschema.ValidationError):

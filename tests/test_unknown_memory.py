@@ -44,7 +44,7 @@ HINT = ("give the memory's 'capacity:' (lsmem's total online memory, 'free -b', 
         "give the memory's 'bandwidth:' (the DIMMs' speed x 8 bytes x populated channels from 'dmidecode -t memory', "
         "or the CPU datasheet's figure)")
 WAITING = ("warning[HW603 unknown-facts]: waiting for the unknown facts of devices: the figures of roofline.json, "
-           "torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (for cpu0)")
+           "torchrec-topology.json, calculon-system.json, 'hwspec estimate' and 'compare' (memory capacity and memory bandwidth of cpu0)")
 
 
 @pytest.fixture

@@ -350,3 +350,49 @@ def test_the_command_collects_cycles_rarely_and_not_at_exit_and_a_library_call_d
             f"status = {call}; print(status, gc.get_freeze_count() > 0, gc.get_threshold()[0])")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert (result.returncode, result.stdout.splitlines()[-1]) == (0, f"0 {frozen} {100_000 if frozen else 700}")
+
+
+# ---------------------------------------------------------------- parts files (platforms/parts/)
+
+SITE_PART = """\
+hwspec: 1
+kind: parts
+nics:
+  site-nic-100g:
+    source: "the vendor's datasheet"
+    vendor: nvidia-mellanox
+    model_name: Site NIC 100G
+    speed: 100 Gb/s
+    ports: 1
+    transports: [rocev2, tcp]
+    rdma: true
+    gpudirect: true
+    pci_vendor: "0x15b3"
+    pci_device: "0x1017"
+    pcie: {gen: 4, width: 16}
+"""
+
+
+def test_validate_checks_a_parts_file_as_a_parts_directory_loads_it(tmp_path, capsys):
+    """A site's `platforms/parts/*.yaml` (what the pre-commit hook passes) validates as parts:
+    clean when it is, its own error at file:line:col when it is not; a platform beside it
+    still uses it."""
+    parts = tmp_path / "platforms" / "parts"
+    parts.mkdir(parents=True)
+    (parts / "nics.yaml").write_text(SITE_PART)
+    assert run(capsys, "validate", parts / "nics.yaml") == (0, "", "hwspec: 1 file(s) checked: 0 error(s), 0 warning(s): ok\n")
+    (parts / "nics.yaml").write_text(SITE_PART.replace("speed: 100 Gb/s", "speed: 100 GB"))
+    status, out, _ = run(capsys, "validate", parts / "nics.yaml")
+    assert status == 1 and out.startswith(f"{parts / 'nics.yaml'}:8:12: error[E1")
+    assert "E113" not in out
+
+
+def test_a_parts_file_is_no_platform_for_roofline_estimate_or_generate(tmp_path, capsys):
+    part = tmp_path / "nics.yaml"
+    part.write_text(SITE_PART)
+    assert run(capsys, "roofline", part) == (2, "", f"hwspec: {part} is a parts file; give the platform (node or cluster) file here\n")
+    assert run(capsys, "estimate", part, ROOT / "workloads" / next(p.name for p in (ROOT / "workloads").glob("*.yaml")))[::2] == (
+        2, f"hwspec: {part} is a parts file; give the platform (node or cluster) file here\n")
+    status, _, err = run(capsys, "generate", part, "-o", tmp_path / "out")  # checked, nothing to generate
+    assert (status, err) == (0, f"hwspec: 0 file(s) generated in {tmp_path / 'out'} (0 changed)\n")
+    assert not any(p.is_file() for p in (tmp_path / "out").rglob("*"))

@@ -97,9 +97,20 @@ class LoadedNodes(dict):
             return None
 
 
+@dataclass
+class PartsFile:
+    """A parts file (`kind: parts`, as in a `parts/` directory beside the platforms) given where a
+    platform may be: validated as its parts directory's loading validates it, with nothing to
+    generate. `parts` holds its parts (a `Catalogue`)."""
+
+    path: Path
+    parts: Any
+    kind: str = "parts"
+
+
 def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterable[Path] = (),
              loaded: LoadedNodes | None = None) -> tuple[Any, dict[str, Any]]:
-    """Load a node or cluster platform file (or a workload file), by its `kind`.
+    """Load a node or cluster platform file (or a workload or parts file), by its `kind`.
 
     Returns the platform and, for a cluster, its distinct node platforms
     (`{node file: platform}`), each loaded once however many nodes use it. A cluster's node
@@ -158,10 +169,15 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
         from hwspec.spec.workload import load_workload_document
 
         return load_workload_document(doc, expanded), {}
+    if kind == "parts":
+        from hwspec.model.load import load_parts_file
+
+        return PartsFile(Path(path), load_parts_file(Path(path))), {}
     pos = doc.locate(("kind",))
     raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.UNKNOWN_KIND,
                                   f"unknown platform kind {kind!r}",
-                                  "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload'")])
+                                  "platform files say 'kind: node' or 'kind: cluster'; workload files 'kind: workload', "
+                                  "parts files 'kind: parts'")])
 
 
 def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = (),
@@ -181,8 +197,8 @@ def check(path: Path, rules: list | None = None, parts_dirs: Iterable[Path] = ()
     except HwspecError as exc:
         result.diagnostics = list(exc.diagnostics)
         return result
-    if getattr(result.platform, "kind", None) == "workload":
-        return result  # a workload has no topology and no platform rules
+    if getattr(result.platform, "kind", None) in ("workload", "parts"):
+        return result  # a workload or parts file has no topology and no platform rules
     if rules is None:
         rules = load_rules(rule_directories())
     for node_platform in nodes.values():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import gc
 import os
 import stat
@@ -149,12 +150,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for path in files:
         checked = pipeline.check(path, rules, args.parts, args.platform_roots, loaded, command_sandbox(args),
                                  command_policy(args))
-        sys.stderr.write(report.render(checked.diagnostics, "text"))
+        sys.stderr.write(report.render(checked.diagnostics if args.verbose else summarised(checked.diagnostics, path), "text"))
         if checked.failed():
             failed = True
             continue
         if checked.topology is None:
-            continue  # a workload file: checked, nothing to generate
+            continue  # a workload or parts file: checked, nothing to generate
         name = checked.platform.name
         if name in owners:
             sys.stderr.write(f"hwspec: error[{Code.OUTPUT_NOT_WRITTEN}]: {visible(str(owners[name]))} and {visible(str(path))} "
@@ -196,6 +197,35 @@ def cmd_generate(args: argparse.Namespace) -> int:
     sys.stderr.write(f"hwspec: {len(plan)} file(s) generated in {out_dir} ({len(changed)} changed"
                      + (f", {len(svgs)} SVG diagram(s) rendered" if svgs else "") + ")\n")
     return EXIT_OK
+
+
+UNKNOWN_FACTS = "HW603"
+WAITING = "waiting for the unknown facts of devices"
+"""How HW603's finding that names the waiting outputs starts (rules/builtin/unknown.py)."""
+
+
+def summarised(diagnostics: list, path: Path) -> list:
+    """`diagnostics` with HW603's one finding per device with unknown facts left out, for
+    `generate`: the finding that says which outputs wait for which facts of which devices stays,
+    one per platform, its hint saying where the devices' own findings are (validate, or
+    generate --verbose); where no output waits, one finding names the devices. Expected facts of
+    a shipped platform then cost one line per run."""
+    devices = [d for d in diagnostics if d.code == UNKNOWN_FACTS and not d.message.startswith(WAITING)]
+    waiting = any(d.code == UNKNOWN_FACTS and d.message.startswith(WAITING) for d in diagnostics)
+    if len(devices) < (1 if waiting else 2):  # one device's finding, nothing waiting for it, says it best
+        return diagnostics
+    shown = visible(str(path))
+    where = f"'hwspec validate {shown}' (or 'hwspec generate --verbose') lists the {len(devices)} device(s) and what to fill in"
+    kept = [d for d in diagnostics if d not in devices]
+    summary = next((i for i, d in enumerate(kept) if d.code == UNKNOWN_FACTS), None)
+    if summary is not None:
+        kept[summary] = dataclasses.replace(kept[summary], hint=f"{where}, then generate again")
+    else:  # unknown facts no output waits for (a NIC's interface name, a CPU part): one line for them all
+        ids = ", ".join(d.message.split(": ", 1)[0] for d in devices)
+        position = sum(d not in devices for d in diagnostics[:diagnostics.index(devices[0])])
+        kept.insert(position, dataclasses.replace(
+            devices[0], message=f"unknown facts of {ids}; no generated file waits for them", hint=where))
+    return kept
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -258,6 +288,9 @@ def cmd_roofline(args: argparse.Namespace) -> int:
                              policy=command_policy(args))
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
+        return EXIT_UNREADABLE
+    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+        sys.stderr.write(f"hwspec: {visible(args.platform)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return EXIT_UNREADABLE
     if checked.failed():
         shown = visible(args.platform)
@@ -332,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--templates", metavar="DIR", action="append", default=[], type=Path,
                      help="site templates, searched before the built-in ones (repeatable)")
     gen.add_argument("--no-svg", action="store_true", help="do not render SVG diagrams even when graphviz is installed")
+    gen.add_argument("-v", "--verbose", action="store_true",
+                     help="print each device's unknown facts (HW603), not only the outputs that wait for them")
     gen.add_argument("--install-root", metavar="DIR", default="/etc/hwspec",
                      help="where the files are installed on the machines, as DIR/<platform>/ "
                           "(default /etc/hwspec); nccl.conf, the env files and the scripts all follow it")

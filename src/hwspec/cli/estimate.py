@@ -35,8 +35,8 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return None, EXIT_UNREADABLE
-    if getattr(checked.platform, "kind", None) == "workload":
-        sys.stderr.write(f"hwspec: {visible(path)} is a workload file; give the platform (node or cluster) file here\n")
+    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+        sys.stderr.write(f"hwspec: {visible(path)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return None, EXIT_UNREADABLE
     if checked.failed():
         sys.stderr.write(f"hwspec: {visible(path)} has errors: fix them first ('hwspec validate {visible(path)}')\n")

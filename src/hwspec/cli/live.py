@@ -252,8 +252,8 @@ def run_diff(args: argparse.Namespace) -> int:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return write_diff_report(args, exc.diagnostics, EXIT_UNREADABLE)
     if getattr(platform, "kind", "node") != "node":
-        sys.stderr.write(f"hwspec: {visible(args.spec)} is a {getattr(platform, 'kind', 'cluster')}: diff compares one node "
-                         "with its node platform file\n")
+        kind = getattr(platform, "kind", "cluster")
+        sys.stderr.write(f"hwspec: {visible(args.spec)} is a {kind} file: diff compares one node with its node platform file\n")
         return write_diff_report(args, [], EXIT_UNREADABLE)
     machine, fatal = _read(args)
     if fatal:

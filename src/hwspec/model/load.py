@@ -103,6 +103,12 @@ def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, di
     return parts
 
 
+def load_parts_file(path: Path) -> Catalogue:
+    """The parts of one parts file (`kind: parts`), validated as `load_catalogue` validates each
+    file of a parts directory. Raises HwspecError with every problem found."""
+    return Catalogue(_load_parts_file(Path(path)))
+
+
 def load_catalogue(directories: Iterable[Path]) -> Catalogue:
     """Read every `*.yaml` in `directories` (builtin first, then the platform's own)."""
     merged: dict[str, dict[str, Part]] = {}

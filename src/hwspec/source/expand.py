@@ -9,7 +9,9 @@ Two forms are expanded:
   `expr` is integer arithmetic over the variables (`+ - * // %`, parentheses, int literals
   including `0x1f`) and `fmt` a Python format spec (`${i*0x20+0x17:02x}` -> `17`).
   Substitution always yields strings; the spec model converts them to numbers where a
-  number is expected.
+  number is expected. A variable given a list of texts is not repeated over: it is a table,
+  and `${name[expr]}` is its item at index `expr` (from 0), e.g. a per-GPU bus id list
+  ``repeat: {g: 0..7, bus: ["0000:18:00.0", ...]}`` with ``bus: "${bus[g]}"``.
 * **annotated values**: a mapping whose keys are `value` plus `source` and/or `assumed`
   stands for its `value`; the note is kept as provenance (`Provenance`) under the value's
   path, so that any single number can say where it comes from.
@@ -52,6 +54,8 @@ PATTERN_PATHS = frozenset({("nvlink_domain", "name")})
 """Keys whose values are per-node patterns (`zx${i:04}`), expanded later per node, not here."""
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
 _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
+_INDEXED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[(.*)\]\s*$", re.DOTALL)
+"""`${name[expr]}`: item `expr` of the table `name`."""
 _ALLOWED_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 
 
@@ -262,23 +266,51 @@ class Substituted(str):
     number is expected (`slot: ${g}`), unlike a string written in the file (`slot: "2"`)."""
 
 
-def substitute(text: str, variables: dict[str, int]) -> str:
-    """Replace every `${expr}` / `${expr:fmt}` in `text`; the result is a `Substituted`."""
+Tables = dict[str, tuple[str, ...]]
+"""A repeat block's tables (variables given a list of texts), by name."""
+
+
+def substitute(text: str, variables: dict[str, int], tables: Tables | None = None) -> str:
+    """Replace every `${expr}` / `${expr:fmt}` / `${table[expr]}` in `text`; the result is a
+    `Substituted`. Raises ValueError with a message: an index outside the table, a table used
+    without an index, a format on a table's item."""
+    tables = tables or {}
 
     def one(match: re.Match[str]) -> str:
+        indexed = _INDEXED.match(match.group(1))
+        if indexed is not None:
+            name, expr = indexed.groups()
+            if name not in tables:
+                known = ", ".join(sorted(tables)) or "none"
+                raise ValueError(f"'{match.group(0)}' indexes '{name}', which is no table of this repeat block (tables: {known})")
+            index, table = evaluate(expr, variables), tables[name]
+            if not 0 <= index < len(table):
+                raise ValueError(f"'{match.group(0)}' is item {index} of '{name}', which has {len(table)} "
+                                 f"(indexes 0..{len(table) - 1})")
+            return table[index]
         expr, _, spec = match.group(1).partition(":")
+        if expr.strip() in tables:
+            raise ValueError(f"'{match.group(0)}' names the table '{expr.strip()}': take one item, e.g. ${{{expr.strip()}[i]}}")
         return _format(evaluate(expr, variables), spec, match.group(0))
 
     return Substituted(_PLACEHOLDER.sub(one, text))
 
 
-def _parse_repeat(spec: Any, path: DataPath) -> list[dict[str, int]]:
+def _parse_repeat(spec: Any, path: DataPath) -> tuple[list[dict[str, int]], Tables]:
+    """The points a repeat block repeats its item for (one value per variable each), and its
+    tables (variables given a list of texts, not repeated over: indexed as ${name[expr]})."""
     if not isinstance(spec, dict) or not spec:
         raise _ExpandError(path, "repeat needs a mapping of variables to ranges, e.g. repeat: {i: 0..7}")
     axes: list[list[tuple[str, int]]] = []
+    tables: Tables = {}
     for name, value in spec.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise _ExpandError(path + (name,), f"'{name}' is not a variable name")
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            if len(value) > MAX_REPEAT_ITEMS:
+                raise _ExpandError(path + (name,), f"table '{name}' has {len(value)} items, more than {MAX_REPEAT_ITEMS}")
+            tables[name] = tuple(value)
+            continue
         if isinstance(value, int) and not isinstance(value, bool):
             values = [value]
         elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
@@ -292,12 +324,16 @@ def _parse_repeat(spec: Any, path: DataPath) -> list[dict[str, int]]:
             values = list(range(lo, hi + 1))
         else:
             raise _ExpandError(path + (name,), f"cannot read {value!r} as a range",
-                               hint="write an inclusive range such as 0..7, or a list of integers")
+                               hint="write an inclusive range such as 0..7, a list of integers, or a list of texts "
+                                    "(a table, indexed as ${name[i]})")
         axes.append([(name, v) for v in values])
+    if not axes:
+        raise _ExpandError(path, "repeat has tables but nothing to repeat over",
+                           hint=f"add a variable with a range to index them, e.g. repeat: {{i: 0..{len(next(iter(tables.values()))) - 1}, ...}}")
     total = math.prod(len(axis) for axis in axes)  # before building them: 4096^3 would never finish
     if total > MAX_REPEAT_ITEMS:
         raise _ExpandError(path, f"repeat expands to {total} items, more than {MAX_REPEAT_ITEMS}")
-    return [dict(c) for c in itertools.product(*axes)]
+    return [dict(c) for c in itertools.product(*axes)], tables
 
 
 def _is_annotated_value(node: Any) -> bool:
@@ -313,7 +349,7 @@ def expand(doc: SourceDoc) -> Expanded:
     errors: list[Diagnostic] = []
     produced = 0
 
-    def walk(node: Any, written: DataPath, out: DataPath, variables: dict[str, int]) -> Any:
+    def walk(node: Any, written: DataPath, out: DataPath, variables: dict[str, int], tables: Tables) -> Any:
         nonlocal produced
         produced += 1
         if produced > MAX_EXPANDED_VALUES:
@@ -324,7 +360,7 @@ def expand(doc: SourceDoc) -> Expanded:
         if isinstance(node, str):
             if variables and "${" in node:
                 try:
-                    return substitute(node, variables)
+                    return substitute(node, variables, tables)
                 except ValueError as exc:
                     raise _ExpandError(written, str(exc)) from None
             if "${" in node and _PLACEHOLDER.search(node):
@@ -335,15 +371,16 @@ def expand(doc: SourceDoc) -> Expanded:
             for index, item in enumerate(node):
                 if isinstance(item, dict) and "repeat" in item:
                     try:
-                        combos = _parse_repeat(item["repeat"], written + (index, "repeat"))
+                        combos, inner = _parse_repeat(item["repeat"], written + (index, "repeat"))
                         body = {k: v for k, v in item.items() if k != "repeat"}
                         for combo in combos:
-                            items.append(walk(body, written + (index,), out + (len(items),), {**variables, **combo}))
+                            items.append(walk(body, written + (index,), out + (len(items),), {**variables, **combo},
+                                              {**{k: v for k, v in tables.items() if k not in combo}, **inner}))
                     except _ExpandError as exc:
                         errors.append(_diagnostic(doc, exc))
                     continue
                 try:
-                    items.append(walk(item, written + (index,), out + (len(items),), variables))
+                    items.append(walk(item, written + (index,), out + (len(items),), variables, tables))
                 except _ExpandError as exc:
                     errors.append(_diagnostic(doc, exc))
             return items
@@ -351,20 +388,20 @@ def expand(doc: SourceDoc) -> Expanded:
             if _is_annotated_value(node):
                 _check_notes(node, written)
                 result.provenance[out] = Provenance(_as_note(node.get("source")), _as_note(node.get("assumed")))
-                return walk(node["value"], written + ("value",), out, variables)
+                return walk(node["value"], written + ("value",), out, variables, tables)
             if "source" in node or "assumed" in node:
                 result.provenance[out] = Provenance(_as_note(node.get("source")), _as_note(node.get("assumed")))
             mapping: dict[str, Any] = {}
             for key, value in node.items():
                 try:
-                    mapping[key] = walk(value, written + (key,), out + (key,), variables)
+                    mapping[key] = walk(value, written + (key,), out + (key,), variables, tables)
                 except _ExpandError as exc:
                     errors.append(_diagnostic(doc, exc))
             return mapping
         return node
 
     try:
-        result.data = walk(doc.data, (), (), {})
+        result.data = walk(doc.data, (), (), {}, {})
     except _TooLarge as exc:
         pos = doc.locate(exc.path)
         raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.BAD_REPEAT_BLOCK,

@@ -32,9 +32,11 @@ KINDS = {"node": "NodeSpec", "cluster": "ClusterSpec", "parts": "PartsCatalogue"
 _TEMPLATED_IF = {"type": "string", "pattern": r"\$\{"}
 _REPEAT = {
     "type": "object",
-    "description": "Repeat this item for every value of the variables: {i: 0..7}.",
+    "description": "Repeat this item for every value of the variables: {i: 0..7}; a list of texts is a table, "
+                   "indexed as ${name[i]}.",
     "additionalProperties": {"anyOf": [{"type": "string", "pattern": r"^\s*-?\d+\s*\.\.\s*-?\d+\s*$"},
-                                        {"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
+                                        {"type": "integer"}, {"type": "array", "items": {"type": "integer"}},
+                                        {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
     "minProperties": 1,
 }
 _ANNOTATIONS = ("title", "description", "default", "examples")

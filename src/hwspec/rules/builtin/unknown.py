@@ -14,7 +14,7 @@ from hwspec.rules import Context, Finding, rule
 
 @rule("HW603", "unknown-facts", severity="warning")
 def unknown_facts(ctx: Context) -> Iterator[Finding]:
-    """Every device with `unknown` facts is reported once, naming them all and what to fill in; one more finding names the outputs that wait.
+    """Every device with `unknown` facts is reported once, naming them all and what to fill in; one more finding names the outputs that wait, for which facts of which devices.
 
     An import writes `part: unknown` where its input does not identify a part (nvidia-smi topo -m
     names no model; a PCI id the catalogue does not know), `bus: unknown` where it gives no
@@ -24,21 +24,35 @@ def unknown_facts(ctx: Context) -> Iterator[Finding]:
     still writes everything else: nccl-topo.xml leaves an unknown `sm`, NIC `speed` or `gdr` to
     NCCL's detection, and an unknown interface leaves NCCL_SOCKET_IFNAME to NCCL; a file that cannot be written without the fact (the topology file without
     bus ids, the performance views without HBM and compute figures) is left out until it is
-    filled in.
+    filled in. `hwspec generate` prints only that last finding (WAITING starts it) unless
+    --verbose: validate lists each device.
     """
     p = ctx.platform
     topology_file = "rccl-topo.xml" if collective_library(p) == "rccl" else "nccl-topo.xml"
-    waiting: dict[str, dict[str, None]] = {topology_file: {}, FIGURES: {}}
+    waiting: dict[str, dict[str, dict[str, None]]] = {topology_file: {}, FIGURES: {}}  # output -> fact -> devices
     for device_id, facts in _unknowns(p):
         yield ctx.finding(f"{device_id}: unknown {', '.join(f.what for f in facts)}", at=(device_id,),
                           hint="; ".join(dict.fromkeys(f.hint for f in facts)))
         for fact in facts:
             for output in fact.waits:
-                waiting[topology_file if output == TOPOLOGY else output][device_id] = None
-    waits = [f"{output} (for {', '.join(devices)})" for output, devices in waiting.items() if devices]
+                waiting[topology_file if output == TOPOLOGY else output].setdefault(fact.short, {})[device_id] = None
+    waits = [f"{output} ({_facts_of_devices(facts)})" for output, facts in waiting.items() if facts]
     if waits:
-        yield ctx.finding(f"waiting for the unknown facts of devices: {'; '.join(waits)}",
+        yield ctx.finding(f"{WAITING}: {'; '.join(waits)}",
                           hint="fill in the facts the findings above name, then generate again")
+
+
+def _facts_of_devices(facts: dict[str, dict[str, None]]) -> str:
+    """'PCI bus id of gpu0, gpu1; memory capacity and memory bandwidth of cpu0': the facts an
+    output waits for, those of the same devices together."""
+    by_devices: dict[tuple[str, ...], list[str]] = {}
+    for fact, devices in facts.items():
+        by_devices.setdefault(tuple(devices), []).append(fact)
+    return "; ".join(f"{' and '.join(names)} of {', '.join(devices)}" for devices, names in by_devices.items())
+
+
+WAITING = "waiting for the unknown facts of devices"
+"""How the finding that names the waiting outputs starts."""
 
 
 TOPOLOGY = "topology file"
@@ -51,6 +65,8 @@ class _Fact(NamedTuple):
     hint: str
     waits: tuple[str, ...]
     """The outputs that wait for it: TOPOLOGY (nccl-topo.xml or rccl-topo.xml) and FIGURES."""
+    short: str = ""
+    """The fact as the waiting outputs' summary names it (only facts an output waits for)."""
 
 
 def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
@@ -74,7 +90,7 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
         if gpu.part == UNKNOWN_PART:
             seen = f" {gpu.pci_vendor}:{gpu.pci_device}" if gpu.pci_vendor and gpu.pci_device else ""
             facts.append(_Fact(f"GPU part{seen} (so its HBM, compute and fabric figures)",
-                               "name the part, or import nvidia-smi -q -x with the other inputs", (FIGURES,)))
+                               "name the part, or import nvidia-smi -q -x with the other inputs", (FIGURES,), "GPU part"))
         facts += _pcie_facts(gpu, gpu.id in link_known)
         if facts:
             yield gpu.id, facts
@@ -84,7 +100,7 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
             facts.append(_Fact("NIC part", "name the part (lspci -nn gives its PCI id)", ()))
             if nic.speed is None:
                 facts.append(_Fact("speed", "or give 'speed:' under 'override:' (ibstat's Rate, ethtool's Speed)",
-                                   (FIGURES,)))
+                                   (FIGURES,), "NIC speed"))
             if nic.gpudirect is None:
                 facts.append(_Fact("GPUDirect support",
                                    "or give 'gpudirect:' under 'override:' (NCCL's log says whether it uses GPU Direct RDMA)", ()))
@@ -99,9 +115,9 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
             yield item.id, [_BUS]
 
 
-_BUS = _Fact("PCI bus id", "copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)", (TOPOLOGY,))
+_BUS = _Fact("PCI bus id", "copy the bus id from 'lspci -D' (or nvidia-smi -q's Bus Id, lower case)", (TOPOLOGY,), "PCI bus id")
 _LINK = _Fact("PCIe link (no part to take it from)", "write 'link: {gen: .., width: ..}' from 'lspci -vv' (LnkSta)",
-              (TOPOLOGY, FIGURES))
+              (TOPOLOGY, FIGURES), "PCIe link")
 
 
 _INTERFACE = _Fact("network interface name", "give 'interface:' as 'ip link' shows it; until then NCCL_SOCKET_IFNAME "
@@ -109,9 +125,9 @@ _INTERFACE = _Fact("network interface name", "give 'interface:' as 'ip link' sho
 
 
 _CAPACITY = _Fact("memory capacity", "give the memory's 'capacity:' (lsmem's total online memory, 'free -b', "
-                                     "or the DIMM sizes of 'dmidecode -t memory')", (FIGURES,))
+                                     "or the DIMM sizes of 'dmidecode -t memory')", (FIGURES,), "memory capacity")
 _BANDWIDTH = _Fact("memory bandwidth", "give the memory's 'bandwidth:' (the DIMMs' speed x 8 bytes x populated channels "
-                                       "from 'dmidecode -t memory', or the CPU datasheet's figure)", (FIGURES,))
+                                       "from 'dmidecode -t memory', or the CPU datasheet's figure)", (FIGURES,), "memory bandwidth")
 
 
 def _memory_facts(numa) -> list[_Fact]:
