@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -176,23 +175,13 @@ def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environme
     """Site template dirs first (so a site can override a built-in template), then built-ins.
 
     One environment per list of directories for the whole process, so a template is compiled
-    once however many platforms render it (jinja2 still reloads a template whose file changed)."""
+    once however many platforms render it (jinja2 still reloads a template whose file changed).
+
+    Templates are compiled in memory only: no bytecode cache is read or written. jinja2's
+    `FileSystemBytecodeCache` loads its entries with pickle, so anything that can write into
+    the cache directory (a shared `$TMPDIR`, a previous job on a CI runner) would run its code in
+    the next `hwspec generate`; compiling every template costs well under 0.1 s a run."""
     return _environment(tuple(str(Path(d)) for d in template_dirs))
-
-
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """jinja2's compiled-template cache across runs: a private per-user directory that jinja2
-    creates (mode 0700, owner checked) under the temp dir; entries are keyed by the template's
-    source, so an edited template is compiled again. HWSPEC_NO_TEMPLATE_CACHE=1 turns it off;
-    a cache that cannot be made is no error, templates are then compiled in memory."""
-    import jinja2
-
-    if os.environ.get("HWSPEC_NO_TEMPLATE_CACHE"):
-        return None
-    try:
-        return jinja2.FileSystemBytecodeCache()
-    except (OSError, RuntimeError):
-        return None
 
 
 @functools.lru_cache(maxsize=16)
@@ -202,7 +191,7 @@ def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
     search = [*template_dirs, str(content.builtin_dir("templates"))]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
-                             bytecode_cache=_bytecode_cache())
+                             bytecode_cache=None)  # never a cache: its entries are unpickled (see above)
     env.filters.update(xml_attr=xml_attr, env_value=env_value, shell_word=shell_word, comment=comment,
                        xml_comment=xml_comment, visible=visible)
     return env
