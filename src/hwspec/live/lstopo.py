@@ -30,6 +30,7 @@ from hwspec.live.observed import (
     cpu_vendor,
     is_accelerator,
     is_decimal,
+    too_many_digits,
 )
 from hwspec.live.xmlread import Element, walk
 
@@ -133,6 +134,10 @@ class _Reader(ElementReader):
 
     def numa(self, e: Element) -> None:
         index = e.attrs.get("os_index", "")
+        for key in ("os_index", "local_memory"):
+            if (problem := too_many_digits(e.attrs.get(key), f"NUMANode {key}")) is not None:
+                self.m.problem(self.at(e), Severity.ERROR, "I101", f"{problem}: not hwloc XML")
+                return
         if not is_decimal(index):
             self.warn(e, f"NUMANode os_index=\"{index[:20]}\" is not a number")
             return

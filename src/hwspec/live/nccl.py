@@ -27,11 +27,12 @@ from hwspec.live.observed import (
     NicPort,
     NumaNode,
     NvLink,
+    too_many_digits,
 )
 from hwspec.live.xmlread import Element
 
 BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
-_INT = re.compile(r"-?[0-9]+")
+_INT = re.compile(r"-?[0-9]{1,20}")  # at most MAX_DIGITS: longer is refused before int() sees it
 _HEX_ID = re.compile(r"0x[0-9a-fA-F]{1,4}")
 HOST_BRIDGE_CLASS, PCI_BRIDGE_CLASS = "0x0600", "0x0604"
 """PCI classes of a host bridge and a PCI-to-PCI bridge (a switch port or root port)."""
@@ -58,6 +59,9 @@ class _Reader(ElementReader):
         if value is None:
             if required:
                 self.warn(e, f"<{e.tag}> has no '{key}'")
+            return None
+        if (problem := too_many_digits(value, f"<{e.tag}> {key}")) is not None:
+            self.m.problem(self.at(e), Severity.ERROR, "I101", f"{problem}: not an NCCL topology dump")
             return None
         if not _INT.fullmatch(value.strip()):
             self.warn(e, f"<{e.tag}> {key}=\"{value[:40]}\" is not an integer")

@@ -47,6 +47,7 @@ from hwspec.live.observed import (
     is_accelerator,
     is_decimal,
     refuse_oversized,
+    too_many_digits,
 )
 from hwspec.live.topo_matrix import parse_cpu_list
 
@@ -250,8 +251,11 @@ class _Reader:
     def mem_total(self, rel: str) -> int | None:
         for line in (self.t.read(rel) or "").splitlines():
             words = line.split()
-            if len(words) == 5 and words[2] == "MemTotal:" and is_decimal(words[3]) and words[4] == "kB":
-                return int(words[3]) * 1024
+            if len(words) == 5 and words[2] == "MemTotal:" and words[4] == "kB":
+                if (problem := too_many_digits(words[3], "MemTotal")) is not None:
+                    raise TreeError(self.t.where(rel), f"{problem}: not a sysfs meminfo")
+                if is_decimal(words[3]):
+                    return int(words[3]) * 1024
         return None
 
     def cpuinfo(self) -> None:
@@ -306,6 +310,8 @@ class _Reader:
     def numa_node(self, bus: str) -> int:
         """The function's NUMA node; -1 (none) on a machine with one NUMA node means that one."""
         text = self.attr(bus, "numa_node")
+        if (problem := too_many_digits(text, "numa_node")) is not None:
+            raise TreeError(self.t.where(f"{PCI_DEVICES}/{bus}/numa_node"), f"{problem}: not a sysfs attribute")
         if text and is_decimal(text):
             return int(text)
         return next(iter(self.m.numa)) if len(self.m.numa) == 1 else -1

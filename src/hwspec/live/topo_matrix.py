@@ -17,12 +17,26 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import MAX_GPUS, MAX_NICS, NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink, is_decimal
+from hwspec.live.observed import (
+    MAX_GPUS,
+    MAX_NICS,
+    NUMA_PREFIX,
+    NVSWITCH,
+    Bridge,
+    Gpu,
+    Machine,
+    Nic,
+    NicPort,
+    NumaNode,
+    NvLink,
+    is_decimal,
+    too_many_digits,
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_GPU = re.compile(r"GPU(\d+)")
-_NV = re.compile(r"NV(\d+)")
-_CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+_GPU = re.compile(r"GPU(\d{1,6})")
+_NV = re.compile(r"NV(\d{1,6})")
+_CPU_LIST = re.compile(r"\d{1,7}(-\d{1,7})?(,\d{1,7}(-\d{1,7})?)*")  # bounded numbers: int() never sees a long one
 _LEGEND = re.compile(r"\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
 MAX_LINES = 10_000
@@ -72,6 +86,10 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                       if not (_GPU.fullmatch(c) or c.startswith("NIC") or (re.fullmatch(r"[A-Za-z0-9_.-]+", c) and " " not in c))),
                      len(header))
     devices, extras = header[:extras_at], header[extras_at:]
+    for name in devices:
+        if (problem := too_many_digits(name[3:] if name.startswith("GPU") else None, "a GPU column's index")) is not None:
+            machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101", f"{problem}: not 'nvidia-smi topo -m' output")
+            return
     gpu_columns = sum(1 for name in devices if _GPU.fullmatch(name))
     for count, limit, what in ((gpu_columns, MAX_GPUS, "GPU"), (len(devices) - gpu_columns, MAX_NICS, "NIC")):
         if count > limit:
@@ -138,7 +156,9 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                 if device.cpus is None:
                     machine.problem(where, Severity.WARNING, "I103", f"{name}: CPU Affinity '{cpus[:40]}' is not a CPU list")
             numa = values.get("NUMA Affinity", values.get("NUMA"))
-            if numa and is_decimal(numa):
+            if (problem := too_many_digits(numa, f"{name}: NUMA Affinity")) is not None:
+                machine.problem(where, Severity.ERROR, "I101", f"{problem}: not 'nvidia-smi topo -m' output")
+            elif numa and is_decimal(numa):
                 device.numa = int(numa)
             elif numa and numa != "N/A":
                 machine.problem(where, Severity.WARNING, "I103", f"{name}: NUMA Affinity '{numa[:40]}' is not one NUMA node")
