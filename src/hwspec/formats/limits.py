@@ -91,3 +91,11 @@ def hostfile_limits(cluster: Cluster) -> list[Limit]:
                                     "an IPv6 zone is an interface name, e.g. %eth0" if field == "address" else None,
                                     reported_by="HW805" if field == "hostname" else ""))
     return limits
+
+
+def k8s_name(name: str) -> str:
+    """A hwspec id (`[a-z][a-z0-9_-]*`, up to 64) as a Kubernetes object name and label value:
+    '_' becomes '-', at most 63 characters, ending in a letter or digit. Two ids may become one
+    name (`zion_ex`, `zion-ex`): rule HW813 finds that for a cluster's node platforms."""
+    return re.sub(r"[^a-z0-9-]", "-", name)[:63].rstrip("-")
+
