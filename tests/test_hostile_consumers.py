@@ -67,3 +67,52 @@ def test_the_exposition_of_a_non_utf8_node_and_spec_path_is_utf8(tmp_path):
         return  # the exposition's own parser checks it where installed (pip install -e '.[consumers]')
     samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
     assert samples[0].labels == {"node": "n\\xff", "spec": f"{tmp_path}/spec\\xfe.yaml"}
+
+
+# ---------------------------------------------------------------- validate clean means every command succeeds
+
+HUNDRED = ROOT / "tests" / "fixtures" / "many_nics" / "hundred_long_interfaces.yaml"
+WORKLOAD = ROOT / "workloads" / "model-a.yaml"
+
+
+def _hwspec(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hwspec", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+
+def test_an_interface_list_past_nccls_value_limit_is_a_located_hw902_at_validate():
+    """It validated clean and generate stopped with E901 (nccl.conf line past 1023 characters)."""
+    checked = pipeline.check(HUNDRED, load_rules(pipeline.rule_directories()))
+    assert [(d.code, d.line, d.col, d.message) for d in checked.diagnostics if d.severity.label == "error"] == [
+        ("HW902", 92, 16, "NCCL_SOCKET_IFNAME would list 100 interfaces in 1600 characters; NCCL reads at most 1023 "
+                          "of a value, and the list passes them at host63")]
+
+
+def test_an_interface_list_the_platform_sets_itself_validates_and_generates(tmp_path):
+    path = tmp_path / "node.yaml"
+    path.write_text(HUNDRED.read_text() + "\nenvironment:\n  NCCL_SOCKET_IFNAME: ingest\n")
+    assert _hwspec("validate", path).returncode == 0
+    result = _hwspec("generate", "--no-svg", "-o", tmp_path / "out", path)
+    assert result.returncode == 0, result.stderr
+    assert "NCCL_SOCKET_IFNAME=ingest\n" in (tmp_path / "out" / "hundred-long-interfaces" / "nccl.conf").read_text()
+
+
+@pytest.mark.parametrize("batch", ["per_gpu: 1" + "0" * 300, "global: 1000000001"])
+def test_a_batch_past_the_bound_is_a_located_error_at_validate(tmp_path, batch):
+    """A batch of 10^300 validated clean, and compare ended in a traceback (NaN ms)."""
+    path = tmp_path / "workload.yaml"
+    path.write_text(WORKLOAD.read_text().replace("  per_gpu: 512\n", f"  {batch}\n", 1))
+    result = _hwspec("validate", path)
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{path}:15:{len(batch.split(':')[0]) + 5}: error[E110]: batch.{batch.split(':')[0]}: "
+                                    "Input should be less than or equal to 1000000000, got ")
+
+
+def test_the_largest_batch_validate_accepts_is_estimated_and_compared(tmp_path):
+    path = tmp_path / "workload.yaml"
+    path.write_text(WORKLOAD.read_text().replace("  per_gpu: 512\n", "  per_gpu: 1000000000\n", 1))
+    assert _hwspec("validate", path).returncode == 0
+    for command in (("estimate", "platforms/zionex.yaml", path), ("compare", "platforms/zionex.yaml", "platforms/zion.yaml", path)):
+        result = _hwspec(*command)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert " inf " not in result.stdout and "nan" not in result.stdout.lower()
