@@ -18,6 +18,7 @@ import re
 
 from hwspec.diagnostics import Severity
 from hwspec.live.observed import (
+    MAX_CPUS,
     NUMA_PREFIX,
     Bridge,
     ElementReader,
@@ -46,8 +47,8 @@ OSDEV_FLAG_NETWORK, OSDEV_FLAG_OPENFABRICS = 1 << 4, 1 << 5
 def parse_bitmap(text: str | None) -> tuple[int, ...] | None:
     """hwloc bitmap ("0x000000ff,0xffffffff", words most significant first; an empty word is
     0, as in "0x00000303,,0x0") -> set bits. None for a malformed or infinite set."""
-    if not text:
-        return None
+    if not text or text.count(",") >= MAX_CPUS // 32:
+        return None  # no bitmap, or one of more than MAX_CPUS bits (counted before expanding)
     words = text.split(",")
     bits: list[int] = []
     for position, word in enumerate(reversed(words)):

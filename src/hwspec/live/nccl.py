@@ -15,6 +15,7 @@ import re
 from hwspec.diagnostics import Severity
 from hwspec.live.observed import (
     CPU_VENDORS,
+    MAX_CPUS,
     NUMA_PREFIX,
     NVSWITCH,
     PCIE_SPEED_STRINGS,
@@ -43,8 +44,8 @@ _CPUMAP = re.compile(r"[0-9a-fA-F]{1,8}(,[0-9a-fA-F]{1,8})*")
 
 def parse_cpumap(text: str) -> tuple[int, ...] | None:
     """sysfs cpumap ("0000ffff,ffff0000": 32-bit words, most significant first) -> CPU numbers."""
-    if not _CPUMAP.fullmatch(text):
-        return None
+    if not _CPUMAP.fullmatch(text) or text.count(",") >= MAX_CPUS // 32:
+        return None  # not a cpumap, or one of more than MAX_CPUS CPUs (counted before expanding)
     words = text.split(",")
     cpus: list[int] = []
     for position, word in enumerate(reversed(words)):

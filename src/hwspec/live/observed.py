@@ -406,6 +406,10 @@ def is_accelerator(vendor: str | None, pci_class: str, os_devices: tuple[str, ..
     return pci_class == "0300" and any(name.lower().startswith(COMPUTE_OS_DEVICES) for name in os_devices)
 
 
+MAX_CPUS = 65_536
+"""The most CPUs one CPU list, cpumap or hwloc bitmap may hold: 8 times Linux's largest NR_CPUS
+(8,192). Counted from the text before anything is expanded."""
+
 MAX_DIGITS = 20
 """The most digits of a decimal number a reader converts: 2**64 has 20, and nothing a machine
 reports (bytes of memory, a NUMA node, a link speed) comes near it. A longer one is refused

@@ -18,6 +18,7 @@ import re
 
 from hwspec.diagnostics import Location, Severity
 from hwspec.live.observed import (
+    MAX_CPUS,
     MAX_GPUS,
     MAX_NICS,
     NUMA_PREFIX,
@@ -48,17 +49,21 @@ against MAX_GPUS and MAX_NICS, before any row is read (the rows hold columns^2 c
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...] | None:
-    """'0-3,8' -> (0, 1, 2, 3, 8); None when not a CPU list (or absurdly large)."""
+    """'0-3,8' -> (0, 1, 2, 3, 8); None when not a CPU list, or when it holds more than
+    MAX_CPUS CPUs in all: its size is added up from the ranges before any is expanded (4.8 KB
+    of repeated wide ranges would otherwise expand to gigabytes)."""
     if not _CPU_LIST.fullmatch(text):
         return None
-    cpus: list[int] = []
+    ranges = []
+    total = 0
     for part in text.split(","):
         lo, _, hi = part.partition("-")
         first, last = int(lo), int(hi or lo)
-        if last < first or last - first > 65536:
+        total += last - first + 1
+        if last < first or total > MAX_CPUS:
             return None
-        cpus.extend(range(first, last + 1))
-    return tuple(cpus)
+        ranges.append(range(first, last + 1))
+    return tuple(cpu for cpus in ranges for cpu in cpus)
 
 
 def _cells(line: str) -> list[str]:
