@@ -56,10 +56,10 @@ NCCL_PROXY_PROFILE NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX
 """.split())
 """Names no word gives away. From NCCL's and its plugins' own sources: `NCCL_PROXY_PROFILE` is
 the file NCCL's proxy profiler opens for writing (`fopen(ncclGetEnv("NCCL_PROXY_PROFILE"), "w")`
-in NVIDIA/nccl src/misc/profiler.cc, 2.12-2.18, and the profiler plugin's proxy events after);
+in NVIDIA/nccl src/misc/profiler.cc of the 2022 releases, in builds with PROFILE_PROXY);
 `NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX` is the directory of Unix sockets the GPUDirect-TCPX
-plugin (GoogleCloudPlatform/nccl-plugin-gpudirecttcpx) connects to for its receive-data
-manager (any other `*_PREFIX` or `*_UNIX_*` name is refused by `_FILE_SUFFIXES` and
+plugin (nccl-plugin-gpudirecttcpx) connects to, its receive-data manager's (RxDM) `UDS_PATH`
+in Google's TCPX prolog scripts and docs (any other `*_PREFIX` or `*_UNIX_*` name is refused by `_FILE_SUFFIXES` and
 `_FILE_WORDS`, whichever plugin reads it). The plugins' other path names end in a word below
 (`NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY`, `NCCL_TUNER_CONFIG_PATH`,
 `NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE`, `NCCL_PROXY_PROFILE_DIR`); aws-ofi-nccl's `OFI_NCCL_*` names are refused as unreviewed unless
