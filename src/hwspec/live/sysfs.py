@@ -77,7 +77,7 @@ class TreeError(Exception):
 
 
 MAX_OPEN_DIRECTORIES = 256
-"""Directory handles a tree keeps open (the most recently used): the PCI hierarchy's few dozen
+"""Directory handles a tree keeps open (the most recently opened): the PCI hierarchy's few dozen
 levels and their siblings, so that each read opens only its own file."""
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
