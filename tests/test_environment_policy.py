@@ -187,3 +187,38 @@ def test_a_hostile_environment_is_refused_or_sourced_as_written(tmp_path_factory
     own = _sourced_launch_env({k: v for k, v in spec.items() if k != "environment"}, tmp_path_factory.mktemp("own"))
     assert own is not None
     assert sourced == own | {name: _as_text(value) for name, value in environment.items()}
+
+
+# Issue 36: NCCL's and its plugins' names for a file to write or a socket directory, which no
+# word gave away: each was a tunable (an HW701 warning the platform could switch off).
+PATH_NAMES_OF_NCCL_AND_PLUGINS = ["NCCL_PROXY_PROFILE", "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX",
+                                  "NCCL_PROXY_PROFILE_DIR", "NCCL_TUNER_CONFIG_PATH",
+                                  "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE", "NCCL_RXDM_UNIX_SOCKET"]
+
+
+@pytest.mark.parametrize("name", PATH_NAMES_OF_NCCL_AND_PLUGINS)
+def test_nccl_and_plugin_names_of_a_path_or_socket_are_refused(name):
+    assert refusal(name) == NAMES_FILE
+
+
+@pytest.mark.parametrize("name", ["NCCL_IB_SUBNET_PREFIX_LEN", "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+                                  "NCCL_GPUDIRECTTCPX_CTRL_DEV", "NCCL_FASTRAK_IFNAME", "NCCL_SOCKET_NTHREADS"])
+def test_plugin_tunables_beside_those_names_stay_tunables(name):
+    assert refusal(name) is None
+
+
+def test_a_tcpx_socket_prefix_is_refused_even_with_hw702_switched_off_and_granted_by_allow_env(tmp_path):
+    setting = "  NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX: /tmp/pr/uds\n  NCCL_PROXY_PROFILE: /etc/cron.d/x\n"
+    path = _refused_platform(tmp_path, setting)
+    plain = path.read_text()
+    path.write_text(plain + "rules:\n  HW702: {severity: off, reason: trust the pull request}\n")
+    refused = _hwspec("generate", str(path), "-o", "out", cwd=tmp_path)
+    assert refused.returncode == 2 and not (tmp_path / "out").exists()
+    assert "error[E304]: rules: HW702 environment-policy cannot be set to off" in refused.stderr
+    assert "error[HW702 environment-policy]: environment: NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX names a file" in refused.stderr
+    assert "error[HW702 environment-policy]: environment: NCCL_PROXY_PROFILE names a file" in refused.stderr
+    path.write_text(plain)
+    granted = _hwspec("generate", str(path), "-o", "out", "--allow-env",
+                      "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX,NCCL_PROXY_PROFILE", cwd=tmp_path)
+    assert granted.returncode == 0 and "HW702" not in granted.stderr, granted.stderr
+    assert "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX=/tmp/pr/uds\n" in (tmp_path / "out" / "environment-refused" / "nccl.conf").read_text()

@@ -228,13 +228,28 @@ def test_hostile_files_are_e601s_not_tracebacks_or_hangs(tmp_path, capsys):
     status, _, err = run(capsys, tmp_path)
     assert status == 2
     assert err.splitlines() == [
-        f"{tmp_path}/deep.json:1:1: error[E601]: not JSON this reader accepts: nested too deeply",
+        f"{tmp_path}/deep.json:1:65: error[E601]: not JSON this reader accepts: arrays and objects nested deeper than 64",
         f"{tmp_path}/fifo.json:0:0: error[E601]: cannot read: not a regular file",
         f"{tmp_path}/huge.json:0:0: error[E601]: larger than the 16 MiB limit for a node report",
         f"{tmp_path}/latin1.json:1:14: error[E601]: not UTF-8 (byte 0xe9)",
         f"{tmp_path}/nothing.json:1:1: error[E601]: the file is empty",
         "hwspec: no node report could be read",
     ]
+
+
+def test_a_report_past_a_bound_is_counted_and_the_next_one_in_the_file_still_counts(tmp_path, capsys):
+    """A 5,000-digit number (int() of it raises) and nesting past 64 levels: each is a located
+    E601 of its own report, and the reports after them in the same file are read."""
+    long_number = json.dumps(report("n1"), indent=2).replace('"exit_code": 0', '"exit_code": ' + "9" * 5000)
+    deep = '{"hwspec_report": 1, "extra": ' + "[" * 65 + "]" * 65 + "}\n"
+    path = write(tmp_path, "a.json", long_number + "\n", deep, report("n3"))
+    status, out, err = run(capsys, path)
+    assert status == 1  # reports not read: the fleet needs attention
+    assert err.splitlines() == [
+        f"{path}:7:16: error[E601]: not JSON this reader accepts: a number of 5000 characters, more than the 32 a reader converts",
+        f"{path}:10:94: error[E601]: not JSON this reader accepts: arrays and objects nested deeper than 64",
+    ]
+    assert out.splitlines()[0] == "hwspec fleet report: 1 node(s): 1 clean, 0 drift, 0 unchecked (2 report(s) not read)"
 
 
 @settings(max_examples=30)

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "hwspec"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("", "text", "cpulist", "content", "atomic", "hostlist"),  # leaf helpers ("": hwspec/__init__.py, which holds __version__)
+    ("", "text", "cpulist", "content", "atomic", "hostlist", "jsonbound"),  # leaf helpers ("": hwspec/__init__.py, which holds __version__)
     ("diagnostics",),
     ("source",),
     ("spec",),

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from hwspec import __version__
 from hwspec.diagnostics import Diagnostic, Severity, real_path
+from hwspec.text import visible
 
 FORMATS = ("text", "json", "github", "sarif")
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -190,7 +191,14 @@ def node_report(findings: list[tuple[Diagnostic, str | None]], node: str, spec: 
 
 def prometheus_label(value: str) -> str:
     """A label value of the Prometheus text exposition format, quotes included: backslash, double
-    quote and line feed escaped (the only escapes the format has)."""
+    quote and line feed escaped (the only escapes the format has). The format is UTF-8: a value
+    that cannot be written so (a non-UTF-8 `--node` or spec path, whose bytes Python holds as
+    lone surrogates) is written as `visible` shows it (`\\xff` for the byte 0xff), never as the
+    raw bytes, which the exposition's readers (promtool, Prometheus) refuse."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = visible(value)
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 

@@ -7,8 +7,10 @@ platform file may set what a consumer reads as a *tunable*, and nothing that
 
 - loads code or chooses which programs and libraries run (`LD_PRELOAD`, `PATH`, `PYTHONPATH`,
   `BASH_ENV`, `NCCL_NET_PLUGIN`, `NCCL_ENV_PLUGIN`, any `*_PLUGIN`, `*_LIB`, ...),
-- names a file or directory that a consumer reads or writes (`NCCL_TOPO_FILE`,
-  `NCCL_CONF_FILE`, `NCCL_DEBUG_FILE`, any `*_FILE`, `*_PATH`, `*_DIR`, `*_DUMP*`, ...),
+- names a file, directory or socket that a consumer reads, writes or connects to
+  (`NCCL_TOPO_FILE`, `NCCL_CONF_FILE`, `NCCL_DEBUG_FILE`, `NCCL_PROXY_PROFILE`,
+  `NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX`, any `*_FILE`, `*_PATH`, `*_DIR`, `*_DUMP*`,
+  `*_PREFIX`, `*_UNIX_*`, ...),
 - changes where the job connects or what it runs on: hosts, addresses, rendezvous, ranks and
   devices (`PET_RDZV_ENDPOINT`, `MASTER_ADDR`, `NCCL_COMM_ID`, `CUDA_VISIBLE_DEVICES`,
   `HWSPEC_*`, `SLURM_*`, any `*_ADDR`, `*_PORT`, ...).
@@ -49,9 +51,24 @@ PLUGIN PLUGINS PRELOAD LIB LIBS LIBRARY LIBRARIES INJECTION INJECTION32 INJECTIO
 EXEC EXECUTABLE SCRIPT SCRIPTS BINARY PROGRAM LOADER
 """.split())
 
-_FILE_NAMES = frozenset("HOME PWD OLDPWD TMPDIR TMP TEMP".split())
+_FILE_NAMES = frozenset("HOME PWD OLDPWD TMPDIR TMP TEMP".split()) | frozenset("""
+NCCL_PROXY_PROFILE NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX
+""".split())
+"""Names no word gives away. From NCCL's and its plugins' own sources: `NCCL_PROXY_PROFILE` is
+the file NCCL's proxy profiler opens for writing (`fopen(ncclGetEnv("NCCL_PROXY_PROFILE"), "w")`
+in NVIDIA/nccl src/misc/profiler.cc of the 2022 releases, in builds with PROFILE_PROXY);
+`NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX` is the directory of Unix sockets the GPUDirect-TCPX
+plugin (nccl-plugin-gpudirecttcpx) connects to, its receive-data manager's (RxDM) `UDS_PATH`
+in Google's TCPX prolog scripts and docs (any other `*_PREFIX` or `*_UNIX_*` name is refused by `_FILE_SUFFIXES` and
+`_FILE_WORDS`, whichever plugin reads it). The plugins' other path names end in a word below
+(`NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY`, `NCCL_TUNER_CONFIG_PATH`,
+`NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE`, `NCCL_PROXY_PROFILE_DIR`); aws-ofi-nccl's `OFI_NCCL_*` names are refused as unreviewed unless
+listed in `REVIEWED_TUNABLES`."""
 _FILE_PREFIXES = ("XDG_",)
-_FILE_WORDS = frozenset("FILE FILES PATH PATHS DIR DIRS DIRECTORY FOLDER DUMP HOSTFILE".split())
+_FILE_WORDS = frozenset("FILE FILES PATH PATHS DIR DIRS DIRECTORY FOLDER DUMP HOSTFILE UNIX UDS SOCKPATH".split())
+_FILE_SUFFIXES = ("_PREFIX",)
+"""A name ending in PREFIX names the start of paths (a socket or file prefix); `_PREFIX_LEN`
+(NCCL_IB_SUBNET_PREFIX_LEN, a number) does not end so."""
 
 _REDIRECT_NAMES = frozenset("""
 MASTER_ADDR MASTER_PORT WORLD_SIZE RANK LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ROLE_RANK
@@ -98,7 +115,8 @@ def refusal(name: str) -> str | None:
     words = frozenset(name.split("_"))
     if name in _CODE_NAMES or name.startswith(_CODE_PREFIXES) or words & _CODE_WORDS:
         return LOADS_CODE
-    if name in _FILE_NAMES or name.startswith(_FILE_PREFIXES) or words & _FILE_WORDS:
+    if (name in _FILE_NAMES or name.startswith(_FILE_PREFIXES) or words & _FILE_WORDS
+            or name.endswith(_FILE_SUFFIXES)):
         return NAMES_FILE
     if (name in _REDIRECT_NAMES or name.startswith(_REDIRECT_PREFIXES) or words & _REDIRECT_WORDS
             or name.endswith(_REDIRECT_SUFFIXES)):

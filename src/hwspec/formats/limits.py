@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hwspec.formats.transports import ib_verbs
+from hwspec.formats.transports import facts, ib_verbs, interface_use
 from hwspec.model.node import Platform
 
 if TYPE_CHECKING:
@@ -52,17 +52,58 @@ class Limit:
     PCIe tree): the generation rules leave it to that rule, which cannot be switched off either."""
 
 
+NCCL_CONF_MAX = 1023
+"""NCCL copies at most 1023 characters of a name and of a value of nccl.conf (its line buffer)."""
+
+
 def settings_limits(platform: Platform) -> list[Limit]:
     """What keeps the NCCL settings (nccl.conf, launch.env) from being written: more named
-    backend RDMA NICs than NCCL_IB_HCA can hold (without a declared `backend.ib_hca` filter)."""
-    backend = platform.backend
-    if not platform.gpus or backend is None or not ib_verbs(backend.transport) or backend.ib_hca is not None:
+    backend RDMA NICs than NCCL_IB_HCA can hold (without a declared `backend.ib_hca` filter),
+    and an interface list (NCCL_SOCKET_IFNAME, a net plugin's data interfaces) longer than the
+    NCCL_CONF_MAX characters NCCL reads of a value."""
+    if not platform.gpus:
         return []
+    limits = _interface_list_limits(platform)
+    backend = platform.backend
+    if backend is None or not ib_verbs(backend.transport) or backend.ib_hca is not None:
+        return limits
     hcas = [n for n in platform.backend_nics if ib_verbs(n.transport)]
-    limits: list[Limit] = []
     if all(n.device for n in hcas) and len(hcas) > MAX_IB_HCAS:
-        limits.append(Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),
-                            f"keep at most {MAX_IB_HCAS} NICs in the backend role"))
+        limits.insert(0, Limit(f"{len(hcas)} backend NICs; NCCL_IB_HCA takes at most {MAX_IB_HCAS}", (hcas[MAX_IB_HCAS].id,),
+                               f"keep at most {MAX_IB_HCAS} NICs in the backend role"))
+    return limits
+
+
+def _interface_list_limits(platform: Platform) -> list[Limit]:
+    """The interface lists the NCCL settings write (as `hwspec.generate.launch` chooses them:
+    NCCL_SOCKET_IFNAME's `=a,b,...` when every NIC of its list names its interface, a net
+    plugin's data interfaces) that are longer than NCCL_CONF_MAX, each at the NIC where its
+    list passes the limit. A name the platform's `environment:` sets itself is not generated."""
+    backend = platform.backend
+    net = facts(backend.transport) if backend is not None else None
+    if net is not None and net.socket_on_backend:
+        socket = list(platform.collective_nics)
+    else:
+        socket = [n for n in platform.host_nics if n.interface or interface_use(n.transport, n.role) == "socket"]
+    lists: list[tuple[str, str, list]] = []
+    if socket and all(n.interface for n in socket):
+        lists.append(("NCCL_SOCKET_IFNAME", "=", socket))
+    if net is not None and net.data_ifname is not None:
+        lists.append((net.data_ifname, "", [n for n in platform.backend_nics if n.interface]))
+    limits = []
+    for name, prefix, nics in lists:
+        if name in platform.environment:
+            continue
+        total = len(prefix) + sum(len(n.interface) for n in nics) + len(nics) - 1
+        length = len(prefix) - 1
+        for nic in nics:
+            length += 1 + len(nic.interface)
+            if length > NCCL_CONF_MAX:
+                limits.append(Limit(f"{name} would list {len(nics)} interfaces in {total} characters; NCCL reads at most "
+                                    f"{NCCL_CONF_MAX} of a value, and the list passes them at {nic.id}", (nic.id, "interface"),
+                                    f"use shorter interface names, or set {name} under environment: as a prefix filter "
+                                    "(e.g. 'ens') that NCCL matches itself"))
+                break
     return limits
 
 
@@ -91,3 +132,11 @@ def hostfile_limits(cluster: Cluster) -> list[Limit]:
                                     "an IPv6 zone is an interface name, e.g. %eth0" if field == "address" else None,
                                     reported_by="HW805" if field == "hostname" else ""))
     return limits
+
+
+def k8s_name(name: str) -> str:
+    """A hwspec id (`[a-z][a-z0-9_-]*`, up to 64) as a Kubernetes object name and label value:
+    '_' becomes '-', at most 63 characters, ending in a letter or digit. Two ids may become one
+    name (`zion_ex`, `zion-ex`): rule HW813 finds that for a cluster's node platforms."""
+    return re.sub(r"[^a-z0-9-]", "-", name)[:63].rstrip("-")
+

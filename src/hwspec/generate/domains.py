@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from hwspec.formats.limits import k8s_name  # used here; health.py imports it from here too
 from hwspec.generate.engine import GenContext, generator
 from hwspec.generate.launch import Setting
 from hwspec.model.cluster import Cluster
@@ -47,12 +48,6 @@ KUEUE_MIN_VERSION = "0.15"
 SPINE_VALUE = "spine"
 TOPOLOGY_BLOCK = "nvlink-domains"
 TOPOLOGY_TREE = "fabric"
-
-
-def k8s_name(name: str) -> str:
-    """A hwspec id (`[a-z][a-z0-9_-]*`, up to 64) as a Kubernetes object name and label value:
-    '_' becomes '-', at most 63 characters, ending in a letter or digit."""
-    return re.sub(r"[^a-z0-9-]", "-", name)[:63].rstrip("-")
 
 
 def block_sizes(domain_size: int, domains: int) -> list[int]:

@@ -176,23 +176,13 @@ def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environme
     """Site template dirs first (so a site can override a built-in template), then built-ins.
 
     One environment per list of directories for the whole process, so a template is compiled
-    once however many platforms render it (jinja2 still reloads a template whose file changed)."""
+    once however many platforms render it (jinja2 still reloads a template whose file changed).
+
+    Templates are compiled in memory only: no bytecode cache is read or written. jinja2's
+    `FileSystemBytecodeCache` loads its entries with pickle, so anything that can write into
+    the cache directory (a shared `$TMPDIR`, a previous job on a CI runner) would run its code in
+    the next `hwspec generate`; compiling every template costs well under 0.1 s a run."""
     return _environment(tuple(str(Path(d)) for d in template_dirs))
-
-
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """jinja2's compiled-template cache across runs: a private per-user directory that jinja2
-    creates (mode 0700, owner checked) under the temp dir; entries are keyed by the template's
-    source, so an edited template is compiled again. HWSPEC_NO_TEMPLATE_CACHE=1 turns it off;
-    a cache that cannot be made is no error, templates are then compiled in memory."""
-    import jinja2
-
-    if os.environ.get("HWSPEC_NO_TEMPLATE_CACHE"):
-        return None
-    try:
-        return jinja2.FileSystemBytecodeCache()
-    except (OSError, RuntimeError):
-        return None
 
 
 @functools.lru_cache(maxsize=16)
@@ -202,7 +192,7 @@ def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
     search = [*template_dirs, str(content.builtin_dir("templates"))]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
-                             bytecode_cache=_bytecode_cache())
+                             bytecode_cache=None)  # never a cache: its entries are unpickled (see above)
     env.filters.update(xml_attr=xml_attr, env_value=env_value, shell_word=shell_word, comment=comment,
                        xml_comment=xml_comment, visible=visible)
     return env
@@ -359,18 +349,38 @@ def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
     return [safe_join(out_dir, relative[:-4] + ".svg") for relative in plan if relative.endswith(".dot")]
 
 
+def _size_of(root: Path, relative: str, directories: set[str]) -> int | None:
+    """The size of the regular file `root/relative` (as `writer.read_existing` finds it), or None."""
+    from hwspec.generate.writer import _open_existing
+
+    fd = _open_existing(root, relative, directories)
+    if fd is None:
+        return None
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
 def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context_lines: int = 3) -> list[str]:
     """Compare `plan` with `out_dir`. Returns one report per stale file (missing, different
     or left over), each with a short unified diff; empty when everything is up to date."""
-    from hwspec.generate.writer import read_existing, safe_join
+    from hwspec.generate.writer import existing_matches, read_existing, safe_join
 
     reports = []
     directories: set[str] = set()
     for relative, text in plan.items():
         safe_join(out_dir, relative)
-        existing = read_existing(out_dir, relative, directories)
+        data = text.encode("utf-8", "surrogatepass")
+        if existing_matches(out_dir, relative, data, directories):  # by size, then a chunk at a time
+            continue
+        # a stale file is read for its diff only up to a size of the generated one's order: a
+        # file hwspec did not write may be of any size, and is never read whole
+        existing = read_existing(out_dir, relative, directories, limit=max(4 * len(data), 1 << 20))
         if existing is None:
-            reports.append(f"missing: {out_dir / relative}")
+            size = _size_of(out_dir, relative, directories)
+            reports.append(f"missing: {out_dir / relative}" if size is None else
+                           f"stale: {out_dir / relative}\n{size} bytes, {len(data)} generated: too large to show a diff")
             continue
         current = existing.decode("utf-8", errors="replace")
         if current != text:

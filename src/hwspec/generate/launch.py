@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from hwspec.cpulist import format_cpu_list as cpu_ranges
 from hwspec.formats.environment import environment_limits
-from hwspec.formats.limits import bind_limits, settings_limits
+from hwspec.formats.limits import NCCL_CONF_MAX, bind_limits, settings_limits
 from hwspec.formats.nccl_env import is_nccl
 from hwspec.formats.nccl_tree import collective_library, missing_bus_ids, net_name
 from hwspec.formats.transports import TransportFacts, facts, ib_verbs, interface_use
@@ -240,8 +240,6 @@ def merge_environment(settings: list[Setting], extra: dict[str, str], whose: str
 
 
 NCCL_CONF_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-NCCL_CONF_MAX = 1023
-"""NCCL copies at most 1023 characters of a name and of a value."""
 
 
 def nccl_conf_text(text: str, source: str) -> str:

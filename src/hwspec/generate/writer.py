@@ -64,11 +64,11 @@ def safe_join(root: Path, relative: str) -> Path:
     return Path(root) / Path(*check_relative(relative, Path(root)).parts)
 
 
-def read_existing(root: Path, relative: str, directories: set[str] | None = None) -> bytes | None:
-    """The bytes of the regular file `root/relative`, or None when it is missing, is not a
-    regular file, or any directory on the way below `root` is a symlink (never followed).
-    `directories` (one set per tree read) remembers the directories already found to be real
-    ones, so reading many files of one tree checks each directory once."""
+def _open_existing(root: Path, relative: str, directories: set[str] | None = None) -> int | None:
+    """A read-only descriptor of the regular file `root/relative`, or None when it is missing,
+    is not a regular file, or any directory on the way below `root` is a symlink (never
+    followed). `directories` (one set per tree read) remembers the directories already found to
+    be real ones, so reading many files of one tree checks each directory once."""
     current = os.fspath(root)
     parts = PurePosixPath(relative).parts
     last = len(parts) - 1
@@ -88,8 +88,74 @@ def read_existing(root: Path, relative: str, directories: set[str] | None = None
         fd = os.open(current, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_existing(root: Path, relative: str, directories: set[str] | None = None, limit: int | None = None) -> bytes | None:
+    """The bytes of the regular file `root/relative` (see `_open_existing` for when it is
+    None), or None too when it is larger than `limit` bytes: a file hwspec did not write may be
+    of any size, and is never read whole beyond what the caller can use."""
+    fd = _open_existing(root, relative, directories)
+    if fd is None:
+        return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        if limit is not None and os.fstat(fd).st_size > limit:
+            return None
+        return handle.read() if limit is None else handle.read(limit + 1)[:limit]
+
+
+def existing_matches(root: Path, relative: str, data: bytes, directories: set[str] | None = None) -> bool:
+    """Whether the regular file `root/relative` holds exactly `data`: its size first, then its
+    bytes a chunk at a time (an old file of any size is never read whole)."""
+    fd = _open_existing(root, relative, directories)
+    if fd is None:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        if os.fstat(fd).st_size != len(data):
+            return False
+        return _same_stream(handle, data)
+
+
+def _same_stream(handle, data: bytes) -> bool:
+    view, offset = memoryview(data), 0
+    while chunk := handle.read(_CHUNK):
+        if view[offset:offset + len(chunk)] != chunk:
+            return False
+        offset += len(chunk)
+    return offset == len(data)
+
+
+def existing_same(a: Path, b: Path, relative: str) -> bool:
+    """Whether `a/relative` and `b/relative` are regular files with the same bytes (sizes
+    first, then a chunk at a time)."""
+    fa = _open_existing(a, relative)
+    if fa is None:
+        return _open_close(b, relative) is None
+    with os.fdopen(fa, "rb") as first:
+        fb = _open_existing(b, relative)
+        if fb is None:
+            return False
+        with os.fdopen(fb, "rb") as second:
+            if os.fstat(fa).st_size != os.fstat(fb).st_size:
+                return False
+            while chunk := first.read(_CHUNK):
+                if second.read(len(chunk)) != chunk:
+                    return False
+            return not second.read(1)
+
+
+def _open_close(root: Path, relative: str) -> int | None:
+    fd = _open_existing(root, relative)
+    if fd is not None:
+        os.close(fd)
+    return fd
+
+
+_CHUNK = 1 << 20
+"""How much of an old file is compared at a time."""
 
 
 def existing_files(root: Path) -> list[str]:
@@ -229,20 +295,23 @@ def _write_platform(out_dir: Path, platform: str, files: dict[str, bytes], keep:
     target = out_dir / platform
     intact = target.is_dir() and not target.is_symlink()
     old = existing_files(target) if intact else []
-    current = {relative: read_existing(target, relative) for relative in old} if intact else {}
-    kept = [r for r in old if r not in files and keep(r) and current.get(r) is not None]
-    changed = [target / r for r, data in sorted(files.items()) if current.get(r) != data]
+    # old files are compared by size, then a chunk at a time, and never read whole: one hwspec
+    # did not write may be of any size (a 2 GiB file made generate hold 2 GiB, --check 10 GiB)
+    directories: set[str] = set()
+    same = {r for r, data in files.items() if r in old and existing_matches(target, r, data, directories)}
+    kept = [r for r in old if r not in files and keep(r) and _open_close(target, r) is not None]
+    changed = [target / r for r in sorted(files) if r not in same]
     changed += [target / r for r in old if r not in files and r not in kept]
     if not changed and extra is None and (intact or not files):
         return []
     staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{platform}{STAGING}"))
     try:
         for relative, data in sorted(files.items()):
-            _place(staging, relative, data, target if current.get(relative) == data else None)
+            _place(staging, relative, data, target if relative in same else None)
         for relative in kept:
-            _place(staging, relative, current[relative] or b"", target)
+            _keep(staging, relative, target)
         added = extra(staging, platform) if extra is not None else []
-        if not changed and intact and all(read_existing(target, r) == read_existing(staging, r) for r in added):
+        if not changed and intact and all(existing_same(target, staging, r) for r in added):
             _remove(staging)
             return []
         os.chmod(staging, 0o755)
@@ -253,6 +322,25 @@ def _write_platform(out_dir: Path, platform: str, files: dict[str, bytes], keep:
     if old_set is not None:
         _remove(old_set)
     return changed
+
+
+def _keep(root: Path, relative: str, old_set: Path) -> None:
+    """Put an old set's file the plan keeps (a rendered SVG) into the new set: a hard link,
+    else a copy made a chunk at a time."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.link(old_set / relative, path, follow_symlinks=False)
+        return
+    fd = _open_existing(old_set, relative)
+    if fd is None:
+        return
+    with os.fdopen(fd, "rb") as source:
+        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(out, "wb") as handle:
+            shutil.copyfileobj(source, handle, _CHUNK)
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def _place(root: Path, relative: str, data: bytes, unchanged_from: Path | None) -> None:

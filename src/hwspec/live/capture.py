@@ -14,6 +14,7 @@ written whole or not at all: into a temporary sibling of `out`, renamed at the e
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -49,17 +50,20 @@ def is_live_root(root: Path) -> bool:
 
 def read_live(root: Path, record: bool = False) -> LiveRead:
     """The machine under `root` (see the module docstring); problems are in `.machine.problems`."""
-    tree = Tree(root, record=record)
-    machine = read_sysfs(root, tree)
+    tree = Tree(root, record=record, max_files=MAX_CAPTURE_FILES if record else None)
     answers: dict[str, Any] | None = None
     notes: list[str] = []
-    if any(gpu.vendor == "0x10de" for gpu in machine.gpus.values()):
-        if is_live_root(root):
-            answers, notes = nvml.query()
-            if answers is not None:
-                notes += nvml.apply(answers, "NVML", machine)
-        else:
-            notes = _replay(tree, machine)
+    try:
+        machine = read_sysfs(root, tree)
+        if any(gpu.vendor == "0x10de" for gpu in machine.gpus.values()):
+            if is_live_root(root):
+                answers, notes = nvml.query()
+                if answers is not None:
+                    notes += nvml.apply(answers, "NVML", machine)
+            else:
+                notes = _replay(tree, machine)
+    finally:
+        tree.close()
     return LiveRead(machine, tree, answers, notes)
 
 
@@ -89,21 +93,74 @@ def capture(root: Path, out: Path) -> LiveRead:
         machine.problem(where, Severity.ERROR, "I100", f"{len(tree.files)} files, {total} bytes: more than a capture holds "
                         f"({MAX_CAPTURE_FILES} files, {MAX_CAPTURE_BYTES // (1024 * 1024)} MiB)")
         return read
-    if out.exists() or out.is_symlink():
-        machine.problem(where, Severity.ERROR, "I100", "already exists: give a new directory")
+    from hwspec.diagnostics import os_reason
+
+    parent = out.absolute().parent
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    longest = len(os.fsencode(_staging_prefix(out))) + _STAGING_SUFFIX
+    if longest > name_max:
+        extra = longest - len(os.fsencode(out.name))
+        machine.problem(where, Severity.ERROR, "I100", f"the name is {len(os.fsencode(out.name))} bytes, and the capture is "
+                        f"staged beside it under a name {extra} bytes longer: its file system takes names of at most "
+                        f"{name_max} bytes: give a name of at most {name_max - extra}")
         return read
     try:
+        if out.exists() or out.is_symlink():
+            machine.problem(where, Severity.ERROR, "I100", "already exists: give a new directory")
+            return read
+        _remove_leftovers(out)
         _write(tree, read.nvml, out)
     except OSError as exc:
-        from hwspec.diagnostics import os_reason
-
         machine.problem(where, Severity.ERROR, "I100", f"cannot write: {os_reason(exc)}")
     return read
 
 
+_STAGING_SUFFIX = 8
+"""The random characters `tempfile.mkdtemp` adds to a staging directory's prefix."""
+
+
+def _staging_prefix(out: Path, pid: int | None = None) -> str:
+    """The name a capture into `out` is staged under, before mkdtemp's random suffix: hidden,
+    beside `out`, naming the process that writes it (so a later capture knows a leftover)."""
+    return f".{out.name}.capture-{os.getpid() if pid is None else pid}."
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Remove the staging directories of earlier captures into `out` whose process is gone
+    (killed with SIGKILL before it could clean up): only real directories this user owns,
+    named as `_staging_prefix` names them, never one a live process is writing."""
+    parent = out.absolute().parent
+    pattern = re.compile(re.escape(f".{out.name}.capture-") + rf"(\d{{1,10}})\.[A-Za-z0-9_]{{{_STAGING_SUFFIX}}}")
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+            continue
+        if _alive(int(match.group(1))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user's counts: it may be writing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
 def _write(tree: Tree, answers: dict[str, Any] | None, out: Path) -> None:
     parent = out.absolute().parent
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out), dir=parent))
     try:
         for rel in sorted(tree.dirs):
             (staging / rel).mkdir(parents=True, exist_ok=True)

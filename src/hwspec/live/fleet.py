@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwspec import jsonbound
 from hwspec.diagnostics import Code, Diagnostic, Severity, display_path, os_reason
 from hwspec.hostlist import compress
 from hwspec.live.cliques import Clique, CliqueCheck, DomainPlan, compare
@@ -197,16 +198,31 @@ class Fleet:
         if position == len(text):
             self._refused(file, Code.NODE_REPORT_UNREADABLE, "the file is empty", (1, 1))
             return
+        # Numbers and nesting are bounded before json converts them: one scan of the file finds
+        # none (the common case), else each document is checked on its own, so that one past a
+        # bound is refused and the others still count (each scan covers its document only).
+        checked_whole = _past_bound(text, position) is None
         while position < len(text):
             try:
                 document, end = _DECODER.raw_decode(text, position)
-            except json.JSONDecodeError as exc:
-                self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not JSON: {exc.msg}", (exc.lineno, exc.colno))
-                return  # the rest of the file cannot be split into documents
-            except RecursionError:
-                self._refused(file, Code.NODE_REPORT_UNREADABLE, "not JSON this reader accepts: nested too deeply",
-                              lines.at(position))
-                return
+            except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+                bound = None if checked_whole else _past_bound(text, position)
+                if isinstance(exc, json.JSONDecodeError) and (bound is None or exc.pos < bound.offset):
+                    self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not JSON: {exc.msg}", (exc.lineno, exc.colno))
+                    return  # the rest of the file cannot be split into documents
+                message, offset = (bound.message, bound.offset) if bound is not None else ("nested too deeply", position)
+                self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not JSON this reader accepts: {message}", lines.at(offset))
+                after = jsonbound.value_end(text, position)  # stepped over by its brackets, nothing converted
+                if after is None:
+                    return
+                position = _skip_blank(text, after)
+                continue
+            bound = None if checked_whole else _past_bound(text, position, end)
+            if bound is not None:
+                self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not JSON this reader accepts: {bound.message}",
+                              lines.at(bound.offset))
+                position = _skip_blank(text, end)
+                continue
             try:
                 report = parse_report(document)
             except ReportError as exc:
@@ -325,6 +341,15 @@ class Fleet:
 
 
 # ---------------------------------------------------------------------- one report
+
+
+def _past_bound(text: str, start: int, end: int | None = None) -> jsonbound.BoundError | None:
+    """The first number or nesting in `text[start:end]` past `hwspec.jsonbound`'s bounds, or None."""
+    try:
+        jsonbound.check(text, start, end)
+    except jsonbound.BoundError as exc:
+        return exc
+    return None
 
 
 def parse_report(document: Any) -> NodeReport:

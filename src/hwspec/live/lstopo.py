@@ -18,6 +18,7 @@ import re
 
 from hwspec.diagnostics import Severity
 from hwspec.live.observed import (
+    MAX_CPUS,
     NUMA_PREFIX,
     Bridge,
     ElementReader,
@@ -30,6 +31,7 @@ from hwspec.live.observed import (
     cpu_vendor,
     is_accelerator,
     is_decimal,
+    too_many_digits,
 )
 from hwspec.live.xmlread import Element, walk
 
@@ -45,8 +47,8 @@ OSDEV_FLAG_NETWORK, OSDEV_FLAG_OPENFABRICS = 1 << 4, 1 << 5
 def parse_bitmap(text: str | None) -> tuple[int, ...] | None:
     """hwloc bitmap ("0x000000ff,0xffffffff", words most significant first; an empty word is
     0, as in "0x00000303,,0x0") -> set bits. None for a malformed or infinite set."""
-    if not text:
-        return None
+    if not text or text.count(",") >= MAX_CPUS // 32:
+        return None  # no bitmap, or one of more than MAX_CPUS bits (counted before expanding)
     words = text.split(",")
     bits: list[int] = []
     for position, word in enumerate(reversed(words)):
@@ -133,6 +135,10 @@ class _Reader(ElementReader):
 
     def numa(self, e: Element) -> None:
         index = e.attrs.get("os_index", "")
+        for key in ("os_index", "local_memory"):
+            if (problem := too_many_digits(e.attrs.get(key), f"NUMANode {key}")) is not None:
+                self.m.problem(self.at(e), Severity.ERROR, "I101", f"{problem}: not hwloc XML")
+                return
         if not is_decimal(index):
             self.warn(e, f"NUMANode os_index=\"{index[:20]}\" is not a number")
             return

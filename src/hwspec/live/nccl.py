@@ -15,6 +15,7 @@ import re
 from hwspec.diagnostics import Severity
 from hwspec.live.observed import (
     CPU_VENDORS,
+    MAX_CPUS,
     NUMA_PREFIX,
     NVSWITCH,
     PCIE_SPEED_STRINGS,
@@ -27,11 +28,12 @@ from hwspec.live.observed import (
     NicPort,
     NumaNode,
     NvLink,
+    too_many_digits,
 )
 from hwspec.live.xmlread import Element
 
 BUSID = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
-_INT = re.compile(r"-?[0-9]+")
+_INT = re.compile(r"-?[0-9]{1,20}")  # at most MAX_DIGITS: longer is refused before int() sees it
 _HEX_ID = re.compile(r"0x[0-9a-fA-F]{1,4}")
 HOST_BRIDGE_CLASS, PCI_BRIDGE_CLASS = "0x0600", "0x0604"
 """PCI classes of a host bridge and a PCI-to-PCI bridge (a switch port or root port)."""
@@ -42,8 +44,8 @@ _CPUMAP = re.compile(r"[0-9a-fA-F]{1,8}(,[0-9a-fA-F]{1,8})*")
 
 def parse_cpumap(text: str) -> tuple[int, ...] | None:
     """sysfs cpumap ("0000ffff,ffff0000": 32-bit words, most significant first) -> CPU numbers."""
-    if not _CPUMAP.fullmatch(text):
-        return None
+    if not _CPUMAP.fullmatch(text) or text.count(",") >= MAX_CPUS // 32:
+        return None  # not a cpumap, or one of more than MAX_CPUS CPUs (counted before expanding)
     words = text.split(",")
     cpus: list[int] = []
     for position, word in enumerate(reversed(words)):
@@ -58,6 +60,9 @@ class _Reader(ElementReader):
         if value is None:
             if required:
                 self.warn(e, f"<{e.tag}> has no '{key}'")
+            return None
+        if (problem := too_many_digits(value, f"<{e.tag}> {key}")) is not None:
+            self.m.problem(self.at(e), Severity.ERROR, "I101", f"{problem}: not an NCCL topology dump")
             return None
         if not _INT.fullmatch(value.strip()):
             self.warn(e, f"<{e.tag}> {key}=\"{value[:40]}\" is not an integer")

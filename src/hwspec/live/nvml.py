@@ -204,13 +204,18 @@ def dump(data: dict[str, Any]) -> str:
 def parse(data: bytes, file: str, machine: Machine) -> list[str]:
     """Fold the saved answers `data` (the text of `file`) into `machine` (see `apply`), and
     return `apply`'s notes."""
+    from hwspec import jsonbound
+
     try:
-        answers = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line, col = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (1, 1)
+        text = data.decode("utf-8")
+        jsonbound.check(text)  # numbers and nesting bounded before json converts them
+        answers = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, jsonbound.BoundError) as exc:
+        line, col = ((exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else
+                     jsonbound.line_col(text, exc.offset) if isinstance(exc, jsonbound.BoundError) else (1, 1))
         machine.problem(Location(file, line, col), Severity.ERROR, "I101", f"not NVML's answers as 'hwspec capture' saves them: {exc}")
         return []
-    return apply(answers, file, machine, data.decode("utf-8").splitlines())
+    return apply(answers, file, machine, text.splitlines())
 
 
 def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = None) -> list[str]:

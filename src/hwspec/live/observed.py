@@ -414,7 +414,27 @@ def is_accelerator(vendor: str | None, pci_class: str, os_devices: tuple[str, ..
     return pci_class == "0300" and any(name.lower().startswith(COMPUTE_OS_DEVICES) for name in os_devices)
 
 
+MAX_CPUS = 65_536
+"""The most CPUs one CPU list, cpumap or hwloc bitmap may hold: 8 times Linux's largest NR_CPUS
+(8,192). Counted from the text before anything is expanded."""
+
+MAX_DIGITS = 20
+"""The most digits of a decimal number a reader converts: 2**64 has 20, and nothing a machine
+reports (bytes of memory, a NUMA node, a link speed) comes near it. A longer one is refused
+before `int` sees it: `int` of more than 4,300 digits raises, and fewer still cost quadratic time."""
+
+
 def is_decimal(text: str) -> bool:
-    """Whether `text` is a number in ASCII digits, which `int` reads. `str.isdigit` is not
-    enough for hostile input: it also holds `²` true, which `int` refuses (a traceback)."""
-    return text.isascii() and text.isdigit()
+    """Whether `text` is a number in ASCII digits, at most `MAX_DIGITS` of them, which `int`
+    reads. `str.isdigit` is not enough for hostile input: it also holds `²` true, which `int`
+    refuses (a traceback)."""
+    return len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()
+
+
+def too_many_digits(text: str | None, what: str) -> str | None:
+    """The message of a located error when `text` is a decimal number (an optional `-`, ASCII
+    digits) longer than `MAX_DIGITS`, None otherwise: `what` names the value."""
+    digits = (text or "").strip().removeprefix("-")
+    if len(digits) > MAX_DIGITS and digits.isascii() and digits.isdigit():
+        return f"{what} is a number of {len(digits)} digits, more than the {MAX_DIGITS} a reader converts"
+    return None

@@ -12,7 +12,8 @@ What it reads, all under one root (`/`, or a tree `hwspec capture` saved):
 
 The tree is hostile when it is a capture: every symbolic link is resolved component by
 component inside the root (a link that climbs out of it, or loops, is an I101 at the link),
-only regular files are opened (a FIFO would block) and read up to `MAX_ATTRIBUTE_BYTES`,
+only regular files are opened (a FIFO or device node is refused by its type, never opened),
+each through the directory handle its walk opened (`Tree`), and read up to `MAX_ATTRIBUTE_BYTES`,
 directories are listed up to `MAX_ENTRIES`, and a name that is not printable ASCII is left
 out with a warning. A real sysfs has none of these, so each makes the tree unusable (exit 2)
 except the names. An attribute that is absent is simply not known (a virtual NIC has no link
@@ -31,6 +32,7 @@ every other device's `link` is its current speed and width.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -53,6 +55,7 @@ from hwspec.live.observed import (
     is_accelerator,
     is_decimal,
     refuse_oversized,
+    too_many_digits,
 )
 from hwspec.live.topo_matrix import parse_cpu_list
 from hwspec.text import visible
@@ -86,15 +89,34 @@ class TreeError(Exception):
         self.where, self.message = where, message
 
 
+MAX_OPEN_DIRECTORIES = 256
+"""Directory handles a tree keeps open (the most recently opened): the PCI hierarchy's few dozen
+levels and their siblings, so that each read opens only its own file."""
+
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENODEV, errno.ENXIO, errno.EIO)
+
+
 @dataclass
 class Tree:
     """A sysfs/procfs root, read with bounds. Paths are relative to the root, `/`-separated.
 
+    Every path is walked through opened directory handles (`openat` with O_NOFOLLOW, one
+    component at a time, each directory opened once): a link is read where the walk found it,
+    and a file is read from the directory handle its check used, so a directory swapped for a
+    link while the tree is read is refused ("changed while it was read"), never followed. A
+    file's type is checked before it is opened (`fstatat` without following, then `fstat` of
+    the opened file is the same inode): a FIFO or a device node is never opened.
+
     With `record`, every directory listed, link followed and file read is kept (`dirs`,
-    `links`, `files`), so that `hwspec capture` saves exactly what was read."""
+    `links`, `files`), so that `hwspec capture` saves exactly what was read; with `max_files`,
+    recording stops with a TreeError once more files and links would be kept than that (a
+    directory whose entries each cost `each` of them is refused as soon as it is listed)."""
 
     root: Path
     record: bool = False
+    max_files: int | None = None
     dirs: set[str] = field(default_factory=set)
     links: dict[str, str] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
@@ -103,16 +125,64 @@ class Tree:
         shown = display_path(self.root)
         self.shown = "" if shown == "/" else shown.rstrip("/")
         self.captured = self.root.resolve() != Path("/")
+        self._fds: dict[str, int] = {}
+        self._resolved: dict[str, str] = {}
+
+    def close(self) -> None:
+        """Close the directory handles (reading again opens them, and resolves paths, again)."""
+        fds, self._fds, self._resolved = self._fds, {}, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
     def where(self, rel: str) -> Location:
         return Location(f"{self.shown}/{rel}", 1)
 
+    def _changed(self, rel: str) -> TreeError:
+        return TreeError(self.where(rel), "changed while it was read (a directory became a link): not a sysfs tree")
+
+    def _dir_fd(self, path: str) -> int:
+        """The open handle of resolved directory `path` ("" for the root), each component opened
+        under its parent's handle without following a link. Raises OSError as `openat` does."""
+        fd = self._fds.get(path)
+        if fd is not None:
+            return fd
+        if not path:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            parent, _, name = path.rpartition("/")
+            parent_fd = self._dir_fd(parent)
+            try:
+                fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=parent_fd)
+            except NotADirectoryError:  # what O_NOFOLLOW|O_DIRECTORY says of a link: a directory became one
+                if stat.S_ISLNK(os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode):
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path) from None
+                raise
+        if len(self._fds) >= MAX_OPEN_DIRECTORIES:
+            os.close(self._fds.pop(next(iter(self._fds))))
+        self._fds[path] = fd
+        return fd
+
     def resolve(self, rel: str, final_link: bool = True) -> str:
         """`rel` with every symbolic link resolved inside the root (an absolute target is taken
         from the root, as chroot does). Raises TreeError for a link out of the root or a loop.
+        A directory's resolution is kept: the files of one directory resolve it once.
         `final_link`: the last component may be a link written as a file (module docstring)."""
-        resolved: list[str] = []
-        pending = [c for c in reversed(rel.split("/")) if c]
+        parts = [c for c in rel.split("/") if c]
+        if len(parts) < 2:
+            return self._walk(rel, [], parts, final_link)
+        parent = "/".join(parts[:-1])
+        start = self._resolved.get(parent)
+        if start is None:
+            start = self._resolved[parent] = self.resolve(parent)
+        return self._walk(rel, start.split("/") if start else [], parts[-1:], final_link)
+
+    def _walk(self, rel: str, resolved: list[str], parts: list[str], final_link: bool = True) -> str:
+        """`resolved` (components, links resolved) followed by `parts`, resolved in turn."""
+        pending = list(reversed(parts))
         hops = 0
         while pending:
             part = pending.pop()
@@ -125,8 +195,12 @@ class Tree:
                 continue
             candidate = "/".join([*resolved, part])
             try:
-                target = os.readlink(self.root / candidate)
+                target = os.readlink(part, dir_fd=self._dir_fd("/".join(resolved)))
             except OSError as exc:
+                if exc.errno == errno.ENAMETOOLONG:
+                    raise TreeError(self.where(candidate), f"cannot read: {os_reason(exc)}") from exc
+                if exc.errno == errno.ELOOP:
+                    raise self._changed(candidate) from exc
                 if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
                     raise TreeError(self.where(candidate), f"cannot read: {os_reason(exc)}") from exc
                 flattened = self.flattened_link(candidate) if exc.errno == errno.EINVAL and (pending or final_link) else None
@@ -148,8 +222,12 @@ class Tree:
         """The target of a link a copy wrote as a file at `rel` (module docstring), or None."""
         if not self.captured:
             return None
+        parent, _, name = rel.rpartition("/")
         try:
-            fd = os.open(self.root / rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            directory = self._dir_fd(parent)
+            if not stat.S_ISREG(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
+                return None  # a FIFO or a device is never opened
+            fd = os.open(name, _FILE_FLAGS, dir_fd=directory)
         except OSError:
             return None
         try:
@@ -165,17 +243,28 @@ class Tree:
 
     def read(self, rel: str) -> str | None:
         """The text of file `rel`, stripped, or None when it is absent or unreadable here (a
-        root-only attribute). Raises TreeError for a file that is not a regular one or too large."""
+        root-only attribute). Raises TreeError for a file that is not a regular one (found so
+        before it is opened) or too large."""
         path = self.resolve(rel, final_link=False)
+        if self.record and self.max_files is not None and len(self.files) + len(self.links) >= self.max_files:
+            raise TreeError(self.where(rel), f"more than {self.max_files} files: more than a capture holds")
+        parent, _, name = path.rpartition("/")
         try:
-            fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            directory = self._dir_fd(parent)
+            before = os.stat(name, dir_fd=directory, follow_symlinks=False)
+            if not stat.S_ISREG(before.st_mode):
+                raise TreeError(self.where(rel), "not a regular file: not a sysfs attribute")
+            fd = os.open(name, _FILE_FLAGS, dir_fd=directory)
         except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENODEV, errno.ENXIO, errno.EIO):
+            if exc.errno in _ABSENT:
                 return None
+            if exc.errno == errno.ELOOP:
+                raise self._changed(rel) from exc
             raise TreeError(self.where(rel), f"cannot read: {os_reason(exc)}") from exc
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise TreeError(self.where(rel), "not a regular file: not a sysfs attribute")
+            after = os.fstat(fd)
+            if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+                raise self._changed(rel)
             chunks, size = [], 0
             while size <= MAX_ATTRIBUTE_BYTES:
                 try:
@@ -195,12 +284,13 @@ class Tree:
             self.files[path] = data
         return data.decode("utf-8", "replace").strip()
 
-    def list(self, rel: str, machine: Machine) -> list[str]:
+    def list(self, rel: str, machine: Machine, each: int = 0) -> list[str]:
         """The entry names of directory `rel`, sorted; [] when it is absent. A name that is not
-        printable ASCII is left out with a warning."""
+        printable ASCII is left out with a warning. `each`: the files the reader keeps of every
+        entry at least (a capture over `max_files` is refused here, before they are read)."""
         path = self.resolve(rel, final_link=False)
         try:
-            with os.scandir(self.root / path) as entries:
+            with os.scandir(self._dir_fd(path)) as entries:
                 names = []
                 for entry in entries:
                     names.append(entry.name)
@@ -209,9 +299,14 @@ class Tree:
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._changed(rel) from exc
             raise TreeError(self.where(rel), f"cannot list: {os_reason(exc)}") from exc
         if self.record:
             self.dirs.add(path)
+            if self.max_files is not None and len(self.files) + len(self.links) + each * len(names) > self.max_files:
+                raise TreeError(self.where(rel), f"{len(names)} entries of {each} files or more each: more than the "
+                                f"{self.max_files} files a capture holds")
         kept = []
         for name in sorted(names):
             if name.isascii() and name.isprintable():
@@ -226,6 +321,7 @@ def read_sysfs(root: Path, tree: Tree | None = None) -> Machine:
     """The machine whose sysfs and procfs are under `root` (see the module docstring). Problems
     are in `.problems`: an unusable tree is an I100/I101 error and an otherwise empty machine."""
     machine = Machine()
+    own = tree is None
     tree = tree or Tree(root)
     machine.sources.append((tree.shown or "/", "sysfs"))
     if not os.path.isdir(root / PCI_DEVICES):
@@ -237,6 +333,9 @@ def read_sysfs(root: Path, tree: Tree | None = None) -> Machine:
     except TreeError as exc:
         machine.problem(exc.where, Severity.ERROR, "I101", exc.message)
         return machine
+    finally:
+        if own:
+            tree.close()
     machine.listed.update({"numa", "rdma-nics", "tcp-nics", "nic-ports"})
     refuse_oversized(machine, tree.where(PCI_DEVICES).file)
     return machine
@@ -287,8 +386,11 @@ class _Reader:
     def mem_total(self, rel: str) -> int | None:
         for line in (self.t.read(rel) or "").splitlines():
             words = line.split()
-            if len(words) == 5 and words[2] == "MemTotal:" and is_decimal(words[3]) and words[4] == "kB":
-                return int(words[3]) * 1024
+            if len(words) == 5 and words[2] == "MemTotal:" and words[4] == "kB":
+                if (problem := too_many_digits(words[3], "MemTotal")) is not None:
+                    raise TreeError(self.t.where(rel), f"{problem}: not a sysfs meminfo")
+                if is_decimal(words[3]):
+                    return int(words[3]) * 1024
         return None
 
     def cpuinfo(self) -> None:
@@ -316,7 +418,7 @@ class _Reader:
 
     def pci(self) -> None:
         functions = []
-        for name in self.t.list(PCI_DEVICES, self.m):
+        for name in self.t.list(PCI_DEVICES, self.m, each=2):  # its link and its class, read for every function
             if not BUS_ID.fullmatch(name):
                 self.m.problem(self.t.where(PCI_DEVICES), Severity.WARNING, "I103", f"{name} is not a PCI bus id: left out")
                 continue
@@ -343,6 +445,8 @@ class _Reader:
     def numa_node(self, bus: str) -> int:
         """The function's NUMA node; -1 (none) on a machine with one NUMA node means that one."""
         text = self.attr(bus, "numa_node")
+        if (problem := too_many_digits(text, "numa_node")) is not None:
+            raise TreeError(self.t.where(f"{PCI_DEVICES}/{bus}/numa_node"), f"{problem}: not a sysfs attribute")
         if text and is_decimal(text):
             return int(text)
         return next(iter(self.m.numa)) if len(self.m.numa) == 1 else -1

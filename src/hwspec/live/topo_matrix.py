@@ -17,12 +17,27 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Location, Severity
-from hwspec.live.observed import MAX_GPUS, MAX_NICS, NUMA_PREFIX, NVSWITCH, Bridge, Gpu, Machine, Nic, NicPort, NumaNode, NvLink, is_decimal
+from hwspec.live.observed import (
+    MAX_CPUS,
+    MAX_GPUS,
+    MAX_NICS,
+    NUMA_PREFIX,
+    NVSWITCH,
+    Bridge,
+    Gpu,
+    Machine,
+    Nic,
+    NicPort,
+    NumaNode,
+    NvLink,
+    is_decimal,
+    too_many_digits,
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_GPU = re.compile(r"GPU(\d+)")
-_NV = re.compile(r"NV(\d+)")
-_CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+_GPU = re.compile(r"GPU(\d{1,6})")
+_NV = re.compile(r"NV(\d{1,6})")
+_CPU_LIST = re.compile(r"\d{1,7}(-\d{1,7})?(,\d{1,7}(-\d{1,7})?)*")  # bounded numbers: int() never sees a long one
 _LEGEND = re.compile(r"\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
 MAX_LINES = 10_000
@@ -34,17 +49,21 @@ against MAX_GPUS and MAX_NICS, before any row is read (the rows hold columns^2 c
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...] | None:
-    """'0-3,8' -> (0, 1, 2, 3, 8); None when not a CPU list (or absurdly large)."""
+    """'0-3,8' -> (0, 1, 2, 3, 8); None when not a CPU list, or when it holds more than
+    MAX_CPUS CPUs in all: its size is added up from the ranges before any is expanded (4.8 KB
+    of repeated wide ranges would otherwise expand to gigabytes)."""
     if not _CPU_LIST.fullmatch(text):
         return None
-    cpus: list[int] = []
+    ranges = []
+    total = 0
     for part in text.split(","):
         lo, _, hi = part.partition("-")
         first, last = int(lo), int(hi or lo)
-        if last < first or last - first > 65536:
+        total += last - first + 1
+        if last < first or total > MAX_CPUS:
             return None
-        cpus.extend(range(first, last + 1))
-    return tuple(cpus)
+        ranges.append(range(first, last + 1))
+    return tuple(cpu for cpus in ranges for cpu in cpus)
 
 
 def _cells(line: str) -> list[str]:
@@ -72,6 +91,10 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                       if not (_GPU.fullmatch(c) or c.startswith("NIC") or (re.fullmatch(r"[A-Za-z0-9_.-]+", c) and " " not in c))),
                      len(header))
     devices, extras = header[:extras_at], header[extras_at:]
+    for name in devices:
+        if (problem := too_many_digits(name[3:] if name.startswith("GPU") else None, "a GPU column's index")) is not None:
+            machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101", f"{problem}: not 'nvidia-smi topo -m' output")
+            return
     gpu_columns = sum(1 for name in devices if _GPU.fullmatch(name))
     for count, limit, what in ((gpu_columns, MAX_GPUS, "GPU"), (len(devices) - gpu_columns, MAX_NICS, "NIC")):
         if count > limit:
@@ -138,7 +161,9 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                 if device.cpus is None:
                     machine.problem(where, Severity.WARNING, "I103", f"{name}: CPU Affinity '{cpus[:40]}' is not a CPU list")
             numa = values.get("NUMA Affinity", values.get("NUMA"))
-            if numa and is_decimal(numa):
+            if (problem := too_many_digits(numa, f"{name}: NUMA Affinity")) is not None:
+                machine.problem(where, Severity.ERROR, "I101", f"{problem}: not 'nvidia-smi topo -m' output")
+            elif numa and is_decimal(numa):
                 device.numa = int(numa)
             elif numa and numa != "N/A":
                 machine.problem(where, Severity.WARNING, "I103", f"{name}: NUMA Affinity '{numa[:40]}' is not one NUMA node")

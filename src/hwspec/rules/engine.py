@@ -2,7 +2,10 @@
 
 A rule module is plain Python loaded under a private module name (never `import validators`:
 a popular PyPI package has that name); helpers shared by the modules of one directory live in
-its `_*.py` files and are imported relatively (`from ._common import gbit`). A rule is any
+its `_*.py` files and are imported relatively (`from ._common import gbit`). Rule modules and
+their helpers are compiled from their `.py` source on every load (`_SourceLoader`): a
+`__pycache__/*.pyc` beside them is never read (it could hold code nobody reviewed, with a
+header matching the source's size and time) and none is written. A rule is any
 function defined in a rule module and decorated with `@rule(id, name, severity)`; its
 docstring's first line states the invariant and the rest says why it matters (`hwspec
 explain ID` prints it). It receives a `Context` and yields findings made with `ctx.finding(...)`:
@@ -19,6 +22,8 @@ with `run_rules(..., sandbox=Sandbox(limit))`. Rule modules are always imported 
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import inspect
 import sys
@@ -114,12 +119,56 @@ class Context:
 _PACKAGES: dict[str, str] = {}
 """Private package name per rule directory, numbered in the order directories are first loaded."""
 
+_PREFIX = "hwspec._rules_"
+
+
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """A rule module's loader: compiles the `.py` source itself, never reads or writes bytecode
+    (`SourceFileLoader.get_code` would take a `__pycache__/*.pyc` whose header matches the
+    source's size and modification time, whatever code it holds)."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
+
+
+class _RulesFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules of the private rule packages (`from ._common import gbit`) as `.py`
+    source files only, ahead of the path finder and its bytecode-reading loaders."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith(_PREFIX) or fullname.count(".") < 2:
+            return None
+        parent, _, stem = fullname.rpartition(".")
+        package = sys.modules.get(parent)
+        for directory in getattr(package, "__path__", None) or ():
+            source = Path(directory) / f"{stem}.py"
+            if source.is_file():
+                return _spec(fullname, source)
+            init = Path(directory) / stem / "__init__.py"
+            if init.is_file():
+                return _spec(fullname, init, package=True)
+        return None
+
+
+def _spec(name: str, path: Path, package: bool = False) -> importlib.machinery.ModuleSpec:
+    """The spec of the rule module (or helper package) `name` at `path`, loaded from source."""
+    spec = importlib.util.spec_from_file_location(
+        name, path, loader=_SourceLoader(name, str(path)),
+        submodule_search_locations=[str(path.parent)] if package else None)
+    assert spec is not None
+    return spec
+
+
+_FINDER = _RulesFinder()
+
 
 def _package(directory: Path) -> str:
     """A private package for one rule directory, so that its rule modules can import the
     directory's `_*.py` helpers relatively (`from ._common import gbit`) without the
     directory being an importable package (and without clashing with another site's helpers)."""
-    name = _PACKAGES.setdefault(str(directory), f"hwspec._rules_{len(_PACKAGES)}")
+    name = _PACKAGES.setdefault(str(directory), f"{_PREFIX}{len(_PACKAGES)}")
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
     if name not in sys.modules:
         package = types.ModuleType(name, f"rules in {directory}")
         package.__path__ = [str(directory)]
@@ -200,8 +249,8 @@ def _load_module(path: Path) -> types.ModuleType | Diagnostic:
 
 def _import(path: Path):
     name = _module_name(path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
+    spec = _spec(name, path)
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

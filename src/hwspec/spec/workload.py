@@ -68,11 +68,17 @@ MlpWidth = Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(checks.whol
 """One layer width of an MLP: checked where it is written, and stated in the JSON Schema."""
 
 
+MAX_BATCH = 10**9
+"""The largest batch a workload may give (global or per GPU): a billion samples per iteration,
+some 10,000 times the largest MLPerf DLRM batch. A larger one is refused at its line by
+`validate`: the estimate's times and rates would overflow to inf and NaN (`compare` failed on them)."""
+
+
 class BatchSpec(Spec):
     """The batch: give `global` (samples per iteration over all GPUs) or `per_gpu` (local batch)."""
 
-    global_: OptionalWholeNumber = Field(None, alias="global", ge=1, description="Samples per iteration over all GPUs.")
-    per_gpu: OptionalWholeNumber = Field(None, ge=1, description="Samples per iteration per GPU (local batch).")
+    global_: OptionalWholeNumber = Field(None, alias="global", ge=1, le=MAX_BATCH, description="Samples per iteration over all GPUs.")
+    per_gpu: OptionalWholeNumber = Field(None, ge=1, le=MAX_BATCH, description="Samples per iteration per GPU (local batch).")
 
     @model_validator(mode="after")
     def _one(self) -> BatchSpec:

@@ -8,6 +8,7 @@ import math
 import re
 from itertools import chain
 
+from hwspec.formats.limits import k8s_name
 from hwspec.rules import Context, rule
 from hwspec.text import visible
 
@@ -324,3 +325,24 @@ def cluster_environment_policy(ctx: Context):
 
 
 cluster_environment_policy.__doc__ = (cluster_environment_policy.__doc__ or "").rstrip() + POLICY_DOC
+
+
+@rule("HW813", "kubernetes-names-distinct", "error", scope="cluster")
+def kubernetes_names_distinct(ctx: Context):
+    """The cluster's node platforms have distinct names as Kubernetes writes them ('_' as '-', at most 63 characters).
+
+    Each node platform's files name Kubernetes objects after it: its NPD DaemonSet
+    (`hwspec-npd-NAME`) and the `topology.hwspec.io/platform` label value that DaemonSet selects nodes
+    by. Two platforms whose names become one (`zion_ex` and `zion-ex`) would write two
+    DaemonSets of one name and one selector: the second `kubectl apply` replaces the first, and
+    one platform's nodes are checked against the other's spec."""
+    first: dict[str, tuple[int, str]] = {}
+    for index, group in enumerate(ctx.platform.groups):
+        name = group.platform.name
+        seen = first.setdefault(k8s_name(name), (index, name))
+        if seen[1] != name:
+            yield ctx.finding(f"nodes[{index}] ({name}) and nodes[{seen[0]}] ({seen[1]}) are both '{k8s_name(name)}' as a "
+                              "Kubernetes name: their NPD DaemonSets and platform labels would be one",
+                              at=("nodes", index, "platform"),
+                              hint="rename one node platform (its `name:`) so that the two differ in more than '_' and '-'")
+

@@ -33,9 +33,12 @@ def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
 
 @rule("HW902", "nccl-settings-writable", waivable=False)
 def nccl_settings_writable(ctx: Context) -> Iterator[Finding]:
-    """nccl.conf and launch.env can name the backend: every RDMA backend NIC has a device name, at most 32 of them.
+    """nccl.conf and launch.env can name the backend: at most 32 named RDMA backend NICs, and interface lists within 1023 characters.
 
-    NCCL_IB_HCA lists the backend NICs by device name, and NCCL reads at most 32 entries."""
+    NCCL_IB_HCA lists the backend NICs by device name, and NCCL reads at most 32 entries;
+    NCCL_SOCKET_IFNAME (and a net plugin's data interfaces) list interfaces by exact name, and
+    NCCL copies at most 1023 characters of a value: a longer list would be cut in the middle
+    of a name, so generate would refuse it."""
     yield from limit_findings(ctx, settings_limits(ctx.platform))
 
 

@@ -1,0 +1,168 @@
+"""Captures under faults and races (issue 36, class 9): a file is read through the directory
+handles its check opened (a directory swapped for a link is refused, never followed), a FIFO or
+device node is refused by its type without being opened, an output name past the file system's
+limit is a clear error, a killed capture's staging copy is removed by the next one, and a tree
+past the 50,000-file limit is refused when its PCI directory is listed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hwspec.cli.commands import main
+from hwspec.live import capture as capture_module
+from hwspec.live.capture import MAX_CAPTURE_FILES, read_live
+from hwspec.live.sysfs import Tree
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = ROOT / "tests" / "data" / "sysfs" / "good"
+SPEC = ROOT / "tests" / "data" / "sysfs" / "good-node.yaml"
+GPU = "sys/bus/pci/devices/0000:03:00.0"
+
+
+def good_copy(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    shutil.copytree(GOOD, tree, symlinks=True)
+    return tree
+
+
+def run(capsys, *args: str | Path) -> tuple[int, str]:
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+def _swap_after_check(monkeypatch, tmp_path: Path, function: Path, rel: str, forget_handles: bool = False) -> None:
+    """Make `function` (a directory) a link to `tmp_path/outside` (whose `vendor` is 0xdead)
+    right after the check of `rel` resolved it, before `rel` is opened; with `forget_handles`,
+    the tree's directory handles are closed first (as when more than it keeps are open)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "class").write_text("0x030200\n")
+    (outside / "vendor").write_text("0xdead\n")
+    resolve = Tree.resolve
+
+    def resolve_then_swap(self: Tree, path: str, final_link: bool = True) -> str:
+        resolved = resolve(self, path, final_link)
+        if path == rel and not function.is_symlink():
+            if forget_handles:
+                self.close()
+            function.rename(tmp_path / "moved")
+            function.symlink_to(outside)
+        return resolved
+
+    monkeypatch.setattr(Tree, "resolve", resolve_then_swap)
+
+
+def test_a_directory_swapped_for_a_link_after_its_check_is_read_through_the_checked_handle(tmp_path, monkeypatch):
+    """The race of a capture (2 of 150 runs read a file from outside): the path is checked, then
+    a directory on it becomes a link out of the tree before the file is opened. The check
+    opened the directory's handle, and the file is read through it: the directory checked."""
+    tree = good_copy(tmp_path)
+    _swap_after_check(monkeypatch, tmp_path, Path(os.path.realpath(tree / GPU)), f"{GPU}/vendor")
+    read = read_live(tree)
+    assert [d for d in read.machine.problems if d.severity.label == "error"] == []
+    assert read.machine.gpus["0000:03:00.0"].vendor == "0x10de"  # the checked directory's, not 0xdead
+
+
+def test_a_directory_swapped_for_a_link_before_it_is_opened_again_is_refused(tmp_path, monkeypatch):
+    tree = good_copy(tmp_path)
+    _swap_after_check(monkeypatch, tmp_path, Path(os.path.realpath(tree / GPU)), f"{GPU}/vendor", forget_handles=True)
+    read = read_live(tree)
+    assert [(d.file, d.message) for d in read.machine.problems if d.severity.label == "error"] == [
+        (f"{tree}/{GPU}/vendor", "changed while it was read (a directory became a link): not a sysfs tree")]
+    assert all(gpu.vendor != "0xdead" for gpu in read.machine.gpus.values())
+
+
+def _blocked_writer(fifo: Path) -> threading.Thread:
+    """A thread blocked opening `fifo` for writing: it goes on only when a reader opens it."""
+    thread = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    thread.start()
+    time.sleep(0.05)
+    return thread
+
+
+def test_a_fifo_attribute_is_refused_without_being_opened(tmp_path, capsys):
+    tree = good_copy(tmp_path)
+    vendor = Path(os.path.realpath(tree / GPU)) / "vendor"
+    vendor.unlink()
+    os.mkfifo(vendor)
+    writer = _blocked_writer(vendor)
+    try:
+        status, out = run(capsys, "diff", SPEC, "--sysfs-root", tree)
+        assert status == 2
+        assert f"{tree}/{GPU}/vendor:1:1: error[I101 input-syntax]: not a regular file: not a sysfs attribute" in out
+        assert writer.is_alive()  # never opened: the writer is still blocked
+    finally:
+        os.close(os.open(vendor, os.O_RDONLY | os.O_NONBLOCK))  # release it
+        writer.join(5)
+
+
+def test_a_device_node_attribute_is_refused_without_being_opened(tmp_path, capsys):
+    tree = good_copy(tmp_path)
+    vendor = Path(os.path.realpath(tree / GPU)) / "vendor"
+    vendor.unlink()
+    try:
+        os.mknod(vendor, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers
+    except PermissionError:
+        pytest.skip("making a device node needs CAP_MKNOD")
+    status, out = run(capsys, "diff", SPEC, "--sysfs-root", tree)
+    assert status == 2
+    assert f"{tree}/{GPU}/vendor:1:1: error[I101 input-syntax]: not a regular file: not a sysfs attribute" in out
+
+
+def test_an_output_name_past_the_file_system_limit_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    name = "x" * 300
+    extra = len(f"..capture-{os.getpid()}.") + 8
+    status, out = run(capsys, "capture", "--sysfs-root", GOOD, name)
+    assert status == 2
+    assert out.splitlines() == [
+        f"{name}:1:1: error[I100 input-unreadable]: the name is 300 bytes, and the capture is staged beside it under a "
+        f"name {extra} bytes longer: its file system takes names of at most 255 bytes: give a name of at most {255 - extra}",
+        "hwspec: nothing captured"]
+    assert os.listdir(tmp_path) == []
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", ""])
+    process.wait()
+    return process.pid
+
+
+def test_a_killed_captures_staging_copy_is_removed_by_the_next_capture(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    dead = capture_module._staging_prefix(Path("cap"), _dead_pid()) + "abc_1234"
+    alive = capture_module._staging_prefix(Path("cap"), os.getppid()) + "abcd1234"  # a running process's
+    other = capture_module._staging_prefix(Path("other"), _dead_pid()) + "abcd1234"  # another capture's name
+    for name in (dead, alive, other):
+        (tmp_path / name / "sys").mkdir(parents=True)
+    status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+    assert status == 0
+    assert sorted(os.listdir(tmp_path)) == sorted([alive, "cap", other])
+
+
+def test_a_tree_past_the_file_limit_is_refused_when_its_pci_directory_is_listed(tmp_path, capsys, monkeypatch):
+    """40,000 PCI functions took 15-28 s to read before the capture was refused."""
+    tree = good_copy(tmp_path)
+    devices = tree / "sys/bus/pci/devices"
+    count = MAX_CAPTURE_FILES // 2 + 1 - len(os.listdir(devices))
+    for index in range(count):
+        os.symlink("../../../devices/none", devices / f"0001:{index // 256 % 256:02x}:{index % 32:02x}.{index % 8}{index}")
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    status, out = run(capsys, "capture", "--sysfs-root", tree, "cap")
+    elapsed = time.monotonic() - started
+    assert status == 2
+    assert (f"tree/sys/bus/pci/devices:1:1: error[I101 input-syntax]: {MAX_CAPTURE_FILES // 2 + 1} entries of 2 files or more each: "
+            f"more than the {MAX_CAPTURE_FILES} files a capture holds") in out
+    assert elapsed < 5  # refused at the listing (well under a second unloaded), not after reading every function
+    assert not (tmp_path / "cap").exists()
