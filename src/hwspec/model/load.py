@@ -17,7 +17,8 @@ from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.model.node import Platform
 from hwspec.model.resolve_node import resolve_node
 from hwspec.source.expand import Expanded, expand
-from hwspec.source.loader import SourceDoc, load_yaml_file
+from hwspec.source.loader import SourceDoc, load_yaml_file, read_regular_file
+from hwspec.spec.checks import PART_NAME
 from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
 
 if TYPE_CHECKING:
@@ -55,16 +56,36 @@ class Part:
 
 
 class Catalogue:
-    """Parts by kind and name, from one or more parts directories (later ones win)."""
+    """Parts by kind and name, from parts files (later ones win).
 
-    def __init__(self, parts: dict[str, dict[str, Part]]):
-        self.parts = parts
+    A built-in file is read with source positions and validated when a part of it is first
+    asked for (`get`, `parts`): a platform pays for the files whose parts it names, not for the
+    whole catalogue. Which file holds which names is read without positions first (`_part_names`);
+    a file whose names cannot be read so is loaded at once, so its problems are reported then.
+    Raises HwspecError (the file's problems) when a part of a file that does not validate is
+    asked for."""
+
+    def __init__(self, files: list[tuple[Path, dict[str, frozenset[str]]]]):
+        self.files = files
+        """Each parts file in load order, with the part names it defines by kind."""
 
     def names(self, kind: str) -> list[str]:
-        return sorted(self.parts.get(kind, {}))
+        return sorted({name for _, index in self.files for name in index.get(kind, ())})
 
     def get(self, kind: str, name: str) -> Part | None:
-        return self.parts.get(kind, {}).get(name)
+        for path, index in reversed(self.files):
+            if name in index.get(kind, ()):
+                return _load_parts_file(path).get(kind, {}).get(name)
+        return None
+
+    @property
+    def parts(self) -> dict[str, dict[str, Part]]:
+        """Every part by kind and name (every file loaded)."""
+        merged: dict[str, dict[str, Part]] = {}
+        for path, _ in self.files:
+            for kind, parts in _load_parts_file(path).items():
+                merged.setdefault(kind, {}).update(parts)
+        return merged
 
 
 def read_document(path: Path) -> tuple[SourceDoc, Expanded]:
@@ -73,14 +94,18 @@ def read_document(path: Path) -> tuple[SourceDoc, Expanded]:
     return doc, expand(doc)
 
 
-def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
-    """A parts file's parts by kind and name; parsed once per version of the file."""
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """The file's version as far as caches go: modification time and size."""
     try:
         stat = path.stat()
-        stamp = (stat.st_mtime_ns, stat.st_size)
     except OSError:
-        stamp = None  # the loader reports the unreadable file
-    return _parse_parts_file(path, stamp)
+        return None  # the loader reports the unreadable file
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
+    """A parts file's parts by kind and name; parsed once per version of the file."""
+    return _parse_parts_file(path, _stamp(path))
 
 
 @functools.lru_cache(maxsize=64)
@@ -106,12 +131,18 @@ def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, di
 def load_parts_file(path: Path) -> Catalogue:
     """The parts of one parts file (`kind: parts`), validated as `load_catalogue` validates each
     file of a parts directory. Raises HwspecError with every problem found."""
-    return Catalogue(_load_parts_file(Path(path)))
+    path = Path(path)
+    parts = _load_parts_file(path)
+    return Catalogue([(path, {kind: frozenset(names) for kind, names in parts.items()})])
 
 
 def load_catalogue(directories: Iterable[Path]) -> Catalogue:
-    """Read every `*.yaml` in `directories` (builtin first, then the platform's own)."""
-    merged: dict[str, dict[str, Part]] = {}
+    """The parts files in `directories` (builtin first, then the platform's own). The built-in
+    ones (package data, validated by hwspec's own tests) are each loaded when a part of it is
+    asked for (`Catalogue`); a site's are loaded and validated here, whatever the platform uses
+    of them. Raises HwspecError with every problem found."""
+    builtin = real_path(content.builtin_dir("parts"))
+    files: list[tuple[Path, dict[str, frozenset[str]]]] = []
     errors: list[Diagnostic] = []
     for directory in directories:
         try:
@@ -119,15 +150,41 @@ def load_catalogue(directories: Iterable[Path]) -> Catalogue:
         except HwspecError as exc:
             errors.extend(exc.diagnostics)
             continue
+        lazy = real_path(directory) == builtin
         for path in paths:
             try:
-                for kind, parts in _load_parts_file(path).items():
-                    merged.setdefault(kind, {}).update(parts)
+                index = _part_names(path, _stamp(path)) if lazy else None
+                if index is None:  # a site's file, or not plainly a parts file: loaded now, so that its problems say where
+                    index = {kind: frozenset(parts) for kind, parts in _load_parts_file(path).items()}
+                files.append((path, index))
             except HwspecError as exc:
                 errors.extend(exc.diagnostics)
     if errors:
         raise HwspecError(errors)
-    return Catalogue(merged)
+    return Catalogue(files)
+
+
+@functools.lru_cache(maxsize=64)
+def _part_names(path: Path, stamp: tuple[int, int] | None) -> dict[str, frozenset[str]] | None:
+    """The part names a parts file defines by kind, read without source positions (PyYAML's
+    C loader); None when the file is not plainly a parts file of literal names (unreadable, a
+    syntax error, another shape, a `repeat` or `${...}` among its names)."""
+    import yaml
+
+    try:
+        data = yaml.load(read_regular_file(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, ValueError, HwspecError, yaml.YAMLError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") != "parts" or not set(data) <= {"hwspec", "kind", *PART_KINDS}:
+        return None
+    index: dict[str, frozenset[str]] = {}
+    for kind in PART_KINDS:
+        section = data.get(kind) or {}
+        if not isinstance(section, dict) or not all(
+                isinstance(name, str) and len(name) <= 64 and PART_NAME.fullmatch(name) and name != UNKNOWN_PART for name in section):
+            return None
+        index[kind] = frozenset(section)
+    return index
 
 
 def parts_files(directory: Path) -> list[Path]:
