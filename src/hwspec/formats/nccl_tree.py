@@ -131,6 +131,14 @@ def net_name(nic: Nic) -> str | None:
     return nic.interface or nic.device
 
 
+def card_guid(nic: Nic) -> str:
+    """The `<net guid>` the ports of one multi-port card share: NCCL counts nets with one guid as
+    ports of one NIC (its asic), told apart by `port`. NCCL keeps a file's guid (it fills only a
+    missing one), so the card's bus id is written as a number: one value per card, stable."""
+    digits = "".join(c for c in (nic.bus or "") if c in "0123456789abcdef")
+    return f"0x{int(digits or '0', 16):x}"
+
+
 def c2c_element(gpu: Gpu) -> XmlNode:
     """`<c2c bw count>` of a GPU attached over NVLink-C2C, as NCCL's xml.cc writes it from NVML:
     `bw` the per-link speed in MB/s (NVML_FI_DEV_C2C_LINK_GET_MAX_BW; NCCL takes bw x count / 1000
@@ -252,13 +260,17 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                                      at=item.id))
             elif isinstance(item, Nic):
                 # the ports of one adapter function share its <pci> and <nic>: one <net> each
-                ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
+                ports = [n for n in platform.nics if n.card_id == item.card_id
+                         or (n.bus == item.bus and n.upstream == item.upstream)]
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
+                named = [(n, name) for n in ports if (name := net_name(n)) is not None and n.role != "management"]
+                # the ports of one card are one NIC to NCCL: one guid (its asic), told apart by port
+                guid = [("guid", card_guid(item))] if item.card is not None and len(named) > 1 else []
                 nets = [XmlNode("net", [("name", name), ("dev", str(net_dev(n))), *_net_speed(n),
-                                        ("port", str(n.port)), *_net_gdr(platform, n, detect)],
+                                        ("port", str(n.port)), *guid, *_net_gdr(platform, n, detect)],
                                 at=n.id)
-                        for n in ports if (name := net_name(n)) is not None and n.role != "management"]
+                        for n, name in named]
                 nodes.append(XmlNode("pci", _pci(_bus_id(item.bus), pci_class, item.link),
                                      [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
                                      at=item.id))

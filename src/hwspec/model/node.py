@@ -250,7 +250,8 @@ class Gpu(PcieDevice):
 
 @dataclass(frozen=True, slots=True)
 class Nic(PcieDevice):
-    """A network adapter port. `gpus` are the GPUs a backend NIC serves, in file order (empty
+    """A network adapter port (a single-port card, or one of a card's `ports:`, `card`). `gpus`
+    are the GPUs a backend NIC serves, in file order (empty
     for a NIC that serves none; a GPU may be served by several NICs). `speed` is bytes/s per
     direction."""
 
@@ -273,6 +274,15 @@ class Nic(PcieDevice):
     port: int
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
+    card: str | None = None
+    """The card entry this port belongs to when the file lists the card's `ports:` (then `id` is
+    the port's id); None for a NIC entry that is its own single port."""
+
+    @property
+    def card_id(self) -> str:
+        """The id of the card (one PCI function, one PCIe link) this port is on: `card`, else `id`.
+        Rules that judge the card's link count it once per card."""
+        return self.card if self.card is not None else self.id
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,120 @@
+"""NIC cards and their ports: a NIC entry is a card (one PCI function, one PCIe link) that may
+list its `ports:`, each with its id, names, speed and GPUs. Every consumer reads the ports: the
+per-GPU scale-out share sums the ports that serve the GPU, the PCIe rules count the card's link
+once, NCCL's topology file writes one `<pci>` with one `<net>` per port (one guid), and
+NCCL_IB_HCA names each port as device:port.
+
+Fixtures: tests/fixtures/cards/ (two H100s on one Gen5 switch, one ConnectX-7 2x200G per GPU
+with both ports cabled)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hwspec.generate.engine import plan_for
+from hwspec.model.load import load_platform
+from hwspec.perf import roofline as rf
+from hwspec.testing import check_node_text
+
+ROOT = Path(__file__).resolve().parent.parent
+CARDS = ROOT / "tests" / "fixtures" / "cards"
+TWO_PORTS = CARDS / "card_two_ports.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def _text(**changes: str) -> str:
+    text = TWO_PORTS.read_text()
+    for old, new in changes.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def _formatted(text: str) -> list[str]:
+    return [d.format() for d in check_node_text(text, file="card.yaml")]
+
+
+def test_a_card_with_two_ports_validates_clean_with_every_rule() -> None:
+    assert _formatted(TWO_PORTS.read_text()) == []
+
+
+def test_each_port_is_a_nic_of_its_card_sharing_the_cards_bus_and_link() -> None:
+    p = load_platform(TWO_PORTS)
+    assert [(n.id, n.card, n.port, n.device, n.bus, n.gpus) for n in p.nics] == [
+        ("nic0p1", "nic0", 1, "mlx5_0", "0000:1c:00.0", ("gpu0",)),
+        ("nic0p2", "nic0", 2, "mlx5_1", "0000:1c:00.0", ("gpu0",)),
+        ("nic1p1", "nic1", 1, "mlx5_2", "0000:2c:00.0", ("gpu1",)),
+        ("nic1p2", "nic1", 2, "mlx5_3", "0000:2c:00.0", ("gpu1",)),
+    ]
+    assert {n.card_id for n in p.nics} == {"nic0", "nic1"}
+
+
+def test_both_ports_count_in_each_gpus_scale_out_share() -> None:
+    topology = load_platform(TWO_PORTS).topology
+    assert topology.scale_out_share("gpu0") == 50e9  # 2 x 200 Gb/s
+    tier = rf.roofline(topology)["gpu_groups"][0]["tiers"]["backend_nic"]
+    assert (tier["bandwidth_bytes_per_s"], tier["nics"]) == (50e9, 2)
+
+
+def test_a_port_may_run_below_its_parts_speed() -> None:
+    text = _text(**{"{id: nic0p2, device: mlx5_1, gpu: gpu0}": "{id: nic0p2, device: mlx5_1, gpu: gpu0, speed: 100 Gb/s}"})
+    from hwspec.testing import load_node_text
+
+    topology = load_node_text(text).topology
+    assert (topology.scale_out_share("gpu0"), topology.scale_out_share("gpu1")) == (37.5e9, 50e9)
+
+
+def test_nccl_topology_writes_one_pci_per_card_with_a_net_per_port_and_one_guid() -> None:
+    xml = next(iter(plan_for(load_platform(TWO_PORTS).topology, only=["nccl-topo"]).values()))
+    card = re.search(r'<pci busid="0000:1c:00.0" class="0x020700"[^>]*>\n\s*<nic>\n(.*?)</nic>', xml, re.S)
+    assert card is not None
+    assert card.group(1).split("\n")[:2] == [
+        '            <net name="mlx5_0" dev="0" speed="200000" port="1" guid="0x1c000" gdr="1"/>',
+        '            <net name="mlx5_1" dev="1" speed="200000" port="2" guid="0x1c000" gdr="1"/>']
+    assert xml.count('<pci busid="0000:1c:00.0"') == 1 and xml.count("<net ") == 4
+
+
+def test_nccl_ib_hca_names_every_port_as_device_and_port() -> None:
+    conf = next(iter(plan_for(load_platform(TWO_PORTS).topology, only=["nccl-conf"]).values()))
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:2,mlx5_2:1,mlx5_3:2\n" in conf
+
+
+def test_the_switch_counts_a_cards_link_once() -> None:
+    # 2 GPUs + 2 cards, each Gen5 x16, below one Gen5 x16 uplink: 4:1 (the ports would make it 6:1)
+    findings = _formatted(_text(**{"max_oversubscription: 4": "max_oversubscription: 3"}))
+    assert findings == ["card.yaml:22:11: warning[HW103 pcie-oversubscription]: sw0: 252 GB/s of links below it "
+                        "(gpu0, nic0, gpu1, nic1) share its Gen5 x16 uplink (63 GB/s): 4:1, above its "
+                        "max_oversubscription of 3\n"
+                        "  hint: widen the uplink, move devices to another bridge, or raise max_oversubscription "
+                        "if the traffic pattern allows it"]
+
+
+def test_a_slow_card_link_is_reported_once_for_the_card_at_the_cards_line() -> None:
+    text = _text(**{'pcie: {upstream: sw0, bus: "0000:1c:00.0"}':
+                    'pcie: {upstream: sw0, bus: "0000:1c:00.0", link: {gen: 3, width: 8}}'})
+    findings = [f for f in _formatted(text) if "HW401" in f]
+    assert findings == ["card.yaml:39:54: error[HW401 nic-path-bandwidth]: nic0: 200 Gb/s NIC (25 GB/s) sits behind a "
+                        "Gen3 x8 link (7.88 GB/s)\n"
+                        "  hint: give the NIC (and the bridges above it) a link at least as fast as the NIC"]
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"    ports:\n      - {id: nic0p1": "    gpu: gpu0\n    ports:\n      - {id: nic0p1"},
+     "card.yaml:32:5: error[E110]: nics[0]: with 'ports', give 'gpu' in each port, not on the card"),
+    ({"{id: nic0p2, device: mlx5_1, gpu: gpu0}": "{id: nic0p2, port: 1, device: mlx5_1, gpu: gpu0}"},
+     "card.yaml:32:5: error[E110]: nics[0]: port 1 is listed more than once"),
+    ({"{id: nic0p2, device: mlx5_1, gpu: gpu0}": "{id: nic1p1, device: mlx5_1, gpu: gpu0}"},
+     "card.yaml:45:14: error[E202]: duplicate id 'nic1p1' (also used by nics[0].ports[1])"),
+    ({"{id: nic0p2, device: mlx5_1, gpu: gpu0}": "{id: nic0p2, device: mlx5_1, gpu: gpu7}"},
+     "card.yaml:38:43: error[E201]: nics[0].ports[1].gpu: 'gpu7' does not name a GPU\n"
+     "  hint: did you mean 'gpu1'? known: gpu0, gpu1"),
+])
+def test_a_card_naming_its_ports_wrongly_is_a_located_error(change: dict, expected: str) -> None:
+    assert _formatted(_text(**change)) == [expected]
