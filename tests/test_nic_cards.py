@@ -118,3 +118,34 @@ def test_a_slow_card_link_is_reported_once_for_the_card_at_the_cards_line() -> N
 ])
 def test_a_card_naming_its_ports_wrongly_is_a_located_error(change: dict, expected: str) -> None:
     assert _formatted(_text(**change)) == [expected]
+
+
+# ---------------------------------------------------------------- import
+
+
+LIVE = ROOT / "tests" / "data" / "live"
+PEX_DUMP = LIVE / "dual-port-pex-gen2-upstream.nccl.xml"
+
+
+def test_a_dual_port_dump_behind_pex_switches_drafts_one_card_per_function_clean_with_every_rule(tmp_path, capsys) -> None:
+    from hwspec.cli.commands import main
+
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(PEX_DUMP), "-o", str(draft)]) == 0
+    text = draft.read_text()
+    assert ("- id: nic0\n  part: connectx-7-2x200g\n  role: backend\n  transport: infiniband\n  ports:\n"
+            "  - {id: nic0p1, gpu: gpu0, device: mlx5_0}\n  - {id: nic0p2, gpu: gpu0, device: mlx5_1}\n"
+            "  pcie: {upstream: sw1, bus: '0000:19:00.0'}\n") in text
+    assert "backend: {transport: infiniband, nic_per_gpu: true, gpudirect: true," in text
+    capsys.readouterr()
+    assert main(["validate", str(draft)]) == 0
+    assert "error[" not in capsys.readouterr().out
+    assert [d for d in check_node_text(text, file="draft.yaml") if d.severity == "error"] == []
+    assert main(["diff", str(draft), str(PEX_DUMP)]) == 0
+    topology = load_platform(draft).topology
+    assert [topology.scale_out_share(g) for g in ("gpu0", "gpu1")] == [50e9, 50e9]
+    assert [topology.path_type("gpu0", n.id) for n in topology.nics_of("gpu0")] == ["PXB", "PXB"]
+    xml = next(iter(plan_for(topology, only=["nccl-topo"]).values()))
+    assert xml.count('<pci busid="0000:19:00.0"') == 1
+    assert ('<net name="mlx5_0" dev="0" speed="200000" port="1" guid="0x19000" gdr="1"/>\n'
+            '            <net name="mlx5_1" dev="1" speed="200000" port="2" guid="0x19000" gdr="1"/>') in xml

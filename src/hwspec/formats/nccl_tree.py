@@ -266,7 +266,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
                 named = [(n, name) for n in ports if (name := net_name(n)) is not None and n.role != "management"]
                 # the ports of one card are one NIC to NCCL: one guid (its asic), told apart by port
-                guid = [("guid", card_guid(item))] if item.card is not None and len(named) > 1 else []
+                guid = [("guid", card_guid(item))] if len(named) > 1 else []
                 nets = [XmlNode("net", [("name", name), ("dev", str(net_dev(n))), *_net_speed(n),
                                         ("port", str(n.port)), *guid, *_net_gdr(platform, n, detect)],
                                 at=n.id)

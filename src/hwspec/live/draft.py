@@ -115,6 +115,30 @@ def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[
     return [(entry, tuple(gpu_ids)) for entry in entries]
 
 
+_PORT_KEYS = ("device", "interface", "port")
+"""What a drafted per-port entry holds of its own; the rest is the card's."""
+
+
+def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
+    """The entries of one PCI function's ports as one card with `ports:` when it has several that
+    agree on everything but their names and port numbers (one part, role, transport, link); else
+    as they are (one entry per port)."""
+    if len(function) < 2:
+        return function
+    shared = [{k: v for k, v in entry.items() if k not in _PORT_KEYS} for _, entry in function]
+    if any(rest != shared[0] for rest in shared[1:]) or len({backend for backend, _ in function}) > 1:
+        return function
+    card = dict(shared[0])
+    ports = [{"_port": entry.get("port", 1), **{k: entry[k] for k in ("device", "interface") if k in entry}}
+             for _, entry in function]
+    if len({p["_port"] for p in ports}) < len(ports):
+        return function  # the input numbers two ports alike: kept apart
+    items = list(card.items())
+    at = [k for k, _ in items].index("pcie")
+    card = dict(items[:at] + [("ports", ports)] + items[at:])
+    return [(function[0][0], card)]
+
+
 def _note(entry: dict, assumed: list[str]) -> None:
     if assumed:
         entry["assumed"] = "; ".join(dict.fromkeys(assumed))
@@ -621,6 +645,7 @@ class _Writer:
                 continue
             near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
             ports: list[NicPort | None] = [*nic.ports] or [None]
+            function: list[tuple[bool, dict]] = []  # (backend, entry) of each port of this function
             for port in ports:
                 assumed: list[str] = []
                 name = port.name if port is not None else None
@@ -666,6 +691,8 @@ class _Writer:
                     entry["pcie"]["link"] = link
                 entry["_link"], entry["_key"] = trained, nic.key
                 _note(entry, assumed)
+                function.append((is_backend, entry))
+            for is_backend, entry in _as_card(function):
                 (backend_entries.append((nic, entry)) if is_backend else other_entries.append(entry))
         # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
         for i, (_nic, entry) in enumerate(backend_entries):
@@ -673,28 +700,43 @@ class _Writer:
         for i, entry in enumerate(other_entries):
             entry["id"] = f"fe{i}"
         for entry in (*(e for _, e in backend_entries), *other_entries):
+            for position, port in enumerate(entry.get("ports", ())):
+                number = port.pop("_port")
+                port["id"] = f"{entry['id']}p{number}"
+                port.update({k: port.pop(k) for k in ("device", "interface") if k in port})  # after the id
+                if number != position + 1:
+                    port["port"] = number
+        for entry in (*(e for _, e in backend_entries), *other_entries):
             trained = entry.pop("_link")
             if trained:
                 self.links[entry["id"]] = trained
             self.ids.setdefault(entry.pop("_key"), entry["id"])  # a function's first port names it
-        by_bridge: dict[str, list[dict]] = {}
-        for nic, entry in backend_entries:
-            if nic.parent in self.m.bridges:  # on a NUMA node itself, a NIC is placed beside no GPU
-                by_bridge.setdefault(nic.parent, []).append(entry)
+        # a backend NIC serves the GPUs below the lowest bridge above it that has any (the GPUs
+        # NCCL finds nearest, PIX or PXB: a GPU and a NIC on two downstream ports of one PEX switch)
         gpus_by_bridge: dict[str, list[str]] = {}
         for gpu in self.m.gpus_in_order():
-            gpus_by_bridge.setdefault(gpu.parent, []).append(self.gpu_ids[gpu.key])
+            for bridge in self.bridges_above(gpu.parent):
+                gpus_by_bridge.setdefault(bridge, []).append(self.gpu_ids[gpu.key])
+        by_bridge: dict[str, list[dict]] = {}
+        for nic, entry in backend_entries:
+            # on a NUMA node itself, a NIC is placed beside no GPU
+            nearest = next((b for b in self.bridges_above(nic.parent) if b in gpus_by_bridge), None)
+            if nearest is not None:
+                by_bridge.setdefault(nearest, []).append(entry)
         served: dict[str, int] = {}
         for bridge, entries in by_bridge.items():
             for entry, gpu_ids in _serving(entries, gpus_by_bridge.get(bridge, [])):
-                items = list(entry.items())
-                at = [k for k, _ in items].index("transport") + 1
                 pairing = ("gpu", gpu_ids[0]) if len(gpu_ids) == 1 else ("gpus", list(gpu_ids))
-                entry.clear()
-                entry.update(items[:at] + [pairing] + items[at:])
+                for target in entry.get("ports") or [entry]:
+                    items = list(target.items())
+                    keys = [k for k, _ in items]
+                    at = keys.index("transport") + 1 if "transport" in keys else keys.index("id") + 1
+                    target.clear()
+                    target.update(items[:at] + [pairing] + items[at:])
                 for gpu_id in gpu_ids:
                     served[gpu_id] = served.get(gpu_id, 0) + 1
-        dedicated = all("gpu" in e for _, e in backend_entries) and len(served) == len(self.m.gpus)
+        dedicated = (all("gpu" in p for _, e in backend_entries for p in e.get("ports") or [e])
+                     and len(served) == len(self.m.gpus))
         backend: dict[str, Any] | None = None
         if backend_entries or any(g.gdr for g in self.m.gpus.values()):
             transports = Counter(e["transport"] for _, e in backend_entries)
@@ -713,6 +755,14 @@ class _Writer:
                 backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left to NCCL's detection"
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
+
+    def bridges_above(self, key: str) -> list[str]:
+        """The bridge `key` and the bridges above it, nearest first (cycle-safe; empty for a NUMA node)."""
+        found: list[str] = []
+        while key in self.m.bridges and key not in found:
+            found.append(key)
+            key = self.m.bridges[key].parent
+        return found
 
     @staticmethod
     def interface(nic: Nic, port: NicPort | None, transport: str, name: str | None) -> str | None:
