@@ -81,9 +81,19 @@ def test_nccl_topology_writes_one_pci_per_card_with_a_net_per_port_and_one_guid(
     assert xml.count('<pci busid="0000:1c:00.0"') == 1 and xml.count("<net ") == 4
 
 
-def test_nccl_ib_hca_names_every_port_as_device_and_port() -> None:
+def test_nccl_ib_hca_names_every_port_by_its_rdma_device_and_that_devices_port() -> None:
+    # each port is its own mlx5 device (port 1 of it); NCCL's topology file numbers them 1, 2 on the card
     conf = next(iter(plan_for(load_platform(TWO_PORTS).topology, only=["nccl-conf"]).values()))
-    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:2,mlx5_2:1,mlx5_3:2\n" in conf
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1\n" in conf
+
+
+def test_ports_sharing_one_rdma_device_are_named_by_their_port_numbers() -> None:
+    from hwspec.testing import load_node_text
+
+    text = _text(**{"device: mlx5_1, gpu: gpu0": "device: mlx5_0, gpu: gpu0"})
+    platform = load_node_text(text)
+    conf = next(iter(plan_for(platform.topology, only=["nccl-conf"]).values()))
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_0:2,mlx5_2:1,mlx5_3:1\n" in conf
 
 
 def test_the_switch_counts_a_cards_link_once() -> None:

@@ -122,7 +122,7 @@ def _ib_hca(platform: Platform, backend: Backend) -> list[Setting]:
                         "NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend "
                         "NICs itself (declare backend.ib_hca to filter them)")]
     refuse(platform, "nccl.conf", settings_limits(platform))
-    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
+    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{platform.rdma_port(n)}" for n in hcas),
                     "the backend RDMA NICs, by exact name (leading equals sign) and port; nothing else carries collectives")]
 
 

@@ -443,6 +443,16 @@ class Platform:
     def bridge_by_id(self) -> dict[str, Bridge]:
         return {b.id: b for b in self.bridges}
 
+    def rdma_port(self, nic: Nic) -> int:
+        """The port number of `nic` on its RDMA device, as NCCL_IB_HCA (`mlx5_0:1`) and the verbs
+        stack name it: 1 for a card's port with an RDMA device of its own (a ConnectX card shows
+        each port as its own mlx5 device; its place on the card, `port`, is what NCCL's topology
+        file writes), else `port` (ports sharing one device, or a NIC entry per port)."""
+        if nic.card is None or nic.device is None:
+            return nic.port
+        sharing = [n for n in self.nics if n.card == nic.card and n.device == nic.device]
+        return 1 if len(sharing) == 1 else nic.port
+
     @cached_property
     def backend_nics(self) -> tuple[Nic, ...]:
         return tuple(n for n in self.nics if n.role == "backend")
