@@ -159,3 +159,22 @@ def test_a_dual_port_dump_behind_pex_switches_drafts_one_card_per_function_clean
     assert xml.count('<pci busid="0000:19:00.0"') == 1
     assert ('<net name="mlx5_0" dev="0" speed="200000" port="1" guid="0x19000" gdr="1"/>\n'
             '            <net name="mlx5_1" dev="1" speed="200000" port="2" guid="0x19000" gdr="1"/>') in xml
+
+
+def test_lstopos_interfaces_of_one_function_become_the_ports_of_one_card(tmp_path) -> None:
+    from hwspec.cli.commands import main
+
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(LIVE / "nic-dual-port.lstopo.xml"), "-o", str(draft)]) == 0
+    assert ("- id: fe0\n  part: intel-e810-cqda2\n  role: ingestion\n  transport: tcp\n  ports:\n"
+            "  - {id: fe0p1, interface: eth0}\n  - {id: fe0p2, interface: eth9}\n") in draft.read_text()
+    assert [(n.id, n.card, n.port, n.interface) for n in load_platform(draft).host_nics] == [
+        ("fe0p1", "fe0", 1, "eth0"), ("fe0p2", "fe0", 2, "eth9")]
+
+
+def test_compare_counts_both_ports_of_each_card(capsys) -> None:
+    from hwspec.cli.commands import main
+
+    assert main(["compare", "platforms/oci-bm-gpu-h100-8.yaml", "platforms/gcp-a3-megagpu-8g.yaml"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if "NIC bandwidth" in line]
+    assert rows == [["per-GPU", "NIC", "bandwidth", "50", "GB/s", "25", "GB/s", "0.5x"]]
