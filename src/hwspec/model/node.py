@@ -9,7 +9,7 @@ more, add it here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -323,6 +323,22 @@ NVLS_MIN_NVSWITCH_GENERATION = 3
 NVSwitch (HGX H100; NVIDIA, 'NVIDIA NVLink and NVSwitch', and NCCL 2.17's release notes)."""
 
 
+NVSWITCH_GENERATION_OF = {"nvlink2": 1, "nvlink3": 2, "nvlink4": 3, "nvlink5": 4}
+"""The NVSwitch generation a GPU's NVLink generation attaches to: NVLink2 (V100, DGX-2) to the
+first, NVLink3 (A100) the second, NVLink4 (H100/H200) the third, NVLink5 (Blackwell) the fourth
+(NVIDIA, 'NVLink and NVSwitch' generations table)."""
+
+
+def nvswitch_generation_of_gpus(gpus: Iterable[Gpu]) -> int | None:
+    """The NVSwitch generation the GPUs' NVLink generation attaches to (`NVSWITCH_GENERATION_OF`):
+    None without GPUs, with a GPU whose fabric the parts do not give, or with GPUs of several."""
+    kinds = {g.fabric_kind for g in gpus}
+    if len(kinds) != 1:
+        return None
+    (kind,) = kinds
+    return NVSWITCH_GENERATION_OF.get(kind) if kind is not None else None
+
+
 @dataclass(frozen=True, slots=True)
 class Baseboard:
     """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
@@ -337,6 +353,9 @@ class Baseboard:
     ports: Mapping[tuple[int, int], int]
     nvswitches: tuple[NvSwitch, ...] = ()
     nvswitch_generation: int | None = None
+    nvswitch_generation_written: bool = False
+    """Whether the file states `nvswitch_generation`; otherwise it is the one the GPUs' NVLink
+    generation attaches to (`NVSWITCH_GENERATION_OF`), None when the GPU parts do not say."""
 
     @property
     def nvlink_sharp(self) -> bool:

@@ -356,7 +356,9 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         baseboard = m.Baseboard(kind=board.kind, slots=board.slots, ports_per_slot=board.ports_per_slot,
                                 links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())),
                                 nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus) for s in board.nvswitches or ()),
-                                nvswitch_generation=board.nvswitch_generation)
+                                nvswitch_generation=(board.nvswitch_generation if board.nvswitch_generation is not None
+                                                     else _nvswitch_generation(wiring, gpus)),
+                                nvswitch_generation_written=board.nvswitch_generation is not None)
 
     gpu_by_id = {g.id: g for g in gpus}
     nvlinks: list[m.NvlinkConnection] = []
@@ -440,6 +442,12 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
                        for key, value in spec.rules.items()},
         assumptions=tuple(assumptions), source_map=source_map, environment=dict(spec.environment))
+
+
+def _nvswitch_generation(wiring: str, gpus: list[m.Gpu]) -> int | None:
+    """An NVSwitch board's generation where the file does not state it: its GPUs' (HGX H100's
+    NVLink4 GPUs sit on third-generation switches)."""
+    return m.nvswitch_generation_of_gpus(gpus) if wiring == "nvswitch" else None
 
 
 def _cpu_links(spec: NodeSpec, domains: list[_Domain]) -> tuple[tuple[str, str], ...]:
