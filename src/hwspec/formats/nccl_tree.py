@@ -21,6 +21,7 @@ from hwspec.formats.nccl_topology import (
     PCIE_LINK_SPEED,
     RCCL_MAX_CHILDREN,
     RCCL_MAX_ELEMENTS,
+    missing_required,
 )
 from hwspec.formats.transports import facts
 from hwspec.model.node import UNKNOWN_PART, Bridge, Gpu, Nic, PcieLink, Platform
@@ -192,6 +193,7 @@ def topology_limits(topology: Topology) -> list[Limit]:
             limits.append(Limit(f"even the skeleton topology has {size} elements; NCCL 2.21+ reads at most "
                                 f"{MAX_ELEMENTS}", (None, "gpus"), "split the node, or leave the topology to NCCL's detection"))
         for node in _walk(system):
+            limits += _missing_attributes(platform, node)
             for key, value in node.attrs:
                 if len(value) >= MAX_STRING:
                     limits.append(Limit(f"{node.at or 'the node'}: {key}=\"{value[:20]}...\" in <{node.tag}> would be "
@@ -208,6 +210,30 @@ def choose_topology(topology: Topology) -> tuple[str, XmlNode]:
         if elements(system) <= MAX_ELEMENTS:
             break
     return detail, system
+
+
+_CPU_FIELD_HINTS = {
+    "arch": "give the CPU's 'arch' under 'override:' ('uname -m': x86_64, arm64 or ppc64), or name its part",
+    "vendor": "give the CPU's 'vendor' under 'override:' (intel or amd, lscpu's Vendor ID), or name its part",
+    "familyid": "give the CPU's 'family' and 'model' under 'override:' (lscpu's CPU family and Model), or name its part",
+    "modelid": "give the CPU's 'family' and 'model' under 'override:' (lscpu's CPU family and Model), or name its part",
+}
+
+
+def _missing_attributes(platform: Platform, node: XmlNode) -> list[Limit]:
+    """A limit for each attribute NCCL requires of `node` that the platform cannot give (a CPU of
+    unknown architecture, an x86 CPU of unknown vendor, an Intel CPU without family and model),
+    located at the entry it comes from; NCCL fails init on such a file."""
+    missing = missing_required(node.tag, node.attrs)
+    if not missing or node.at is None:
+        return []
+    socket = platform.socket_by_id.get(node.at)
+    where = (socket.package if socket is not None else node.at, "part")
+    hints = [_CPU_FIELD_HINTS[k] for k in missing if k in _CPU_FIELD_HINTS] if node.tag == "cpu" else []
+    what = f"CPU {node.at}" if node.tag == "cpu" else node.at
+    return [Limit(f"{what}: its <{node.tag}> in nccl-topo.xml would lack {', '.join(repr(k) for k in missing)}, "
+                  "which NCCL requires (its init fails on such a file)", where,
+                  "; ".join(dict.fromkeys(hints)) or "fill in what the part or the input did not give")]
 
 
 def _walk(node: XmlNode):

@@ -203,6 +203,8 @@ class _Writer:
         input gives as `override`."""
         cpus = self.parts("cpus")
         arch = SPEC_ARCH.get(node.arch or "") if node is not None else None
+        if arch is None and node is not None and node.vendor in ("intel", "amd"):
+            arch = "x86_64"  # a CPUID vendor of GenuineIntel or AuthenticAMD is an x86 CPU's (NCCL's <cpu arch> needs it)
         matches = [n for n, p in cpus.items() if node is not None and node.family is not None and node.model is not None
                    and p.vendor == node.vendor and p.family == node.family and p.model == node.model
                    and (arch is None or p.arch == arch)
