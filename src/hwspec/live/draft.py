@@ -496,6 +496,8 @@ class _Writer:
         holding the compute-unit count, not CUDA's compute capability."""
         by_nvidia_smi = any(what.startswith("nvidia-smi") for _, what in self.m.sources)
         vendor = GPU_VENDORS.get(gpu.vendor, "other") if gpu.vendor else "nvidia" if by_nvidia_smi else None
+        if gpu.gcn:
+            vendor = "amd"  # a gfx target is an AMD GPU's, whatever PCI ids the input leaves out: RCCL reads its file
         seen: dict[str, Any] = {"vendor": vendor, "model_name": gpu.model_name, "pci_vendor": gpu.vendor, "pci_device": gpu.device}
         if vendor == "amd":
             seen.update(gcn=gpu.gcn, hip_arch=gpu.arch if gpu.arch is not None and gpu.arch >= 0 else None,
