@@ -196,8 +196,8 @@ def nvswitch_generation(ctx: Context) -> Iterator[Finding]:
     The generation decides whether the switches reduce in the fabric (NVLink SHARP from the third
     generation, NCCL's NVLS), which raises the all-reduce bound of the roofline, the estimates and
     `compare` (HGX H100: 700 instead of 450 GB/s). Left out, it is the GPUs' (NVLink4 GPUs on
-    third-generation switches); where the GPU parts do not say (an unknown part, mixed GPUs) the
-    bounds leave NVLink SHARP out, and this finding says so at the baseboard. A written generation
+    third-generation switches); where the GPU parts do not say (an unknown part, GPUs of several
+    NVLink generations) the bounds leave NVLink SHARP out, and this finding says so at the baseboard. A written generation
     that differs from the GPUs' is kept (the file wins) and reported.
     """
     p = ctx.platform
@@ -205,8 +205,9 @@ def nvswitch_generation(ctx: Context) -> Iterator[Finding]:
     if board is None or board.wiring != "nvswitch" or not p.gpus:
         return
     derived = nvswitch_generation_of_gpus(p.gpus)
-    if board.nvswitch_generation is None:
-        kinds = sorted({g.fabric_kind or "unknown" for g in p.gpus})
+    kinds = sorted({g.fabric_kind or "unknown" for g in p.gpus})
+    if board.nvswitch_generation is None and ("unknown" in kinds or len(kinds) > 1):
+        # one known NVLink generation no NVSwitch generation goes with (NVLink1) has no NVLS: nothing is missing
         why = "the GPUs' NVLink generation is unknown" if kinds == ["unknown"] else f"the GPUs' NVLink is {', '.join(kinds)}"
         yield ctx.finding(f"baseboard: NVSwitch generation unknown ({why}): the all-reduce bounds leave out NVLink "
                           "SHARP (NCCL's NVLS), which third-generation and later switches have",
