@@ -54,8 +54,9 @@ def bus_id_unique(ctx: Context) -> Iterator[Finding]:
 
     The bus id is how the kernel, `nvidia-smi` and NCCL name a device; NCCL's topology file and
     CUDA_DEVICE_ORDER=PCI_BUS_ID match it byte for byte. Two devices with one bus id make the
-    generated topology attach one device's links to the other. Ports of one multi-port NIC
-    (same part, different `port`) are one PCI function and legitimately share it.
+    generated topology attach one device's links to the other. Ports of one multi-port NIC are
+    one PCI function and legitimately share it: a card's `ports:` (the usual form: the card's
+    link is then counted once everywhere), or NIC entries of the same part with different `port`.
     """
     p = ctx.platform
     seen: dict[str, list] = {}
