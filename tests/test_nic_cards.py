@@ -178,3 +178,13 @@ def test_compare_counts_both_ports_of_each_card(capsys) -> None:
     assert main(["compare", "platforms/oci-bm-gpu-h100-8.yaml", "platforms/gcp-a3-megagpu-8g.yaml"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if "NIC bandwidth" in line]
     assert rows == [["per-GPU", "NIC", "bandwidth", "50", "GB/s", "25", "GB/s", "0.5x"]]
+
+
+def test_a_cards_part_is_judged_once_for_all_its_ports() -> None:
+    text = _text(**{"part: connectx-7-2x200g\n    role: backend\n    transport: infiniband\n    ports:\n      - {id: nic0p1":
+                    "part: ethernet-100g\n    role: backend\n    transport: infiniband\n    ports:\n      - {id: nic0p1"})
+    hw204 = [f.split(": ", 1)[1].split("\n")[0] for f in _formatted(text) if "HW204" in f]
+    assert hw204 == ["error[HW204 backend-nic-rdma]: nic0: backend NIC part ethernet-100g (100GbE adapter) cannot do RDMA",
+                     "error[HW204 backend-nic-rdma]: nic0: backend.gpudirect is declared, but ethernet-100g does not support "
+                     "GPUDirect RDMA",
+                     "error[HW204 backend-nic-rdma]: nic0: transport infiniband is not supported by ethernet-100g (supports tcp)"]
