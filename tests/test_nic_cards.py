@@ -188,3 +188,22 @@ def test_a_cards_part_is_judged_once_for_all_its_ports() -> None:
                      "error[HW204 backend-nic-rdma]: nic0: backend.gpudirect is declared, but ethernet-100g does not support "
                      "GPUDirect RDMA",
                      "error[HW204 backend-nic-rdma]: nic0: transport infiniband is not supported by ethernet-100g (supports tcp)"]
+
+
+def test_ports_that_are_functions_of_their_own_keep_their_bus_and_the_card_its_one_link() -> None:
+    from hwspec.testing import load_node_text
+
+    text = _text(**{"{id: nic0p2, device: mlx5_1, gpu: gpu0}": '{id: nic0p2, device: mlx5_1, gpu: gpu0, bus: "0000:1c:00.1"}'})
+    platform = load_node_text(text)
+    assert [(n.id, n.bus) for n in platform.nics[:2]] == [("nic0p1", "0000:1c:00.0"), ("nic0p2", "0000:1c:00.1")]
+    assert _formatted(text) == []
+    hw103 = [f for f in _formatted(text.replace("max_oversubscription: 4", "max_oversubscription: 3")) if "HW103" in f]
+    assert len(hw103) == 1 and "sw0: 252 GB/s of links below it (gpu0, nic0, gpu1, nic1)" in hw103[0]  # the card once
+    xml = next(iter(plan_for(platform.topology, only=["nccl-topo"]).values()))
+    assert xml.count("<pci busid=\"0000:1c:00.") == 1 and xml.count('guid="0x1c000"') == 2
+
+
+def test_a_port_bus_of_another_device_is_a_located_error() -> None:
+    text = _text(**{"{id: nic0p2, device: mlx5_1, gpu: gpu0}": '{id: nic0p2, device: mlx5_1, gpu: gpu0, bus: "0000:1d:00.1"}'})
+    assert _formatted(text) == ["card.yaml:32:5: error[E110]: nics[0]: port nic0p2's bus 0000:1d:00.1 is not a function "
+                                "of the card's device 0000:1c:00 (its ports are functions .0, .1, ... of one device)"]

@@ -201,7 +201,7 @@ def _gpu(g: GpuSpec, part: GpuPart | GpuIdentity, index: int, socket: str | None
                  gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units, **_c2c(g, part))
 
 
-PORT_FIELDS = frozenset({"id", "port", "gpu", "gpus", "device", "interface", "speed"})
+PORT_FIELDS = frozenset({"id", "port", "gpu", "gpus", "device", "interface", "speed", "bus"})
 """The fields a card's port entry has of its own; the rest (part, pcie, role) are the card's."""
 
 
@@ -217,14 +217,17 @@ class _Port:
     interface: str | None
     speed: float | None
     card: str | None
+    bus: str
+    """The port's PCI function as written (its own `bus:`, else the card's `pcie.bus`)."""
 
 
 def _ports(n: NicSpec) -> list[_Port]:
     """The ports of a NIC entry, in the order written."""
     if n.ports is None:
-        return [_Port(n.id, n.port, tuple(n.gpus or ([n.gpu] if n.gpu else [])), n.device, n.interface, None, None)]
+        return [_Port(n.id, n.port, tuple(n.gpus or ([n.gpu] if n.gpu else [])), n.device, n.interface, None, None,
+                      n.pcie.bus)]
     return [_Port(p.id, p.port if p.port is not None else i + 1, tuple(p.gpus or ([p.gpu] if p.gpu else [])),
-                  p.device, p.interface, p.speed, n.id) for i, p in enumerate(n.ports)]
+                  p.device, p.interface, p.speed, n.id, p.bus or n.pcie.bus) for i, p in enumerate(n.ports)]
 
 
 def _nic(n: NicSpec, port: _Port, part: NicPart | NicIdentity, index: int, socket: str | None,
@@ -233,7 +236,7 @@ def _nic(n: NicSpec, port: _Port, part: NicPart | NicIdentity, index: int, socke
     `part: unknown` the identity written and None for the rest."""
     common = dict(id=port.id, index=index, part=n.part, role=n.role, transport=n.transport,
                   gpus=port.gpus, device=port.device, card=port.card,
-                  interface=port.interface, port=port.port, upstream=n.pcie.upstream, bus=_bus(n.pcie.bus), socket=socket,
+                  interface=port.interface, port=port.port, upstream=n.pcie.upstream, bus=_bus(port.bus), socket=socket,
                   numa_node=numa_node, overridden=_overridden(n.override))
     if n.part == m.UNKNOWN_PART:
         seen = cast("NicIdentity", part)
@@ -329,7 +332,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
     nics = []
     nic_ports = [(n, port) for n in spec.nics for port in _ports(n)]
-    for index, (n, port) in enumerate(sorted(nic_ports, key=lambda np: (*_bus_order(np[0].pcie.bus, np[0].id), np[1].port))):
+    for index, (n, port) in enumerate(sorted(nic_ports, key=lambda np: (*_bus_order(np[0].pcie.bus, np[0].id),
+                                                                          *_bus_order(np[1].bus, np[1].id), np[1].port))):
         socket = socket_of(n.pcie.upstream)
         nics.append(_nic(n, port, parts[n.id], index, socket, numa.get(socket) if socket else None))
 

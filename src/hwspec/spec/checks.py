@@ -306,6 +306,12 @@ def card_ports(nic: Any) -> Any:
     if given:
         raise PydanticCustomError("hwspec_nic_ports", "with 'ports', give {fields} in each port, not on the card",
                                   {"fields": ", ".join(repr(f) for f in given)})
+    card_bus = nic.pcie.bus if BUS_ID.fullmatch(str(nic.pcie.bus)) else None
+    for p in nic.ports:
+        if p.bus is not None and card_bus is not None and p.bus.rsplit(".", 1)[0] != card_bus.rsplit(".", 1)[0]:
+            raise PydanticCustomError("hwspec_nic_ports", "port {port}'s bus {bus} is not a function of the card's "
+                                      "device {device} (its ports are functions .0, .1, ... of one device)",
+                                      {"port": p.id, "bus": p.bus, "device": card_bus.rsplit(".", 1)[0]})
     numbers = [p.port if p.port is not None else i + 1 for i, p in enumerate(nic.ports)]
     repeated = sorted({n for n in numbers if numbers.count(n) > 1})
     if repeated:

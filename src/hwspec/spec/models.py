@@ -455,6 +455,9 @@ class NicPortSpec(Spec):
     interface: OsName | None = Field(None, description="Network interface name of the port, e.g. eth0.")
     speed: Bandwidth | None = Field(None, description="The port's speed per direction, when it differs from the part's "
                                                       "(a 400G port run at 200 Gb/s).")
+    bus: BusId | None = Field(None, description="The port's own PCI function, when the card shows each port as a function "
+                                                "of its own (a ConnectX's 0000:1c:00.0 and 0000:1c:00.1, one mlx5 device "
+                                                "each); left out, the card's bus. The card's link is still one.")
 
     _gpu_or_gpus = model_validator(mode="after")(checks.gpu_or_gpus)
 
