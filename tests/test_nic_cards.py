@@ -207,3 +207,18 @@ def test_a_port_bus_of_another_device_is_a_located_error() -> None:
     text = _text(**{"{id: nic0p2, device: mlx5_1, gpu: gpu0}": '{id: nic0p2, device: mlx5_1, gpu: gpu0, bus: "0000:1d:00.1"}'})
     assert _formatted(text) == ["card.yaml:32:5: error[E110]: nics[0]: port nic0p2's bus 0000:1d:00.1 is not a function "
                                 "of the card's device 0000:1c:00 (its ports are functions .0, .1, ... of one device)"]
+
+
+def test_two_functions_of_one_device_draft_as_one_card_whose_ports_keep_their_functions(tmp_path, capsys) -> None:
+    from hwspec.cli.commands import main
+
+    dump = LIVE / "dual-function-card.nccl.xml"
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(dump), "-o", str(draft)]) == 0
+    assert ("  ports:\n  - {id: nic0p1, gpu: gpu0, device: mlx5_0}\n"
+            "  - {id: nic0p2, gpu: gpu0, device: mlx5_1, bus: '0000:19:00.1'}\n"
+            "  pcie: {upstream: rp0, bus: '0000:19:00.0'}\n") in draft.read_text()
+    assert main(["diff", str(draft), str(dump)]) == 0
+    capsys.readouterr()
+    conf = next(iter(plan_for(load_platform(draft).topology, only=["nccl-conf"]).values()))
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n" in conf

@@ -139,6 +139,49 @@ def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
     return [(function[0][0], card)]
 
 
+def _merge_functions(pairs: list[tuple[Nic, dict]]) -> list[tuple[Nic, dict]]:
+    """Single-port NIC entries that are functions of one PCI device (bus ids alike but for the
+    function digit) with the same PCI ids, under the same bridge, agreeing on everything but their
+    names, drafted as one card with `ports:`: a multi-function device has one PCIe link (a
+    dual-port ConnectX shows each port as a function and mlx5 device of its own). Functions of
+    another device id (SR-IOV virtual functions) stay apart. In input order otherwise."""
+    groups: dict[tuple, list[tuple[Nic, dict]]] = {}
+    order: list[tuple] = []
+    for nic, entry in pairs:
+        key: tuple = (nic.bus.rsplit(".", 1)[0], nic.parent, nic.vendor, nic.device) \
+            if nic.bus and nic.vendor and nic.device and "ports" not in entry else ("alone", id(entry))
+        if key not in groups:
+            order.append(key)
+        groups.setdefault(key, []).append((nic, entry))
+    out: list[tuple[Nic, dict]] = []
+    for key in order:
+        group = groups[key]
+        merged = _functions_as_card(group) if len(group) > 1 else None
+        out.extend([(group[0][0], merged)] if merged is not None else group)
+    return out
+
+
+def _functions_as_card(group: list[tuple[Nic, dict]]) -> dict | None:
+    """One card for the functions in `group`, each a port (its bus where it is not the card's);
+    None when they differ in more than their names (then they stay apart)."""
+    def shared(entry: dict) -> dict:
+        rest = {k: v for k, v in entry.items() if k not in (*_PORT_KEYS, "_key", "_link", "pcie")}
+        return {**rest, "pcie": {k: v for k, v in entry["pcie"].items() if k != "bus"}}
+
+    first = group[0][1]
+    if any(shared(entry) != shared(first) or entry.get("port", 1) != 1 for _, entry in group):
+        return None
+    ports = []
+    for number, (_nic, entry) in enumerate(group, 1):
+        port = {"_port": number, **{k: entry[k] for k in ("device", "interface") if k in entry}}
+        if entry["pcie"]["bus"] != first["pcie"]["bus"]:
+            port["bus"] = entry["pcie"]["bus"]
+        ports.append(port)
+    items = [(k, v) for k, v in first.items() if k not in _PORT_KEYS]
+    at = [k for k, _ in items].index("pcie")
+    return dict(items[:at] + [("ports", ports)] + items[at:])
+
+
 def _note(entry: dict, assumed: list[str]) -> None:
     if assumed:
         entry["assumed"] = "; ".join(dict.fromkeys(assumed))
@@ -640,7 +683,7 @@ class _Writer:
         gpu_bridges = {self.m.gpus[k].parent for k in self.m.gpus}
         order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
         backend_entries: list[tuple[Nic, dict]] = []
-        other_entries: list[dict] = []
+        other_pairs: list[tuple[Nic, dict]] = []
         for nic in order:
             if nic.bus is None and self.m.has_tree:
                 names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
@@ -697,7 +740,10 @@ class _Writer:
                 _note(entry, assumed)
                 function.append((is_backend, entry))
             for is_backend, entry in _as_card(function):
-                (backend_entries.append((nic, entry)) if is_backend else other_entries.append(entry))
+                (backend_entries if is_backend else other_pairs).append((nic, entry))
+        # the functions .0, .1, ... of one PCI device are its ports, on its one link (a ConnectX card)
+        backend_entries = _merge_functions(backend_entries)
+        other_entries = [entry for _, entry in _merge_functions(other_pairs)]
         # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
         for i, (_nic, entry) in enumerate(backend_entries):
             entry["id"] = f"nic{i}"
@@ -707,7 +753,7 @@ class _Writer:
             for position, port in enumerate(entry.get("ports", ())):
                 number = port.pop("_port")
                 port["id"] = f"{entry['id']}p{number}"
-                port.update({k: port.pop(k) for k in ("device", "interface") if k in port})  # after the id
+                port.update({k: port.pop(k) for k in ("device", "interface", "bus") if k in port})  # after the id
                 if number != position + 1:
                     port["port"] = number
         for entry in (*(e for _, e in backend_entries), *other_entries):
