@@ -143,8 +143,9 @@ def _merge_functions(pairs: list[tuple[Nic, dict]]) -> list[tuple[Nic, dict]]:
     """Single-port NIC entries that are functions of one PCI device (bus ids alike but for the
     function digit) with the same PCI ids, under the same bridge, agreeing on everything but their
     names, drafted as one card with `ports:`: a multi-function device has one PCIe link (a
-    dual-port ConnectX shows each port as a function and mlx5 device of its own). Functions of
-    another device id (SR-IOV virtual functions) stay apart. In input order otherwise."""
+    dual-port ConnectX shows each port as a function and mlx5 device of its own). Only a group
+    holding function 0 is a device's own ports: SR-IOV virtual functions (another device id, no
+    function 0 of theirs) stay apart. In input order otherwise."""
     groups: dict[tuple, list[tuple[Nic, dict]]] = {}
     order: list[tuple] = []
     for nic, entry in pairs:
@@ -156,7 +157,9 @@ def _merge_functions(pairs: list[tuple[Nic, dict]]) -> list[tuple[Nic, dict]]:
     out: list[tuple[Nic, dict]] = []
     for key in order:
         group = groups[key]
-        merged = _functions_as_card(group) if len(group) > 1 else None
+        # a device's own ports start at function 0 (virtual functions of an SR-IOV device do not)
+        with_function_0 = any(nic.bus is not None and nic.bus.endswith(".0") for nic, _ in group)
+        merged = _functions_as_card(group) if len(group) > 1 and with_function_0 else None
         out.extend([(group[0][0], merged)] if merged is not None else group)
     return out
 
