@@ -122,8 +122,8 @@ def test_nvswitches_without_nvlinks_are_named_in_a_note_and_no_fabric_is_drafted
 
 def test_a_cpu_whose_model_name_differs_from_the_catalogue_part_of_its_family_and_model_is_unknown(tmp_path, capsys):
     text, _ = _import(tmp_path, "dgx2-nvswitches.lstopo.xml", capsys)  # a Xeon 8174: family 6 model 85, as the 8280
-    assert ("  part: unknown\n  override: {vendor: intel, model_name: Intel(R) Xeon(R) Platinum 8174 CPU @ "
-            "3.10GHz, family: 6, model: 85}\n") in text
+    assert ("  part: unknown\n  override: {vendor: intel, arch: x86_64, model_name: Intel(R) Xeon(R) Platinum 8174 CPU @ "
+            "3.10GHz, family: 6, model: 85}\n") in text  # arch: an Intel CPUID vendor is an x86 CPU's
     assert "xeon-platinum-8280" not in text
 
 

@@ -347,8 +347,8 @@ def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, mo
       </pci>
       <pci busid="0000:16:00.0" class="0x020700" link_speed="16.0 GT/s PCIe" link_width="16">
         <nic>
-          <net name="mlx5_0" dev="0" speed="200000" port="1" gdr="1"/>
-          <net name="mlx5_0" dev="1" speed="200000" port="2" gdr="1"/>
+          <net name="mlx5_0" dev="0" speed="200000" port="1" guid="0x16000" gdr="1"/>
+          <net name="mlx5_0" dev="1" speed="200000" port="2" guid="0x16000" gdr="1"/>
         </nic>
       </pci>
     </pci>

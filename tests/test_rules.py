@@ -211,6 +211,10 @@ FAULTS = [
         '38:70: error[HW306 baseboard-ports]: baseboard wiring [1, 2] (1 port(s)) names a slot outside 0-1'
         '\n  hint: the board has 2 slots, numbered from 0',
     ], id='HW306-baseboard_wiring_outside_board'),
+    pytest.param('nvswitch_generation_not_the_gpus', [
+        "38:118: warning[HW308 nvswitch-generation]: baseboard: nvswitch_generation is 3, but the GPUs' nvlink3 attaches "
+        "to generation-2 NVSwitch chips\n  hint: write nvswitch_generation: 2, or leave it out to take the GPUs'",
+    ], id='HW308-nvswitch_generation_not_the_gpus'),
     pytest.param('gpu_slot_outside_board', [
         "46:11: error[HW307 gpu-slot]: gpu1: slot 2 is outside the baseboard's 2 slots (0-1)"
         '\n  hint: slots are numbered from 0',

@@ -102,7 +102,10 @@ def test_roofline_says_the_memory_is_unknown_and_torchrec_and_calculon_wait(node
     plan = plan_for(topology_of(load_platform(node)))
     roofline = json.loads(plan["ddr/roofline.json"])
     assert roofline["unknown"] == ["cpu0: memory capacity, memory bandwidth (not given)"]
-    assert (roofline["node"], roofline["gpu_groups"]) == (None, None)
+    # the tiers it can give are given (issue 34): host_ddr is null, the rest computed
+    tiers = roofline["gpu_groups"][0]["tiers"]
+    assert tiers["host_ddr"] is None and tiers["hbm"]["bandwidth_bytes_per_s"] > 0 and tiers["pcie_host"] is not None
+    assert (roofline["node"]["ddr_capacity_bytes"], roofline["node"]["ddr_bandwidth_bytes_per_s"]) == (None, None)
     assert not any(name.endswith(("torchrec-topology.json", "calculon-system.json")) for name in plan)
 
 
@@ -132,10 +135,14 @@ def test_slurm_conf_states_real_memory_once_the_capacity_is_given(node):
     assert f" RealMemory={int(256 * 1024 * 0.97)} " in text and "RealMemory left out" not in text
 
 
-def test_roofline_text_of_unknown_memory_lists_it_instead_of_a_traceback(node, capsys):
+def test_roofline_text_of_unknown_memory_gives_the_other_tiers_and_lists_it(node, capsys):
     assert main(["roofline", str(node)]) == 0
-    assert capsys.readouterr().out == ("ddr: ddr\nno figures: these are unknown (hwspec validate says what to fill in, HW603)\n"
-                                       "  cpu0: memory capacity, memory bandwidth (not given)\n")
+    out = capsys.readouterr().out
+    assert [line.split() for line in out.splitlines() if line.startswith("  host_ddr")] == [
+        ["host_ddr", "-", "-", "unknown", "(see", "below)"]]
+    assert "  hbm " in out and "Ridge points per GPU" in out
+    assert ("\nUnknown (host_ddr and the figures that need it are left out; hwspec validate says what to fill in, HW603)\n"
+            "  cpu0: memory capacity, memory bandwidth (not given)\n") in out
 
 
 def test_import_of_an_nccl_dump_drafts_unknown_memory_not_placeholders(tmp_path, capsys):

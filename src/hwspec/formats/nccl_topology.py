@@ -349,6 +349,13 @@ def _gpu_tclass(element: _Element, dialect: Dialect) -> bool:
     return (element.get("tclass") or "").startswith(dialect.gpu_classes)
 
 
+def missing_required(tag: str, attrs: list[tuple[str, str]], dialect: Dialect = NCCL) -> list[str]:
+    """The attributes `dialect`'s library requires of element `tag` that `attrs` lacks (the check
+    generated files pass, asked of one element before it is written)."""
+    element = _Element(tag, 0, list(attrs))
+    return [key for key in _required(element, dialect) if element.get(key) is None]
+
+
 def _required(element: _Element, dialect: Dialect) -> list[str]:
     """Attributes without which the library fails or silently skips the element."""
     name = element.name

@@ -21,6 +21,7 @@ from hwspec.formats.nccl_topology import (
     PCIE_LINK_SPEED,
     RCCL_MAX_CHILDREN,
     RCCL_MAX_ELEMENTS,
+    missing_required,
 )
 from hwspec.formats.transports import facts
 from hwspec.model.node import UNKNOWN_PART, Bridge, Gpu, Nic, PcieLink, Platform
@@ -131,6 +132,14 @@ def net_name(nic: Nic) -> str | None:
     return nic.interface or nic.device
 
 
+def card_guid(nic: Nic) -> str:
+    """The `<net guid>` the ports of one multi-port card share: NCCL counts nets with one guid as
+    ports of one NIC (its asic), told apart by `port`. NCCL keeps a file's guid (it fills only a
+    missing one), so the card's bus id is written as a number: one value per card, stable."""
+    digits = "".join(c for c in (nic.bus or "") if c in "0123456789abcdef")
+    return f"0x{int(digits or '0', 16):x}"
+
+
 def c2c_element(gpu: Gpu) -> XmlNode:
     """`<c2c bw count>` of a GPU attached over NVLink-C2C, as NCCL's xml.cc writes it from NVML:
     `bw` the per-link speed in MB/s (NVML_FI_DEV_C2C_LINK_GET_MAX_BW; NCCL takes bw x count / 1000
@@ -190,6 +199,7 @@ def topology_limits(topology: Topology) -> list[Limit]:
             limits.append(Limit(f"even the skeleton topology has {size} elements; NCCL 2.21+ reads at most "
                                 f"{MAX_ELEMENTS}", (None, "gpus"), "split the node, or leave the topology to NCCL's detection"))
         for node in _walk(system):
+            limits += _missing_attributes(platform, node)
             for key, value in node.attrs:
                 if len(value) >= MAX_STRING:
                     limits.append(Limit(f"{node.at or 'the node'}: {key}=\"{value[:20]}...\" in <{node.tag}> would be "
@@ -206,6 +216,30 @@ def choose_topology(topology: Topology) -> tuple[str, XmlNode]:
         if elements(system) <= MAX_ELEMENTS:
             break
     return detail, system
+
+
+_CPU_FIELD_HINTS = {
+    "arch": "give the CPU's 'arch' under 'override:' ('uname -m': x86_64, arm64 or ppc64), or name its part",
+    "vendor": "give the CPU's 'vendor' under 'override:' (intel or amd, lscpu's Vendor ID), or name its part",
+    "familyid": "give the CPU's 'family' and 'model' under 'override:' (lscpu's CPU family and Model), or name its part",
+    "modelid": "give the CPU's 'family' and 'model' under 'override:' (lscpu's CPU family and Model), or name its part",
+}
+
+
+def _missing_attributes(platform: Platform, node: XmlNode) -> list[Limit]:
+    """A limit for each attribute NCCL requires of `node` that the platform cannot give (a CPU of
+    unknown architecture, an x86 CPU of unknown vendor, an Intel CPU without family and model),
+    located at the entry it comes from; NCCL fails init on such a file."""
+    missing = missing_required(node.tag, node.attrs)
+    if not missing or node.at is None:
+        return []
+    socket = platform.socket_by_id.get(node.at)
+    where = (socket.package if socket is not None else node.at, "part")
+    hints = [_CPU_FIELD_HINTS[k] for k in missing if k in _CPU_FIELD_HINTS] if node.tag == "cpu" else []
+    what = f"CPU {node.at}" if node.tag == "cpu" else node.at
+    return [Limit(f"{what}: its <{node.tag}> in nccl-topo.xml would lack {', '.join(repr(k) for k in missing)}, "
+                  "which NCCL requires (its init fails on such a file)", where,
+                  "; ".join(dict.fromkeys(hints)) or "fill in what the part or the input did not give")]
 
 
 def _walk(node: XmlNode):
@@ -260,13 +294,17 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                                      at=item.id))
             elif isinstance(item, Nic):
                 # the ports of one adapter function share its <pci> and <nic>: one <net> each
-                ports = [n for n in platform.nics if n.bus == item.bus and n.upstream == item.upstream]
+                ports = [n for n in platform.nics if n.card_id == item.card_id
+                         or (n.bus == item.bus and n.upstream == item.upstream)]
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
+                named = [(n, name) for n in ports if (name := net_name(n)) is not None and n.role != "management"]
+                # the ports of one card are one NIC to NCCL: one guid (its asic), told apart by port
+                guid = [("guid", card_guid(item))] if len(named) > 1 else []
                 nets = [XmlNode("net", [("name", name), ("dev", str(net_dev(n))), *_net_speed(n),
-                                        ("port", str(n.port)), *_net_gdr(platform, n, detect)],
+                                        ("port", str(n.port)), *guid, *_net_gdr(platform, n, detect)],
                                 at=n.id)
-                        for n in ports if (name := net_name(n)) is not None and n.role != "management"]
+                        for n, name in named]
                 nodes.append(XmlNode("pci", _pci(_bus_id(item.bus), pci_class, item.link),
                                      [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
                                      at=item.id))

@@ -122,7 +122,7 @@ def _ib_hca(platform: Platform, backend: Backend) -> list[Setting]:
                         "NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend "
                         "NICs itself (declare backend.ib_hca to filter them)")]
     refuse(platform, "nccl.conf", settings_limits(platform))
-    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{n.port}" for n in hcas),
+    return [Setting("NCCL_IB_HCA", "=" + ",".join(f"{n.device}:{platform.rdma_port(n)}" for n in hcas),
                     "the backend RDMA NICs, by exact name (leading equals sign) and port; nothing else carries collectives")]
 
 
@@ -242,6 +242,24 @@ def merge_environment(settings: list[Setting], extra: dict[str, str], whose: str
 NCCL_CONF_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
+OLD_NCCL_MAX_NICS = 16
+"""The most collective NICs (NCCL nets) a node may have before NCCL releases older than 2.21 are
+known to misjudge it: NCCL 2.18.1's search on a 32-NIC p5 topology used 16 of its NICs (PXN), and
+releases before 2.21 print each GPU's paths into a 1,024-byte buffer that 32 NICs overflow."""
+
+
+def nccl_version_notes(platform: Platform) -> list[str]:
+    """What nccl.conf says of the NCCL release the node needs, where its files meet a known limit
+    of an older one (more than `OLD_NCCL_MAX_NICS` collective NICs: use 2.21 or later). Comments
+    only: nccl.conf cannot require a release."""
+    nics = [n for n in platform.collective_nics if net_name(n) is not None or n.bus is not None]
+    if len(nics) <= OLD_NCCL_MAX_NICS:
+        return []
+    return [f"needs NCCL 2.21 or later: with {len(nics)} NICs (more than {OLD_NCCL_MAX_NICS}), NCCL before 2.21 uses only "
+            "part of them (2.18.1's search used 16 of a p5's 32, through PXN) and overflows the 1,024-byte buffer it "
+            "prints each GPU's paths into"]
+
+
 def nccl_conf_text(text: str, source: str) -> str:
     """`text` made safe for every NCCL version's nccl.conf reader. NCCL reads `NAME=value`
     lines verbatim (value: everything after the first `=`); a line without `=` is skipped.
@@ -284,7 +302,8 @@ def nccl_conf(ctx: GenContext) -> Plan:
         return {}
     library = collective_library(platform)
     text = ctx.render(f"{library}.conf.j2", "hash", settings=_settings(ctx),
-                      topo_file=None if missing_bus_ids(ctx.topology) else topo_file(ctx.install_dir, library))
+                      topo_file=None if missing_bus_ids(ctx.topology) else topo_file(ctx.install_dir, library),
+                      version_notes=nccl_version_notes(platform) if library == "nccl" else [])
     return {f"{library}.conf": nccl_conf_text(text, platform.file)}
 
 

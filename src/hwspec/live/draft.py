@@ -115,6 +115,76 @@ def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[
     return [(entry, tuple(gpu_ids)) for entry in entries]
 
 
+_PORT_KEYS = ("device", "interface", "port")
+"""What a drafted per-port entry holds of its own; the rest is the card's."""
+
+
+def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
+    """The entries of one PCI function's ports as one card with `ports:` when it has several that
+    agree on everything but their names and port numbers (one part, role, transport, link); else
+    as they are (one entry per port)."""
+    if len(function) < 2:
+        return function
+    shared = [{k: v for k, v in entry.items() if k not in _PORT_KEYS} for _, entry in function]
+    if any(rest != shared[0] for rest in shared[1:]) or len({backend for backend, _ in function}) > 1:
+        return function
+    card = dict(shared[0])
+    ports = [{"_port": entry.get("port", 1), **{k: entry[k] for k in ("device", "interface") if k in entry}}
+             for _, entry in function]
+    if len({p["_port"] for p in ports}) < len(ports):
+        return function  # the input numbers two ports alike: kept apart
+    items = list(card.items())
+    at = [k for k, _ in items].index("pcie")
+    card = dict(items[:at] + [("ports", ports)] + items[at:])
+    return [(function[0][0], card)]
+
+
+def _merge_functions(pairs: list[tuple[Nic, dict]]) -> list[tuple[Nic, dict]]:
+    """Single-port NIC entries that are functions of one PCI device (bus ids alike but for the
+    function digit) with the same PCI ids, under the same bridge, agreeing on everything but their
+    names, drafted as one card with `ports:`: a multi-function device has one PCIe link (a
+    dual-port ConnectX shows each port as a function and mlx5 device of its own). Only a group
+    holding function 0 is a device's own ports: SR-IOV virtual functions (another device id, no
+    function 0 of theirs) stay apart. In input order otherwise."""
+    groups: dict[tuple, list[tuple[Nic, dict]]] = {}
+    order: list[tuple] = []
+    for nic, entry in pairs:
+        key: tuple = (nic.bus.rsplit(".", 1)[0], nic.parent, nic.vendor, nic.device) \
+            if nic.bus and nic.vendor and nic.device and "ports" not in entry else ("alone", id(entry))
+        if key not in groups:
+            order.append(key)
+        groups.setdefault(key, []).append((nic, entry))
+    out: list[tuple[Nic, dict]] = []
+    for key in order:
+        group = groups[key]
+        # a device's own ports start at function 0 (virtual functions of an SR-IOV device do not)
+        with_function_0 = any(nic.bus is not None and nic.bus.endswith(".0") for nic, _ in group)
+        merged = _functions_as_card(group) if len(group) > 1 and with_function_0 else None
+        out.extend([(group[0][0], merged)] if merged is not None else group)
+    return out
+
+
+def _functions_as_card(group: list[tuple[Nic, dict]]) -> dict | None:
+    """One card for the functions in `group`, each a port (its bus where it is not the card's);
+    None when they differ in more than their names (then they stay apart)."""
+    def shared(entry: dict) -> dict:
+        rest = {k: v for k, v in entry.items() if k not in (*_PORT_KEYS, "_key", "_link", "pcie")}
+        return {**rest, "pcie": {k: v for k, v in entry["pcie"].items() if k != "bus"}}
+
+    first = group[0][1]
+    if any(shared(entry) != shared(first) or entry.get("port", 1) != 1 for _, entry in group):
+        return None
+    ports = []
+    for number, (_nic, entry) in enumerate(group, 1):
+        port = {"_port": number, **{k: entry[k] for k in ("device", "interface") if k in entry}}
+        if entry["pcie"]["bus"] != first["pcie"]["bus"]:
+            port["bus"] = entry["pcie"]["bus"]
+        ports.append(port)
+    items = [(k, v) for k, v in first.items() if k not in _PORT_KEYS]
+    at = [k for k, _ in items].index("pcie")
+    return dict(items[:at] + [("ports", ports)] + items[at:])
+
+
 def _note(entry: dict, assumed: list[str]) -> None:
     if assumed:
         entry["assumed"] = "; ".join(dict.fromkeys(assumed))
@@ -179,6 +249,8 @@ class _Writer:
         input gives as `override`."""
         cpus = self.parts("cpus")
         arch = SPEC_ARCH.get(node.arch or "") if node is not None else None
+        if arch is None and node is not None and node.vendor in ("intel", "amd"):
+            arch = "x86_64"  # a CPUID vendor of GenuineIntel or AuthenticAMD is an x86 CPU's (NCCL's <cpu arch> needs it)
         matches = [n for n, p in cpus.items() if node is not None and node.family is not None and node.model is not None
                    and p.vendor == node.vendor and p.family == node.family and p.model == node.model
                    and (arch is None or p.arch == arch)
@@ -470,6 +542,8 @@ class _Writer:
         holding the compute-unit count, not CUDA's compute capability."""
         by_nvidia_smi = any(what.startswith("nvidia-smi") for _, what in self.m.sources)
         vendor = GPU_VENDORS.get(gpu.vendor, "other") if gpu.vendor else "nvidia" if by_nvidia_smi else None
+        if gpu.gcn:
+            vendor = "amd"  # a gfx target is an AMD GPU's, whatever PCI ids the input leaves out: RCCL reads its file
         seen: dict[str, Any] = {"vendor": vendor, "model_name": gpu.model_name, "pci_vendor": gpu.vendor, "pci_device": gpu.device}
         if vendor == "amd":
             seen.update(gcn=gpu.gcn, hip_arch=gpu.arch if gpu.arch is not None and gpu.arch >= 0 else None,
@@ -613,7 +687,7 @@ class _Writer:
         gpu_bridges = {self.m.gpus[k].parent for k in self.m.gpus}
         order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
         backend_entries: list[tuple[Nic, dict]] = []
-        other_entries: list[dict] = []
+        other_pairs: list[tuple[Nic, dict]] = []
         for nic in order:
             if nic.bus is None and self.m.has_tree:
                 names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
@@ -622,6 +696,7 @@ class _Writer:
                 continue
             near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
             ports: list[NicPort | None] = [*nic.ports] or [None]
+            function: list[tuple[bool, dict]] = []  # (backend, entry) of each port of this function
             for port in ports:
                 assumed: list[str] = []
                 name = port.name if port is not None else None
@@ -667,35 +742,55 @@ class _Writer:
                     entry["pcie"]["link"] = link
                 entry["_link"], entry["_key"] = trained, nic.key
                 _note(entry, assumed)
-                (backend_entries.append((nic, entry)) if is_backend else other_entries.append(entry))
+                function.append((is_backend, entry))
+            for is_backend, entry in _as_card(function):
+                (backend_entries if is_backend else other_pairs).append((nic, entry))
+        # the functions .0, .1, ... of one PCI device are its ports, on its one link (a ConnectX card)
+        backend_entries = _merge_functions(backend_entries)
+        other_entries = [entry for _, entry in _merge_functions(other_pairs)]
         # ids, GPU pairing (backend NICs and GPUs under the same bridge, in bus order)
         for i, (_nic, entry) in enumerate(backend_entries):
             entry["id"] = f"nic{i}"
         for i, entry in enumerate(other_entries):
             entry["id"] = f"fe{i}"
         for entry in (*(e for _, e in backend_entries), *other_entries):
+            for position, port in enumerate(entry.get("ports", ())):
+                number = port.pop("_port")
+                port["id"] = f"{entry['id']}p{number}"
+                port.update({k: port.pop(k) for k in ("device", "interface", "bus") if k in port})  # after the id
+                if number != position + 1:
+                    port["port"] = number
+        for entry in (*(e for _, e in backend_entries), *other_entries):
             trained = entry.pop("_link")
             if trained:
                 self.links[entry["id"]] = trained
             self.ids.setdefault(entry.pop("_key"), entry["id"])  # a function's first port names it
-        by_bridge: dict[str, list[dict]] = {}
-        for nic, entry in backend_entries:
-            if nic.parent in self.m.bridges:  # on a NUMA node itself, a NIC is placed beside no GPU
-                by_bridge.setdefault(nic.parent, []).append(entry)
+        # a backend NIC serves the GPUs below the lowest bridge above it that has any (the GPUs
+        # NCCL finds nearest, PIX or PXB: a GPU and a NIC on two downstream ports of one PEX switch)
         gpus_by_bridge: dict[str, list[str]] = {}
         for gpu in self.m.gpus_in_order():
-            gpus_by_bridge.setdefault(gpu.parent, []).append(self.gpu_ids[gpu.key])
+            for bridge in self.bridges_above(gpu.parent):
+                gpus_by_bridge.setdefault(bridge, []).append(self.gpu_ids[gpu.key])
+        by_bridge: dict[str, list[dict]] = {}
+        for nic, entry in backend_entries:
+            # on a NUMA node itself, a NIC is placed beside no GPU
+            nearest = next((b for b in self.bridges_above(nic.parent) if b in gpus_by_bridge), None)
+            if nearest is not None:
+                by_bridge.setdefault(nearest, []).append(entry)
         served: dict[str, int] = {}
         for bridge, entries in by_bridge.items():
             for entry, gpu_ids in _serving(entries, gpus_by_bridge.get(bridge, [])):
-                items = list(entry.items())
-                at = [k for k, _ in items].index("transport") + 1
                 pairing = ("gpu", gpu_ids[0]) if len(gpu_ids) == 1 else ("gpus", list(gpu_ids))
-                entry.clear()
-                entry.update(items[:at] + [pairing] + items[at:])
+                for target in entry.get("ports") or [entry]:
+                    items = list(target.items())
+                    keys = [k for k, _ in items]
+                    at = keys.index("transport") + 1 if "transport" in keys else keys.index("id") + 1
+                    target.clear()
+                    target.update(items[:at] + [pairing] + items[at:])
                 for gpu_id in gpu_ids:
                     served[gpu_id] = served.get(gpu_id, 0) + 1
-        dedicated = all("gpu" in e for _, e in backend_entries) and len(served) == len(self.m.gpus)
+        dedicated = (all("gpu" in p for _, e in backend_entries for p in e.get("ports") or [e])
+                     and len(served) == len(self.m.gpus))
         backend: dict[str, Any] | None = None
         gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
         if backend_entries or gdr_values:  # the input says whether GPUDirect works: the backend declares it, as it is
@@ -714,6 +809,14 @@ class _Writer:
                 backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left to NCCL's detection"
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
+
+    def bridges_above(self, key: str) -> list[str]:
+        """The bridge `key` and the bridges above it, nearest first (cycle-safe; empty for a NUMA node)."""
+        found: list[str] = []
+        while key in self.m.bridges and key not in found:
+            found.append(key)
+            key = self.m.bridges[key].parent
+        return found
 
     @staticmethod
     def interface(nic: Nic, port: NicPort | None, transport: str, name: str | None) -> str | None:

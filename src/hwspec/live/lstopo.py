@@ -201,15 +201,19 @@ class _Reader(ElementReader):
         elif pci_class.startswith("02"):
             nic = Nic(bus, where, parent, bus, self.link(e), vendor, device,
                       fabric="infiniband" if pci_class.startswith("0207") else "ethernet")
+            netdevs: list[NicPort] = []
             for osdev in osdevs:
                 name = osdev.attrs.get("name")
                 if not name:
                     continue
                 osdev_kind = self.osdev_kind(osdev)
                 if osdev_kind == "openfabrics":
-                    nic.ports.append(NicPort(name, self.at(osdev)))
+                    nic.ports.append(NicPort(name, self.at(osdev), len(nic.ports) + 1))
                 elif osdev_kind == "network":
                     nic.interfaces.append(name)
+                    netdevs.append(NicPort(name, self.at(osdev), len(netdevs) + 1))
+            if not nic.ports and len(netdevs) > 1:
+                nic.ports = netdevs  # a function with several interfaces and no RDMA device: a port each (as sysfs reads it)
             self.m.nics[bus] = nic
         elif pci_class.startswith("0680") or e.attrs.get("subtype") == "NVSwitch":
             self.m.nvswitches[bus] = where

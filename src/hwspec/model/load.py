@@ -363,6 +363,16 @@ def _check_references(data: Any, error) -> None:
                 continue
             seen[ident] = (section, index, "id")
             kinds[ident] = kind
+            if section == "nics" and isinstance(entry.get("ports"), list):
+                for j, port in enumerate(entry["ports"]):
+                    sub = port.get("id") if isinstance(port, dict) else None
+                    if not isinstance(sub, str):
+                        continue
+                    at: DataPath = (section, index, "ports", j, "id")
+                    if sub in seen:
+                        error(at, Code.DUPLICATE_ID, f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
+                        continue
+                    seen[sub], kinds[sub] = at, "nic port"
             if section == "sockets" and isinstance(entry.get("numa_nodes"), list):
                 kinds[ident] = "package"  # devices hang off its NUMA nodes
                 for j, numa in enumerate(entry["numa_nodes"]):
@@ -414,6 +424,11 @@ def _check_references(data: Any, error) -> None:
         served = nic.get("gpus")
         for position, value in enumerate(served if isinstance(served, list) else []):
             expect(value, ("gpu",), ("nics", index, "gpus", position), "a GPU")
+        for j, port in _entries(nic, "ports"):
+            expect(port.get("gpu"), ("gpu",), ("nics", index, "ports", j, "gpu"), "a GPU")
+            served = port.get("gpus")
+            for position, value in enumerate(served if isinstance(served, list) else []):
+                expect(value, ("gpu",), ("nics", index, "ports", j, "gpus", position), "a GPU")
     for index, socket in _entries(data, "sockets"):
         _expect_shared_gpu(socket, ("sockets", index), expect)
         for position, node in _entries(socket, "numa_nodes"):

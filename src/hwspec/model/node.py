@@ -9,7 +9,7 @@ more, add it here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -297,7 +297,8 @@ class Gpu(PcieDevice):
 
 @dataclass(frozen=True, slots=True)
 class Nic(PcieDevice):
-    """A network adapter port. `gpus` are the GPUs a backend NIC serves, in file order (empty
+    """A network adapter port (a single-port card, or one of a card's `ports:`, `card`). `gpus`
+    are the GPUs a backend NIC serves, in file order (empty
     for a NIC that serves none; a GPU may be served by several NICs). `speed` is bytes/s per
     direction."""
 
@@ -335,6 +336,15 @@ class Nic(PcieDevice):
     """Port number on the device, from 1."""
     overridden: tuple[str, ...] = ()
     """Dotted paths of the part fields this NIC overrides (`gpudirect`), sorted."""
+    card: str | None = None
+    """The card entry this port belongs to when the file lists the card's `ports:` (then `id` is
+    the port's id); None for a NIC entry that is its own single port."""
+
+    @property
+    def card_id(self) -> str:
+        """The id of the card (one PCI function, one PCIe link) this port is on: `card`, else `id`.
+        Rules that judge the card's link count it once per card."""
+        return self.card if self.card is not None else self.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +393,22 @@ NVLS_MIN_NVSWITCH_GENERATION = 3
 NVSwitch (HGX H100; NVIDIA, 'NVIDIA NVLink and NVSwitch', and NCCL 2.17's release notes)."""
 
 
+NVSWITCH_GENERATION_OF = {"nvlink2": 1, "nvlink3": 2, "nvlink4": 3, "nvlink5": 4}
+"""The NVSwitch generation a GPU's NVLink generation attaches to: NVLink2 (V100, DGX-2) to the
+first, NVLink3 (A100) the second, NVLink4 (H100/H200) the third, NVLink5 (Blackwell) the fourth
+(NVIDIA, 'NVLink and NVSwitch' generations table)."""
+
+
+def nvswitch_generation_of_gpus(gpus: Iterable[Gpu]) -> int | None:
+    """The NVSwitch generation the GPUs' NVLink generation attaches to (`NVSWITCH_GENERATION_OF`):
+    None without GPUs, with a GPU whose fabric the parts do not give, or with GPUs of several."""
+    kinds = {g.fabric_kind for g in gpus}
+    if len(kinds) != 1:
+        return None
+    (kind,) = kinds
+    return NVSWITCH_GENERATION_OF.get(kind) if kind is not None else None
+
+
 @dataclass(frozen=True, slots=True)
 class Baseboard:
     """Physical accelerator baseboard. `ports` counts wired ports per slot pair (a < b);
@@ -404,7 +430,11 @@ class Baseboard:
     nvswitches: tuple[NvSwitch, ...] = ()
     """The NVSwitch chips of an NVSwitch board (empty otherwise)."""
     nvswitch_generation: int | None = None
-    """The NVSwitch generation, where the platform states it."""
+    """The NVSwitch generation: the file's, else the one the GPUs' NVLink generation attaches to
+    (None when the GPU parts do not say)."""
+    nvswitch_generation_written: bool = False
+    """Whether the file states `nvswitch_generation`; otherwise it is the one the GPUs' NVLink
+    generation attaches to (`NVSWITCH_GENERATION_OF`), None when the GPU parts do not say."""
 
     @property
     def nvlink_sharp(self) -> bool:
@@ -553,6 +583,16 @@ class Platform:
     def bridge_by_id(self) -> dict[str, Bridge]:
         """PCIe switches and root ports by id."""
         return {b.id: b for b in self.bridges}
+
+    def rdma_port(self, nic: Nic) -> int:
+        """The port number of `nic` on its RDMA device, as NCCL_IB_HCA (`mlx5_0:1`) and the verbs
+        stack name it: 1 for a card's port with an RDMA device of its own (a ConnectX card shows
+        each port as its own mlx5 device; its place on the card, `port`, is what NCCL's topology
+        file writes), else `port` (ports sharing one device, or a NIC entry per port)."""
+        if nic.card is None or nic.device is None:
+            return nic.port
+        sharing = [n for n in self.nics if n.card == nic.card and n.device == nic.device]
+        return 1 if len(sharing) == 1 else nic.port
 
     @cached_property
     def backend_nics(self) -> tuple[Nic, ...]:

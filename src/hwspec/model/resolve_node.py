@@ -201,21 +201,52 @@ def _gpu(g: GpuSpec, part: GpuPart | GpuIdentity, index: int, socket: str | None
                  gcn=part.gcn, hip_arch=part.hip_arch, compute_units=part.compute_units, **_c2c(g, part))
 
 
-def _nic(n: NicSpec, part: NicPart | NicIdentity, index: int, socket: str | None, numa_node: int | None) -> m.Nic:
-    """The resolved NIC: its part's figures, or for `part: unknown` the identity written and None for the rest."""
-    common = dict(id=n.id, index=index, part=n.part, role=n.role, transport=n.transport,
-                  gpus=tuple(n.gpus or ([n.gpu] if n.gpu else [])), device=n.device,
-                  interface=n.interface, port=n.port, upstream=n.pcie.upstream, bus=_bus(n.pcie.bus), socket=socket,
+PORT_FIELDS = frozenset({"id", "port", "gpu", "gpus", "device", "interface", "speed", "bus"})
+"""The fields a card's port entry has of its own; the rest (part, pcie, role) are the card's."""
+
+
+@dataclass(frozen=True)
+class _Port:
+    """One port of a NIC entry as resolution reads it: the entry itself (a single-port card) or
+    one of its `ports:` (`card` = the card's id)."""
+
+    id: str
+    port: int
+    gpus: tuple[str, ...]
+    device: str | None
+    interface: str | None
+    speed: float | None
+    card: str | None
+    bus: str
+    """The port's PCI function as written (its own `bus:`, else the card's `pcie.bus`)."""
+
+
+def _ports(n: NicSpec) -> list[_Port]:
+    """The ports of a NIC entry, in the order written."""
+    if n.ports is None:
+        return [_Port(n.id, n.port, tuple(n.gpus or ([n.gpu] if n.gpu else [])), n.device, n.interface, None, None,
+                      n.pcie.bus)]
+    return [_Port(p.id, p.port if p.port is not None else i + 1, tuple(p.gpus or ([p.gpu] if p.gpu else [])),
+                  p.device, p.interface, p.speed, n.id, p.bus or n.pcie.bus) for i, p in enumerate(n.ports)]
+
+
+def _nic(n: NicSpec, port: _Port, part: NicPart | NicIdentity, index: int, socket: str | None,
+         numa_node: int | None) -> m.Nic:
+    """The resolved NIC port: its part's figures (its own speed where the port gives one), or for
+    `part: unknown` the identity written and None for the rest."""
+    common = dict(id=port.id, index=index, part=n.part, role=n.role, transport=n.transport,
+                  gpus=port.gpus, device=port.device, card=port.card,
+                  interface=port.interface, port=port.port, upstream=n.pcie.upstream, bus=_bus(port.bus), socket=socket,
                   numa_node=numa_node, overridden=_overridden(n.override))
     if n.part == m.UNKNOWN_PART:
         seen = cast("NicIdentity", part)
         return m.Nic(**common, model_name=seen.model_name or "unknown NIC", supported_transports=(n.transport,),  # type: ignore[arg-type]
-                     speed=seen.speed, rdma=seen.rdma, gpudirect=seen.gpudirect, pci_vendor=seen.pci_vendor,
+                     speed=port.speed or seen.speed, rdma=seen.rdma, gpudirect=seen.gpudirect, pci_vendor=seen.pci_vendor,
                      pci_device=seen.pci_device, max_link=None, link=_link(n.pcie.link) if n.pcie.link else None,
                      physical=_physical(n.pcie.link) if n.pcie.link else None)
     part = cast("NicPart", part)
     return m.Nic(**common, model_name=part.model_name, supported_transports=tuple(part.transports),  # type: ignore[arg-type]
-                 speed=part.speed, rdma=part.rdma, gpudirect=part.gpudirect, pci_vendor=part.pci_vendor,
+                 speed=port.speed or part.speed, rdma=part.rdma, gpudirect=part.gpudirect, pci_vendor=part.pci_vendor,
                  pci_device=part.pci_device, max_link=_link(part.pcie), link=_link(n.pcie.link or part.pcie),
                  physical=_physical(n.pcie.link or part.pcie))
 
@@ -264,6 +295,12 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     entity_paths.update({d.id: d.path for d in domains})
     if spec.baseboard is not None:
         entity_paths.update({s.id: ("baseboard", "nvswitches", i) for i, s in enumerate(spec.baseboard.nvswitches or ())})
+    # a card's port: its own fields at its entry in `ports:`, the card's (part, pcie, role) at the card
+    inherited: dict[str, tuple[tuple, frozenset[str]]] = {}
+    for index, n in enumerate(spec.nics):
+        for j, written in enumerate(n.ports or ()):
+            entity_paths[written.id] = ("nics", index, "ports", j)
+            inherited[written.id] = (("nics", index), PORT_FIELDS)
 
     derived_cpus = _cpu_lists(domains, parts)
     sockets = []
@@ -294,9 +331,11 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         gpus.append(_gpu(g, parts[g.id], index, socket, numa.get(socket) if socket else None))
 
     nics = []
-    for index, n in enumerate(sorted(spec.nics, key=lambda n: (*_bus_order(n.pcie.bus, n.id), n.port))):
+    nic_ports = [(n, port) for n in spec.nics for port in _ports(n)]
+    for index, (n, port) in enumerate(sorted(nic_ports, key=lambda np: (*_bus_order(np[0].pcie.bus, np[0].id),
+                                                                          *_bus_order(np[1].bus, np[1].id), np[1].port))):
         socket = socket_of(n.pcie.upstream)
-        nics.append(_nic(n, parts[n.id], index, socket, numa.get(socket) if socket else None))
+        nics.append(_nic(n, port, parts[n.id], index, socket, numa.get(socket) if socket else None))
 
     ssds = []
     for s in sorted(spec.ssds, key=lambda s: _bus_order(s.pcie.bus, s.id)):
@@ -321,7 +360,9 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         baseboard = m.Baseboard(kind=board.kind, slots=board.slots, ports_per_slot=board.ports_per_slot,
                                 links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())),
                                 nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus) for s in board.nvswitches or ()),
-                                nvswitch_generation=board.nvswitch_generation)
+                                nvswitch_generation=(board.nvswitch_generation if board.nvswitch_generation is not None
+                                                     else _nvswitch_generation(wiring, gpus)),
+                                nvswitch_generation_written=board.nvswitch_generation is not None)
 
     gpu_by_id = {g.id: g for g in gpus}
     nvlinks: list[m.NvlinkConnection] = []
@@ -365,7 +406,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         backend = m.Backend(backend_spec.transport, backend_spec.nic_per_gpu, gpudirect, backend_spec.rail_optimized,
                             backend_spec.gid_index, backend_spec.traffic_class, backend_spec.service_level, backend_spec.ib_hca)
 
-    source_map = DocumentSourceMap(doc, expanded, entity_paths)
+    source_map = DocumentSourceMap(doc, expanded, entity_paths, inherited)
     location = source_map.at
 
     entity_at = {path: entity for entity, path in entity_paths.items()}
@@ -405,6 +446,12 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
                        for key, value in spec.rules.items()},
         assumptions=tuple(assumptions), source_map=source_map, environment=dict(spec.environment))
+
+
+def _nvswitch_generation(wiring: str, gpus: list[m.Gpu]) -> int | None:
+    """An NVSwitch board's generation where the file does not state it: its GPUs' (HGX H100's
+    NVLink4 GPUs sit on third-generation switches)."""
+    return m.nvswitch_generation_of_gpus(gpus) if wiring == "nvswitch" else None
 
 
 def _cpu_links(spec: NodeSpec, domains: list[_Domain]) -> tuple[tuple[str, str], ...]:

@@ -183,6 +183,8 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
     if socket is not None and socket.memory_shared_with is not None:
         # The NUMA node's memory is an HBM (this GPU's, or, as HW106 reports, another's), counted as HBM.
         tiers["host_ddr"] = {"capacity_bytes": 0, "bandwidth_bytes_per_s": 0.0, "same_memory_as": "hbm"}
+    elif socket is not None and (socket.memory_capacity is None or socket.memory_bandwidth is None):
+        tiers["host_ddr"] = None  # unknown memory: the document's `unknown` names it
     elif socket is not None:
         sharing = len(topology.gpus_on(socket.id))
         capacity, bandwidth = known(socket.memory_capacity), known(socket.memory_bandwidth)
@@ -311,7 +313,7 @@ _DOCUMENTS: weakref.WeakKeyDictionary[Topology, dict[str, Any]] = weakref.WeakKe
 
 def _document(topology: Topology) -> dict[str, Any]:
     platform = topology.platform
-    if platform.unknown_figures:
+    if platform.unknown_figures and not host_memory_only(platform):
         return _unknown_document(topology)
     figures = per_gpu(topology)
     n = len(platform.gpus)
@@ -325,6 +327,7 @@ def _document(topology: Topology) -> dict[str, Any]:
         bounds["gpu_pairs_with_direct_nvlink"] = direct
     return {
         **_header(platform),
+        **({"unknown": list(platform.unknown_figures)} if platform.unknown_figures else {}),
         "tier_notes": {name: _tier_note(topology, name) for name in TIERS},
         "gpu_groups": _groups(topology, figures),
         "intra_node_collectives": bounds,
@@ -341,6 +344,15 @@ def _header(platform: Any) -> dict[str, Any]:
         "assumptions": [{"path": a.path, "assumed": a.assumed, "source": a.source,
                          "file": visible(a.location.file)} for a in sorted(platform.assumptions, key=lambda a: a.path)],
     }
+
+
+def host_memory_only(platform: Any) -> bool:
+    """Whether every unknown figure of `platform` is a NUMA node's memory (an imported draft's
+    `capacity: unknown`/`bandwidth: unknown`): the roofline then still gives every other tier, with
+    `host_ddr` null where its memory is unknown and `unknown` naming it; consumers that need
+    host memory (TorchRec, Calculon, the estimates) still wait for it."""
+    sockets = set(platform.socket_by_id)
+    return all(line.split(":", 1)[0] in sockets for line in platform.unknown_figures)
 
 
 def _unknown_document(topology: Topology) -> dict[str, Any]:
@@ -372,8 +384,8 @@ def _node(topology: Topology) -> dict[str, Any]:
         "compute": compute,
         "hbm_capacity_bytes": sum(known(g.hbm_capacity) for g in platform.gpus),
         "hbm_bandwidth_bytes_per_s": math.fsum(known(g.hbm_bandwidth) for g in platform.gpus),
-        "ddr_capacity_bytes": known(platform.memory_capacity),
-        "ddr_bandwidth_bytes_per_s": known(platform.memory_bandwidth),
+        "ddr_capacity_bytes": platform.memory_capacity,
+        "ddr_bandwidth_bytes_per_s": platform.memory_bandwidth,
         **_unified_memory(topology),
         "ssd_capacity_bytes": sum(s.capacity for s in platform.ssds),
         "ssd_bandwidth_bytes_per_s": math.fsum(s.bandwidth for s in platform.ssds),
@@ -627,7 +639,7 @@ def text_report(doc: dict[str, Any]) -> str:
     """The roofline document as tables for people (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes); for a
     platform with unknown figures, the list of them instead (`unknown_report`)."""
     platform = doc["platform"]
-    if doc.get("unknown"):
+    if doc.get("unknown") and doc.get("gpu_groups") is None:
         return unknown_report(f"{platform['name']}: {platform['title']}", doc["unknown"])
     out = [f"{platform['name']}: {platform['title']}",
            f"source: {platform['file']}; datasheet peaks; bandwidths per direction (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)"]
@@ -644,7 +656,7 @@ def text_report(doc: dict[str, Any]) -> str:
         tiers = group["tiers"]
         out += table(("tier", "capacity", "bandwidth", "detail"),
                       ((name, gib(t.get("capacity_bytes")) if t else "-", gbps(t["bandwidth_bytes_per_s"]) if t else "-",
-                        _detail(name, t) if t else "none")
+                        _detail(name, t) if t else "unknown (see below)" if name == "host_ddr" and doc.get("unknown") else "none")
                        for name, t in tiers.items()), align="lrrl")
         present = [name for name in tiers if tiers[name] is not None and tiers[name]["bandwidth_bytes_per_s"] > 0]
         out += ["", "Ridge points per GPU (FLOP/byte = dense peak / tier bandwidth; sparse doubles them)"]
@@ -679,6 +691,9 @@ def text_report(doc: dict[str, Any]) -> str:
         ("nvlink (sum over GPUs)", gbps(node["nvlink_bandwidth_bytes_per_s"])),
         ("backend NICs", gbps(node["backend_nic_bandwidth_bytes_per_s"] or None)),
         ("ingestion/frontend NICs", gbps(node["host_nic_bandwidth_bytes_per_s"] or None))))
+    if doc.get("unknown"):
+        out += ["", "Unknown (host_ddr and the figures that need it are left out; hwspec validate says what to fill in, HW603)"]
+        out += [f"  {line}" for line in doc["unknown"]]
     count = len(doc["assumptions"])
     out += ["", f"Assumptions: {count} value(s) in this platform are assumed, not sourced"
                 + (" (listed in roofline.json; 'hwspec roofline --format json' prints them)" if count else "")]

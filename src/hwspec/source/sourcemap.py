@@ -19,10 +19,14 @@ class DocumentSourceMap:
     """Positions in one expanded document. `entity_paths` maps ids to their data path
     (`gpu0` -> `("gpus", 0)`); an id not in it is read as a top-level key."""
 
-    def __init__(self, doc: SourceDoc, expanded: Expanded, entity_paths: Mapping[str, tuple] | None = None):
+    def __init__(self, doc: SourceDoc, expanded: Expanded, entity_paths: Mapping[str, tuple] | None = None,
+                 inherited: Mapping[str, tuple[tuple, frozenset[str]]] | None = None):
         self.doc = doc
         self.expanded = expanded
         self.entity_paths = dict(entity_paths or {})
+        self.inherited = dict(inherited or {})
+        """Entity -> (its owner's path, the fields it has of its own): a NIC card's port, whose
+        part, link and role are written on the card."""
 
     @property
     def file(self) -> str:
@@ -32,6 +36,8 @@ class DocumentSourceMap:
         """The data path of `entity` (None: the file top) and `fields`."""
         if entity is None:
             return tuple(fields)
+        if fields and entity in self.inherited and fields[0] not in self.inherited[entity][1]:
+            return tuple(self.inherited[entity][0]) + tuple(fields)
         return tuple(self.entity_paths.get(entity, (entity,))) + tuple(fields)
 
     def at(self, path: tuple) -> Location:
@@ -42,4 +48,7 @@ class DocumentSourceMap:
         return self.at(self.path_of(entity, *fields))
 
     def provenance(self, entity: str, *fields: str | int) -> Provenance | None:
+        if entity in self.inherited and (not fields or fields[0] not in self.inherited[entity][1]):
+            own = self.expanded.provenance.get(tuple(self.entity_paths.get(entity, ())) + tuple(fields))
+            return own or self.expanded.provenance.get(tuple(self.inherited[entity][0]) + tuple(fields))
         return self.expanded.provenance.get(tuple(self.entity_paths.get(entity, ())) + tuple(fields))

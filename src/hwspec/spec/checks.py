@@ -295,6 +295,31 @@ def gpu_or_gpus(nic: Any) -> Any:
     return nic
 
 
+def card_ports(nic: Any) -> Any:
+    """A card with `ports:` names its port, device, interface and GPUs per port, never on the
+    card; its port numbers (written, or the position) are distinct."""
+    if nic.ports is None:
+        return nic
+    given = [name for name in ("gpu", "gpus", "device", "interface") if getattr(nic, name) is not None]
+    if "port" in nic.model_fields_set:
+        given.append("port")
+    if given:
+        raise PydanticCustomError("hwspec_nic_ports", "with 'ports', give {fields} in each port, not on the card",
+                                  {"fields": ", ".join(repr(f) for f in given)})
+    card_bus = nic.pcie.bus if BUS_ID.fullmatch(str(nic.pcie.bus)) else None
+    for p in nic.ports:
+        if p.bus is not None and card_bus is not None and p.bus.rsplit(".", 1)[0] != card_bus.rsplit(".", 1)[0]:
+            raise PydanticCustomError("hwspec_nic_ports", "port {port}'s bus {bus} is not a function of the card's "
+                                      "device {device} (its ports are functions .0, .1, ... of one device)",
+                                      {"port": p.id, "bus": p.bus, "device": card_bus.rsplit(".", 1)[0]})
+    numbers = [p.port if p.port is not None else i + 1 for i, p in enumerate(nic.ports)]
+    repeated = sorted({n for n in numbers if numbers.count(n) > 1})
+    if repeated:
+        raise PydanticCustomError("hwspec_nic_ports", "port {numbers} is listed more than once",
+                                  {"numbers": ", ".join(str(n) for n in repeated)})
+    return nic
+
+
 def switches_with_nvswitch_wiring(board: Any) -> Any:
     """`wiring: nvswitch` and an `nvswitches` list come together; `nvswitch_generation` needs them."""
     if (board.wiring == "nvswitch") != (board.nvswitches is not None):

@@ -441,7 +441,32 @@ class NvlinkSpec(Spec):
     symmetric: StrictBool = Field(True, description="Every GPU has the same fabric bandwidth (HW305 checks it).")
 
 
+class NicPortSpec(Spec):
+    """One port of a multi-port NIC card (the card's `ports:`): its own id, port number, names,
+    speed and the GPUs it serves. The card (one PCI function, one PCIe link) gives the part, role,
+    transport and place in the PCIe tree."""
+
+    id: Id = Field(description="The port's id, unique in the file like every entry's (nic0p1).")
+    port: OptionalWholeNumber = Field(None, ge=1, le=64, description="The port number on the card (NCCL's <net port>, "
+                                                                    "NCCL_IB_HCA's mlx5_0:1); left out, its position in 'ports' (1, 2, ...).")
+    gpu: Id | None = Field(None, description="The GPU this port serves (shorthand for 'gpus: [id]').")
+    gpus: list[Id] | None = Field(None, min_length=1, max_length=64, description="The GPUs this port serves, when it serves several.")
+    device: OsName | None = Field(None, description="RDMA device name of the port, e.g. mlx5_0.")
+    interface: OsName | None = Field(None, description="Network interface name of the port, e.g. eth0.")
+    speed: Bandwidth | None = Field(None, description="The port's speed per direction, when it differs from the part's "
+                                                      "(a 400G port run at 200 Gb/s).")
+    bus: BusId | None = Field(None, description="The port's own PCI function, when the card shows each port as a function "
+                                                "of its own (a ConnectX's 0000:1c:00.0 and 0000:1c:00.1, one mlx5 device "
+                                                "each); left out, the card's bus. The card's link is still one.")
+
+    _gpu_or_gpus = model_validator(mode="after")(checks.gpu_or_gpus)
+
+
 class NicSpec(PartRef):
+    """A NIC card: one PCI function with one PCIe link. A single-port card names its port's GPUs
+    and names here; a card with several ports used lists them in `ports:` (one entry each: id,
+    names, speed, GPUs), and every consumer counts each port's bandwidth and the card's link once."""
+
     id: Id
     role: NicRole
     transport: Transport
@@ -451,9 +476,14 @@ class NicSpec(PartRef):
     device: OsName | None = Field(None, description="RDMA device name, e.g. mlx5_0.")
     interface: OsName | None = Field(None, description="Network interface name, e.g. eth0.")
     port: WholeNumber = Field(1, ge=1)
+    ports: list[NicPortSpec] | None = Field(None, min_length=1, max_length=64,
+                                            description="The card's ports, each with its id, names, speed and GPUs (a "
+                                                        "ConnectX-7 2x200G with both ports cabled). With 'ports', the card "
+                                                        "itself names no port, device, interface or GPU.")
     pcie: PcieAttach
 
     _gpu_or_gpus = model_validator(mode="after")(checks.gpu_or_gpus)
+    _ports = model_validator(mode="after")(checks.card_ports)
 
 
 class SsdSpec(Spec):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwspec.model.node import Bridge
+from hwspec.model.node import Bridge, Nic
 from hwspec.rules import Context, Finding, rule
 
 from ._common import gbit, gbyte, id_list, link_text, physical_field
@@ -19,15 +19,26 @@ def nic_path_bandwidth(ctx: Context) -> Iterator[Finding]:
     whatever the network does; the link, not the NIC, sets the node's network bandwidth.
     """
     p = ctx.platform
-    for nic in p.nics:
-        if nic.socket is None or nic.speed is None:  # an unknown speed: HW603 reports it
+    for ports in _cards(p.nics).values():
+        nic = max(ports, key=lambda n: n.speed or 0.0)  # a card is judged once, at its fastest port
+        if nic.socket is None or any(n.speed is None for n in ports):  # an unknown speed: HW603 reports it
             continue
-        for item in ctx.topology.nic_path(nic):
+        assert nic.speed is not None
+        path = max((ctx.topology.nic_path(n) for n in ports), key=len)
+        for item in path:
             if item.physical is not None and item.physical.bandwidth < nic.speed:
                 where = f"{item.id}'s {link_text(item.physical, 'uplink')}" if isinstance(item, Bridge) else f"a {link_text(item.physical)}"
-                yield ctx.finding(f"{nic.id}: {gbit(nic.speed)} NIC ({gbyte(nic.speed)}) sits behind {where}",
+                yield ctx.finding(f"{nic.card_id}: {gbit(nic.speed)} NIC ({gbyte(nic.speed)}) sits behind {where}",
                                   at=physical_field(item),
                                   hint="give the NIC (and the bridges above it) a link at least as fast as the NIC")
+
+
+def _cards(nics: tuple[Nic, ...]) -> dict[str, list[Nic]]:
+    """NIC ports grouped by card (`Nic.card_id`), in model order: a card has one PCIe link."""
+    cards: dict[str, list[Nic]] = {}
+    for nic in nics:
+        cards.setdefault(nic.card_id, []).append(nic)
+    return cards
 
 
 @rule("HW402", "switch-uplink-traffic", severity="warning")
@@ -40,21 +51,30 @@ def switch_uplink_traffic(ctx: Context) -> Iterator[Finding]:
     one uplink, each gets only its share.
     """
     p = ctx.platform
-    crossing: dict[str, list] = {}
+    crossing: dict[str, dict[str, list[Nic]]] = {}
     for nic in p.nics:
         if nic.socket is None:
             continue
         for item in ctx.topology.nic_path(nic)[1:]:
-            crossing.setdefault(item.id, []).append(nic)
+            crossing.setdefault(item.id, {}).setdefault(nic.card_id, []).append(nic)
     for bridge in p.bridges:
-        nics = crossing.get(bridge.id, [])
-        if any(n.speed is None for n in nics):
+        cards = crossing.get(bridge.id, {})
+        if any(n.speed is None for ports in cards.values() for n in ports):
             continue  # a NIC of unknown speed: HW603 reports it
-        total = sum(n.speed for n in nics)
-        if nics and total > bridge.physical.bandwidth:
-            verb = "sends" if len(nics) == 1 else "send"
-            yield ctx.finding(f"{bridge.id}: {id_list(n.id for n in nics)} {verb} {gbit(total)} ({gbyte(total)}) "
+        # a card sends its ports' traffic, at most what its own link carries (counted once)
+        total = sum(_card_traffic(ports) for ports in cards.values())
+        if cards and total > bridge.physical.bandwidth:
+            verb = "sends" if len(cards) == 1 else "send"
+            yield ctx.finding(f"{bridge.id}: {id_list(cards)} {verb} {gbit(total)} ({gbyte(total)}) "
                               f"across its {link_text(bridge.physical, 'uplink')}",
                               at=physical_field(bridge),
                               hint="widen the uplink, spread the NICs over more bridges, or place each backend "
                                    "NIC beside its GPU with GPUDirect RDMA")
+
+
+def _card_traffic(ports: list[Nic]) -> float:
+    """What one card's ports send across a link above it: their speeds summed, at most the card's
+    own link (bytes/s per direction)."""
+    total = sum(n.speed or 0.0 for n in ports)
+    link = ports[0].physical
+    return min(total, link.bandwidth) if link is not None and len(ports) > 1 else total

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from hwspec.model.node import UNKNOWN_PART
+from hwspec.model.node import UNKNOWN_PART, nvswitch_generation_of_gpus
 from hwspec.rules import Context, Finding, rule
 
 from ._common import FABRIC_AT, connection_at, gbyte, id_list, in_file_order
@@ -187,3 +187,34 @@ def gpu_slot(ctx: Context) -> Iterator[Finding]:
                               at=(gpu.id, "slot"), hint="give each GPU its own slot")
         else:
             taken[gpu.slot] = gpu.id
+
+
+@rule("HW308", "nvswitch-generation", severity="warning")
+def nvswitch_generation(ctx: Context) -> Iterator[Finding]:
+    """An NVSwitch board's generation is known (written, or the one its GPUs' NVLink attaches to), and a written one agrees with the GPUs'.
+
+    The generation decides whether the switches reduce in the fabric (NVLink SHARP from the third
+    generation, NCCL's NVLS), which raises the all-reduce bound of the roofline, the estimates and
+    `compare` (HGX H100: 700 instead of 450 GB/s). Left out, it is the GPUs' (NVLink4 GPUs on
+    third-generation switches); where the GPU parts do not say (an unknown part, GPUs of several
+    NVLink generations) the bounds leave NVLink SHARP out, and this finding says so at the baseboard. A written generation
+    that differs from the GPUs' is kept (the file wins) and reported.
+    """
+    p = ctx.platform
+    board = p.baseboard
+    if board is None or board.wiring != "nvswitch" or not p.gpus:
+        return
+    derived = nvswitch_generation_of_gpus(p.gpus)
+    kinds = sorted({g.fabric_kind or "unknown" for g in p.gpus})
+    if board.nvswitch_generation is None and ("unknown" in kinds or len(kinds) > 1):
+        # one known NVLink generation no NVSwitch generation goes with (NVLink1) has no NVLS: nothing is missing
+        why = "the GPUs' NVLink generation is unknown" if kinds == ["unknown"] else f"the GPUs' NVLink is {', '.join(kinds)}"
+        yield ctx.finding(f"baseboard: NVSwitch generation unknown ({why}): the all-reduce bounds leave out NVLink "
+                          "SHARP (NCCL's NVLS), which third-generation and later switches have",
+                          at=(None, "baseboard"),
+                          hint="give 'nvswitch_generation:' (1 V100, 2 A100, 3 H100/H200, 4 Blackwell), or name the GPU part")
+    elif board.nvswitch_generation_written and derived is not None and derived != board.nvswitch_generation:
+        yield ctx.finding(f"baseboard: nvswitch_generation is {board.nvswitch_generation}, but the GPUs' "
+                          f"{p.gpus[0].fabric_kind} attaches to generation-{derived} NVSwitch chips",
+                          at=(None, "baseboard", "nvswitch_generation"),
+                          hint=f"write nvswitch_generation: {derived}, or leave it out to take the GPUs'")

@@ -23,11 +23,12 @@ from ._common import limit_findings
 
 @rule("HW901", "nccl-topo-writable", waivable=False)
 def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
-    """nccl-topo.xml can be written within NCCL's limits: every GPU and NIC under a CPU socket, an x86 vendor NCCL knows, an affinity mask within 255 characters, at most 256 elements.
+    """nccl-topo.xml can be written within NCCL's limits: every GPU and NIC under a CPU socket, an x86 vendor NCCL knows, every attribute NCCL requires known (a CPU's arch; on x86 its vendor, on Intel its family and model), an affinity mask within 255 characters, at most 256 elements.
 
-    NCCL's topology parser has fixed limits (MAX_STR_LEN, NCCL_TOPO_XML_MAX_NODES) and knows
-    only Intel and AMD on x86; a file beyond them is refused by hwspec rather than misread by
-    NCCL on every node."""
+    NCCL's topology parser has fixed limits (MAX_STR_LEN, NCCL_TOPO_XML_MAX_NODES), knows
+    only Intel and AMD on x86, and fails init on a `<cpu>` without the attributes it requires
+    (an imported CPU whose input named no architecture); a file beyond them is refused by hwspec
+    rather than misread by NCCL on every node."""
     yield from limit_findings(ctx, topology_limits(ctx.topology))
 
 

@@ -116,20 +116,21 @@ def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     backend = p.backend
-    for nic in p.backend_nics:
+    cards = {n.card_id: n for n in reversed(p.backend_nics)}  # a card's part and transport are judged once
+    for nic in (n for n in p.backend_nics if cards[n.card_id] is n):
         rdma_backend = backend is None or facts(backend.transport).rdma
         if rdma_backend and nic.rdma is False:  # None: an unknown part, which HW603 reports
-            yield ctx.finding(f"{nic.id}: backend NIC part {nic.part} ({nic.model_name}) cannot do RDMA",
+            yield ctx.finding(f"{nic.card_id}: backend NIC part {nic.part} ({nic.model_name}) cannot do RDMA",
                               at=(nic.id, "part"), hint="use an RDMA-capable part for backend NICs")
         if nic.transport not in nic.supported_transports:
-            yield ctx.finding(f"{nic.id}: transport {nic.transport} is not supported by {nic.part} "
+            yield ctx.finding(f"{nic.card_id}: transport {nic.transport} is not supported by {nic.part} "
                               f"(supports {id_list(nic.supported_transports)})",
                               at=(nic.id, "transport"), hint="use a transport the part supports, or another part")
         if backend is not None and nic.transport != backend.transport:
-            yield ctx.finding(f"{nic.id}: transport {nic.transport}, but backend.transport is {backend.transport}",
+            yield ctx.finding(f"{nic.card_id}: transport {nic.transport}, but backend.transport is {backend.transport}",
                               at=(nic.id, "transport"), hint="backend NICs carry the backend transport")
         if backend is not None and backend.gpudirect and nic.gpudirect is False:
-            yield ctx.finding(f"{nic.id}: backend.gpudirect is declared, but {nic.part} does not support GPUDirect RDMA",
+            yield ctx.finding(f"{nic.card_id}: backend.gpudirect is declared, but {nic.part} does not support GPUDirect RDMA",
                               at=(nic.id, "part"), hint="use a GPUDirect-capable part, or do not declare backend.gpudirect")
 
 

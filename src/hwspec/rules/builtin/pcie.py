@@ -54,8 +54,9 @@ def bus_id_unique(ctx: Context) -> Iterator[Finding]:
 
     The bus id is how the kernel, `nvidia-smi` and NCCL name a device; NCCL's topology file and
     CUDA_DEVICE_ORDER=PCI_BUS_ID match it byte for byte. Two devices with one bus id make the
-    generated topology attach one device's links to the other. Ports of one multi-port NIC
-    (same part, different `port`) are one PCI function and legitimately share it.
+    generated topology attach one device's links to the other. Ports of one multi-port NIC are
+    one PCI function and legitimately share it: a card's `ports:` (the usual form: the card's
+    link is then counted once everywhere), or NIC entries of the same part with different `port`.
     """
     p = ctx.platform
     seen: dict[str, list] = {}
@@ -74,8 +75,9 @@ def bus_id_unique(ctx: Context) -> Iterator[Finding]:
 
 
 def _same_adapter(a: object, b: object) -> bool:
-    """Two ports of one multi-port NIC (same part, different `port`)."""
-    return isinstance(a, Nic) and isinstance(b, Nic) and a.part == b.part and a.port != b.port
+    """Two ports of one multi-port NIC: ports of one card (`ports:`), or two NIC entries of the
+    same part with different `port`."""
+    return isinstance(a, Nic) and isinstance(b, Nic) and (a.card_id == b.card_id or (a.part == b.part and a.port != b.port))
 
 
 @rule("HW103", "pcie-oversubscription", severity="warning")
@@ -88,19 +90,36 @@ def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for bridge in p.bridges:
-        kids = [p.by_id[i] for i in ctx.topology.children.get(bridge.id, ())]
+        kids = _one_per_card([p.by_id[i] for i in ctx.topology.children.get(bridge.id, ())])
         if any(k.physical is None for k in kids):
             continue  # a link below is unknown: HW603 reports it
         total = sum(k.physical.bandwidth for k in kids)
         ratio = total / bridge.physical.bandwidth
         if ratio > bridge.max_oversubscription + 1e-9:
             yield ctx.finding(
-                f"{bridge.id}: {gbyte(total)} of links below it ({id_list(k.id for k in kids)}) share its "
+                f"{bridge.id}: {gbyte(total)} of links below it ({id_list(_link_owner(k) for k in kids)}) share its "
                 f"{link_text(bridge.physical, 'uplink')}: {number(ratio)}:1, above its max_oversubscription of "
                 f"{number(bridge.max_oversubscription)}",
                 at=physical_field(bridge),
                 hint="widen the uplink, move devices to another bridge, or raise max_oversubscription "
                      "if the traffic pattern allows it")
+
+
+def _one_per_card(items: list) -> list:
+    """`items` with the ports of one NIC card (`Nic.card_id`) kept once: the card has one link."""
+    seen: set[str] = set()
+    kept = []
+    for item in items:
+        key = item.card_id if isinstance(item, Nic) else item.id
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
+
+
+def _link_owner(item: object) -> str:
+    """The id of the entry whose link `item`'s is: a NIC card's for its ports."""
+    return item.card_id if isinstance(item, Nic) else item.id  # type: ignore[attr-defined]
 
 
 @rule("HW104", "pcie-link-exceeds-bridge")
