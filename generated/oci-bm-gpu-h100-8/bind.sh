@@ -8,7 +8,10 @@
 # The local rank comes from LOCAL_RANK (torchrun), else SLURM_LOCALID (srun), else
 # OMPI_COMM_WORLD_LOCAL_RANK (mpirun). Without numactl it fails; HWSPEC_BIND=off runs the
 # command unbound instead. When NCCL_TOPO_FILE is set (launch.env sets it) and the file is not
-# there, it stops: NCCL would only log that at INFO level and run without the topology.
+# there, it stops: NCCL would only log that at INFO level and run without the topology. Before
+# binding it checks that this machine has the rank's NUMA node, with CPUs, and the platform's
+# CPUs of that node (HWSPEC_SYSFS_ROOT: a captured sysfs tree read instead of /), and names the
+# platform fact the machine lacks (numactl alone says only "node argument 1 is out of range").
 set -eu
 me=bind.sh
 rank=${LOCAL_RANK:-${SLURM_LOCALID:-${OMPI_COMM_WORLD_LOCAL_RANK:-}}}
@@ -17,14 +20,14 @@ if [ -z "$rank" ]; then
     exit 2
 fi
 case $rank in
-    0) node=0 ;;  # gpu0 0000:18:00.0
-    1) node=0 ;;  # gpu1 0000:28:00.0
-    2) node=0 ;;  # gpu2 0000:58:00.0
-    3) node=0 ;;  # gpu3 0000:68:00.0
-    4) node=1 ;;  # gpu4 0000:98:00.0
-    5) node=1 ;;  # gpu5 0000:a8:00.0
-    6) node=1 ;;  # gpu6 0000:d8:00.0
-    7) node=1 ;;  # gpu7 0000:e8:00.0
+    0) node=0 cpus=0-55,112-167 last=167 ;;  # gpu0 0000:18:00.0
+    1) node=0 cpus=0-55,112-167 last=167 ;;  # gpu1 0000:28:00.0
+    2) node=0 cpus=0-55,112-167 last=167 ;;  # gpu2 0000:58:00.0
+    3) node=0 cpus=0-55,112-167 last=167 ;;  # gpu3 0000:68:00.0
+    4) node=1 cpus=56-111,168-223 last=223 ;;  # gpu4 0000:98:00.0
+    5) node=1 cpus=56-111,168-223 last=223 ;;  # gpu5 0000:a8:00.0
+    6) node=1 cpus=56-111,168-223 last=223 ;;  # gpu6 0000:d8:00.0
+    7) node=1 cpus=56-111,168-223 last=223 ;;  # gpu7 0000:e8:00.0
     *)
         printf '%s\n' "$me: local rank '$rank' does not exist on oci-bm-gpu-h100-8 (local ranks 0-7)" >&2
         exit 2 ;;
@@ -44,5 +47,20 @@ fi
 if ! command -v numactl >/dev/null 2>&1; then
     echo "$me: numactl not found on PATH: install it (package numactl), or set HWSPEC_BIND=off to run unbound" >&2
     exit 127
+fi
+system=${HWSPEC_SYSFS_ROOT:-}/sys/devices/system
+if [ ! -d "$system/node/node$node" ]; then
+    have=$(ls "$system/node" 2>/dev/null | sed -n 's/^node\([0-9][0-9]*\)$/\1/p' | sort -n | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
+    echo "$me: oci-bm-gpu-h100-8 puts local rank $rank on NUMA node $node, which this machine does not have (its NUMA nodes: ${have:-none}): run on a machine that matches oci-bm-gpu-h100-8, or set HWSPEC_BIND=off to run unbound" >&2
+    exit 2
+fi
+online=$(cat "$system/node/node$node/cpulist" 2>/dev/null || true)
+if [ -z "$online" ]; then
+    echo "$me: oci-bm-gpu-h100-8 gives NUMA node $node CPUs $cpus, and on this machine that node has no online CPUs: run on a machine that matches oci-bm-gpu-h100-8, or set HWSPEC_BIND=off to run unbound" >&2
+    exit 2
+fi
+if [ -n "$last" ] && [ ! -d "$system/cpu/cpu$last" ]; then
+    echo "$me: oci-bm-gpu-h100-8 gives NUMA node $node CPUs $cpus, and this machine has no CPU $last: run on a machine that matches oci-bm-gpu-h100-8, or set HWSPEC_BIND=off to run unbound" >&2
+    exit 2
 fi
 exec numactl --cpunodebind="$node" --membind="$node" -- "$@"

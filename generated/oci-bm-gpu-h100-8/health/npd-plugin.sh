@@ -5,7 +5,8 @@
 # Kubernetes Node Problem Detector custom plugin for nodes of oci-bm-gpu-h100-8 (npd-config.json
 # runs it): compares this node with its platform file (hwspec diff --live), prints one line (the
 # condition's message) and exits 0 when they match, 1 when they differ, 2 when the node cannot be
-# checked (NPD: Unknown). HWSPEC_HOST_ROOT (npd-daemonset.yaml sets /host) runs hwspec in the
+# checked (NPD: Unknown). It goes by hwspec's node report: exit status 1 is a problem only with a
+# whole report saying "drift" (a crash is not), 0 only with one saying "clean". HWSPEC_HOST_ROOT (npd-daemonset.yaml sets /host) runs hwspec in the
 # host's root with chroot, from NPD's container; unset, it runs in place (NPD on the host).
 # Settings (the environment, or health/site.env beside it, sourced when present): HWSPEC (the
 # hwspec command), HWSPEC_SPEC (the platform file), NODE_NAME (the DaemonSet sets it),
@@ -36,21 +37,38 @@ else
     fi
 fi
 set -- "$@" --format=json --node="$node"
+report=$(mktemp) || { echo "hwspec: could not check the node (no temporary file)"; exit 2; }
+trap 'rm -f "$report"' EXIT
 if [ -n "${HWSPEC_HOST_ROOT:-}" ]; then
-    report=$(chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} "$@" 2>/dev/null)
+    chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} "$@" >"$report" 2>/dev/null
 else
-    report=$(${HWSPEC:-hwspec} "$@" 2>/dev/null)
+    ${HWSPEC:-hwspec} "$@" >"$report" 2>/dev/null
 fi
 status=$?
+# What the node report in file $1 says: its status (clean, drift or unchecked) and exit code as
+# "STATUS CODE", or nothing when the file is not a whole node report as hwspec writes it
+# (indented JSON, one key a line, from "{" to "}"): a crash, a timeout or a stray program.
+# Only a report that says drift with exit code 1 drains the node; only one that says clean
+# with exit code 0 resumes it.
+report_says() {
+    [ "$(head -n 1 "$1")" = "{" ] && [ "$(tail -n 1 "$1")" = "}" ] || return 0
+    grep -qx '  "hwspec_report": 1,' "$1" || return 0
+    said=$(sed -n 's/^  "status": "\([a-z]*\)",$/\1/p' "$1" | head -n 1)
+    code=$(sed -n 's/^  "exit_code": \([0-9]*\),$/\1/p' "$1" | head -n 1)
+    case "$said $code" in
+    "clean 0"|"drift 1"|"unchecked 2") printf '%s\n' "$said $code" ;;
+    esac
+}
+said=$(report_says "$report")
 # the report's one-line summary: hwspec writes it in [A-Za-z0-9 _.:,=/@%+()-] only; kept to those here too
-summary=$(printf '%s\n' "$report" | sed -n 's/^  "summary": "\(.*\)",$/\1/p' | head -n 1 | tr -cd 'A-Za-z0-9 _.:,=/@%+()-' | cut -c 1-160)
-case $status in
-0|1)
+summary=$(sed -n 's/^  "summary": "\(.*\)",$/\1/p' "$report" | head -n 1 | tr -cd 'A-Za-z0-9 _.:,=/@%+()-' | cut -c 1-160)
+case "$status:$said" in
+"0:clean 0"|"1:drift 1")
     printf 'hwspec: %s\n' "${summary:-see hwspec diff}"
     exit "$status"
     ;;
 *)
-    printf 'hwspec: could not check the node (exit status %s)\n' "$status"
+    printf 'hwspec: could not check the node (exit status %s%s)\n' "$status" "$([ -n "$said" ] || echo ', no node report')"
     exit 2
     ;;
 esac

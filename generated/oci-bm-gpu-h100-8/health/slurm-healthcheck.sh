@@ -3,18 +3,22 @@
 # Do not edit: this file is overwritten.
 # Regenerate with: hwspec generate platforms/oci-bm-gpu-h100-8.yaml
 # Slurm HealthCheckProgram for nodes of oci-bm-gpu-h100-8: compares this node with its platform
-# file (hwspec diff --live) and drains it when they differ, with the first difference as the
-# reason ("hwspec: ..."). It resumes the node when it matches again, but only when the drain
-# reason is its own (starts with "hwspec:"): a node an admin drained stays drained. When the node
-# cannot be checked (hwspec's exit status 2: hwspec missing, an unreadable spec or sysfs, a
-# timeout) nothing changes and the reason is logged. In slurm.conf:
+# file (hwspec diff --live) and acts only on what hwspec's node report says:
+# - drift (exit status 1 and a whole report saying "drift"): drains the node, with the first
+#   difference as the reason ("hwspec: ..."), unless it has another reason set (an admin's);
+# - clean (exit status 0 and a report saying "clean"): resumes the node, but only one that is
+#   drained (State has DRAIN; not DOWN, not FAIL) with its own reason (it starts with "hwspec:"):
+#   a node an admin drained, or that Slurm set down or failed, stays as it is;
+# - anything else (exit status 2: hwspec missing, an unreadable spec or sysfs, a timeout, hwspec
+#   crashing; or an exit status without the report that says it): changes nothing and logs why.
+# In slurm.conf:
 #   HealthCheckProgram=/etc/hwspec/oci-bm-gpu-h100-8/health/slurm-healthcheck.sh
 #   HealthCheckInterval=300
 # Settings (slurmd runs it with an empty environment: set them in health/site.env beside it,
 # which it sources when present): HWSPEC (the hwspec command), HWSPEC_SPEC (the platform file),
 # HWSPEC_TIMEOUT (seconds, default 60), HWSPEC_REPORT (also keep the JSON node report there, for
 # hwspec fleet-report), HWSPEC_SYSFS_ROOT and HWSPEC_INPUT (below), SLURM_CONF and PATH for scontrol.
-# Exit status: hwspec's (0 matches, 1 differs, 2 could not check).
+# Exit status: 0 matches, 1 differs, 2 could not check (as the report says).
 set -fu
 PATH=${PATH:+$PATH:}/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin
 site=/etc/hwspec/oci-bm-gpu-h100-8/health/site.env
@@ -54,20 +58,42 @@ status=$?
 if [ -n "${HWSPEC_REPORT:-}" ]; then
     cp "$report" "$HWSPEC_REPORT" || log "cannot keep the report in $HWSPEC_REPORT"
 fi
+# What the node report in file $1 says: its status (clean, drift or unchecked) and exit code as
+# "STATUS CODE", or nothing when the file is not a whole node report as hwspec writes it
+# (indented JSON, one key a line, from "{" to "}"): a crash, a timeout or a stray program.
+# Only a report that says drift with exit code 1 drains the node; only one that says clean
+# with exit code 0 resumes it.
+report_says() {
+    [ "$(head -n 1 "$1")" = "{" ] && [ "$(tail -n 1 "$1")" = "}" ] || return 0
+    grep -qx '  "hwspec_report": 1,' "$1" || return 0
+    said=$(sed -n 's/^  "status": "\([a-z]*\)",$/\1/p' "$1" | head -n 1)
+    code=$(sed -n 's/^  "exit_code": \([0-9]*\),$/\1/p' "$1" | head -n 1)
+    case "$said $code" in
+    "clean 0"|"drift 1"|"unchecked 2") printf '%s\n' "$said $code" ;;
+    esac
+}
+said=$(report_says "$report")
 # the report's one-line summary: hwspec writes it in [A-Za-z0-9 _.:,=/@%+()-] only; kept to those here too
 summary=$(sed -n 's/^  "summary": "\(.*\)",$/\1/p' "$report" | head -n 1 | tr -cd 'A-Za-z0-9 _.:,=/@%+()-' | cut -c 1-160)
-current=$(scontrol show node "$node" 2>/dev/null | sed -n 's/^ *Reason=\(.*\) \[[^]]*\]$/\1/p' | head -n 1)
-case $status in
-0)
+shown=$(scontrol show node "$node" 2>/dev/null)
+current=$(printf '%s\n' "$shown" | sed -n 's/^ *Reason=\(.*\) \[[^]]*\]$/\1/p' | head -n 1)
+state=$(printf '%s\n' "$shown" | sed -n 's/^ *State=\([^ ]*\).*$/\1/p' | head -n 1)
+case "$status:$said" in
+"0:clean 0")
     case $current in
     hwspec:*)
-        log "$node matches its spec again: resuming it (drained for: $current)"
-        scontrol update NodeName="$node" State=RESUME || log "scontrol could not resume $node"
+        case "+$state+" in
+        +DOWN*|*+FAIL+*|*+FAILING+*) log "$node matches its spec again, but Slurm has it $state: left as it is ($current)" ;;
+        *+DRAIN+*)
+            log "$node matches its spec again: resuming it (drained for: $current)"
+            scontrol update NodeName="$node" State=RESUME || log "scontrol could not resume $node"
+            ;;
+        esac
         ;;
     esac
     exit 0
     ;;
-1)
+"1:drift 1")
     reason="hwspec: ${summary:-the node differs from its spec}"
     case $current in
     "$reason") ;;
@@ -80,6 +106,10 @@ case $status in
         ;;
     esac
     exit 1
+    ;;
+"0:"*|"1:"*)
+    log "could not check $node against $spec: hwspec exited $status without a node report saying so (${said:-no report}): nothing changed: $(head -c 300 "$errors" | tr -c 'A-Za-z0-9 _.:,=/@%+()-' ' ')"
+    exit 2
     ;;
 *)
     log "could not check $node against $spec (exit status $status): $(head -c 300 "$errors" | tr -c 'A-Za-z0-9 _.:,=/@%+()-' ' ')"
