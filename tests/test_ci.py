@@ -15,29 +15,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.test_validate_cli import SITE_PART
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = (ROOT / "docs" / "ci.md").read_text()
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
 RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
 CLEAN = RULE_FIXTURES / "base_2gpu.yaml"
 FAULTY = RULE_FIXTURES / "backend_nic_on_socket.yaml"   # one HW202 error, at line 57
-SITE_PARTS = """\
-hwspec: 1
-kind: parts
-nics:
-  site-nic-100g:
-    source: "the vendor's datasheet"
-    vendor: nvidia-mellanox
-    model_name: Site NIC 100G
-    speed: 100 Gb/s
-    ports: 1
-    transports: [rocev2, tcp]
-    rdma: true
-    gpudirect: true
-    pci_vendor: "0x15b3"
-    pci_device: "0x1017"
-    pcie: {gen: 4, width: 16}
-"""
+SITE_PARTS = SITE_PART
 """A site's parts file, as docs/spec.md's `parts/` directory beside the platforms holds it."""
 BIN = Path(sys.executable).parent
 

@@ -347,6 +347,10 @@ def _paths(data: Any, prefix: DataPath = ()) -> Iterable[DataPath]:
             yield from _paths(value, prefix + (key,))
 
 
+_SUB_ENTRIES: dict[str, tuple[tuple[str, str], ...]] = {"nics": (("ports", "nic port"),), "sockets": (("numa_nodes", "socket"),)}
+"""Entries with ids of their own inside a section's entries: (list key, the kind of entry each is)."""
+
+
 def _check_references(data: Any, error) -> None:
     """Unique ids in one namespace, and every reference naming an entry of the right kind.
 
@@ -363,27 +367,20 @@ def _check_references(data: Any, error) -> None:
                 continue
             seen[ident] = (section, index, "id")
             kinds[ident] = kind
-            if section == "nics" and isinstance(entry.get("ports"), list):
-                for j, port in enumerate(entry["ports"]):
-                    sub = port.get("id") if isinstance(port, dict) else None
+            for key, sub_kind in _SUB_ENTRIES.get(section, ()):
+                if not isinstance(entry.get(key), list):
+                    continue
+                if sub_kind == "socket":
+                    kinds[ident] = "package"  # devices hang off its NUMA nodes
+                for j, sub_entry in enumerate(entry[key]):
+                    sub = sub_entry.get("id") if isinstance(sub_entry, dict) else None
                     if not isinstance(sub, str):
                         continue
-                    at: DataPath = (section, index, "ports", j, "id")
+                    at: DataPath = (section, index, key, j, "id")
                     if sub in seen:
                         error(at, Code.DUPLICATE_ID, f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
                         continue
-                    seen[sub], kinds[sub] = at, "nic port"
-            if section == "sockets" and isinstance(entry.get("numa_nodes"), list):
-                kinds[ident] = "package"  # devices hang off its NUMA nodes
-                for j, numa in enumerate(entry["numa_nodes"]):
-                    sub = numa.get("id") if isinstance(numa, dict) else None
-                    if not isinstance(sub, str):
-                        continue
-                    where: DataPath = (section, index, "numa_nodes", j, "id")
-                    if sub in seen:
-                        error(where, Code.DUPLICATE_ID, f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
-                        continue
-                    seen[sub], kinds[sub] = where, "socket"
+                    seen[sub], kinds[sub] = at, sub_kind
 
     board = data.get("baseboard") if isinstance(data.get("baseboard"), dict) else {}
     switches = board.get("nvswitches")
