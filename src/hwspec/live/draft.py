@@ -387,6 +387,15 @@ class _Writer:
         assumed.append(f"the input does not give this link in full: taken as Gen{gen} x{width}")
         return gen, width
 
+    def sandboxed_link(self, nic: Nic, assumed: list[str]) -> tuple[int, int]:
+        """The link of a NIC whose function a sandbox shows as a bridge without a link (`Nic.shown_as`):
+        x16 at the GPUs' fastest generation (Gen4 without GPUs), as a bridge's link is guessed."""
+        gens = [g.link.gen for g in self.m.gpus.values() if g.link and g.link.gen]
+        gen = max(gens, default=4)
+        assumed.append(f"the input shows this NIC's function as class {nic.shown_as} without a link (a sandbox): "
+                       f"taken as Gen{gen} x16, the GPUs' generation")
+        return gen, 16
+
     @staticmethod
     def _link_not_above(bandwidth: float, assumed: list[str]) -> tuple[int, int]:
         """The fastest link no faster than `bandwidth`, a figure no PCIe link has exactly."""
@@ -735,6 +744,9 @@ class _Writer:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
                 link, pcie_override, trained = self.device_link(nic.link, part_model.pcie if part_model else None, assumed, "NIC")
+                if nic.shown_as and link is None and trained is None:
+                    trained = self.sandboxed_link(nic, assumed)
+                    link = {"gen": trained[0], "width": trained[1]}
                 if pcie_override:
                     entry.setdefault("override", {})["pcie"] = pcie_override
                 entry["pcie"] = {"upstream": self.upstream(nic.parent), "bus": self.bus(nic.bus)}

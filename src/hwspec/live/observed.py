@@ -202,6 +202,10 @@ class Nic(PciNode):
     interfaces: list[str] = field(default_factory=list)
     """Network interface names (netdevs) of the function, when the input lists them."""
     numa: int | None = None
+    shown_as: str | None = None
+    """The PCI class the input shows the function as where it is not a NIC's (a sandbox such as
+    gVisor shows an RDMA device's function as a host bridge, 0x060000, with no link): the PCI ids
+    and link it gives are then not the NIC's."""
 
 
 @dataclass(frozen=True)
