@@ -10,7 +10,9 @@ import importlib.util
 from pathlib import Path
 
 from hwspec.cli.commands import main
+from hwspec.live import lstopo
 from hwspec.live.merge import read_inputs
+from hwspec.live.observed import Machine
 from hwspec.live.sysfs import read_sysfs
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -91,3 +93,29 @@ def test_an_nccl_dump_with_each_nic_alone_under_a_host_bridge_keeps_rdma_end_to_
             '      <nic>\n        <net name="mlx5_0" dev="0" speed="400000" port="1" gdr="1"/>\n') in xml
     assert "NCCL_IB_DISABLE" not in conf and "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n" in conf
     assert main(["diff", str(tmp_path / "node.yaml"), str(LIVE / "gvisor-rdma-host-bridges.nccl.xml")]) == 0
+
+
+LSTOPO = """<?xml version="1.0" encoding="UTF-8"?>
+<topology version="2.0">
+  <object type="Machine" os_index="0" cpuset="0x0000ffff" nodeset="0x00000001">
+    <object type="NUMANode" os_index="0" cpuset="0x0000ffff" nodeset="0x00000001" local_memory="1024"/>
+    <object type="Bridge" bridge_type="0-1" depth="0">
+      <object type="PCIDev" pci_busid="0000:11:00.0" pci_type="0600 [8086:09a2] [0000:0000] 00">
+        <object type="OSDev" name="mlx5_0" osdev_type="3"/>
+      </object>
+      <object type="PCIDev" pci_busid="0000:12:00.0" pci_type="0600 [8086:09a2] [0000:0000] 00">
+        <object type="OSDev" name="eth1" osdev_type="2"/>
+      </object>
+    </object>
+  </object>
+</topology>
+"""
+
+
+def test_an_lstopo_openfabrics_device_on_a_host_bridge_class_function_is_a_nic_and_an_interface_alone_is_not():
+    machine = Machine()
+    lstopo.parse(LSTOPO.encode(), "l.xml", machine)
+    assert [(n.bus, n.vendor, n.link, n.shown_as, [p.name for p in n.ports]) for n in machine.nics.values()] == [
+        ("0000:11:00.0", None, None, "0x0600", ["mlx5_0"])]
+    assert machine.notes == ["l.xml:6: the RDMA function 0000:11:00.0 reads class 0x0600 (as a sandbox shows a NIC's "
+                             "function): read as the NIC's device, as NCCL reads it"]
