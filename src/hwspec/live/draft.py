@@ -295,7 +295,7 @@ class _Writer:
     def wanted(self) -> list[str]:
         """Bridge keys on the path from a NUMA node to a GPU or NIC, in tree order (by bus id)."""
         keep: set[str] = set()
-        for key in (*self.m.gpus, *self.m.nics):
+        for key in (*self.m.gpus, *(k for k, n in self.m.nics.items() if n.bus is not None)):
             for parent in self.m.ancestors(key):
                 if parent in self.m.bridges:
                     keep.add(parent)
@@ -698,11 +698,7 @@ class _Writer:
         backend_entries: list[tuple[Nic, dict]] = []
         other_pairs: list[tuple[Nic, dict]] = []
         for nic in order:
-            if nic.bus is None and self.m.has_tree:
-                names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
-                self.notes.append(f"{nic.where}: {names} has no PCI device in the input (virtual, fused, or hidden by a "
-                                  "sandbox): left out of the draft")
-                continue
+            parent = self.busless_parent(nic) if nic.bus is None and self.m.has_tree else nic.parent
             near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
             ports: list[NicPort | None] = [*nic.ports] or [None]
             function: list[tuple[bool, dict]] = []  # (backend, entry) of each port of this function
@@ -749,7 +745,13 @@ class _Writer:
                     link = {"gen": trained[0], "width": trained[1]}
                 if pcie_override:
                     entry.setdefault("override", {})["pcie"] = pcie_override
-                entry["pcie"] = {"upstream": self.upstream(nic.parent), "bus": self.bus(nic.bus)}
+                upstream = self.upstream(parent)
+                if parent != nic.parent:  # an assumed place, which diff does not take for a fact
+                    moved = (f"the input shows it under the bridge {nic.parent} without a PCI device of its own: "
+                             "attached to the bridge's CPU, as NCCL attaches a NIC that is no PCI device")
+                    upstream = {"value": upstream["value"], "assumed": f"{upstream['assumed']}; {moved}"} \
+                        if isinstance(upstream, dict) else {"value": upstream, "assumed": moved}
+                entry["pcie"] = {"upstream": upstream, "bus": self.bus(nic.bus)}
                 if link:
                     entry["pcie"]["link"] = link
                 entry["_link"], entry["_key"] = trained, nic.key
@@ -786,7 +788,7 @@ class _Writer:
         by_bridge: dict[str, list[dict]] = {}
         for nic, entry in backend_entries:
             # on a NUMA node itself, a NIC is placed beside no GPU
-            nearest = next((b for b in self.bridges_above(nic.parent) if b in gpus_by_bridge), None)
+            nearest = next((b for b in self.bridges_above(nic.parent) if b in gpus_by_bridge), None) if nic.bus else None
             if nearest is not None:
                 by_bridge.setdefault(nearest, []).append(entry)
         served: dict[str, int] = {}
@@ -821,6 +823,17 @@ class _Writer:
                 backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left to NCCL's detection"
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
+
+    def busless_parent(self, nic: Nic) -> str:
+        """Where a NIC without a PCI device in a PCIe tree (an NCCL `<nic>` directly under `<cpu>`,
+        as NCCL writes a virtio NIC or Azure's eth0, or under a bridge a sandbox shows) is drafted:
+        on its CPU, as NCCL attaches such a NIC, with `bus: unknown`. nccl-topo.xml leaves one
+        outside the backend to NCCL's detection and writes a backend one under its `<cpu>`."""
+        names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
+        numa = self.m.numa_of(nic.key)
+        self.notes.append(f"{nic.where}: {names} has no PCI device in the input (virtual, fused, or hidden by a "
+                          "sandbox): drafted with bus unknown on its CPU, where NCCL attaches it")
+        return nic.parent if nic.parent.startswith(NUMA_PREFIX) or numa is None else f"{NUMA_PREFIX}{numa}"
 
     def bridges_above(self, key: str) -> list[str]:
         """The bridge `key` and the bridges above it, nearest first (cycle-safe; empty for a NUMA node)."""
