@@ -154,11 +154,12 @@ def gdr_detected(platform: Platform) -> bool:
 
 
 def net_gdr(platform: Platform, nic: Nic) -> bool:
-    """GPUDirect for this NIC: a GPUDirect platform, a backend NIC whose part and transport can do
-    it (GPUDirect RDMA; or GPUDirect-TCPX/-TCPXO, whose NICs reach GPU memory without RDMA)."""
-    backend = platform.backend
+    """GPUDirect for this NIC port, its own fact: a backend NIC whose part (or `gpudirect` override:
+    the machine's `gdr`) and transport can do it (GPUDirect RDMA; or GPUDirect-TCPX/-TCPXO, whose
+    NICs reach GPU memory without RDMA), on a platform with a backend. The GPUs' side is
+    `backend.gpudirect`; NCCL uses GPUDirect where both say so (HW207 names a port that differs)."""
     net = facts(nic.transport)
-    return bool(backend and backend.gpudirect and nic.role == "backend" and net.gpudirect
+    return bool(platform.backend is not None and nic.role == "backend" and net.gpudirect
                 and nic.gpudirect and (nic.rdma or not net.rdma))
 
 

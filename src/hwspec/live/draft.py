@@ -697,6 +697,8 @@ class _Writer:
         order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
         backend_entries: list[tuple[Nic, dict]] = []
         other_pairs: list[tuple[Nic, dict]] = []
+        stated = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
+        gpus_gdr = all(stated) if stated else None  # the GPUs' gdr as the input states it: backend.gpudirect below
         for nic in order:
             parent = self.busless_parent(nic) if nic.bus is None and self.m.has_tree else nic.parent
             near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
@@ -725,6 +727,11 @@ class _Writer:
                     transport = "rocev2"
                 speed = port.speed if port is not None else None
                 part, override = self.nic_part(nic, speed, transport, gdr)
+                known = catalogue.get(part)
+                if gdr is not None and known is not None and transport != "tcp" \
+                        and (known.gpudirect != gdr or (gpus_gdr is not None and gpus_gdr != gdr)):
+                    # the machine's gdr where it is not the part's or not the GPUs': written, and HW207 compares
+                    override = {**(override or {}), "gpudirect": gdr}
                 entry: dict[str, Any] = {"id": "", "part": part}
                 if override:
                     entry["override"] = override
