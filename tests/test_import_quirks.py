@@ -185,3 +185,12 @@ def test_an_efa_function_beside_a_gpu_is_drafted_as_efa_and_its_files_select_the
     assert "FI_PROVIDER=efa\n" in files["launch.env"] and "FI_EFA_USE_DEVICE_RDMA=1\n" in files["launch.env"]
     assert "NCCL_IB_HCA" not in files["nccl.conf"]  # NCCL's IB verbs net does not carry EFA
     assert '<net name="rdmap22s0" dev="0" speed="100000" port="1" gdr="1"/>' in files["nccl-topo.xml"]
+
+
+def test_a_cpu_without_a_numa_node_keeps_its_identity_so_the_draft_validates_and_generates(tmp_path, capsys):
+    dump = tmp_path / "numa-unknown.nccl.xml"
+    dump.write_text((LIVE / "nic-without-pci.nccl.xml").read_text().replace('numaid="0"', 'numaid="-1"'))
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(dump), "-o", str(draft)]) == 0
+    assert "sockets:\n- id: cpu0\n  part: epyc-7v12\n  numa_node: 0\n" in draft.read_text()  # its CPUID names the part
+    assert main(["generate", str(draft), "-o", str(tmp_path / "out"), "--no-svg"]) == 0

@@ -229,7 +229,9 @@ class _Writer:
         for position, group in enumerate(groups):
             assumed: list[str] = []
             entry: dict[str, Any] = {"id": f"cpu{position}"}
-            entry.update(self.cpu_part(self.m.numa.get(group[0])))
+            # a CPU the input gives without a NUMA node (numaid -1) is the CPU of a one-socket draft
+            unplaced = self.m.unknown_numa_cpu if len(groups) == 1 and not self.m.numa else None
+            entry.update(self.cpu_part(self.m.numa.get(group[0]) or unplaced))
             if len(group) == 1:
                 self.ids[f"{NUMA_PREFIX}{group[0]}"] = entry["id"]
                 entry.update(self.numa_fields(group[0], assumed))

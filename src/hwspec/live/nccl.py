@@ -141,6 +141,8 @@ class _Reader(ElementReader):
         parent = f"{NUMA_PREFIX}{numa}"
         if numa >= 0:
             self.m.numa[numa] = node
+        elif self.m.unknown_numa_cpu is None:
+            self.m.unknown_numa_cpu = node
         for child in e.children:
             if child.tag == "pci":
                 self.pci(child, parent)
