@@ -397,12 +397,13 @@ def left_to_detection(nic: Nic) -> bool:
 
 
 def cpu_attached(nic: Nic) -> bool:
-    """A backend NIC without a bus id directly on its CPU (an input's NIC that is no PCI device:
-    an NCCL `<nic>` under `<cpu>`, or under a bridge a sandbox shows): the file writes it as NCCL
-    does, a `<nic>` under the `<cpu>` (ncclTopoAddCpu attaches it to that CPU), whose `<net>`
-    NCCL's detection finds by name. Elsewhere in the tree an unknown bus id keeps the file from
-    being written (HW603)."""
-    return nic.role == "backend" and nic.bus is None and nic.socket is not None and nic.upstream == nic.socket
+    """A backend NIC directly on its CPU with neither a bus id nor a PCIe link (not even its
+    part's): an input's NIC that is no PCI device (an NCCL `<nic>` under `<cpu>`, or under a
+    bridge a sandbox shows). The file writes it as NCCL does, a `<nic>` under the `<cpu>`
+    (ncclTopoAddCpu attaches it to that CPU), whose `<net>` NCCL's detection finds by name. A
+    PCIe NIC whose bus id is merely unknown keeps the file from being written (HW603)."""
+    return (nic.role == "backend" and nic.bus is None and nic.link is None and nic.socket is not None
+            and nic.upstream == nic.socket)
 
 
 def _wanted(topology: Topology) -> set[str]:
