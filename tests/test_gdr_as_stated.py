@@ -87,3 +87,12 @@ def test_a_port_whose_gdr_disagrees_with_the_gpus_is_kept_as_stated_and_hw207_na
     assert {k: v for k, v in generated.items() if k[0] == "gpu" or k[1] == "mlx5_0"} == {
         ("gpu", "0000:14:00.0"): gpu, ("gpu", "0000:1c:00.0"): gpu, ("net", "mlx5_0"): net}
     assert generated == stated_gdr(dump)
+
+
+def test_gpus_that_state_different_gdr_are_drafted_with_a_note_naming_those_overridden(tmp_path, capsys):
+    dump = tmp_path / "mixed.nccl.xml"
+    dump.write_text(KNOWN_NICS.replace('rank="0" gdr="0"', 'rank="0" gdr="1"'))
+    draft = tmp_path / "node.yaml"
+    assert main(["import", str(dump), "-o", str(draft)]) == 0
+    assert ("# note: the input gives gdr 1 for GPU(s) 0000:14:00.0 and gdr 0 for the others: backend.gpudirect (one "
+            "value for every GPU) is drafted false, so nccl-topo.xml writes gdr 0 for them all\n") in draft.read_text()

@@ -816,6 +816,10 @@ class _Writer:
                      and len(served) == len(self.m.gpus))
         backend: dict[str, Any] | None = None
         gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
+        if len(set(gdr_values)) > 1:  # one backend.gpudirect holds the GPUs' side: say which GPUs it overrides
+            on = ", ".join(g.key for g in self.m.gpus_in_order() if g.gdr)
+            self.notes.append(f"the input gives gdr 1 for GPU(s) {on} and gdr 0 for the others: backend.gpudirect "
+                              "(one value for every GPU) is drafted false, so nccl-topo.xml writes gdr 0 for them all")
         if backend_entries or gdr_values:  # the input says whether GPUDirect works: the backend declares it, as it is
             transports = Counter(e["transport"] for _, e in backend_entries)
             if gdr_values:
