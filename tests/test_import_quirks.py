@@ -33,7 +33,7 @@ def test_nvlink_entries_targeting_their_own_gpu_are_ignored_with_a_note_not_erro
     assert err.endswith("from 1 NUMA node(s), 2 GPU(s), 0 NIC(s): validates with no error; check its 'assumed:' notes\n")
 
 
-def test_a_host_bridge_holding_a_nic_stays_a_bridge_and_its_gpu_is_kept(tmp_path, capsys):
+def test_a_host_bridge_holding_a_gpu_and_a_nic_stays_a_bridge_and_the_rdma_nic_is_a_backend_nic_on_its_cpu(tmp_path, capsys):
     machine = read_inputs([LIVE / "gvisor-host-bridge.nccl.xml"])
     assert list(machine.bridges) == ["0000:00:00.0"] and list(machine.gpus) == ["0000:18:00.0"]
     assert [(n.bus, n.parent, [p.name for p in n.ports]) for n in machine.nics.values()] == [
@@ -42,16 +42,26 @@ def test_a_host_bridge_holding_a_nic_stays_a_bridge_and_its_gpu_is_kept(tmp_path
     file = "gvisor-host-bridge.nccl.xml"
     assert (f"{file}:7:7: warning[I103 input-value]: <nic> directly under the bridge 0000:00:00.0 (class 0x060000): "
             "a NIC whose PCI device the input does not show; the bridge stays a bridge\n") in err
-    assert "part: b200" in text and "bus: '0000:18:00.0'" in text and "nics:" not in text
+    assert "part: b200" in text and "bus: '0000:18:00.0'" in text
+    assert ("  role: backend\n  transport: rocev2\n  device: mlx5_0\n  pcie:\n    upstream: {value: cpu0, assumed: "
+            "'the input shows it under the bridge 0000:00:00.0 without a PCI device of its own: attached to "
+            "the bridge''s CPU, as NCCL attaches a NIC that is no PCI device'}\n    bus: unknown\n") in text
+    assert main(["generate", str(tmp_path / "draft.yaml"), "-o", str(tmp_path / "out"), "--no-svg"]) == 0
+    xml = (tmp_path / "out" / "draft" / "nccl-topo.xml").read_text()
+    assert ('    </pci>\n    <nic>\n      <net name="mlx5_0" dev="0" speed="400000" port="1" gdr="1"/>\n    </nic>\n'
+            "  </cpu>\n") in xml
+    assert "backend NICs without a bus id in the platform file (no PCI device in the input) are a <nic> under their <cpu>" in xml
+    conf = (tmp_path / "out" / "draft" / "nccl.conf").read_text()
+    assert "NCCL_IB_DISABLE" not in conf and "NCCL_IB_HCA==mlx5_0:1\n" in conf
 
 
-def test_a_nic_without_a_pci_device_is_left_out_and_the_summary_counts_only_the_draft(tmp_path, capsys):
+def test_a_nic_without_a_pci_device_is_drafted_on_its_cpu_and_left_to_nccls_detection(tmp_path, capsys):
     text, err = _import(tmp_path, "nic-without-pci.nccl.xml", capsys)
     note = ("nic-without-pci.nccl.xml:6: eth0 has no PCI device in the input (virtual, fused, or hidden "
-            "by a sandbox): left out of the draft")
+            "by a sandbox): drafted with bus unknown on its CPU, where NCCL attaches it")
     assert f"{note}\n" in text.split("hwspec: 1")[0] and f"{note}\n" in err
-    assert "nics:" not in text
-    assert err.endswith("from 1 NUMA node(s), 1 GPU(s), 0 NIC(s): validates with no error; check its 'assumed:' notes\n")
+    assert "  role: ingestion\n  transport: tcp\n  interface: eth0\n  pcie: {upstream: cpu0, bus: unknown}\n" in text
+    assert err.endswith("from 1 NUMA node(s), 1 GPU(s), 1 NIC(s): validates with no error; check its 'assumed:' notes\n")
 
 
 def test_rccl_bare_gcn_number_is_read_as_its_gfx_target():
@@ -175,3 +185,12 @@ def test_an_efa_function_beside_a_gpu_is_drafted_as_efa_and_its_files_select_the
     assert "FI_PROVIDER=efa\n" in files["launch.env"] and "FI_EFA_USE_DEVICE_RDMA=1\n" in files["launch.env"]
     assert "NCCL_IB_HCA" not in files["nccl.conf"]  # NCCL's IB verbs net does not carry EFA
     assert '<net name="rdmap22s0" dev="0" speed="100000" port="1" gdr="1"/>' in files["nccl-topo.xml"]
+
+
+def test_a_cpu_without_a_numa_node_keeps_its_identity_so_the_draft_validates_and_generates(tmp_path, capsys):
+    dump = tmp_path / "numa-unknown.nccl.xml"
+    dump.write_text((LIVE / "nic-without-pci.nccl.xml").read_text().replace('numaid="0"', 'numaid="-1"'))
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(dump), "-o", str(draft)]) == 0
+    assert "sockets:\n- id: cpu0\n  part: epyc-7v12\n  numa_node: 0\n" in draft.read_text()  # its CPUID names the part
+    assert main(["generate", str(draft), "-o", str(tmp_path / "out"), "--no-svg"]) == 0

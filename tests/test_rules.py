@@ -143,6 +143,12 @@ FAULTS = [
         '61:16: error[HW204 backend-nic-rdma]: nic1: transport infiniband, but backend.transport is rocev2'
         '\n  hint: backend NICs carry the backend transport',
     ], id='HW204-backend_transport_mismatch'),
+    pytest.param('gpudirect_port_disagrees', [
+        "61:27: warning[HW207 gpudirect-agrees]: nic1 (mlx5_1) states gdr 0, but backend.gpudirect gives gpu1 gdr 1: NCCL "
+        "uses GPUDirect RDMA only where both say 1, so this port's GPU traffic goes through host memory"
+        '\n  hint: where the machine should use GPUDirect RDMA, load nvidia-peermem (or use DMA-BUF) and import again; '
+        'else leave both as the machine reports them',
+    ], id='HW207-gpudirect_port_disagrees'),
     pytest.param('ingestion_nic_on_gpu_switch', [
         "71:22: error[HW205 ingestion-nic-placement]: fe0 (ingestion) sits below sw0, which also holds gpu0: host traffic shares the GPUs' uplink"
         '\n  hint: attach it to a socket or a root port',

@@ -119,7 +119,7 @@ def missing_bus_ids(topology: Topology) -> list[str]:
     while this is not empty (rule HW603 says what to fill in)."""
     platform = topology.platform
     return sorted(ident for ident in _wanted(topology)
-                  if (item := platform.by_id.get(ident)) is not None
+                  if (item := platform.by_id.get(ident)) is not None and not (isinstance(item, Nic) and cpu_attached(item))
                   and (getattr(item, "bus", "") is None or getattr(item, "link", True) is None))
 
 
@@ -154,11 +154,12 @@ def gdr_detected(platform: Platform) -> bool:
 
 
 def net_gdr(platform: Platform, nic: Nic) -> bool:
-    """GPUDirect for this NIC: a GPUDirect platform, a backend NIC whose part and transport can do
-    it (GPUDirect RDMA; or GPUDirect-TCPX/-TCPXO, whose NICs reach GPU memory without RDMA)."""
-    backend = platform.backend
+    """GPUDirect for this NIC port, its own fact: a backend NIC whose part (or `gpudirect` override:
+    the machine's `gdr`) and transport can do it (GPUDirect RDMA; or GPUDirect-TCPX/-TCPXO, whose
+    NICs reach GPU memory without RDMA), on a platform with a backend. The GPUs' side is
+    `backend.gpudirect`; NCCL uses GPUDirect where both say so (HW207 names a port that differs)."""
     net = facts(nic.transport)
-    return bool(backend and backend.gpudirect and nic.role == "backend" and net.gpudirect
+    return bool(platform.backend is not None and nic.role == "backend" and net.gpudirect
                 and nic.gpudirect and (nic.rdma or not net.rdma))
 
 
@@ -295,7 +296,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
             elif isinstance(item, Nic):
                 # the ports of one adapter function share its <pci> and <nic>: one <net> each
                 ports = [n for n in platform.nics if n.card_id == item.card_id
-                         or (n.bus == item.bus and n.upstream == item.upstream)]
+                         or (n.bus is not None and n.bus == item.bus and n.upstream == item.upstream)]
                 done.update(n.id for n in ports)
                 pci_class = CLASS_INFINIBAND if item.transport == "infiniband" else CLASS_ETHERNET
                 named = [(n, name) for n in ports if (name := net_name(n)) is not None and n.role != "management"]
@@ -305,6 +306,9 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                                         ("port", str(n.port)), *guid, *_net_gdr(platform, n, detect)],
                                 at=n.id)
                         for n, name in named]
+                if cpu_attached(item):  # NCCL's form of a NIC that is no PCI device: its <nic> under <cpu>
+                    nodes += [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else []
+                    continue
                 nodes.append(XmlNode("pci", _pci(_bus_id(item.bus), pci_class, item.link),
                                      [XmlNode("nic", [], nets, at=item.id)] if nets and detail != "skeleton" else [],
                                      at=item.id))
@@ -390,6 +394,16 @@ def left_to_detection(nic: Nic) -> bool:
     NIC to the first CPU itself, "not a PCI device ... Attaching to first CPU"). It never keeps
     the file from being written; a backend NIC's place is the file's point, so it does."""
     return nic.role != "backend" and (nic.bus is None or nic.link is None)
+
+
+def cpu_attached(nic: Nic) -> bool:
+    """A backend NIC directly on its CPU with neither a bus id nor a PCIe link (not even its
+    part's): an input's NIC that is no PCI device (an NCCL `<nic>` under `<cpu>`, or under a
+    bridge a sandbox shows). The file writes it as NCCL does, a `<nic>` under the `<cpu>`
+    (ncclTopoAddCpu attaches it to that CPU), whose `<net>` NCCL's detection finds by name. A
+    PCIe NIC whose bus id is merely unknown keeps the file from being written (HW603)."""
+    return (nic.role == "backend" and nic.bus is None and nic.link is None and nic.socket is not None
+            and nic.upstream == nic.socket)
 
 
 def _wanted(topology: Topology) -> set[str]:

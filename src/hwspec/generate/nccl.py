@@ -22,6 +22,7 @@ from hwspec.formats.nccl_tree import (
     DETAIL_LEVELS,
     choose_topology,
     collective_library,
+    cpu_attached,
     left_to_detection,
     missing_bus_ids,
     net_name,
@@ -41,6 +42,9 @@ def detection_notes(platform: Platform) -> list[str]:
         notes.append("gdr is left out (backend.gpudirect: detect): NCCL fills it in from detection")
     elif platform.backend is None:
         notes.append("gdr is left out (no backend network declares GPUDirect): NCCL fills it in from detection")
+    if any(cpu_attached(n) for n in platform.nics):
+        notes.append("backend NICs without a bus id in the platform file (no PCI device in the input) are a <nic> "
+                     "under their <cpu>, as NCCL writes a NIC that is not a PCI device: its detection finds their <net> by name")
     if any(left_to_detection(n) for n in platform.nics):
         notes.append("NICs outside the backend without a PCIe link in the platform file (virtio and other paravirtual "
                      "NICs) are left out: NCCL's detection adds the ones it uses, attaching a NIC that is not a PCI "

@@ -193,6 +193,8 @@ class _Differ:
         if not self.m.has_tree:
             return
         spec = self.spec_chain(ident)
+        if not spec and seen.bus is None and device.bus is None:
+            return  # no PCI device in the machine, on its CPU in the spec: where NCCL attaches such a NIC
         observed = self.observed_chain(seen.key)
         same = len(spec) == len(observed) and all(
             mine is None or theirs is None or mine == theirs for (_, mine), theirs in zip(spec, observed)) and (

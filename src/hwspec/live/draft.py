@@ -229,7 +229,9 @@ class _Writer:
         for position, group in enumerate(groups):
             assumed: list[str] = []
             entry: dict[str, Any] = {"id": f"cpu{position}"}
-            entry.update(self.cpu_part(self.m.numa.get(group[0])))
+            # a CPU the input gives without a NUMA node (numaid -1) is the CPU of a one-socket draft
+            unplaced = self.m.unknown_numa_cpu if len(groups) == 1 and not self.m.numa else None
+            entry.update(self.cpu_part(self.m.numa.get(group[0]) or unplaced))
             if len(group) == 1:
                 self.ids[f"{NUMA_PREFIX}{group[0]}"] = entry["id"]
                 entry.update(self.numa_fields(group[0], assumed))
@@ -295,7 +297,7 @@ class _Writer:
     def wanted(self) -> list[str]:
         """Bridge keys on the path from a NUMA node to a GPU or NIC, in tree order (by bus id)."""
         keep: set[str] = set()
-        for key in (*self.m.gpus, *self.m.nics):
+        for key in (*self.m.gpus, *(k for k, n in self.m.nics.items() if n.bus is not None)):
             for parent in self.m.ancestors(key):
                 if parent in self.m.bridges:
                     keep.add(parent)
@@ -386,6 +388,15 @@ class _Writer:
         width = link.width if link and link.width else 16
         assumed.append(f"the input does not give this link in full: taken as Gen{gen} x{width}")
         return gen, width
+
+    def sandboxed_link(self, nic: Nic, assumed: list[str]) -> tuple[int, int]:
+        """The link of a NIC whose function a sandbox shows as a bridge without a link (`Nic.shown_as`):
+        x16 at the GPUs' fastest generation (Gen4 without GPUs), as a bridge's link is guessed."""
+        gens = [g.link.gen for g in self.m.gpus.values() if g.link and g.link.gen]
+        gen = max(gens, default=4)
+        assumed.append(f"the input shows this NIC's function as class {nic.shown_as} without a link (a sandbox): "
+                       f"taken as Gen{gen} x16, the GPUs' generation")
+        return gen, 16
 
     @staticmethod
     def _link_not_above(bandwidth: float, assumed: list[str]) -> tuple[int, int]:
@@ -688,12 +699,10 @@ class _Writer:
         order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
         backend_entries: list[tuple[Nic, dict]] = []
         other_pairs: list[tuple[Nic, dict]] = []
+        stated = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
+        gpus_gdr = all(stated) if stated else None  # the GPUs' gdr as the input states it: backend.gpudirect below
         for nic in order:
-            if nic.bus is None and self.m.has_tree:
-                names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
-                self.notes.append(f"{nic.where}: {names} has no PCI device in the input (virtual, fused, or hidden by a "
-                                  "sandbox): left out of the draft")
-                continue
+            parent = self.busless_parent(nic) if nic.bus is None and self.m.has_tree else nic.parent
             near_gpu = nic.parent in gpu_bridges and nic.parent in self.m.bridges
             ports: list[NicPort | None] = [*nic.ports] or [None]
             function: list[tuple[bool, dict]] = []  # (backend, entry) of each port of this function
@@ -720,6 +729,11 @@ class _Writer:
                     transport = "rocev2"
                 speed = port.speed if port is not None else None
                 part, override = self.nic_part(nic, speed, transport, gdr)
+                known = catalogue.get(part)
+                if gdr is not None and known is not None and transport != "tcp" \
+                        and (known.gpudirect != gdr or (gpus_gdr is not None and gpus_gdr != gdr)):
+                    # the machine's gdr where it is not the part's or not the GPUs': written, and HW207 compares
+                    override = {**(override or {}), "gpudirect": gdr}
                 entry: dict[str, Any] = {"id": "", "part": part}
                 if override:
                     entry["override"] = override
@@ -735,9 +749,18 @@ class _Writer:
                     entry["port"] = port.port
                 part_model = catalogue.get(part)
                 link, pcie_override, trained = self.device_link(nic.link, part_model.pcie if part_model else None, assumed, "NIC")
+                if nic.shown_as and link is None and trained is None:
+                    trained = self.sandboxed_link(nic, assumed)
+                    link = {"gen": trained[0], "width": trained[1]}
                 if pcie_override:
                     entry.setdefault("override", {})["pcie"] = pcie_override
-                entry["pcie"] = {"upstream": self.upstream(nic.parent), "bus": self.bus(nic.bus)}
+                upstream = self.upstream(parent)
+                if parent != nic.parent:  # an assumed place, which diff does not take for a fact
+                    moved = (f"the input shows it under the bridge {nic.parent} without a PCI device of its own: "
+                             "attached to the bridge's CPU, as NCCL attaches a NIC that is no PCI device")
+                    upstream = {"value": upstream["value"], "assumed": f"{upstream['assumed']}; {moved}"} \
+                        if isinstance(upstream, dict) else {"value": upstream, "assumed": moved}
+                entry["pcie"] = {"upstream": upstream, "bus": self.bus(nic.bus)}
                 if link:
                     entry["pcie"]["link"] = link
                 entry["_link"], entry["_key"] = trained, nic.key
@@ -774,7 +797,7 @@ class _Writer:
         by_bridge: dict[str, list[dict]] = {}
         for nic, entry in backend_entries:
             # on a NUMA node itself, a NIC is placed beside no GPU
-            nearest = next((b for b in self.bridges_above(nic.parent) if b in gpus_by_bridge), None)
+            nearest = next((b for b in self.bridges_above(nic.parent) if b in gpus_by_bridge), None) if nic.bus else None
             if nearest is not None:
                 by_bridge.setdefault(nearest, []).append(entry)
         served: dict[str, int] = {}
@@ -793,6 +816,10 @@ class _Writer:
                      and len(served) == len(self.m.gpus))
         backend: dict[str, Any] | None = None
         gdr_values = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
+        if len(set(gdr_values)) > 1:  # one backend.gpudirect holds the GPUs' side: say which GPUs it overrides
+            on = ", ".join(g.key for g in self.m.gpus_in_order() if g.gdr)
+            self.notes.append(f"the input gives gdr 1 for GPU(s) {on} and gdr 0 for the others: backend.gpudirect "
+                              "(one value for every GPU) is drafted false, so nccl-topo.xml writes gdr 0 for them all")
         if backend_entries or gdr_values:  # the input says whether GPUDirect works: the backend declares it, as it is
             transports = Counter(e["transport"] for _, e in backend_entries)
             if gdr_values:
@@ -809,6 +836,17 @@ class _Writer:
                 backend["assumed"] = "the input does not say whether GPUDirect RDMA works (no gdr attribute): left to NCCL's detection"
             backend["source"] = f"observed: {self.source()}"
         return [e for _, e in backend_entries] + other_entries, backend
+
+    def busless_parent(self, nic: Nic) -> str:
+        """Where a NIC without a PCI device in a PCIe tree (an NCCL `<nic>` directly under `<cpu>`,
+        as NCCL writes a virtio NIC or Azure's eth0, or under a bridge a sandbox shows) is drafted:
+        on its CPU, as NCCL attaches such a NIC, with `bus: unknown`. nccl-topo.xml leaves one
+        outside the backend to NCCL's detection and writes a backend one under its `<cpu>`."""
+        names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
+        numa = self.m.numa_of(nic.key)
+        self.notes.append(f"{nic.where}: {names} has no PCI device in the input (virtual, fused, or hidden by a "
+                          "sandbox): drafted with bus unknown on its CPU, where NCCL attaches it")
+        return nic.parent if nic.parent.startswith(NUMA_PREFIX) or numa is None else f"{NUMA_PREFIX}{numa}"
 
     def bridges_above(self, key: str) -> list[str]:
         """The bridge `key` and the bridges above it, nearest first (cycle-safe; empty for a NUMA node)."""

@@ -198,9 +198,15 @@ class _Reader(ElementReader):
                 if model:
                     gpu.model_name = model
             self.m.gpus[bus] = gpu
-        elif pci_class.startswith("02"):
-            nic = Nic(bus, where, parent, bus, self.link(e), vendor, device,
-                      fabric="infiniband" if pci_class.startswith("0207") else "ethernet")
+        elif pci_class.startswith("02") or any(self.osdev_kind(o) == "openfabrics" for o in osdevs):
+            if pci_class.startswith("02"):
+                nic = Nic(bus, where, parent, bus, self.link(e), vendor, device,
+                          fabric="infiniband" if pci_class.startswith("0207") else "ethernet")
+            else:  # an RDMA device on a function of another class (a sandbox shows it as a host bridge): a NIC,
+                # as NCCL takes it; its ids and link are the bridge's, not the NIC's
+                nic = Nic(bus, where, parent, bus, shown_as=f"0x{pci_class}")
+                self.m.notes.append(f"{where}: the RDMA function {bus} reads class 0x{pci_class} (as a sandbox shows a "
+                                    "NIC's function): read as the NIC's device, as NCCL reads it")
             netdevs: list[NicPort] = []
             for osdev in osdevs:
                 name = osdev.attrs.get("name")

@@ -47,6 +47,7 @@ def merge_into(base: Machine, other: Machine) -> None:
     base.listed |= other.listed
     base.problems.extend(other.problems)
     base.notes.extend(other.notes)
+    base.unknown_numa_cpu = base.unknown_numa_cpu or other.unknown_numa_cpu
     for numa, node in other.numa.items():
         mine = base.numa.get(numa)
         if mine is None:

@@ -141,6 +141,8 @@ class _Reader(ElementReader):
         parent = f"{NUMA_PREFIX}{numa}"
         if numa >= 0:
             self.m.numa[numa] = node
+        elif self.m.unknown_numa_cpu is None:
+            self.m.unknown_numa_cpu = node
         for child in e.children:
             if child.tag == "pci":
                 self.pci(child, parent)
@@ -170,9 +172,16 @@ class _Reader(ElementReader):
                     self.gpu(child, gpu)
                 else:
                     self.warn(child, f"<{child.tag}> beside a <gpu> is ignored", "I102")
-        elif ("nic" in kids and not bridge_class) or (pci_class.startswith("0x02") and not kids):
+        elif ("nic" in kids and (not bridge_class or kids == {"nic"})) or (pci_class.startswith("0x02") and not kids):
+            # NCCL reads a <pci> holding a <nic> as the NIC's own device, whatever its class: a
+            # sandbox (gVisor) shows an RDMA device's function as a host bridge (0x060000)
             fabric = "infiniband" if pci_class.startswith("0x0207") else "ethernet" if pci_class.startswith("0x02") else None
-            nic = Nic(bus, where, parent, bus, link, vendor, device, fabric=fabric)
+            if bridge_class:  # its ids and link are the bridge's the sandbox shows, not the NIC's
+                self.m.notes.append(f"{where}: the NIC {bus} reads PCI class {pci_class[:20]} (a bridge's), as a sandbox "
+                                    "shows a NIC's function; it holds only the <nic>, so it is the NIC's device, as NCCL reads it")
+                nic = Nic(bus, where, parent, bus, fabric=fabric, shown_as=pci_class[:20])
+            else:
+                nic = Nic(bus, where, parent, bus, link, vendor, device, fabric=fabric)
             self.m.nics[bus] = nic
             for child in e.children:
                 if child.tag == "nic":

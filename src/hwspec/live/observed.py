@@ -202,6 +202,10 @@ class Nic(PciNode):
     interfaces: list[str] = field(default_factory=list)
     """Network interface names (netdevs) of the function, when the input lists them."""
     numa: int | None = None
+    shown_as: str | None = None
+    """The PCI class the input shows the function as where it is not a NIC's (a sandbox such as
+    gVisor shows an RDMA device's function as a host bridge, 0x060000, with no link): the PCI ids
+    and link it gives are then not the NIC's."""
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,9 @@ class Machine:
     notes: list[str] = field(default_factory=list)
     """What a reader set aside that the draft should say in a `# note:` (an NVLink entry
     targeting its own GPU), each with its location."""
+    unknown_numa_cpu: NumaNode | None = None
+    """The first CPU an input gives without a NUMA node (NCCL's `<cpu numaid="-1">`): its identity
+    (arch, vendor, family, model) is still the node's CPU, which a draft of one socket names."""
     flat_buses: bool = False
     """The GPUs' bus ids come from an input without a PCIe tree (`nvidia-smi -q -x`): they
     identify the GPUs (diff matches them by bus id) but say nothing of the bridges above."""

@@ -354,6 +354,8 @@ class _Reader:
     def __init__(self, tree: Tree, machine: Machine):
         self.t, self.m = tree, machine
         self.rdma_functions: set[str] = set()
+        self.others: dict[str, tuple[str | None, str]] = {}
+        """Functions read as neither bridge, GPU, NIC nor NVSwitch: bus id -> (parent bridge, class)."""
 
     def run(self) -> None:
         self.numa_nodes()
@@ -478,6 +480,8 @@ class _Reader:
                                    fabric="infiniband" if pci_class == "0207" else "ethernet", numa=numa)
         elif pci_class == "0680" and vendor == "0x10de":
             self.m.nvswitches[bus] = where
+        else:
+            self.others[bus] = (parent, pci_class)
 
     def os_devices(self, bus: str) -> tuple[str, ...]:
         """`rsmi` for a function the amdgpu driver runs (ROCm computes on it), as hwloc names it."""
@@ -507,13 +511,32 @@ class _Reader:
 
     def rdma(self) -> None:
         for name in self.t.list(INFINIBAND, self.m):
-            nic = self.m.nics.get(self.function_of(f"{INFINIBAND}/{name}") or "")
+            bus = self.function_of(f"{INFINIBAND}/{name}") or ""
+            nic = self.m.nics.get(bus) or self.shown_as_other(name, bus)
             if nic is None:
                 continue  # a software RDMA device (rxe, siw): no PCI function
             self.rdma_functions.add(nic.key)
             for port in self.t.list(f"{INFINIBAND}/{name}/ports", self.m):
                 if is_decimal(port) and len(port) <= 3:
                     nic.ports.append(self.rdma_port(name, int(port)))
+
+    def shown_as_other(self, name: str, bus: str) -> Nic | None:
+        """The NIC of RDMA device `name` whose PCI function reads another class (a sandbox such as
+        gVisor shows it as a host bridge, 0x060000): an RDMA device is a NIC whatever its function's
+        class says, as NCCL takes it; its ids and link are left unknown (they are the bridge's).
+        The fabric is its first port's link layer. None for a function that is no PCI device here."""
+        if bus not in self.others:
+            return None
+        parent, pci_class = self.others.pop(bus)
+        layer = (self.t.read(f"{INFINIBAND}/{name}/ports/1/link_layer") or "").lower()
+        numa = self.numa_node(bus)
+        nic = Nic(bus, self.t.where(f"{PCI_DEVICES}/{bus}/class"), parent or f"{NUMA_PREFIX}{numa}", bus,
+                  fabric="infiniband" if layer == "infiniband" else "ethernet" if layer == "ethernet" else None,
+                  numa=numa, shown_as=f"0x{pci_class}")
+        self.m.nics[bus] = nic
+        self.m.notes.append(f"{nic.where}: the RDMA device {name} is on {bus}, whose class reads 0x{pci_class} (as a sandbox "
+                            "shows a NIC's function): read as the NIC's device, as NCCL reads it")
+        return nic
 
     def rdma_port(self, name: str, port: int) -> NicPort:
         rel = f"{INFINIBAND}/{name}/ports/{port}"

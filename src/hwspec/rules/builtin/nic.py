@@ -129,9 +129,36 @@ def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
         if backend is not None and nic.transport != backend.transport:
             yield ctx.finding(f"{nic.card_id}: transport {nic.transport}, but backend.transport is {backend.transport}",
                               at=(nic.id, "transport"), hint="backend NICs carry the backend transport")
-        if backend is not None and backend.gpudirect and nic.gpudirect is False:
+        if backend is not None and backend.gpudirect and nic.gpudirect is False and "gpudirect" not in nic.overridden:
             yield ctx.finding(f"{nic.card_id}: backend.gpudirect is declared, but {nic.part} does not support GPUDirect RDMA",
                               at=(nic.id, "part"), hint="use a GPUDirect-capable part, or do not declare backend.gpudirect")
+
+
+@rule("HW207", "gpudirect-agrees", severity="warning")
+def gpudirect_agrees(ctx: Context) -> Iterator[Finding]:
+    """A backend NIC port's stated GPUDirect support (its `gpudirect` override: the `gdr` the machine reports) agrees with the GPUs' (`backend.gpudirect`).
+
+    NCCL uses GPUDirect RDMA between a GPU and a NIC only where both its `<gpu gdr>` and its
+    `<net gdr>` say 1 (NVIDIA/nccl#2397: NICs reported with gdr 0 beside GPUs with gdr 1). Each is
+    written as stated, neither overriding the other; where they differ, the GPUs' traffic through
+    that port is staged in host memory, and this says so, naming both sides. A part that cannot do
+    GPUDirect at all under a declared `backend.gpudirect` is HW204's error.
+    """
+    p = ctx.platform
+    backend = p.backend
+    if backend is None or backend.gpudirect is None:
+        return  # no declaration, or `detect`: NCCL's detection decides both
+    gpus_gdr = int(bool(backend.gpudirect))
+    for nic in p.backend_nics:
+        if "gpudirect" not in nic.overridden or nic.gpudirect is None or int(nic.gpudirect) == gpus_gdr:
+            continue
+        name = nic.device or nic.interface or nic.id
+        gpus = id_list(nic.gpus) if nic.gpus else "the node's GPUs"
+        yield ctx.finding(f"{nic.id} ({name}) states gdr {int(nic.gpudirect)}, but backend.gpudirect gives {gpus} gdr "
+                          f"{gpus_gdr}: NCCL uses GPUDirect RDMA only where both say 1, so this port's GPU traffic "
+                          "goes through host memory", at=(nic.id, "override", "gpudirect"),
+                          hint="where the machine should use GPUDirect RDMA, load nvidia-peermem (or use DMA-BUF) and "
+                               "import again; else leave both as the machine reports them")
 
 
 @rule("HW205", "ingestion-nic-placement")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from hwspec.formats.nccl_tree import collective_library, left_to_detection
+from hwspec.formats.nccl_tree import collective_library, cpu_attached, left_to_detection
 from hwspec.formats.transports import interface_use
 from hwspec.model.node import UNKNOWN_PART, Platform
 from hwspec.rules import Context, Finding, rule
@@ -106,7 +106,7 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
                                    "or give 'gpudirect:' under 'override:' (NCCL's log says whether it uses GPU Direct RDMA)", ()))
         if nic.interface is None and interface_use(nic.transport, nic.role) == "socket":
             facts.append(_INTERFACE)
-        facts += _pcie_facts(nic, nic.id in link_known, topology=not left_to_detection(nic))
+        facts += _pcie_facts(nic, nic.id in link_known, topology=not (left_to_detection(nic) or cpu_attached(nic)))
         if facts:
             yield nic.id, facts
     devices = {d.id for d in (*p.gpus, *p.nics)}
