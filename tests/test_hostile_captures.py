@@ -2,7 +2,8 @@
 handles its check opened (a directory swapped for a link is refused, never followed), a FIFO or
 device node is refused by its type without being opened, an output name past the file system's
 limit is a clear error, a killed capture's staging copy is removed by the next one, and a tree
-past the 50,000-file limit is refused when its PCI directory is listed."""
+past the 50,000-file limit is refused when its PCI directory is listed, or when its functions'
+directories are (before their files are read)."""
 
 from __future__ import annotations
 

@@ -118,7 +118,11 @@ class Tree:
     With `record`, every directory listed, link followed and file read is kept (`dirs`,
     `links`, `files`), so that `hwspec capture` saves exactly what was read; with `max_files`,
     recording stops with a TreeError once more files and links would be kept than that (a
-    directory whose entries each cost `each` of them is refused as soon as it is listed)."""
+    directory whose entries each cost `each` of them is refused as soon as it is listed, and
+    the reader counts what it will read with `count_present` before reading it).
+
+    A component already opened as a directory (its handle held) is walked through that handle
+    without asking again whether it is a link: what is read under it is read through it."""
 
     root: Path
     record: bool = False
