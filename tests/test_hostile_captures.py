@@ -2,7 +2,8 @@
 handles its check opened (a directory swapped for a link is refused, never followed), a FIFO or
 device node is refused by its type without being opened, an output name past the file system's
 limit is a clear error, a killed capture's staging copy is removed by the next one, and a tree
-past the 50,000-file limit is refused when its PCI directory is listed."""
+past the 50,000-file limit is refused when its PCI directory is listed, or when its functions'
+directories are (before their files are read)."""
 
 from __future__ import annotations
 
@@ -166,3 +167,42 @@ def test_a_tree_past_the_file_limit_is_refused_when_its_pci_directory_is_listed(
             f"more than the {MAX_CAPTURE_FILES} files a capture holds") in out
     assert elapsed < 5  # refused at the listing (well under a second unloaded), not after reading every function
     assert not (tmp_path / "cap").exists()
+
+
+def _add_functions(tree: Path, count: int) -> None:
+    """`count` NIC functions under a host bridge of their own, each with the six attributes the
+    reader reads of every function (as benchmarks/capture_limit.py writes them)."""
+    devices, host = tree / "sys/bus/pci/devices", tree / "sys/devices/pci0001:00"
+    for index in range(count):
+        name = f"0001:00:{index // 8:02x}.{index % 8}"
+        (host / name).mkdir(parents=True)
+        for attribute, text in (("class", "0x020000"), ("vendor", "0x15b3"), ("device", "0x101b"), ("numa_node", "0"),
+                                ("current_link_speed", "16.0 GT/s PCIe"), ("current_link_width", "16")):
+            (host / name / attribute).write_text(text + "\n")
+        (devices / name).symlink_to(f"../../../devices/pci0001:00/{name}")
+
+
+def test_a_tree_whose_functions_hold_more_than_the_file_limit_is_refused_before_their_files_are_read(tmp_path, monkeypatch):
+    """A tree just under the listing's refusal (2 files a function) whose functions hold more
+    files than the limit: counted from one listing of each function's directory, and refused
+    before any function's class is read (25,000 such functions read 50,000 files first)."""
+    tree = good_copy(tmp_path)
+    _add_functions(tree, 40)
+    monkeypatch.setattr(capture_module, "MAX_CAPTURE_FILES", 124)  # what the good tree alone keeps
+    read = read_live(tree, record=True)
+    # before the PCI functions 5 files (NUMA nodes, cpuinfo); the good tree's 12 functions 84
+    # (each its link and six attributes); each added one 7: the 6th added makes 131
+    assert [(d.file, d.message) for d in read.machine.problems if d.severity.label == "error"] == [
+        (f"{tree}/sys/bus/pci/devices", "its first 18 PCI functions hold 131 files and links to read: "
+         "more than the 124 files a capture holds")]
+    assert not [rel for rel in read.tree.files if rel.endswith("/class")]
+
+
+def test_a_tree_whose_functions_are_counted_and_fit_the_file_limit_is_captured_whole(tmp_path, capsys, monkeypatch):
+    """The count is a floor of what is read: a tree that fits exactly is not refused by it."""
+    monkeypatch.setattr(capture_module, "MAX_CAPTURE_FILES", 124)  # 12 functions of up to 16 files: counted
+    monkeypatch.chdir(tmp_path)
+    status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+    assert status == 0
+    read = read_live(tmp_path / "cap", record=True)
+    assert read.tree.kept() == 124

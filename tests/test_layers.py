@@ -12,7 +12,10 @@ a function or method, under `try`. Two kinds are left out:
   own subpackage that way, and `hwspec.live.inputs` its parsers.
 
 `from package import name` is an import of the module `package.name` when there is one, else
-of `package`. Then (a) the import graph has no cycle, and (b) every import goes to a module of
+of `package`. A name the package exports lazily (`_EXPORTS` in hwspec/__init__.py, imported by
+its `__getattr__` on first use) is an import of the module that defines it, wherever it is taken:
+`from hwspec import run_rules`, `from hwspec import *`, and `hwspec.run_rules` (or
+`getattr(hwspec, "run_rules")`) in a module that imports `hwspec` under any name. Then (a) the import graph has no cycle, and (b) every import goes to a module of
 the importer's own subpackage (top-level name) or to one of a lower layer in LAYERS.
 """
 
@@ -50,9 +53,9 @@ LAYERS: list[tuple[str, ...]] = [
 """The layers, lowest first, by top-level name under hwspec/. A module imports from its own
 subpackage or from a lower layer; names that share a layer do not import each other."""
 
-def module_name(path: Path) -> str:
+def module_name(path: Path, package: Path = PACKAGE) -> str:
     """`hwspec.model.node` for src/hwspec/model/node.py, `hwspec.model` for its __init__.py."""
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -61,11 +64,29 @@ def is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[tuple[str, str, int]]:
+def lazy_exports(package: Path) -> dict[str, str]:
+    """The names `package`'s __init__.py exports lazily: its `_EXPORTS` dict literal of
+    name -> the module that defines it (read with `ast`, nothing imported)."""
+    for node in ast.parse((package / "__init__.py").read_text(encoding="utf-8")).body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
+            exports = ast.literal_eval(node.value) if node.value is not None else None
+            assert isinstance(exports, dict), f"{package}/__init__.py: _EXPORTS is not a dict literal"
+            return exports
+    return {}
+
+
+def imported_names(tree: ast.AST, module: str, is_package: bool,
+                   exports: dict[str, str] | None = None, root: str = "hwspec") -> list[tuple[str, str, int]]:
     """(dotted name, the package it is from or "", line) of everything `tree` imports, anywhere
-    but under `if TYPE_CHECKING:`; relative imports resolved against `module`."""
+    but under `if TYPE_CHECKING:`; relative imports resolved against `module`. A name of
+    `exports` (the lazy exports of package `root`) taken from `root` is an import of the module
+    that defines it (the module docstring)."""
+    exports = exports or {}
     found: list[tuple[str, str, int]] = []
     package = module if is_package else module.rpartition(".")[0]
+    aliases: set[str] = set()  # names `root` itself is bound to in this module
+    uses: list[tuple[str, int]] = []  # (name, line) of every `alias.name` and getattr(alias, "name")
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and is_type_checking(node.test):
@@ -74,31 +95,52 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[tuple[s
             return
         if isinstance(node, ast.Import):
             found.extend((alias.name, "", node.lineno) for alias in node.names)
+            aliases.update(alias.asname or root for alias in node.names
+                           if alias.name.partition(".")[0] == root and (alias.asname is None or alias.name == root))
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[:len(package.split(".")) - (node.level - 1)]
                 base = ".".join(anchor + ([node.module] if node.module else []))
-            found.extend((f"{base}.{alias.name}", base, node.lineno) for alias in node.names)
+            for alias in node.names:
+                if base == root and alias.name == "*":
+                    found.extend((target, "", node.lineno) for target in sorted(set(exports.values())))
+                elif base == root and alias.name in exports:
+                    found.append((exports[alias.name], "", node.lineno))
+                else:
+                    found.append((f"{base}.{alias.name}", base, node.lineno))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            uses.append((f"{node.value.id}.{node.attr}", node.lineno))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+              and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            uses.append((f"{node.args[0].id}.{node.args[1].value}", node.lineno))
         for child in ast.iter_child_nodes(node):
             visit(child)
 
     visit(tree)
+    for use, line in uses:
+        alias, _, name = use.partition(".")
+        if alias in aliases and name in exports:
+            found.append((exports[name], "", line))
     return found
 
 
-def import_graph() -> nx.DiGraph:
-    """Modules of hwspec and the imports between them; each edge carries the importing `line`."""
-    files = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+def import_graph(package: Path = PACKAGE) -> nx.DiGraph:
+    """Modules of the package at `package` (hwspec) and the imports between them, a lazy
+    export's through the module that defines it; each edge carries the importing `line`."""
+    files = {module_name(path, package): path for path in sorted(package.rglob("*.py"))}
     modules = set(files)
+    exports = lazy_exports(package)
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for module in sorted(modules):
         path = files[module]
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for name, package, line in imported_names(tree, module, path.name == "__init__.py"):
-            if name not in files and package:
-                name = package  # `from package import name`, name not a module of its own
+        for name, package_name, line in imported_names(tree, module, path.name == "__init__.py", exports, package.name):
+            package_of = package_name
+            if name not in files and package_of:
+                name = package_of  # `from package import name`, name not a module of its own
             while name and name not in files:
                 name = name.rpartition(".")[0]  # `import a.b.c` of a module a.b: a.b
             if name and name != module and name in modules and not graph.has_edge(module, name):
@@ -141,7 +183,8 @@ def test_the_import_graph_has_no_cycle(graph: nx.DiGraph) -> None:
     assert not cycles, "import cycles (imports inside functions count):\n  " + "\n  ".join(cycles)
 
 
-def test_every_import_goes_to_its_own_subpackage_or_a_lower_layer(graph: nx.DiGraph) -> None:
+def upward_imports(graph: nx.DiGraph) -> list[str]:
+    """Each import of `graph` to a module of the importer's own layer or a higher one."""
     wrong = []
     for module, target, data in sorted(graph.edges(data=True)):
         mine, theirs = top_level(module), top_level(target)
@@ -150,7 +193,52 @@ def test_every_import_goes_to_its_own_subpackage_or_a_lower_layer(graph: nx.DiGr
         if RANK[theirs] >= RANK[mine]:
             wrong.append(f"{module} (line {data['line']}) imports {target}: "
                          f"layer {RANK[mine]} ({mine or 'hwspec'}) may not import layer {RANK[theirs]} ({theirs or 'hwspec'})")
+    return wrong
+
+
+def test_every_import_goes_to_its_own_subpackage_or_a_lower_layer(graph: nx.DiGraph) -> None:
+    wrong = upward_imports(graph)
     assert not wrong, "imports against the layer order:\n  " + "\n  ".join(wrong)
+
+
+def test_the_package_s_lazy_exports_are_read() -> None:
+    """What the planted package below relies on, of the real one."""
+    assert lazy_exports(PACKAGE)["run_rules"] == "hwspec.rules.engine"
+
+
+PLANTED_INIT = '''
+import importlib
+_EXPORTS: dict[str, str] = {"run_rules": "hwspec.rules.engine", "Location": "hwspec.diagnostics.diagnostic"}
+def __getattr__(name):
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+'''
+PLANTED = {
+    "diagnostics/by_attribute.py": "import hwspec\n\ndef later(ctx):\n    return hwspec.run_rules(ctx)\n",
+    "diagnostics/by_alias.py": "import hwspec.text as text\nimport hwspec as h\n\nX = getattr(h, 'run_rules')\n",
+    "diagnostics/by_name.py": "def later():\n    from hwspec import Location, run_rules\n    return run_rules\n",
+    "diagnostics/by_star.py": "from hwspec import *  # noqa\n",
+    "diagnostics/by_relative.py": "from .. import run_rules\n",
+    "model/fine.py": "import hwspec\nfrom hwspec import Location\n\nWHERE = hwspec.Location\n",
+}
+
+
+def test_an_upward_import_through_a_lazy_export_is_against_the_layer_order(tmp_path: Path) -> None:
+    """A low layer taking a higher layer's name from the package's lazy exports loads that layer
+    as surely as importing it: each way of taking it is judged by the defining module's layer
+    (a package planted with one of each, and one lawful use of a lower layer's export)."""
+    package = tmp_path / "hwspec"
+    for rel in ["__init__.py", "text.py", "diagnostics/__init__.py", "diagnostics/diagnostic.py", "model/__init__.py",
+                "rules/__init__.py", "rules/engine.py", *PLANTED]:
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text(PLANTED_INIT if rel == "__init__.py" else PLANTED.get(rel, ""), encoding="utf-8")
+    rules = "layer 1 (diagnostics) may not import layer 7 (rules)"
+    assert upward_imports(import_graph(package)) == [
+        f"hwspec.diagnostics.by_alias (line 4) imports hwspec.rules.engine: {rules}",
+        f"hwspec.diagnostics.by_attribute (line 4) imports hwspec.rules.engine: {rules}",
+        f"hwspec.diagnostics.by_name (line 2) imports hwspec.rules.engine: {rules}",
+        f"hwspec.diagnostics.by_relative (line 1) imports hwspec.rules.engine: {rules}",
+        f"hwspec.diagnostics.by_star (line 1) imports hwspec.rules.engine: {rules}",
+    ]
 
 
 # ---------------------------------------------------------------- what a command loads

@@ -77,6 +77,12 @@ BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 NUMA_DIR = re.compile(r"node(\d{1,5})")
 RATE = re.compile(r"(\d{1,6}(?:\.\d{1,3})?) Gb/sec")
 """An RDMA port's rate, `200 Gb/sec (4X HDR)`."""
+FILES_OF_EVERY_FUNCTION = frozenset({"class", "vendor", "device", "numa_node", "current_link_speed",
+                                     "current_link_width", "driver"})
+"""What the reader reads of every PCI function, whatever its class (`driver`: a link)."""
+MOST_FILES_OF_A_FUNCTION = 16
+"""The files and links one function's reading keeps, at most, links within its path aside: its
+link, those above, max link speed and width, subsystem ids, local_cpulist, product_name."""
 PCI_DEVICES, INFINIBAND, NET, NODES, CPUINFO = (
     "sys/bus/pci/devices", "sys/class/infiniband", "sys/class/net", "sys/devices/system/node", "proc/cpuinfo")
 
@@ -112,7 +118,11 @@ class Tree:
     With `record`, every directory listed, link followed and file read is kept (`dirs`,
     `links`, `files`), so that `hwspec capture` saves exactly what was read; with `max_files`,
     recording stops with a TreeError once more files and links would be kept than that (a
-    directory whose entries each cost `each` of them is refused as soon as it is listed)."""
+    directory whose entries each cost `each` of them is refused as soon as it is listed, and
+    the reader counts what it will read with `count_present` before reading it).
+
+    A component already opened as a directory (its handle held) is walked through that handle
+    without asking again whether it is a link: what is read under it is read through it."""
 
     root: Path
     record: bool = False
@@ -194,6 +204,9 @@ class Tree:
                 resolved.pop()
                 continue
             candidate = "/".join([*resolved, part])
+            if candidate in self._fds:  # opened as a directory, without following: not a link, and read through that handle
+                resolved.append(part)
+                continue
             try:
                 target = os.readlink(part, dir_fd=self._dir_fd("/".join(resolved)))
             except OSError as exc:
@@ -317,6 +330,22 @@ class Tree:
         return kept
 
 
+    def kept(self) -> int:
+        """The files and links recorded so far (what `max_files` bounds)."""
+        return len(self.files) + len(self.links)
+
+    def count_present(self, path: str, names: frozenset[str]) -> int:
+        """How many of `names` resolved directory `path` holds as a regular file or a link (the
+        entry's type from its listing, nothing opened): files a reader asking for them keeps,
+        at least (a link keeps its target too; another type is refused when it is read)."""
+        try:
+            with os.scandir(self._dir_fd(path)) as entries:
+                present = [entry for entry in entries if entry.name in names]
+            return sum(1 for entry in present if entry.is_file(follow_symlinks=False) or entry.is_symlink())
+        except OSError:
+            return 0  # absent or unreadable: reading it says so
+
+
 def read_sysfs(root: Path, tree: Tree | None = None) -> Machine:
     """The machine whose sysfs and procfs are under `root` (see the module docstring). Problems
     are in `.problems`: an unusable tree is an I100/I101 error and an otherwise empty machine."""
@@ -419,8 +448,15 @@ class _Reader:
     # ------------------------------------------------------------ PCI
 
     def pci(self) -> None:
-        functions = []
-        for name in self.t.list(PCI_DEVICES, self.m, each=2):  # its link and its class, read for every function
+        names = self.t.list(PCI_DEVICES, self.m, each=2)  # its link and its class, read for every function
+        # A capture that may pass its file limit counts, from one listing of each function's
+        # directory, the files every function's reading keeps, and is refused as soon as they
+        # are more than the limit, before any is read (a tree of 25,000 functions, just under
+        # the listing's refusal, read 50,000 files first).
+        limit = self.t.max_files if self.t.record else None
+        counting = limit is not None and len(names) * MOST_FILES_OF_A_FUNCTION > limit - self.t.kept()
+        located, counted = [], 0
+        for name in names:
             if not BUS_ID.fullmatch(name):
                 self.m.problem(self.t.where(PCI_DEVICES), Severity.WARNING, "I103", f"{name} is not a PCI bus id: left out")
                 continue
@@ -430,6 +466,15 @@ class _Reader:
                 self.m.problem(self.t.where(f"{PCI_DEVICES}/{name}"), Severity.WARNING, "I103",
                                f"{name} links to {path}, not to its PCI function: left out")
                 continue
+            located.append((name, chain))
+            if counting:
+                counted += self.t.count_present(path, FILES_OF_EVERY_FUNCTION)
+                if limit is not None and self.t.kept() + counted > limit:
+                    raise TreeError(self.t.where(PCI_DEVICES), f"its first {len(located)} PCI functions hold "
+                                    f"{self.t.kept() + counted} files and links to read: more than the {limit} files "
+                                    "a capture holds")
+        functions = []
+        for name, chain in located:
             pci_class = (self.t.read(f"{PCI_DEVICES}/{name}/class") or "")[2:6].lower()
             functions.append((name, chain[:-1], pci_class))
         bridges = {name for name, _, pci_class in functions if pci_class == "0604"}
