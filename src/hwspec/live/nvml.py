@@ -63,6 +63,8 @@ class GpuFabricInfo(ctypes.Structure):
 
     _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_int), ("cliqueId", ctypes.c_uint),
                 ("state", ctypes.c_ubyte)]
+
+
 NOT_PRESENT = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_INVALID_ARGUMENT")
 """What NVML answers for a link number the GPU does not have."""
 
@@ -119,8 +121,12 @@ def query() -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def _why(exc: BaseException) -> str:
-    """An exception in one short line: its class and message, printable and bounded."""
-    text = " ".join(str(exc).split())[:200]
+    """An exception in one short line: its class and message, printable and bounded (an
+    NVMLError's message asks the library, which may fail in turn: then the class alone)."""
+    try:
+        text = " ".join(str(exc).split())[:200]
+    except Exception:
+        text = ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
