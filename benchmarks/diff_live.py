@@ -36,7 +36,8 @@ HEAVY = ("jinja2", "networkx", "hwspec.perf", "hwspec.generate.engine", "matplot
 FLOOR = "import sys, yaml; yaml.load(open(sys.argv[1], 'rb').read(), Loader=yaml.CSafeLoader)"
 STAND_IN = ("import sys; from pathlib import Path; import pynvml; from tests.nvml_library import FakeNvmlLibrary, answers_of, installed; "
             "installed(pynvml, FakeNvmlLibrary(answers_of(Path(sys.argv[2])))).__enter__(); ")
-NVML_FLOOR = STAND_IN + FLOOR.removeprefix("import sys, yaml; ").join(["import yaml; ", "; pynvml.nvmlInit(); pynvml.nvmlShutdown()"])
+NVML_FLOOR = STAND_IN + ("import yaml; yaml.load(open(sys.argv[1], 'rb').read(), Loader=yaml.CSafeLoader); "
+                         "pynvml.nvmlInit(); pynvml.nvmlShutdown()")
 NVML_DIFF = STAND_IN + ("from hwspec.live import capture; capture.is_live_root = lambda root: True; "
                         "from hwspec.cli.commands import run_command; "
                         "sys.argv = ['hwspec', 'diff', sys.argv[1], '--sysfs-root', sys.argv[2]]; run_command()")
