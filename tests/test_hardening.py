@@ -225,10 +225,10 @@ def test_unit_parser_is_linear_in_blanks(text):
 
     from hwspec.spec.units import UnitError, parse_byte_rate
 
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(UnitError) as error:
         parse_byte_rate(text)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
     assert len(str(error.value)) < 400, "a 200 KB value is not echoed"
 
 

@@ -159,9 +159,9 @@ def test_a_tree_past_the_file_limit_is_refused_when_its_pci_directory_is_listed(
     for index in range(count):
         os.symlink("../../../devices/none", devices / f"0001:{index // 256 % 256:02x}:{index % 32:02x}.{index % 8}{index}")
     monkeypatch.chdir(tmp_path)
-    started = time.monotonic()
+    started = time.process_time()
     status, out = run(capsys, "capture", "--sysfs-root", tree, "cap")
-    elapsed = time.monotonic() - started
+    elapsed = time.process_time() - started
     assert status == 2
     assert (f"tree/sys/bus/pci/devices:1:1: error[I101 input-syntax]: {MAX_CAPTURE_FILES // 2 + 1} entries of 2 files or more each: "
             f"more than the {MAX_CAPTURE_FILES} files a capture holds") in out

@@ -397,9 +397,9 @@ def test_fold_is_linear_on_irregular_lists():
     rng = random.Random(1)
     entries = [{"id": f"nic{i}", "device": f"mlx5_{rng.randint(0, 999)}", "pcie": {"bus": f"0000:{rng.randint(0, 255):02x}:00.0"}}
                for i in range(2000)]
-    start = time.perf_counter()
+    start = time.process_time()
     folded = fold(entries)
-    assert time.perf_counter() - start < 20
+    assert time.process_time() - start < 20
     assert sum(len(range(*map(int, ("0", e["repeat"]["i"].split("..")[1])))) + 1 if "repeat" in e else 1 for e in folded) == 2000
 
 

@@ -205,9 +205,9 @@ def test_duplicate_merge_key_and_bad_merge_value():
 
 
 def test_billion_laughs_is_refused_quickly():
-    start = time.perf_counter()
+    start = time.process_time()
     message = errors(Path("billion_laughs.yaml"))
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert message == (
         "billion_laughs.yaml:7:4: error[E105]: anchors and aliases expand to more than 100000 nodes\n"
         "  hint: a platform file this large is almost certainly a mistake (or a 'billion laughs' document)"
@@ -227,9 +227,9 @@ def test_recursive_alias():
     ("a:\n  " + "- " * 100_000 + "x\n", "2:129"),  # the 64th "-"
 ], ids=["flow-lists", "flow-mappings", "block-lists"])
 def test_deep_nesting_is_refused_without_a_traceback(text, where):
-    start = time.perf_counter()
+    start = time.process_time()
     assert errors(text) == f"p.yaml:{where}: error[E106]: nesting is deeper than 64 levels"
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
 
 
 def test_nesting_limit_is_exact_and_counts_alias_expansion():
