@@ -1,4 +1,5 @@
-"""The code registry: `Code` members are the code texts, and the source names them, never the text."""
+"""The code registry: `Code` members are the code texts (E, and the live checks' D and I codes), and
+the source names them, never the text."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from hwspec.diagnostics.codes import lookup
 from hwspec.diagnostics.report import render
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "hwspec"
-CODE_TEXT = re.compile(r"E[0-9]{3}")
-TAG = re.compile(r"\[E[0-9]{3}\]")  # error[E902], as a message prints it
+CODE_TEXT = re.compile(r"[EDI][0-9]{3}")
+TAG = re.compile(r"\[[EDI][0-9]{3}[] ]")  # error[E902], error[D105 pcie-link], as a message prints them
 
 
 def code_texts(source: str) -> list[str]:
-    """The code texts `source` writes as values: a string that is a code ("E105"), or a report
-    tag inside a string or f-string ("error[E901]"). Prose that mentions a code (a docstring's
+    """The code texts `source` writes as values: a string that is a code ("E105", "D105",
+    "I101"), or a report tag inside a string or f-string ("error[E901]", "error[I101 input-syntax]"). Prose that mentions a code (a docstring's
     "reported as E900", a help text) is not one."""
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -37,8 +38,13 @@ def f(exc, d):
     other = 'E902' if exc else "E901"
     print(f"hwspec: error[E902]: {exc}")
     return d.code in {"E100", " E101 "}, "a rule that raises is reported as E900"
+def g(machine, where):
+    """An I101 when the input is not XML; D105 is diff's."""
+    machine.problem(where, "I101", "not XML")
+    drift = ("D105", "pcie-link")
+    return f"error[D113 nvlink-clique]: {drift}", "I103 is a warning", "D1xx"
 '''
-    assert sorted(code_texts(source)) == [" E101 ", "E100", "E105", "E901", "E902", "[E902]"]
+    assert sorted(code_texts(source)) == [" E101 ", "D105", "E100", "E105", "E901", "E902", "I101", "[D113 ", "[E902]"]
 
 
 def test_no_code_text_outside_the_registry():
@@ -62,6 +68,16 @@ def test_a_member_is_its_code_text():
     assert (Code.DUPLICATE_KEY.summary, Code.NON_STRING_KEY.summary) == ("duplicate key", "non-string key")
     assert len({code.value for code in Code}) == len(Code) and all(CODE_TEXT.fullmatch(code) for code in Code)
     assert all(code.summary and code.doc.endswith(".") for code in Code)
+
+
+def test_a_live_code_prints_its_summary_as_a_rule_prints_its_name():
+    """The drift (D) and input (I) codes are printed with their short name, the E codes without."""
+    assert (Code.PCIE_LINK, Code.PCIE_LINK.printed_name) == ("D105", "pcie-link")
+    assert (Code.INPUT_SYNTAX, Code.INPUT_SYNTAX.printed_name) == ("I101", "input-syntax")
+    assert Code.DUPLICATE_KEY.printed_name == ""
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code.printed_name) for code in Code if code[0] in "DI")
+    found = Diagnostic("p.yaml", 70, 11, Severity.ERROR, Code.PCIE_LINK, "gpu3: narrower", name=Code.PCIE_LINK.printed_name)
+    assert found.format() == "p.yaml:70:11: error[D105 pcie-link]: gpu3: narrower"
 
 
 def test_lookup_takes_any_case_and_refuses_what_is_not_a_code():

@@ -279,7 +279,11 @@ def code_reference() -> str:
         "Every code hwspec reports besides rule findings (`HW...`, see [Rules](rules.md)), generated",
         "from the code registry when the site is built; `hwspec explain CODE` prints one.",
         "E100-E108 mean a file could not be read or parsed (exit 2, as do E301, E302, E901, E902 and E903);",
-        "the others are error findings (exit 1).",
+        "the other E codes are error findings (exit 1).",
+        "The live checks' codes follow: D101-D114, a machine (`hwspec diff`) or a fleet (`hwspec fleet-report`)",
+        "that differs from its platform file (exit 1), and I100-I104, problems in the inputs of `import` and",
+        "`diff` (I100 and I101 make an input unusable, exit 2). A report prints their summary beside them,",
+        f"as it prints a rule's name: `error[{Code.PCIE_LINK} {Code.PCIE_LINK.printed_name}]`.",
         "",
     ]
     for code in Code:

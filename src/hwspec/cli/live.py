@@ -78,14 +78,14 @@ def run_capture(args: argparse.Namespace) -> int:
 
 def _read_live(args: argparse.Namespace):
     """The machine `--live`/`--sysfs-root` reads, with the usage problems of the command line."""
-    from hwspec.diagnostics import Diagnostic, Severity
+    from hwspec.diagnostics import Code, Location, Severity
     from hwspec.live.capture import read_live
     from hwspec.live.observed import Machine
 
     if args.inputs:
         machine = Machine()
-        machine.problems.append(Diagnostic("<command line>", 1, 1, Severity.ERROR, "I100",
-                                           "--live reads this machine: give LIVE files or --live, not both", name="input-unreadable"))
+        machine.problem(Location("<command line>", 1), Severity.ERROR, Code.INPUT_UNREADABLE,
+                        "--live reads this machine: give LIVE files or --live, not both")
         return machine
     root = args.sysfs_root or Path("/")
     read = read_live(root)
@@ -129,7 +129,7 @@ def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: in
     included (exit status 2); the other formats write the diagnostics only where a comparison
     or the inputs produced them (`platform` given). The json report's `fabric` is `_node_fabric`'s."""
     from hwspec.diagnostics import report
-    from hwspec.live.diff import CHECKS
+    from hwspec.live.diff import DIFF_CODES
 
     if args.format in ("json", "prometheus"):
         from hwspec.live.health import node_name, with_devices
@@ -143,12 +143,12 @@ def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: in
         else:
             sys.stdout.write(report.prometheus(findings, node, spec, exit_code))
     elif platform is not None:
-        sys.stdout.write(report.render(diagnostics, args.format, CHECKS.values()))
+        sys.stdout.write(report.render(diagnostics, args.format, codes=DIFF_CODES))
     return exit_code
 
 
 def _read(args: argparse.Namespace):
-    from hwspec.diagnostics import Diagnostic, Severity
+    from hwspec.diagnostics import Code, Location, Severity
     from hwspec.live.merge import read_inputs
     from hwspec.live.observed import FATAL_INPUT_CODES
 
@@ -157,16 +157,16 @@ def _read(args: argparse.Namespace):
     elif not args.inputs:
         from hwspec.live.observed import Machine
 
-        machine = Machine(problems=[Diagnostic("<command line>", 1, 1, Severity.ERROR, "I100",
-                                               "nothing to read: give LIVE files, or --live", name="input-unreadable")])
+        machine = Machine()
+        machine.problem(Location("<command line>", 1), Severity.ERROR, Code.INPUT_UNREADABLE, "nothing to read: give LIVE files, or --live")
     else:
         machine = read_inputs(args.inputs, args.input_format)
     fatal = any(d.code in FATAL_INPUT_CODES for d in machine.problems)
     if not fatal and not machine.gpus and not machine.nics and not machine.numa:
         from hwspec.diagnostics import display_path
 
-        machine.problems.append(Diagnostic(display_path(Path(args.inputs[0])), 1, 1, Severity.ERROR, "I101",
-                                           "the inputs describe no NUMA node, GPU or NIC", name="input-syntax"))
+        machine.problem(Location(display_path(Path(args.inputs[0])), 1), Severity.ERROR, Code.INPUT_SYNTAX,
+                        "the inputs describe no NUMA node, GPU or NIC")
         fatal = True
     return machine, fatal
 

@@ -10,6 +10,11 @@ code text is written anywhere else.
 Exit status by code: E100-E108 mean the file could not be read or parsed (exit 2, as do the
 usage errors E301 and E302, the generation codes E901-E902 and an internal error, E903); the others, E900 among them,
 are error findings (exit 1).
+
+The live checks' codes are members too: D101-D114, a live machine (or a fleet) that differs from
+its platform file (drift, exit 1), and I100-I104, problems in the inputs `import` and `diff`
+read (I100 and I101 make an input unusable, exit 2). Their summary is the short name a report
+prints beside the code, as it prints a rule's name (`error[D105 pcie-link]`): `printed_name`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,12 @@ class Code(enum.StrEnum):
         member.summary = summary
         member.doc = doc
         return member
+
+    @property
+    def printed_name(self) -> str:
+        """What a report prints beside the code text: a live check's summary, its short name
+        (`error[D105 pcie-link]`, `error[I101 input-syntax]`); nothing for the others (`error[E107]`)."""
+        return self.summary if self.value[0] in LIVE_CODE_LETTERS else ""
 
     # reading and YAML (hwspec.source.loader)
     CANNOT_READ_FILE = ("E100", "cannot read the file",
@@ -113,7 +124,40 @@ class Code(enum.StrEnum):
         "could not check (exit 2, never a finding: a health check does not drain the node on it), `diff`'s json and "
         "prometheus reports say `unchecked`, and one line names the command and the exception. Run it again with "
         "HWSPEC_DEBUG=1 for the traceback, and report it.")
+    # a live machine against its platform file (hwspec.live.diff), a fleet against its cluster (hwspec.live.cliques)
+    MISSING_DEVICE = ("D101", "missing-device", "A socket, GPU or NIC of the spec is not in the machine.")
+    EXTRA_DEVICE = ("D102", "extra-device", "The machine has a NUMA node, GPU or NIC the spec does not describe.")
+    DEVICE_PLACEMENT = ("D103", "device-placement", "A device sits under another chain of PCIe bridges (or socket) than the spec says.")
+    NUMA_NODE = ("D104", "numa-node", "A device is on a different NUMA node than the spec says.")
+    PCIE_LINK = ("D105", "pcie-link", "A PCIe link trained slower or narrower than the spec's link.")
+    NVLINK_COUNT = ("D106", "nvlink-count", "Fewer NVLinks between two GPUs (or to the NVSwitches) than the spec says.")
+    NIC_GPU_SWITCH = ("D107", "nic-gpu-switch", "A backend NIC is not under its GPU's PCIe switch.")
+    CPU_LIST = ("D108", "cpu-list", "A NUMA node's CPU list differs from the spec.")
+    GPUDIRECT = ("D109", "gpudirect", "The spec declares GPUDirect RDMA but the machine cannot do it.")
+    NIC_IDENTITY = ("D110", "nic-identity", "A NIC's name or speed differs from the spec.")
+    DEVICE_MODEL = ("D111", "device-model", "A device's PCI vendor/device id is not its part's.")
+    NIC_PORT = ("D112", "nic-port", "A NIC's port is missing or not up (the inputs list every port: sysfs).")
+    NVLINK_CLIQUE = ("D113", "nvlink-clique", "A GPU is in another NVLink domain or clique than the node's other GPUs, its fabric "
+        "registration is not Completed, or a multi-node NVLink tray shows no NVLink domain at all.")
+    NVLINK_DOMAIN_CLIQUE = ("D114", "nvlink-domain-clique", "`hwspec fleet-report --cluster`: the nodes of one NVLink domain of "
+        "the cluster file are in more than one NVLink clique, or one clique holds nodes of two domains (reported at the "
+        "cluster's `nvlink_domain`, with each clique's hostlist).")
+    # the inputs of `hwspec import` and `hwspec diff` (hwspec.live)
+    INPUT_UNREADABLE = ("I100", "input-unreadable", "An input cannot be read: no such file, not readable, larger than "
+        "32 MiB, a capture too large or that cannot be written. The input is unusable (exit 2).")
+    INPUT_SYNTAX = ("I101", "input-syntax", "An input is not in its format: not well-formed XML (entity declarations are "
+        "refused), not `nvidia-smi topo -m` or `nvidia-smi nvlink` output, not NVML's answers as `hwspec capture` saves them, a "
+        "sysfs tree that leaves its root, or more GPUs or NICs than one node has. The input is unusable (exit 2).")
+    INPUT_IGNORED = ("I102", "input-ignored", "An element of an NCCL topology dump that hwspec does not describe is ignored "
+        "(a warning).")
+    INPUT_VALUE = ("I103", "input-value", "A value in an input cannot be read (a CPU list, a bus id, a path type, a link "
+        "number) and is left out (a warning).")
+    INPUT_CONTRADICTION = ("I104", "input-contradiction", "Two inputs (or two places of one) say different things of one "
+        "device: a bus id or NUMA node listed twice, NVLink counts that differ; the first is kept (a warning).")
 
+
+LIVE_CODE_LETTERS = "DI"
+"""The first letter of the live checks' codes, whose summary a report prints beside them."""
 
 _BY_TEXT = {code.value: code for code in Code}
 

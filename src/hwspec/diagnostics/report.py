@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from hwspec import __version__
-from hwspec.diagnostics import Diagnostic, Severity, real_path
+from hwspec.diagnostics import Code, Diagnostic, Severity, real_path
 from hwspec.text import visible
 
 FORMATS = ("text", "json", "github", "sarif")
@@ -28,8 +28,9 @@ def escalate(diagnostics: Iterable[Diagnostic], werror: bool) -> list[Diagnostic
     return out
 
 
-def render(diagnostics: list[Diagnostic], fmt: str, rules: Iterable = ()) -> str:
-    """The report in `fmt`; empty string for text/github with nothing to say."""
+def render(diagnostics: list[Diagnostic], fmt: str, rules: Iterable = (), codes: Iterable[Code] = ()) -> str:
+    """The report in `fmt`; empty string for text/github with nothing to say. SARIF describes
+    every one of `rules` and `codes` (those a command may report), and each code it reports."""
     if fmt == "text":
         return "".join(d.format() + "\n" for d in diagnostics)
     if fmt == "json":
@@ -37,7 +38,7 @@ def render(diagnostics: list[Diagnostic], fmt: str, rules: Iterable = ()) -> str
     if fmt == "github":
         return github(diagnostics)
     if fmt == "sarif":
-        return json.dumps(sarif(diagnostics, rules), indent=2, sort_keys=True) + "\n"
+        return json.dumps(sarif(diagnostics, rules, codes), indent=2, sort_keys=True) + "\n"
     raise ValueError(f"unknown format {fmt!r}")
 
 
@@ -115,13 +116,17 @@ def artifact_location(file: str, root: Path | None) -> dict[str, str]:
     return {"uri": path.as_uri()}
 
 
-def sarif(diagnostics: list[Diagnostic], rules: Iterable = ()) -> dict:
-    """A SARIF 2.1.0 log with one run; rule metadata for every known rule and loader code."""
+def sarif(diagnostics: list[Diagnostic], rules: Iterable = (), codes: Iterable[Code] = ()) -> dict:
+    """A SARIF 2.1.0 log with one run; rule metadata for every known rule and code (`rules`,
+    `codes`) and every code the diagnostics carry."""
     descriptors: dict[str, dict] = {}
     for r in rules:
         descriptors[r.id] = {"id": r.id, "name": r.name, "shortDescription": {"text": r.summary or r.name},
                              "fullDescription": {"text": r.doc or r.name},
                              "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]}}
+    for code in codes:
+        descriptors[code.value] = {"id": code.value, "name": code.printed_name or code.value,
+                                   "shortDescription": {"text": code.summary}, "fullDescription": {"text": code.doc}}
     for d in diagnostics:
         descriptors.setdefault(d.code, {"id": d.code, "name": d.name or d.code,
                                         "shortDescription": {"text": d.name or "platform file problem"}})

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwspec.diagnostics import Location, Severity
+from hwspec.diagnostics import Code, Location, Severity
 from hwspec.live import nvml
 from hwspec.live.observed import Machine
 from hwspec.live.sysfs import Tree, TreeError, read_sysfs
@@ -72,7 +72,7 @@ def _replay(tree: Tree, machine: Machine) -> list[str]:
     try:
         text = tree.read(nvml.NVML_FILE)
     except TreeError as exc:
-        machine.problem(exc.where, Severity.ERROR, "I101", exc.message)
+        machine.problem(exc.where, Severity.ERROR, Code.INPUT_SYNTAX, exc.message)
         return []
     if text is None:
         return [f"{tree.where(nvml.NVML_FILE).file} is absent: the capture has no NVML answers, NVLink state not compared"]
@@ -90,7 +90,7 @@ def capture(root: Path, out: Path) -> LiveRead:
     where = Location(str(out), 1)
     total = sum(map(len, tree.files.values()))
     if len(tree.files) > MAX_CAPTURE_FILES or total > MAX_CAPTURE_BYTES:
-        machine.problem(where, Severity.ERROR, "I100", f"{len(tree.files)} files, {total} bytes: more than a capture holds "
+        machine.problem(where, Severity.ERROR, Code.INPUT_UNREADABLE, f"{len(tree.files)} files, {total} bytes: more than a capture holds "
                         f"({MAX_CAPTURE_FILES} files, {MAX_CAPTURE_BYTES // (1024 * 1024)} MiB)")
         return read
     from hwspec.diagnostics import os_reason
@@ -103,18 +103,18 @@ def capture(root: Path, out: Path) -> LiveRead:
     longest = len(os.fsencode(_staging_prefix(out))) + _STAGING_SUFFIX
     if longest > name_max:
         extra = longest - len(os.fsencode(out.name))
-        machine.problem(where, Severity.ERROR, "I100", f"the name is {len(os.fsencode(out.name))} bytes, and the capture is "
+        machine.problem(where, Severity.ERROR, Code.INPUT_UNREADABLE, f"the name is {len(os.fsencode(out.name))} bytes, and the capture is "
                         f"staged beside it under a name {extra} bytes longer: its file system takes names of at most "
                         f"{name_max} bytes: give a name of at most {name_max - extra}")
         return read
     try:
         if out.exists() or out.is_symlink():
-            machine.problem(where, Severity.ERROR, "I100", "already exists: give a new directory")
+            machine.problem(where, Severity.ERROR, Code.INPUT_UNREADABLE, "already exists: give a new directory")
             return read
         _remove_leftovers(out)
         _write(tree, read.nvml, out)
     except OSError as exc:
-        machine.problem(where, Severity.ERROR, "I100", f"cannot write: {os_reason(exc)}")
+        machine.problem(where, Severity.ERROR, Code.INPUT_UNREADABLE, f"cannot write: {os_reason(exc)}")
     return read
 
 

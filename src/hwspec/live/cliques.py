@@ -17,11 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from hwspec.diagnostics import Diagnostic, Location, Severity
+from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.hostlist import compress
-
-CODE, NAME = "D114", "nvlink-domain-clique"
-"""The fleet finding: a diff finding (D1xx) that only a fleet shows."""
 
 Clique = tuple[str, int | None]
 """(cluster UUID, clique id) as a node report's `fabric` gives them."""
@@ -91,7 +88,8 @@ def compare(plan: DomainPlan, fabrics: Mapping[str, Clique | None], reported: Se
     findings, details = [], []
 
     def finding(message: str, domain: str | None, groups: list[tuple[Clique | None, list[str]]]) -> None:
-        findings.append(Diagnostic(plan.at.file, plan.at.line, plan.at.col, Severity.ERROR, CODE, message, name=NAME))
+        findings.append(Diagnostic(plan.at.file, plan.at.line, plan.at.col, Severity.ERROR, Code.NVLINK_DOMAIN_CLIQUE, message,
+                                   name=Code.NVLINK_DOMAIN_CLIQUE.printed_name))
         details.append({"domain": domain, "cliques": [
             {"cluster_uuid": clique[0] if clique else None, "clique_id": clique[1] if clique else None,
              "nodes": len(nodes), "hostlist": compress(nodes)} for clique, nodes in groups]})

@@ -9,10 +9,8 @@ Only what the inputs show is compared: a value they do not give is never a diffe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hwspec.cpulist import format_cpu_list as cpu_list
-from hwspec.diagnostics import Diagnostic, Location, Severity
+from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.formats.transports import facts
 from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, NicPort, NvlinkDomain, PciNode
 from hwspec.live.observed import Nic as ObservedNic
@@ -21,37 +19,8 @@ from hwspec.text import visible
 from hwspec.topology import topology_of
 from hwspec.topology.node import served_field
 
-
-@dataclass(frozen=True)
-class DiffCheck:
-    """One kind of difference (shaped like a rule, for the SARIF report)."""
-
-    id: str
-    name: str
-    summary: str
-    severity: Severity = Severity.ERROR
-
-    @property
-    def doc(self) -> str:
-        return self.summary
-
-
-CHECKS = {c.id: c for c in (
-    DiffCheck("D101", "missing-device", "A socket, GPU or NIC of the spec is not in the machine."),
-    DiffCheck("D102", "extra-device", "The machine has a NUMA node, GPU or NIC the spec does not describe."),
-    DiffCheck("D103", "device-placement", "A device sits under another chain of PCIe bridges (or socket) than the spec says."),
-    DiffCheck("D104", "numa-node", "A device is on a different NUMA node than the spec says."),
-    DiffCheck("D105", "pcie-link", "A PCIe link trained slower or narrower than the spec's link."),
-    DiffCheck("D106", "nvlink-count", "Fewer NVLinks between two GPUs (or to the NVSwitches) than the spec says."),
-    DiffCheck("D107", "nic-gpu-switch", "A backend NIC is not under its GPU's PCIe switch."),
-    DiffCheck("D108", "cpu-list", "A NUMA node's CPU list differs from the spec."),
-    DiffCheck("D109", "gpudirect", "The spec declares GPUDirect RDMA but the machine cannot do it."),
-    DiffCheck("D110", "nic-identity", "A NIC's name or speed differs from the spec."),
-    DiffCheck("D111", "device-model", "A device's PCI vendor/device id is not its part's."),
-    DiffCheck("D112", "nic-port", "A NIC's port is missing or not up (the inputs list every port: sysfs)."),
-    DiffCheck("D113", "nvlink-clique", "A GPU is in another NVLink domain or clique than the node's other GPUs, its fabric "
-              "registration is not Completed, or a multi-node NVLink tray shows no NVLink domain at all."),
-)}
+DIFF_CODES = tuple(code for code in Code if code.value.startswith("D") and code is not Code.NVLINK_DOMAIN_CLIQUE)
+"""The codes of `diff`'s findings, D101-D113: errors (D114 is `fleet-report`'s)."""
 
 REGISTERED = "Completed"
 """The fabric state of a GPU whose registration with the fabric manager finished (NVML, nvidia-smi -q)."""
@@ -87,13 +56,12 @@ class _Differ:
         self.gpu_key: dict[str, str] = {}  # spec GPU id -> machine key
         self.nic_key: dict[str, str] = {}
 
-    def add(self, code: str, at: Location, message: str, seen: Location | None = None, hint: str | None = None) -> None:
-        check = CHECKS[code]
+    def add(self, code: Code, at: Location, message: str, seen: Location | None = None, hint: str | None = None) -> None:
         related = ((seen, "observed here"),) if seen else ()
         if seen:
             message += f" (seen at {seen})"
         # the message quotes the inputs (names, file names): `visible` keeps the finding on one line
-        self.findings.append(Diagnostic(at.file, at.line, at.col, check.severity, code, visible(message), hint, check.name, related))
+        self.findings.append(Diagnostic(at.file, at.line, at.col, Severity.ERROR, code, visible(message), hint, code.printed_name, related))
 
     # ------------------------------------------------------------ matching
 
@@ -126,7 +94,8 @@ class _Differ:
         for gpu in p.gpus:
             if gpu.id not in self.gpu_key:
                 what = f"bus id {gpu.bus}" if tree or m.flat_buses else "its position"
-                self.add("D101", p.locate(gpu.id), f"{gpu.id} ({gpu.model_name}, {gpu.bus}) is not in the machine: no GPU at {what} in {source}")
+                self.add(Code.MISSING_DEVICE, p.locate(gpu.id),
+                         f"{gpu.id} ({gpu.model_name}, {gpu.bus}) is not in the machine: no GPU at {what} in {source}")
         for nic in p.nics:
             if nic.id in self.nic_key or (nic.role == "management"):
                 continue
@@ -136,27 +105,28 @@ class _Differ:
             written = "/".join(x for x in (nic.device, nic.interface) if x) or "unnamed"
             missing = (f"no NIC with bus id {nic.bus}" if tree else f"no NIC with name {written}" if nic.device or nic.interface
                        else "no unnamed NIC left")
-            self.add("D101", p.locate(nic.id), f"{nic.id} ({written}, {nic.bus}) is not in the machine: {missing} in {source}")
+            self.add(Code.MISSING_DEVICE, p.locate(nic.id), f"{nic.id} ({written}, {nic.bus}) is not in the machine: {missing} in {source}")
         matched_gpus = set(self.gpu_key.values())
         for key, observed_gpu in m.gpus.items():
             if key not in matched_gpus:
-                self.add("D102", p.locate(None, "gpus"), f"the machine has a GPU the spec does not describe: "
+                self.add(Code.EXTRA_DEVICE, p.locate(None, "gpus"), f"the machine has a GPU the spec does not describe: "
                          f"{observed_gpu.bus or key} ({observed_gpu.vendor or '?'}:{observed_gpu.device or '?'})", observed_gpu.where)
         matched_nics = set(self.nic_key.values())
         spec_buses = {n.bus for n in p.nics} | {s.bus for s in p.ssds}
         for key, observed_nic in m.nics.items():
             if key not in matched_nics and (not tree or observed_nic.bus not in spec_buses) and (observed_nic.bus or not tree):
                 port_names = ", ".join(q.name for q in observed_nic.ports if q.name) or "unnamed"
-                self.add("D102", p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: "
+                self.add(Code.EXTRA_DEVICE, p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: "
                          f"{observed_nic.bus or key} ({port_names})", observed_nic.where)
         spec_numa = {s.numa_node: s for s in p.sockets}
         for socket in p.sockets:
             if "numa" in m.listed and socket.numa_node not in m.numa:
-                self.add("D101", p.locate(socket.id, "numa_node"),
+                self.add(Code.MISSING_DEVICE, p.locate(socket.id, "numa_node"),
                          f"{socket.id}: NUMA node {socket.numa_node} is not in the machine (it has {sorted(m.numa)})")
         for numa, node in m.numa.items():
             if numa not in spec_numa:
-                self.add("D102", p.locate(None, "sockets"), f"the machine has NUMA node {numa}, which no socket of the spec is", node.where)
+                self.add(Code.EXTRA_DEVICE, p.locate(None, "sockets"), f"the machine has NUMA node {numa}, which no socket of the spec is",
+                         node.where)
 
     def match_unnamed_nics(self) -> None:
         """Without a PCIe tree (`topo -m`), NICs the input does not name (a column without a
@@ -207,7 +177,7 @@ class _Differ:
         observed_text = " < ".join([bus or "a bridge without bus id" for bus in observed]
                                    + [f"NUMA node {numa}" if numa is not None and numa >= 0 else "an unknown NUMA node"])
         moved = f"{seen.bus} " if seen.bus and seen.bus != device.bus else ""
-        self.add("D103", self.p.locate(ident, "pcie", "upstream"),
+        self.add(Code.DEVICE_PLACEMENT, self.p.locate(ident, "pcie", "upstream"),
                  f"{ident} ({device.bus}) is under {spec_text} in the spec, but {moved}under {observed_text} in the machine",
                  seen.where)
 
@@ -221,7 +191,7 @@ class _Differ:
         if observed < 0 and (self.placement_assumed(ident, device) or self.one_numa_node()):
             return
         if observed != device.numa_node:
-            self.add("D104", self.p.locate(ident, "pcie", "upstream"),
+            self.add(Code.NUMA_NODE, self.p.locate(ident, "pcie", "upstream"),
                      f"{ident} is on NUMA node {device.numa_node} in the spec, but on NUMA node {observed} in the machine", seen.where)
 
     def one_numa_node(self) -> bool:
@@ -246,7 +216,7 @@ class _Differ:
         forms = list(dict.fromkeys(forms))
         if link.down:
             spec = f"{forms[-1]} in the spec, but " if forms else ""
-            self.add("D105", at, f"{ident}: PCIe link is {spec}down in the machine ({link.down})", seen.where,
+            self.add(Code.PCIE_LINK, at, f"{ident}: PCIe link is {spec}down in the machine ({link.down})", seen.where,
                      "the link did not train: reseat the card, check the slot, its riser and cables, then reboot")
             return
         if not forms:
@@ -264,7 +234,7 @@ class _Differ:
 
         verdicts = [below(form) for form in forms]
         if all(verdicts):
-            self.add("D105", at, f"{ident}: PCIe link is {forms[-1]} in the spec, but {link} in the machine "
+            self.add(Code.PCIE_LINK, at, f"{ident}: PCIe link is {forms[-1]} in the spec, but {link} in the machine "
                      f"({' and '.join(verdicts[-1])})", seen.where, "reseat the card, check the slot's lanes and the BIOS link settings")
 
     def devices(self) -> None:
@@ -278,7 +248,7 @@ class _Differ:
             self.numa(gpu.id, gpu, seen)
             self.link(gpu.id, gpu, seen, p.locate(gpu.id, "pcie", "link"))
             if seen.vendor and seen.device and (seen.vendor, seen.device) != (gpu.pci_vendor, gpu.pci_device):
-                self.add("D111", p.locate(gpu.id, "part"), f"{gpu.id} is a {gpu.part} ({gpu.pci_vendor}:{gpu.pci_device}) in the spec, "
+                self.add(Code.DEVICE_MODEL, p.locate(gpu.id, "part"), f"{gpu.id} is a {gpu.part} ({gpu.pci_vendor}:{gpu.pci_device}) in the spec, "
                          f"but {seen.vendor}:{seen.device} in the machine", seen.where)
         for nic in p.nics:
             key = self.nic_key.get(nic.id)
@@ -292,11 +262,11 @@ class _Differ:
             self.nic_port(nic, seen_nic, port)
             if port is not None:
                 if port.speed is not None and nic.speed is not None and port.speed < nic.speed:
-                    self.add("D110", p.locate(nic.id, "part"), f"{nic.id} runs at {nic.speed * 8 / 1e9:g} Gb/s in the spec, "
+                    self.add(Code.NIC_IDENTITY, p.locate(nic.id, "part"), f"{nic.id} runs at {nic.speed * 8 / 1e9:g} Gb/s in the spec, "
                              f"but at {port.speed * 8 / 1e9:g} Gb/s in the machine", port.where)
                 spec_names = {x for x in (nic.device, nic.interface) if x}
                 if port.name and spec_names and port.name not in spec_names:
-                    self.add("D110", p.locate(nic.id, "device" if nic.device else "interface"),
+                    self.add(Code.NIC_IDENTITY, p.locate(nic.id, "device" if nic.device else "interface"),
                              f"{nic.id} is named {' / '.join(sorted(spec_names))} in the spec, but {port.name} in the machine", port.where)
         for bridge in p.bridges:
             seen_bridge = self.m.bridges.get(bridge.bus) if self.m.has_tree and bridge.bus is not None else None
@@ -311,10 +281,10 @@ class _Differ:
         name = "/".join(x for x in (nic.device, nic.interface) if x) or nic.id
         if port is None:
             listed = ", ".join(str(q.port) for q in seen.ports) or "none"
-            self.add("D112", at, f"{nic.id}: port {nic.port} of {name} is not in the machine (its ports: {listed})", seen.where,
+            self.add(Code.NIC_PORT, at, f"{nic.id}: port {nic.port} of {name} is not in the machine (its ports: {listed})", seen.where,
                      "check the cable and the HCA's firmware ('ibstat', 'mlxlink')")
         elif port.up is False:
-            self.add("D112", at, f"{nic.id}: port {port.port} of {name} is up in the spec, but not up in the machine", port.where,
+            self.add(Code.NIC_PORT, at, f"{nic.id}: port {port.port} of {name} is up in the spec, but not up in the machine", port.where,
                      "check the cable, the switch port and the subnet manager ('ibstat', 'ip link')")
 
     def nic_gpu_switch(self) -> None:
@@ -338,7 +308,7 @@ class _Differ:
             if not shared_bridges:
                 gpu_at = self.observed_buses(gpu_key)
                 nic_at = self.observed_buses(nic_key)
-                self.add("D107", at,
+                self.add(Code.NIC_GPU_SWITCH, at,
                          f"{nic.id} serves {gpu_id}: both under {nic.upstream} ({getattr(upstream, 'bus', '?')}) in the spec, "
                          f"but in the machine {nic.id} is under {nic_at[0] if nic_at else 'a CPU'} and {gpu_id} under "
                          f"{gpu_at[0] if gpu_at else 'a CPU'}: no PCIe switch in common", seen.where,
@@ -346,7 +316,7 @@ class _Differ:
         else:
             path = self.m.paths.get((gpu_key, nic_key)) or self.m.paths.get((nic_key, gpu_key))
             if path is not None and path[0] not in ("PIX", "PXB"):
-                self.add("D107", at,
+                self.add(Code.NIC_GPU_SWITCH, at,
                          f"{nic.id} serves {gpu_id} on one PCIe switch in the spec, but the path between them is "
                          f"{path[0]} in the machine", path[1])
 
@@ -385,7 +355,7 @@ class _Differ:
                             observed, where = max(pairs, key=lambda cw: cw[0])
                             have = (observed, where)
                 if observed < spec_links:
-                    self.add("D106", place, f"{link.a} has {spec_links} NVLinks {what} in the spec, but {observed} in the machine",
+                    self.add(Code.NVLINK_COUNT, place, f"{link.a} has {spec_links} NVLinks {what} in the spec, but {observed} in the machine",
                              have[1] if have else None, "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")
                 continue
             b = self.gpu_key.get(link.b)
@@ -396,7 +366,7 @@ class _Differ:
             seen_at = (forward or backward or (0, None))[1]
             if observed < link.links:
                 place = self.p.locate(None, "nvlink", "topology", link.entry) if link.entry is not None else at
-                self.add("D106", place, f"{link.a}-{link.b}: {link.links} NVLinks in the spec, but {observed} in the machine", seen_at,
+                self.add(Code.NVLINK_COUNT, place, f"{link.a}-{link.b}: {link.links} NVLinks in the spec, but {observed} in the machine", seen_at,
                          "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")
 
     def cpus(self) -> None:
@@ -405,7 +375,7 @@ class _Differ:
             if node is None or node.cpus is None:
                 continue
             if tuple(sorted(node.cpus)) != tuple(sorted(socket.cpus)):
-                self.add("D108", self.p.locate(socket.id, "cpus"), f"{socket.id}: NUMA node {socket.numa_node} has CPUs "
+                self.add(Code.CPU_LIST, self.p.locate(socket.id, "cpus"), f"{socket.id}: NUMA node {socket.numa_node} has CPUs "
                          f"{cpu_list(socket.cpus) if socket.cpus else 'none'} in the spec, but {cpu_list(node.cpus) if node.cpus else 'none'} "
                          "in the machine", node.where)
         for gpu in self.p.gpus:
@@ -415,7 +385,7 @@ class _Differ:
                 continue
             socket = self.p.socket_by_id[gpu.socket]
             if tuple(sorted(seen.cpus)) != tuple(sorted(socket.cpus)):
-                self.add("D108", self.p.locate(gpu.id), f"{gpu.id}: close CPUs are {cpu_list(socket.cpus)} ({socket.id}) in the spec, "
+                self.add(Code.CPU_LIST, self.p.locate(gpu.id), f"{gpu.id}: close CPUs are {cpu_list(socket.cpus)} ({socket.id}) in the spec, "
                          f"but {cpu_list(seen.cpus)} in the machine", seen.where)
 
     def gpudirect(self) -> None:
@@ -426,7 +396,7 @@ class _Differ:
         for gpu in self.p.gpus:
             seen = self.m.gpus.get(self.gpu_key.get(gpu.id, ""))
             if seen is not None and seen.gdr is False:
-                self.add("D109", at, f"the spec declares GPUDirect RDMA, but {gpu.id} has gdr=0 in the machine", seen.where,
+                self.add(Code.GPUDIRECT, at, f"the spec declares GPUDirect RDMA, but {gpu.id} has gdr=0 in the machine", seen.where,
                          "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
         for nic in self.p.backend_nics:
             seen_nic = self.m.nics.get(self.nic_key.get(nic.id, ""))
@@ -434,7 +404,7 @@ class _Differ:
                 continue
             for port in seen_nic.ports:
                 if port.gdr is False:
-                    self.add("D109", at, f"the spec declares GPUDirect RDMA, but {nic.id} ({port.name}) has gdr=0 in the machine", port.where,
+                    self.add(Code.GPUDIRECT, at, f"the spec declares GPUDirect RDMA, but {nic.id} ({port.name}) has gdr=0 in the machine", port.where,
                              "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
 
     def fabric(self) -> None:
@@ -448,7 +418,7 @@ class _Differ:
         in_domain = [(ident, seen) for ident, seen in matched if seen.fabric is not None]
         if not in_domain:
             if matched and nvlink_leaves_the_node(self.p):
-                self.add("D113", self.p.locate(None, "nvlink", "topology"),
+                self.add(Code.NVLINK_CLIQUE, self.p.locate(None, "nvlink", "topology"),
                          f"{', '.join(ident for ident, _ in matched)}: NVLinks to the NVLink switches of a multi-node "
                          "domain in the spec, but in no NVLink domain in the machine (no fabric cluster UUID)",
                          matched[0][1].where, FABRIC_HINT)
@@ -457,7 +427,7 @@ class _Differ:
         for ident, seen in in_domain:
             state = seen.fabric.state if seen.fabric else None
             if state is not None and state != REGISTERED:
-                self.add("D113", self.p.locate(ident), f"{ident}: fabric state {REGISTERED} expected (registered with "
+                self.add(Code.NVLINK_CLIQUE, self.p.locate(ident), f"{ident}: fabric state {REGISTERED} expected (registered with "
                          f"the fabric manager), but {state} in the machine", seen.fabric.where if seen.fabric else seen.where,
                          FABRIC_HINT)
 
@@ -476,7 +446,7 @@ class _Differ:
                 continue
             verb = "is" if len(members[majority]) == 1 else "are"
             observed = f"in {fabric}" if fabric is not None else "in no NVLink domain"
-            self.add("D113", self.p.locate(ident), f"{ident} is {observed} in the machine, but {peers} {verb} in {expected}: "
+            self.add(Code.NVLINK_CLIQUE, self.p.locate(ident), f"{ident} is {observed} in the machine, but {peers} {verb} in {expected}: "
                      "every GPU of a node is in one clique", fabric.where if fabric is not None else seen.where, FABRIC_HINT)
 
     def run(self) -> list[Diagnostic]:

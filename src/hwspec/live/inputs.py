@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwspec.diagnostics import Location, Severity, display_path, os_reason
+from hwspec.diagnostics import Code, Location, Severity, display_path, os_reason
 from hwspec.live import smi_nvlink
 from hwspec.live.observed import MAX_INPUT_BYTES, Machine, refuse_oversized
 
@@ -16,10 +16,10 @@ def read_bytes(path: Path, machine: Machine) -> bytes | None:
         with open(path, "rb") as handle:
             data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        machine.problem(where, Severity.ERROR, "I100", f"cannot read: {os_reason(exc)}")
+        machine.problem(where, Severity.ERROR, Code.INPUT_UNREADABLE, f"cannot read: {os_reason(exc)}")
         return None
     if len(data) > MAX_INPUT_BYTES:
-        machine.problem(where, Severity.ERROR, "I100", f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB: not a node topology")
+        machine.problem(where, Severity.ERROR, Code.INPUT_UNREADABLE, f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB: not a node topology")
         return None
     return data
 
@@ -53,7 +53,7 @@ def read_input(path: Path, fmt: str | None = None) -> Machine:
         return machine
     fmt = fmt or sniff(data)
     if fmt is None:
-        machine.problem(Location(file, 1), Severity.ERROR, "I101",
+        machine.problem(Location(file, 1), Severity.ERROR, Code.INPUT_SYNTAX,
                         "not an input hwspec reads: expected an NCCL topology dump (<system>), hwloc XML "
                         "(<topology>), 'nvidia-smi topo -m' output, 'nvidia-smi -q -x' output (<nvidia_smi_log>) or "
                         "'nvidia-smi nvlink -R' / '-s' output",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Severity
+from hwspec.diagnostics import Code, Severity
 from hwspec.live.observed import (
     MAX_CPUS,
     NUMA_PREFIX,
@@ -115,7 +115,7 @@ class _Reader(ElementReader):
 
     def run(self, root: Element) -> None:
         if root.tag != "topology":
-            self.m.problem(self.at(root), Severity.ERROR, "I101", f"the root element is <{root.tag}>, not <topology>: not hwloc XML")
+            self.m.problem(self.at(root), Severity.ERROR, Code.INPUT_SYNTAX, f"the root element is <{root.tag}>, not <topology>: not hwloc XML")
             return
         self.flags = root.attrs.get("version", "2.0").split(".")[0] not in ("1", "2")
         self.arch = _info(root).get("Architecture") or None  # hwloc 3 writes the machine's infos at the top
@@ -137,7 +137,7 @@ class _Reader(ElementReader):
         index = e.attrs.get("os_index", "")
         for key in ("os_index", "local_memory"):
             if (problem := too_many_digits(e.attrs.get(key), f"NUMANode {key}")) is not None:
-                self.m.problem(self.at(e), Severity.ERROR, "I101", f"{problem}: not hwloc XML")
+                self.m.problem(self.at(e), Severity.ERROR, Code.INPUT_SYNTAX, f"{problem}: not hwloc XML")
                 return
         if not is_decimal(index):
             self.warn(e, f"NUMANode os_index=\"{index[:20]}\" is not a number")
@@ -162,7 +162,7 @@ class _Reader(ElementReader):
             if is_decimal(package.attrs.get("os_index", "")):
                 node.package = int(package.attrs["os_index"])
         if numa in self.m.numa:
-            self.warn(e, f"NUMA node {numa} repeats line {self.m.numa[numa].where.line}", "I104")
+            self.warn(e, f"NUMA node {numa} repeats line {self.m.numa[numa].where.line}", Code.INPUT_CONTRADICTION)
             return
         self.m.numa[numa] = node
 

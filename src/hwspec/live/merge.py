@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hwspec.diagnostics import Severity
+from hwspec.diagnostics import Code, Severity
 from hwspec.live.inputs import read_input
 from hwspec.live.observed import NVSWITCH, Gpu, Machine, NvLink, NvlinkPort
 from hwspec.live.smi_nvlink import resolve_nvlinks
@@ -37,7 +37,7 @@ def read_inputs(paths: Iterable[Path], fmt: str | None = None) -> Machine:
 
 
 def _conflict(base: Machine, what: str, mine, theirs, where_mine, where_theirs) -> None:
-    base.problem(where_theirs, Severity.WARNING, "I104",
+    base.problem(where_theirs, Severity.WARNING, Code.INPUT_CONTRADICTION,
                  f"{what}: {theirs} here, but {mine} in {where_mine}; keeping {mine}")
 
 
@@ -104,7 +104,7 @@ def _gpus_by_order(base: Machine, other: Machine) -> tuple[list[Gpu], list[Gpu]]
     mine = base.gpus_in_order()
     theirs = sorted(other.gpus.values(), key=lambda g: g.index or 0)
     if len(mine) != len(theirs) and theirs:
-        base.problem(theirs[0].where, Severity.WARNING, "I104",
+        base.problem(theirs[0].where, Severity.WARNING, Code.INPUT_CONTRADICTION,
                      f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
     return mine, theirs
 
@@ -163,12 +163,12 @@ def _merge_gpu_facts(base: Machine, other: Machine) -> None:
         pairs = [(by_bus[t.bus], t) for t in theirs if t.bus in by_bus]
         for t in theirs:
             if t.bus not in by_bus:
-                base.problem(t.where, Severity.WARNING, "I104",
+                base.problem(t.where, Severity.WARNING, Code.INPUT_CONTRADICTION,
                              f"GPU {t.bus or t.key} is not in {next(iter(base.gpus.values())).where.file}: left out")
     else:
         mine = base.gpus_in_order()
         if len(mine) != len(theirs) and theirs:
-            base.problem(theirs[0].where, Severity.WARNING, "I104",
+            base.problem(theirs[0].where, Severity.WARNING, Code.INPUT_CONTRADICTION,
                          f"{len(theirs)} GPUs here, but {len(mine)} in {mine[0].where.file}: GPUs are matched by order")
         pairs = list(zip(mine, theirs))
         if any(t.bus for _, t in pairs):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Severity
+from hwspec.diagnostics import Code, Severity
 from hwspec.live.observed import (
     CPU_VENDORS,
     MAX_CPUS,
@@ -62,7 +62,7 @@ class _Reader(ElementReader):
                 self.warn(e, f"<{e.tag}> has no '{key}'")
             return None
         if (problem := too_many_digits(value, f"<{e.tag}> {key}")) is not None:
-            self.m.problem(self.at(e), Severity.ERROR, "I101", f"{problem}: not an NCCL topology dump")
+            self.m.problem(self.at(e), Severity.ERROR, Code.INPUT_SYNTAX, f"{problem}: not an NCCL topology dump")
             return None
         if not _INT.fullmatch(value.strip()):
             self.warn(e, f"<{e.tag}> {key}=\"{value[:40]}\" is not an integer")
@@ -106,7 +106,8 @@ class _Reader(ElementReader):
 
     def system(self, root: Element) -> None:
         if root.tag != "system":
-            self.m.problem(self.at(root), Severity.ERROR, "I101", f"the root element is <{root.tag}>, not <system>: not an NCCL topology file")
+            self.m.problem(self.at(root), Severity.ERROR, Code.INPUT_SYNTAX,
+                           f"the root element is <{root.tag}>, not <system>: not an NCCL topology file")
             return
         version = root.attrs.get("version")
         if version not in ("1", "2"):
@@ -115,7 +116,7 @@ class _Reader(ElementReader):
             if child.tag == "cpu":
                 self.cpu(child)
             else:
-                self.warn(child, f"<{child.tag}> under <system> is ignored (NCCL reads only <cpu> there)", "I102")
+                self.warn(child, f"<{child.tag}> under <system> is ignored (NCCL reads only <cpu> there)", Code.INPUT_IGNORED)
 
     def cpu(self, e: Element) -> None:
         numa = self.int_attr(e, "numaid", required=True)
@@ -124,7 +125,7 @@ class _Reader(ElementReader):
         if numa < 0:
             self.warn(e, f"<cpu numaid=\"{numa}\">: the NUMA node is unknown (-1); its devices are read without a NUMA node")
         elif numa in self.m.numa:
-            self.warn(e, f"<cpu numaid=\"{numa}\"> repeats the NUMA node of line {self.m.numa[numa].where.line}", "I104")
+            self.warn(e, f"<cpu numaid=\"{numa}\"> repeats the NUMA node of line {self.m.numa[numa].where.line}", Code.INPUT_CONTRADICTION)
             return
         node = NumaNode(numa, self.at(e))
         affinity = e.attrs.get("affinity")
@@ -149,7 +150,7 @@ class _Reader(ElementReader):
             elif child.tag == "nic":
                 self.nic(child, None, parent, key=f"{parent}/nic{len(self.m.nics)}")
             else:
-                self.warn(child, f"<{child.tag}> under <cpu> is ignored", "I102")
+                self.warn(child, f"<{child.tag}> under <cpu> is ignored", Code.INPUT_IGNORED)
 
     def pci(self, e: Element, parent: str) -> None:
         bus = self.busid(e)
@@ -157,7 +158,7 @@ class _Reader(ElementReader):
             return
         seen = self.m.node(bus)
         if seen is not None:
-            self.warn(e, f"bus id {bus} repeats line {seen.where.line}", "I104")
+            self.warn(e, f"bus id {bus} repeats line {seen.where.line}", Code.INPUT_CONTRADICTION)
             return
         pci_class = (e.attrs.get("class") or "").lower()
         link, vendor, device = self.link(e), self.pci_id(e, "vendor"), self.pci_id(e, "device")
@@ -171,7 +172,7 @@ class _Reader(ElementReader):
                 if child.tag == "gpu":
                     self.gpu(child, gpu)
                 else:
-                    self.warn(child, f"<{child.tag}> beside a <gpu> is ignored", "I102")
+                    self.warn(child, f"<{child.tag}> beside a <gpu> is ignored", Code.INPUT_IGNORED)
         elif ("nic" in kids and (not bridge_class or kids == {"nic"})) or (pci_class.startswith("0x02") and not kids):
             # NCCL reads a <pci> holding a <nic> as the NIC's own device, whatever its class: a
             # sandbox (gVisor) shows an RDMA device's function as a host bridge (0x060000)
@@ -187,7 +188,7 @@ class _Reader(ElementReader):
                 if child.tag == "nic":
                     self.nic(child, nic, parent, bus)
                 else:
-                    self.warn(child, f"<{child.tag}> beside a <nic> is ignored", "I102")
+                    self.warn(child, f"<{child.tag}> beside a <nic> is ignored", Code.INPUT_IGNORED)
         elif pci_class.startswith("0x0680"):
             self.m.nvswitches[bus] = where
         elif e.children or pci_class.startswith(PCI_BRIDGE_CLASS):
@@ -203,9 +204,9 @@ class _Reader(ElementReader):
                               "PCI device the input does not show; the bridge stays a bridge")
                     self.nic(child, None, bus, key=f"{bus}/nic{len(self.m.nics)}")
                 else:
-                    self.warn(child, f"<{child.tag}> under a PCIe bridge is ignored", "I102")
+                    self.warn(child, f"<{child.tag}> under a PCIe bridge is ignored", Code.INPUT_IGNORED)
         else:
-            self.warn(e, f"<pci busid=\"{bus}\" class=\"{pci_class[:20]}\"> is neither a bridge, a GPU nor a NIC: ignored", "I102")
+            self.warn(e, f"<pci busid=\"{bus}\" class=\"{pci_class[:20]}\"> is neither a bridge, a GPU nor a NIC: ignored", Code.INPUT_IGNORED)
 
     def gpu(self, e: Element, gpu: Gpu) -> None:
         gpu.index = self.int_attr(e, "dev", required=True)
@@ -217,7 +218,7 @@ class _Reader(ElementReader):
         for child in e.children:
             if child.tag not in ("nvlink", "xgmi"):
                 if child.tag != "c2c":
-                    self.warn(child, f"<{child.tag}> under <gpu> is ignored", "I102")
+                    self.warn(child, f"<{child.tag}> under <gpu> is ignored", Code.INPUT_IGNORED)
                 continue
             count = self.int_attr(child, "count", required=True)
             if count is None or count <= 0:
@@ -231,7 +232,7 @@ class _Reader(ElementReader):
                     self.self_link(child, gpu, count)
                     continue
             elif tclass.startswith("0x068001"):
-                self.warn(child, "NVLink to a CPU (POWER9) is not described by hwspec: ignored", "I102")
+                self.warn(child, "NVLink to a CPU (POWER9) is not described by hwspec: ignored", Code.INPUT_IGNORED)
                 continue
             else:
                 target = NVSWITCH
@@ -260,7 +261,7 @@ class _Reader(ElementReader):
         """An NVLink entry whose target is its own GPU (NCCL dumps of PCIe A100s in a VM): no
         link between GPUs, so it is left out, with a warning and a note in the draft."""
         text = f"{count} NVLink(s) of {gpu.key} target the GPU itself (a VM's passed-through PCIe GPU): not a link between GPUs, ignored"
-        self.warn(e, text, "I102")
+        self.warn(e, text, Code.INPUT_IGNORED)
         self.m.notes.append(f"{self.at(e)}: {text}")
 
     def nic(self, e: Element, nic: Nic | None, parent: str, key: str) -> None:
@@ -269,7 +270,7 @@ class _Reader(ElementReader):
             self.m.nics[key] = nic
         for child in e.children:
             if child.tag != "net":
-                self.warn(child, f"<{child.tag}> under <nic> is ignored", "I102")
+                self.warn(child, f"<{child.tag}> under <nic> is ignored", Code.INPUT_IGNORED)
                 continue
             speed = self.net_speed(child)
             port = self.int_attr(child, "port")
@@ -304,7 +305,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     gpus = set(machine.gpus)
     for link in machine.nvlinks:
         if link.target != NVSWITCH and link.target not in gpus:
-            machine.problem(link.where, Severity.WARNING, "I104", f"NVLink target {link.target} is not a GPU in this file")
+            machine.problem(link.where, Severity.WARNING, Code.INPUT_CONTRADICTION, f"NVLink target {link.target} is not a GPU in this file")
     machine.nvlinks[:] = [l for l in machine.nvlinks if l.target == NVSWITCH or l.target in gpus]
     counts = machine.nvlink_counts()
     reported: set[frozenset] = set()
@@ -312,7 +313,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         back = counts.get((b, a), (0, None))[0]
         if b != NVSWITCH and back != count and frozenset((a, b)) not in reported:
             reported.add(frozenset((a, b)))
-            machine.problem(where, Severity.WARNING, "I104", f"{count} NVLinks from {a} to {b}, but {back} back: "
+            machine.problem(where, Severity.WARNING, Code.INPUT_CONTRADICTION, f"{count} NVLinks from {a} to {b}, but {back} back: "
                             "NVLink counts are the same both ways")
     from hwspec.live.draft import RDMA_NAME
 

@@ -37,7 +37,7 @@ import ctypes
 import json
 from typing import Any
 
-from hwspec.diagnostics import Location, Severity
+from hwspec.diagnostics import Code, Location, Severity
 from hwspec.live.observed import MAX_GPUS, Machine, NvlinkDomain, NvlinkPort
 from hwspec.live.smi_xml import normalise_bus_id
 
@@ -219,7 +219,7 @@ def parse(data: bytes, file: str, machine: Machine) -> list[str]:
     except (UnicodeDecodeError, json.JSONDecodeError, jsonbound.BoundError) as exc:
         line, col = ((exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else
                      jsonbound.line_col(text, exc.offset) if isinstance(exc, jsonbound.BoundError) else (1, 1))
-        machine.problem(Location(file, line, col), Severity.ERROR, "I101", f"not NVML's answers as 'hwspec capture' saves them: {exc}")
+        machine.problem(Location(file, line, col), Severity.ERROR, Code.INPUT_SYNTAX, f"not NVML's answers as 'hwspec capture' saves them: {exc}")
         return []
     return apply(answers, file, machine, text.splitlines())
 
@@ -233,7 +233,7 @@ def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = N
 
     machine.sources.append((file, "NVML"))
     if not isinstance(answers, dict) or answers.get("nvml") != 1 or not isinstance(answers.get("gpus"), list):
-        machine.problem(Location(file, 1), Severity.ERROR, "I101", 'not NVML\'s answers: expected {"nvml": 1, "gpus": [...]}')
+        machine.problem(Location(file, 1), Severity.ERROR, Code.INPUT_SYNTAX, 'not NVML\'s answers: expected {"nvml": 1, "gpus": [...]}')
         return []
     notes = []
     unknown: dict[tuple[str, str], list[str]] = {}
@@ -242,7 +242,7 @@ def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = N
         where = Location(file, _line_of(lines, bus, index))
         gpu = machine.gpus.get(bus or "")
         if gpu is None:
-            machine.problem(where, Severity.WARNING, "I103", f"NVML's GPU {index} ({bus or 'no bus id'}) is not a GPU in sysfs: left out")
+            machine.problem(where, Severity.WARNING, Code.INPUT_VALUE, f"NVML's GPU {index} ({bus or 'no bus id'}) is not a GPU in sysfs: left out")
             continue
         if isinstance(entry.get("name"), str) and entry["name"]:
             gpu.model_name = entry["name"][:200]
@@ -283,7 +283,7 @@ def _links_of(links: list[Any], gpu: str, where: Location, machine: Machine) -> 
     for link in links[:MAX_LINKS]:
         number = link.get("link") if isinstance(link, dict) else None
         if not isinstance(number, int) or not 0 <= number < MAX_LINKS or not isinstance(link.get("active"), bool):
-            machine.problem(where, Severity.WARNING, "I103", f"{gpu}: an NVLink entry without a link number and state: left out")
+            machine.problem(where, Severity.WARNING, Code.INPUT_VALUE, f"{gpu}: an NVLink entry without a link number and state: left out")
             continue
         state[number] = link["active"]
         remote = normalise_bus_id(link["remote"]) if isinstance(link.get("remote"), str) else None

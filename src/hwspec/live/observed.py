@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hwspec.diagnostics import Diagnostic, Location, Severity
+from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.live.xmlread import Element, XmlError, parse_xml
 from hwspec.model.node import PCIE_GT_PER_LANE, PcieLink
 from hwspec.text import visible
@@ -319,11 +319,11 @@ class Machine:
                 per_gpu[link.switch] = per_gpu.get(link.switch, 0) + link.count
         return out
 
-    def problem(self, where: Location, severity: Severity, code: str, message: str, hint: str | None = None) -> None:
-        """Record a diagnostic about the inputs. `message` may quote them: it is kept `visible`,
-        one line of printable text, in every report format."""
+    def problem(self, where: Location, severity: Severity, code: Code, message: str, hint: str | None = None) -> None:
+        """Record a diagnostic about the inputs (an I1xx `code`). `message` may quote them: it is
+        kept `visible`, one line of printable text, in every report format."""
         self.problems.append(Diagnostic(where.file, where.line, where.col, severity, code, visible(message), hint,
-                                        INPUT_CODES.get(code, "")))
+                                        code.printed_name))
 
     def read_xml(self, data: bytes, file: str, what: str) -> Element | None:
         """The root element of XML input `file` (listed as a source: `what` it is), or None
@@ -332,19 +332,12 @@ class Machine:
         try:
             return parse_xml(data)
         except XmlError as exc:
-            self.problem(Location(file, exc.line, exc.col), Severity.ERROR, "I101", exc.message)
+            self.problem(Location(file, exc.line, exc.col), Severity.ERROR, Code.INPUT_SYNTAX, exc.message)
             return None
 
 
-INPUT_CODES = {
-    "I100": "input-unreadable",
-    "I101": "input-syntax",
-    "I102": "input-ignored",
-    "I103": "input-value",
-    "I104": "input-contradiction",
-}
-"""Codes of diagnostics about the inputs of `import` and `diff`. I100/I101 make the input unusable (exit 2)."""
-FATAL_INPUT_CODES = frozenset({"I100", "I101"})
+FATAL_INPUT_CODES = frozenset({Code.INPUT_UNREADABLE, Code.INPUT_SYNTAX})
+"""The codes of problems in the inputs of `import` and `diff` that make an input unusable (exit 2)."""
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 """Inputs larger than this are refused: a node's topology is a few hundred kilobytes at most."""
@@ -367,7 +360,7 @@ class ElementReader:
     def at(self, e: Element) -> Location:
         return Location(self.file, e.line, e.col)
 
-    def warn(self, e: Element, message: str, code: str = "I103") -> None:
+    def warn(self, e: Element, message: str, code: Code = Code.INPUT_VALUE) -> None:
         self.m.problem(self.at(e), Severity.WARNING, code, message)
 
 
@@ -376,7 +369,7 @@ def refuse_oversized(machine: Machine, file: str) -> None:
     one node has: the input is then unusable, and no draft or comparison is made."""
     for count, limit, what in ((len(machine.gpus), MAX_GPUS, "GPUs"), (len(machine.nics), MAX_NICS, "NICs")):
         if count > limit:
-            machine.problem(Location(file, 1), Severity.ERROR, "I101",
+            machine.problem(Location(file, 1), Severity.ERROR, Code.INPUT_SYNTAX,
                             f"{count} {what}, more than the {limit} one node has: not one node's topology")
 
 PCIE_SPEED_STRINGS: dict[str, int] = {

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Location, Severity
+from hwspec.diagnostics import Code, Location, Severity
 from hwspec.live.observed import MAX_GPUS, NVSWITCH, Gpu, Machine, NvLink, NvlinkPort
 from hwspec.live.smi_xml import normalise_bus_id
 
@@ -61,7 +61,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     machine.link_listing = True
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
-        machine.problem(Location(file, MAX_LINES), Severity.ERROR, "I101",
+        machine.problem(Location(file, MAX_LINES), Severity.ERROR, Code.INPUT_SYNTAX,
                         f"more than {MAX_LINES} lines: not 'nvidia-smi nvlink' output")
         return
     gpu: Gpu | None = None
@@ -77,18 +77,18 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
             continue
         link = LINK_LINE.match(line)
         if link is None or gpu is None:
-            machine.problem(where, Severity.WARNING, "I103",
+            machine.problem(where, Severity.WARNING, Code.INPUT_VALUE,
                             f"'{line[:40]}' is not a 'GPU n: name' header or a 'Link n: ...' line of 'nvidia-smi nvlink'")
             continue
         _link(machine, gpu, int(link.group(1)), line[link.end():], where, seen)
     if not machine.gpus and not any(p.severity == Severity.ERROR for p in machine.problems):
-        machine.problem(Location(file, 1), Severity.ERROR, "I101", "no 'GPU n: name' line: not 'nvidia-smi nvlink' output",
+        machine.problem(Location(file, 1), Severity.ERROR, Code.INPUT_SYNTAX, "no 'GPU n: name' line: not 'nvidia-smi nvlink' output",
                         "capture it with: nvidia-smi nvlink -R > nvlink-remote.txt (and nvidia-smi nvlink -s > nvlink-status.txt)")
 
 
 def _gpu(machine: Machine, index: int, rest: str, where: Location) -> Gpu | None:
     if index >= MAX_GPUS:
-        machine.problem(where, Severity.WARNING, "I103", f"GPU {index}: more than the {MAX_GPUS} GPUs one node has: left out")
+        machine.problem(where, Severity.WARNING, Code.INPUT_VALUE, f"GPU {index}: more than the {MAX_GPUS} GPUs one node has: left out")
         return None
     key = f"GPU{index}"
     gpu = machine.gpus.get(key)
@@ -101,23 +101,23 @@ def _gpu(machine: Machine, index: int, rest: str, where: Location) -> Gpu | None
 def _link(machine: Machine, gpu: Gpu, link: int, rest: str, where: Location, seen: set[tuple[str, str, int]]) -> None:
     kind = "remote" if rest.startswith("Remote Device") else "status"
     if link >= MAX_LINKS:
-        machine.problem(where, Severity.WARNING, "I103", f"{gpu.key} link {link}: more links than a GPU has: left out")
+        machine.problem(where, Severity.WARNING, Code.INPUT_VALUE, f"{gpu.key} link {link}: more links than a GPU has: left out")
         return
     if (gpu.key, kind, link) in seen:
-        machine.problem(where, Severity.WARNING, "I104", f"{gpu.key} link {link} is listed twice: the first is kept")
+        machine.problem(where, Severity.WARNING, Code.INPUT_CONTRADICTION, f"{gpu.key} link {link} is listed twice: the first is kept")
         return
     seen.add((gpu.key, kind, link))
     if kind == "status":
         if rest == INACTIVE or SPEED.fullmatch(rest):
             gpu.nvlink_state = {**(gpu.nvlink_state or {}), link: rest != INACTIVE}
         else:
-            machine.problem(where, Severity.WARNING, "I103",
+            machine.problem(where, Severity.WARNING, Code.INPUT_VALUE,
                             f"{gpu.key} link {link}: '{rest[:40]}' is not a speed such as '26.562 GB/s' or <inactive>")
         return
     match = REMOTE.fullmatch(rest)
     bus = normalise_bus_id(match.group(1)) if match else None
     if match is None or bus is None:
-        machine.problem(where, Severity.WARNING, "I103",
+        machine.problem(where, Severity.WARNING, Code.INPUT_VALUE,
                         f"{gpu.key} link {link}: '{rest[:60]}' is not 'Remote Device <bus id>: Link <n>': left out")
         return
     machine.nvlink_ports.append(NvlinkPort(gpu.key, link, bus, int(match.group(2)), where))
@@ -135,7 +135,7 @@ def resolve_nvlinks(machine: Machine) -> None:
         return
     by_bus = {g.bus: g.key for g in machine.gpus.values() if g.bus}
     if not by_bus:
-        machine.problem(ports[0].where, Severity.WARNING, "I103",
+        machine.problem(ports[0].where, Severity.WARNING, Code.INPUT_VALUE,
                         "the GPUs' bus ids are unknown, so a link's remote device cannot be told GPU from NVSwitch: "
                         "NVLinks left out", "import nvidia-smi -q -x (or an NCCL dump, lstopo) with it")
         return
@@ -143,7 +143,7 @@ def resolve_nvlinks(machine: Machine) -> None:
     for port in ports:
         gpu = machine.gpus.get(port.gpu)
         if gpu is not None and gpu.bus == port.remote:
-            machine.problem(port.where, Severity.WARNING, "I103", f"GPU {port.gpu}: its link {port.link} reaches the GPU itself: left out")
+            machine.problem(port.where, Severity.WARNING, Code.INPUT_VALUE, f"GPU {port.gpu}: its link {port.link} reaches the GPU itself: left out")
             continue
         target = by_bus.get(port.remote)
         links.append(NvLink(port.gpu, target or NVSWITCH, 1, port.where, None if target else port.remote))
@@ -165,6 +165,6 @@ def _compare(machine: Machine, links: list[NvLink]) -> None:
         have = mine.get((gpu, target))
         if have is None or have[0] != count:
             kept = have[0] if have else 0
-            machine.problem(where, Severity.WARNING, "I104",
+            machine.problem(where, Severity.WARNING, Code.INPUT_CONTRADICTION,
                             f"NVLinks from {gpu} to {target}: {count} here, but {kept} in "
                             f"{have[1] if have else machine.nvlinks[0].where}; keeping {kept}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Severity
+from hwspec.diagnostics import Code, Severity
 from hwspec.live.observed import MAX_GPUS, NUMA_PREFIX, ElementReader, Gpu, Link, Machine, NvlinkDomain, is_decimal
 from hwspec.live.xmlread import Element
 
@@ -81,19 +81,19 @@ class _Reader(ElementReader):
 
     def log(self, root: Element) -> None:
         if root.tag != ROOT:
-            self.m.problem(self.at(root), Severity.ERROR, "I101",
+            self.m.problem(self.at(root), Severity.ERROR, Code.INPUT_SYNTAX,
                            f"the root element is <{root.tag[:40]}>, not <{ROOT}>: not 'nvidia-smi -q -x' output")
             return
         gpus = [c for c in root.children if c.tag == "gpu"]
         if len(gpus) > MAX_GPUS:
-            self.m.problem(self.at(gpus[MAX_GPUS]), Severity.ERROR, "I101",
+            self.m.problem(self.at(gpus[MAX_GPUS]), Severity.ERROR, Code.INPUT_SYNTAX,
                            f"{len(gpus)} GPUs, more than the {MAX_GPUS} one node has: not one node's topology")
             return
         attached = self.number(root, "attached_gpus")
         if attached is not None and attached != len(gpus):
             where = self.child(root, "attached_gpus")
             assert where is not None
-            self.warn(where, f"attached_gpus says {attached}, but the file has {len(gpus)} <gpu> elements", "I104")
+            self.warn(where, f"attached_gpus says {attached}, but the file has {len(gpus)} <gpu> elements", Code.INPUT_CONTRADICTION)
         for index, element in enumerate(gpus):
             self.gpu(element, index)
 
@@ -101,7 +101,7 @@ class _Reader(ElementReader):
         bus = self.bus_id(e)
         key = bus or f"GPU{index}"
         if key in self.m.gpus:
-            self.warn(e, f"bus id {bus} repeats line {self.m.gpus[key].where.line}", "I104")
+            self.warn(e, f"bus id {bus} repeats line {self.m.gpus[key].where.line}", Code.INPUT_CONTRADICTION)
             return
         numa = self.number(e, "numa_id")
         # no parent without a NUMA node: the input says nothing of where the GPU hangs
@@ -130,7 +130,7 @@ class _Reader(ElementReader):
             self.warn(where, f"'{text[:40]}' is not a PCI bus id 'dddd:bb:dd.f'")
             return None
         if found and attribute is not None and normalise_bus_id(attribute) != bus:
-            self.warn(e, f"<gpu id=\"{attribute[:40]}\"> differs from its <pci_bus_id> {text[:40]}: reading {bus}", "I104")
+            self.warn(e, f"<gpu id=\"{attribute[:40]}\"> differs from its <pci_bus_id> {text[:40]}: reading {bus}", Code.INPUT_CONTRADICTION)
         return bus
 
     def pci_ids(self, e: Element, tag: str) -> tuple[str, str] | None:

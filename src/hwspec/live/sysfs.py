@@ -40,7 +40,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hwspec.diagnostics import Location, Severity, display_path, os_reason
+from hwspec.diagnostics import Code, Location, Severity, display_path, os_reason
 from hwspec.live.observed import (
     NUMA_PREFIX,
     PCIE_SPEED_STRINGS,
@@ -326,7 +326,7 @@ class Tree:
                 kept.append(name)
             else:
                 # problem() makes the name visible (one line, escapes): not here too, or it is escaped twice
-                machine.problem(self.where(rel), Severity.WARNING, "I103", f"entry {name} is not a printable ASCII name: left out")
+                machine.problem(self.where(rel), Severity.WARNING, Code.INPUT_VALUE, f"entry {name} is not a printable ASCII name: left out")
         return kept
 
 
@@ -354,13 +354,13 @@ def read_sysfs(root: Path, tree: Tree | None = None) -> Machine:
     tree = tree or Tree(root)
     machine.sources.append((tree.shown or "/", "sysfs"))
     if not os.path.isdir(root / PCI_DEVICES):
-        machine.problem(tree.where(PCI_DEVICES), Severity.ERROR, "I100",
+        machine.problem(tree.where(PCI_DEVICES), Severity.ERROR, Code.INPUT_UNREADABLE,
                         "no such directory: not a sysfs root (give --sysfs-root the directory 'hwspec capture' wrote)")
         return machine
     try:
         _Reader(tree, machine).run()
     except TreeError as exc:
-        machine.problem(exc.where, Severity.ERROR, "I101", exc.message)
+        machine.problem(exc.where, Severity.ERROR, Code.INPUT_SYNTAX, exc.message)
         return machine
     finally:
         if own:
@@ -405,7 +405,7 @@ class _Reader:
             text = self.t.read(f"{rel}/cpulist")
             node.cpus = parse_cpu_list(text) if text else () if text == "" else None
             if text and node.cpus is None:
-                self.m.problem(node.where, Severity.WARNING, "I103", f"\"{text[:40]}\" is not a CPU list")
+                self.m.problem(node.where, Severity.WARNING, Code.INPUT_VALUE, f"\"{text[:40]}\" is not a CPU list")
             node.memory = self.mem_total(f"{rel}/meminfo")
             self.m.numa[node.id] = node
         if not self.m.numa:  # a kernel without NUMA: one node holds every CPU
@@ -458,12 +458,12 @@ class _Reader:
         located, counted = [], 0
         for name in names:
             if not BUS_ID.fullmatch(name):
-                self.m.problem(self.t.where(PCI_DEVICES), Severity.WARNING, "I103", f"{name} is not a PCI bus id: left out")
+                self.m.problem(self.t.where(PCI_DEVICES), Severity.WARNING, Code.INPUT_VALUE, f"{name} is not a PCI bus id: left out")
                 continue
             path = self.t.resolve(f"{PCI_DEVICES}/{name}")
             chain = [part for part in path.split("/") if BUS_ID.fullmatch(part)]
             if not chain or chain[-1] != name:
-                self.m.problem(self.t.where(f"{PCI_DEVICES}/{name}"), Severity.WARNING, "I103",
+                self.m.problem(self.t.where(f"{PCI_DEVICES}/{name}"), Severity.WARNING, Code.INPUT_VALUE,
                                f"{name} links to {path}, not to its PCI function: left out")
                 continue
             located.append((name, chain))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Location, Severity
+from hwspec.diagnostics import Code, Location, Severity
 from hwspec.live.observed import (
     MAX_CPUS,
     MAX_GPUS,
@@ -78,12 +78,12 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     text = _ANSI.sub("", data.decode("utf-8", "replace"))
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
-        machine.problem(Location(file, MAX_LINES), Severity.ERROR, "I101", f"more than {MAX_LINES} lines: not 'nvidia-smi topo -m' output")
+        machine.problem(Location(file, MAX_LINES), Severity.ERROR, Code.INPUT_SYNTAX, f"more than {MAX_LINES} lines: not 'nvidia-smi topo -m' output")
         return
     header_at = next((i for i, line in enumerate(lines) if "GPU0" in _cells(line)[1:] or
                       (_cells(line) and _cells(line)[0] == "" and any(_GPU.fullmatch(c) for c in _cells(line)))), None)
     if header_at is None:
-        machine.problem(Location(file, 1), Severity.ERROR, "I101", "no header row with GPU0: not 'nvidia-smi topo -m' output",
+        machine.problem(Location(file, 1), Severity.ERROR, Code.INPUT_SYNTAX, "no header row with GPU0: not 'nvidia-smi topo -m' output",
                         "capture it with: nvidia-smi topo -m > topo.txt")
         return
     header = [c for c in _cells(lines[header_at]) if c]
@@ -93,12 +93,12 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     devices, extras = header[:extras_at], header[extras_at:]
     for name in devices:
         if (problem := too_many_digits(name[3:] if name.startswith("GPU") else None, "a GPU column's index")) is not None:
-            machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101", f"{problem}: not 'nvidia-smi topo -m' output")
+            machine.problem(Location(file, header_at + 1), Severity.ERROR, Code.INPUT_SYNTAX, f"{problem}: not 'nvidia-smi topo -m' output")
             return
     gpu_columns = sum(1 for name in devices if _GPU.fullmatch(name))
     for count, limit, what in ((gpu_columns, MAX_GPUS, "GPU"), (len(devices) - gpu_columns, MAX_NICS, "NIC")):
         if count > limit:
-            machine.problem(Location(file, header_at + 1), Severity.ERROR, "I101",
+            machine.problem(Location(file, header_at + 1), Severity.ERROR, Code.INPUT_SYNTAX,
                             f"the header has {count} {what} columns, more than the {limit} one node has: "
                             "not one node's 'nvidia-smi topo -m' output")
             return
@@ -117,7 +117,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         name = cells[0]
         if name in devices:
             if name in rows:
-                machine.problem(Location(file, number), Severity.WARNING, "I104", f"row {name} repeats line {rows[name][1].line}")
+                machine.problem(Location(file, number), Severity.WARNING, Code.INPUT_CONTRADICTION, f"row {name} repeats line {rows[name][1].line}")
                 continue
             rows[name] = (cells[1:], Location(file, number))
         elif name.startswith("Legend"):
@@ -128,7 +128,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     for name in devices:
         row, where = rows.get(name, ([], header_where))
         if name not in rows:
-            machine.problem(header_where, Severity.WARNING, "I103", f"column {name} has no row")
+            machine.problem(header_where, Severity.WARNING, Code.INPUT_VALUE, f"column {name} has no row")
         gpu = _GPU.fullmatch(name)
         if gpu:
             gpus[name] = Gpu(name, where, "", index=int(gpu.group(1)))
@@ -138,7 +138,8 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     for name, (row, where) in rows.items():
         relations, rest = row[:len(devices)], [c for c in row[len(devices):] if c]
         if len(relations) < len(devices):
-            machine.problem(where, Severity.WARNING, "I103", f"row {name} has {len(relations)} cells for {len(devices)} devices: truncated?")
+            machine.problem(where, Severity.WARNING, Code.INPUT_VALUE,
+                            f"row {name} has {len(relations)} cells for {len(devices)} devices: truncated?")
         for other, cell in zip(devices, relations):
             if other == name or cell in ("X", ""):
                 continue
@@ -148,7 +149,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
                     machine.nvlinks.append(NvLink(name, other, int(nv.group(1)), where))
                 continue
             if cell not in PATH_TYPES:
-                machine.problem(where, Severity.WARNING, "I103", f"{name} to {other}: '{cell[:20]}' is not a topo -m path type "
+                machine.problem(where, Severity.WARNING, Code.INPUT_VALUE, f"{name} to {other}: '{cell[:20]}' is not a topo -m path type "
                                 f"(X, NV#, {', '.join(PATH_TYPES)})")
                 continue
             machine.paths[(name, other)] = ("SYS" if cell == "SOC" else cell, where)
@@ -159,14 +160,14 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
             if cpus and cpus != "N/A":
                 device.cpus = parse_cpu_list(cpus)
                 if device.cpus is None:
-                    machine.problem(where, Severity.WARNING, "I103", f"{name}: CPU Affinity '{cpus[:40]}' is not a CPU list")
+                    machine.problem(where, Severity.WARNING, Code.INPUT_VALUE, f"{name}: CPU Affinity '{cpus[:40]}' is not a CPU list")
             numa = values.get("NUMA Affinity", values.get("NUMA"))
             if (problem := too_many_digits(numa, f"{name}: NUMA Affinity")) is not None:
-                machine.problem(where, Severity.ERROR, "I101", f"{problem}: not 'nvidia-smi topo -m' output")
+                machine.problem(where, Severity.ERROR, Code.INPUT_SYNTAX, f"{problem}: not 'nvidia-smi topo -m' output")
             elif numa and is_decimal(numa):
                 device.numa = int(numa)
             elif numa and numa != "N/A":
-                machine.problem(where, Severity.WARNING, "I103", f"{name}: NUMA Affinity '{numa[:40]}' is not one NUMA node")
+                machine.problem(where, Severity.WARNING, Code.INPUT_VALUE, f"{name}: NUMA Affinity '{numa[:40]}' is not one NUMA node")
     _nvswitch(machine, gpus)
     machine.gpus.update(gpus)
     machine.nics.update(nics)
