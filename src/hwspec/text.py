@@ -4,11 +4,14 @@ Platform files, their paths and the names in them come from whoever opened the p
 Any such text that reaches a generated file either passes a strict value check (`env_value`
 and the spec's id/name patterns) or is shown through `visible`, which keeps it on one line of
 printable characters that every consumer reads as a comment or a string, never as code.
+
+Also numbers for people (`significant`), as rule findings and the performance reports print them.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from typing import Any
 
@@ -79,3 +82,17 @@ def xml_escape(text: str, extra: dict[str, str] | None = None) -> str:
 def _translation(extra: tuple[tuple[str, str], ...]) -> dict[int, str]:
     """`str.translate` table of `_XML_ESCAPES` plus `extra`."""
     return {ord(char): entity for char, entity in {**_XML_ESCAPES, **dict(extra)}.items()}
+
+
+def significant(value: float, digits: int) -> str:
+    """`value` to `digits` significant digits, never with an exponent nor trailing zeros; a
+    number of `digits` or more integer digits in full: with 3, 7.8769 -> '7.88', 31.5077 ->
+    '31.5', 1555.4 -> '1555', 0.5 -> '0.5'. Infinities and NaN as Python writes them."""
+    if value == 0:
+        return "0"
+    if not math.isfinite(value):
+        return f"{value:g}"
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{value:.0f}"
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")

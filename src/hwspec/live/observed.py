@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.live.xmlread import Element, XmlError, parse_xml
-from hwspec.model.node import PCIE_GT_PER_LANE, PcieLink
+from hwspec.model.node import PcieLink
+from hwspec.spec.checks import PCIE_GEN_RATES
 from hwspec.text import visible
 
 NUMA_PREFIX = "numa:"
@@ -41,7 +42,7 @@ class Link:
 
     @classmethod
     def of(cls, gen: int | None, width: int | None, width_zero: bool = False) -> Link:
-        bandwidth = PcieLink(gen, width).bandwidth if gen in PCIE_GT_PER_LANE and width else None
+        bandwidth = PcieLink(gen, width).bandwidth if gen in PCIE_GEN_RATES and width else None
         return cls(gen, width, bandwidth, width_zero)
 
     def forms(self) -> list[tuple[int, int]]:
@@ -52,7 +53,7 @@ class Link:
             return [(self.gen, self.width)]
         if not self.bandwidth:
             return []
-        return [(gen, width) for width in LINK_WIDTHS for gen in sorted(PCIE_GT_PER_LANE)
+        return [(gen, width) for width in LINK_WIDTHS for gen in sorted(PCIE_GEN_RATES)
                 if (self.gen is None or gen == self.gen) and same_bandwidth(PcieLink(gen, width).bandwidth, self.bandwidth)]
 
     def below(self, bandwidth: float) -> bool:

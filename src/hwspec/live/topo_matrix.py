@@ -43,9 +43,6 @@ PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
 MAX_LINES = 10_000
 MAX_GPU_LINKS = 18
 """The most NVLinks one NVIDIA GPU has (H100, B200): a GPU showing more in total goes through NVSwitches."""
-MAX_DEVICES = MAX_GPUS + MAX_NICS
-"""The most device columns the matrix may have; the GPU and NIC columns are also counted
-against MAX_GPUS and MAX_NICS, before any row is read (the rows hold columns^2 cells)."""
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...] | None:

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from hwspec.diagnostics import Location
+from hwspec.spec.checks import PCIE_GEN_RATES
 from hwspec.spec.models import Transport
 
 if TYPE_CHECKING:
@@ -22,9 +23,6 @@ if TYPE_CHECKING:
 
 UNKNOWN_PART = "unknown"
 """The spec word for what the source does not give: `part: unknown`, `bus: unknown`."""
-
-PCIE_GT_PER_LANE: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
-"""Transfers per second per lane, by PCIe generation."""
 
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
 
@@ -105,7 +103,7 @@ class PcieLink:
     @property
     def transfer_rate(self) -> float:
         """Transfers per second per lane (16e9 for Gen4)."""
-        return PCIE_GT_PER_LANE[self.gen]
+        return PCIE_GEN_RATES[self.gen]
 
     @property
     def bandwidth(self) -> float:

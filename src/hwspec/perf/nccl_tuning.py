@@ -216,8 +216,7 @@ NCCL_2_20 = Release(
 )
 
 RELEASES = {r.version: r for r in (NCCL_2_7, NCCL_2_20)}
-"""The releases a workload may name (`nccl:`); the default is `DEFAULT_RELEASE`."""
-DEFAULT_RELEASE = "2.20.3"
+"""The releases a workload may name (`nccl:`, 2.20.3 when it names none)."""
 
 
 # ---------------------------------------------------------------- the model

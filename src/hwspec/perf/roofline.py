@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hwspec.model.node import Gpu, known
-from hwspec.text import visible
+from hwspec.text import significant, visible
 from hwspec.topology.node import Topology
 
 SCHEMA_VERSION = 1
@@ -417,10 +417,6 @@ def _slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s")
 # ------------------------------------------------------------------ TorchRec
 
 
-TORCHREC_TOPOLOGY_KWARGS = ("world_size", "local_world_size", "compute_device", "hbm_cap", "ddr_cap", "hbm_mem_bw",
-                            "ddr_mem_bw", "hbm_to_ddr_mem_bw", "intra_host_bw", "inter_host_bw")
-"""The kwargs written (all accepted by `torchrec.distributed.planner.types.Topology` since v1.1.0)."""
-
 _BYTES_PER_MS = 1000.0  # bytes/s -> bytes/ms
 
 
@@ -572,12 +568,7 @@ def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tu
 
 def number(value: float) -> str:
     """4 significant digits, integers above 1000 in full, no exponent: 31.51, 1555, 0.8."""
-    if value == 0:
-        return "0"
-    if abs(value) >= 1000:
-        return f"{value:.0f}"
-    digits = max(0, 3 - math.floor(math.log10(abs(value))))
-    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    return significant(value, 4)
 
 
 def gbps(value: float | None) -> str:

@@ -25,7 +25,8 @@ MAX_CORES = 1024
 MAX_SOCKETS = 64
 """Sockets (NUMA nodes) per node: with MAX_CORES and 8 threads, a node has at most 524,288 CPUs."""
 PCIE_GEN_RATES: dict[int, float] = {1: 2.5e9, 2: 5e9, 3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
-"""PCIe generation -> transfers per second per lane."""
+"""PCIe generation -> transfers per second per lane: the rates a link's `speed:` may give, and what
+`hwspec.model.node.PcieLink` computes a bandwidth from."""
 
 
 # ---------------------------------------------------------------- whole numbers

@@ -26,8 +26,6 @@ Bandwidth = Annotated[ByteRate, Field(gt=0)]
 """A bandwidth that must be above zero: a link or memory with no bandwidth is a mistake (leave
 out a tier that does not exist instead)."""
 
-SPEC_VERSION = 1
-
 WholeNumber = Annotated[int, BeforeValidator(checks.whole_number)]
 """A count, index or number: written as a number (`2`, `2.0`), never `"2"` or `true`. Every
 integer field of the spec language is one (tests/test_spec_loading.py checks it)."""

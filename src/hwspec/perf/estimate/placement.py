@@ -20,9 +20,6 @@ from hwspec.perf.estimate.term import _error
 from hwspec.perf.platform_figures import Figures
 from hwspec.spec.workload import Workload
 
-TIER_NAMES = ("hbm", "host_ddr", "ssd")
-
-
 ACCESS_BYTES = {"hbm": 32, "host_ddr": 64, "ssd": 512}
 """Smallest unit each tier moves, bytes: an embedding row (and its optimizer state, a separate
 tensor) is read and written in whole units. HBM: the 32-byte sector of a GPU's global-memory

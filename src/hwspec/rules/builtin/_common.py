@@ -14,6 +14,7 @@ from hwspec.formats.environment import REVIEWED_TUNABLES, environment_limits
 from hwspec.formats.limits import Limit
 from hwspec.formats.nccl_env import KNOWN, closest_known
 from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
+from hwspec.text import significant
 from hwspec.topology.node import RDMA_TRANSPORTS, served_field  # noqa: F401  (re-exported for the rule modules)
 
 
@@ -30,7 +31,7 @@ T = TypeVar("T", bound=_HasId)  # a model item with an `id`
 
 def number(x: float) -> str:
     """Three significant digits, no exponent: 7.8769 -> '7.88', 31.5077 -> '31.5', 1555.0 -> '1555'."""
-    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+    return significant(x, 3)
 
 
 def gbit(rate: float) -> str:
