@@ -1,0 +1,66 @@
+"""What the writers of one draft share (`DraftContext`): the machine, the catalogue, the spec ids
+given so far, the links the devices train at and the notes for the user; and the few helpers
+every writer uses (`UNKNOWN`, `note_assumed`, `file_text`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwspec.live.observed import Machine
+from hwspec.text import visible
+
+UNKNOWN = "unknown"
+"""What the draft writes for a part, bus id or figure the input does not give."""
+
+
+@dataclass
+class DraftContext:
+    """The state the writers of one draft fill in writing order (sockets, PCIe bridges, GPUs,
+    NICs): `ids` maps a machine key to the spec id written for it, `gpu_ids` a GPU's key to its
+    id, `links` a spec id to the (gen, width) its upstream link trains at; `notes` (the
+    machine's own first) are for the user."""
+
+    machine: Machine
+    catalogue: Any
+    """The parts catalogue (`hwspec.model.load.Catalogue`) the devices are recognised from."""
+    ids: dict[str, str] = field(default_factory=dict)
+    gpu_ids: dict[str, str] = field(default_factory=dict)
+    links: dict[str, tuple[int, int]] = field(default_factory=dict)
+    notes: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.notes = list(self.machine.notes)
+
+    def parts(self, kind: str) -> dict[str, Any]:
+        return {name: part.model for name, part in sorted(self.catalogue.parts.get(kind, {}).items())}
+
+    def source(self) -> str:
+        return "hwspec import of " + ", ".join(f"{file_text(file)} ({what})" for file, what in self.machine.sources)
+
+    @staticmethod
+    def bus(bus: str | None) -> str:
+        """The bus id the input gives, or `unknown` (`nvidia-smi topo -m` gives none): never an invented one."""
+        return bus or UNKNOWN
+
+    def upstream(self, parent: str) -> str | dict[str, str]:
+        """The spec id of `parent`. Where the input gives no NUMA node (`numa:-1`: NCCL's
+        numaid -1, hwloc's locality of several NUMA nodes) it is the first socket, written as an
+        assumption (`{value, assumed}`), so that `diff` does not take it for a fact."""
+        if parent in self.ids:
+            return self.ids[parent]
+        first = next(iter(self.ids.values()))
+        return {"value": first, "assumed": f"the input gives no NUMA node here{f' ({parent})' if parent else ''}: attached to {first}"}
+
+
+def note_assumed(entry: dict, assumed: list[str]) -> None:
+    """Write `assumed` (each reason once) into `entry`, where there is any."""
+    if assumed:
+        entry["assumed"] = "; ".join(dict.fromkeys(assumed))
+
+
+def file_text(file: str) -> str:
+    """An input's name as the draft's `source:`/`sources:` text: `visible` (one printable line,
+    a non-UTF-8 byte as `\\xNN`), and `${` written `$\\x7b`, which the loader would otherwise read
+    as an expression outside a repeat block."""
+    return visible(file).replace("${", "$\\x7b")

@@ -1,0 +1,214 @@
+"""The GPUs of a draft and their NVLink fabric: `gpus:`, `baseboard:` and `nvlink:`, and notes on
+what a node platform cannot say (NVLink domains, inactive links)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
+from hwspec.live.draft.pcie import PcieWriter
+from hwspec.live.identify import candidates_note, choose, gpu_fits
+from hwspec.live.observed import NVSWITCH
+
+GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
+"""PCI vendor ids of the spec's GPU vendors; another id is `other`."""
+
+
+class GpusWriter:
+    """Writes the GPUs (part by PCI ids and NVLink count), the baseboard and NVLink fabric they
+    show, and notes on their NVLink domains and inactive links."""
+
+    def __init__(self, ctx: DraftContext, pcie: PcieWriter):
+        self.ctx, self.m, self.pcie = ctx, ctx.machine, pcie
+
+    def entries(self) -> tuple[list[dict], dict | None, dict | None]:
+        gpus = self.m.gpus_in_order()
+        catalogue = self.ctx.parts("gpus")
+        counts = self.m.nvlink_counts()
+        per_gpu: Counter[str] = Counter()
+        for (gpu_key, _target), (count, _where) in counts.items():
+            per_gpu[gpu_key] += count
+        out = []
+        for index, gpu in enumerate(gpus):
+            ident = f"gpu{index}"
+            self.ctx.ids[gpu.key] = self.ctx.gpu_ids[gpu.key] = ident
+            assumed: list[str] = []
+            entry: dict[str, Any] = {"id": ident}
+            candidates = [n for n, p in catalogue.items() if gpu_fits(p, gpu)]
+            links_needed = per_gpu.get(gpu.key, 0)
+            fitting = [n for n in candidates if catalogue[n].fabric.links >= links_needed]
+            chosen = choose(self.ctx.catalogue, "gpus", fitting or candidates, gpu.model_name)
+            override: dict[str, Any] = {}
+            if chosen.part:
+                part = chosen.part
+                spec_part = catalogue[part]
+                exact = not self.switches_uniform()  # without listed switches, 'nvswitch' uses all of the part's links
+                if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
+                                                             and links_needed != spec_part.fabric.links):
+                    override["fabric"] = {"links": links_needed}
+                part_link = spec_part.pcie
+            else:
+                part, part_link = UNKNOWN, None
+                override = self.gpu_identity(gpu, links_needed)
+                if chosen.candidates:
+                    self.ctx.notes.append(candidates_note(ident, f"the GPU {gpu.vendor}:{gpu.device}", chosen.candidates))
+            entry["part"] = part
+            link, pcie_override, trained = self.pcie.device_link(gpu.link, part_link, assumed, "GPU")
+            if pcie_override:
+                override["pcie"] = pcie_override
+            if override:
+                entry["override"] = override
+            entry["pcie"] = {"upstream": self.ctx.upstream(gpu.parent), "bus": self.ctx.bus(gpu.bus)}
+            if link:
+                entry["pcie"]["link"] = link
+            if trained:
+                self.ctx.links[ident] = trained
+            note_assumed(entry, assumed)
+            out.append(entry)
+        baseboard, nvlink = self.fabric(gpus, out, counts)
+        return out, baseboard, nvlink
+
+    def gpu_identity(self, gpu, links: int) -> dict[str, Any]:
+        """The `override` of a GPU whose part is unknown: what the input gives of it. `topo -m`
+        (nvidia-smi) shows NVIDIA GPUs without ids; AMD's dialect (RCCL's) is `gcn`, `arch` and `sm`
+        holding the compute-unit count, not CUDA's compute capability."""
+        by_nvidia_smi = any(what.startswith("nvidia-smi") for _, what in self.m.sources)
+        vendor = GPU_VENDORS.get(gpu.vendor, "other") if gpu.vendor else "nvidia" if by_nvidia_smi else None
+        if gpu.gcn:
+            vendor = "amd"  # a gfx target is an AMD GPU's, whatever PCI ids the input leaves out: RCCL reads its file
+        seen: dict[str, Any] = {"vendor": vendor, "model_name": gpu.model_name, "pci_vendor": gpu.vendor, "pci_device": gpu.device}
+        if vendor == "amd":
+            seen.update(gcn=gpu.gcn, hip_arch=gpu.arch if gpu.arch is not None and gpu.arch >= 0 else None,
+                        compute_units=gpu.sm if gpu.sm is not None and gpu.sm >= 1 else None)
+        else:
+            seen["sm"] = gpu.sm
+        if links:
+            seen["fabric"] = {"kind": "xgmi", "links": links} if vendor == "amd" else {"links": links}
+        return {k: v for k, v in seen.items() if v is not None}
+
+    def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
+        if not counts:
+            self.unlinked_nvswitches()
+            return None, None
+        source = f"observed: {self.ctx.source()}"
+        if any(t == NVSWITCH for (_g, t) in counts):
+            if any(t != NVSWITCH for (_g, t) in counts):
+                self.ctx.notes.append("GPU-to-GPU NVLinks beside NVSwitch links are left out of the draft")
+            return self.nvswitch_board(gpus, entries), {"topology": "nvswitch", "source": source}
+        index = {g.key: i for i, g in enumerate(gpus)}
+        pairs: dict[tuple[int, int], int] = {}
+        for (a, b), (count, where) in counts.items():
+            if a not in index or b not in index:
+                continue
+            back = counts.get((b, a), (0, None))[0]
+            if back != count:
+                self.ctx.notes.append(f"{where}: NVLink count {count} from {a} to {b} but {back} back: the smaller is used")
+            key = (min(index[a], index[b]), max(index[a], index[b]))
+            pairs[key] = min(count, back) if back else count
+        pairs = {k: v for k, v in pairs.items() if v > 0}
+        if not pairs:
+            return None, None
+        for i, entry in enumerate(entries):
+            items = list(entry.items())
+            entry.clear()
+            entry.update(items[:2] + [("slot", i)] + items[2:])
+        n = len(gpus)
+        all_pairs = {(a, b) for a in range(n) for b in range(a + 1, n)}
+        values = set(pairs.values())
+        missing = sorted(all_pairs - set(pairs))
+        degree: Counter[int] = Counter()
+        for (a, b) in pairs:
+            degree[a] += 1
+            degree[b] += 1
+        matching = len(missing) * 2 == n and len({x for p in missing for x in p}) == n
+        board: dict[str, Any] = {"kind": "custom", "slots": n}
+        nvlink: dict[str, Any]
+        if len(values) == 1 and (not missing or matching):
+            per_pair = values.pop()
+            nvlink = {"topology": "fully-connected"}
+            if per_pair != 1:
+                nvlink["links_per_pair"] = per_pair
+            if missing:
+                nvlink["exclude"] = [list(p) for p in missing]
+            board.update(ports_per_slot=n - 1, links_per_port=per_pair, wiring="fully-connected")
+        else:
+            nvlink = {"topology": [{"gpus": [f"gpu{a}", f"gpu{b}"], "links": c} for (a, b), c in sorted(pairs.items())]}
+            board.update(ports_per_slot=max(degree.values()), links_per_port=max(pairs.values()),
+                         wiring=[[a, b] for (a, b) in sorted(pairs)])
+        if board.get("links_per_port") == 1:
+            del board["links_per_port"]
+        bandwidth: Counter[int] = Counter()
+        for (a, b), c in pairs.items():
+            bandwidth[a] += c
+            bandwidth[b] += c
+        if len({bandwidth[i] for i in range(n)}) > 1:
+            nvlink["symmetric"] = False
+        nvlink["source"] = source
+        board["assumed"] = "the input shows the NVLinks in use, not the baseboard's wiring: taken to wire exactly these"
+        return board, nvlink
+
+    def unlinked_nvswitches(self) -> None:
+        """A note for NVSwitch chips the input names without any GPU's NVLinks to them (lstopo
+        of a DGX-2 lists its 12 switches as PCI functions): how many links each GPU has to which
+        switch is not in the input, so no board or fabric is drafted for them."""
+        if not self.m.nvswitches:
+            return
+        buses = sorted(self.m.nvswitches)
+        shown = ", ".join(buses[:4]) + (f" and {len(buses) - 4} more" if len(buses) > 4 else "")
+        self.ctx.notes.append(f"{len(buses)} NVSwitch chip(s) in the input ({shown}) but no NVLink of any GPU to them: "
+                          "the NVLink fabric is left out of the draft (describe 'baseboard:' and 'nvlink:' from the "
+                          "board's documentation, or import an NCCL topology dump, which gives each GPU's links)")
+
+    def nvlink_domains(self) -> None:
+        """A note naming the multi-node NVLink domain (cluster UUID and clique, as the fabric
+        manager reports them) each group of GPUs is in: a node platform has no field for it."""
+        members: dict[tuple[str, int | None], list[str]] = {}
+        for gpu in self.m.gpus_in_order():
+            if gpu.fabric is not None:
+                members.setdefault((gpu.fabric.cluster_uuid, gpu.fabric.clique_id), []).append(self.ctx.gpu_ids[gpu.key])
+        for (uuid, clique), gpu_ids in members.items():
+            clique_text = f", clique {clique}" if clique is not None else ""
+            self.ctx.notes.append(f"{', '.join(gpu_ids)} are in the multi-node NVLink domain {uuid}{clique_text} "
+                              "(the fabric manager's registration, as NVML or nvidia-smi -q reports it): "
+                              "the domain is the cluster's, not described in a node platform")
+
+    def nvlinks_down(self) -> None:
+        """A note per GPU with inactive NVLinks (`nvidia-smi nvlink -s`): the draft describes the
+        links in use, and a link down may be a fault or one the board leaves unwired."""
+        for gpu in self.m.gpus_in_order():
+            down = sorted(link for link, active in (gpu.nvlink_state or {}).items() if not active)
+            if down:
+                active = len(gpu.nvlink_state or {}) - len(down)
+                self.ctx.notes.append(f"{self.ctx.gpu_ids[gpu.key]}: NVLink{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} "
+                                  f"inactive, {active} active "
+                                  "(nvidia-smi nvlink -s): the draft describes the active ones")
+
+    def switches_uniform(self) -> bool:
+        """Whether every GPU has links to the same NVSwitches, the same number to each."""
+        per_gpu = self.m.nvswitch_links()
+        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
+        return len(shapes) == 1 and set(per_gpu) == set(self.m.gpus)
+
+    def nvswitch_board(self, gpus, entries: list[dict]) -> dict | None:
+        """An HGX-style board with the NVSwitch chips the input names, when every GPU has the
+        same links to the same switches; else None."""
+        if not self.switches_uniform():
+            self.ctx.notes.append("the GPUs have different links to the NVSwitches: the board's switches are left out")
+            return None
+        per_gpu = self.m.nvswitch_links()
+        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
+        for i, entry in enumerate(entries):
+            items = list(entry.items())
+            entry.clear()
+            entry.update(items[:2] + [("slot", i)] + items[2:])
+        switches = []
+        for i, (bus, links) in enumerate(shapes.pop()):
+            switch: dict[str, Any] = {"id": f"nvs{i}"}
+            if bus:
+                switch["bus"] = bus
+            switch["links_per_gpu"] = links
+            switches.append(switch)
+        return {"kind": "hgx", "slots": len(gpus), "wiring": "nvswitch", "nvswitches": switches,
+                "source": f"observed: {self.ctx.source()}",
+                "assumed": "the input shows NVSwitch chips and each GPU's links to them: the board is taken to be an HGX baseboard"}
