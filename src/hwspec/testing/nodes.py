@@ -244,22 +244,86 @@ def _rccl_writable(part) -> bool:
 def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
              gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
              nic_modes: Iterable[str] | None = None, name: str = "node") -> _Layout:
+    """A valid node spec and what mutations need to know of it, drawn in the order the steps
+    below are written (sizes and parts first, so that failures shrink towards small nodes)."""
     if not 1 <= min_sockets <= max_sockets:
         raise ValueError(f"need 1 <= min_sockets <= max_sockets, got {min_sockets}, {max_sockets}")
     if not 1 <= min_gpus <= max_gpus:
         raise ValueError(f"need 1 <= min_gpus <= max_gpus, got {min_gpus}, {max_gpus}")
-    gpu_catalogue, nic_catalogue, cpu_catalogue = _parts("gpus"), _parts("nics"), _parts("cpus")
     patterns_allowed = _check_choice("nvlink", nvlink, NVLINK_PATTERNS)
     modes_allowed = _check_choice("nic_modes", nic_modes, NIC_MODES)
     # Left out by default: APUs (MI300A), whose socket's memory is their HBM (one APU per socket,
     # `memory: {shared_with: ..}`), a layout these DDR-socket nodes do not draw; and AMD parts
     # that lack a fact RCCL's file needs (no published hip_arch: MI250), which HW911 refuses.
-    gpu_names = _check_choice("gpu_parts", gpu_parts, tuple(n for n, p in gpu_catalogue.items()
+    gpu_names = _check_choice("gpu_parts", gpu_parts, tuple(n for n, p in _parts("gpus").items()
                                                             if p.form_factor != "apu" and _rccl_writable(p)))
+    parts = draw(_sizes_and_parts(min_sockets, max_sockets, min_gpus, max_gpus, gpu_names, patterns_allowed))
+    nics = draw(_backend_nic_choice(modes_allowed, parts.n_gpus))
+    leaf_sizes, leaf_socket = draw(_leaves(parts.n_gpus, parts.n_sockets, nics))
 
-    # Sizes first, as small integers: failures shrink to 1 socket and 1 GPU.
-    feasible = [n for n in range(min_gpus, max_gpus + 1)
-                if any(set(patterns_allowed) & set(_patterns_for(n, gpu_catalogue[g].fabric.links, gpu_catalogue[g].fabric.kind)) for g in gpu_names)]
+    layout = _Layout(spec={}, nic_mode=nics.mode, pattern="none", per_pair=1, gpu_links=parts.gpu.fabric.links)
+    tree = _PcieTree(layout, parts, nics)
+    sockets = [f"cpu{i}" for i in range(parts.n_sockets)]
+    for s, socket in enumerate(sockets):
+        tree.draw_switches(draw, socket, [size for size, at in zip(leaf_sizes, leaf_socket) if at == s])
+    host_nics, ssds = _host_devices(draw, tree, sockets)
+
+    # The logical GPU fabric and the baseboard under it.
+    gpu = parts.gpu
+    pattern = draw(st.sampled_from([p for p in _patterns_for(parts.n_gpus, gpu.fabric.links, gpu.fabric.kind) if p in patterns_allowed]),
+                   label="NVLink pattern")
+    layout.pattern = pattern
+    baseboard, nvlink_section = _fabric(draw, layout, tree.gpus, pattern, gpu.fabric.links)
+
+    socket_entries, declares = _host_side(draw, sockets, parts)
+    # a NIC serving a leaf's GPUs lines up with rails only when every leaf holds as many GPUs (HW801)
+    rails_align = nics.mode != "serving-leaf" or len(set(leaf_sizes)) == 1
+    backend = _backend(draw, nics.mode, nics.transport, rails_align)
+    spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": name}
+    if declares:
+        spec["declares"] = declares
+    spec["sockets"] = socket_entries
+    if parts.n_sockets > 1 and draw(st.booleans(), label="CPU interconnect"):
+        spec["cpu_interconnect"] = {"kind": "upi", "links": "fully-connected", "bandwidth": "20.8 GB/s"}
+    spec["pcie"] = tree.bridges
+    if baseboard:
+        spec["baseboard"] = baseboard
+    spec["gpus"] = tree.gpus
+    if nvlink_section:
+        spec["nvlink"] = nvlink_section
+    if tree.backend_nics or host_nics:
+        spec["nics"] = tree.backend_nics + host_nics
+    if ssds:
+        spec["ssds"] = ssds
+    if backend:
+        spec["backend"] = backend
+    layout.spec = spec
+    return layout
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The sizes and parts of a drawn node: `n_gpus` GPUs of part `gpu_name` (`gpu`), `n_sockets`
+    sockets of CPU part `cpu_part`."""
+
+    n_gpus: int
+    n_sockets: int
+    cpu_part: str
+    gpu_name: str
+    gpu: Any
+
+
+@st.composite
+def _sizes_and_parts(draw, min_sockets: int, max_sockets: int, min_gpus: int, max_gpus: int,
+                     gpu_names: tuple[str, ...], patterns_allowed: tuple[str, ...]) -> _Parts:
+    """Sizes first, as small integers (failures shrink to 1 socket and 1 GPU), then a CPU part
+    whose CPUs NCCL's attributes can hold and a GPU part with the links for an allowed pattern."""
+    gpu_catalogue, cpu_catalogue = _parts("gpus"), _parts("cpus")
+
+    def fits(n: int, g: str) -> bool:
+        return bool(set(patterns_allowed) & set(_patterns_for(n, gpu_catalogue[g].fabric.links, gpu_catalogue[g].fabric.kind)))
+
+    feasible = [n for n in range(min_gpus, max_gpus + 1) if any(fits(n, g) for g in gpu_names)]
     if not feasible:
         raise ValueError(f"no GPU part of {gpu_names} carries NVLink patterns {patterns_allowed} "
                          f"with {min_gpus}-{max_gpus} GPUs")
@@ -273,11 +337,28 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     cpu_fits = [c for c in sorted(cpu_catalogue)
                 if n_sockets * cpu_catalogue[c].cores * cpu_catalogue[c].threads_per_core <= MAX_NODE_CPUS]
     cpu_part = draw(st.sampled_from(cpu_fits), label="CPU part")
-    usable = [g for g in gpu_names if set(patterns_allowed) & set(_patterns_for(n_gpus, gpu_catalogue[g].fabric.links, gpu_catalogue[g].fabric.kind))]
-    gpu_name = draw(st.sampled_from(usable), label="GPU part")
-    gpu = gpu_catalogue[gpu_name]
+    gpu_name = draw(st.sampled_from([g for g in gpu_names if fits(n_gpus, g)]), label="GPU part")
+    return _Parts(n_gpus, n_sockets, cpu_part, gpu_name, gpu_catalogue[gpu_name])
 
-    # Backend NICs: the mode, then a part that fits it, then the generations that part fits.
+
+@dataclass(frozen=True)
+class _BackendNics:
+    """The backend NICs of a drawn node: the `mode` (`NIC_MODES`), the NIC part (`nic_name`,
+    `nic`; None for `none`), the PCIe generations the part fits (`gens`), its `transport` and
+    the NICs per GPU."""
+
+    mode: str
+    nic_name: str | None
+    nic: Any
+    gens: list[int]
+    transport: str | None
+    per_gpu: int
+
+
+@st.composite
+def _backend_nic_choice(draw, modes_allowed: tuple[str, ...], n_gpus: int) -> _BackendNics:
+    """The mode, then a part that fits it, then the generations that part fits."""
+    nic_catalogue = _parts("nics")
     options: list[tuple[str, str | None]] = []
     for mode in modes_allowed:
         if mode == "none":
@@ -290,160 +371,153 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     transport = None
     if nic is not None:
         transport = draw(st.sampled_from([t for t in ("rocev2", "infiniband") if t in nic.transports]), label="transport")
-
     # several NICs per GPU: as many as the bus ids allow (two per GPU on the largest nodes)
-    nics_per_gpu = draw(st.integers(2, 4 if n_gpus <= 8 else 2), label="NICs per GPU") if mode == "several-per-gpu" else 1
+    per_gpu = draw(st.integers(2, 4 if n_gpus <= 8 else 2), label="NICs per GPU") if mode == "several-per-gpu" else 1
+    return _BackendNics(mode, nic_name, nic, gens, transport, per_gpu)
 
-    # GPUs in contiguous blocks on leaf switches; each leaf on a socket.
+
+@st.composite
+def _leaves(draw, n_gpus: int, n_sockets: int, nics: _BackendNics) -> tuple[list[int], list[int]]:
+    """(GPUs per leaf switch, the socket of each leaf): the GPUs in contiguous blocks."""
     cuts = sorted(draw(st.sets(st.integers(1, n_gpus - 1), max_size=n_gpus - 1), label="leaf cuts")) if n_gpus > 1 else []
-    if mode == "several-per-gpu":  # RCCL reads at most 32 children of one switch (HW911): split larger leaves
-        cap = RCCL_MAX_CHILDREN // (nics_per_gpu + 1)
+    if nics.mode == "several-per-gpu":  # RCCL reads at most 32 children of one switch (HW911): split larger leaves
+        cap = RCCL_MAX_CHILDREN // (nics.per_gpu + 1)
         cuts = sorted(set(cuts) | {c for a, b in zip([0, *cuts], [*cuts, n_gpus]) for c in range(a + cap, b, cap)})
     bounds = [0, *cuts, n_gpus]
     leaf_sizes = [b - a for a, b in zip(bounds, bounds[1:])]
     leaf_socket = [draw(st.integers(0, n_sockets - 1), label="leaf socket") for _ in leaf_sizes]
+    return leaf_sizes, leaf_socket
 
-    layout = _Layout(spec={}, nic_mode=mode, pattern="none", per_pair=1, gpu_links=gpu.fabric.links)
-    bus = iter(range(_FIRST_BUS, 0x100))
-    bridges: list[dict] = []
-    gpus: list[dict] = []
-    backend_nics: list[dict] = []
-    counters = {"rp": 0, "top": 0, "sw": 0}
 
-    def bus_id() -> str:
-        return f"0000:{next(bus):02x}:00.0"
+class _PcieTree:
+    """The PCIe tree being drawn: its bridges, the GPUs and backend NICs on its leaf switches,
+    and bus ids allocated depth-first (GPU i and its NIC are the i-th of each by bus id); what
+    mutations need to know is recorded in `layout`."""
 
-    def bridge(prefix: str, upstream: str, gen: int, socket: str, top: str | None, root_port: bool = False) -> dict:
-        ident = f"{prefix}{counters[prefix]}"
-        counters[prefix] += 1
+    def __init__(self, layout: _Layout, parts: _Parts, nics: _BackendNics):
+        self.layout, self.parts, self.nics = layout, parts, nics
+        self.buses = iter(range(_FIRST_BUS, 0x100))
+        self.bridges: list[dict] = []
+        self.gpus: list[dict] = []
+        self.backend_nics: list[dict] = []
+        self.counters = {"rp": 0, "top": 0, "sw": 0}
+
+    def bus_id(self) -> str:
+        return f"0000:{next(self.buses):02x}:00.0"
+
+    def bridge(self, prefix: str, upstream: str, gen: int, socket: str, top: str | None, root_port: bool = False) -> dict:
+        ident = f"{prefix}{self.counters[prefix]}"
+        self.counters[prefix] += 1
         entry: dict[str, Any] = {"id": ident}
         if root_port:
             entry["kind"] = "root-port"
-        entry.update(upstream=upstream, bus=bus_id(), link={"gen": gen, "width": 16})
-        bridges.append(entry)
-        layout.gen_of[ident], layout.socket_of[ident] = gen, socket
-        layout.top_of[ident] = top or ident
+        entry.update(upstream=upstream, bus=self.bus_id(), link={"gen": gen, "width": 16})
+        self.bridges.append(entry)
+        self.layout.gen_of[ident], self.layout.socket_of[ident] = gen, socket
+        self.layout.top_of[ident] = top or ident
         return entry
 
-    def attach(upstream: str, part_link, gen: int) -> dict:
-        pcie: dict[str, Any] = {"upstream": upstream, "bus": bus_id()}
+    def attach(self, upstream: str, part_link: Any, gen: int) -> dict:
+        pcie: dict[str, Any] = {"upstream": upstream, "bus": self.bus_id()}
         trained = _trained(part_link, gen)
         if trained != (part_link.generation, part_link.width):
             pcie["link"] = {"gen": trained[0], "width": trained[1]}
         return pcie
 
+    @staticmethod
     def oversubscribe(entry: dict, children: list[tuple[int, int]]) -> None:
         ratio = sum(_bandwidth(*c) for c in children) / _bandwidth(entry["link"]["gen"], entry["link"]["width"])
         if ratio > 2:
             entry["max_oversubscription"] = math.ceil(ratio)
 
-    def leaf(upstream: str, gen: int, size: int, socket: str, top: str | None) -> None:
-        entry = bridge("sw", upstream, gen, socket, top)
-        layout.leaves.append(entry["id"])
+    def leaf(self, upstream: str, gen: int, size: int, socket: str, top: str | None) -> None:
+        """A leaf switch with `size` GPUs and the backend NICs the mode puts beside them."""
+        nics, gpu = self.nics, self.parts.gpu
+        entry = self.bridge("sw", upstream, gen, socket, top)
+        self.layout.leaves.append(entry["id"])
         children = []
         for _ in range(size):
-            ident = f"gpu{len(gpus)}"
-            gpus.append({"id": ident, "part": gpu_name, "pcie": attach(entry["id"], gpu.pcie, gen)})
-            layout.socket_of[ident], layout.top_of[ident] = socket, layout.top_of[entry["id"]]
+            ident = f"gpu{len(self.gpus)}"
+            self.gpus.append({"id": ident, "part": self.parts.gpu_name, "pcie": self.attach(entry["id"], gpu.pcie, gen)})
+            self.layout.socket_of[ident], self.layout.top_of[ident] = socket, self.layout.top_of[entry["id"]]
             children.append(_trained(gpu.pcie, gen))
-            for _ in range(nics_per_gpu if mode in ("per-gpu", "several-per-gpu") else 0):
-                assert nic is not None and nic_name is not None and transport is not None  # drawn with the mode
-                backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, [ident], attach(entry["id"], nic.pcie, gen)))
-                children.append(_trained(nic.pcie, gen))
-        if mode in ("shared", "serving-leaf"):
-            assert nic is not None and nic_name is not None and transport is not None  # drawn with the mode
-            served = [g["id"] for g in gpus[len(gpus) - size:]] if mode == "serving-leaf" else []
-            backend_nics.append(_backend_nic(len(backend_nics), nic_name, transport, served, attach(entry["id"], nic.pcie, gen)))
-            children.append(_trained(nic.pcie, gen))
-        oversubscribe(entry, children)
+            for _ in range(nics.per_gpu if nics.mode in ("per-gpu", "several-per-gpu") else 0):
+                assert nics.nic is not None and nics.nic_name is not None and nics.transport is not None  # drawn with the mode
+                self.backend_nics.append(_backend_nic(len(self.backend_nics), nics.nic_name, nics.transport, [ident],
+                                                      self.attach(entry["id"], nics.nic.pcie, gen)))
+                children.append(_trained(nics.nic.pcie, gen))
+        if nics.mode in ("shared", "serving-leaf"):
+            assert nics.nic is not None and nics.nic_name is not None and nics.transport is not None  # drawn with the mode
+            served = [g["id"] for g in self.gpus[len(self.gpus) - size:]] if nics.mode == "serving-leaf" else []
+            self.backend_nics.append(_backend_nic(len(self.backend_nics), nics.nic_name, nics.transport, served,
+                                                  self.attach(entry["id"], nics.nic.pcie, gen)))
+            children.append(_trained(nics.nic.pcie, gen))
+        self.oversubscribe(entry, children)
 
-    sockets = [f"cpu{i}" for i in range(n_sockets)]
-    for s, socket in enumerate(sockets):
-        mine = [size for size, at in zip(leaf_sizes, leaf_socket) if at == s]
+    def draw_switches(self, draw: Any, socket: str, mine: list[int]) -> None:
+        """The switches of one socket over its leaves (`mine`: their GPU counts): maybe a root
+        port, maybe a second level of top switches over 1-4 leaves, one generation per chain."""
         if not mine:
-            continue
+            return
+        nic = self.nics.nic
         two_levels = draw(st.booleans(), label="two switch levels")
         root_ports = draw(st.booleans(), label="root ports")
         fan_out = draw(st.integers(1, 4), label="leaves per top switch") if two_levels else 1
         while mine:
-            gen = draw(st.sampled_from(gens), label="PCIe generation")
+            gen = draw(st.sampled_from(self.nics.gens), label="PCIe generation")
             take = fan_out
-            if mode in ("shared", "serving-leaf") and nic is not None:  # HW402: every shared NIC below a top switch crosses its uplink
+            if self.nics.mode in ("shared", "serving-leaf") and nic is not None:  # HW402: every shared NIC below a top switch crosses its uplink
                 take = min(take, max(1, int(_bandwidth(gen, 16) // nic.speed)))
             chunk, mine = mine[:take], mine[take:]
             parent = socket
             top = None
             if root_ports:
-                rp = bridge("rp", parent, gen, socket, None, root_port=True)
+                rp = self.bridge("rp", parent, gen, socket, None, root_port=True)
                 parent = top = rp["id"]
             if two_levels:
-                upper = bridge("top", parent, gen, socket, top)
-                oversubscribe(upper, [(gen, 16)] * len(chunk))
+                upper = self.bridge("top", parent, gen, socket, top)
+                self.oversubscribe(upper, [(gen, 16)] * len(chunk))
                 parent, top = upper["id"], top or upper["id"]
             for size in chunk:
-                leaf(parent, gen, size, socket, top)
+                self.leaf(parent, gen, size, socket, top)
 
-    # Host (ingestion/frontend) NICs and SSDs on sockets.
-    host_parts = [n for n, part in nic_catalogue.items() if _host_nic_fits(part)]
+
+def _host_devices(draw: Any, tree: _PcieTree, sockets: list[str]) -> tuple[list[dict], list[dict]]:
+    """Host (ingestion/frontend) NICs and SSDs on sockets, with bus ids after the tree's."""
+    host_parts = [n for n, part in _parts("nics").items() if _host_nic_fits(part)]
     host_nics = []
-    for i in range(draw(st.integers(0, n_sockets), label="host NICs") if host_parts else 0):
-        socket = sockets[draw(st.integers(0, n_sockets - 1), label="host NIC socket")]
+    for i in range(draw(st.integers(0, len(sockets)), label="host NICs") if host_parts else 0):
+        socket = sockets[draw(st.integers(0, len(sockets) - 1), label="host NIC socket")]
         part = draw(st.sampled_from(host_parts), label="host NIC part")
         role = draw(st.sampled_from(("ingestion", "frontend")), label="host NIC role")
         host_nics.append({"id": f"fe{i}", "part": part, "role": role, "transport": "tcp", "interface": f"ens{i}",
-                          "pcie": {"upstream": socket, "bus": bus_id()}})
-        layout.socket_of[f"fe{i}"] = socket
+                          "pcie": {"upstream": socket, "bus": tree.bus_id()}})
+        tree.layout.socket_of[f"fe{i}"] = socket
     ssds = []
     for i in range(draw(st.integers(0, 2), label="SSDs")):
-        socket = sockets[draw(st.integers(0, n_sockets - 1), label="SSD socket")]
+        socket = sockets[draw(st.integers(0, len(sockets) - 1), label="SSD socket")]
         ssds.append({"id": f"ssd{i}", "capacity": "3.84 TB", "bandwidth": "3.2 GB/s",
-                     "pcie": {"upstream": socket, "bus": bus_id()}})
+                     "pcie": {"upstream": socket, "bus": tree.bus_id()}})
+    return host_nics, ssds
 
-    # The logical GPU fabric and the baseboard under it.
-    pattern = draw(st.sampled_from([p for p in _patterns_for(n_gpus, gpu.fabric.links, gpu.fabric.kind) if p in patterns_allowed]),
-                   label="NVLink pattern")
-    layout.pattern = pattern
-    baseboard, nvlink = _fabric(draw, layout, gpus, pattern, gpu.fabric.links)
 
-    # The host side.
+def _host_side(draw: Any, sockets: list[str], parts: _Parts) -> tuple[list[dict], dict[str, Any]]:
+    """The socket entries (DDR per socket) and `declares` (any of sockets, gpus, memory)."""
     socket_entries, total = [], 0
     for i, socket in enumerate(sockets):
         capacity = draw(st.sampled_from(_MEMORY), label="DDR capacity")
         bandwidth = draw(st.sampled_from(_DDR_BANDWIDTH), label="DDR bandwidth")
         total += parse_bytes(capacity)
-        socket_entries.append({"id": socket, "part": cpu_part, "numa_node": i,
+        socket_entries.append({"id": socket, "part": parts.cpu_part, "numa_node": i,
                                "memory": {"capacity": capacity, "bandwidth": bandwidth}})
-    declares = {}
+    declares: dict[str, Any] = {}
     if draw(st.booleans(), label="declares sockets"):
-        declares["sockets"] = n_sockets
+        declares["sockets"] = parts.n_sockets
     if draw(st.booleans(), label="declares gpus"):
-        declares["gpus"] = n_gpus
+        declares["gpus"] = parts.n_gpus
     if draw(st.booleans(), label="declares memory"):
         declares["memory"] = format_bytes(total)
-
-    # a NIC serving a leaf's GPUs lines up with rails only when every leaf holds as many GPUs (HW801)
-    rails_align = mode != "serving-leaf" or len(set(leaf_sizes)) == 1
-    backend = _backend(draw, mode, transport, rails_align)
-    spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": name}
-    if declares:
-        spec["declares"] = declares
-    spec["sockets"] = socket_entries
-    if n_sockets > 1 and draw(st.booleans(), label="CPU interconnect"):
-        spec["cpu_interconnect"] = {"kind": "upi", "links": "fully-connected", "bandwidth": "20.8 GB/s"}
-    spec["pcie"] = bridges
-    if baseboard:
-        spec["baseboard"] = baseboard
-    spec["gpus"] = gpus
-    if nvlink:
-        spec["nvlink"] = nvlink
-    if backend_nics or host_nics:
-        spec["nics"] = backend_nics + host_nics
-    if ssds:
-        spec["ssds"] = ssds
-    if backend:
-        spec["backend"] = backend
-    layout.spec = spec
-    return layout
+    return socket_entries, declares
 
 
 def _backend_nic(i: int, part: str, transport: str, gpus: list[str], pcie: dict) -> dict:
