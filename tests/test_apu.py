@@ -13,7 +13,10 @@ from hwspec.diagnostics import HwspecError
 from hwspec.generate.engine import plan_for
 from hwspec.model.load import load_platform
 from hwspec.perf import roofline as rf
+from hwspec.perf.calculon import PEAK_EFFICIENCY, calculon_system
 from hwspec.perf.platform_figures import figures
+from hwspec.perf.roofline_report import text_report
+from hwspec.perf.torchrec import torchrec_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 MI300A = ROOT / "platforms" / "hpe-ex255a-mi300a.yaml"
@@ -76,15 +79,15 @@ def test_roofline_tiers_say_the_memory_is_shared_and_add_no_second_pool(node):
     assert doc["tier_notes"]["host_ddr"] == rf.UNIFIED_TIER_NOTES["host_ddr"]
     assert doc["node"]["hbm_capacity_bytes"] == 4 * HBM and doc["node"]["ddr_capacity_bytes"] == 0
     assert doc["node"]["unified_memory"]["sockets_sharing_gpu_hbm"] == {f"apu{i}": f"gpu{i}" for i in range(4)}
-    assert "shared with the 24 CPU cores of its NUMA node" in rf.text_report(doc)
+    assert "shared with the 24 CPU cores of its NUMA node" in text_report(doc)
 
 
 def test_torchrec_calculon_and_the_estimate_see_no_ddr_on_an_apu(node):
-    kwargs = rf.torchrec_topology(node.topology)["topology_kwargs"]
+    kwargs = torchrec_topology(node.topology)["topology_kwargs"]
     assert (kwargs["hbm_cap"], kwargs["ddr_cap"]) == (HBM, 0)
     assert "ddr_mem_bw" not in kwargs and "hbm_to_ddr_mem_bw" not in kwargs
-    system, notes = rf.calculon_system(node.topology)
-    assert system["mem1"]["GiB"] == 128 and system["mem2"] == {"GiB": 0.0, "GBps": 0.0, "MB_efficiency": rf.PEAK_EFFICIENCY}
+    system, notes = calculon_system(node.topology)
+    assert system["mem1"]["GiB"] == 128 and system["mem2"] == {"GiB": 0.0, "GBps": 0.0, "MB_efficiency": PEAK_EFFICIENCY}
     assert any(n.startswith("mem2 is 0: on these APUs") for n in notes)
     f = figures(node.topology)
     assert (f.hbm_capacity, f.ddr_capacity, f.ddr_bandwidth, f.pcie_host_bandwidth) == (HBM, 0, 0, 0)

@@ -17,6 +17,7 @@ from hwspec.generate.engine import plan_for
 from hwspec.generate.launch import gdr_level
 from hwspec.model.load import load_platform
 from hwspec.perf import roofline as rf
+from hwspec.perf.torchrec import torchrec_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 OWN_GRACE = ROOT / "tests" / "fixtures" / "rules" / "c2c_gpu_nic_on_own_grace.yaml"
@@ -83,7 +84,7 @@ def test_roofline_and_torchrec_take_the_host_bandwidth_from_c2c(tray):
     tiers = doc["gpu_groups"][0]["tiers"]
     assert tiers["pcie_host"] == {"bandwidth_bytes_per_s": 225e9, "link": "NVLink-C2C 5 x 45 GB/s", "hops": 1}
     assert tiers["pcie_host_shared"] == {"bandwidth_bytes_per_s": 225e9, "shared_by_gpus": 1}
-    kwargs = rf.torchrec_topology(tray.topology, doc)["topology_kwargs"]
+    kwargs = torchrec_topology(tray.topology, doc)["topology_kwargs"]
     assert kwargs["hbm_to_ddr_mem_bw"] == 225e6  # bytes per millisecond
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from hwspec import pipeline
 from hwspec.generate import engine as generate
 from hwspec.perf import roofline as rf
+from hwspec.perf.torchrec import torchrec_topology
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 GEN4_X16 = 16e9 * (128 / 130) * 16 / 8  # the model's order of operations: 31.5077e9
@@ -33,7 +34,7 @@ def test_roofline_and_torchrec_use_the_physical_links():
     (group,) = doc["gpu_groups"]
     assert group["tiers"]["pcie_host"] == {"bandwidth_bytes_per_s": GEN4_X16, "link": "Gen4 x16", "hops": 2}
     assert group["tiers"]["pcie_host_shared"]["bandwidth_bytes_per_s"] == GEN4_X16
-    kwargs = rf.torchrec_topology(topology, doc)["topology_kwargs"]
+    kwargs = torchrec_topology(topology, doc)["topology_kwargs"]
     assert kwargs["hbm_to_ddr_mem_bw"] == GEN4_X16 / 1000
     assert kwargs["inter_host_bw"] == 25e9 / 1000
 
@@ -105,7 +106,7 @@ def test_a100_vm_numbers_come_from_its_numa_nodes_and_links():
     assert (tiers["nvlink"]["bandwidth_bytes_per_s"], tiers["nvlink"]["links"]) == (300e9, 12)
     assert doc["intra_node_collectives"]["gpu_pairs_with_direct_nvlink"] == 28
     assert doc["node"]["sockets"] == 2
-    kwargs = rf.torchrec_topology(topology, doc)["topology_kwargs"]
+    kwargs = torchrec_topology(topology, doc)["topology_kwargs"]
     assert kwargs["hbm_to_ddr_mem_bw"] == GEN4_X16 / 1000 and kwargs["ddr_mem_bw"] == 51.2e9 / 1000
 
 
@@ -134,7 +135,7 @@ def test_h100_vm_under_virtual_gen1_bridges_validates_clean_and_uses_physical_li
     assert group["tiers"]["pcie_host"] == {"bandwidth_bytes_per_s": gen5_x16, "link": "Gen5 x16", "hops": 2}
     assert (group["tiers"]["nvlink"]["bandwidth_bytes_per_s"], group["tiers"]["nvlink"]["links"]) == (450e9, 18)
     assert group["tiers"]["backend_nic"]["bandwidth_bytes_per_s"] == 25e9
-    kwargs = rf.torchrec_topology(checked.topology, doc)["topology_kwargs"]
+    kwargs = torchrec_topology(checked.topology, doc)["topology_kwargs"]
     assert kwargs["hbm_to_ddr_mem_bw"] == gen5_x16 / 1000
     assert kwargs["intra_host_bw"] == 450e9 / 1000
 

@@ -20,8 +20,10 @@ from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
 from hwspec.model.load import load_catalogue, load_platform
 from hwspec.perf import roofline as rf
+from hwspec.perf.calculon import calculon_system
 from hwspec.perf.estimate import estimate
 from hwspec.perf.platform_figures import figures
+from hwspec.perf.torchrec import torchrec_topology
 from hwspec.pipeline import load_any
 from hwspec.spec.workload import load_workload
 from hwspec.testing import load_node_text
@@ -87,9 +89,9 @@ def test_each_gpus_scale_out_share_sums_its_nics_divided_among_their_gpus(path, 
     tier = doc["gpu_groups"][0]["tiers"]["backend_nic"]
     assert len(doc["gpu_groups"]) == 1  # every GPU alike
     assert (tier["bandwidth_bytes_per_s"], tier.get("nics"), tier["shared_by_gpus"]) == (per_gpu, nics, users)
-    torchrec = rf.torchrec_topology(topology, doc)
+    torchrec = torchrec_topology(topology, doc)
     assert torchrec is not None and torchrec["topology_kwargs"]["inter_host_bw"] == per_gpu / 1000  # bytes per ms
-    calculon = rf.calculon_system(topology, doc)
+    calculon = calculon_system(topology, doc)
     assert calculon is not None and calculon[0]["networks"][1]["bandwidth"] == per_gpu / 1e9
 
 

@@ -28,6 +28,7 @@ from hwspec.formats.nccl_topology import NVSWITCH_SENTINEL, check_nccl_xml, chec
 from hwspec.formats.nccl_tree import collective_library, net_name
 from hwspec.generate.engine import plan_for
 from hwspec.perf import roofline as rf
+from hwspec.perf.torchrec import torchrec_topology
 from hwspec.testing import check_node_text, dump_yaml, load_node_text, node_platforms, node_specs
 
 EXAMPLES = settings.default.max_examples
@@ -331,7 +332,7 @@ def bounds(spec: dict) -> dict[str, float]:
     for tier in ("nvlink", "backend_nic"):
         values = [(group["tiers"][tier] or {}).get("bandwidth_bytes_per_s", 0.0) for group in doc["gpu_groups"]]
         figures[tier] = min(values)
-    kwargs = (rf.torchrec_topology(platform.topology, doc) or {}).get("topology_kwargs", {})
+    kwargs = (torchrec_topology(platform.topology, doc) or {}).get("topology_kwargs", {})
     figures["intra_host_bw"] = kwargs.get("intra_host_bw", 0.0)
     figures["inter_host_bw"] = kwargs.get("inter_host_bw", 0.0)
     return figures

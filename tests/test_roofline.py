@@ -17,6 +17,7 @@ from hwspec.cli.commands import main
 from hwspec.generate import engine as generate
 from hwspec.model.node import NvlinkConnection, PcieLink
 from hwspec.perf import roofline as rf
+from hwspec.perf.torchrec import torchrec_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "spec"
@@ -183,7 +184,7 @@ def test_without_nvlink_the_bound_is_pcie(zionex):
     bounds = rf.roofline(pcie_only.topology)["intra_node_collectives"]
     assert bounds["via"] == "pcie" and bounds["busbw_bound_bytes_per_s"] == PCIE4_X16
     assert _only_group(rf.roofline(pcie_only.topology))["tiers"]["nvlink"] is None
-    assert rf.torchrec_topology(pcie_only.topology)["topology_kwargs"]["intra_host_bw"] == PCIE4_X16 / 1000
+    assert torchrec_topology(pcie_only.topology)["topology_kwargs"]["intra_host_bw"] == PCIE4_X16 / 1000
 
 
 def test_disconnected_nvlink_falls_back_to_pcie(zionex):
@@ -235,8 +236,8 @@ def test_adding_an_nvlink_connection_to_a_platform_never_lowers_a_bound(zionex):
     before, after = rf.roofline(zionex.topology), rf.roofline(more.topology)
     assert all(b >= a for a, b in zip(_all_bounds(before["intra_node_collectives"]), _all_bounds(after["intra_node_collectives"])))
     assert after["intra_node_collectives"]["gpu_pairs_with_direct_nvlink"] == 25
-    assert (rf.torchrec_topology(more.topology)["topology_kwargs"]["intra_host_bw"]
-            >= rf.torchrec_topology(zionex.topology)["topology_kwargs"]["intra_host_bw"])
+    assert (torchrec_topology(more.topology)["topology_kwargs"]["intra_host_bw"]
+            >= torchrec_topology(zionex.topology)["topology_kwargs"]["intra_host_bw"])
 
 
 # ------------------------------------------------------------------ generated files

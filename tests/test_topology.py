@@ -13,6 +13,7 @@ from hwspec import pipeline
 from hwspec.model.load import load_platform
 from hwspec.perf import cluster_roofline
 from hwspec.perf import roofline as rf
+from hwspec.perf.torchrec import torchrec_topology
 from hwspec.topology.node import Topology, climb
 
 ROOT = Path(__file__).parent.parent
@@ -76,7 +77,7 @@ def test_two_gpus_on_one_nic_get_half_of_it_in_the_node_and_the_cluster_roofline
     assert [t.scale_out_share(g.id) for g in node.gpus] == [12.5e9, 12.5e9]
     doc = rf.roofline(t)
     assert {g["tiers"]["backend_nic"]["bandwidth_bytes_per_s"] for g in doc["gpu_groups"]} == {12.5e9}
-    assert rf.torchrec_topology(t, doc)["topology_kwargs"]["inter_host_bw"] == 12.5e9 / 1000
+    assert torchrec_topology(t, doc)["topology_kwargs"]["inter_host_bw"] == 12.5e9 / 1000
     checked = pipeline.check(FIXTURES / "topology" / "shared_nic_cluster.yaml")
     assert checked.diagnostics == []
     network = cluster_roofline.cluster_roofline(checked.topology)["network"]

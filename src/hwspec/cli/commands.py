@@ -279,7 +279,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     """Validate one node or cluster platform, then print its roofline parameters (text tables or JSON)."""
     from hwspec import pipeline
     from hwspec.diagnostics import report
-    from hwspec.perf import roofline
+    from hwspec.perf import roofline, roofline_report
 
     rules = _rules(args)
     if rules is None:
@@ -302,7 +302,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
         document = cluster_roofline.cluster_roofline(checked.topology)
         text = cluster_roofline.cluster_text_report
     else:
-        document, text = roofline.roofline(checked.topology), roofline.text_report
+        document, text = roofline.roofline(checked.topology), roofline_report.text_report
     if args.format == "json":
         import json
 

@@ -26,7 +26,7 @@ from typing import Any
 from hwspec import hostlist
 from hwspec.generate.engine import GenContext, generator
 from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, Platform
-from hwspec.perf.roofline import gbps, gib
+from hwspec.perf.tables import gbps, gib
 from hwspec.text import visible
 from hwspec.text import xml_escape as escape
 

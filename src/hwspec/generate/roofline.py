@@ -13,6 +13,8 @@ from typing import Any
 
 from hwspec.generate.engine import GenContext, generator
 from hwspec.perf import roofline as rf
+from hwspec.perf.calculon import calculon_system
+from hwspec.perf.torchrec import torchrec_topology
 
 _INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 """Characters json.dumps leaves raw with ensure_ascii=False that terminals or JavaScript read as
@@ -58,7 +60,7 @@ TORCHREC_USAGE = (
 
 
 def torchrec_document(view: dict[str, Any]) -> dict[str, Any]:
-    """torchrec-topology.json from a roofline TorchRec view (`hwspec.perf.roofline.torchrec_topology`
+    """torchrec-topology.json from a roofline TorchRec view (`hwspec.perf.torchrec.torchrec_topology`
     or `hwspec.perf.cluster_roofline.cluster_torchrec`, per-direction figures): `topology_kwargs` for
     `Topology(**kw)`, and the same values as the three configs `TopologyFactory.create_topology`
     takes (`factory`)."""
@@ -86,7 +88,7 @@ def torchrec_document(view: dict[str, Any]) -> dict[str, Any]:
 def torchrec_topology_json(ctx: GenContext) -> dict[str, str]:
     """torchrec-topology.json (`torchrec_document`): Topology kwargs under `topology_kwargs`,
     the TopologyFactory configs under `factory`, notes beside them."""
-    view = rf.torchrec_topology(ctx.topology)
+    view = torchrec_topology(ctx.topology)
     if view is None:
         return {}
     return {"torchrec-topology.json": dump({"_generated": ctx.header_lines(), **torchrec_document(view)})}
@@ -96,7 +98,7 @@ def torchrec_topology_json(ctx: GenContext) -> dict[str, str]:
 def calculon_system_json(ctx: GenContext) -> dict[str, str]:
     """Calculon's system JSON. Calculon's System reads its top-level keys by name (only network
     entries are checked for an exact key set), so `_generated` and `_notes` ride at the top level."""
-    built = rf.calculon_system(ctx.topology)
+    built = calculon_system(ctx.topology)
     if built is None:
         return {}
     system, notes = built

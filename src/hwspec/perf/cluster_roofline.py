@@ -13,6 +13,9 @@ import math
 from typing import Any
 
 from hwspec.perf import roofline as rf
+from hwspec.perf.roofline_report import unknown_report
+from hwspec.perf.tables import gbps, gib, number, table
+from hwspec.perf.torchrec import torchrec_topology
 from hwspec.text import visible
 from hwspec.topology.cluster import ClusterTopology
 
@@ -200,7 +203,7 @@ def cluster_torchrec(topology: ClusterTopology, doc: dict[str, Any]) -> dict[str
     """TorchRec Topology kwargs for the whole cluster: the node view with world_size = all
     GPUs, local_world_size = GPUs per node, inter_host_bw = per-GPU injection bandwidth."""
     cluster = topology.platform
-    node = rf.torchrec_topology(cluster.node_platforms[0].topology)
+    node = torchrec_topology(cluster.node_platforms[0].topology)
     if node is None:
         return None
     kwargs = dict(node["topology_kwargs"])
@@ -223,41 +226,41 @@ def cluster_text_report(doc: dict[str, Any]) -> str:
     figures instead when a node platform has some."""
     cluster, aggregate, network = doc["cluster"], doc["aggregate"], doc["network"]
     if doc.get("unknown"):
-        return rf.unknown_report(f"{cluster['name']}: {cluster['title']}", doc["unknown"])
+        return unknown_report(f"{cluster['name']}: {cluster['title']}", doc["unknown"])
     groups = ", ".join(f"{count} x {name}" for name, count in cluster["node_platforms"].items())
     out = [f"{cluster['name']}: {cluster['title']}",
            f"source: {cluster['file']}; {groups}; {aggregate['gpus']} GPUs; bandwidths per direction", "",
            "Aggregate peak compute"]
-    out += rf.table(["dtype", "dense PFLOPS", "sparse PFLOPS"],
-                    [[dtype, rf.number(peaks["dense_flop_per_s"] / 1e15),
-                      rf.number(peaks["sparse_flop_per_s"] / 1e15) if "sparse_flop_per_s" in peaks else "-"]
+    out += table(["dtype", "dense PFLOPS", "sparse PFLOPS"],
+                    [[dtype, number(peaks["dense_flop_per_s"] / 1e15),
+                      number(peaks["sparse_flop_per_s"] / 1e15) if "sparse_flop_per_s" in peaks else "-"]
                      for dtype, peaks in sorted(aggregate["compute"].items())])
     out += ["", "Aggregate memory"]
-    out += rf.table(["memory", "capacity", "bandwidth"],
-                    [[tier, rf.gib(aggregate[f"{tier}_capacity_bytes"]), rf.gbps(aggregate[f"{tier}_bandwidth_bytes_per_s"])]
+    out += table(["memory", "capacity", "bandwidth"],
+                    [[tier, gib(aggregate[f"{tier}_capacity_bytes"]), gbps(aggregate[f"{tier}_bandwidth_bytes_per_s"])]
                      for tier in ("hbm", "ddr", "ssd")])
     out += ["", "Network"]
-    rows = [["per-GPU NIC", rf.gbps(network["per_gpu_nic_bytes_per_s"])],
-            ["per-GPU injection", rf.gbps(network["per_gpu_injection_bytes_per_s"])]]
+    rows = [["per-GPU NIC", gbps(network["per_gpu_nic_bytes_per_s"])],
+            ["per-GPU injection", gbps(network["per_gpu_injection_bytes_per_s"])]]
     if "bisection_bytes_per_s" in network:
-        rows += [["bisection", rf.gbps(network["bisection_bytes_per_s"])],
+        rows += [["bisection", gbps(network["bisection_bytes_per_s"])],
                  ["fabric", f"{network['topology']}, {network['leaf_switches']} leaf / {network['spine_switches']} spine "
-                            f"switches, {rf.number(network['oversubscription'])}:1"]]
+                            f"switches, {number(network['oversubscription'])}:1"]]
     if "ingestion_per_gpu_bytes_per_s" in network:
-        rows.append(["ingestion per GPU", rf.gbps(network["ingestion_per_gpu_bytes_per_s"])])
+        rows.append(["ingestion per GPU", gbps(network["ingestion_per_gpu_bytes_per_s"])])
     if "nvlink_domain" in network:
         domain = network["nvlink_domain"]
         rows.append(["NVLink domain", f"{domain['domains']} x {domain['gpus_per_domain']} GPUs, "
-                                      f"{rf.gbps(domain['per_gpu_nvlink_bytes_per_s'])} per GPU"])
-    out += rf.table(["", "bandwidth"], rows, align="ll")
+                                      f"{gbps(domain['per_gpu_nvlink_bytes_per_s'])} per GPU"])
+    out += table(["", "bandwidth"], rows, align="ll")
     collectives = doc["collectives"]
     if collectives:
         out += ["", f"Cluster collective bounds (n = {collectives['n_ranks']}, hierarchical)"]
-        out += rf.table(["collective", "factor", "busbw", "algbw", "algorithm"],
-                        [[name, rf.number(collectives[name]["busbw_factor"]), rf.gbps(collectives[name]["busbw_bytes_per_s"]),
-                          rf.gbps(collectives[name]["algbw_bytes_per_s"]), collectives[name]["algorithm"]]
+        out += table(["collective", "factor", "busbw", "algbw", "algorithm"],
+                        [[name, number(collectives[name]["busbw_factor"]), gbps(collectives[name]["busbw_bytes_per_s"]),
+                          gbps(collectives[name]["algbw_bytes_per_s"]), collectives[name]["algorithm"]]
                          for name in rf.COLLECTIVES], align="lrrrl")
         unit = "NVLink domains" if "nvlink_domain" in network else "nodes"
-        out.append(f"  all_to_all: {rf.number(100 * collectives['all_to_all']['inter_node_share'])}% of the traffic crosses {unit}")
+        out.append(f"  all_to_all: {number(100 * collectives['all_to_all']['inter_node_share'])}% of the traffic crosses {unit}")
     out += ["", f"{len(doc['assumptions'])} assumption(s): see roofline.json or the platform files"]
     return "\n".join(out) + "\n"

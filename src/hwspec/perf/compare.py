@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwspec.perf import roofline as rf
 from hwspec.perf.estimate import RESOURCES, ms, qps
 from hwspec.perf.platform_figures import Figures
+from hwspec.perf.tables import gbps, gib, number, table
 
 PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16")
 COLLECTIVE_ROWS = ("all_reduce", "all_to_all")
@@ -42,22 +42,22 @@ def platform_rows(a: Figures, b: Figures) -> list[dict[str, Any]]:
     text("inter-node transport", a.transport, b.transport)
     text("GPUDirect RDMA", "yes" if a.gpudirect else "no", "yes" if b.gpudirect else "no")
     text("CPU-GPU traffic", _cpu_gpu_traffic(a), _cpu_gpu_traffic(b))
-    value("per-GPU NIC bandwidth", a.nic_bandwidth, b.nic_bandwidth, rf.gbps)
-    value("per-GPU injection bandwidth", a.injection_bandwidth, b.injection_bandwidth, rf.gbps)
-    value("per-GPU ingestion bandwidth", a.ingestion_bandwidth, b.ingestion_bandwidth, rf.gbps)
-    value("Host link per GPU (PCIe or NVLink-C2C, all at once)", a.pcie_host_shared_bandwidth, b.pcie_host_shared_bandwidth, rf.gbps)
-    value("NVLink per GPU", a.nvlink_bandwidth, b.nvlink_bandwidth, rf.gbps)
-    value("HBM per GPU", a.hbm_capacity, b.hbm_capacity, lambda v: rf.gib(int(v)))
-    value("HBM bandwidth per GPU", a.hbm_bandwidth, b.hbm_bandwidth, rf.gbps)
-    value("host DDR per GPU", a.ddr_capacity, b.ddr_capacity, lambda v: rf.gib(int(v)))
+    value("per-GPU NIC bandwidth", a.nic_bandwidth, b.nic_bandwidth, gbps)
+    value("per-GPU injection bandwidth", a.injection_bandwidth, b.injection_bandwidth, gbps)
+    value("per-GPU ingestion bandwidth", a.ingestion_bandwidth, b.ingestion_bandwidth, gbps)
+    value("Host link per GPU (PCIe or NVLink-C2C, all at once)", a.pcie_host_shared_bandwidth, b.pcie_host_shared_bandwidth, gbps)
+    value("NVLink per GPU", a.nvlink_bandwidth, b.nvlink_bandwidth, gbps)
+    value("HBM per GPU", a.hbm_capacity, b.hbm_capacity, lambda v: gib(int(v)))
+    value("HBM bandwidth per GPU", a.hbm_bandwidth, b.hbm_bandwidth, gbps)
+    value("host DDR per GPU", a.ddr_capacity, b.ddr_capacity, lambda v: gib(int(v)))
     for dtype in PEAK_DTYPES:
         if dtype in a.peak_flop_per_s or dtype in b.peak_flop_per_s:
             value(f"peak {dtype} per GPU", a.peak_flop_per_s.get(dtype), b.peak_flop_per_s.get(dtype),
-                  lambda v: f"{rf.number(v / 1e12)} TFLOPS")
+                  lambda v: f"{number(v / 1e12)} TFLOPS")
     value("peak fp16 total", a.peak_flop_per_s.get("fp16", 0) * a.gpus or None, b.peak_flop_per_s.get("fp16", 0) * b.gpus or None,
-          lambda v: f"{rf.number(v / 1e15)} PFLOPS")
+          lambda v: f"{number(v / 1e15)} PFLOPS")
     for name in COLLECTIVE_ROWS:
-        value(f"{name} busbw bound ({a.collectives_scope} / {b.collectives_scope})", a.busbw.get(name), b.busbw.get(name), rf.gbps)
+        value(f"{name} busbw bound ({a.collectives_scope} / {b.collectives_scope})", a.busbw.get(name), b.busbw.get(name), gbps)
     return rows
 
 
@@ -91,12 +91,12 @@ def comparison(a: Figures, b: Figures, ea: dict[str, Any] | None = None, eb: dic
 def _ratio(va: float | None, vb: float | None) -> str:
     if not va or not vb:
         return ""
-    return f"{rf.number(vb / va)}x"
+    return f"{number(vb / va)}x"
 
 
 def text_report(doc: dict[str, Any]) -> str:
     out = [f"{doc['a']} ({doc['a_file']})  vs  {doc['b']} ({doc['b_file']}); bandwidths per direction, GB/s = 1e9 bytes/s", ""]
-    out += rf.table(("", doc["a"], doc["b"], f"{doc['b']}/{doc['a']}"),
+    out += table(("", doc["a"], doc["b"], f"{doc['b']}/{doc['a']}"),
                     ((r["row"], r["a"], r["b"], _ratio(r["a_value"], r["b_value"])) for r in doc["rows"]), align="lllr")
     if "estimates" not in doc:
         return "\n".join(out) + "\n"
@@ -106,20 +106,20 @@ def text_report(doc: dict[str, Any]) -> str:
     rows = []
     for c in sorted(doc["term_changes"], key=lambda c: [t["id"] for t in ea["terms"]].index(c["id"])):
         rows.append((c["label"], ms(c["a_seconds"]), ms(c["b_seconds"]), _ratio(c["b_seconds"], c["a_seconds"]) if c["b_seconds"] else ""))
-    out += rf.table(("term", doc["a"], doc["b"], "speedup"), rows)
-    out += [""] + rf.table(("resource", doc["a"], doc["b"], "speedup"),
+    out += table(("term", doc["a"], doc["b"], "speedup"), rows)
+    out += [""] + table(("resource", doc["a"], doc["b"], "speedup"),
                     ((RESOURCES[r], ms(ea["resources_seconds"][r]), ms(eb["resources_seconds"][r]),
                       _ratio(eb["resources_seconds"][r], ea["resources_seconds"][r]) if eb["resources_seconds"][r] else "")
                      for r in RESOURCES))
-    out += [""] + rf.table(("iteration", doc["a"], doc["b"], "speedup"), (
+    out += [""] + table(("iteration", doc["a"], doc["b"], "speedup"), (
         ("overlapped (ms)", ms(ea["overlapped_seconds"]), ms(eb["overlapped_seconds"]), _ratio(eb["overlapped_seconds"], ea["overlapped_seconds"])),
         ("serial (ms)", ms(ea["serial_seconds"]), ms(eb["serial_seconds"]), _ratio(eb["serial_seconds"], ea["serial_seconds"])),
         ("QPS bound, overlapped", qps(ea["qps_overlapped"]), qps(eb["qps_overlapped"]), _ratio(ea["qps_overlapped"], eb["qps_overlapped"])),
         ("QPS bound, serial", qps(ea["qps_serial"]), qps(eb["qps_serial"]), _ratio(ea["qps_serial"], eb["qps_serial"]))))
     speedup = doc["speedup_overlapped"]
     out += ["", f"Estimated speedup of {doc['b']} over {doc['a']} on {w['name']}: "
-                + (f"{rf.number(speedup)}x with overlap" if speedup else "-")
-                + (f", {rf.number(doc['speedup_serial'])}x without" if doc["speedup_serial"] else ""), "Why:"]
+                + (f"{number(speedup)}x with overlap" if speedup else "-")
+                + (f", {number(doc['speedup_serial'])}x without" if doc["speedup_serial"] else ""), "Why:"]
     for name, e in ((doc["a"], ea), (doc["b"], eb)):
         bn = e["bottleneck"]
         out.append(f"  - {name} is bound by the {bn['resource_name']} ({ms(e['overlapped_seconds'])} ms), "
@@ -149,7 +149,7 @@ def scaling_table(doc: dict[str, Any]) -> list[str]:
         rows.append(("  on 1 node", _per_gpu(sa["one_node_per_gpu_qps"].get(bound)), _per_gpu(sb["one_node_per_gpu_qps"].get(bound)), ""))
         rows.append(("  scaling efficiency vs 1 node", _percent(sa["efficiency"].get(bound)), _percent(sb["efficiency"].get(bound)), ""))
     rows.append(("tables in HBM, all nodes / 1 node", _hbm(sa), _hbm(sb), ""))
-    out = rf.table(("", f"{doc['a']} ({sa['gpus']} GPUs)", f"{doc['b']} ({sb['gpus']} GPUs)", "ratio"), rows)
+    out = table(("", f"{doc['a']} ({sa['gpus']} GPUs)", f"{doc['b']} ({sb['gpus']} GPUs)", "ratio"), rows)
     return out + [f"  {name}: {s['note']}" for name, s in ((doc["a"], sa), (doc["b"], sb)) if s["note"]]
 
 
@@ -159,8 +159,8 @@ def _hbm(side: dict[str, Any]) -> str:
 
 
 def _per_gpu(value: float | None) -> str:
-    return rf.number(value) if value else "-"
+    return number(value) if value else "-"
 
 
 def _percent(value: float | None) -> str:
-    return f"{rf.number(100 * value)}%" if value is not None else "-"
+    return f"{number(100 * value)}%" if value is not None else "-"

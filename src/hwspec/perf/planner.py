@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hwspec.diagnostics import Code, HwspecError
-from hwspec.perf import roofline as rf
 from hwspec.perf.platform_figures import Figures
+from hwspec.perf.tables import number
 from hwspec.spec.workload import AUTO, Table, Workload
 
 Estimator = Callable[[Figures, Workload], dict[str, Any]]
@@ -230,4 +230,4 @@ def why(chosen: Cost, runner_up: tuple[Choice, Cost] | None, unfit: int) -> str:
 
 
 def ms(seconds: float) -> str:
-    return rf.number(seconds * 1e3)
+    return number(seconds * 1e3)

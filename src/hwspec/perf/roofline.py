@@ -1,9 +1,10 @@
 """Roofline numbers for a node platform, and the views consumers read.
 
 Pure functions of the resolved `Topology` (no I/O): `roofline(topology)` builds the document
-written as `roofline.json` and printed by `hwspec roofline`; `torchrec_topology` and
-`calculon_system` convert it for TorchRec's planner and for Calculon; `text_report` formats
-it for people.
+written as `roofline.json` and printed by `hwspec roofline`. Its views live beside it, one job
+each: `hwspec.perf.torchrec` and `hwspec.perf.calculon` convert it for TorchRec's planner and for
+Calculon, `hwspec.perf.roofline_report` formats it for people (with the number formats and
+tables of `hwspec.perf.tables`).
 
 Conventions. Every number is canonical SI and per direction: bytes, bytes/s, operations/s.
 Units are carried by key suffixes (`_bytes`, `_bytes_per_s`, `_flop_per_s`,
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hwspec.model.node import Gpu, known
-from hwspec.text import significant, visible
+from hwspec.text import visible
 from hwspec.topology.node import Topology
 
 SCHEMA_VERSION = 1
@@ -145,7 +146,7 @@ UNIFIED_TIER_NOTES = {
 """The notes of the memory tiers on a node where a GPU shares its HBM with CPU cores (`Topology.memory_shared_with`)."""
 
 
-def _has_unified_memory(topology: Topology) -> bool:
+def has_unified_memory(topology: Topology) -> bool:
     return any(topology.memory_shared_with(g.id) is not None for g in topology.platform.gpus)
 
 
@@ -154,7 +155,7 @@ def _tier_note(topology: Topology, name: str) -> str:
     one with another GPU, the note that says the share is summed; for the memory tiers of a
     node with APUs, the notes that say the memory is shared (`UNIFIED_TIER_NOTES`)."""
     platform = topology.platform
-    if name in UNIFIED_TIER_NOTES and _has_unified_memory(topology):
+    if name in UNIFIED_TIER_NOTES and has_unified_memory(topology):
         return UNIFIED_TIER_NOTES[name]
     if name == "backend_nic" and (any(len(n.gpus) > 1 for n in platform.backend_nics)
                                   or any(len(topology.nics_of(g.id)) > 1 for g in platform.gpus)):
@@ -406,286 +407,9 @@ def _unified_memory(topology: Topology) -> dict[str, Any]:
                                        "counts only the DDR of sockets with memory of their own"}}
 
 
-def _slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s") -> float | None:
+def slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s") -> float | None:
     """The smallest value of `tier.key` over all GPU groups (None if any GPU lacks the tier)."""
     values = [group["tiers"][tier] for group in doc["gpu_groups"]]
     if not values or any(v is None for v in values):
         return None
     return min(v[key] for v in values)
-
-
-# ------------------------------------------------------------------ TorchRec
-
-
-_BYTES_PER_MS = 1000.0  # bytes/s -> bytes/ms
-
-
-def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """`{"_units", "_usage", "_derivation", "topology_kwargs"}` for one node; None without GPUs.
-    Heterogeneous GPUs take the smallest figure of each kind (TorchRec has one per rank)."""
-    platform = topology.platform
-    doc = doc or roofline(topology)
-    if not platform.gpus or platform.unknown_figures:
-        return None
-    n = len(platform.gpus)
-    hbm_cap = min(known(g.hbm_capacity) for g in platform.gpus)
-    ddr = [group["tiers"]["host_ddr"] for group in doc["gpu_groups"]]
-    ddr_cap = min(t["capacity_bytes"] for t in ddr) if all(ddr) else 0
-    ddr_bw = min(t["bandwidth_bytes_per_s"] for t in ddr) if all(ddr) else None
-    collectives = doc["intra_node_collectives"]
-    intra = collectives["busbw_bound_bytes_per_s"] if collectives else None
-    kwargs: dict[str, Any] = {"world_size": n, "local_world_size": n, "compute_device": "cuda",
-                              "hbm_cap": hbm_cap, "ddr_cap": ddr_cap,
-                              "hbm_mem_bw": min(known(g.hbm_bandwidth) for g in platform.gpus) / _BYTES_PER_MS}
-    # Leave out what the platform cannot say: TorchRec then uses its defaults.
-    for key, value in (("ddr_mem_bw", ddr_bw), ("hbm_to_ddr_mem_bw", _slowest(doc, "pcie_host")),
-                       ("intra_host_bw", intra), ("inter_host_bw", _slowest(doc, "backend_nic"))):
-        if value:
-            kwargs[key] = value / _BYTES_PER_MS
-    derivation = {
-        "world_size": "GPUs in this node; for a job over N nodes set world_size = N x local_world_size",
-        "local_world_size": "GPUs in this node",
-        "compute_device": "GPU platform",
-        "hbm_cap": "HBM capacity per GPU, bytes",
-        "ddr_cap": ("0: the CPU memory is the GPU's own HBM (an APU: one pool, in hbm_cap), no second pool"
-                    if ddr_cap == 0 and _has_unified_memory(topology)
-                    else "host DDR per rank, bytes: the GPU's NUMA node's DDR divided among its GPUs"),
-        "hbm_mem_bw": "HBM bandwidth per GPU",
-        "ddr_mem_bw": "host DDR bandwidth per rank (NUMA node's bandwidth divided among its GPUs)",
-        "hbm_to_ddr_mem_bw": ("the GPU's host link, GPU alone on it (its NVLink-C2C links when it has them, else the "
-                              "narrowest PCIe link to its socket); "
-                              "roofline.json tier pcie_host_shared gives the figure when all GPUs transfer at once"),
-        "intra_host_bw": "per-GPU intra-node bandwidth: the intra-node collective busbw bound (NVLink, else PCIe)",
-        "inter_host_bw": "per-GPU scale-out bandwidth: " + _scale_out_note(topology),
-    }
-    return {"_units": "hbm_cap and ddr_cap: bytes; every *_bw: bytes per millisecond (bytes/s / 1000, SI bytes), per direction",
-            "_usage": "Topology(**json.load(open(path))['topology_kwargs']) from torchrec.distributed.planner.types "
-                      "(TorchRec >= 1.1.0 for hbm_to_ddr_mem_bw)",
-            "_derivation": {key: derivation[key] for key in kwargs},
-            "topology_kwargs": kwargs}
-
-
-def _scale_out_note(topology: Topology) -> str:
-    gpus = topology.platform.gpus
-    if not any(topology.nics_of(g.id) for g in gpus):
-        return "the node's NICs divided among the GPUs (no per-GPU NIC)"
-    alone = all(topology.scale_out_users(n.id) == 1 and n in topology.nics_of(g.id)
-                for g in gpus for n in topology.scale_out_nics(g.id))
-    if alone and all(len(topology.scale_out_nics(g.id)) == 1 for g in gpus):
-        return "the GPU's own backend NIC"
-    if alone:
-        return "the sum of the GPU's own backend NICs"
-    return "the smallest GPU share of the collective NICs, each NIC divided among the GPUs using it"
-
-
-# ------------------------------------------------------------------ Calculon
-
-
-CALCULON_DTYPES = {"float8": "fp8", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
-"""Calculon dtype -> hwspec compute key. Calculon's float32 matrix rate is the IEEE FP32 peak (TF32
-tensor cores are opt-in in PyTorch)."""
-
-CALCULON_LATENCY = {"nvlink": 1e-5, "backend": 2e-5}
-"""Seconds. Assumed: platform files state no latencies; these are the values of Calculon's own
-systems/a100_80g.json example."""
-
-CALCULON_SCALE_OUT_SIZE = 65536
-PEAK_EFFICIENCY = [[0, 1.0]]
-
-CALCULON_OPS = {"p2p": [1.0, None], "reduce_scatter": [1.0, -1], "all_gather": [1.0, -1], "all_reduce": [2.0, -1]}
-"""Ring conventions, so that `bandwidth` is a busbw (nccl-tests): size' = size x (n-1)/n for
-ReduceScatter/AllGather and 2 x size x (n-1)/n for AllReduce."""
-
-
-def _gb(value: float) -> float:
-    return value / 1e9
-
-
-def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]] | None:
-    """Calculon's system JSON for one GPU of this node (slowest figure of each kind when GPUs
-    differ), and notes explaining the choices. None without GPUs or without any Calculon dtype."""
-    platform = topology.platform
-    doc = doc or roofline(topology)
-    if not platform.gpus or platform.unknown_figures:
-        return None
-    matrix: dict[str, Any] = {}
-    vector: dict[str, Any] = {}
-    vector_rate = min(known(g.compute).get("fp32", 0.0) for g in platform.gpus)
-    for name, key in CALCULON_DTYPES.items():
-        if all(key in known(g.compute) for g in platform.gpus):
-            matrix[name] = {"tflops": min(known(g.compute)[key] for g in platform.gpus) / 1e12, "gflops_efficiency": PEAK_EFFICIENCY}
-            if vector_rate > 0:
-                vector[name] = {"tflops": vector_rate / 1e12, "gflops_efficiency": PEAK_EFFICIENCY}
-    if not matrix:
-        return None
-    hbm = min(known(g.hbm_capacity) for g in platform.gpus)
-    ddr = [group["tiers"]["host_ddr"] for group in doc["gpu_groups"]]
-    mem2_cap = min(t["capacity_bytes"] for t in ddr) if all(ddr) else 0
-    mem2_paths = [v for v in (_slowest(doc, "host_ddr"), _slowest(doc, "pcie_host")) if v]
-    mem2_bw = min(mem2_paths) if mem2_paths else 0.0
-    collectives = doc["intra_node_collectives"]
-    intra = collectives["busbw_bound_bytes_per_s"] if collectives else 0.0
-    scale_out = _slowest(doc, "backend_nic") or 0.0
-
-    def network(bandwidth: float, size: int, latency: float, filled: bool) -> dict[str, Any]:
-        return {"bandwidth": _gb(bandwidth), "efficiency": 1.0, "size": size, "latency": latency,
-                "ops": dict(CALCULON_OPS), "must_be_filled": filled, "processor_usage": 0.0}
-
-    system = {
-        "matrix": matrix,
-        "vector": vector,
-        "mem1": {"GiB": hbm / 1024**3, "GBps": _gb(min(known(g.hbm_bandwidth) for g in platform.gpus)), "MB_efficiency": PEAK_EFFICIENCY},
-        "mem2": {"GiB": mem2_cap / 1024**3, "GBps": _gb(mem2_bw), "MB_efficiency": PEAK_EFFICIENCY},
-        "processing_mode": "roofline",
-        "networks": [network(intra, len(platform.gpus), CALCULON_LATENCY["nvlink"], True),
-                     network(scale_out, CALCULON_SCALE_OUT_SIZE, CALCULON_LATENCY["backend"], False)],
-    }
-    via = collectives["via"] if collectives else None
-    notes = [
-        "Units as Calculon reads them: tflops x1e12 FLOP/s, GiB x1024^3 bytes, GBps and bandwidth x1e9 bytes/s "
-        "(per direction, per GPU), latency in seconds.",
-        "Peak model: every efficiency table is [[0, 1.0]] (datasheet peak for all sizes), network efficiency 1.0, "
-        "processor_usage 0.0; calibrate against measurements before trusting absolute times.",
-        "matrix: tensor-core peaks; float32 is the IEEE FP32 peak (TF32 is opt-in). vector: the FP32 CUDA-core peak for "
-        "every dtype (platform parts list no non-tensor half-precision rate; conservative).",
-        "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's host link: "
-        "NVLink-C2C when it has one, else PCIe).",
-        *(["mem2 is 0: on these APUs the CPU's memory is the GPU's own HBM (mem1), one pool counted once; "
-           "there is no second memory to offload to and no host link to cross."] if _has_unified_memory(topology) else []),
-        f"networks[0]: intra-node tier over {via or 'nothing'}, bandwidth = intra-node collective busbw bound, size = GPUs per node. "
-        "networks[1]: scale-out tier, bandwidth = per-GPU backend NIC share, size 65536.",
-        "ops use ring conventions ([1.0, -1] for reduce_scatter/all_gather, [2.0, -1] for all_reduce) so bandwidth is an nccl-tests busbw.",
-        f"latency: assumed {CALCULON_LATENCY['nvlink']} s (intra-node) and {CALCULON_LATENCY['backend']} s (scale-out), "
-        "the values of Calculon's a100 example; platform files state no latencies.",
-        "Calculon reads top-level keys by name; _generated and _notes are extra keys for provenance "
-        "(delete them with jq 'del(._generated, ._notes)' if a Calculon version rejects them).",
-    ]
-    return system, notes
-
-
-# ------------------------------------------------------------------ text report
-
-
-def number(value: float) -> str:
-    """4 significant digits, integers above 1000 in full, no exponent: 31.51, 1555, 0.8."""
-    return significant(value, 4)
-
-
-def gbps(value: float | None) -> str:
-    return "-" if value is None else f"{number(value / 1e9)} GB/s"
-
-
-def gib(value: int | None) -> str:
-    if value is None:
-        return "-"
-    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
-        if value >= scale:
-            return f"{number(value / scale)} {unit}"
-    return f"{value} B"
-
-
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "", indent: str = "  ") -> list[str]:
-    """Columns padded to their widest cell; `align` has one letter per column, "l" or "r"
-    (default: first column left, the others right)."""
-    rows = [list(header)] + [list(r) for r in rows]
-    align = align or "l" + "r" * (len(header) - 1)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = []
-    for row in rows:
-        cells = [cell.ljust(width) if side == "l" else cell.rjust(width) for cell, width, side in zip(row, widths, align)]
-        lines.append((indent + "  ".join(cells)).rstrip())
-    return lines
-
-
-def _detail(name: str, tier: dict[str, Any]) -> str:
-    if name == "hbm":
-        return f"shared with the {tier['shared_with_cpu_cores']} CPU cores of its NUMA node" if "shared_with_cpu_cores" in tier else ""
-    if name == "host_ddr" and "same_memory_as" in tier:
-        return "the NUMA node's memory is this GPU's HBM: the hbm tier, not a second pool"
-    if name == "host_ddr":
-        return (f"NUMA node: {gib(tier['numa_node_capacity_bytes'])}, "
-                f"{gbps(tier['numa_node_bandwidth_bytes_per_s'])} / {tier['shared_by_gpus']} GPU(s)")
-    if name == "ssd":
-        return f"{tier['ssds']} SSD(s) / {tier['shared_by_gpus']} GPUs"
-    if name == "nvlink":
-        return f"{tier['links']} x {tier['fabric']} link(s)"
-    if name == "pcie_host":
-        return f"{tier['link']}, {tier['hops']} hop(s) to the socket"
-    if name == "pcie_host_shared":
-        return f"busiest link shared by {tier['shared_by_gpus']} GPU(s)"
-    if name == "backend_nic":
-        return f"{tier['via']} ({tier['transport']})"
-    if name == "ingestion_share":
-        return f"{tier['nics']} NIC(s) / {tier['shared_by_gpus']} GPUs"
-    return ""
-
-
-def unknown_report(title: str, unknown: list[str]) -> str:
-    """The text roofline of a platform whose figures are unknown: what is missing, no table."""
-    return "\n".join([title, "no figures: these are unknown (hwspec validate says what to fill in, HW603)",
-                      *(f"  {line}" for line in unknown)]) + "\n"
-
-
-def text_report(doc: dict[str, Any]) -> str:
-    """The roofline document as tables for people (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes); for a
-    platform with unknown figures, the list of them instead (`unknown_report`)."""
-    platform = doc["platform"]
-    if doc.get("unknown") and doc.get("gpu_groups") is None:
-        return unknown_report(f"{platform['name']}: {platform['title']}", doc["unknown"])
-    out = [f"{platform['name']}: {platform['title']}",
-           f"source: {platform['file']}; datasheet peaks; bandwidths per direction (GB/s = 1e9 bytes/s, GiB = 1024^3 bytes)"]
-    for group in doc["gpu_groups"]:
-        gpus = group["gpus"]
-        numa = ", ".join(map(str, group["numa_nodes"])) or "none"
-        out += ["", f"GPUs {', '.join(gpus)}: {len(gpus)} x {group['model_name']} ({group['part']}), NUMA nodes {numa}",
-                "", "Peak compute per GPU"]
-        out += table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
-                      ((dtype, number(c["dense_flop_per_s"] / 1e12),
-                        number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
-                       for dtype, c in group["compute"].items()))
-        out += ["", "Tiers per GPU"]
-        tiers = group["tiers"]
-        out += table(("tier", "capacity", "bandwidth", "detail"),
-                      ((name, gib(t.get("capacity_bytes")) if t else "-", gbps(t["bandwidth_bytes_per_s"]) if t else "-",
-                        _detail(name, t) if t else "unknown (see below)" if name == "host_ddr" and doc.get("unknown") else "none")
-                       for name, t in tiers.items()), align="lrrl")
-        present = [name for name in tiers if tiers[name] is not None and tiers[name]["bandwidth_bytes_per_s"] > 0]
-        out += ["", "Ridge points per GPU (FLOP/byte = dense peak / tier bandwidth; sparse doubles them)"]
-        out += table(("dtype", *present),
-                      ((dtype, *(number(c["dense_ridge_flop_per_byte"][name]) for name in present))
-                       for dtype, c in group["compute"].items()))
-    bounds = doc["intra_node_collectives"]
-    if bounds is not None:
-        out += ["", f"Intra-node collective bounds (n = {bounds['n_gpus']}, via {bounds['via'] or 'nothing'}, "
-                    f"{bounds['gpu_pairs_with_direct_nvlink']} of {bounds['gpu_pairs']} GPU pairs with direct NVLink)"]
-        out += table(("collective", "factor", "busbw", "algbw", "algorithm"),
-                      ((name, number(bounds[name]["busbw_factor"]), gbps(bounds[name]["busbw_bytes_per_s"]),
-                        gbps(bounds[name]["algbw_bytes_per_s"]), bounds[name]["algorithm"]) for name in COLLECTIVES),
-                      align="lrrrl")
-        out += ["  busbw = algbw x factor (nccl-tests); bound = bottleneck per-GPU NVLink bandwidth, or PCIe without an NVLink path; "
-                "NVLS: reduced in the NVSwitches"]
-    node = doc["node"]
-    out += ["", f"Node ({node['gpus']} GPUs, {node['sockets']} sockets)"]
-    out += table(("dtype", "dense TFLOPS", "sparse TFLOPS"),
-                  ((dtype, number(c["dense_flop_per_s"] / 1e12),
-                    number(c["sparse_flop_per_s"] / 1e12) if "sparse_flop_per_s" in c else "-")
-                   for dtype, c in node["compute"].items()))
-    out += [""] + table(("memory", "capacity", "bandwidth"), (
-        ("hbm", gib(node["hbm_capacity_bytes"]), gbps(node["hbm_bandwidth_bytes_per_s"])),
-        ("ddr", gib(node["ddr_capacity_bytes"]), gbps(node["ddr_bandwidth_bytes_per_s"])),
-        ("ssd", gib(node["ssd_capacity_bytes"]) if node["ssd_capacity_bytes"] else "-",
-         gbps(node["ssd_bandwidth_bytes_per_s"]) if node["ssd_capacity_bytes"] else "-")))
-    if "unified_memory" in node:
-        pairs = ", ".join(f"{socket} = {gpu}'s HBM" for socket, gpu in node["unified_memory"]["sockets_sharing_gpu_hbm"].items())
-        out += [f"  unified memory: {pairs} (counted once, as hbm; ddr is memory of its own only)"]
-    out += [""] + table(("links", "bandwidth"), (
-        ("nvlink (sum over GPUs)", gbps(node["nvlink_bandwidth_bytes_per_s"])),
-        ("backend NICs", gbps(node["backend_nic_bandwidth_bytes_per_s"] or None)),
-        ("ingestion/frontend NICs", gbps(node["host_nic_bandwidth_bytes_per_s"] or None))))
-    if doc.get("unknown"):
-        out += ["", "Unknown (host_ddr and the figures that need it are left out; hwspec validate says what to fill in, HW603)"]
-        out += [f"  {line}" for line in doc["unknown"]]
-    count = len(doc["assumptions"])
-    out += ["", f"Assumptions: {count} value(s) in this platform are assumed, not sourced"
-                + (" (listed in roofline.json; 'hwspec roofline --format json' prints them)" if count else "")]
-    return "\n".join(out) + "\n"

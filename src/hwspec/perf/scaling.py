@@ -19,9 +19,9 @@ import dataclasses
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
-from hwspec.perf import roofline as rf
 from hwspec.perf.estimate import estimate, ms, qps
 from hwspec.perf.platform_figures import figures
+from hwspec.perf.tables import number, table
 from hwspec.spec.workload import Workload
 
 BOUNDS = ("overlapped", "serial", "expected")
@@ -44,7 +44,7 @@ def per_gpu_workload(workload: Workload, world_size: int) -> Workload:
         pos = workload.locate("batch", "global")
         raise HwspecError([Diagnostic(
             workload.file, pos.line, pos.col, Severity.ERROR, Code.CANNOT_SCALE,
-            f"batch.global {workload.batch_global} over {world_size} GPUs is {rf.number(workload.batch_global / world_size)} "
+            f"batch.global {workload.batch_global} over {world_size} GPUs is {number(workload.batch_global / world_size)} "
             "per GPU: scaling holds the per-GPU batch constant, and it must be whole",
             "give batch.per_gpu instead")])
     return dataclasses.replace(workload, batch_global=None, batch_per_gpu=local)
@@ -140,7 +140,7 @@ def text_report(doc: dict[str, Any]) -> str:
     p, w = doc["platform"], doc["workload"]
     shown = [b for b in BOUNDS if any(b in r.get("qps", {}) for r in doc["rows"])]
     out = [f"{w['name']} on {p['name']} re-sized ({p['gpus_per_node']} GPUs per node; the file has {p['nodes']} nodes), "
-           f"local batch {rf.number(doc['local_batch'])} held per GPU",
+           f"local batch {number(doc['local_batch'])} held per GPU",
            f"workload: {w['file']}; platform: {p['file']}",
            f"Scaling efficiency: per-GPU QPS over per-GPU QPS at {doc['reference_nodes']} node(s)" if doc["reference_nodes"]
            else "Scaling efficiency: no node count could be estimated", ""]
@@ -153,14 +153,14 @@ def text_report(doc: dict[str, Any]) -> str:
         if "error" in r:
             lines.append([str(r["nodes"]), str(r["gpus"]), "-", "-", "-", *(["-"] * 3 * len(shown)), f"{r['code']}: {r['error']}"])
             continue
-        cells = [str(r["nodes"]), str(r["gpus"]), rf.number(r["global_batch"]), f"{rf.number(100 * hbm_fraction(r['estimate']))}%",
+        cells = [str(r["nodes"]), str(r["gpus"]), number(r["global_batch"]), f"{number(100 * hbm_fraction(r['estimate']))}%",
                  ms(r["overlapped_seconds"])]
         for b in shown:
             eff = r["efficiency"].get(b)
-            cells += [qps(r["qps"].get(b)), rf.number(r["per_gpu_qps"][b]) if b in r["per_gpu_qps"] else "-",
-                      f"{rf.number(100 * eff)}%" if eff is not None else "-"]
+            cells += [qps(r["qps"].get(b)), number(r["per_gpu_qps"][b]) if b in r["per_gpu_qps"] else "-",
+                      f"{number(100 * eff)}%" if eff is not None else "-"]
         bn = r["bottleneck"]
         cells.append(f"{bn['resource_name']}: {bn['label']}")
         lines.append(cells)
-    out += rf.table(tuple(header), lines, align="rrrrr" + "rrr" * len(shown) + "l")
+    out += table(tuple(header), lines, align="rrrrr" + "rrr" * len(shown) + "l")
     return "\n".join(out) + "\n"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hwspec.perf import roofline as rf
 from hwspec.perf.estimate.shards import Shards, busiest, column_shards, ids_bytes, per_node, twrw_nodes, with_table_row_wise
 from hwspec.perf.estimate.term import TERMS, Call, Term, _term
 from hwspec.perf.platform_figures import Figures
+from hwspec.perf.tables import gbps, gib, number
 from hwspec.spec.workload import DTYPE_BYTES, LENGTH_BYTES, Workload
 
 
@@ -56,7 +56,7 @@ def input_alltoall_bytes(figures: Figures, workload: Workload, shards: Shards) -
     if not sent:
         return 0.0, ""
     if received > sent:
-        return received, f"the busiest receiver: {rf.number(received / sent)}x what each GPU sends"
+        return received, f"the busiest receiver: {number(received / sent)}x what each GPU sends"
     return sent, "what each GPU sends (no receiver gets more)"
 
 
@@ -110,7 +110,7 @@ def pooled_term(tid: str, parts: list[tuple[str, float, float, str, str, str]], 
     calls = tuple(Call(collective, nbytes, nbytes / rate, scope) for _, nbytes, rate, _, collective, scope in used)
     return Term(tid, label, resource, seconds, amount, "bytes", amount / seconds if seconds else 0.0,
                 "; ".join(bound for _, _, _, bound, *_ in used) or default_bound,
-                "; ".join(f"{what} of {rf.gib(int(nbytes))} at {rf.gbps(rate)}" for what, nbytes, rate, *_ in used),
+                "; ".join(f"{what} of {gib(int(nbytes))} at {gbps(rate)}" for what, nbytes, rate, *_ in used),
                 calls)
 
 
@@ -150,7 +150,7 @@ def _gpu_exchange_terms(figures: Figures, workload: Workload, ids: float, ids_de
     (`table_row_wise_exchange`)."""
     big_b = workload.global_batch(figures.gpus)
     a2a = _collective(figures, "all_to_all")
-    a2a_name = f"all_to_all algbw {rf.gbps(a2a)} ({figures.collectives_scope})"
+    a2a_name = f"all_to_all algbw {gbps(a2a)} ({figures.collectives_scope})"
     terms = [_term("input_alltoall", ids, "bytes", a2a, a2a_name, ids_detail)]
     rw_dims = sum(t.count * t.dim for t in workload.sharded("row-wise"))
     cross = cross_node_alltoall_algbw(figures)
@@ -162,12 +162,12 @@ def _gpu_exchange_terms(figures: Figures, workload: Workload, ids: float, ids_de
         # within the node (its G GPUs), then among the N GPUs of each local rank (one per node)
         terms.append(pooled_term(tid, [
             ("table/column-wise: AlltoAll", big_b * shards.dims * s_comm, a2a, a2a_name, "all_to_all", "all"),
-            (f"row-wise: {rw_collective}", big_b * rw_dims * s_comm, rw_rate, f"{rw_collective} algbw {rf.gbps(rw_rate)}",
+            (f"row-wise: {rw_collective}", big_b * rw_dims * s_comm, rw_rate, f"{rw_collective} algbw {gbps(rw_rate)}",
              rw_collective, "all"),
             (f"table-row-wise: intra-node {rw_collective}", twrw.intra * s_comm, intra,
-             f"intra-node {rw_collective} algbw {rf.gbps(intra)}", rw_collective, "node"),
+             f"intra-node {rw_collective} algbw {gbps(intra)}", rw_collective, "node"),
             ("table-row-wise: cross-node AlltoAll", twrw.cross * s_comm, cross,
-             f"cross-node all_to_all algbw {rf.gbps(cross)} (N x NIC share / (N-1))", "all_to_all", "cross"),
+             f"cross-node all_to_all algbw {gbps(cross)} (N x NIC share / (N-1))", "all_to_all", "cross"),
         ], a2a_name))
     return terms
 
@@ -178,7 +178,7 @@ def _host_exchange_terms(hosts: Figures, crossing: Crossing) -> list[Term]:
     memory (not charged); across nodes the busiest socket's `crossing` bytes go over its share of
     the node's NICs (`host_figures`), the same share a hierarchical AlltoAll's algbw comes from."""
     rate = hosts.injection_bandwidth
-    bound = f"a CPU socket's share of its node's NICs {rf.gbps(rate)}"
+    bound = f"a CPU socket's share of its node's NICs {gbps(rate)}"
     detail = "host to host across nodes (within a node through host memory, not charged)"
     return [_term("input_alltoall", crossing.input, "bytes", rate, bound, "ids to the sockets that own the tables; " + detail),
             _term("embedding_alltoall_fwd", crossing.forward, "bytes", rate, bound, detail),

@@ -13,11 +13,11 @@ import math
 from typing import Any
 
 from hwspec.diagnostics import Code
-from hwspec.perf import roofline as rf
 from hwspec.perf.cache import hit_rate
 from hwspec.perf.estimate.shards import column_shards, per_node, shard_row, table_wise_shards, twrw_nodes, with_table_row_wise
 from hwspec.perf.estimate.term import _error
 from hwspec.perf.platform_figures import Figures
+from hwspec.perf.tables import gbps, gib, number
 from hwspec.spec.workload import Workload
 
 ACCESS_BYTES = {"hbm": 32, "host_ddr": 64, "ssd": 512}
@@ -43,7 +43,7 @@ def placement(figures: Figures, workload: Workload) -> dict[str, Any]:
         return cached_placement(figures, workload)
     return _fill_tiers(figures, workload, figures.gpus, storage_need(figures, workload),
                        gpu_tiers(figures, figures.hbm_capacity * workload.hbm_share),
-                       f"HBM ({rf.number(workload.hbm_share * 100)}% of it), host DDR and SSD")
+                       f"HBM ({number(workload.hbm_share * 100)}% of it), host DDR and SSD")
 
 
 def gpu_tiers(figures: Figures, hbm: float, ddr: float | None = None, ssd: float | None = None) -> list[tuple[str, float, float, float]]:
@@ -75,7 +75,7 @@ def cached_placement(figures: Figures, workload: Workload) -> dict[str, Any]:
     cache_bytes = min(need_c, max(t.cache.hbm_fraction for t in cached if t.cache) * hbm)
     place = _fill_tiers(figures, workload, figures.gpus, need_u,
                         gpu_tiers(figures, max(0.0, hbm * workload.hbm_share - cache_bytes)),
-                        f"HBM ({rf.number(workload.hbm_share * 100)}% of it, less the cache), host DDR and SSD")
+                        f"HBM ({number(workload.hbm_share * 100)}% of it, less the cache), host DDR and SSD")
     left = {t["tier"]: t["capacity_bytes"] - t["stored_bytes"] for t in place["tiers"]}
     backing = _fill_tiers(figures, workload, figures.gpus, need_c,
                           gpu_tiers(figures, 0.0, left["host_ddr"], left["ssd"])[1:], "host DDR and SSD behind the cache")
@@ -126,8 +126,8 @@ def _fill_tiers(figures: Figures, workload: Workload, ranks: int, need: float,
     if left > max(1.0, need * 1e-12):
         have = sum(t["stored_bytes"] for t in tiers)
         raise _error(workload, ("embeddings", "tables"), Code.TABLES_DO_NOT_FIT,
-                     f"the embedding tables need {rf.gib(int(need))} per {rank} on {figures.name} ({ranks} {rank}s), "
-                     f"but {holders} hold {rf.gib(int(have))}",
+                     f"the embedding tables need {gib(int(need))} per {rank} on {figures.name} ({ranks} {rank}s), "
+                     f"but {holders} hold {gib(int(have))}",
                      "use more GPUs, a smaller storage precision, or shard data-parallel tables")
     return {"need_bytes_per_gpu": need, "tiers": tiers, "on": workload.placement, "rank": rank}
 
@@ -169,7 +169,7 @@ def host_placement(figures: Figures, workload: Workload) -> dict[str, Any]:
 
 def _tier_mix(place: dict[str, Any]) -> str:
     if "cache" in place:
-        hits = ", ".join(f"{g['table']} {rf.number(100 * g['hit_rate'])}%" for g in place["cache"]["groups"])
+        hits = ", ".join(f"{g['table']} {number(100 * g['hit_rate'])}%" for g in place["cache"]["groups"])
         return f"HBM cache hits {hits}, misses from {_uncached_mix({'tiers': place['cache']['backing']})}"
     return _uncached_mix(place)
 
@@ -177,5 +177,5 @@ def _tier_mix(place: dict[str, Any]) -> str:
 def _uncached_mix(place: dict[str, Any]) -> str:
     used = [t for t in place["tiers"] if t["fraction"] > 0]
     if len(used) == 1:
-        return f"{used[0]['tier']} {rf.gbps(used[0]['bandwidth_bytes_per_s'])}"
-    return " / ".join(f"{rf.number(100 * t['fraction'])}% {t['tier']}" for t in used)
+        return f"{used[0]['tier']} {gbps(used[0]['bandwidth_bytes_per_s'])}"
+    return " / ".join(f"{number(100 * t['fraction'])}% {t['tier']}" for t in used)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hwspec.perf import roofline as rf
 from hwspec.perf.estimate.exchanges import (
     _collective,
     _gpu_exchange_terms,
@@ -25,6 +24,7 @@ from hwspec.perf.estimate.placement import host_figures, host_workload, placemen
 from hwspec.perf.estimate.shards import Shards, table_wise_shards
 from hwspec.perf.estimate.term import Term, _term, _work_term
 from hwspec.perf.platform_figures import Figures
+from hwspec.perf.tables import gbps, number
 from hwspec.spec.workload import AUTO, DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, Table, Workload
 
 
@@ -35,10 +35,10 @@ def ingestion_term(figures: Figures, inputs: float) -> Term:
     otherwise it has its own NICs and its own resource at the ingestion share."""
     if figures.ingestion_on_collective_nics:
         return _term("ingestion", inputs, "bytes", figures.nic_bandwidth,
-                     f"the collectives' NICs, per GPU {rf.gbps(figures.nic_bandwidth)}",
+                     f"the collectives' NICs, per GPU {gbps(figures.nic_bandwidth)}",
                      "shares the NICs with the collectives: charged in series with them", resource="network")
     return _term("ingestion", inputs, "bytes", figures.ingestion_bandwidth,
-                 f"ingestion share per GPU {rf.gbps(figures.ingestion_bandwidth)}" if figures.ingestion_bandwidth
+                 f"ingestion share per GPU {gbps(figures.ingestion_bandwidth)}" if figures.ingestion_bandwidth
                  else "no ingestion bandwidth stated: not bounded")
 
 
@@ -53,7 +53,7 @@ def pooled_host_transfer(figures: Figures, workload: Workload, inputs: float) ->
     width = sum(t.count * t.dim for t in workload.tables) * workload.local_batch(figures.gpus)
     forward, backward = width * DTYPE_BYTES[workload.comm_forward], width * DTYPE_BYTES[workload.comm_backward]
     seconds = (max(inputs + forward, backward) - inputs) / pcie if pcie > 0 else 0.0
-    return _work_term("pooled_host_transfer", forward + backward, seconds, f"PCIe host link, each direction {rf.gbps(pcie)}",
+    return _work_term("pooled_host_transfer", forward + backward, seconds, f"PCIe host link, each direction {gbps(pcie)}",
                       "pooled embeddings host to device, their gradients device to host (full duplex)")
 
 
@@ -75,7 +75,7 @@ def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, 
 
     # MLPs and interaction: 2 x in x out FLOPs per layer per sample forward, twice that backward.
     flops = b * (workload.mlp_flops_per_sample + workload.interaction_flops_per_sample)
-    bound = f"{dtype} dense peak {rf.number(peak / 1e12)} TFLOPS"
+    bound = f"{dtype} dense peak {number(peak / 1e12)} TFLOPS"
     terms.append(_term("mlp_fwd", flops, "flop", peak, bound))
     terms.append(_term("mlp_bwd", 2 * flops, "flop", peak, bound))
 
@@ -88,13 +88,13 @@ def _terms(figures: Figures, workload: Workload) -> tuple[list[Term], dict[str, 
     # Dense gradients: MLP and interaction (DCNv2 cross layers) weights and biases, and every data-parallel table.
     dense = workload.dense_parameters * s_ar + sum(t.count * t.rows * t.dim * s_ar for t in workload.sharded("data-parallel"))
     ar = _collective(figures, "all_reduce")
-    terms.append(_term("dense_allreduce", dense, "bytes", ar, f"all_reduce algbw {rf.gbps(ar)} ({figures.collectives_scope})"))
+    terms.append(_term("dense_allreduce", dense, "bytes", ar, f"all_reduce algbw {gbps(ar)} ({figures.collectives_scope})"))
 
     # Input: dense features, labels, and (unless the CPUs take them: cpu-host) ids and lengths of the local batch.
     ids_in = 0.0 if cpu_host else sum(t.count * (t.pooling * s_idx + LENGTH_BYTES) for t in workload.tables)
     inputs = b * (workload.dense_features * DENSE_INPUT_BYTES + LABEL_BYTES + ids_in)
     terms.append(_term("host_to_device", inputs, "bytes", figures.pcie_host_shared_bandwidth,
-                       f"host link (PCIe, or NVLink-C2C), all GPUs at once {rf.gbps(figures.pcie_host_shared_bandwidth)}"))
+                       f"host link (PCIe, or NVLink-C2C), all GPUs at once {gbps(figures.pcie_host_shared_bandwidth)}"))
     terms.append(pooled_host_transfer(figures, workload, inputs))
 
     # Without GPUDirect RDMA, the inter-node part of every GPU collective crosses the PCIe host link.
