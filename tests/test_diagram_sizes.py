@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 from hwspec.generate import diagram
+from hwspec.generate.diagram import repeats
+from hwspec.generate.diagram.fabric import edges_between
+from hwspec.generate.diagram.repeats import repeats_table
+from hwspec.generate.diagram.tree import tree_items
 from hwspec.generate.engine import plan_for
 from hwspec.model.load import load_platform
 from tests.test_diagram import parse
@@ -147,8 +151,8 @@ def test_a_node_wider_than_the_budget_is_summarised_and_the_estimate_says_so(p5_
 @pytest.mark.parametrize("path", [MINIMAL, P5_LIKE, ROOT / "platforms" / "gb200-tray.yaml"])
 def test_the_width_estimate_is_within_a_tenth_of_what_dot_draws(path):
     platform = load_platform(path)
-    top, drawn, _ = diagram._layout(platform, summarise=False)
-    edges = [e for e in diagram._edges(platform, drawn, fabric=False)]
+    top, drawn, _ = tree_items(platform, summarise=False)
+    edges = [e for e in edges_between(platform, drawn, fabric=False)]
     body = "\n".join(_statements(top) + edges)
     width, _ = _svg_size(f'graph g {{ graph [nodesep="0.15"]; node [fontname="Helvetica", fontsize="10", margin="0.08,0.04"];\n{body}\n}}')
     assert abs(diagram.drawing_width(platform) - width) <= width / 10, (diagram.drawing_width(platform), width)
@@ -180,9 +184,9 @@ def test_no_shipped_diagram_labels_an_nvlink_or_c2c_edge(relative):
 
 def test_the_repeats_table_escapes_ids_and_bus_ids(p5_like, monkeypatch):
     platform, _ = p5_like
-    monkeypatch.setattr(diagram, "_bus", lambda _platform, item_id: f"bus<{item_id}>")
+    monkeypatch.setattr(repeats, "bus_text", lambda _platform, item_id: f"bus<{item_id}>")
     first = 'g<0>&"x"'
-    node = diagram._repeats_table(platform, [first, "n&0"], [['g<1>"', "n]1"]])
+    node = repeats_table(platform, [first, "n&0"], [['g<1>"', "n]1"]])
     assert node.startswith(f'{diagram.quote(diagram.repeats_node(first))} [shape="plaintext"')
     assert "<b>1 more like g&lt;0&gt;&amp;\"x\"</b>" in node
     assert '<td align="left"><b>like n&amp;0</b></td><td align="left">n]1<br/>bus&lt;n]1&gt;</td>' in node
