@@ -33,9 +33,11 @@ class DraftContext:
         self.notes = list(self.machine.notes)
 
     def parts(self, kind: str) -> dict[str, Any]:
+        """The catalogue's parts of `kind` (`gpus`, `nics`, ...) by name, in name order."""
         return {name: part.model for name, part in sorted(self.catalogue.parts.get(kind, {}).items())}
 
     def source(self) -> str:
+        """The draft's `source:` text: the inputs it was made from, each with what it is."""
         return "hwspec import of " + ", ".join(f"{file_text(file)} ({what})" for file, what in self.machine.sources)
 
     @staticmethod

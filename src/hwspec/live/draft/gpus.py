@@ -23,6 +23,8 @@ class GpusWriter:
         self.ctx, self.m, self.pcie = ctx, ctx.machine, pcie
 
     def entries(self) -> tuple[list[dict], dict | None, dict | None]:
+        """The GPU entries (`gpu0`... in bus order: the CUDA order), and the `baseboard:` and
+        `nvlink:` sections their NVLinks show (None where they show none)."""
         gpus = self.m.gpus_in_order()
         catalogue = self.ctx.parts("gpus")
         counts = self.m.nvlink_counts()
@@ -88,6 +90,8 @@ class GpusWriter:
         return {k: v for k, v in seen.items() if v is not None}
 
     def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
+        """(`baseboard:`, `nvlink:`) from the NVLink `counts` the input shows: an HGX board for links to
+        NVSwitches, else the GPU pairs as a named pattern or a list; GPU `entries` get their slots."""
         if not counts:
             self.unlinked_nvswitches()
             return None, None
