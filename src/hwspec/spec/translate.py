@@ -44,9 +44,10 @@ def nearest(word: str, choices: typing.Iterable[str], cutoff: float = 0.6) -> st
     return matches[0] if matches else None
 
 
-def real_path(data: Any, loc: tuple) -> tuple[DataPath, Any]:
-    """Drop pydantic's union/function tags from `loc`, keeping keys that exist in `data`; with
-    the value written there (`_ABSENT` when there is none).
+def _data_path(data: Any, loc: tuple[str | int, ...]) -> tuple[DataPath, Any]:
+    """The path in `data` that pydantic's error location `loc` names: its union and function
+    tags dropped, keeping keys that exist in `data`; with the value written there (`_ABSENT`
+    when there is none).
 
     The last element is kept even when absent (a missing key still names its place)."""
     path: list[str | int] = []
@@ -188,7 +189,7 @@ def _message(error: ErrorDetails) -> str:
 
 
 def _written(loc: tuple, at_path: Any, error: ErrorDetails) -> Any:
-    """The value the user wrote where the error is: `at_path` (from `real_path`), or the key
+    """The value the user wrote where the error is: `at_path` (from `_data_path`), or the key
     itself for an error about a mapping key. (pydantic's `input` may be a value a validator
     already converted, e.g. the 0.0 of '0 GB/s', depending on its release.)"""
     if (loc and loc[-1] == "[key]") or at_path is _ABSENT:
@@ -214,7 +215,7 @@ def validation_diagnostics(
     grouped: dict[tuple[DataPath, str], list[tuple[ErrorDetails, Any]]] = {}
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
-        path, at_path = real_path(data, loc)
+        path, at_path = _data_path(data, loc)
         kind = error["type"]
         group = "extra" if kind == "extra_forbidden" else ("missing" if kind == "missing" else "value")
         grouped.setdefault((path, group), []).append((error, _written(loc, at_path, error)))
