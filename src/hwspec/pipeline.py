@@ -166,7 +166,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
         return load_cluster(doc, expanded, Path(path), load_node_file), nodes
     if kind == "workload":
-        from hwspec.spec.workload import load_workload_document
+        from hwspec.model.workload import load_workload_document
 
         return load_workload_document(doc, expanded), {}
     if kind == "parts":
