@@ -16,8 +16,8 @@ from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path, os_reason, real_path
 from hwspec.model.node import Platform
 from hwspec.model.resolve_node import resolve_node
-from hwspec.source.expand import Expanded, expand
-from hwspec.source.loader import SourceDoc, load_yaml_file, read_regular_file
+from hwspec.source.expand import Expanded, read_document
+from hwspec.source.loader import SourceDoc, read_regular_file
 from hwspec.spec.checks import PART_NAME
 from hwspec.spec.parts import PART_KINDS, PART_SECTIONS, UNKNOWN_PART, overridden_part, spec_model, unknown_part
 from hwspec.spec.translate import DataPath, Written, dotted, validation_diagnostics
@@ -71,12 +71,6 @@ class Catalogue:
             for kind, parts in _load_parts_file(path).items():
                 merged.setdefault(kind, {}).update(parts)
         return merged
-
-
-def read_document(path: Path) -> tuple[SourceDoc, Expanded]:
-    """Load a platform or parts file and expand it (repeat blocks, annotated values)."""
-    doc = load_yaml_file(path)
-    return doc, expand(doc)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

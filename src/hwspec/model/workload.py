@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
-from hwspec.source.expand import Expanded, expand
-from hwspec.source.loader import SourceDoc, load_yaml_file
+from hwspec.source.expand import Expanded, read_document
+from hwspec.source.loader import SourceDoc
 from hwspec.spec.translate import DataPath, Written, dotted
 from hwspec.spec.workload import CacheSpec, ConvergenceSpec, validate_workload
 
@@ -256,8 +256,7 @@ def _assumed(expanded: Expanded) -> list[tuple[DataPath, str]]:
 
 def load_workload(path: Path | str) -> Workload:
     """Load, validate and resolve the workload file at `path` (HwspecError on any problem)."""
-    doc = load_yaml_file(Path(path))  # as hwspec.model.load.read_document reads a platform file
-    expanded = expand(doc)
+    doc, expanded = read_document(Path(path))
     kind = expanded.data.get("kind") if isinstance(expanded.data, dict) else None
     if kind != "workload":
         pos = doc.locate(("kind",))
