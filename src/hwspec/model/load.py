@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 class Part:
     """A catalogue entry: its validated model (a `CpuPart`, `GpuPart` or `NicPart`) and where it is written."""
 
-    def __init__(self, kind: str, name: str, raw: dict, model: Any, doc: SourceDoc, expanded: Expanded):
+    def __init__(self, kind: str, name: str, raw: dict[str, Any], model: Any, doc: SourceDoc, expanded: Expanded):
         self.kind, self.name, self.raw, self.model = kind, name, raw, model
         self.doc, self.expanded = doc, expanded
 

@@ -28,7 +28,7 @@ LABEL_BYTES = 4
 """Bytes per sample label (fp32)."""
 DENSE_INPUT_BYTES = 4
 """Bytes per dense input feature (fp32 as read from the data loader)."""
-OPTIMIZER_STATE_BYTES = {"sgd": lambda dim: 0, "rowwise-adagrad": lambda dim: 4, "adagrad": lambda dim: 4 * dim}
+OPTIMIZER_STATE_BYTES: dict[str, Callable[[float], float]] = {"sgd": lambda dim: 0, "rowwise-adagrad": lambda dim: 4, "adagrad": lambda dim: 4 * dim}
 """Optimizer state per embedding row, bytes (fp32): none, one sum per row, one per element."""
 
 

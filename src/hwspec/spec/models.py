@@ -13,7 +13,7 @@ The checks that are code live in `hwspec.spec.checks` and `hwspec.spec.units`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, Tag, WithJsonSchema, model_validator
 
@@ -65,7 +65,7 @@ Rule HW603 says what to fill in and which outputs wait."""
 Unknown = Literal["unknown"]
 
 
-def _known_or_unknown_schema(known: dict) -> WithJsonSchema:
+def _known_or_unknown_schema(known: dict[str, Any]) -> WithJsonSchema:
     """`known`'s schema, or the word `unknown`: chosen by `if`, so an error names the unit pattern."""
     return WithJsonSchema({"if": {"const": UNKNOWN}, "then": {"description": "The source does not give it."}, "else": known})
 
@@ -145,7 +145,7 @@ class PartRef(Spec):
 
     part: PartName = Field(description="Name of a part in the catalogue (built-in, parts/ beside the platform file, or --parts DIR), "
                                        "or 'unknown' when the source does not identify it (then 'override:' holds what was observed).")
-    override: dict | None = Field(None, description="Part fields that differ on this platform (merged over the part); with "
+    override: dict[str, Any] | None = Field(None, description="Part fields that differ on this platform (merged over the part); with "
                                                     "'part: unknown', the identity that was observed (CpuIdentity, GpuIdentity, NicIdentity).")
 
 

@@ -250,8 +250,7 @@ def _message(error: ErrorDetails) -> str:
     return error["msg"]
 
 
-
-def _written(loc: tuple, at_path: Any, error: ErrorDetails) -> Any:
+def _written(loc: tuple[str | int, ...], at_path: Any, error: ErrorDetails) -> Any:
     """The value the user wrote where the error is: `at_path` (from `_data_path`), or the key
     itself for an error about a mapping key. (pydantic's `input` may be a value a validator
     already converted, e.g. the 0.0 of '0 GB/s', depending on its release.)"""
