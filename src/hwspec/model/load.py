@@ -1,4 +1,7 @@
-"""Loading a platform file: YAML -> expansion -> spec model -> parts -> resolved `Platform`.
+"""Loading a platform file, one way: the source layer reads and expands it
+(`hwspec.source.expand.read_document`), the spec layer validates it
+(`hwspec.spec.validate.validate_node`), the parts catalogue gives its parts, and
+`resolve_node` builds the resolved `Platform`.
 
 Every problem found on the way is collected; `load_platform` raises one `HwspecError` with
 all of them, each pointing at the line and column where it is written.
@@ -20,7 +23,7 @@ from hwspec.source.expand import Expanded, read_document
 from hwspec.source.loader import SourceDoc, read_regular_file
 from hwspec.spec.checks import PART_NAME
 from hwspec.spec.parts import PART_KINDS, PART_SECTIONS, UNKNOWN_PART, overridden_part, spec_model, unknown_part
-from hwspec.spec.translate import DataPath, Written, dotted, validation_diagnostics
+from hwspec.spec.translate import DataPath, Written, dotted, validate_document
 from hwspec.spec.validate import validate_node
 
 if TYPE_CHECKING:
@@ -89,14 +92,8 @@ def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
 
 @functools.lru_cache(maxsize=64)
 def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict[str, Part]]:
-    from pydantic import ValidationError
-
     doc, expanded = read_document(path)
-    model = spec_model("PartsCatalogue")
-    try:
-        catalogue = model.model_validate(expanded.data)
-    except ValidationError as exc:
-        raise HwspecError(validation_diagnostics(exc, model, expanded.data, Written(doc, expanded))) from None
+    catalogue = validate_document(spec_model("PartsCatalogue"), doc, expanded)
     parts: dict[str, dict[str, Part]] = {}
     for kind in PART_KINDS:
         for name, model in getattr(catalogue, kind).items():

@@ -4,10 +4,11 @@ Every model forbids unknown keys and may carry `source` (where its values come f
 `assumed` (why they are an assumption). Quantities use the unit types of `hwspec.spec.units`
 and are stored canonically: sizes in bytes, bandwidths in bytes/s per direction, compute in
 FLOP/s (or integer op/s), PCIe rates in transfers/s. References between entries are plain
-ids (`upstream: sw0`); `hwspec.model.load` checks that they resolve.
+ids (`upstream: sw0`); `hwspec.spec.references` checks that they resolve.
 
-These models are the one definition of the spec language: `hwspec.model.load` validates
-documents with them, and the JSON Schema (`hwspec.spec.json_schema`) is generated from them.
+These models are the one definition of the spec language: `hwspec.spec.validate` (a node),
+`hwspec.spec.workload` and `hwspec.spec.translate.validate_document` validate documents with
+them, and the JSON Schema (`hwspec.spec.json_schema`) is generated from them.
 The checks that are code live in `hwspec.spec.checks` and `hwspec.spec.units`.
 """
 
