@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hwspec.diagnostics import HwspecError
+from hwspec.model.workload import load_workload
 from hwspec.perf.cache import harmonic, hit_rate
 from hwspec.perf.estimate import estimate, placement, text_report
-from hwspec.spec.workload import load_workload
 from tests.test_estimate import BASE, TINY, amounts, terms, tiny
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from hwspec.model.workload import load_workload
 from hwspec.perf.estimate import table_terms
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
-from hwspec.spec.workload import load_workload
 from tests.consumers import ROOT, torchrec_planner_types
 
 pytestmark = [pytest.mark.consumer, pytest.mark.filterwarnings("ignore::DeprecationWarning"),

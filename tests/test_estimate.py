@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from hwspec.diagnostics import HwspecError
+from hwspec.model.workload import load_workload
 from hwspec.perf.estimate import busiest, estimate, inter_node_share, placement, touched
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import load_workload
 
 TINY = Figures(
     name="tiny", title="tiny", file="tiny.yaml", kind="cluster", gpus=4, gpus_per_node=2, nodes=2, sockets_per_node=1,

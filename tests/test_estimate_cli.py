@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from hwspec.cli.commands import main
+from hwspec.model.workload import load_workload
 from hwspec.perf import cluster_roofline
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
-from hwspec.spec.workload import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 ZION16, ZIONEX16 = ROOT / "platforms" / "zion-16.yaml", ROOT / "platforms" / "zionex-16.yaml"

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hwspec.model.workload import load_workload
 from hwspec.perf import calibration as cal
 from hwspec.perf import nccl_tuning as nt
 from hwspec.perf.estimate import (
@@ -27,7 +28,6 @@ from hwspec.perf.estimate import (
 )
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
-from hwspec.spec.workload import load_workload
 from tests.test_estimate import BASE, TINY, terms, tiny
 
 

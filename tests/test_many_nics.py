@@ -19,13 +19,13 @@ from hwspec.generate.engine import plan_for
 from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
 from hwspec.model.load import load_catalogue, load_platform
+from hwspec.model.workload import load_workload
 from hwspec.perf import roofline as rf
 from hwspec.perf.calculon import calculon_system
 from hwspec.perf.estimate import estimate
 from hwspec.perf.platform_figures import figures
 from hwspec.perf.torchrec import torchrec_topology
 from hwspec.pipeline import load_any
-from hwspec.spec.workload import load_workload
 from hwspec.testing import load_node_text
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -125,7 +125,7 @@ def test_pipeline_is_a_yes_no_field_defaulting_to_true(tmp_path):
     assert tiny(tmp_path).pipeline is True
     path = tmp_path / "tiny.yaml"
     path.write_text(path.read_text() + "pipeline: false\n")
-    from hwspec.spec.workload import load_workload
+    from hwspec.model.workload import load_workload
     assert load_workload(path).pipeline is False
     path.write_text(path.read_text().replace("pipeline: false", "pipeline: 'no'"))
     with pytest.raises(HwspecError):

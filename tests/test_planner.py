@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwspec.diagnostics import HwspecError
+from hwspec.model.workload import load_workload
 from hwspec.perf.estimate import estimate, estimate_plan, text_report
 from hwspec.perf.planner import Choice, candidates, largest_first, plan, why, with_choices
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
-from hwspec.spec.workload import load_workload
 from tests.test_estimate import TINY
 
 HBM_ONLY = dataclasses.replace(TINY, hbm_capacity=1e6, ddr_capacity=0.0, ssd_capacity=0.0)

@@ -16,9 +16,9 @@ import pytest
 from hwspec.cli.commands import main
 from hwspec.diagnostics import Code, HwspecError
 from hwspec.model.resolve_cluster import resized
+from hwspec.model.workload import load_workload
 from hwspec.perf.scaling import scaling
 from hwspec.pipeline import load_any
-from hwspec.spec.workload import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 ZIONEX16, ZION16 = ROOT / "platforms" / "zionex-16.yaml", ROOT / "platforms" / "zion-16.yaml"

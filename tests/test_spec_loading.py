@@ -386,5 +386,13 @@ def test_each_kind_of_error_has_its_message_whatever_the_pydantic_release(docume
 
     with pytest.raises(ValidationError) as caught:
         NodeSpec.model_validate(document)
-    diagnostics = validation_diagnostics(caught.value, NodeSpec, document, "f.yaml", lambda path: Location("f.yaml", 1, 1))
+    class AtTop:
+        file = "f.yaml"
+
+        def value(self, path):
+            return Location("f.yaml", 1, 1)
+
+        key = value
+
+    diagnostics = validation_diagnostics(caught.value, NodeSpec, document, AtTop())
     assert [d.message for d in diagnostics] == expected

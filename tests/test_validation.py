@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hwspec.cli.commands import main
-from hwspec.spec.workload import load_workload
+from hwspec.model.workload import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "estimates.md"

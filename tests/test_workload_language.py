@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hwspec.diagnostics import HwspecError
+from hwspec.model.workload import load_workload
 from hwspec.perf.estimate import estimate, text_report, time_to_train_seconds
-from hwspec.spec.workload import load_workload
 from tests.test_estimate import BASE, TINY, amounts
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -116,7 +116,8 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
     (`{node file: platform}`), each loaded once however many nodes use it. A cluster's node
     platforms must be inside the cluster file's directory tree or one of `platform_roots`
     (symlinks resolved): a cluster file cannot make hwspec read any file on disk."""
-    from hwspec.model.load import load_catalogue, load_node, parts_directories, read_document
+    from hwspec.model.load import load_catalogue, load_node, parts_directories
+    from hwspec.source.expand import read_document
 
     parts_dirs = tuple(map(Path, parts_dirs))
     key = loaded.version(Path(path), parts_dirs) if loaded is not None else None
@@ -166,7 +167,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
         return load_cluster(doc, expanded, Path(path), load_node_file), nodes
     if kind == "workload":
-        from hwspec.spec.workload import load_workload_document
+        from hwspec.model.workload import load_workload_document
 
         return load_workload_document(doc, expanded), {}
     if kind == "parts":

@@ -429,7 +429,7 @@ sockets:
 def parts_reference(catalogue: Any | None = None) -> str:
     """The parts page: a table of every part by kind, then each part's section (heading and
     anchor = its name, so the site's search finds `epyc-7r13`), then how to add a site part."""
-    from hwspec.model.load import PART_KINDS
+    from hwspec.spec.parts import PART_KINDS
 
     catalogue = builtin_catalogue() if catalogue is None else catalogue
     lines = [

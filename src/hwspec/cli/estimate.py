@@ -46,8 +46,8 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
 
 def _workload(path: Path) -> tuple[Any, int]:
     from hwspec.diagnostics import HwspecError, report
+    from hwspec.model.workload import load_workload
     from hwspec.pipeline import READ_ERROR_CODES
-    from hwspec.spec.workload import load_workload
 
     try:
         return load_workload(path), EXIT_OK

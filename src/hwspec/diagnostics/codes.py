@@ -65,7 +65,7 @@ class Code(enum.StrEnum):
     UNKNOWN_KIND = ("E113", "unknown kind", "`kind:` is not `node` or `cluster` (or a node platform was expected).")
     BAD_REPEAT_BLOCK = ("E120", "repeat block", "A `repeat:` block or `${...}` expression cannot be expanded (bad range, unknown "
         "variable, not integer arithmetic, too many copies).")
-    # references (hwspec.model.load, hwspec.model.resolve_cluster)
+    # references (hwspec.spec.references, hwspec.spec.validate, hwspec.model.load, hwspec.model.resolve_cluster)
     BAD_REFERENCE = ("E201", "bad reference", "A reference names no entry, or an entry of the wrong kind.")
     DUPLICATE_ID = ("E202", "duplicate id", "Two entries share an id (ids are one namespace per file).")
     UNKNOWN_PART = ("E203", "unknown part", "A `part:` not in the catalogue (built-in, `parts/` beside the file, or `--parts DIR`).")

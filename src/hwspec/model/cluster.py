@@ -200,7 +200,7 @@ class Cluster:
     """torchrun's rendezvous backend: `c10d` or `static`."""
     declared_world_size: int | None
     """The world size the file declares, or None."""
-    sources: dict
+    sources: dict[str, str]
     """The file's `sources:`."""
     rule_settings: dict[str, RuleSetting]
     """Rule id -> the cluster's change to it."""

@@ -1,4 +1,7 @@
-"""Loading a platform file: YAML -> expansion -> spec model -> parts -> resolved `Platform`.
+"""Loading a platform file, one way: the source layer reads and expands it
+(`hwspec.source.expand.read_document`), the spec layer validates it
+(`hwspec.spec.validate.validate_node`), the parts catalogue gives its parts, and
+`resolve_node` builds the resolved `Platform`.
 
 Every problem found on the way is collected; `load_platform` raises one `HwspecError` with
 all of them, each pointing at the line and column where it is written.
@@ -16,38 +19,23 @@ from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path, os_reason, real_path
 from hwspec.model.node import Platform
 from hwspec.model.resolve_node import resolve_node
-from hwspec.source.expand import Expanded, expand
-from hwspec.source.loader import SourceDoc, load_yaml_file, read_regular_file
+from hwspec.source.expand import Expanded, read_document
+from hwspec.source.loader import SourceDoc, read_regular_file
 from hwspec.spec.checks import PART_NAME
-from hwspec.spec.translate import DataPath, dotted, nearest, validation_diagnostics
+from hwspec.spec.parts import PART_KINDS, PART_SECTIONS, UNKNOWN_PART, overridden_part, spec_model, unknown_part
+from hwspec.spec.translate import DataPath, Written, dotted, validate_document
+from hwspec.spec.validate import validate_node
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from hwspec.spec.models import NodeSpec
 
-PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "NicPart", "pcie_switches": "PcieSwitchPart"}
-"""Catalogue section -> the name of the spec model of its parts in `hwspec.spec.models`."""
-
-IDENTITY_KINDS: dict[str, str] = {"cpus": "CpuIdentity", "gpus": "GpuIdentity", "nics": "NicIdentity"}
-"""Catalogue section -> the spec model of what an entry with `part: unknown` may say of itself."""
-
-UNKNOWN_PART = "unknown"
-"""`part: unknown`: the source does not identify the part (`hwspec.spec.models.UNKNOWN`)."""
-
-
-def spec_model(name: str) -> type[BaseModel]:
-    """The pydantic model `name` of `hwspec.spec.models`, imported on first use (commands that
-    validate nothing, `hwspec --help` among them, never import pydantic)."""
-    from hwspec.spec import models
-
-    return getattr(models, name)
-
 
 class Part:
     """A catalogue entry: its validated model (a `CpuPart`, `GpuPart` or `NicPart`) and where it is written."""
 
-    def __init__(self, kind: str, name: str, raw: dict, model: Any, doc: SourceDoc, expanded: Expanded):
+    def __init__(self, kind: str, name: str, raw: dict[str, Any], model: Any, doc: SourceDoc, expanded: Expanded):
         self.kind, self.name, self.raw, self.model = kind, name, raw, model
         self.doc, self.expanded = doc, expanded
 
@@ -88,12 +76,6 @@ class Catalogue:
         return merged
 
 
-def read_document(path: Path) -> tuple[SourceDoc, Expanded]:
-    """Load a platform or parts file and expand it (repeat blocks, annotated values)."""
-    doc = load_yaml_file(path)
-    return doc, expand(doc)
-
-
 def _stamp(path: Path) -> tuple[int, int] | None:
     """The file's version as far as caches go: modification time and size."""
     try:
@@ -110,17 +92,8 @@ def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
 
 @functools.lru_cache(maxsize=64)
 def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict[str, Part]]:
-    from pydantic import ValidationError
-
     doc, expanded = read_document(path)
-    model = spec_model("PartsCatalogue")
-    try:
-        catalogue = model.model_validate(expanded.data)
-    except ValidationError as exc:
-        raise HwspecError(validation_diagnostics(
-            exc, model, expanded.data, doc.file,
-            lambda p: doc.locate(expanded.written_path(p)),
-            locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
+    catalogue = validate_document(spec_model("PartsCatalogue"), doc, expanded)
     parts: dict[str, dict[str, Part]] = {}
     for kind in PART_KINDS:
         for name, model in getattr(catalogue, kind).items():
@@ -211,15 +184,6 @@ def parts_directories(platform_file: Path, extra: Iterable[Path] = ()) -> list[P
     return dirs
 
 
-def _deep_merge(base: Any, override: Any) -> Any:
-    if isinstance(base, dict) and isinstance(override, dict):
-        merged = dict(base)
-        for key, value in override.items():
-            merged[key] = _deep_merge(base.get(key), value) if key in base else value
-        return merged
-    return override
-
-
 def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform:
     """Load, validate and resolve the node platform in `path`.
 
@@ -235,227 +199,54 @@ def load_platform(path: Path | str, parts_dirs: Iterable[Path] = ()) -> Platform
 
 
 def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platform:
-    from pydantic import ValidationError
-
-    from hwspec.spec.models import NodeSpec
-
-    def locate(p: DataPath) -> Location:
-        return doc.locate(expanded.written_path(p))
-
-    def locate_key(p: DataPath) -> Location:
-        return doc.locate_key(expanded.written_path(p))
-
+    """Validate the node platform in `expanded` (the expanded `doc`) and resolve it with the
+    parts of `catalogue`. Raises HwspecError with every problem found (E1xx shape, E2xx
+    references and parts)."""
+    spec = validate_node(doc, expanded, {kind: catalogue.names(kind) for kind in PART_KINDS})
     errors: list[Diagnostic] = []
-
-    def error(p: DataPath, code: Code, message: str, hint: str | None = None) -> None:
-        pos = locate(p)
-        errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, code, message, hint))
-
-    # References and part names are checked on the raw data, so that they are reported
-    # together with type errors elsewhere in the file.
-    _check_references(expanded.data, error)
-    _check_part_names(expanded.data, catalogue, error)
-    try:
-        spec = NodeSpec.model_validate(expanded.data)
-    except ValidationError as exc:
-        errors.extend(validation_diagnostics(exc, NodeSpec, expanded.data, doc.file, locate, locate_key=locate_key))
-        raise HwspecError(errors) from None
-    if errors:
-        raise HwspecError(errors)
-    parts = _resolve_parts(spec, catalogue, locate, doc.file, errors)
-    _check_c2c_parts(spec, parts, error)
+    parts = _resolve_parts(spec, catalogue, doc, expanded, errors)
+    errors += _c2c_diagnostics(spec, parts, Written(doc, expanded))
     if errors:
         raise HwspecError(errors)
     return resolve_node(spec, parts, doc, expanded)
 
 
-def _check_c2c_parts(spec: NodeSpec, parts: dict[str, Any], error) -> None:
-    """A GPU attached over NVLink-C2C needs a part that has C2C links (`c2c:` in the part)."""
+def _c2c_diagnostics(spec: NodeSpec, parts: dict[str, BaseModel], where: Written) -> list[Diagnostic]:
+    """E208 for a GPU attached over NVLink-C2C whose part has no C2C links (`c2c:` in the part)."""
+    found: list[Diagnostic] = []
     for index, gpu in enumerate(spec.gpus):
         part = parts.get(gpu.id)
         if gpu.c2c is not None and part is not None and getattr(part, "c2c", None) is None:
-            error(("gpus", index, "c2c"), Code.GPU_PART_WITHOUT_C2C,
-                  f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, but its part '{gpu.part}' has no C2C links",
-                  "add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'")
+            pos = where.value(("gpus", index, "c2c"))
+            found.append(Diagnostic(where.file, pos.line, pos.col, Severity.ERROR, Code.GPU_PART_WITHOUT_C2C,
+                                    f"{dotted(('gpus', index))}: '{gpu.id}' is attached over NVLink-C2C, but its part '{gpu.part}' has no C2C links",
+                                    "add 'c2c: {links: .., link_bandwidth: ..}' to the GPU part, or drop the GPU's 'c2c:'"))
+    return found
 
 
-PART_SECTIONS = (("sockets", "cpus", "CPU"), ("gpus", "gpus", "GPU"), ("nics", "nics", "NIC"),
-                 ("pcie", "pcie_switches", "PCIe switch"))
-"""Platform section, catalogue kind, and what its parts are called. A bridge (`pcie`) names a part optionally."""
-
-
-def _entries(data: Any, section: str) -> list[tuple[int, dict]]:
-    items = data.get(section) if isinstance(data, dict) else None
-    return [(i, e) for i, e in enumerate(items) if isinstance(e, dict)] if isinstance(items, list) else []
-
-
-def _check_part_names(data: Any, catalogue: Catalogue, error) -> None:
-    for section, kind, label in PART_SECTIONS:
-        for index, entry in _entries(data, section):
-            name = entry.get("part")
-            if isinstance(name, str) and name != UNKNOWN_PART and catalogue.get(kind, name) is None:
-                guess = nearest(name, catalogue.names(kind))
-                known = ", ".join(catalogue.names(kind)) or "none"
-                error((section, index, "part"), Code.UNKNOWN_PART, f"{dotted((section, index))}: unknown {label} part '{name}'",
-                      (f"did you mean '{guess}'? " if guess else "") + f"known {label} parts: {known}")
-
-
-def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, locate, file: str, errors: list[Diagnostic]) -> dict[str, Any]:
-    """Part model per entry id, with the entry's `override` merged in."""
-    from pydantic import ValidationError
-
-    resolved: dict[str, Any] = {}
+def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, doc: SourceDoc, expanded: Expanded,
+                   errors: list[Diagnostic]) -> dict[str, BaseModel]:
+    """Part model per entry id, with the entry's `override` merged in; the problems of an
+    override appended to `errors`."""
+    resolved: dict[str, BaseModel] = {}
     for section, kind, _ in PART_SECTIONS:
         for index, entry in enumerate(getattr(spec, section)):
-            here = (section, index)
+            here: DataPath = (section, index)
             if entry.part is None:
                 continue  # a bridge without a part
+            override = getattr(entry, "override", None)
+            where = Written(doc, expanded, here + ("override",), keys=False)
             if entry.part == UNKNOWN_PART:
-                identity = spec_model(IDENTITY_KINDS[kind])
-                try:
-                    resolved[entry.id] = identity.model_validate(entry.override or {})
-                except ValidationError as exc:
-                    errors.extend(validation_diagnostics(exc, identity, entry.override or {}, file, locate,
-                                                         prefix=here + ("override",)))
-                continue
-            part = catalogue.get(kind, entry.part)
-            assert part is not None  # load_node has raised the unknown parts _check_part_names found
-            if not getattr(entry, "override", None):
-                resolved[entry.id] = part.model
-                continue
-            merged = _deep_merge(part.raw, entry.override)
-            model = spec_model(PART_KINDS[kind])
-            try:
-                resolved[entry.id] = model.model_validate(merged)
-            except ValidationError as exc:
-                overridden = set(_paths(entry.override))
-
-                def locate_merged(p: DataPath, _here=here, _part=part, _overridden=overridden) -> Location:
-                    inner = p[len(_here) + 1:]
-                    if any(inner[:n] in _overridden for n in range(len(inner), 0, -1)):
-                        return locate(_here + ("override",) + inner)
-                    return _part.locate(inner)
-
-                errors.extend(validation_diagnostics(exc, model, merged, file, locate_merged, prefix=here + ("override",)))
-    return resolved
-
-
-def _paths(data: Any, prefix: DataPath = ()) -> Iterable[DataPath]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield prefix + (key,)
-            yield from _paths(value, prefix + (key,))
-
-
-_SUB_ENTRIES: dict[str, tuple[tuple[str, str], ...]] = {"nics": (("ports", "nic port"),), "sockets": (("numa_nodes", "socket"),)}
-"""Entries with ids of their own inside a section's entries: (list key, the kind of entry each is)."""
-
-
-def _check_references(data: Any, error) -> None:
-    """Unique ids in one namespace, and every reference naming an entry of the right kind.
-
-    Works on the raw expanded data; entries too malformed to read are left to the type check."""
-    seen: dict[str, DataPath] = {}
-    kinds: dict[str, str] = {}
-    for section, kind in (("sockets", "socket"), ("pcie", "bridge"), ("gpus", "gpu"), ("nics", "nic"), ("ssds", "ssd")):
-        for index, entry in _entries(data, section):
-            ident = entry.get("id")
-            if not isinstance(ident, str):
-                continue
-            if ident in seen:
-                error((section, index, "id"), Code.DUPLICATE_ID, f"duplicate id '{ident}' (also used by {dotted(seen[ident][:2])})")
-                continue
-            seen[ident] = (section, index, "id")
-            kinds[ident] = kind
-            for key, sub_kind in _SUB_ENTRIES.get(section, ()):
-                if not isinstance(entry.get(key), list):
+                model, problems = unknown_part(kind, override, where, here + ("override",))
+            else:
+                part = catalogue.get(kind, entry.part)
+                assert part is not None  # validate_node has raised the unknown parts
+                if not override:
+                    resolved[entry.id] = part.model
                     continue
-                if sub_kind == "socket":
-                    kinds[ident] = "package"  # devices hang off its NUMA nodes
-                for j, sub_entry in enumerate(entry[key]):
-                    sub = sub_entry.get("id") if isinstance(sub_entry, dict) else None
-                    if not isinstance(sub, str):
-                        continue
-                    at: DataPath = (section, index, key, j, "id")
-                    if sub in seen:
-                        error(at, Code.DUPLICATE_ID, f"duplicate id '{sub}' (also used by {dotted(seen[sub][:-1])})")
-                        continue
-                    seen[sub], kinds[sub] = at, sub_kind
-
-    board = data.get("baseboard") if isinstance(data.get("baseboard"), dict) else {}
-    switches = board.get("nvswitches")
-    for index, switch in enumerate(switches if isinstance(switches, list) else []):
-        ident = switch.get("id") if isinstance(switch, dict) else None
-        if not isinstance(ident, str):
-            continue
-        where = ("baseboard", "nvswitches", index, "id")
-        if ident in seen:
-            error(where, Code.DUPLICATE_ID, f"duplicate id '{ident}' (also used by {dotted(seen[ident][:-1])})")
-            continue
-        seen[ident], kinds[ident] = where, "nvswitch"
-
-    def expect(value: Any, allowed: tuple[str, ...], where: DataPath, what: str) -> None:
-        if not isinstance(value, str) or kinds.get(value) in allowed:
-            return
-        candidates = sorted(i for i, k in kinds.items() if k in allowed)
-        if value in kinds:
-            error(where, Code.BAD_REFERENCE, f"{dotted(where)}: '{value}' is a {kinds[value]}, not {what}",
-                  "expected one of: " + ", ".join(candidates) if candidates else None)
-            return
-        guess = nearest(value, candidates)
-        hint = ((f"did you mean '{guess}'? " if guess else "")
-                + ("known: " + ", ".join(candidates) if candidates else f"there is no {what} in this file"))
-        error(where, Code.BAD_REFERENCE, f"{dotted(where)}: '{value}' does not name {what}", hint)
-
-    upstream_kinds = ("socket", "bridge")
-    for index, bridge in _entries(data, "pcie"):
-        expect(bridge.get("upstream"), upstream_kinds, ("pcie", index, "upstream"), "a socket or PCIe bridge")
-    for section in ("gpus", "nics", "ssds"):
-        for index, entry in _entries(data, section):
-            attach = entry.get("pcie")
-            if isinstance(attach, dict):
-                expect(attach.get("upstream"), upstream_kinds, (section, index, "pcie", "upstream"),
-                       "a socket or PCIe bridge")
-    for index, nic in _entries(data, "nics"):
-        expect(nic.get("gpu"), ("gpu",), ("nics", index, "gpu"), "a GPU")
-        served = nic.get("gpus")
-        for position, value in enumerate(served if isinstance(served, list) else []):
-            expect(value, ("gpu",), ("nics", index, "gpus", position), "a GPU")
-        for j, port in _entries(nic, "ports"):
-            expect(port.get("gpu"), ("gpu",), ("nics", index, "ports", j, "gpu"), "a GPU")
-            served = port.get("gpus")
-            for position, value in enumerate(served if isinstance(served, list) else []):
-                expect(value, ("gpu",), ("nics", index, "ports", j, "gpus", position), "a GPU")
-    for index, socket in _entries(data, "sockets"):
-        _expect_shared_gpu(socket, ("sockets", index), expect)
-        for position, node in _entries(socket, "numa_nodes"):
-            _expect_shared_gpu(node, ("sockets", index, "numa_nodes", position), expect)
-    for index, gpu in _entries(data, "gpus"):
-        c2c = gpu.get("c2c")
-        if isinstance(c2c, dict):
-            expect(c2c.get("socket"), ("socket",), ("gpus", index, "c2c", "socket"), "a socket")
-    links = (data.get("cpu_interconnect") or {}).get("links") if isinstance(data.get("cpu_interconnect"), dict) else None
-    if isinstance(links, list):
-        for index, pair in enumerate(links):
-            for side, value in enumerate(pair if isinstance(pair, list) else []):
-                expect(value, ("socket", "package"), ("cpu_interconnect", "links", index, side), "a socket")
-    nvlink = data.get("nvlink") if isinstance(data.get("nvlink"), dict) else {}
-    topology = nvlink.get("topology")
-    if isinstance(topology, list):
-        for index, pair in enumerate(topology):
-            gpus = pair.get("gpus") if isinstance(pair, dict) else None
-            for side, value in enumerate(gpus if isinstance(gpus, list) else []):
-                expect(value, ("gpu",), ("nvlink", "topology", index, "gpus", side), "a GPU")
-    elif isinstance(topology, str) and topology != "nvswitch":
-        for index, gpu in _entries(data, "gpus"):
-            if gpu.get("slot") is None:
-                error(("gpus", index, "id"), Code.GPU_WITHOUT_SLOT,
-                      f"{dotted(('gpus', index))}: '{gpu.get('id')}' has no slot, but nvlink topology "
-                      f"'{topology}' places GPUs by baseboard slot", "give every GPU a 'slot:'")
-
-
-def _expect_shared_gpu(entry: dict, where: DataPath, expect) -> None:
-    """A socket's (or NUMA node's) `memory.shared_with` names a GPU of this file."""
-    memory = entry.get("memory")
-    if isinstance(memory, dict) and "shared_with" in memory:
-        expect(memory.get("shared_with"), ("gpu",), (*where, "memory", "shared_with"), "a GPU")
+                model, problems = overridden_part(kind, part.raw, Written(part.doc, part.expanded, (kind, part.name)),
+                                                  override, where, here + ("override",))
+            errors.extend(problems)
+            if model is not None:
+                resolved[entry.id] = model
+    return resolved

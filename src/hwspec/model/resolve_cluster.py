@@ -24,7 +24,10 @@ from hwspec.source.sourcemap import DocumentSourceMap
 from hwspec.spec.translate import DataPath, dotted, validate_document
 
 if TYPE_CHECKING:
-    from hwspec.spec.models import BackendNetworkSpec, ClusterSpec, NvlinkDomainSpec
+    from hwspec.spec.models import BackendNetworkSpec, ClusterSpec, NodeGroupSpec, NvlinkDomainSpec
+
+Error = Callable[..., None]
+"""`error(path, message, hint=None, code=E4xx)`: records a located problem of the cluster file."""
 
 MAX_CLUSTER_NODES = 1_000_000
 """Nodes in one cluster (all groups together), the bound each group's `count` already has."""
@@ -137,7 +140,7 @@ DOMAIN_NAME = re.compile(r"[a-z]([-a-z0-9_.]{0,61}[a-z0-9])?")
 """A domain name: valid as a Kubernetes label value and a Slurm block name, and never a number."""
 
 
-def _nvlink_domains(domain: NvlinkDomainSpec, node_count: int, error) -> NvlinkDomains | None:
+def _nvlink_domains(domain: NvlinkDomainSpec, node_count: int, error: Error) -> NvlinkDomains | None:
     """Domains of `domain.nodes` consecutive nodes (the cluster's `nvlink_domain`), named by the
     `name` pattern (variable d). Names must be unique and safe as Kubernetes label values and Slurm names."""
     where = ("nvlink_domain", "name")
@@ -183,7 +186,7 @@ NAME_CHUNK = 4096
 """Host names rendered at once: a pattern giving over-long names is stopped after one chunk."""
 
 
-def _expand_names(pattern: str, group, first: int, where: DataPath, error) -> tuple[str, ...] | None:
+def _expand_names(pattern: str, group: NodeGroupSpec, first: int, where: DataPath, error: Error) -> tuple[str, ...] | None:
     if len(pattern) > MAX_PATTERN:
         error(where, f"{dotted(where)}: the pattern is {len(pattern)} characters long, more than {MAX_PATTERN}")
         return None

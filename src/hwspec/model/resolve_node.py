@@ -75,7 +75,7 @@ class _Domain:
     memory: Any
     package: Any  # the SocketSpec
     cores: int | None
-    path: tuple
+    path: tuple[str | int, ...]
 
 
 def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
@@ -128,7 +128,7 @@ def _cpu_lists(domains: list[_Domain], parts: dict[str, Any]) -> dict[str, tuple
     return lists
 
 
-def _overridden(override: dict | None, prefix: str = "") -> tuple[str, ...]:
+def _overridden(override: dict[str, Any] | None, prefix: str = "") -> tuple[str, ...]:
     """Dotted paths of the leaves of a part `override` mapping: `{hbm: {capacity: ..}}` -> `hbm.capacity`."""
     paths: list[str] = []
     for key, value in (override or {}).items():
@@ -287,7 +287,7 @@ def _switch_part(bridge: PcieBridgeSpec, part: PcieSwitchPart | None) -> _Switch
 
 
 def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded: Expanded) -> m.Platform:
-    entity_paths: dict[str, tuple] = {}
+    entity_paths: dict[str, tuple[str | int, ...]] = {}
     for section in ("sockets", "pcie", "gpus", "nics", "ssds"):
         for index, entry in enumerate(getattr(spec, section)):
             entity_paths[entry.id] = (section, index)
@@ -296,7 +296,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     if spec.baseboard is not None:
         entity_paths.update({s.id: ("baseboard", "nvswitches", i) for i, s in enumerate(spec.baseboard.nvswitches or ())})
     # a card's port: its own fields at its entry in `ports:`, the card's (part, pcie, role) at the card
-    inherited: dict[str, tuple[tuple, frozenset[str]]] = {}
+    inherited: dict[str, tuple[tuple[str | int, ...], frozenset[str]]] = {}
     for index, n in enumerate(spec.nics):
         for j, written in enumerate(n.ports or ()):
             entity_paths[written.id] = ("nics", index, "ports", j)
@@ -411,7 +411,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
 
     entity_at = {path: entity for entity, path in entity_paths.items()}
 
-    def named(path: tuple) -> str:
+    def named(path: tuple[str | int, ...]) -> str:
         """`("sockets", 0, "memory")` -> `cpu0.memory`: entries by id, the rest as written."""
         if path[:2] in entity_at:
             return ".".join([entity_at[path[:2]], *map(str, path[2:])])

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hwspec.diagnostics import Code, HwspecError
+from hwspec.model.workload import Table, Workload
 from hwspec.perf.platform_figures import Figures
 from hwspec.perf.tables import number
-from hwspec.spec.workload import AUTO, Table, Workload
+from hwspec.spec.workload import AUTO
 
 Estimator = Callable[[Figures, Workload], dict[str, Any]]
 """`hwspec.perf.estimate.estimate_plan`: the estimate of a workload whose every group has its

@@ -19,10 +19,10 @@ import dataclasses
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.model.workload import Workload
 from hwspec.perf.estimate import estimate, ms, qps
 from hwspec.perf.platform_figures import figures
 from hwspec.perf.tables import number, table
-from hwspec.spec.workload import Workload
 
 BOUNDS = ("overlapped", "serial", "expected")
 """The QPS bounds an estimate may give (`qps_<bound>`), in display order; `expected` only where

@@ -32,10 +32,11 @@ import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
-from hwspec.source.loader import SourceDoc
+from hwspec.source.loader import SourceDoc, load_yaml_file
 
 DataPath = tuple[str | int, ...]
 
@@ -338,6 +339,13 @@ def _parse_repeat(spec: Any, path: DataPath) -> tuple[list[dict[str, int]], Tabl
 
 def _is_annotated_value(node: Any) -> bool:
     return isinstance(node, dict) and "value" in node and set(node) <= {"value", "source", "assumed"} and len(node) > 1
+
+
+def read_document(path: Path) -> tuple[SourceDoc, Expanded]:
+    """The platform, parts or workload file at `path`, loaded (`load_yaml_file`) and expanded.
+    Raises HwspecError (located) when it cannot be read, parsed or expanded."""
+    doc = load_yaml_file(path)
+    return doc, expand(doc)
 
 
 def expand(doc: SourceDoc) -> Expanded:

@@ -121,11 +121,11 @@ def _human_pattern(pattern: str) -> str:
     return pattern.replace(_NUMBER, "[0-9][0-9_.eE+-]*").replace(_WS, r"\s").replace("(?:", "(")
 
 
-def _annotations(schema: dict) -> dict:
+def _annotations(schema: dict[str, Any]) -> dict[str, Any]:
     return {key: schema[key] for key in _ANNOTATIONS if key in schema}
 
 
-def _strip_optional(schema: dict) -> tuple[dict, bool]:
+def _strip_optional(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """`anyOf: [X, {type: null}]` (pydantic's Optional) -> (X with the outer annotations, True)."""
     options = schema.get("anyOf")
     if isinstance(options, list) and {"type": "null"} in options and len(options) == 2:
@@ -138,7 +138,7 @@ def _description(model: str, name: str) -> str | None:
     return FIELD_DESCRIPTIONS.get(f"{model}.{name}") or FIELD_DESCRIPTIONS.get(name)
 
 
-def _leaf(schema: dict, description: str | None) -> dict:
+def _leaf(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
     """A property value as written: a `${...}` string, or an annotated `{value: ...}` mapping,
     or null where the field is optional, or else the value itself."""
     schema, optional = _strip_optional(schema)
@@ -154,14 +154,14 @@ def _leaf(schema: dict, description: str | None) -> dict:
                  "properties": {"value": value,
                                 "source": {"type": ["string", "null"], "description": "Where the value comes from."},
                                 "assumed": {"type": ["string", "null"], "description": "Why the value is an assumption."}}}
-    plain: dict = {"if": {"type": "object", "required": ["value"]}, "then": annotated, "else": schema}
+    plain: dict[str, Any] = {"if": {"type": "object", "required": ["value"]}, "then": annotated, "else": schema}
     if optional:
         plain = {"if": {"type": "null"}, "then": True, "else": plain}
     return {**outer, "if": _TEMPLATED_IF, "then": {"description": "A value computed in a repeat block: ${expr} or ${expr:fmt}."},
             "else": plain}
 
 
-def _keys_by_pattern(node: dict) -> None:
+def _keys_by_pattern(node: dict[str, Any]) -> None:
     """A mapping whose keys have a pattern (`dict[PartName, ...]`): pydantic writes
     `patternProperties`, which lets any other key through; validation refuses them, so the
     pattern goes to `propertyNames` and the values to `additionalProperties` (in place)."""
@@ -173,7 +173,7 @@ def _keys_by_pattern(node: dict) -> None:
         node["additionalProperties"] = values
 
 
-def _widen(node: Any, defs: dict, model: str = "") -> Any:
+def _widen(node: Any, defs: dict[str, Any], model: str = "") -> Any:
     """Widen every property and array item of `node` (in place) and return it."""
     if not isinstance(node, dict):
         return node
@@ -192,12 +192,12 @@ def _widen(node: Any, defs: dict, model: str = "") -> Any:
     return node
 
 
-def _is_object_ref(node: dict, defs: dict) -> bool:
-    ref = node.get("$ref", "")
-    return ref.startswith("#/$defs/") and defs.get(ref.split("/")[-1], {}).get("type") == "object"
+def _is_object_ref(node: dict[str, Any], defs: dict[str, Any]) -> bool:
+    ref = str(node.get("$ref", ""))
+    return ref.startswith("#/$defs/") and bool(defs.get(ref.split("/")[-1], {}).get("type") == "object")
 
 
-def _repeat_variant(item: dict, defs: dict) -> dict:
+def _repeat_variant(item: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """A reference to the repeat-block form of `item`'s model. The form itself is made by
     `_add_repeat_variants` once every model is widened, so that it copies the widened model."""
     name = item["$ref"].split("/")[-1]
@@ -205,7 +205,7 @@ def _repeat_variant(item: dict, defs: dict) -> dict:
     return {"$ref": f"#/$defs/{name}Repeat"}
 
 
-def _add_repeat_variants(defs: dict) -> None:
+def _add_repeat_variants(defs: dict[str, Any]) -> None:
     for variant in [name for name, body in defs.items() if body is None]:
         name = variant.removesuffix("Repeat")
         body = copy.deepcopy(defs[name])
@@ -215,7 +215,7 @@ def _add_repeat_variants(defs: dict) -> None:
         defs[variant] = body
 
 
-def _describe_refs(defs: dict) -> None:
+def _describe_refs(defs: dict[str, Any]) -> None:
     """A property that is a bare `$ref` gets the referenced model's description beside it."""
     for body in defs.values():
         for prop in body.get("properties", {}).values():
@@ -226,7 +226,7 @@ def _describe_refs(defs: dict) -> None:
                     prop["description"] = described
 
 
-def platform_schema() -> dict:
+def platform_schema() -> dict[str, Any]:
     """One schema for node, cluster, parts and workload files, chosen by `kind` (if/then, so
     that an error is reported inside the kind the file says it is)."""
     node = NodeSpec.model_json_schema(ref_template="#/$defs/{model}", mode="validation")
@@ -260,7 +260,7 @@ def schema_text() -> str:
     return json.dumps(platform_schema(), indent=2, sort_keys=True) + "\n"
 
 
-def undescribed_properties(schema: dict) -> list[str]:
+def undescribed_properties(schema: dict[str, Any]) -> list[str]:
     """`Model.property` for every property of the schema's models without a description."""
     missing = []
     for model, body in schema["$defs"].items():

@@ -4,16 +4,17 @@ Every model forbids unknown keys and may carry `source` (where its values come f
 `assumed` (why they are an assumption). Quantities use the unit types of `hwspec.spec.units`
 and are stored canonically: sizes in bytes, bandwidths in bytes/s per direction, compute in
 FLOP/s (or integer op/s), PCIe rates in transfers/s. References between entries are plain
-ids (`upstream: sw0`); `hwspec.model.load` checks that they resolve.
+ids (`upstream: sw0`); `hwspec.spec.references` checks that they resolve.
 
-These models are the one definition of the spec language: `hwspec.model.load` validates
-documents with them, and the JSON Schema (`hwspec.spec.json_schema`) is generated from them.
+These models are the one definition of the spec language: `hwspec.spec.validate` (a node),
+`hwspec.spec.workload` and `hwspec.spec.translate.validate_document` validate documents with
+them, and the JSON Schema (`hwspec.spec.json_schema`) is generated from them.
 The checks that are code live in `hwspec.spec.checks` and `hwspec.spec.units`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, Tag, WithJsonSchema, model_validator
 
@@ -63,7 +64,7 @@ Rule HW603 says what to fill in and which outputs wait."""
 Unknown = Literal["unknown"]
 
 
-def _known_or_unknown_schema(known: dict) -> WithJsonSchema:
+def _known_or_unknown_schema(known: dict[str, Any]) -> WithJsonSchema:
     """`known`'s schema, or the word `unknown`: chosen by `if`, so an error names the unit pattern."""
     return WithJsonSchema({"if": {"const": UNKNOWN}, "then": {"description": "The source does not give it."}, "else": known})
 
@@ -143,7 +144,7 @@ class PartRef(Spec):
 
     part: PartName = Field(description="Name of a part in the catalogue (built-in, parts/ beside the platform file, or --parts DIR), "
                                        "or 'unknown' when the source does not identify it (then 'override:' holds what was observed).")
-    override: dict | None = Field(None, description="Part fields that differ on this platform (merged over the part); with "
+    override: dict[str, Any] | None = Field(None, description="Part fields that differ on this platform (merged over the part); with "
                                                     "'part: unknown', the identity that was observed (CpuIdentity, GpuIdentity, NicIdentity).")
 
 

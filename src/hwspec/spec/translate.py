@@ -12,17 +12,80 @@ from __future__ import annotations
 import math
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
+from hwspec.source.expand import Expanded
+from hwspec.source.loader import SourceDoc
 
 if typing.TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
     from pydantic_core import ErrorDetails
 
 DataPath = tuple[str | int, ...]
+
+Model = TypeVar("Model", bound="BaseModel")
+
+
+class Where(Protocol):
+    """Where the data being validated is written: `value(path)` and `key(path)` give the line
+    and column of the value, and of the key, at a data path of it (1-based)."""
+
+    @property
+    def file(self) -> str: ...
+
+    def value(self, path: DataPath) -> Location: ...
+
+    def key(self, path: DataPath) -> Location: ...
+
+
+@dataclass(frozen=True)
+class Written:
+    """Where the data at `base` in an expanded document (`doc`, `expanded`) is written. An
+    unknown key is located at the key itself, or with `keys=False` at its value."""
+
+    doc: SourceDoc
+    expanded: Expanded
+    base: DataPath = ()
+    keys: bool = True
+
+    @property
+    def file(self) -> str:
+        return self.doc.file
+
+    def value(self, path: DataPath) -> Location:
+        return self.doc.locate(self.expanded.written_path(self.base + path))
+
+    def key(self, path: DataPath) -> Location:
+        if not self.keys:
+            return self.value(path)
+        return self.doc.locate_key(self.expanded.written_path(self.base + path))
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Where a mapping merged from two is written: a path in `overridden` (or below one) in
+    `over`, any other in `under` (a part's entry with the platform's `override` merged in).
+    Keys are located at their values, as `over` locates them."""
+
+    over: Where
+    under: Where
+    overridden: Collection[DataPath]
+
+    @property
+    def file(self) -> str:
+        return self.over.file
+
+    def value(self, path: DataPath) -> Location:
+        if any(path[:n] in self.overridden for n in range(len(path), 0, -1)):
+            return self.over.value(path)
+        return self.under.value(path)
+
+    def key(self, path: DataPath) -> Location:
+        return self.value(path)
 
 _ABSENT = object()
 """No value written at a place (a missing key, an index past the end)."""
@@ -44,9 +107,10 @@ def nearest(word: str, choices: typing.Iterable[str], cutoff: float = 0.6) -> st
     return matches[0] if matches else None
 
 
-def real_path(data: Any, loc: tuple) -> tuple[DataPath, Any]:
-    """Drop pydantic's union/function tags from `loc`, keeping keys that exist in `data`; with
-    the value written there (`_ABSENT` when there is none).
+def _data_path(data: Any, loc: tuple[str | int, ...]) -> tuple[DataPath, Any]:
+    """The path in `data` that pydantic's error location `loc` names: its union and function
+    tags dropped, keeping keys that exist in `data`; with the value written there (`_ABSENT`
+    when there is none).
 
     The last element is kept even when absent (a missing key still names its place)."""
     path: list[str | int] = []
@@ -186,9 +250,8 @@ def _message(error: ErrorDetails) -> str:
     return error["msg"]
 
 
-
-def _written(loc: tuple, at_path: Any, error: ErrorDetails) -> Any:
-    """The value the user wrote where the error is: `at_path` (from `real_path`), or the key
+def _written(loc: tuple[str | int, ...], at_path: Any, error: ErrorDetails) -> Any:
+    """The value the user wrote where the error is: `at_path` (from `_data_path`), or the key
     itself for an error about a mapping key. (pydantic's `input` may be a value a validator
     already converted, e.g. the 0.0 of '0 GB/s', depending on its release.)"""
     if (loc and loc[-1] == "[key]") or at_path is _ABSENT:
@@ -196,25 +259,18 @@ def _written(loc: tuple, at_path: Any, error: ErrorDetails) -> Any:
     return at_path
 
 
-def validation_diagnostics(
-    exc: ValidationError,
-    model: type[BaseModel],
-    data: Any,
-    file: str,
-    locate: Callable[[DataPath], Location],
-    prefix: DataPath = (),
-    locate_key: Callable[[DataPath], Location] | None = None,
-) -> list[Diagnostic]:
+def validation_diagnostics(exc: ValidationError, model: type[BaseModel], data: Any, where: Where,
+                           prefix: DataPath = ()) -> list[Diagnostic]:
     """One diagnostic per distinct problem in `exc`, raised validating `data` with `model` (the
-    pydantic model class: where the allowed keys come from).
+    pydantic model class: where the allowed keys come from), located by `where` (paths in `data`).
 
     Errors that only differ by union branch are merged into one message. `prefix` is prepended
-    to paths when `data` is a part of a larger document (used for part overrides). Unknown keys
-    are located with `locate_key` (the key itself) when given, other problems at the value."""
+    to the paths the messages name when `data` is a part of a larger document (a part
+    override). Unknown keys are located at `where.key`, other problems at `where.value`."""
     grouped: dict[tuple[DataPath, str], list[tuple[ErrorDetails, Any]]] = {}
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
-        path, at_path = real_path(data, loc)
+        path, at_path = _data_path(data, loc)
         kind = error["type"]
         group = "extra" if kind == "extra_forbidden" else ("missing" if kind == "missing" else "value")
         grouped.setdefault((path, group), []).append((error, _written(loc, at_path, error)))
@@ -222,7 +278,7 @@ def validation_diagnostics(
     diagnostics = []
     for (path, group), errors in grouped.items():
         full = prefix + path
-        where = dotted(full)
+        named = dotted(full)
         hint = None
         if group == "extra":
             key = str(path[-1])
@@ -231,10 +287,10 @@ def validation_diagnostics(
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}unknown key '{key}'"
             if allowed:
                 hint = (f"did you mean '{guess}'? " if guess else "") + "allowed keys here: " + ", ".join(allowed)
-            code, pos = Code.UNKNOWN_KEY, (locate_key or locate)(full)
+            code, pos = Code.UNKNOWN_KEY, where.key(path)
         elif group == "missing":
             message = f"{dotted(full[:-1]) + ': ' if full[:-1] else ''}missing required key '{path[-1]}'"
-            code, pos = Code.MISSING_KEY, locate(full[:-1])
+            code, pos = Code.MISSING_KEY, where.value(path[:-1])
         else:
             messages = []
             for error, written in errors:
@@ -244,23 +300,28 @@ def validation_diagnostics(
                 if text not in messages:
                     messages.append(text)
             body = messages[0] if len(messages) == 1 else "matches none of the accepted forms: " + "; or ".join(messages)
-            message = f"{where + ': ' if where else ''}{body}"
-            code, pos = Code.WRONG_VALUE, locate(full)
-        diagnostics.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, code, message, hint))
+            message = f"{named + ': ' if named else ''}{body}"
+            code, pos = Code.WRONG_VALUE, where.value(path)
+        diagnostics.append(Diagnostic(where.file, pos.line, pos.col, Severity.ERROR, code, message, hint))
     return diagnostics
 
 
-def validate_document(model: type[BaseModel], doc: Any, expanded: Any) -> Any:
+def validate(model: type[Model], data: Any, where: Where, prefix: DataPath = ()) -> tuple[Model | None, list[Diagnostic]]:
+    """`data` validated with `model` (a pydantic model class): the instance and no diagnostics,
+    or None and one located diagnostic per problem (`validation_diagnostics`)."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        return None, validation_diagnostics(exc, model, data, where, prefix)
+
+
+def validate_document(model: type[Model], doc: SourceDoc, expanded: Expanded) -> Model:
     """`expanded.data` (an expanded `SourceDoc`) validated with `model` (a pydantic model class);
     on failure, HwspecError with one diagnostic per problem, located at the written line and
     column."""
-    from pydantic import ValidationError
-
-    def locate(p: DataPath) -> Location:
-        return doc.locate(expanded.written_path(p))
-
-    try:
-        return model.model_validate(expanded.data)
-    except ValidationError as exc:
-        raise HwspecError(validation_diagnostics(exc, model, expanded.data, doc.file, locate,
-                                                 locate_key=lambda p: doc.locate_key(expanded.written_path(p)))) from None
+    valid, errors = validate(model, expanded.data, Written(doc, expanded))
+    if valid is None:
+        raise HwspecError(errors)
+    return valid

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_core import PydanticCustomError
 
@@ -329,7 +329,7 @@ def _format(kind: _Kind, amount: Fraction, reads_back: Callable[[Fraction], bool
     a number >= 1, and the shortest number, unless it needs more than 8 significant digits, in
     which case the first unit in `kind.formats` (the base unit) wins.
     """
-    best: tuple[tuple, str] | None = None
+    best: tuple[tuple[Any, ...], str] | None = None
     for order, unit in enumerate(kind.formats):
         scaled = amount / kind.units[unit][0]
         for digits in (*range(1, 18), None):
@@ -440,7 +440,10 @@ def format_duration(x: float) -> str:
     return _format_float(_DURATION_KIND, x)
 
 
-def _unit_error(parse: Callable[[object], Any], value: object) -> Any:
+_Parsed = TypeVar("_Parsed")
+
+
+def _unit_error(parse: Callable[[object], _Parsed], value: object) -> _Parsed:
     """`parse(value)`, with a UnitError raised as pydantic_core's error of type `unit` whose
     `msg` is exactly the UnitError text."""
     try:

@@ -1,10 +1,8 @@
-"""Workload files (`kind: workload`): a DLRM-style recommendation model to estimate on a platform.
-
-A workload file goes through the same loader as platforms (`hwspec.source.loader` positions,
-`hwspec.source.expand` repeat blocks and annotated values, located diagnostics). `WorkloadSpec` is the
-file as written; `Workload` is the resolved model with its per-sample sizes derived once:
-bytes are bytes, FLOPs are floating-point operations, counts are counts. Sizes of dtypes are
-`DTYPE_BYTES`.
+"""Workload files (`kind: workload`) in the spec language: a DLRM-style recommendation model to
+estimate on a platform. `WorkloadSpec` is the file as written; `validate_workload` validates a
+workload document and checks what the models cannot (unique table names, the cross network with
+`dcnv2`, caches that fit). The resolved `Workload`, with its per-sample sizes, is
+`hwspec.model.workload`'s.
 
 Conventions (DLRM's own): `bottom_mlp` and `top_mlp` list layer widths *including the input*
 (DLRM's `--arch-mlp-bot 13-512-256-64`); one layer is a matrix multiply of `in x out` weights
@@ -19,20 +17,17 @@ omits one is told where.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Final, Literal
 
 from pydantic import BeforeValidator, Field, StrictBool, model_validator
 from pydantic_core import PydanticCustomError
 
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
 from hwspec.spec import checks
 from hwspec.spec.models import Id, OptionalWholeNumber, RealNumber, Spec, SpecVersion, WholeNumber
-from hwspec.spec.translate import DataPath, dotted, validate_document
+from hwspec.spec.translate import DataPath, Where, Written, dotted, validate_document
 
 StorageDtype = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 CommDtype = Literal["fp32", "fp16", "bf16", "fp8"]
@@ -49,20 +44,6 @@ Placement = Literal["gpu", "cpu-host"]
 """Where the tables live and are looked up: `gpu` in the GPUs' HBM (spilling to host DDR and SSD
 behind PCIe), `cpu-host` in the CPU sockets' DDR, looked up by the CPUs (Zion's design: pooled
 embeddings reach the GPUs over PCIe and, across nodes, over the NICs)."""
-
-DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
-                                 "int32": 4, "int64": 8}
-"""Bytes per element of every dtype a workload names (tf32 is stored as fp32)."""
-
-LENGTH_BYTES = 4
-"""Bytes per (sample, feature) length entry of a jagged sparse input (int32 lengths)."""
-LABEL_BYTES = 4
-"""Bytes per sample label (fp32)."""
-DENSE_INPUT_BYTES = 4
-"""Bytes per dense input feature (fp32 as read from the data loader)."""
-OPTIMIZER_STATE_BYTES = {"sgd": lambda dim: 0, "rowwise-adagrad": lambda dim: 4, "adagrad": lambda dim: 4 * dim}
-"""Optimizer state per embedding row, bytes (fp32): none, one sum per row, one per element."""
-
 
 MlpWidth = Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(checks.whole_number)]
 """One layer width of an MLP: checked where it is written, and stated in the JSON Schema."""
@@ -197,295 +178,62 @@ class WorkloadSpec(Spec):
                               "(2020-21, the paper's era) or 2.20.3 (2024, the MLPerf v3.0-v5.0 era).")
 
 
-# ---------------------------------------------------------------- resolved
-
-
-@dataclass(frozen=True)
-class Cache:
-    """A resolved software cache (`CacheSpec`): `hbm_fraction` of each GPU's HBM, Zipf `skew`."""
-
-    hbm_fraction: float
-    skew: float
-
-
-@dataclass(frozen=True)
-class Table:
-    """A resolved table group: the spec's values with defaults filled in."""
-
-    name: str
-    count: int
-    rows: int
-    dim: int
-    pooling: float
-    precision: str
-    sharding: str
-    column_shards: int
-    state_bytes_per_row: float
-    cache: Cache | None = None
-
-    @property
-    def row_bytes(self) -> float:
-        """Bytes of one row: weights plus optimizer state."""
-        return self.dim * DTYPE_BYTES[self.precision] + self.state_bytes_per_row
-
-    @property
-    def storage_bytes(self) -> float:
-        """Bytes of all `count` tables (weights and optimizer state)."""
-        return self.count * self.rows * self.row_bytes
-
-    @property
-    def parameters(self) -> int:
-        return self.count * self.rows * self.dim
-
-
-def mlp_layers(widths: list[int] | tuple[int, ...]) -> list[tuple[int, int]]:
-    """(in, out) of every layer of an MLP given by its widths, input first."""
-    return list(zip(widths[:-1], widths[1:]))
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A resolved workload. `locate(*path)` gives where a key is written (for diagnostics)."""
-
-    name: str
-    title: str
-    file: str
-    batch_global: int | None
-    batch_per_gpu: int | None
-    compute_dtype: str
-    bottom_mlp: tuple[int, ...]
-    top_mlp: tuple[int, ...]
-    interaction: str
-    tables: tuple[Table, ...]
-    index_dtype: str
-    optimizer: str
-    hbm_share: float
-    comm_forward: str
-    comm_backward: str
-    comm_allreduce: str
-    assumptions: tuple[tuple[str, str], ...]
-    locate: Callable[..., Location]
-    kind: str = "workload"
-    cross_layers: int = 0
-    cross_low_rank: int | None = None
-    samples_to_converge: float | None = None
-    placement: str = "gpu"
-    pipeline: bool = True
-    nccl: str = "2.20.3"
-    inter_iteration_overlap: bool = False
-
-    def local_batch(self, world_size: int) -> float:
-        """Samples per GPU per iteration on `world_size` GPUs (may be fractional for a global
-        batch that does not divide evenly: the estimate is an average)."""
-        if self.batch_per_gpu is not None:
-            return float(self.batch_per_gpu)
-        assert self.batch_global is not None, "a workload states one of the two batch sizes"
-        return self.batch_global / world_size
-
-    def global_batch(self, world_size: int) -> float:
-        if self.batch_global is not None:
-            return float(self.batch_global)
-        assert self.batch_per_gpu is not None, "a workload states one of the two batch sizes"
-        return float(self.batch_per_gpu * world_size)
-
-    @property
-    def dense_features(self) -> int:
-        return self.bottom_mlp[0]
-
-    @property
-    def features(self) -> int:
-        """Sparse features (one per table) plus the dense one, as the interaction sees them."""
-        return sum(t.count for t in self.tables) + 1
-
-    @property
-    def mlp_parameters(self) -> int:
-        """Weights and biases of both MLPs."""
-        return sum(i * o + o for i, o in (*mlp_layers(self.bottom_mlp), *mlp_layers(self.top_mlp)))
-
-    @property
-    def mlp_flops_per_sample(self) -> float:
-        """Forward FLOPs per sample of both MLPs: 2 x in x out per layer."""
-        return float(sum(2 * i * o for i, o in (*mlp_layers(self.bottom_mlp), *mlp_layers(self.top_mlp))))
-
-    @property
-    def concatenated_width(self) -> int:
-        """The bottom MLP's output d followed by every table's pooled embedding: d + sum(count x dim)."""
-        return self.bottom_mlp[-1] + sum(t.count * t.dim for t in self.tables)
-
-    @property
-    def interaction_output_width(self) -> int:
-        """Width of what the interaction hands the top MLP (DLRM's): for `cat` the concatenation,
-        for `dcnv2` the same width (a cross layer maps N to N), for `dot` the bottom MLP's output d
-        followed by the F(F-1)/2 pairwise dot products of the F features (no self-products)."""
-        if self.interaction in ("cat", "dcnv2"):
-            return self.concatenated_width
-        f = self.features
-        return self.bottom_mlp[-1] + f * (f - 1) // 2
-
-    @property
-    def interaction_flops_per_sample(self) -> float:
-        """Forward FLOPs per sample of the interaction. `dot`: pairwise dot products of the F
-        features, each of the bottom MLP's output width d: F(F-1)/2 x 2d. `cat`: none. `dcnv2`,
-        per cross layer over the concatenated width N: rank r, V x then W (V x), 2Nr + 2rN, then
-        bias, product with x_0 and residual, 3N; full rank 2N^2 + 3N."""
-        if self.interaction == "cat":
-            return 0.0
-        if self.interaction == "dcnv2":
-            n, r = self.concatenated_width, self.cross_low_rank
-            per_layer = 4 * n * r + 3 * n if r is not None else 2 * n * n + 3 * n
-            return float(self.cross_layers * per_layer)
-        f, d = self.features, self.bottom_mlp[-1]
-        return f * (f - 1) / 2 * 2 * d
-
-    @property
-    def interaction_parameters(self) -> int:
-        """Trained dense parameters of the interaction: `dcnv2` per layer V (r x N), W (N x r)
-        and bias N, 2Nr + N (full rank N^2 + N); `dot` and `cat` none."""
-        if self.interaction != "dcnv2":
-            return 0
-        n, r = self.concatenated_width, self.cross_low_rank
-        return self.cross_layers * (2 * n * r + n if r is not None else n * n + n)
-
-    @property
-    def dense_parameters(self) -> int:
-        """The data-parallel model's parameters (MLPs and interaction): what the AllReduce sums."""
-        return self.mlp_parameters + self.interaction_parameters
-
-    def sharded(self, *kinds: str) -> tuple[Table, ...]:
-        return tuple(t for t in self.tables if t.sharding in kinds)
-
-
-def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
-    """Validate and resolve a workload document. Raises HwspecError with located diagnostics."""
-
-    def locate(p: DataPath) -> Location:
-        return doc.locate(expanded.written_path(p))
-
+def validate_workload(doc: SourceDoc, expanded: Expanded) -> WorkloadSpec:
+    """The workload in `expanded` (the expanded `doc`) as a `WorkloadSpec`. Raises HwspecError
+    with every problem found: E1xx (shape and types), E202 (a table name used twice), E110 (a
+    cross network without `dcnv2` or the other way round, a cache where none can be)."""
     spec = validate_document(WorkloadSpec, doc, expanded)
+    where = Written(doc, expanded)
     errors: list[Diagnostic] = []
     seen: dict[str, int] = {}
     for index, table in enumerate(spec.embeddings.tables):
         if table.name in seen:
-            pos = locate(("embeddings", "tables", index, "name"))
+            pos = where.value(("embeddings", "tables", index, "name"))
             errors.append(Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.DUPLICATE_ID,
                                      f"embeddings.tables[{index}]: duplicate table name '{table.name}' "
                                      f"(also used by embeddings.tables[{seen[table.name]}])"))
         seen.setdefault(table.name, index)
-    errors += _cross_diagnostics(spec, doc.file, locate)
-    errors += _cache_diagnostics(spec, doc.file, locate)
+    errors += _cross_diagnostics(spec, where)
+    errors += _cache_diagnostics(spec, where)
     if errors:
         raise HwspecError(errors)
-    emb = spec.embeddings
-    state = OPTIMIZER_STATE_BYTES[emb.optimizer]
-    tables = tuple(Table(name=t.name, count=t.count, rows=t.rows, dim=t.dim, pooling=t.pooling,
-                         precision=t.precision or emb.precision, sharding=t.sharding or emb.sharding,
-                         column_shards=t.column_shards, state_bytes_per_row=state(t.dim),
-                         cache=_cache(t.cache or emb.cache))
-                   for t in emb.tables)
-    assumptions = tuple(sorted((dotted(path), note) for path, note in _assumed(expanded)))
-    workload = Workload(
-        name=spec.name, title=spec.title or spec.name, file=doc.file,
-        batch_global=spec.batch.global_, batch_per_gpu=spec.batch.per_gpu, compute_dtype=spec.compute_dtype,
-        bottom_mlp=tuple(spec.bottom_mlp), top_mlp=tuple(spec.top_mlp), interaction=spec.interaction,
-        tables=tables, index_dtype=emb.index_dtype, optimizer=emb.optimizer, hbm_share=emb.hbm_share,
-        comm_forward=spec.communication.forward, comm_backward=spec.communication.backward,
-        comm_allreduce=spec.communication.allreduce, assumptions=assumptions,
-        locate=lambda *path: locate(tuple(path)),
-        cross_layers=spec.cross.layers if spec.cross else 0, cross_low_rank=spec.cross.low_rank if spec.cross else None,
-        samples_to_converge=_samples_to_converge(spec.convergence),
-        placement=emb.placement, pipeline=spec.pipeline, nccl=spec.nccl,
-        inter_iteration_overlap=spec.inter_iteration_overlap)
-    _check_top_mlp_input(workload)
-    return workload
+    return spec
 
 
-def _cross_diagnostics(spec: WorkloadSpec, file: str, locate: Callable[[DataPath], Location]) -> list[Diagnostic]:
+def _cross_diagnostics(spec: WorkloadSpec, where: Where) -> list[Diagnostic]:
     """E110 where `cross` and `interaction: dcnv2` do not come together: at `interaction` when
     dcnv2 has no cross network, at `cross` when another interaction has one."""
     if (spec.interaction == "dcnv2") == (spec.cross is not None):
         return []
     if spec.cross is None:
-        pos = locate(("interaction",))
-        return [Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+        pos = where.value(("interaction",))
+        return [Diagnostic(where.file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
                            "interaction: dcnv2 needs its cross network, 'cross: {layers: L, low_rank: r}'",
                            "MLPerf DLRM-DCNv2: cross: {layers: 3, low_rank: 512}")]
-    pos = locate(("cross",))
-    return [Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+    pos = where.value(("cross",))
+    return [Diagnostic(where.file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
                        f"cross: a cross network belongs to interaction: dcnv2, not {spec.interaction}",
                        "say 'interaction: dcnv2', or remove 'cross'")]
 
 
-def _cache(spec: CacheSpec | None) -> Cache | None:
-    return Cache(spec.hbm_fraction, spec.skew) if spec is not None else None
-
-
-def _cache_diagnostics(spec: WorkloadSpec, file: str, locate: Callable[[DataPath], Location]) -> list[Diagnostic]:
+def _cache_diagnostics(spec: WorkloadSpec, where: Where) -> list[Diagnostic]:
     """E110 where a cache cannot be: with `placement: cpu-host` (the cache is in the GPUs' HBM),
     or larger than the tables' share of HBM (`hbm_fraction` > `hbm_share`)."""
     emb = spec.embeddings
     stated: list[tuple[DataPath, CacheSpec]] = [(("embeddings", "cache"), emb.cache)] if emb.cache else []
     stated += [(("embeddings", "tables", i, "cache"), t.cache) for i, t in enumerate(emb.tables) if t.cache]
-    found = []
+    found: list[Diagnostic] = []
     for path, cache in stated:
         if emb.placement == "cpu-host":
-            pos = locate(path)
-            found.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+            pos = where.value(path)
+            found.append(Diagnostic(where.file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
                                     f"{dotted(path)}: the software cache is in the GPUs' HBM, but the tables are "
                                     "looked up on the CPU hosts (placement: cpu-host)",
                                     "use placement: gpu, or remove the cache"))
         elif cache.hbm_fraction > emb.hbm_share:
-            pos = locate((*path, "hbm_fraction"))
-            found.append(Diagnostic(file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
+            pos = where.value((*path, "hbm_fraction"))
+            found.append(Diagnostic(where.file, pos.line, pos.col, Severity.ERROR, Code.WRONG_VALUE,
                                     f"{dotted(path)}.hbm_fraction: the cache takes {cache.hbm_fraction:g} of HBM, more than "
                                     f"the tables' embeddings.hbm_share {emb.hbm_share:g}",
                                     "the cache is part of the tables' share of HBM: lower hbm_fraction or raise hbm_share"))
     return found
-
-
-def _samples_to_converge(convergence: ConvergenceSpec | None) -> float | None:
-    """Samples to converge: `samples`, or `epochs` x `dataset_samples`; None when not given."""
-    if convergence is None:
-        return None
-    if convergence.samples is not None:
-        return float(convergence.samples)
-    assert convergence.epochs is not None and convergence.dataset_samples is not None, "ConvergenceSpec checks it"
-    return convergence.epochs * convergence.dataset_samples
-
-
-def _check_top_mlp_input(workload: Workload) -> None:
-    """E404 at top_mlp[0] when the top MLP's input width is not the interaction's output width."""
-    width, wanted = workload.top_mlp[0], workload.interaction_output_width
-    if width == wanted:
-        return
-    pos = workload.locate("top_mlp", 0)
-    how = (f"the bottom MLP's output plus {workload.features} features' pairwise dots" if workload.interaction == "dot"
-           else "the bottom MLP's output plus every table's dim")
-    raise HwspecError([Diagnostic(workload.file, pos.line, pos.col, Severity.ERROR, Code.TOP_MLP_INPUT_MISMATCH,
-                                  f"top_mlp[0]: the top MLP's input width is {width}, but the {workload.interaction} "
-                                  f"interaction outputs {wanted} ({how})",
-                                  f"start top_mlp with {wanted}, or change the interaction or the tables")])
-
-
-def _assumed(expanded: Expanded) -> list[tuple[DataPath, str]]:
-    """(path, reason) of every `assumed:` note (blocks and annotated single values), once each."""
-    found: dict[DataPath, str] = {}
-    for path, note in expanded.provenance.items():
-        if note.assumed:
-            found[tuple(path)] = note.assumed
-    return list(found.items())
-
-
-def load_workload(path: Path | str) -> Workload:
-    """Load, validate and resolve the workload file at `path` (HwspecError on any problem)."""
-    from hwspec.source.expand import expand
-    from hwspec.source.loader import load_yaml_file
-
-    doc = load_yaml_file(Path(path))  # as hwspec.model.load.read_document reads a platform file
-    expanded = expand(doc)
-    kind = expanded.data.get("kind") if isinstance(expanded.data, dict) else None
-    if kind != "workload":
-        pos = doc.locate(("kind",))
-        raise HwspecError([Diagnostic(doc.file, pos.line, pos.col, Severity.ERROR, Code.UNKNOWN_KIND,
-                                      f"expected kind: workload here, got {kind!r}",
-                                      "a workload file says 'kind: workload'; the platform goes first: hwspec estimate PLATFORM WORKLOAD")])
-    return load_workload_document(doc, expanded)

@@ -10,13 +10,13 @@ import math
 from typing import Any
 
 from hwspec.diagnostics import Code
+from hwspec.model.workload import Workload
 from hwspec.perf.estimate.expected import expected
 from hwspec.perf.estimate.shards import twrw_notes
 from hwspec.perf.estimate.term import RESOURCES, Term, _error
 from hwspec.perf.estimate.terms import _terms
 from hwspec.perf.planner import plan
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import Workload
 
 
 def time_to_train_seconds(samples_to_converge: float | None, qps: float | None) -> float | None:

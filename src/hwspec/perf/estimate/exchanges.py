@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, Workload
 from hwspec.perf.estimate.shards import Shards, busiest, column_shards, ids_bytes, per_node, twrw_nodes, with_table_row_wise
 from hwspec.perf.estimate.term import TERMS, Call, Term, _term
 from hwspec.perf.platform_figures import Figures
 from hwspec.perf.tables import gbps, gib, number
-from hwspec.spec.workload import DTYPE_BYTES, LENGTH_BYTES, Workload
 
 
 def _collective(figures: Figures, name: str) -> float:

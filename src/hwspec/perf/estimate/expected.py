@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hwspec.model.workload import DTYPE_BYTES, Workload, mlp_layers
 from hwspec.perf import calibration as cal
 from hwspec.perf.estimate.achievable import achievable
 from hwspec.perf.estimate.lookups import embedding_work
@@ -17,7 +18,6 @@ from hwspec.perf.estimate.nccl import calls, collective_seconds, release, scoped
 from hwspec.perf.estimate.term import RESOURCES, Term
 from hwspec.perf.estimate.terms import _terms
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import DTYPE_BYTES, Workload, mlp_layers
 
 
 def kernels_per_iteration(workload: Workload, term: Term) -> int:

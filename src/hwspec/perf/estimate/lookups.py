@@ -10,12 +10,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, Table, Workload
 from hwspec.perf.cache import cached_row_traffic, touched
 from hwspec.perf.estimate.placement import _tier_mix
 from hwspec.perf.estimate.shards import busiest, column_shards, per_node, shard_row, twrw_nodes, with_table_row_wise
 from hwspec.perf.estimate.term import Term, _work_term
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import DTYPE_BYTES, LENGTH_BYTES, Table, Workload
 
 
 def _row_traffic(place: dict[str, Any], nbytes: float, update: bool) -> tuple[float, float]:

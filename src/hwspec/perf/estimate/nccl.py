@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from hwspec.model.workload import Workload
 from hwspec.perf import calibration as cal
 from hwspec.perf import nccl_tuning as nt
 from hwspec.perf.estimate.term import Call, Term
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import Workload
 
 
 def nccl_comm(figures: Figures) -> nt.Comm:

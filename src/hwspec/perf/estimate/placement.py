@@ -13,12 +13,12 @@ import math
 from typing import Any
 
 from hwspec.diagnostics import Code
+from hwspec.model.workload import Workload
 from hwspec.perf.cache import hit_rate
 from hwspec.perf.estimate.shards import column_shards, per_node, shard_row, table_wise_shards, twrw_nodes, with_table_row_wise
 from hwspec.perf.estimate.term import _error
 from hwspec.perf.platform_figures import Figures
 from hwspec.perf.tables import gbps, gib, number
-from hwspec.spec.workload import Workload
 
 ACCESS_BYTES = {"hbm": 32, "host_ddr": 64, "ssd": 512}
 """Smallest unit each tier moves, bytes: an embedding row (and its optimizer state, a separate

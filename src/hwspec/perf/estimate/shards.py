@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
 from hwspec.perf.platform_figures import Figures
-from hwspec.spec.workload import DTYPE_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
 
 
 def busiest(groups: list[tuple[float, int]], n: int) -> float:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
-from hwspec.spec.workload import Workload
+from hwspec.model.workload import Workload
 
 RESOURCES = {
     "gpu": "GPU memory and compute",

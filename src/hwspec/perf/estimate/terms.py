@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hwspec.model.workload import DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, Table, Workload
 from hwspec.perf.estimate.exchanges import (
     _collective,
     _gpu_exchange_terms,
@@ -25,7 +26,7 @@ from hwspec.perf.estimate.shards import Shards, table_wise_shards
 from hwspec.perf.estimate.term import Term, _term, _work_term
 from hwspec.perf.platform_figures import Figures
 from hwspec.perf.tables import gbps, number
-from hwspec.spec.workload import AUTO, DENSE_INPUT_BYTES, DTYPE_BYTES, LABEL_BYTES, LENGTH_BYTES, Table, Workload
+from hwspec.spec.workload import AUTO
 
 
 def ingestion_term(figures: Figures, inputs: float) -> Term:
