@@ -9,7 +9,7 @@ rendered text is checked against the libraries' parser rules by `hwspec.formats.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from hwspec.formats.limits import GenerationError, Limit
@@ -276,11 +276,12 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
     nvlinks = _nvlinks(platform, form.gpu_tclass)
     wanted = _wanted(topology)
     net_dev = _net_numbering(platform)
+    arrange = detection_order(topology)
 
     def below(parent: str) -> list[XmlNode]:
         nodes = []
         done: set[str] = set()
-        for child in topology.children.get(parent, ()):
+        for child in arrange(topology.children.get(parent, ())):
             if child not in wanted or child in done:
                 continue
             item = platform.by_id[child]
@@ -320,7 +321,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
         return nodes
 
     system = XmlNode("system", [("version", form.version)])
-    for socket in platform.sockets:
+    for socket in (platform.socket_by_id[ident] for ident in arrange(s.id for s in platform.sockets)):
         # what the platform does not know of the CPU is left out: NCCL fills affinity, arch, vendor,
         # familyid and modelid when missing (ncclTopoGetXmlFromCpu)
         attrs = [("numaid", str(socket.numa_node))]
@@ -331,6 +332,28 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
             attrs += [(key, str(value)) for key, value in (("familyid", socket.family), ("modelid", socket.model)) if value is not None]
         system.children.append(XmlNode("cpu", attrs, below(socket.id), at=socket.id))
     return system
+
+
+def detection_order(topology: Topology) -> Callable[[Iterable[str]], list[str]]:
+    """Arranges sibling ids (sockets, or the entries below one socket or bridge) so that NCCL
+    numbers the GPUs and CPUs of the file as its own detection does. NCCL adds each GPU's chain
+    from its CPU down in rank (bus id) order, then each NIC's; its dumps keep that order, a file it
+    reads gives the indices by which its search breaks ties, and a file in another order can get
+    other rings (a second socket listed first). The entries with a GPU below them are put in the
+    order of their first GPU, within the places they already have; every other entry keeps its
+    place (NICs stay in bus id order: the net plugin's order is not a platform fact)."""
+    first: dict[str, int] = {}
+    for gpu in topology.platform.gpus:
+        for entry in topology.chain(gpu.id):
+            first[entry] = min(gpu.index, first.get(entry, gpu.index))
+
+    def arrange(ids: Iterable[str]) -> list[str]:
+        entries = list(ids)
+        places = [i for i, entry in enumerate(entries) if entry in first]
+        for place, entry in zip(places, sorted((entries[i] for i in places), key=first.__getitem__)):
+            entries[place] = entry
+        return entries
+    return arrange
 
 
 def _pci(bus: str, pci_class: str, link: PcieLink | None, vendor: str | None = None, device: str | None = None,

@@ -1,7 +1,9 @@
 """`nccl-topo.xml`: the whole node as an NCCL_TOPO_FILE.
 
 The file describes every socket as a `<cpu>`, the PCIe tree below it (bridges that lead to a
-GPU or NIC, GPUs with their NVLinks, NICs with their `<net>`), sorted by bus id at every level.
+GPU or NIC, GPUs with their NVLinks, NICs with their `<net>`), sorted by bus id at every level but
+where a GPU is below: sockets and entries with GPUs come in the order of their first GPU, as NCCL's
+detection creates them (NCCL numbers them by their place, and its search breaks ties by number).
 SSDs are left out (NCCL has no use for them), and so are bridges with nothing NCCL uses below.
 The `<system>` tree is built by `hwspec.formats.nccl_tree`, which also states what keeps it from
 being written (`topology_limits`, reported by rule HW901 during `validate`). The output is checked
