@@ -50,7 +50,8 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
     bound: every rate is at most the bound's and every added time is >= 0."""
     derated, place, _ = _terms(achievable(figures), workload)
-    fixed = {"embedding_bwd": sort_seconds(figures, workload, place)}
+    fixed = {"embedding_bwd": sort_seconds(figures, workload, place) + reduction_seconds(figures, workload, place),
+             **elementwise_seconds(figures, workload)}
     launch = cal.value("kernel_launch_overhead")
     rel = release(workload)
     rows: list[dict[str, Any]] = []
@@ -125,12 +126,54 @@ def sort_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) ->
     per row) with CUB; each id costs `sort_bytes_per_key` (CUB on an A100, 32-bit keys) of HBM
     time at the datasheet rate, x key width / 4 bytes. The passes are set by the rows' bits (the
     sort's end bit), not the key width, so int64 ids cost twice int32's traffic, not four times.
-    Not charged: the de-duplication and segmented reduction after the sort (no cited per-id
-    measurement). 0 with cpu-host placement (the CPUs update the tables)."""
+    The de-duplication and segmented reduction after it are `reduction_seconds`. 0 with cpu-host placement (the CPUs update the tables)."""
     if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
         return 0.0
     ids = embedding_work(figures, workload, place, backward=True).ids
     return ids * cal.value("sort_bytes_per_key") * DTYPE_BYTES[workload.index_dtype] / 4 / figures.hbm_bandwidth
+
+
+def reduction_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) -> float:
+    """The busiest GPU's de-duplication and segmented gradient reduction between the id sort and
+    the update, seconds: its `reduction_bytes` (busiest over the shards, as the update's bytes)
+    at the generation's achieved HBM rate (`cal.hbm_efficiency`). 0 with cpu-host placement (the
+    CPUs update the tables)."""
+    if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
+        return 0.0
+    moved = embedding_work(figures, workload, place, backward=True).reduction_bytes
+    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))
+
+
+def elementwise_bytes_per_sample(workload: Workload) -> tuple[float, float]:
+    """(forward, backward) HBM bytes per sample of the MLPs' and the interaction's elementwise
+    work beside their GEMMs, activations s bytes each (the compute dtype's): per MLP layer the
+    ReLU mask the GEMM's bias-ReLU epilogue writes forward and the dReLU epilogue reads backward
+    (cuBLASLt RELU_AUX_BIAS / DRELU_BGRAD, as HugeCTR's fused FC layer runs them), `out` elements
+    each way; `cat` and `dcnv2` concatenate the bottom MLP's output and the pooled embeddings
+    (N = concatenated width read and written forward, the gradient split backward: 2N each way);
+    per DCNv2 cross layer, x_{l+1} = x_0 * (u + b) + x_l over the GEMMs' output u in one fused
+    kernel each way, the least any implementation moves: forward reads u, x_0, x_l and writes
+    x_{l+1} (4N), backward reads the incoming gradient, x_0, u and the running gradient of x_0 and
+    writes d(u) and that gradient (6N). `dot` adds nothing (its batched GEMM reads the features)."""
+    s = DTYPE_BYTES[workload.compute_dtype]
+    masks = sum(o for _, o in (*mlp_layers(workload.bottom_mlp), *mlp_layers(workload.top_mlp)))
+    forward = backward = float(masks)
+    if workload.interaction in ("cat", "dcnv2"):
+        n = workload.concatenated_width
+        forward += 2 * n + 4 * n * workload.cross_layers
+        backward += 2 * n + 6 * n * workload.cross_layers
+    return forward * s, backward * s
+
+
+def elementwise_seconds(figures: Figures, workload: Workload) -> dict[str, float]:
+    """`elementwise_bytes_per_sample` for the local batch at the generation's achieved HBM rate
+    (`cal.hbm_efficiency`), by term: {"mlp_fwd": ..., "mlp_bwd": ...}; none without HBM."""
+    if figures.hbm_bandwidth <= 0:
+        return {}
+    rate = figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability)
+    b = workload.local_batch(figures.gpus)
+    forward, backward = elementwise_bytes_per_sample(workload)
+    return {"mlp_fwd": b * forward / rate, "mlp_bwd": b * backward / rate}
 
 
 def bottom_mlp_share(workload: Workload) -> float:
