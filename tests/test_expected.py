@@ -7,6 +7,7 @@ and tiny workload; constants are hwspec.perf.calibration's (docs/estimates.md li
 from __future__ import annotations
 
 import dataclasses
+import math
 import tempfile
 from pathlib import Path
 
@@ -251,10 +252,12 @@ def test_inter_iteration_overlap_hides_the_forward_exchange_behind_the_top_mlp_b
         return (max(0.0, rows["embedding_alltoall_fwd"] - hidden_fwd)
                 + max(0.0, rows["embedding_alltoall_bwd"] - s * rows["mlp_bwd"]))
 
-    gpu = plain["resources_seconds"]["gpu"]
+    # each run's GPU work: the more of the exchange hides, the more HBM its kernel takes beside it
+    gpu, busier = plain["resources_seconds"]["gpu"], overlapped["resources_seconds"]["gpu"]
+    assert busier > gpu
     assert plain["critical_path_seconds"] == pytest.approx(gpu + exposed(s * rows["mlp_fwd"]))
     assert overlapped["critical_path_seconds"] == pytest.approx(
-        gpu + exposed(s * rows["mlp_fwd"] + (1 - s) * rows["mlp_bwd"]))
+        busier + exposed(s * rows["mlp_fwd"] + (1 - s) * rows["mlp_bwd"]))
 
 
 def test_gemm_efficiency_follows_the_measured_sizes_of_the_generation():
@@ -276,3 +279,32 @@ def test_the_mlp_terms_run_at_each_gemms_size(tmp_path):
     rows = {r["id"]: r for r in estimate(TINY, tiny(tmp_path))["expected"]["terms"]}
     assert rows["mlp_fwd"]["bandwidth_seconds"] == pytest.approx(terms(estimate(TINY, tiny(tmp_path)))["mlp_fwd"]
                                                                  / 0.69 * factor)
+
+
+def test_a_collectives_hbm_bytes_are_twice_its_bus_bytes():
+    from hwspec.perf.estimate.expected import collective_hbm_bytes
+    assert collective_hbm_bytes("all_reduce", 100, 4) == pytest.approx(2 * 100 * 2 * 3 / 4)   # 300 B
+    assert collective_hbm_bytes("all_to_all", 100, 4) == pytest.approx(2 * 100 * 3 / 4)       # 150 B
+    assert collective_hbm_bytes("reduce_scatter", 100, 1) == 0                                # no peer
+
+
+def test_nccl_kernels_take_hbm_from_the_gpu_work_they_run_beside(tmp_path):
+    # The AllReduce overlaps the backward pass whole; the forward exchange only for the bottom MLP's
+    # forward (96/138 of mlp_fwd's 1 ms: 0.696 of its 2 ms hide, so 0.348 of its bytes contend)
+    from hwspec.perf.estimate.expected import nccl_hbm_seconds
+    rows = [{"id": "dense_allreduce", "resource": "network", "seconds": 1e-3, "hbm_bytes": 1e6},
+            {"id": "embedding_alltoall_fwd", "resource": "network", "seconds": 2e-3, "hbm_bytes": 4e6},
+            {"id": "mlp_fwd", "resource": "gpu", "seconds": 1e-3, "hbm_bytes": 0.0},
+            {"id": "mlp_bwd", "resource": "gpu", "seconds": 2e-3, "hbm_bytes": 0.0}]
+    w = tiny(tmp_path)
+    hidden = 96 / 138 * 1e-3 / 2e-3
+    assert nccl_hbm_seconds(TINY, w, rows) == pytest.approx((1e6 + hidden * 4e6) / 0.89e9)
+    # with cpu-host placement the exchanges run host to host: only the AllReduce is charged
+    assert nccl_hbm_seconds(TINY, dataclasses.replace(w, placement="cpu-host"), rows) == pytest.approx(1e6 / 0.89e9)
+
+
+def test_the_gpus_expected_work_includes_the_hbm_the_collectives_take(tmp_path):
+    exp = estimate(TINY, tiny(tmp_path))["expected"]
+    gpu_rows = math.fsum(r["seconds"] for r in exp["terms"] if r["resource"] == "gpu")
+    assert exp["nccl_hbm_seconds"] > 0
+    assert exp["resources_seconds"]["gpu"] == pytest.approx(gpu_rows + exp["nccl_hbm_seconds"])
