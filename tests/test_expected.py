@@ -7,6 +7,7 @@ and tiny workload; constants are hwspec.perf.calibration's (docs/estimates.md li
 from __future__ import annotations
 
 import dataclasses
+import math
 import tempfile
 from pathlib import Path
 
@@ -164,15 +165,67 @@ def test_table_row_wise_reductions_pay_a_nodes_latency_and_the_cross_node_alltoa
     assert set(row["algorithms"]) == {"reduce_scatter (node)", "all_to_all (cross)"}
 
 
-def test_the_embedding_update_waits_for_the_busiest_gpus_id_sort(tmp_path):
+def test_the_embedding_update_waits_for_the_busiest_gpus_id_sort_and_reduction(tmp_path):
     # TINY, table-wise: 2 tables of pooling 3 on 4 GPUs, global batch 40: the busiest GPU holds one
     # table and sorts 40 x 3 = 120 int32 ids, each 1555e9 / 19.6e9 = 79.34 bytes of HBM time (CUB on
-    # an A100, Onesweep's paper) at TINY's 1e9 B/s: 9.52 us on top of the update
+    # an A100, Onesweep's paper) at TINY's 1e9 B/s: 9.52 us on top of the update; then de-duplicates
+    # and reduces them (test below): 1680.5 B at 0.89e9 B/s
     doc = estimate(TINY, tiny(tmp_path))
     row = next(r for r in doc["expected"]["terms"] if r["id"] == "embedding_bwd")
-    assert row["fixed_seconds"] == pytest.approx(120 * 1555e9 / 19.6e9 / 1e9)
+    unique = 100 * (1 - 0.99**120)
+    reduction = 120 * 4 + unique * 8 + (120 - 40) * 2 * 4
+    assert row["fixed_seconds"] == pytest.approx(120 * 1555e9 / 19.6e9 / 1e9 + reduction / 0.89e9)
     assert row["seconds"] == pytest.approx(row["bandwidth_seconds"] + row["launch_seconds"] + row["fixed_seconds"])
-    assert all(r["fixed_seconds"] == 0 for r in doc["expected"]["terms"] if r["id"] != "embedding_bwd")
+    charged = {r["id"] for r in doc["expected"]["terms"] if r["fixed_seconds"] > 0}
+    assert charged == {"embedding_bwd", "mlp_fwd", "mlp_bwd"}
+
+
+def test_distinct_rows_are_the_expected_rows_touched_by_uniform_lookups():
+    from hwspec.perf.estimate.lookups import distinct_rows
+    assert distinct_rows(120, 100) == pytest.approx(100 * (1 - 0.99**120))   # 70.06 of 100 rows
+    assert distinct_rows(1, 1e9) == pytest.approx(1.0)                       # one lookup, one row
+    assert distinct_rows(1e6, 3) == pytest.approx(3.0)                       # a tiny table: every row
+    assert distinct_rows(1e3, 4e7) == pytest.approx(1e3, rel=2e-5)           # a huge table: almost no repeat
+    assert distinct_rows(0, 100) == 0 and distinct_rows(5, 0) == 0
+
+
+def test_the_reduction_moves_the_run_length_encode_the_gather_and_hugectrs_gradient_buffer(tmp_path):
+    # One TINY shard: 120 int32 ids over 100 rows (70.06 distinct), 40 bags, dim 2, fp32 gradients.
+    # encode: 120 ids read x 4 B + 70.06 runs x (4 B id + 4 B offset); gather: the 80 ids beyond one
+    # per bag (the bound reads each bag's gradient once) x 2 x 4 B; HugeCTR's fp32 buffer: each
+    # distinct row's sum written and read back, 2 x 70.06 x 2 x 4 B
+    from hwspec.perf.estimate.lookups import reduction_bytes
+    w = tiny(tmp_path)
+    unique = 100 * (1 - 0.99**120)
+    assert reduction_bytes(w, 120, unique, 40, 2) == pytest.approx(480 + 8 * unique + 640)
+    buffered = dataclasses.replace(w, gradient_buffer=True)
+    assert reduction_bytes(buffered, 120, unique, 40, 2) == pytest.approx(480 + 8 * unique + 640 + 16 * unique)
+    # a row-wise shard sees fewer ids than bags: no gather beyond the bound's one read per bag
+    assert reduction_bytes(w, 30, 30, 40, 2) == pytest.approx(30 * 4 + 30 * 8)
+
+
+def test_the_gradient_buffer_is_read_from_the_workload(tmp_path):
+    path = tmp_path / "buffered.yaml"
+    path.write_text(BASE.format(dtype="fp16", interaction="cat", optimizer="sgd", sharding="table-wise",
+                                forward="fp32").replace("  hbm_share: 0.5\n", "  hbm_share: 0.5\n  gradient_buffer: true\n"))
+    assert load_workload(path).gradient_buffer and not tiny(tmp_path).gradient_buffer
+
+
+def test_elementwise_traffic_is_the_relu_masks_the_concatenation_and_the_cross_layers():
+    from hwspec.perf.estimate.expected import elementwise_bytes_per_sample
+    root = Path(__file__).resolve().parent.parent
+    mlperf = load_workload(root / "workloads" / "dlrm-dcnv2-mlperf-b55296.yaml")
+    # fp16; masks: 512 + 256 + 128 + 1024 + 1024 + 512 + 256 + 1 = 3713 elements each way;
+    # N = 128 + 26 x 128 = 3456: concatenation 2N each way, 3 cross layers 4N forward, 6N backward
+    assert elementwise_bytes_per_sample(mlperf) == (2 * (3713 + 2 * 3456 + 12 * 3456), 2 * (3713 + 2 * 3456 + 18 * 3456))
+
+
+def test_elementwise_kernels_add_their_hbm_time_to_the_mlp_terms(tmp_path):
+    # tiny (cat, fp16): masks 8 + 2 + 3 + 1 = 14, N = 2 + 2 x 2 = 6: (14 + 12) x 2 B = 52 B per sample
+    # each way; local batch 10 at 0.89e9 B/s
+    rows = {r["id"]: r for r in estimate(TINY, tiny(tmp_path))["expected"]["terms"]}
+    assert rows["mlp_fwd"]["fixed_seconds"] == pytest.approx(520 / 0.89e9)
+    assert rows["mlp_bwd"]["fixed_seconds"] == pytest.approx(520 / 0.89e9)
 
 
 def test_hbm_and_gemm_efficiencies_are_their_gpu_generations_and_blackwell_takes_hoppers():
@@ -199,10 +252,12 @@ def test_inter_iteration_overlap_hides_the_forward_exchange_behind_the_top_mlp_b
         return (max(0.0, rows["embedding_alltoall_fwd"] - hidden_fwd)
                 + max(0.0, rows["embedding_alltoall_bwd"] - s * rows["mlp_bwd"]))
 
-    gpu = plain["resources_seconds"]["gpu"]
+    # each run's GPU work: the more of the exchange hides, the more HBM its kernel takes beside it
+    gpu, busier = plain["resources_seconds"]["gpu"], overlapped["resources_seconds"]["gpu"]
+    assert busier > gpu
     assert plain["critical_path_seconds"] == pytest.approx(gpu + exposed(s * rows["mlp_fwd"]))
     assert overlapped["critical_path_seconds"] == pytest.approx(
-        gpu + exposed(s * rows["mlp_fwd"] + (1 - s) * rows["mlp_bwd"]))
+        busier + exposed(s * rows["mlp_fwd"] + (1 - s) * rows["mlp_bwd"]))
 
 
 def test_gemm_efficiency_follows_the_measured_sizes_of_the_generation():
@@ -224,3 +279,32 @@ def test_the_mlp_terms_run_at_each_gemms_size(tmp_path):
     rows = {r["id"]: r for r in estimate(TINY, tiny(tmp_path))["expected"]["terms"]}
     assert rows["mlp_fwd"]["bandwidth_seconds"] == pytest.approx(terms(estimate(TINY, tiny(tmp_path)))["mlp_fwd"]
                                                                  / 0.69 * factor)
+
+
+def test_a_collectives_hbm_bytes_are_twice_its_bus_bytes():
+    from hwspec.perf.estimate.expected import collective_hbm_bytes
+    assert collective_hbm_bytes("all_reduce", 100, 4) == pytest.approx(2 * 100 * 2 * 3 / 4)   # 300 B
+    assert collective_hbm_bytes("all_to_all", 100, 4) == pytest.approx(2 * 100 * 3 / 4)       # 150 B
+    assert collective_hbm_bytes("reduce_scatter", 100, 1) == 0                                # no peer
+
+
+def test_nccl_kernels_take_hbm_from_the_gpu_work_they_run_beside(tmp_path):
+    # The AllReduce overlaps the backward pass whole; the forward exchange only for the bottom MLP's
+    # forward (96/138 of mlp_fwd's 1 ms: 0.696 of its 2 ms hide, so 0.348 of its bytes contend)
+    from hwspec.perf.estimate.expected import nccl_hbm_seconds
+    rows = [{"id": "dense_allreduce", "resource": "network", "seconds": 1e-3, "hbm_bytes": 1e6},
+            {"id": "embedding_alltoall_fwd", "resource": "network", "seconds": 2e-3, "hbm_bytes": 4e6},
+            {"id": "mlp_fwd", "resource": "gpu", "seconds": 1e-3, "hbm_bytes": 0.0},
+            {"id": "mlp_bwd", "resource": "gpu", "seconds": 2e-3, "hbm_bytes": 0.0}]
+    w = tiny(tmp_path)
+    hidden = 96 / 138 * 1e-3 / 2e-3
+    assert nccl_hbm_seconds(TINY, w, rows) == pytest.approx((1e6 + hidden * 4e6) / 0.89e9)
+    # with cpu-host placement the exchanges run host to host: only the AllReduce is charged
+    assert nccl_hbm_seconds(TINY, dataclasses.replace(w, placement="cpu-host"), rows) == pytest.approx(1e6 / 0.89e9)
+
+
+def test_the_gpus_expected_work_includes_the_hbm_the_collectives_take(tmp_path):
+    exp = estimate(TINY, tiny(tmp_path))["expected"]
+    gpu_rows = math.fsum(r["seconds"] for r in exp["terms"] if r["resource"] == "gpu")
+    assert exp["nccl_hbm_seconds"] > 0
+    assert exp["resources_seconds"]["gpu"] == pytest.approx(gpu_rows + exp["nccl_hbm_seconds"])

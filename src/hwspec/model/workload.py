@@ -105,6 +105,7 @@ class Workload:
     pipeline: bool = True
     nccl: str = "2.20.3"
     inter_iteration_overlap: bool = False
+    gradient_buffer: bool = False
 
     def local_batch(self, world_size: int) -> float:
         """Samples per GPU per iteration on `world_size` GPUs (may be fractional for a global
@@ -212,7 +213,7 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
         cross_layers=spec.cross.layers if spec.cross else 0, cross_low_rank=spec.cross.low_rank if spec.cross else None,
         samples_to_converge=_samples_to_converge(spec.convergence),
         placement=emb.placement, pipeline=spec.pipeline, nccl=spec.nccl,
-        inter_iteration_overlap=spec.inter_iteration_overlap)
+        inter_iteration_overlap=spec.inter_iteration_overlap, gradient_buffer=emb.gradient_buffer)
     _check_top_mlp_input(workload)
     return workload
 

@@ -108,6 +108,10 @@ class EmbeddingsSpec(Spec):
     cache: CacheSpec | None = Field(None, description="A software cache of the hottest rows in HBM, the tables behind it in "
                                                       "host DDR/SSD (a table group may say its own); none: tables fill "
                                                       "HBM, then host DDR, then SSD.")
+    gradient_buffer: StrictBool = Field(
+        False, description="The backward writes each touched row's reduced gradient to an fp32 buffer that the optimizer "
+                           "reads back (HugeCTR's embedding collection); false: the reduction feeds the update in one "
+                           "kernel (FBGEMM's fused backward, TorchRec).")
     tables: list[TableSpec] = Field(min_length=1, description="Table groups: count identical tables each.")
 
 

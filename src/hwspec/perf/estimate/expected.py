@@ -50,7 +50,8 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
     bound: every rate is at most the bound's and every added time is >= 0."""
     derated, place, _ = _terms(achievable(figures), workload)
-    fixed = {"embedding_bwd": sort_seconds(figures, workload, place)}
+    fixed = {"embedding_bwd": sort_seconds(figures, workload, place) + reduction_seconds(figures, workload, place),
+             **elementwise_seconds(figures, workload)}
     launch = cal.value("kernel_launch_overhead")
     rel = release(workload)
     rows: list[dict[str, Any]] = []
@@ -66,12 +67,14 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
             algorithms[label] = algorithm
             communication += seconds
         calls_made = len(made)
+        hbm = math.fsum(collective_hbm_bytes(call.collective, call.nbytes, scoped(figures, call.scope).gpus)
+                        for call in made)
         latency = communication - term.seconds if calls_made else 0.0
         kernels = kernels_per_iteration(workload, term)
         extra = fixed.get(term.id, 0.0) if term.amount > 0 else 0.0
         rows.append({"id": term.id, "resource": term.resource, "bandwidth_seconds": term.seconds,
                      "latency_seconds": latency, "kernels": kernels, "launch_seconds": kernels * launch,
-                     "fixed_seconds": extra, "collectives": counts, "algorithms": algorithms,
+                     "fixed_seconds": extra, "collectives": counts, "algorithms": algorithms, "hbm_bytes": hbm,
                      "seconds": term.seconds + latency + kernels * launch + extra})
     shape = gemm_shape_factor(figures, workload)
     for row in rows:
@@ -80,9 +83,12 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
             row["bandwidth_seconds"] += extra
             row["seconds"] += extra
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
+    contention = nccl_hbm_seconds(figures, workload, rows)
+    resources["gpu"] += contention
     critical = critical_path(workload, rows, resources)
     iteration = max(critical, *resources.values())
     return {"terms": rows, "resources_seconds": resources, "critical_path_seconds": critical,
+            "nccl_hbm_seconds": contention,
             "iteration_seconds": iteration,
             "bound_by": ("critical path (GPU + pooled-embedding AlltoAlls)" if workload.placement == "gpu" else
                          "critical path (GPU + host lookups + pooled-embedding exchanges)") if iteration == critical
@@ -125,12 +131,54 @@ def sort_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) ->
     per row) with CUB; each id costs `sort_bytes_per_key` (CUB on an A100, 32-bit keys) of HBM
     time at the datasheet rate, x key width / 4 bytes. The passes are set by the rows' bits (the
     sort's end bit), not the key width, so int64 ids cost twice int32's traffic, not four times.
-    Not charged: the de-duplication and segmented reduction after the sort (no cited per-id
-    measurement). 0 with cpu-host placement (the CPUs update the tables)."""
+    The de-duplication and segmented reduction after it are `reduction_seconds`. 0 with cpu-host placement (the CPUs update the tables)."""
     if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
         return 0.0
     ids = embedding_work(figures, workload, place, backward=True).ids
     return ids * cal.value("sort_bytes_per_key") * DTYPE_BYTES[workload.index_dtype] / 4 / figures.hbm_bandwidth
+
+
+def reduction_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) -> float:
+    """The busiest GPU's de-duplication and segmented gradient reduction between the id sort and
+    the update, seconds: its `reduction_bytes` (busiest over the shards, as the update's bytes)
+    at the generation's achieved HBM rate (`cal.hbm_efficiency`). 0 with cpu-host placement (the
+    CPUs update the tables)."""
+    if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
+        return 0.0
+    moved = embedding_work(figures, workload, place, backward=True).reduction_bytes
+    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))
+
+
+def elementwise_bytes_per_sample(workload: Workload) -> tuple[float, float]:
+    """(forward, backward) HBM bytes per sample of the MLPs' and the interaction's elementwise
+    work beside their GEMMs, activations s bytes each (the compute dtype's): per MLP layer the
+    ReLU mask the GEMM's bias-ReLU epilogue writes forward and the dReLU epilogue reads backward
+    (cuBLASLt RELU_AUX_BIAS / DRELU_BGRAD, as HugeCTR's fused FC layer runs them), `out` elements
+    each way; `cat` and `dcnv2` concatenate the bottom MLP's output and the pooled embeddings
+    (N = concatenated width read and written forward, the gradient split backward: 2N each way);
+    per DCNv2 cross layer, x_{l+1} = x_0 * (u + b) + x_l over the GEMMs' output u in one fused
+    kernel each way, the least any implementation moves: forward reads u, x_0, x_l and writes
+    x_{l+1} (4N), backward reads the incoming gradient, x_0, u and the running gradient of x_0 and
+    writes d(u) and that gradient (6N). `dot` adds nothing (its batched GEMM reads the features)."""
+    s = DTYPE_BYTES[workload.compute_dtype]
+    masks = sum(o for _, o in (*mlp_layers(workload.bottom_mlp), *mlp_layers(workload.top_mlp)))
+    forward = backward = float(masks)
+    if workload.interaction in ("cat", "dcnv2"):
+        n = workload.concatenated_width
+        forward += 2 * n + 4 * n * workload.cross_layers
+        backward += 2 * n + 6 * n * workload.cross_layers
+    return forward * s, backward * s
+
+
+def elementwise_seconds(figures: Figures, workload: Workload) -> dict[str, float]:
+    """`elementwise_bytes_per_sample` for the local batch at the generation's achieved HBM rate
+    (`cal.hbm_efficiency`), by term: {"mlp_fwd": ..., "mlp_bwd": ...}; none without HBM."""
+    if figures.hbm_bandwidth <= 0:
+        return {}
+    rate = figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability)
+    b = workload.local_batch(figures.gpus)
+    forward, backward = elementwise_bytes_per_sample(workload)
+    return {"mlp_fwd": b * forward / rate, "mlp_bwd": b * backward / rate}
 
 
 def bottom_mlp_share(workload: Workload) -> float:
@@ -140,24 +188,71 @@ def bottom_mlp_share(workload: Workload) -> float:
     return bottom / total if total else 0.0
 
 
-def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dict[str, float]) -> float:
-    """The expected iteration's critical path, seconds: the GPU's and the host's work, and the
-    exchanges it waits for (`PIPELINE`; the input AlltoAll too unless pipelined). The bottom MLP
-    needs no embedding, so the pooled-embedding AlltoAll forward runs beside the bottom MLP's
-    forward and the gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap,
-    the paper's overlap of embedding communication with the bottom MLP): each adds
-    max(AlltoAll, bottom MLP pass) - bottom MLP pass. The bottom MLP's part of `mlp_fwd` /
+def hidden_seconds(workload: Workload, rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds of each pooled-embedding exchange that run beside the GPU's own work: the bottom MLP
+    needs no embedding, so the forward AlltoAll runs beside the bottom MLP's forward and the
+    gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap, the paper's overlap
+    of embedding communication with the bottom MLP); the bottom MLP's part of `mlp_fwd` /
     `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included. With
     `inter_iteration_overlap` (HugeCTR's train_inter_iteration_overlap) the forward exchange of
-    iteration i+1 also runs beside iteration i's top-MLP backward (the rest of `mlp_bwd`), when
-    the network carries no embedding traffic of iteration i."""
+    iteration i+1 also runs beside iteration i's top-MLP backward (the rest of `mlp_bwd`). Each is
+    the time available to hide behind, which may exceed the exchange."""
     seconds = {row["id"]: row["seconds"] for row in rows}
-    waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
     share = bottom_mlp_share(workload) if workload.placement == "gpu" else 0.0
     hidden = {"embedding_alltoall_fwd": share * seconds.get("mlp_fwd", 0.0),
               "embedding_alltoall_bwd": share * seconds.get("mlp_bwd", 0.0)}
     if workload.inter_iteration_overlap and workload.placement == "gpu":
         # the next iteration's forward exchange also runs beside this one's top-MLP backward
         hidden["embedding_alltoall_fwd"] += (1 - share) * seconds.get("mlp_bwd", 0.0)
+    return hidden
+
+
+def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dict[str, float]) -> float:
+    """The expected iteration's critical path, seconds: the GPU's and the host's work, and the
+    exchanges it waits for (`PIPELINE`; the input AlltoAll too unless pipelined), each less the
+    part that runs beside the GPU's work (`hidden_seconds`): max(exchange - hidden, 0)."""
+    seconds = {row["id"]: row["seconds"] for row in rows}
+    waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
+    hidden = hidden_seconds(workload, rows)
     exposed = math.fsum(max(0.0, seconds[tid] - hidden.get(tid, 0.0)) for tid in waits if tid in seconds)
     return resources["gpu"] + resources["host"] + exposed
+
+
+def collective_hbm_bytes(collective: str, nbytes: float, ranks: int) -> float:
+    """HBM bytes one GPU's NCCL kernel moves in a call of an `nbytes` buffer over `ranks` ranks:
+    every byte it puts on the links is read from its HBM and every byte it takes off them written
+    to it, so twice its bus bytes, nbytes x nccl-tests' bus factor (2(n-1)/n for AllReduce, (n-1)/n
+    for the others; doc/PERFORMANCE.md). The least: a protocol that stages through FIFO buffers
+    copies more."""
+    if ranks <= 1:
+        return 0.0
+    factor = 2 * (ranks - 1) / ranks if collective == "all_reduce" else (ranks - 1) / ranks
+    return 2 * nbytes * factor
+
+
+def nccl_hbm_seconds(figures: Figures, workload: Workload, rows: list[dict[str, Any]]) -> float:
+    """The GPU's HBM time that the NCCL kernels running beside its work take, seconds: each
+    collective's `hbm_bytes` for the fraction of it that overlaps the GPU's kernels, at the
+    generation's achieved HBM rate. The dense AllReduce overlaps the backward pass (all of it),
+    the input AlltoAll of batch i+1 this batch's work when pipelined, each pooled exchange its
+    `hidden_seconds` share; the exposed rest runs while the GPU waits and takes nothing from it.
+    With cpu-host placement only the AllReduce runs on the GPUs. Charged as if the overlapped
+    kernels were bound by HBM (the lookups, the update, the elementwise kernels are; a GEMM beside
+    them would lose less)."""
+    if figures.hbm_bandwidth <= 0:
+        return 0.0
+    hidden = hidden_seconds(workload, rows)
+    moved = 0.0
+    for row in rows:
+        if row["resource"] != "network" or row["seconds"] <= 0:
+            continue
+        if row["id"] == "dense_allreduce":
+            fraction = 1.0
+        elif workload.placement != "gpu":
+            fraction = 0.0
+        elif row["id"] == "input_alltoall":
+            fraction = 1.0 if workload.pipeline else 0.0
+        else:
+            fraction = min(row["seconds"], hidden.get(row["id"], 0.0)) / row["seconds"]
+        moved += fraction * row["hbm_bytes"]
+    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))

@@ -48,6 +48,22 @@ def row_parts_traffic(place: dict[str, Any], table: Table, weights: float, state
             cached_row_traffic(hbm, backing, hit, state, fetch=True, update=True)]
 
 
+def distinct_rows(ids: float, rows: float) -> float:
+    """Expected distinct rows among `ids` lookups drawn uniformly from `rows` rows:
+    rows (1 - (1 - 1/rows)^ids), at most min(ids, rows). Uniform access touches the most distinct
+    rows a number of lookups can (a skewed one repeats rows more), so this is the most rows a
+    de-duplicated update writes."""
+    if ids <= 0 or rows <= 0:
+        return 0.0
+    if rows <= 1:
+        return min(ids, rows)
+    return min(ids, -rows * math.expm1(ids * math.log1p(-1.0 / rows)))
+
+
+WGRAD_BYTES = 4
+"""Bytes per element of a reduced-gradient buffer (HugeCTR's grad_ev is Float32)."""
+
+
 @dataclass(frozen=True)
 class LookupWork:
     """One GPU's embedding work on one shard: rows from wherever the tables live, ids and
@@ -55,16 +71,34 @@ class LookupWork:
 
     bytes: float
     seconds: float
-    ids: float = 0.0    # ids looked up (rows touched), one per pooled row
+    ids: float = 0.0              # ids looked up (rows touched), one per pooled row
+    unique: float = 0.0           # distinct rows among them (`distinct_rows`), backward only
+    reduction_bytes: float = 0.0  # HBM bytes of the de-duplication and segmented reduction (`reduction_bytes`)
+
+
+def reduction_bytes(workload: Workload, ids: float, unique: float, pooled_samples: float, dim: float) -> float:
+    """HBM bytes the backward moves between the id sort and the update, for one shard whose `ids`
+    (sorted) lookups touch `unique` distinct rows: the de-duplication (a run-length encode of the
+    sorted ids: each id read, each run's id and offset written, s_idx + 4 bytes) and the segmented
+    reduction (each id gathers its bag's gradient, d s_b bytes; the bound's update term already
+    reads each of the `pooled_samples` bags' gradients once, so the ids beyond that add their
+    reads); with `gradient_buffer` (HugeCTR) each distinct row's fp32 sum is written and the
+    optimizer reads it back, 2 d x 4 bytes."""
+    s_idx = DTYPE_BYTES[workload.index_dtype]
+    encode = ids * s_idx + unique * (s_idx + LENGTH_BYTES)
+    gather = max(0.0, ids - pooled_samples) * dim * DTYPE_BYTES[workload.comm_backward]
+    buffer = 2 * unique * dim * WGRAD_BYTES if workload.gradient_buffer else 0.0
+    return encode + gather + buffer
 
 
 def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], table: Table,
-                row_samples: float, pooled_samples: float, backward: bool) -> LookupWork:
-    """The work of one shard of `table`: `row_samples` samples' ids looked up (each `pooling`
-    rows read; read and written back with their optimizer state when `backward`) and
-    `pooled_samples` pooled rows written forward (their gradients read backward), with one
+                row_samples: float, pooled_samples: float, backward: bool, shard_rows: float = 0.0) -> LookupWork:
+    """The work of one shard of `table` (`shard_rows` rows): `row_samples` samples' ids looked up
+    (each `pooling` rows read; read and written back with their optimizer state when `backward`)
+    and `pooled_samples` pooled rows written forward (their gradients read backward), with one
     length per pooled sample. Row traffic follows `_row_traffic`; ids, lengths and pooled rows
-    are in HBM."""
+    are in HBM. Backward also gives the distinct rows and the reduction's bytes (`reduction_bytes`),
+    which the expected iteration charges; the bound does not."""
     dim, weights, state = shard_row(workload, table)
     rows = row_parts_traffic(place, table, weights, state, backward)
     pooled_bytes = DTYPE_BYTES[workload.comm_backward if backward else workload.comm_forward]
@@ -73,7 +107,12 @@ def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], tab
     hbm = (row_samples * table.pooling * DTYPE_BYTES[workload.index_dtype]
            + pooled_samples * (LENGTH_BYTES + dim * pooled_bytes))
     hbm_seconds = hbm / figures.hbm_bandwidth if figures.hbm_bandwidth > 0 else 0.0
-    return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, row_samples * table.pooling)
+    ids = row_samples * table.pooling
+    if not backward:
+        return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, ids)
+    unique = distinct_rows(ids, shard_rows)
+    return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, ids, unique,
+                      reduction_bytes(workload, ids, unique, pooled_samples, dim))
 
 
 def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], backward: bool) -> LookupWork:
@@ -84,13 +123,14 @@ def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], 
     plus the data-parallel tables on the local batch."""
     n = figures.gpus
     b, big_b = workload.local_batch(n), workload.global_batch(n)
-    indivisible = [(lookup_work(figures, workload, place, t, big_b, big_b, backward), t.count * column_shards(t))
+    indivisible = [(lookup_work(figures, workload, place, t, big_b, big_b, backward, t.rows), t.count * column_shards(t))
                    for t in workload.sharded("table-wise", "column-wise")]
-    even = [lookup_work(figures, workload, place, t, big_b / n, big_b, backward) for t in workload.sharded("row-wise")]
-    even += [lookup_work(figures, workload, place, t, b, b, backward) for t in workload.sharded("data-parallel")]
+    even = [lookup_work(figures, workload, place, t, big_b / n, big_b, backward, t.rows / n)
+            for t in workload.sharded("row-wise")]
+    even += [lookup_work(figures, workload, place, t, b, b, backward, t.rows) for t in workload.sharded("data-parallel")]
     counts = [t.count for t in workload.sharded("row-wise")] + [t.count for t in workload.sharded("data-parallel")]
     nodes, g = twrw_nodes(figures)
-    by_node = [(lookup_work(figures, workload, place, t, big_b / g, big_b, backward), t.count)
+    by_node = [(lookup_work(figures, workload, place, t, big_b / g, big_b, backward, t.rows / g), t.count)
                for t in workload.sharded("table-row-wise")]
 
     def share(field: str) -> float:
@@ -99,7 +139,7 @@ def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], 
                                     per_node([(getattr(w, field), c) for w, c in by_node], nodes))
                 + math.fsum(getattr(w, field) * c for w, c in zip(even, counts)))
 
-    return LookupWork(share("bytes"), share("seconds"), share("ids"))
+    return LookupWork(share("bytes"), share("seconds"), share("ids"), share("unique"), share("reduction_bytes"))
 
 
 def _embedding_terms(figures: Figures, workload: Workload, place: dict[str, Any], resource: str) -> list[Term]:
