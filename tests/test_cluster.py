@@ -9,6 +9,7 @@ import pytest
 from hwspec import pipeline
 from hwspec.diagnostics import Severity
 from hwspec.rules import Rule, load_rules, rule
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "cluster"
@@ -158,7 +159,7 @@ def test_node_groups_may_use_different_node_platforms(tmp_path):
     assert [g.platform.name for g in cluster.groups] == ["minimal", "star"]
     assert cluster.hostnames == ("a0", "a1", "b0", "b1", "b2") and cluster.world_size == 10
     assert [g.first_node for g in cluster.groups] == [0, 2]
-    plan = generate.plan_for(cluster.topology)
+    plan = generate.plan_for(topology_of(cluster))
     assert {p.split("/")[2] for p in plan if p.startswith("mixed-ok/nodes/")} == {"minimal", "star"}
     hosts = [line.split("\t") for line in plan["mixed-ok/hosts.tsv"].splitlines() if not line.startswith("#")][1:]
     assert [(h[0], h[2]) for h in hosts] == [("a0", "minimal"), ("a1", "minimal"), ("b0", "star"), ("b1", "star"), ("b2", "star")]

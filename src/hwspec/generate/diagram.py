@@ -29,6 +29,7 @@ from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, Platform
 from hwspec.perf.roofline import gbps, gib
 from hwspec.text import visible
 from hwspec.text import xml_escape as escape
+from hwspec.topology import topology_of
 
 NVSWITCH = "nvswitch"
 SWITCH_FABRIC = "NVSwitch fabric"
@@ -187,10 +188,10 @@ def details(platform: Platform, item_id: str) -> tuple[str, str, str, str]:
         return ("root port" if item.kind == "root-port" else "PCIe switch"), item.model_name or "", "", _link_text(item)
     if isinstance(item, Gpu):
         figures = f"{_unknown(item.hbm_capacity, gib)} HBM, {_unknown(item.hbm_bandwidth, gbps)}"
-        links = platform.topology.nvlink_links(item_id)
+        links = topology_of(platform).nvlink_links(item_id)
         if links:
             figures += (f"; {fabric_name(platform)} {links} x {item.fabric_kind}, "
-                        f"{gbps(platform.topology.nvlink_bandwidth(item_id))}")
+                        f"{gbps(topology_of(platform).nvlink_bandwidth(item_id))}")
         if item.c2c_socket is not None:
             figures += f"; NVLink-C2C {item.c2c_links} x {gbps(item.c2c_link_bandwidth)}, {gbps(item.c2c_bandwidth)} to its CPU"
         return "GPU", item.model_name, figures, _link_text(item)
@@ -223,7 +224,7 @@ def devices_table(platform: Platform, ids: Iterable[str], caption: str = "device
 def _subtree(platform: Platform, root: str) -> list[str]:
     """`root` and every device below it, depth first in platform order."""
     found = [root]
-    for kid in platform.topology.children.get(root, ()):
+    for kid in topology_of(platform).children.get(root, ()):
         found += _subtree(platform, kid)
     return found
 
@@ -247,8 +248,8 @@ def repeated_groups(platform: Platform, parent: str) -> dict[str, list[str]]:
     (`_signature`), for subtrees of more than one device that repeat: those are drawn once and
     the repeats listed in a table."""
     by_signature: dict[tuple[Any, ...], list[str]] = {}
-    for kid in platform.topology.children.get(parent, ()):
-        if platform.topology.children.get(kid):
+    for kid in topology_of(platform).children.get(parent, ()):
+        if topology_of(platform).children.get(kid):
             by_signature.setdefault(_signature(platform, kid), []).append(kid)
     return {roots[0]: roots[1:] for roots in by_signature.values() if len(roots) > 1}
 
@@ -269,7 +270,7 @@ def repeated_sockets(platform: Platform) -> dict[str, list[str]]:
 
 
 def _depth(platform: Platform, root: str) -> int:
-    kids = platform.topology.children.get(root, ())
+    kids = topology_of(platform).children.get(root, ())
     return 1 + max((_depth(platform, k) for k in kids), default=0)
 
 
@@ -277,7 +278,9 @@ def _repeats_table(platform: Platform, first: list[str], repeats: list[list[str]
     """An HTML-like table node listing the ids and bus ids of device groups drawn like `first`
     (a subtree, or a GPU and its own NICs): a row per device of `first`, a column per repeat
     (groups have more devices than repeats, and a table grows better down than across)."""
-    cell = lambda item_id: f"{escape(item_id)}<br/>{escape(_bus(platform, item_id))}"  # noqa: E731
+    def cell(item_id: str) -> str:
+        return f"{escape(item_id)}<br/>{escape(_bus(platform, item_id))}"
+
     rows = [[f"<b>like {escape(device)}</b>", *(cell(members[n]) for members in repeats)] for n, device in enumerate(first)]
     table = _html_table(f"{len(repeats)} more like {first[0]}", ["", *(f"group {n}" for n in range(2, len(repeats) + 2))], rows)
     return f'{quote(repeats_node(first[0]))} [shape="plaintext", class="legend", label=<{table}>];'
@@ -312,7 +315,7 @@ def _layout(platform: Platform, summarise: bool) -> tuple[list[Any], set[str], l
     placed: set[str] = set()
     listed: set[str] = set()
     layout_edges: list[str] = []
-    topology = platform.topology
+    topology = topology_of(platform)
     children = topology.children
     # a GPU is drawn together with the NICs that serve it alone (a NIC shared by GPUs stands apart)
     own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}
@@ -415,7 +418,7 @@ def _switch_nodes(platform: Platform) -> dict[str, list[str]]:
     return {s: [s] for s in switches}
 
 
-def _peers(pairs) -> dict[str, set[str]]:
+def _peers(pairs: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
     peers: dict[str, set[str]] = {}
     for a, b in pairs:
         if a != b:
@@ -490,7 +493,9 @@ def _nvswitch_lines(platform: Platform, node: str, chips: list[str]) -> list[str
     links = sorted({n for n, _ in per_gpu.values()})
     bandwidth = sorted({b for _, b in per_gpu.values()})
     kinds = sorted({platform.gpu_by_id[g].fabric_kind or "unknown" for g in per_gpu if g in platform.gpu_by_id}) or ["nvlink"]
-    span = lambda values, fmt: fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"  # noqa: E731
+    def span(values: list[Any], fmt: Callable[[Any], str]) -> str:
+        return fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"
+
     if node == SWITCH_FABRIC:
         name = f"NVSwitch fabric: {len(chips)} chips ({chips[0]}-{chips[-1]})"
     else:
@@ -666,7 +671,7 @@ def _row_width(widths: list[float]) -> float:
 def _subtree_width(platform: Platform, root: str, own_nics: dict[str, list[str]]) -> float:
     """Estimated width of `root` drawn with everything below it: the widest of its own node and
     its children's row (a GPU boxed with its own NICs side by side); framed when a cluster."""
-    kids = platform.topology.children.get(root, ())
+    kids = topology_of(platform).children.get(root, ())
     paired = {n for k in kids for n in own_nics.get(k, ()) if n in kids}
     row = [_row_width([_node_width(platform, k), *(_node_width(platform, n) for n in own_nics[k] if n in kids)]) + FRAME_PT
            if any(n in kids for n in own_nics.get(k, ())) else _subtree_width(platform, k, own_nics)
@@ -681,7 +686,7 @@ def drawing_width(platform: Platform) -> float:
     """Estimated width in points of the drawing of every device (its sockets side by side), the
     tables under it aside: label lengths times a mean character width, shapes and frames added.
     Deterministic, without graphviz."""
-    topology = platform.topology
+    topology = topology_of(platform)
     own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}
     return _row_width([_subtree_width(platform, s.id, own_nics) for s in platform.sockets])
 

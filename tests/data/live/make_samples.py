@@ -97,7 +97,7 @@ def lstopo_xml(platform: Platform) -> str:
         out.append(f'      <info name="CPUModel" value="{socket.model_name}"/>')
         out.append(f'      <object type="NUMANode" os_index="{socket.numa_node}" cpuset="{cpuset}" nodeset="{nodeset}" '
                    f'gp_index="{next(gp)}" local_memory="{socket.memory_capacity}"/>')
-        roots = platform.children.get(socket.id, ())
+        roots = topology_of(platform).children.get(socket.id, ())
         if roots:
             out.append(f'      <object type="Bridge" gp_index="{next(gp)}" bridge_type="0-1" depth="0">')
             for child in roots:
