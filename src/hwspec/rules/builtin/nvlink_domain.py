@@ -69,7 +69,8 @@ def nvlink_domain_gpus(ctx: ClusterContext) -> Iterator[Finding]:
         return
     for index, group in enumerate(cluster.groups):
         platform = group.platform
-        gpu = next((g for g in platform.gpus if not (g.fabric_kind or "").startswith("nvlink") or g.fabric_links < 1), None)
+        gpu = next((g for g in platform.gpus if g.fabric_kind is not None  # an unknown part: HW603 reports it
+                    and (not g.fabric_kind.startswith("nvlink") or g.fabric_links < 1)), None)
         if not platform.gpus:
             yield ctx.finding(f"nodes[{index}] ({platform.name}) has no GPUs, but is in an NVLink domain",
                               at=("nodes", index, "platform"))
