@@ -88,7 +88,7 @@ TYPE_ERRORS = {
 def test_the_page_s_rules_pass_mypy_strict_and_a_type_error_in_them_does_not(tmp_path):
     """The examples as written type-check under `mypy --strict` against the installed hwspec
     (its own `py.typed`); each deliberately broken copy fails with the error mypy should give."""
-    pytest.importorskip("mypy")
+    pytest.importorskip("mypy", reason="mypy is in the lint extra: pip install -e '.[lint]' (.ci/run installs it)")
     files = {"eight_gpus.py": site_rule_source(), "nic_per_gpu.py": cluster_rule_source()}
     files["groups_on_a_node.py"] = TYPE_ERRORS["groups_on_a_node.py"][0](site_rule_source())
     files["cluster_rule_as_node_rule.py"] = TYPE_ERRORS["cluster_rule_as_node_rule.py"][0](cluster_rule_source())

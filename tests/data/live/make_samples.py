@@ -115,7 +115,7 @@ def _pci(platform: Platform, ident: str, out: list[str], depth: int, gp) -> None
     if isinstance(item, Bridge):
         out.append(f'{pad}<object type="Bridge" gp_index="{next(gp)}" bridge_type="1-1" depth="{depth - 3}" '
                    f'pci_busid="{item.bus}" pci_type="0604 [8086:2030] [0000:0000] 00" pci_link_speed="{_gbps(item.link)}">')
-        for child in platform.children.get(ident, ()):
+        for child in topology_of(platform).children.get(ident, ()):
             _pci(platform, child, out, depth + 1, gp)
         out.append(f"{pad}</object>")
         return
