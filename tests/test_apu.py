@@ -17,6 +17,7 @@ from hwspec.perf.calculon import PEAK_EFFICIENCY, calculon_system
 from hwspec.perf.platform_figures import figures
 from hwspec.perf.roofline_report import text_report
 from hwspec.perf.torchrec import torchrec_topology
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MI300A = ROOT / "platforms" / "hpe-ex255a-mi300a.yaml"
@@ -58,19 +59,19 @@ def _rule(platform, rule_id: str) -> list[str]:
     from hwspec.rules import load_rules, run_rules
 
     rules = [r for r in load_rules(pipeline.rule_directories()) if r.id == rule_id]
-    return [f.diagnostic.format() if hasattr(f, "diagnostic") else f.format() for f in run_rules(platform.topology, rules)]
+    return [f.diagnostic.format() if hasattr(f, "diagnostic") else f.format() for f in run_rules(topology_of(platform), rules)]
 
 
 def test_an_apu_socket_takes_its_gpus_hbm_and_the_node_counts_it_once(node):
     assert [(s.id, s.memory_shared_with, s.memory_capacity) for s in node.sockets] == [
         (f"apu{i}", f"gpu{i}", HBM) for i in range(4)]
     assert node.memory_capacity == 0 and node.memory_bandwidth == 0
-    assert node.topology.memory_shared_with("gpu2").id == "apu2"
-    assert node.topology.host_link("gpu0") is None
+    assert topology_of(node).memory_shared_with("gpu2").id == "apu2"
+    assert topology_of(node).host_link("gpu0") is None
 
 
 def test_roofline_tiers_say_the_memory_is_shared_and_add_no_second_pool(node):
-    doc = rf.roofline(node.topology)
+    doc = rf.roofline(topology_of(node))
     [group] = doc["gpu_groups"]
     tiers = group["tiers"]
     assert tiers["hbm"] == {"capacity_bytes": HBM, "bandwidth_bytes_per_s": 5.3e12, "shared_with_cpu_cores": 24}
@@ -83,23 +84,23 @@ def test_roofline_tiers_say_the_memory_is_shared_and_add_no_second_pool(node):
 
 
 def test_torchrec_calculon_and_the_estimate_see_no_ddr_on_an_apu(node):
-    kwargs = torchrec_topology(node.topology)["topology_kwargs"]
+    kwargs = torchrec_topology(topology_of(node))["topology_kwargs"]
     assert (kwargs["hbm_cap"], kwargs["ddr_cap"]) == (HBM, 0)
     assert "ddr_mem_bw" not in kwargs and "hbm_to_ddr_mem_bw" not in kwargs
-    system, notes = calculon_system(node.topology)
+    system, notes = calculon_system(topology_of(node))
     assert system["mem1"]["GiB"] == 128 and system["mem2"] == {"GiB": 0.0, "GBps": 0.0, "MB_efficiency": PEAK_EFFICIENCY}
     assert any(n.startswith("mem2 is 0: on these APUs") for n in notes)
-    f = figures(node.topology)
+    f = figures(topology_of(node))
     assert (f.hbm_capacity, f.ddr_capacity, f.ddr_bandwidth, f.pcie_host_bandwidth) == (HBM, 0, 0, 0)
 
 
 def test_a_gh200_keeps_two_pools_and_reaches_the_grace_over_c2c():
     platform = load_platform(GH200)
-    assert platform.topology.memory_shared_with("gpu0") is None
-    tiers = rf.roofline(platform.topology)["gpu_groups"][0]["tiers"]
+    assert topology_of(platform).memory_shared_with("gpu0") is None
+    tiers = rf.roofline(topology_of(platform))["gpu_groups"][0]["tiers"]
     assert tiers["hbm"] == {"capacity_bytes": 96e9, "bandwidth_bytes_per_s": 4e12}
     assert (tiers["host_ddr"]["capacity_bytes"], tiers["pcie_host"]["bandwidth_bytes_per_s"]) == (120e9, 450e9)
-    assert rf.roofline(platform.topology)["node"]["ddr_capacity_bytes"] == 480e9
+    assert rf.roofline(topology_of(platform))["node"]["ddr_capacity_bytes"] == 480e9
 
 
 def test_the_shipped_mi300a_node_validates_clean(capsys):
@@ -114,11 +115,11 @@ def test_the_shipped_gh200_node_says_which_bus_ids_are_unknown_and_writes_no_ncc
     out, err = capsys.readouterr()
     assert "0 error(s), 8 warning(s)" in err
     assert out.count("warning[HW603 unknown-facts]") == 8
-    assert "jupiter-gh200/nccl-topo.xml" not in plan_for(load_platform(GH200).topology)
+    assert "jupiter-gh200/nccl-topo.xml" not in plan_for(topology_of(load_platform(GH200)))
 
 
 def test_the_mi300a_rccl_xml_is_rccls_own_model_of_the_node(node):
-    root = ElementTree.fromstring(plan_for(node.topology, only=["rccl-topo"])["hpe-ex255a-mi300a/rccl-topo.xml"])
+    root = ElementTree.fromstring(plan_for(topology_of(node), only=["rccl-topo"])["hpe-ex255a-mi300a/rccl-topo.xml"])
     cpu = root.find("cpu")
     assert (cpu.get("numaid"), cpu.get("familyid"), cpu.get("modelid")) == ("0", "175", "144")
     assert cpu.get("affinity") == "00000000,00000000,00ffffff,00000000,00000000,00ffffff"
@@ -148,7 +149,7 @@ def test_shared_with_that_names_no_gpu_is_a_located_bad_reference(tmp_path, monk
 
 def test_one_hbm_named_by_two_sockets_is_hw106(tmp_path, monkeypatch):
     platform = _load(tmp_path, monkeypatch, TWO_APUS.replace("memory: {shared_with: gpu1}", "memory: {shared_with: gpu0}"))
-    assert platform.memory_capacity == 0 and platform.topology.memory_shared_with("gpu0").id == "apu0"
+    assert platform.memory_capacity == 0 and topology_of(platform).memory_shared_with("gpu0").id == "apu0"
     assert _rule(platform, "HW106") == [
         "apus.yaml:6:71: error[HW106 shared-memory]: apu1: memory is shared with gpu0, whose HBM is already apu0's memory"
         "\n  hint: an APU's HBM is the memory of one NUMA node: name the GPU of this socket's own package"]

@@ -18,6 +18,7 @@ from hwspec.generate.launch import gdr_level
 from hwspec.model.load import load_platform
 from hwspec.perf import roofline as rf
 from hwspec.perf.torchrec import torchrec_topology
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 OWN_GRACE = ROOT / "tests" / "fixtures" / "rules" / "c2c_gpu_nic_on_own_grace.yaml"
@@ -34,18 +35,18 @@ def test_the_tray_gpus_carry_their_grace_and_the_parts_c2c_links(tray):
     assert [(g.c2c_socket, g.c2c_links, g.c2c_link_bandwidth) for g in gpus.values()] == [
         ("grace0", 5, 45e9), ("grace0", 5, 45e9), ("grace1", 5, 45e9), ("grace1", 5, 45e9)]
     assert gpus["gpu0"].c2c_bandwidth == 225e9
-    assert tray.topology.c2c_socket("gpu2").id == "grace1"
+    assert topology_of(tray).c2c_socket("gpu2").id == "grace1"
 
 
 def test_a_gpu_without_c2c_has_none(tray):
     zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
     gpu = zionex.gpus[0]
     assert (gpu.c2c_socket, gpu.c2c_links, gpu.c2c_bandwidth) == (None, 0, 0.0)
-    assert zionex.topology.c2c_socket(gpu.id) is None
+    assert topology_of(zionex).c2c_socket(gpu.id) is None
 
 
 def test_a_nic_on_the_gpus_own_c2c_socket_is_p2c_and_on_the_other_grace_sys(tray):
-    t = tray.topology
+    t = topology_of(tray)
     assert t.pcie_path_type("gpu0", "nic0") == "PHB"  # PCIe alone would go through Grace's host bridge
     assert t.path_type("gpu0", "nic0") == "P2C"
     assert t.path_type("nic0", "gpu0") == "P2C"
@@ -56,40 +57,40 @@ def test_a_nic_on_the_gpus_own_c2c_socket_is_p2c_and_on_the_other_grace_sys(tray
 
 
 def test_gdr_distance_is_p2c_and_written_as_phb_for_nccl(tray):
-    assert tray.topology.gdr_path_type() == "P2C"
-    assert gdr_level(tray.topology) == "PHB"
+    assert topology_of(tray).gdr_path_type() == "P2C"
+    assert gdr_level(topology_of(tray)) == "PHB"
 
 
 def test_gdr_distance_over_the_wrong_grace_is_sys():
     platform = load_platform(OTHER_GRACE)
-    assert platform.topology.gdr_path_type() == "SYS"
-    assert gdr_level(platform.topology) == "PHB"  # capped as before: HW202/HW203 report the placement
+    assert topology_of(platform).gdr_path_type() == "SYS"
+    assert gdr_level(topology_of(platform)) == "PHB"  # capped as before: HW202/HW203 report the placement
 
 
 def test_the_host_link_of_a_c2c_gpu_is_its_c2c_links_not_shared(tray):
-    host = tray.topology.host_link("gpu0")
+    host = topology_of(tray).host_link("gpu0")
     assert (host.kind, host.link, host.bandwidth, host.shared_bandwidth, host.hops, host.shared_by) == (
         "c2c", "NVLink-C2C 5 x 45 GB/s", 225e9, 225e9, 1, 1)
 
 
 def test_the_host_link_of_a_pcie_gpu_is_its_narrowest_pcie_link():
     zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
-    host = zionex.topology.host_link("gpu0")
+    host = topology_of(zionex).host_link("gpu0")
     assert host.kind == "pcie" and host.link == "Gen4 x16" and host.shared_by == 2
     assert host.bandwidth == pytest.approx(31.5e9, rel=1e-3) and host.shared_bandwidth == pytest.approx(host.bandwidth / 2)
 
 
 def test_roofline_and_torchrec_take_the_host_bandwidth_from_c2c(tray):
-    doc = rf.roofline(tray.topology)
+    doc = rf.roofline(topology_of(tray))
     tiers = doc["gpu_groups"][0]["tiers"]
     assert tiers["pcie_host"] == {"bandwidth_bytes_per_s": 225e9, "link": "NVLink-C2C 5 x 45 GB/s", "hops": 1}
     assert tiers["pcie_host_shared"] == {"bandwidth_bytes_per_s": 225e9, "shared_by_gpus": 1}
-    kwargs = torchrec_topology(tray.topology, doc)["topology_kwargs"]
+    kwargs = torchrec_topology(topology_of(tray), doc)["topology_kwargs"]
     assert kwargs["hbm_to_ddr_mem_bw"] == 225e6  # bytes per millisecond
 
 
 def test_nccl_xml_gpus_carry_c2c_with_mb_per_s_per_link(tray):
-    xml = plan_for(tray.topology, only=["nccl-topo"])["gb200-tray/nccl-topo.xml"]
+    xml = plan_for(topology_of(tray), only=["nccl-topo"])["gb200-tray/nccl-topo.xml"]
     assert check_nccl_xml(xml) == []
     gpus = list(ElementTree.fromstring(xml).iter("gpu"))
     assert len(gpus) == 4
@@ -102,7 +103,7 @@ def test_nccl_xml_gpus_carry_c2c_with_mb_per_s_per_link(tray):
 
 
 def test_the_nccl_check_wants_c2c_bw_as_an_integer(tray):
-    xml = plan_for(tray.topology, only=["nccl-topo"])["gb200-tray/nccl-topo.xml"]
+    xml = plan_for(topology_of(tray), only=["nccl-topo"])["gb200-tray/nccl-topo.xml"]
     c2c = '<c2c bw="45000" count="5"/>'
     assert check_nccl_xml(xml.replace(c2c, '<c2c count="5"/>', 1)) == ["line 17: <c2c> is missing required attribute 'bw'"]
     assert check_nccl_xml(xml.replace(c2c, '<c2c bw="45 GB/s" count="5"/>', 1)) == ['line 17: <c2c>: bw="45 GB/s" is not an integer']
@@ -135,7 +136,7 @@ def test_c2c_on_a_gpu_whose_part_has_no_c2c_links_is_refused(tmp_path, monkeypat
 def test_the_diagram_draws_each_gpus_c2c_to_its_grace_and_its_figures_in_the_devices_table(tray):
     from tests.test_diagram import parse
 
-    plan = plan_for(tray.topology, only=["diagram"])
+    plan = plan_for(topology_of(tray), only=["diagram"])
     assert list(plan) == ["gb200-tray/topology.dot"]  # four GPUs fit: every device drawn, in one view
     nodes, edges, _ = parse(plan["gb200-tray/topology.dot"])
     c2c = [(a, b, "xlabel" in attrs) for a, b, attrs in edges if attrs.get("class") == "c2c"]
@@ -143,7 +144,7 @@ def test_the_diagram_draws_each_gpus_c2c_to_its_grace_and_its_figures_in_the_dev
     assert "; NVLink-C2C 5 x 45 GB/s, 225 GB/s to its CPU</td>" in nodes["_legend_devices"]["label"]
     assert "NVLink-C2C</td>" in nodes["_legend_legend"]["label"]
     zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
-    assert "c2c" not in plan_for(zionex.topology, only=["diagram"])["zionex/topology.dot"]
+    assert "c2c" not in plan_for(topology_of(zionex), only=["diagram"])["zionex/topology.dot"]
 
 
 def test_a_c2c_link_slower_than_nccls_mb_per_s_unit_is_refused_in_the_part(tmp_path, monkeypatch):
@@ -165,13 +166,13 @@ def test_a_c2c_link_slower_than_nccls_mb_per_s_unit_is_refused_in_the_part(tmp_p
 def test_nccl_settings_allow_gdr_over_c2c_only_where_gpus_reach_their_nics_over_it(tray):
     from hwspec.generate.launch import nccl_settings
 
-    settings = {s.name: s for s in nccl_settings(tray.topology, "/etc/hwspec/gb200-tray")}
+    settings = {s.name: s for s in nccl_settings(topology_of(tray), "/etc/hwspec/gb200-tray")}
     assert (settings["NCCL_NET_GDR_LEVEL"].value, settings["NCCL_NET_GDR_C2C"].value) == ("PHB", "1")
     zionex = load_platform(ROOT / "platforms" / "zionex.yaml")
-    names = [s.name for s in nccl_settings(zionex.topology, "/etc/hwspec/zionex")]
+    names = [s.name for s in nccl_settings(topology_of(zionex), "/etc/hwspec/zionex")]
     assert "NCCL_NET_GDR_LEVEL" in names and "NCCL_NET_GDR_C2C" not in names
     wrong = load_platform(OTHER_GRACE)
-    assert "NCCL_NET_GDR_C2C" not in [s.name for s in nccl_settings(wrong.topology, "/etc/hwspec/x")]
+    assert "NCCL_NET_GDR_C2C" not in [s.name for s in nccl_settings(topology_of(wrong), "/etc/hwspec/x")]
 
 
 def test_diff_of_the_tray_against_its_own_nccl_xml_is_silent(tray, tmp_path):
@@ -180,5 +181,5 @@ def test_diff_of_the_tray_against_its_own_nccl_xml_is_silent(tray, tmp_path):
     from hwspec.live.merge import read_inputs
 
     live = tmp_path / "tray.xml"
-    live.write_text(plan_for(tray.topology, only=["nccl-topo"])["gb200-tray/nccl-topo.xml"])
+    live.write_text(plan_for(topology_of(tray), only=["nccl-topo"])["gb200-tray/nccl-topo.xml"])
     assert [d.format() for d in diff(tray, read_inputs([live]))] == []

@@ -9,6 +9,7 @@ import pytest
 from hwspec import pipeline
 from hwspec.diagnostics import Severity
 from hwspec.rules import Rule, load_rules, rule
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "cluster"
@@ -158,7 +159,7 @@ def test_node_groups_may_use_different_node_platforms(tmp_path):
     assert [g.platform.name for g in cluster.groups] == ["minimal", "star"]
     assert cluster.hostnames == ("a0", "a1", "b0", "b1", "b2") and cluster.world_size == 10
     assert [g.first_node for g in cluster.groups] == [0, 2]
-    plan = generate.plan_for(cluster.topology)
+    plan = generate.plan_for(topology_of(cluster))
     assert {p.split("/")[2] for p in plan if p.startswith("mixed-ok/nodes/")} == {"minimal", "star"}
     hosts = [line.split("\t") for line in plan["mixed-ok/hosts.tsv"].splitlines() if not line.startswith("#")][1:]
     assert [(h[0], h[2]) for h in hosts] == [("a0", "minimal"), ("a1", "minimal"), ("b0", "star"), ("b1", "star"), ("b2", "star")]
@@ -219,3 +220,31 @@ def test_a_node_platform_s_rules_run_once_per_run(tmp_path, monkeypatch):
     checked = [pipeline.check(path, rules, loaded=loaded) for path in (node, cluster)]
     assert scopes == ["node", "cluster"]
     assert all(c.platform is not None and not c.failed() for c in checked)
+
+
+def test_a_backend_nic_of_unknown_speed_is_an_hw807_saying_so_not_a_failed_rule(tmp_path):
+    """A node's backend NIC of an unknown part has no speed: HW807 says the NIC's speed is
+    unknown (HW603 on the node says what to fill in) instead of failing on it."""
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    (tmp_path / "node.yaml").write_text((fixtures / "spec" / "minimal_node.yaml").read_text()
+                                        .replace("part: connectx-6-200g", "part: unknown"))
+    cluster = (fixtures / "cluster" / "backend_speed_mismatch.yaml").read_text()
+    (tmp_path / "cluster.yaml").write_text(cluster.replace("../spec/minimal_node.yaml", "node.yaml"))
+    checked = pipeline.check(tmp_path / "cluster.yaml")
+    assert [(d.code, d.message) for d in checked.diagnostics if d.code in ("HW807", "E900")] == [
+        ("HW807", "nodes[0] (minimal): nic0 is rocev2 of unknown speed, the backend network is 100 Gb/s rocev2")]
+
+
+def test_an_nvlink_domain_of_gpus_of_an_unknown_part_is_judged_by_the_node_s_wiring(tmp_path):
+    """A GPU of an unknown part has no known fabric (HW603 on the node says so): HW823 does not
+    call it NVLink-less, and still reports the node's wiring, which is known."""
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    (tmp_path / "node.yaml").write_text((fixtures / "spec" / "minimal_node.yaml").read_text()
+                                        .replace("part: a100-sxm4-40gb", "part: unknown"))
+    (tmp_path / "cluster.yaml").write_text(
+        "hwspec: 1\nkind: cluster\nname: domain\nnodes:\n  - platform: node.yaml\n    count: 2\n    hostname: n${i}\n"
+        "    address: 10.0.0.${n+1}\nnvlink_domain:\n  nodes: 2\n  name: d${d}\n  switch_trays: 1\n  switch_ports: 144\n")
+    checked = pipeline.check(tmp_path / "cluster.yaml")
+    assert [(d.code, d.message) for d in checked.diagnostics if d.code in ("HW823", "E900")] == [
+        ("HW823", "nodes[0] (minimal) wires its NVLinks fully-connected, not to NVLink switches: its GPUs cannot reach "
+                  "other nodes over NVLink")]

@@ -280,3 +280,20 @@ def test_roofline_command_prints_the_cluster_table(capsys, monkeypatch):
     assert "  all_reduce       1.984  211.7 GB/s  106.7 GB/s  Ring" in out
     assert main(["roofline", "platforms/zionex-16.yaml", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["aggregate"]["gpus"] == 128
+
+
+def test_slurm_leaves_cores_and_threads_to_slurmd_on_nodes_of_an_unknown_cpu_part(tmp_path):
+    """A CPU part hwspec does not know has no core count: the node line leaves Sockets,
+    CoresPerSocket and ThreadsPerCore out and gres.conf gives no Cores= (slurmd detects them),
+    instead of failing on the unknown count."""
+    fixtures = ROOT / "tests" / "fixtures" / "cluster"
+    shutil.copy(fixtures / "interleaved_cpus.yaml", tmp_path)
+    node = (fixtures / "interleaved_cpus_node.yaml").read_text()
+    (tmp_path / "interleaved_cpus_node.yaml").write_text(node.replace("part: xeon-platinum-8380h", "part: unknown"))
+    checked = pipeline.check(tmp_path / "interleaved_cpus.yaml")
+    plan = generate.plan_for(checked.topology, only=["slurm"])
+    nodes = [line for line in plan["interleaved_cpus/slurm/slurm.conf"].splitlines() if line.startswith("NodeName")]
+    gres = [line for line in plan["interleaved_cpus/slurm/gres.conf"].splitlines() if line.startswith("NodeName")]
+    assert nodes == ["NodeName=node[0-1] NodeAddr=127.0.0.[1-2] RealMemory=508559 Gres=gpu:a100-sxm4-40gb:2 State=UNKNOWN"]
+    assert gres == ["NodeName=node[0-1] Name=gpu Type=a100-sxm4-40gb File=/dev/nvidia0 Links=-1,12",
+                    "NodeName=node[0-1] Name=gpu Type=a100-sxm4-40gb File=/dev/nvidia1 Links=12,-1"]

@@ -19,6 +19,7 @@ from hwspec.model.workload import load_workload
 from hwspec.perf.estimate import table_terms
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
+from hwspec.topology import topology_of
 from tests.consumers import ROOT, torchrec_planner_types
 
 pytestmark = [pytest.mark.consumer, pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -103,7 +104,7 @@ def hwspec_table(platform: str, tmp_path: Path):
     path = tmp_path / "model-i-tables.yaml"
     path.write_text(WORKLOAD)
     workload = load_workload(path)
-    topology = load_any(ROOT / "platforms" / f"{platform}.yaml")[0].topology
+    topology = topology_of(load_any(ROOT / "platforms" / f"{platform}.yaml")[0])
     return table_terms(figures(topology), workload, workload.tables[0])
 
 

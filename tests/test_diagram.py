@@ -21,6 +21,7 @@ import pytest
 from hwspec import pipeline
 from hwspec.generate import diagram
 from hwspec.generate import engine as generate
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 QUOTED = r'"(?:[^"\\]|\\.)*"'
@@ -127,21 +128,21 @@ def test_dense_nvlink_meshes_are_a_table_not_edges(fabric_rendered):
     assert [e for e in edges if e[2].get("class") == "nvlink" and not e[0].startswith("_")] == []
     assert set(_devices(nodes)) == {g.id for g in platform.gpus} | {g.socket for g in platform.gpus}  # no GPU-less socket
     for gpu in platform.gpus:  # what the edges said is in the devices table instead
-        total = (f"NVLink {platform.topology.nvlink_links(gpu.id)} x {gpu.fabric_kind}, "
-                 f"{platform.topology.nvlink_bandwidth(gpu.id) / 1e9:g} GB/s")
+        total = (f"NVLink {topology_of(platform).nvlink_links(gpu.id)} x {gpu.fabric_kind}, "
+                 f"{topology_of(platform).nvlink_bandwidth(gpu.id) / 1e9:g} GB/s")
         assert _devices_row(nodes, "gpu[0-7]")[3].endswith(f"; {total}")
     assert '<td align="center" bgcolor=' in nodes[diagram.LEGEND_PREFIX + "nvlink_matrix"]["label"]
 
 
 def _view_text(platform) -> str:
     env = generate.template_environment()
-    context = generate.GenContext(platform.topology, env, "diagram", platform.file)
+    context = generate.GenContext(topology_of(platform), env, "diagram", platform.file)
     return context.render("topology.dot.j2", "slash", **diagram.topology_view(platform))
 
 
 def _fabric_text(platform) -> str:
     """The view that draws the GPU fabric: topology.dot, or the fabric view when that is split off."""
-    plan = generate.plan_for(platform.topology, only=["diagram"])
+    plan = generate.plan_for(topology_of(platform), only=["diagram"])
     return plan.get(f"{platform.name}/{diagram.FABRIC_VIEW}", plan[f"{platform.name}/topology.dot"])
 
 
@@ -249,7 +250,7 @@ def test_sockets_are_clusters_holding_their_switches_and_pairs(zionex_view):
         assert f'"cluster_{switch.id}"' in {c.id for c in diagram.iter_clusters(socket_cluster.items)}
     for gpu in (g for g in platform.gpus if g.id in drawn):
         pair = clusters[f'"cluster_pair_{gpu.id}"']
-        nics = [f'"{nic.id}"' for nic in platform.topology.nics_of(gpu.id)]
+        nics = [f'"{nic.id}"' for nic in topology_of(platform).nics_of(gpu.id)]
         assert [line.split(" ", 1)[0] for line in pair.items if "class=" in line] == [f'"{gpu.id}"', *nics]
 
 
@@ -279,7 +280,7 @@ def test_hostile_title_stays_one_label():
     title = 'Evil "title" \\ with ]; graph [label="pwned" and\na newline'
     odd = dataclasses.replace(platform, title=title)
     env = generate.template_environment()
-    text = generate.GenContext(odd.topology, env, "diagram", odd.file).render("topology.dot.j2", "slash", **diagram.topology_view(odd))
+    text = generate.GenContext(topology_of(odd), env, "diagram", odd.file).render("topology.dot.j2", "slash", **diagram.topology_view(odd))
     line = next(line for line in text.splitlines() if line.strip().startswith("graph [label="))
     value = ATTR.search(line)["value"]
     assert value == diagram.label(title)

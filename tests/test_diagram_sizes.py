@@ -19,6 +19,7 @@ from hwspec.generate.diagram.repeats import repeats_table
 from hwspec.generate.diagram.tree import tree_items
 from hwspec.generate.engine import plan_for
 from hwspec.model.load import load_platform
+from hwspec.topology import topology_of
 from tests.test_diagram import parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,7 @@ def test_eight_gpu_and_tray_diagrams_fit_a_browser_window(name):
 @pytest.fixture(scope="module")
 def p5_like():
     platform = load_platform(P5_LIKE)
-    return platform, plan_for(platform.topology, only=["diagram"])
+    return platform, plan_for(topology_of(platform), only=["diagram"])
 
 
 def test_a_p5_sized_node_draws_one_gpu_with_its_nics_per_socket_and_lists_the_rest(p5_like):
@@ -96,7 +97,7 @@ def test_a_p5_sized_node_fits_a_browser_window(p5_like):
 
 def test_a_node_without_repeats_draws_everything_in_one_view():
     platform = load_platform(ROOT / "platforms" / "hpe-ex255a-mi300a.yaml")
-    plan = plan_for(platform.topology, only=["diagram"])
+    plan = plan_for(topology_of(platform), only=["diagram"])
     assert list(plan) == ["hpe-ex255a-mi300a/topology.dot"]
     nodes, _, _ = parse(plan["hpe-ex255a-mi300a/topology.dot"])
     assert {n for n in nodes if not n.startswith(diagram.LEGEND_PREFIX)} == set(diagram.device_ids(platform))
@@ -129,7 +130,7 @@ def _drawn(text: str) -> set[str]:
 def test_a_node_that_fits_the_width_budget_draws_every_device_and_its_nvlinks_in_one_view():
     platform = load_platform(MINIMAL)
     assert diagram.drawing_width(platform) <= diagram.WIDTH_BUDGET_PT
-    plan = plan_for(platform.topology, only=["diagram"])
+    plan = plan_for(topology_of(platform), only=["diagram"])
     assert list(plan) == ["minimal/topology.dot"]  # no table of repeats, no fabric view
     text = plan["minimal/topology.dot"]
     assert _drawn(text) == set(diagram.device_ids(platform))
@@ -170,7 +171,7 @@ def _statements(items) -> list[str]:
 
 def test_the_legend_shows_only_what_the_picture_draws():
     platform = load_platform(MINIMAL)
-    nodes, _, _ = parse(plan_for(platform.topology, only=["diagram"])["minimal/topology.dot"])
+    nodes, _, _ = parse(plan_for(topology_of(platform), only=["diagram"])["minimal/topology.dot"])
     legend = nodes[diagram.LEGEND]["label"]
     shown = re.findall(r'<td align="left">([^<]+)</td>', legend)
     assert shown == ["CPU socket", "PCIe switch", "GPU", "backend NIC", "ingestion / frontend NIC", "PCIe", "NVLink / xGMI"]

@@ -14,6 +14,7 @@ from hwspec.model.workload import load_workload
 from hwspec.perf import cluster_roofline
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ZION16, ZIONEX16 = ROOT / "platforms" / "zion-16.yaml", ROOT / "platforms" / "zionex-16.yaml"
@@ -101,8 +102,8 @@ def test_generate_checks_a_workload_and_writes_nothing_for_it(tmp_path, capsys):
 
 def test_cluster_figures_are_the_cluster_rooflines_numbers():
     cluster, _ = load_any(ZIONEX16)
-    f = figures(cluster.topology)
-    doc = cluster_roofline.cluster_roofline(cluster.topology)
+    f = figures(topology_of(cluster))
+    doc = cluster_roofline.cluster_roofline(topology_of(cluster))
     assert (f.gpus, f.gpus_per_node, f.nodes) == (128, 8, 16)
     assert f.injection_bandwidth == doc["network"]["per_gpu_injection_bytes_per_s"] == 25e9
     assert f.algbw["all_to_all"] == doc["collectives"]["all_to_all"]["algbw_bytes_per_s"]
@@ -112,7 +113,7 @@ def test_cluster_figures_are_the_cluster_rooflines_numbers():
 
 def test_zion_collectives_run_over_tcp_without_gpudirect():
     cluster, _ = load_any(ZION16)
-    f = figures(cluster.topology)
+    f = figures(topology_of(cluster))
     assert (f.transport, f.gpudirect) == ("tcp", False)
     assert f.injection_bandwidth == 6.25e9  # 4 x 100 Gb/s CPU NICs shared by 8 GPUs
 

@@ -29,6 +29,7 @@ from hwspec.perf.estimate import (
 )
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
+from hwspec.topology import topology_of
 from tests.test_estimate import BASE, TINY, terms, tiny
 
 
@@ -134,7 +135,7 @@ def test_each_hierarchical_phase_runs_at_its_own_links_efficiency():
 
 @pytest.mark.parametrize("platform", ["dgx-h100-8", "zionex-16"])
 def test_a_clusters_phases_are_the_ones_its_collective_bounds_come_from(platform):
-    f = figures(load_any(Path(__file__).resolve().parent.parent / "platforms" / f"{platform}.yaml")[0].topology)
+    f = figures(topology_of(load_any(Path(__file__).resolve().parent.parent / "platforms" / f"{platform}.yaml")[0]))
     assert set(f.collective_phases) == set(f.algbw)
     for name, phases in f.collective_phases.items():
         assert 1 / max(phases.values()) == pytest.approx(f.algbw[name])

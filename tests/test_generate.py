@@ -15,6 +15,7 @@ from hwspec.cli.commands import main
 from hwspec.generate import writer
 from hwspec.generate.engine import plan_for, write_plan
 from hwspec.pipeline import check
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_PLATFORMS = ("zionex", "zion")
@@ -146,10 +147,10 @@ def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_d
         monkeypatch.setitem(generate._REGISTRY, name,
                             (lambda ctx, _f=func: calls.append(ctx.name) or _f(ctx), kinds))
     rendered = generate.Rendered()
-    first = generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex", rendered=rendered)
+    first = generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex", rendered=rendered)
     rendered_first = sorted(calls)
     calls.clear()
-    again = generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex-16/nodes/zionex", rail_optimized=True,
+    again = generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex-16/nodes/zionex", rail_optimized=True,
                                 rendered=rendered)
     assert sorted(calls) == ["health", "launch-env", "nccl-conf"] and len(rendered_first) > 3
     assert {path for path in first if first[path] != again[path]} == {
@@ -157,7 +158,7 @@ def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_d
         "health/npd-daemonset.yaml"}
     assert again["roofline.json"] is first["roofline.json"]
     calls.clear()
-    generate.render_all(node.topology, env, install_dir="/etc/hwspec/zionex")  # no run's outputs: all rendered
+    generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex")  # no run's outputs: all rendered
     assert sorted(calls) == rendered_first
 
 

@@ -20,6 +20,7 @@ from hwspec.generate.engine import GenerationError, UnsafeValue, env_value, plan
 from hwspec.generate.launch import cpu_ranges, gdr_level, nccl_settings, omp_threads
 from hwspec.model.load import load_platform
 from hwspec.pipeline import check
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_LINE = re.compile(r"^[A-Z0-9_]+=[^ \t'\"]*$")
@@ -83,7 +84,7 @@ def test_a_socket_nic_without_an_interface_leaves_nccl_socket_ifname_to_nccl_ins
     platform = _checked("zion").platform
     unnamed = dataclasses.replace(platform.nics[0], interface=None)
     changed = dataclasses.replace(platform, nics=(unnamed, *platform.nics[1:]))
-    written = [(s.name, s.value, s.why) for s in nccl_settings(changed.topology, "/etc/hwspec/x")
+    written = [(s.name, s.value, s.why) for s in nccl_settings(topology_of(changed), "/etc/hwspec/x")
                if s.name == "NCCL_SOCKET_IFNAME"]
     assert written == [("NCCL_SOCKET_IFNAME", None, "NCCL_SOCKET_IFNAME is not set: the platform does not name the "
                          "network interfaces of its tcp backend NICs, so NCCL picks its interfaces itself (HW603 lists them)")]
@@ -93,7 +94,7 @@ def test_cross_nic_follows_rail_optimization():
     platform = _checked("zionex").platform
     for rail, expected in ((True, "0"), (False, "1")):
         changed = dataclasses.replace(platform, backend=dataclasses.replace(platform.backend, rail_optimized=rail))
-        values = {s.name: s.value for s in nccl_settings(changed.topology, "/etc/hwspec/x")}
+        values = {s.name: s.value for s in nccl_settings(topology_of(changed), "/etc/hwspec/x")}
         assert values["NCCL_CROSS_NIC"] == expected
 
 
@@ -311,7 +312,7 @@ def node(tmp_path: Path, name: str = "tiny", device: str = "mlx5_0", interface: 
 @pytest.mark.parametrize("upstream, level", [("sw0", "PIX"), ("sw1", "PXB"), ("cpu0", "PHB")])
 def test_gdr_level_follows_the_pcie_distance_between_gpu_and_nic(tmp_path, upstream, level):
     platform = load_platform(node(tmp_path, nic_upstream=upstream))
-    topology = platform.topology
+    topology = topology_of(platform)
     assert topology.pcie_path_type("gpu0", "nic0") == level
     assert gdr_level(topology) == level
     assert {s.name: s.value for s in nccl_settings(topology, "/etc/hwspec/x")}["NCCL_NET_GDR_LEVEL"] == level
@@ -329,7 +330,7 @@ def test_gdr_level_across_sockets_is_capped_at_phb():
 def test_no_gdr_level_without_gpudirect():
     checked = _checked("zionex")
     platform = dataclasses.replace(checked.platform, backend=dataclasses.replace(checked.platform.backend, gpudirect=False))
-    assert "NCCL_NET_GDR_LEVEL" not in {s.name for s in nccl_settings(platform.topology, "/etc/hwspec/x")}
+    assert "NCCL_NET_GDR_LEVEL" not in {s.name for s in nccl_settings(topology_of(platform), "/etc/hwspec/x")}
 
 
 # ------------------------------------------------------------------ values that would need quoting
@@ -369,6 +370,6 @@ def test_a_hostile_value_that_bypassed_validation_stops_generation():
     hostile = dataclasses.replace(platform, nics=nics)
     for only in (["nccl-conf"], ["launch-env"]):
         with pytest.raises(GenerationError, match=r"refusing to write '=eth10;reboot,eth20,eth30,eth40'"):
-            plan_for(hostile.topology, only=only)
+            plan_for(topology_of(hostile), only=only)
     # the XML escapes it instead (and the compatibility check still judges the result)
-    assert "eth10;reboot" in plan_for(hostile.topology, only=["nccl-topo"])["zionex/nccl-topo.xml"]
+    assert "eth10;reboot" in plan_for(topology_of(hostile), only=["nccl-topo"])["zionex/nccl-topo.xml"]

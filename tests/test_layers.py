@@ -5,8 +5,7 @@ Every module under src/hwspec/ (the built-in rules in rules/builtin/ included) i
 a function or method, under `try`. Two kinds are left out:
 
 * imports under `if TYPE_CHECKING:`, which never run: a type hint may name a class of a higher
-  layer (the model's `Platform.topology` is typed as the topology layer's `Topology`), and such
-  an import neither loads the module nor can close a cycle at run time;
+  layer, and such an import neither loads the module nor can close a cycle at run time;
 * imports by name at run time (`importlib.import_module`), which `ast` cannot follow: the
   generator registry (`hwspec.generate.engine.generators`) imports the generator modules of its
   own subpackage that way, and `hwspec.live.inputs` its parsers.
@@ -169,7 +168,7 @@ def test_the_graph_holds_the_imports_inside_functions_and_leaves_out_type_checki
     assert graph.has_edge("hwspec.rules.builtin.nic", "hwspec.rules.builtin._common")  # from ._common import ...
     assert graph.has_edge("hwspec.pipeline", "hwspec.content")  # from hwspec import content: the module
     assert not graph.has_edge("hwspec.pipeline", "hwspec")
-    assert not graph.has_edge("hwspec.model.node", "hwspec.topology.node")  # only under TYPE_CHECKING
+    assert not graph.has_edge("hwspec.pipeline", "hwspec.rules.sandbox")  # only under TYPE_CHECKING
     assert graph.number_of_edges() > 200  # 251 when this was written
 
 
@@ -289,34 +288,32 @@ def run_python(code: str) -> str:
     return result.stdout
 
 
-def test_a_platform_s_topology_is_built_by_the_topology_layer_once_it_is_imported() -> None:
-    """The model does not import the topology layer: a platform loaded with only the model
-    imported says so when asked for its topology; once hwspec.topology is imported, the same
-    platform has it, built once."""
+def test_a_platform_s_topology_is_built_once_by_topology_of_and_the_model_has_no_hook_for_it() -> None:
+    """The model does not import the topology layer and has no `.topology`: a platform loaded
+    with only the model imported has none, and `topology_of` builds it on the first call, the
+    same object on every later one; an equal copy of the platform gets its own."""
     out = run_python(
-        "import sys\n"
+        "import dataclasses, sys\n"
         "from hwspec.model.load import load_platform\n"
         "platform = load_platform('platforms/zionex.yaml')\n"
-        "print(sorted(m for m in sys.modules if m.startswith('hwspec.topology')))\n"
-        "try:\n"
-        "    platform.topology\n"
-        "except RuntimeError as exc:\n"
-        "    print(exc)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('hwspec.topology')), hasattr(platform, 'topology'))\n"
         "from hwspec.topology import topology_of\n"
-        "print(type(platform.topology).__name__, platform.topology is platform.topology is topology_of(platform),\n"
-        "      platform.topology.platform is platform, platform.topology.nics_of('gpu0')[0].id)\n")
+        "topology = topology_of(platform)\n"
+        "copy = dataclasses.replace(platform)\n"
+        "print(type(topology).__name__, topology is topology_of(platform), topology.platform is platform,\n"
+        "      topology.nics_of('gpu0')[0].id, topology_of(copy) is topology, topology_of(copy).platform is copy)\n")
     assert out.splitlines() == [
-        "[]",
-        "Platform.topology is built by the topology layer: import hwspec.topology (or use hwspec.topology.topology_of) first",
-        "Topology True True nic0",
+        "[] False",
+        "Topology True True nic0 False True",
     ]
 
 
 def test_platforms_from_hwspec_testing_have_their_topology() -> None:
-    """docs/property-testing.md's property test reads `platform.topology.children` of node_platforms()'
-    platforms, with nothing but hwspec.testing and hwspec.rules imported."""
+    """docs/property-testing.md's property test reads `topology_of(platform).children` of
+    node_platforms()' platforms, with nothing but hwspec.testing and hwspec.rules imported."""
     out = run_python(
         "from hwspec.testing import load_node_text\n"
+        "from hwspec.rules import topology_of\n"
         "platform = load_node_text(open('tests/fixtures/spec/minimal_node.yaml').read())\n"
-        "print(platform.topology.children['sw0'])\n")
+        "print(topology_of(platform).children['sw0'])\n")
     assert out.strip() == "('gpu0', 'nic0', 'gpu1', 'nic1')"

@@ -28,6 +28,7 @@ from hwspec.live.nccl import parse as parse_nccl
 from hwspec.live.observed import Machine
 from hwspec.model.load import load_catalogue, load_platform
 from hwspec.testing import check_node_text, load_node_text, node_yaml
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVE = Path("tests/data/live")
@@ -51,7 +52,7 @@ def catalogue():
 
 def nccl_xml(platform) -> str | None:
     """The platform's nccl-topo.xml without its header comment (None for AMD GPUs: RCCL's file is another)."""
-    plan = plan_for(platform.topology, only=["nccl-topo"])
+    plan = plan_for(topology_of(platform), only=["nccl-topo"])
     if not plan:
         return None
     text = next(iter(plan.values()))
@@ -120,7 +121,7 @@ def test_the_a100_skeleton_imports_clean_with_what_it_lacks_unknown_or_marked_as
     # the skeleton names no RDMA device: none is invented, so NCCL_IB_HCA (an exact-match list) is not
     # written and nccl-topo.xml has no <net>: NCCL finds the HCAs by their bus ids
     assert "placeholder" not in text and "device:" not in text and "interface:" not in text
-    plan = plan_for(load_node_text(text, "ndv4.yaml").topology, only=["nccl-conf", "nccl-topo"])
+    plan = plan_for(topology_of(load_node_text(text, "ndv4.yaml")), only=["nccl-conf", "nccl-topo"])
     conf = plan["ndv4/nccl.conf"]
     assert "NCCL_IB_HCA=" not in conf
     assert "# NCCL_IB_HCA is not set: the platform names no RDMA devices, so NCCL selects the backend NICs itself" in conf

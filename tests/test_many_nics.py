@@ -27,6 +27,7 @@ from hwspec.perf.platform_figures import figures
 from hwspec.perf.torchrec import torchrec_topology
 from hwspec.pipeline import load_any
 from hwspec.testing import load_node_text
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MANY = ROOT / "tests" / "fixtures" / "many_nics"
@@ -43,7 +44,7 @@ def _node(path: Path):
 
 
 def _plan(path: Path, target: str) -> str:
-    return next(iter(plan_for(_node(path).topology, only=[target]).values()))
+    return next(iter(plan_for(topology_of(_node(path)), only=[target]).values()))
 
 
 @pytest.fixture(autouse=True)
@@ -68,11 +69,11 @@ def test_a_nic_naming_its_gpus_wrongly_is_a_located_error(name: str, expected: s
 
 def test_gpu_is_shorthand_for_a_one_gpu_list_and_the_topology_answers_both_ways() -> None:
     p5, p4d = _node(FOUR_PER_GPU), _node(ONE_PER_TWO_GPUS)
-    assert [n.id for n in p5.topology.nics_of("gpu1")] == ["nic4", "nic5", "nic6", "nic7"]
-    assert p5.topology.gpus_of("nic5") == ("gpu1",)
-    assert [n.id for n in p4d.topology.nics_of("gpu3")] == ["nic1"]
-    assert p4d.topology.gpus_of("nic1") == ("gpu2", "gpu3")
-    assert p4d.topology.gpus_of("dpu0") == ()  # a host NIC serves no GPU
+    assert [n.id for n in topology_of(p5).nics_of("gpu1")] == ["nic4", "nic5", "nic6", "nic7"]
+    assert topology_of(p5).gpus_of("nic5") == ("gpu1",)
+    assert [n.id for n in topology_of(p4d).nics_of("gpu3")] == ["nic1"]
+    assert topology_of(p4d).gpus_of("nic1") == ("gpu2", "gpu3")
+    assert topology_of(p4d).gpus_of("dpu0") == ()  # a host NIC serves no GPU
 
 
 # ---------------------------------------------------------------- figures
@@ -84,7 +85,7 @@ def test_gpu_is_shorthand_for_a_one_gpu_list_and_the_topology_answers_both_ways(
     (ONE_200G_PER_GPU, 25e9, None, 1),
 ])
 def test_each_gpus_scale_out_share_sums_its_nics_divided_among_their_gpus(path, per_gpu, nics, users) -> None:
-    topology = _node(path).topology
+    topology = topology_of(_node(path))
     doc = rf.roofline(topology)
     tier = doc["gpu_groups"][0]["tiers"]["backend_nic"]
     assert len(doc["gpu_groups"]) == 1  # every GPU alike
@@ -96,8 +97,8 @@ def test_each_gpus_scale_out_share_sums_its_nics_divided_among_their_gpus(path, 
 
 
 def test_the_roofline_says_how_a_many_nic_share_is_made() -> None:
-    p5 = rf.roofline(_node(FOUR_PER_GPU).topology)
-    p4d = rf.roofline(_node(ONE_PER_TWO_GPUS).topology)
+    p5 = rf.roofline(topology_of(_node(FOUR_PER_GPU)))
+    p4d = rf.roofline(topology_of(_node(ONE_PER_TWO_GPUS)))
     assert p5["gpu_groups"][0]["tiers"]["backend_nic"]["via"] == "4 backend NICs of its own, summed"
     assert p4d["gpu_groups"][0]["tiers"]["backend_nic"]["via"] == "backend NIC shared by 2 GPUs"
     assert p5["tier_notes"]["backend_nic"].startswith("the GPU's share of the backend NICs that serve it: each NIC's "
@@ -106,7 +107,7 @@ def test_the_roofline_says_how_a_many_nic_share_is_made() -> None:
 
 def test_the_estimate_of_two_p5_like_nodes_runs_on_each_gpus_50_gb_s() -> None:
     cluster, _ = load_any(TWO_P5_NODES)
-    f = figures(cluster.topology)
+    f = figures(topology_of(cluster))
     assert (f.nic_bandwidth, f.injection_bandwidth, f.gpudirect) == (50e9, 50e9, True)
     doc = estimate(f, load_workload(MODEL_A))
     alltoall = next(t for t in doc["terms"] if t["id"] == "embedding_alltoall_fwd")
@@ -139,7 +140,7 @@ def test_nccl_conf_judges_gpudirect_per_pair_and_names_every_nic() -> None:
 
 
 def test_the_diagram_draws_a_gpu_with_all_of_its_own_nics_and_a_shared_nic_apart() -> None:
-    p5, p4d = (plan_for(_node(path).topology, only=["diagram"])[f"{name}/topology.dot"]
+    p5, p4d = (plan_for(topology_of(_node(path)), only=["diagram"])[f"{name}/topology.dot"]
                for path, name in ((FOUR_PER_GPU, "four-nics-per-gpu"), (ONE_PER_TWO_GPUS, "nic-per-two-gpus")))
     pair = p5.split('subgraph "cluster_pair_gpu0" {', 1)[1].split("}", 1)[0]
     assert re.findall(r'^ *"(\w+)" \[', pair, re.M) == ["gpu0", "nic0", "nic1", "nic2", "nic3"]
@@ -158,4 +159,4 @@ def test_an_import_pairs_only_what_the_placement_says(tmp_path: Path) -> None:
     platform = load_node_text(text, "p4d-like.yaml")
     assert [n.gpus for n in platform.backend_nics] == [("gpu0", "gpu1"), ("gpu2", "gpu3"), ("gpu4", "gpu5"), ("gpu6", "gpu7")]
     assert "gpus: [gpu0, gpu1]" in text and "nic_per_gpu" not in text
-    assert platform.topology.scale_out_share("gpu0") == 12.5e9
+    assert topology_of(platform).scale_out_share("gpu0") == 12.5e9

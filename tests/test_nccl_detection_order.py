@@ -11,6 +11,7 @@ from xml.etree import ElementTree
 from hwspec.formats.nccl_tree import detection_order
 from hwspec.generate.engine import plan_for
 from hwspec.model.load import load_platform
+from hwspec.topology import topology_of
 
 # GPU 0 (lowest bus id) hangs off the socket listed second, as an import lists sockets by NUMA node
 GPU0_ON_SECOND_SOCKET = """\
@@ -31,7 +32,7 @@ def _system(tmp_path: Path, monkeypatch, text: str) -> ElementTree.Element:
     monkeypatch.chdir(tmp_path)
     Path("order.yaml").write_text(text)
     platform = load_platform(Path("order.yaml"))
-    return ElementTree.fromstring(plan_for(platform.topology, only=["nccl-topo"])["order/nccl-topo.xml"])
+    return ElementTree.fromstring(plan_for(topology_of(platform), only=["nccl-topo"])["order/nccl-topo.xml"])
 
 
 def test_the_socket_of_gpu0_comes_first_and_a_socket_without_devices_keeps_its_place(tmp_path, monkeypatch):

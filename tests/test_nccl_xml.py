@@ -15,6 +15,7 @@ from hwspec.formats.nccl_topology import check_nccl_xml
 from hwspec.formats.nccl_tree import cpumap, net_speed
 from hwspec.generate.engine import GenerationError, plan_for
 from hwspec.pipeline import check
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
@@ -336,7 +337,7 @@ def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     Path("dual.yaml").write_text(DUAL_PORT)
     platform = load_platform(Path("dual.yaml"))
-    text = plan_for(platform.topology, only=["nccl-topo"])["dual/nccl-topo.xml"]
+    text = plan_for(topology_of(platform), only=["nccl-topo"])["dual/nccl-topo.xml"]
     assert check_nccl_xml(text) == []
     assert text.split("\n", 1)[1] == """\
 <system version="1">
@@ -366,7 +367,7 @@ def test_nvswitch_links_use_the_sentinel_target(tmp_path, monkeypatch):
                                       "nvlink: {topology: nvswitch}\nnics:")
     Path("dual.yaml").write_text(text)
     platform = load_platform(Path("dual.yaml"))
-    xml = plan_for(platform.topology, only=["nccl-topo"])["dual/nccl-topo.xml"]
+    xml = plan_for(topology_of(platform), only=["nccl-topo"])["dual/nccl-topo.xml"]
     assert check_nccl_xml(xml) == []
     links = [(pci.get("busid"), link.attrib) for pci in ElementTree.fromstring(xml).iter("pci")
              for link in pci.findall("gpu/nvlink")]

@@ -18,6 +18,7 @@ from hwspec.generate.engine import plan_for
 from hwspec.model.load import load_platform
 from hwspec.perf import roofline as rf
 from hwspec.testing import check_node_text
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 CARDS = ROOT / "tests" / "fixtures" / "cards"
@@ -57,7 +58,7 @@ def test_each_port_is_a_nic_of_its_card_sharing_the_cards_bus_and_link() -> None
 
 
 def test_both_ports_count_in_each_gpus_scale_out_share() -> None:
-    topology = load_platform(TWO_PORTS).topology
+    topology = topology_of(load_platform(TWO_PORTS))
     assert topology.scale_out_share("gpu0") == 50e9  # 2 x 200 Gb/s
     tier = rf.roofline(topology)["gpu_groups"][0]["tiers"]["backend_nic"]
     assert (tier["bandwidth_bytes_per_s"], tier["nics"]) == (50e9, 2)
@@ -67,12 +68,12 @@ def test_a_port_may_run_below_its_parts_speed() -> None:
     text = _text(**{"{id: nic0p2, device: mlx5_1, gpu: gpu0}": "{id: nic0p2, device: mlx5_1, gpu: gpu0, speed: 100 Gb/s}"})
     from hwspec.testing import load_node_text
 
-    topology = load_node_text(text).topology
+    topology = topology_of(load_node_text(text))
     assert (topology.scale_out_share("gpu0"), topology.scale_out_share("gpu1")) == (37.5e9, 50e9)
 
 
 def test_nccl_topology_writes_one_pci_per_card_with_a_net_per_port_and_one_guid() -> None:
-    xml = next(iter(plan_for(load_platform(TWO_PORTS).topology, only=["nccl-topo"]).values()))
+    xml = next(iter(plan_for(topology_of(load_platform(TWO_PORTS)), only=["nccl-topo"]).values()))
     card = re.search(r'<pci busid="0000:1c:00.0" class="0x020700"[^>]*>\n\s*<nic>\n(.*?)</nic>', xml, re.S)
     assert card is not None
     assert card.group(1).split("\n")[:2] == [
@@ -83,7 +84,7 @@ def test_nccl_topology_writes_one_pci_per_card_with_a_net_per_port_and_one_guid(
 
 def test_nccl_ib_hca_names_every_port_by_its_rdma_device_and_that_devices_port() -> None:
     # each port is its own mlx5 device (port 1 of it); NCCL's topology file numbers them 1, 2 on the card
-    conf = next(iter(plan_for(load_platform(TWO_PORTS).topology, only=["nccl-conf"]).values()))
+    conf = next(iter(plan_for(topology_of(load_platform(TWO_PORTS)), only=["nccl-conf"]).values()))
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1\n" in conf
 
 
@@ -92,7 +93,7 @@ def test_ports_sharing_one_rdma_device_are_named_by_their_port_numbers() -> None
 
     text = _text(**{"device: mlx5_1, gpu: gpu0": "device: mlx5_0, gpu: gpu0"})
     platform = load_node_text(text)
-    conf = next(iter(plan_for(platform.topology, only=["nccl-conf"]).values()))
+    conf = next(iter(plan_for(topology_of(platform), only=["nccl-conf"]).values()))
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_0:2,mlx5_2:1,mlx5_3:1\n" in conf
 
 
@@ -152,7 +153,7 @@ def test_a_dual_port_dump_behind_pex_switches_drafts_one_card_per_function_clean
     assert "error[" not in capsys.readouterr().out
     assert [d for d in check_node_text(text, file="draft.yaml") if d.severity == "error"] == []
     assert main(["diff", str(draft), str(PEX_DUMP)]) == 0
-    topology = load_platform(draft).topology
+    topology = topology_of(load_platform(draft))
     assert [topology.scale_out_share(g) for g in ("gpu0", "gpu1")] == [50e9, 50e9]
     assert [topology.path_type("gpu0", n.id) for n in topology.nics_of("gpu0")] == ["PXB", "PXB"]
     xml = next(iter(plan_for(topology, only=["nccl-topo"]).values()))
@@ -199,7 +200,7 @@ def test_ports_that_are_functions_of_their_own_keep_their_bus_and_the_card_its_o
     assert _formatted(text) == []
     hw103 = [f for f in _formatted(text.replace("max_oversubscription: 4", "max_oversubscription: 3")) if "HW103" in f]
     assert len(hw103) == 1 and "sw0: 252 GB/s of links below it (gpu0, nic0, gpu1, nic1)" in hw103[0]  # the card once
-    xml = next(iter(plan_for(platform.topology, only=["nccl-topo"]).values()))
+    xml = next(iter(plan_for(topology_of(platform), only=["nccl-topo"]).values()))
     assert xml.count("<pci busid=\"0000:1c:00.") == 1 and xml.count('guid="0x1c000"') == 2
 
 
@@ -220,5 +221,5 @@ def test_two_functions_of_one_device_draft_as_one_card_whose_ports_keep_their_fu
             "  pcie: {upstream: rp0, bus: '0000:19:00.0'}\n") in draft.read_text()
     assert main(["diff", str(draft), str(dump)]) == 0
     capsys.readouterr()
-    conf = next(iter(plan_for(load_platform(draft).topology, only=["nccl-conf"]).values()))
+    conf = next(iter(plan_for(topology_of(load_platform(draft)), only=["nccl-conf"]).values()))
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n" in conf

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hwspec.perf import roofline as rf
 from hwspec.testing import check_node_text, load_node_text
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 HGX = (ROOT / "platforms" / "hgx-h100.yaml").read_text()
@@ -18,7 +19,7 @@ WITHOUT = WRITTEN.sub("", HGX)
 
 
 def _all_reduce(text: str) -> tuple[float, str]:
-    doc = rf.roofline(load_node_text(text).topology)["intra_node_collectives"]["all_reduce"]
+    doc = rf.roofline(topology_of(load_node_text(text)))["intra_node_collectives"]["all_reduce"]
     return doc["busbw_bytes_per_s"], doc["algorithm"]
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from hwspec.generate.engine import plan_for
 from hwspec.model.load import load_platform
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTE = ("# needs NCCL 2.21 or later: with 32 NICs (more than 16), NCCL before 2.21 uses only part of them (2.18.1's "
@@ -17,7 +18,7 @@ NOTE = ("# needs NCCL 2.21 or later: with 32 NICs (more than 16), NCCL before 2.
 
 
 def _conf(name: str) -> str:
-    return next(iter(plan_for(load_platform(ROOT / "platforms" / name).topology, only=["nccl-conf"]).values()))
+    return next(iter(plan_for(topology_of(load_platform(ROOT / "platforms" / name)), only=["nccl-conf"]).values()))
 
 
 def test_a_node_with_32_nics_says_it_needs_nccl_2_21() -> None:

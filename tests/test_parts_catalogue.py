@@ -13,6 +13,7 @@ from hwspec import content
 from hwspec.cli.commands import main
 from hwspec.live.identify import ids_assumed
 from hwspec.model.load import load_catalogue, load_platform
+from hwspec.topology import topology_of
 
 LIVE = Path(__file__).resolve().parent / "data" / "live"
 REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
@@ -162,4 +163,4 @@ def test_a_pcie_card_without_fabric_links_has_known_figures_and_a_roofline():
     (gpu,) = platform.gpus
     assert (gpu.fabric_links, gpu.fabric_link_bandwidth) == (0, 0.0)
     assert platform.unknown_figures == ()
-    assert rf.roofline(platform.topology)["gpu_groups"][0]["tiers"]["hbm"]["bandwidth_bytes_per_s"] == 300e9
+    assert rf.roofline(topology_of(platform))["gpu_groups"][0]["tiers"]["hbm"]["bandwidth_bytes_per_s"] == 300e9

@@ -17,6 +17,7 @@ from hwspec.model.load import load_catalogue
 from hwspec.model.node import PcieLink
 from hwspec.perf.roofline import per_gpu
 from hwspec.testing import check_node_text, load_node_text
+from hwspec.topology import topology_of
 
 REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
 
@@ -78,7 +79,7 @@ def node(switch_part: str = "broadcom-pex890xx", rails: str = "") -> str:
 
 
 def generated(text: str, name: str) -> str:
-    (content,) = (c for p, c in plan_for(load_node_text(text).topology).items()
+    (content,) = (c for p, c in plan_for(topology_of(load_node_text(text))).items()
                   if p.endswith("/" + name))
     return content
 
@@ -96,7 +97,7 @@ def test_a_gen5_switch_part_under_a_gen4_root_port_validates():
 
 
 def test_the_gen4_uplink_caps_host_bandwidth_below_a_gen5_switch():
-    tiers = per_gpu(load_node_text(node()).topology)["gpu0"]["tiers"]
+    tiers = per_gpu(topology_of(load_node_text(node())))["gpu0"]["tiers"]
     assert tiers["pcie_host"]["link"] == "Gen4 x16"
     assert tiers["pcie_host"]["bandwidth_bytes_per_s"] == PcieLink(4, 16).bandwidth
     assert tiers["pcie_host_shared"]["bandwidth_bytes_per_s"] == PcieLink(4, 16).bandwidth / 2
@@ -196,7 +197,7 @@ def test_switch_ids_no_part_has_are_kept_as_observed_pci_ids():
 def test_a_switch_of_unpublished_model_declares_its_own_generation_with_gen():
     text = node().replace("    part: broadcom-pex890xx\n", "    gen: 5\n")
     assert [d.format() for d in check_node_text(text)] == []
-    tiers = per_gpu(load_node_text(text).topology)["gpu0"]["tiers"]
+    tiers = per_gpu(topology_of(load_node_text(text)))["gpu0"]["tiers"]
     assert tiers["pcie_host"]["bandwidth_bytes_per_s"] == PcieLink(4, 16).bandwidth
 
 

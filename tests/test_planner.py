@@ -22,6 +22,7 @@ from hwspec.perf.estimate import estimate, estimate_plan, text_report
 from hwspec.perf.planner import Choice, candidates, largest_first, plan, why, with_choices
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
+from hwspec.topology import topology_of
 from tests.test_estimate import TINY
 
 HBM_ONLY = dataclasses.replace(TINY, hbm_capacity=1e6, ddr_capacity=0.0, ssd_capacity=0.0)
@@ -188,7 +189,7 @@ def test_the_paper_workloads_state_their_plans_so_planning_changes_nothing():
     ("hgx-h100", "model-i", ["table-wise", "table-wise"], 200.9e3, 147.2e3),
 ])
 def test_the_docs_table_of_the_paper_workloads_left_to_the_planner(platform, name, kinds, qps_overlapped, qps_expected):
-    topology = load_any(ROOT / "platforms" / f"{platform}.yaml")[0].topology
+    topology = topology_of(load_any(ROOT / "platforms" / f"{platform}.yaml")[0])
     w = load_workload(ROOT / "workloads" / f"{name}.yaml")
     doc = estimate(figures(topology), dataclasses.replace(w, tables=tuple(dataclasses.replace(t, sharding="auto")
                                                                           for t in w.tables)))
@@ -243,7 +244,7 @@ def test_model_i_on_16_zionex_nodes_splits_as_torchrec_does_128_table_wise_and_7
     # TorchRec 1.8's planner gives model-I's 200 identical tables on 128 GPUs one table-wise table per
     # GPU and the other 72 table-row-wise (the issue's check); hwspec's planner finds the same split.
     # (The shipped model-i.yaml states that plan as two groups; here its 200 tables are one group again.)
-    topology = load_any(ROOT / "platforms" / "zionex-16.yaml")[0].topology
+    topology = topology_of(load_any(ROOT / "platforms" / "zionex-16.yaml")[0])
     w = load_workload(ROOT / "workloads" / "model-i.yaml")
     doc = estimate(figures(topology), dataclasses.replace(w, tables=(dataclasses.replace(w.tables[0], count=200,
                                                                                          sharding="auto"),)))

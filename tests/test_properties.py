@@ -37,6 +37,7 @@ from hwspec.testing import (
     node_specs,
     node_yaml,
 )
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = settings.default.max_examples
@@ -116,8 +117,8 @@ def test_sockets_grouped_into_numa_nodes_change_no_finding_and_no_number(data):
     plain, split = load_node_text(dump_yaml(spec)), load_node_text(dump_yaml(grouped))
     assert [(s.id, s.numa_node, s.cpus) for s in split.sockets] == [(s.id, s.numa_node, s.cpus) for s in plain.sockets]
     assert len(split.packages) == len(grouped["sockets"])
-    assert omp_threads(split.topology) == omp_threads(plain.topology)
-    before, after = roofline.roofline(plain.topology), roofline.roofline(split.topology)
+    assert omp_threads(topology_of(split)) == omp_threads(topology_of(plain))
+    before, after = roofline.roofline(topology_of(plain)), roofline.roofline(topology_of(split))
     assert before["gpu_groups"] == after["gpu_groups"]
 
 
@@ -133,8 +134,8 @@ def test_described_nvswitch_chips_carry_each_gpus_links(data):
     switches = platform.baseboard.nvswitches if platform.baseboard else ()
     for gpu in platform.gpus:
         links = sum(s.links_per_gpu for s in switches) if switches else gpu.fabric_links
-        assert platform.topology.nvlink_links(gpu.id) == links <= gpu.fabric_links
-    assert platform.topology.nvlink_connected
+        assert topology_of(platform).nvlink_links(gpu.id) == links <= gpu.fabric_links
+    assert topology_of(platform).nvlink_connected
 
 
 @settings(max_examples=max(5, EXAMPLES // 2))
@@ -152,7 +153,7 @@ def test_virtually_presented_links_change_no_finding_and_no_number(data):
     plain, shown = load_node_text(dump_yaml(spec)), load_node_text(dump_yaml(virtual))
     assert [d.physical for d in (*shown.bridges, *shown.gpus, *shown.nics)] == \
         [d.physical for d in (*plain.bridges, *plain.gpus, *plain.nics)]
-    assert roofline.roofline(shown.topology) == roofline.roofline(plain.topology)
+    assert roofline.roofline(topology_of(shown)) == roofline.roofline(topology_of(plain))
 
 
 @settings(max_examples=max(5, EXAMPLES // 2))

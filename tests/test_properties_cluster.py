@@ -10,6 +10,7 @@ from hypothesis import event, given, note, settings
 
 from hwspec.generate.engine import plan_for
 from hwspec.testing import check_cluster_files, cluster_specs, dump_yaml
+from hwspec.topology import topology_of
 
 EXAMPLES = settings.default.max_examples
 SIZES = {"max_gpus": 8, "max_sockets": 4, "max_nodes": 24}
@@ -34,7 +35,7 @@ def test_cluster_world_size_hostnames_and_host_lists(files):
     assert cluster.world_size == count * gpus == sum(g.count * len(g.platform.gpus) for g in cluster.groups)
     assert len(set(cluster.hostnames)) == len(cluster.hostnames) == count
 
-    plan = plan_for(cluster.topology, only=["hostfile"])
+    plan = plan_for(topology_of(cluster), only=["hostfile"])
     lines = [line.split() for line in plan[f"{cluster.name}/hostfile"].splitlines() if not line.startswith("#")]
     assert [host for host, _ in lines] == list(cluster.hostnames)
     assert sum(int(slots.removeprefix("slots=")) for _, slots in lines) == cluster.world_size
@@ -70,7 +71,7 @@ def test_rail_layout_is_consistent(files):
         assert ports == len(leaf.nodes)
     # local rank i uses the NICs on its rails: NIC i with one NIC per GPU, NICs k*i..k*i+k-1 with k each
     for gpu in platform.gpus:
-        own = platform.topology.nics_of(gpu.id)
+        own = topology_of(platform).nics_of(gpu.id)
         if own and all(n.gpus == (gpu.id,) for n in own):
             assert [nics.index(n) for n in own] == [len(own) * gpu.index + k for k in range(len(own))]
 

@@ -30,6 +30,7 @@ from hwspec.generate.engine import plan_for
 from hwspec.perf import roofline as rf
 from hwspec.perf.torchrec import torchrec_topology
 from hwspec.testing import check_node_text, dump_yaml, load_node_text, node_platforms, node_specs
+from hwspec.topology import topology_of
 
 EXAMPLES = settings.default.max_examples
 SMALL = {"max_gpus": 8, "max_sockets": 4}
@@ -37,12 +38,12 @@ SMALL = {"max_gpus": 8, "max_sockets": 4}
 
 def plan_of(spec: dict, only: tuple[str, ...] = ()) -> dict[str, str]:
     platform = load_node_text(dump_yaml(spec))
-    return plan_for(platform.topology, only=only)
+    return plan_for(topology_of(platform), only=only)
 
 
 def only(platform, *generators: str) -> dict[str, str]:
     """The files of some generators, by file name."""
-    plan = plan_for(platform.topology, only=generators)
+    plan = plan_for(topology_of(platform), only=generators)
     return {key.split("/", 1)[1]: text for key, text in plan.items()}
 
 
@@ -162,7 +163,7 @@ def check_nccl_topology(platform) -> None:
             if b in gpus:
                 assert links[b][a] == count, f"{a} -> {b}: {count} links, {b} -> {a}: {links[b][a]}"
     for gpu in platform.gpus:
-        assert sum(links[gpu.bus].values()) == (0 if form == "without NVLinks" else platform.fabric_link_count(gpu.id))
+        assert sum(links[gpu.bus].values()) == (0 if form == "without NVLinks" else topology_of(platform).nvlink_links(gpu.id))
 
     nets = list(root.iter("net"))
     assert sorted(int(net.get("dev")) for net in nets) == list(range(len(nets)))
@@ -226,7 +227,7 @@ def test_a_node_beyond_nccls_element_limit_gets_its_topology_without_nvlinks():
     256 elements. The generator then leaves the NVLinks to NCCL's NVML detection."""
     assert check_node_text(TOO_BIG_FOR_NCCL, file="thirteen.yaml") == []
     platform = load_node_text(TOO_BIG_FOR_NCCL, "thirteen.yaml")
-    text = plan_for(platform.topology, only=["nccl-topo"])[f"{platform.name}/nccl-topo.xml"]
+    text = plan_for(topology_of(platform), only=["nccl-topo"])[f"{platform.name}/nccl-topo.xml"]
     assert check_nccl_xml(text) == []
     assert "<nvlink" not in text and "NVLinks left out to stay within NCCL's 256 elements" in text
     root = ElementTree.fromstring(text)
@@ -242,7 +243,7 @@ def test_a_node_too_large_even_without_nvlinks_gets_a_skeleton():
             nic["pcie"] = {"upstream": "cpu0", "bus": "0000:${i+0xa0:02x}:00.0"}
     text_spec = yaml.safe_dump(spec, sort_keys=False)
     platform = load_node_text(text_spec, "big.yaml")
-    text = plan_for(platform.topology, only=["nccl-topo"])[f"{platform.name}/nccl-topo.xml"]
+    text = plan_for(topology_of(platform), only=["nccl-topo"])[f"{platform.name}/nccl-topo.xml"]
     assert check_nccl_xml(text) == []
     assert "a skeleton to stay within NCCL's 256 elements" in text
     root = ElementTree.fromstring(text)
@@ -296,7 +297,7 @@ def test_env_files_read_the_same_in_bash_and_line_by_line(platform):
 @settings(max_examples=EXAMPLES * 2)
 @given(node_platforms())
 def test_roofline_ridge_points_are_peak_over_bandwidth(platform):
-    doc = rf.roofline(platform.topology)
+    doc = rf.roofline(topology_of(platform))
     json.dumps(doc, allow_nan=False)  # finite numbers only
     for group in doc["gpu_groups"]:
         # a ridge for exactly the tiers with a bandwidth (a zero one has none)
@@ -326,13 +327,13 @@ def test_roofline_ridge_points_are_peak_over_bandwidth(platform):
 def bounds(spec: dict) -> dict[str, float]:
     """The figures a faster NIC or more NVLinks may only raise, for one node spec."""
     platform = load_node_text(dump_yaml(spec))
-    doc = rf.roofline(platform.topology)
+    doc = rf.roofline(topology_of(platform))
     collectives = doc["intra_node_collectives"] or {}
     figures = {"busbw": collectives.get("busbw_bound_bytes_per_s", 0.0)}
     for tier in ("nvlink", "backend_nic"):
         values = [(group["tiers"][tier] or {}).get("bandwidth_bytes_per_s", 0.0) for group in doc["gpu_groups"]]
         figures[tier] = min(values)
-    kwargs = (torchrec_topology(platform.topology, doc) or {}).get("topology_kwargs", {})
+    kwargs = (torchrec_topology(topology_of(platform), doc) or {}).get("topology_kwargs", {})
     figures["intra_host_bw"] = kwargs.get("intra_host_bw", 0.0)
     figures["inter_host_bw"] = kwargs.get("inter_host_bw", 0.0)
     return figures
@@ -387,7 +388,7 @@ def test_environment_settings_land_in_the_files_they_belong_to(data):
     note(text)
     assert check_node_text(text) == []
     platform = load_node_text(text)
-    plan = plan_for(platform.topology, only=["nccl-conf", "launch-env"])
+    plan = plan_for(topology_of(platform), only=["nccl-conf", "launch-env"])
     conf_name = f"{collective_library(platform)}.conf"  # rccl.conf for AMD GPUs
     conf, env = plan[f"{platform.name}/{conf_name}"], plan[f"{platform.name}/launch.env"]
     for name, value in platform.environment.items():

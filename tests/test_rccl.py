@@ -17,6 +17,7 @@ from hwspec.generate.rccl import rccl_limits
 from hwspec.model.load import load_catalogue
 from hwspec.pipeline import check
 from hwspec.testing import check_node_text, load_node_text
+from hwspec.topology import topology_of
 from tests.test_nccl_xml import replace_once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,7 +246,7 @@ def _mi300x_text(old: str, new: str) -> str:
 def test_amd_part_without_compute_units_is_reported_and_not_written():
     text = _mi300x_text("    part: mi300x-oam-192gb\n", "    part: mi300x-oam-192gb\n    override: {compute_units: null}\n")
     platform = load_node_text(text, file="platforms/mi300x-oam.yaml")
-    assert next(limit.message for limit in rccl_limits(platform.topology)) == (
+    assert next(limit.message for limit in rccl_limits(topology_of(platform))) == (
         "gpu0: part mi300x-oam-192gb has no compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count)")
     findings = [f for f in check_node_text(text, file="platforms/mi300x-oam.yaml") if f.code == "HW911"]
     assert len(findings) == 8

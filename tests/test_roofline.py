@@ -18,6 +18,7 @@ from hwspec.generate import engine as generate
 from hwspec.model.node import NvlinkConnection, PcieLink
 from hwspec.perf import roofline as rf
 from hwspec.perf.torchrec import torchrec_topology
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "spec"
@@ -64,7 +65,7 @@ def _only_group(doc):
 
 
 def test_a100_datasheet_figures(zionex):
-    group = _only_group(rf.roofline(zionex.topology))
+    group = _only_group(rf.roofline(topology_of(zionex)))
     assert group["gpus"] == [f"gpu{i}" for i in range(8)]
     dense = {dtype: c["dense_flop_per_s"] for dtype, c in group["compute"].items()}
     assert dense == {"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12, "fp64": 9.7e12, "fp64_tensor": 19.5e12,
@@ -87,7 +88,7 @@ def test_a100_datasheet_figures(zionex):
 
 
 def test_v100_datasheet_figures(zion):
-    group = _only_group(rf.roofline(zion.topology))
+    group = _only_group(rf.roofline(topology_of(zion)))
     assert {dtype: c["dense_flop_per_s"] for dtype, c in group["compute"].items()} == {
         "fp16": 125e12, "fp32": 15.7e12, "fp64": 7.8e12}
     assert not any("sparse_flop_per_s" in c for c in group["compute"].values())
@@ -100,18 +101,18 @@ def test_v100_datasheet_figures(zion):
     assert tiers["backend_nic"]["shared_by_gpus"] == 8
     # GPUs sit on the even sockets only: 256 GiB / 2 GPUs each
     assert tiers["host_ddr"]["capacity_bytes"] == 128 * GIB
-    assert _only_group(rf.roofline(zion.topology))["numa_nodes"] == [0, 2, 4, 6]
+    assert _only_group(rf.roofline(topology_of(zion)))["numa_nodes"] == [0, 2, 4, 6]
 
 
 def test_node_aggregates(zionex, zion):
-    node = rf.roofline(zionex.topology)["node"]
+    node = rf.roofline(topology_of(zionex))["node"]
     assert node["gpus"] == 8 and node["sockets"] == 4
     assert node["compute"]["bf16"] == {"dense_flop_per_s": 8 * 312e12, "sparse_flop_per_s": 8 * 624e12}
     assert node["compute"]["fp64"] == {"dense_flop_per_s": 8 * 9.7e12}
     assert node["hbm_capacity_bytes"] == 320 * GIB and node["hbm_bandwidth_bytes_per_s"] == 8 * 1555e9
     assert node["ddr_capacity_bytes"] == 1536 * GIB and node["ddr_bandwidth_bytes_per_s"] == 320e9
     assert node["backend_nic_bandwidth_bytes_per_s"] == 8 * 25e9 and node["host_nic_bandwidth_bytes_per_s"] == 50e9
-    assert rf.roofline(zion.topology)["node"]["ddr_capacity_bytes"] == 2048 * GIB
+    assert rf.roofline(topology_of(zion))["node"]["ddr_capacity_bytes"] == 2048 * GIB
 
 
 def test_units_convention_every_numeric_leaf_has_a_suffix(zionex, zion):
@@ -131,11 +132,11 @@ def test_units_convention_every_numeric_leaf_has_a_suffix(zionex, zion):
             assert key in counts or key.endswith(suffixes) or (parent_key or "").endswith(suffixes), (key, parent_key)
 
     for platform in (zionex, zion):
-        walk(rf.roofline(platform.topology), None, None)
+        walk(rf.roofline(topology_of(platform)), None, None)
 
 
 def test_assumptions_are_carried_with_their_file_and_entry(zionex):
-    doc = rf.roofline(zionex.topology)
+    doc = rf.roofline(topology_of(zionex))
     assert len(doc["assumptions"]) == len(zionex.assumptions) > 0
     assert [a["path"] for a in doc["assumptions"]] == sorted(a["path"] for a in doc["assumptions"])
     nvlink = next(a for a in doc["assumptions"] if a["path"] == "nvlink")
@@ -150,7 +151,7 @@ def test_assumptions_are_carried_with_their_file_and_entry(zionex):
 @pytest.mark.parametrize("name", ["zionex", "zion"])
 def test_ridge_is_peak_over_bandwidth_for_every_entry(name, zionex, zion):
     platform = {"zionex": zionex, "zion": zion}[name]
-    for group in rf.roofline(platform.topology)["gpu_groups"]:
+    for group in rf.roofline(topology_of(platform))["gpu_groups"]:
         bandwidths = {t: v["bandwidth_bytes_per_s"] for t, v in group["tiers"].items() if v is not None}
         assert set(bandwidths) == set(rf.TIERS)  # the shipped platforms have every tier
         for dtype, entry in group["compute"].items():
@@ -161,12 +162,12 @@ def test_ridge_is_peak_over_bandwidth_for_every_entry(name, zionex, zion):
                 assert set(ridge) == set(bandwidths)
                 for tier, bandwidth in bandwidths.items():
                     assert ridge[tier] == entry[f"{kind}_flop_per_s"] / bandwidth, (dtype, kind, tier)
-    assert _only_group(rf.roofline(zionex.topology))["compute"]["bf16"]["dense_ridge_flop_per_byte"]["hbm"] == 312e12 / 1555e9
+    assert _only_group(rf.roofline(topology_of(zionex)))["compute"]["bf16"]["dense_ridge_flop_per_byte"]["hbm"] == 312e12 / 1555e9
 
 
 @pytest.mark.parametrize("name, busbw", [("zionex", 300e9), ("zion", 150e9)])
 def test_collective_bounds_for_eight_gpus(name, busbw, zionex, zion):
-    bounds = rf.roofline({"zionex": zionex, "zion": zion}[name].topology)["intra_node_collectives"]
+    bounds = rf.roofline(topology_of({"zionex": zionex, "zion": zion}[name]))["intra_node_collectives"]
     assert bounds["n_gpus"] == 8 and bounds["via"] == "nvlink" and bounds["busbw_bound_bytes_per_s"] == busbw
     factors = {"all_reduce": 2 * 7 / 8, "all_gather": 7 / 8, "reduce_scatter": 7 / 8, "all_to_all": 7 / 8}
     for collective, factor in factors.items():
@@ -181,16 +182,16 @@ def test_collective_bounds_for_eight_gpus(name, busbw, zionex, zion):
 
 def test_without_nvlink_the_bound_is_pcie(zionex):
     pcie_only = dataclasses.replace(zionex, nvlinks=())
-    bounds = rf.roofline(pcie_only.topology)["intra_node_collectives"]
+    bounds = rf.roofline(topology_of(pcie_only))["intra_node_collectives"]
     assert bounds["via"] == "pcie" and bounds["busbw_bound_bytes_per_s"] == PCIE4_X16
-    assert _only_group(rf.roofline(pcie_only.topology))["tiers"]["nvlink"] is None
-    assert torchrec_topology(pcie_only.topology)["topology_kwargs"]["intra_host_bw"] == PCIE4_X16 / 1000
+    assert _only_group(rf.roofline(topology_of(pcie_only)))["tiers"]["nvlink"] is None
+    assert torchrec_topology(topology_of(pcie_only))["topology_kwargs"]["intra_host_bw"] == PCIE4_X16 / 1000
 
 
 def test_disconnected_nvlink_falls_back_to_pcie(zionex):
     # only pairs inside each switch: four NVLink islands, so a ring over 8 GPUs needs PCIe
     islands = tuple(c for c in zionex.nvlinks if (c.a, c.b) in {("gpu0", "gpu1"), ("gpu2", "gpu3"), ("gpu4", "gpu5"), ("gpu6", "gpu7")})
-    bounds = rf.roofline(dataclasses.replace(zionex, nvlinks=islands).topology)["intra_node_collectives"]
+    bounds = rf.roofline(topology_of(dataclasses.replace(zionex, nvlinks=islands)))["intra_node_collectives"]
     assert bounds["via"] == "pcie" and bounds["busbw_bound_bytes_per_s"] == PCIE4_X16
 
 
@@ -233,11 +234,11 @@ def test_connecting_nvlink_never_lowers_a_bound():
 def test_adding_an_nvlink_connection_to_a_platform_never_lowers_a_bound(zionex):
     extra = NvlinkConnection("gpu0", "gpu4", 2, 50e9)  # the pair ZionEX leaves out
     more = dataclasses.replace(zionex, nvlinks=zionex.nvlinks + (extra,))
-    before, after = rf.roofline(zionex.topology), rf.roofline(more.topology)
+    before, after = rf.roofline(topology_of(zionex)), rf.roofline(topology_of(more))
     assert all(b >= a for a, b in zip(_all_bounds(before["intra_node_collectives"]), _all_bounds(after["intra_node_collectives"])))
     assert after["intra_node_collectives"]["gpu_pairs_with_direct_nvlink"] == 25
-    assert (torchrec_topology(more.topology)["topology_kwargs"]["intra_host_bw"]
-            >= torchrec_topology(zionex.topology)["topology_kwargs"]["intra_host_bw"])
+    assert (torchrec_topology(topology_of(more))["topology_kwargs"]["intra_host_bw"]
+            >= torchrec_topology(topology_of(zionex))["topology_kwargs"]["intra_host_bw"])
 
 
 # ------------------------------------------------------------------ generated files
@@ -369,7 +370,7 @@ def test_cli_text_report_zionex(monkeypatch, capsys):
 def test_cli_json_matches_the_library(monkeypatch, capsys, zion):
     monkeypatch.chdir(ROOT)
     assert main(["roofline", "platforms/zion.yaml", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(rf.roofline(zion.topology)))
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(rf.roofline(topology_of(zion))))
 
 
 def test_cli_refuses_invalid_and_unreadable_platforms(capsys, tmp_path):

@@ -19,6 +19,7 @@ from hwspec.diagnostics import Severity
 from hwspec.model.load import load_platform
 from hwspec.rules import Rule, Sandbox, run_rules
 from hwspec.rules.sandbox import describe
+from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "tests/fixtures/rules/base_2gpu.yaml"  # clean: no finding
@@ -111,7 +112,7 @@ def test_a_rule_exiting_with_an_unshowable_code_is_e900() -> None:
         """Leaves."""
         sys.exit(Code())
 
-    (found,) = run_rules(platform.topology, [Rule("T001", "probe", Severity.INFO, "node", leaving, "x.py")],
+    (found,) = run_rules(topology_of(platform), [Rule("T001", "probe", Severity.INFO, "node", leaving, "x.py")],
                          sandbox=Sandbox())
     assert (found.code, found.message) == ("E900", "rule T001 probe called sys.exit(a Code object)")
 

@@ -18,6 +18,7 @@ import pytest
 from hwspec.diagnostics import Severity
 from hwspec.model.load import load_platform
 from hwspec.rules import Rule, Sandbox, load_rules, run_rules
+from hwspec.topology import topology_of
 from hwspec.topology.graph import build_graph, pcie_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ def rules_dir(path: Path, rule_id: str, word: str) -> Path:
 def test_each_rule_directory_imports_its_own_helpers(tmp_path: Path) -> None:
     rules = load_rules([rules_dir(tmp_path / "a", "A001", "apple"), rules_dir(tmp_path / "b", "B001", "banana")])
     platform = load_platform(FIXTURES / "base_2gpu.yaml")
-    found = run_rules(platform.topology, rules)
+    found = run_rules(topology_of(platform), rules)
     assert [(d.code, d.message) for d in found] == [("A001", "apple"), ("B001", "banana")]
 
 
@@ -90,7 +91,7 @@ def test_a_finding_points_at_an_entry_or_at_any_location(tmp_path: Path) -> None
     platform = load_platform(FIXTURES / "base_2gpu.yaml")
     gpu0 = platform.locate("gpu0")
     assert isinstance(gpu0, Location) and gpu0.file == platform.source_map.file
-    found = run_rules(platform.topology, load_rules([site]))
+    found = run_rules(topology_of(platform), load_rules([site]))
     pcie = platform.locate("gpu0", "pcie")
     assert sorted((d.message, d.file, d.line, d.col) for d in found) == [
         ("by id", gpu0.file, gpu0.line, gpu0.col), ("by location", pcie.file, pcie.line, pcie.col),
@@ -159,8 +160,8 @@ def test_library_run_rules_runs_each_rule_as_a_plain_call() -> None:
 
     with tempfile.TemporaryFile() as own, _fd1_on(own):
         before = _surroundings()
-        assert run_rules(platform.topology, [_rule(probe)]) == []
-        assert run_rules(platform.topology, [_rule(probe)], sandbox=Sandbox(5)) == []
+        assert run_rules(topology_of(platform), [_rule(probe)]) == []
+        assert run_rules(topology_of(platform), [_rule(probe)], sandbox=Sandbox(5)) == []
         after = _surroundings()
     plain, boxed = seen
     assert plain == before == after
@@ -182,9 +183,9 @@ def test_library_run_rules_still_reports_a_rule_that_raises() -> None:
         sys.exit(3)
 
     for sandbox in (None, Sandbox()):
-        (found,) = run_rules(platform.topology, [_rule(broken)], sandbox=sandbox)
+        (found,) = run_rules(topology_of(platform), [_rule(broken)], sandbox=sandbox)
         assert (found.code, found.message) == ("E900", "rule T001 probe failed: KeyError: 'gpu9'")
-    (found,) = run_rules(platform.topology, [_rule(leaving)], sandbox=Sandbox())
+    (found,) = run_rules(topology_of(platform), [_rule(leaving)], sandbox=Sandbox())
     assert (found.code, found.message) == ("E900", "rule T001 probe called sys.exit(3)")
     with pytest.raises(SystemExit):
-        run_rules(platform.topology, [_rule(leaving)])
+        run_rules(topology_of(platform), [_rule(leaving)])

@@ -9,7 +9,7 @@ import pytest
 
 from hwspec.diagnostics import HwspecError
 from hwspec.model.load import load_platform
-from hwspec.topology import topology_of  # noqa: F401  (Platform.topology and its shorthands, gpu2nic ..., are built by it)
+from hwspec.topology import topology_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "spec"
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def test_minimal_node_resolves_topology_and_units():
     assert platform.memory_capacity == 256 * 2**30
     assert platform.sockets[0].memory_bandwidth == 80e9
     assert platform.gpus[0].socket == "cpu0" and platform.gpus[0].numa_node == 0
-    assert [platform.topology.nics_of(g) for g in ("gpu0", "gpu1")] == [(platform.nics[0],), (platform.nics[1],)]
+    assert [topology_of(platform).nics_of(g) for g in ("gpu0", "gpu1")] == [(platform.nics[0],), (platform.nics[1],)]
     assert [(c.a, c.b, c.links, c.bandwidth) for c in platform.nvlinks] == [("gpu0", "gpu1", 12, 300e9)]
     assert platform.nics[0].speed == 25e9
     assert platform.gpus[0].link.bandwidth == pytest.approx(31.5e9, rel=1e-3)
@@ -118,10 +118,10 @@ def test_shipped_zionex_matches_the_reference():
     assert platform.memory_capacity == int(1.5 * 2**40)
     assert sum(s.memory_bandwidth for s in platform.sockets) == 320e9
     assert {g.hbm_capacity for g in platform.gpus} == {40 * 2**30}
-    assert [platform.fabric_bandwidth(g.id) for g in platform.gpus] == [300e9] * 8
+    assert [topology_of(platform).nvlink_bandwidth(g.id) for g in platform.gpus] == [300e9] * 8
     assert len(platform.backend_nics) == 8 and {n.speed for n in platform.backend_nics} == {25e9}
     for gpu in platform.gpus:
-        (nic,) = platform.topology.nics_of(gpu.id)
+        (nic,) = topology_of(platform).nics_of(gpu.id)
         assert nic.upstream == gpu.upstream and nic.transport == "rocev2"
     assert {n.upstream for n in platform.host_nics} == {"cpu0", "cpu1", "cpu2", "cpu3"}
     assert platform.backend.gpudirect and platform.backend.nic_per_gpu
@@ -140,7 +140,7 @@ def test_the_resolved_model_is_frozen_and_compared_by_value():
     for entry, name in ((first, "name"), (first.gpus[0], "index"), (first.gpus[0].link, "width")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(entry, name, 3)
-    assert first.topology is first.topology and first.by_id["gpu0"] is first.gpus[0]  # cached on the frozen Platform
+    assert topology_of(first) is topology_of(first) and first.by_id["gpu0"] is first.gpus[0]  # cached on the frozen Platform
 
 def test_shipped_zion_matches_the_reference():
     platform = load_platform(ROOT / "platforms" / "zion.yaml")
@@ -149,7 +149,7 @@ def test_shipped_zion_matches_the_reference():
     assert {n.transport for n in platform.nics} == {"tcp"}
     assert {n.speed for n in platform.nics} == {12.5e9}
     assert all(n.upstream.startswith("cpu") for n in platform.nics)
-    assert [platform.fabric_link_count(g.id) for g in platform.gpus] == [6] * 8
+    assert [topology_of(platform).nvlink_links(g.id) for g in platform.gpus] == [6] * 8
 
 
 def test_a_changed_parts_file_is_read_again(tmp_path):

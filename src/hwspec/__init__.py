@@ -26,9 +26,11 @@ _EXPORTS: dict[str, str] = {
     "Cluster": "hwspec.model.cluster",
     "Topology": "hwspec.topology.node",
     "ClusterTopology": "hwspec.topology.cluster",
+    "topology_of": "hwspec.topology",
     # rules
     "rule": "hwspec.rules.engine",
     "Context": "hwspec.rules.engine",
+    "ClusterContext": "hwspec.rules.engine",
     "Finding": "hwspec.rules.engine",
     "load_rules": "hwspec.rules.engine",
     "run_rules": "hwspec.rules.engine",
@@ -45,9 +47,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "Checked", "Cluster", "ClusterTopology", "Code", "Context", "Diagnostic", "Finding", "HwspecError", "Location",
-    "Platform", "Severity", "Topology", "__version__", "check", "check_plan", "load_platform", "load_rules",
-    "plan_for", "rule", "run_rules", "write_plan",
+    "Checked", "Cluster", "ClusterContext", "ClusterTopology", "Code", "Context", "Diagnostic", "Finding", "HwspecError",
+    "Location", "Platform", "Severity", "Topology", "__version__", "check", "check_plan", "load_platform", "load_rules",
+    "plan_for", "rule", "run_rules", "topology_of", "write_plan",
 ]
 
 if TYPE_CHECKING:
@@ -57,7 +59,8 @@ if TYPE_CHECKING:
     from hwspec.model.cluster import Cluster
     from hwspec.model.node import Platform
     from hwspec.pipeline import Checked, check, load_platform
-    from hwspec.rules.engine import Context, Finding, load_rules, rule, run_rules
+    from hwspec.rules.engine import ClusterContext, Context, Finding, load_rules, rule, run_rules
+    from hwspec.topology import topology_of
     from hwspec.topology.cluster import ClusterTopology
     from hwspec.topology.node import Topology
 

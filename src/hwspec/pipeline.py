@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity, real_path
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
-from hwspec.model.load import load_platform  # the public one (`hwspec.load_platform`): its platforms have `.topology`
-from hwspec.topology import topology_of  # and so the platforms loaded here have `.topology`
+from hwspec.model.load import load_platform  # the public one (`hwspec.load_platform`)
+from hwspec.topology import topology_of
 
 if TYPE_CHECKING:
     from hwspec.rules.sandbox import Sandbox

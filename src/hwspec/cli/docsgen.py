@@ -659,7 +659,7 @@ def model_reference() -> str:
         "themselves when the site is built. Attributes are flat: a GPU's bus id is `gpu.bus`, its PCIe",
         "link `gpu.physical` (not `gpu.pcie.bus`). Units are canonical: bytes, bytes/s per direction,",
         "FLOP/s; `None` is a figure the platform does not know (`part: unknown`, `capacity: unknown`).",
-        "Connectivity (paths, NUMA placement, NIC shares) is `platform.topology`'s",
+        "Connectivity (paths, NUMA placement, NIC shares) is the platform's topology's, `topology_of(platform)`",
         "(`hwspec.topology.node.Topology`).",
         "",
     ]

@@ -97,7 +97,7 @@ class Diagnostic:
             text += f"\n  hint: {self.hint}"
         return text
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line, self.col, self.code, self.message)
 
 

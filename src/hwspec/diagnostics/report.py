@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from hwspec import __version__
@@ -14,6 +15,21 @@ from hwspec.diagnostics import Code, Diagnostic, Severity, real_path
 from hwspec.text import visible
 
 FORMATS = ("text", "json", "github", "sarif")
+class RuleInfo(Protocol):
+    """What a SARIF log says of a rule (`hwspec.rules.Rule` is one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def severity(self) -> Severity: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def doc(self) -> str: ...
+
+
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -28,7 +44,7 @@ def escalate(diagnostics: Iterable[Diagnostic], werror: bool) -> list[Diagnostic
     return out
 
 
-def render(diagnostics: list[Diagnostic], fmt: str, rules: Iterable = (), codes: Iterable[Code] = ()) -> str:
+def render(diagnostics: list[Diagnostic], fmt: str, rules: Iterable[RuleInfo] = (), codes: Iterable[Code] = ()) -> str:
     """The report in `fmt`; empty string for text/github with nothing to say. SARIF describes
     every one of `rules` and `codes` (those a command may report), and each code it reports."""
     if fmt == "text":
@@ -42,7 +58,7 @@ def render(diagnostics: list[Diagnostic], fmt: str, rules: Iterable = (), codes:
     raise ValueError(f"unknown format {fmt!r}")
 
 
-def _as_dict(d: Diagnostic) -> dict:
+def _as_dict(d: Diagnostic) -> dict[str, Any]:
     return {"file": d.file, "line": d.line, "column": d.col, "severity": d.severity.label,
             "code": d.code, "rule": d.name or None, "message": d.message, "hint": d.hint}
 
@@ -116,10 +132,10 @@ def artifact_location(file: str, root: Path | None) -> dict[str, str]:
     return {"uri": path.as_uri()}
 
 
-def sarif(diagnostics: list[Diagnostic], rules: Iterable = (), codes: Iterable[Code] = ()) -> dict:
+def sarif(diagnostics: list[Diagnostic], rules: Iterable[RuleInfo] = (), codes: Iterable[Code] = ()) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run; rule metadata for every known rule and code (`rules`,
     `codes`) and every code the diagnostics carry."""
-    descriptors: dict[str, dict] = {}
+    descriptors: dict[str, dict[str, Any]] = {}
     for r in rules:
         descriptors[r.id] = {"id": r.id, "name": r.name, "shortDescription": {"text": r.summary or r.name},
                              "fullDescription": {"text": r.doc or r.name},
@@ -142,7 +158,7 @@ def sarif(diagnostics: list[Diagnostic], rules: Iterable = (), codes: Iterable[C
                 "artifactLocation": artifact_location(d.file, root),
                 "region": {"startLine": max(d.line, 1), "startColumn": max(d.col, 1)}}}],
         })
-    run: dict = {
+    run: dict[str, Any] = {
         "tool": {"driver": {"name": "hwspec", "version": __version__, "rules": [descriptors[i] for i in ids]}},
         "results": results,
     }
@@ -177,7 +193,7 @@ def summary(diagnostics: list[Diagnostic], exit_code: int) -> str:
 
 
 def node_report(findings: list[tuple[Diagnostic, str | None]], node: str, spec: str, platform: str | None,
-                exit_code: int, fabric: tuple[str | None, int | None] | None = None) -> dict:
+                exit_code: int, fabric: tuple[str | None, int | None] | None = None) -> dict[str, Any]:
     """The node report (`hwspec diff --format json`, version NODE_REPORT_VERSION): which node, which
     spec, `status` and `exit_code`, and every finding with the spec device it is about (None when
     it is about no one device). Extra keys: `summary` is `summary()`; `fabric` is the NVLink

@@ -13,10 +13,11 @@ from __future__ import annotations
 from hwspec import hostlist
 from hwspec.formats.environment import environment_limits
 from hwspec.formats.nccl_env import is_nccl
-from hwspec.generate.engine import GenContext, GenerationError, Plan, generator, refuse, render_all
+from hwspec.generate.engine import ClusterGenContext, GenerationError, Plan, generator, refuse, render_all
 from hwspec.generate.launch import Setting, merge_environment, nccl_conf_text
 from hwspec.model.cluster import Cluster, Leaf
 from hwspec.text import xml_escape as escape
+from hwspec.topology import ClusterTopology, topology_of
 
 
 def rail_optimized(cluster: Cluster) -> bool | None:
@@ -25,7 +26,7 @@ def rail_optimized(cluster: Cluster) -> bool | None:
 
 
 @generator("cluster-nodes", kinds=("cluster",))
-def cluster_nodes(ctx: GenContext) -> Plan:
+def cluster_nodes(ctx: ClusterGenContext) -> Plan:
     """`nodes/<platform>/...`: every node generator's files for each distinct node platform,
     installed under HWSPEC_DIR/nodes/<platform>, with NCCL_CROSS_NIC from the cluster's rails."""
     cluster: Cluster = ctx.platform
@@ -36,7 +37,7 @@ def cluster_nodes(ctx: GenContext) -> Plan:
         if node.name in seen:
             continue
         seen.add(node.name)
-        files = render_all(node.topology, ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
+        files = render_all(topology_of(node), ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
                            rail_optimized=rail_optimized(cluster), source=node.file, rendered=ctx.rendered,
                            policy=ctx.policy)
         plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
@@ -44,7 +45,7 @@ def cluster_nodes(ctx: GenContext) -> Plan:
 
 
 @generator("cluster-launch", kinds=("cluster",))
-def cluster_launch(ctx: GenContext) -> Plan:
+def cluster_launch(ctx: ClusterGenContext) -> Plan:
     """nccl.conf (cluster-wide NCCL settings), cluster.env (torchrun rendezvous),
     node-launch.sh (one per node: picks the node's platform files, runs torchrun) and
     train.sbatch (Slurm: one node-launch.sh per node via srun)."""
@@ -87,7 +88,7 @@ def cluster_launch(ctx: GenContext) -> Plan:
 
 
 @generator("cluster-roofline", kinds=("cluster",))
-def cluster_roofline_json(ctx: GenContext) -> Plan:
+def cluster_roofline_json(ctx: ClusterGenContext) -> Plan:
     """roofline.json (aggregates, injection, bisection, hierarchical collective bounds) and
     torchrec-topology.json (Topology kwargs and TopologyFactory configs with world_size and
     local_world_size)."""
@@ -108,14 +109,15 @@ HOST_STYLE = 'shape=box, style=filled, fillcolor="#dbe9f6"'
 LEAF_STYLE = 'shape=box, style="rounded,filled", fillcolor="#f6e3c8"'
 
 
-def _domain_caption(topology) -> str:
+def _domain_caption(topology: ClusterTopology) -> str:
     """One line about an NVLink domain: nodes, GPUs, switch trays, per-GPU NVLink bandwidth."""
     domains = topology.platform.nvlink_domains
+    assert domains is not None  # drawn only for a cluster that declares its domains
     return (f"{domains.size} nodes, {topology.domain_gpus} GPUs, {domains.switch_trays} NVLink switch trays, "
             f"{topology.domain_gpu_bandwidth / 1e9:g} GB/s per GPU")
 
 
-def host_blocks(topology) -> list[range]:
+def host_blocks(topology: ClusterTopology) -> list[range]:
     """The cluster's nodes cut into consecutive blocks that share a node group, a leaf group
     (`leaf_groups`: a leaf, or a pod of rail leaves) and an NVLink domain: each block is one box
     of the diagram, its hosts a hostlist, wired to the same switches."""
@@ -127,7 +129,7 @@ def host_blocks(topology) -> list[range]:
     return [range(a, b) for a, b in zip(stops, stops[1:]) if b > a]
 
 
-def _block_label(topology, block: range) -> list[str]:
+def _block_label(topology: ClusterTopology, block: range) -> list[str]:
     group = next(g for g in topology.platform.groups if block.start in g.nodes)
     return [topology.hostlist(block), f"{len(block)} x {group.platform.name}, {group.gpus_per_node} GPUs each"]
 
@@ -150,7 +152,7 @@ def _links_table(rows: list[tuple[str, str]]) -> str:
 
 
 @generator("cluster-diagram", kinds=("cluster",))
-def cluster_diagram(ctx: GenContext) -> Plan:
+def cluster_diagram(ctx: ClusterGenContext) -> Plan:
     """cluster.dot: blocks of hosts (`host_blocks`), in NVLink domain frames, wired to their
     leaves (a rail-optimized pod's leaves as one box) and the spines; node groups and switch
     tiers alone for large clusters. Edges are unlabelled: what they carry is in a table."""

@@ -19,11 +19,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from typing import Any
 
 import yaml
 
-from hwspec.formats.limits import k8s_name  # used here; health.py imports it from here too
-from hwspec.generate.engine import GenContext, generator
+from hwspec.formats.limits import k8s_name
+from hwspec.generate.engine import ClusterGenContext, generator
 from hwspec.generate.launch import Setting
 from hwspec.model.cluster import Cluster
 from hwspec.topology.cluster import ClusterTopology
@@ -60,7 +61,7 @@ def block_sizes(domain_size: int, domains: int) -> list[int]:
     return sizes
 
 
-def slurm_topologies(topology: ClusterTopology) -> list[dict]:
+def slurm_topologies(topology: ClusterTopology) -> list[dict[str, Any]]:
     """The topology.yaml document: a list of named topologies (first key `topology`)."""
     from hwspec.generate.slurm import tree_switches
 
@@ -174,13 +175,13 @@ the time), else the pure-Python one: both emit the same text for these documents
 only validated names and numbers (tests/test_nvlink_domains.py compares them)."""
 
 
-def _yaml(data, *documents) -> str:
+def _yaml(data: object, *documents: object) -> str:
     """`data` (or, with `documents`, every document) as block YAML in the order written."""
     return yaml.dump_all([data, *documents], Dumper=YAML_DUMPER, sort_keys=False, default_flow_style=False, width=1000)
 
 
 @generator("scheduler-topology", kinds=("cluster",))
-def scheduler_topology(ctx: GenContext) -> dict[str, str]:
+def scheduler_topology(ctx: ClusterGenContext) -> dict[str, str]:
     """`slurm/topology.yaml`, `slurm/topology-block.conf` (with NVLink domains),
     `kubernetes/topology.yaml` and `kubernetes/label-nodes.sh`."""
     topology: ClusterTopology = ctx.topology

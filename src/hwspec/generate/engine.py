@@ -1,7 +1,9 @@
 """Generation: resolved topology -> plan `{relative path: text}` -> write or check.
 
-Generators are pure functions registered with `@generator(name)` in `hwspec/generators/`.
-Each receives a `GenContext` and returns `{path relative to the platform's output dir: text}`.
+Generators are pure functions registered with `@generator(name)` in `hwspec/generate/`.
+A node generator receives a `GenContext` (`ctx.topology` a `Topology`, `ctx.platform` a
+`Platform`), a cluster generator (`kinds=("cluster",)`) a `ClusterGenContext` (a
+`ClusterTopology` and a `Cluster`); each returns `{path relative to the platform's output dir: text}`.
 Templates come from `templates/` (or a site's `--templates DIR`, searched first) through a
 jinja2 environment with StrictUndefined, `trim_blocks`/`lstrip_blocks`, and per-target
 escaping filters. Every file starts with a provenance header in its target's comment syntax.
@@ -18,27 +20,47 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
 from hwspec import __version__, content
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
-from hwspec.formats.limits import SAFE_VALUE, GenerationError, Limit
+from hwspec.formats.limits import SAFE_VALUE, Limit
+from hwspec.formats.limits import GenerationError as GenerationError  # generators and callers raise and catch it from here
+from hwspec.model.cluster import Cluster
+from hwspec.model.node import Platform
 from hwspec.text import XML_COMMENT_DASH, comment, visible
 from hwspec.text import xml_escape as escape
+from hwspec.topology import ClusterTopology, Topology
 
 if TYPE_CHECKING:
     import jinja2
 
 Plan = dict[str, str]
-GeneratorFunc = Callable[["GenContext"], Plan]
+"""Generated files: `{path relative to the platform's output directory: text}`."""
+NodeGenerator = TypeVar("NodeGenerator", bound=Callable[["GenContext"], Plan])
+"""A node generator: a function of a `GenContext` that returns a plan."""
+ClusterGenerator = TypeVar("ClusterGenerator", bound=Callable[["ClusterGenContext"], Plan])
+"""A cluster generator: a function of a `ClusterGenContext` that returns a plan."""
+GeneratorFunc = Callable[[Any], Plan]
+"""A generator as the registry holds it: it takes the `GenContext` or `ClusterGenContext` that
+`render_all` makes for the topology's kind."""
 _REGISTRY: dict[str, tuple[GeneratorFunc, tuple[str, ...]]] = {}
 
 class UnsafeValue(ValueError):
     pass
 
 
-def generator(name: str, kinds: tuple[str, ...] = ("node",)) -> Callable[[GeneratorFunc], GeneratorFunc]:
-    """Register a generator for platforms of `kinds` ("node", "cluster")."""
+@overload
+def generator(name: str, kinds: tuple[Literal["node"]] = ("node",)) -> Callable[[NodeGenerator], NodeGenerator]: ...
+
+
+@overload
+def generator(name: str, kinds: tuple[Literal["cluster"]]) -> Callable[[ClusterGenerator], ClusterGenerator]: ...
+
+
+def generator(name: str, kinds: tuple[str, ...] = ("node",)) -> Callable[[Any], Any]:
+    """Register a generator for platforms of `kinds`: `("node",)` (the default; it takes a
+    `GenContext`) or `("cluster",)` (it takes a `ClusterGenContext`)."""
 
     def register(func: GeneratorFunc) -> GeneratorFunc:
         if name in _REGISTRY and _REGISTRY[name][0] is not func:
@@ -110,16 +132,17 @@ COMMENT_SYNTAX = {"xml": ("<!--", "-->"), "hash": ("#", ""), "slash": ("//", "")
 
 
 @dataclass
-class GenContext:
-    """What a generator sees. `topology` is the resolved topology (`hwspec.topology.node.Topology`
-    or `hwspec.topology.cluster.ClusterTopology`) and `platform` its model, `name` the
-    generator's name (used in headers), `source` the platform file as shown.
+class Generation:
+    """What every generator sees (`GenContext` for a node, `ClusterGenContext` for a cluster
+    narrow `topology` and `platform`). `topology` is the resolved topology and `platform` its
+    model, `env` the jinja2 environment, `name` the generator's name (used in headers),
+    `source` the platform file as shown.
 
     Deployment context: `install_dir` is where the files are installed on the machines
     (default /etc/hwspec/<platform>); `rail_optimized`, when set, is the rail layout of the
     cluster the node is part of, which overrides the node platform's own declaration."""
 
-    topology: Any
+    topology: Topology | ClusterTopology
     env: jinja2.Environment
     name: str
     source: str
@@ -137,18 +160,13 @@ class GenContext:
     DEPLOYMENT: ClassVar[frozenset[str]] = frozenset({"install_dir", "rail_optimized"})
 
     def __getattribute__(self, name: str) -> Any:
-        if name in GenContext.DEPLOYMENT:
+        if name in Generation.DEPLOYMENT:
             object.__getattribute__(self, "deployment_read").add(name)
         return object.__getattribute__(self, name)
 
-    @property
-    def platform(self) -> Any:
-        """The resolved model (`Platform` or `Cluster`) of `topology`."""
-        return self.topology.platform
-
     def __post_init__(self) -> None:
         if not object.__getattribute__(self, "install_dir"):
-            self.install_dir = f"{INSTALL_ROOT}/{self.platform.name}"
+            self.install_dir = f"{INSTALL_ROOT}/{self.topology.name}"
 
     def header_lines(self) -> list[str]:
         """The provenance lines. The source path is hostile text (a directory may be called
@@ -168,8 +186,35 @@ class GenContext:
 
     def render(self, template: str, syntax: str | None, **values: Any) -> str:
         """Render `template` with `values` (plus `platform`, `topology`), prefixed by the header."""
-        body = self.env.get_template(template).render(platform=self.platform, topology=self.topology, **values)
+        body = self.env.get_template(template).render(platform=self.topology.platform, topology=self.topology, **values)
         return (self.header(syntax) if syntax else "") + body
+
+
+@dataclass
+class GenContext(Generation):
+    """What a node generator sees: `topology`, the node's `Topology` (`hwspec.topology.node`),
+    and `platform`, its `Platform`; the rest is `Generation`'s."""
+
+    topology: Topology
+
+    @property
+    def platform(self) -> Platform:
+        """The node's resolved model."""
+        return self.topology.platform
+
+
+@dataclass
+class ClusterGenContext(Generation):
+    """What a cluster generator sees: `topology`, the cluster's `ClusterTopology`
+    (`hwspec.topology.cluster`), and `platform`, its `Cluster` (a node group's topology is
+    `hwspec.topology.topology_of(group.platform)`); the rest is `Generation`'s."""
+
+    topology: ClusterTopology
+
+    @property
+    def platform(self) -> Cluster:
+        """The cluster's resolved model."""
+        return self.topology.platform
 
 
 def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environment:
@@ -198,10 +243,15 @@ def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
     return env
 
 
-def refuse(platform: Any, output: str, limits: list[Limit]) -> None:
+def refuse(platform: Platform | Cluster, output: str, limits: list[Limit]) -> None:
     """Raise GenerationError for `limits` (when there are any) of generating `output`."""
     if limits:
         raise GenerationError(f"{platform.file}: {output}: " + "; ".join(limit.message for limit in limits))
+
+
+RenderKey = tuple[int, str, "jinja2.Environment", GeneratorFunc, str]
+"""An output's identity in one run: the topology's id, the generator's name, the template
+environment, the generator function and the source as shown."""
 
 
 class Rendered:
@@ -211,20 +261,20 @@ class Rendered:
     one (a library call) everything is rendered, so no output outlives a run."""
 
     def __init__(self) -> None:
-        self.outputs: dict[tuple, list[tuple[dict[str, Any], Plan]]] = {}
-        self.topologies: list[Any] = []  # kept, so that the ids in the keys stay theirs for the run
+        self.outputs: dict[RenderKey, list[tuple[dict[str, Any], Plan]]] = {}
+        self.topologies: list[Topology | ClusterTopology] = []  # kept, so that the ids in the keys stay theirs for the run
 
-    def find(self, key: tuple, deployment: dict[str, Any]) -> Plan | None:
+    def find(self, key: RenderKey, deployment: dict[str, Any]) -> Plan | None:
         """The files rendered for `key` whose deployment values read match `deployment`."""
         return next((files for read, files in self.outputs.get(key, ())
                      if all(deployment[name] == value for name, value in read.items())), None)
 
-    def keep(self, key: tuple, topology: Any, read: dict[str, Any], files: Plan) -> None:
+    def keep(self, key: RenderKey, topology: Topology | ClusterTopology, read: dict[str, Any], files: Plan) -> None:
         self.topologies.append(topology)
         self.outputs.setdefault(key, []).append((read, files))
 
 
-def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
+def plan_for(topology: Topology | ClusterTopology, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
              root: str = INSTALL_ROOT, rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT) -> Plan:
     """Render every generator for `topology` (a node's or cluster's) into
     `{<platform name>/<path>: text}` (sorted), for installation under `root`/<platform name>/
@@ -238,7 +288,7 @@ def plan_for(topology: Any, template_dirs: Iterable[Path] = (), only: Iterable[s
     return dict(sorted(plan.items()))
 
 
-def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
+def render_all(topology: Topology | ClusterTopology, env: jinja2.Environment, only: Iterable[str] = (),
                install_dir: str = "", rail_optimized: bool | None = None, source: str | None = None,
                rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT) -> Plan:
     """Every generator of `topology`'s kind, as `{path inside its directory: text}`.
@@ -254,8 +304,13 @@ def render_all(topology: Any, env: jinja2.Environment, only: Iterable[str] = (),
     for name, (func, kinds) in generators().items():
         if topology.kind not in kinds or (wanted and name not in wanted):
             continue
-        context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized, rendered=rendered,
-                             policy=policy)
+        context: Generation
+        if isinstance(topology, ClusterTopology):
+            context = ClusterGenContext(topology, env, name, source or platform.file, install_dir, rail_optimized,
+                                        rendered=rendered, policy=policy)
+        else:
+            context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized,
+                                 rendered=rendered, policy=policy)
         deployment = {"install_dir": object.__getattribute__(context, "install_dir"), "rail_optimized": rail_optimized}
         key = (id(topology), name, env, func, context.source)
         files = rendered.find(key, deployment) if rendered is not None else None

@@ -23,8 +23,10 @@ sysfs tree, HWSPEC_INPUT compares a captured dump instead of the machine (tests,
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from hwspec.generate.domains import YAML_DUMPER, k8s_name
+from hwspec.formats.limits import k8s_name
+from hwspec.generate.domains import YAML_DUMPER
 from hwspec.generate.engine import GenContext, Plan, generator
 
 NPD_IMAGE = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.19"
@@ -44,7 +46,7 @@ def spec_path(install_dir: str) -> str:
     return f"{install_dir}/platform.yaml"
 
 
-def npd_config(plugin: str, platform_name: str) -> dict:
+def npd_config(plugin: str, platform_name: str) -> dict[str, Any]:
     """NPD's custom-plugin-monitor config running `plugin` every INVOKE_INTERVAL."""
     return {
         "plugin": "custom",
@@ -59,7 +61,7 @@ def npd_config(plugin: str, platform_name: str) -> dict:
     }
 
 
-def npd_daemonset(platform_name: str, config: str) -> list[dict]:
+def npd_daemonset(platform_name: str, config: str) -> list[dict[str, Any]]:
     """A ServiceAccount with NPD's built-in ClusterRole and a DaemonSet running NPD with only the
     hwspec plugin on the nodes labelled LABEL_PLATFORM=<platform>. Privileged with the host's
     root at HOST_ROOT, as NPD's own DaemonSet is privileged: hwspec reads sysfs and NVML there."""

@@ -14,13 +14,14 @@ from __future__ import annotations
 from itertools import repeat
 from typing import TYPE_CHECKING
 
+from hwspec.cpulist import format_cpu_list as cpu_ranges
 from hwspec.formats.limits import hostfile_limits
-from hwspec.generate.engine import GenContext, generator, refuse
-from hwspec.generate.launch import cpu_ranges
+from hwspec.generate.engine import ClusterGenContext, generator, refuse
 from hwspec.topology.hostlist import compress, compress_in_order
 
 if TYPE_CHECKING:
     from hwspec.model.cluster import Cluster, NodeGroup
+    from hwspec.model.node import Gpu, NumaNode, Platform
     from hwspec.topology.cluster import ClusterTopology
 
 REAL_MEMORY_RESERVE = 0.03
@@ -29,26 +30,28 @@ the kernel keep about 2-3 % of it, so /proc/meminfo's MemTotal (what slurmd meas
 the installed size, and slurmctld drains a node whose measured memory is below RealMemory."""
 
 
-def slurm_sockets(platform) -> list:
+def slurm_sockets(platform: Platform) -> list[NumaNode]:
     """Sockets in Slurm's (hwloc's logical) order: by their lowest CPU id."""
     return sorted(platform.sockets, key=lambda s: (min(s.cpus) if s.cpus else 0, s.numa_node, s.id))
 
 
-def slurm_cores(platform, gpu) -> str:
+def slurm_cores(platform: Platform, gpu: Gpu) -> str:
     """Slurm's Cores= for a GPU: the logical core indices of its socket (core 0 is the first
     core of the first socket, numbered across sockets in Slurm's order), as ranges. Empty when
-    the GPU has no socket."""
+    the GPU has no socket, or when the core count of its socket or of one before it is unknown."""
     if gpu.socket is None:
         return ""
     first = 0
     for socket in slurm_sockets(platform):
+        if socket.cores is None:
+            return ""
         if socket.id == gpu.socket:
             return cpu_ranges(tuple(range(first, first + socket.cores)))
         first += socket.cores
     raise AssertionError(f"{gpu.id}: socket {gpu.socket} is not on the platform")
 
 
-def node_hardware(platform) -> dict[str, int | str]:
+def node_hardware(platform: Platform) -> dict[str, int | str]:
     """The slurm.conf node line's hardware fields for a node platform: Sockets,
     CoresPerSocket, ThreadsPerCore (the smallest on the node: Slurm takes one value per node),
     RealMemory (MiB, installed DDR less REAL_MEMORY_RESERVE) and Gres (`gpu:TYPE:N` per GPU
@@ -61,12 +64,13 @@ def node_hardware(platform) -> dict[str, int | str]:
     installed = platform.memory_capacity
     memory_mib = int(installed // 2**20 * (1 - REAL_MEMORY_RESERVE)) if installed is not None else 0
     fields: dict[str, int | str] = {}
-    if sockets:
+    known_cores = [(s.package, s.cores) for s in sockets if s.cores is not None]
+    threads = [s.threads_per_core for s in sockets if s.threads_per_core is not None]
+    if sockets and len(known_cores) == len(threads) == len(sockets):  # else Slurm counts them itself
         cores: dict[str, int] = {}
-        for s in sockets:
-            cores[s.package] = cores.get(s.package, 0) + s.cores
-        fields.update(Sockets=len(cores), CoresPerSocket=min(cores.values()),
-                      ThreadsPerCore=min(s.threads_per_core for s in sockets))
+        for package, count in known_cores:
+            cores[package] = cores.get(package, 0) + count
+        fields.update(Sockets=len(cores), CoresPerSocket=min(cores.values()), ThreadsPerCore=min(threads))
     if memory_mib > 0:
         fields["RealMemory"] = memory_mib
     if parts:
@@ -74,7 +78,7 @@ def node_hardware(platform) -> dict[str, int | str]:
     return fields
 
 
-def real_memory_unknown(platform) -> bool:
+def real_memory_unknown(platform: Platform) -> bool:
     """Whether the node line leaves RealMemory out because a socket's memory capacity is unknown
     (HW603). Slurm's default is then 1 MiB: slurmd registers the memory it measures and the node
     is never drained for LowRealMemory, but with memory as a consumable resource
@@ -96,7 +100,7 @@ def node_lines(topology: ClusterTopology, group: NodeGroup) -> list[tuple[str, s
     return list(zip(group.hostnames, group.addresses))
 
 
-def gpu_links(platform, gpu) -> str:
+def gpu_links(platform: Platform, gpu: Gpu) -> str:
     """Slurm's Links= for a GPU: NVLink count to GPU 0, 1, ... by index, -1 for itself."""
     counts = {other.id: 0 for other in platform.gpus}
     for connection in platform.nvlinks:
@@ -108,7 +112,7 @@ def gpu_links(platform, gpu) -> str:
 
 
 @generator("hostfile", kinds=("cluster",))
-def hostfile(ctx: GenContext) -> dict[str, str]:
+def hostfile(ctx: ClusterGenContext) -> dict[str, str]:
     """`hostfile` (one `host slots=N` line per node, MPI/DeepSpeed style) and `hosts.tsv`
     (hostname, address, node platform, GPUs), in cluster node order."""
     cluster: Cluster = ctx.platform
@@ -126,7 +130,7 @@ def hostfile(ctx: GenContext) -> dict[str, str]:
     }
 
 
-def gpu_device_file(gpu) -> str:
+def gpu_device_file(gpu: Gpu) -> str:
     """The device file Slurm confines a GPU by: /dev/nvidiaN for NVIDIA; for AMD the DRM render
     node /dev/dri/renderD(128+N), N being the GPU's index by bus id (amdgpu creates render nodes
     in PCI probe order, i.e. bus order; `ls -l /dev/dri/by-path` shows the mapping)."""
@@ -136,7 +140,7 @@ def gpu_device_file(gpu) -> str:
 
 
 @generator("slurm", kinds=("cluster",))
-def slurm(ctx: GenContext) -> dict[str, str]:
+def slurm(ctx: ClusterGenContext) -> dict[str, str]:
     """`slurm/slurm.conf` (a fragment to `Include`: GresTypes, TopologyPlugin, one node line
     per node group with sockets, cores, threads, memory and typed GPUs, and a partition),
     `slurm/gres.conf` (GPUs with Cores= from NUMA affinity and Links= from NVLink counts, one
@@ -158,7 +162,7 @@ def slurm(ctx: GenContext) -> dict[str, str]:
     }
 
 
-def tree_switches(topology: ClusterTopology) -> list[dict]:
+def tree_switches(topology: ClusterTopology) -> list[dict[str, str | None]]:
     """topology/tree switches. Slurm's tree gives each node one leaf: each leaf group
     (`ClusterTopology.leaf_groups`: a rail-optimized fabric's pods, the nodes sharing a leaf
     index on every rail), and the spine tier, when there is one, as a single top switch over

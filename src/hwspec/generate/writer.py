@@ -30,6 +30,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from hwspec.atomic import write_atomic_bytes
 
@@ -119,7 +120,7 @@ def existing_matches(root: Path, relative: str, data: bytes, directories: set[st
         return _same_stream(handle, data)
 
 
-def _same_stream(handle, data: bytes) -> bool:
+def _same_stream(handle: BinaryIO, data: bytes) -> bool:
     view, offset = memoryview(data), 0
     while chunk := handle.read(_CHUNK):
         if view[offset:offset + len(chunk)] != chunk:

@@ -10,13 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from hwspec.diagnostics import Location
-from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap, build_topology
-
-if TYPE_CHECKING:
-    from hwspec.topology.cluster import ClusterTopology
+from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +29,6 @@ class NodeGroup:
     """The group's hostnames, in node order."""
     addresses: tuple[str, ...] | None = field(repr=False)
     """Their addresses, where the cluster file gives them."""
-
-    @property
-    def topology(self):
-        """The node platform's `Topology`."""
-        return self.platform.topology
 
     @property
     def gpus_per_node(self) -> int:
@@ -180,7 +171,8 @@ class Frontend:
 
 @dataclass(frozen=True)
 class Cluster:
-    """A resolved cluster. Node indices run 0..node_count-1 in group order."""
+    """A resolved cluster. Node indices run 0..node_count-1 in group order; its derived facts
+    are its topology's, `hwspec.topology.topology_of(cluster)`."""
 
     name: str
     """The cluster's name: its output directory under generated/."""
@@ -241,9 +233,3 @@ class Cluster:
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where a top-level key (`entity`) and optionally its fields are written."""
         return self.source_map.locate(entity, *fields)
-
-    @cached_property
-    def topology(self) -> ClusterTopology:
-        """The cluster's resolved topology (`hwspec.topology.cluster.ClusterTopology`), built once
-        by the topology layer (`hwspec.model.node.register_topology`)."""
-        return build_topology(self)

@@ -12,43 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from hwspec.diagnostics import Location
 from hwspec.spec.checks import PCIE_GEN_RATES
 from hwspec.spec.models import Transport
 
-if TYPE_CHECKING:
-    from hwspec.topology.node import Topology
-
 UNKNOWN_PART = "unknown"
 """The spec word for what the source does not give: `part: unknown`, `bus: unknown`."""
 
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
-
-
-_topology_builder: Callable[[Any], Any] | None = None
-"""The topology layer's builder of the resolved topology of a model (`Platform` or `Cluster`),
-set when `hwspec.topology` is imported: see `register_topology`."""
-
-
-def register_topology(build: Callable[[Any], Any]) -> None:
-    """Have `Platform.topology` and `Cluster.topology` built by `build(model)`.
-
-    The topology is derived from the model, so the model cannot import the topology layer;
-    `hwspec.topology` registers its builder here when it is imported (every layer that reads
-    topologies imports it: the rules, generators, `hwspec.pipeline`, `hwspec.testing`)."""
-    global _topology_builder
-    _topology_builder = build
-
-
-def build_topology(model: Any) -> Any:
-    """The resolved topology of `model`, built by the registered topology layer (not cached:
-    `Platform.topology` and `Cluster.topology` build it once per model)."""
-    if _topology_builder is None:
-        raise RuntimeError(f"{type(model).__name__}.topology is built by the topology layer: import hwspec.topology "
-                           "(or use hwspec.topology.topology_of) first")
-    return _topology_builder(model)
 
 
 T = TypeVar("T")
@@ -505,7 +478,8 @@ class Assumption:
 @dataclass(frozen=True)
 class Platform:
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
-    by bus id. Lookups are derived (`by_id`, `children`, ...)."""
+    by bus id. Lookups are derived (`by_id`, `gpu_by_id`, ...); connectivity (paths, NUMA
+    placement, NIC shares) is its topology's, `hwspec.topology.topology_of(platform)`."""
 
     name: str
     """The platform's name: its output directory under generated/."""
@@ -603,13 +577,6 @@ class Platform:
         return tuple(n for n in self.nics if n.role in ("ingestion", "frontend"))
 
     @cached_property
-    def topology(self) -> Topology:
-        """The node's resolved topology (`hwspec.topology.node.Topology`), built once on first use:
-        every derived connectivity fact (paths, NUMA placement, islands, NIC shares) lives there.
-        The topology layer builds it (`register_topology`); the model does not import it."""
-        return build_topology(self)
-
-    @cached_property
     def collective_nics(self) -> tuple[Nic, ...]:
         """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
         without any (Zion), the host NICs running the backend transport (also
@@ -618,21 +585,6 @@ class Platform:
             return self.backend_nics
         transport = self.backend.transport if self.backend else "tcp"
         return tuple(n for n in self.host_nics if n.transport == transport)
-
-    # Shorthands kept for existing callers; each is the topology's answer, not a second computation.
-
-    @property
-    def children(self) -> dict[str, tuple[str, ...]]:
-        """`topology.children`."""
-        return self.topology.children
-
-    def fabric_bandwidth(self, gpu_id: str) -> float:
-        """`topology.nvlink_bandwidth(gpu_id)`."""
-        return self.topology.nvlink_bandwidth(gpu_id)
-
-    def fabric_link_count(self, gpu_id: str) -> int:
-        """`topology.nvlink_links(gpu_id)`."""
-        return self.topology.nvlink_links(gpu_id)
 
     @cached_property
     def unknown_figures(self) -> tuple[str, ...]:

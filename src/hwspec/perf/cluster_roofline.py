@@ -17,6 +17,7 @@ from hwspec.perf.roofline_report import unknown_report
 from hwspec.perf.tables import gbps, gib, number, table
 from hwspec.perf.torchrec import torchrec_topology
 from hwspec.text import visible
+from hwspec.topology import topology_of
 from hwspec.topology.cluster import ClusterTopology
 
 HIERARCHICAL_METHOD = (
@@ -123,7 +124,7 @@ def cluster_roofline_and_phases(topology: ClusterTopology) -> tuple[dict[str, An
     unknown = [f"{p.name}: {line}" for p in cluster.node_platforms for line in p.unknown_figures]
     if unknown:
         return {**_header(cluster), "unknown": unknown, "aggregate": None, "network": None, "collectives": None}, {}
-    node_docs = {p.name: rf.roofline(p.topology) for p in cluster.node_platforms}
+    node_docs = {p.name: rf.roofline(topology_of(p)) for p in cluster.node_platforms}
     aggregate: dict[str, Any] = {"nodes": cluster.node_count, "gpus": cluster.world_size, "compute": {}}
     sums = ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "ddr_capacity_bytes", "ddr_bandwidth_bytes_per_s",
             "ssd_capacity_bytes", "ssd_bandwidth_bytes_per_s")
@@ -178,7 +179,7 @@ def cluster_roofline_and_phases(topology: ClusterTopology) -> tuple[dict[str, An
         }
     collectives, phases = None, {}
     if cluster.world_size > 1 and math.isfinite(intra) and nic > 0:
-        nvls = all(rf.nvlink_sharp(p.topology) for p in cluster.node_platforms)
+        nvls = all(rf.nvlink_sharp(topology_of(p)) for p in cluster.node_platforms)
         sharp = fabric is not None and fabric.sharp
         arguments = (units, unit_gpus, intra, injection, bisection if fabric else math.inf, nvls, sharp)
         collectives = _hierarchical(*arguments)
@@ -203,7 +204,7 @@ def cluster_torchrec(topology: ClusterTopology, doc: dict[str, Any]) -> dict[str
     """TorchRec Topology kwargs for the whole cluster: the node view with world_size = all
     GPUs, local_world_size = GPUs per node, inter_host_bw = per-GPU injection bandwidth."""
     cluster = topology.platform
-    node = torchrec_topology(cluster.node_platforms[0].topology)
+    node = torchrec_topology(topology_of(cluster.node_platforms[0]))
     if node is None:
         return None
     kwargs = dict(node["topology_kwargs"])

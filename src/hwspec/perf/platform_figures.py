@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwspec.perf import roofline as rf
+from hwspec.topology import topology_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +123,7 @@ def figures(topology) -> Figures:
         from hwspec.perf.cluster_roofline import cluster_roofline_and_phases
 
         cluster = topology.platform
-        node_topologies = [p.topology for p in cluster.node_platforms]
+        node_topologies = [topology_of(p) for p in cluster.node_platforms]
         cdoc, phases = cluster_roofline_and_phases(topology)
         collectives = cdoc["collectives"] or {}
         network = cdoc["network"]

@@ -23,6 +23,7 @@ from hwspec.model.workload import Workload
 from hwspec.perf.estimate import estimate, ms, qps
 from hwspec.perf.platform_figures import figures
 from hwspec.perf.tables import number, table
+from hwspec.topology import topology_of
 
 BOUNDS = ("overlapped", "serial", "expected")
 """The QPS bounds an estimate may give (`qps_<bound>`), in display order; `expected` only where
@@ -89,7 +90,7 @@ def scaling(cluster: Any, workload: Workload, node_counts: list[int]) -> tuple[d
     problems: list[Diagnostic] = []
     for each in sized:
         try:
-            estimated.append(row(estimate(figures(each.topology), held)))
+            estimated.append(row(estimate(figures(topology_of(each)), held)))
         except HwspecError as exc:
             first = exc.diagnostics[0]
             failed.append({"nodes": each.node_count, "gpus": each.world_size, "code": str(first.code), "error": first.message,
@@ -125,7 +126,7 @@ def against_one_node(cluster: Any, workload: Workload, document: dict[str, Any])
         from hwspec.model.resolve_cluster import resized
 
         held = per_gpu_workload(workload, cluster.world_size)
-        one = row(estimate(figures(resized(cluster, 1).topology), held))
+        one = row(estimate(figures(topology_of(resized(cluster, 1))), held))
     except HwspecError as exc:
         result["note"] = f"no one-node estimate: {exc.diagnostics[0].message} ({exc.diagnostics[0].code})"
         return result

@@ -8,9 +8,11 @@ their helpers are compiled from their `.py` source on every load (`_SourceLoader
 header matching the source's size and time) and none is written. A rule is any
 function defined in a rule module and decorated with `@rule(id, name, severity)`; its
 docstring's first line states the invariant and the rest says why it matters (`hwspec
-explain ID` prints it). It receives a `Context` and yields findings made with `ctx.finding(...)`:
-`ctx.platform` is the resolved model, `ctx.topology` the resolved topology with its queries
-(`hwspec.topology.node.Topology` for a node, `hwspec.topology.cluster.ClusterTopology` for a cluster).
+explain ID` prints it). A node rule receives a `Context` (`ctx.platform` a `Platform`,
+`ctx.topology` its `Topology`), a cluster rule (`scope="cluster"`) a `ClusterContext`
+(`ctx.platform` a `Cluster`, `ctx.topology` its `ClusterTopology`); either yields findings made
+with `ctx.finding(...)`. The decorator is typed by scope, so mypy sees a rule that takes the
+wrong context.
 
 A platform may change a rule under `rules:` by id or name, with a reason; `off` disables it.
 
@@ -31,16 +33,34 @@ import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
+from hwspec.model.cluster import Cluster
+from hwspec.model.node import Platform
 from hwspec.rules.sandbox import Box, Escape, Sandbox, contained, describe, type_name
 from hwspec.spec.translate import nearest
 from hwspec.text import visible
-from hwspec.topology import topology_of  # noqa: F401  (rules read topologies: Platform.topology is built by it)
+from hwspec.topology import ClusterTopology, Topology, topology_of
 
-RuleCheck = Callable[["Context"], Iterable["Finding"]]
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["At", "ClusterContext", "Context", "Finding", "Rule", "context_for", "load_rules", "rule", "run_rules", "topology_of"]
+
+NodeCheck = TypeVar("NodeCheck", bound=Callable[["Context"], Iterable["Finding"]])
+"""A node rule: a function of a `Context` that yields findings."""
+ClusterCheck = TypeVar("ClusterCheck", bound=Callable[["ClusterContext"], Iterable["Finding"]])
+"""A cluster rule: a function of a `ClusterContext` that yields findings."""
+RuleCheck = Callable[[Any], Iterable["Finding"]]
+"""A rule's function as the registry holds it: it takes the `Context` (scope "node") or the
+`ClusterContext` (scope "cluster") that `run_rules` makes for its scope."""
+
+At = tuple[str | int | None, ...]
+"""Where a finding points, as `ctx.finding(at=...)` takes it: `(entity id, *fields)`, the id of
+an entry or a top-level key and then its keys and list indices, e.g. `("gpu0", "link")` or
+`("nodes", 2, "platform")`; `(None, *fields)` starts at the file's top."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +85,30 @@ class Rule:
         return inspect.getdoc(self.check) or ""
 
 
+@overload
+def rule(id: str, name: str, severity: str = "error", scope: Literal["node"] = "node",
+         waivable: bool = True) -> Callable[[NodeCheck], NodeCheck]: ...
+
+
+@overload
+def rule(id: str, name: str, severity: str = "error", *, scope: Literal["cluster"],
+         waivable: bool = True) -> Callable[[ClusterCheck], ClusterCheck]: ...
+
+
 def rule(id: str, name: str, severity: str = "error", scope: str = "node",
-         waivable: bool = True) -> Callable[[RuleCheck], RuleCheck]:
+         waivable: bool = True) -> Callable[[Any], Any]:
     """Mark a function as rule `id` (`HW201`) named `name` (`backend-nic-per-gpu`).
 
+    A node rule (`scope="node"`, the default) takes a `Context`, a cluster rule
+    (`scope="cluster"`) a `ClusterContext`; either yields `Finding`s made by `ctx.finding`.
     A rule that is not `waivable` (the generation rules: what a generator cannot write) cannot
     be switched off or lowered under a platform's `rules:` (E304): generation would refuse anyway."""
     if scope not in ("node", "cluster"):
         raise ValueError(f"rule {id}: scope must be 'node' or 'cluster', not {scope!r}")
 
-    def mark(check: RuleCheck) -> RuleCheck:
-        check.__hwspec_rule__ = (id, name, Severity.parse(severity), scope)  # type: ignore[attr-defined]
-        check.__hwspec_waivable__ = waivable  # type: ignore[attr-defined]
+    def mark(check: Any) -> Any:
+        check.__hwspec_rule__ = (id, name, Severity.parse(severity), scope)
+        check.__hwspec_waivable__ = waivable
         return check
 
     return mark
@@ -91,29 +123,76 @@ class Finding:
     hint: str | None = None
 
 
-class Context:
-    """What a rule sees: `topology`, the resolved topology of a node or cluster with its
-    queries (paths, NUMA nodes, islands, NIC shares, ...), `platform`, its model, and
-    `policy`, the operator's `EnvironmentPolicy` for this run (what `environment:` may set)."""
+class _Finder:
+    """What both contexts share: `policy` and `finding`."""
 
-    def __init__(self, topology: Any, policy: EnvironmentPolicy = STRICT):
-        self.topology = topology
-        self.platform = topology.platform
+    policy: EnvironmentPolicy
+    """The operator's grants for `environment:` in this run (`hwspec.formats.environment`)."""
+
+    def __init__(self, view: Topology | ClusterTopology, policy: EnvironmentPolicy):
+        self._view = view
         self.policy = policy
 
-    @property
-    def graph(self) -> Any:
-        """The topology's networkx graph, built on first use (for site rules that want networkx)."""
-        return self.topology.graph
-
-    def finding(self, message: str, at: tuple | Location | None = None, hint: str | None = None) -> Finding:
-        """A finding located at `at`: a Location, or `(entity_id, *fields)` resolved in the platform."""
+    def finding(self, message: str, at: At | Location | None = None, hint: str | None = None) -> Finding:
+        """A finding with `message` (and `hint`, a suggestion) located at `at`: a `Location`
+        (`platform.locate(...)`), or `(entity_id, *fields)` resolved in the platform file; the
+        file's top when None."""
         if isinstance(at, Location):
             location = at
         else:
             entity, *fields = at or (None,)
-            location = self.topology.locate(entity, *fields)
+            location = self._view.locate(cast("str | None", entity), *cast("list[str | int]", fields))
         return Finding(message, location, hint)
+
+
+class Context(_Finder):
+    """What a node rule sees: `platform`, the resolved node (`hwspec.model.node.Platform`),
+    `topology`, its resolved topology with its queries (`hwspec.topology.node.Topology`: paths,
+    NUMA nodes, islands, NIC shares, ...), `graph`, its networkx view, and `policy`, the
+    operator's `EnvironmentPolicy` for this run (what `environment:` may set)."""
+
+    topology: Topology
+    platform: Platform
+
+    def __init__(self, topology: Topology, policy: EnvironmentPolicy = STRICT):
+        super().__init__(topology, policy)
+        self.topology = topology
+        self.platform = topology.platform
+
+    @property
+    def graph(self) -> nx.Graph[str]:
+        """The topology's networkx graph (`Topology.graph`), built on first use (for site rules
+        that want networkx)."""
+        return self.topology.graph
+
+
+class ClusterContext(_Finder):
+    """What a cluster rule sees: `platform`, the resolved cluster (`hwspec.model.cluster.Cluster`:
+    its node `groups`, each with its node `platform`), `topology`, the cluster's resolved
+    topology (`hwspec.topology.cluster.ClusterTopology`: leaf groups, hostlists, per-GPU
+    scale-out), `graph`, the switch-level networkx graph, and `policy`. A node platform's own
+    `Topology` is `topology_of(group.platform)`."""
+
+    topology: ClusterTopology
+    platform: Cluster
+
+    def __init__(self, topology: ClusterTopology, policy: EnvironmentPolicy = STRICT):
+        super().__init__(topology, policy)
+        self.topology = topology
+        self.platform = topology.platform
+
+    @property
+    def graph(self) -> nx.Graph[str]:
+        """The switch-level networkx graph (`ClusterTopology.graph`), built on first use."""
+        return self.topology.graph
+
+
+def context_for(topology: Topology | ClusterTopology, policy: EnvironmentPolicy = STRICT) -> Context | ClusterContext:
+    """The context a rule of `topology`'s scope receives: a `Context` for a node's `Topology`,
+    a `ClusterContext` for a `ClusterTopology`."""
+    if isinstance(topology, ClusterTopology):
+        return ClusterContext(topology, policy)
+    return Context(topology, policy)
 
 
 _PACKAGES: dict[str, str] = {}
@@ -247,7 +326,7 @@ def _load_module(path: Path) -> types.ModuleType | Diagnostic:
     return Diagnostic(shown, line, 1, Severity.ERROR, Code.RULE_FAILED, f"the rule module failed to import: {why}", hint)
 
 
-def _import(path: Path):
+def _import(path: Path) -> types.ModuleType:
     name = _module_name(path)
     spec = _spec(name, path)
     assert spec.loader is not None
@@ -283,7 +362,7 @@ def _check_finding(f: Any) -> None:
         raise TypeError("yielded a Finding with a non-string message or hint, or a bad location")
 
 
-def run_rules(topology: Any, rules: list[Rule], scope: str = "node", sandbox: Sandbox | None = None,
+def run_rules(topology: Topology | ClusterTopology, rules: list[Rule], scope: str = "node", sandbox: Sandbox | None = None,
               policy: EnvironmentPolicy = STRICT) -> list[Diagnostic]:
     """Run every rule of `scope` on `topology` (a node's `Topology` or a cluster's
     `ClusterTopology`), applying its platform's `rules:` settings; the rules see `policy`, the
@@ -321,7 +400,7 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node", sandbox: Sa
             continue
         overrides[target.id] = setting.severity
 
-    context = Context(topology, policy)
+    context = context_for(topology, policy)
     chosen = [r for r in rules if r.scope == scope and overrides.get(r.id) != "off"]
     with (sandbox.box() if sandbox is not None else contextlib.nullcontext()) as box:
         for current in chosen:
@@ -329,7 +408,7 @@ def run_rules(topology: Any, rules: list[Rule], scope: str = "node", sandbox: Sa
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
-def _run_one(current: Rule, context: Context, box: Box | None, overrides: dict[str, str]) -> list[Diagnostic]:
+def _run_one(current: Rule, context: Context | ClusterContext, box: Box | None, overrides: dict[str, str]) -> list[Diagnostic]:
     """One rule's findings as diagnostics, or its E900 when it fails or leaves its box (when
     it runs in one)."""
     platform = context.topology.platform
@@ -351,7 +430,7 @@ def _run_one(current: Rule, context: Context, box: Box | None, overrides: dict[s
                        name=current.name) for f in findings]
 
 
-def _findings(current: Rule, context: Context) -> tuple[list[Finding], str | None]:
+def _findings(current: Rule, context: Context | ClusterContext) -> tuple[list[Finding], str | None]:
     """The rule's findings, or no findings and what it raised (`describe`d here, still in the
     rule's box when it has one: the exception's `__str__` is the rule's code too)."""
     try:

@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import FrameType
 
 from hwspec.text import visible
 
@@ -123,17 +124,17 @@ class Box:
         self.cwd = _WorkingDirectory.here()
         return self
 
-    def _on_alarm(self, signum, frame):
+    def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         if (self.outer_deadline is not None and time.monotonic() >= self.outer_deadline - 0.001
                 and callable(self.previous_alarm)):
             self.previous_alarm(signum, frame)  # the caller's own timer (a test's hang guard) comes first
         raise RuleTimeout()
 
-    def _on_interrupt(self, signum, frame):
+    def _on_interrupt(self, signum: int, frame: FrameType | None) -> None:
         self.interrupted = True
         raise KeyboardInterrupt
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self.main:
             signal.setitimer(signal.ITIMER_REAL, 0, 0)
             signal.signal(signal.SIGALRM, self.previous_alarm)

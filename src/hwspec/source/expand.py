@@ -421,7 +421,7 @@ def expand(doc: SourceDoc) -> Expanded:
     return result
 
 
-def _check_notes(node: dict, written: DataPath) -> None:
+def _check_notes(node: dict[str, Any], written: DataPath) -> None:
     """An annotated value's `source` and `assumed` are text (or null), as an entry's are."""
     for key in ("source", "assumed"):
         note = node.get(key)

@@ -19,7 +19,7 @@ import pathlib
 import re
 import stat
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -59,9 +59,9 @@ class SourceDoc:
     """
 
     file: str
-    data: dict
-    _values: dict = field(default_factory=dict, repr=False, compare=False)
-    _keys: dict = field(default_factory=dict, repr=False, compare=False)
+    data: dict[str, Any]
+    _values: dict[Path_, Location] = field(default_factory=dict, repr=False, compare=False)
+    _keys: dict[Path_, Location] = field(default_factory=dict, repr=False, compare=False)
 
     def value_position(self, path: Path_) -> Location:
         """Where the value at `path` starts; KeyError if there is no value at `path`."""
@@ -160,7 +160,7 @@ def load_yaml_text(text: str | bytes, file: str) -> SourceDoc:
         raise HwspecError([_error(file, None, Code.NESTING_TOO_DEEP, _TOO_DEEP)]) from None
 
 
-def _error(file: str, where, code: Code, message: str, hint: str | None = None) -> Diagnostic:
+def _error(file: str, where: Location | _Mark | None, code: Code, message: str, hint: str | None = None) -> Diagnostic:
     """An error diagnostic at a Location in `file`, a (0-based) PyYAML mark, or (None) 1:1."""
     at = where if isinstance(where, Location) else _location(file, where)
     return Diagnostic(file, at.line, at.col, Severity.ERROR, code, message, hint)
@@ -172,7 +172,7 @@ def _too_big(file: str, size: int) -> Diagnostic:
     return _error(file, None, Code.FILE_TOO_LARGE, message)
 
 
-def _location(file: str, mark) -> Location:
+def _location(file: str, mark: _Mark | None) -> Location:
     """Where the (0-based) PyYAML `mark` is in `file`; 1:1 for None."""
     return Location(file, mark.line + 1, mark.column + 1) if mark is not None else Location(file, 1, 1)
 
@@ -203,7 +203,23 @@ def _children(node: Node) -> list[Node]:
     return node.value if isinstance(node, SequenceNode) else []
 
 
-class _Hooks:
+if TYPE_CHECKING:
+    from yaml._yaml import Mark as _CMark
+
+    _Mark = yaml.Mark | _CMark
+    """A position as PyYAML's pure-Python or libyaml parser gives it (0-based line and column)."""
+
+    class _Composing(yaml.parser.Parser, yaml.composer.Composer):
+        """What `_Hooks` is mixed into (a PyYAML composer over a parser), for the type checker,
+        with the parser's methods typed as PyYAML and libyaml's parsers both define them."""
+
+        def peek_event(self) -> yaml.Event: ...
+        def get_event(self) -> yaml.Event: ...
+else:
+    _Composing = object
+
+
+class _Hooks(_Composing):
     """SafeLoader resolution minus timestamps (they stay strings) and the odd `=` value tag.
 
     `compose_node` is wrapped to stop at MAX_DEPTH (PyYAML composes recursively), to refuse an
@@ -218,9 +234,11 @@ class _Hooks:
     def _hooks_init(self, file: str) -> None:
         self.file, self.depth, self.composed = file, 0, 0
         self.open_anchors: set[str] = set()
-        self.alias_marks: dict[tuple[int, int, bool], yaml.Mark] = {}  # (id(parent), item index, is key)
+        self.alias_marks: dict[tuple[int, int, bool], _Mark] = {}  # (id(parent), item index, is key)
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        """`index` is an item's index, its key node, or None for a key (PyYAML's own use; the
+        stubs say int)."""
         event = self.peek_event()
         if not isinstance(event, yaml.AliasEvent):
             # the written nodes alone are too many: stop now, not after composing 4 MiB of them
@@ -234,7 +252,7 @@ class _Hooks:
                 message = f"alias '*{name}' is inside its own anchor '&{name}', so it would expand forever"
                 raise HwspecError([_error(self.file, event.start_mark, Code.EXPANSION_TOO_LARGE, message)])
             node = super().compose_node(parent, index)
-            if parent is not None:
+            if parent is not None and event.start_mark is not None:
                 self.alias_marks[(id(parent), len(parent.value), index is None)] = event.start_mark
             return node
         if not isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
@@ -254,7 +272,8 @@ class _ImplicitTags(_Hooks, yaml.resolver.BaseResolver):
     """The tag `_Hooks`' resolution gives a plain scalar by its text alone (no explicit tag)."""
 
     def tag_of(self, text: str) -> str:
-        return self.resolve(ScalarNode, text, (True, False))
+        tag: str = self.resolve(ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+        return tag
 
 
 _IMPLICIT_TAGS = _ImplicitTags()
@@ -300,11 +319,11 @@ class _Load:
         self.text, self.file = text, file
         self.problems: list[Diagnostic] = []
         self.scalars: dict[int, object] = {}  # id(ScalarNode) -> its value
-        self.alias_marks: dict = {}
+        self.alias_marks: dict[tuple[int, int, bool], _Mark] = {}
         self.values: dict[Path_, Location] = {}
         self.keys: dict[Path_, Location] = {}
 
-    def error(self, where, code: Code, message: str, hint: str | None = None) -> None:
+    def error(self, where: Location | _Mark | None, code: Code, message: str, hint: str | None = None) -> None:
         self.problems.append(_error(self.file, where, code, message, hint))
 
     def run(self) -> SourceDoc:
@@ -334,7 +353,7 @@ class _Load:
                 del self.problems[before:]  # let the reference parser say what is wrong
         return self._compose(_Loader)
 
-    def _compose_with(self, loader_class) -> Node | None:
+    def _compose_with(self, loader_class: type[_Loader] | type[_FastLoader]) -> Node | None:
         """Compose with `loader_class`; YAML errors propagate as PyYAML raises them."""
         loader = loader_class(self.text, self.file)
         try:
@@ -351,7 +370,7 @@ class _Load:
         finally:
             loader.dispose()
 
-    def _compose(self, loader_class) -> Node | None:
+    def _compose(self, loader_class: type[_Loader]) -> Node | None:
         try:
             return self._compose_with(loader_class)
         except yaml.reader.ReaderError as e:
@@ -520,7 +539,7 @@ class _Load:
             return "give the key a name"
         if isinstance(key, bool) and node.value.lower() in ("yes", "no", "on", "off"):
             return f"{node.value!r} is read as a boolean in YAML 1.1; quote it"
-        return "quote the key: '" + node.value.replace("'", "''") + "':"
+        return "quote the key: '" + str(node.value).replace("'", "''") + "':"
 
     def item_location(self, owner: Node, index: int, is_key: bool, node: Node) -> Location:
         """Where item `index` of `owner` (its key, or its value) is written: at the alias when it
@@ -543,7 +562,9 @@ class _Load:
                     merged.setdefault(key, item)  # earlier sources take precedence
         return {**merged, **explicit}
 
-    def build(self, node: Node, path: Path_):
+    def build(self, node: Node, path: Path_) -> Any:
+        """The Python value of `node` at `path` (scalars as checked, lists, dicts), recording
+        where every key and value under it is written."""
         if isinstance(node, ScalarNode):
             return self.scalars[id(node)]
         if isinstance(node, SequenceNode):

@@ -12,15 +12,15 @@ from collections.abc import Mapping
 
 from hwspec.diagnostics import Location
 from hwspec.source.expand import Expanded, Provenance
-from hwspec.source.loader import SourceDoc
+from hwspec.source.loader import Path_, SourceDoc
 
 
 class DocumentSourceMap:
     """Positions in one expanded document. `entity_paths` maps ids to their data path
     (`gpu0` -> `("gpus", 0)`); an id not in it is read as a top-level key."""
 
-    def __init__(self, doc: SourceDoc, expanded: Expanded, entity_paths: Mapping[str, tuple] | None = None,
-                 inherited: Mapping[str, tuple[tuple, frozenset[str]]] | None = None):
+    def __init__(self, doc: SourceDoc, expanded: Expanded, entity_paths: Mapping[str, Path_] | None = None,
+                 inherited: Mapping[str, tuple[Path_, frozenset[str]]] | None = None):
         self.doc = doc
         self.expanded = expanded
         self.entity_paths = dict(entity_paths or {})
@@ -32,7 +32,7 @@ class DocumentSourceMap:
     def file(self) -> str:
         return self.doc.file
 
-    def path_of(self, entity: str | None, *fields: str | int) -> tuple:
+    def path_of(self, entity: str | None, *fields: str | int) -> Path_:
         """The data path of `entity` (None: the file top) and `fields`."""
         if entity is None:
             return tuple(fields)
@@ -40,7 +40,7 @@ class DocumentSourceMap:
             return tuple(self.inherited[entity][0]) + tuple(fields)
         return tuple(self.entity_paths.get(entity, (entity,))) + tuple(fields)
 
-    def at(self, path: tuple) -> Location:
+    def at(self, path: Path_) -> Location:
         """Where the data path `path` is written."""
         return self.doc.locate(self.expanded.written_path(tuple(path)))
 

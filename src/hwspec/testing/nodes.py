@@ -78,7 +78,7 @@ from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN
 from hwspec.model.node import PcieLink
 from hwspec.source.dumper import dump_yaml as source_dump_yaml
 from hwspec.spec.units import format_bytes, parse_bytes
-from hwspec.topology import topology_of  # and so node_platforms()' platforms have `.topology`
+from hwspec.topology import topology_of
 
 if TYPE_CHECKING:
     from hwspec.model.node import Platform

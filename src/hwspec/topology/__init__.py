@@ -1,34 +1,33 @@
 """Every derived connectivity fact, computed once and queried (node, cluster), the networkx
 views and Slurm hostlists.
 
-The topology is built on the model, so the model does not import this layer: importing it
-(any of its modules) registers how `Platform.topology` and `Cluster.topology` are built
-(`hwspec.model.node.register_topology`). `topology_of(model)` is the same topology, for code
-that wants the dependency in its imports."""
+The topology is built on the model, so the model does not import this layer and has no
+`.topology` of its own: `topology_of(model)` builds a model's topology on first use and
+returns the same object for that model from then on."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import overload
 
-from hwspec.model.node import register_topology
+from hwspec.model.cluster import Cluster
+from hwspec.model.node import Platform
+from hwspec.topology.cluster import ClusterTopology, cluster_topology
+from hwspec.topology.node import Topology, node_topology
 
-
-def topology_of(model: Any) -> Any:
-    """The resolved topology of a resolved model, built once per model: the `Topology` of a node
-    `Platform` (`hwspec.topology.node`), the `ClusterTopology` of a `Cluster`
-    (`hwspec.topology.cluster`). The same object as `model.topology`."""
-    return model.topology
+__all__ = ["ClusterTopology", "Topology", "topology_of"]
 
 
-def _build(model: Any) -> Any:
-    """A new topology of `model`, by its kind ("node" or "cluster")."""
-    if model.kind == "cluster":
-        from hwspec.topology.cluster import ClusterTopology
-
-        return ClusterTopology(model)
-    from hwspec.topology.node import Topology
-
-    return Topology(model)
+@overload
+def topology_of(model: Platform) -> Topology: ...
 
 
-register_topology(_build)
+@overload
+def topology_of(model: Cluster) -> ClusterTopology: ...
+
+
+def topology_of(model: Platform | Cluster) -> Topology | ClusterTopology:
+    """The resolved topology of a resolved model: the `Topology` of a node `Platform`, the
+    `ClusterTopology` of a `Cluster`. Built on the first call for a model; every later call for
+    the same model returns the same object (kept on the model, `hwspec.topology.node.held`),
+    so its cached queries are computed once."""
+    return cluster_topology(model) if isinstance(model, Cluster) else node_topology(model)

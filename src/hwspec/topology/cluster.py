@@ -11,33 +11,31 @@ from __future__ import annotations
 
 import bisect
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hwspec.model.cluster import Cluster
+from hwspec.model.node import Platform
 from hwspec.topology.hostlist import HostIndex
-from hwspec.topology.node import ResolvedView
+from hwspec.topology.node import ResolvedView, Topology, held, node_topology
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from hwspec.topology.node import Topology
 
-
-class ClusterTopology(ResolvedView):
+class ClusterTopology(ResolvedView[Cluster]):
     """The resolved cluster: `platform` (the `Cluster` model) and its derived queries."""
 
     kind = "cluster"
-    platform: Cluster
 
     @property
     def node_topologies(self) -> tuple[Topology, ...]:
         """The topology of each distinct node platform, in first-use order."""
-        return tuple(p.topology for p in self.platform.node_platforms)
+        return tuple(node_topology(p) for p in self.platform.node_platforms)
 
-    def per_gpu_scale_out(self, platform: Any) -> float:
+    def per_gpu_scale_out(self, platform: Platform) -> float:
         """The smallest per-GPU scale-out share of a node platform (`Topology.scale_out_share`),
         bytes/s per direction; 0 without GPUs."""
-        topology = platform.topology
+        topology = node_topology(platform)
         return min((topology.scale_out_share(g.id) for g in platform.gpus), default=0.0)
 
     @cached_property
@@ -106,18 +104,23 @@ class ClusterTopology(ResolvedView):
                    default=0.0)
 
     @cached_property
-    def graph(self) -> nx.Graph:
+    def graph(self) -> nx.Graph[str]:
         """The switch-level graph (`build_cluster_graph`), built on first use only."""
         return build_cluster_graph(self.platform)
 
 
-def build_cluster_graph(cluster: Cluster) -> nx.Graph:
+def cluster_topology(cluster: Cluster) -> ClusterTopology:
+    """The cluster's `ClusterTopology`, built once per cluster (`hwspec.topology.topology_of`)."""
+    return held(cluster, ClusterTopology)
+
+
+def build_cluster_graph(cluster: Cluster) -> nx.Graph[str]:
     """Switch-level graph: one node per leaf and spine (kind leaf|spine) and one per node
     group (kind group); edges carry `links` (port count) and `bandwidth` (bytes/s per
     direction). Hosts are not nodes of their own: per-node facts are arithmetic."""
     import networkx as nx
 
-    graph: nx.Graph = nx.Graph(name=cluster.name)
+    graph: nx.Graph[str] = nx.Graph(name=cluster.name)
     fabric = cluster.fabric
     for index, group in enumerate(cluster.groups):
         graph.add_node(f"group{index}", kind="group", item=group)

@@ -18,9 +18,9 @@ from hwspec.model.node import Platform
 NVSWITCH = "nvswitch"
 
 
-def build_graph(platform: Platform) -> nx.Graph:
+def build_graph(platform: Platform) -> nx.Graph[str]:
     """Build the topology graph of `platform` (deterministic node and edge order)."""
-    graph: nx.Graph = nx.Graph(name=platform.name)
+    graph: nx.Graph[str] = nx.Graph(name=platform.name)
     for socket in platform.sockets:
         graph.add_node(socket.id, kind="socket", numa=socket.numa_node, item=socket)
     for bridge in platform.bridges:
@@ -46,17 +46,17 @@ def _numa(platform: Platform, socket: str | None) -> int | None:
     return platform.socket_by_id[socket].numa_node if socket in platform.socket_by_id else None
 
 
-def subgraph(graph: nx.Graph, kind: str) -> nx.Graph:
+def subgraph(graph: nx.Graph[str], kind: str) -> nx.Graph[str]:
     """The edges of one kind (pcie, nvlink, cpu) with their end nodes."""
     return graph.edge_subgraph([(a, b) for a, b, data in graph.edges(data=True) if data.get("kind") == kind])
 
 
-def pcie_tree(graph: nx.Graph) -> nx.DiGraph:
+def pcie_tree(graph: nx.Graph[str]) -> nx.DiGraph[str]:
     """PCIe links as a directed graph, parent -> child, over every node of `graph`.
 
     Built from each node's `upstream`, not from the undirected edges: two bridges naming each
     other share one undirected edge, and the cycle (which rule HW101 reports) must survive."""
-    tree: nx.DiGraph = nx.DiGraph()
+    tree: nx.DiGraph[str] = nx.DiGraph()
     tree.add_nodes_from(graph.nodes(data=True))
     for node, data in graph.nodes(data=True):
         item = data.get("item")

@@ -15,13 +15,14 @@ the model's ids; bandwidths are bytes/s per direction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from hwspec.diagnostics import Location
-from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform, climb
+from hwspec.model.cluster import Cluster
+from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform, RuleSetting, climb
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
     import networkx as nx
@@ -55,33 +56,59 @@ class HostLink:
     shared_by: int
 
 
-class ResolvedView:
+Model = TypeVar("Model", Platform, Cluster)
+"""The resolved model a topology is built on: a node `Platform` or a `Cluster`."""
+
+
+class ResolvedView(Generic[Model]):
     """What the node and the cluster topology share: the resolved model (`platform`) and where
     its entries are written."""
 
     kind: str
+    """"node" or "cluster"."""
 
-    def __init__(self, platform: Any):
-        self.platform = platform
+    def __init__(self, platform: Model):
+        self.platform: Model = platform
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.platform.name!r})"
 
     @property
     def name(self) -> str:
+        """The model's name (its output directory under generated/)."""
         return self.platform.name
 
     @property
     def file(self) -> str:
+        """The model's file, as given."""
         return self.platform.file
 
     @property
-    def rule_settings(self) -> Mapping[str, Any]:
+    def rule_settings(self) -> Mapping[str, RuleSetting]:
+        """The file's `rules:` settings by rule id or name."""
         return self.platform.rule_settings
 
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         """Where `entity` (and optionally one of its fields) is written; see `Platform.locate`."""
         return self.platform.locate(entity, *fields)
+
+
+View = TypeVar("View", bound="ResolvedView[Any]")
+
+_HELD = "_hwspec_topology"
+"""The key under which a model's instance dict holds its topology (`held`)."""
+
+
+def held(model: object, build: Callable[[Any], View]) -> View:
+    """`model`'s topology, `build(model)` on the first call and the same object after: kept in the
+    model's own instance dict (as `functools.cached_property` keeps its values on a frozen
+    dataclass), so it lives as long as the model and is never shared with an equal model.
+    `hwspec.topology.topology_of` is the public way; this is for the layer's own modules."""
+    cache = vars(model)
+    view: View | None = cache.get(_HELD)
+    if view is None:
+        view = cache[_HELD] = build(model)
+    return view
 
 
 def served_field(platform: Platform, nic: Nic, gpu_id: str | None = None) -> tuple[str, *tuple[str | int, ...]]:
@@ -92,14 +119,13 @@ def served_field(platform: Platform, nic: Nic, gpu_id: str | None = None) -> tup
     return (nic.id, "gpus", nic.gpus.index(gpu_id)) if gpu_id in nic.gpus else (nic.id, "gpus")
 
 
-class Topology(ResolvedView):
+class Topology(ResolvedView[Platform]):
     """The resolved node: `platform` (the model) plus its derived, cached topology queries."""
 
     kind = "node"
-    platform: Platform
 
     @cached_property
-    def graph(self) -> nx.Graph:
+    def graph(self) -> nx.Graph[str]:
         """The networkx view (`hwspec.topology.graph.build_graph`), built on first use only. No hwspec
         code needs it for a fact; it is there for drawing and for site rules that want networkx."""
         from hwspec.topology.graph import build_graph
@@ -513,3 +539,7 @@ class Topology(ResolvedView):
             worst = max(worst, max(distances) if own else min(distances))
         return PATH_TYPES[worst]
 
+
+def node_topology(platform: Platform) -> Topology:
+    """The node platform's `Topology`, built once per platform (`hwspec.topology.topology_of`)."""
+    return held(platform, Topology)

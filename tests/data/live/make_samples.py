@@ -97,7 +97,7 @@ def lstopo_xml(platform: Platform) -> str:
         out.append(f'      <info name="CPUModel" value="{socket.model_name}"/>')
         out.append(f'      <object type="NUMANode" os_index="{socket.numa_node}" cpuset="{cpuset}" nodeset="{nodeset}" '
                    f'gp_index="{next(gp)}" local_memory="{socket.memory_capacity}"/>')
-        roots = platform.children.get(socket.id, ())
+        roots = topology_of(platform).children.get(socket.id, ())
         if roots:
             out.append(f'      <object type="Bridge" gp_index="{next(gp)}" bridge_type="0-1" depth="0">')
             for child in roots:
@@ -115,7 +115,7 @@ def _pci(platform: Platform, ident: str, out: list[str], depth: int, gp) -> None
     if isinstance(item, Bridge):
         out.append(f'{pad}<object type="Bridge" gp_index="{next(gp)}" bridge_type="1-1" depth="{depth - 3}" '
                    f'pci_busid="{item.bus}" pci_type="0604 [8086:2030] [0000:0000] 00" pci_link_speed="{_gbps(item.link)}">')
-        for child in platform.children.get(ident, ()):
+        for child in topology_of(platform).children.get(ident, ()):
             _pci(platform, child, out, depth + 1, gp)
         out.append(f"{pad}</object>")
         return

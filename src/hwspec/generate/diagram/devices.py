@@ -13,6 +13,7 @@ from hwspec.generate.diagram.look import node_line
 from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, Platform
 from hwspec.perf.tables import gbps, gib
 from hwspec.text import xml_escape as escape
+from hwspec.topology import topology_of
 
 
 def nic_kind(role: str) -> str:
@@ -77,10 +78,10 @@ def details(platform: Platform, item_id: str) -> tuple[str, str, str, str]:
         return ("root port" if item.kind == "root-port" else "PCIe switch"), item.model_name or "", "", _link_text(item)
     if isinstance(item, Gpu):
         figures = f"{_unknown(item.hbm_capacity, gib)} HBM, {_unknown(item.hbm_bandwidth, gbps)}"
-        links = platform.topology.nvlink_links(item_id)
+        links = topology_of(platform).nvlink_links(item_id)
         if links:
             figures += (f"; {fabric_name(platform)} {links} x {item.fabric_kind}, "
-                        f"{gbps(platform.topology.nvlink_bandwidth(item_id))}")
+                        f"{gbps(topology_of(platform).nvlink_bandwidth(item_id))}")
         if item.c2c_socket is not None:
             figures += f"; NVLink-C2C {item.c2c_links} x {gbps(item.c2c_link_bandwidth)}, {gbps(item.c2c_bandwidth)} to its CPU"
         return "GPU", item.model_name, figures, _link_text(item)

@@ -5,6 +5,7 @@ switch or one for a whole fabric (`switch_nodes`); and every edge between drawn 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from hwspec.generate.diagram.dot import LEGEND_PREFIX, Cluster, attrs, label, pair_table, quote
@@ -46,7 +47,7 @@ def switch_nodes(platform: Platform) -> dict[str, list[str]]:
     return {s: [s] for s in switches}
 
 
-def _peers(pairs) -> dict[str, set[str]]:
+def _peers(pairs: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
     peers: dict[str, set[str]] = {}
     for a, b in pairs:
         if a != b:
@@ -98,7 +99,9 @@ def _nvswitch_lines(platform: Platform, node: str, chips: list[str]) -> list[str
     links = sorted({n for n, _ in per_gpu.values()})
     bandwidth = sorted({b for _, b in per_gpu.values()})
     kinds = sorted({platform.gpu_by_id[g].fabric_kind or "unknown" for g in per_gpu if g in platform.gpu_by_id}) or ["nvlink"]
-    span = lambda values, fmt: fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"  # noqa: E731
+    def span(values: list[Any], fmt: Callable[[Any], str]) -> str:
+        return fmt(values[0]) if len(values) == 1 else f"{fmt(values[0])}-{fmt(values[-1])}"
+
     if node == SWITCH_FABRIC:
         name = f"NVSwitch fabric: {len(chips)} chips ({chips[0]}-{chips[-1]})"
     else:

@@ -10,12 +10,13 @@ from hwspec.generate.diagram.devices import bus_text, details
 from hwspec.generate.diagram.dot import LEGEND_PREFIX, html_table, quote
 from hwspec.model.node import Nic, Platform
 from hwspec.text import xml_escape as escape
+from hwspec.topology import topology_of
 
 
 def subtree(platform: Platform, root: str) -> list[str]:
     """`root` and every device below it, depth first in platform order."""
     found = [root]
-    for kid in platform.topology.children.get(root, ()):
+    for kid in topology_of(platform).children.get(root, ()):
         found += subtree(platform, kid)
     return found
 
@@ -39,8 +40,8 @@ def repeated_groups(platform: Platform, parent: str) -> dict[str, list[str]]:
     (`_signature`), for subtrees of more than one device that repeat: those are drawn once and
     the repeats listed in a table."""
     by_signature: dict[tuple[Any, ...], list[str]] = {}
-    for kid in platform.topology.children.get(parent, ()):
-        if platform.topology.children.get(kid):
+    for kid in topology_of(platform).children.get(parent, ()):
+        if topology_of(platform).children.get(kid):
             by_signature.setdefault(_signature(platform, kid), []).append(kid)
     return {roots[0]: roots[1:] for roots in by_signature.values() if len(roots) > 1}
 
@@ -61,7 +62,7 @@ def repeated_sockets(platform: Platform) -> dict[str, list[str]]:
 
 
 def depth(platform: Platform, root: str) -> int:
-    kids = platform.topology.children.get(root, ())
+    kids = topology_of(platform).children.get(root, ())
     return 1 + max((depth(platform, k) for k in kids), default=0)
 
 
@@ -69,7 +70,9 @@ def repeats_table(platform: Platform, first: list[str], repeats: list[list[str]]
     """An HTML-like table node listing the ids and bus ids of device groups drawn like `first`
     (a subtree, or a GPU and its own NICs): a row per device of `first`, a column per repeat
     (groups have more devices than repeats, and a table grows better down than across)."""
-    cell = lambda item_id: f"{escape(item_id)}<br/>{escape(bus_text(platform, item_id))}"  # noqa: E731
+    def cell(item_id: str) -> str:
+        return f"{escape(item_id)}<br/>{escape(bus_text(platform, item_id))}"
+
     rows = [[f"<b>like {escape(device)}</b>", *(cell(members[n]) for members in repeats)] for n, device in enumerate(first)]
     table = html_table(f"{len(repeats)} more like {first[0]}", ["", *(f"group {n}" for n in range(2, len(repeats) + 2))], rows)
     return f'{quote(repeats_node(first[0]))} [shape="plaintext", class="legend", label=<{table}>];'

@@ -9,6 +9,7 @@ from hwspec.generate.diagram.devices import details, device_line
 from hwspec.generate.diagram.dot import Cluster, attrs, label, quote
 from hwspec.generate.diagram.repeats import depth, repeated_groups, repeated_sockets, repeats_node, repeats_table, subtree
 from hwspec.model.node import Platform
+from hwspec.topology import topology_of
 
 
 def _side_by_side(members: list[str], nth: int) -> list[str]:
@@ -27,7 +28,7 @@ def tree_items(platform: Platform, summarise: bool) -> tuple[list[Any], set[str]
     placed: set[str] = set()
     listed: set[str] = set()
     layout_edges: list[str] = []
-    topology = platform.topology
+    topology = topology_of(platform)
     children = topology.children
     # a GPU is drawn together with the NICs that serve it alone (a NIC shared by GPUs stands apart)
     own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hwspec.generate.diagram.devices import device_label
 from hwspec.model.node import Bridge, NumaNode, Platform
+from hwspec.topology import topology_of
 
 WIDTH_BUDGET_PT = 1400
 """A node whose drawing of every device is estimated wider than this (in points, 72 to the inch)
@@ -41,7 +42,7 @@ def _row_width(widths: list[float]) -> float:
 def _subtree_width(platform: Platform, root: str, own_nics: dict[str, list[str]]) -> float:
     """Estimated width of `root` drawn with everything below it: the widest of its own node and
     its children's row (a GPU boxed with its own NICs side by side); framed when a cluster."""
-    kids = platform.topology.children.get(root, ())
+    kids = topology_of(platform).children.get(root, ())
     paired = {n for k in kids for n in own_nics.get(k, ()) if n in kids}
     row = [_row_width([_node_width(platform, k), *(_node_width(platform, n) for n in own_nics[k] if n in kids)]) + FRAME_PT
            if any(n in kids for n in own_nics.get(k, ())) else _subtree_width(platform, k, own_nics)
@@ -56,7 +57,7 @@ def drawing_width(platform: Platform) -> float:
     """Estimated width in points of the drawing of every device (its sockets side by side), the
     tables under it aside: label lengths times a mean character width, shapes and frames added.
     Deterministic, without graphviz."""
-    topology = platform.topology
+    topology = topology_of(platform)
     own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}
     return _row_width([_subtree_width(platform, s.id, own_nics) for s in platform.sockets])
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
-from hwspec.cpulist import format_cpu_list as cpu_list  # noqa: F401  (re-exported for the rule modules)
 from hwspec.formats.environment import REVIEWED_TUNABLES, environment_limits
 from hwspec.formats.limits import Limit
 from hwspec.formats.nccl_env import KNOWN, closest_known
-from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieLink, Platform
+from hwspec.model.node import Bridge, Gpu, Nic, NvlinkConnection, PcieDevice, PcieLink, Platform
+from hwspec.rules import At
 from hwspec.text import significant
-from hwspec.topology.node import RDMA_TRANSPORTS, served_field  # noqa: F401  (re-exported for the rule modules)
 
 
 class _HasId(Protocol):
@@ -64,12 +63,12 @@ def in_file_order(platform: Platform, items: Iterable[T]) -> list[T]:
     return sorted(items, key=key)
 
 
-def pcie_field(item: Bridge | Gpu | Nic, name: str) -> tuple[str, ...]:
+def pcie_field(item: Bridge | PcieDevice, name: str) -> tuple[str, ...]:
     """Where a PCIe attachment field is written: a bridge's own `link`, a device's `pcie.link`."""
     return (item.id, name) if isinstance(item, Bridge) else (item.id, "pcie", name)
 
 
-def physical_field(item: Bridge | Gpu | Nic) -> tuple[str, ...]:
+def physical_field(item: Bridge | PcieDevice) -> tuple[str, ...]:
     """Where the link bandwidth rules judge is written: `link.physical` when the presented link
     differs from the trained one (a VM's virtual bridge), else `link`."""
     where = pcie_field(item, "link")
@@ -90,7 +89,7 @@ FABRIC_AT = (None, "nvlink", "topology")
 """Where fabric findings about the whole pattern point."""
 
 
-def connection_at(connection: NvlinkConnection) -> tuple:
+def connection_at(connection: NvlinkConnection) -> At:
     """Where a finding about one GPU pair points: its entry in an explicit `nvlink.topology`
     list, or the named pattern it comes from."""
     return FABRIC_AT if connection.entry is None else FABRIC_AT + (connection.entry,)

@@ -6,13 +6,17 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from collections.abc import Iterator
 from itertools import chain
 
 from hwspec.formats.limits import k8s_name
-from hwspec.rules import Context, rule
+from hwspec.model.cluster import NodeGroup
+from hwspec.rules import ClusterContext, Finding, rule
 from hwspec.text import visible
+from hwspec.topology import topology_of
+from hwspec.topology.node import served_field
 
-from ._common import POLICY_DOC, gbit, number, refused_names, served_field, unknown_nccl_names
+from ._common import POLICY_DOC, gbit, number, refused_names, unknown_nccl_names
 
 
 def _tbit(rate: float) -> str:
@@ -20,7 +24,7 @@ def _tbit(rate: float) -> str:
 
 
 @rule("HW801", "rail-alignment", "error", scope="cluster")
-def rail_alignment(ctx: Context):
+def rail_alignment(ctx: ClusterContext) -> Iterator[Finding]:
     """On a rail-optimized fabric, local rank i of every node uses NIC i, the NIC on rail i.
 
     Rails are wired by NIC index: NIC i of every node goes to the leaves of rail i. NCCL is
@@ -32,7 +36,7 @@ def rail_alignment(ctx: Context):
     if fabric is None or fabric.topology != "rail-optimized":
         return
     for index, group in enumerate(cluster.groups):
-        platform, topology = group.platform, group.topology
+        platform, topology = group.platform, topology_of(group.platform)
         nics = topology.collective_nics
         if len(nics) != fabric.nics_per_node:
             yield ctx.finding(f"nodes[{index}] ({platform.name}) has {len(nics)} backend NICs, but the fabric has "
@@ -61,7 +65,7 @@ def _rails_of_rank(rank: int, gpus: int, rails: int) -> list[int]:
 
 
 @rule("HW802", "switch-ports", "error", scope="cluster")
-def switch_ports(ctx: Context):
+def switch_ports(ctx: ClusterContext) -> Iterator[Finding]:
     """No switch has more cables than ports: leaf hosts + uplinks, and the spine tier's uplinks.
 
     A design that needs more ports than a switch has cannot be cabled; the derived wiring
@@ -83,7 +87,7 @@ def switch_ports(ctx: Context):
 
 
 @rule("HW803", "oversubscription-declared", "error", scope="cluster")
-def oversubscription_declared(ctx: Context):
+def oversubscription_declared(ctx: ClusterContext) -> Iterator[Finding]:
     """A declared leaf oversubscription equals the ratio of the wiring: downlink over uplink bandwidth.
 
     Capacity planning and the roofline's inter-node bounds read the declared figure; if the
@@ -107,7 +111,7 @@ def oversubscription_declared(ctx: Context):
 
 
 @rule("HW804", "bisection-minimum", "error", scope="cluster")
-def bisection_minimum(ctx: Context):
+def bisection_minimum(ctx: ClusterContext) -> Iterator[Finding]:
     """The bisection bandwidth computed from the wiring meets the declared minimum.
 
     AlltoAll-heavy training (embedding exchange in recommendation models) is bound by
@@ -135,7 +139,7 @@ _HOST_NAME_HINT = "lower-case letters, digits and '-', starting and ending with 
 _IPV4_LINES = re.compile(rf"^{_IPV4.pattern}$", re.MULTILINE)
 
 
-def _all_lines(pattern: re.Pattern, values: list[str]) -> bool:
+def _all_lines(pattern: re.Pattern[str], values: list[str]) -> bool:
     """Every value is a whole line `pattern` matches (it matches no line break), in one call.
     (Counting whole-line matches, not one match of the whole text repeating a line pattern:
     that one keeps a backtracking state per line and is several times slower on 16,384 names.)"""
@@ -145,7 +149,7 @@ def _all_lines(pattern: re.Pattern, values: list[str]) -> bool:
     return text.count("\n") == len(values) - 1 and len(pattern.findall(text)) == len(values)
 
 
-def _clean_hosts(groups) -> bool:
+def _clean_hosts(groups: tuple[NodeGroup, ...]) -> bool:
     """The common case, decided for all nodes at once: every hostname a lower-case RFC 1123 label and every
     address dotted-quad IPv4, none used twice."""
     names = list(chain.from_iterable(group.hostnames for group in groups))
@@ -169,7 +173,7 @@ def _host_name_fault(name: str) -> str:
 
 
 @rule("HW805", "host-names", "error", scope="cluster", waivable=False)
-def host_names(ctx: Context):
+def host_names(ctx: ClusterContext) -> Iterator[Finding]:
     """Hostnames are unique lower-case RFC 1123 labels (what Kubernetes takes as a node name),
     and addresses are unique IPv4 or IPv6 addresses.
 
@@ -208,7 +212,7 @@ def host_names(ctx: Context):
 
 
 @rule("HW806", "world-size", "error", scope="cluster")
-def world_size(ctx: Context):
+def world_size(ctx: ClusterContext) -> Iterator[Finding]:
     """The declared world size equals nodes x GPUs per node.
 
     Launchers, the sharding planner and the batch size all derive from the world size."""
@@ -220,7 +224,7 @@ def world_size(ctx: Context):
 
 
 @rule("HW807", "backend-matches-nodes", "error", scope="cluster")
-def backend_matches_nodes(ctx: Context):
+def backend_matches_nodes(ctx: ClusterContext) -> Iterator[Finding]:
     """The backend network's transport and per-NIC speed match the nodes' backend NICs.
 
     The fabric is sized from its own speed; NCCL and the roofline use the NICs'. A 200 Gb/s
@@ -229,16 +233,17 @@ def backend_matches_nodes(ctx: Context):
     if fabric is None:
         return
     for index, group in enumerate(ctx.platform.groups):
-        for nic in group.topology.collective_nics:
+        for nic in topology_of(group.platform).collective_nics:
             if nic.speed != fabric.nic_speed or nic.transport != fabric.transport:
-                yield ctx.finding(f"nodes[{index}] ({group.platform.name}): {nic.id} is {gbit(nic.speed)} {nic.transport}, "
+                what = f"{gbit(nic.speed)} {nic.transport}" if nic.speed is not None else f"{nic.transport} of unknown speed"
+                yield ctx.finding(f"nodes[{index}] ({group.platform.name}): {nic.id} is {what}, "
                                   f"the backend network is {gbit(fabric.nic_speed)} {fabric.transport}",
                                   at=("backend", "speed"))
                 break
 
 
 @rule("HW808", "clos-connectivity", "error", scope="cluster")
-def clos_connectivity(ctx: Context):
+def clos_connectivity(ctx: ClusterContext) -> Iterator[Finding]:
     """Every leaf reaches every spine, and leaves that must talk have a spine tier between them.
 
     In a two-tier Clos a leaf with fewer uplinks than there are spines cannot reach some
@@ -271,7 +276,7 @@ def clos_connectivity(ctx: Context):
 
 
 @rule("HW809", "rail-declaration", "warning", scope="cluster")
-def rail_declaration(ctx: Context):
+def rail_declaration(ctx: ClusterContext) -> Iterator[Finding]:
     """A node platform's `backend.rail_optimized`, where it declares one, agrees with the cluster's fabric.
 
     The node's generated nccl.conf sets NCCL_CROSS_NIC from its own declaration; the cluster's
@@ -288,7 +293,7 @@ def rail_declaration(ctx: Context):
 
 
 @rule("HW810", "uniform-gpus-per-node", "error", scope="cluster")
-def uniform_gpus_per_node(ctx: Context):
+def uniform_gpus_per_node(ctx: ClusterContext) -> Iterator[Finding]:
     """Every node of the cluster has the same number of GPUs.
 
     torchrun and the sharding planner assume one local world size for all nodes (torchrun
@@ -305,7 +310,7 @@ def uniform_gpus_per_node(ctx: Context):
 
 
 @rule("HW811", "cluster-nccl-variable-known", "warning", scope="cluster")
-def cluster_nccl_variable_known(ctx: Context):
+def cluster_nccl_variable_known(ctx: ClusterContext) -> Iterator[Finding]:
     """Every NCCL_* name under the cluster's `environment:` is a variable NCCL reads.
 
     NCCL ignores variables it does not know, silently: a misspelt name leaves the setting the
@@ -315,7 +320,7 @@ def cluster_nccl_variable_known(ctx: Context):
 
 
 @rule("HW812", "cluster-environment-policy", scope="cluster", waivable=False)
-def cluster_environment_policy(ctx: Context):
+def cluster_environment_policy(ctx: ClusterContext) -> Iterator[Finding]:
     """Every name under the cluster's `environment:` is a tunable: nothing that loads code, names a file or changes where the job connects.
 
     cluster.env is sourced by node-launch.sh as root on every node, before torchrun: the same
@@ -328,7 +333,7 @@ cluster_environment_policy.__doc__ = (cluster_environment_policy.__doc__ or "").
 
 
 @rule("HW813", "kubernetes-names-distinct", "error", scope="cluster")
-def kubernetes_names_distinct(ctx: Context):
+def kubernetes_names_distinct(ctx: ClusterContext) -> Iterator[Finding]:
     """The cluster's node platforms have distinct names as Kubernetes writes them ('_' as '-', at most 63 characters).
 
     Each node platform's files name Kubernetes objects after it: its NPD DaemonSet

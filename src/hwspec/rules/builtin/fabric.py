@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from hwspec.model.node import UNKNOWN_PART, nvswitch_generation_of_gpus
+from hwspec.model.node import UNKNOWN_PART, known, nvswitch_generation_of_gpus
 from hwspec.rules import Context, Finding, rule
 
 from ._common import FABRIC_AT, connection_at, gbyte, id_list, in_file_order
@@ -23,7 +23,9 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     pairs = ctx.topology.gpu_pairs
     board = p.baseboard
-    if pairs and board is None:
+    if board is None:
+        if not pairs:
+            return
         shown = [f"{c.a}-{c.b}: {c.links} links" for c in pairs.values()]
         listed = id_list(shown[:3]) + (", ..." if len(shown) > 3 else "")
         yield ctx.finding(f"nvlink: {len(pairs)} GPU pair(s) are linked ({listed}), but there is no baseboard to carry them",
@@ -31,8 +33,8 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
         return
     for (a, b), connection in pairs.items():
         ga, gb = p.gpu_by_id[a], p.gpu_by_id[b]
-        missing = next((g for g in (ga, gb) if g.slot is None), None)
-        if missing is not None:
+        if ga.slot is None or gb.slot is None:
+            missing = ga if ga.slot is None else gb
             yield ctx.finding(f"{a}-{b}: {connection.links} NVLink links asked, but {missing.id} has no baseboard slot",
                               at=(missing.id,), hint=f"give {missing.id} the 'slot:' it sits in")
             continue
@@ -127,7 +129,7 @@ def fabric_uniform(ctx: Context) -> Iterator[Finding]:
         return
     if any(c.bandwidth is None for c in p.nvlinks):
         return  # a GPU part is unknown, and so is its link bandwidth: HW603 reports it
-    bandwidth = {g.id: sum(c.bandwidth for c in ctx.topology.gpu_fabric(g.id)) for g in p.gpus}
+    bandwidth = {g.id: sum(known(c.bandwidth) for c in ctx.topology.gpu_fabric(g.id)) for g in p.gpus}
     slow = min(p.gpus, key=lambda g: bandwidth[g.id])
     fast = max(p.gpus, key=lambda g: bandwidth[g.id])
     if bandwidth[fast.id] - bandwidth[slow.id] > 1e-9 * bandwidth[fast.id]:

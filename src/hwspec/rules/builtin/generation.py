@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from hwspec.formats.limits import hostfile_limits, settings_limits
 from hwspec.formats.nccl_tree import topology_limits
-from hwspec.rules import Context, Finding, rule
+from hwspec.rules import ClusterContext, Context, Finding, rule
 
 from ._common import limit_findings
 
@@ -44,7 +44,7 @@ def nccl_settings_writable(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("HW903", "hostfile-writable", scope="cluster", waivable=False)
-def hostfile_writable(ctx: Context) -> Iterator[Finding]:
+def hostfile_writable(ctx: ClusterContext) -> Iterator[Finding]:
     """hostfile and hosts.tsv can carry every host name and address.
 
     A hostfile line is `host slots=N`, read by MPI, DeepSpeed and people's scripts: a name

@@ -8,8 +8,9 @@ from hwspec.formats.nccl_tree import collective_library
 from hwspec.formats.transports import TRANSPORTS, facts, interface_use
 from hwspec.model.node import Gpu, Nic
 from hwspec.rules import Context, Finding, rule
+from hwspec.topology.node import RDMA_TRANSPORTS, served_field
 
-from ._common import RDMA_TRANSPORTS, id_list, in_file_order, place, served_field
+from ._common import id_list, in_file_order, place
 
 
 @rule("HW201", "backend-nic-per-gpu")
@@ -171,7 +172,7 @@ def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
     p = ctx.platform
     for nic in p.host_nics:
         for bridge_id in ctx.topology.bridges_above(nic.id):
-            if p.by_id[bridge_id].kind != "switch":
+            if p.bridge_by_id[bridge_id].kind != "switch":
                 continue
             under = ctx.topology.below(bridge_id)
             gpus = [g.id for g in p.gpus if g.id in under]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwspec.model.node import UNKNOWN_PART
+from hwspec.cpulist import format_cpu_list as cpu_list
+from hwspec.model.node import UNKNOWN_PART, known
 from hwspec.rules import Context, Finding, rule
 from hwspec.spec.units import format_bytes
 
-from ._common import cpu_list, gbyte, in_file_order
+from ._common import gbyte, in_file_order
 
 
 @rule("HW501", "numa-unique")
@@ -67,9 +68,9 @@ def hbm_matches_part(ctx: Context) -> Iterator[Finding]:
     for gpu in p.gpus:
         for path in gpu.overridden:
             if path == "hbm.capacity":
-                value = format_bytes(gpu.hbm_capacity)
+                value = format_bytes(known(gpu.hbm_capacity))
             elif path == "hbm.bandwidth":
-                value = gbyte(gpu.hbm_bandwidth)
+                value = gbyte(known(gpu.hbm_bandwidth))
             else:
                 continue
             yield ctx.finding(f"{gpu.id} overrides the HBM {path.split('.')[1]} of its part {gpu.part} with {value}",

@@ -3,11 +3,13 @@ them in `nvlink_domain`. Run once per cluster; nothing here walks every node."""
 
 from __future__ import annotations
 
-from hwspec.rules import Context, rule
+from collections.abc import Iterator
+
+from hwspec.rules import ClusterContext, Finding, rule
 
 
 @rule("HW821", "nvlink-domain-size", "error", scope="cluster")
-def nvlink_domain_size(ctx: Context):
+def nvlink_domain_size(ctx: ClusterContext) -> Iterator[Finding]:
     """The domain size divides the node count: every NVLink domain is complete.
 
     Slurm's block topology, Kubernetes' topology levels and TorchRec's pod_size all assume
@@ -25,7 +27,7 @@ def nvlink_domain_size(ctx: Context):
 
 
 @rule("HW822", "nvlink-domain-switch-ports", "error", scope="cluster")
-def nvlink_domain_switch_ports(ctx: Context):
+def nvlink_domain_switch_ports(ctx: ClusterContext) -> Iterator[Finding]:
     """A domain's NVLink switch trays have a port for every NVLink of its GPUs.
 
     In a GB200 NVL72 rack, 72 GPUs x 18 NVLink5 links = 1,296 links end on 9 switch trays of
@@ -55,7 +57,7 @@ def nvlink_domain_switch_ports(ctx: Context):
 
 
 @rule("HW823", "nvlink-domain-gpus", "error", scope="cluster")
-def nvlink_domain_gpus(ctx: Context):
+def nvlink_domain_gpus(ctx: ClusterContext) -> Iterator[Finding]:
     """The nodes of a multi-node NVLink domain have NVLink GPUs wired to NVLink switches.
 
     A domain spanning nodes exists only if each GPU's NVLinks leave the node through NVLink
@@ -67,7 +69,8 @@ def nvlink_domain_gpus(ctx: Context):
         return
     for index, group in enumerate(cluster.groups):
         platform = group.platform
-        gpu = next((g for g in platform.gpus if not g.fabric_kind.startswith("nvlink") or g.fabric_links < 1), None)
+        gpu = next((g for g in platform.gpus if g.fabric_kind is not None  # an unknown part: HW603 reports it
+                    and (not g.fabric_kind.startswith("nvlink") or g.fabric_links < 1)), None)
         if not platform.gpus:
             yield ctx.finding(f"nodes[{index}] ({platform.name}) has no GPUs, but is in an NVLink domain",
                               at=("nodes", index, "platform"))
@@ -82,7 +85,7 @@ def nvlink_domain_gpus(ctx: Context):
 
 
 @rule("HW824", "nvlink-domain-one-platform", "error", scope="cluster")
-def nvlink_domain_one_platform(ctx: Context):
+def nvlink_domain_one_platform(ctx: ClusterContext) -> Iterator[Finding]:
     """All nodes of an NVLink domain are of one node platform.
 
     An NVL72 rack holds one kind of compute tray; a domain mixing node platforms mixes GPU
@@ -102,7 +105,7 @@ def nvlink_domain_one_platform(ctx: Context):
 
 
 @rule("HW825", "nvlink-domain-in-leaf", "warning", scope="cluster")
-def nvlink_domain_in_leaf(ctx: Context):
+def nvlink_domain_in_leaf(ctx: ClusterContext) -> Iterator[Finding]:
     """Each NVLink domain sits under one leaf switch (one pod of a rail-optimized fabric).
 
     Kubernetes topology levels must nest: with the domain below the leaf level, a job kept in
@@ -112,6 +115,7 @@ def nvlink_domain_in_leaf(ctx: Context):
     split = ctx.topology.domains_split_by_leaves
     if split:
         domains = cluster.nvlink_domains
+        assert domains is not None  # a cluster without domains has none split
         first = split[0]
         groups = ctx.topology.leaf_groups
         nodes = domains.nodes(first)

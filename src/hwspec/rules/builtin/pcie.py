@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwspec.model.node import Bridge, Nic
+from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, Platform, Ssd, known
 from hwspec.rules import Context, Finding, rule
 
 from ._common import gbyte, id_list, in_file_order, link_text, number, pcie_field, physical_field
@@ -32,7 +32,7 @@ def pcie_tree(ctx: Context) -> Iterator[Finding]:
         if item.id not in key:
             cut_off.setdefault(key, []).append(item.id)
     for key, loop in cycles.items():
-        first = in_file_order(p, [p.by_id[i] for i in key])[0]
+        first = in_file_order(p, [_in_tree(p, i) for i in key])[0]
         start = loop.index(first.id)
         ordered = loop[start:-1] + loop[:start] + [first.id]
         lost = f"; cut off below it: {id_list(cut_off[key])}" if key in cut_off else ""
@@ -59,7 +59,7 @@ def bus_id_unique(ctx: Context) -> Iterator[Finding]:
     link is then counted once everywhere), or NIC entries of the same part with different `port`.
     """
     p = ctx.platform
-    seen: dict[str, list] = {}
+    seen: dict[str, list[Bridge | Gpu | Nic | Ssd]] = {}
     for item in in_file_order(p, p.pcie_items):
         if item.bus is None:
             continue  # `bus: unknown`, which HW603 reports
@@ -90,10 +90,10 @@ def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
     """
     p = ctx.platform
     for bridge in p.bridges:
-        kids = _one_per_card([p.by_id[i] for i in ctx.topology.children.get(bridge.id, ())])
+        kids = _one_per_card([_in_tree(p, i) for i in ctx.topology.children.get(bridge.id, ())])
         if any(k.physical is None for k in kids):
             continue  # a link below is unknown: HW603 reports it
-        total = sum(k.physical.bandwidth for k in kids)
+        total = sum(known(k.physical).bandwidth for k in kids)
         ratio = total / bridge.physical.bandwidth
         if ratio > bridge.max_oversubscription + 1e-9:
             yield ctx.finding(
@@ -105,7 +105,15 @@ def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
                      "if the traffic pattern allows it")
 
 
-def _one_per_card(items: list) -> list:
+def _in_tree(p: Platform, item_id: str) -> Bridge | Gpu | Nic | Ssd:
+    """The bridge or device `item_id` of the PCIe tree (a walk below a bridge or around a cycle
+    meets no socket)."""
+    item = p.by_id[item_id]
+    assert not isinstance(item, NumaNode), item_id
+    return item
+
+
+def _one_per_card(items: list[Bridge | Gpu | Nic | Ssd]) -> list[Bridge | Gpu | Nic | Ssd]:
     """`items` with the ports of one NIC card (`Nic.card_id`) kept once: the card has one link."""
     seen: set[str] = set()
     kept = []
@@ -161,7 +169,8 @@ def device_link_capability(ctx: Context) -> Iterator[Finding]:
     part runs at half the stated bandwidth. Either the link or the part is wrong.
     """
     p = ctx.platform
-    for item in (*p.gpus, *p.nics):
+    devices: tuple[Gpu | Nic, ...] = (*p.gpus, *p.nics)
+    for item in devices:
         cap = item.max_link
         if cap is None or item.physical is None:
             continue  # an unknown part or link: HW603 reports it

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from hwspec.formats.nccl_tree import collective_library, cpu_attached, left_to_detection
 from hwspec.formats.transports import interface_use
-from hwspec.model.node import UNKNOWN_PART, Platform
+from hwspec.model.node import UNKNOWN_PART, Bridge, NumaNode, PcieDevice, Platform
 from hwspec.rules import Context, Finding, rule
 
 
@@ -130,12 +130,12 @@ _BANDWIDTH = _Fact("memory bandwidth", "give the memory's 'bandwidth:' (the DIMM
                                        "from 'dmidecode -t memory', or the CPU datasheet's figure)", (FIGURES,), "memory bandwidth")
 
 
-def _memory_facts(numa) -> list[_Fact]:
+def _memory_facts(numa: NumaNode) -> list[_Fact]:
     """The unknown facts of a NUMA node's own memory (a GPU's shared HBM is the GPU's fact)."""
     return ([_CAPACITY] if numa.memory_capacity is None else []) + ([_BANDWIDTH] if numa.memory_bandwidth is None else [])
 
 
-def _pcie_facts(device, link_known: bool, topology: bool = True) -> list[_Fact]:
+def _pcie_facts(device: Bridge | PcieDevice, link_known: bool, topology: bool = True) -> list[_Fact]:
     """The unknown bus id and link; `topology`: the topology file waits for them (not for a NIC
     it leaves to NCCL's detection)."""
     facts = ([_BUS] if device.bus is None else []) + ([] if link_known else [_LINK])
