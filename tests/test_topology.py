@@ -32,6 +32,17 @@ def test_the_topology_is_built_once_per_platform(zionex):
     assert topology_of(zionex).platform is zionex
 
 
+def test_a_model_asked_for_its_old_topology_attribute_says_where_it_went(zionex):
+    """Site code written for `platform.topology` gets a message naming the replacement, not a bare AttributeError."""
+    cluster, _ = pipeline.load_any(ROOT / "platforms" / "zionex-16.yaml")
+    for model in (zionex, cluster):
+        with pytest.raises(AttributeError) as error:
+            model.topology  # noqa: B018
+        assert str(error.value) == (f"{type(model).__name__} has no '.topology': use hwspec.topology_of(model) "
+                                    "(a rule or generator has it as ctx.topology)")
+        assert topology_of(model).platform is model
+
+
 def test_climb_stops_at_a_root_a_cycle_or_a_dangling_parent():
     parents = {"gpu0": "sw0", "sw0": "rp0", "rp0": "cpu0", "a": "b", "b": "a", "x": "nowhere"}
     assert climb("gpu0", parents.get, {"cpu0"}) == ["gpu0", "sw0", "rp0", "cpu0"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from hwspec.diagnostics import Location
-from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap
+from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap, _no_topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +173,9 @@ class Frontend:
 class Cluster:
     """A resolved cluster. Node indices run 0..node_count-1 in group order; its derived facts
     are its topology's, `hwspec.topology.topology_of(cluster)`."""
+
+    topology = property(_no_topology)
+    """Gone: `hwspec.topology_of(cluster)`. Kept only to say so (an AttributeError naming it)."""
 
     name: str
     """The cluster's name: its output directory under generated/."""

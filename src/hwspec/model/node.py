@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
 from hwspec.diagnostics import Location
 from hwspec.spec.checks import PCIE_GEN_RATES
@@ -475,11 +475,20 @@ class Assumption:
     """Where it is written."""
 
 
+def _no_topology(model: object) -> NoReturn:
+    """`model.topology`, which the model no longer has: the message says where it went."""
+    raise AttributeError(f"{type(model).__name__} has no '.topology': use hwspec.topology_of(model) "
+                         "(a rule or generator has it as ctx.topology)")
+
+
 @dataclass(frozen=True)
 class Platform:
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
     by bus id. Lookups are derived (`by_id`, `gpu_by_id`, ...); connectivity (paths, NUMA
     placement, NIC shares) is its topology's, `hwspec.topology.topology_of(platform)`."""
+
+    topology = property(_no_topology)
+    """Gone: `hwspec.topology_of(platform)`. Kept only to say so (an AttributeError naming it)."""
 
     name: str
     """The platform's name: its output directory under generated/."""
