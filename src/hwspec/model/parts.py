@@ -187,9 +187,16 @@ class PrebuiltFile:
         self.first: int = entry["line"]
         self.order = [(kind, name) for kind, names in parts.items() for name in names]
         self.index = {kind: frozenset(names) for kind, names in parts.items()}
+        self._parts: Parts | None = None
 
     def parts(self) -> Parts:
-        """The file's parts; raises ValueError (or KeyError, TypeError, IndexError) when a record is malformed."""
+        """The file's parts, made once (every catalogue of the run shares them); raises
+        ValueError (or KeyError, TypeError, IndexError) when a record is malformed."""
+        if self._parts is None:
+            self._parts = self._make()
+        return self._parts
+
+    def _make(self) -> Parts:
         from hwspec.spec import models
 
         file = display_path(self.path)
