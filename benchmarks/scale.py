@@ -6,9 +6,11 @@
 
 Each size runs in a fresh Python process (so peak RSS is that size's own), does the whole
 job in-process (load, validate the node platform once, cluster rules, render the plan) and
-writes the plan to a temporary directory. Targets on the 2-core, 24 GiB machine: 2,048 nodes
-under 2 s, 16,384 nodes under 15 s, peak memory under 2 GiB, and time(16,384) at most 10x
-time(2,048). Compare ratios within one run: the machines are shared and noisy.
+writes the plan to a temporary directory. Targets on the 2-core, 24 GiB machine, checked at
+every size run (`seconds_target`): up to 2,048 nodes under 2 s, beyond that 15 s per 16,384
+nodes (16,384 under 15 s, 65,536 under 60 s); peak memory under 2 GiB; and time(16,384) at
+most 10x time(2,048) when both run. Compare ratios within one run: the machines are shared
+and noisy. The exit status is 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = {"seconds_2048": 2.0, "seconds_16384": 15.0, "peak_rss_mib": 2048.0, "ratio_16384_over_2048": 10.0}
+PEAK_RSS_MIB = 2048.0
+"""The most peak resident memory any size may take."""
+RATIO_16384_OVER_2048 = 10.0
+
+
+def seconds_target(nodes: int) -> float:
+    """The most seconds validate + generate + write of `nodes` nodes may take."""
+    return max(2.0, 15.0 * nodes / 16384)
 
 
 def cluster_yaml(nodes: int) -> str:
@@ -103,14 +112,13 @@ def main() -> int:
     summary: dict = {"python": sys.version.split()[0], "dot": bool(shutil.which("dot")), "results": results}
     if 2048 in by_size and 16384 in by_size:
         summary["ratio_16384_over_2048"] = round(by_size[16384]["seconds_total"] / by_size[2048]["seconds_total"], 2)
-    checks = {
-        "seconds_2048": by_size.get(2048, {}).get("seconds_total"),
-        "seconds_16384": by_size.get(16384, {}).get("seconds_total"),
-        "peak_rss_mib": max(r["peak_rss_mib"] for r in results),
-        "ratio_16384_over_2048": summary.get("ratio_16384_over_2048"),
-    }
-    summary["targets"] = {k: {"measured": v, "target": TARGETS[k], "met": v <= TARGETS[k]}
-                          for k, v in checks.items() if v is not None}
+    checks: list[tuple[str, float, float]] = []
+    for r in results:
+        checks += [(f"seconds_{r['nodes']}", r["seconds_total"], seconds_target(r["nodes"])),
+                   (f"peak_rss_mib_{r['nodes']}", r["peak_rss_mib"], PEAK_RSS_MIB)]
+    if "ratio_16384_over_2048" in summary:
+        checks.append(("ratio_16384_over_2048", summary["ratio_16384_over_2048"], RATIO_16384_OVER_2048))
+    summary["targets"] = {name: {"measured": v, "target": limit, "met": v <= limit} for name, v, limit in checks}
     print(json.dumps(summary, indent=2))
     return 0 if all(t["met"] for t in summary["targets"].values()) else 1
 

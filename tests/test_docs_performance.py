@@ -25,7 +25,8 @@ def test_the_scale_benchmark_runs_and_reports_its_targets():
     result = subprocess.run([sys.executable, "benchmarks/scale.py"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     targets = json.loads(result.stdout)["targets"]
-    assert set(targets) == {"seconds_2048", "seconds_16384", "peak_rss_mib", "ratio_16384_over_2048"}
+    sizes = (16, 256, 2048, 16384)
+    assert set(targets) == {f"seconds_{n}" for n in sizes} | {f"peak_rss_mib_{n}" for n in sizes} | {"ratio_16384_over_2048"}
 
 
 def test_the_cli_vs_floor_benchmark_runs_quick():
@@ -33,4 +34,5 @@ def test_the_cli_vs_floor_benchmark_runs_quick():
     result = subprocess.run([sys.executable, "benchmarks/cli_vs_floor.py", "--quick"], cwd=ROOT, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode in (0, 1), result.stderr[-3000:]
-    assert set(json.loads(result.stdout)["targets"]) == {"validate_node", "generate_check_shipped", "generate_16384"}
+    assert set(json.loads(result.stdout)["targets"]) == {"validate_node", "generate_check_shipped", "generate_16384",
+                                                         "peak_mib_generate_16384"}

@@ -17,6 +17,9 @@ from hwspec.hostlist import compress, compress_in_order, expand
     (["a01-ib", "a02-ib", "login"], "a[01-02]-ib,login"),
     (["x7"], "x7"),
     (["pod0", "pod1", "spine"], "pod[0-1],spine"),
+    (["n098", "n099", "n100", "n1000"], "n[098-100,1000]"),  # a longer number joins the padded family, as in Slurm
+    (["n7", "n07", "n10"], "n7,n[07,10]"),                   # a shorter one cannot
+    (["n01", "n001", "n1000"], "n01,n[001,1000]"),            # the widest padded family narrower than it
 ])
 def test_compress_matches_slurm_syntax(hosts, expression):
     assert compress(hosts) == expression
@@ -37,7 +40,7 @@ def per_host(hosts: list[str]) -> str:
 
 
 host_names = st.lists(st.builds("{}{}{}".format, st.sampled_from(["n", "zx-", "a1b", "10.0.", "", "é"]),
-                                st.sampled_from(["", "0", "00", "7", "09", "10", "100", "0042", "255"]),
+                                st.sampled_from(["", "0", "00", "7", "09", "10", "100", "0042", "255", "1000", "01000"]),
                                 st.sampled_from(["", "-ib", "b", "x9", ",", "[x]"])), max_size=30)
 
 
@@ -71,6 +74,17 @@ def test_compress_in_order_is_given_exactly_when_expand_gives_the_list_back(host
 ])
 def test_compress_in_order_refuses_what_expands_in_another_order(hosts, in_order):
     assert compress_in_order(hosts) == in_order
+
+
+def test_hostlists_stay_one_range_past_100000_hosts():
+    hosts = [f"zx{i:05}" for i in range(131_072)]  # zx00000 ... zx99999, zx100000 ... zx131071
+    assert hostlist._families_fast(hosts) is not None  # split into runs, not host by host
+    assert compress(hosts) == compress_in_order(hosts) == "zx[00000-131071]"
+    assert expand("zx[00000-131071]") == hosts
+    index = hostlist.HostIndex(hosts)
+    assert [(run.start, run.stop, run.width) for run in index.runs] == [(0, 131_072, 5)]
+    assert index.compress(range(99_990, 100_010)) == index.compress_in_order(range(99_990, 100_010)) == "zx[99990-100009]"
+    assert index.compress(range(100_000, 131_072)) == "zx[100000-131071]"
 
 
 def test_a_host_with_a_line_break_takes_the_per_host_path():

@@ -29,7 +29,7 @@ def _parts(kind: str):
 def test_every_catalogue_part_has_pci_ids_and_a_source(kind):
     for name, part in _parts(kind):
         assert part.model.pci_vendor.startswith("0x") and part.model.pci_device.startswith("0x"), name
-        note = part.expanded.provenance.get((kind, name))
+        note = part.note()
         assert note is not None and note.source, f"{kind}.{name} names no source"
 
 

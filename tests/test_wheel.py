@@ -1,4 +1,4 @@
-"""The built wheel carries the built-in templates, rules and parts, and works from any directory."""
+"""The built wheel carries the built-in templates, rules and parts (with the prebuilt catalogue), and works from any directory."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def test_wheel_carries_builtin_content_as_package_data_and_no_other_top_level_pa
         packaged = {n.removeprefix("hwspec/") for n in names if n.startswith(f"hwspec/{directory}/")}
         assert source and source <= packaged, f"{directory}: missing {sorted(source - packaged)}"
     assert "hwspec/py.typed" in names
+    assert "hwspec/data/parts.jsonl" in names  # the catalogue as it validated: without it every run validates the YAML
     assert {n.split("/", 1)[0] for n in names if "/" in n} == {"hwspec", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
     assert not any("__pycache__" in n for n in names)
 

@@ -49,8 +49,10 @@ def _split(host: str) -> tuple[str, str, str, int] | None:
 def compress(hosts: Iterable[str]) -> str:
     """`["n01", "n02", "n03", "x"]` -> `"n[01-03],x"`. Duplicates are kept once.
 
-    A number with leading zeros fixes its family's width (`n09` and `n10` are both width 2);
-    numbers of a family without padding are printed as they are (`n[9-10]`)."""
+    A number with leading zeros fixes its family's width (`n09` and `n10` are both width 2), and
+    a longer number without one joins the widest such family narrower than itself, as in
+    Slurm's hostlists (`n[098-100,1000]`; `zx[00000-131071]` past 100,000 hosts); numbers of a
+    family without padding are printed as they are (`n[9-10]`)."""
     return _compress(tuple(hosts))[0]
 
 
@@ -82,8 +84,9 @@ def _compress(hosts: tuple[str, ...]) -> tuple[str, bool | None]:
 
 class _Run(NamedTuple):
     """Consecutive hosts `start:stop` of one prefix and suffix, with their numbers in host
-    order; `width` is 0 (no number padded), the digit count all of them share (some padded),
-    or -1 (padded numbers of several widths: the per-host path decides)."""
+    order; `width` is 0 (no number padded), the digit count of the padded ones when the others
+    have at least as many digits (`zx00000`...`zx131071`: 5), or -1 (padded numbers of several
+    widths, or shorter numbers beside them: the per-host path decides)."""
 
     start: int
     stop: int
@@ -130,11 +133,12 @@ def _numbered_runs(keys: Iterable[str], lengths: Iterable[int], digits: list[str
         stop = start + length
         run_digits = digits[start:stop]
         numbers = list(map(int, run_digits))
-        if not _PADDED.search("\n" + "\n".join(run_digits)):
+        text = "\n" + "\n".join(run_digits)
+        if not _PADDED.search(text):
             width = 0
-        else:
-            widths = set(map(len, run_digits))
-            width = widths.pop() if len(widths) == 1 else -1
+        else:  # padded: all as wide as the shortest, which are all the padded ones
+            shortest = min(map(len, run_digits))
+            width = -1 if re.search(f"\n0[0-9]{{{shortest}}}", text) else shortest
         prefix, suffix = key.split("\n")
         runs.append(_Run(start, stop, prefix, suffix, width, numbers))
         start = stop
@@ -142,20 +146,19 @@ def _numbered_runs(keys: Iterable[str], lengths: Iterable[int], digits: list[str
 
 
 def _families_fast(unique: list[str]) -> tuple[dict[Family, list[int]], list[Family], bool, bool] | None:
-    """`_families_per_host` from `_runs`; None where that is None, or when padded and unpadded
-    numbers would share a family (`n10` belongs with `n09`: the per-host path decides). Also
-    says whether each family's hosts are contiguous and whether its numbers ascend."""
+    """`_families_per_host` from `_runs`; None where that is None, or when a run's numbers would
+    join a padded family of another run (`n10` or `n100` belongs with `n09`: the per-host path
+    decides). Also says whether each family's hosts are contiguous and whether its numbers ascend."""
     runs = _runs(unique)
     if runs is None or any(run.width < 0 for run in runs):
         return None
     families: dict[Family, list[int]] = {}
     for run in runs:
         families.setdefault((run.prefix, run.suffix, run.width), []).extend(run.numbers)
-    for run in runs:
-        if run.width == 0:  # the digit counts its numbers may have
-            shortest, longest = len(str(min(run.numbers))), len(str(max(run.numbers)))
-            if any((run.prefix, run.suffix, width) in families for width in range(max(shortest, 2), longest + 1)):
-                return None
+    for run in runs:  # a padded family of another run, wider than this run's, that some of its numbers would join
+        longest = len(str(max(run.numbers)))
+        if any((run.prefix, run.suffix, width) in families for width in range(max(run.width + 1, 2), longest + 1)):
+            return None
     ascending = all(all(map(operator.lt, found, itertools.islice(found, 1, None))) for found in families.values())
     return families, list(families), len(runs) == len(families), ascending
 
@@ -202,6 +205,9 @@ def _families_per_host(unique: list[str]) -> tuple[dict[Family, list[int]], list
     splits = list(map(_split, unique))
     padded = {(prefix, suffix, len(digits)) for prefix, digits, suffix, _ in filter(None, splits)
               if len(digits) > 1 and digits[0] == "0"}
+    widths: dict[tuple[str, str], list[int]] = {}
+    for prefix, suffix, width in sorted(padded):
+        widths.setdefault((prefix, suffix), []).append(width)
     families: dict[Family, list[int]] = {}
     order: list[Family | str] = []
     for host, split in zip(unique, splits):
@@ -210,8 +216,9 @@ def _families_per_host(unique: list[str]) -> tuple[dict[Family, list[int]], list
             continue
         prefix, digits, suffix, number = split
         key = (prefix, suffix, len(digits))
-        if key not in padded:
-            key = (prefix, suffix, 0)
+        if key not in padded:  # the widest padded family narrower than the number, else unpadded
+            narrower = [width for width in widths.get((prefix, suffix), ()) if width < len(digits)]
+            key = (prefix, suffix, narrower[-1] if narrower else 0)
         numbers = families.get(key)
         if numbers is None:
             families[key] = numbers = []

@@ -300,7 +300,7 @@ PART_SECTIONS = (("cpus", "CPUs", "CPU"), ("gpus", "GPUs", "GPU"), ("nics", "NIC
 
 
 def builtin_catalogue() -> Any:
-    """The built-in parts catalogue (`hwspec.model.load.Catalogue`), read as the loader reads it."""
+    """The built-in parts catalogue (`hwspec.model.parts.Catalogue`), read as the loader reads it."""
     from hwspec import content
     from hwspec.model.load import load_catalogue
 
@@ -373,12 +373,10 @@ def _part_section(part: Any, what: str, model: Any, described: dict[str, Any]) -
     """One part: its heading (anchored by name), what it is and where it is written, its own
     source, then a row per figure: the key, the value with its unit, what the key means and the
     source given for that value, or for its block (on the block's first row)."""
-    provenance = part.expanded.provenance
-    here = (part.kind, part.name)
-    file = f"data/parts/{Path(part.doc.file).name}"
+    file = f"data/parts/{Path(part.file).name}"
     lines = [f"### {part.name} {{ #{anchor(part.name)} }}", "",
              f"{what}: **{cell(str(part.raw.get('model_name', part.name)))}**, `{part.kind}` in `{file}`.", ""]
-    own = provenance.get(here)
+    own = part.note()
     if own is not None and own.source:
         lines += [f"Source: {cell(own.source)}", ""]
     if own is not None and own.assumed:
@@ -386,11 +384,11 @@ def _part_section(part: Any, what: str, model: Any, described: dict[str, Any]) -
     lines += ["| figure | value | meaning | source |", "|---|---|---|---|"]
     shown: set[tuple[str, ...]] = set()
     for path, value in _figure_rows(part.raw):
-        noted = [path[:depth] for depth in range(len(path), 0, -1) if provenance.get(here + path[:depth]) is not None]
+        noted = [path[:depth] for depth in range(len(path), 0, -1) if part.note(path[:depth]) is not None]
         note = ""
         if noted and noted[0] not in shown:
             shown.add(noted[0])
-            note = _provenance_text(provenance[here + noted[0]])
+            note = _provenance_text(part.note(noted[0]))
             if noted[0] != path:
                 note = f"`{'.'.join(noted[0])}`: {note}"
         lines.append(f"| `{'.'.join(path)}` | {cell(_value_text(value))} "
@@ -449,7 +447,7 @@ def parts_reference(catalogue: Any | None = None) -> str:
         for name in names:
             part = catalogue.get(section, name)
             model_name = cell(str(part.raw.get("model_name", "")))
-            lines.append(f"| [`{name}`](#{anchor(name)}) | {model_name} | `{Path(part.doc.file).name}` |")
+            lines.append(f"| [`{name}`](#{anchor(name)}) | {model_name} | `{Path(part.file).name}` |")
         lines.append("")
     from hwspec.spec import models
     from hwspec.spec.json_schema import platform_schema

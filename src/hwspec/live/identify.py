@@ -34,7 +34,7 @@ def ids_assumed(catalogue, kind: str, name: str) -> bool:
     part = catalogue.parts.get(kind, {}).get(name)
     if part is None:
         return False
-    note = part.expanded.provenance.get((kind, name, "pci_device"))
+    note = part.note(("pci_device",))
     return bool(note and note.assumed)
 
 

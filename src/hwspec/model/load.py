@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hwspec import content
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path, os_reason, real_path
-from hwspec.model.node import Platform
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity, display_path, os_reason, real_path
+from hwspec.model.node import UNKNOWN_PART, Platform
+from hwspec.model.parts import Catalogue, Parts, PrebuiltFile, part_from_document, prebuilt_file
 from hwspec.model.resolve_node import resolve_node
 from hwspec.source.expand import Expanded, read_document
-from hwspec.source.loader import SourceDoc, read_regular_file
-from hwspec.spec.checks import PART_NAME
-from hwspec.spec.parts import PART_KINDS, PART_SECTIONS, UNKNOWN_PART, overridden_part, spec_model, unknown_part
+from hwspec.source.loader import SourceDoc
+from hwspec.spec.parts import PART_KINDS, PART_SECTIONS, overridden_part, spec_model, unknown_part
 from hwspec.spec.translate import DataPath, Written, dotted, validate_document
 from hwspec.spec.validate import validate_node
 
@@ -31,49 +31,6 @@ if TYPE_CHECKING:
 
     from hwspec.spec.models import NodeSpec
 
-
-class Part:
-    """A catalogue entry: its validated model (a `CpuPart`, `GpuPart` or `NicPart`) and where it is written."""
-
-    def __init__(self, kind: str, name: str, raw: dict[str, Any], model: Any, doc: SourceDoc, expanded: Expanded):
-        self.kind, self.name, self.raw, self.model = kind, name, raw, model
-        self.doc, self.expanded = doc, expanded
-
-    def locate(self, path: DataPath) -> Location:
-        return self.doc.locate(self.expanded.written_path((self.kind, self.name) + path))
-
-
-class Catalogue:
-    """Parts by kind and name, from parts files (later ones win).
-
-    A built-in file is read with source positions and validated when a part of it is first
-    asked for (`get`, `parts`): a platform pays for the files whose parts it names, not for the
-    whole catalogue. Which file holds which names is read without positions first (`_part_names`);
-    a file whose names cannot be read so is loaded at once, so its problems are reported then.
-    Raises HwspecError (the file's problems) when a part of a file that does not validate is
-    asked for."""
-
-    def __init__(self, files: list[tuple[Path, dict[str, frozenset[str]]]]):
-        self.files = files
-        """Each parts file in load order, with the part names it defines by kind."""
-
-    def names(self, kind: str) -> list[str]:
-        return sorted({name for _, index in self.files for name in index.get(kind, ())})
-
-    def get(self, kind: str, name: str) -> Part | None:
-        for path, index in reversed(self.files):
-            if name in index.get(kind, ()):
-                return _load_parts_file(path).get(kind, {}).get(name)
-        return None
-
-    @property
-    def parts(self) -> dict[str, dict[str, Part]]:
-        """Every part by kind and name (every file loaded)."""
-        merged: dict[str, dict[str, Part]] = {}
-        for path, _ in self.files:
-            for kind, parts in _load_parts_file(path).items():
-                merged.setdefault(kind, {}).update(parts)
-        return merged
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -85,37 +42,38 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return stat.st_mtime_ns, stat.st_size
 
 
-def _load_parts_file(path: Path) -> dict[str, dict[str, Part]]:
-    """A parts file's parts by kind and name; parsed once per version of the file."""
+def _load_parts_file(path: Path) -> Parts:
+    """A parts file's parts by kind and name, validated from its YAML; parsed once per version of the file."""
     return _parse_parts_file(path, _stamp(path))
 
 
 @functools.lru_cache(maxsize=64)
-def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict[str, Part]]:
+def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> Parts:
     doc, expanded = read_document(path)
     catalogue = validate_document(spec_model("PartsCatalogue"), doc, expanded)
-    parts: dict[str, dict[str, Part]] = {}
+    parts: Parts = {}
     for kind in PART_KINDS:
-        for name, model in getattr(catalogue, kind).items():
-            parts.setdefault(kind, {})[name] = Part(kind, name, expanded.data[kind][name], model, doc, expanded)
+        for name, part in getattr(catalogue, kind).items():
+            parts.setdefault(kind, {})[name] = part_from_document(kind, name, part, doc, expanded)
     return parts
 
 
 def load_parts_file(path: Path) -> Catalogue:
     """The parts of one parts file (`kind: parts`), validated as `load_catalogue` validates each
     file of a parts directory. Raises HwspecError with every problem found."""
-    path = Path(path)
-    parts = _load_parts_file(path)
-    return Catalogue([(path, {kind: frozenset(names) for kind, names in parts.items()})])
+    parts = _load_parts_file(Path(path))
+    return Catalogue([({kind: frozenset(names) for kind, names in parts.items()}, lambda: parts)])
 
 
 def load_catalogue(directories: Iterable[Path]) -> Catalogue:
-    """The parts files in `directories` (builtin first, then the platform's own). The built-in
-    ones (package data, validated by hwspec's own tests) are each loaded when a part of it is
-    asked for (`Catalogue`); a site's are loaded and validated here, whatever the platform uses
-    of them. Raises HwspecError with every problem found."""
+    """The parts files in `directories` (builtin first, then the platform's own). A site's are
+    loaded and validated here, whatever the platform uses of them. The built-in ones (package
+    data) were validated when hwspec was built: each is read in that form (`hwspec.model.parts`),
+    its parts made when one of them is first asked for (`Catalogue`); a built-in file that
+    differs from what was validated is validated here like a site's. Raises HwspecError with
+    every problem found."""
     builtin = real_path(content.builtin_dir("parts"))
-    files: list[tuple[Path, dict[str, frozenset[str]]]] = []
+    files: list[tuple[Mapping[str, frozenset[str]], Callable[[], Parts]]] = []
     errors: list[Diagnostic] = []
     for directory in directories:
         try:
@@ -123,13 +81,15 @@ def load_catalogue(directories: Iterable[Path]) -> Catalogue:
         except HwspecError as exc:
             errors.extend(exc.diagnostics)
             continue
-        lazy = real_path(directory) == builtin
+        prebuilt = real_path(directory) == builtin
         for path in paths:
             try:
-                index = _part_names(path, _stamp(path)) if lazy else None
-                if index is None:  # a site's file, or not plainly a parts file: loaded now, so that its problems say where
-                    index = {kind: frozenset(parts) for kind, parts in _load_parts_file(path).items()}
-                files.append((path, index))
+                found = _prebuilt_file(path, _stamp(path)) if prebuilt else None
+                if found is not None:
+                    files.append((found.index, functools.partial(_prebuilt_parts, found)))
+                else:  # a site's file, or a built-in one changed since it was validated: validated now
+                    parts = _load_parts_file(path)
+                    files.append(({kind: frozenset(names) for kind, names in parts.items()}, functools.partial(dict, parts)))
             except HwspecError as exc:
                 errors.extend(exc.diagnostics)
     if errors:
@@ -138,26 +98,17 @@ def load_catalogue(directories: Iterable[Path]) -> Catalogue:
 
 
 @functools.lru_cache(maxsize=64)
-def _part_names(path: Path, stamp: tuple[int, int] | None) -> dict[str, frozenset[str]] | None:
-    """The part names a parts file defines by kind, read without source positions (PyYAML's
-    C loader); None when the file is not plainly a parts file of literal names (unreadable, a
-    syntax error, another shape, a `repeat` or `${...}` among its names)."""
-    import yaml
+def _prebuilt_file(path: Path, stamp: tuple[int, int] | None) -> PrebuiltFile | None:
+    return prebuilt_file(path)
 
+
+def _prebuilt_parts(found: PrebuiltFile) -> Parts:
+    """A built-in file's parts from its prebuilt record, or validated from its YAML when the
+    record is malformed."""
     try:
-        data = yaml.load(read_regular_file(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, ValueError, HwspecError, yaml.YAMLError):
-        return None
-    if not isinstance(data, dict) or data.get("kind") != "parts" or not set(data) <= {"hwspec", "kind", *PART_KINDS}:
-        return None
-    index: dict[str, frozenset[str]] = {}
-    for kind in PART_KINDS:
-        section = data.get(kind) or {}
-        if not isinstance(section, dict) or not all(
-                isinstance(name, str) and len(name) <= 64 and PART_NAME.fullmatch(name) and name != UNKNOWN_PART for name in section):
-            return None
-        index[kind] = frozenset(section)
-    return index
+        return found.parts()
+    except (KeyError, TypeError, ValueError):
+        return _load_parts_file(found.path)
 
 
 def parts_files(directory: Path) -> list[Path]:
@@ -244,7 +195,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, doc: SourceDoc, expande
                 if not override:
                     resolved[entry.id] = part.model
                     continue
-                model, problems = overridden_part(kind, part.raw, Written(part.doc, part.expanded, (kind, part.name)),
+                model, problems = overridden_part(kind, part.raw, part,
                                                   override, where, here + ("override",))
             errors.extend(problems)
             if model is not None:

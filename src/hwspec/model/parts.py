@@ -1,0 +1,279 @@
+"""Catalogue parts, and the built-in catalogue in the form it was validated to.
+
+A `Part` is one entry of a parts file: its kind and name, the entry as written (after
+`expand`), its validated spec model, the file:line:col of each of its values and its
+`source`/`assumed` notes. A `Catalogue` holds the parts of several files, later files winning.
+
+The built-in catalogue (`data/parts/*.yaml`, package data) is validated when hwspec is built,
+not on every run: `data/parts.jsonl` (`prebuilt_path`) records, for each built-in file, the
+SHA-256 of its bytes and its parts as they validated (every field's value and which fields the
+file wrote, the positions, the notes). It is JSON Lines, read with `json.loads`: data, never
+code; a part's line is parsed when a part of its file is first asked for. A run
+makes a part's model from its record with pydantic's `model_construct`, which validates
+nothing. A built-in file is used in its prebuilt form only when its bytes hash to the recorded
+hash; otherwise, or when its record is not as `PrebuiltFile` expects, it is validated from its
+YAML, as a site's parts file is. tests/test_prebuilt_parts.py holds `data/parts.jsonl` to what
+the YAML validates to; `python -m hwspec.model.build_parts` writes it again.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hwspec import content
+from hwspec.diagnostics import HwspecError, Location, display_path
+from hwspec.model.node import UNKNOWN_PART
+from hwspec.source.expand import Provenance
+from hwspec.source.loader import read_regular_file
+from hwspec.spec.checks import PART_NAME
+from hwspec.spec.parts import PART_KINDS
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from hwspec.source.expand import Expanded
+    from hwspec.source.loader import SourceDoc
+
+DataPath = tuple[str | int, ...]
+
+PREBUILT_FORMAT = 1
+"""The layout of `data/parts.jsonl`; a file of another format is not used."""
+
+Parts = dict[str, dict[str, "Part"]]
+"""Parts by kind, then name."""
+
+
+def prebuilt_path() -> Path:
+    """`data/parts.jsonl`: the built-in catalogue as it validated, beside `data/parts/`."""
+    return content.builtin_dir("parts").with_name("parts.jsonl")
+
+
+class Part:
+    """A catalogue entry.
+
+    `raw` is the entry as written (after `expand`: what an `override:` is merged over); `model`
+    its validated spec model (a `CpuPart`, `GpuPart`, `NicPart` or `PcieSwitchPart`);
+    `positions` maps each path into `raw` (the entry itself is `()`) to the (line, col) in
+    `file` where that value is written; `notes` maps paths into `raw` to their provenance."""
+
+    def __init__(self, kind: str, name: str, raw: dict[str, Any], model: Any, file: str,
+                 positions: Mapping[DataPath, tuple[int, int]], notes: Mapping[DataPath, Provenance]):
+        self.kind, self.name, self.raw, self.model, self.file = kind, name, raw, model, file
+        self.positions, self.notes = positions, notes
+
+    def locate(self, path: DataPath) -> Location:
+        """Where the value at `path` (inside the entry) is written, else its longest written prefix."""
+        for end in range(len(path), -1, -1):
+            at = self.positions.get(path[:end])
+            if at is not None:
+                return Location(self.file, *at)
+        return Location(self.file, 1, 1)
+
+    def value(self, path: DataPath) -> Location:
+        """`locate`: a part is a `hwspec.spec.translate.Where` (what an `override:` is merged over)."""
+        return self.locate(path)
+
+    def key(self, path: DataPath) -> Location:
+        """Where the key at `path` is written: at its value, as an override's keys are located."""
+        return self.locate(path)
+
+    def note(self, path: DataPath = ()) -> Provenance | None:
+        """The `source`/`assumed` note of the value at `path` (the entry itself: `()`), if it has one."""
+        return self.notes.get(path)
+
+
+def part_from_document(kind: str, name: str, model: Any, doc: SourceDoc, expanded: Expanded) -> Part:
+    """The part `kind`.`name` of a loaded parts document, with `model` its validated spec model."""
+    here = (kind, name)
+    raw = expanded.data[kind][name]
+    positions = {}
+    for path in _paths(raw):
+        at = doc.locate(expanded.written_path(here + path))
+        positions[path] = (at.line, at.col)
+    notes = {path[2:]: note for path, note in expanded.provenance.items() if path[:2] == here}
+    return Part(kind, name, raw, model, doc.file, positions, notes)
+
+
+def _paths(data: Any, prefix: DataPath = ()) -> typing.Iterator[DataPath]:
+    """`prefix` and the path of every value inside `data`."""
+    yield prefix
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield from _paths(value, prefix + (key,))
+
+
+class Catalogue:
+    """Parts by kind and name, from parts files (later ones win).
+
+    Each file is given as the part names it defines by kind and a function that makes its
+    parts (called when a part of the file is first asked for, at most once): a platform pays
+    for the files whose parts it names. The function raises HwspecError (the file's problems)
+    when the file does not validate."""
+
+    def __init__(self, files: list[tuple[Mapping[str, frozenset[str]], Callable[[], Parts]]]):
+        self.files = [(index, functools.cache(make)) for index, make in files]
+        """Each parts file in load order: the part names it defines by kind, and its parts."""
+
+    def names(self, kind: str) -> list[str]:
+        return sorted({name for index, _ in self.files for name in index.get(kind, ())})
+
+    def get(self, kind: str, name: str) -> Part | None:
+        for index, parts in reversed(self.files):
+            if name in index.get(kind, ()):
+                return parts().get(kind, {}).get(name)
+        return None
+
+    @property
+    def parts(self) -> Parts:
+        """Every part by kind and name (every file loaded)."""
+        merged: Parts = {}
+        for _, parts in self.files:
+            for kind, found in parts().items():
+                merged.setdefault(kind, {}).update(found)
+        return merged
+
+
+# ---------------------------------------------------------------- the prebuilt built-in catalogue
+
+
+PREBUILT_ABOUT = ("The built-in parts catalogue (data/parts/*.yaml) as it validates. Line 1: each file's SHA-256 (of the "
+                  "bytes it was validated from), its part names by kind, and the line of its first part; then one part "
+                  "a line: [kind, name, record]. Written by `python -m hwspec.model.build_parts`, read by hwspec.model.parts.")
+
+
+def render_prebuilt(files: list[tuple[str, bytes, Parts]]) -> str:
+    """The text of `data/parts.jsonl` for built-in parts files given as (file name, bytes, parts)."""
+    header: dict[str, Any] = {"about": PREBUILT_ABOUT, "format": PREBUILT_FORMAT, "files": {}}
+    lines: list[str] = []
+    for file, data, parts in files:
+        header["files"][file] = {"sha256": hashlib.sha256(data).hexdigest(), "line": len(lines) + 2,
+                                 "parts": {kind: list(found) for kind, found in parts.items()}}
+        lines += [_line([kind, name, _part_record(part)]) for kind, found in parts.items() for name, part in found.items()]
+    return "\n".join([_line(header), *lines]) + "\n"
+
+
+def _line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _part_record(part: Part) -> dict[str, Any]:
+    return {"raw": part.raw, "model": _model_record(part.model),
+            "positions": [[list(path), line, col] for path, (line, col) in part.positions.items()],
+            "notes": [[list(path), note.source, note.assumed] for path, note in part.notes.items()]}
+
+
+def _model_record(model: BaseModel) -> dict[str, Any]:
+    """Every field's value (a nested model as its own record) and the fields the file wrote."""
+    values = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        values[name] = _model_record(value) if hasattr(value, "model_fields_set") else value
+    return {"written": sorted(model.model_fields_set), "values": values}
+
+
+class PrebuiltFile:
+    """A built-in parts file in its prebuilt form: the names it defines (`index`), and its
+    parts made from their records (`parts`). Raises ValueError when its header entry is malformed."""
+
+    def __init__(self, path: Path, entry: Any, lines: list[bytes]):
+        self.path, self.lines = path, lines
+        parts = entry.get("parts") if isinstance(entry, dict) else None
+        if not isinstance(parts, dict) or not set(parts) <= set(PART_KINDS) or not isinstance(entry.get("line"), int):
+            raise ValueError(f"{path.name}: no parts by kind")
+        for names in parts.values():
+            if not isinstance(names, list) or not all(_is_part_name(name) for name in names):
+                raise ValueError(f"{path.name}: a part name is not one")
+        self.first: int = entry["line"]
+        self.order = [(kind, name) for kind, names in parts.items() for name in names]
+        self.index = {kind: frozenset(names) for kind, names in parts.items()}
+        self._parts: Parts | None = None
+
+    def parts(self) -> Parts:
+        """The file's parts, made once (every catalogue of the run shares them); raises
+        ValueError (or KeyError, TypeError, IndexError) when a record is malformed."""
+        if self._parts is None:
+            self._parts = self._make()
+        return self._parts
+
+    def _make(self) -> Parts:
+        from hwspec.spec import models
+
+        file = display_path(self.path)
+        made: Parts = {}
+        for number, (kind, name) in enumerate(self.order, start=self.first):
+            found_kind, found_name, record = json.loads(self.lines[number - 1])
+            if (found_kind, found_name) != (kind, name):
+                raise ValueError(f"{self.path.name}: line {number} is not {kind}.{name}")
+            positions = {tuple(path): (line, col) for path, line, col in record["positions"]}
+            notes = {tuple(path): Provenance(source, assumed) for path, source, assumed in record["notes"]}
+            if () not in positions:
+                raise ValueError(f"{self.path.name}: {kind}.{name} has no position")
+            made.setdefault(kind, {})[name] = Part(kind, name, record["raw"], _construct(getattr(models, PART_KINDS[kind]), record["model"]),
+                                                   file, positions, notes)
+        return made
+
+
+def _is_part_name(name: Any) -> bool:
+    return isinstance(name, str) and len(name) <= 64 and PART_NAME.fullmatch(name) is not None and name != UNKNOWN_PART
+
+
+def _construct(model: type[BaseModel], record: dict[str, Any]) -> BaseModel:
+    """The model instance `record` describes (`_model_record`), made without validation."""
+    fields = model.model_fields
+    values, written = record["values"], set(record["written"])
+    if set(values) != set(fields) or not written <= set(fields):
+        raise ValueError(f"{model.__name__}: the record's fields are not the model's")
+    made = {}
+    for name, value in values.items():
+        nested = _model_class(fields[name].annotation)
+        made[name] = _construct(nested, value) if nested is not None and value is not None else value
+    return model.model_construct(written, **made)
+
+
+def _model_class(annotation: Any) -> type[BaseModel] | None:
+    """The model class a field holds (`HbmSpec`, `C2cCapability | None`), or None."""
+    from pydantic import BaseModel
+
+    union = isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
+    found = [a for a in (typing.get_args(annotation) if union else (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+    return found[0] if len(found) == 1 else None
+
+
+def prebuilt_file(path: Path) -> PrebuiltFile | None:
+    """Built-in parts file `path` in its prebuilt form, when `data/parts.jsonl` has a
+    well-formed entry for exactly its bytes; None otherwise (then the YAML is validated)."""
+    files, lines = _prebuilt()
+    entry = files.get(path.name)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        data = read_regular_file(path)
+    except HwspecError:
+        return None  # validating the file reports why it cannot be read
+    if entry.get("sha256") != hashlib.sha256(data).hexdigest():
+        return None
+    try:
+        return PrebuiltFile(path, entry, lines)
+    except ValueError:
+        return None
+
+
+@functools.cache
+def _prebuilt() -> tuple[dict[str, Any], list[bytes]]:
+    """`data/parts.jsonl`'s header entries by file name, and its lines; nothing when it is
+    missing, unreadable or not of `PREBUILT_FORMAT`."""
+    try:
+        lines = read_regular_file(prebuilt_path()).split(b"\n")
+        header = json.loads(lines[0])
+    except (HwspecError, ValueError):
+        return {}, []
+    if not isinstance(header, dict) or header.get("format") != PREBUILT_FORMAT or not isinstance(header.get("files"), dict):
+        return {}, []
+    return header["files"], lines
