@@ -44,6 +44,6 @@ def test_the_socket_of_gpu0_comes_first_and_a_socket_without_devices_keeps_its_p
 def test_detection_order_moves_only_entries_with_a_gpu_below_them(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("order.yaml").write_text(GPU0_ON_SECOND_SOCKET)
-    arrange = detection_order(load_platform(Path("order.yaml")).topology)
+    arrange = detection_order(topology_of(load_platform(Path("order.yaml"))))
     assert arrange(["cpu2", "cpu0", "cpu1"]) == ["cpu2", "cpu1", "cpu0"]
     assert arrange(["elsewhere", "gpu1", "gpu0"]) == ["elsewhere", "gpu0", "gpu1"]

@@ -13,6 +13,7 @@ import pytest
 from hwspec import content
 from hwspec.diagnostics import HwspecError
 from hwspec.model import build_parts, load, parts
+from hwspec.source.expand import expand
 from hwspec.source.loader import load_yaml_file
 
 BUILTIN = content.builtin_dir("parts")
@@ -43,7 +44,7 @@ def test_each_prebuilt_part_is_the_part_validated_from_its_yaml(path: Path):
     made, validated = prebuilt.parts(), load._load_parts_file(path)
     assert {k: list(v) for k, v in made.items()} == {k: list(v) for k, v in validated.items()}
     doc = load_yaml_file(path)
-    expanded = load.expand(doc)
+    expanded = expand(doc)
     for kind, found in validated.items():
         for name, part in found.items():
             mine = made[kind][name]
