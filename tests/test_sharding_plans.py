@@ -108,3 +108,36 @@ def test_table_row_wise_issues_its_own_reduction_and_cross_node_alltoall(tmp_pat
     assert rows["embedding_fwd"]["kernels"] == 1  # joins the one fused lookup
     pooled = Term("embedding_alltoall_fwd", "pooled", "network", 1.0, 1.0, "bytes", 1.0, "algbw")
     assert collectives_per_iteration(tiny(tmp_path, sharding="table-row-wise"), pooled, nodes=1) == {"reduce_scatter": 1}
+
+
+def hier_auto(tmp_path, table_cost: float):
+    """The tiny workload, table-row-wise, planned by HugeCTR's hier_auto with `table_cost`."""
+    workload = tiny(tmp_path, sharding="table-row-wise")
+    return dataclasses.replace(workload, hier_auto_table_cost=table_cost)
+
+
+def test_hier_auto_splits_each_table_over_two_of_four_nodes_where_its_cost_says_so(tmp_path):
+    four_nodes = dataclasses.replace(TWO_NODES, gpus=8, nodes=4)
+    doc = estimate(four_nodes, hier_auto(tmp_path, table_cost=1.0))
+    # 2 tables of hotness (pooling) 3 on 4 nodes, table cost 1: whole, the busiest node costs 3 + 1;
+    # the hottest table split in two, still 3 + 1 (the other table's node); both split in two, one
+    # half (1.5) per node: 1.5 + 1, below the default plan (every table on every node: 6/4 + 2 x 1)
+    assert doc["sharding_notes"] == ["hier_auto splits 2 x t over 2 nodes, row-wise over their 2 GPUs each"]
+    a = amounts(doc)
+    # B = 8 GPUs x 10 = 80. A GPU holds 1/(2 x 2) of one table: 25 rows x 8 B; looks up B/4 = 20
+    # samples' ids, 60 rows in 32-byte sectors 1920 B and ids 240 B, and writes 80 pooled partial
+    # sums with lengths, 80 x (4 + 2 x 4) = 960 B: 3120 B
+    assert doc["placement"]["need_bytes_per_gpu"] == 200
+    assert a["embedding_fwd"] == 3120
+    # the busiest receiver gets 80 x (3 x 4 / 4 + 4) = 560 B of ids (each GPU sends 10 x 2 x 16 = 320 B)
+    assert a["input_alltoall"] == 560
+    # without hier_auto the busiest node serves a whole table: 40 samples' ids per GPU, 120 rows
+    # 3840 B, ids 480 B, pooled 960 B: 5280 B; the receiver 80 x (3 x 4 / 2 + 4) = 800 B
+    plain = amounts(estimate(four_nodes, tiny(tmp_path, sharding="table-row-wise")))
+    assert (plain["embedding_fwd"], plain["input_alltoall"]) == (5280, 800)
+
+
+def test_hier_auto_has_nothing_to_split_over_on_one_node(tmp_path):
+    doc = estimate(ONE_NODE, hier_auto(tmp_path, table_cost=1.0))
+    assert amounts(doc) == amounts(estimate(ONE_NODE, tiny(tmp_path, sharding="table-row-wise")))
+    assert doc["sharding_notes"] == ["table-row-wise on one node is row-wise: 2 table(s) row-wise over its 4 GPUs"]

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, Workload
-from hwspec.perf.estimate.shards import Shards, busiest, column_shards, ids_bytes, per_node, twrw_nodes, with_table_row_wise
+from hwspec.perf.estimate.shards import Shards, busiest, column_shards, ids_bytes, per_node, twrw_nodes, twrw_parts, with_table_row_wise
 from hwspec.perf.estimate.term import TERMS, Call, Term, _term
 from hwspec.perf.platform_figures import Figures
 from hwspec.perf.tables import gbps, gib, number
@@ -50,7 +50,7 @@ def input_alltoall_bytes(figures: Figures, workload: Workload, shards: Shards) -
     sent = b * math.fsum(t.count * column_shards(t) * ids_bytes(workload, t) for t in mp)
     tw_average = math.fsum(t.count * column_shards(t) * ids_bytes(workload, t)
                            for t in workload.sharded("table-wise", "column-wise")) / n
-    twrw = per_node([(t.pooling * s_idx / g + LENGTH_BYTES, t.count) for t in workload.sharded("table-row-wise")], nodes)
+    twrw = per_node([(t.pooling * s_idx / (k * g) + LENGTH_BYTES, c * k) for t, k, c in twrw_parts(figures, workload)], nodes)
     received = big_b * (with_table_row_wise((shards.ids_bytes_per_sample, tw_average), twrw) + math.fsum(
         t.count * (t.pooling * s_idx / n + LENGTH_BYTES) for t in workload.sharded("row-wise")))
     if not sent:
@@ -94,7 +94,7 @@ def table_row_wise_exchange(figures: Figures, workload: Workload) -> TableRowWis
     N GPUs of that local rank, sending B/G x D; backward an AlltoAll then an AllGather."""
     nodes, g = twrw_nodes(figures)
     big_b = workload.global_batch(figures.gpus)
-    dims = busiest([(float(t.dim), t.count) for t in workload.sharded("table-row-wise")], nodes)
+    dims = busiest([(float(t.dim), c * k) for t, k, c in twrw_parts(figures, workload)], nodes)
     return TableRowWiseExchange(big_b * dims, big_b / g * dims if nodes > 1 else 0.0)
 
 

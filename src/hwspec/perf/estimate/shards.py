@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
+from hwspec.perf.hier_auto import hier_auto_splits
 from hwspec.perf.platform_figures import Figures
 
 
@@ -106,6 +107,27 @@ def twrw_nodes(figures: Figures) -> tuple[int, int]:
     return figures.nodes, figures.gpus_per_node
 
 
+def twrw_parts(figures: Figures, workload: Workload) -> list[tuple[Table, int, int]]:
+    """The table-row-wise tables as (group, k, tables): `tables` of the group's tables each split
+    over k nodes, row-wise over those k G GPUs, so each is k shards of 1/(k G) of its rows and ids
+    per GPU, each shard still writing a pooled partial sum of all d dims for the global batch
+    (HugeCTR's hierarchical exchange reduces them). k = 1 (the table on one node) unless the
+    workload states HugeCTR's `hier_auto`, whose splits `hier_auto_splits` gives on these nodes
+    (its data-parallel tables enter only its default plan's cost)."""
+    groups = workload.sharded("table-row-wise")
+    nodes, _ = twrw_nodes(figures)
+    if workload.hier_auto_table_cost is None or nodes <= 1:
+        return [(t, 1, t.count) for t in groups]
+    tables = [(t, i) for t in workload.tables for i in range(t.count)]
+    planned = [j for j, (t, _) in enumerate(tables) if t.sharding == "table-row-wise"]
+    splits = hier_auto_splits([t.pooling for t, _ in tables], planned, nodes, workload.hier_auto_table_cost)
+    parts: list[tuple[Table, int, int]] = []
+    for group in groups:
+        ks = [splits[j] for j in planned if tables[j][0] is group]
+        parts += [(group, k, ks.count(k)) for k in sorted(set(ks))]
+    return parts
+
+
 def twrw_notes(figures: Figures, workload: Workload) -> list[str]:
     """What the estimate says about a table-row-wise plan the platform shapes: on one node it is
     row-wise; with fewer tables than nodes some nodes hold none (neither is refused)."""
@@ -115,6 +137,10 @@ def twrw_notes(figures: Figures, workload: Workload) -> list[str]:
         return []
     if nodes == 1:
         return [f"table-row-wise on one node is row-wise: {tables} table(s) row-wise over its {g} GPUs"]
+    split = [f"{c} x {t.name} over {k} nodes" if c > 1 else f"{t.name} over {k} nodes"
+             for t, k, c in twrw_parts(figures, workload) if k > 1]
+    if split:
+        return [f"hier_auto splits {', '.join(split)}, row-wise over their {g} GPUs each"]
     if tables < nodes:
         return [f"table-row-wise: {tables} table(s) on {nodes} nodes, so {nodes - tables} node(s) hold none "
                 f"and the busiest node serves a whole table on its {g} GPUs"]
