@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hwspec.model.workload import load_workload
-from hwspec.perf.hier_auto import hier_auto_splits
+from hwspec.perf.hier_auto import hier_auto_plan, hier_auto_splits
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,6 +20,8 @@ def test_the_hottest_table_is_split_when_that_lowers_the_busiest_nodes_cost():
     # Round 2, table 1 in two (table 0 cannot split again): 4, 4, then 1, 1, 1: 9. Round 3, table 2
     # in two: 4 + 1 + 0.5 + 3 = 8.5 on each node. Nothing can split further.
     assert hier_auto_splits([8.0, 2.0, 1.0], [0, 1, 2], 2, 1.0) == [2, 1, 1]
+    # and round 1's placement: table 0 on both nodes, table 1 beside it on node 0, table 2 on node 1
+    assert hier_auto_plan([8.0, 2.0, 1.0], [0, 1, 2], 2, 1.0).nodes == ((0, 1), (0, 2))
 
 
 def test_a_tie_with_the_default_plan_keeps_the_default_as_hugectrs_stable_sort_does():
@@ -51,3 +53,11 @@ def test_the_mlperf_configs_split_the_100_hot_table_and_at_16_nodes_the_27_hot_o
     planned = [i for i, t in enumerate(tables) if t.sharding == "table-row-wise"]
     splits = hier_auto_splits([t.pooling for t in tables], planned, nodes, 67 / 4)
     assert {t.name: k for t, k in zip(tables, splits) if k > 1} == MLPERF[name][1][nodes]
+
+
+def test_at_16_nodes_v30s_plan_puts_three_shards_on_a_node_where_the_busiest_bound_says_two():
+    # 29 shards (26 tables, cat_20 in four) on 16 nodes: some node holds 2, which is all `busiest`
+    # can say; the planner's greedy fills the nodes beside the hot shards with three small tables each
+    workload = load_workload(ROOT / "workloads" / "dlrm-dcnv2-mlperf-b135168.yaml")
+    plan = hier_auto_plan([t.pooling for t in workload.tables], list(range(26)), 16, 67 / 4)
+    assert max(len(node) for node in plan.nodes) == 3 and sum(len(node) for node in plan.nodes) == 29

@@ -13,7 +13,8 @@ may be split over several nodes (row-wise over all their GPUs). Its search, rest
 - after each round the hottest shard's table whose split can still double (split x 2 <= nodes)
   is split in two as often again, and the next round places the new shards;
 - of the rounds (`ROUNDS`, HugeCTR's `max_search_iter`) and the default plan (every table on every
-  node), the plan whose busiest node costs least is kept; ties go to the earlier one.
+  node), the plan whose busiest node costs least is kept, with where each shard went; ties go to
+  the earlier one.
 
 HugeCTR also checks each node's memory (`--memory_cap_for_embedding`, 60 GB per GPU by default)
 and splits a table that does not fit; hwspec leaves that to its own placement (E401), which no
@@ -33,27 +34,27 @@ ROUNDS = 20
 
 @dataclass(frozen=True)
 class Placed:
-    """One round's plan: the busiest node's cost and each table's split count."""
+    """One plan: the busiest node's cost, each table's split count, and the tables of each node."""
 
     cost: float
     splits: tuple[int, ...]
+    nodes: tuple[tuple[int, ...], ...]
 
 
-def _place(hotness: list[float], splits: list[int], planned: list[int], nodes: int,
-           table_cost: float) -> float:
-    """The busiest node's cost when the shards of the `planned` tables (each split `splits[i]`
-    ways, hotness[i] / splits[i] each) are placed hottest first on the least costly node that has
-    no shard of the same table."""
+def _place(hotness: list[float], splits: list[int], planned: list[int], nodes: int, table_cost: float) -> Placed:
+    """The plan of one round: the shards of the `planned` tables (each split `splits[i]` ways,
+    hotness[i] / splits[i] each) placed hottest first on the least costly node that has no shard
+    of the same table (ties: the lower node)."""
     shards = [(hotness[i] / splits[i], position, i)
               for position, i in enumerate(j for j in planned for _ in range(splits[j]))]
     shards.sort(key=lambda s: (s[0], s[1]), reverse=True)
     cost = [0.0] * nodes
-    held: list[set[int]] = [set() for _ in range(nodes)]
+    held: list[list[int]] = [[] for _ in range(nodes)]
     for heat, _, table in shards:
         node = next(k for k in sorted(range(nodes), key=lambda k: cost[k]) if table not in held[k])
-        held[node].add(table)
+        held[node].append(table)
         cost[node] += heat + table_cost
-    return max(cost)
+    return Placed(max(cost), tuple(splits), tuple(tuple(tables) for tables in held))
 
 
 def _split_hottest(hotness: list[float], splits: list[int], planned: list[int], nodes: int) -> bool:
@@ -65,21 +66,26 @@ def _split_hottest(hotness: list[float], splits: list[int], planned: list[int], 
     return False
 
 
-def hier_auto_splits(hotness: list[float], planned: list[int], nodes: int, table_cost: float) -> list[int]:
-    """Nodes each table is split over by `hier_auto` on `nodes` nodes: `hotness` per table (its
-    multi-hot size), `planned` the indices of the model-parallel tables it plans (the others, HugeCTR's
-    data-parallel ones, count only in the default plan's cost). 1 for a table kept on one node;
-    every split a power of two <= nodes; the tables not planned get 1."""
+def hier_auto_plan(hotness: list[float], planned: list[int], nodes: int, table_cost: float) -> Placed:
+    """`hier_auto`'s plan on `nodes` nodes: `hotness` per table (its multi-hot size), `planned` the
+    indices of the model-parallel tables it plans (the others, HugeCTR's data-parallel ones, count
+    only in the default plan's cost). `splits[i]` is 1 for a table kept on one node, else a power of
+    two <= nodes (the tables not planned: 1); `nodes[k]` lists the planned tables with a shard on
+    node k. One node, or nothing to plan: every planned table whole on node 0."""
     if nodes <= 1 or not planned:
-        return [1] * len(hotness)
-    default = Placed(math.fsum(hotness) / nodes + table_cost * len(hotness), tuple(nodes if i in planned else 1
-                                                                                   for i in range(len(hotness))))
+        return Placed(0.0, (1,) * len(hotness), (tuple(planned),) + ((),) * max(nodes - 1, 0))
+    best = Placed(math.fsum(hotness) / nodes + table_cost * len(hotness),
+                  tuple(nodes if i in planned else 1 for i in range(len(hotness))), (tuple(planned),) * nodes)
     splits = [1] * len(hotness)
-    best = default
     for _ in range(ROUNDS):
-        cost = _place(hotness, splits, planned, nodes, table_cost)
-        if cost < best.cost:
-            best = Placed(cost, tuple(splits))
+        placed = _place(hotness, splits, planned, nodes, table_cost)
+        if placed.cost < best.cost:
+            best = placed
         if not _split_hottest(hotness, splits, planned, nodes):
             break
-    return list(best.splits)
+    return best
+
+
+def hier_auto_splits(hotness: list[float], planned: list[int], nodes: int, table_cost: float) -> list[int]:
+    """Nodes each table is split over by `hier_auto` (`hier_auto_plan`'s `splits`)."""
+    return list(hier_auto_plan(hotness, planned, nodes, table_cost).splits)

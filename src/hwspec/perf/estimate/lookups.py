@@ -13,7 +13,7 @@ from typing import Any
 from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, Table, Workload
 from hwspec.perf.cache import cached_row_traffic, touched
 from hwspec.perf.estimate.placement import _tier_mix
-from hwspec.perf.estimate.shards import busiest, column_shards, per_node, shard_row, twrw_nodes, twrw_parts, with_table_row_wise
+from hwspec.perf.estimate.shards import busiest, column_shards, shard_row, twrw_nodes, twrw_parts, twrw_share, with_table_row_wise
 from hwspec.perf.estimate.term import Term, _work_term
 from hwspec.perf.platform_figures import Figures
 
@@ -133,14 +133,14 @@ def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], 
             for t in workload.sharded("row-wise")]
     even += [lookup_work(figures, workload, place, t, b, b, backward, t.rows) for t in workload.sharded("data-parallel")]
     counts = [t.count for t in workload.sharded("row-wise")] + [t.count for t in workload.sharded("data-parallel")]
-    nodes, g = twrw_nodes(figures)
-    by_node = [(lookup_work(figures, workload, place, t, big_b / (k * g), big_b, backward, t.rows / (k * g)), c * k)
-               for t, k, c in twrw_parts(figures, workload)]
+    _, g = twrw_nodes(figures)
+    by_shard = {(t.name, k): lookup_work(figures, workload, place, t, big_b / (k * g), big_b, backward, t.rows / (k * g))
+                for t, k, _ in twrw_parts(figures, workload)}
 
     def share(field: str) -> float:
         tw = [(getattr(w, field), c) for w, c in indivisible]
         return (with_table_row_wise((busiest(tw, n), math.fsum(w * c for w, c in tw) / n),
-                                    per_node([(getattr(w, field), c) for w, c in by_node], nodes))
+                                    twrw_share(figures, workload, lambda t, k: float(getattr(by_shard[t.name, k], field))))
                 + math.fsum(getattr(w, field) * c for w, c in zip(even, counts)))
 
     return LookupWork(share("bytes"), share("seconds"), share("ids"), share("unique"), share("reduction_bytes"))
