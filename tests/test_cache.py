@@ -20,7 +20,7 @@ from hwspec.diagnostics import HwspecError
 from hwspec.model.workload import load_workload
 from hwspec.perf.cache import harmonic, hit_rate
 from hwspec.perf.estimate import estimate, placement, text_report
-from tests.test_estimate import BASE, TINY, amounts, terms, tiny
+from tests.test_estimate import BASE, TINY, UNIQUE, amounts, terms, tiny
 
 
 def cached(tmp_path: Path, cache: str, **changes: str):
@@ -88,23 +88,24 @@ def test_cached_lookups_hit_hbm_and_misses_are_fetched_from_ddr_into_the_cache(t
 
 def test_cached_updates_stay_in_hbm_and_evicted_rows_are_written_back(tmp_path):
     doc = estimate(TINY, cached(tmp_path, "{hbm_fraction: 2.0e-4, skew: 0}"))
-    # per lookup: the row read and written in HBM, 2 x 32 B at 1e9, and 3/4 of a dirty 64-byte line
-    # written back at DDR's update rate min(1e8, 2 x 1e8) = 1e8 (sgd: no state to fetch)
-    assert terms(doc)["embedding_bwd"] == pytest.approx(120 * (64 / 1e9 + 48 / 1e8) + 960 / 1e9)
+    # per distinct row updated (UNIQUE, ~70.06 of the 120 ids): the row read and written in HBM,
+    # 2 x 32 B at 1e9, and 3/4 of a dirty 64-byte line written back at DDR's update rate
+    # min(1e8, 2 x 1e8) = 1e8 (sgd: no state to fetch)
+    assert terms(doc)["embedding_bwd"] == pytest.approx(UNIQUE * (64 / 1e9 + 48 / 1e8) + 960 / 1e9)
 
 
 def test_the_optimizer_state_is_fetched_on_a_miss_in_the_backward(tmp_path):
     sgd = estimate(TINY, cached(tmp_path, "{hbm_fraction: 2.0e-4, skew: 0}"))
     adagrad = estimate(TINY, cached(tmp_path, "{hbm_fraction: 2.0e-4, skew: 0}", optimizer="rowwise-adagrad"))
     # the table is 100 x 12 B (4 B of state), so 200 / 1200 of its rows fit: 16 whole rows, hit rate
-    # 0.16. The 4-byte state per lookup: read and written in one HBM sector, 2 x 32 B, and on 0.84
+    # 0.16. The 4-byte state per distinct row updated: read and written in one HBM sector, 2 x 32 B, and on 0.84
     # of the lookups written into it, 32 B, at 1e9; 0.84 of a 64-byte line fetched and written back
     # at 1e8; the weights as with sgd at 0.84 misses
     miss = 0.84
     weights = 32 * 2 / 1e9 + miss * 64 / 1e8
     state = 32 * (2 + miss) / 1e9 + miss * 2 * 64 / 1e8
     assert adagrad["placement"]["cache"]["groups"][0]["hit_rate"] == pytest.approx(0.16, rel=1e-15)
-    assert terms(adagrad)["embedding_bwd"] == pytest.approx(120 * (weights + state) + 960 / 1e9)
+    assert terms(adagrad)["embedding_bwd"] == pytest.approx(UNIQUE * (weights + state) + 960 / 1e9)
     assert terms(adagrad)["embedding_bwd"] > terms(sgd)["embedding_bwd"]
 
 

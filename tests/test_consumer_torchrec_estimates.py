@@ -133,10 +133,22 @@ FORWARD_RATIO = ((ROW_IN_SECTORS + ID + (LENGTH + OUTPUT) / POOLING)
                  / ((ID + ROW + OUTPUT / POOLING) * BLOCK_PENALTY))
 """hwspec: rows in whole 32-byte sectors, ids, a length and the pooled output per sample; TorchRec:
 ids, rows and output in bytes, times the block penalty: 0.906."""
-BACKWARD_RATIO = ((2 * (ROW_IN_SECTORS + STATE_IN_SECTORS) + ID + (LENGTH + OUTPUT) / POOLING)
-                  / (2 * (ID + ROW + OUTPUT / POOLING) * BLOCK_PENALTY))
-"""hwspec: rows and their fp32 row-wise Adagrad state read and written back; TorchRec: twice its
-forward (BWD_COMPUTE_MULTIPLIER): 1.025."""
+
+
+def distinct_per_id(gpus: int) -> float:
+    """Distinct rows per id among a table-wise table's k = B x pooling uniform ids (B = 2048 per GPU)
+    over its R = 18 M rows, R (1 - (1 - 1/R)^k) / k: 0.969 on 8 GPUs, 0.627 on 128."""
+    ids = BATCH_PER_GPU * gpus * POOLING
+    return ROWS * (1 - (1 - 1 / ROWS) ** ids) / ids
+
+
+def backward_ratio(gpus: int) -> float:
+    """hwspec: each distinct row and its fp32 row-wise Adagrad state read and written back once (per
+    id, `distinct_per_id` of them), ids, a length and the output gradient; TorchRec: twice its
+    forward for every id (BWD_COMPUTE_MULTIPLIER): 0.993 on 8 GPUs, 0.651 on 128."""
+    return ((distinct_per_id(gpus) * 2 * (ROW_IN_SECTORS + STATE_IN_SECTORS) + ID + (LENGTH + OUTPUT) / POOLING)
+            / (2 * (ID + ROW + OUTPUT / POOLING) * BLOCK_PENALTY))
+
 NODE_RATE_RATIO = 2 / (8 / 7)
 """On a node TorchRec moves a rank's AlltoAll buffer at intra_host_bw, both directions summed
 (twice the busbw bound); hwspec at the AlltoAll's algbw, busbw x n/(n-1) on 8 GPUs: 1.75."""
@@ -154,9 +166,10 @@ def test_lookups_forward_are_10_percent_under_torchrecs_block_penalty_for_hwspec
     assert FORWARD_RATIO == pytest.approx(0.906, abs=0.001)
 
 
-def test_update_backward_is_2_percent_over_torchrecs_twice_the_forward_for_the_optimizer_state(both) -> None:
-    assert ratio(both, "embedding_bwd") == pytest.approx(BACKWARD_RATIO, rel=BAND)
-    assert BACKWARD_RATIO == pytest.approx(1.025, abs=0.001)
+def test_update_backward_updates_each_distinct_row_once_where_torchrec_charges_every_id(both) -> None:
+    platform, gpus, *_ = both
+    assert ratio(both, "embedding_bwd") == pytest.approx(backward_ratio(gpus), rel=BAND), platform
+    assert (backward_ratio(8), backward_ratio(128)) == pytest.approx((0.993, 0.651), abs=0.001)
 
 
 def test_exchanges_take_1_75x_torchrecs_on_a_node_and_15_16_across_nodes(both) -> None:

@@ -55,6 +55,14 @@ def tiny(tmp_path: Path, **changes: str):
     return load_workload(path)
 
 
+UNIQUE = 100 * (1 - 0.99 ** 120)
+"""Distinct rows among the busiest GPU's B x pooling = 120 uniform ids over a 100-row table:
+R (1 - (1 - 1/R)^k), about 70.06; the update reads and writes each of them once."""
+BWD_BYTES = 2 * 32 * UNIQUE + 960
+"""The busiest GPU's update (sgd, table-wise): each distinct row read and written in a 32-byte
+sector, + ids 480 B, lengths 160 B and output gradients 320 B: about 5444 B."""
+
+
 def terms(doc) -> dict[str, float]:
     return {t["id"]: t["seconds"] for t in doc["terms"]}
 
@@ -73,9 +81,9 @@ def test_table_wise_terms_match_the_hand_computation(tmp_path):
     # ids 120 x 4 B = 480 B; lengths 40 x 4 B = 160 B; pooled outputs 40 x 2 x 4 B = 320 B.
     # 3840 + 480 + 160 + 320 = 4800 B at HBM 1e9 B/s
     assert a["embedding_fwd"] == 4800 and t["embedding_fwd"] == pytest.approx(4.8e-6)
-    # backward (sgd, no state): rows read and written 2 x 3840, ids and lengths again 640, output
-    # gradients 320: 8640 B
-    assert a["embedding_bwd"] == 8640 and t["embedding_bwd"] == pytest.approx(8.64e-6)
+    # backward (sgd, no state): the UNIQUE (~70.06) distinct rows of the 120 ids read and written
+    # once each, 2 x 32 B, ids and lengths again 640, output gradients 320: BWD_BYTES (~5444 B)
+    assert a["embedding_bwd"] == pytest.approx(BWD_BYTES) and t["embedding_bwd"] == pytest.approx(BWD_BYTES / 1e9)
     assert doc["table_wise_balance"] == {"shards": 2, "busiest_over_average": 2.0}  # 1 table vs 0.5 on average
     # MLP forward: 2 x (4x8 + 8x2 + 6x3 + 3x1) = 138 FLOP per sample, x 10 = 1380 FLOP at 1e12 FLOP/s
     assert a["mlp_fwd"] == 1380 and t["mlp_fwd"] == pytest.approx(1.38e-9)
@@ -97,14 +105,15 @@ def test_table_wise_terms_match_the_hand_computation(tmp_path):
 def test_overlap_takes_the_busiest_resource_and_serial_the_sum(tmp_path):
     doc = estimate(TINY, tiny(tmp_path))
     resources = doc["resources_seconds"]
-    assert resources["gpu"] == pytest.approx(4.8e-6 + 8.64e-6 + 1.38e-9 + 2.76e-9)  # 1.344414e-5
+    gpu = 4.8e-6 + BWD_BYTES / 1e9 + 1.38e-9 + 2.76e-9  # ~1.0248e-5
+    assert resources["gpu"] == pytest.approx(gpu)
     assert resources["network"] == pytest.approx(6.4e-6 + 3.2e-6 + 3.2e-6 + 6.64e-6)  # 1.944e-5
     assert resources["pcie"] == pytest.approx(5.2e-6)
     assert resources["ingestion"] == pytest.approx(1.04e-5)
     assert doc["overlapped_seconds"] == pytest.approx(1.944e-5)
-    assert doc["serial_seconds"] == pytest.approx(1.344414e-5 + 1.944e-5 + 5.2e-6 + 1.04e-5)
+    assert doc["serial_seconds"] == pytest.approx(gpu + 1.944e-5 + 5.2e-6 + 1.04e-5)
     assert doc["qps_overlapped"] == pytest.approx(40 / 1.944e-5)
-    assert doc["qps_serial"] == pytest.approx(40 / 4.848414e-5)
+    assert doc["qps_serial"] == pytest.approx(40 / (gpu + 3.504e-5))
     assert doc["bottleneck"]["resource"] == "network" and doc["bottleneck"]["term"] == "dense_allreduce"
 
 
@@ -129,12 +138,12 @@ def test_host_ddr_updates_read_and_write_in_both_pcie_directions(tmp_path):
     doc = estimate(ddr_only, tiny(tmp_path))
     ddr = doc["placement"]["tiers"][1]
     assert (ddr["fraction"], ddr["bandwidth_bytes_per_s"], ddr["update_bandwidth_bytes_per_s"]) == (1.0, 1e8, 2e8)
-    # 120 rows of 8 B, read and written in 64-byte lines: 120 x 2 x 64 = 15360 B at 2 x 1e8 (not
-    # 1e8: the writes go the other way) = 7.68e-5 s; ids, lengths, output gradients 960 B / 1e9
-    assert terms(doc)["embedding_bwd"] == pytest.approx(7.68e-5 + 9.6e-7)
-    # with DDR slower than both PCIe directions, DDR bounds the update: 15360 B / 1e8
+    # the UNIQUE distinct rows of 8 B, read and written in 64-byte lines: UNIQUE x 2 x 64 B (~8968 B)
+    # at 2 x 1e8 (not 1e8: the writes go the other way); ids, lengths, output gradients 960 B / 1e9
+    assert terms(doc)["embedding_bwd"] == pytest.approx(UNIQUE * 128 / 2e8 + 9.6e-7)
+    # with DDR slower than both PCIe directions, DDR bounds the update: UNIQUE x 128 B / 1e8
     slow = estimate(dataclasses.replace(ddr_only, ddr_bandwidth=1e8), tiny(tmp_path))
-    assert terms(slow)["embedding_bwd"] == pytest.approx(1.536e-4 + 9.6e-7)
+    assert terms(slow)["embedding_bwd"] == pytest.approx(UNIQUE * 128 / 1e8 + 9.6e-7)
 
 
 def test_tables_spill_to_ssd_after_ddr(tmp_path):
@@ -201,9 +210,11 @@ def test_data_parallel_tables_need_no_alltoall_but_allreduce_their_gradients(tmp
     a = amounts(doc)
     assert a["input_alltoall"] == 0 and a["embedding_alltoall_fwd"] == 0 and a["embedding_alltoall_bwd"] == 0
     assert a["dense_allreduce"] == 332 + 2 * 100 * 2 * 4  # MLP + whole tables: 1932 B
-    # per table, local batch 10: 30 rows read and written in 32-byte sectors 1920 B, ids 120 B,
-    # lengths 40 B, output gradients 80 B = 2160 B; x 2 tables + the dense optimizer step over both
-    assert a["embedding_bwd"] == 2 * 2160 + 2 * 1600
+    # per table, local batch 10: 30 ids over 100 rows touch 100 (1 - 0.99^30) (~26.0) distinct rows,
+    # each read and written in 32-byte sectors, ids 120 B, lengths 40 B, output gradients 80 B; x 2
+    # tables + the dense optimizer step over both
+    per_table = 2 * 32 * 100 * (1 - 0.99 ** 30) + 240
+    assert a["embedding_bwd"] == pytest.approx(2 * per_table + 2 * 1600)
     assert doc["placement"]["need_bytes_per_gpu"] == 1600  # whole tables on every GPU
 
 
@@ -221,8 +232,8 @@ def test_quantized_forward_communication_halves_the_forward_alltoall(tmp_path):
 
 def test_rowwise_adagrad_reads_and_writes_one_state_value_per_row(tmp_path):
     doc = estimate(TINY, tiny(tmp_path, optimizer="rowwise-adagrad"))
-    # B x pooling x 2 x (row + state), each its own 32-byte sector, + ids, lengths, gradients 960 B
-    assert amounts(doc)["embedding_bwd"] == 40 * 3 * 2 * (32 + 32) + 960
+    # each distinct row, 2 x (row + state), each its own 32-byte sector, + ids, lengths, gradients 960 B
+    assert amounts(doc)["embedding_bwd"] == pytest.approx(UNIQUE * 2 * (32 + 32) + 960)
     assert doc["placement"]["need_bytes_per_gpu"] == 100 * 12
 
 
@@ -272,9 +283,10 @@ def test_comparison_names_the_term_that_changes_most_and_the_speedup(tmp_path):
     workload = tiny(tmp_path)
     fast = dataclasses.replace(TINY, name="fast", algbw={k: 2 * v for k, v in TINY.algbw.items()})
     doc = comparison(TINY, fast, estimate(TINY, workload), estimate(fast, workload))
-    # every collective twice as fast: network 1.944e-5 -> 9.72e-6 s, so the GPU (1.344414e-5 s) now bounds
-    assert doc["estimates"]["b"]["bottleneck"]["resource"] == "gpu"
-    assert doc["speedup_overlapped"] == pytest.approx(1.944e-5 / 1.344414e-5)
+    # every collective twice as fast: network 1.944e-5 -> 9.72e-6 s, so ingestion (1.04e-5 s, just above
+    # the GPU's 4.8e-6 + BWD_BYTES / 1e9 + 4.14e-9 ~ 1.0248e-5 s) now bounds
+    assert doc["estimates"]["b"]["bottleneck"]["resource"] == "ingestion"
+    assert doc["speedup_overlapped"] == pytest.approx(1.944e-5 / 1.04e-5)
     assert doc["changes_most"] == "dense_allreduce"  # 6.64e-6 -> 3.32e-6 s, the largest saving
     assert doc["term_changes"][0]["saved_seconds"] == pytest.approx(3.32e-6)
     # then the input AlltoAll (6.4e-6 -> 3.2e-6 s) and two savings of 1.6e-6 s, in id order

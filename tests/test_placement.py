@@ -18,7 +18,7 @@ import pytest
 from hwspec.cli.commands import main
 from hwspec.diagnostics import HwspecError
 from hwspec.perf.estimate import estimate, host_figures, placement
-from tests.test_estimate import TINY, terms, tiny
+from tests.test_estimate import TINY, UNIQUE, terms, tiny
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = dataclasses.replace(TINY, sockets_per_node=2, host_memory_capacity=1e6, host_memory_bandwidth=4e8, gpudirect=False)
@@ -48,9 +48,11 @@ def test_cpu_host_lookups_run_on_the_host_at_the_sockets_ddr_bandwidth(tmp_path)
     # forward, one table on the busiest socket, B = 40: rows 40 x 3 x 64 B (8 B rows in 64 B lines) = 7680,
     # ids 40 x 3 x 4 = 480, pooled 40 x (4 + 2 x 4) = 480: 8640 B at 2e8 B/s
     assert t["embedding_fwd"] == pytest.approx(8640 / 2e8)
-    # backward: rows read and written back 40 x 3 x 128 = 15360, ids 480, gradients 480: 16320 B
-    assert t["embedding_bwd"] == pytest.approx(16320 / 2e8)
-    assert doc["resources_seconds"]["host"] == pytest.approx((8640 + 16320) / 2e8)
+    # backward: the UNIQUE (~70.06) distinct rows of the 120 ids read and written back once, 128 B
+    # each (~8968 B), ids 480, gradients 480
+    backward = UNIQUE * 128 + 960
+    assert t["embedding_bwd"] == pytest.approx(backward / 2e8)
+    assert doc["resources_seconds"]["host"] == pytest.approx((8640 + backward) / 2e8)
     assert {x["id"]: x["resource"] for x in doc["terms"]}["embedding_fwd"] == "host"
 
 
@@ -108,8 +110,11 @@ def test_cpu_host_expected_iteration_waits_for_the_host_and_the_pcie_transfer(tm
 
 
 def test_without_pipelining_the_input_alltoall_lookups_and_update_run_in_series(tmp_path):
-    pipelined = estimate(TINY, tiny(tmp_path))
-    doc = estimate(TINY, dataclasses.replace(tiny(tmp_path), pipeline=False))
+    # the AllReduce at 2e8 (1.66e-6 s), so the network (1.446e-5 s) is below the chain
+    # (6.4e-6 + 4.8e-6 + ~5.44e-6 s) and the chain binds
+    quick = dataclasses.replace(TINY, algbw=TINY.algbw | {"all_reduce": 2e8})
+    pipelined = estimate(quick, tiny(tmp_path))
+    doc = estimate(quick, dataclasses.replace(tiny(tmp_path), pipeline=False))
     t = terms(doc)
     chain = t["input_alltoall"] + t["embedding_fwd"] + t["embedding_bwd"]
     assert chain > max(doc["resources_seconds"].values())  # so the chain is what binds here

@@ -36,8 +36,10 @@ def test_table_row_wise_terms_match_the_hand_computation(tmp_path):
     # A GPU looks up B/G = 20 samples' ids: 60 rows x one 32-byte sector = 1920 B, ids 60 x 4 = 240 B,
     # and writes a partial sum with a length for all B = 40 samples: 40 x (4 + 2 x 4) = 480 B. 2640 B at 1e9.
     assert a["embedding_fwd"] == 2640 and t["embedding_fwd"] == pytest.approx(2.64e-6)
-    # backward: rows read and written 2 x 1920, ids 240, lengths and output gradients 480: 4560 B
-    assert a["embedding_bwd"] == 4560 and t["embedding_bwd"] == pytest.approx(4.56e-6)
+    # backward: the 60 ids over the GPU's 50 rows touch 50 (1 - 0.98^60) (~35.1) distinct rows, each
+    # read and written in one sector, 2 x 32 B; ids 240, lengths and output gradients 480 (~2967 B)
+    backward = 2 * 32 * 50 * (1 - 0.98 ** 60) + 720
+    assert a["embedding_bwd"] == pytest.approx(backward) and t["embedding_bwd"] == pytest.approx(backward / 1e9)
     # input: each GPU sends 10 x 2 x (3 x 4 + 4) = 320 B; the busiest receiver gets, for 40
     # samples, 1/2 of its node's table's ids and a length: 40 x (3 x 4 / 2 + 4) = 400 B, at 0.1 GB/s
     assert a["input_alltoall"] == 400 and t["input_alltoall"] == pytest.approx(4e-6)
@@ -106,3 +108,36 @@ def test_table_row_wise_issues_its_own_reduction_and_cross_node_alltoall(tmp_pat
     assert rows["embedding_fwd"]["kernels"] == 1  # joins the one fused lookup
     pooled = Term("embedding_alltoall_fwd", "pooled", "network", 1.0, 1.0, "bytes", 1.0, "algbw")
     assert collectives_per_iteration(tiny(tmp_path, sharding="table-row-wise"), pooled, nodes=1) == {"reduce_scatter": 1}
+
+
+def hier_auto(tmp_path, table_cost: float):
+    """The tiny workload, table-row-wise, planned by HugeCTR's hier_auto with `table_cost`."""
+    workload = tiny(tmp_path, sharding="table-row-wise")
+    return dataclasses.replace(workload, hier_auto_table_cost=table_cost)
+
+
+def test_hier_auto_splits_each_table_over_two_of_four_nodes_where_its_cost_says_so(tmp_path):
+    four_nodes = dataclasses.replace(TWO_NODES, gpus=8, nodes=4)
+    doc = estimate(four_nodes, hier_auto(tmp_path, table_cost=1.0))
+    # 2 tables of hotness (pooling) 3 on 4 nodes, table cost 1: whole, the busiest node costs 3 + 1;
+    # the hottest table split in two, still 3 + 1 (the other table's node); both split in two, one
+    # half (1.5) per node: 1.5 + 1, below the default plan (every table on every node: 6/4 + 2 x 1)
+    assert doc["sharding_notes"] == ["hier_auto splits 2 x t over 2 nodes, row-wise over their 2 GPUs each"]
+    a = amounts(doc)
+    # B = 8 GPUs x 10 = 80. A GPU holds 1/(2 x 2) of one table: 25 rows x 8 B; looks up B/4 = 20
+    # samples' ids, 60 rows in 32-byte sectors 1920 B and ids 240 B, and writes 80 pooled partial
+    # sums with lengths, 80 x (4 + 2 x 4) = 960 B: 3120 B
+    assert doc["placement"]["need_bytes_per_gpu"] == 200
+    assert a["embedding_fwd"] == 3120
+    # the busiest receiver gets 80 x (3 x 4 / 4 + 4) = 560 B of ids (each GPU sends 10 x 2 x 16 = 320 B)
+    assert a["input_alltoall"] == 560
+    # without hier_auto the busiest node serves a whole table: 40 samples' ids per GPU, 120 rows
+    # 3840 B, ids 480 B, pooled 960 B: 5280 B; the receiver 80 x (3 x 4 / 2 + 4) = 800 B
+    plain = amounts(estimate(four_nodes, tiny(tmp_path, sharding="table-row-wise")))
+    assert (plain["embedding_fwd"], plain["input_alltoall"]) == (5280, 800)
+
+
+def test_hier_auto_has_nothing_to_split_over_on_one_node(tmp_path):
+    doc = estimate(ONE_NODE, hier_auto(tmp_path, table_cost=1.0))
+    assert amounts(doc) == amounts(estimate(ONE_NODE, tiny(tmp_path, sharding="table-row-wise")))
+    assert doc["sharding_notes"] == ["table-row-wise on one node is row-wise: 2 table(s) row-wise over its 4 GPUs"]

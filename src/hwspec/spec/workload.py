@@ -78,6 +78,16 @@ class CacheSpec(Spec):
                                                       "accessed in proportion to k^-s (0: uniform).")
 
 
+class HierAutoSpec(Spec):
+    """HugeCTR's `hier_auto` sharding plan (`SHARDING_PLAN=hier_auto`), over the table-row-wise
+    tables: table-wise across nodes, row-wise within a node, and a hot table split over several
+    nodes where the planner's cost says so (`hwspec.perf.hier_auto`)."""
+
+    table_cost: RealNumber = Field(gt=0, le=1_000_000, description="The planner's cost of one table shard on a node, "
+                                                                   "in multi-hot units: --mem_comm_bw_ratio / "
+                                                                   "--mem_comm_work_ratio (HugeCTR's defaults 80 / 4).")
+
+
 class TableSpec(Spec):
     """`count` identical embedding tables."""
 
@@ -112,6 +122,9 @@ class EmbeddingsSpec(Spec):
         False, description="The backward writes each touched row's reduced gradient to an fp32 buffer that the optimizer "
                            "reads back (HugeCTR's embedding collection); false: the reduction feeds the update in one "
                            "kernel (FBGEMM's fused backward, TorchRec).")
+    hier_auto: HierAutoSpec | None = Field(None, description="HugeCTR's hier_auto plan for the table-row-wise tables "
+                                                             "on a cluster: it may split a hot table over several "
+                                                             "nodes; none: each table on one node.")
     tables: list[TableSpec] = Field(min_length=1, description="Table groups: count identical tables each.")
 
 

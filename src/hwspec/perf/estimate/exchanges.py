@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, Workload
-from hwspec.perf.estimate.shards import Shards, busiest, column_shards, ids_bytes, per_node, twrw_nodes, with_table_row_wise
+from hwspec.perf.estimate.shards import Shards, column_shards, ids_bytes, twrw_nodes, twrw_share, with_table_row_wise
 from hwspec.perf.estimate.term import TERMS, Call, Term, _term
 from hwspec.perf.platform_figures import Figures
 from hwspec.perf.tables import gbps, gib, number
@@ -43,14 +43,14 @@ def input_alltoall_bytes(figures: Figures, workload: Workload, shards: Shards) -
     1/n of the ids of every row-wise table, and a length per sample of each. The collective ends
     when the larger of the busiest receiver's and a sender's bytes has moved."""
     n = figures.gpus
-    nodes, g = twrw_nodes(figures)
+    _, g = twrw_nodes(figures)
     b, big_b = workload.local_batch(n), workload.global_batch(n)
     s_idx = DTYPE_BYTES[workload.index_dtype]
     mp = workload.sharded("table-wise", "row-wise", "column-wise", "table-row-wise")
     sent = b * math.fsum(t.count * column_shards(t) * ids_bytes(workload, t) for t in mp)
     tw_average = math.fsum(t.count * column_shards(t) * ids_bytes(workload, t)
                            for t in workload.sharded("table-wise", "column-wise")) / n
-    twrw = per_node([(t.pooling * s_idx / g + LENGTH_BYTES, t.count) for t in workload.sharded("table-row-wise")], nodes)
+    twrw = twrw_share(figures, workload, lambda t, k: t.pooling * s_idx / (k * g) + LENGTH_BYTES)
     received = big_b * (with_table_row_wise((shards.ids_bytes_per_sample, tw_average), twrw) + math.fsum(
         t.count * (t.pooling * s_idx / n + LENGTH_BYTES) for t in workload.sharded("row-wise")))
     if not sent:
@@ -94,7 +94,7 @@ def table_row_wise_exchange(figures: Figures, workload: Workload) -> TableRowWis
     N GPUs of that local rank, sending B/G x D; backward an AlltoAll then an AllGather."""
     nodes, g = twrw_nodes(figures)
     big_b = workload.global_batch(figures.gpus)
-    dims = busiest([(float(t.dim), t.count) for t in workload.sharded("table-row-wise")], nodes)
+    dims = twrw_share(figures, workload, lambda t, k: float(t.dim))[0]
     return TableRowWiseExchange(big_b * dims, big_b / g * dims if nodes > 1 else 0.0)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, Table, Workload
 from hwspec.perf.cache import cached_row_traffic, touched
 from hwspec.perf.estimate.placement import _tier_mix
-from hwspec.perf.estimate.shards import busiest, column_shards, per_node, shard_row, twrw_nodes, with_table_row_wise
+from hwspec.perf.estimate.shards import busiest, column_shards, shard_row, twrw_nodes, twrw_parts, twrw_share, with_table_row_wise
 from hwspec.perf.estimate.term import Term, _work_term
 from hwspec.perf.platform_figures import Figures
 
@@ -94,23 +94,27 @@ def reduction_bytes(workload: Workload, ids: float, unique: float, pooled_sample
 def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], table: Table,
                 row_samples: float, pooled_samples: float, backward: bool, shard_rows: float = 0.0) -> LookupWork:
     """The work of one shard of `table` (`shard_rows` rows): `row_samples` samples' ids looked up
-    (each `pooling` rows read; read and written back with their optimizer state when `backward`)
-    and `pooled_samples` pooled rows written forward (their gradients read backward), with one
-    length per pooled sample. Row traffic follows `_row_traffic`; ids, lengths and pooled rows
-    are in HBM. Backward also gives the distinct rows and the reduction's bytes (`reduction_bytes`),
-    which the expected iteration charges; the bound does not."""
+    (forward each of the `pooling` rows per sample read) and `pooled_samples` pooled rows written
+    forward (their gradients read backward), with one length per pooled sample. Backward, each
+    distinct row among the ids (`distinct_rows`) is read and written back once with its optimizer
+    state: FBGEMM's and HugeCTR's update runs once per run of the sorted ids, after the
+    de-duplication (FBGEMM fbgemm_gpu/codegen/training/backward/embedding_backward_split_template.cu,
+    the *_per_row kernels over sorted_linear_indices_run; HugeCTR's optimizer over the reduction's
+    unique keys). Row traffic follows `_row_traffic`; ids, lengths and pooled rows are in HBM.
+    Backward also gives the reduction's bytes (`reduction_bytes`), which the expected iteration
+    charges; the bound does not."""
     dim, weights, state = shard_row(workload, table)
     rows = row_parts_traffic(place, table, weights, state, backward)
     pooled_bytes = DTYPE_BYTES[workload.comm_backward if backward else workload.comm_forward]
-    row_bytes = row_samples * table.pooling * math.fsum(b for b, _ in rows)
-    row_seconds = row_samples * table.pooling * math.fsum(t for _, t in rows)
-    hbm = (row_samples * table.pooling * DTYPE_BYTES[workload.index_dtype]
-           + pooled_samples * (LENGTH_BYTES + dim * pooled_bytes))
-    hbm_seconds = hbm / figures.hbm_bandwidth if figures.hbm_bandwidth > 0 else 0.0
     ids = row_samples * table.pooling
+    unique = distinct_rows(ids, shard_rows) if backward else 0.0
+    touched_rows = unique if backward else ids
+    row_bytes = touched_rows * math.fsum(b for b, _ in rows)
+    row_seconds = touched_rows * math.fsum(t for _, t in rows)
+    hbm = ids * DTYPE_BYTES[workload.index_dtype] + pooled_samples * (LENGTH_BYTES + dim * pooled_bytes)
+    hbm_seconds = hbm / figures.hbm_bandwidth if figures.hbm_bandwidth > 0 else 0.0
     if not backward:
         return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, ids)
-    unique = distinct_rows(ids, shard_rows)
     return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, ids, unique,
                       reduction_bytes(workload, ids, unique, pooled_samples, dim))
 
@@ -129,14 +133,14 @@ def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], 
             for t in workload.sharded("row-wise")]
     even += [lookup_work(figures, workload, place, t, b, b, backward, t.rows) for t in workload.sharded("data-parallel")]
     counts = [t.count for t in workload.sharded("row-wise")] + [t.count for t in workload.sharded("data-parallel")]
-    nodes, g = twrw_nodes(figures)
-    by_node = [(lookup_work(figures, workload, place, t, big_b / g, big_b, backward, t.rows / g), t.count)
-               for t in workload.sharded("table-row-wise")]
+    _, g = twrw_nodes(figures)
+    by_shard = {(t.name, k): lookup_work(figures, workload, place, t, big_b / (k * g), big_b, backward, t.rows / (k * g))
+                for t, k, _ in twrw_parts(figures, workload)}
 
     def share(field: str) -> float:
         tw = [(getattr(w, field), c) for w, c in indivisible]
         return (with_table_row_wise((busiest(tw, n), math.fsum(w * c for w, c in tw) / n),
-                                    per_node([(getattr(w, field), c) for w, c in by_node], nodes))
+                                    twrw_share(figures, workload, lambda t, k: float(getattr(by_shard[t.name, k], field))))
                 + math.fsum(getattr(w, field) * c for w, c in zip(even, counts)))
 
     return LookupWork(share("bytes"), share("seconds"), share("ids"), share("unique"), share("reduction_bytes"))

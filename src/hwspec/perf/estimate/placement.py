@@ -15,7 +15,7 @@ from typing import Any
 from hwspec.diagnostics import Code
 from hwspec.model.workload import Workload
 from hwspec.perf.cache import hit_rate
-from hwspec.perf.estimate.shards import column_shards, per_node, shard_row, table_wise_shards, twrw_nodes, with_table_row_wise
+from hwspec.perf.estimate.shards import column_shards, shard_row, table_wise_shards, twrw_nodes, twrw_share, with_table_row_wise
 from hwspec.perf.estimate.term import _error
 from hwspec.perf.platform_figures import Figures
 from hwspec.perf.tables import gbps, gib, number
@@ -100,12 +100,12 @@ def storage_need(figures: Figures, workload: Workload) -> float:
     n = figures.gpus
     rw = sum(t.storage_bytes for t in workload.sharded("row-wise"))
     dp = sum(t.storage_bytes for t in workload.sharded("data-parallel"))
-    nodes, g = twrw_nodes(figures)
+    _, g = twrw_nodes(figures)
     tw = [(t.rows * math.fsum(shard_row(workload, t)[1:]), t.count * column_shards(t))
           for t in workload.sharded("table-wise", "column-wise")]
-    twrw = [(t.rows * t.row_bytes / g, t.count) for t in workload.sharded("table-row-wise")]
+
     indivisible = with_table_row_wise((table_wise_shards(workload, n).storage_bytes, math.fsum(w * c for w, c in tw) / n),
-                                      per_node(twrw, nodes))
+                                      twrw_share(figures, workload, lambda t, k: t.rows * t.row_bytes / (k * g)))
     return indivisible + rw / n + dp
 
 

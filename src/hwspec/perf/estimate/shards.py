@@ -1,16 +1,19 @@
 """The busiest GPU's share of indivisible work. `busiest` bounds the largest per-GPU sum of
 indivisible items whatever the placement; `table_wise_shards` applies it to the table- and
 column-wise shards (`Shards`), `per_node` and `with_table_row_wise` to table-row-wise tables,
-which live whole on one node and row-wise over its GPUs (`twrw_nodes`, `twrw_notes`). The per-row
+which live whole on one node and row-wise over its GPUs, or as HugeCTR's `hier_auto` places them,
+hot ones split over several nodes (`twrw_parts`, `twrw_share`, `twrw_nodes`, `twrw_notes`). The per-row
 and per-sample sizes of a shard (`shard_row`, `ids_bytes`, `column_shards`) live here too.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hwspec.model.workload import DTYPE_BYTES, LENGTH_BYTES, OPTIMIZER_STATE_BYTES, Table, Workload
+from hwspec.perf.hier_auto import Placed, hier_auto_plan
 from hwspec.perf.platform_figures import Figures
 
 
@@ -106,6 +109,47 @@ def twrw_nodes(figures: Figures) -> tuple[int, int]:
     return figures.nodes, figures.gpus_per_node
 
 
+def _hier_auto(figures: Figures, workload: Workload) -> tuple[list[Table], Placed] | None:
+    """Every table of `workload` one by one (groups expanded) and `hier_auto`'s plan of its
+    table-row-wise ones on the cluster's nodes (its data-parallel tables enter only its default
+    plan's cost); None without `embeddings.hier_auto` or on one node."""
+    nodes, _ = twrw_nodes(figures)
+    if workload.hier_auto_table_cost is None or nodes <= 1:
+        return None
+    tables = [t for t in workload.tables for _ in range(t.count)]
+    planned = [j for j, t in enumerate(tables) if t.sharding == "table-row-wise"]
+    return tables, hier_auto_plan([t.pooling for t in tables], planned, nodes, workload.hier_auto_table_cost)
+
+
+def twrw_parts(figures: Figures, workload: Workload) -> list[tuple[Table, int, int]]:
+    """The table-row-wise tables as (group, k, tables): `tables` of the group's tables each split
+    over k nodes (`hier_auto`'s splits; else k = 1, the table on one node)."""
+    plan = _hier_auto(figures, workload)
+    if plan is None:
+        return [(t, 1, t.count) for t in workload.sharded("table-row-wise")]
+    tables, placed = plan
+    parts: list[tuple[Table, int, int]] = []
+    for group in workload.sharded("table-row-wise"):
+        ks = [k for t, k in zip(tables, placed.splits) if t is group]
+        parts += [(group, k, ks.count(k)) for k in sorted(set(ks))]
+    return parts
+
+
+def twrw_share(figures: Figures, workload: Workload, weight: Callable[[Table, int], float]) -> tuple[float, float]:
+    """(busiest, average) per GPU of the table-row-wise tables' `weight(table, k)`, one GPU's
+    share of one shard of a table split over k nodes (row-wise over those k G GPUs; k = 1: the
+    table on one node, 1/G of it per GPU). With `embeddings.hier_auto` the plan places every
+    shard, so the busiest is the most loaded node's sum of its shards' weights; without it the
+    tables may go anywhere and the busiest is `per_node`'s bound."""
+    nodes, _ = twrw_nodes(figures)
+    plan = _hier_auto(figures, workload)
+    if plan is None:
+        return per_node([(weight(t, 1), t.count) for t in workload.sharded("table-row-wise")], nodes)
+    tables, placed = plan
+    loads = [math.fsum(weight(tables[j], placed.splits[j]) for j in node) for node in placed.nodes]
+    return max(loads, default=0.0), math.fsum(loads) / nodes
+
+
 def twrw_notes(figures: Figures, workload: Workload) -> list[str]:
     """What the estimate says about a table-row-wise plan the platform shapes: on one node it is
     row-wise; with fewer tables than nodes some nodes hold none (neither is refused)."""
@@ -115,6 +159,10 @@ def twrw_notes(figures: Figures, workload: Workload) -> list[str]:
         return []
     if nodes == 1:
         return [f"table-row-wise on one node is row-wise: {tables} table(s) row-wise over its {g} GPUs"]
+    split = [f"{c} x {t.name} over {k} nodes" if c > 1 else f"{t.name} over {k} nodes"
+             for t, k, c in twrw_parts(figures, workload) if k > 1]
+    if split:
+        return [f"hier_auto splits {', '.join(split)}, row-wise over their {g} GPUs each"]
     if tables < nodes:
         return [f"table-row-wise: {tables} table(s) on {nodes} nodes, so {nodes - tables} node(s) hold none "
                 f"and the busiest node serves a whole table on its {g} GPUs"]
