@@ -128,7 +128,8 @@ class _Reader(ElementReader):
                 matrices.append(e)
             if e.tag != "object":
                 continue
-            objects.setdefault(e.attrs.get("gp_index", ""), e)
+            if "gp_index" in e.attrs:
+                objects.setdefault(e.attrs["gp_index"], e)
             kind = e.attrs.get("type")
             if kind == "Machine":
                 self.arch = _info(e).get("Architecture") or self.arch
