@@ -227,3 +227,26 @@ def test_links_counted_at_a_figure_other_than_hwlocs_for_the_parts_nvlink_versio
     note = ("the input's NVLinks were counted at 20000 MB/s each, but hwloc counts the links of v100-sxm2-16gb (nvlink2) "
             "at 25000 MB/s: check the NVLink counts")
     assert [f"gpu{n}: {note}" in draft.read_text() for n in (0, 1)] == [True, True]
+
+
+def test_a_dgx2_shaped_matrix_keeps_each_gpus_link_to_each_nvswitch(tmp_path, capsys):
+    """hwloc's DGX-2 dump gives every V100-SXM3 one 25,000 MB/s link to each of six NVSwitches and
+    none between GPUs; here two GPUs and three switches of that shape."""
+    v100_sxm3 = "0302 [10de:1db8] [10de:131d] a1"
+    switches = "".join(f'<object type="PCIDev" gp_index="3{s}" subtype="NVSwitch" pci_busid="0000:6{s}:00.0" '
+                       f'pci_type="0680 [10de:1ac2] [0000:0000] a1"/>' for s in (1, 2, 3))
+    rows = ["1000000 0 25000 25000 25000",
+            "0 1000000 25000 25000 25000",
+            "25000 25000 1000000 0 0",
+            "25000 25000 0 1000000 0",
+            "25000 25000 0 0 1000000"]
+    source, draft = tmp_path / "dgx2.xml", tmp_path / "draft.yaml"
+    source.write_text(hwloc(gpu(1, v100_sxm3) + gpu(2, v100_sxm3) + switches,
+                            "OSDev:21 OSDev:22 PCIDev:31 PCIDev:32 PCIDev:33", *rows))
+    machine = read(source.read_text())
+    assert machine.problems == []
+    assert machine.nvswitch_links() == {g: {f"0000:6{s}:00.0": 1 for s in (1, 2, 3)} for g in ("0000:01:00.0", "0000:02:00.0")}
+    assert main(["import", str(source), "-o", str(draft)]) == 0
+    platform = load_platform(draft)
+    assert [(s.bus, s.links_per_gpu) for s in platform.baseboard.nvswitches] == [(f"0000:6{s}:00.0", 1) for s in (1, 2, 3)]
+    assert main(["diff", str(draft), str(source)]) == 0
