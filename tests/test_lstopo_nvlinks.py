@@ -120,9 +120,9 @@ NOT_WHOLE = "is not a whole number of links at hwloc's 20000 MB/s (NVLink 1) or 
     ("OSDev:21 OSDev:22", ("1000000 40000", "40000"), None,
      ["13:3: warning[I103 input-value]: the NVLinkBandwidth matrix of 2 objects has 3 values, not 4: its NVLinks are not read"]),
     ("OSDev:21 OSDev:22", ("1000000 40000", "4e4 1000000"), None,
-     ["16:5: warning[I103 input-value]: 1 value(s) of the NVLinkBandwidth matrix are not numbers (\"4e4\"): its NVLinks are not read"]),
+     ["16:5: warning[I103 input-value]: 1 value(s) of the NVLinkBandwidth matrix are not numbers of at most 20 digits (\"4e4\"): its NVLinks are not read"]),
     ("OSDev:21 OSDev:22", ("1000000 " + "9" * 21, "40000 1000000"), None,
-     [f"15:5: warning[I103 input-value]: 1 value(s) of the NVLinkBandwidth matrix are not numbers (\"{'9' * 20}\"): "
+     [f"15:5: warning[I103 input-value]: 1 value(s) of the NVLinkBandwidth matrix are not numbers of at most 20 digits (\"{'9' * 20}\"): "
       "its NVLinks are not read"]),
     ("OSDev:21 OSDev:99", ("1000000 40000", "40000 1000000"), None,
      ["14:5: warning[I103 input-value]: NVLinkBandwidth index OSDev:99 names no object of the file: its row is ignored"]),
@@ -154,6 +154,14 @@ def test_an_entry_that_is_not_a_whole_number_of_the_gpus_links_is_left_out_and_t
         f"l.xml:17:5: warning[I103 input-value]: NVLinkBandwidth: 30000 MB/s from 0000:03:00.0 to 0000:01:00.0 {NOT_WHOLE}"]
     assert [(l.gpu, l.target, l.count) for l in machine.nvlinks] == [
         ("0000:01:00.0", "0000:02:00.0", 2), ("0000:02:00.0", "0000:01:00.0", 2)]
+
+
+def test_a_second_nvlink_matrix_is_ignored_with_a_warning():
+    matrix = TWO_P100[TWO_P100.index("  <distances2hetero"):TWO_P100.index("</topology>")]
+    machine = read(TWO_P100.replace("</topology>", matrix + "</topology>"))
+    assert [d.format() for d in machine.problems][2:] == [
+        "l.xml:19:3: warning[I102 input-ignored]: a second NVLinkBandwidth matrix: ignored (the first is read)"]
+    assert len(machine.nvlinks) == 2
 
 
 def test_counts_that_differ_both_ways_are_a_contradiction_and_each_direction_is_kept():

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwspec.diagnostics import Code, Location, Severity
-from hwspec.live.observed import NVSWITCH, Machine, NvLink, is_decimal
+from hwspec.diagnostics import Code, Severity
+from hwspec.live.observed import NVSWITCH, ElementReader, Machine, NvLink, is_decimal
 from hwspec.live.topo_matrix import MAX_GPU_LINKS
 from hwspec.live.xmlread import Element
 
@@ -45,18 +45,13 @@ class End:
     key: str
 
 
-class NvlinkMatrix:
+class NvlinkMatrix(ElementReader):
     """Reads NVLinkBandwidth matrices into `machine`, given hwloc's objects by `gp_index`."""
 
     def __init__(self, file: str, machine: Machine, objects: dict[str, Element]):
-        self.file, self.m, self.objects = file, machine, objects
+        super().__init__(file, machine)
+        self.objects = objects
         self.read = False
-
-    def at(self, e: Element) -> Location:
-        return Location(self.file, e.line, e.col)
-
-    def warn(self, e: Element, message: str, code: Code = Code.INPUT_VALUE) -> None:
-        self.m.problem(self.at(e), Severity.WARNING, code, message)
 
     def matrix(self, e: Element) -> None:
         """Read one `<distances2hetero>`: its NVLinks into the machine, or warnings saying why not."""
@@ -81,7 +76,7 @@ class NvlinkMatrix:
             return
         bad = [(v, c) for v, c in values if not is_decimal(v)]
         if bad:
-            self.warn(bad[0][1], f"{len(bad)} value(s) of the {NVLINK_MATRIX} matrix are not numbers (\"{bad[0][0][:20]}\"): "
+            self.warn(bad[0][1], f"{len(bad)} value(s) of the {NVLINK_MATRIX} matrix are not numbers of at most 20 digits (\"{bad[0][0][:20]}\"): "
                       "its NVLinks are not read")
             return
         ends = self.ends(indexes[0], tokens)
