@@ -322,7 +322,7 @@ class _Differ:
 
     def nvlinks(self) -> None:
         if "nvlinks" not in self.m.listed:
-            return  # no input shows NVLinks (lstopo, an NCCL skeleton)
+            return  # no input shows NVLinks (lstopo without hwloc's NVLink matrix, an NCCL skeleton)
         counts = self.m.nvlink_counts()
         at = self.p.locate(None, "nvlink")
         gpu_ids = {g.id for g in self.p.gpus}

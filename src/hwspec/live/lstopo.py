@@ -9,7 +9,8 @@ names. hwloc gives a link only as a bandwidth, so Gen3 x16 and Gen4 x8 look the 
 keep `gen`/`width` None and `Link.forms()` says which pairs the bandwidth is exactly. A display
 controller is a GPU only when `observed.is_accelerator` says so (not BMC graphics, not a Xeon
 Phi). A PCI device whose locality is not one NUMA node hangs from `numa:-1`: unknown, not 0.
-NVLinks are not in it.
+NVLinks come from hwloc's NVLinkBandwidth matrix, where the file has one (`lstopo_nvlinks`): then
+the file lists every NVLink (of versions 1 to 4) of the GPUs it names.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Code, Severity
+from hwspec.live.lstopo_nvlinks import NvlinkMatrix
 from hwspec.live.observed import (
     MAX_CPUS,
     NUMA_PREFIX,
@@ -119,9 +121,15 @@ class _Reader(ElementReader):
             return
         self.flags = root.attrs.get("version", "2.0").split(".")[0] not in ("1", "2")
         self.arch = _info(root).get("Architecture") or None  # hwloc 3 writes the machine's infos at the top
+        objects: dict[str, Element] = {}
+        matrices: list[Element] = []
         for e in walk(root):
+            if e.tag == "distances2hetero":
+                matrices.append(e)
             if e.tag != "object":
                 continue
+            if "gp_index" in e.attrs:
+                objects.setdefault(e.attrs["gp_index"], e)
             kind = e.attrs.get("type")
             if kind == "Machine":
                 self.arch = _info(e).get("Architecture") or self.arch
@@ -132,6 +140,9 @@ class _Reader(ElementReader):
         for node in self.m.numa.values():
             node.arch = node.arch or self.arch
             node.vendor = node.vendor or cpu_vendor(None, node.arch)
+        nvlinks = NvlinkMatrix(self.file, self.m, objects)
+        for matrix in matrices:
+            nvlinks.matrix(matrix)
 
     def numa(self, e: Element) -> None:
         index = e.attrs.get("os_index", "")

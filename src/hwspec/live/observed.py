@@ -219,6 +219,9 @@ class NvLink:
     count: int
     where: Location
     switch: str | None = None
+    per_link: float | None = None
+    """Bytes/s per link per direction that the input's bandwidth was divided by to count the
+    links (hwloc's NVLink matrix gives bandwidths, not counts); None where it gives counts."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +271,7 @@ class Machine:
     NUMA node: lstopo), `rdma-nics` (every RDMA NIC), `tcp-nics` (every plain network NIC),
     `nvlinks` (every NVLink of the GPUs). An NCCL dump lists the NICs of the network plugin in
     use and, with `<gpu>` elements, the NVLinks; topo -m lists RDMA NICs and NVLinks; lstopo
-    lists NUMA nodes and NICs but no NVLinks. `fabric`: the GPUs' NVLink domain (NVML's
+    lists NUMA nodes and NICs, and NVLinks where it has hwloc's NVLinkBandwidth matrix. `fabric`: the GPUs' NVLink domain (NVML's
     answers, `nvidia-smi -q -x` with `<fabric>`), so that a GPU without one is in none."""
 
     @property

@@ -9,6 +9,7 @@ from typing import Any
 from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
 from hwspec.live.draft.pcie import PcieWriter
 from hwspec.live.identify import candidates_note, choose, gpu_fits
+from hwspec.live.lstopo_nvlinks import HWLOC_LINK_MBPS
 from hwspec.live.observed import NVSWITCH
 
 GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
@@ -50,6 +51,7 @@ class GpusWriter:
                                                              and links_needed != spec_part.fabric.links):
                     override["fabric"] = {"links": links_needed}
                 part_link = spec_part.pcie
+                self.per_link_note(ident, gpu.key, part, spec_part.fabric.kind)
             else:
                 part, part_link = UNKNOWN, None
                 override = self.gpu_identity(gpu, links_needed)
@@ -70,6 +72,17 @@ class GpusWriter:
             out.append(entry)
         baseboard, nvlink = self.fabric(gpus, out, counts)
         return out, baseboard, nvlink
+
+    def per_link_note(self, ident: str, gpu_key: str, part: str, kind: str) -> None:
+        """A note where the input counted the GPU's NVLinks from a bandwidth (hwloc's matrix) at a
+        per-link figure other than the one hwloc gives the part's NVLink version: the count is then
+        the input's bandwidth over the wrong figure."""
+        expected = HWLOC_LINK_MBPS.get(kind)
+        for figure in sorted({link.per_link for link in self.m.nvlinks if link.gpu == gpu_key and link.per_link}):
+            if expected is None or figure != expected * 1e6:
+                known = f"{expected} MB/s" if expected else "a figure hwloc does not have"
+                self.ctx.notes.append(f"{ident}: the input's NVLinks were counted at {figure / 1e6:g} MB/s each, but hwloc counts "
+                                      f"the links of {part} ({kind}) at {known}: check the NVLink counts")
 
     def gpu_identity(self, gpu, links: int) -> dict[str, Any]:
         """The `override` of a GPU whose part is unknown: what the input gives of it. `topo -m`

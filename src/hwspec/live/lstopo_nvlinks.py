@@ -1,0 +1,165 @@
+"""hwloc's NVLink matrix (`<distances2hetero name="NVLinkBandwidth">`) -> `Machine.nvlinks`.
+
+hwloc's NVML backend (2.x and 3.x, `topology-nvml.c`) writes one matrix of every GPU's active
+NVLinks. Its objects (`<indexes>`, `Type:gp_index`) are the GPUs' NVML OS devices
+(`OSDev:332`), then the other ends of their links: an NVSwitch (its PCI device, `PCIDev:...`,
+subtype NVSwitch) or, on POWER8/POWER9, the CPU side object above the GPU (a `Package`). The
+values (`<u64values>`, row-major, possibly split over several elements) are MB/s per
+direction: for each pair, hwloc's per-link figure summed over the links between the two,
+20,000 for NVLink 1 and 25,000 for NVLink 2 to 4 (links of other versions are left out), the
+same both ways. The diagonal is hwloc's artificial 1,000,000 (local faster than remote), not
+a link.
+
+A GPU's links are all of one version, so its per-link figure is the one that divides every
+entry of its row; where both do (every entry a multiple of 100,000: five NVLink 1 links to one
+peer, more than the four a P100, the only NVLink 1 GPU, has), 25,000. GPU-GPU entries become
+GPU pairs and GPU-NVSwitch entries NVSwitch links, as NCCL's dump gives them; links to a CPU
+are left out (hwspec does not describe them) with an I102 warning and a note in the draft.
+A matrix that cannot be read gives located I103 warnings; reading it is linear in its size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwspec.diagnostics import Code, Severity
+from hwspec.live.observed import NVSWITCH, ElementReader, Machine, NvLink, is_decimal
+from hwspec.live.topo_matrix import MAX_GPU_LINKS
+from hwspec.live.xmlread import Element
+
+NVLINK_MATRIX = "NVLinkBandwidth"
+LINK_MBPS = (25_000, 20_000)
+"""hwloc's figure for one NVLink in MB/s: NVLink 2 to 4, then NVLink 1 (the order ties are broken in)."""
+NVLINK_VERSION = {25_000: "NVLink 2-4", 20_000: "NVLink 1"}
+HWLOC_LINK_MBPS = {"nvlink1": 20_000, "nvlink2": 25_000, "nvlink3": 25_000, "nvlink4": 25_000}
+"""A GPU part's fabric kind -> the MB/s hwloc counts each of its links at (whatever the part's own
+`link_bandwidth`: an NVLink 3 bridge of 14 GB/s counts 25,000). Other kinds hwloc leaves out."""
+
+
+@dataclass(frozen=True)
+class End:
+    """What one index of the matrix names: a GPU (`key`: its bus id), an NVSwitch (`key`: its
+    bus id) or a CPU side object (`key`: how the warning names it, `Package 0`)."""
+
+    kind: str
+    key: str
+
+
+class NvlinkMatrix(ElementReader):
+    """Reads NVLinkBandwidth matrices into `machine`, given hwloc's objects by `gp_index`."""
+
+    def __init__(self, file: str, machine: Machine, objects: dict[str, Element]):
+        super().__init__(file, machine)
+        self.objects = objects
+        self.read = False
+
+    def matrix(self, e: Element) -> None:
+        """Read one `<distances2hetero>`: its NVLinks into the machine, or warnings saying why not."""
+        if e.attrs.get("name") != NVLINK_MATRIX:
+            return
+        if self.read:
+            self.warn(e, f"a second {NVLINK_MATRIX} matrix: ignored (the first is read)", Code.INPUT_IGNORED)
+            return
+        indexes = [c for c in e.children if c.tag == "indexes"]
+        if len(indexes) != 1:
+            self.warn(e, f"the {NVLINK_MATRIX} matrix has {len(indexes)} <indexes>, not one: its NVLinks are not read")
+            return
+        tokens = indexes[0].text.split()
+        n = len(tokens)
+        declared = e.attrs.get("nbobjs", "")
+        if not is_decimal(declared) or int(declared) != n:
+            self.warn(e, f"the {NVLINK_MATRIX} matrix has nbobjs=\"{declared[:20]}\" but {n} indexes: its NVLinks are not read")
+            return
+        values: list[tuple[str, Element]] = [(v, c) for c in e.children if c.tag == "u64values" for v in c.text.split()]
+        if len(values) != n * n:
+            self.warn(e, f"the {NVLINK_MATRIX} matrix of {n} objects has {len(values)} values, not {n * n}: its NVLinks are not read")
+            return
+        bad = [(v, c) for v, c in values if not is_decimal(v)]
+        if bad:
+            self.warn(bad[0][1], f"{len(bad)} value(s) of the {NVLINK_MATRIX} matrix are not numbers of at most 20 digits (\"{bad[0][0][:20]}\"): "
+                      "its NVLinks are not read")
+            return
+        ends = self.ends(indexes[0], tokens)
+        if not any(end is not None and end.kind == "gpu" for end in ends):
+            return
+        self.read = True
+        self.m.listed.add("nvlinks")
+        named = {end.key for end in ends if end is not None and end.kind == "gpu"}
+        for key, gpu in self.m.gpus.items():
+            if key not in named:
+                gpu.unknown.add("nvlinks")
+        numbers = [int(v) for v, _ in values]
+        for i, end in enumerate(ends):
+            if end is not None and end.kind == "gpu":
+                self.gpu_row(end, i, ends, numbers, values)
+
+    def ends(self, at: Element, tokens: list[str]) -> list[End | None]:
+        """What each index names; None (after a warning) for one that names nothing hwspec reads."""
+        out: list[End | None] = []
+        seen: set[tuple[str, str]] = set()
+        for token in tokens:
+            end = self.end(at, token)
+            if end is not None and (end.kind, end.key) in seen:
+                self.warn(at, f"{NVLINK_MATRIX} index {token[:40]} names {end.key} again: its row is ignored")
+                end = None
+            if end is not None:
+                seen.add((end.kind, end.key))
+            out.append(end)
+        return out
+
+    def end(self, at: Element, token: str) -> End | None:
+        kind, _, gp_index = token.partition(":")
+        obj = self.objects.get(gp_index)
+        if obj is None or obj.attrs.get("type") != kind:
+            self.warn(at, f"{NVLINK_MATRIX} index {token[:40]} names no object of the file: its row is ignored")
+            return None
+        if kind == "OSDev":
+            bus = (obj.parent.attrs.get("pci_busid", "") if obj.parent is not None else "").lower()
+            if bus in self.m.gpus:
+                return End("gpu", bus)
+        elif kind == "PCIDev":
+            bus = obj.attrs.get("pci_busid", "").lower()
+            if bus in self.m.nvswitches:
+                return End("switch", bus)
+            if bus in self.m.gpus:
+                return End("gpu", bus)
+        elif "cpuset" in obj.attrs:
+            index = obj.attrs.get("os_index")
+            return End("cpu", f"{kind} {index}" if index is not None and is_decimal(index) else token)
+        self.warn(at, f"{NVLINK_MATRIX} index {token[:40]} is neither a GPU, an NVSwitch nor a CPU: its row is ignored")
+        return None
+
+    def gpu_row(self, gpu: End, i: int, ends: list[End | None], numbers: list[int], values: list[tuple[str, Element]]) -> None:
+        """The NVLinks of GPU `gpu`, row `i` of the matrix."""
+        n = len(ends)
+        row = [(j, numbers[i * n + j]) for j in range(n) if j != i and ends[j] is not None and numbers[i * n + j]]
+        fits = {f: sum(1 for _, v in row if v % f == 0) for f in LINK_MBPS}
+        per_link = max(LINK_MBPS, key=lambda f: fits[f])  # max keeps the first of a tie: 25,000
+        for j, value in row:
+            other = ends[j]
+            assert other is not None
+            element = values[i * n + j][1]
+            back = numbers[j * n + i]
+            if back != value and (other.kind != "gpu" or i < j):
+                self.warn(element, f"{NVLINK_MATRIX}: {value} MB/s from {gpu.key} to {other.key}, but {back} back: "
+                          "hwloc writes the same both ways", Code.INPUT_CONTRADICTION)
+            count, rest = divmod(value, per_link)
+            if rest or count > MAX_GPU_LINKS:
+                if not rest:
+                    why = f"{count} links, more than the {MAX_GPU_LINKS} a GPU has"
+                elif fits[per_link]:
+                    why = f"not a whole number of the {NVLINK_VERSION[per_link]} links ({per_link} MB/s each) its other entries count"
+                else:
+                    why = "not a whole number of links at hwloc's 20000 MB/s (NVLink 1) or 25000 MB/s (NVLink 2-4)"
+                self.warn(element, f"{NVLINK_MATRIX}: {value} MB/s from {gpu.key} to {other.key} is {why}: ignored")
+                continue
+            where = self.at(element)
+            if other.kind == "gpu":
+                self.m.nvlinks.append(NvLink(gpu.key, other.key, count, where, per_link=per_link * 1e6))
+            elif other.kind == "switch":
+                self.m.nvlinks.append(NvLink(gpu.key, NVSWITCH, count, where, other.key, per_link * 1e6))
+            else:
+                text = (f"{count} NVLink(s) from GPU {gpu.key} to the CPU ({other.key}), {value} MB/s: hwspec does not "
+                        "describe NVLinks to a CPU (POWER8/POWER9): left out")
+                self.m.problem(where, Severity.WARNING, Code.INPUT_IGNORED, text)
+                self.m.notes.append(f"{where}: {text}")
