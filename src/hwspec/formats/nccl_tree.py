@@ -24,7 +24,8 @@ from hwspec.formats.nccl_topology import (
     missing_required,
 )
 from hwspec.formats.transports import facts
-from hwspec.model.node import UNKNOWN_PART, Bridge, Gpu, Nic, PcieLink, Platform
+from hwspec.model.node import Bridge, Gpu, Nic, PcieLink, Platform
+from hwspec.spec.checks import UNKNOWN
 from hwspec.topology.node import Topology
 
 CLASS_BRIDGE = "0x060400"
@@ -520,7 +521,7 @@ def _missing_rccl_identity(gpu, missing: list[str]) -> str:
     """What to fill in for an AMD GPU that RCCL's <gpu> cannot be written for: RCCL requires
     gcn, arch and sm (the compute-unit count) and does not detect them when the file omits them."""
     needs = "RCCL's <gpu> needs gcn, arch and sm (the compute-unit count)"
-    if gpu.part == UNKNOWN_PART:
+    if gpu.part == UNKNOWN:
         return (f"{gpu.id}: part unknown and its override: gives no {', '.join(missing)}; {needs}: write them under "
                 "override: (rocminfo's gfx target and compute units, or an RCCL topology dump's gcn, arch and sm)")
     return f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; {needs}"

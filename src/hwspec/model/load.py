@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity, display_path, os_reason, real_path
-from hwspec.model.node import UNKNOWN_PART, Platform
+from hwspec.model.node import Platform
 from hwspec.model.parts import Catalogue, Parts, PrebuiltFile, part_from_document, prebuilt_file
 from hwspec.model.resolve_node import resolve_node
 from hwspec.source.expand import Expanded, read_document
 from hwspec.source.loader import SourceDoc
+from hwspec.spec.checks import UNKNOWN
 from hwspec.spec.parts import PART_KINDS, PART_SECTIONS, overridden_part, spec_model, unknown_part
 from hwspec.spec.translate import DataPath, Written, dotted, validate_document
 from hwspec.spec.validate import validate_node
@@ -187,7 +188,7 @@ def _resolve_parts(spec: NodeSpec, catalogue: Catalogue, doc: SourceDoc, expande
                 continue  # a bridge without a part
             override = getattr(entry, "override", None)
             where = Written(doc, expanded, here + ("override",), keys=False)
-            if entry.part == UNKNOWN_PART:
+            if entry.part == UNKNOWN:
                 model, problems = unknown_part(kind, override, where, here + ("override",))
             else:
                 part = catalogue.get(kind, entry.part)

@@ -15,11 +15,8 @@ from functools import cached_property
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
 from hwspec.diagnostics import Location
-from hwspec.spec.checks import PCIE_GEN_RATES
+from hwspec.spec.checks import PCIE_GEN_RATES, UNKNOWN
 from hwspec.spec.models import Transport
-
-UNKNOWN_PART = "unknown"
-"""The spec word for what the source does not give: `part: unknown`, `bus: unknown`."""
 
 _PCIE_ENCODING: dict[int, float] = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
 
@@ -606,11 +603,11 @@ class Platform:
                                                  ("fabric bandwidth", gpu.fabric_link_bandwidth), ("PCIe link", gpu.physical))
                        if value is None]
             if missing:
-                lines.append(f"{gpu.id}: {', '.join(missing)} ({'part unknown' if gpu.part == UNKNOWN_PART else 'not given'})")
+                lines.append(f"{gpu.id}: {', '.join(missing)} ({'part unknown' if gpu.part == UNKNOWN else 'not given'})")
         for nic in self.nics:
             missing = [name for name, value in (("speed", nic.speed), ("PCIe link", nic.physical)) if value is None]
             if missing:
-                lines.append(f"{nic.id}: {', '.join(missing)} ({'part unknown' if nic.part == UNKNOWN_PART else 'not given'})")
+                lines.append(f"{nic.id}: {', '.join(missing)} ({'part unknown' if nic.part == UNKNOWN else 'not given'})")
         for ssd in self.ssds:
             if ssd.physical is None:
                 lines.append(f"{ssd.id}: PCIe link (not given)")

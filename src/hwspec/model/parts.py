@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from hwspec import content
 from hwspec.diagnostics import HwspecError, Location, display_path
-from hwspec.model.node import UNKNOWN_PART
 from hwspec.source.expand import Provenance
 from hwspec.source.loader import read_regular_file
-from hwspec.spec.checks import PART_NAME
+from hwspec.spec.checks import PART_NAME, UNKNOWN
 from hwspec.spec.parts import PART_KINDS
 
 if TYPE_CHECKING:
@@ -221,7 +220,7 @@ class PrebuiltFile:
 
 
 def _is_part_name(name: Any) -> bool:
-    return isinstance(name, str) and len(name) <= 64 and PART_NAME.fullmatch(name) is not None and name != UNKNOWN_PART
+    return isinstance(name, str) and len(name) <= 64 and PART_NAME.fullmatch(name) is not None and name != UNKNOWN
 
 
 def _construct(model: type[BaseModel], record: dict[str, Any]) -> BaseModel:

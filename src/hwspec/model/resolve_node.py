@@ -16,6 +16,7 @@ from hwspec.model.node import climb
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
 from hwspec.source.sourcemap import DocumentSourceMap
+from hwspec.spec.checks import UNKNOWN
 from hwspec.spec.translate import dotted
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def _domains(spec: NodeSpec, parts: dict[str, Any]) -> list[_Domain]:
     domains = []
     for i, s in enumerate(spec.sockets):
         part: CpuPart | CpuIdentity = parts[s.id]
-        cores = None if s.part == m.UNKNOWN_PART else part.cores  # type: ignore[union-attr]
+        cores = None if s.part == UNKNOWN else part.cores  # type: ignore[union-attr]
         if s.numa_nodes is None:
             assert s.numa_node is not None  # checks.one_numa_form: without numa_nodes, a socket has its numa_node
             domains.append(_Domain(s.id, s.numa_node, s.cpus, s.memory, s, cores, ("sockets", i)))
@@ -107,7 +108,7 @@ def _memory(memory: Any, parts: dict[str, Any]) -> dict[str, Any]:
 
 def _known(value: Any) -> Any:
     """`value`, or None for the spec word `unknown`."""
-    return None if value == m.UNKNOWN_PART else value
+    return None if value == UNKNOWN else value
 
 
 def _cpu_lists(domains: list[_Domain], parts: dict[str, Any]) -> dict[str, tuple[int, ...]]:
@@ -157,7 +158,7 @@ def _link_bandwidth(fabric: FabricCapability) -> float:
 
 def _c2c(gpu: GpuSpec, part: GpuPart | GpuIdentity) -> _C2cFields:
     """The GPU's NVLink-C2C fields (none when it is not attached over C2C; the loader has checked the part)."""
-    if gpu.c2c is None or gpu.part == m.UNKNOWN_PART or cast("GpuPart", part).c2c is None:
+    if gpu.c2c is None or gpu.part == UNKNOWN or cast("GpuPart", part).c2c is None:
         return {}
     c2c = cast("GpuPart", part).c2c
     assert c2c is not None
@@ -166,12 +167,12 @@ def _c2c(gpu: GpuSpec, part: GpuPart | GpuIdentity) -> _C2cFields:
 
 def _bus(bus: str) -> str | None:
     """A written bus id; None for `bus: unknown`."""
-    return None if bus == m.UNKNOWN_PART else bus
+    return None if bus == UNKNOWN else bus
 
 
 def _bus_order(bus: str | None, ident: str) -> tuple[bool, str, str]:
     """Sort key of devices: by bus id, devices whose bus is unknown last (by id)."""
-    known = bus is not None and bus != m.UNKNOWN_PART
+    known = bus is not None and bus != UNKNOWN
     return (not known, bus if known and bus is not None else "", ident)
 
 
@@ -179,7 +180,7 @@ def _gpu(g: GpuSpec, part: GpuPart | GpuIdentity, index: int, socket: str | None
     """The resolved GPU: its part's figures, or for `part: unknown` the identity written and None for the rest."""
     common = dict(id=g.id, index=index, part=g.part, slot=g.slot, upstream=g.pcie.upstream, bus=_bus(g.pcie.bus),
                   socket=socket, numa_node=numa_node, overridden=_overridden(g.override))
-    if g.part == m.UNKNOWN_PART:
+    if g.part == UNKNOWN:
         seen = cast("GpuIdentity", part)
         link = _link(g.pcie.link) if g.pcie.link else None
         fabric = seen.fabric
@@ -238,7 +239,7 @@ def _nic(n: NicSpec, port: _Port, part: NicPart | NicIdentity, index: int, socke
                   gpus=port.gpus, device=port.device, card=port.card,
                   interface=port.interface, port=port.port, upstream=n.pcie.upstream, bus=_bus(port.bus), socket=socket,
                   numa_node=numa_node, overridden=_overridden(n.override))
-    if n.part == m.UNKNOWN_PART:
+    if n.part == UNKNOWN:
         seen = cast("NicIdentity", part)
         return m.Nic(**common, model_name=seen.model_name or "unknown NIC", supported_transports=(n.transport,),  # type: ignore[arg-type]
                      speed=port.speed or seen.speed, rdma=seen.rdma, gpudirect=seen.gpudirect, pci_vendor=seen.pci_vendor,
@@ -310,7 +311,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         sockets.append(m.NumaNode(
             id=d.id, numa_node=d.numa_node, part=s.part, model_name=cpu_part.model_name or "unknown CPU", vendor=cpu_part.vendor,
             arch=cpu_part.arch, family=cpu_part.family, model=cpu_part.model, cores=d.cores,
-            threads_per_core=None if s.part == m.UNKNOWN_PART else cpu_part.threads_per_core,  # type: ignore[union-attr]
+            threads_per_core=None if s.part == UNKNOWN else cpu_part.threads_per_core,  # type: ignore[union-attr]
             cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
             **_memory(d.memory, parts), overridden=_overridden(s.override), package=s.id))
     numa = {s.id: s.numa_node for s in sockets}
@@ -426,7 +427,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
     seen_parts: set[str] = set()
     for section in ("sockets", "pcie", "gpus", "nics"):
         for entry in getattr(spec, section):
-            if entry.part in seen_parts or not entry.part or entry.part == m.UNKNOWN_PART:
+            if entry.part in seen_parts or not entry.part or entry.part == UNKNOWN:
                 continue
             seen_parts.add(entry.part)
             part = parts[entry.id]

@@ -20,6 +20,10 @@ from hwspec.source.expand import Substituted
 
 MAX_CPU_ID = 65535
 """Largest logical CPU id (Linux's NR_CPUS tops out at 8192 today)."""
+UNKNOWN = "unknown"
+"""The spec word for a fact the platform's source does not give: `part: unknown` (with what was
+observed in `override:`), `bus: unknown`, a socket's `memory: {capacity: unknown, bandwidth: unknown}`.
+Rule HW603 says what to fill in and which outputs wait."""
 MAX_CORES = 1024
 """Physical cores per socket."""
 MAX_SOCKETS = 64

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, Tag, WithJsonSchema, model_validator
 
 from hwspec.spec import checks
-from hwspec.spec.checks import MAX_CORES, MAX_SOCKETS
+from hwspec.spec.checks import MAX_CORES, MAX_SOCKETS, UNKNOWN
 from hwspec.spec.unit_types import ByteRate, Bytes, FlopRate, TransferRate
 from hwspec.spec.units import _BYTE_RATE_KIND, _SIZE_KIND
 
@@ -56,10 +56,6 @@ BusId = Annotated[str, Field(json_schema_extra={"pattern": f"^{checks.BUS_ID.pat
                   AfterValidator(checks.check_bus_id)]
 """PCI bus id, lower case, 4-digit domain: NCCL matches these strings byte for byte."""
 
-UNKNOWN = "unknown"
-"""The spec word for a fact the platform's source does not give: `part: unknown` (with what was
-observed in `override:`), `bus: unknown`, a socket's `memory: {capacity: unknown, bandwidth: unknown}`.
-Rule HW603 says what to fill in and which outputs wait."""
 
 Unknown = Literal["unknown"]
 

@@ -23,8 +23,6 @@ PART_KINDS: dict[str, str] = {"cpus": "CpuPart", "gpus": "GpuPart", "nics": "Nic
 IDENTITY_KINDS: dict[str, str] = {"cpus": "CpuIdentity", "gpus": "GpuIdentity", "nics": "NicIdentity"}
 """Catalogue section -> the spec model of what an entry with `part: unknown` may say of itself."""
 
-UNKNOWN_PART = "unknown"
-"""`part: unknown`: the source does not identify the part (`hwspec.spec.models.UNKNOWN`)."""
 
 PART_SECTIONS = (("sockets", "cpus", "CPU"), ("gpus", "gpus", "GPU"), ("nics", "nics", "NIC"),
                  ("pcie", "pcie_switches", "PCIe switch"))

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 from hwspec.source.expand import Expanded
 from hwspec.source.loader import SourceDoc
-from hwspec.spec.parts import PART_SECTIONS, UNKNOWN_PART
+from hwspec.spec.checks import UNKNOWN
+from hwspec.spec.parts import PART_SECTIONS
 from hwspec.spec.references import matches, reference_diagnostics
 from hwspec.spec.translate import Where, Written, dotted, nearest, validate
 
@@ -46,7 +47,7 @@ def part_name_diagnostics(data: Any, part_names: Mapping[str, Collection[str]], 
         known = part_names.get(kind, ())
         for path, entry in matches(data, (section, "*")):
             name = entry.get("part") if isinstance(entry, dict) else None
-            if isinstance(name, str) and name != UNKNOWN_PART and name not in known:
+            if isinstance(name, str) and name != UNKNOWN and name not in known:
                 guess = nearest(name, known)
                 pos = where.value(path + ("part",))
                 found.append(Diagnostic(where.file, pos.line, pos.col, Severity.ERROR, Code.UNKNOWN_PART,

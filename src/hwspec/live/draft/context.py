@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwspec.live.observed import Machine
+from hwspec.spec.checks import UNKNOWN
 from hwspec.text import visible
-
-UNKNOWN = "unknown"
-"""What the draft writes for a part, bus id or figure the input does not give."""
 
 
 @dataclass

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from hwspec.model.node import UNKNOWN_PART, known, nvswitch_generation_of_gpus
+from hwspec.model.node import known, nvswitch_generation_of_gpus
 from hwspec.rules import Context, Finding, rule
+from hwspec.spec.checks import UNKNOWN
 
 from ._common import FABRIC_AT, connection_at, gbyte, id_list, in_file_order
 
@@ -61,7 +62,7 @@ def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
     for gpu in p.gpus:
         mine = ctx.topology.gpu_fabric(gpu.id)
         used = sum(c.links for c in mine)
-        if gpu.part == UNKNOWN_PART and not gpu.fabric_links:
+        if gpu.part == UNKNOWN and not gpu.fabric_links:
             continue  # an unknown part whose link count its source does not give: HW603 reports it
         if used > gpu.fabric_links:
             peers = ", ".join(f"{c.b if c.a == gpu.id else c.a}: {c.links}" for c in mine)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwspec.model.node import UNKNOWN_PART
 from hwspec.rules import Context, Finding, rule
+from hwspec.spec.checks import UNKNOWN
 from hwspec.spec.units import format_bytes
 
 from ._common import in_file_order
@@ -33,7 +33,7 @@ def shared_memory(ctx: Context) -> Iterator[Finding]:
                               at=at, hint="an APU's HBM is the memory of one NUMA node: name the GPU of this socket's own package")
             continue
         gpu = p.gpu_by_id[gpu_id]
-        if gpu.part != UNKNOWN_PART and gpu.form_factor != "apu":
+        if gpu.part != UNKNOWN and gpu.form_factor != "apu":
             yield ctx.finding(f"{socket.id}: memory is shared with {gpu_id}, but its part {gpu.part} is not an APU "
                               f"(form factor {gpu.form_factor}): its HBM is no CPU's memory",
                               at=at, hint="give the socket its own memory (capacity, bandwidth), or name the APU part")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hwspec.cpulist import format_cpu_list as cpu_list
-from hwspec.model.node import UNKNOWN_PART, known
+from hwspec.model.node import known
 from hwspec.rules import Context, Finding, rule
+from hwspec.spec.checks import UNKNOWN
 from hwspec.spec.units import format_bytes
 
 from ._common import gbyte, in_file_order
@@ -89,7 +90,7 @@ def cores_per_rank(ctx: Context) -> Iterator[Finding]:
     t = ctx.topology
     for socket in ctx.platform.sockets:
         gpus = t.gpus_on(socket.id)
-        if socket.part == UNKNOWN_PART and not socket.cpus:
+        if socket.part == UNKNOWN and not socket.cpus:
             continue  # neither the CPU list nor the part is known: HW603 reports it
         if gpus and t.cores_per_rank(socket.id) < 1:
             yield ctx.finding(f"{socket.id} (NUMA {socket.numa_node}) has {t.physical_cores(socket.id)} physical core(s) "

@@ -8,8 +8,9 @@ from typing import NamedTuple
 
 from hwspec.formats.nccl_tree import collective_library, cpu_attached, left_to_detection
 from hwspec.formats.transports import interface_use
-from hwspec.model.node import UNKNOWN_PART, Bridge, NumaNode, PcieDevice, Platform
+from hwspec.model.node import Bridge, NumaNode, PcieDevice, Platform
 from hwspec.rules import Context, Finding, rule
+from hwspec.spec.checks import UNKNOWN
 
 
 @rule("HW603", "unknown-facts", severity="warning")
@@ -74,7 +75,7 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
     for socket_id in p.packages:
         numa_nodes = [s for s in p.sockets if s.package == socket_id]
         facts = []
-        if numa_nodes[0].part == UNKNOWN_PART:
+        if numa_nodes[0].part == UNKNOWN:
             facts.append(_Fact("CPU part (so its cores)", "name the CPU part (lscpu's model name), or add it to parts/", ()))
         if numa_nodes[0].id == socket_id:  # the socket is one NUMA node: its memory is the socket's
             facts += _memory_facts(numa_nodes[0])
@@ -83,11 +84,11 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
         for numa in numa_nodes:
             if numa.id != socket_id and _memory_facts(numa):
                 yield numa.id, _memory_facts(numa)
-    link_known = {d.id for d in p.gpus if d.physical is not None or d.part != UNKNOWN_PART} | \
-                 {d.id for d in p.nics if d.physical is not None or d.part != UNKNOWN_PART}
+    link_known = {d.id for d in p.gpus if d.physical is not None or d.part != UNKNOWN} | \
+                 {d.id for d in p.nics if d.physical is not None or d.part != UNKNOWN}
     for gpu in p.gpus:
         facts = []
-        if gpu.part == UNKNOWN_PART:
+        if gpu.part == UNKNOWN:
             seen = f" {gpu.pci_vendor}:{gpu.pci_device}" if gpu.pci_vendor and gpu.pci_device else ""
             facts.append(_Fact(f"GPU part{seen} (so its HBM, compute and fabric figures)",
                                "name the part, or import nvidia-smi -q -x with the other inputs", (FIGURES,), "GPU part"))
@@ -96,7 +97,7 @@ def _unknowns(p: Platform) -> Iterator[tuple[str, list[_Fact]]]:
             yield gpu.id, facts
     for nic in p.nics:
         facts = []
-        if nic.part == UNKNOWN_PART:
+        if nic.part == UNKNOWN:
             facts.append(_Fact("NIC part", "name the part (lspci -nn gives its PCI id)", ()))
             if nic.speed is None:
                 facts.append(_Fact("speed", "or give 'speed:' under 'override:' (ibstat's Rate, ethtool's Speed)",
