@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from hwspec.diagnostics import Location
-from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap, _no_topology
+from hwspec.model.node import Assumption, Platform, RuleSetting, SourceMap, topology_moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ class Cluster:
     """A resolved cluster. Node indices run 0..node_count-1 in group order; its derived facts
     are its topology's, `hwspec.topology.topology_of(cluster)`."""
 
-    topology = property(_no_topology)
+    topology = property(topology_moved)
     """Gone: `hwspec.topology_of(cluster)`. Kept only to say so (an AttributeError naming it)."""
 
     name: str

@@ -472,7 +472,7 @@ class Assumption:
     """Where it is written."""
 
 
-def _no_topology(model: object) -> NoReturn:
+def topology_moved(model: object) -> NoReturn:
     """`model.topology`, which the model no longer has: the message says where it went."""
     raise AttributeError(f"{type(model).__name__} has no '.topology': use hwspec.topology_of(model) "
                          "(a rule or generator has it as ctx.topology)")
@@ -484,7 +484,7 @@ class Platform:
     by bus id. Lookups are derived (`by_id`, `gpu_by_id`, ...); connectivity (paths, NUMA
     placement, NIC shares) is its topology's, `hwspec.topology.topology_of(platform)`."""
 
-    topology = property(_no_topology)
+    topology = property(topology_moved)
     """Gone: `hwspec.topology_of(platform)`. Kept only to say so (an AttributeError naming it)."""
 
     name: str
