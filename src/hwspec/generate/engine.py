@@ -223,10 +223,12 @@ def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environme
     One environment per list of directories for the whole process, so a template is compiled
     once however many platforms render it (jinja2 still reloads a template whose file changed).
 
-    Templates are compiled in memory only: no bytecode cache is read or written. jinja2's
-    `FileSystemBytecodeCache` loads its entries with pickle, so anything that can write into
-    the cache directory (a shared `$TMPDIR`, a previous job on a CI runner) would run its code in
-    the next `hwspec generate`; compiling every template costs well under 0.1 s a run."""
+    No bytecode cache is read or written: jinja2's `FileSystemBytecodeCache` loads its entries
+    with pickle, so anything that can write into the cache directory (a shared `$TMPDIR`, a
+    previous job on a CI runner) would run its code in the next `hwspec generate`. Site
+    templates are compiled from source in memory; the built-in ones were compiled when hwspec
+    was built and ship as modules of hwspec itself (`hwspec.generate.prebuilt_templates`), each
+    used only while its template is unchanged."""
     return _environment(tuple(str(Path(d)) for d in template_dirs))
 
 
@@ -234,8 +236,11 @@ def template_environment(template_dirs: Iterable[Path] = ()) -> jinja2.Environme
 def _environment(template_dirs: tuple[str, ...]) -> jinja2.Environment:
     import jinja2  # only rendering needs it: `validate` imports the generators' limits, not jinja2
 
-    search = [*template_dirs, str(content.builtin_dir("templates"))]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), undefined=jinja2.StrictUndefined,
+    from hwspec.generate.prebuilt_templates import BuiltinLoader
+
+    builtin = BuiltinLoader(str(content.builtin_dir("templates")))
+    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(list(template_dirs)), builtin]) if template_dirs else builtin
+    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
                              bytecode_cache=None)  # never a cache: its entries are unpickled (see above)
     env.filters.update(xml_attr=xml_attr, env_value=env_value, shell_word=shell_word, comment=comment,
