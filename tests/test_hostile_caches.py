@@ -4,6 +4,7 @@ compiled from its reviewed `.py` source, never from a `__pycache__/*.pyc` beside
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import pickle
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hwspec.pipeline import rule_directories
 from hwspec.rules import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,3 +106,16 @@ def test_loading_site_rules_writes_no_bytecode(tmp_path: Path, monkeypatch) -> N
     (rules / "_helper.py").write_text(HELPER)
     assert [r.id for r in load_rules([rules]) if r.id == "SITE900"] == ["SITE900"]
     assert sorted(p.name for p in rules.iterdir()) == ["_helper.py", "site.py"]
+
+
+def test_builtin_rules_load_as_hwspec_modules_and_site_rules_from_source(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "site.py").write_text(REVIEWED)
+    (rules / "_helper.py").write_text(HELPER)
+
+    loaded = {r.id: r for r in load_rules([*rule_directories(), rules])}
+    builtin_loader = sys.modules[loaded["HW101"].check.__module__].__spec__.loader
+    site_loader = sys.modules[loaded["SITE900"].check.__module__].__spec__.loader
+    assert type(builtin_loader) is importlib.machinery.SourceFileLoader  # hwspec's own, bytecode as for its other modules
+    assert type(site_loader).__name__ == "_SourceLoader"  # compiled from the reviewed source

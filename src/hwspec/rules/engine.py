@@ -2,10 +2,11 @@
 
 A rule module is plain Python loaded under a private module name (never `import validators`:
 a popular PyPI package has that name); helpers shared by the modules of one directory live in
-its `_*.py` files and are imported relatively (`from ._common import gbit`). Rule modules and
-their helpers are compiled from their `.py` source on every load (`_SourceLoader`): a
-`__pycache__/*.pyc` beside them is never read (it could hold code nobody reviewed, with a
-header matching the source's size and time) and none is written. A rule is any
+its `_*.py` files and are imported relatively (`from ._common import gbit`). A site's rule
+modules and their helpers are compiled from their `.py` source on every load (`_SourceLoader`):
+a `__pycache__/*.pyc` beside them is never read (it could hold code nobody reviewed, with a
+header matching the source's size and time) and none is written. The built-in rules are part
+of hwspec and load as its other modules do. A rule is any
 function defined in a rule module and decorated with `@rule(id, name, severity)`; its
 docstring's first line states the invariant and the rest says why it matters (`hwspec
 explain ID` prints it). A node rule receives a `Context` (`ctx.platform` a `Platform`,
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
+from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.model.cluster import Cluster
@@ -230,9 +232,13 @@ class _RulesFinder(importlib.abc.MetaPathFinder):
 
 
 def _spec(name: str, path: Path, package: bool = False) -> importlib.machinery.ModuleSpec:
-    """The spec of the rule module (or helper package) `name` at `path`, loaded from source."""
+    """The spec of the rule module (or helper package) `name` at `path`: loaded from source, or,
+    for hwspec's own rules (`rules/builtin/`), by Python's source loader as every other module
+    of hwspec is (its bytecode beside it is hwspec's own, as trusted as the rest of the package)."""
+    builtin = path.is_relative_to(content.builtin_dir("rules"))
+    loader = importlib.machinery.SourceFileLoader(name, str(path)) if builtin else _SourceLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(
-        name, path, loader=_SourceLoader(name, str(path)),
+        name, path, loader=loader,
         submodule_search_locations=[str(path.parent)] if package else None)
     assert spec is not None
     return spec
