@@ -12,7 +12,7 @@ import jinja2
 import pytest
 
 from hwspec import content
-from hwspec.generate import compiled, prebuilt_templates
+from hwspec.generate import build_templates, compiled, prebuilt_templates
 from hwspec.generate.engine import template_environment
 
 BUILTIN = content.builtin_dir("templates")
@@ -20,8 +20,8 @@ BUILTIN = content.builtin_dir("templates")
 
 def test_the_committed_compiled_templates_are_what_jinja2_makes_of_the_templates_now():
     written = {p.name: p.read_text(encoding="utf-8") for p in prebuilt_templates.compiled_dir().glob("*.py")}
-    assert written == prebuilt_templates.render(template_environment()), (
-        "src/hwspec/generate/compiled/ is stale: run 'python -m hwspec.generate.prebuilt_templates'")
+    assert written == build_templates.render(template_environment()), (
+        "src/hwspec/generate/compiled/ is stale: run 'python -m hwspec.generate.build_templates'")
 
 
 def test_every_builtin_template_renders_from_its_compiled_module():
