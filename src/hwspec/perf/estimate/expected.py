@@ -194,8 +194,9 @@ def hidden_seconds(workload: Workload, rows: list[dict[str, Any]]) -> dict[str, 
     gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap, the paper's overlap
     of embedding communication with the bottom MLP); the bottom MLP's part of `mlp_fwd` /
     `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included. With
-    `inter_iteration_overlap` (HugeCTR's train_inter_iteration_overlap) the forward exchange of
-    iteration i+1 also runs beside iteration i's top-MLP backward (the rest of `mlp_bwd`). Each is
+    `inter_iteration_overlap` the forward exchange of iteration i+1 also runs beside iteration i's
+    top-MLP backward (the rest of `mlp_bwd`; HugeCTR's train_inter_iteration_overlap does not do
+    this: it prefetches only the next batch's data distribution, HugeCTR/src/pybind/model_pipeline.cpp). Each is
     the time available to hide behind, which may exceed the exchange."""
     seconds = {row["id"]: row["seconds"] for row in rows}
     share = bottom_mlp_share(workload) if workload.placement == "gpu" else 0.0
