@@ -84,11 +84,12 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
             row["seconds"] += extra
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
     contention = nccl_hbm_seconds(figures, workload, rows)
-    resources["gpu"] += contention
+    dense_update = dense_update_seconds(figures, workload)
+    resources["gpu"] += contention + dense_update
     critical = critical_path(workload, rows, resources)
     iteration = max(critical, *resources.values())
     return {"terms": rows, "resources_seconds": resources, "critical_path_seconds": critical,
-            "nccl_hbm_seconds": contention,
+            "nccl_hbm_seconds": contention, "dense_update_seconds": dense_update,
             "iteration_seconds": iteration,
             "bound_by": ("critical path (GPU + pooled-embedding AlltoAlls)" if workload.placement == "gpu" else
                          "critical path (GPU + host lookups + pooled-embedding exchanges)") if iteration == critical
@@ -179,6 +180,35 @@ def elementwise_seconds(figures: Figures, workload: Workload) -> dict[str, float
     b = workload.local_batch(figures.gpus)
     forward, backward = elementwise_bytes_per_sample(workload)
     return {"mlp_fwd": b * forward / rate, "mlp_bwd": b * backward / rate}
+
+
+DENSE_STATE_BYTES = {"sgd": 0.0, "adagrad": 4.0, "rowwise-adagrad": 4.0}
+"""fp32 optimizer state per dense parameter, bytes: Adagrad one sum per element (HugeCTR's
+`AdaGradOptimizer`, `accum_tensor_` Float); SGD none. assumed: a workload whose tables train with
+row-wise Adagrad (an embedding-only optimizer, FBGEMM's) trains its dense parameters with Adagrad."""
+
+
+def dense_update_bytes_per_parameter(workload: Workload) -> float:
+    """HBM bytes the dense optimizer step moves per dense parameter and iteration, from HugeCTR's
+    kernels (NVIDIA-Merlin/HugeCTR `HugeCTR/src/optimizers/adagrad_optimizer.cu`,
+    `ada_grad_update4_kernel`): the fp32 master weight read and written (8), the optimizer state
+    read and written (2 x `DENSE_STATE_BYTES`), the weight gradient read in the compute dtype (s);
+    with a compute dtype narrower than fp32 also the copy of the master weights into it that every
+    iteration starts with (HugeCTR's `network_init`, `conv_weight_` in model_pipeline.cpp; PyTorch's
+    autocast casts each weight the same way): 4 read + s written. Adagrad in fp16: 24 bytes."""
+    s = DTYPE_BYTES[workload.compute_dtype]
+    cast = 4 + s if s < 4 else 0.0
+    return 8 + 2 * DENSE_STATE_BYTES[workload.optimizer] + s + cast
+
+
+def dense_update_seconds(figures: Figures, workload: Workload) -> float:
+    """The dense optimizer step on every GPU, seconds: `dense_parameters` x
+    `dense_update_bytes_per_parameter` at the generation's achieved HBM rate (`cal.hbm_efficiency`).
+    0 without HBM or without dense parameters."""
+    if figures.hbm_bandwidth <= 0:
+        return 0.0
+    moved = workload.dense_parameters * dense_update_bytes_per_parameter(workload)
+    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))
 
 
 def bottom_mlp_share(workload: Workload) -> float:
