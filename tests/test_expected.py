@@ -327,3 +327,20 @@ def test_every_gpu_runs_the_dense_optimizer_step_at_achieved_hbm(tmp_path):
     w = tiny(tmp_path)
     exp = estimate(TINY, w)["expected"]
     assert exp["dense_update_seconds"] == pytest.approx(w.dense_parameters * 16 / 0.89e9)
+
+
+def test_an_allreduce_after_the_backward_pass_waits_beside_the_embedding_update_only(tmp_path):
+    # HugeCTR: the AllReduce starts when the backward pass ends and runs beside the embedding's
+    # local reduce and update (embedding_bwd less the id sort, which ran beside the MLPs)
+    w = tiny(tmp_path)
+    plain = estimate(TINY, w)["expected"]
+    after = estimate(TINY, dataclasses.replace(w, allreduce_overlap="embedding_update"))["expected"]
+    rows = {r["id"]: r["seconds"] for r in after["terms"]}
+    beside = rows["embedding_bwd"] - after["sort_seconds"]
+    exposed = max(0.0, rows["dense_allreduce"] - beside)
+    s = bottom_mlp_share(w)
+    pooled = (max(0.0, rows["embedding_alltoall_fwd"] - s * rows["mlp_fwd"])
+              + max(0.0, rows["embedding_alltoall_bwd"] - s * rows["mlp_bwd"]))
+    assert after["critical_path_seconds"] == pytest.approx(after["resources_seconds"]["gpu"] + pooled + exposed)
+    assert exposed > 0  # tiny's AllReduce outlasts its update: the path is longer than DDP's overlap gives
+    assert after["critical_path_seconds"] > plain["critical_path_seconds"]
