@@ -278,9 +278,12 @@ def nccl_hbm_seconds(figures: Figures, workload: Workload, rows: list[dict[str, 
     """The GPU's HBM time that the NCCL kernels running beside its work take, seconds: each
     collective's `hbm_bytes` for the fraction of it that overlaps the GPU's kernels, at the
     generation's achieved HBM rate. The dense AllReduce overlaps the backward pass (all of it;
-    with `allreduce_overlap: embedding_update` its `hidden_seconds` share), the input AlltoAll of batch i+1 this batch's work when pipelined, each pooled exchange its
+    with `allreduce_overlap: embedding_update` and GPU placement its `hidden_seconds` share),
+    the input AlltoAll of batch i+1 this batch's work when pipelined, each pooled exchange its
     `hidden_seconds` share; the exposed rest runs while the GPU waits and takes nothing from it.
-    With cpu-host placement only the AllReduce runs on the GPUs. Charged as if the overlapped
+    With cpu-host placement only the AllReduce runs on the GPUs, beside the backward pass (the
+    embedding update is the CPUs'). `sort`: the id sort's seconds in `embedding_bwd`, which does
+    not run beside the AllReduce. Charged as if the overlapped
     kernels were bound by HBM (the lookups, the update, the elementwise kernels are; a GEMM beside
     them would lose less)."""
     if figures.hbm_bandwidth <= 0:
