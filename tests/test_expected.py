@@ -308,4 +308,39 @@ def test_the_gpus_expected_work_includes_the_hbm_the_collectives_take(tmp_path):
     exp = estimate(TINY, tiny(tmp_path))["expected"]
     gpu_rows = math.fsum(r["seconds"] for r in exp["terms"] if r["resource"] == "gpu")
     assert exp["nccl_hbm_seconds"] > 0
-    assert exp["resources_seconds"]["gpu"] == pytest.approx(gpu_rows + exp["nccl_hbm_seconds"])
+    assert exp["resources_seconds"]["gpu"] == pytest.approx(
+        gpu_rows + exp["nccl_hbm_seconds"] + exp["dense_update_seconds"])
+
+
+def test_the_dense_optimizer_step_moves_master_weights_state_gradient_and_the_cast():
+    from hwspec.perf.estimate.expected import dense_update_bytes_per_parameter
+    root = Path(__file__).resolve().parent.parent
+    mlperf = load_workload(root / "workloads" / "dlrm-dcnv2-mlperf-b55296.yaml")
+    # Adagrad, fp16: fp32 weight 4 + 4, fp32 sum 4 + 4, fp16 gradient 2, cast 4 read + 2 written
+    assert dense_update_bytes_per_parameter(mlperf) == 24
+    assert dense_update_bytes_per_parameter(dataclasses.replace(mlperf, compute_dtype="fp32")) == 20
+    assert dense_update_bytes_per_parameter(dataclasses.replace(mlperf, optimizer="sgd")) == 16
+
+
+def test_every_gpu_runs_the_dense_optimizer_step_at_achieved_hbm(tmp_path):
+    # tiny (sgd, fp16): 8 + 2 + 6 = 16 B per dense parameter at 0.89e9 B/s
+    w = tiny(tmp_path)
+    exp = estimate(TINY, w)["expected"]
+    assert exp["dense_update_seconds"] == pytest.approx(w.dense_parameters * 16 / 0.89e9)
+
+
+def test_an_allreduce_after_the_backward_pass_waits_beside_the_embedding_update_only(tmp_path):
+    # HugeCTR: the AllReduce starts when the backward pass ends and runs beside the embedding's
+    # local reduce and update (embedding_bwd less the id sort, which ran beside the MLPs)
+    w = tiny(tmp_path)
+    plain = estimate(TINY, w)["expected"]
+    after = estimate(TINY, dataclasses.replace(w, allreduce_overlap="embedding_update"))["expected"]
+    rows = {r["id"]: r["seconds"] for r in after["terms"]}
+    beside = rows["embedding_bwd"] - after["sort_seconds"]
+    exposed = max(0.0, rows["dense_allreduce"] - beside)
+    s = bottom_mlp_share(w)
+    pooled = (max(0.0, rows["embedding_alltoall_fwd"] - s * rows["mlp_fwd"])
+              + max(0.0, rows["embedding_alltoall_bwd"] - s * rows["mlp_bwd"]))
+    assert after["critical_path_seconds"] == pytest.approx(after["resources_seconds"]["gpu"] + pooled + exposed)
+    assert exposed > 0  # tiny's AllReduce outlasts its update: the path is longer than DDP's overlap gives
+    assert after["critical_path_seconds"] > plain["critical_path_seconds"]

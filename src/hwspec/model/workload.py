@@ -105,6 +105,7 @@ class Workload:
     pipeline: bool = True
     nccl: str = "2.20.3"
     inter_iteration_overlap: bool = False
+    allreduce_overlap: str = "backward"  # "backward" or "embedding_update" (spec.workload's description)
     gradient_buffer: bool = False
     hier_auto_table_cost: float | None = None  # HugeCTR hier_auto's table cost; None: no hier_auto splits
 
@@ -214,7 +215,8 @@ def load_workload_document(doc: SourceDoc, expanded: Expanded) -> Workload:
         cross_layers=spec.cross.layers if spec.cross else 0, cross_low_rank=spec.cross.low_rank if spec.cross else None,
         samples_to_converge=_samples_to_converge(spec.convergence),
         placement=emb.placement, pipeline=spec.pipeline, nccl=spec.nccl,
-        inter_iteration_overlap=spec.inter_iteration_overlap, gradient_buffer=emb.gradient_buffer,
+        inter_iteration_overlap=spec.inter_iteration_overlap, allreduce_overlap=spec.allreduce_overlap,
+        gradient_buffer=emb.gradient_buffer,
         hier_auto_table_cost=emb.hier_auto.table_cost if emb.hier_auto else None)
     _check_top_mlp_input(workload)
     return workload

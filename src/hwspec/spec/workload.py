@@ -189,7 +189,12 @@ class WorkloadSpec(Spec):
                                              "pipelining, TorchRec's TrainPipelineSparseDist); false: the GPU waits for it.")
     inter_iteration_overlap: StrictBool = Field(
         False, description="The pooled-embedding AlltoAll forward of iteration i+1 runs beside iteration i's top-MLP "
-                           "backward (HugeCTR's train_inter_iteration_overlap); false: only beside the bottom MLP.")
+                           "backward; false: only beside the bottom MLP. (HugeCTR's train_inter_iteration_overlap with "
+                           "its embedding collection prefetches only the next batch's ids, which `pipeline` covers.)")
+    allreduce_overlap: Literal["backward", "embedding_update"] = Field(
+        "backward", description="What the dense-gradient AllReduce runs beside: the backward pass (PyTorch DDP's "
+                                "buckets, sent as their gradients are ready), or only the embedding update after it "
+                                "(HugeCTR: the AllReduce starts when the backward pass ends).")
     nccl: Literal["2.7.5", "2.20.3"] = Field(
         "2.20.3", description="The NCCL release whose cost model (src/graph/tuning.cc) prices the collectives: 2.7.5 "
                               "(2020-21, the paper's era) or 2.20.3 (2024, the MLPerf v3.0-v5.0 era).")

@@ -50,7 +50,8 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
     bound: every rate is at most the bound's and every added time is >= 0."""
     derated, place, _ = _terms(achievable(figures), workload)
-    fixed = {"embedding_bwd": sort_seconds(figures, workload, place) + reduction_seconds(figures, workload, place),
+    sort = sort_seconds(figures, workload, place)
+    fixed = {"embedding_bwd": sort + reduction_seconds(figures, workload, place),
              **elementwise_seconds(figures, workload)}
     launch = cal.value("kernel_launch_overhead")
     rel = release(workload)
@@ -83,12 +84,13 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
             row["bandwidth_seconds"] += extra
             row["seconds"] += extra
     resources = {r: math.fsum(row["seconds"] for row in rows if row["resource"] == r) for r in RESOURCES}
-    contention = nccl_hbm_seconds(figures, workload, rows)
-    resources["gpu"] += contention
-    critical = critical_path(workload, rows, resources)
+    contention = nccl_hbm_seconds(figures, workload, rows, sort)
+    dense_update = dense_update_seconds(figures, workload)
+    resources["gpu"] += contention + dense_update
+    critical = critical_path(workload, rows, resources, sort)
     iteration = max(critical, *resources.values())
     return {"terms": rows, "resources_seconds": resources, "critical_path_seconds": critical,
-            "nccl_hbm_seconds": contention,
+            "nccl_hbm_seconds": contention, "dense_update_seconds": dense_update, "sort_seconds": sort,
             "iteration_seconds": iteration,
             "bound_by": ("critical path (GPU + pooled-embedding AlltoAlls)" if workload.placement == "gpu" else
                          "critical path (GPU + host lookups + pooled-embedding exchanges)") if iteration == critical
@@ -181,6 +183,35 @@ def elementwise_seconds(figures: Figures, workload: Workload) -> dict[str, float
     return {"mlp_fwd": b * forward / rate, "mlp_bwd": b * backward / rate}
 
 
+DENSE_STATE_BYTES = {"sgd": 0.0, "adagrad": 4.0, "rowwise-adagrad": 4.0}
+"""fp32 optimizer state per dense parameter, bytes: Adagrad one sum per element (HugeCTR's
+`AdaGradOptimizer`, `accum_tensor_` Float); SGD none. assumed: a workload whose tables train with
+row-wise Adagrad (an embedding-only optimizer, FBGEMM's) trains its dense parameters with Adagrad."""
+
+
+def dense_update_bytes_per_parameter(workload: Workload) -> float:
+    """HBM bytes the dense optimizer step moves per dense parameter and iteration, from HugeCTR's
+    kernels (NVIDIA-Merlin/HugeCTR `HugeCTR/src/optimizers/adagrad_optimizer.cu`,
+    `ada_grad_update4_kernel`): the fp32 master weight read and written (8), the optimizer state
+    read and written (2 x `DENSE_STATE_BYTES`), the weight gradient read in the compute dtype (s);
+    with a compute dtype narrower than fp32 also the copy of the master weights into it that every
+    iteration starts with (HugeCTR's `network_init`, `conv_weight_` in model_pipeline.cpp; PyTorch's
+    autocast casts each weight the same way): 4 read + s written. Adagrad in fp16: 24 bytes."""
+    s = DTYPE_BYTES[workload.compute_dtype]
+    cast = 4 + s if s < 4 else 0.0
+    return 8 + 2 * DENSE_STATE_BYTES[workload.optimizer] + s + cast
+
+
+def dense_update_seconds(figures: Figures, workload: Workload) -> float:
+    """The dense optimizer step on every GPU, seconds: `dense_parameters` x
+    `dense_update_bytes_per_parameter` at the generation's achieved HBM rate (`cal.hbm_efficiency`).
+    0 without HBM or without dense parameters."""
+    if figures.hbm_bandwidth <= 0:
+        return 0.0
+    moved = workload.dense_parameters * dense_update_bytes_per_parameter(workload)
+    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))
+
+
 def bottom_mlp_share(workload: Workload) -> float:
     """The bottom MLP's share of the MLP and interaction FLOPs (forward; backward is 2x each)."""
     total = workload.mlp_flops_per_sample + workload.interaction_flops_per_sample
@@ -188,15 +219,21 @@ def bottom_mlp_share(workload: Workload) -> float:
     return bottom / total if total else 0.0
 
 
-def hidden_seconds(workload: Workload, rows: list[dict[str, Any]]) -> dict[str, float]:
+def hidden_seconds(workload: Workload, rows: list[dict[str, Any]], sort: float = 0.0) -> dict[str, float]:
     """Seconds of each pooled-embedding exchange that run beside the GPU's own work: the bottom MLP
     needs no embedding, so the forward AlltoAll runs beside the bottom MLP's forward and the
     gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap, the paper's overlap
     of embedding communication with the bottom MLP); the bottom MLP's part of `mlp_fwd` /
     `mlp_bwd` is its FLOP share (`bottom_mlp_share`), launches included. With
-    `inter_iteration_overlap` (HugeCTR's train_inter_iteration_overlap) the forward exchange of
-    iteration i+1 also runs beside iteration i's top-MLP backward (the rest of `mlp_bwd`). Each is
-    the time available to hide behind, which may exceed the exchange."""
+    `inter_iteration_overlap` the forward exchange of iteration i+1 also runs beside iteration i's
+    top-MLP backward (the rest of `mlp_bwd`; HugeCTR's train_inter_iteration_overlap does not do
+    this: it prefetches only the next batch's data distribution, HugeCTR/src/pybind/model_pipeline.cpp). With
+    `allreduce_overlap: embedding_update` the dense AllReduce runs beside the embedding update only:
+    `embedding_bwd` less the id sort (`sort`), which HugeCTR runs earlier beside the MLPs
+    (model_pipeline.cpp, create_train_pipeline_with_ebc: `network_exchange_wgrad` on the default
+    stream after the network graph, `ebc_mp_local_reduce` and `ebc_mp_update` on the "mp" stream,
+    `ebc_mp_backward_index_calculation` on the "dp" stream with no wait on the backward pass). Each
+    is the time available to hide behind, which may exceed the exchange."""
     seconds = {row["id"]: row["seconds"] for row in rows}
     share = bottom_mlp_share(workload) if workload.placement == "gpu" else 0.0
     hidden = {"embedding_alltoall_fwd": share * seconds.get("mlp_fwd", 0.0),
@@ -204,16 +241,23 @@ def hidden_seconds(workload: Workload, rows: list[dict[str, Any]]) -> dict[str, 
     if workload.inter_iteration_overlap and workload.placement == "gpu":
         # the next iteration's forward exchange also runs beside this one's top-MLP backward
         hidden["embedding_alltoall_fwd"] += (1 - share) * seconds.get("mlp_bwd", 0.0)
+    if workload.allreduce_overlap == "embedding_update":
+        hidden["dense_allreduce"] = max(0.0, seconds.get("embedding_bwd", 0.0) - sort)
     return hidden
 
 
-def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dict[str, float]) -> float:
+def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dict[str, float],
+                  sort: float = 0.0) -> float:
     """The expected iteration's critical path, seconds: the GPU's and the host's work, and the
-    exchanges it waits for (`PIPELINE`; the input AlltoAll too unless pipelined), each less the
-    part that runs beside the GPU's work (`hidden_seconds`): max(exchange - hidden, 0)."""
+    exchanges it waits for (`PIPELINE`; the input AlltoAll too unless pipelined; the dense
+    AllReduce too when it starts after the backward pass, `allreduce_overlap: embedding_update`),
+    each less the part that runs beside the GPU's work (`hidden_seconds`, `sort` the id sort's
+    seconds in `embedding_bwd`): max(exchange - hidden, 0)."""
     seconds = {row["id"]: row["seconds"] for row in rows}
     waits = PIPELINE if workload.pipeline else (*PIPELINE, "input_alltoall")
-    hidden = hidden_seconds(workload, rows)
+    if workload.allreduce_overlap == "embedding_update" and workload.placement == "gpu":
+        waits = (*waits, "dense_allreduce")
+    hidden = hidden_seconds(workload, rows, sort)
     exposed = math.fsum(max(0.0, seconds[tid] - hidden.get(tid, 0.0)) for tid in waits if tid in seconds)
     return resources["gpu"] + resources["host"] + exposed
 
@@ -230,23 +274,26 @@ def collective_hbm_bytes(collective: str, nbytes: float, ranks: int) -> float:
     return 2 * nbytes * factor
 
 
-def nccl_hbm_seconds(figures: Figures, workload: Workload, rows: list[dict[str, Any]]) -> float:
+def nccl_hbm_seconds(figures: Figures, workload: Workload, rows: list[dict[str, Any]], sort: float = 0.0) -> float:
     """The GPU's HBM time that the NCCL kernels running beside its work take, seconds: each
     collective's `hbm_bytes` for the fraction of it that overlaps the GPU's kernels, at the
-    generation's achieved HBM rate. The dense AllReduce overlaps the backward pass (all of it),
+    generation's achieved HBM rate. The dense AllReduce overlaps the backward pass (all of it;
+    with `allreduce_overlap: embedding_update` and GPU placement its `hidden_seconds` share),
     the input AlltoAll of batch i+1 this batch's work when pipelined, each pooled exchange its
     `hidden_seconds` share; the exposed rest runs while the GPU waits and takes nothing from it.
-    With cpu-host placement only the AllReduce runs on the GPUs. Charged as if the overlapped
+    With cpu-host placement only the AllReduce runs on the GPUs, beside the backward pass (the
+    embedding update is the CPUs'). `sort`: the id sort's seconds in `embedding_bwd`, which does
+    not run beside the AllReduce. Charged as if the overlapped
     kernels were bound by HBM (the lookups, the update, the elementwise kernels are; a GEMM beside
     them would lose less)."""
     if figures.hbm_bandwidth <= 0:
         return 0.0
-    hidden = hidden_seconds(workload, rows)
+    hidden = hidden_seconds(workload, rows, sort)
     moved = 0.0
     for row in rows:
         if row["resource"] != "network" or row["seconds"] <= 0:
             continue
-        if row["id"] == "dense_allreduce":
+        if row["id"] == "dense_allreduce" and (workload.allreduce_overlap == "backward" or workload.placement != "gpu"):
             fraction = 1.0
         elif workload.placement != "gpu":
             fraction = 0.0
