@@ -1,0 +1,101 @@
+"""NVLinks from a GPU to its own CPU (IBM POWER8/POWER9, `nvlink.cpu_links`) kept end to end: the
+model's bandwidth, the topology's edge and host link, NCCL's `<nvlink tclass="0x068001">` written
+and read back (one entry per NPU function, as NCCL's detection writes them, summed), and `diff`
+reporting a CPU link missing either way."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hwspec.cli.commands import main
+from hwspec.formats.nccl_tree import system_tree
+from hwspec.model.load import load_platform
+from hwspec.topology import topology_of
+
+ROOT = Path(__file__).resolve().parent.parent
+OK = ROOT / "tests/fixtures/rules/nvlink_cpu_links_ok.yaml"
+NPU_DUMP = ROOT / "tests/data/live/power9-npu-links.nccl.xml"
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def test_cpu_links_carry_the_gpu_parts_per_link_rate_into_the_model_the_graph_and_the_host_link():
+    topology = topology_of(load_platform(OK))
+    assert [(c.gpu, c.socket, c.links, c.bandwidth, c.entry) for c in topology.platform.cpu_nvlinks] == [
+        ("gpu0", "cpu0", 2, 50e9, 0), ("gpu1", "cpu1", 2, 50e9, 1)]  # A100: 25 GB/s per link per direction
+    edge = topology.graph.edges["gpu0", "cpu0"]
+    assert (edge["kind"], edge["links"], edge["bandwidth"]) == ("nvlink", 2, 50e9)
+    host = topology.host_link("gpu0")
+    assert (host.kind, host.link, host.bandwidth, host.shared_bandwidth) == ("nvlink", "NVLink 2 x 25 GB/s", 50e9, 50e9)
+    assert topology.nvlink_links("gpu0") == 10  # the GPU-to-GPU fabric leaves the CPU links out
+
+
+def test_nccl_topo_xml_gives_each_gpu_one_cpu_link_entry_of_tclass_068001():
+    gpus = [node for cpu in system_tree(topology_of(load_platform(OK))).children for node in _walk(cpu) if node.tag == "gpu"]
+    assert [[c.attrs for c in gpu.children] for gpu in gpus] == [
+        [[("target", "0000:54:00.0"), ("count", "10"), ("tclass", "0x030200")],
+         [("target", "fffffff:ff:ff.0"), ("count", "2"), ("tclass", "0x068001")]],
+        [[("target", "0000:14:00.0"), ("count", "10"), ("tclass", "0x030200")],
+         [("target", "fffffff:ff:ff.0"), ("count", "2"), ("tclass", "0x068001")]]]
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def test_an_unknown_socket_is_a_located_reference_error(tmp_path, capsys):
+    bad = tmp_path / "node.yaml"
+    bad.write_text(OK.read_text().replace("{gpu: gpu1, socket: cpu1, links: 2}", "{gpu: gpu1, socket: cpu7, links: 2}"))
+    assert main(["validate", str(bad)]) == 1
+    assert capsys.readouterr().out == (f"{bad}:52:27: error[E201]: nvlink.cpu_links[1].socket: 'cpu7' does not name a socket\n"
+                                       "  hint: did you mean 'cpu1'? known: cpu0, cpu1\n")
+
+
+def test_an_nccl_dump_with_one_entry_per_npu_function_drafts_the_summed_links_and_round_trips(tmp_path, capsys):
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(NPU_DUMP), "-o", str(draft)]) == 0
+    assert "I102" not in capsys.readouterr().err
+    platform = load_platform(draft)
+    assert [(c.gpu, c.socket, c.links, c.bandwidth) for c in platform.cpu_nvlinks] == [
+        ("gpu0", "cpu0", 3, 75e9), ("gpu1", "cpu0", 3, 75e9)]
+    assert main(["diff", str(draft), str(NPU_DUMP)]) == 0
+    assert main(["generate", str(draft), "-o", str(tmp_path / "gen"), "--no-svg"]) in (0, 1)
+    written = tmp_path / "gen" / "draft" / "nccl-topo.xml"
+    assert written.read_text().count('<nvlink target="fffffff:ff:ff.0" count="3" tclass="0x068001"/>') == 2
+    assert main(["diff", str(draft), str(written)]) == 0
+
+
+def test_diff_reports_a_cpu_link_down_and_one_the_spec_leaves_out(tmp_path, capsys):
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(NPU_DUMP), "-o", str(draft)]) == 0
+    one_down = tmp_path / "one-down.nccl.xml"
+    one_down.write_text(NPU_DUMP.read_text().replace('<nvlink target="0007:00:00.2" count="1" tclass="0x068001"/>', ""))
+    capsys.readouterr()
+    assert main(["diff", str(draft), str(one_down)]) == 1
+    out = capsys.readouterr().out
+    assert (f"{draft}:48:5: error[D106 nvlink-count]: gpu0 has 3 NVLinks to its CPU in the spec, but 2 in the machine "
+            f"(seen at {one_down}:7)\n  hint: an NVLink down: check 'nvidia-smi nvlink --status'") in out
+    left_out = tmp_path / "left-out.yaml"
+    left_out.write_text(draft.read_text().replace("  - {gpu: gpu1, socket: cpu0, links: 3}\n", ""))
+    assert main(["diff", str(left_out), str(NPU_DUMP)]) == 1
+    out = capsys.readouterr().out
+    assert (f"{left_out}:45:3: error[D106 nvlink-count]: gpu1 has 0 NVLinks to its CPU in the spec, but 3 in the machine "
+            f"(seen at {NPU_DUMP.relative_to(ROOT)}:17)\n  hint: add {{gpu: gpu1, socket: cpu0, links: 3}} to nvlink.cpu_links") in out
+
+
+def test_topo_m_lists_no_cpu_links_so_their_absence_there_is_no_drift(tmp_path, capsys):
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", str(NPU_DUMP), "-o", str(draft)]) == 0
+    topo = tmp_path / "node.topo-m.txt"
+    shutil.copy(ROOT / "tests/data/live/base-2gpu.topo-m.txt", topo)
+    capsys.readouterr()
+    main(["diff", str(draft), str(topo)])
+    assert "to its CPU" not in capsys.readouterr().out
