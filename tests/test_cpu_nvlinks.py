@@ -5,6 +5,8 @@ reporting a CPU link missing either way."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -99,3 +101,52 @@ def test_topo_m_lists_no_cpu_links_so_their_absence_there_is_no_drift(tmp_path, 
     capsys.readouterr()
     main(["diff", str(draft), str(topo)])
     assert "to its CPU" not in capsys.readouterr().out
+
+
+def _sysfs_build():
+    spec = importlib.util.spec_from_file_location("sysfs_build", ROOT / "tests/data/sysfs/build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def power9_tree(root: Path, active: int = 3) -> Path:
+    """A POWER9 board's half as `hwspec capture` saves it: two V100s under their own root ports, the
+    CPU's NVLink ports (IBM NPU functions, class 0x068001) on their own PHB, and NVML's answers:
+    3 links between the GPUs, 3 from each to an NPU function (`active` of gpu0's)."""
+    b = _sysfs_build()
+    b.write(root, "sys/devices/system/node/node0/cpulist", "0-7")
+    b.write(root, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       67108864 kB")
+    b.write(root, "proc/cpuinfo", "".join(b.CPUINFO_ENTRY.format(cpu=c, package=0) for c in range(8)))
+    gpus = ("0004:04:00.0", "0035:03:00.0")
+    for gpu in gpus:
+        domain, rp = gpu[:4], f"{gpu[:4]}:00:00.0"
+        b.function(root, rp, f"sys/devices/pci{domain}:00/{rp}", "0x060400", "0x1014", "0x04c1", 0, "8.0 GT/s PCIe", 16)
+        b.function(root, gpu, f"sys/devices/pci{domain}:00/{rp}/{gpu}", "0x030200", "0x10de", "0x1db1", 0, "8.0 GT/s PCIe", 16,
+                   cpus="0-7")
+    npus = [[f"0007:00:0{g}.{n}" for n in range(3)] for g in range(2)]
+    for bus in (bus for per_gpu in npus for bus in per_gpu):
+        b.function(root, bus, f"sys/devices/pci0007:00/{bus}", "0x068001", "0x1014", "0x04ea", 0, "8.0 GT/s PCIe", 16)
+    entries = []
+    for me, (gpu, peer) in enumerate((gpus, gpus[::-1])):
+        links = [{"link": n, "active": True, "remote": peer} for n in range(3)]
+        links += [{"link": 3 + n, "active": me == 1 or n < active, "remote": npu if me == 1 or n < active else None}
+                  for n, npu in enumerate(npus[me])]
+        entries.append(json.dumps({"bus": gpu, "fabric": None, "name": "Tesla V100-SXM2-16GB", "nvlinks": links}, sort_keys=True))
+    b.write(root, "nvml.json", '{"nvml": 1, "gpus": [\n' + ",\n".join(entries) + "\n]}")
+    return root
+
+
+def test_a_captured_power9_node_drafts_nvml_links_to_npu_functions_as_cpu_links_and_diffs_a_link_down(tmp_path, capsys):
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", "--sysfs-root", str(power9_tree(tmp_path / "tree")), "-o", str(draft)]) == 0
+    platform = load_platform(draft)
+    assert [(l.a, l.b, l.links) for l in platform.nvlinks] == [("gpu0", "gpu1", 3)]
+    assert [(c.gpu, c.socket, c.links) for c in platform.cpu_nvlinks] == [("gpu0", "cpu0", 3), ("gpu1", "cpu0", 3)]
+    assert platform.baseboard is None or not platform.baseboard.nvswitches  # the NPU functions are no NVSwitches
+    capsys.readouterr()
+    assert main(["diff", str(draft), "--sysfs-root", str(tmp_path / "tree")]) == 0
+    down = power9_tree(tmp_path / "down", active=2)
+    assert main(["diff", str(draft), "--sysfs-root", str(down)]) == 1
+    assert "error[D106 nvlink-count]: gpu0 has 3 NVLinks to its CPU in the spec, but 2 in the machine" in capsys.readouterr().out

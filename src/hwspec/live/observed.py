@@ -255,6 +255,9 @@ class Machine:
     """topo -m path types between two device keys (PIX, PXB, PHB, NODE, SYS)."""
     nvswitches: dict[str, Location] = field(default_factory=dict)
     """NVSwitch chips the input names (by bus id), beyond the links to them."""
+    cpu_link_ends: dict[str, Location] = field(default_factory=dict)
+    """PCI functions of class 0x068001 by bus id (sysfs): a POWER8/POWER9 CPU's NVLink ports (IBM's
+    NPU), one per link. An NVLink whose remote end is one goes to the GPU's own CPU."""
     nvlink_ports: list[NvlinkPort] = field(default_factory=list)
     """Active NVLinks by remote bus id (`nvidia-smi nvlink -R`), until resolved into `nvlinks`."""
     link_listing: bool = False
