@@ -150,3 +150,15 @@ def test_a_captured_power9_node_drafts_nvml_links_to_npu_functions_as_cpu_links_
     down = power9_tree(tmp_path / "down", active=2)
     assert main(["diff", str(draft), "--sysfs-root", str(down)]) == 1
     assert "error[D106 nvlink-count]: gpu0 has 3 NVLinks to its CPU in the spec, but 2 in the machine" in capsys.readouterr().out
+
+
+def test_the_diagram_draws_each_gpus_cpu_links_and_gives_their_figures():
+    from hwspec.generate import diagram
+    from hwspec.generate import engine as generate
+
+    platform = load_platform(OK)
+    context = generate.GenContext(topology_of(platform), generate.template_environment(), "diagram", platform.file)
+    dot = context.render("topology.dot.j2", "slash", **diagram.topology_view(platform))
+    assert [line.split(" [")[0].strip() for line in dot.splitlines() if 'class="nvlink"' in line and "cpu" in line.split(" [")[0]] == [
+        '"cpu0" -- "gpu0"', '"cpu1" -- "gpu1"']
+    assert "NVLink 2 x nvlink3, 50 GB/s to its CPU" in dot
