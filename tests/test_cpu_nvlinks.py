@@ -162,3 +162,12 @@ def test_the_diagram_draws_each_gpus_cpu_links_and_gives_their_figures():
     assert [line.split(" [")[0].strip() for line in dot.splitlines() if 'class="nvlink"' in line and "cpu" in line.split(" [")[0]] == [
         '"cpu0" -- "gpu0"', '"cpu1" -- "gpu1"']
     assert "NVLink 2 x nvlink3, 50 GB/s to its CPU" in dot
+
+
+def test_cpu_links_of_unknown_bandwidth_leave_the_host_link_unknown_not_pcie():
+    import dataclasses
+
+    platform = load_platform(OK)
+    unknown = dataclasses.replace(platform, cpu_nvlinks=tuple(dataclasses.replace(c, bandwidth=None) for c in platform.cpu_nvlinks))
+    assert topology_of(unknown).cpu_nvlink_bandwidth("gpu0") is None
+    assert topology_of(unknown).host_link("gpu0") is None

@@ -293,7 +293,7 @@ class Topology(ResolvedView[Platform]):
         NVLinks to its CPU (POWER8/POWER9; both are its own links, shared with no other GPU),
         else the narrowest PCIe link of its host path, alone and with
         every GPU transferring at once (each link divided by the GPUs whose host path crosses it).
-        None when the GPU reaches no socket, or a link on the way is unknown, or when host memory is
+        None when the GPU reaches no socket, or a link on the way (or of its NVLinks to its CPU) is unknown, or when host memory is
         the GPU's own HBM (an APU, `memory_shared_with`): nothing is transferred, whatever PCIe
         presence the OS shows. Bandwidths are bytes/s per direction."""
         gpu = self.platform.gpu_by_id[gpu_id]
@@ -303,6 +303,8 @@ class Topology(ResolvedView[Platform]):
             return HostLink("c2c", f"NVLink-C2C {gpu.c2c_links} x {gpu.c2c_link_bandwidth / 1e9:g} GB/s",
                             gpu.c2c_bandwidth, gpu.c2c_bandwidth, 1, 1)
         to_cpu = self.cpu_nvlink_bandwidth(gpu_id)
+        if to_cpu is None:
+            return None  # NVLinks to its CPU of an unknown part: their bandwidth is unknown
         if to_cpu:
             count = sum(c.links for c in self.cpu_nvlinks(gpu_id) if c.socket == gpu.socket)
             return HostLink("nvlink", f"NVLink {count} x {to_cpu / count / 1e9:g} GB/s", to_cpu, to_cpu, 1, 1)
