@@ -332,10 +332,13 @@ class CpuNvlink:
     for all `links`: links x the GPU part's per-link rate (None for an unknown part)."""
 
     gpu: str
+    """The GPU's id."""
     socket: str
     """The socket (NUMA node entry) the links go to; NCCL joins them to the GPU's own (HW506)."""
     links: int
+    """NVLinks between the GPU and the CPU."""
     bandwidth: float | None
+    """Bytes/s per direction for all `links`; None for an unknown part (its per-link rate is unknown)."""
     entry: int
     """Index of the entry in `nvlink.cpu_links`."""
 
