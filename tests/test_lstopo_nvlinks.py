@@ -1,7 +1,7 @@
 """hwloc's NVLink matrix (`<distances2hetero name="NVLinkBandwidth">`, written by its NVML
 backend) read as the NVLinks it states: GPU pairs and NVSwitch links counted at hwloc's per-link
-figure, links to a POWER CPU left out with a located warning, a malformed matrix warned about
-and never a traceback."""
+figure, links to a POWER CPU as links to the GPU's own CPU (one to another Package left out with
+a located warning), a malformed matrix warned about and never a traceback."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from hwspec.cli.commands import main
 from hwspec.live.lstopo import parse
-from hwspec.live.observed import NVSWITCH, Machine
+from hwspec.live.observed import CPU, NVSWITCH, Machine
 from hwspec.model.load import load_platform
 from tests.cpu_time import grows_linearly
 
@@ -67,17 +67,25 @@ def links(machine: Machine) -> list[tuple]:
     return [(l.gpu, l.target, l.count, l.where.line, l.switch, l.per_link) for l in machine.nvlinks]
 
 
-def test_gpu_pairs_are_counted_at_hwlocs_nvlink1_figure_and_links_to_the_cpu_are_left_out_with_a_warning():
+def test_gpu_pairs_are_counted_at_hwlocs_nvlink1_figure_and_links_to_the_package_are_links_to_the_gpus_cpu():
     machine = read(TWO_P100)
-    assert links(machine) == [("0000:01:00.0", "0000:02:00.0", 2, 15, None, 20e9),
-                              ("0000:02:00.0", "0000:01:00.0", 2, 16, None, 20e9)]
-    cpu_link = ("{n} NVLink(s) from GPU 0000:0{g}:00.0 to the CPU (Package 0), 40000 MB/s: hwspec does not describe "
-                "NVLinks to a CPU (POWER8/POWER9): left out")
+    assert links(machine) == [("0000:01:00.0", "0000:02:00.0", 2, 15, None, 20e9), ("0000:01:00.0", CPU, 2, 15, None, 20e9),
+                              ("0000:02:00.0", "0000:01:00.0", 2, 16, None, 20e9), ("0000:02:00.0", CPU, 2, 16, None, 20e9)]
+    assert machine.problems == [] and machine.notes == []
+    assert {"nvlinks", "cpu-nvlinks"} <= machine.listed
+
+
+def test_a_link_to_a_package_the_gpu_does_not_sit_under_is_left_out_with_a_warning():
+    second = ('<object type="Package" os_index="1" cpuset="0x0000ff00" nodeset="0x00000002" gp_index="5">'
+              '<object type="NUMANode" os_index="1" cpuset="0x0000ff00" nodeset="0x00000002" gp_index="6" local_memory="1073741824"/>'
+              '</object>')
+    text = TWO_P100.replace("OSDev:21 OSDev:22 Package:2", "OSDev:21 OSDev:22 Package:5").replace(
+        "  </object>\n  <distances2hetero", f"  {second}\n  </object>\n  <distances2hetero")
+    machine = read(text)
+    assert [(l.gpu, l.target) for l in machine.nvlinks] == [("0000:01:00.0", "0000:02:00.0"), ("0000:02:00.0", "0000:01:00.0")]
     assert [d.format() for d in machine.problems] == [
-        f"l.xml:15:5: warning[I102 input-ignored]: {cpu_link.format(n=2, g=1)}",
-        f"l.xml:16:5: warning[I102 input-ignored]: {cpu_link.format(n=2, g=2)}"]
-    assert machine.notes == [f"l.xml:15: {cpu_link.format(n=2, g=1)}", f"l.xml:16: {cpu_link.format(n=2, g=2)}"]
-    assert "nvlinks" in machine.listed
+        f"l.xml:{line}:5: warning[I104 input-contradiction]: NVLinkBandwidth: 2 NVLink(s) from GPU 0000:0{g}:00.0 to Package 1, "
+        "but the GPU sits under Package 0: NCCL joins such links to the GPU's own CPU, so they are left out" for g, line in ((1, 16), (2, 17))]
 
 
 @pytest.mark.parametrize("value, per_link, count", [
@@ -159,9 +167,9 @@ def test_an_entry_that_is_not_a_whole_number_of_the_gpus_links_is_left_out_and_t
 def test_a_second_nvlink_matrix_is_ignored_with_a_warning():
     matrix = TWO_P100[TWO_P100.index("  <distances2hetero"):TWO_P100.index("</topology>")]
     machine = read(TWO_P100.replace("</topology>", matrix + "</topology>"))
-    assert [d.format() for d in machine.problems][2:] == [
+    assert [d.format() for d in machine.problems] == [
         "l.xml:19:3: warning[I102 input-ignored]: a second NVLinkBandwidth matrix: ignored (the first is read)"]
-    assert len(machine.nvlinks) == 2
+    assert len(machine.nvlinks) == 4  # the first matrix: a pair each way, each GPU to its CPU
 
 
 def test_counts_that_differ_both_ways_are_a_contradiction_and_each_direction_is_kept():
@@ -210,21 +218,25 @@ def test_the_draft_has_the_pairs_validates_and_diffs_clean_and_diff_sees_a_missi
     assert "gpu0-gpu1: 2 NVLinks in the spec, but 1 in the machine" in capsys.readouterr().out
 
 
-def test_the_real_power8_file_drafts_its_two_gpu_pairs_and_diffs_clean(tmp_path, capsys):
+def test_the_real_power8_file_drafts_its_gpu_pairs_and_cpu_links_generates_them_and_diffs_clean(tmp_path, capsys):
     source = REAL / "hwloc-power8-4xp100.lstopo.xml"
     if not source.exists():
         pytest.skip("../shared/data/real-machines is absent")
     draft = tmp_path / "draft.yaml"
     assert main(["import", str(source), "-o", str(draft)]) == 0
-    err = capsys.readouterr().err
-    assert err.count("warning[I102 input-ignored]: 2 NVLink(s) from GPU ") == 4
-    assert f"{source}:196:5: warning[I102 input-ignored]: 2 NVLink(s) from GPU 0002:01:00.0 to the CPU (Package 0), 40000 MB/s" in err
+    assert "I102" not in capsys.readouterr().err
     platform = load_platform(draft)
     assert [g.part for g in platform.gpus] == ["p100-sxm2-16gb"] * 4
     assert [(l.a, l.b, l.links) for l in platform.nvlinks] == [("gpu0", "gpu1", 2), ("gpu2", "gpu3", 2)]
+    assert [(l.gpu, l.socket, l.links, l.bandwidth) for l in platform.cpu_nvlinks] == [
+        ("gpu0", "cpu0", 2, 40e9), ("gpu1", "cpu0", 2, 40e9), ("gpu2", "cpu1", 2, 40e9), ("gpu3", "cpu1", 2, 40e9)]
     assert main(["validate", str(draft)]) in (0, 1)
     assert "error[" not in capsys.readouterr().out
     assert main(["diff", str(draft), str(source)]) == 0
+    assert main(["generate", str(draft), "-o", str(tmp_path / "gen"), "--no-svg"]) in (0, 1)
+    written = tmp_path / "gen" / "draft" / "nccl-topo.xml"
+    assert written.read_text().count('<nvlink target="fffffff:ff:ff.0" count="2" tclass="0x068001"/>') == 4
+    assert main(["diff", str(draft), str(written)]) == 0
 
 
 def test_links_counted_at_a_figure_other_than_hwlocs_for_the_parts_nvlink_version_are_noted_in_the_draft(tmp_path, capsys):

@@ -16,7 +16,7 @@ from hwspec.rules import Rule, load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path("tests/fixtures/rules")
-CLEAN = ["base_2gpu", "nic_dual_port_ok", "c2c_gpu_nic_on_own_grace", "two_backend_nics_for_gpu_ok"]
+CLEAN = ["base_2gpu", "nic_dual_port_ok", "c2c_gpu_nic_on_own_grace", "two_backend_nics_for_gpu_ok", "nvlink_cpu_links_ok"]
 
 
 @pytest.fixture(autouse=True)
@@ -191,6 +191,10 @@ FAULTS = [
         '48:20: error[HW302 nvlink-link-budget]: gpu1 uses 14 NVLink links (gpu0: 14), but its part a100-oam-40gb has 12'
         '\n  hint: lower links_per_pair or the per-pair counts, or leave pairs out',
     ], id='HW302-nvlink_over_budget'),
+    pytest.param('nvlink_cpu_links_over_budget', [
+        '48:13: error[HW302 nvlink-link-budget]: gpu1 uses 14 NVLink links (gpu0: 10, cpu1 (CPU): 4), but its part '
+        'a100-oam-40gb has 12\n  hint: lower links_per_pair or the per-pair counts, or leave pairs out',
+    ], id='HW302-nvlink_cpu_links_over_budget'),
     pytest.param('nvlink_pair_twice', [
         '51:7: error[HW303 nvlink-symmetric]: gpu0-gpu1 is listed twice, with 12 and 6 links'
         "\n  hint: keep one entry with the pair's link count",
@@ -272,6 +276,10 @@ FAULTS = [
         "no PCIe switch, and nic0 is not on grace1, where gpu0's NVLink-C2C goes, so their traffic crosses between the CPUs"
         "\n  hint: move nic0 onto grace1 (the socket of gpu0's NVLink-C2C)",
     ], id='HW505+HW202-c2c_socket_not_pcie_socket'),
+    pytest.param('nvlink_cpu_link_to_other_socket', [
+        "51:27: error[HW506 nvlink-cpu-socket]: gpu0: its NVLinks to a CPU go to cpu1, but its PCIe presence reaches cpu0 "
+        "(NUMA 0); NCCL joins such links to the GPU's own CPU\n  hint: name cpu0, the socket gpu0 hangs off",
+    ], id='HW506-nvlink_cpu_link_to_other_socket'),
     pytest.param('declared_counts_wrong', [
         '6:21: error[HW601 declared-counts]: declares.sockets is 4, but 2 socket(s) are described (cpu0, cpu1)'
         '\n  hint: correct the sockets list or the declared count',

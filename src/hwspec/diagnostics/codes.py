@@ -130,7 +130,8 @@ class Code(enum.StrEnum):
     DEVICE_PLACEMENT = ("D103", "device-placement", "A device sits under another chain of PCIe bridges (or socket) than the spec says.")
     NUMA_NODE = ("D104", "numa-node", "A device is on a different NUMA node than the spec says.")
     PCIE_LINK = ("D105", "pcie-link", "A PCIe link trained slower or narrower than the spec's link.")
-    NVLINK_COUNT = ("D106", "nvlink-count", "Fewer NVLinks between two GPUs (or to the NVSwitches) than the spec says.")
+    NVLINK_COUNT = ("D106", "nvlink-count", "Fewer NVLinks between two GPUs (or to the NVSwitches) than the spec says, or "
+                    "another number from a GPU to its CPU (POWER8/POWER9).")
     NIC_GPU_SWITCH = ("D107", "nic-gpu-switch", "A backend NIC is not under its GPU's PCIe switch.")
     CPU_LIST = ("D108", "cpu-list", "A NUMA node's CPU list differs from the spec.")
     GPUDIRECT = ("D109", "gpudirect", "The spec declares GPUDirect RDMA but the machine cannot do it.")

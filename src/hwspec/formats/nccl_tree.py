@@ -34,6 +34,8 @@ CLASS_ETHERNET = "0x020000"
 CLASS_INFINIBAND = "0x020700"
 TCLASS_GPU = "0x030200"
 TCLASS_NVSWITCH = "0x068000"
+TCLASS_CPU = "0x068001"
+"""`tclass` of an NVLink to the GPU's own CPU (IBM POWER8/POWER9's NVLink ports, the "NPU")."""
 
 DETAIL_LEVELS = {
     "complete": "the complete node: CPUs, PCIe tree, GPUs with their NVLinks, NICs with their nets",
@@ -274,7 +276,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
     # driver state, nvidia-peermem or DMA-BUF, which NCCL reads)
     detect = gdr_detected(platform)
     gdr = [] if detect else [("gdr", "1" if platform.backend is not None and platform.backend.gpudirect else "0")]
-    nvlinks = _nvlinks(platform, form.gpu_tclass)
+    nvlinks = _nvlinks(platform, form.gpu_tclass, cpu_links=form.library == "nccl")
     wanted = _wanted(topology)
     net_dev = _net_numbering(platform)
     arrange = detection_order(topology)
@@ -440,11 +442,17 @@ def _wanted(topology: Topology) -> set[str]:
     return wanted
 
 
-def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU) -> dict[str, list[tuple[str, str, int]]]:
+def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU, cpu_links: bool = False) -> dict[str, list[tuple[str, str, int]]]:
     """GPU id -> [(target bus id, tclass, count)] sorted by target; counts per peer summed.
     `gpu_tclass` is the class a GPU peer is written with (NCCL 0x030200, RCCL 0x120000).
     An NVSwitch is named by its bus id, as NCCL's own dump does; a switch the OS does not show
-    (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry."""
+    (no bus id, or not described) is NCCL's invisible NVSwitch, its links summed into one entry.
+    With `cpu_links` (NCCL's file), a GPU's NVLinks to its own CPU (POWER8/POWER9) are one entry of
+    tclass 0x068001: NCCL joins them to the CPU the GPU sits under and never reads their target
+    (topo.cc, ncclTopoAddNvLinks: `findLocalCpu`). Its own dump names the CPU's NVLink device
+    (the NPU, one PCI function per link), which a platform does not describe, so the target is
+    NCCL's sentinel for a remote end it cannot see. Links written to another socket are left out
+    (HW506 reports them): NCCL cannot say them."""
     switch_bus = {s.id: s.bus for s in platform.baseboard.nvswitches} if platform.baseboard else {}
     counts: dict[str, dict[tuple[str, str], int]] = {}
     for link in platform.nvlinks:
@@ -456,6 +464,11 @@ def _nvlinks(platform: Platform, gpu_tclass: str = TCLASS_GPU) -> dict[str, list
                 key = (switch_bus.get(peer) or NVSWITCH_SENTINEL, TCLASS_NVSWITCH)
             per_gpu = counts.setdefault(gpu, {})
             per_gpu[key] = per_gpu.get(key, 0) + link.links
+    for cpu_link in platform.cpu_nvlinks if cpu_links else ():
+        if cpu_link.socket == platform.gpu_by_id[cpu_link.gpu].socket:
+            per_gpu = counts.setdefault(cpu_link.gpu, {})
+            key = (NVSWITCH_SENTINEL, TCLASS_CPU)
+            per_gpu[key] = per_gpu.get(key, 0) + cpu_link.links
     return {gpu: [(target, tclass, n) for (target, tclass), n in sorted(peers.items())] for gpu, peers in counts.items()}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.formats.transports import facts
-from hwspec.live.observed import NUMA_PREFIX, NVSWITCH, Machine, NicPort, NvlinkDomain, PciNode
+from hwspec.live.observed import CPU, NUMA_PREFIX, NVSWITCH, Machine, NicPort, NvlinkDomain, PciNode
 from hwspec.live.observed import Nic as ObservedNic
 from hwspec.model.node import Nic, Platform
 from hwspec.text import visible
@@ -369,6 +369,31 @@ class _Differ:
                 self.add(Code.NVLINK_COUNT, place, f"{link.a}-{link.b}: {link.links} NVLinks in the spec, but {observed} in the machine", seen_at,
                          "an NVLink down: check 'nvidia-smi nvlink --status' and the baseboard")
 
+    def cpu_nvlinks(self) -> None:
+        """Each GPU's NVLinks to its CPU (POWER8/POWER9) against `nvlink.cpu_links`, either way: a
+        link the spec leaves out is one NCCL's file does not give, so NCCL routes host traffic over
+        PCIe. Compared only where the inputs list them (an NCCL dump with `<gpu>`, hwloc's matrix)."""
+        if "cpu-nvlinks" not in self.m.listed:
+            return
+        counts = self.m.nvlink_counts()
+        unknown = {key for key, gpu in self.m.gpus.items() if "nvlinks" in gpu.unknown}
+        written = {link.gpu: link for link in self.p.cpu_nvlinks}
+        for gpu in self.p.gpus:
+            key = self.gpu_key.get(gpu.id)
+            if key is None or key in unknown:
+                continue
+            spec = sum(link.links for link in self.p.cpu_nvlinks if link.gpu == gpu.id)
+            observed, seen = counts.get((key, CPU), (0, None))
+            if observed == spec:
+                continue
+            link = written.get(gpu.id)
+            place = (self.p.locate(None, "nvlink", "cpu_links", link.entry) if link is not None
+                     else self.p.locate(None, "nvlink") if self.p.nvlink_topology != "none" else self.p.locate(gpu.id))
+            hint = ("an NVLink down: check 'nvidia-smi nvlink --status'" if observed < spec
+                    else f"add {{gpu: {gpu.id}, socket: {gpu.socket}, links: {observed}}} to nvlink.cpu_links")
+            self.add(Code.NVLINK_COUNT, place, f"{gpu.id} has {spec} NVLinks to its CPU in the spec, but {observed} in the machine",
+                     seen, hint)
+
     def cpus(self) -> None:
         for socket in self.p.sockets:
             node = self.m.numa.get(socket.numa_node)
@@ -454,6 +479,7 @@ class _Differ:
         self.devices()
         self.nic_gpu_switch()
         self.nvlinks()
+        self.cpu_nvlinks()
         self.cpus()
         self.gpudirect()
         self.fabric()

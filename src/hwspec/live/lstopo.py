@@ -232,7 +232,7 @@ class _Reader(ElementReader):
             if not nic.ports and len(netdevs) > 1:
                 nic.ports = netdevs  # a function with several interfaces and no RDMA device: a port each (as sysfs reads it)
             self.m.nics[bus] = nic
-        elif pci_class.startswith("0680") or e.attrs.get("subtype") == "NVSwitch":
+        elif (pci_class.startswith("0680") and vendor == "0x10de") or e.attrs.get("subtype") == "NVSwitch":  # not IBM's NPU
             self.m.nvswitches[bus] = where
 
 

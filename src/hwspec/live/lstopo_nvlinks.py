@@ -13,8 +13,10 @@ a link.
 A GPU's links are all of one version, so its per-link figure is the one that divides every
 entry of its row; where both do (every entry a multiple of 100,000: five NVLink 1 links to one
 peer, more than the four a P100, the only NVLink 1 GPU, has), 25,000. GPU-GPU entries become
-GPU pairs and GPU-NVSwitch entries NVSwitch links, as NCCL's dump gives them; links to a CPU
-are left out (hwspec does not describe them) with an I102 warning and a note in the draft.
+GPU pairs, GPU-NVSwitch entries NVSwitch links and GPU-Package entries links to the GPU's own
+CPU, as NCCL's dump gives them (`tclass="0x068001"`); a link to a Package other than the one
+holding the GPU's NUMA node contradicts the tree (NCCL would join it to the GPU's own CPU) and
+is left out with an I104 warning.
 A matrix that cannot be read gives located I103 warnings; reading it is linear in its size.
 """
 
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwspec.diagnostics import Code, Severity
-from hwspec.live.observed import NVSWITCH, ElementReader, Machine, NvLink, is_decimal
+from hwspec.diagnostics import Code
+from hwspec.live.observed import CPU, NVSWITCH, ElementReader, Machine, NvLink, is_decimal
 from hwspec.live.topo_matrix import MAX_GPU_LINKS
 from hwspec.live.xmlread import Element
 
@@ -39,10 +41,12 @@ HWLOC_LINK_MBPS = {"nvlink1": 20_000, "nvlink2": 25_000, "nvlink3": 25_000, "nvl
 @dataclass(frozen=True)
 class End:
     """What one index of the matrix names: a GPU (`key`: its bus id), an NVSwitch (`key`: its
-    bus id) or a CPU side object (`key`: how the warning names it, `Package 0`)."""
+    bus id) or a CPU side object (`key`: how the warning names it, `Package 0`; `package`: its
+    os_index when it is a Package)."""
 
     kind: str
     key: str
+    package: int | None = None
 
 
 class NvlinkMatrix(ElementReader):
@@ -83,7 +87,7 @@ class NvlinkMatrix(ElementReader):
         if not any(end is not None and end.kind == "gpu" for end in ends):
             return
         self.read = True
-        self.m.listed.add("nvlinks")
+        self.m.listed.update(("nvlinks", "cpu-nvlinks"))  # hwloc's matrix has the CPU ends of NVLinks too
         named = {end.key for end in ends if end is not None and end.kind == "gpu"}
         for key, gpu in self.m.gpus.items():
             if key not in named:
@@ -125,7 +129,9 @@ class NvlinkMatrix(ElementReader):
                 return End("gpu", bus)
         elif "cpuset" in obj.attrs:
             index = obj.attrs.get("os_index")
-            return End("cpu", f"{kind} {index}" if index is not None and is_decimal(index) else token)
+            numbered = index is not None and is_decimal(index)
+            return End("cpu", f"{kind} {index}" if numbered else token,
+                       int(index) if numbered and kind == "Package" and index is not None else None)
         self.warn(at, f"{NVLINK_MATRIX} index {token[:40]} is neither a GPU, an NVSwitch nor a CPU: its row is ignored")
         return None
 
@@ -159,7 +165,16 @@ class NvlinkMatrix(ElementReader):
             elif other.kind == "switch":
                 self.m.nvlinks.append(NvLink(gpu.key, NVSWITCH, count, where, other.key, per_link * 1e6))
             else:
-                text = (f"{count} NVLink(s) from GPU {gpu.key} to the CPU ({other.key}), {value} MB/s: hwspec does not "
-                        "describe NVLinks to a CPU (POWER8/POWER9): left out")
-                self.m.problem(where, Severity.WARNING, Code.INPUT_IGNORED, text)
-                self.m.notes.append(f"{where}: {text}")
+                own = self.own_package(gpu.key)
+                if other.package is not None and own is not None and other.package != own:
+                    self.warn(element, f"{NVLINK_MATRIX}: {count} NVLink(s) from GPU {gpu.key} to {other.key}, but the GPU "
+                              f"sits under Package {own}: NCCL joins such links to the GPU's own CPU, so they are left out",
+                              Code.INPUT_CONTRADICTION)
+                    continue
+                self.m.nvlinks.append(NvLink(gpu.key, CPU, count, where, per_link=per_link * 1e6))
+
+    def own_package(self, gpu_key: str) -> int | None:
+        """The Package holding the NUMA node the GPU sits under, when the file says."""
+        numa = self.m.numa_of(gpu_key)
+        node = self.m.numa.get(numa) if numa is not None else None
+        return node.package if node is not None else None

@@ -14,6 +14,7 @@ import re
 
 from hwspec.diagnostics import Code, Severity
 from hwspec.live.observed import (
+    CPU,
     CPU_VENDORS,
     MAX_CPUS,
     NUMA_PREFIX,
@@ -231,8 +232,8 @@ class _Reader(ElementReader):
                 if target == gpu.key:  # a passed-through PCIe GPU in a VM: NCCL skips a link to itself
                     self.self_link(child, gpu, count)
                     continue
-            elif tclass.startswith("0x068001"):
-                self.warn(child, "NVLink to a CPU (POWER9) is not described by hwspec: ignored", Code.INPUT_IGNORED)
+            elif tclass.startswith("0x068001"):  # NCCL joins it to the GPU's own CPU, whatever the target
+                self.m.nvlinks.append(NvLink(gpu.key, CPU, count, self.at(child)))
                 continue
             else:
                 target = NVSWITCH
@@ -304,14 +305,14 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
     reader.system(root)
     gpus = set(machine.gpus)
     for link in machine.nvlinks:
-        if link.target != NVSWITCH and link.target not in gpus:
+        if link.target not in (NVSWITCH, CPU) and link.target not in gpus:
             machine.problem(link.where, Severity.WARNING, Code.INPUT_CONTRADICTION, f"NVLink target {link.target} is not a GPU in this file")
-    machine.nvlinks[:] = [l for l in machine.nvlinks if l.target == NVSWITCH or l.target in gpus]
+    machine.nvlinks[:] = [l for l in machine.nvlinks if l.target in (NVSWITCH, CPU) or l.target in gpus]
     counts = machine.nvlink_counts()
     reported: set[frozenset] = set()
     for (a, b), (count, where) in counts.items():
         back = counts.get((b, a), (0, None))[0]
-        if b != NVSWITCH and back != count and frozenset((a, b)) not in reported:
+        if b not in (NVSWITCH, CPU) and back != count and frozenset((a, b)) not in reported:
             reported.add(frozenset((a, b)))
             machine.problem(where, Severity.WARNING, Code.INPUT_CONTRADICTION, f"{count} NVLinks from {a} to {b}, but {back} back: "
                             "NVLink counts are the same both ways")
@@ -322,5 +323,5 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         machine.listed.add("rdma-nics")
     if any(not RDMA_NAME.match(n) for n in names):
         machine.listed.add("tcp-nics")
-    if any(g.sm is not None for g in machine.gpus.values()):  # <gpu> elements: NCCL lists their NVLinks
-        machine.listed.add("nvlinks")
+    if any(g.sm is not None for g in machine.gpus.values()):  # <gpu> elements: NCCL lists their NVLinks, to CPUs too
+        machine.listed.update(("nvlinks", "cpu-nvlinks"))

@@ -23,6 +23,9 @@ NUMA_PREFIX = "numa:"
 """Parent key of a device or bridge attached directly to a NUMA node: `numa:0`."""
 NVSWITCH = "nvswitch"
 """`NvLink.target` of links to NVSwitch chips (all of them fold into one, as NCCL does)."""
+CPU = "cpu"
+"""`NvLink.target` of links to the GPU's own CPU (IBM POWER8/POWER9: NCCL's tclass 0x068001, hwloc's
+Package end): NCCL joins them to the CPU the GPU sits under, so the input need not say which."""
 
 
 @dataclass(frozen=True)
@@ -211,8 +214,8 @@ class Nic(PciNode):
 
 @dataclass(frozen=True)
 class NvLink:
-    """`count` fabric links from GPU `gpu` to `target`: another GPU's key, or NVSWITCH (then
-    `switch` is the NVSwitch's bus id when the input names it)."""
+    """`count` fabric links from GPU `gpu` to `target`: another GPU's key, NVSWITCH (then
+    `switch` is the NVSwitch's bus id when the input names it), or CPU (the GPU's own CPU)."""
 
     gpu: str
     target: str
@@ -252,6 +255,9 @@ class Machine:
     """topo -m path types between two device keys (PIX, PXB, PHB, NODE, SYS)."""
     nvswitches: dict[str, Location] = field(default_factory=dict)
     """NVSwitch chips the input names (by bus id), beyond the links to them."""
+    cpu_link_ends: dict[str, Location] = field(default_factory=dict)
+    """PCI functions of class 0x068001 by bus id (sysfs): a POWER8/POWER9 CPU's NVLink ports (IBM's
+    NPU), one per link. An NVLink whose remote end is one goes to the GPU's own CPU."""
     nvlink_ports: list[NvlinkPort] = field(default_factory=list)
     """Active NVLinks by remote bus id (`nvidia-smi nvlink -R`), until resolved into `nvlinks`."""
     link_listing: bool = False
@@ -269,7 +275,8 @@ class Machine:
     listed: set[str] = field(default_factory=set)
     """What the inputs list completely, so that its absence means something: `numa` (every
     NUMA node: lstopo), `rdma-nics` (every RDMA NIC), `tcp-nics` (every plain network NIC),
-    `nvlinks` (every NVLink of the GPUs). An NCCL dump lists the NICs of the network plugin in
+    `nvlinks` (every NVLink of the GPUs), `cpu-nvlinks` (every NVLink of the GPUs to a CPU, POWER8/POWER9:
+an NCCL dump with `<gpu>` elements, hwloc's NVLink matrix; `topo -m` shows none). An NCCL dump lists the NICs of the network plugin in
     use and, with `<gpu>` elements, the NVLinks; topo -m lists RDMA NICs and NVLinks; lstopo
     lists NUMA nodes and NICs, and NVLinks where it has hwloc's NVLinkBandwidth matrix. `fabric`: the GPUs' NVLink domain (NVML's
     answers, `nvidia-smi -q -x` with `<fabric>`), so that a GPU without one is in none."""

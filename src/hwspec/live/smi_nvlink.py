@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from hwspec.diagnostics import Code, Location, Severity
-from hwspec.live.observed import MAX_GPUS, NVSWITCH, Gpu, Machine, NvLink, NvlinkPort
+from hwspec.live.observed import CPU, MAX_GPUS, NVSWITCH, Gpu, Machine, NvLink, NvlinkPort
 from hwspec.live.smi_xml import normalise_bus_id
 
 GPU_HEADER = re.compile(r"GPU (\d{1,4}): ")
@@ -126,7 +126,8 @@ def _link(machine: Machine, gpu: Gpu, link: int, rest: str, where: Location, see
 def resolve_nvlinks(machine: Machine) -> None:
     """Turn the links `nvidia-smi nvlink -R` lists (`machine.nvlink_ports`, by the remote's bus
     id) into NVLinks, once the inputs are merged: a remote that is one of the node's GPUs is
-    that GPU, any other remote an NVSwitch (NVLink's other peers). Without GPU bus ids (no other
+    that GPU, one of a POWER CPU's NVLink ports (class 0x068001 in sysfs, `cpu_link_ends`) the
+    GPU's own CPU, any other remote an NVSwitch (NVLink's other peers). Without GPU bus ids (no other
     input gives them) the remote cannot be told GPU from NVSwitch, and the links are left out
     with one warning. The result replaces NVLinks from an input that could not name the
     NVSwitches (`topo -m`); against another input's counts, a difference is an I104 warning."""
@@ -145,6 +146,9 @@ def resolve_nvlinks(machine: Machine) -> None:
         if gpu is not None and gpu.bus == port.remote:
             machine.problem(port.where, Severity.WARNING, Code.INPUT_VALUE, f"GPU {port.gpu}: its link {port.link} reaches the GPU itself: left out")
             continue
+        if port.remote in machine.cpu_link_ends:
+            links.append(NvLink(port.gpu, CPU, 1, port.where))
+            continue
         target = by_bus.get(port.remote)
         links.append(NvLink(port.gpu, target or NVSWITCH, 1, port.where, None if target else port.remote))
         if target is None:
@@ -155,6 +159,8 @@ def resolve_nvlinks(machine: Machine) -> None:
         return
     machine.nvlinks[:] = links
     machine.listed.add("nvlinks")
+    if any(what == "sysfs" for _, what in machine.sources):  # every function's class is known: a CPU's NVLink port too
+        machine.listed.add("cpu-nvlinks")
 
 
 def _compare(machine: Machine, links: list[NvLink]) -> None:

@@ -523,6 +523,8 @@ class _Reader:
         elif pci_class.startswith("02"):
             self.m.nics[bus] = Nic(bus, where, up, bus, current, vendor, device,
                                    fabric="infiniband" if pci_class == "0207" else "ethernet", numa=numa)
+        elif pci_class == "0680" and (self.t.read(f"{PCI_DEVICES}/{bus}/class") or "").strip().lower() == "0x068001":
+            self.m.cpu_link_ends[bus] = where  # a POWER CPU's NVLink port (NPU): NCCL's tclass 0x068001
         elif pci_class == "0680" and vendor == "0x10de":
             self.m.nvswitches[bus] = where
         else:

@@ -326,6 +326,24 @@ class Ssd(PcieDevice):
 
 
 @dataclass(frozen=True, slots=True)
+class CpuNvlink:
+    """NVLinks from GPU `gpu` to its CPU socket `socket` (IBM POWER8/POWER9): its host traffic and
+    NCCL's paths through the CPU cross them instead of PCIe. `bandwidth` is bytes/s per direction
+    for all `links`: links x the GPU part's per-link rate (None for an unknown part)."""
+
+    gpu: str
+    """The GPU's id."""
+    socket: str
+    """The socket (NUMA node entry) the links go to; NCCL joins them to the GPU's own (HW506)."""
+    links: int
+    """NVLinks between the GPU and the CPU."""
+    bandwidth: float | None
+    """Bytes/s per direction for all `links`; None for an unknown part (its per-link rate is unknown)."""
+    entry: int
+    """Index of the entry in `nvlink.cpu_links`."""
+
+
+@dataclass(frozen=True, slots=True)
 class NvlinkConnection:
     """Logical fabric links between two GPUs (`a` before `b` by index), or between a GPU and
     an NVSwitch (`b` = the switch's id, or "nvswitch" for switches the file does not list).
@@ -515,6 +533,8 @@ class Platform:
     """The GPU fabric as written: `nvswitch`, `fully-connected`, `hybrid-cube-mesh`, `explicit` (a list of pairs), or `none` (no `nvlink:`)."""
     nvlinks: tuple[NvlinkConnection, ...]
     """Every logical fabric connection (GPU-GPU or GPU-NVSwitch)."""
+    cpu_nvlinks: tuple[CpuNvlink, ...]
+    """NVLinks from GPUs to their CPU (`nvlink.cpu_links`, POWER8/POWER9), in file order; not in `nvlinks`."""
     fabric_symmetric: bool
     """Every GPU is declared to have the same fabric bandwidth (HW305 checks it)."""
     backend: Backend | None

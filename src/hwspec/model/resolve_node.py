@@ -399,6 +399,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
                 if (a, b) not in excluded:
                     connect(by_slot[a], by_slot[b], count)
     nvlinks.sort(key=lambda c: (gpu_by_id[c.a].index, gpu_by_id[c.b].index if c.b in gpu_by_id else -1))
+    cpu_nvlinks = tuple(_cpu_nvlink(entry, link.gpu, link.socket, link.links, gpu_by_id)
+                        for entry, link in enumerate(spec.nvlink.cpu_links if spec.nvlink is not None else ()))
 
     backend = None
     if spec.backend is not None:
@@ -441,12 +443,18 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
         cpu_link_bandwidth=spec.cpu_interconnect.bandwidth if spec.cpu_interconnect else None,
         cpu_interconnect=spec.cpu_interconnect.kind if spec.cpu_interconnect else None,
         bridges=bridges, gpus=tuple(gpus), nics=tuple(nics), ssds=tuple(ssds), baseboard=baseboard,
-        nvlink_topology=topology, nvlinks=tuple(nvlinks), fabric_symmetric=symmetric, backend=backend,
+        nvlink_topology=topology, nvlinks=tuple(nvlinks), cpu_nvlinks=cpu_nvlinks, fabric_symmetric=symmetric, backend=backend,
         declares=m.Declares(spec.declares.sockets, spec.declares.gpus, spec.declares.memory),
         sources=dict(spec.sources),
         rule_settings={key: m.RuleSetting(value.severity, value.reason, location(("rules", key)))
                        for key, value in spec.rules.items()},
         assumptions=tuple(assumptions), source_map=source_map, environment=dict(spec.environment))
+
+
+def _cpu_nvlink(entry: int, gpu_id: str, socket: str, links: int, gpu_by_id: dict[str, m.Gpu]) -> m.CpuNvlink:
+    """One `nvlink.cpu_links` entry: its bandwidth is the links at the GPU part's per-link rate."""
+    rate = gpu_by_id[gpu_id].fabric_link_bandwidth
+    return m.CpuNvlink(gpu_id, socket, links, None if rate is None else links * rate, entry)
 
 
 def _nvswitch_generation(wiring: str, gpus: list[m.Gpu]) -> int | None:

@@ -427,13 +427,28 @@ class NvlinkPair(Spec):
     links: WholeNumber = Field(ge=1)
 
 
+class NvlinkCpuLink(Spec):
+    """NVLinks from a GPU to its own CPU (IBM POWER8/POWER9: the CPU's NVLink ports, which NCCL's
+    dump lists as `<nvlink tclass="0x068001">`): host traffic crosses them instead of PCIe. The
+    per-link rate is the GPU part's (`fabric.link_bandwidth`); the links count against its `fabric.links`."""
+
+    gpu: Id = Field(description="The GPU, e.g. gpu0.")
+    socket: Id = Field(description="The socket (or NUMA node) the GPU's PCIe presence reaches: NCCL joins such links "
+                                   "to the GPU's own CPU, so another socket cannot be written (HW506).")
+    links: WholeNumber = Field(ge=1, le=64, description="NVLinks between the GPU and the CPU.")
+
+
 class NvlinkSpec(Spec):
-    """The logical GPU fabric in use; must embed in the baseboard wiring."""
+    """The logical GPU fabric in use; must embed in the baseboard wiring. NVLinks from GPUs to
+    their CPU (POWER8/POWER9) are listed beside it, in `cpu_links`."""
 
     topology: Literal["fully-connected", "hybrid-cube-mesh", "nvswitch"] | list[NvlinkPair]
     links_per_pair: WholeNumber = Field(1, ge=1, description="For fully-connected: links between every pair.")
     exclude: list[tuple[WholeNumber, WholeNumber]] = Field(default_factory=list, description="Slot pairs left out of a named pattern.")
     symmetric: StrictBool = Field(True, description="Every GPU has the same fabric bandwidth (HW305 checks it).")
+    cpu_links: list[NvlinkCpuLink] = Field(default_factory=list, max_length=64, description=(
+        "NVLinks from a GPU to its CPU socket (IBM POWER8/POWER9), one entry per GPU: "
+        "[{gpu: gpu0, socket: cpu0, links: 2}]. GPU pairs stay in 'topology' (an empty list where there are none)."))
 
 
 class NicPortSpec(Spec):

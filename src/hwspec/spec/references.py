@@ -42,6 +42,8 @@ REFERENCES: tuple[tuple[DataPath, tuple[str, ...], str], ...] = (
     (("gpus", "*", "c2c", "socket"), ("socket",), "a socket"),
     (("cpu_interconnect", "links", "*", "*"), ("socket", "package"), "a socket"),
     (("nvlink", "topology", "*", "gpus", "*"), ("gpu",), "a GPU"),
+    (("nvlink", "cpu_links", "*", "gpu"), ("gpu",), "a GPU"),
+    (("nvlink", "cpu_links", "*", "socket"), ("socket",), "a socket"),
 )
 """Every key that names an entry: (its path, `*` for any index of a list; the kinds of entry it
 may name; what it names, in words)."""

@@ -6,7 +6,9 @@ queries, not graph walks. Node attributes:
 `kind` (socket | root-port | switch | gpu | nic | ssd | nvswitch), `numa` (NUMA node or None)
 and `item` (the model object; for an NVSwitch its `NvSwitch`, or None when the file lists none). Edge attributes: `kind` (pcie | nvlink |
 cpu), `bandwidth` (bytes/s per direction), and `link` (the physical `PcieLink`) or `links` (NVLink count).
-PCIe edges also carry `parent`, the upstream end.
+PCIe edges also carry `parent`, the upstream end. A GPU's NVLinks to its CPU (POWER8/POWER9) are an
+`nvlink` edge between the GPU and the socket; where the GPU hangs right off the socket (one simple
+graph edge for both), its PCIe edge carries them as `nvlinks` and `nvlink_bandwidth`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def build_graph(platform: Platform) -> nx.Graph[str]:
             graph.add_node(connection.b, kind="nvswitch", numa=None, item=switches.get(connection.b))
         graph.add_edge(connection.a, connection.b, kind="nvlink", links=connection.links,
                        bandwidth=connection.bandwidth)
+    for link in platform.cpu_nvlinks:
+        if graph.has_edge(link.gpu, link.socket):  # a GPU right under its socket: one edge, its PCIe, says both
+            graph.edges[link.gpu, link.socket].update(nvlinks=link.links, nvlink_bandwidth=link.bandwidth)
+        else:
+            graph.add_edge(link.gpu, link.socket, kind="nvlink", links=link.links, bandwidth=link.bandwidth)
     return graph
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from hwspec.diagnostics import Location
 from hwspec.model.cluster import Cluster
-from hwspec.model.node import Bridge, Gpu, Nic, NumaNode, NvlinkConnection, Platform, RuleSetting, climb
+from hwspec.model.node import Bridge, CpuNvlink, Gpu, Nic, NumaNode, NvlinkConnection, Platform, RuleSetting, climb
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
     import networkx as nx
@@ -43,12 +43,12 @@ root port, or the GPU's NVLink-C2C to the CPU whose root port holds the NIC (`To
 
 @dataclass(frozen=True, slots=True)
 class HostLink:
-    """A GPU's way to host memory (`Topology.host_link`): `kind` "c2c" or "pcie", `link` as
-    people read it ("Gen5 x16", "NVLink-C2C 5 x 45 GB/s"), `bandwidth` with the GPU alone and
+    """A GPU's way to host memory (`Topology.host_link`): `kind` "c2c", "nvlink" (NVLinks to a
+    POWER8/POWER9 CPU) or "pcie", `link` as people read it ("Gen5 x16", "NVLink-C2C 5 x 45 GB/s"), `bandwidth` with the GPU alone and
     `shared_bandwidth` with every GPU transferring at once (bytes/s per direction), `hops` links
     to the socket, `shared_by` the most GPUs on one of those links."""
 
-    kind: Literal["c2c", "pcie"]
+    kind: Literal["c2c", "nvlink", "pcie"]
     link: str
     bandwidth: float
     shared_bandwidth: float
@@ -289,10 +289,11 @@ class Topology(ResolvedView[Platform]):
         return tuple(ids[:-1])
 
     def host_link(self, gpu_id: str) -> HostLink | None:
-        """How a GPU reaches host memory: over its NVLink-C2C when it has one (its own links,
-        shared with no other GPU), else the narrowest PCIe link of its host path, alone and with
+        """How a GPU reaches host memory: over its NVLink-C2C when it has one, else over its
+        NVLinks to its CPU (POWER8/POWER9; both are its own links, shared with no other GPU),
+        else the narrowest PCIe link of its host path, alone and with
         every GPU transferring at once (each link divided by the GPUs whose host path crosses it).
-        None when the GPU reaches no socket, or a link on the way is unknown, or when host memory is
+        None when the GPU reaches no socket, or a link on the way (or of its NVLinks to its CPU) is unknown, or when host memory is
         the GPU's own HBM (an APU, `memory_shared_with`): nothing is transferred, whatever PCIe
         presence the OS shows. Bandwidths are bytes/s per direction."""
         gpu = self.platform.gpu_by_id[gpu_id]
@@ -301,6 +302,12 @@ class Topology(ResolvedView[Platform]):
         if gpu.c2c_socket is not None and gpu.c2c_bandwidth > 0:
             return HostLink("c2c", f"NVLink-C2C {gpu.c2c_links} x {gpu.c2c_link_bandwidth / 1e9:g} GB/s",
                             gpu.c2c_bandwidth, gpu.c2c_bandwidth, 1, 1)
+        to_cpu = self.cpu_nvlink_bandwidth(gpu_id)
+        if to_cpu is None:
+            return None  # NVLinks to its CPU of an unknown part: their bandwidth is unknown
+        if to_cpu:
+            count = sum(c.links for c in self.cpu_nvlinks(gpu_id) if c.socket == gpu.socket)
+            return HostLink("nvlink", f"NVLink {count} x {to_cpu / count / 1e9:g} GB/s", to_cpu, to_cpu, 1, 1)
         path = self.host_path(gpu_id)
         if path is None:
             return None
@@ -372,6 +379,21 @@ class Topology(ResolvedView[Platform]):
         p = self.platform
         mine = [c for pair, c in self.gpu_pairs.items() if gpu_id in pair]
         return mine + [c for c in p.nvlinks if c.a == gpu_id and c.b not in p.gpu_by_id and c.b != c.a]
+
+    def cpu_nvlinks(self, gpu_id: str) -> list[CpuNvlink]:
+        """A GPU's NVLinks to a CPU (`nvlink.cpu_links`, POWER8/POWER9), in file order; not part of
+        `gpu_fabric`, `nvlink_bandwidth` or `nvlink_links`, which are the GPU-to-GPU fabric."""
+        return [c for c in self.platform.cpu_nvlinks if c.gpu == gpu_id]
+
+    def cpu_nvlink_bandwidth(self, gpu_id: str) -> float | None:
+        """Bytes/s per direction of a GPU's NVLinks to its CPU: 0.0 without any, None where a
+        link's bandwidth is unknown (an unknown part). Only links to the socket its PCIe presence
+        reaches count: NCCL joins them to that CPU (a link written to another one is HW506's)."""
+        gpu = self.platform.gpu_by_id.get(gpu_id)
+        links = [c for c in self.cpu_nvlinks(gpu_id) if gpu is not None and c.socket == gpu.socket]
+        if any(c.bandwidth is None for c in links):
+            return None
+        return sum(c.bandwidth or 0.0 for c in links)
 
     def nvlink_bandwidth(self, gpu_id: str) -> float:
         """Sum of a GPU's logical fabric bandwidth as written (every connection naming it),

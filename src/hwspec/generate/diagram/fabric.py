@@ -121,8 +121,8 @@ def _switch_links(platform: Platform, chips: list[str]) -> dict[str, tuple[int, 
 
 
 def edges_between(platform: Platform, drawn: set[str], fabric: bool) -> list[str]:
-    """Edges between drawn devices: PCIe, NVLink-C2C and CPU interconnect; the GPU fabric too
-    when `fabric` (the view that draws it)."""
+    """Edges between drawn devices: PCIe, NVLink-C2C, NVLinks to a CPU and CPU interconnect; the
+    GPU fabric too when `fabric` (the view that draws it)."""
     lines = []
     for item in platform.pcie_items:
         if item.upstream in drawn and item.id in drawn:
@@ -130,6 +130,9 @@ def edges_between(platform: Platform, drawn: set[str], fabric: bool) -> list[str
     for gpu in platform.gpus:  # NVLink-C2C beside the PCIe presence (Grace Hopper/Blackwell)
         if gpu.c2c_socket is not None and gpu.c2c_socket in drawn and gpu.id in drawn:
             lines.append(f"{quote(gpu.c2c_socket)} -- {quote(gpu.id)} [{attrs(EDGE_STYLES['c2c'])}];")  # figures: devices table
+    for link in platform.cpu_nvlinks:  # NVLinks to a POWER8/POWER9 CPU (figures: devices table)
+        if link.socket in drawn and link.gpu in drawn:
+            lines.append(f"{quote(link.socket)} -- {quote(link.gpu)} [{attrs(EDGE_STYLES['nvlink'], penwidth=quote('2'))}];")
     for a, b in platform.cpu_links if cpu_link_style(platform) == "edges" else ():
         if a not in drawn or b not in drawn:
             continue

@@ -10,7 +10,7 @@ from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
 from hwspec.live.draft.pcie import PcieWriter
 from hwspec.live.identify import candidates_note, choose, gpu_fits
 from hwspec.live.lstopo_nvlinks import HWLOC_LINK_MBPS
-from hwspec.live.observed import NVSWITCH
+from hwspec.live.observed import CPU, NUMA_PREFIX, NVSWITCH
 
 GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
 """PCI vendor ids of the spec's GPU vendors; another id is `other`."""
@@ -104,7 +104,29 @@ class GpusWriter:
 
     def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
         """(`baseboard:`, `nvlink:`) from the NVLink `counts` the input shows: an HGX board for links to
-        NVSwitches, else the GPU pairs as a named pattern or a list; GPU `entries` get their slots."""
+        NVSwitches, else the GPU pairs as a named pattern or a list; GPU `entries` get their slots.
+        NVLinks to a CPU (POWER8/POWER9) become `nvlink.cpu_links`, beside the GPU fabric (an empty
+        `topology` list where the GPUs have no NVLinks between them)."""
+        to_cpu = [(gpu, count) for gpu in gpus if (count := counts.get((gpu.key, CPU), (0, None))[0])]
+        baseboard, nvlink = self.gpu_fabric(gpus, entries, {k: v for k, v in counts.items() if k[1] != CPU})
+        if to_cpu:
+            nvlink = nvlink or {"topology": [], "source": f"observed: {self.ctx.source()}"}
+            source = nvlink.pop("source")
+            nvlink["cpu_links"] = [{"gpu": self.ctx.gpu_ids[gpu.key], "socket": self.socket_id(gpu.key), "links": count}
+                                   for gpu, count in to_cpu]
+            nvlink["source"] = source
+        return baseboard, nvlink
+
+    def socket_id(self, gpu_key: str) -> str:
+        """The spec id of the socket (NUMA node) the GPU hangs off: NCCL joins a GPU's NVLinks to a
+        CPU to that one. The first socket where the input gives none, as `DraftContext.upstream` does."""
+        for parent in self.m.ancestors(gpu_key):
+            if parent in self.ctx.ids and parent.startswith(NUMA_PREFIX):
+                return self.ctx.ids[parent]
+        return next(iter(self.ctx.ids.values()))
+
+    def gpu_fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
+        """(`baseboard:`, `nvlink:`) of the GPU-to-GPU and GPU-to-NVSwitch `counts`."""
         if not counts:
             self.unlinked_nvswitches()
             return None, None

@@ -53,19 +53,22 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
 
 @rule("HW302", "nvlink-link-budget")
 def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
-    """No GPU uses more fabric links than its part has (`fabric.links`).
+    """No GPU uses more fabric links than its part has (`fabric.links`), its NVLinks to a CPU included.
 
     An A100 has 12 NVLink links; a logical pattern that gives one 14 describes a GPU that does
-    not exist, and the bandwidth computed from it is overstated.
+    not exist, and the bandwidth computed from it is overstated. A P100 on a POWER8 board has 4,
+    shared between its GPU peer and its CPU (`nvlink.cpu_links`).
     """
     p = ctx.platform
     for gpu in p.gpus:
         mine = ctx.topology.gpu_fabric(gpu.id)
-        used = sum(c.links for c in mine)
+        to_cpu = ctx.topology.cpu_nvlinks(gpu.id)
+        used = sum(c.links for c in mine) + sum(c.links for c in to_cpu)
         if gpu.part == UNKNOWN and not gpu.fabric_links:
             continue  # an unknown part whose link count its source does not give: HW603 reports it
         if used > gpu.fabric_links:
-            peers = ", ".join(f"{c.b if c.a == gpu.id else c.a}: {c.links}" for c in mine)
+            peers = ", ".join([f"{c.b if c.a == gpu.id else c.a}: {c.links}" for c in mine]
+                              + [f"{c.socket} (CPU): {c.links}" for c in to_cpu])
             yield ctx.finding(f"{gpu.id} uses {used} NVLink links ({peers}), but its part {gpu.part} has {gpu.fabric_links}",
                               at=FABRIC_AT, hint="lower links_per_pair or the per-pair counts, or leave pairs out")
 

@@ -113,3 +113,28 @@ def c2c_socket_numa(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(f"{gpu.id}: its NVLink-C2C goes to {gpu.c2c_socket}, but its PCIe presence reaches {gpu.socket} "
                               f"(NUMA {gpu.numa_node})",
                               at=(gpu.id, "c2c", "socket"), hint=f"name the same socket in {gpu.id}'s 'c2c' and 'pcie'")
+
+
+@rule("HW506", "nvlink-cpu-socket")
+def nvlink_cpu_socket(ctx: Context) -> Iterator[Finding]:
+    """A GPU's NVLinks to a CPU (POWER8/POWER9, `nvlink.cpu_links`) go to the socket its PCIe presence reaches, in one entry.
+
+    NCCL's topology file cannot name the CPU end of such a link: `<nvlink tclass="0x068001">`
+    joins the GPU to the CPU it sits under (topo.cc, `findLocalCpu`). On POWER8/POWER9 boards
+    that is the truth (each GPU's NVLinks go to its own socket), so another socket is a wrong id,
+    and NCCL would route the traffic through the wrong CPU. A GPU listed twice is ambiguous (are
+    the links added, or is one entry stale?).
+    """
+    p = ctx.platform
+    seen: set[str] = set()
+    for link in p.cpu_nvlinks:
+        gpu = p.gpu_by_id[link.gpu]
+        if link.gpu in seen:
+            yield ctx.finding(f"{link.gpu}'s NVLinks to its CPU are listed twice in nvlink.cpu_links",
+                              at=(None, "nvlink", "cpu_links", link.entry, "gpu"), hint="keep one entry with the GPU's link count")
+        seen.add(link.gpu)
+        if gpu.socket is not None and gpu.socket != link.socket:
+            yield ctx.finding(f"{link.gpu}: its NVLinks to a CPU go to {link.socket}, but its PCIe presence reaches {gpu.socket} "
+                              f"(NUMA {gpu.numa_node}); NCCL joins such links to the GPU's own CPU",
+                              at=(None, "nvlink", "cpu_links", link.entry, "socket"),
+                              hint=f"name {gpu.socket}, the socket {link.gpu} hangs off")
