@@ -132,7 +132,8 @@ def generation(compute_capability: int) -> str:
 
 
 def hbm_efficiency(compute_capability: int) -> float:
-    """Achieved HBM fraction (STREAM-like kernels over the datasheet rate) for the GPU's generation."""
+    """Achieved HBM fraction (a bandwidth kernel's rate over the datasheet rate; each generation's
+    kernel is its constant's `measured`) for the GPU's generation."""
     return value(architecture(compute_capability).hbm)
 
 
