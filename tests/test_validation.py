@@ -66,7 +66,7 @@ def estimate_json(platform: str, workload: str, capsys: pytest.CaptureFixture[st
 ROWS = table_rows()
 
 
-def test_the_validation_table_covers_one_node_and_two_cluster_sizes_over_four_rounds():
+def test_the_validation_table_covers_one_node_and_two_cluster_sizes_over_five_rounds_and_three_gpus():
     assert [(row["system"], row["platform"], row["workload"]) for row in ROWS] == [
         ("1 x DGX H100 (8 H100), v3.0", "hgx-h100", "dlrm-dcnv2-mlperf-b55296"),
         ("8 x DGX H100 (64 H100), v3.0", "dgx-h100-8", "dlrm-dcnv2-mlperf-b135168"),
@@ -75,6 +75,7 @@ def test_the_validation_table_covers_one_node_and_two_cluster_sizes_over_four_ro
         ("16 x DGX H100 (128 H100, Eos), v4.0", "dgx-h100-16", "dlrm-dcnv2-mlperf-b135168-v31"),
         ("8 x DGX H100 (64 H100, Eos), v4.0", "dgx-h100-8", "dlrm-dcnv2-mlperf-b135168-v31"),
         ("1 x HGX H200 (8 H200), v4.0", "hgx-h200", "dlrm-dcnv2-mlperf-b55296-v40"),
+        ("1 x DGX B200 (8 B200), v5.0", "hgx-b200", "dlrm-dcnv2-mlperf-b55296-v40"),
     ]
 
 

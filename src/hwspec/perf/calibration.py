@@ -8,6 +8,7 @@ one table; the functions below pick from it. Efficiencies are in (0, 1], latenci
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,6 +35,15 @@ CALIBRATION: dict[str, Constant] = {
     "gemm_efficiency_hopper": Constant(
         0.744, "fraction", "Hopper: fp16 torch.matmul 8192 x 8192 on an H100 80GB HBM3 (torch 2.7, cu128): 736.2 of 989 "
         "TFLOPS (the Ampere constant's method and size)", "github.com/zzc0721/torch-performance-test-data/issues/79"),
+    "hbm_efficiency_blackwell": Constant(
+        0.84, "fraction", "Blackwell (HBM3e): cub::DeviceTransform 'add' (two reads, one write; STREAM's Add) of "
+        "2^28 fp16 elements on a B200: 6.721 of 8 TB/s (nvbench's BWUtil 87.60% is against the 7.67 TB/s its "
+        "driver reports, a 7680-bit bus: pytorch/ao#4002); 'relu' (one read, one write) 6.553 TB/s, 0.82",
+        "github.com/NVIDIA/cccl/pull/7391 (NVIDIA's CUB maintainers, nvbench on a B200)"),
+    "gemm_efficiency_blackwell": Constant(
+        0.631, "fraction", "Blackwell: bf16 torch.matmul 8192 x 8192 on a B200 (torchao's bench_matmul.py): "
+        "1.42 of 2.25 PFLOPS (n = 4096: 1.41, 0.627)",
+        "github.com/pytorch/ao/pull/2427"),
     "pcie_efficiency": Constant(
         0.76, "fraction", "host-GPU copies: 12 of 15.75 GB/s on PCIe Gen3 x16 (V100), 25 of 31.5 GB/s on Gen4 x16 (A100)",
         "github.com/ZaidQureshi/bam/issues/54 (BaM, measured peaks)"),
@@ -44,6 +54,11 @@ CALIBRATION: dict[str, Constant] = {
         0.69, "fraction", "nccl-tests all_reduce busbw over NVLink3 (300 GB/s per GPU): ~200 GB/s on 8 x A100 SXM4 "
         "(#149, 0.67); 208 GB/s on a 2-GPU NV12 pair (#178, 0.69)",
         "github.com/NVIDIA/nccl-tests/issues/149, /issues/178"),
+    "nvlink_efficiency_blackwell": Constant(
+        0.755, "fraction", "nccl-tests all_reduce busbw over NVLink5 (900 GB/s per GPU) with the Ring algorithm, "
+        "in place, NCCL 2.25.1: 679.61 GB/s at 8 GB on the 4 GB200 GPUs of one Azure ND GB200 v6 host "
+        "(assumed: 8 B200s on one HGX board reach the same ring busbw)",
+        "github.com/Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md"),
     "rdma_efficiency": Constant(
         0.96, "fraction", "nccl-tests all_reduce busbw over 4 x HDR 200G per 8 A100s: 96 of 100 GB/s, the peak of "
         "a size sweep (its large sizes; the sweep's average, 0.85, includes the small sizes whose time is latency, "
@@ -74,13 +89,67 @@ def value(name: str) -> float:
     return CALIBRATION[name].value
 
 
+@dataclass(frozen=True)
+class Architecture:
+    """One GPU generation's calibration: the `CALIBRATION` names of its measured HBM, dense GEMM
+    and NVLink efficiencies (each measured on a GPU of that generation unless `assumed` says
+    otherwise), the least compute capability x10 that has it, and the NVLink its GPUs carry."""
+    name: str
+    least_sm: int
+    hbm: str
+    gemm: str
+    nvlink: str
+    fabric: str
+    assumed: str = ""
+
+
+ARCHITECTURES = (
+    Architecture("Blackwell", 100, "hbm_efficiency_blackwell", "gemm_efficiency_blackwell",
+                 "nvlink_efficiency_blackwell", "nvlink5"),
+    Architecture("Hopper", 90, "hbm_efficiency_hopper", "gemm_efficiency_hopper", "nvlink_efficiency", "nvlink4"),
+    Architecture("Ampere", 80, "hbm_efficiency", "gemm_efficiency", "nvlink_efficiency_a100", "nvlink3"),
+)
+"""The GPU generations hwspec has measurements of, newest first, keyed by the parts catalogue's
+`sm` (the GPU part's CUDA compute capability x10: 80/86/89 Ampere and Ada, 90 Hopper, 100/103
+Blackwell)."""
+
+UNKNOWN_ARCHITECTURE = dataclasses.replace(
+    ARCHITECTURES[-1], name="unknown", least_sm=0,
+    assumed="assumed: no measurement of this GPU's generation (compute capability below 8.0, e.g. Volta, or "
+            "none known: AMD and unknown parts) was read; it takes Ampere's, the oldest generation measured")
+"""What a GPU of no measured generation takes: Ampere's constants, with the assumption stated."""
+
+
+def architecture(compute_capability: int) -> Architecture:
+    """The generation whose efficiencies a GPU of `compute_capability` x10 takes (`ARCHITECTURES`);
+    below 80 and unknown (0) `UNKNOWN_ARCHITECTURE`."""
+    return next((a for a in ARCHITECTURES if compute_capability >= a.least_sm), UNKNOWN_ARCHITECTURE)
+
+
+def generation(compute_capability: int) -> str:
+    """The name of the generation whose efficiencies a GPU of `compute_capability` x10 takes."""
+    return architecture(compute_capability).name
+
+
+def hbm_efficiency(compute_capability: int) -> float:
+    """Achieved HBM fraction (a bandwidth kernel's rate over the datasheet rate; each generation's
+    kernel is its constant's `measured`) for the GPU's generation."""
+    return value(architecture(compute_capability).hbm)
+
+
+def gemm_efficiency(compute_capability: int) -> float:
+    """Achieved dense GEMM fraction (torch.matmul at n = 8192 over the dense peak) for the GPU's generation."""
+    return value(architecture(compute_capability).gemm)
+
+
 def nvlink_efficiency(fabric_kinds: Iterable[str]) -> float:
     """Achieved nccl-tests busbw over the GPUs' fabric / line rate, the worst of `fabric_kinds`
-    (the parts' `fabric.kind`): NVLink3 as measured on A100; every other kind takes NVLink4's
-    measurement. assumed: NVLink5 (Blackwell), NVLink2 and xGMI take NVLink4's, the nearest measured
-    (no published nccl-tests busbw over them was read)."""
+    (the parts' `fabric.kind`): each NVLink generation its own architecture's measurement (NVLink3
+    A100, NVLink4 H100, NVLink5 GB200). assumed: every other kind (NVLink2, xGMI, unknown) takes
+    NVLink4's, the nearest measured (no published nccl-tests busbw over them was read)."""
+    by_fabric = {a.fabric: a.nvlink for a in ARCHITECTURES}
     kinds = set(fabric_kinds) or {"nvlink4"}
-    return min(value("nvlink_efficiency_a100") if kind == "nvlink3" else value("nvlink_efficiency") for kind in kinds)
+    return min(value(by_fabric.get(kind, by_fabric["nvlink4"])) for kind in kinds)
 
 
 GEMM_BY_SIZE = {
@@ -88,20 +157,24 @@ GEMM_BY_SIZE = {
                "fp16 torch.matmul n x n x n on an A800 80GB PCIe (github.com/mli/transformers-benchmarks/issues/4)"),
     "Hopper": (989e12, ((1024, 179.13e12), (2048, 645.12e12), (4096, 760.04e12), (8192, 736.19e12)),
                "fp16 torch.matmul n x n x n on an H100 80GB HBM3, torch 2.7 (github.com/zzc0721/torch-performance-test-data/issues/79)"),
+    "Blackwell": (2250e12, ((1024, 423e12), (2048, 1130e12), (4096, 1410e12), (8192, 1420e12)),
+                  "bf16 torch.matmul n x n x n on a B200, torchao's bench_matmul.py (github.com/pytorch/ao/pull/2427)"),
 }
-"""Measured fp16 GEMM rates by size per generation: (datasheet dense peak, ((n, FLOP/s), ...), source).
+"""Measured GEMM rates by size per generation: (datasheet dense peak, ((n, FLOP/s), ...), source).
 `gemm_efficiency_at` interpolates them by a GEMM's FLOPs; their n = 8192 points are the
-`gemm_efficiency` constants. Blackwell: assumed Hopper's (no published measurement read)."""
+`gemm_efficiency` constants. assumed: Blackwell's fp16 runs as its bf16 (the same tensor-core
+rate on the datasheet)."""
 
 
 def gemm_efficiency_at(compute_capability: int, flops: float) -> float:
     """Achieved fraction of the dense peak for one GEMM of `flops` (2 m n k) on the GPU's
     generation: the measured square GEMMs' efficiencies (`GEMM_BY_SIZE`) interpolated linearly in
     log2(FLOPs) between the sizes measured, the smallest's below them and the n = 8192 one above
-    (the generation's `gemm_efficiency`). assumed: a rectangular GEMM runs as a square one of the
-    same FLOPs, and every compute dtype as fp16 does."""
-    gen = "Hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "Ampere"
-    peak, points, _ = GEMM_BY_SIZE[gen]
+    (the generation's `gemm_efficiency`). Unknown generations take Ampere's
+    (`UNKNOWN_ARCHITECTURE`). assumed: a rectangular GEMM runs as a square one of the same FLOPs,
+    and every compute dtype as fp16 does."""
+    arch = architecture(compute_capability)
+    peak, points, _ = GEMM_BY_SIZE[arch.name if arch.name in GEMM_BY_SIZE else "Ampere"]
     curve = [(math.log2(2.0 * n**3), rate / peak) for n, rate in points]
     if flops <= 0:
         return curve[0][1]
@@ -112,30 +185,6 @@ def gemm_efficiency_at(compute_capability: int, flops: float) -> float:
         if x <= x1:
             return e0 + (e1 - e0) * (x - x0) / (x1 - x0)
     return curve[-1][1]
-
-
-GENERATIONS = (("Blackwell", 100), ("Hopper", 90), ("Ampere", 80))
-"""GPU generations by least compute capability x10; below 80 (Volta) and unknown (0) take Ampere's."""
-
-
-def generation(compute_capability: int) -> str:
-    """The generation whose efficiencies a GPU of `compute_capability` x10 takes (`GENERATIONS`)."""
-    return next((name for name, cc in GENERATIONS if compute_capability >= cc), "Ampere")
-
-
-def hbm_efficiency(compute_capability: int) -> float:
-    """Achieved HBM fraction for the GPU's generation: Ampere's A800 measurement (`hbm_efficiency`),
-    Hopper's GH200 one (`hbm_efficiency_hopper`). assumed: Blackwell (HBM3e on B200/GB200) takes
-    Hopper's, the nearest generation measured (no published Blackwell measurement was read); Volta
-    and unknown GPUs take Ampere's."""
-    return value("hbm_efficiency_hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "hbm_efficiency")
-
-
-def gemm_efficiency(compute_capability: int) -> float:
-    """Achieved dense GEMM fraction for the GPU's generation: fp16 torch.matmul at n=8192 on an A800
-    (`gemm_efficiency`) and on an H100 (`gemm_efficiency_hopper`). assumed: Blackwell takes Hopper's
-    (no published Blackwell measurement of that method was read); Volta and unknown take Ampere's."""
-    return value("gemm_efficiency_hopper" if generation(compute_capability) in ("Hopper", "Blackwell") else "gemm_efficiency")
 
 
 def network_efficiency(transport: str) -> float:
