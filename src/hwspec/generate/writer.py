@@ -121,9 +121,9 @@ def existing_matches(root: Path, relative: str, data: bytes, directories: set[st
 
 
 def _same_stream(handle: BinaryIO, data: bytes) -> bool:
-    view, offset = memoryview(data), 0
+    offset = 0
     while chunk := handle.read(_CHUNK):
-        if view[offset:offset + len(chunk)] != chunk:
+        if data[offset:offset + len(chunk)] != chunk:  # bytes to bytes: memcmp (a memoryview compares byte by byte)
             return False
         offset += len(chunk)
     return offset == len(data)
