@@ -171,3 +171,20 @@ def test_cpu_links_of_unknown_bandwidth_leave_the_host_link_unknown_not_pcie():
     unknown = dataclasses.replace(platform, cpu_nvlinks=tuple(dataclasses.replace(c, bandwidth=None) for c in platform.cpu_nvlinks))
     assert topology_of(unknown).cpu_nvlink_bandwidth("gpu0") is None
     assert topology_of(unknown).host_link("gpu0") is None
+
+
+def test_the_roofline_and_calculon_notes_name_the_cpu_links_as_the_host_link_where_a_node_has_them():
+    from hwspec.perf.calculon import calculon_system
+    from hwspec.perf.roofline import TIER_NOTES, roofline
+
+    power = topology_of(load_platform(OK))
+    notes = roofline(power)["tier_notes"]
+    assert notes["pcie_host"] == ("the GPU's link to its socket, with the GPU alone on it: its NVLinks to its CPU "
+                                  "(POWER8/POWER9, nvlink.cpu_links) or its NVLink-C2C links when it has them, else the "
+                                  "narrowest PCIe link on its path to its socket")
+    assert notes["pcie_host_shared"].startswith("the same when every GPU transfers at once: a GPU's NVLinks to its CPU ")
+    calculon = calculon_system(power)
+    assert calculon is not None
+    assert any("host link: its NVLinks to its CPU or NVLink-C2C when it has them, else PCIe" in n for n in calculon[1])
+    zionex = topology_of(load_platform(ROOT / "platforms/zionex.yaml"))
+    assert roofline(zionex)["tier_notes"]["pcie_host"] == TIER_NOTES["pcie_host"]

@@ -77,7 +77,8 @@ def calculon_system(topology: Topology, doc: dict[str, Any] | None = None) -> tu
         "matrix: tensor-core peaks; float32 is the IEEE FP32 peak (TF32 is opt-in). vector: the FP32 CUDA-core peak for "
         "every dtype (platform parts list no non-tensor half-precision rate; conservative).",
         "mem1: HBM. mem2: the GPU's share of its NUMA node's DDR; GBps = min(that share's bandwidth, the GPU's host link: "
-        "NVLink-C2C when it has one, else PCIe).",
+        + ("its NVLinks to its CPU or NVLink-C2C when it has them" if topology.platform.cpu_nvlinks else "NVLink-C2C when it has one")
+        + ", else PCIe).",
         *(["mem2 is 0: on these APUs the CPU's memory is the GPU's own HBM (mem1), one pool counted once; "
            "there is no second memory to offload to and no host link to cross."] if has_unified_memory(topology) else []),
         f"networks[0]: intra-node tier over {via or 'nothing'}, bandwidth = intra-node collective busbw bound, size = GPUs per node. "

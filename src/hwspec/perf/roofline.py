@@ -146,6 +146,16 @@ UNIFIED_TIER_NOTES = {
 """The notes of the memory tiers on a node where a GPU shares its HBM with CPU cores (`Topology.memory_shared_with`)."""
 
 
+CPU_NVLINK_TIER_NOTES = {
+    "pcie_host": ("the GPU's link to its socket, with the GPU alone on it: its NVLinks to its CPU (POWER8/POWER9, "
+                  "nvlink.cpu_links) or its NVLink-C2C links when it has them, else the narrowest PCIe link on its "
+                  "path to its socket"),
+    "pcie_host_shared": ("the same when every GPU transfers at once: a GPU's NVLinks to its CPU and its NVLink-C2C "
+                         "links are its own; each PCIe link is divided by the GPUs below it"),
+}
+"""The host-link notes of a node where a GPU has NVLinks to its CPU (`Platform.cpu_nvlinks`)."""
+
+
 def has_unified_memory(topology: Topology) -> bool:
     return any(topology.memory_shared_with(g.id) is not None for g in topology.platform.gpus)
 
@@ -153,10 +163,13 @@ def has_unified_memory(topology: Topology) -> bool:
 def _tier_note(topology: Topology, name: str) -> str:
     """`TIER_NOTES[name]`; for `backend_nic` on a node where a GPU has several NICs or shares
     one with another GPU, the note that says the share is summed; for the memory tiers of a
-    node with APUs, the notes that say the memory is shared (`UNIFIED_TIER_NOTES`)."""
+    node with APUs, the notes that say the memory is shared (`UNIFIED_TIER_NOTES`); for the host
+    link of a node whose GPUs have NVLinks to their CPU, the notes that say so (`CPU_NVLINK_TIER_NOTES`)."""
     platform = topology.platform
     if name in UNIFIED_TIER_NOTES and has_unified_memory(topology):
         return UNIFIED_TIER_NOTES[name]
+    if name in CPU_NVLINK_TIER_NOTES and platform.cpu_nvlinks:
+        return CPU_NVLINK_TIER_NOTES[name]
     if name == "backend_nic" and (any(len(n.gpus) > 1 for n in platform.backend_nics)
                                   or any(len(topology.nics_of(g.id)) > 1 for g in platform.gpus)):
         return ("the GPU's share of the backend NICs that serve it: each NIC's speed divided among the GPUs using it, "
