@@ -173,7 +173,7 @@ def test_cpu_links_of_unknown_bandwidth_leave_the_host_link_unknown_not_pcie():
     assert topology_of(unknown).host_link("gpu0") is None
 
 
-def test_the_roofline_and_calculon_notes_name_the_cpu_links_as_the_host_link_where_a_node_has_them():
+def test_roofline_calculon_and_torchrec_notes_name_the_cpu_links_as_the_host_link_where_a_node_has_them():
     from hwspec.perf.calculon import calculon_system
     from hwspec.perf.roofline import TIER_NOTES, roofline
 
@@ -188,3 +188,7 @@ def test_the_roofline_and_calculon_notes_name_the_cpu_links_as_the_host_link_whe
     assert any("host link: its NVLinks to its CPU or NVLink-C2C when it has them, else PCIe" in n for n in calculon[1])
     zionex = topology_of(load_platform(ROOT / "platforms/zionex.yaml"))
     assert roofline(zionex)["tier_notes"]["pcie_host"] == TIER_NOTES["pcie_host"]
+    from hwspec.perf.torchrec import torchrec_topology
+
+    assert torchrec_topology(power)["_derivation"]["hbm_to_ddr_mem_bw"].startswith(
+        "the GPU's host link, GPU alone on it (its NVLinks to its CPU or its NVLink-C2C links when it has them, else")

@@ -45,8 +45,9 @@ def torchrec_topology(topology: Topology, doc: dict[str, Any] | None = None) -> 
                     else "host DDR per rank, bytes: the GPU's NUMA node's DDR divided among its GPUs"),
         "hbm_mem_bw": "HBM bandwidth per GPU",
         "ddr_mem_bw": "host DDR bandwidth per rank (NUMA node's bandwidth divided among its GPUs)",
-        "hbm_to_ddr_mem_bw": ("the GPU's host link, GPU alone on it (its NVLink-C2C links when it has them, else the "
-                              "narrowest PCIe link to its socket); "
+        "hbm_to_ddr_mem_bw": ("the GPU's host link, GPU alone on it ("
+                              + ("its NVLinks to its CPU or its NVLink-C2C links" if platform.cpu_nvlinks else "its NVLink-C2C links")
+                              + " when it has them, else the narrowest PCIe link to its socket); "
                               "roofline.json tier pcie_host_shared gives the figure when all GPUs transfer at once"),
         "intra_host_bw": "per-GPU intra-node bandwidth: the intra-node collective busbw bound (NVLink, else PCIe)",
         "inter_host_bw": "per-GPU scale-out bandwidth: " + _scale_out_note(topology),
