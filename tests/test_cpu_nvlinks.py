@@ -15,6 +15,9 @@ import pytest
 from hwspec.cli.commands import main
 from hwspec.formats.nccl_tree import system_tree
 from hwspec.model.load import load_platform
+from hwspec.perf.calculon import calculon_system
+from hwspec.perf.roofline import TIER_NOTES, roofline
+from hwspec.perf.torchrec import torchrec_topology
 from hwspec.topology import topology_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,9 +177,6 @@ def test_cpu_links_of_unknown_bandwidth_leave_the_host_link_unknown_not_pcie():
 
 
 def test_roofline_calculon_and_torchrec_notes_name_the_cpu_links_as_the_host_link_where_a_node_has_them():
-    from hwspec.perf.calculon import calculon_system
-    from hwspec.perf.roofline import TIER_NOTES, roofline
-
     power = topology_of(load_platform(OK))
     notes = roofline(power)["tier_notes"]
     assert notes["pcie_host"] == ("the GPU's link to its socket, with the GPU alone on it: its NVLinks to its CPU "
@@ -188,7 +188,5 @@ def test_roofline_calculon_and_torchrec_notes_name_the_cpu_links_as_the_host_lin
     assert any("host link: its NVLinks to its CPU or NVLink-C2C when it has them, else PCIe" in n for n in calculon[1])
     zionex = topology_of(load_platform(ROOT / "platforms/zionex.yaml"))
     assert roofline(zionex)["tier_notes"]["pcie_host"] == TIER_NOTES["pcie_host"]
-    from hwspec.perf.torchrec import torchrec_topology
-
     assert torchrec_topology(power)["_derivation"]["hbm_to_ddr_mem_bw"].startswith(
         "the GPU's host link, GPU alone on it (its NVLinks to its CPU or its NVLink-C2C links when it has them, else")
