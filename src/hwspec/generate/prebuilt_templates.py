@@ -13,8 +13,8 @@ every hwspec module: no cache is read from anywhere hwspec did not ship (see
 A compiled module is used only while its template's source hashes to the recorded SHA-256 and
 the environment compiles as it did then (`fingerprint`: the jinja2 release and the lexer and
 escaping options); otherwise the template is compiled from its source, as jinja2 does. So an
-edited template renders as edited before the modules are written again, and an older jinja2
-(the oldest-dependency run) compiles its own. tests/test_prebuilt_templates.py fails while the
+edited template renders as edited before the modules are written again, and another jinja2
+release compiles its own. tests/test_prebuilt_templates.py fails while the
 committed modules differ from what `hwspec.generate.build_templates` writes.
 """
 
