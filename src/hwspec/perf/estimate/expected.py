@@ -219,7 +219,7 @@ def bottom_mlp_share(workload: Workload) -> float:
     return bottom / total if total else 0.0
 
 
-def hidden_seconds(workload: Workload, rows: list[dict[str, Any]], sort: float = 0.0) -> dict[str, float]:
+def hidden_seconds(workload: Workload, rows: list[dict[str, Any]], sort: float) -> dict[str, float]:
     """Seconds of each pooled-embedding exchange that run beside the GPU's own work: the bottom MLP
     needs no embedding, so the forward AlltoAll runs beside the bottom MLP's forward and the
     gradient AlltoAll beside its backward (HugeCTR's intra-iteration overlap, the paper's overlap
@@ -247,7 +247,7 @@ def hidden_seconds(workload: Workload, rows: list[dict[str, Any]], sort: float =
 
 
 def critical_path(workload: Workload, rows: list[dict[str, Any]], resources: dict[str, float],
-                  sort: float = 0.0) -> float:
+                  sort: float) -> float:
     """The expected iteration's critical path, seconds: the GPU's and the host's work, and the
     exchanges it waits for (`PIPELINE`; the input AlltoAll too unless pipelined; the dense
     AllReduce too when it starts after the backward pass, `allreduce_overlap: embedding_update`),
@@ -274,7 +274,7 @@ def collective_hbm_bytes(collective: str, nbytes: float, ranks: int) -> float:
     return 2 * nbytes * factor
 
 
-def nccl_hbm_seconds(figures: Figures, workload: Workload, rows: list[dict[str, Any]], sort: float = 0.0) -> float:
+def nccl_hbm_seconds(figures: Figures, workload: Workload, rows: list[dict[str, Any]], sort: float) -> float:
     """The GPU's HBM time that the NCCL kernels running beside its work take, seconds: each
     collective's `hbm_bytes` for the fraction of it that overlaps the GPU's kernels, at the
     generation's achieved HBM rate. The dense AllReduce overlaps the backward pass (all of it;
