@@ -142,13 +142,17 @@ def check_kueue_manifests(text: str) -> dict[str, dict]:
 
 
 def parse_label_script(text: str) -> list[tuple[str, dict[str, str]]]:
-    """The (node, labels) of every `label NODE key=value ...` line of label-nodes.sh, parsed the
-    way sh splits words; each key and value checked against Kubernetes' label syntax."""
+    """The (node, labels) of every node of each `label NODE... key=value...` line of label-nodes.sh,
+    parsed the way sh splits words and kubectl tells names from labels (an argument with '=' is a
+    label); each key and value checked against Kubernetes' label syntax."""
     rows = []
     for line in text.splitlines():
         if not line.startswith("label "):
             continue
-        _, node, *pairs = shlex.split(line)
+        _, *words = shlex.split(line)
+        nodes = [word for word in words if "=" not in word]
+        pairs = words[len(nodes):]
+        assert nodes and pairs and all("=" in pair for pair in pairs), line
         labels = {}
         for pair in pairs:
             key, sep, value = pair.partition("=")
@@ -157,5 +161,5 @@ def parse_label_script(text: str) -> list[tuple[str, dict[str, str]]]:
             assert len(name) <= 63 and len(prefix) <= 253, key
             assert LABEL_VALUE.match(value) and len(value) <= 63, pair
             labels[key] = value
-        rows.append((node, labels))
+        rows.extend((node, labels) for node in nodes)
     return rows

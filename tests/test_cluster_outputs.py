@@ -15,6 +15,7 @@ import pytest
 from hwspec import pipeline
 from hwspec.generate import engine as generate
 from hwspec.topology.hostlist import expand
+from tests.scheduler_formats import parse_label_script
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -258,6 +259,17 @@ def test_output_does_not_grow_per_node_except_per_node_files(tmp_path):
             assert size > sizes[64][path]
         else:
             assert size <= sizes[64][path] + 64, path  # only digits of counts may grow, nothing per node
+
+
+def test_label_nodes_calls_kubectl_once_per_hundred_nodes_of_a_run():
+    from hwspec.generate.domains import label_lines
+
+    names = [f"h{k:03}" for k in range(250)]
+    lines = label_lines(names, [(range(0, 230), {"a/b": "x"}), (range(230, 250), {"a/b": "y"})])
+    assert [line.split()[1] for line in lines] == ["h000", "h100", "h200", "h230"]
+    assert [len(line.split()) - 2 for line in lines] == [100, 100, 30, 20]
+    assert lines[2] == "label " + " ".join(names[200:230]) + " a/b=x"
+    assert parse_label_script("\n".join(lines)) == [(name, {"a/b": "x" if k < 230 else "y"}) for k, name in enumerate(names)]
 
 
 def test_scale_benchmark_runs_at_small_sizes():

@@ -38,17 +38,17 @@ def test_every_shell_example_is_one_of_the_tested_commands():
         "KUBECTL='echo kubectl' sh out/gb200-nvl72/kubernetes/label-nodes.sh"]
 
 
-def test_generate_then_label_dry_run_print_one_kubectl_label_per_node(tmp_path):
+def test_generate_then_label_dry_run_print_one_kubectl_label_per_run_of_nodes(tmp_path):
     generate, _, dry_run = (b.strip() for b in blocks("sh"))
     (tmp_path / "platforms").symlink_to(ROOT / "platforms")
     result = run_sh(generate, tmp_path)
     assert result.returncode == 0, result.stderr
     result = run_sh(dry_run, tmp_path)
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 18
-    assert lines[0] == ("kubectl label node --overwrite gb200-t00 topology.hwspec.io/cluster=gb200-nvl72 "
-                        "network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0")
+    nodes = " ".join(f"gb200-t{k:02}" for k in range(18))  # one rack under one leaf: one call
+    assert result.stdout.splitlines() == [
+        f"kubectl label node --overwrite {nodes} topology.hwspec.io/cluster=gb200-nvl72 "
+        "network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0"]
 
 
 def test_kueue_example_is_the_generated_manifest_and_passes_the_v1beta2_schemas():

@@ -91,14 +91,14 @@ def test_node_labels_use_topograph_keys_for_the_nvlink_domain_and_fabric_tiers()
         "topology.hwspec.io/cluster": "gb200-nvl72-x4", "network.topology.nvidia.com/tier-1": "spine",
         "network.topology.nvidia.com/tier-0": "pod1", "network.topology.nvidia.com/accelerator": "nvl72-rack3"})
 
-def test_label_script_runs_under_sh_with_a_dry_run_kubectl():
-    script = GENERATED / "gb200-nvl72" / "kubernetes" / "label-nodes.sh"
+def test_label_script_runs_under_sh_with_one_dry_run_kubectl_call_per_rack():
+    script = GENERATED / "gb200-nvl72-x4" / "kubernetes" / "label-nodes.sh"
     result = subprocess.run(["sh", str(script)], env={**os.environ, "KUBECTL": "echo kubectl"},
                             capture_output=True, text=True, check=True)
-    lines = result.stdout.splitlines()
-    assert len(lines) == 18
-    assert lines[0] == ("kubectl label node --overwrite gb200-t00 topology.hwspec.io/cluster=gb200-nvl72 "
-                        "network.topology.nvidia.com/tier-0=pod0 network.topology.nvidia.com/accelerator=nvl72-rack0")
+    calls = [line.split() for line in result.stdout.splitlines()]
+    assert [call[:4] for call in calls] == [["kubectl", "label", "node", "--overwrite"]] * 4
+    assert [call[4:22] for call in calls] == [[f"gb200-r{r}-t{t:02}" for t in range(18)] for r in range(4)]
+    assert [call[-1] for call in calls] == [f"{DOMAIN}=nvl72-rack{r}" for r in range(4)]
 
 
 def test_nvl72_rack_states_one_72_gpu_domain_to_every_consumer():

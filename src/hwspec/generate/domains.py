@@ -129,6 +129,25 @@ def label_runs(topology: ClusterTopology) -> list[tuple[range, dict[str, str]]]:
     return runs
 
 
+LABEL_BATCH = 100
+"""Nodes one `kubectl label` call names at most: a call per node would start kubectl (and
+authenticate) 65,536 times on a 65,536-node cluster; a bounded batch keeps the command line
+short (at most 100 host names of 63 characters)."""
+
+
+def label_lines(hostnames: Sequence[str], runs: list[tuple[range, dict[str, str]]]) -> list[str]:
+    """`label NODE... KEY=VALUE...` lines of label-nodes.sh: one per `LABEL_BATCH` nodes of each run
+    (`label_runs`), in node order. kubectl takes the arguments with '=' as labels and the others
+    as node names; a host name never has one (HW805)."""
+    lines = []
+    for nodes, labels in runs:
+        arguments = " ".join(shlex.quote(f"{key}={value}") for key, value in labels.items())
+        for start in range(nodes.start, nodes.stop, LABEL_BATCH):
+            names = shell_words(hostnames[start:min(start + LABEL_BATCH, nodes.stop)])
+            lines.append(f"label {' '.join(names)} {arguments}")
+    return lines
+
+
 _SHELL_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
 """What `shlex.quote` quotes: a text without these characters is written as it is."""
 
@@ -204,14 +223,11 @@ def scheduler_topology(ctx: ClusterGenContext) -> dict[str, str]:
     if topology.domains_split_by_leaves:
         k8s_note += "# The leaf level is left out: NVLink domains span leaf switches (HW825).\n"
     lines = ["#!/bin/sh", *ctx.header("hash").splitlines(),
-             "# Labels every node of the cluster for the Kueue Topology in topology.yaml.",
+             "# Labels every node of the cluster for the Kueue Topology in topology.yaml: one kubectl call per",
+             f"# run of nodes with the same labels, at most {LABEL_BATCH} nodes a call.",
              "# KUBECTL overrides the command (e.g. KUBECTL='kubectl --context prod', or 'echo kubectl' for a dry run).",
              "set -eu", 'label() { ${KUBECTL:-kubectl} label node --overwrite "$@"; }']
-    hostnames = cluster.hostnames
-    for nodes, labels in label_runs(topology):  # one line per node: `label HOST ARGUMENTS`, joined per run
-        arguments = " ".join(shlex.quote(f"{key}={value}") for key, value in labels.items())
-        lines.append("label " + f" {arguments}\nlabel ".join(shell_words(hostnames[nodes.start:nodes.stop]))
-                     + f" {arguments}")
+    lines += label_lines(cluster.hostnames, label_runs(topology))
     slurm_documents = slurm_topologies(topology)
     plan = {}
     if cluster.nvlink_domains is not None:
