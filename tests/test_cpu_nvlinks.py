@@ -190,3 +190,14 @@ def test_roofline_calculon_and_torchrec_notes_name_the_cpu_links_as_the_host_lin
     assert roofline(zionex)["tier_notes"]["pcie_host"] == TIER_NOTES["pcie_host"]
     assert torchrec_topology(power)["_derivation"]["hbm_to_ddr_mem_bw"].startswith(
         "the GPU's host link, GPU alone on it (its NVLinks to its CPU or its NVLink-C2C links when it has them, else")
+
+
+def test_a_platform_with_unknown_figures_still_gets_the_tier_notes_of_its_cpu_links():
+    import dataclasses
+
+    platform = load_platform(OK)
+    draft = dataclasses.replace(platform, gpus=(dataclasses.replace(platform.gpus[0], hbm_capacity=None), *platform.gpus[1:]))
+    document = roofline(topology_of(draft))
+    assert (document["unknown"], document["gpu_groups"]) == (["gpu0: HBM (not given)"], None)
+    assert document["tier_notes"] == roofline(topology_of(platform))["tier_notes"]
+    assert document["tier_notes"]["pcie_host"] != TIER_NOTES["pcie_host"]

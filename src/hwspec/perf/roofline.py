@@ -376,7 +376,7 @@ def _unknown_document(topology: Topology) -> dict[str, Any]:
     return {
         **_header(platform),
         "unknown": list(platform.unknown_figures),
-        "tier_notes": {name: TIER_NOTES[name] for name in TIERS},
+        "tier_notes": {name: _tier_note(topology, name) for name in TIERS},
         "gpu_groups": None,
         "intra_node_collectives": None,
         "node": None,
