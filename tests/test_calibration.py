@@ -15,7 +15,7 @@ def constants(compute_capability: int) -> tuple[float, float]:
 
 @pytest.mark.parametrize("sm", [80, 86, 89])
 def test_ampere_gpus_take_the_a800_stream_copy_and_matmul(sm):
-    assert cal.generation(sm) == "Ampere"
+    assert cal.architecture(sm).name == "Ampere"
     assert constants(sm) == (0.89, 0.69)
     assert cal.CALIBRATION["hbm_efficiency"].source == "github.com/mli/transformers-benchmarks/issues/4"
     assert cal.nvlink_efficiency(["nvlink3"]) == 0.69
@@ -23,7 +23,7 @@ def test_ampere_gpus_take_the_a800_stream_copy_and_matmul(sm):
 
 
 def test_hopper_gpus_take_the_gh200_read_the_h100_matmul_and_nvlink4s_ring_busbw():
-    assert cal.generation(90) == "Hopper"
+    assert cal.architecture(90).name == "Hopper"
     assert constants(90) == (0.90, 0.744)
     assert cal.CALIBRATION["gemm_efficiency_hopper"].source == "github.com/zzc0721/torch-performance-test-data/issues/79"
     assert cal.nvlink_efficiency(["nvlink4"]) == 0.82
@@ -32,7 +32,7 @@ def test_hopper_gpus_take_the_gh200_read_the_h100_matmul_and_nvlink4s_ring_busbw
 
 @pytest.mark.parametrize("sm", [100, 103])
 def test_blackwell_gpus_take_the_b200_transform_and_matmul_and_nvlink5s_ring_busbw(sm):
-    assert cal.generation(sm) == "Blackwell"
+    assert cal.architecture(sm).name == "Blackwell"
     assert constants(sm) == (0.84, 0.631)
     assert cal.CALIBRATION["hbm_efficiency_blackwell"].source.startswith("github.com/NVIDIA/cccl/pull/7391")
     assert "6.721 of 8 TB/s" in cal.CALIBRATION["hbm_efficiency_blackwell"].measured

@@ -126,11 +126,6 @@ def architecture(compute_capability: int) -> Architecture:
     return next((a for a in ARCHITECTURES if compute_capability >= a.least_sm), UNKNOWN_ARCHITECTURE)
 
 
-def generation(compute_capability: int) -> str:
-    """The name of the generation whose efficiencies a GPU of `compute_capability` x10 takes."""
-    return architecture(compute_capability).name
-
-
 def hbm_efficiency(compute_capability: int) -> float:
     """Achieved HBM fraction (a bandwidth kernel's rate over the datasheet rate; each generation's
     kernel is its constant's `measured`) for the GPU's generation."""

@@ -25,7 +25,9 @@ descending with the later shard first).
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 ROUNDS = 20
@@ -41,7 +43,7 @@ class Placed:
     nodes: tuple[tuple[int, ...], ...]
 
 
-def _place(hotness: list[float], splits: list[int], planned: list[int], nodes: int, table_cost: float) -> Placed:
+def _place(hotness: Sequence[float], splits: list[int], planned: Sequence[int], nodes: int, table_cost: float) -> Placed:
     """The plan of one round: the shards of the `planned` tables (each split `splits[i]` ways,
     hotness[i] / splits[i] each) placed hottest first on the least costly node that has no shard
     of the same table (ties: the lower node)."""
@@ -57,7 +59,7 @@ def _place(hotness: list[float], splits: list[int], planned: list[int], nodes: i
     return Placed(max(cost), tuple(splits), tuple(tuple(tables) for tables in held))
 
 
-def _split_hottest(hotness: list[float], splits: list[int], planned: list[int], nodes: int) -> bool:
+def _split_hottest(hotness: Sequence[float], splits: list[int], planned: Sequence[int], nodes: int) -> bool:
     """Double the split of the table of the hottest shard that can still double; False if none can."""
     for i in sorted(planned, key=lambda j: hotness[j] / splits[j], reverse=True):
         if splits[i] * 2 <= nodes:
@@ -66,16 +68,22 @@ def _split_hottest(hotness: list[float], splits: list[int], planned: list[int], 
     return False
 
 
-def hier_auto_plan(hotness: list[float], planned: list[int], nodes: int, table_cost: float) -> Placed:
+def hier_auto_plan(hotness: Sequence[float], planned: Sequence[int], nodes: int, table_cost: float) -> Placed:
     """`hier_auto`'s plan on `nodes` nodes: `hotness` per table (its multi-hot size), `planned` the
     indices of the model-parallel tables it plans (the others, HugeCTR's data-parallel ones, count
     only in the default plan's cost). `splits[i]` is 1 for a table kept on one node, else a power of
     two <= nodes (the tables not planned: 1); `nodes[k]` lists the planned tables with a shard on
-    node k. One node, or nothing to plan: every planned table whole on node 0."""
+    node k. One node, or nothing to plan: every planned table whole on node 0. Planned once per
+    distinct input: an estimate asks for the same plan for every term it prices."""
+    return _plan(tuple(hotness), tuple(planned), nodes, table_cost)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(hotness: tuple[float, ...], planned: tuple[int, ...], nodes: int, table_cost: float) -> Placed:
     if nodes <= 1 or not planned:
-        return Placed(0.0, (1,) * len(hotness), (tuple(planned),) + ((),) * max(nodes - 1, 0))
+        return Placed(0.0, (1,) * len(hotness), (planned,) + ((),) * max(nodes - 1, 0))
     best = Placed(math.fsum(hotness) / nodes + table_cost * len(hotness),
-                  tuple(nodes if i in planned else 1 for i in range(len(hotness))), (tuple(planned),) * nodes)
+                  tuple(nodes if i in planned else 1 for i in range(len(hotness))), (planned,) * nodes)
     splits = [1] * len(hotness)
     for _ in range(ROUNDS):
         placed = _place(hotness, splits, planned, nodes, table_cost)
@@ -84,8 +92,3 @@ def hier_auto_plan(hotness: list[float], planned: list[int], nodes: int, table_c
         if not _split_hottest(hotness, splits, planned, nodes):
             break
     return best
-
-
-def hier_auto_splits(hotness: list[float], planned: list[int], nodes: int, table_cost: float) -> list[int]:
-    """Nodes each table is split over by `hier_auto` (`hier_auto_plan`'s `splits`)."""
-    return list(hier_auto_plan(hotness, planned, nodes, table_cost).splits)

@@ -41,7 +41,7 @@ from typing import Any
 from hwspec.diagnostics import Code, HwspecError
 from hwspec.model.workload import Table, Workload
 from hwspec.perf.platform_figures import Figures
-from hwspec.perf.tables import number
+from hwspec.perf.tables import ms
 from hwspec.spec.workload import AUTO
 
 Estimator = Callable[[Figures, Workload], dict[str, Any]]
@@ -227,8 +227,3 @@ def why(chosen: Cost, runner_up: tuple[Choice, Cost] | None, unfit: int) -> str:
                 + unfit_note)
     return (f"ties with {choice.label} at {ms(chosen[0])} ms expected per iteration; "
             f"{ms(chosen[1])} ms of serial work against {ms(cost[1])} ms" + unfit_note)
-
-
-
-def ms(seconds: float) -> str:
-    return number(seconds * 1e3)

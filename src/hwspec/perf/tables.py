@@ -13,6 +13,11 @@ def number(value: float) -> str:
     return significant(value, 4)
 
 
+def ms(seconds: float) -> str:
+    """Seconds as milliseconds, `number`'s digits: 1.234."""
+    return number(seconds * 1e3)
+
+
 def gbps(value: float | None) -> str:
     return "-" if value is None else f"{number(value / 1e9)} GB/s"
 

@@ -24,7 +24,7 @@ def achievable(figures: Figures) -> Figures:
     return dataclasses.replace(
         figures,
         peak_flop_per_s={k: v * cal.gemm_efficiency(figures.compute_capability) for k, v in figures.peak_flop_per_s.items()},
-        hbm_bandwidth=figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability),
+        hbm_bandwidth=achieved_hbm_bandwidth(figures),
         pcie_host_bandwidth=figures.pcie_host_bandwidth * pcie,
         pcie_host_shared_bandwidth=figures.pcie_host_shared_bandwidth * pcie,
         nic_bandwidth=figures.nic_bandwidth * (tcp if figures.ingestion_on_collective_nics else network),
@@ -33,6 +33,12 @@ def achievable(figures: Figures) -> Figures:
         algbw={k: achieved_algbw(figures, k) for k in figures.algbw},
         intra_algbw={k: v * intra for k, v in figures.intra_algbw.items()},
     )
+
+
+def achieved_hbm_bandwidth(figures: Figures) -> float:
+    """The HBM rate a memory-bound kernel reaches, bytes/s: the datasheet's at the GPU
+    generation's calibrated fraction (`cal.hbm_efficiency`)."""
+    return figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability)
 
 
 def intra_node_efficiency(figures: Figures) -> float:

@@ -12,8 +12,8 @@ from typing import Any
 
 from hwspec.model.workload import DTYPE_BYTES, Workload, mlp_layers
 from hwspec.perf import calibration as cal
-from hwspec.perf.estimate.achievable import achievable
-from hwspec.perf.estimate.lookups import embedding_work
+from hwspec.perf.estimate.achievable import achievable, achieved_hbm_bandwidth
+from hwspec.perf.estimate.lookups import LookupWork, embedding_work
 from hwspec.perf.estimate.nccl import calls, collective_seconds, release, scoped
 from hwspec.perf.estimate.term import RESOURCES, Term
 from hwspec.perf.estimate.terms import _terms
@@ -39,7 +39,9 @@ the interaction, and their gradients before the embedding update (with cpu-host 
 across PCIe, and the host's lookups and updates: the whole `host` resource). The input AlltoAll
 of batch i+1 overlaps batch i's top MLP when the workload is pipelined (`pipeline: true`, the
 paper's pipelining; otherwise it is on the path too) and the dense AllReduce overlaps the
-backward pass, so they only load the network."""
+backward pass, so they only load the network, except where the AllReduce starts after the
+backward pass (`allreduce_overlap: embedding_update`, GPU placement): then the GPU waits for
+its part not hidden behind the embedding update (`critical_path`)."""
 
 
 def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
@@ -50,8 +52,9 @@ def expected(figures: Figures, workload: Workload) -> dict[str, Any]:
     iteration is max(GPU + those AlltoAlls, every resource). Never shorter than the overlapped
     bound: every rate is at most the bound's and every added time is >= 0."""
     derated, place, _ = _terms(achievable(figures), workload)
-    sort = sort_seconds(figures, workload, place)
-    fixed = {"embedding_bwd": sort + reduction_seconds(figures, workload, place),
+    update = embedding_work(figures, workload, place, backward=True)
+    sort = sort_seconds(figures, workload, update)
+    fixed = {"embedding_bwd": sort + reduction_seconds(figures, workload, update),
              **elementwise_seconds(figures, workload)}
     launch = cal.value("kernel_launch_overhead")
     rel = release(workload)
@@ -127,28 +130,28 @@ def gemm_shape_factor(figures: Figures, workload: Workload) -> float:
     return at_size / (total / cal.gemm_efficiency(cc))
 
 
-def sort_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) -> float:
-    """The busiest GPU's id sort before the embedding update, seconds: FBGEMM's and HugeCTR's
-    backward radix-sorts the ids it looked up (to de-duplicate them and reduce their gradients
-    per row) with CUB; each id costs `sort_bytes_per_key` (CUB on an A100, 32-bit keys) of HBM
-    time at the datasheet rate, x key width / 4 bytes. The passes are set by the rows' bits (the
-    sort's end bit), not the key width, so int64 ids cost twice int32's traffic, not four times.
-    The de-duplication and segmented reduction after it are `reduction_seconds`. 0 with cpu-host placement (the CPUs update the tables)."""
+def sort_seconds(figures: Figures, workload: Workload, update: LookupWork) -> float:
+    """The busiest GPU's id sort before the embedding update (`update`: its backward
+    `embedding_work`), seconds: FBGEMM's and HugeCTR's backward radix-sorts the ids it looked up
+    (to de-duplicate them and reduce their gradients per row) with CUB; each id costs
+    `sort_bytes_per_key` (CUB on an A100, 32-bit keys) of HBM time at the datasheet rate, x key
+    width / 4 bytes. The passes are set by the rows' bits (the sort's end bit), not the key
+    width, so int64 ids cost twice int32's traffic, not four times. The de-duplication and
+    segmented reduction after it are `reduction_seconds`. 0 with cpu-host placement (the CPUs
+    update the tables)."""
     if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
         return 0.0
-    ids = embedding_work(figures, workload, place, backward=True).ids
-    return ids * cal.value("sort_bytes_per_key") * DTYPE_BYTES[workload.index_dtype] / 4 / figures.hbm_bandwidth
+    return update.ids * cal.value("sort_bytes_per_key") * DTYPE_BYTES[workload.index_dtype] / 4 / figures.hbm_bandwidth
 
 
-def reduction_seconds(figures: Figures, workload: Workload, place: dict[str, Any]) -> float:
+def reduction_seconds(figures: Figures, workload: Workload, update: LookupWork) -> float:
     """The busiest GPU's de-duplication and segmented gradient reduction between the id sort and
-    the update, seconds: its `reduction_bytes` (busiest over the shards, as the update's bytes)
-    at the generation's achieved HBM rate (`cal.hbm_efficiency`). 0 with cpu-host placement (the
-    CPUs update the tables)."""
+    the update (`update`: its backward `embedding_work`), seconds: its `reduction_bytes` (busiest
+    over the shards, as the update's bytes) at the generation's achieved HBM rate
+    (`cal.hbm_efficiency`). 0 with cpu-host placement (the CPUs update the tables)."""
     if workload.placement != "gpu" or figures.hbm_bandwidth <= 0:
         return 0.0
-    moved = embedding_work(figures, workload, place, backward=True).reduction_bytes
-    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))
+    return update.reduction_bytes / achieved_hbm_bandwidth(figures)
 
 
 def elementwise_bytes_per_sample(workload: Workload) -> tuple[float, float]:
@@ -177,7 +180,7 @@ def elementwise_seconds(figures: Figures, workload: Workload) -> dict[str, float
     (`cal.hbm_efficiency`), by term: {"mlp_fwd": ..., "mlp_bwd": ...}; none without HBM."""
     if figures.hbm_bandwidth <= 0:
         return {}
-    rate = figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability)
+    rate = achieved_hbm_bandwidth(figures)
     b = workload.local_batch(figures.gpus)
     forward, backward = elementwise_bytes_per_sample(workload)
     return {"mlp_fwd": b * forward / rate, "mlp_bwd": b * backward / rate}
@@ -209,7 +212,7 @@ def dense_update_seconds(figures: Figures, workload: Workload) -> float:
     if figures.hbm_bandwidth <= 0:
         return 0.0
     moved = workload.dense_parameters * dense_update_bytes_per_parameter(workload)
-    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))
+    return moved / achieved_hbm_bandwidth(figures)
 
 
 def bottom_mlp_share(workload: Workload) -> float:
@@ -302,4 +305,4 @@ def nccl_hbm_seconds(figures: Figures, workload: Workload, rows: list[dict[str, 
         else:
             fraction = min(row["seconds"], hidden.get(row["id"], 0.0)) / row["seconds"]
         moved += fraction * row["hbm_bytes"]
-    return moved / (figures.hbm_bandwidth * cal.hbm_efficiency(figures.compute_capability))
+    return moved / achieved_hbm_bandwidth(figures)

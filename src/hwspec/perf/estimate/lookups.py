@@ -72,7 +72,6 @@ class LookupWork:
     bytes: float
     seconds: float
     ids: float = 0.0              # ids looked up (rows touched), one per pooled row
-    unique: float = 0.0           # distinct rows among them (`distinct_rows`), backward only
     reduction_bytes: float = 0.0  # HBM bytes of the de-duplication and segmented reduction (`reduction_bytes`)
 
 
@@ -92,7 +91,7 @@ def reduction_bytes(workload: Workload, ids: float, unique: float, pooled_sample
 
 
 def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], table: Table,
-                row_samples: float, pooled_samples: float, backward: bool, shard_rows: float = 0.0) -> LookupWork:
+                row_samples: float, pooled_samples: float, backward: bool, shard_rows: float) -> LookupWork:
     """The work of one shard of `table` (`shard_rows` rows): `row_samples` samples' ids looked up
     (forward each of the `pooling` rows per sample read) and `pooled_samples` pooled rows written
     forward (their gradients read backward), with one length per pooled sample. Backward, each
@@ -115,7 +114,7 @@ def lookup_work(figures: Figures, workload: Workload, place: dict[str, Any], tab
     hbm_seconds = hbm / figures.hbm_bandwidth if figures.hbm_bandwidth > 0 else 0.0
     if not backward:
         return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, ids)
-    return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, ids, unique,
+    return LookupWork(row_bytes + hbm, row_seconds + hbm_seconds, ids,
                       reduction_bytes(workload, ids, unique, pooled_samples, dim))
 
 
@@ -143,7 +142,7 @@ def embedding_work(figures: Figures, workload: Workload, place: dict[str, Any], 
                                     twrw_share(figures, workload, lambda t, k: float(getattr(by_shard[t.name, k], field))))
                 + math.fsum(getattr(w, field) * c for w, c in zip(even, counts)))
 
-    return LookupWork(share("bytes"), share("seconds"), share("ids"), share("unique"), share("reduction_bytes"))
+    return LookupWork(share("bytes"), share("seconds"), share("ids"), share("reduction_bytes"))
 
 
 def _embedding_terms(figures: Figures, workload: Workload, place: dict[str, Any], resource: str) -> list[Term]:

@@ -103,7 +103,6 @@ def storage_need(figures: Figures, workload: Workload) -> float:
     _, g = twrw_nodes(figures)
     tw = [(t.rows * math.fsum(shard_row(workload, t)[1:]), t.count * column_shards(t))
           for t in workload.sharded("table-wise", "column-wise")]
-
     indivisible = with_table_row_wise((table_wise_shards(workload, n).storage_bytes, math.fsum(w * c for w, c in tw) / n),
                                       twrw_share(figures, workload, lambda t, k: t.rows * t.row_bytes / (k * g)))
     return indivisible + rw / n + dp

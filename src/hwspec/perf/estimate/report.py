@@ -8,11 +8,7 @@ from typing import Any
 
 from hwspec.perf.estimate.placement import _uncached_mix
 from hwspec.perf.estimate.term import RESOURCES
-from hwspec.perf.tables import gbps, gib, number, table
-
-
-def ms(seconds: float) -> str:
-    return number(seconds * 1e3)
+from hwspec.perf.tables import gbps, gib, ms, number, table
 
 
 def qps(value: float | None) -> str:
