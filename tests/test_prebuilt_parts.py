@@ -88,6 +88,13 @@ def test_a_malformed_record_is_not_used_and_the_yaml_is_validated(builtin_copy: 
     assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
 
 
+def test_a_record_cut_short_is_not_used_and_the_yaml_is_validated(builtin_copy: Path):
+    record = builtin_copy / "parts.jsonl"
+    record.write_text("".join(record.read_text().splitlines(keepends=True)[:3]))
+    part = load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
+    assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
+
+
 def test_a_record_of_another_format_is_not_used(builtin_copy: Path):
     (builtin_copy / "parts.jsonl").write_text('{"format": 0, "files": {}}\n')
     assert parts.prebuilt_file(builtin_copy / "parts" / "gpus.yaml") is None

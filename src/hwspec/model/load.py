@@ -108,7 +108,7 @@ def _prebuilt_parts(found: PrebuiltFile) -> Parts:
     record is malformed."""
     try:
         return found.parts()
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, IndexError):  # what PrebuiltFile.parts raises
         return _load_parts_file(found.path)
 
 
