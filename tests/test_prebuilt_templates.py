@@ -24,7 +24,7 @@ def test_the_committed_compiled_templates_are_what_jinja2_makes_of_the_templates
         "src/hwspec/generate/compiled/ is stale: run 'python -m hwspec.generate.build_templates'")
 
 
-def test_every_builtin_template_renders_from_its_compiled_module():
+def test_every_builtin_template_loads_from_its_compiled_module():
     env = template_environment()
     names = sorted(env.list_templates())
     assert names == sorted(compiled.TEMPLATES)

@@ -63,7 +63,7 @@ def load_parts_file(path: Path) -> Catalogue:
     """The parts of one parts file (`kind: parts`), validated as `load_catalogue` validates each
     file of a parts directory. Raises HwspecError with every problem found."""
     parts = _load_parts_file(Path(path))
-    return Catalogue([({kind: frozenset(names) for kind, names in parts.items()}, lambda: parts)])
+    return Catalogue([(_index(parts), lambda: parts)])
 
 
 def load_catalogue(directories: Iterable[Path]) -> Catalogue:
@@ -90,12 +90,17 @@ def load_catalogue(directories: Iterable[Path]) -> Catalogue:
                     files.append((found.index, functools.partial(_prebuilt_parts, found)))
                 else:  # a site's file, or a built-in one changed since it was validated: validated now
                     parts = _load_parts_file(path)
-                    files.append(({kind: frozenset(names) for kind, names in parts.items()}, functools.partial(dict, parts)))
+                    files.append((_index(parts), functools.partial(dict, parts)))
             except HwspecError as exc:
                 errors.extend(exc.diagnostics)
     if errors:
         raise HwspecError(errors)
     return Catalogue(files)
+
+
+def _index(parts: Parts) -> dict[str, frozenset[str]]:
+    """The names of a file's parts by kind, as `Catalogue` looks them up."""
+    return {kind: frozenset(names) for kind, names in parts.items()}
 
 
 @functools.lru_cache(maxsize=64)

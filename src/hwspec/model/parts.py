@@ -32,7 +32,7 @@ from hwspec.diagnostics import HwspecError, Location, display_path
 from hwspec.source.expand import Provenance
 from hwspec.source.loader import read_regular_file
 from hwspec.spec.checks import PART_NAME, UNKNOWN
-from hwspec.spec.parts import PART_KINDS
+from hwspec.spec.parts import PART_KINDS, paths, spec_model
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -93,19 +93,13 @@ def part_from_document(kind: str, name: str, model: Any, doc: SourceDoc, expande
     here = (kind, name)
     raw = expanded.data[kind][name]
     positions = {}
-    for path in _paths(raw):
+    for path in paths(raw):
         at = doc.locate(expanded.written_path(here + path))
         positions[path] = (at.line, at.col)
     notes = {path[2:]: note for path, note in expanded.provenance.items() if path[:2] == here}
     return Part(kind, name, raw, model, doc.file, positions, notes)
 
 
-def _paths(data: Any, prefix: DataPath = ()) -> typing.Iterator[DataPath]:
-    """`prefix` and the path of every value inside `data`."""
-    yield prefix
-    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
-    for key, value in items:
-        yield from _paths(value, prefix + (key,))
 
 
 class Catalogue:
@@ -202,8 +196,6 @@ class PrebuiltFile:
         return self._parts
 
     def _make(self) -> Parts:
-        from hwspec.spec import models
-
         file = display_path(self.path)
         made: Parts = {}
         for number, (kind, name) in enumerate(self.order, start=self.first):
@@ -214,7 +206,7 @@ class PrebuiltFile:
             notes = {tuple(path): Provenance(source, assumed) for path, source, assumed in record["notes"]}
             if () not in positions:
                 raise ValueError(f"{self.path.name}: {kind}.{name} has no position")
-            made.setdefault(kind, {})[name] = Part(kind, name, record["raw"], _construct(getattr(models, PART_KINDS[kind]), record["model"]),
+            made.setdefault(kind, {})[name] = Part(kind, name, record["raw"], _construct(spec_model(PART_KINDS[kind]), record["model"]),
                                                    file, positions, notes)
         return made
 

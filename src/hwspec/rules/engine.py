@@ -126,14 +126,24 @@ class Finding:
 
 
 class _Finder:
-    """What both contexts share: `policy` and `finding`."""
+    """What both contexts share: `topology` (the resolved view the rule checks), its `platform`,
+    its networkx `graph`, `policy` and `finding`."""
 
+    topology: Topology | ClusterTopology
+    platform: Platform | Cluster
     policy: EnvironmentPolicy
     """The operator's grants for `environment:` in this run (`hwspec.formats.environment`)."""
 
-    def __init__(self, view: Topology | ClusterTopology, policy: EnvironmentPolicy):
-        self._view = view
+    def __init__(self, topology: Topology | ClusterTopology, policy: EnvironmentPolicy):
+        self.topology = topology
+        self.platform = topology.platform
         self.policy = policy
+
+    @property
+    def graph(self) -> nx.Graph[str]:
+        """The topology's networkx graph (`Topology.graph`, `ClusterTopology.graph`: switch level),
+        built on first use (for site rules that want networkx)."""
+        return self.topology.graph
 
     def finding(self, message: str, at: At | Location | None = None, hint: str | None = None) -> Finding:
         """A finding with `message` (and `hint`, a suggestion) located at `at`: a `Location`
@@ -143,7 +153,7 @@ class _Finder:
             location = at
         else:
             entity, *fields = at or (None,)
-            location = self._view.locate(cast("str | None", entity), *cast("list[str | int]", fields))
+            location = self.topology.locate(cast("str | None", entity), *cast("list[str | int]", fields))
         return Finding(message, location, hint)
 
 
@@ -158,14 +168,6 @@ class Context(_Finder):
 
     def __init__(self, topology: Topology, policy: EnvironmentPolicy = STRICT):
         super().__init__(topology, policy)
-        self.topology = topology
-        self.platform = topology.platform
-
-    @property
-    def graph(self) -> nx.Graph[str]:
-        """The topology's networkx graph (`Topology.graph`), built on first use (for site rules
-        that want networkx)."""
-        return self.topology.graph
 
 
 class ClusterContext(_Finder):
@@ -180,13 +182,6 @@ class ClusterContext(_Finder):
 
     def __init__(self, topology: ClusterTopology, policy: EnvironmentPolicy = STRICT):
         super().__init__(topology, policy)
-        self.topology = topology
-        self.platform = topology.platform
-
-    @property
-    def graph(self) -> nx.Graph[str]:
-        """The switch-level networkx graph (`ClusterTopology.graph`), built on first use."""
-        return self.topology.graph
 
 
 def context_for(topology: Topology | ClusterTopology, policy: EnvironmentPolicy = STRICT) -> Context | ClusterContext:

@@ -9,6 +9,7 @@ overridden value, the parts file for the rest).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from hwspec.diagnostics import Diagnostic
@@ -48,14 +49,12 @@ def merged(base: Any, override: Any) -> Any:
     return override
 
 
-def paths(data: Any, prefix: DataPath = ()) -> list[DataPath]:
-    """The path of every key in the nested mappings of `data`."""
-    found: list[DataPath] = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            found.append(prefix + (key,))
-            found.extend(paths(value, prefix + (key,)))
-    return found
+def paths(data: Any, prefix: DataPath = ()) -> Iterator[DataPath]:
+    """`prefix` and the path of every value inside `data` (its mappings' keys, its lists' indices)."""
+    yield prefix
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield from paths(value, prefix + (key,))
 
 
 def unknown_part(kind: str, override: dict[str, Any] | None, where: Where, prefix: DataPath) -> tuple[BaseModel | None, list[Diagnostic]]:

@@ -306,7 +306,7 @@ class Topology(ResolvedView[Platform]):
         if to_cpu is None:
             return None  # NVLinks to its CPU of an unknown part: their bandwidth is unknown
         if to_cpu:
-            count = sum(c.links for c in self.cpu_nvlinks(gpu_id) if c.socket == gpu.socket)
+            count = sum(c.links for c in self.own_cpu_nvlinks(gpu_id))
             return HostLink("nvlink", f"NVLink {count} x {to_cpu / count / 1e9:g} GB/s", to_cpu, to_cpu, 1, 1)
         path = self.host_path(gpu_id)
         if path is None:
@@ -385,12 +385,16 @@ class Topology(ResolvedView[Platform]):
         `gpu_fabric`, `nvlink_bandwidth` or `nvlink_links`, which are the GPU-to-GPU fabric."""
         return [c for c in self.platform.cpu_nvlinks if c.gpu == gpu_id]
 
-    def cpu_nvlink_bandwidth(self, gpu_id: str) -> float | None:
-        """Bytes/s per direction of a GPU's NVLinks to its CPU: 0.0 without any, None where a
-        link's bandwidth is unknown (an unknown part). Only links to the socket its PCIe presence
-        reaches count: NCCL joins them to that CPU (a link written to another one is HW506's)."""
+    def own_cpu_nvlinks(self, gpu_id: str) -> list[CpuNvlink]:
+        """A GPU's NVLinks to the socket its PCIe presence reaches, the only ones NCCL joins to a
+        CPU (one written to another socket is HW506's)."""
         gpu = self.platform.gpu_by_id.get(gpu_id)
-        links = [c for c in self.cpu_nvlinks(gpu_id) if gpu is not None and c.socket == gpu.socket]
+        return [c for c in self.cpu_nvlinks(gpu_id) if gpu is not None and c.socket == gpu.socket]
+
+    def cpu_nvlink_bandwidth(self, gpu_id: str) -> float | None:
+        """Bytes/s per direction of a GPU's NVLinks to its CPU (`own_cpu_nvlinks`): 0.0 without
+        any, None where a link's bandwidth is unknown (an unknown part)."""
+        links = self.own_cpu_nvlinks(gpu_id)
         if any(c.bandwidth is None for c in links):
             return None
         return sum(c.bandwidth or 0.0 for c in links)

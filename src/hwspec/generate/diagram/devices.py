@@ -84,7 +84,7 @@ def details(platform: Platform, item_id: str) -> tuple[str, str, str, str]:
                         f"{gbps(topology_of(platform).nvlink_bandwidth(item_id))}")
         if item.c2c_socket is not None:
             figures += f"; NVLink-C2C {item.c2c_links} x {gbps(item.c2c_link_bandwidth)}, {gbps(item.c2c_bandwidth)} to its CPU"
-        to_cpu = topology_of(platform).cpu_nvlinks(item_id)
+        to_cpu = topology_of(platform).own_cpu_nvlinks(item_id)
         if to_cpu:
             count = sum(c.links for c in to_cpu)
             bandwidth = topology_of(platform).cpu_nvlink_bandwidth(item_id)
