@@ -293,6 +293,14 @@ def test_diff_speaks_validates_formats(fmt, capsys):
         assert {r["id"] for r in rules} >= {"D101", "D105", "D111"} and log["runs"][0]["results"][0]["ruleId"] == "D105"
 
 
+def test_diff_sarif_describes_each_drift_code_by_its_sentence_as_an_error(capsys):
+    assert main(["diff", "platforms/zionex.yaml", str(LIVE / "zionex-gpu-x8.nccl.xml"), "--format", "sarif"]) == 1
+    rules = {r["id"]: r for r in json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["D105"] == {"id": "D105", "name": "pcie-link", "defaultConfiguration": {"level": "error"},
+                             "shortDescription": {"text": "A PCIe link trained slower or narrower than the spec's link."},
+                             "fullDescription": {"text": "A PCIe link trained slower or narrower than the spec's link."}}
+
+
 def test_unusable_inputs_exit_2_and_name_the_place(tmp_path, capsys):
     bad = tmp_path / "dump.xml"
     bad.write_text('<system version="1">\n  <cpu numaid="0">\n')

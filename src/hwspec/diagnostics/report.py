@@ -132,6 +132,17 @@ def artifact_location(file: str, root: Path | None) -> dict[str, str]:
     return {"uri": path.as_uri()}
 
 
+def _code_descriptor(code: Code) -> dict[str, Any]:
+    """SARIF's description of a code: a live check's summary is its short name, so its
+    description is its sentence; a drift code (D1xx) is always reported as an error."""
+    descriptor: dict[str, Any] = {"id": code.value, "name": code.printed_name or code.value,
+                                  "shortDescription": {"text": code.doc if code.printed_name else code.summary},
+                                  "fullDescription": {"text": code.doc}}
+    if code.value.startswith("D"):
+        descriptor["defaultConfiguration"] = {"level": "error"}
+    return descriptor
+
+
 def sarif(diagnostics: list[Diagnostic], rules: Iterable[RuleInfo] = (), codes: Iterable[Code] = ()) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run; rule metadata for every known rule and code (`rules`,
     `codes`) and every code the diagnostics carry."""
@@ -141,8 +152,7 @@ def sarif(diagnostics: list[Diagnostic], rules: Iterable[RuleInfo] = (), codes: 
                              "fullDescription": {"text": r.doc or r.name},
                              "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]}}
     for code in codes:
-        descriptors[code.value] = {"id": code.value, "name": code.printed_name or code.value,
-                                   "shortDescription": {"text": code.summary}, "fullDescription": {"text": code.doc}}
+        descriptors[code.value] = _code_descriptor(code)
     for d in diagnostics:
         descriptors.setdefault(d.code, {"id": d.code, "name": d.name or d.code,
                                         "shortDescription": {"text": d.name or "platform file problem"}})
