@@ -72,7 +72,7 @@ def test_an_nccl_dump_with_one_entry_per_npu_function_drafts_the_summed_links_an
     assert [(c.gpu, c.socket, c.links, c.bandwidth) for c in platform.cpu_nvlinks] == [
         ("gpu0", "cpu0", 3, 75e9), ("gpu1", "cpu0", 3, 75e9)]
     assert main(["diff", str(draft), str(NPU_DUMP)]) == 0
-    assert main(["generate", str(draft), "-o", str(tmp_path / "gen"), "--no-svg"]) in (0, 1)
+    assert main(["generate", str(draft), "-o", str(tmp_path / "gen"), "--no-svg"]) == 0
     written = tmp_path / "gen" / "draft" / "nccl-topo.xml"
     assert written.read_text().count('<nvlink target="fffffff:ff:ff.0" count="3" tclass="0x068001"/>') == 2
     assert main(["diff", str(draft), str(written)]) == 0

@@ -210,7 +210,7 @@ def test_the_draft_has_the_pairs_validates_and_diffs_clean_and_diff_sees_a_missi
     assert main(["import", str(source), "-o", str(draft)]) == 0
     platform = load_platform(draft)
     assert [(l.a, l.b, l.links) for l in platform.nvlinks] == [("gpu0", "gpu1", 2)]
-    assert main(["validate", str(draft)]) in (0, 1)
+    assert main(["validate", str(draft)]) == 0
     assert main(["diff", str(draft), str(source)]) == 0
     capsys.readouterr()
     source.write_text(TWO_P100.replace("40000 1000000 40000", "20000 1000000 40000").replace("1000000 40000 40000", "1000000 20000 40000"))
@@ -230,10 +230,10 @@ def test_the_real_power8_file_drafts_its_gpu_pairs_and_cpu_links_generates_them_
     assert [(l.a, l.b, l.links) for l in platform.nvlinks] == [("gpu0", "gpu1", 2), ("gpu2", "gpu3", 2)]
     assert [(l.gpu, l.socket, l.links, l.bandwidth) for l in platform.cpu_nvlinks] == [
         ("gpu0", "cpu0", 2, 40e9), ("gpu1", "cpu0", 2, 40e9), ("gpu2", "cpu1", 2, 40e9), ("gpu3", "cpu1", 2, 40e9)]
-    assert main(["validate", str(draft)]) in (0, 1)
+    assert main(["validate", str(draft)]) == 0
     assert "error[" not in capsys.readouterr().out
     assert main(["diff", str(draft), str(source)]) == 0
-    assert main(["generate", str(draft), "-o", str(tmp_path / "gen"), "--no-svg"]) in (0, 1)
+    assert main(["generate", str(draft), "-o", str(tmp_path / "gen"), "--no-svg"]) == 0
     written = tmp_path / "gen" / "draft" / "nccl-topo.xml"
     assert written.read_text().count('<nvlink target="fffffff:ff:ff.0" count="2" tclass="0x068001"/>') == 4
     assert main(["diff", str(draft), str(written)]) == 0

@@ -150,7 +150,7 @@ class Code(enum.StrEnum):
         "refused), not `nvidia-smi topo -m` or `nvidia-smi nvlink` output, not NVML's answers as `hwspec capture` saves them, a "
         "sysfs tree that leaves its root, or more GPUs or NICs than one node has. The input is unusable (exit 2).")
     INPUT_IGNORED = ("I102", "input-ignored", "What an input states that hwspec does not describe is ignored (a warning): "
-        "an unknown element of an NCCL topology dump, an NVLink to a POWER CPU (NCCL's or hwloc's).")
+        "an unknown element of an NCCL topology dump, a second NVLink matrix in an hwloc file.")
     INPUT_VALUE = ("I103", "input-value", "A value in an input cannot be read (a CPU list, a bus id, a path type, a link "
         "number) and is left out (a warning).")
     INPUT_CONTRADICTION = ("I104", "input-contradiction", "Two inputs (or two places of one) say different things of one "

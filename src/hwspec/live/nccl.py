@@ -20,6 +20,7 @@ from hwspec.live.observed import (
     NUMA_PREFIX,
     NVSWITCH,
     PCIE_SPEED_STRINGS,
+    RDMA_NAME,
     Bridge,
     ElementReader,
     Gpu,
@@ -316,8 +317,6 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
             reported.add(frozenset((a, b)))
             machine.problem(where, Severity.WARNING, Code.INPUT_CONTRADICTION, f"{count} NVLinks from {a} to {b}, but {back} back: "
                             "NVLink counts are the same both ways")
-    from hwspec.live.draft.nics import RDMA_NAME
-
     names = [p.name for n in machine.nics.values() for p in n.ports if p.name]
     if any(RDMA_NAME.match(n) for n in names):
         machine.listed.add("rdma-nics")

@@ -11,6 +11,7 @@ guessing (and saying so with `assumed:`) is the draft writer's job.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
@@ -26,6 +27,9 @@ NVSWITCH = "nvswitch"
 CPU = "cpu"
 """`NvLink.target` of links to the GPU's own CPU (IBM POWER8/POWER9: NCCL's tclass 0x068001, hwloc's
 Package end): NCCL joins them to the CPU the GPU sits under, so the input need not say which."""
+
+RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
+"""Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,14 @@ from hwspec.text import visible
 @dataclass
 class DraftContext:
     """The state the writers of one draft fill in writing order (sockets, PCIe bridges, GPUs,
-    NICs): `ids` maps a machine key to the spec id written for it, `gpu_ids` a GPU's key to its
-    id, `links` a spec id to the (gen, width) its upstream link trains at; `notes` (the
+    NICs): `ids` maps a machine key (a GPU's, a NIC's, a bridge's) to the spec id written for it,
+    `links` a spec id to the (gen, width) its upstream link trains at; `notes` (the
     machine's own first) are for the user."""
 
     machine: Machine
     catalogue: Any
-    """The parts catalogue (`hwspec.model.load.Catalogue`) the devices are recognised from."""
+    """The parts catalogue (`hwspec.model.parts.Catalogue`) the devices are recognised from."""
     ids: dict[str, str] = field(default_factory=dict)
-    gpu_ids: dict[str, str] = field(default_factory=dict)
     links: dict[str, tuple[int, int]] = field(default_factory=dict)
     notes: list[str] = field(init=False)
 

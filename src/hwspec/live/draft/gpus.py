@@ -35,7 +35,7 @@ class GpusWriter:
         out = []
         for index, gpu in enumerate(gpus):
             ident = f"gpu{index}"
-            self.ctx.ids[gpu.key] = self.ctx.gpu_ids[gpu.key] = ident
+            self.ctx.ids[gpu.key] = ident
             assumed: list[str] = []
             entry: dict[str, Any] = {"id": ident}
             candidates = [n for n, p in catalogue.items() if gpu_fits(p, gpu)]
@@ -112,7 +112,7 @@ class GpusWriter:
         if to_cpu:
             nvlink = nvlink or {"topology": [], "source": f"observed: {self.ctx.source()}"}
             source = nvlink.pop("source")
-            nvlink["cpu_links"] = [{"gpu": self.ctx.gpu_ids[gpu.key], "socket": self.socket_id(gpu.key), "links": count}
+            nvlink["cpu_links"] = [{"gpu": self.ctx.ids[gpu.key], "socket": self.socket_id(gpu.key), "links": count}
                                    for gpu, count in to_cpu]
             nvlink["source"] = source
         return baseboard, nvlink
@@ -205,7 +205,7 @@ class GpusWriter:
         members: dict[tuple[str, int | None], list[str]] = {}
         for gpu in self.m.gpus_in_order():
             if gpu.fabric is not None:
-                members.setdefault((gpu.fabric.cluster_uuid, gpu.fabric.clique_id), []).append(self.ctx.gpu_ids[gpu.key])
+                members.setdefault((gpu.fabric.cluster_uuid, gpu.fabric.clique_id), []).append(self.ctx.ids[gpu.key])
         for (uuid, clique), gpu_ids in members.items():
             clique_text = f", clique {clique}" if clique is not None else ""
             self.ctx.notes.append(f"{', '.join(gpu_ids)} are in the multi-node NVLink domain {uuid}{clique_text} "
@@ -219,7 +219,7 @@ class GpusWriter:
             down = sorted(link for link, active in (gpu.nvlink_state or {}).items() if not active)
             if down:
                 active = len(gpu.nvlink_state or {}) - len(down)
-                self.ctx.notes.append(f"{self.ctx.gpu_ids[gpu.key]}: NVLink{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} "
+                self.ctx.notes.append(f"{self.ctx.ids[gpu.key]}: NVLink{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} "
                                   f"inactive, {active} active "
                                   "(nvidia-smi nvlink -s): the draft describes the active ones")
 

@@ -10,10 +10,8 @@ from typing import Any
 from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
 from hwspec.live.draft.pcie import PcieWriter
 from hwspec.live.identify import candidates_note, choose
-from hwspec.live.observed import NUMA_PREFIX, Nic, NicPort
+from hwspec.live.observed import NUMA_PREFIX, RDMA_NAME, Nic, NicPort
 
-RDMA_NAME = re.compile(r"(mlx\d+_|ib|rdma|bnxt_re|efa|irdma|qedr|hfi1?_|rxe|siw|erdma|ionic)", re.IGNORECASE)
-"""Names RDMA devices have (`ibv_devices`); other net names are network interfaces."""
 CXI_NAME = re.compile(r"cxi[0-9]+")
 """The device names HPE's cxi driver gives Slingshot NICs (libfabric's cxi provider)."""
 EFA_IDS = ("0x1d0f", frozenset({"0xefa0", "0xefa1", "0xefa2", "0xefa3"}))
@@ -39,8 +37,6 @@ def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[
     summed NIC share per GPU is the same either way. NICs with no GPU beside them serve none."""
     if not gpu_ids:
         return []
-    if len(gpu_ids) == 1:
-        return [(entry, (gpu_ids[0],)) for entry in entries]
     return [(entry, tuple(gpu_ids)) for entry in entries]
 
 
@@ -235,7 +231,7 @@ class NicsWriter:
         gpus_by_bridge: dict[str, list[str]] = {}
         for gpu in self.m.gpus_in_order():
             for bridge in self.pcie.bridges_above(gpu.parent):
-                gpus_by_bridge.setdefault(bridge, []).append(self.ctx.gpu_ids[gpu.key])
+                gpus_by_bridge.setdefault(bridge, []).append(self.ctx.ids[gpu.key])
         by_bridge: dict[str, list[dict]] = {}
         for nic, entry in backend_entries:
             # on a NUMA node itself, a NIC is placed beside no GPU
