@@ -30,9 +30,10 @@ from hwspec.live.topo_matrix import MAX_GPU_LINKS
 from hwspec.live.xmlread import Element
 
 NVLINK_MATRIX = "NVLinkBandwidth"
-LINK_MBPS = (25_000, 20_000)
-"""hwloc's figure for one NVLink in MB/s: NVLink 2 to 4, then NVLink 1 (the order ties are broken in)."""
 NVLINK_VERSION = {25_000: "NVLink 2-4", 20_000: "NVLink 1"}
+"""hwloc's figure for one NVLink in MB/s and the NVLink versions it stands for, in the order ties
+are broken in."""
+LINK_MBPS = tuple(NVLINK_VERSION)
 HWLOC_LINK_MBPS = {"nvlink1": 20_000, "nvlink2": 25_000, "nvlink3": 25_000, "nvlink4": 25_000}
 """A GPU part's fabric kind -> the MB/s hwloc counts each of its links at (whatever the part's own
 `link_bandwidth`: an NVLink 3 bridge of 14 GB/s counts 25,000). Other kinds hwloc leaves out."""
@@ -156,7 +157,8 @@ class NvlinkMatrix(ElementReader):
                 elif fits[per_link]:
                     why = f"not a whole number of the {NVLINK_VERSION[per_link]} links ({per_link} MB/s each) its other entries count"
                 else:
-                    why = "not a whole number of links at hwloc's 20000 MB/s (NVLink 1) or 25000 MB/s (NVLink 2-4)"
+                    why = "not a whole number of links at hwloc's " + " or ".join(
+                        f"{mbps} MB/s ({NVLINK_VERSION[mbps]})" for mbps in sorted(NVLINK_VERSION))
                 self.warn(element, f"{NVLINK_MATRIX}: {value} MB/s from {gpu.key} to {other.key} is {why}: ignored")
                 continue
             where = self.at(element)
