@@ -13,8 +13,9 @@ are error findings (exit 1).
 
 The live checks' codes are members too: D101-D114, a live machine (or a fleet) that differs from
 its platform file (drift, exit 1), and I100-I104, problems in the inputs `import` and `diff`
-read (I100 and I101 make an input unusable, exit 2). Their summary is the short name a report
-prints beside the code, as it prints a rule's name (`error[D105 pcie-link]`): `printed_name`.
+read (I100 and I101 make an input unusable, exit 2), and A101-A105, benchmark runs against what
+their platform should deliver (A101, A103 and A105 are drift, exit 1). Their summary is the short
+name a report prints beside the code, as it prints a rule's name (`error[D105 pcie-link]`): `printed_name`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class Code(enum.StrEnum):
         member.summary = summary
         member.doc = doc
         return member
+
+    @property
+    def is_drift(self) -> bool:
+        """Whether the code says a machine differs from its spec (the D codes, A101, A103, A105):
+        always an error, exit 1."""
+        return self.value[0] == "D" or self.value in ("A101", "A103", "A105")
 
     @property
     def printed_name(self) -> str:
@@ -155,9 +162,26 @@ class Code(enum.StrEnum):
         "number) and is left out (a warning).")
     INPUT_CONTRADICTION = ("I104", "input-contradiction", "Two inputs (or two places of one) say different things of one "
         "device: a bus id or NUMA node listed twice, NVLink counts that differ; the first is kept (a warning).")
+    # a benchmark run against what its platform should deliver (hwspec.acceptance)
+    BELOW_BAND = ("A101", "below-band", "A run of nccl-tests, rccl-tests or nvbandwidth fell below the band hwspec expects of "
+        "its platform at a size where the band is judged (bandwidth-bound sizes): drift (exit 1). Located at the platform's "
+        "part whose link limits the figure; the message names the run, the size, the measured and expected figures and the "
+        "first suspects (`hwspec explain A101`; docs/acceptance.md says how to read one).")
+    ABOVE_BOUND = ("A102", "above-bound", "A run measured more than the platform's links can carry at their datasheet rates "
+        "(a warning): the platform file understates the machine (more NICs, a faster link) or the run is not what it says "
+        "(other nodes, other GPUs).")
+    WRONG_RESULTS = ("A103", "wrong-results", "nccl-tests or rccl-tests counted wrong results (`#wrong` above 0): the "
+        "collective corrupted data. Drift (exit 1), whatever the bandwidth: look at the GPUs' memory (ECC, Xid errors) "
+        "and the links the run crossed.")
+    RUN_UNCHECKED = ("A104", "run-unchecked", "A run, or a size of it, that cannot be compared with the platform (a "
+        "warning): which collective it is is not said, its ranks do not fit the platform (give `--nodes`, "
+        "`--gpus-per-node`), its hosts are not the cluster's, or a figure it needs has no cited measurement. When no "
+        "size of any run could be judged, diff could not check (exit 2).")
+    SLOW_IN_EVERY_RUN = ("A105", "slow-in-every-run", "`hwspec fleet-report`: a node, NIC or leaf that was below its band "
+        "in every acceptance run it joined, with at least two different partners: the first place to look (drift, exit 1).")
 
 
-LIVE_CODE_LETTERS = "DI"
+LIVE_CODE_LETTERS = "DIA"
 """The first letter of the live checks' codes, whose summary a report prints beside them."""
 
 _BY_TEXT = {code.value: code for code in Code}

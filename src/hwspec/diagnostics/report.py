@@ -134,11 +134,11 @@ def artifact_location(file: str, root: Path | None) -> dict[str, str]:
 
 def _code_descriptor(code: Code) -> dict[str, Any]:
     """SARIF's description of a code: a live check's summary is its short name, so its
-    description is its sentence; a drift code (D1xx) is always reported as an error."""
+    description is its sentence; a drift code (`Code.is_drift`) is always reported as an error."""
     descriptor: dict[str, Any] = {"id": code.value, "name": code.printed_name or code.value,
                                   "shortDescription": {"text": code.doc if code.printed_name else code.summary},
                                   "fullDescription": {"text": code.doc}}
-    if code.value.startswith("D"):
+    if code.is_drift:
         descriptor["defaultConfiguration"] = {"level": "error"}
     return descriptor
 
