@@ -383,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hwspec.cli.fleet import add_parser as add_fleet_parser
 
     COMMANDS.update(add_fleet_parser(sub))
+    from hwspec.cli.acceptance import add_parser as add_expect_parser
+
+    COMMANDS.update(add_expect_parser(sub))
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

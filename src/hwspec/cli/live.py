@@ -28,7 +28,9 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("spec", type=Path, metavar="SPEC", help="the node's platform file")
     parser.add_argument("inputs", nargs="*", type=Path, metavar="LIVE",
                         help=("NCCL topology dump, 'lstopo --of xml', 'nvidia-smi topo -m', 'nvidia-smi -q -x' or "
-                              "'nvidia-smi nvlink -R'/'-s' output (several are merged)"))
+                              "'nvidia-smi nvlink -R'/'-s' output (several are merged)"
+                              + ("; or saved nccl-tests, rccl-tests and nvbandwidth outputs, compared with what the "
+                                 "platform (node or cluster) should deliver" if name == "diff" else "")))
     parser.add_argument("--input-format", choices=FORMATS, default=None,
                         help="read every input as this format (default: recognised from its content)")
     if name == "import":
@@ -36,6 +38,12 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--name", metavar="NAME", help="platform name (default: the output file's stem, else 'imported')")
     else:
         add_diff_report_arguments(parser)
+        from hwspec.cli.acceptance import add_span_arguments
+
+        add_span_arguments(parser)
+        parser.add_argument("--plot", type=Path, metavar="FILE",
+                            help="with benchmark results: draw each run's busbw over message size against its expected "
+                                 "band to FILE (.svg or .png; needs matplotlib)")
     parser.add_argument("--parts", metavar="DIR", action="append", default=[], type=Path,
                         help="also load parts from DIR (repeatable; later wins)")
     if name == "diff":
@@ -242,6 +250,16 @@ def run_diff(args: argparse.Namespace) -> int:
     from hwspec.diagnostics import HwspecError, report
     from hwspec.live.diff import diff
 
+    if args.inputs and not (args.live or args.sysfs_root is not None):
+        from hwspec.cli.acceptance import results_among, run_results_diff
+
+        results = results_among(args.inputs)
+        if results is None:
+            sys.stderr.write("hwspec: give either benchmark results (nccl-tests, rccl-tests, nvbandwidth) or a node's "
+                             "topology inputs, not both\n")
+            return write_diff_report(args, [], EXIT_UNREADABLE)
+        if results:
+            return run_results_diff(args)
     try:
         if args.rules:
             from hwspec.rules.engine import load_rules
