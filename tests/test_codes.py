@@ -1,4 +1,4 @@
-"""The code registry: `Code` members are the code texts (E, and the live checks' D and I codes), and
+"""The code registry: `Code` members are the code texts (E, the live checks' D and I codes, the acceptance A codes), and
 the source names them, never the text."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hwspec.diagnostics.codes import lookup
 from hwspec.diagnostics.report import render
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "hwspec"
-CODE_TEXT = re.compile(r"[EDI][0-9]{3}")
-TAG = re.compile(r"\[[EDI][0-9]{3}[] ]")  # error[E902], error[D105 pcie-link], as a message prints them
+CODE_TEXT = re.compile(r"[EDIA][0-9]{3}")
+TAG = re.compile(r"\[[EDIA][0-9]{3}[] ]")  # error[E902], error[D105 pcie-link], as a message prints them
 
 
 def code_texts(source: str) -> list[str]:
@@ -75,7 +75,7 @@ def test_a_live_code_prints_its_summary_as_a_rule_prints_its_name():
     assert (Code.PCIE_LINK, Code.PCIE_LINK.printed_name) == ("D105", "pcie-link")
     assert (Code.INPUT_SYNTAX, Code.INPUT_SYNTAX.printed_name) == ("I101", "input-syntax")
     assert Code.DUPLICATE_KEY.printed_name == ""
-    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code.printed_name) for code in Code if code[0] in "DI")
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code.printed_name) for code in Code if code[0] in "DIA")
     found = Diagnostic("p.yaml", 70, 11, Severity.ERROR, Code.PCIE_LINK, "gpu3: narrower", name=Code.PCIE_LINK.printed_name)
     assert found.format() == "p.yaml:70:11: error[D105 pcie-link]: gpu3: narrower"
 
@@ -112,3 +112,10 @@ def test_the_loader_reports_keys_by_the_registry_meaning():
     assert codes("a: 1\na: 2\n") == ["E107"] == [Code.DUPLICATE_KEY]
     assert codes("1: x\n") == ["E104"] == [Code.NON_STRING_KEY]
     assert (Code.DUPLICATE_KEY.summary, Code.NON_STRING_KEY.summary) == ("duplicate key", "non-string key")
+
+
+def test_drift_codes_are_the_d_codes_and_the_acceptance_findings_that_drain_a_node():
+    """A run below its band, wrong results and a part slow in every run are drift (exit 1, SARIF
+    errors); a run that cannot be compared or reads above the datasheet is not."""
+    assert {c for c in Code if c.is_drift and c[0] == "A"} == {Code.BELOW_BAND, Code.WRONG_RESULTS, Code.SLOW_IN_EVERY_RUN}
+    assert all(c.is_drift for c in Code if c[0] == "D") and not any(c.is_drift for c in Code if c[0] in "EI")

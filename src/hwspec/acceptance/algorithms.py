@@ -117,27 +117,35 @@ def _bound(phases: list[tuple[Link, float]]) -> float:
     return max(share / link.bandwidth for link, share in phases if link.bandwidth > 0)
 
 
-def _candidate(algorithm: str, phases: list[tuple[Link, float]]) -> Candidate | None:
-    """A candidate whose phases move `share` bytes per byte of S over each link; None when a
-    link's achieved rate is unknown (the figure is then unchecked)."""
+def _candidate(algorithm: str, phases: list[tuple[Link, float]]) -> Candidate | Untimed | None:
+    """A candidate whose phases move `share` bytes per byte of S over each link; `Untimed` when a
+    link's achieved rate is unknown (a figure NCCL may reach with it is then unchecked); None
+    when nothing moves."""
     phases = [(link, share) for link, share in phases if share > 0]
     if not phases:
         return None
-    made = [_per_byte(link, share) for link, share in phases]
-    if any(p is None for p in made):
-        return None
-    return Candidate(algorithm, tuple(p for p in made if p is not None), _bound(phases))
+    unknown = next((link for link, _ in phases if link.achieved is None or link.achieved <= 0), None)
+    if unknown is not None:
+        return Untimed(algorithm, f"{unknown.what}: {unknown.efficiency_source}")
+    made = tuple(Phase(share / (link.achieved or 1.0), link) for link, share in phases)
+    return Candidate(algorithm, made, _bound(phases))
 
 
-def candidates(span: Span, collective: str, version: str | None = None) -> tuple[list[Candidate], str | None]:
-    """The algorithms NCCL (RCCL) may run `collective` with over `span`, and, when none can be
-    given a time, why (a link of unknown achieved rate)."""
-    n, g, units = span.ranks, span.unit_gpus, span.units
+@dataclass(frozen=True, slots=True)
+class Untimed:
+    """An algorithm NCCL may run whose time is not known: `why` names the link without a cited rate."""
+
+    algorithm: str
+    why: str
+
+
+def candidates(span: Span, collective: str, version: str | None = None) -> list[Candidate | Untimed]:
+    """The algorithms NCCL (RCCL) may run `collective` with over `span` (none for a single rank)."""
+    n, g = span.ranks, span.unit_gpus
     if n < 2:
-        return [], "one rank: nothing crosses a link"
+        return []
     intra, out = span.intra, span.out
-    made: list[Candidate | None] = []
-    unknown = [link for link in (intra, out, span.nvls) if link is not None and link.achieved is None]
+    made: list[Candidate | Untimed | None] = []
     if collective == "sendrecv":
         made.append(_candidate("Ring", [(link, 1.0) for link in (intra, out) if link is not None]))
     elif collective == "alltoall":
@@ -151,35 +159,32 @@ def candidates(span: Span, collective: str, version: str | None = None) -> tuple
         made.append(_candidate("Ring", ring))
         if collective == "all_reduce":
             made.extend(_reductions(span, version))
-    found = [c for c in made if c is not None]
-    if found:
-        return found, None
-    why = "; ".join(f"{link.what}: {link.efficiency_source}" for link in unknown) or "no link bounds the run"
-    return [], why
+    return [c for c in made if c is not None]
 
 
-def _reductions(span: Span, version: str | None) -> list[Candidate | None]:
+def _reductions(span: Span, version: str | None) -> list[Candidate | Untimed | None]:
     """AllReduce's hierarchical and in-network candidates over `span`."""
     g, units = span.unit_gpus, span.units
     intra, out, nvls = span.intra, span.out, span.nvls
     parsed = version_tuple(version)
     nccl = span.library == "nccl"
-    made: list[Candidate | None] = []
+    made: list[Candidate | Untimed | None] = []
     intra_phase = [(intra, 2 * (g - 1) / g)] if intra is not None else []
+    tree_out: list[tuple[Link, float]] = []
     if out is not None:
-        tree_out = (out, 2 * (units - 1) / (units * g))
-        made.append(_candidate("Tree", intra_phase + [tree_out]))
+        tree_out = [(out, 2 * (units - 1) / (units * g))]
+        made.append(_candidate("Tree", intra_phase + tree_out))
         if span.sharp and nccl:
             made.append(_candidate("CollNetDirect", intra_phase + [(out, 1 / g)]))
     if nvls is None or not nccl or (parsed is not None and parsed < NVLS_FROM):
         return made
-    nvls_phase = (nvls, (g + 1) / g)
+    nvls_phase = [(nvls, (g + 1) / g)]
     if out is None:
-        made.append(_candidate("NVLS", [nvls_phase]))
+        made.append(_candidate("NVLS", nvls_phase))
     elif parsed is None or parsed >= NVLS_TREE_FROM:
-        made.append(_candidate("NVLSTree", [nvls_phase, tree_out]))
-        if span.sharp:
-            made.append(_candidate("NVLS", [nvls_phase, (out, 1 / g)]))
+        made.append(_candidate("NVLSTree", nvls_phase + tree_out))
+        if span.sharp and out is not None:
+            made.append(_candidate("NVLS", nvls_phase + [(out, 1 / g)]))
     return made
 
 
@@ -211,9 +216,9 @@ def timing(span: Span, collective: str, nbytes: int, candidate: Candidate, proto
         return None  # NVLS and CollNet run Simple
     seconds_per_byte = candidate.seconds_per_byte
     if protocol != "Simple":
-        reference = 1e9  # any positive ring bandwidth: the refinements' share of it
-        simple = nt.bus_bandwidth(release, c, nccl_collective, modelled or "Ring", "Simple", reference)
-        refined = nt.bus_bandwidth(release, c, nccl_collective, modelled or "Ring", protocol, reference)
+        bus = busbw_factor(collective, c.ranks) / seconds_per_byte / 1e9  # GB/s, as tuning.cc's ring bandwidth
+        simple = nt.bus_bandwidth(release, c, nccl_collective, modelled or "Ring", "Simple", bus)
+        refined = nt.bus_bandwidth(release, c, nccl_collective, modelled or "Ring", protocol, bus)
         if refined <= 0 or simple <= 0:
             return None
         seconds_per_byte *= simple / refined

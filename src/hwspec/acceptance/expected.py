@@ -98,15 +98,20 @@ def collective_figures(span: Span, collective: str, sizes: tuple[int, ...] = SIZ
     with `env` (NCCL_ALGO and NCCL_PROTO limit NCCL's choice)."""
     env = env or {}
     width, band_source = band()
-    found, why = alg.candidates(span, collective, version)
     algorithms = allowed(env.get("NCCL_ALGO"), ALGORITHM_NAMES)
     protocols = allowed(env.get("NCCL_PROTO"), ("LL", "LL128", "Simple"))
+    made = [c for c in alg.candidates(span, collective, version) if c.algorithm in algorithms]
+    found = [c for c in made if isinstance(c, alg.Candidate)]
+    untimed = [c for c in made if isinstance(c, alg.Untimed)]
+    why = (f"NCCL may run {untimed[0].algorithm} here, and {untimed[0].why}" if untimed else
+           "one rank: nothing crosses a link" if span.ranks < 2 else
+           f"NCCL_ALGO={env.get('NCCL_ALGO')} leaves no algorithm that runs {collective}")
     factor = alg.busbw_factor(collective, span.ranks)
     figures = []
     for nbytes in sizes:
-        timing = alg.fastest(span, collective, nbytes, found, version, algorithms, protocols) if found else None
+        timing = alg.fastest(span, collective, nbytes, found, version, protocols=protocols) if found and not untimed else None
         if timing is None:
-            note = why or f"NCCL_ALGO={env.get('NCCL_ALGO')} NCCL_PROTO={env.get('NCCL_PROTO')} leave no algorithm that runs {collective}"
+            note = why if untimed or not found else f"NCCL_PROTO={env.get('NCCL_PROTO')} leaves no protocol that runs {collective}"
             figures.append(Expected(collective, tool_of(span), span.nodes, span.gpus_per_node, nbytes, None, None, None,
                                     "", "", None, False, f"unchecked: {note}", band_source))
             continue

@@ -41,7 +41,7 @@ class Code(enum.StrEnum):
     def is_drift(self) -> bool:
         """Whether the code says a machine differs from its spec (the D codes, A101, A103, A105):
         always an error, exit 1."""
-        return self.value[0] == "D" or self.value in ("A101", "A103", "A105")
+        return self.value[0] == "D" or self in _DRIFT
 
     @property
     def printed_name(self) -> str:
@@ -180,6 +180,9 @@ class Code(enum.StrEnum):
     SLOW_IN_EVERY_RUN = ("A105", "slow-in-every-run", "`hwspec fleet-report`: a node, NIC or leaf that was below its band "
         "in every acceptance run it joined, with at least two different partners: the first place to look (drift, exit 1).")
 
+
+_DRIFT = frozenset({Code.BELOW_BAND, Code.WRONG_RESULTS, Code.SLOW_IN_EVERY_RUN})
+"""The acceptance codes that are drift (`Code.is_drift`); every D code is."""
 
 LIVE_CODE_LETTERS = "DIA"
 """The first letter of the live checks' codes, whose summary a report prints beside them."""

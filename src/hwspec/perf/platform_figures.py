@@ -61,6 +61,14 @@ class Figures:
     host_memory_capacity: float = 0.0        # a node's host DDR, all sockets (an APU's memory counted as HBM: 0)
     host_memory_bandwidth: float = 0.0       # the same sockets' DDR bandwidth, summed
     compute_capability: int = 0              # the GPUs' least CUDA compute capability x10 (NCCL's minCompCap); 0 unknown
+    # NVLink domains that span several nodes (NVL72 racks), which NCCL counts as one node each, their trays
+    # joined by NVLink (multi-node NVLink); None: none, every node its own (`nccl_nodes`)
+    nvlink_units: int | None = None
+
+    @property
+    def nccl_nodes(self) -> int:
+        """The nodes as NCCL counts them: `nvlink_units` where NVLink domains span nodes, else `nodes`."""
+        return min(self.nvlink_units, self.nodes) if self.nvlink_units is not None else self.nodes
 
 
 def _tier(doc: dict[str, Any], name: str, key: str = "bandwidth_bytes_per_s") -> float:
@@ -183,7 +191,14 @@ def figures(topology) -> Figures:
         host_memory_capacity=float(min(t.platform.memory_capacity for t in node_topologies)),
         host_memory_bandwidth=float(min(t.platform.memory_bandwidth for t in node_topologies)),
         compute_capability=min((g.sm or 0 for t in node_topologies for g in t.platform.gpus), default=0),
+        nvlink_units=_nvlink_units(topology),
     )
+
+
+def _nvlink_units(topology) -> int | None:
+    """A cluster's NVLink domains where they span nodes (`Figures.nvlink_units`), else None."""
+    domains = topology.platform.nvlink_domains if topology.kind == "cluster" else None
+    return domains.count if domains is not None and domains.size > 1 else None
 
 
 def _intra_algbw(docs: list[dict[str, Any]]) -> dict[str, float]:

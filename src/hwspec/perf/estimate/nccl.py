@@ -18,9 +18,11 @@ from hwspec.perf.platform_figures import Figures
 
 
 def nccl_comm(figures: Figures) -> nt.Comm:
-    """The communicator tuning.cc sees on `figures`: every GPU a rank, its nodes, the GPUs' least
-    compute capability, NVLink within the node, GPUDirect RDMA to the NICs."""
-    return nt.Comm(ranks=figures.gpus, nodes=max(figures.nodes, 1), compute_capability=figures.compute_capability,
+    """The communicator tuning.cc sees on `figures`: every GPU a rank, its nodes as NCCL counts
+    them (an NVLink domain spanning trays is one: multi-node NVLink, `Figures.nvlink_units`), the
+    GPUs' least compute capability, NVLink within the node, GPUDirect RDMA to the NICs."""
+    return nt.Comm(ranks=figures.gpus, nodes=max(figures.nccl_nodes, 1),
+                   compute_capability=figures.compute_capability,
                    nvlink=figures.nvlink_bandwidth > 0, gpudirect=figures.gpudirect)
 
 
@@ -28,7 +30,7 @@ def scoped(figures: Figures, scope: str) -> Figures:
     """`figures` as the communicator of a call's `scope` sees them (`Call.scope`): "node" the G
     GPUs of one node, "cross" one GPU on each of the N nodes; "all" unchanged."""
     if scope == "node" and figures.nodes > 1:
-        return dataclasses.replace(figures, gpus=figures.gpus_per_node, nodes=1)
+        return dataclasses.replace(figures, gpus=figures.gpus_per_node, nodes=1, nvlink_units=None)
     if scope == "cross" and figures.nodes > 1:
         return dataclasses.replace(figures, gpus=figures.nodes, gpus_per_node=1)
     return figures
@@ -58,7 +60,7 @@ def alltoall_latency(figures: Figures, protocol: str, rel: nt.Release = nt.NCCL_
     channels, which run at once), so the peers' transfers overlap instead of following each
     other as a ring's n-1 steps do. nccl-tests alltoall_perf on 8 GPUs over NVLink measures
     10.6 us at 128 bytes against base + NVLink step = 11.8 us for Ring/Simple."""
-    hw = "net" if figures.nodes > 1 else "nvlink" if figures.nvlink_bandwidth > 0 else "pci"
+    hw = "net" if figures.nccl_nodes > 1 else "nvlink" if figures.nvlink_bandwidth > 0 else "pci"
     key = ("Ring", protocol)
     return (rel.base_lat[key] + rel.hw_lat[hw][key]) * 1e-6
 
