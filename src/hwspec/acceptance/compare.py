@@ -46,12 +46,18 @@ class Compared:
     measured: float
     figure: ex.Expected
     verdict: str
+    run: Location
+    """Where the run starts: the sizes of one run share it."""
+    devices: tuple[int, ...] = ()
+    """The GPU device numbers the run's ranks used on their hosts (`# Using devices`), sorted."""
 
     def record(self) -> dict[str, Any]:
         """The size as `hwspec diff --format json` writes it (GB/s, 1e9 bytes/s)."""
         f = self.figure
-        return {"file": self.where.file, "line": self.where.line, "collective": self.test, "bytes": self.bytes,
+        return {"file": self.where.file, "line": self.where.line, "run": f"{self.run.file}:{self.run.line}",
+                "collective": self.test, "bytes": self.bytes,
                 "nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "hosts": list(self.hosts),
+                "devices": list(self.devices),
                 **({"pair": list(self.pair)} if self.pair else {}),
                 "measured_busbw_gbps": round(self.measured / 1e9, 3), "expected_busbw_gbps": ex.gb(f.busbw),
                 "low_busbw_gbps": ex.gb(f.low), "high_busbw_gbps": ex.gb(f.high),
@@ -178,8 +184,10 @@ def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus
         return
     rows = [r for r in run.rows if r.busbw_gbps is not None]
     figures = ex.collective_figures(span, run.collective, tuple(r.bytes for r in rows), run.version, run.env)
+    devices = tuple(sorted({d.device for d in run.devices}))
     compared = [Compared(Location(run.file, r.line, r.col), run.collective, r.bytes, span.nodes, span.gpus_per_node, hosts,
-                         None, (r.busbw_gbps or 0.0) * 1e9, f, verdict(f, (r.busbw_gbps or 0.0) * 1e9))
+                         None, (r.busbw_gbps or 0.0) * 1e9, f, verdict(f, (r.busbw_gbps or 0.0) * 1e9),
+                         Location(run.file, run.line), devices)
                 for r, f in zip(rows, figures)]
     outcome.compared.extend(compared)
     _findings(topology, run, span, rows, compared, outcome)
@@ -270,8 +278,8 @@ def _check_copies(topology: Any, run: CopyRun, outcome: Outcome) -> None:
             pair = ("host", gpu.id) if source == "host" else (gpu.id, "host")
         figure = by_pair[pair]
         outcome.compared.append(Compared(Location(run.file, run.line, 1), run.testcase, None, 1, 1, (), pair, value * 1e9,
-                                         figure, verdict(figure, value * 1e9)))
-    compared = [c for c in outcome.compared if c.where.file == run.file and c.where.line == run.line]
+                                         figure, verdict(figure, value * 1e9), Location(run.file, run.line)))
+    compared = [c for c in outcome.compared if c.run == Location(run.file, run.line)]
     for c in compared:
         if c.verdict == "below":
             outcome.diagnostics.append(_copy_low(c))
