@@ -135,9 +135,9 @@ def run_shape(run: CollectiveRun, nodes: int | None, gpus_per_node: int | None) 
     return (), nodes, per_node
 
 
-def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int) -> Span | str:
+def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int, mnnvl: bool = True) -> Span | str:
     """The span of a run over `hosts` (or `nodes` nodes where it names none) of `per_node`
-    ranks each, or why there is none."""
+    ranks each (`mnnvl` False: the run set NCCL_MNNVL_ENABLE=0), or why there is none."""
     if topology.kind == "node":
         gpus = len(topology.platform.gpus)
         if per_node > gpus:
@@ -154,7 +154,7 @@ def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int) ->
     gpus = min(g.gpus_per_node for g in cluster.groups)
     if per_node > gpus:
         return f"{per_node} ranks per node, but the nodes of {cluster.name} have {gpus} GPUs"
-    return cluster_span(topology, found or tuple(range(nodes)), per_node)
+    return cluster_span(topology, found or tuple(range(nodes)), per_node, mnnvl)
 
 
 SUPPORTED = ex.alg.COLLECTIVES
@@ -175,7 +175,7 @@ def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus
         _unchecked(outcome, run.file, run.line, f"{run.collective}: {shape}")
         return
     hosts, run_nodes, per_node = shape
-    span = span_of(topology, hosts, run_nodes, per_node)
+    span = span_of(topology, hosts, run_nodes, per_node, run.env.get("NCCL_MNNVL_ENABLE") != "0")
     if isinstance(span, str):
         _unchecked(outcome, run.file, run.line, f"{run.collective} over {run_nodes} node(s) x {per_node}: {span}")
         return
