@@ -87,12 +87,41 @@ def test_nccl_algo_is_read_as_nccl_reads_it(setting, kept):
 
 
 def test_an_algorithm_over_a_link_without_a_cited_rate_makes_the_figure_unchecked():
-    """MI300X's xGMI has no cited rccl-tests measurement: every figure over it is unchecked, with the reason."""
+    """Zion's V100s meet over NVLink2, of which no nccl-tests measurement is cited: every figure
+    over it is unchecked, with the reason."""
+    span = node_span(topology("zion.yaml"))
+    (figure,) = ex.collective_figures(span, "all_reduce", (2**30,))
+    assert figure.busbw is None and not figure.judged
+    assert figure.note.startswith("unchecked: NCCL may run Ring here, and ")
+    assert figure.note.endswith(": no cited nccl-tests measurement over nvlink2")
+
+
+def test_xgmi_runs_at_its_measured_link_rate_and_is_never_judged_without_a_fleet_threshold():
+    """MI300X: 7 xGMI links x 64 GB/s at AMD's 48 of 64 (336 GB/s); no fleet threshold of an AMD
+    generation is cited, so no size is judged."""
     span = node_span(topology("mi300x-oam.yaml"))
-    figures = ex.collective_figures(span, "all_reduce", (2**30,))
-    assert [f.busbw for f in figures] == [None]
-    assert figures[0].note.startswith("unchecked: NCCL may run Ring here, and ")
-    assert figures[0].note.endswith("no cited nccl-tests measurement over xgmi")
+    (figure,) = ex.collective_figures(span, "all_reduce", (2**34,))
+    assert figure.algorithm == "Ring" and figure.busbw == pytest.approx(336e9, rel=0.01)
+    assert not figure.judged and figure.note.startswith("not judged: no fleet threshold of this GPU generation")
+
+
+def test_nvls_runs_at_its_measured_rate_per_gpu_on_one_node_and_nvlstree_on_two():
+    t = topology("hgx-h100.yaml")
+    (one,) = ex.collective_figures(node_span(t), "all_reduce", (2**34,))
+    assert (one.algorithm, one.protocol) == ("NVLS", "Simple")
+    assert one.busbw == pytest.approx(450e9 * 0.611 * 2 * 7 / 8, rel=0.01)  # ~481 GB/s, nccl-tests#212's ~480
+    assert one.high == pytest.approx(450e9 * 8 / 9 * 2 * 7 / 8)
+    (two,) = ex.collective_figures(node_span(t, 2), "all_reduce", (2**34,))
+    assert two.algorithm == "NVLSTree" and two.limit is not None and two.limit.tier == "nvswitch"
+
+
+def test_collnet_runs_only_when_the_run_enables_it():
+    t = topology("dgx-h100-8.yaml")
+    span = cluster_span(t, tuple(range(8)))
+    (plain,) = ex.collective_figures(span, "all_reduce", (2**34,))
+    (sharp,) = ex.collective_figures(span, "all_reduce", (2**34,), env={"NCCL_COLLNET_ENABLE": "1"})
+    assert plain.algorithm == "NVLSTree" and sharp.algorithm == "NVLS"
+    assert sharp.busbw is not None and plain.busbw is not None and sharp.busbw > plain.busbw
 
 
 def test_a_figure_never_exceeds_its_bound_and_grows_with_the_size():

@@ -1,32 +1,45 @@
 """The algorithms NCCL and RCCL may run a collective with over a `Span`, and the time of one
 call of S bytes under each.
 
-Each candidate's bandwidth is physical: per byte of S, the seconds every phase of the algorithm
-keeps its busiest link busy, at that link's achieved rate (`spans.Link.achieved`); NCCL
-pipelines the phases, so the slowest phase bounds (the formulas of
-`hwspec.perf.cluster_roofline`, with N units of G GPUs, n = N G ranks, B_i the link inside a
-unit, B_o the one leaving it, B_v the in-switch reduction rate):
+A candidate's transfer is a set of phases, NCCL pipelines them, so the slowest bounds: per byte
+of S, each phase moves a share of S over one link, at the link's achieved rate
+(`spans.Link.achieved`) for the expected figure and at its datasheet rate for the bound. With N
+units (nodes, or NVLink domains spanning nodes) of G GPUs, n = N G ranks, B_i the per-GPU link
+inside a unit, B_o the one leaving it and B_v the in-switch reduction rate (NVLS):
 
   Ring           AllReduce, AllGather, ReduceScatter: busbw = min(B_i, G B_o)
-  Tree           AllReduce across units: t/S = max(2(G-1)/(G B_i), 2(N-1)/(N G B_o))
-  NVLS           AllReduce in one unit whose switches reduce: algbw = B_v G/(G+1)
-  NVLSTree       AllReduce across such units: t/S = max((G+1)/(G B_v), 2(N-1)/(N G B_o))
+  Tree           AllReduce across units: t/S = max(2(G-1)/(G B_i), k/(G B_o))
+  NVLS           AllReduce in one unit whose switches reduce: algbw = B_v
+  NVLSTree       AllReduce across such units: t/S = max(1/B_v, k/(G B_o))
   CollNetDirect  AllReduce across units whose backend switches reduce (SHARP): t/S = max(2(G-1)/(G B_i), 1/(G B_o))
-  NVLS+SHARP     both: t/S = max((G+1)/(G B_v), 1/(G B_o))
+  NVLS (SHARP)   both reduce: t/S = max(1/B_v, 1/(G B_o))
   AlltoAll       grouped sends: t/S = max((n-G)/(n B_o), (G-1)/(n B_i))
   SendRecv       each rank to the next: algbw = min(B_i, B_o) (B_o where the ring of ranks leaves a unit)
 
+k is a tree's network traffic per byte of a GPU's share, NCCL's own account of it (tuning.cc,
+2.25-2.28: the inter-node bandwidth of a tree is doubled on two nodes): 1 on two units, 2 on
+more; its bound is the hierarchical ring's 2(N-1)/N. NVLS is measured as a rate per GPU (B_v =
+the NVLink bandwidth x `nvls_efficiency_*`: the measured algbw does not grow with G); its bound is
+the switch's traffic, algbw = NVLink x G/(G+1).
+
 Protocols and latencies are NCCL's own model (`hwspec.perf.nccl_tuning`, the release a run
-names): a protocol's share of the Simple bandwidth and its caps, the latency of an
-(algorithm, protocol), Tree's correction by size. The candidate and protocol of least time is
-what the figure expects: NCCL's tuner picks the least time under its model, and this is that
-model with the links' measured rates in place of its defaults. RCCL runs Ring and Tree only.
+names; NVLS and CollNet latencies from 2.28.7): a protocol's share of the Simple bandwidth and
+its caps, the latency of an (algorithm, protocol), Tree's correction by size. The candidate and
+protocol of least time is what the figure expects: NCCL's tuner picks the least time under its
+model, and this is that model with the links' measured rates in place of its defaults.
+
+Which algorithms NCCL may run (tuning.cc, 2.28.7): NVLS from 2.17 where the NVSwitches reduce;
+NVLSTree from 2.18, across units only; CollNet (SHARP) and NVLS across units only with
+NCCL_COLLNET_ENABLE=1, CollNetDirect only on NVSwitch systems. AllGather and ReduceScatter run as
+Ring (NCCL's NVLS AllGather on 8 H100s measures the ring's 360 GB/s: nccl-tests#326). RCCL runs
+Ring and Tree only.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hwspec.acceptance.spans import Link, Span
@@ -39,10 +52,18 @@ NVLS_FROM = (2, 17)
 """NCCL releases from 2.17 run NVLS (NVLink SHARP) AllReduce; NVLSTree from 2.18."""
 NVLS_TREE_FROM = (2, 18)
 
+NCCL_2_28_LATENCY_US = {
+    "NVLS": {"intra": 25.0, "inter": 18.0},
+    "NVLSTree": {"intra": 25.0, "inter": 14.0},
+    "CollNetDirect": {"intra": 3.7, "inter": 31.0},
+}
+"""NCCL 2.28.7's Simple-protocol latencies, us (src/graph/tuning.cc at ae7aed19: base 0, NVLink
+hw latency 25 for NVLS and NVLSTree, 3.7 for CollNetDirect; network 18, 14 and 31)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Phase:
-    """Seconds per byte of S one phase keeps `link` busy."""
+    """Seconds per byte of S one phase keeps `link` busy at its achieved rate."""
 
     seconds_per_byte: float
     link: Link
@@ -50,8 +71,9 @@ class Phase:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """An algorithm NCCL may run: its name in NCCL_ALGO's spelling, the phases of its Simple-protocol
-    transfer (the slowest bounds), and its bound with every link at its datasheet rate."""
+    """An algorithm NCCL may run: its name in NCCL_ALGO's spelling, the phases of its
+    Simple-protocol transfer (the slowest bounds), and its bound with every link at its
+    datasheet rate."""
 
     algorithm: str
     phases: tuple[Phase, ...]
@@ -67,6 +89,14 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class Untimed:
+    """An algorithm NCCL may run whose time is not known: `why` names the link without a cited rate."""
+
+    algorithm: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class Timing:
     """One call: its seconds, what ran it, the share of it that is latency, and the link at its limit."""
 
@@ -77,6 +107,16 @@ class Timing:
     limit: Link
     bound_seconds: float
     """The least time any algorithm NCCL may pick takes with every link at its datasheet rate and no latency."""
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """A phase: `share` bytes per byte of S over `link` at its achieved rate, `bound` bytes at
+    its datasheet rate (the physical traffic, which a measured per-GPU rate may not show)."""
+
+    link: Link
+    share: float
+    bound: float
 
 
 def busbw_factor(collective: str, ranks: int) -> float:
@@ -91,7 +131,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     if not version:
         return None
     parts = version.split("+")[0].split(".")
-    if not all(p.isdigit() and len(p) <= 4 for p in parts[:3]) or len(parts) < 2:
+    if len(parts) < 2 or not all(p.isdigit() and len(p) <= 4 for p in parts[:3]):
         return None
     return tuple(int(p) for p in parts[:3])
 
@@ -104,87 +144,80 @@ def release_for(version: str | None) -> nt.Release:
     return nt.NCCL_2_7 if parsed is not None and parsed < (2, 12) else nt.NCCL_2_20
 
 
-def _per_byte(link: Link, share: float) -> Phase | None:
-    """A phase moving `share` bytes per byte of S over `link` at its achieved rate; None when the
-    rate is unknown."""
-    rate = link.achieved
-    if rate is None or rate <= 0:
+def _phases(algorithm: str, shares: list[Share]) -> Candidate | Untimed | None:
+    """A candidate from its phases; `Untimed` when a link's achieved rate is unknown (a figure
+    NCCL may reach with it is then unchecked); None when nothing moves."""
+    shares = [s for s in shares if s.share > 0]
+    if not shares:
         return None
-    return Phase(share / rate, link)
-
-
-def _bound(phases: list[tuple[Link, float]]) -> float:
-    return max(share / link.bandwidth for link, share in phases if link.bandwidth > 0)
-
-
-def _candidate(algorithm: str, phases: list[tuple[Link, float]]) -> Candidate | Untimed | None:
-    """A candidate whose phases move `share` bytes per byte of S over each link; `Untimed` when a
-    link's achieved rate is unknown (a figure NCCL may reach with it is then unchecked); None
-    when nothing moves."""
-    phases = [(link, share) for link, share in phases if share > 0]
-    if not phases:
-        return None
-    unknown = next((link for link, _ in phases if link.achieved is None or link.achieved <= 0), None)
+    unknown = next((s.link for s in shares if s.link.achieved is None or s.link.achieved <= 0), None)
     if unknown is not None:
         return Untimed(algorithm, f"{unknown.what}: {unknown.efficiency_source}")
-    made = tuple(Phase(share / (link.achieved or 1.0), link) for link, share in phases)
-    return Candidate(algorithm, made, _bound(phases))
+    phases = tuple(Phase(s.share / (s.link.achieved or 1.0), s.link) for s in shares)
+    bound = max(s.bound / s.link.bandwidth for s in shares if s.link.bandwidth > 0)
+    return Candidate(algorithm, phases, bound)
 
 
-@dataclass(frozen=True, slots=True)
-class Untimed:
-    """An algorithm NCCL may run whose time is not known: `why` names the link without a cited rate."""
-
-    algorithm: str
-    why: str
+def _plain(link: Link, share: float) -> Share:
+    return Share(link, share, share)
 
 
-def candidates(span: Span, collective: str, version: str | None = None) -> list[Candidate | Untimed]:
-    """The algorithms NCCL (RCCL) may run `collective` with over `span` (none for a single rank)."""
+def collnet_enabled(env: Mapping[str, str]) -> bool:
+    """NCCL runs CollNet (and NVLS across nodes) only when told to: NCCL_COLLNET_ENABLE=1."""
+    return env.get("NCCL_COLLNET_ENABLE", "").strip() == "1"
+
+
+def candidates(span: Span, collective: str, version: str | None = None,
+               env: Mapping[str, str] | None = None) -> list[Candidate | Untimed]:
+    """The algorithms NCCL (RCCL) may run `collective` with over `span` (none for a single rank),
+    with the run's NCCL settings `env`."""
     n, g = span.ranks, span.unit_gpus
     if n < 2:
         return []
     intra, out = span.intra, span.out
     made: list[Candidate | Untimed | None] = []
     if collective == "sendrecv":
-        made.append(_candidate("Ring", [(link, 1.0) for link in (intra, out) if link is not None]))
+        made.append(_phases("Ring", [_plain(link, 1.0) for link in (intra, out) if link is not None]))
     elif collective == "alltoall":
-        phases = [(out, (n - g) / n)] if out is not None else []
-        phases += [(intra, (g - 1) / n)] if intra is not None else []
-        made.append(_candidate("Ring", phases))
+        shares = [_plain(out, (n - g) / n)] if out is not None else []
+        shares += [_plain(intra, (g - 1) / n)] if intra is not None else []
+        made.append(_phases("Ring", shares))
     else:
-        ring = [(intra, busbw_factor(collective, n))] if intra is not None else []
+        factor = busbw_factor(collective, n)
+        ring = [_plain(intra, factor)] if intra is not None else []
         if out is not None:
-            ring.append((out, busbw_factor(collective, n) / g))
-        made.append(_candidate("Ring", ring))
+            ring.append(_plain(out, factor / g))
+        made.append(_phases("Ring", ring))
         if collective == "all_reduce":
-            made.extend(_reductions(span, version))
+            made.extend(_reductions(span, version, env or {}))
     return [c for c in made if c is not None]
 
 
-def _reductions(span: Span, version: str | None) -> list[Candidate | Untimed | None]:
+def _reductions(span: Span, version: str | None, env: Mapping[str, str]) -> list[Candidate | Untimed | None]:
     """AllReduce's hierarchical and in-network candidates over `span`."""
     g, units = span.unit_gpus, span.units
     intra, out, nvls = span.intra, span.out, span.nvls
     parsed = version_tuple(version)
     nccl = span.library == "nccl"
+    collnet = nccl and span.sharp and collnet_enabled(env)
     made: list[Candidate | Untimed | None] = []
-    intra_phase = [(intra, 2 * (g - 1) / g)] if intra is not None else []
-    tree_out: list[tuple[Link, float]] = []
+    intra_phase = [_plain(intra, 2 * (g - 1) / g)] if intra is not None else []
+    tree_out: list[Share] = []
     if out is not None:
-        tree_out = [(out, 2 * (units - 1) / (units * g))]
-        made.append(_candidate("Tree", intra_phase + tree_out))
-        if span.sharp and nccl:
-            made.append(_candidate("CollNetDirect", intra_phase + [(out, 1 / g)]))
+        tree_out = [Share(out, (1 if units <= 2 else 2) / g, 2 * (units - 1) / (units * g))]
+        made.append(_phases("Tree", intra_phase + tree_out))
+        if collnet and intra is not None and intra.tier == "nvswitch":
+            made.append(_phases("CollNetDirect", intra_phase + [_plain(out, 1 / g)]))
     if nvls is None or not nccl or (parsed is not None and parsed < NVLS_FROM):
         return made
-    nvls_phase = [(nvls, (g + 1) / g)]
+    nvls_phase = [Share(nvls, 1.0, (g + 1) / g)]
     if out is None:
-        made.append(_candidate("NVLS", nvls_phase))
-    elif parsed is None or parsed >= NVLS_TREE_FROM:
-        made.append(_candidate("NVLSTree", nvls_phase + tree_out))
-        if span.sharp and out is not None:
-            made.append(_candidate("NVLS", nvls_phase + [(out, 1 / g)]))
+        made.append(_phases("NVLS", nvls_phase))
+    else:
+        if parsed is None or parsed >= NVLS_TREE_FROM:
+            made.append(_phases("NVLSTree", nvls_phase + tree_out))
+        if collnet:
+            made.append(_phases("NVLS", nvls_phase + [_plain(out, 1 / g)]))
     return made
 
 
@@ -193,12 +226,6 @@ def comm(span: Span) -> nt.Comm:
     nvlink = span.intra is not None and span.intra.tier in ("nvlink", "nvswitch")
     return nt.Comm(ranks=span.ranks, nodes=span.units, compute_capability=span.compute_capability, nvlink=nvlink,
                    gpudirect=span.gpudirect)
-
-
-NVLS_LATENCY_US = 25.0
-"""Latency of an NVLS or NVLSTree call, us, where NCCL's model of the release has none:
-assumed: Ring/Simple's latency over NVLink plus the switch's reduction round trip is not
-measured; NCCL's tables in the releases hwspec holds have no NVLS row."""
 
 
 def timing(span: Span, collective: str, nbytes: int, candidate: Candidate, protocol: str,
@@ -210,10 +237,10 @@ def timing(span: Span, collective: str, nbytes: int, candidate: Candidate, proto
     algorithm = candidate.algorithm
     modelled = algorithm if algorithm in nt.ALGORITHMS else None
     nccl_collective = collective if collective in nt.NCCL_FUNCTION else "all_gather"
+    if modelled is None and protocol != "Simple":
+        return None  # NVLS, NVLSTree and CollNet run Simple only
     if modelled is not None and collective not in ("alltoall", "sendrecv") and not nt.enabled(release, c, nccl_collective, modelled, protocol):
         return None
-    if modelled is None and protocol != "Simple":
-        return None  # NVLS and CollNet run Simple
     seconds_per_byte = candidate.seconds_per_byte
     if protocol != "Simple":
         bus = busbw_factor(collective, c.ranks) / seconds_per_byte / 1e9  # GB/s, as tuning.cc's ring bandwidth
@@ -228,39 +255,45 @@ def timing(span: Span, collective: str, nbytes: int, candidate: Candidate, proto
         if size < len(factors):
             seconds_per_byte /= factors[size]
     latency = _latency(span, collective, algorithm, protocol, release)
-    transfer = nbytes * seconds_per_byte
-    return Timing(latency + transfer, algorithm, protocol, latency, candidate.limit,
+    return Timing(latency + nbytes * seconds_per_byte, algorithm, protocol, latency, candidate.limit,
                   nbytes * candidate.bound_seconds_per_byte)
 
 
 def _latency(span: Span, collective: str, algorithm: str, protocol: str, release: nt.Release) -> float:
     """Seconds of latency of one call (NCCL's model; AlltoAll and SendRecv: one step)."""
     c = comm(span)
-    if algorithm not in nt.ALGORITHMS:
-        return NVLS_LATENCY_US * 1e-6
+    if algorithm in NCCL_2_28_LATENCY_US:
+        hw = NCCL_2_28_LATENCY_US[algorithm]
+        if algorithm == "NVLS":
+            us = hw["intra"] + (hw["inter"] if span.units > 1 else 0.0)
+        elif algorithm == "NVLSTree":
+            us = hw["intra"] + 2 * nt.log2i(span.units) * hw["inter"]
+        else:  # CollNetDirect: 2 (min(1, ppn - 1) intra + (ppn - 1) x 0.4 arity serialization) + inter
+            ppn = span.unit_gpus
+            us = 2 * (min(1, ppn - 1) * hw["intra"] + (ppn - 1) * 0.4) + hw["inter"]
+        return us * 1e-6
     if collective in ("alltoall", "sendrecv"):
-        hw = "net" if span.units > 1 else "nvlink" if c.nvlink else "pci"
+        hw_name = "net" if span.units > 1 else "nvlink" if c.nvlink else "pci"
         key = ("Ring", protocol)
-        return (release.base_lat[key] + release.hw_lat[hw][key]) * 1e-6
+        return (release.base_lat[key] + release.hw_lat[hw_name][key]) * 1e-6
     return nt.latency(release, c, collective, algorithm, protocol) * 1e-6
 
 
 def fastest(span: Span, collective: str, nbytes: int, found: list[Candidate], version: str | None = None,
-            algorithms: tuple[str, ...] = (), protocols: tuple[str, ...] = ()) -> Timing | None:
-    """The (candidate, protocol) of least time for one call of `nbytes`, limited to `algorithms`
-    and `protocols` where a run sets NCCL_ALGO / NCCL_PROTO; None when none is left."""
+            protocols: tuple[str, ...] = ()) -> Timing | None:
+    """The (candidate, protocol) of least time for one call of `nbytes` among `found`, limited to
+    `protocols` where a run sets NCCL_PROTO; its `bound_seconds` is the least bound of them all.
+    None when none is left."""
     release = release_for(version)
     best: Timing | None = None
-    wanted_algorithms = {a.lower() for a in algorithms}
-    wanted_protocols = {p.lower() for p in protocols}
-    allowed = [c for c in found if not wanted_algorithms or c.algorithm.lower() in wanted_algorithms]
-    for candidate in allowed:
+    wanted = {p.lower() for p in protocols}
+    for candidate in found:
         for protocol in nt.PROTOCOLS:
-            if wanted_protocols and protocol.lower() not in wanted_protocols:
+            if wanted and protocol.lower() not in wanted:
                 continue
             t = timing(span, collective, nbytes, candidate, protocol, release)
             if t is not None and math.isfinite(t.seconds) and (best is None or t.seconds < best.seconds):
                 best = t
     if best is None:
         return None
-    return dataclasses.replace(best, bound_seconds=nbytes * min(c.bound_seconds_per_byte for c in allowed))
+    return dataclasses.replace(best, bound_seconds=nbytes * min(c.bound_seconds_per_byte for c in found))

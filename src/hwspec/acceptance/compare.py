@@ -183,7 +183,8 @@ def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus
         _unchecked(outcome, run.file, run.line, f"a {run.tool} run, but {topology.platform.name} runs {span.library.upper()}")
         return
     rows = [r for r in run.rows if r.busbw_gbps is not None]
-    figures = ex.collective_figures(span, run.collective, tuple(r.bytes for r in rows), run.version, run.env)
+    env = {**ex.platform_environment(topology), **run.env}
+    figures = ex.collective_figures(span, run.collective, tuple(r.bytes for r in rows), run.version, env)
     devices = tuple(sorted({d.device for d in run.devices}))
     compared = [Compared(Location(run.file, r.line, r.col), run.collective, r.bytes, span.nodes, span.gpus_per_node, hosts,
                          None, (r.busbw_gbps or 0.0) * 1e9, f, verdict(f, (r.busbw_gbps or 0.0) * 1e9),

@@ -34,16 +34,25 @@ then even five times that latency costs at most 10%, within the band (assumed: m
 small-message latencies reach several times NCCL's model, e.g. over EFA and TCP; the factor 5
 is hwspec's margin, not a measurement)."""
 
-BAND = "acceptance_band"
-"""The calibration constant whose value is the band's width below the expected figure."""
+BANDS = {"Hopper": "acceptance_band_hopper", "Blackwell": "acceptance_band_blackwell", "Ampere": "acceptance_band_ampere"}
+"""The calibration constant of the band's width below an expected collective figure, by GPU
+generation (`calibration.architecture`): a fleet's own pass line below its own published figure."""
 
 
-def band() -> tuple[float | None, str]:
-    """The band's relative width below an expected figure and its source; None where no
-    source is held (figures are then shown, never judged)."""
-    if BAND not in cal.CALIBRATION:
-        return None, "no cited band width"
-    return constant(BAND)
+def band(compute_capability: int) -> tuple[float | None, str]:
+    """The band's relative width below a collective figure on GPUs of `compute_capability` x10,
+    and its source; None where no fleet threshold for the generation is known (AMD, older
+    NVIDIA): figures are then shown, never judged."""
+    arch = cal.architecture(compute_capability)
+    name = BANDS.get(arch.name) if arch is not cal.UNKNOWN_ARCHITECTURE else None
+    if name is None:
+        return None, f"no fleet threshold of this GPU generation is known (compute capability {compute_capability / 10:g})"
+    return constant(name)
+
+
+def copy_band(peer: bool) -> tuple[float, str]:
+    """The band below an nvbandwidth copy figure: host copies' or GPU-to-GPU copies'."""
+    return constant("acceptance_band_peer_copy" if peer else "acceptance_band_copy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +106,10 @@ def collective_figures(span: Span, collective: str, sizes: tuple[int, ...] = SIZ
     """The figures of `collective` over `span` at each of `sizes`, for a run of NCCL `version`
     with `env` (NCCL_ALGO and NCCL_PROTO limit NCCL's choice)."""
     env = env or {}
-    width, band_source = band()
+    width, band_source = band(span.compute_capability)
     algorithms = allowed(env.get("NCCL_ALGO"), ALGORITHM_NAMES)
     protocols = allowed(env.get("NCCL_PROTO"), ("LL", "LL128", "Simple"))
-    made = [c for c in alg.candidates(span, collective, version) if c.algorithm in algorithms]
+    made = [c for c in alg.candidates(span, collective, version, env) if c.algorithm in algorithms]
     found = [c for c in made if isinstance(c, alg.Candidate)]
     untimed = [c for c in made if isinstance(c, alg.Untimed)]
     why = (f"NCCL may run {untimed[0].algorithm} here, and {untimed[0].why}" if untimed else
@@ -185,9 +194,8 @@ COPY_TESTS = {
 """The nvbandwidth testcases hwspec has figures for, and what each copies between: copy-engine
 copies of one GPU (or one GPU pair) at a time, the rest idle."""
 
-COPY_EFFICIENCY = {"pcie": "pcie_efficiency", "c2c": "c2c_copy_efficiency",
-                   "nvlink3": "copy_efficiency_nvlink3", "nvlink4": "copy_efficiency_nvlink4",
-                   "nvlink5": "copy_efficiency_nvlink5"}
+COPY_EFFICIENCY = {"pcie": "pcie_copy_efficiency", "c2c": "c2c_copy_efficiency",
+                   "nvlink4": "copy_efficiency_nvlink4", "nvlink5": "copy_efficiency_nvlink5"}
 """The calibration constant of a copy engine's achieved fraction over each kind of link; a kind
 without one (NVLink to a POWER CPU, xGMI) is unchecked."""
 
@@ -251,7 +259,7 @@ def fabric_tier_of(platform: Any, gpu: Any) -> str:
 
 def copy_figure(test: str, link: Link | None, pair: tuple[str, str], why: str = "") -> Expected:
     """The figure of one copy over `link` (None: unknown, with `why`)."""
-    width, band_source = band()
+    width, band_source = copy_band("host" not in pair)
     if link is None or link.achieved is None:
         note = f"unchecked: {why or (link.efficiency_source if link is not None else 'the link is not known')}"
         return Expected(test, "nvbandwidth", 1, 1, None, None, None, None, "copy engine", "", link, False, note, band_source, pair)
@@ -342,9 +350,11 @@ def document(topology: Any) -> dict[str, Any]:
     `hwspec expect --format json`): every scope's collectives at every size, and a node's copies."""
     from hwspec.text import visible
 
-    width, source = band()
-    runs = [run_record(scope, span, c, collective_figures(span, c)) for scope, span in scopes(topology)
+    env = platform_environment(topology)
+    found = scopes(topology)
+    runs = [run_record(scope, span, c, collective_figures(span, c, env=env)) for scope, span in found
             for c in alg.COLLECTIVES]
+    width, source = band(found[0][1].compute_capability if found else 0)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "platform": {"name": topology.name, "title": topology.platform.title, "file": visible(topology.file),
@@ -357,6 +367,15 @@ def document(topology: Any) -> dict[str, Any]:
     if topology.kind == "node" and tool_of_platform(topology) == "nccl-tests":
         doc["copies"] = [copy_record(test, copy_figures(topology, test)) for test in COPY_TESTS]
     return doc
+
+
+def platform_environment(topology: Any) -> dict[str, str]:
+    """The NCCL settings a platform's generated configs give every run (its `environment:`, a
+    cluster's over its first node platform's): NCCL_COLLNET_ENABLE=1 there turns SHARP on."""
+    platform = topology.platform
+    nodes = platform.node_platforms if topology.kind == "cluster" else ()
+    merged = {**(dict(nodes[0].environment) if nodes else {}), **dict(platform.environment)}
+    return {k: v for k, v in merged.items() if k.startswith(("NCCL_", "RCCL_"))}
 
 
 def tool_of_platform(topology: Any) -> str:

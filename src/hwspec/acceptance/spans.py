@@ -114,7 +114,10 @@ MEASURED_FABRICS = {a.fabric: a for a in cal.ARCHITECTURES}
 
 def fabric_efficiency(kind: str | None) -> tuple[float | None, str]:
     """Achieved busbw fraction of a GPU fabric of `kind` (the parts' `fabric.kind`) and its
-    source; None for a kind no measurement covers (NVLink2, xGMI, unknown)."""
+    source: each NVLink generation's measured ring busbw, xGMI's measured link rate; None for a
+    kind no measurement covers (NVLink2, unknown)."""
+    if kind == "xgmi":
+        return constant("xgmi_efficiency")
     arch = MEASURED_FABRICS.get(kind or "")
     if arch is None:
         return None, f"no cited nccl-tests measurement over {kind or 'an unknown fabric'}"
@@ -122,8 +125,8 @@ def fabric_efficiency(kind: str | None) -> tuple[float | None, str]:
 
 
 def nvls_efficiency(compute_capability: int) -> tuple[float | None, str]:
-    """Achieved fraction of the NVLS AllReduce bound (`roofline.nvls_all_reduce_algbw`) for the
-    GPUs' generation; None where no measurement of that generation is known."""
+    """NVLS AllReduce's measured algbw as a fraction of the GPU's NVLink bandwidth for the GPUs'
+    generation; None where no measurement of that generation is known."""
     name = {"Hopper": "nvls_efficiency_hopper", "Blackwell": "nvls_efficiency_blackwell"}.get(
         cal.architecture(compute_capability).name)
     if name is None or name not in cal.CALIBRATION:

@@ -94,12 +94,13 @@ def cmd_expect(args: argparse.Namespace) -> int:
     from hwspec.acceptance.spans import cluster_span, node_span
 
     topology = load_topology(args.platform, args.parts)
-    env = _env(args.env)
-    if isinstance(env, str):
-        sys.stderr.write(f"hwspec: {env}\n")
+    given = _env(args.env)
+    if isinstance(given, str):
+        sys.stderr.write(f"hwspec: {given}\n")
         return EXIT_UNREADABLE
     if topology is None:
         return EXIT_UNREADABLE
+    env = {**ex.platform_environment(topology), **given}
     tests = args.test or [*COLLECTIVES, *ex.COPY_TESTS]
     if args.nodes is None and args.gpus_per_node is None:
         scopes = ex.scopes(topology)
@@ -123,7 +124,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
               and topology.kind == "node" and args.nodes in (None, 1) and ex.tool_of_platform(topology) == "nccl-tests"]
     if args.format == "json":
         doc = ex.document(topology) if (args.nodes is None and args.gpus_per_node is None and not args.test
-                                        and args.nccl_version is None and not env) else {
+                                        and args.nccl_version is None and not given) else {
             "schema_version": ex.SCHEMA_VERSION, "platform": {"name": topology.name, "file": visible(topology.file)},
             "runs": [ex.run_record(scope, span, c, figures) for scope, span, c, figures in runs],
             **({"copies": [ex.copy_record(t, f) for t, f in copies]} if copies else {})}
@@ -138,10 +139,12 @@ def text_report(topology: Any, runs: list[tuple[str, Any, str, list[Any]]], copi
     from hwspec.acceptance.expected import band, size_text
     from hwspec.perf.tables import number, table
 
-    width, source = band()
     out = [f"{topology.name}: {topology.platform.title}",
-           f"source: {visible(topology.file)}; busbw as nccl-tests prints it, GB/s = 1e9 bytes/s",
-           f"band: {'-' + number(100 * width) + '%' if width is not None else 'none'} below the expected figure at judged sizes (*): {source}"]
+           f"source: {visible(topology.file)}; busbw as nccl-tests prints it, GB/s = 1e9 bytes/s; * judged sizes: "
+           "below 'low' is drift"]
+    bands = {band(span.compute_capability) for _, span, _, _ in runs}
+    for width, source in sorted(bands, key=str):
+        out.append(f"band: {number(100 * width) + '% below the expected figure' if width is not None else 'none'}: {source}")
 
     def gb(value: float | None) -> str:
         return "-" if value is None else number(value / 1e9)

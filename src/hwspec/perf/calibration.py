@@ -67,6 +67,59 @@ CALIBRATION: dict[str, Constant] = {
     "tcp_efficiency": Constant(
         0.60, "fraction", "nccl-tests over TCP sockets: no more than ~60% of wire speed even at large sizes",
         "github.com/NVIDIA/nccl/issues/209"),
+    "nvls_efficiency_hopper": Constant(
+        0.611, "fraction", "NVLS (NVLink SHARP) AllReduce on 8 x H100 SXM: algbw ~275 of 450 GB/s per GPU per direction "
+        "(busbw ~480); measured algbw 258-273 GB/s at 5-8 GPUs (the rate per GPU, not growing with the GPUs)",
+        "github.com/NVIDIA/nccl-tests/issues/212 (NCCL maintainer, 2024-05-06); github.com/NVIDIA/nccl/issues/1455"),
+    "nvls_efficiency_blackwell": Constant(
+        0.527, "fraction", "NVLS AllReduce on 8 x B200, NCCL 2.27.1: busbw '830+' GB/s, algbw 474 of 900 GB/s (no raw "
+        "output or size given: the only 8-GPU Blackwell NVLS figure found; its ratio to Hopper's, 0.86, is NCCL's own "
+        "nvlsEfficiency ratio 0.74/0.85 in src/graph/tuning.cc of 2.28.7)", "github.com/NVIDIA/nccl/issues/1807"),
+    "xgmi_efficiency": Constant(
+        0.75, "fraction", "AMD MI300X (gfx942) xGMI: 48 of 64 GB/s per link per direction after protocol and error "
+        "correction overheads, the rate RCCL's topology gives each link (AMD's RCCL maintainer)",
+        "github.com/ROCm/rccl/issues/1210"),
+    "pcie_copy_efficiency": Constant(
+        0.83, "fraction", "copy-engine (cudaMemcpy, pinned) host-GPU copies: 26.2 of 31.5 GB/s on PCIe Gen4 x16 "
+        "(A100-PCIE, bandwidthTest), 12.4-13.1 of 15.75 on Gen3 x16, 25.94-26.19 on Gen4 (nvbandwidth's README "
+        "example), 52.77 of 63.0 on Gen5 x16 (H100, nvbandwidth)", "github.com/jdh4/della-gpu-A100 README; "
+        "github.com/NVIDIA/nvbandwidth README (5d364368); github.com/NVIDIA/nvbandwidth/issues/24"),
+    "c2c_copy_efficiency": Constant(
+        0.77, "fraction", "NVLink-C2C host-GPU copy engine copy on a GH200 480GB (nvbandwidth v0.5): 346 of 450 GB/s "
+        "per direction", "github.com/NVIDIA/nvbandwidth/issues/23"),
+    "copy_efficiency_nvlink4": Constant(
+        0.84, "fraction", "GPU-to-GPU copies over NVLink4 on an HGX H100: 380 of 450 GB/s unidirectional "
+        "(p2pBandwidthLatencyTest)", "github.com/NVIDIA/nccl/issues/1264"),
+    "copy_efficiency_nvlink5": Constant(
+        0.86, "fraction", "GPU-to-GPU copies over NVLink5 on a GB200: nvbandwidth's peer copy ~770 of 900 GB/s",
+        "github.com/Azure/AI-benchmarking-guide/issues/7"),
+    "acceptance_band_hopper": Constant(
+        0.102, "fraction", "a fleet's pass line below its expected figure on Hopper: Azure's node health check fails an "
+        "ND H200 v5 VM below 431 GB/s all_reduce busbw at 16G, where Azure's published figure is 479.98 (the wider of "
+        "its Hopper pairs; ND H100 v5: 460 of 478.87, 3.9%)",
+        "github.com/Azure/azurehpc-health-checks conf/nd96isr_h200_v5.conf (13fa400b); "
+        "github.com/Azure/AI-benchmarking-guide Azure_Results/ND_H200_v5_results.md"),
+    "acceptance_band_blackwell": Constant(
+        0.364, "fraction", "Blackwell: Azure's node health check fails an ND GB200 v6 VM (4 GPUs) below 432 GB/s "
+        "all_reduce busbw at 16G, where Azure's published figure is 679.61",
+        "github.com/Azure/azurehpc-health-checks conf/nd128isr_ndr_gb200_v6.conf (215c6445); "
+        "github.com/Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md"),
+    "acceptance_band_ampere": Constant(
+        0.015, "fraction", "Ampere: Azure's node health check fails an ND A100 v4 VM below 228 GB/s all_reduce busbw at "
+        "16G (best of 10 runs), where Azure's published figure is 231.58",
+        "github.com/Azure/azurehpc-health-checks conf/nd96amsr_a100_v4.conf (2a20aecf); "
+        "github.com/Azure/AI-benchmarking-guide Azure_Results/ND_A100_v4_results.md"),
+    "acceptance_band_copy": Constant(
+        0.077, "fraction", "host-device copies: Azure's node health check fails an ND H100 v5 or H200 v5 VM whose "
+        "nvbandwidth host_to_device or device_to_host copy is below 48 GB/s, where Azure's published figure is 52",
+        "github.com/Azure/azurehpc-health-checks customTests/azure_gpu_bandwidth.nhc, conf/nd96isr_h100_v5.conf; "
+        "github.com/Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md"),
+    "acceptance_band_peer_copy": Constant(
+        0.50, "fraction", "GPU-to-GPU copies: Azure's node health check fails an ND H100 v5 VM whose nvbandwidth "
+        "device_to_device_memcpy_read_ce is below 335 GB/s, where Azure's published figure is 672 (a lost half of the "
+        "NVLink paths, not a slow one)",
+        "github.com/Azure/azurehpc-health-checks conf/nd96isr_h100_v5.conf; "
+        "github.com/Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md"),
     "kernel_launch_overhead": Constant(
         0.9e-6, "seconds", "GPU time per kernel beyond its execution when launches are queued asynchronously: "
         "3.8 us per kernel for a 2.9 us kernel", "NVIDIA Technical Blog, 'Getting Started with CUDA Graphs' (2019)"),
