@@ -134,10 +134,20 @@ def nvls_efficiency(compute_capability: int) -> tuple[float | None, str]:
     return constant(name)
 
 
-def network_efficiency(transport: str) -> tuple[float, str]:
-    """Achieved busbw fraction of a NIC's line rate for `transport` (`calibration.network_efficiency`)."""
-    rdma = transport.strip().lower() in cal.RDMA_TRANSPORTS
-    return constant("rdma_efficiency" if rdma else "tcp_efficiency")
+MEASURED_TRANSPORTS = {"infiniband": "rdma_efficiency", "rocev2": "rdma_efficiency", "tcp": "tcp_efficiency"}
+"""Transports whose achieved busbw per NIC a cited nccl-tests measurement gives: InfiniBand and
+RoCE (48 of 50 GB/s per 400G ConnectX-7, 24 of 25 per 200G: `rdma_efficiency`) and plain TCP
+sockets (`tcp_efficiency`). EFA, GPUDirect-TCPX(O) and Slingshot have none: their figures are
+unchecked."""
+
+
+def network_efficiency(transport: str) -> tuple[float | None, str]:
+    """Achieved busbw fraction of a NIC's line rate for `transport` (`MEASURED_TRANSPORTS`), and its
+    source; None for a transport no measurement covers."""
+    name = MEASURED_TRANSPORTS.get(transport.strip().lower())
+    if name is None:
+        return None, f"no cited nccl-tests measurement over {transport}"
+    return constant(name)
 
 
 def constant(name: str) -> tuple[float, str]:
