@@ -216,7 +216,7 @@ def parse(text: str, file: str, kind: str) -> tuple[list[CollectiveRun], list[Di
     and the problems found; `kind` is the file's tool as `results.sniff` found it, the runs' tool
     where their own lines do not say."""
     problems = Problems(file)
-    if text.lstrip()[:1] in ("{", "["):
+    if values.is_json(text):
         runs = _JsonReader(text, file, kind, problems).read()
     else:
         runs = _TextReader(file, kind, problems).read(text)
@@ -386,6 +386,7 @@ class _TextReader:
         for number, line in enumerate(lines, 1):
             self.line(number, line[:-1] if line.endswith("\r") else line, cut and number == len(lines))
         self.close()
+        self.no_table()
         return runs_of(self.tables, self.file, self.tool, self.problems)
 
     def line(self, number: int, line: str, cut: bool) -> None:
@@ -419,7 +420,7 @@ class _TextReader:
         if test is not None:
             self.test_line(test.group(1), test.group(2)[:values.MAX_TEXT_CHARS], number)
         elif body.startswith(("nThread", "Using devices", "Rank ", "nccl-tests version")):
-            self.new_preamble(number)
+            self.new_preamble(number, starts_a_run=body.startswith("nThread") and self.preamble.threads is not None)
             self.preamble_line(body, number)
         elif body.startswith(_FOOTERS):
             self.close()
@@ -430,13 +431,23 @@ class _TextReader:
 
     def test_line(self, which: str, program: str, number: int) -> None:
         if which == "starting":
-            self.new_preamble(number)
+            self.new_preamble(number, starts_a_run=True)
             self.preamble.program = program
             return
         self.close()
+        self.no_table()
         if self.last is not None and self.last.concluded is None:
             self.last.concluded = program
         self.preamble, self.preamble_used, self.last = _Preamble(), False, None
+
+    def no_table(self) -> None:
+        """An I101 when the preamble no table has taken shows a run began (a `Collective test
+        starting` or `nThread` line): the run stopped before its results, and is left out."""
+        preamble = self.preamble
+        if not self.preamble_used and (preamble.program is not None or preamble.threads is not None):
+            assert preamble.line is not None
+            self.problems.error(preamble.line, 1, "a run starts here but no result table follows: left out")
+            self.preamble = _Preamble()
 
     def preamble_line(self, body: str, number: int) -> None:
         preamble = self.preamble
@@ -498,10 +509,12 @@ class _TextReader:
         if _env(self.env, name, value, where, self.problems):
             self.env_copy = None
 
-    def new_preamble(self, number: int) -> None:
+    def new_preamble(self, number: int, starts_a_run: bool = False) -> None:
         """A line of a run's preamble: it closes the open table, and starts a new preamble after
-        one a table has taken."""
+        one a table has taken (or, `starts_a_run`, after one that shows a run with no table)."""
         self.close()
+        if starts_a_run:
+            self.no_table()
         if self.preamble_used:
             self.preamble, self.preamble_used, self.last = _Preamble(), False, None
         self.preamble.touch(number)

@@ -70,7 +70,7 @@ def parse(text: str, file: str, kind: str) -> tuple[list[CopyRun], list[Diagnost
     """The testcases of nvbandwidth output `text` (JSON when it starts with `{`), and the problems
     found. `kind` is "nvbandwidth"."""
     problems = Problems(file)
-    if text.lstrip()[:1] in ("{", "["):
+    if values.is_json(text):
         runs = _read_json(text, file, problems)
     else:
         runs = _TextReader(file, problems).read(text)
@@ -157,9 +157,11 @@ class _TextReader:
             return True
         cells = words[1:]
         if len(cells) != current.columns:
-            what = "cut short at the end of the file" if cut and len(cells) < current.columns else "has"
-            self.left_out(current, number, col, f"matrix row {expected} {what} {len(cells)} of {current.columns} values" if what != "has"
-                          else f"matrix row {expected} has {len(cells)} values where the matrix has {current.columns} columns")
+            if cut and len(cells) < current.columns:
+                why = f"matrix row {expected} cut short at the end of the file: {len(cells)} of {current.columns} values"
+            else:
+                why = f"matrix row {expected} has {len(cells)} values where the matrix has {current.columns} columns"
+            self.left_out(current, number, col, why)
             return True
         if expected >= values.MAX_MATRIX:
             self.left_out(current, number, col, f"more than {values.MAX_MATRIX} matrix rows")
@@ -203,8 +205,7 @@ class _TextReader:
         if current.error is not None:
             self.problems.error(current.line, 1, f"testcase {current.name} reported an error: {quote(current.error, 80)}: left out")
         elif (current.matrix_left_out or not current.rows) and current.total is None:
-            if not current.matrix_left_out:
-                self.problems.error(current.line, 1, f"testcase {current.name} has no results (no matrix, no SUM line): left out")
+            self.problems.error(current.line, 1, f"testcase {current.name} has no results read (no matrix, no SUM line): left out")
         else:
             self.runs.append(current.run(self.file))
 

@@ -30,6 +30,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hwspec.acceptance import values
 from hwspec.diagnostics import Code, Diagnostic, Severity, display_path, os_reason
 from hwspec.live.observed import MAX_INPUT_BYTES
 
@@ -177,8 +178,7 @@ def _head(data: bytes) -> str:
 
 def kinds(head: str) -> list[str]:
     """The kinds of output `head` (the start of a file's text) holds, the main one first."""
-    start = head.lstrip()[:1]
-    if start in ("{", "["):
+    if values.is_json(head):
         if '"nvbandwidth"' in head:
             return ["nvbandwidth"]
         if '"busBw"' in head:

@@ -46,7 +46,7 @@ MAX_ENV_NAMES = 128
 MAX_RUNS = 10_000
 """Runs read from one file; the rest of a file past them is refused."""
 MAX_PROBLEMS = 1000
-"""Problems listed for one file; past them one more says how many were not listed."""
+"""Errors, and warnings, listed for one file; past them one more says how many were not listed."""
 
 NOT_AVAILABLE = "N/A"
 """How the programs print a value they did not measure or check."""
@@ -142,34 +142,23 @@ def text_value(value: object, what: str, limit: int = MAX_TEXT_CHARS) -> str:
 
 class Problems:
     """The problems one reader finds in one file, in the order found. I101 (an error) is a run or
-    a file that cannot be read; I103 (a warning) a row or value left out, the rest still read."""
+    a file that cannot be read; I103 (a warning) a row or value left out, the rest still read.
+    At most MAX_PROBLEMS of each are listed: past them a problem is only counted, so that a file of
+    a million bad rows costs no more than its rows, and an error is never hidden by warnings."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.listed: list[Diagnostic] = []
-        self.unlisted = 0
+        self.counts = {Severity.ERROR: 0, Severity.WARNING: 0}
         self.failed = False
-        """Whether an error was found (listed or not)."""
+        """Whether an error was found."""
 
     def add(self, line: int, col: int, severity: Severity, code: Code, message: str) -> None:
-        """Record one problem; `message` quotes the file only through `quote` (or `visible`).
-        Past MAX_PROBLEMS a problem is only counted: a file of a million bad rows costs no more
-        than its rows."""
+        """Record one problem; `message` quotes the file only through `quote` (or `visible`)."""
         self.failed = self.failed or severity >= Severity.ERROR
-        if len(self.listed) >= MAX_PROBLEMS:
-            self.unlisted += 1
-            return
-        self.listed.append(Diagnostic(self.file, line, col, severity, code, message, None, code.printed_name))
-
-    @property
-    def found(self) -> list[Diagnostic]:
-        """The problems listed, and one more counting those past MAX_PROBLEMS."""
-        if not self.unlisted:
-            return list(self.listed)
-        last = self.listed[-1]
-        more = Diagnostic(self.file, last.line, last.col, Severity.WARNING, Code.INPUT_VALUE,
-                          f"more than {MAX_PROBLEMS} problems: {self.unlisted} more are not listed", None, Code.INPUT_VALUE.printed_name)
-        return [*self.listed, more]
+        self.counts[severity] += 1
+        if self.counts[severity] <= MAX_PROBLEMS:
+            self.listed.append(Diagnostic(self.file, line, col, severity, code, message, None, code.printed_name))
 
     def error(self, line: int, col: int, message: str) -> None:
         self.add(line, col, Severity.ERROR, Code.INPUT_SYNTAX, message)
@@ -177,12 +166,34 @@ class Problems:
     def warn(self, line: int, col: int, message: str) -> None:
         self.add(line, col, Severity.WARNING, Code.INPUT_VALUE, message)
 
+    @property
+    def found(self) -> list[Diagnostic]:
+        """The problems listed, and for each severity past MAX_PROBLEMS one more counting the rest
+        (at the last one listed)."""
+        out = list(self.listed)
+        for severity, code in ((Severity.ERROR, Code.INPUT_SYNTAX), (Severity.WARNING, Code.INPUT_VALUE)):
+            unlisted = self.counts[severity] - MAX_PROBLEMS
+            if unlisted > 0:
+                last = next(d for d in reversed(self.listed) if d.severity == severity)
+                out.append(Diagnostic(self.file, last.line, last.col, severity, code,
+                                      f"more than {MAX_PROBLEMS} {severity.label}s: {unlisted} more are not listed", None,
+                                      code.printed_name))
+        return out
+
 
 # ------------------------------------------------------------------ lines
 
 _PREFIX = re.compile(r"[ \t]*(?:\[(\d{1,9},\d{1,9})\]<std[a-z]{2,5}>:|(\d{1,7}):(?=[ \t]))")
 """A launcher's per-line rank prefix: Open MPI's `--tag-output` (`[1,0]<stdout>:`) and Slurm's
 `srun --label` (`0: `)."""
+
+
+def is_json(text: str) -> bool:
+    """Whether `text` is JSON by its first character (`{` or `[`, not a tag-output prefix)."""
+    first = _NOT_SPACE.search(text)
+    if first is None:
+        return False
+    return first.group() == "{" or (first.group() == "[" and _PREFIX.match(text, first.start()) is None)
 
 
 def split_prefix(line: str) -> tuple[str | None, str, int]:
