@@ -476,6 +476,21 @@ def test_a_run_that_stops_before_its_table() -> None:
     assert [run.line for run in found.runs] == [8]
 
 
+def test_version_from_the_tests_line_and_after_the_header() -> None:
+    """Newer nccl-tests print the library's code first; NCCL prints its version line after the
+    header when communicators start in parallel (`-p 1`)."""
+    tests_line = "# nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22703\n"
+    no_version = HEADER.replace("NCCL version 2.28.7+cuda13.0\n", "")
+    run = collective(parse_text(tests_line + no_version + ROWS, "modern.txt"))
+    assert (run.line, run.version, run.version_text) == (1, "2.27.3", tests_line[2:-1])
+    run = collective(parse_text(no_version + "NCCL version 2.21.5+cuda12.4\n" + ROWS, "late.txt"))
+    assert (run.line, run.version, len(run.rows)) == (1, "2.21.5", 4)
+    crashed = tests_line + "# Collective test starting: all_gather_perf\n# nThread 1 nGpus 1\nnode1: Test NCCL failure\n"
+    found = parse_text(crashed + tests_line + no_version + ROWS, "crashed.txt")
+    assert problems(found) == ["1:1: error[I101]: a run starts here but no result table follows: left out"]
+    assert [(run.line, run.collective, run.version) for run in found.runs if isinstance(run, CollectiveRun)] == [(5, "all_reduce", "2.27.3")]
+
+
 def test_bad_device_lines() -> None:
     text = HEADER.replace("#  Rank  0 Group  0 Pid   1234 on      node1 device  0 [0000:cc:00] NVIDIA H200",
                           "#  Rank  0 Group  0 Pid 1 on node1 device 0 [zz] NVIDIA H200\n#  Rank  9999999 Group 0 Pid 1 on n device 0\n"
@@ -697,6 +712,8 @@ def test_work_is_linear_in_the_lines() -> None:
     "0: " * 2**20 + "#  size count busbw",
     "#  size  busbw " + "algbw " * 700_000 + "\n" + "8 " * 2 * 2**20,
     "SUM a_ce " + "9" * 4 * 2**20,
+    "#Rank " * 700_000 + "busbw",
+    "nvbandwidth Version: " + "a:" * 2 * 2**20,
     "_perf" * 800_000 + " NCCL version " + "1." * 2**20,
     '{"results": [{"size": 8, "type": "' + "\\\\" * 2 * 2**20 + '"}]}',
     '{"results": [' + "[" * 64 + "]" * 64 + ",0" * 2 * 2**20 + "]}",

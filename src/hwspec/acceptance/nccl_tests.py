@@ -44,15 +44,17 @@ DEFAULT_HEADER = ("size", "count", "type", "redop", "root", "time", "algbw", "bu
 
 _PROGRAM = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(COLLECTIVES) + r")_perf(?:_mpi)?(?![A-Za-z0-9_])")
 _TEST_LINE = re.compile(r"Collective test (starting|concluded):\s*(\S*)")
-_NTHREAD = re.compile(r"nThread:?\s+(\d{1,9})\s+nGpus:?\s+(\d{1,9})")
-_RANK = re.compile(r"Rank\s+(\d{1,9})\s+(?:Group\s+\d{1,9}\s+)?Pid\s+\d{1,12}\s+on\s+(\S+)\s+device\s+(\d{1,9})(?:\s+\[([^\]]*)\])?\s*(.*)")
-_VERSION = re.compile(r"(?<![A-Za-z0-9_])([NR]CCL) version\s*:?\s*(\d{1,4}\.\d{1,4}\.\d{1,4})\S*")
-_LIBRARY = re.compile(r"nccl-library=(\d{1,9})")
+_NTHREAD = re.compile(r"nThread:?\s+([0-9]{1,9})\s+nGpus:?\s+([0-9]{1,9})")
+_RANK = re.compile(r"Rank\s+([0-9]{1,9})\s+(?:Group\s+[0-9]{1,9}\s+)?Pid\s+[0-9]{1,12}\s+on\s+(\S+)\s+"
+                   r"device\s+([0-9]{1,9})(?:\s+\[([^\]]*)\])?\s*(.*)")
+_VERSION = re.compile(r"(?<![A-Za-z0-9_])([NR]CCL) version\s*:?\s*([0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})\S*")
+_LIBRARY = re.compile(r"nccl-library=([0-9]{1,9})")
 _ENV = re.compile(r"(?<![A-Za-z0-9_$])((?:NCCL|RCCL)_[A-Z0-9_]{1,64})=(\"[^\"]*\"|'[^']*'|[^\s\"']*)")
 _SET_BY_ENV = re.compile(r"(?<![A-Za-z0-9_])((?:NCCL|RCCL)_[A-Z0-9_]{1,64}) set by environment to (\S+)")
 _WORD = re.compile(r"\S+")
+_WHOLE = re.compile(r"[0-9]+")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
-_ROOT = re.compile(r"-?\d{1,10}")
+_ROOT = re.compile(r"-?[0-9]{1,10}")
 _BUS_ID = re.compile(r"[0-9A-Fa-fx:.]{1,32}")
 _FOOTERS = ("Out of bounds values", "Avg bus bandwidth", "Errors with asterisks")
 _TIME_WORDS = ("time", "cputime")
@@ -73,7 +75,6 @@ class _Layout:
     labels: int
     label_header: str | None
     size: int
-    count: int | None
     type: int | None
     redop: int | None
     root: int | None
@@ -99,7 +100,7 @@ def layout_of(words: list[str] | tuple[str, ...]) -> _Layout:
     def first(name: str) -> int | None:
         return found[name][0] if name in found else None
 
-    return _Layout(field_at, size, label_header, size, first("count"), first("type"), first("redop"), first("root"),
+    return _Layout(field_at, size, label_header, size, first("type"), first("redop"), first("root"),
                    tuple(found.get("time", ())), tuple(found.get("algbw", ())), tuple(found.get("busbw", ())),
                    tuple(found.get("wrong", ())))
 
@@ -236,7 +237,10 @@ def runs_of(tables: list[_Table], file: str, default_tool: str, problems: Proble
             if len(runs) == values.MAX_RUNS:
                 problems.error(series.line, 1, f"more than {values.MAX_RUNS} runs in one file: the runs from here on are not read")
                 return runs
-            start = table.start if index == 0 and table.start is not None else series.line if index else table.line
+            if index:
+                start = series.line  # a later series starts at its first row
+            else:
+                start = table.line if table.start is None else min(table.start, table.line)
             runs.append(_run(table, series, start, file, default_tool))
     return runs
 
@@ -352,14 +356,18 @@ def _env(env: dict[str, str], name: str, value: str, where: tuple[int, int], pro
 # ------------------------------------------------------------------ text
 
 
+_DIGITS = frozenset("0123456789")
+
+
 def _numberish(word: str) -> bool:
     """Whether `word` starts like a number (a row's size or count, even a bad one)."""
-    return word[:1].isdigit() or (word[:1] in "+-." and word[1:2].isdigit()) or word.lower() in ("nan", "-nan", "inf", "-inf")
+    return word[0] in _DIGITS or (word[0] in "+-." and word[1:2] in _DIGITS and len(word) > 1) or word.lower() in ("nan", "-nan", "inf", "-inf")
 
 
 def _default_row(words: list[str]) -> bool:
     """Whether `words` are a row of nccl-tests' default columns (read with no header above)."""
-    return (len(words) == DEFAULT_LAYOUT.width and words[0].isdigit() and words[1].isdigit() and bool(_NAME.fullmatch(words[2]))
+    return (len(words) == DEFAULT_LAYOUT.width and bool(_WHOLE.fullmatch(words[0])) and bool(_WHOLE.fullmatch(words[1]))
+            and bool(_NAME.fullmatch(words[2]))
             and bool(_NAME.fullmatch(words[3])) and bool(_ROOT.fullmatch(words[4])))
 
 
@@ -419,8 +427,8 @@ class _TextReader:
         test = _TEST_LINE.match(body)
         if test is not None:
             self.test_line(test.group(1), test.group(2)[:values.MAX_TEXT_CHARS], number)
-        elif body.startswith(("nThread", "Using devices", "Rank ", "nccl-tests version")):
-            self.new_preamble(number, starts_a_run=body.startswith("nThread") and self.preamble.threads is not None)
+        elif body.startswith(("nccl-tests version", "nThread", "Using devices", "Rank ")):
+            self.new_preamble(number, starts_a_run=self.repeats(body))
             self.preamble_line(body, number)
         elif body.startswith(_FOOTERS):
             self.close()
@@ -431,7 +439,7 @@ class _TextReader:
 
     def test_line(self, which: str, program: str, number: int) -> None:
         if which == "starting":
-            self.new_preamble(number, starts_a_run=True)
+            self.new_preamble(number, starts_a_run=self.started())
             self.preamble.program = program
             return
         self.close()
@@ -440,11 +448,23 @@ class _TextReader:
             self.last.concluded = program
         self.preamble, self.preamble_used, self.last = _Preamble(), False, None
 
+    def repeats(self, body: str) -> bool:
+        """Whether the preamble line `body` is one the open preamble already has: it begins the
+        next run's (the run before stopped with no table)."""
+        if body.startswith("nccl-tests version"):
+            return self.started() or self.preamble.library is not None
+        return body.startswith("nThread") and self.preamble.threads is not None
+
+    def started(self) -> bool:
+        """Whether the preamble no table has taken yet shows a run began (a `Collective test
+        starting` or `nThread` line)."""
+        return not self.preamble_used and (self.preamble.program is not None or self.preamble.threads is not None)
+
     def no_table(self) -> None:
-        """An I101 when the preamble no table has taken shows a run began (a `Collective test
-        starting` or `nThread` line): the run stopped before its results, and is left out."""
+        """An I101 when a run began and no table took its preamble: the run stopped before its
+        results, and is left out."""
         preamble = self.preamble
-        if not self.preamble_used and (preamble.program is not None or preamble.threads is not None):
+        if self.started():
             assert preamble.line is not None
             self.problems.error(preamble.line, 1, "a run starts here but no result table follows: left out")
             self.preamble = _Preamble()

@@ -144,7 +144,7 @@ class _TextReader:
                 return False
             current.columns = len(words)
             return True
-        if not words or not words[0].isdigit():
+        if not words or not (words[0].isascii() and words[0].isdigit()):
             return False
         if current.broken or current.matrix_left_out:
             return True

@@ -164,10 +164,8 @@ _NVBANDWIDTH = re.compile(r"nvbandwidth Version|^[ \t]*(?:\S+:[ \t])?(?:Running 
                           re.MULTILINE)
 _COLLECTIVE = re.compile(r"(?<![A-Za-z0-9_])(?:busbw|nThread|Collective test|Avg bus bandwidth|Out of bounds values|"
                          r"[NR]CCL version|[a-z_]+_perf|nccl-tests|rccl-tests)(?![A-Za-z0-9_])")
-_RCCL_DEVICE = re.compile(r"#\s*Rank .*\] AMD ")
-_NVIDIA_DEVICE = re.compile(r"#\s*Rank .*\] NVIDIA ")
 _RCCL_VERSION = re.compile(r"RCCL version|rccl-tests: Version")
-_NCCL_VERSION = re.compile(r"NCCL version \d+\.\d+\.\d+\+cuda|nccl-tests version")
+_NCCL_VERSION = re.compile(r"NCCL version [0-9]+\.[0-9]+\.[0-9]+\+cuda|nccl-tests version")
 _RCCL_HINT = re.compile(r"rccl|AMD Instinct|AMD Radeon", re.IGNORECASE)
 
 
@@ -200,9 +198,10 @@ def _collective_tool(head: str, json: bool) -> str:
     asterisks` line under a `#wrong` table, which nccl-tests stopped printing with `#wrong`)."""
     if json:
         return "rccl-tests" if _RCCL_HINT.search(head) else "nccl-tests"
-    if _RCCL_DEVICE.search(head):
+    vendors = {vendor for line in head.split("\n") if "Rank" in line for vendor in ("] AMD ", "] NVIDIA ") if vendor in line}
+    if "] AMD " in vendors:
         return "rccl-tests"
-    if _NVIDIA_DEVICE.search(head):
+    if vendors:
         return "nccl-tests"
     if _RCCL_VERSION.search(head):
         return "rccl-tests"

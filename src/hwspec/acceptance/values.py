@@ -51,7 +51,7 @@ MAX_PROBLEMS = 1000
 NOT_AVAILABLE = "N/A"
 """How the programs print a value they did not measure or check."""
 
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE = frozenset({"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 
 
@@ -183,7 +183,7 @@ class Problems:
 
 # ------------------------------------------------------------------ lines
 
-_PREFIX = re.compile(r"[ \t]*(?:\[(\d{1,9},\d{1,9})\]<std[a-z]{2,5}>:|(\d{1,7}):(?=[ \t]))")
+_PREFIX = re.compile(r"[ \t]*(?:\[([0-9]{1,9},[0-9]{1,9})\]<std[a-z]{2,5}>:|([0-9]{1,7}):(?=[ \t]))")
 """A launcher's per-line rank prefix: Open MPI's `--tag-output` (`[1,0]<stdout>:`) and Slurm's
 `srun --label` (`0: `)."""
 
