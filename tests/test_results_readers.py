@@ -190,8 +190,16 @@ def test_sniff_by_content(real: dict[str, Results]) -> None:
     kinds = {name: sniff((REAL_MEASUREMENTS / name).read_bytes()) for name in real}
     assert kinds["oci-gb300-nvbandwidth-sum.txt"] == kinds["nvbandwidth-h100-8gpu-ce.txt"] == "nvbandwidth"
     assert {name for name, kind in kinds.items() if kind == "rccl-tests"} == {name for name, entry in REAL.items() if entry[1] == "rccl-tests"}
-    assert sniff(b"") is None and sniff(b"hello\n") is None and sniff(b'{"results": []}') == "nccl-tests"
-    assert sniff(b'[{"name": "AllReduce", "busBw": 1}]') == "rccl-tests" and sniff(b'{"nvbandwidth": {}}') == "nvbandwidth"
+
+
+def test_sniff_never_by_name(tmp_path: Path) -> None:
+    assert sniff(b"") is None and sniff(b"hello\n") is None and sniff(b"[1,0]<stdout>: # nThread 1 nGpus 1\n") == "nccl-tests"
+    assert sniff(b'{"results": []}') == "nccl-tests" and sniff(b'[{"name": "AllReduce", "busBw": 1}]') == "rccl-tests"
+    assert sniff(b'{"nvbandwidth": {}}') == "nvbandwidth" and sniff(b"SUM host_to_device_memcpy_ce 55.2\n") == "nvbandwidth"
+    assert sniff(b"#  Rank  0 Group  0 Pid 1 on h device  0 [0000:05:00] AMD Instinct MI300X\n# nThread 1 nGpus 1\n") == "rccl-tests"
+    named = tmp_path / "all_reduce_perf.nccl-tests.txt"
+    named.write_text("hello\n")
+    assert problems(read_result(named)) == [f"1:1: error[I101]: {results.NOT_READ}"]
 
 
 # ------------------------------------------------------------------ inline outputs
@@ -237,6 +245,16 @@ def test_truncated_row() -> None:
     half-parsed number."""
     found = parse_text(HEADER + row(8) + row(16)[:60], "cut.txt")
     assert problems(found) == ["12:11: warning[I103]: row cut short at the end of the file (6 of 13 columns): left out"]
+    assert [r.bytes for r in collective(found).rows] == [8]
+
+
+def test_the_last_row_with_no_line_break() -> None:
+    """A whole row with no line break after it is read when its last value is one a cut cannot
+    shorten (#wrong 0, N/A); else it may end in a cut number and is left out."""
+    assert [r.bytes for r in collective(parse_text(HEADER + row(8) + row(16)[:-1], "end.txt")).rows] == [8, 16]
+    short_header = "#  size  count  type  redop  root  time  algbw  busbw\n"
+    found = parse_text(short_header + "8  2  float  sum  -1  1.00  0.01  0.01\n16  4  float  sum  -1  1.00  0.02  0.0", "end.txt")
+    assert problems(found) == ["3:36: warning[I103]: the file ends in this row with no line break: its last value '0.0' may be cut: row left out"]
     assert [r.bytes for r in collective(found).rows] == [8]
 
 

@@ -599,6 +599,10 @@ class _TextReader:
             else:
                 self.problems.warn(number, size_col, f"row has {len(fields)} columns, {table.header_text} has {width}: left out")
             return
+        if cut and fields[-1][1] not in ("0", values.NOT_AVAILABLE):  # a count of 0 or N/A is whole; 477.4 may be 477.42 cut
+            self.problems.warn(number, fields[-1][0], f"the file ends in this row with no line break: its last value "
+                                                      f"{quote(fields[-1][1])} may be cut: row left out")
+            return
         try:
             row, key = _text_row(fields, table.layout, number)
         except _BadCell as exc:

@@ -125,7 +125,7 @@ class _TextReader:
             where = "with no 'Running <testcase>.' line before it" if current is None else f"after testcase {current.name}'s own"
             self.problems.warn(number, col, f"a matrix {where}: left out")
             self.finish()
-            self.current = current = _Testcase("", number, None, None, "GB/s", broken=True)
+            self.current = current = _Testcase("(none)", number, None, None, "GB/s", broken=True)
         rows, columns = _ROW_KIND.search(body), _COLUMN_KIND.search(body)
         current.row_kind = rows.group(1) if rows else None
         current.column_kind = columns.group(1) if columns else None

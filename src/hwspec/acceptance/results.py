@@ -9,8 +9,9 @@ a `Diagnostic` in `Results.problems`, located at file:line:col:
 
 * I100 (error): the file cannot be read, or is larger than 32 MiB;
 * I101 (error): no run could be read (not a benchmark output hwspec reads), or a run is broken
-  (rows of two outputs interleaved, a table header with no rows, JSON past a bound, an
-  nvbandwidth testcase with no results); a broken run is left out of `Results.runs`, whole;
+  (rows of two outputs interleaved, a table header with no rows, a run that stops before its
+  table, JSON past a bound, an nvbandwidth testcase that reports an error or has no results); a
+  broken run is left out of `Results.runs`, whole;
 * I103 (warning): a row or value left out (a number past its bound, a row cut short, a device
   line not understood), or undecodable bytes read as U+FFFD; the rest of the run still reads.
 
@@ -252,7 +253,8 @@ def read_bytes(data: bytes, file: str) -> Results:
     results = _parse(text, file, found)
     if bad is not None:
         line, col, byte = bad
-        message = f"byte 0x{byte:02x} is not UTF-8: it and the undecodable bytes after it are read as U+FFFD"
+        encoding = "UTF-16" if data.startswith(_BOMS[1][0]) or data.startswith(_BOMS[2][0]) else "UTF-8"
+        message = f"byte 0x{byte:02x} is not {encoding}: it and the undecodable bytes after it are read as U+FFFD"
         results.problems.append(Diagnostic(file, line, col, Severity.WARNING, Code.INPUT_VALUE, message, None,
                                            Code.INPUT_VALUE.printed_name))
         results.problems.sort(key=lambda d: (d.line, d.col))

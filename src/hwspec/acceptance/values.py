@@ -28,7 +28,7 @@ MAX_LATENCY_NS = 1e12
 MAX_WRONG = 2**50
 """A count of wrong elements (never more than the bytes of a message)."""
 MAX_RANK = 2**20 - 1
-"""A rank number: a million ranks, ten times the largest machines."""
+"""A rank number (below 2^20, about a million: more GPUs than any one job runs on)."""
 MAX_DEVICE = 1023
 """A device ordinal on one node."""
 MAX_THREADS = 4096
