@@ -636,6 +636,16 @@ def test_nvbandwidth_cut_and_bad_values() -> None:
     assert next((run.matrix, run.sum_gbps) for run in bad.runs if isinstance(run, CopyRun)) == ((), 779.13)
 
 
+def test_nvbandwidth_ending_with_no_line_break() -> None:
+    found = parse_text(NVB.rstrip("\n"), "end.txt")
+    assert problems(found) == ["18:28: warning[I103]: the file ends in this SUM line with no line break: its value '1561.75' may be cut: left out"]
+    assert [(run.testcase, run.sum_ns) for run in found.runs if isinstance(run, CopyRun)][1] == ("host_device_latency_sm", None)
+    found = parse_text(NVB.split("\n\nSUM host_device")[0], "end.txt")
+    assert problems(found) == ["13:1: error[I101]: testcase host_device_latency_sm has no results read (no matrix, no SUM line): left out",
+                               "16:2: warning[I103]: the file ends in matrix row 0 with no line break: its last value '781.25' may be cut: "
+                               "testcase host_device_latency_sm's matrix is left out"]
+
+
 def test_nvbandwidth_errors_and_orphans() -> None:
     text = "Running host_to_device_memcpy_ce.\nError: cuMemAlloc failed\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n" \
            "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n           0\n 0     1.00\nSUM host_to_all_memcpy_ce nan\n"

@@ -13,7 +13,8 @@ commands and NCCL's log lines in between are passed over. Rows with no header ab
 read only when they have nccl-tests' 13 default columns exactly (what an author's grep keeps).
 
 Rows of one table are checked, never silently merged: a row must have the header's number of
-columns (a row cut short is left out, with a warning), must come from the table's rank prefix,
+columns (a row cut short is left out, with a warning, and so is a whole row the file ends in with
+no line break unless its last value is `0` or `N/A`), must come from the table's rank prefix,
 and must rise in size within its series (same type, operation and root; size 0 may repeat). A
 table whose rows restart at the series' first size is the next `-N` cycle, and one whose type,
 operation or root changes the next `-d all`/`-o all` series: each is a run of its own. Any other

@@ -8,8 +8,9 @@ is not one of its rows. A SUM line names its testcase: the open one's, else a ru
 (SUM lines only). Matrix rows must be numbered 0, 1, 2, ... from the open testcase's rank prefix,
 else the testcase is left out (I101: two outputs interleaved); a row with a value past its bound,
 or with another number of values than the column numbers above it, leaves the matrix out (I103),
-the testcase's SUM still read. A testcase that reports an error, or has neither a matrix nor a
-SUM line, is an I101.
+the testcase's SUM still read. The last line of a file with no line break after it may be cut:
+a SUM line or matrix row there is left out (I103) unless its last value is `N/A`. A testcase
+that reports an error, or has neither a matrix nor a SUM line read, is an I101.
 """
 
 from __future__ import annotations
@@ -113,7 +114,11 @@ class _TextReader:
             name = match.group(1)
             self.current = _Testcase(name, number, prefix, self.version, unit_of(name))
         elif (match := _SUM.fullmatch(body)) is not None:
-            self.total(match.group(1), match.group(2), number, col + match.start(2))
+            if cut:
+                self.problems.warn(number, col + match.start(2), f"the file ends in this SUM line with no line break: its value "
+                                                                 f"{quote(match.group(2))} may be cut: left out")
+            else:
+                self.total(match.group(1), match.group(2), number, col + match.start(2))
         elif current is not None and body.startswith("Error: "):
             current.error = body[len("Error: "):]
         elif _ROW_KIND.search(body) or _COLUMN_KIND.search(body):
@@ -162,6 +167,10 @@ class _TextReader:
             else:
                 why = f"matrix row {expected} has {len(cells)} values where the matrix has {current.columns} columns"
             self.left_out(current, number, col, why)
+            return True
+        if cut and cells[-1] != values.NOT_AVAILABLE:
+            self.left_out(current, number, col, f"the file ends in matrix row {expected} with no line break: its last value "
+                                                f"{quote(cells[-1])} may be cut")
             return True
         if expected >= values.MAX_MATRIX:
             self.left_out(current, number, col, f"more than {values.MAX_MATRIX} matrix rows")
