@@ -420,6 +420,25 @@ def test_json_that_is_not_json() -> None:
 # ------------------------------------------------------------------ the shapes of tables
 
 
+def test_two_runs_one_after_the_other_in_markdown() -> None:
+    """Each run keeps its own preamble: the second has no version line and other devices."""
+    second = HEADER.replace("all_reduce", "all_gather").replace("H200", "B200").replace("NCCL version 2.28.7+cuda13.0\n", "")
+    text = "```\n" + HEADER + ROWS + FOOTER + "```\n\nAnd all_gather:\n\n```\n" + second + ROWS + FOOTER.replace("all_reduce", "all_gather") + "```\n"
+    found = parse_text(text, "two.md")
+    assert problems(found) == []
+    assert [(run.line, run.collective, run.version, [device.name for device in run.devices], len(run.rows))
+            for run in found.runs if isinstance(run, CollectiveRun)] == [
+        (2, "all_reduce", "2.28.7", ["NVIDIA H200"], 4), (25, "all_gather", None, ["NVIDIA B200"], 4)]
+
+
+def test_nccl_log_lines_between_rows() -> None:
+    """NCCL_DEBUG=INFO lines (a host name may start with a digit, another rank may print them)."""
+    text = (HEADER + row(8) + "10-1-2-3:1234:1250 [0] NCCL INFO Channel 00/02 : 0 1\nnode1:1:2 [1] NCCL WARN NET/IB : oops\n" + row(16)
+            + "1: node2:1:2 [1] NCCL INFO Connected all rings\n" + row(32) + FOOTER)
+    found = parse_text(text, "info.txt")
+    assert problems(found) == [] and [r.bytes for r in collective(found).rows] == [8, 16, 32]
+
+
 def test_data_types_and_cycles_are_runs_of_their_own() -> None:
     """`-d all` restarts the sizes per data type; `-N 2` (or rccl-tests' `# Testing 2 cycle.`) per cycle."""
     text = HEADER + row(8) + row(16) + row(8, type_="half") + row(16, type_="half") + "# Testing 2 cycle.\n" + row(8) + row(16) + FOOTER
