@@ -199,12 +199,11 @@ def run_results_diff(args: argparse.Namespace) -> int:
     reported in `args.format` (the json node report gains `acceptance`, one record per size)."""
     from hwspec.acceptance.compare import Outcome, check
     from hwspec.acceptance.results import read_result
-    from hwspec.cli.live import write_diff_report
     from hwspec.diagnostics import report
 
     topology = load_topology(args.spec, args.parts)
     if topology is None:
-        return write_diff_report(args, [], EXIT_UNREADABLE)
+        return _report(args, None, Outcome(), [], EXIT_UNREADABLE)
     runs, problems = [], []
     for path in args.inputs:
         read = read_result(Path(path))
@@ -229,25 +228,36 @@ def run_results_diff(args: argparse.Namespace) -> int:
     return _report(args, topology, outcome, problems, status)
 
 
+def acceptance_codes() -> list[Any]:
+    """The codes `diff` of results may report (SARIF describes them all)."""
+    from hwspec.diagnostics import Code
+
+    return [Code.BELOW_BAND, Code.ABOVE_BOUND, Code.WRONG_RESULTS, Code.RUN_UNCHECKED,
+            Code.INPUT_UNREADABLE, Code.INPUT_SYNTAX, Code.INPUT_VALUE]
+
+
 def _report(args: argparse.Namespace, topology: Any, outcome: Any, problems: list[Any], status: int) -> int:
+    """Write the report of a results check in `args.format` and return `status`. json and
+    prometheus always write one (`unchecked` included), naming the node and the spec; json adds
+    `acceptance`, one record per size compared."""
     from hwspec.acceptance.compare import EXIT_DRIFT, EXIT_UNCHECKED
-    from hwspec.cli.live import write_diff_report
     from hwspec.diagnostics import report
+    from hwspec.live.health import node_name, with_devices
 
     diagnostics = [*outcome.diagnostics, *problems]
-    node_platform = topology.platform if topology.kind == "node" else None
-    if args.format == "json":
-        from hwspec.live.health import node_name, with_devices
-
+    node_platform = topology.platform if topology is not None and topology.kind == "node" else None
+    if args.format in ("json", "prometheus"):
         findings = with_devices(diagnostics, node_platform)
-        doc = report.node_report(findings, node_name(args.node), str(args.spec), topology.name, status)
-        doc["acceptance"] = [c.record() for c in outcome.compared]
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    elif args.format == "prometheus":
-        write_diff_report(args, diagnostics, status, node_platform)
-    else:
-        write_diff_report(args, diagnostics, status, topology.platform)
-    if args.format == "text":
+        if args.format == "json":
+            doc = report.node_report(findings, node_name(args.node), str(args.spec),
+                                     topology.name if topology is not None else None, status)
+            doc["acceptance"] = [c.record() for c in outcome.compared]
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        else:
+            sys.stdout.write(report.prometheus(findings, node_name(args.node), str(args.spec), status))
+    elif topology is not None:
+        sys.stdout.write(report.render(diagnostics, args.format, codes=acceptance_codes()))
+    if args.format == "text" and topology is not None:
         sys.stdout.write(results_table(outcome))
         judged = sum(c.figure.judged for c in outcome.compared)
         verdict = {EXIT_OK: "every judged size within its band", EXIT_DRIFT: "below the band (drift)",
