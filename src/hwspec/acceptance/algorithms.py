@@ -13,8 +13,11 @@ inside a unit, B_o the one leaving it and B_v the in-switch reduction rate (NVLS
   NVLSTree       AllReduce across such units: t/S = max(1/B_v, k/(G B_o))
   CollNetDirect  AllReduce across units whose backend switches reduce (SHARP): t/S = max(2(G-1)/(G B_i), 1/(G B_o))
   NVLS (SHARP)   both reduce: t/S = max(1/B_v, 1/(G B_o))
-  AlltoAll       grouped sends: t/S = max((n-G)/(n B_o), (G-1)/(n B_i))
-  SendRecv       each rank to the next: algbw = min(B_i, B_o) (B_o where the ring of ranks leaves a unit)
+  AlltoAll       grouped sends: t/S = max((n-G)/(n B_p), (G-1)/(n B_i))
+  SendRecv       each rank to the next: algbw = min(B_i, B_p) (B_p where the ring of ranks leaves a unit)
+
+where B_p is one NIC's share: a GPU's point-to-point sends go out by one NIC ("Alltoall cannot
+aggregate the bandwidth of multiple NICs", nccl-tests#267, NCCL's maintainer).
 
 k is a tree's network traffic per byte of a GPU's share, NCCL's own account of it (tuning.cc,
 2.25-2.28: the inter-node bandwidth of a tree is doubled on two nodes): 1 on two units, 2 on
@@ -174,12 +177,12 @@ def candidates(span: Span, collective: str, version: str | None = None,
     n, g = span.ranks, span.unit_gpus
     if n < 2:
         return []
-    intra, out = span.intra, span.out
+    intra, out, p2p = span.intra, span.out, span.out_p2p
     made: list[Candidate | Untimed | None] = []
     if collective == "sendrecv":
-        made.append(_phases("Ring", [_plain(link, 1.0) for link in (intra, out) if link is not None]))
+        made.append(_phases("Ring", [_plain(link, 1.0) for link in (intra, p2p) if link is not None]))
     elif collective == "alltoall":
-        shares = [_plain(out, (n - g) / n)] if out is not None else []
+        shares = [_plain(p2p, (n - g) / n)] if p2p is not None else []
         shares += [_plain(intra, (g - 1) / n)] if intra is not None else []
         made.append(_phases("Ring", shares))
     else:

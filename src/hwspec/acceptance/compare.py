@@ -14,6 +14,7 @@ a check whose runs gave no judged size is never clean (`Outcome.status` 2).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,12 +93,16 @@ def verdict(figure: ex.Expected, measured: float) -> str:
     return "below" if figure.low is not None and measured < figure.low else "within"
 
 
-def check(topology: Any, runs: list[Run], nodes: int | None = None, gpus_per_node: int | None = None) -> Outcome:
+def check(topology: Any, runs: list[Run], nodes: int | None = None, gpus_per_node: int | None = None,
+          collective: str | None = None) -> Outcome:
     """Compare every run with the figures of `topology` (a node `Topology` or a `ClusterTopology`).
-    `nodes` and `gpus_per_node` say what a run spans where its output does not list its ranks."""
+    `nodes` and `gpus_per_node` say what a run spans, and `collective` which collective it is,
+    where its output does not."""
     outcome = Outcome()
     for run in runs:
         if isinstance(run, CollectiveRun):
+            if run.collective is None and collective is not None:
+                run = dataclasses.replace(run, collective=collective, why_unknown=None)
             _check_collective(topology, run, nodes, gpus_per_node, outcome)
         else:
             _check_copies(topology, run, outcome)
@@ -113,48 +118,75 @@ def _unchecked(outcome: Outcome, file: str, line: int, message: str, hint: str |
 
 
 def run_shape(run: CollectiveRun, nodes: int | None, gpus_per_node: int | None) -> tuple[tuple[str, ...], int, int] | str:
-    """The run's hosts (in rank order; empty when the output lists none), nodes and ranks per
-    node, or why they are not known."""
-    if run.devices:
+    """The run's hosts (in rank order; empty when the output does not list them all), nodes and
+    ranks per node, or why they are not known. `nodes` and `gpus_per_node` (the command line)
+    say it where the output does not: no `# Using devices` lines, or lines cut by their author
+    (ranks missing between them)."""
+    ranks = [d.rank for d in run.devices]
+    whole = bool(ranks) and sorted(ranks) == list(range(len(ranks)))
+    if whole:
         hosts: dict[str, int] = {}
-        for device in run.devices:
+        for device in sorted(run.devices, key=lambda d: d.rank):
             hosts[device.host] = hosts.get(device.host, 0) + 1
         counts = set(hosts.values())
         if len(counts) != 1:
             shown = ", ".join(f"{visible(h)}: {c}" for h, c in list(hosts.items())[:4])
             return f"its hosts run different numbers of ranks ({shown}): hwspec compares runs with as many ranks on every node"
-        return tuple(hosts), len(hosts), counts.pop()
+        if nodes is None or nodes == len(hosts):
+            return tuple(hosts), len(hosts), counts.pop()
+        return f"its '# Using devices' lines name {len(hosts)} host(s), not the {nodes} --nodes says"
+    listed = f"its '# Using devices' lines are cut (ranks {', '.join(map(str, ranks[:4]))}{', ...' if len(ranks) > 4 else ''})" \
+        if ranks else "the output does not list its ranks ('# Using devices' lines)"
     if nodes is None:
-        return ("the output does not list its ranks ('# Using devices' lines): give --nodes (and --gpus-per-node "
-                "where not every GPU ran a rank)")
+        return f"{listed}: give --nodes (and --gpus-per-node where not every GPU ran a rank)"
+    total = max(ranks) + 1 if ranks else None
     per_node = gpus_per_node
-    if per_node is None and run.threads is not None and run.gpus_per_thread is not None and nodes == 1:
+    if per_node is None and total is not None and total % nodes == 0:
+        per_node = total // nodes
+    if per_node is None and nodes == 1 and run.threads is not None and run.gpus_per_thread is not None:
         per_node = run.threads * run.gpus_per_thread
     if per_node is None:
-        return "the output does not say how many GPUs of a node ran ranks: give --gpus-per-node"
+        return f"{listed}: give --gpus-per-node"
     return (), nodes, per_node
 
 
-def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int, mnnvl: bool = True) -> Span | str:
+def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int, mnnvl: bool = True,
+            assume_first: bool = False) -> tuple[Span, str] | str:
     """The span of a run over `hosts` (or `nodes` nodes where it names none) of `per_node`
-    ranks each (`mnnvl` False: the run set NCCL_MNNVL_ENABLE=0), or why there is none."""
+    ranks each (`mnnvl` False: the run set NCCL_MNNVL_ENABLE=0), and a note when it is taken as
+    a cluster's first nodes; or why there is none. On a cluster, hosts that are not its nodes are
+    compared as its first nodes only with `assume_first` (the user's --nodes)."""
     if topology.kind == "node":
         gpus = len(topology.platform.gpus)
         if per_node > gpus:
             return f"{per_node} ranks per node, but {topology.platform.name} has {gpus} GPUs"
-        return node_span(topology, nodes, per_node)
+        return node_span(topology, nodes, per_node), ""
     cluster = topology.platform
     if nodes > cluster.node_count:
         return f"{nodes} nodes, but {cluster.name} has {cluster.node_count}"
-    index = {name: i for i, name in enumerate(cluster.hostnames)}
-    found = tuple(index[h] for h in hosts if h in index)
-    if hosts and len(found) != len(hosts):
-        missing = next(h for h in hosts if h not in index)
-        return f"host {visible(missing)} is not a node of {cluster.name}"
     gpus = min(g.gpus_per_node for g in cluster.groups)
     if per_node > gpus:
         return f"{per_node} ranks per node, but the nodes of {cluster.name} have {gpus} GPUs"
-    return cluster_span(topology, found or tuple(range(nodes)), per_node, mnnvl)
+    index = {name: i for i, name in enumerate(cluster.hostnames)}
+    missing = next((h for h in hosts if h not in index), None)
+    note = ""
+    if missing is not None:
+        if not assume_first:
+            return (f"host {visible(missing)} is not a node of {cluster.name} (give --nodes {nodes} to compare the run as "
+                    f"the cluster's first {nodes} nodes)")
+        note = f"host {visible(missing)} is not a node of {cluster.name}: compared as its first {nodes} nodes"
+    found = tuple(index[h] for h in hosts) if hosts and missing is None else tuple(range(nodes))
+    if not hosts:
+        note = f"the output names no hosts: compared as the first {nodes} nodes of {cluster.name}"
+    return cluster_span(topology, found, per_node, mnnvl), note
+
+
+def every_gpu(topology: Any) -> int:
+    """GPUs per node of a node platform, or of a cluster's smallest nodes: a run's ranks per node
+    where neither its output nor the command line says."""
+    if topology.kind == "node":
+        return len(topology.platform.gpus)
+    return min(g.gpus_per_node for g in topology.platform.groups)
 
 
 SUPPORTED = ex.alg.COLLECTIVES
@@ -164,21 +196,24 @@ def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus
                       outcome: Outcome) -> None:
     if run.collective is None:
         _unchecked(outcome, run.file, run.line, f"which collective this run is: {run.why_unknown or 'not said'}",
-                   "keep nccl-tests' '# Collective test starting' line, or the command line, with the output")
+                   "give --test COLLECTIVE, or keep nccl-tests' '# Collective test starting' line or the command line with the output")
         return
     if run.collective not in SUPPORTED:
         _unchecked(outcome, run.file, run.line, f"hwspec has no figures for {run.collective}: only {', '.join(SUPPORTED)}")
         return
     library = "rccl" if run.tool == "rccl-tests" else "nccl"
-    shape = run_shape(run, nodes, gpus_per_node)
+    shape = run_shape(run, nodes, gpus_per_node if gpus_per_node is not None or nodes is None else every_gpu(topology))
     if isinstance(shape, str):
         _unchecked(outcome, run.file, run.line, f"{run.collective}: {shape}")
         return
     hosts, run_nodes, per_node = shape
-    span = span_of(topology, hosts, run_nodes, per_node, run.env.get("NCCL_MNNVL_ENABLE") != "0")
-    if isinstance(span, str):
-        _unchecked(outcome, run.file, run.line, f"{run.collective} over {run_nodes} node(s) x {per_node}: {span}")
+    spanned = span_of(topology, hosts, run_nodes, per_node, run.env.get("NCCL_MNNVL_ENABLE") != "0", nodes is not None)
+    if isinstance(spanned, str):
+        _unchecked(outcome, run.file, run.line, f"{run.collective} over {run_nodes} node(s) x {per_node}: {spanned}")
         return
+    span, note = spanned
+    if note:
+        _unchecked(outcome, run.file, run.line, f"{run.collective}: {note}")
     if span.library != library:
         _unchecked(outcome, run.file, run.line, f"a {run.tool} run, but {topology.platform.name} runs {span.library.upper()}")
         return
@@ -231,9 +266,10 @@ def _findings(topology: Any, run: CollectiveRun, span: Span, rows: list[Row], co
             "the platform file understates the machine (NICs, links), or the run is not what it says",
             Code.ABOVE_BOUND.printed_name, ((c.where, "measured here"),)))
     if compared and not judged:
-        notes = sorted({c.figure.note for c in compared if c.figure.note})
+        notes = [c.figure.note for c in compared if c.figure.note]
+        latency = bool(notes) and all(n.startswith("not judged: latency") for n in notes)
         _unchecked(outcome, run.file, run.line, f"{scope}: no size is judged ({notes[-1] if notes else 'no figure'})",
-                   "run up to 16 GiB (-e 16G): the bandwidth-bound sizes are judged")
+                   "run up to 16 GiB (-e 16G): the bandwidth-bound sizes are judged" if latency else None)
     elif not compared:
         _unchecked(outcome, run.file, run.line, f"{scope}: no row with a busbw to compare")
 

@@ -82,7 +82,9 @@ class Span:
     `units` are the nodes, or the NVLink domains spanning several nodes that hold them (NCCL's
     nodes); `unit_gpus` the ranks in one. `intra` is the per-GPU link inside a unit (None for
     a single rank), `out` the per-GPU link leaving one (None within one unit), `nvls` the
-    in-switch reduction rate (None where the unit's switches do not reduce), `sharp` whether the
+    in-switch reduction rate (None where the unit's switches do not reduce), `out_p2p` the link
+    leaving a unit for point-to-point traffic (one NIC per GPU: NCCL's AlltoAll and SendRecv do
+    not spread a GPU's sends over several NICs, nccl-tests#267), `sharp` whether the
     backend switches reduce (CollNet). `kind` says what the run is: `node`, `nodes` (N nodes of a
     node platform on a non-blocking fabric of its backend NICs), `leaf`, `spine`, `rail` or
     `domain`."""
@@ -94,6 +96,7 @@ class Span:
     unit_gpus: int
     intra: Link | None
     out: Link | None
+    out_p2p: Link | None
     nvls: Link | None
     sharp: bool
     library: str
@@ -194,10 +197,11 @@ def intra_link(topology: Topology, gpus: tuple[Gpu, ...]) -> Link | None:
                 f"{slowest.id}'s PCIe {slowest.physical}, {gbps(slowest.physical.bandwidth)}", platform.locate(slowest.id, "pcie"))
 
 
-def nic_link(topology: Topology, gpus: tuple[Gpu, ...]) -> Link | None:
+def nic_link(topology: Topology, gpus: tuple[Gpu, ...], aggregate: bool = True) -> Link | None:
     """The per-GPU scale-out link when `gpus` (of one node) all send at once: each NIC's speed
-    divided among those of `gpus` that use it, summed over a GPU's NICs, the smallest GPU's
-    (`Topology.scale_out_nics`); None without collective NICs."""
+    divided among those of `gpus` that use it, summed over a GPU's NICs (`aggregate`; else its
+    best single NIC's share: point-to-point traffic, AlltoAll and SendRecv, goes out by one NIC
+    per GPU), the smallest GPU's (`Topology.scale_out_nics`); None without collective NICs."""
     users: dict[str, int] = {}
     for gpu in gpus:
         for nic in topology.scale_out_nics(gpu.id):
@@ -205,17 +209,23 @@ def nic_link(topology: Topology, gpus: tuple[Gpu, ...]) -> Link | None:
     if not users:
         return None
 
+    def shares(gpu: Gpu) -> list[float]:
+        return [(n.speed or 0.0) / users[n.id] for n in topology.scale_out_nics(gpu.id)]
+
     def share(gpu: Gpu) -> float:
-        return sum((n.speed or 0.0) / users[n.id] for n in topology.scale_out_nics(gpu.id))
+        return sum(shares(gpu)) if aggregate else max(shares(gpu))
 
     slowest = min(gpus, key=share)
-    nics = topology.scale_out_nics(slowest.id)
+    nics = topology.scale_out_nics(slowest.id) if aggregate else (
+        max(topology.scale_out_nics(slowest.id), key=lambda n: (n.speed or 0.0) / users[n.id]),)
     first: Nic = nics[0]
     transport = first.transport
     efficiency, source = network_efficiency(transport)
     shared = max(users[n.id] for n in nics)
     what = (f"{len(nics)} x {(first.speed or 0.0) * 8 / 1e9:g} Gb/s {transport} NIC{'s' if len(nics) > 1 else ''} "
-            f"({first.part}) for {slowest.id}" + (f", each shared by {shared} GPUs" if shared > 1 else "") + f": {gbps(share(slowest))}")
+            f"({first.part}) for {slowest.id}" + (f", each shared by {shared} GPUs" if shared > 1 else "")
+            + ("" if aggregate or len(topology.scale_out_nics(slowest.id)) == 1 else ", one at a time (point-to-point)")
+            + f": {gbps(share(slowest))}")
     return Link("nic", share(slowest), efficiency, source, what, topology.platform.locate(first.id, "part"))
 
 
@@ -246,8 +256,9 @@ def node_span(topology: Topology, nodes: int = 1, gpus_per_node: int | None = No
     intra = intra_link(topology, gpus)
     sm = compute_capability((platform,))
     out = nic_link(topology, gpus) if nodes > 1 else None
+    p2p = nic_link(topology, gpus, aggregate=False) if nodes > 1 else None
     return Span(kind="node" if nodes == 1 else "nodes", nodes=nodes, gpus_per_node=count, units=nodes, unit_gpus=count,
-                intra=intra, out=out, nvls=nvls_link(topology, intra, sm) if count > 1 else None, sharp=False,
+                intra=intra, out=out, out_p2p=p2p, nvls=nvls_link(topology, intra, sm) if count > 1 else None, sharp=False,
                 library=collective_library(platform), compute_capability=sm,
                 gpudirect=all(topology.gpudirect(n, g.id) for g in gpus for n in topology.scale_out_nics(g.id)))
 
@@ -280,12 +291,14 @@ def cluster_span(topology: ClusterTopology, nodes: tuple[int, ...], gpus_per_nod
         intra, nvls = domain_links(topology, intra, nvls, sm)
         kind = "domain"
     out = nic_link(node, gpus) if units > 1 else None
-    if out is not None:
+    p2p = nic_link(node, gpus, aggregate=False) if units > 1 else None
+    if out is not None and p2p is not None:
         out, crossing = uplink_cap(topology, nodes, gpus, out)
+        p2p, _ = uplink_cap(topology, nodes, gpus, p2p)
         kind = "spine" if crossing else ("rail" if per_node == 1 else "leaf")
     fabric = cluster.fabric
     return Span(kind=kind, nodes=len(nodes), gpus_per_node=per_node, units=units, unit_gpus=unit_gpus, intra=intra,
-                out=out, nvls=nvls, sharp=bool(fabric is not None and fabric.sharp and units > 1),
+                out=out, out_p2p=p2p, nvls=nvls, sharp=bool(fabric is not None and fabric.sharp and units > 1),
                 library=collective_library(platforms[0]), compute_capability=sm,
                 gpudirect=all(node.gpudirect(n, g.id) for g in gpus for n in node.scale_out_nics(g.id)))
 

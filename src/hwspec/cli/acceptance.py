@@ -41,6 +41,20 @@ def add_span_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ranks per node (default: every GPU of the node)")
 
 
+def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
+    """What `diff` takes for benchmark results: the span and collective where an output does not
+    say them, and `--plot`."""
+    from hwspec.acceptance.algorithms import COLLECTIVES
+
+    add_span_arguments(parser)
+    parser.add_argument("--test", choices=COLLECTIVES, dest="collective", metavar="COLLECTIVE",
+                        help="the collective a run is where its output does not say (no '# Collective test starting' "
+                             f"line or command line): one of {', '.join(COLLECTIVES)}")
+    parser.add_argument("--plot", type=Path, metavar="FILE",
+                        help="draw each run's busbw over message size against its expected band to FILE (.svg or .png; "
+                             "needs matplotlib)")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
     """Add the `expect` subcommand; returns its COMMANDS entry."""
     from hwspec.acceptance.algorithms import COLLECTIVES
@@ -212,7 +226,7 @@ def run_results_diff(args: argparse.Namespace) -> int:
     if any(d.severity.label == "error" for d in problems) and not runs:
         sys.stderr.write(report.render(problems, "text"))
         return _report(args, topology, Outcome(), problems, EXIT_UNREADABLE)
-    outcome = check(topology, runs, args.nodes, args.gpus_per_node)
+    outcome = check(topology, runs, args.nodes, args.gpus_per_node, args.collective)
     status = outcome.status
     if any(d.severity.label == "error" for d in problems) and status == EXIT_OK:
         status = EXIT_UNREADABLE  # part of an input could not be read: never clean

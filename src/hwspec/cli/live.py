@@ -38,12 +38,9 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--name", metavar="NAME", help="platform name (default: the output file's stem, else 'imported')")
     else:
         add_diff_report_arguments(parser)
-        from hwspec.cli.acceptance import add_span_arguments
+        from hwspec.cli.acceptance import add_diff_arguments
 
-        add_span_arguments(parser)
-        parser.add_argument("--plot", type=Path, metavar="FILE",
-                            help="with benchmark results: draw each run's busbw over message size against its expected "
-                                 "band to FILE (.svg or .png; needs matplotlib)")
+        add_diff_arguments(parser)
     parser.add_argument("--parts", metavar="DIR", action="append", default=[], type=Path,
                         help="also load parts from DIR (repeatable; later wins)")
     if name == "diff":
