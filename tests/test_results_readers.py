@@ -27,7 +27,7 @@ from hwspec.acceptance import nccl_tests, nvbandwidth, results, values
 from hwspec.acceptance.results import CollectiveRun, CopyRun, RankDevice, Results, Row, parse_text, read_bytes, read_result, sniff
 from hwspec.diagnostics import Severity
 
-REAL_MEASUREMENTS = Path(__file__).resolve().parents[2] / "shared/data/real-measurements"
+from tests.shared_data import REAL_MEASUREMENTS
 
 
 @pytest.fixture(scope="module")
