@@ -16,7 +16,6 @@ from pathlib import Path
 import hwspec
 from hwspec.acceptance import compare
 from hwspec.acceptance.results import read_result
-
 from tests.shared_data import REAL_MEASUREMENTS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -140,6 +140,7 @@ def test_only_sizes_whose_latency_is_small_are_judged():
     small, large = figures
     assert not small.judged and small.note.startswith("not judged: latency is 100% of the time")
     assert small.low is None
+    assert large.judged and large.note == "" and large.low == pytest.approx(large.busbw * (1 - 0.102))
 
 
 def test_nccl_proto_limits_the_protocol():

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 from hwspec.acceptance import nccl_tests, nvbandwidth, results, values
 from hwspec.acceptance.results import CollectiveRun, CopyRun, RankDevice, Results, Row, parse_text, read_bytes, read_result, sniff
 from hwspec.diagnostics import Severity
-
 from tests.shared_data import REAL_MEASUREMENTS
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwspec.acceptance import expected as ex
+from hwspec.acceptance.algorithms import COLLECTIVES
 from hwspec.acceptance.results import CollectiveRun, CopyRun, Row, Run
 from hwspec.acceptance.spans import Span, cluster_span, gbps, node_span
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
@@ -186,10 +187,10 @@ def every_gpu(topology: Any) -> int:
     where neither its output nor the command line says."""
     if topology.kind == "node":
         return len(topology.platform.gpus)
-    return min(g.gpus_per_node for g in topology.platform.groups)
+    return int(min(g.gpus_per_node for g in topology.platform.groups))
 
 
-SUPPORTED = ex.alg.COLLECTIVES
+SUPPORTED = COLLECTIVES
 
 
 def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus_per_node: int | None,

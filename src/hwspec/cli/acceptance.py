@@ -191,7 +191,7 @@ def results_among(paths: list[Path]) -> bool | None:
     that cannot be read counts as a result when another one is (its reader says why)."""
     from hwspec.acceptance.results import sniff
 
-    kinds = []
+    kinds: list[bool | None] = []
     for path in paths:
         try:
             with open(path, "rb") as handle:
@@ -231,7 +231,8 @@ def run_results_diff(args: argparse.Namespace) -> int:
     if any(d.severity.label == "error" for d in problems) and status == EXIT_OK:
         status = EXIT_UNREADABLE  # part of an input could not be read: never clean
     if args.plot is not None:
-        from hwspec.acceptance.plot import PlotUnavailable, render
+        from hwspec.acceptance.plot import render
+        from hwspec.perf.plot import PlotUnavailable
 
         try:
             render(outcome, args.plot)
