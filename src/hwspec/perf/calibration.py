@@ -193,9 +193,10 @@ def gemm_efficiency(compute_capability: int) -> float:
 def nvlink_efficiency(fabric_kinds: Iterable[str]) -> float:
     """Achieved nccl-tests busbw over the GPUs' fabric / line rate, the worst of `fabric_kinds`
     (the parts' `fabric.kind`): each NVLink generation its own architecture's measurement (NVLink3
-    A100, NVLink4 H100, NVLink5 GB200). assumed: every other kind (NVLink2, xGMI, unknown) takes
-    NVLink4's, the nearest measured (no published nccl-tests busbw over them was read)."""
-    by_fabric = {a.fabric: a.nvlink for a in ARCHITECTURES}
+    A100, NVLink4 H100, NVLink5 GB200), xGMI AMD's measured link rate (`xgmi_efficiency`).
+    assumed: every other kind (NVLink2, unknown) takes NVLink4's, the nearest measured (no
+    published nccl-tests busbw over them was read)."""
+    by_fabric = {a.fabric: a.nvlink for a in ARCHITECTURES} | {"xgmi": "xgmi_efficiency"}
     kinds = set(fabric_kinds) or {"nvlink4"}
     return min(value(by_fabric.get(kind, by_fabric["nvlink4"])) for kind in kinds)
 
