@@ -40,6 +40,7 @@ from hwspec import jsonbound
 from hwspec.diagnostics import Code, Diagnostic, Severity, display_path, os_reason
 from hwspec.hostlist import compress
 from hwspec.live.cliques import Clique, CliqueCheck, DomainPlan, compare
+from hwspec.live.reportjson import HOST_NAME, HOST_NAME_RULE, ReportError, kind_of, optional, required
 from hwspec.text import visible
 
 REPORT_VERSION = 1
@@ -50,22 +51,11 @@ MAX_PROBLEMS_KEPT = 1000
 STATUS_EXIT = {"clean": 0, "drift": 1, "unchecked": 2}
 """A node report's status and the exit code `hwspec diff` gives with it."""
 SEVERITIES = ("info", "warning", "error")
-HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
 _GLOB_CHARACTERS = re.compile(r"[*?\[]")
 _DECODER = json.JSONDecoder()
 _BLANK = re.compile(r"[ \t\n\r]*")
 
 EXIT_CLEAN, EXIT_ATTENTION, EXIT_NOTHING_READ = 0, 1, 2
-
-
-class ReportError(Exception):
-    """A report that is not a version-1 node report: `message` about the value at `path`
-    (keys and list indices from the report object down)."""
-
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -355,24 +345,23 @@ def _past_bound(text: str, start: int, end: int | None = None) -> jsonbound.Boun
 def parse_report(document: Any) -> NodeReport:
     """`document` (parsed JSON) as a version-1 node report; ReportError says what is wrong and where."""
     if not isinstance(document, dict):
-        raise ReportError((), f"a node report is a JSON object, not {_kind(document)}")
-    version = _field(document, "hwspec_report", int)
+        raise ReportError((), f"a node report is a JSON object, not {kind_of(document)}")
+    version = required(document, "hwspec_report", int)
     if version != REPORT_VERSION:
         newer = " (newer than this hwspec reads: upgrade it)" if version > REPORT_VERSION else ""
         raise ReportError(("hwspec_report",), f"hwspec_report is {version}, this hwspec reads version {REPORT_VERSION}{newer}")
-    node = _field(document, "node", str)
+    node = required(document, "node", str)
     if not HOST_NAME.fullmatch(node):
-        raise ReportError(("node",), f"node {visible(node)!r} is not a host name (letters, digits, '.', '-', '_'; "
-                                     "at most 253 characters)")
-    status = _field(document, "status", str)
+        raise ReportError(("node",), f"node {visible(node)!r} is not a host name ({HOST_NAME_RULE})")
+    status = required(document, "status", str)
     if status not in STATUS_EXIT:
         raise ReportError(("status",), f"status {visible(status)!r} is not one of: {', '.join(STATUS_EXIT)}")
-    exit_code = _field(document, "exit_code", int)
+    exit_code = required(document, "exit_code", int)
     if exit_code != STATUS_EXIT[status]:
         raise ReportError(("exit_code",), f"exit_code {exit_code} disagrees with status {status} "
                                           f"(exit code {STATUS_EXIT[status]})")
-    findings = _field(document, "findings", list)
-    return NodeReport(node, visible(_field(document, "spec", str)), _optional(document, (), "platform"), status,
+    findings = required(document, "findings", list)
+    return NodeReport(node, visible(required(document, "spec", str)), optional(document, (), "platform"), status,
                       tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
 
 
@@ -380,67 +369,28 @@ def _fabric(document: dict) -> tuple[Clique | None, bool]:
     """The report's `fabric` (an extra key) as ((cluster UUID, clique id) or None for no NVLink
     domain, whether it is known): absent or null is not known; an object whose `cluster_uuid` is
     null is known to be in no domain."""
-    fabric = _optional(document, (), "fabric", dict)
+    fabric = optional(document, (), "fabric", dict)
     if fabric is None:
         return None, False
-    uuid = _optional(fabric, ("fabric",), "cluster_uuid", str)
+    uuid = optional(fabric, ("fabric",), "cluster_uuid", str)
     if uuid is None:
         return None, True
-    return (uuid, _optional(fabric, ("fabric",), "clique_id", int)), True
+    return (uuid, optional(fabric, ("fabric",), "clique_id", int)), True
 
 
 def _finding(item: Any, index: int) -> Finding:
     path: tuple[str | int, ...] = ("findings", index)
     if not isinstance(item, dict):
-        raise ReportError(path, f"findings[{index}] is {_kind(item)}, not an object")
-    severity = _field(item, "severity", str, path)
+        raise ReportError(path, f"findings[{index}] is {kind_of(item)}, not an object")
+    severity = required(item, "severity", str, path)
     if severity not in SEVERITIES:
         raise ReportError((*path, "severity"), f"findings[{index}].severity {visible(severity)!r} is not one of: "
                                                + ", ".join(SEVERITIES))
-    file = _optional(item, path, "file")
-    line, col = (_optional(item, path, key, int) for key in ("line", "col"))
+    file = optional(item, path, "file")
+    line, col = (optional(item, path, key, int) for key in ("line", "col"))
     where = f"{file}:{line or 0}:{col or 0}" if file else ""
-    return Finding(visible(_field(item, "code", str, path)), severity, _optional(item, path, "device"),
-                   visible(_field(item, "message", str, path)), where)
-
-
-def _field(document: dict, key: str, kind: type, path: tuple[str | int, ...] = ()) -> Any:
-    """`document[key]`, which must be there and of `kind` (an int is not a bool)."""
-    if key not in document:
-        raise ReportError(path, f"{_name(path, key)} is missing")
-    value = document[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ReportError((*path, key), f"{_name(path, key)} is {_kind(value)}, not {_KINDS[kind]}")
-    return value
-
-
-def _optional(document: dict, path: tuple[str | int, ...], key: str, kind: type = str) -> Any:
-    """`document[key]` when there and not null (then of `kind`), else None; a string is shown `visible`."""
-    value = document.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ReportError((*path, key), f"{_name(path, key)} is {_kind(value)}, not {_KINDS[kind]} or null")
-    return visible(value) if isinstance(value, str) else value
-
-
-_KINDS = {int: "an integer", str: "a string", list: "an array", dict: "an object"}
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, float):
-        return "a number"
-    return _KINDS.get(type(value), type(value).__name__)
-
-
-def _name(path: tuple[str | int, ...], key: str) -> str:
-    """`findings[3].code` for key "code" at ("findings", 3)."""
-    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
-    return (text + "." + key).lstrip(".")
+    return Finding(visible(required(item, "code", str, path)), severity, optional(item, path, "device"),
+                   visible(required(item, "message", str, path)), where)
 
 
 # ---------------------------------------------------------------------- where in the text
