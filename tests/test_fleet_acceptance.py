@@ -190,6 +190,16 @@ def test_a_slow_leaf_is_named_with_the_cluster(tmp_path, capsys):
     ]
 
 
+@pytest.mark.parametrize(("limit", "named"), [("nvswitch", True), ("nic", False)], ids=["over-nvlink", "mnnvl-off"])
+def test_a_run_inside_one_nvlink_domain_is_a_run_of_its_leaf_only_when_it_left_the_domain(tmp_path, capsys, limit, named):
+    """A pair of rack 2's trays within its band: over NVLink it says nothing of pod1's leaf; by
+    the NICs (NCCL_MNNVL_ENABLE=0: limited by a NIC) it clears it."""
+    path = write(tmp_path, pair("pod1-a", tray(2, 0), tray(3, 0), "below"), pair("pod1-b", tray(2, 1), tray(3, 1), "below"),
+                 pair("pod0-a", tray(0, 0), tray(1, 0)), acceptance(size("results/rack2.txt:12", (tray(2, 5), tray(2, 6)), limit=limit)))
+    _, out, _ = run(capsys, "--cluster", NVL72, path)
+    assert ("error[A105 slow-in-every-run]: leaf pod1" in out) is named
+
+
 def test_a_leaf_whose_runs_all_share_one_node_is_not_named(tmp_path, capsys):
     """pod1's two slow runs both hold gb200-r2-t00: the node, not the leaf, is named."""
     path = write(tmp_path, pair("pod1-a", tray(2, 0), tray(3, 0), "below"), pair("pod1-b", tray(2, 0), tray(3, 1), "below"),
@@ -495,25 +505,26 @@ def test_hostile_records_are_e602s_the_rest_counts_and_every_format_stays_one_li
 
 
 @st.composite
-def plans(draw: st.DrawFn) -> list[tuple[str, tuple[str, ...], tuple[int, ...], bool]]:
-    """Runs (label, hosts, devices, slow) over six hosts under two leaves; a label may repeat (a run read twice)."""
+def plans(draw: st.DrawFn) -> list[tuple[str, tuple[str, ...], tuple[int, ...], bool, bool]]:
+    """Runs (label, hosts, devices, slow, over NVLink) over six hosts under two leaves; a label
+    may repeat (a run read twice)."""
     plan = []
     for index in range(draw(st.integers(1, 14))):
         members = tuple(draw(st.lists(st.sampled_from(hosts(1, 2, 3, 4, 5, 6)), min_size=1, max_size=4, unique=True)))
         devices = draw(st.sampled_from([EIGHT, (0,), (3,)]))
         label = f"results/{draw(st.integers(0, index))}.txt:1"
-        plan.append((label, members, devices, draw(st.booleans())))
+        plan.append((label, members, devices, draw(st.booleans()), draw(st.booleans())))
     return plan
 
 
-LEAVES = LeafPlan("c.yaml", ("leaf0", "leaf1"), (hosts(1, 2, 3), hosts(4, 5, 6)))
+LEAVES = LeafPlan("c.yaml", ("leaf0", "leaf1"), (hosts(1, 2, 3), hosts(4, 5, 6)), (hosts(1, 2), hosts(5, 6)))
 
 
-def expected_judgement(plan: list[tuple[str, tuple[str, ...], tuple[int, ...], bool]]) -> tuple[set[str], set[str], set[str]]:
+def expected_judgement(plan: list[tuple[str, tuple[str, ...], tuple[int, ...], bool, bool]]) -> tuple[set[str], set[str], set[str]]:
     """The A105 subjects and the unnamed nodes, computed from the whole plan at once (the
     module's rules, written out without tallies): (named, unnamed nodes, unnamed NICs)."""
     seen, node_runs, nic_runs, leaf_runs = set(), {}, {}, {}
-    for label, members, devices, slow in plan:
+    for label, members, devices, slow, over_nvlink in plan:
         if (label, members, devices) in seen:
             continue
         seen.add((label, members, devices))
@@ -521,11 +532,12 @@ def expected_judgement(plan: list[tuple[str, tuple[str, ...], tuple[int, ...], b
             node_runs.setdefault(host, []).append((slow, set(members) - {host}))
             if len(devices) == 1 and len(members) > 1:
                 nic_runs.setdefault((host, devices[0]), []).append((slow, set(members) - {host}))
+        in_one_domain = any(set(members) <= set(domain) for domain in LEAVES.domains)
         for leaf, leaf_hosts in enumerate(LEAVES.members):
             inside = set(members) & set(leaf_hosts)
-            if inside and len(members) > 1:
+            if inside and len(members) > 1 and not (over_nvlink and in_one_domain):
                 leaf_runs.setdefault(leaf, []).append((slow, inside))
-    within = any(not slow for label, members, devices, slow in plan)
+    within = any(not run[3] for run in plan)
 
     def all_slow(found):
         return all(slow for slow, _ in found)
@@ -549,16 +561,40 @@ def expected_judgement(plan: list[tuple[str, tuple[str, ...], tuple[int, ...], b
 
 @settings(max_examples=150)
 @given(plan=plans())
-@example(plan=[("results/0.txt:1", hosts(1, 2, 3), EIGHT, True), ("results/1.txt:1", hosts(1, 2, 3), EIGHT, True),
-               ("results/2.txt:1", hosts(4, 5), EIGHT, False)])  # two partners met in one run
+@example(plan=[("results/0.txt:1", hosts(1, 2, 3), EIGHT, True, False), ("results/1.txt:1", hosts(1, 2, 3), EIGHT, True, False),
+               ("results/2.txt:1", hosts(4, 5), EIGHT, False, False)])  # two partners met in one run
 def test_the_tallies_name_what_the_whole_plan_at_once_names(plan):
     """Read one run at a time, keeping only tallies, the judgement is the one the whole plan gives."""
     tally = RunTally(LEAVES)
-    for label, members, devices, slow in plan:
-        tally.add(runs.Run(label, "all_reduce", members, devices, len(devices), "slow" if slow else "within", len(members) > 1,
+    for label, members, devices, slow, over_nvlink in plan:
+        tally.add(runs.Run(label, "all_reduce", members, devices, len(devices), "slow" if slow else "within", over_nvlink,
                            ("results/x.txt", 40) if slow else None))
     judgement = tally.judge()
     named, unnamed_nodes, unnamed_nics = expected_judgement(plan)
     assert {c.subject for c in judgement.culprits} == named
     assert set(judgement.unnamed_nodes) == unnamed_nodes
     assert {f"{h} {d}" for h, d in judgement.unnamed_nics} == unnamed_nics
+
+
+def test_what_compared_record_writes_is_what_fleet_report_reads():
+    """The contract with `hwspec diff PLATFORM RESULT...`: a below-band size of a rail run and a
+    copy's cell, as `Compared.record()` writes them, read back as two runs, one of them slow.
+    (Skipped where the result readers, hwspec.acceptance.results, are not in this tree.)"""
+    pytest.importorskip("hwspec.acceptance.results")
+    from hwspec.acceptance.compare import Compared
+    from hwspec.acceptance.expected import Expected
+    from hwspec.acceptance.spans import Link
+    from hwspec.diagnostics import Location
+
+    link = Link("nic", 50e9, 0.9, "cited", "gpu3's NIC", Location("platforms/dgx-h100-16.yaml", 30, 5))
+    figure = Expected("all_reduce", "nccl-tests", 2, 1, 2**34, 45e9, 40e9, 50e9, "Ring", "Simple", link, True, "", "")
+    copy = Expected("host_to_device_memcpy_ce", "nvbandwidth", 1, 1, None, 50e9, 45e9, 55e9, "", "", link, True, "", "",
+                    ("host", "gpu3"))
+    records = [Compared(Location("r.txt", 40, 1), "all_reduce", 2**34, 2, 1, ("gpu003", "gpu004"), None, 20e9, figure, "below",
+                        Location("r.txt", 12), (3,)).record(),
+               Compared(Location("c.txt", 3, 1), "host_to_device_memcpy_ce", None, 1, 1, (), ("host", "gpu3"), 52e9, copy,
+                        "within", Location("c.txt", 3)).record()]
+    parsed = runs.parse_acceptance(json.loads(json.dumps({"acceptance": records})))
+    assert parsed.error is None
+    assert parsed.runs == (runs.Run("r.txt:12", "all_reduce", ("gpu003", "gpu004"), (3,), 1, "slow", False, ("r.txt", 40)),
+                           runs.Run("c.txt:3", "host_to_device_memcpy_ce", (), (), 1, "within", False, None))

@@ -68,7 +68,8 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
         at = cluster.source_map.doc.locate_key(("nvlink_domain",))  # the key's line, not its block's first field
         plan = DomainPlan(display_path(path), at, domains.names, members)
     leaves = LeafPlan(display_path(path), tuple(name for name, _ in groups),
-                      tuple(tuple(short(hosts[n]) for n in nodes) for _, nodes in groups)) if groups else None
+                      tuple(tuple(short(hosts[n]) for n in nodes) for _, nodes in groups),
+                      plan.members if plan is not None else ()) if groups else None
     return plan, leaves
 
 

@@ -9,8 +9,9 @@ each subject, whether every run it joined so far was slow:
 * a node: every run naming its host;
 * a NIC (GPU i and NIC i of a host, "rail i"): every run of one GPU per node, all on device i,
   over two hosts or more;
-* a leaf (with the cluster's `LeafPlan`, `--cluster`): every run over the network (two hosts or
-  more, limited by a NIC, the network or PCIe) naming a host under it.
+* a leaf (with the cluster's `LeafPlan`, `--cluster`): every run over the network naming a host
+  under it: a run of two hosts or more, unless they share an NVLink domain and every judged
+  size was limited by NVLink (the run never left the domain).
 
 Only runs with a judged size count (`slow` or `within`); a run that names no host counts in the
 tallies but points at no one. `judge()` names a subject (A105, drift) when every one of its runs
@@ -50,11 +51,13 @@ MAX_PARTNERS_KEPT = 3
 @dataclass(frozen=True)
 class LeafPlan:
     """The cluster's leaf groups (`ClusterTopology.leaf_groups`: a leaf, or a pod of rail
-    leaves): `names[i]` holds the hosts `members[i]` (short form); from the cluster `file`."""
+    leaves): `names[i]` holds the hosts `members[i]` (short form); from the cluster `file`.
+    `domains` are the hosts of each multi-node NVLink domain (none without `nvlink_domain:`)."""
 
     file: str
     names: tuple[str, ...]
     members: tuple[tuple[str, ...], ...]
+    domains: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +154,7 @@ class RunTally:
     def __init__(self, leaves: LeafPlan | None = None) -> None:
         self.leaves = leaves
         self._leaf_of = {host: i for i, hosts in enumerate(leaves.members) for host in hosts} if leaves else {}
+        self._domain_of = {host: d for d, hosts in enumerate(leaves.domains) for host in hosts} if leaves else {}
         self.outcomes = dict.fromkeys(OUTCOMES, 0)
         self.duplicates = 0
         self.without_hosts = 0
@@ -184,8 +188,13 @@ class RunTally:
         if run.gpus_per_node == 1 and len(run.devices) == 1 and len(run.hosts) > 1:
             for host in run.hosts:
                 _count(self.nics, (host, run.devices[0]), example, run.hosts, host)
-        if run.network and self.leaves is not None:
+        if self.leaves is not None and len(run.hosts) > 1 and not (run.over_nvlink and self._one_domain(run.hosts)):
             self._count_leaves(run.hosts, example)
+
+    def _one_domain(self, hosts: tuple[str, ...]) -> bool:
+        """Whether `hosts` are all in one NVLink domain of the cluster."""
+        domains = {self._domain_of.get(short(host), -1 - i) for i, host in enumerate(hosts)}  # a host in none: a domain of its own
+        return len(domains) == 1
 
     def _count_leaves(self, hosts: tuple[str, ...], example: Example | None) -> None:
         by_leaf: dict[int, list[str]] = {}

@@ -53,8 +53,9 @@ MAX_TEXT = 4096
 MAX_NAME = 256
 """The longest collective, algorithm, protocol, tier or device name, in characters."""
 VERDICTS = ("within", "below", "above", "unjudged", "unchecked")
-NETWORK_TIERS = ("nic", "network", "pcie")
-"""The tiers (`limit`) that put a run of two hosts or more on the network: its leaves carry it."""
+NVLINK_TIERS = ("nvlink", "nvswitch", "xgmi", "c2c")
+"""The tiers (`limit`) of GPU-to-GPU links: a run of trays of one NVLink domain limited by them
+never reached the network."""
 OUTCOMES = ("slow", "within", "unchecked")
 
 
@@ -62,9 +63,10 @@ OUTCOMES = ("slow", "within", "unchecked")
 class Run:
     """One acceptance run as its records say: `label` is its `run` (result file and line, shown
     `visible`); `hosts` its hosts in rank order (empty when the output named none), `devices`
-    the GPU device numbers its ranks used (sorted); `outcome` one of OUTCOMES; `network`
-    whether it spans two hosts or more over the network (a judged size limited by a tier of
-    NETWORK_TIERS); `below` the result file and line of its first judged size below the band."""
+    the GPU device numbers its ranks used (sorted); `outcome` one of OUTCOMES; `over_nvlink`
+    whether its judged sizes were all limited by a tier of NVLINK_TIERS (so that, when its hosts
+    share an NVLink domain, its traffic never left it); `below` the result file and line of its
+    first judged size below the band."""
 
     label: str
     collective: str
@@ -72,7 +74,7 @@ class Run:
     devices: tuple[int, ...]
     gpus_per_node: int
     outcome: str
-    network: bool
+    over_nvlink: bool
     below: tuple[str, int] | None
 
 
@@ -186,8 +188,8 @@ def _run(records: list[Record]) -> Run:
     judged = [r for r in records if r.judged and r.verdict in ("within", "below", "above")]
     below = next((r.where for r in judged if r.verdict == "below"), None)
     outcome = "slow" if below is not None else "within" if judged else "unchecked"
-    network = len(hosts) > 1 and any(r.limit in NETWORK_TIERS for r in judged)
-    return Run(first.label, collective, hosts, devices, per_node, outcome, network, below)
+    over_nvlink = bool(judged) and all(r.limit in NVLINK_TIERS for r in judged)
+    return Run(first.label, collective, hosts, devices, per_node, outcome, over_nvlink, below)
 
 
 # ---------------------------------------------------------------------- one key
