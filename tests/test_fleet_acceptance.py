@@ -42,7 +42,7 @@ def acceptance(*records: dict[str, Any], node: str = "login1", **extra: Any) -> 
     """An acceptance report of `records`, run on `node`: drift with an A101 when a judged size is below."""
     slow = any(isinstance(r, dict) and r.get("judged") is True and r.get("verdict") == "below" for r in records)
     findings = [{"code": "A101", "severity": "error", "device": None, "file": "platforms/dgx-h100-16.yaml", "line": 12,
-                 "col": 3, "hint": None, "message": "all_reduce over 2 nodes reached 216 GB/s"}] if slow else []
+                 "col": 3, "hint": None, "message": "all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s"}] if slow else []
     return {"hwspec_report": 1, "node": node, "spec": "platforms/dgx-h100-16.yaml", "platform": "dgx-h100-16",
             "status": "drift" if slow else "clean", "exit_code": int(slow), "findings": findings,
             "acceptance": list(records), **extra}
@@ -76,28 +76,50 @@ def hosts(*numbers: int) -> tuple[str, ...]:
 # ---------------------------------------------------------------- naming the slow one
 
 
-def test_a_slow_node_is_named_from_two_pair_runs_and_a_rail_run(tmp_path, capsys):
-    """gpu003 is below its band with gpu004 and with gpu005, and the rail-3 run it joins is slow;
-    gpu004 and gpu005 are within their bands with other partners: gpu003 is named. The rail
-    run's other NICs were slow in their only run: listed, not named."""
-    path = write(tmp_path, pair("leaf-pairs-even/003", "gpu003", "gpu004", "below"),
-                 pair("leaf-pairs-odd/003", "gpu003", "gpu005", "below"),
-                 pair("leaf-pairs-even/001", "gpu001", "gpu002"), pair("leaf-pairs-odd/004", "gpu004", "gpu006"),
-                 pair("leaf-pairs-odd/001", "gpu005", "gpu001"), rail("rail-3", 3, hosts(1, 2, 3, 4, 5, 6), "below"))
-    status, out, err = run(capsys, path)
+SAMPLES = Path("tests/data/fleet-acceptance")
+
+
+def sample_reports() -> dict[str, dict[str, Any]]:
+    """tests/data/fleet-acceptance: gpu003 is below its band with gpu004 and with gpu005, and the
+    rail-3 run it joins is slow; gpu004 and gpu005 are within their bands with other partners."""
+    return {"leaf-pairs-even-001.json": pair("leaf-pairs-even/001", "gpu001", "gpu002"),
+            "leaf-pairs-even-003.json": pair("leaf-pairs-even/003", "gpu003", "gpu004", "below"),
+            "leaf-pairs-odd-001.json": pair("leaf-pairs-odd/001", "gpu005", "gpu001"),
+            "leaf-pairs-odd-003.json": pair("leaf-pairs-odd/003", "gpu003", "gpu005", "below"),
+            "leaf-pairs-odd-004.json": pair("leaf-pairs-odd/004", "gpu004", "gpu006"),
+            "rail-3.json": rail("rail-3", 3, hosts(1, 2, 3, 4, 5, 6), "below")}
+
+
+def test_the_samples_are_what_this_module_writes():
+    assert sorted(p.name for p in SAMPLES.iterdir()) == sorted(sample_reports())
+    for name, report in sample_reports().items():
+        assert (SAMPLES / name).read_text() == json.dumps(report, indent=2) + "\n"
+
+
+def test_a_slow_node_is_named_from_two_pair_runs_and_a_rail_run(capsys):
+    """gpu003 is named; the rail run's other NICs were slow in their only run: listed, not named."""
+    status, out, err = run(capsys, SAMPLES)
     assert (status, err) == (1, "")
     assert out.splitlines() == [
         "hwspec fleet report: 0 node(s): 0 clean, 0 drift, 0 unchecked (6 acceptance report(s), 1 slow-in-every-run finding(s))",
         "",
         "acceptance runs: 6 run(s): 3 slow, 3 within, 0 unchecked; from 6 report(s): 3 clean, 3 drift, 0 unchecked",
         "  A101 error: 3 finding(s) in 3 report(s)",
-        "    platforms/dgx-h100-16.yaml:12:3: all_reduce over 2 nodes reached 216 GB/s",
+        "    platforms/dgx-h100-16.yaml:12:3: all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s",
         "  results/leaf-pairs-even/003.txt:40:1: error[A105 slow-in-every-run]: node gpu003: below its band in each of the 3 "
         "acceptance runs it joined, with partners gpu004, gpu005, gpu001 and others; first: all_reduce at "
         "results/leaf-pairs-even/003.txt:12",
         "    hint: look at gpu003 itself: 'hwspec diff --live' on it, and the suspects its runs' A101 findings name",
         "  slow in every run they joined, not named (too few runs or partners): 5 NIC(s): device 3 (rail 3) of gpu[001-002,004-006]",
     ]
+
+
+def test_docs_fleet_md_acceptance_example_prints_what_the_page_shows(capsys):
+    page = (ROOT / "docs" / "fleet.md").read_text()
+    command = f"hwspec fleet-report {SAMPLES}"
+    shown = page.split(f"```sh\n{command}\n```\n\n```text\n", 1)[1].split("```", 1)[0]
+    assert main(command.split()[1:]) == 1
+    assert capsys.readouterr().out == shown
 
 
 def rail_pairs(with_rail_0: bool) -> list[dict[str, Any]]:
@@ -116,7 +138,7 @@ def test_a_slow_nic_is_named_from_rail_runs(tmp_path, capsys):
     assert out.splitlines()[2:] == [
         "acceptance runs: 6 run(s): 2 slow, 4 within, 0 unchecked; from 6 report(s): 4 clean, 2 drift, 0 unchecked",
         "  A101 error: 2 finding(s) in 2 report(s)",
-        "    platforms/dgx-h100-16.yaml:12:3: all_reduce over 2 nodes reached 216 GB/s",
+        "    platforms/dgx-h100-16.yaml:12:3: all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s",
         "  results/rail-3-even/001.txt:40:1: error[A105 slow-in-every-run]: gpu001 device 3 (rail 3): below its band in each "
         "of the 2 one-GPU-per-node runs it joined, with partners gpu002, gpu003; first: all_reduce at results/rail-3-even/001.txt:12",
         "    hint: look at GPU 3 and NIC 3 of gpu001: their PCIe links (D105), the port's speed and state (D110, D112), "
@@ -142,7 +164,7 @@ def test_the_json_report_gives_the_tallies_and_the_named_nic(tmp_path, capsys):
         "reports": {"counted": 6, "clean": 4, "drift": 2, "unchecked": 0, "records_refused": 0, "runs_refused": 0},
         "runs": {"read": 6, "slow": 2, "within": 4, "unchecked": 0, "read_twice": 0, "without_hosts": 0},
         "findings": [{"code": "A101", "severity": "error", "findings": 2, "reports": 2,
-                      "message": "all_reduce over 2 nodes reached 216 GB/s", "where": "platforms/dgx-h100-16.yaml:12:3"}],
+                      "message": "all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s", "where": "platforms/dgx-h100-16.yaml:12:3"}],
         "slow_in_every_run": [{
             "code": "A105", "severity": "error", "kind": "nic", "subject": "gpu001 device 3 (rail 3)", "hostlist": "gpu001",
             "device": 3, "runs": 2, "partners": ["gpu002", "gpu003"], "more_partners": False,
@@ -179,7 +201,7 @@ def test_a_slow_leaf_is_named_with_the_cluster(tmp_path, capsys):
         "",
         "acceptance runs: 5 run(s): 3 slow, 2 within, 0 unchecked; from 5 report(s): 2 clean, 3 drift, 0 unchecked",
         "  A101 error: 3 finding(s) in 3 report(s)",
-        "    platforms/dgx-h100-16.yaml:12:3: all_reduce over 2 nodes reached 216 GB/s",
+        "    platforms/dgx-h100-16.yaml:12:3: all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s",
         "  results/pod1-a.txt:40:1: error[A105 slow-in-every-run]: leaf pod1 of platforms/gb200-nvl72-x4.yaml "
         "(gb200-r2-t[00-17],gb200-r3-t[00-17]): each of the 3 network runs that joined its nodes was below its band, and no one node "
         "joined them all; first: all_reduce at results/pod1-a.txt:12",
@@ -239,7 +261,7 @@ def test_when_every_run_is_slow_no_single_culprit_is_named(tmp_path, capsys):
     assert out.splitlines()[2:] == [
         "acceptance runs: 4 run(s): 4 slow, 0 within, 0 unchecked; from 4 report(s): 0 clean, 4 drift, 0 unchecked",
         "  A101 error: 4 finding(s) in 4 report(s)",
-        "    platforms/dgx-h100-16.yaml:12:3: all_reduce over 2 nodes reached 216 GB/s",
+        "    platforms/dgx-h100-16.yaml:12:3: all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s",
         "  slow in every run they joined, not named (too few runs or partners): 4 node(s): gpu[001-004]",
         "  every judged run was below its band: no one node, NIC or leaf can be named (look at what the runs share: the "
         "platform's figures, the software, the spine)",
@@ -282,7 +304,7 @@ def test_node_reports_read_as_before_beside_acceptance_reports(tmp_path, capsys)
         "",
         "acceptance runs: 1 run(s): 1 slow, 0 within, 0 unchecked; from 1 report(s): 0 clean, 1 drift, 0 unchecked",
         "  A101 error: 1 finding(s) in 1 report(s)",
-        "    platforms/dgx-h100-16.yaml:12:3: all_reduce over 2 nodes reached 216 GB/s",
+        "    platforms/dgx-h100-16.yaml:12:3: all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s",
         "  slow in every run they joined, not named (too few runs or partners): 2 node(s): zx[0001-0002]; a pair run alone "
         "cannot tell which of its two nodes is slow",
         "  every judged run was below its band: no one node, NIC or leaf can be named (look at what the runs share: the "
@@ -332,7 +354,7 @@ def test_the_markdown_report_has_an_acceptance_section(tmp_path, capsys):
         "6 run(s): 2 slow, 4 within, 0 unchecked; from 6 report(s): 4 clean, 2 drift, 0 unchecked.",
         "",
         "- A101 error: 2 finding(s) in 2 report(s)",
-        "  - platforms/dgx-h100-16.yaml:12:3: all\\_reduce over 2 nodes reached 216 GB/s",
+        "  - platforms/dgx-h100-16.yaml:12:3: all\\_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s",
         "- results/rail-3-even/001.txt:40:1: error\\[A105 slow-in-every-run\\]: gpu001 device 3 (rail 3): below its band in "
         "each of the 2 one-GPU-per-node runs it joined, with partners gpu002, gpu003; first: all\\_reduce at results/rail-3-even/001.txt:12",
         "  - hint: look at GPU 3 and NIC 3 of gpu001: their PCIe links (D105), the port's speed and state (D110, D112), "

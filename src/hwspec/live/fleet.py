@@ -20,9 +20,19 @@ With a cluster's NVLink domains (`DomainPlan`, `--cluster`), each checked node's
 report's `fabric`) is kept too, and `cliques()` compares them with the domains
 (`hwspec.live.cliques`): disagreements make the exit status 1.
 
+A report with an `acceptance` list (`hwspec diff PLATFORM RESULT... --format json`: benchmark
+runs compared with the platform) is an acceptance report, never a node report: its `node` is
+only where `diff` ran, not what its runs measured, so it is counted apart (`AcceptanceReports`:
+by status, findings by code), is no E603 beside the node's own report, and its runs go to
+`RunTally` (`hwspec.live.runs` checks the records, `hwspec.live.culprits` names what is slow in
+every run it joined: A105). For runs, memory is the host names, a fixed-size tally for each
+node, NIC and leaf still slow in every run it joined, and a 16-byte digest per run; never a
+record once its report is read.
+
 Invariants: every node is counted once (a second report of it is an E603 warning, not
-counted); every text from a report that reaches the output is shown `visible` (one line), and
-a node name is a host name (letters, digits, `.`, `-`, `_`), so a hostlist cannot be forged.
+counted), and so is every run; every text from a report that reaches the output is shown
+`visible` (one line), and a node or host name is a host name (letters, digits, `.`, `-`, `_`),
+so a hostlist cannot be forged.
 """
 
 from __future__ import annotations
