@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from hwspec.live.reportjson import Path, ReportError, host_name, kind_of, name, required
+from hwspec.live.reportjson import HOST_NAME, Path, ReportError, host_name, kind_of, name, required
 from hwspec.text import visible
 
 MAX_RECORDS = 4096
@@ -234,13 +234,15 @@ def _hosts(item: dict[str, Any], path: Path) -> tuple[str, ...]:
     at: Path = (*path, "hosts")
     if len(hosts) > MAX_HOSTS:
         raise ReportError(at, f"{name(path, 'hosts')} has {len(hosts)} entries, more than {MAX_HOSTS}")
+    if set(map(type, hosts)) <= {str} and all(map(HOST_NAME.fullmatch, hosts)) and len(set(hosts)) == len(hosts):
+        return tuple(hosts)  # the common case, checked at C speed; else the loop says where
     seen: set[str] = set()
     for index, host in enumerate(hosts):
         host_name(host, (*at, index))
         if host in seen:
             raise ReportError((*at, index), f"{name(at, index)} {host!r} is listed twice")
         seen.add(host)
-    return tuple(hosts)
+    raise AssertionError("unreachable: the hosts passed their checks")
 
 
 def _devices(item: dict[str, Any], path: Path) -> tuple[int, ...]:
@@ -251,6 +253,8 @@ def _devices(item: dict[str, Any], path: Path) -> tuple[int, ...]:
         raise ReportError(at, f"{name(path, 'devices')} is {kind_of(devices)}, not an array")
     if len(devices) > MAX_DEVICES:
         raise ReportError(at, f"{name(path, 'devices')} has {len(devices)} entries, more than {MAX_DEVICES}")
+    if set(map(type, devices)) <= {int} and (not devices or (0 <= min(devices) and max(devices) < MAX_DEVICES)):
+        return tuple(sorted(set(devices)))  # the common case, checked at C speed; else the loop says where
     for index, device in enumerate(devices):
         if not isinstance(device, int) or isinstance(device, bool):
             raise ReportError((*at, index), f"{name(at, index)} is {kind_of(device)}, not an integer")
