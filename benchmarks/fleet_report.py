@@ -13,6 +13,17 @@ unavoidable part of the job: start Python, list the directory, read every file a
 `json.loads` it. Each time is the best of `--repeat` runs, CLI and floor alternating, after a
 warm-up of each (which writes Python's bytecode cache); peak memory is each process's own
 maximum resident set size (wait4's rusage). Prints one JSON object per size.
+
+    .venv/bin/python benchmarks/fleet_report.py --plan 65536 --repeat 1   # an acceptance plan's reports
+
+`--plan N` writes instead the acceptance reports (`hwspec diff PLATFORM RESULT... --format
+json`) of a bring-up plan over N nodes of 8 GPUs in leaves of 32: every node alone, two
+pairings within each leaf, two pairings across the spine, and one run per rail over every
+node (3N + 8 runs), each run `--sizes` records long, as many runs in a report as 4,096 records
+allow (a rail run, whose records list every node, in a report of its own). Node 7 is below
+its band in every run it joins, which makes every rail run slow: the CLI must name node 7
+alone (A105) and read every report, and the benchmark checks that it does. The floor reads
+and `json.loads` every report, as above.
 """
 
 from __future__ import annotations
@@ -115,11 +126,101 @@ def measure(nodes: int, repeat: int) -> dict:
             "finding_groups": len(summary["findings"])}
 
 
+# ---------------------------------------------------------------------- an acceptance plan
+
+LEAF = 32
+"""Nodes under one leaf in the plan."""
+SLOW_NODE = 7
+"""The node below its band in every run it joins."""
+RECORDS_PER_REPORT = 4096
+
+
+def plan_runs(nodes: int) -> list[tuple[str, list[int], tuple[int, ...]]]:
+    """The plan's runs as (name, node numbers, GPU devices): alone, leaf pairs, spine pairs, rails."""
+    eight = tuple(range(8))
+    runs = [(f"alone/{n:05d}", [n], eight) for n in range(nodes)]
+    for pairing in (0, 1):  # two pairings in each leaf: each node has two partners there
+        for start in range(0, nodes, LEAF):
+            leaf = list(range(start, min(start + LEAF, nodes)))
+            shifted = leaf[pairing:] + leaf[:pairing]
+            runs += [(f"leaf-pairs-{pairing}/{a:05d}", [a, b], eight) for a, b in zip(shifted[::2], shifted[1::2])]
+    half = nodes // 2
+    for pairing in (0, 1):  # across the spine: node i with a node of the other half
+        runs += [(f"spine-pairs-{pairing}/{n:05d}", [n, half + (n + pairing) % half], eight) for n in range(half)]
+    runs += [(f"rail-{device}", list(range(nodes)), (device,)) for device in range(8)]
+    return runs
+
+
+def plan_record(name: str, members: list[int], devices: tuple[int, ...], size: int) -> dict:
+    slow = SLOW_NODE in members
+    return {"file": f"results/{name}.txt", "line": 40 + size, "run": f"results/{name}.txt:12", "collective": "all_reduce",
+            "bytes": 2**(34 - size), "nodes": len(members), "gpus_per_node": len(devices),
+            "hosts": [f"gpu{n:05d}" for n in members], "devices": list(devices),
+            "measured_busbw_gbps": 216.0 if slow else 450.0, "expected_busbw_gbps": 470.0, "low_busbw_gbps": 399.5,
+            "high_busbw_gbps": 482.1, "algorithm": "Ring", "protocol": "Simple", "limit": "nvswitch" if len(members) == 1 else "nic",
+            "judged": True, "verdict": "below" if slow else "within"}
+
+
+def write_plan(directory: Path, nodes: int, sizes: int) -> tuple[int, int, int, int]:
+    """The plan's acceptance reports in `directory`, a rail run in a report of its own (its
+    records list every node); (runs, records, reports, bytes written)."""
+    runs = plan_runs(nodes)
+    per_report = max(1, RECORDS_PER_REPORT // sizes)
+    pairs = [run for run in runs if len(run[1]) <= 2]
+    chunks = [pairs[i:i + per_report] for i in range(0, len(pairs), per_report)] + [[r] for r in runs if len(r[1]) > 2]
+    written = records = 0
+    for number, chunk in enumerate(chunks):
+        acceptance = [plan_record(*run, size) for run in chunk for size in range(sizes)]
+        slow = any(r["verdict"] == "below" for r in acceptance)
+        report = {"hwspec_report": 1, "node": "login1", "spec": "platforms/dgx-h100-16.yaml", "platform": "dgx-h100-16",
+                  "status": "drift" if slow else "clean", "exit_code": int(slow), "summary": "", "fabric": None,
+                  "findings": [], "acceptance": acceptance}
+        text = json.dumps(report, indent=2) + "\n"
+        (directory / f"acceptance-{number:05d}.json").write_text(text)
+        written += len(text)
+        records += len(acceptance)
+    return len(runs), records, len(chunks), written
+
+
+def measure_plan(nodes: int, sizes: int, repeat: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        reports = Path(tmp) / "reports"
+        reports.mkdir()
+        runs, records, files, size = write_plan(reports, nodes, sizes)
+        out = Path(tmp) / "fleet.json"
+        cli = [*hwspec_command(), "fleet-report", str(reports), "--format", "json"]
+        floor = [sys.executable, "-c", FLOOR, str(reports)]
+        run(cli, out, (1,)), run(floor, Path(os.devnull), (0,))
+        cli_runs, floor_runs = [], []
+        for _ in range(repeat):
+            cli_runs.append(run(cli, out, (1,)))
+            floor_runs.append(run(floor, Path(os.devnull), (0,)))
+        document = json.loads(out.read_text())
+        summary = document["acceptance"]
+        shutil.rmtree(reports)
+    assert document["reports"]["refused"] == 0 and summary["reports"]["counted"] == files, (document["problems"], files)
+    named = [c["subject"] for c in summary["slow_in_every_run"]]
+    assert named == [f"node gpu{SLOW_NODE:05d}"], named
+    assert summary["runs"]["read"] == runs, summary["runs"]
+    cli_s, floor_s = min(t for t, _ in cli_runs), min(t for t, _ in floor_runs)
+    return {"plan_nodes": nodes, "runs": runs, "records": records, "reports": files, "report_bytes": size, "cli_s": round(cli_s, 3),
+            "floor_s": round(floor_s, 3), "ratio": round(cli_s / floor_s, 2), "us_per_record": round(1e6 * cli_s / records, 1),
+            "cli_peak_mib": round(max(m for _, m in cli_runs), 1), "floor_peak_mib": round(max(m for _, m in floor_runs), 1),
+            "slow_runs": summary["runs"]["slow"], "named": named}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, action="append", help="node count (repeatable; default 1000 and 5000)")
+    parser.add_argument("--plan", type=int, action="append", metavar="NODES",
+                        help="an acceptance plan over NODES nodes instead (repeatable)")
+    parser.add_argument("--sizes", type=int, default=4, help="records (message sizes) per run of a plan (default 4)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each process (default 5)")
     args = parser.parse_args()
+    if args.plan:
+        for nodes in args.plan:
+            print(json.dumps(measure_plan(nodes, args.sizes, args.repeat)), flush=True)
+        return 0
     for nodes in args.nodes or [1000, 5000]:
         print(json.dumps(measure(nodes, args.repeat)), flush=True)
     return 0

@@ -225,16 +225,36 @@ def test_a_fabric_that_is_not_an_object_is_a_located_e602(capsys, tmp_path):
     assert err.startswith(f"{tmp_path}/reports.json:1:{column}: error[E602]: fabric is a string, not an object or null\n")
 
 
+def without_fabric(tmp_path: Path) -> str:
+    """platforms/zion-16.yaml without its `backend:` (beside a copy of its node platform): a
+    cluster with neither NVLink domains nor leaves."""
+    shutil.copy(ROOT / "platforms" / "zion.yaml", tmp_path / "zion.yaml")
+    text = (ROOT / "platforms" / "zion-16.yaml").read_text()
+    start = text.index("backend:")
+    (tmp_path / "no-fabric.yaml").write_text(text[:start] + text[text.index("frontend:", start):])
+    return str(tmp_path / "no-fabric.yaml")
+
+
 @pytest.mark.parametrize(("cluster", "message"), [
     (TRAY, "hwspec: platforms/gb200-tray.yaml is not a cluster file: no NVLink domains to compare the nodes' cliques with\n"),
-    ("platforms/zion-16.yaml", "hwspec: platforms/zion-16.yaml declares no nvlink_domain: no NVLink domains to compare the nodes' "
-                               "cliques with\n"),
-])
-def test_a_cluster_option_without_nvlink_domains_is_bad_usage(capsys, tmp_path, cluster, message):
+    (without_fabric, "hwspec: {tmp}/no-fabric.yaml declares no nvlink_domain and no backend fabric: no NVLink domains or "
+                     "leaves to compare the reports with\n"),
+], ids=["a-node-platform", "no-domains-no-fabric"])
+def test_a_cluster_option_without_nvlink_domains_or_leaves_is_bad_usage(capsys, tmp_path, cluster, message):
     reports = tmp_path / "reports.json"
     reports.write_text(nvl72_reports())
-    assert main(["fleet-report", "--cluster", cluster, str(reports)]) == 2
-    assert capsys.readouterr().err == message
+    path = cluster(tmp_path) if callable(cluster) else cluster
+    assert main(["fleet-report", "--cluster", path, str(reports)]) == 2
+    assert capsys.readouterr().err == message.format(tmp=tmp_path)
+
+
+def test_a_cluster_without_nvlink_domains_gives_its_leaves_and_says_cliques_are_not_compared(capsys):
+    """platforms/zion-16.yaml: one switch, no NVLink domain; the fleet report reads as without
+    --cluster but for the line saying so."""
+    assert main(["fleet-report", "--cluster", "platforms/zion-16.yaml", "tests/data/fleet"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[-2:] == [
+        "", "NVLink domains of platforms/zion-16.yaml: none declared: the nodes' NVLink cliques are not compared"]
 
 
 def test_the_split_rack_sample_is_what_this_module_writes():

@@ -113,7 +113,9 @@ class Code(enum.StrEnum):
     NOT_A_NODE_REPORT = ("E602", "not a node report", "`hwspec fleet-report`: JSON that is not a version-1 node report "
         "(what `hwspec diff --format json` prints): a key missing or of the wrong type, a status other than clean, drift "
         "or unchecked, an exit code that disagrees with the status, a node name that is not a host name, a newer "
-        "`hwspec_report` version. Located at the key; the report is not counted.")
+        "`hwspec_report` version, an `acceptance` list that is not one or holds more than 4,096 records. Located at the key; "
+        "the report is not counted. A record of `acceptance` of the wrong type or past a bound is one too, at its key (the "
+        "first of its report): its run is not counted, the report's other runs are.")
     NODE_REPORTED_TWICE = ("E603", "node reported twice", "`hwspec fleet-report`: two reports name the same node (two "
         "runs' reports in one directory?). The first one read is counted, the later one is not: a warning.")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
@@ -178,7 +180,9 @@ class Code(enum.StrEnum):
         "`--gpus-per-node`), its hosts are not the cluster's, or a figure it needs has no cited measurement. When no "
         "size of any run could be judged, diff could not check (exit 2).")
     SLOW_IN_EVERY_RUN = ("A105", "slow-in-every-run", "`hwspec fleet-report`: a node, NIC or leaf that was below its band "
-        "in every acceptance run it joined, with at least two different partners: the first place to look (drift, exit 1).")
+        "in every acceptance run it joined, two runs or more that do not come down to one other party (a node or NIC with "
+        "two partners or more, a leaf none of whose nodes joined all its runs): the first place to look (drift, exit 1). "
+        "Located at the first size below the band of its first slow run; docs/fleet.md says how to read it.")
 
 
 _DRIFT = frozenset({Code.BELOW_BAND, Code.WRONG_RESULTS, Code.SLOW_IN_EVERY_RUN})

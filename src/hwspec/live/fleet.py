@@ -20,9 +20,19 @@ With a cluster's NVLink domains (`DomainPlan`, `--cluster`), each checked node's
 report's `fabric`) is kept too, and `cliques()` compares them with the domains
 (`hwspec.live.cliques`): disagreements make the exit status 1.
 
+A report with an `acceptance` list (`hwspec diff PLATFORM RESULT... --format json`: benchmark
+runs compared with the platform) is an acceptance report, never a node report: its `node` is
+only where `diff` ran, not what its runs measured, so it is counted apart (`AcceptanceReports`:
+by status, findings by code), is no E603 beside the node's own report, and its runs go to
+`RunTally` (`hwspec.live.runs` checks the records, `hwspec.live.culprits` names what is slow in
+every run it joined: A105). For runs, memory is the host names, a fixed-size tally for each
+node, NIC and leaf still slow in every run it joined, and a 16-byte digest per run; never a
+record once its report is read.
+
 Invariants: every node is counted once (a second report of it is an E603 warning, not
-counted); every text from a report that reaches the output is shown `visible` (one line), and
-a node name is a host name (letters, digits, `.`, `-`, `_`), so a hostlist cannot be forged.
+counted), and so is every run; every text from a report that reaches the output is shown
+`visible` (one line), and a node or host name is a host name (letters, digits, `.`, `-`, `_`),
+so a hostlist cannot be forged.
 """
 
 from __future__ import annotations
@@ -40,6 +50,9 @@ from hwspec import jsonbound
 from hwspec.diagnostics import Code, Diagnostic, Severity, display_path, os_reason
 from hwspec.hostlist import compress
 from hwspec.live.cliques import Clique, CliqueCheck, DomainPlan, compare
+from hwspec.live.culprits import Judgement, LeafPlan, RunTally
+from hwspec.live.reportjson import HOST_NAME, HOST_NAME_RULE, ReportError, kind_of, optional, required
+from hwspec.live.runs import Records, parse_acceptance
 from hwspec.text import visible
 
 REPORT_VERSION = 1
@@ -50,22 +63,11 @@ MAX_PROBLEMS_KEPT = 1000
 STATUS_EXIT = {"clean": 0, "drift": 1, "unchecked": 2}
 """A node report's status and the exit code `hwspec diff` gives with it."""
 SEVERITIES = ("info", "warning", "error")
-HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
 _GLOB_CHARACTERS = re.compile(r"[*?\[]")
 _DECODER = json.JSONDecoder()
 _BLANK = re.compile(r"[ \t\n\r]*")
 
 EXIT_CLEAN, EXIT_ATTENTION, EXIT_NOTHING_READ = 0, 1, 2
-
-
-class ReportError(Exception):
-    """A report that is not a version-1 node report: `message` about the value at `path`
-    (keys and list indices from the report object down)."""
-
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -132,12 +134,60 @@ class FindingGroup:
             self.severity = finding.severity
 
 
+@dataclass
+class CodeTally:
+    """The findings of one code in acceptance reports: how many, in how many reports, the most
+    severe severity, and the first one's message and place in the spec."""
+
+    code: str
+    severity: str
+    message: str
+    where: str
+    findings: int = 0
+    reports: int = 0
+
+
+class AcceptanceReports:
+    """The acceptance reports read: how many by status, their findings by code, and how many of
+    their records (and the runs they belong to) were refused."""
+
+    def __init__(self) -> None:
+        self.statuses = dict.fromkeys(STATUS_EXIT, 0)
+        self.codes: dict[str, CodeTally] = {}
+        self.records_refused = 0
+        self.runs_refused = 0
+
+    @property
+    def read(self) -> int:
+        return sum(self.statuses.values())
+
+    def add(self, report: NodeReport, records: Records) -> None:
+        self.statuses[report.status] += 1
+        self.records_refused += records.records_refused
+        self.runs_refused += records.runs_refused
+        for finding in report.findings:
+            tally = self.codes.get(finding.code)
+            if tally is None:
+                tally = self.codes[finding.code] = CodeTally(finding.code, finding.severity, finding.message, finding.where)
+            tally.findings += 1
+            if SEVERITIES.index(finding.severity) > SEVERITIES.index(tally.severity):
+                tally.severity = finding.severity
+        for code in {finding.code for finding in report.findings}:
+            self.codes[code].reports += 1
+
+    def sorted_codes(self) -> list[CodeTally]:
+        """Most findings first, then by code."""
+        return sorted(self.codes.values(), key=lambda t: (-t.findings, t.code))
+
+
 class Fleet:
     """Node reports read so far, tallied. `add_paths` reads files, directories (their `*.json`
     files, by name) and glob patterns; `exit_code` and `summary()` say what they add up to."""
 
-    def __init__(self, domains: DomainPlan | None = None) -> None:
+    def __init__(self, domains: DomainPlan | None = None, leaves: LeafPlan | None = None) -> None:
         self.domains = domains
+        self.runs = RunTally(leaves)
+        self.acceptance = AcceptanceReports()
         self.fabrics: dict[str, Clique | None] = {}  # checked node -> its clique, kept only with `domains`
         self._cliques: CliqueCheck | None = None
         self.platforms: dict[tuple[str | None, str], PlatformTally] = {}
@@ -225,10 +275,16 @@ class Fleet:
                 continue
             try:
                 report = parse_report(document)
+                records = parse_acceptance(document) if document.get("acceptance") is not None else None
             except ReportError as exc:
                 self._refused(file, Code.NOT_A_NODE_REPORT, exc.message, lines.at(locate(text, position, exc.path)))
             else:
-                self.add_report(report, file, lines.at(position) if report.node in self.seen else (1, 1))
+                if records is None:
+                    self.add_report(report, file, lines.at(position) if report.node in self.seen else (1, 1))
+                else:
+                    self.add_acceptance(report, records)
+                    if records.error is not None:
+                        self._record_refused(file, records, lines.at(locate(text, position, records.error.path)))
             position = _skip_blank(text, end)
 
     def add_report(self, report: NodeReport, file: str, at: tuple[int, int] = (1, 1)) -> None:
@@ -257,6 +313,21 @@ class Fleet:
                 group = self.groups[group_key] = FindingGroup(report.platform, report.spec, finding.code, finding.device,
                                                               finding.severity, finding.message, finding.where)
             group.add(report.node, finding)
+
+    def add_acceptance(self, report: NodeReport, records: Records) -> None:
+        """Count an acceptance report (one with `acceptance` records) and its runs: never a node
+        report, since its `node` is only where `hwspec diff` ran, not what its runs measured."""
+        self.acceptance.add(report, records)
+        for run in records.runs:
+            self.runs.add(run)
+
+    def _record_refused(self, file: str, records: Records, at: tuple[int, int]) -> None:
+        """An E602 at the first acceptance record of a report that failed its checks (the others
+        are only counted: locating each would read the report again)."""
+        assert records.error is not None
+        more = records.records_refused - 1
+        self._problem(file, at, Severity.ERROR, Code.NOT_A_NODE_REPORT, records.error.message
+                      + (f" (and {more} more record(s) of this report refused)" if more else ""))
 
     def _refused(self, file: str, code: Code, message: str, at: tuple[int, int] = (0, 0)) -> None:
         """A report (or a path) that cannot be counted: an error at `at` (0, 0: the whole file)."""
@@ -288,13 +359,23 @@ class Fleet:
     def exit_code(self) -> int:
         """2 when no report could be read; 1 when a node drifted or could not be checked, a
         report could not be read (E601/E602) or the nodes' NVLink cliques disagree with the
-        cluster's domains (D114); 0 when every node read is clean."""
-        if not self.reports_read:
+        cluster's domains (D114), or an acceptance report is not clean, a run was slow (A105
+        included) or an acceptance record was refused; 0 when every node read is clean and
+        every acceptance run read within its band."""
+        if not self.reports_read and not self.acceptance.read:
             return EXIT_NOTHING_READ
         cliques = self.cliques()
-        if self.count("drift") or self.count("unchecked") or self.reports_refused or (cliques and cliques.findings):
+        if (self.count("drift") or self.count("unchecked") or self.reports_refused or (cliques and cliques.findings)
+                or self.acceptance_needs_attention):
             return EXIT_ATTENTION
         return EXIT_CLEAN
+
+    @property
+    def acceptance_needs_attention(self) -> bool:
+        """An acceptance report not clean, a run slow (A105 needs one) or an acceptance record refused."""
+        reports = self.acceptance
+        return bool(reports.statuses["drift"] or reports.statuses["unchecked"] or self.runs.outcomes["slow"]
+                    or reports.records_refused)
 
     def sorted_platforms(self) -> list[PlatformTally]:
         """By platform name, then spec."""
@@ -325,6 +406,33 @@ class Fleet:
                           "code": d.code, "message": d.message} for d in self.problems],
             "problems_not_listed": self.problems_dropped,
             **({"cluster": self._cluster_summary()} if self.domains is not None else {}),
+            **({"acceptance": self._acceptance_summary()} if self.acceptance.read else {}),
+        }
+
+    def _acceptance_summary(self) -> dict[str, Any]:
+        """The `acceptance` key of the JSON report (only when acceptance reports were read)."""
+        reports, runs, judgement = self.acceptance, self.runs, self.runs.judge()
+        leaves = runs.leaves
+        return {
+            "reports": {"counted": reports.read, **reports.statuses, "records_refused": reports.records_refused,
+                        "runs_refused": reports.runs_refused},
+            "runs": {"read": runs.read, **runs.outcomes, "read_twice": runs.duplicates, "without_hosts": runs.without_hosts},
+            "findings": [{"code": t.code, "severity": t.severity, "findings": t.findings, "reports": t.reports,
+                          "message": t.message, "where": t.where or None} for t in reports.sorted_codes()],
+            "slow_in_every_run": [{"code": c.diagnostic.code, "severity": c.diagnostic.severity.label, "kind": c.kind,
+                                   "subject": c.subject, "hostlist": compress(c.hosts), "device": c.device, "runs": c.runs,
+                                   "partners": list(c.partners), "more_partners": c.more_partners, "first_run": c.first.label,
+                                   "collective": c.first.collective, "file": c.diagnostic.file, "line": c.diagnostic.line,
+                                   "column": c.diagnostic.col, "message": c.diagnostic.message, "hint": c.diagnostic.hint}
+                                  for c in judgement.culprits],
+            "not_named": {"nodes": {"count": len(judgement.unnamed_nodes), "hostlist": compress(judgement.unnamed_nodes)},
+                          "nics": [{"device": device, "count": len(hosts), "hostlist": compress(hosts)}
+                                   for device, hosts in _by_device(judgement.unnamed_nics)],
+                          "leaves": list(judgement.unnamed_leaves), "pair_alone": judgement.pair_alone},
+            "everything_slow": judgement.everything_slow,
+            "leaves": None if leaves is None else {
+                "file": leaves.file, "leaf_groups": len(leaves.names),
+                "not_in_cluster": {"count": len(judgement.not_in_cluster), "hostlist": compress(judgement.not_in_cluster)}},
         }
 
     def _cluster_summary(self) -> dict[str, Any]:
@@ -355,24 +463,23 @@ def _past_bound(text: str, start: int, end: int | None = None) -> jsonbound.Boun
 def parse_report(document: Any) -> NodeReport:
     """`document` (parsed JSON) as a version-1 node report; ReportError says what is wrong and where."""
     if not isinstance(document, dict):
-        raise ReportError((), f"a node report is a JSON object, not {_kind(document)}")
-    version = _field(document, "hwspec_report", int)
+        raise ReportError((), f"a node report is a JSON object, not {kind_of(document)}")
+    version = required(document, "hwspec_report", int)
     if version != REPORT_VERSION:
         newer = " (newer than this hwspec reads: upgrade it)" if version > REPORT_VERSION else ""
         raise ReportError(("hwspec_report",), f"hwspec_report is {version}, this hwspec reads version {REPORT_VERSION}{newer}")
-    node = _field(document, "node", str)
+    node = required(document, "node", str)
     if not HOST_NAME.fullmatch(node):
-        raise ReportError(("node",), f"node {visible(node)!r} is not a host name (letters, digits, '.', '-', '_'; "
-                                     "at most 253 characters)")
-    status = _field(document, "status", str)
+        raise ReportError(("node",), f"node {visible(node)!r} is not a host name ({HOST_NAME_RULE})")
+    status = required(document, "status", str)
     if status not in STATUS_EXIT:
         raise ReportError(("status",), f"status {visible(status)!r} is not one of: {', '.join(STATUS_EXIT)}")
-    exit_code = _field(document, "exit_code", int)
+    exit_code = required(document, "exit_code", int)
     if exit_code != STATUS_EXIT[status]:
         raise ReportError(("exit_code",), f"exit_code {exit_code} disagrees with status {status} "
                                           f"(exit code {STATUS_EXIT[status]})")
-    findings = _field(document, "findings", list)
-    return NodeReport(node, visible(_field(document, "spec", str)), _optional(document, (), "platform"), status,
+    findings = required(document, "findings", list)
+    return NodeReport(node, visible(required(document, "spec", str)), optional(document, (), "platform"), status,
                       tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
 
 
@@ -380,67 +487,28 @@ def _fabric(document: dict) -> tuple[Clique | None, bool]:
     """The report's `fabric` (an extra key) as ((cluster UUID, clique id) or None for no NVLink
     domain, whether it is known): absent or null is not known; an object whose `cluster_uuid` is
     null is known to be in no domain."""
-    fabric = _optional(document, (), "fabric", dict)
+    fabric = optional(document, (), "fabric", dict)
     if fabric is None:
         return None, False
-    uuid = _optional(fabric, ("fabric",), "cluster_uuid", str)
+    uuid = optional(fabric, ("fabric",), "cluster_uuid", str)
     if uuid is None:
         return None, True
-    return (uuid, _optional(fabric, ("fabric",), "clique_id", int)), True
+    return (uuid, optional(fabric, ("fabric",), "clique_id", int)), True
 
 
 def _finding(item: Any, index: int) -> Finding:
     path: tuple[str | int, ...] = ("findings", index)
     if not isinstance(item, dict):
-        raise ReportError(path, f"findings[{index}] is {_kind(item)}, not an object")
-    severity = _field(item, "severity", str, path)
+        raise ReportError(path, f"findings[{index}] is {kind_of(item)}, not an object")
+    severity = required(item, "severity", str, path)
     if severity not in SEVERITIES:
         raise ReportError((*path, "severity"), f"findings[{index}].severity {visible(severity)!r} is not one of: "
                                                + ", ".join(SEVERITIES))
-    file = _optional(item, path, "file")
-    line, col = (_optional(item, path, key, int) for key in ("line", "col"))
+    file = optional(item, path, "file")
+    line, col = (optional(item, path, key, int) for key in ("line", "col"))
     where = f"{file}:{line or 0}:{col or 0}" if file else ""
-    return Finding(visible(_field(item, "code", str, path)), severity, _optional(item, path, "device"),
-                   visible(_field(item, "message", str, path)), where)
-
-
-def _field(document: dict, key: str, kind: type, path: tuple[str | int, ...] = ()) -> Any:
-    """`document[key]`, which must be there and of `kind` (an int is not a bool)."""
-    if key not in document:
-        raise ReportError(path, f"{_name(path, key)} is missing")
-    value = document[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ReportError((*path, key), f"{_name(path, key)} is {_kind(value)}, not {_KINDS[kind]}")
-    return value
-
-
-def _optional(document: dict, path: tuple[str | int, ...], key: str, kind: type = str) -> Any:
-    """`document[key]` when there and not null (then of `kind`), else None; a string is shown `visible`."""
-    value = document.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ReportError((*path, key), f"{_name(path, key)} is {_kind(value)}, not {_KINDS[kind]} or null")
-    return visible(value) if isinstance(value, str) else value
-
-
-_KINDS = {int: "an integer", str: "a string", list: "an array", dict: "an object"}
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, float):
-        return "a number"
-    return _KINDS.get(type(value), type(value).__name__)
-
-
-def _name(path: tuple[str | int, ...], key: str) -> str:
-    """`findings[3].code` for key "code" at ("findings", 3)."""
-    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
-    return (text + "." + key).lstrip(".")
+    return Finding(visible(required(item, "code", str, path)), severity, optional(item, path, "device"),
+                   visible(required(item, "message", str, path)), where)
 
 
 # ---------------------------------------------------------------------- where in the text
@@ -565,6 +633,9 @@ def _headline(fleet: Fleet) -> str:
     extra += [f"{fleet.duplicates} duplicate(s) not counted"] if fleet.duplicates else []
     cliques = fleet.cliques()
     extra += [f"{len(cliques.findings)} NVLink clique finding(s)"] if cliques and cliques.findings else []
+    extra += [f"{fleet.acceptance.read} acceptance report(s)"] if fleet.acceptance.read else []
+    culprits = fleet.runs.judge().culprits if fleet.acceptance.read else ()
+    extra += [f"{len(culprits)} slow-in-every-run finding(s)"] if culprits else []
     return line + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -595,13 +666,87 @@ def _text(fleet: Fleet) -> str:
     if fleet.domains is not None:
         lines += ["", _domains_headline(fleet) + ":"]
         lines += [f"  {line}" for line in _domains_lines(fleet)]
+    elif fleet.runs.leaves is not None:
+        lines += ["", _no_domains_line(fleet)]
+    if fleet.acceptance.read:
+        lines += ["", f"acceptance runs: {_acceptance_headline(fleet)}"]
+        lines += ["  " * (level + 1) + line for level, line in _acceptance_lines(fleet)]
     return "\n".join(lines) + "\n"
+
+
+def _acceptance_headline(fleet: Fleet) -> str:
+    runs, reports = fleet.runs, fleet.acceptance
+    outcomes = ", ".join(f"{count} {outcome}" for outcome, count in runs.outcomes.items())
+    statuses = ", ".join(f"{count} {status}" for status, count in reports.statuses.items())
+    return f"{runs.read} run(s): {outcomes}; from {reports.read} report(s): {statuses}"
+
+
+def _acceptance_lines(fleet: Fleet) -> list[tuple[int, str]]:
+    """The acceptance section below its headline, as (indent level, line): what was not counted,
+    the reports' findings by code, the A105 findings, the subjects slow in every run but not
+    named, and the cluster's leaf groups."""
+    runs, reports, judgement = fleet.runs, fleet.acceptance, fleet.runs.judge()
+    lines: list[tuple[int, str]] = []
+    if runs.duplicates:
+        lines.append((0, f"{runs.duplicates} run(s) read twice: counted once"))
+    if runs.without_hosts:
+        lines.append((0, f"{runs.without_hosts} run(s) name no host: counted, not attributed to a node"))
+    if reports.records_refused:
+        lines.append((0, f"{reports.records_refused} record(s) refused (E602): {reports.runs_refused} run(s) not counted"))
+    for tally in reports.sorted_codes():
+        lines.append((0, f"{tally.code} {tally.severity}: {tally.findings} finding(s) in {tally.reports} report(s)"))
+        lines.append((1, f"{tally.where + ': ' if tally.where else ''}{tally.message}"))
+    for culprit in judgement.culprits:
+        first, *hint = culprit.diagnostic.format().split("\n")
+        lines += [(0, first), *((1, line.strip()) for line in hint)]
+    lines += [(0, line) for line in _unnamed_lines(judgement)]
+    if runs.outcomes["slow"] and not judgement.culprits and not judgement.unnamed_nodes and not judgement.unnamed_nics \
+            and not judgement.unnamed_leaves:
+        lines.append((0, "no node, NIC or leaf was slow in every run it joined"))
+    if runs.leaves is not None:
+        missing = judgement.not_in_cluster
+        lines.append((0, f"leaf groups of {runs.leaves.file}: {len(runs.leaves.names)}"
+                         + (f"; hosts of the runs it does not list: {len(missing)}: {compress(missing)}" if missing else "")))
+    return lines
+
+
+def _unnamed_lines(judgement: Judgement) -> list[str]:
+    """The subjects slow in every run they joined that A105 does not name, and why."""
+    why = "slow in every run they joined, not named (too few runs or partners)"
+    lines = []
+    if judgement.unnamed_nodes:
+        lines.append(f"{why}: {len(judgement.unnamed_nodes)} node(s): {compress(judgement.unnamed_nodes)}"
+                     + ("; a pair run alone cannot tell which of its two nodes is slow" if judgement.pair_alone else ""))
+    if judgement.unnamed_nics:
+        nics = "; ".join(f"device {device} (rail {device}) of {compress(hosts)}" for device, hosts in _by_device(judgement.unnamed_nics))
+        lines.append(f"{why}: {len(judgement.unnamed_nics)} NIC(s): {nics}")
+    if judgement.unnamed_leaves:
+        lines.append(f"slow in every run they joined, not named (one run, or one node in all of them): "
+                     f"{len(judgement.unnamed_leaves)} leaf group(s): {', '.join(judgement.unnamed_leaves)}")
+    if judgement.everything_slow:
+        lines.append("every judged run was below its band: no one node, NIC or leaf can be named (look at what the runs "
+                     "share: the platform's figures, the software, the spine)")
+    return lines
+
+
+def _by_device(nics: tuple[tuple[str, int], ...]) -> list[tuple[int, list[str]]]:
+    """NICs as (device, its hosts), by device."""
+    hosts: dict[int, list[str]] = {}
+    for host, device in nics:
+        hosts.setdefault(device, []).append(host)
+    return sorted(hosts.items())
 
 
 def _domains_headline(fleet: Fleet) -> str:
     plan = fleet.domains
     assert plan is not None
     return f"NVLink domains of {plan.file}: {len(plan.names)} domain(s), {sum(map(len, plan.members))} node(s)"
+
+
+def _no_domains_line(fleet: Fleet) -> str:
+    """`--cluster` with a cluster that declares no NVLink domain (its leaves are still used)."""
+    assert fleet.runs.leaves is not None
+    return f"NVLink domains of {fleet.runs.leaves.file}: none declared: the nodes' NVLink cliques are not compared"
 
 
 def _domains_lines(fleet: Fleet) -> list[str]:
@@ -646,6 +791,11 @@ def _markdown(fleet: Fleet) -> str:
     if fleet.domains is not None:
         lines += ["", "## NVLink domains", "", _md(_domains_headline(fleet)) + ".", ""]
         lines += [f"- {_md(line)}" for line in _domains_lines(fleet)]
+    elif fleet.runs.leaves is not None:
+        lines += ["", "## NVLink domains", "", _md(_no_domains_line(fleet)) + "."]
+    if fleet.acceptance.read:
+        lines += ["", "## Acceptance runs", "", _md(_acceptance_headline(fleet)) + ".", ""]
+        lines += ["  " * level + f"- {_md(line)}" for level, line in _acceptance_lines(fleet)]
     if fleet.problems:
         lines += ["", "## Reports not counted", ""]
         lines += [f"- {_md(d.format())}" for d in fleet.problems]
