@@ -45,11 +45,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hwspec.acceptance.names import COLLECTIVES as COLLECTIVES  # the collectives the figures cover
 from hwspec.acceptance.spans import Link, Span
 from hwspec.perf import nccl_tuning as nt
-
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
-"""The collectives the acceptance figures cover, in nccl-tests' names (`all_reduce_perf`, ...)."""
 
 NVLS_FROM = (2, 17)
 """NCCL releases from 2.17 run NVLS (NVLink SHARP) AllReduce; NVLSTree from 2.18."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hwspec.acceptance import algorithms as alg
+from hwspec.acceptance import names
 from hwspec.acceptance.spans import Link, Span, constant, gbps
 from hwspec.perf import calibration as cal
 
@@ -188,14 +189,9 @@ def gb(value: float | None) -> float | None:
 # ------------------------------------------------------------------ nvbandwidth's copies
 
 
-COPY_TESTS = {
-    "host_to_device_memcpy_ce": ("host", "gpu"),
-    "device_to_host_memcpy_ce": ("gpu", "host"),
-    "device_to_device_memcpy_read_ce": ("gpu", "gpu"),
-    "device_to_device_memcpy_write_ce": ("gpu", "gpu"),
-}
-"""The nvbandwidth testcases hwspec has figures for, and what each copies between: copy-engine
-copies of one GPU (or one GPU pair) at a time, the rest idle."""
+COPY_TESTS = dict(zip(names.COPY_TESTS, (("host", "gpu"), ("gpu", "host"), ("gpu", "gpu"), ("gpu", "gpu"))))
+"""The nvbandwidth testcases hwspec has figures for (`names.COPY_TESTS`), and what each copies
+between: copy-engine copies of one GPU (or one GPU pair) at a time, the rest idle."""
 
 COPY_EFFICIENCY = {"pcie": "pcie_copy_efficiency", "c2c": "c2c_copy_efficiency",
                    "nvlink4": "copy_efficiency_nvlink4", "nvlink5": "copy_efficiency_nvlink5"}

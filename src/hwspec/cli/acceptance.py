@@ -44,7 +44,7 @@ def add_span_arguments(parser: argparse.ArgumentParser) -> None:
 def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
     """What `diff` takes for benchmark results: the span and collective where an output does not
     say them, and `--plot`."""
-    from hwspec.acceptance.algorithms import COLLECTIVES
+    from hwspec.acceptance.names import COLLECTIVES
 
     add_span_arguments(parser)
     parser.add_argument("--test", choices=COLLECTIVES, dest="collective", metavar="COLLECTIVE",
@@ -57,8 +57,7 @@ def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
     """Add the `expect` subcommand; returns its COMMANDS entry."""
-    from hwspec.acceptance.algorithms import COLLECTIVES
-    from hwspec.acceptance.expected import COPY_TESTS
+    from hwspec.acceptance.names import COLLECTIVES, COPY_TESTS
 
     parser = sub.add_parser("expect", help=HELP)
     parser.add_argument("platform", type=Path, metavar="PLATFORM", help="a node or cluster platform file")
