@@ -164,7 +164,7 @@ def test_a_host_that_is_not_the_clusters_is_compared_only_when_nodes_say_so(tmp_
 
 
 def test_the_plot_draws_every_run(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib: pip install -e '.[test]' (or '.[plot]')")
     result = write(tmp_path, "pair.txt", nccl_tests("all_reduce", ["gpu01", "gpu02"], 8, dict.fromkeys(BIG, 216.0)))
     plot = tmp_path / "runs.svg"
     status, _, err = run(capsys, "diff", H100, result, "--plot", str(plot))
@@ -189,3 +189,25 @@ def test_expect_prints_the_figures_and_their_json(capsys):
 def test_expect_refuses_a_span_the_platform_does_not_have(capsys):
     status, _, err = run(capsys, "expect", H100, "--gpus-per-node", "9")
     assert status == 2 and err == "hwspec: hgx-h100 has 8 GPUs, not 9\n"
+
+
+def test_the_pages_first_commands_run_as_written(tmp_path):
+    """docs/acceptance.md's first block, in a directory holding the platforms and a results/
+    folder with one saved output: expect prints the two-node figures, diff finds them clean."""
+    import re
+    import subprocess
+    import sys
+
+    block = re.search(r"```sh\n(.*?)```", (ROOT / "docs" / "acceptance.md").read_text(), re.DOTALL).group(1)
+    commands = [line.split("#")[0].split() for line in block.splitlines()]
+    (tmp_path / "platforms").symlink_to(ROOT / "platforms")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "pair.txt").write_text(nccl_tests("all_reduce", ["a", "b"], 8, dict.fromkeys(BIG, 480.0)))
+    expect = subprocess.run([sys.executable, "-m", "hwspec", *commands[0][1:]], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert expect.returncode == 0 and "all_reduce (nccl-tests), 2 nodes: 2 node(s) x 8 GPU(s)" in expect.stdout
+    files = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("*.txt"))
+    assert commands[1][-1] == "results/*.txt"
+    diff = subprocess.run([sys.executable, "-m", "hwspec", *commands[1][1:-1], *files], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert diff.returncode == 0, diff.stdout + diff.stderr

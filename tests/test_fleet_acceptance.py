@@ -600,9 +600,7 @@ def test_the_tallies_name_what_the_whole_plan_at_once_names(plan):
 
 def test_what_compared_record_writes_is_what_fleet_report_reads():
     """The contract with `hwspec diff PLATFORM RESULT...`: a below-band size of a rail run and a
-    copy's cell, as `Compared.record()` writes them, read back as two runs, one of them slow.
-    (Skipped where the result readers, hwspec.acceptance.results, are not in this tree.)"""
-    pytest.importorskip("hwspec.acceptance.results")
+    copy's cell, as `Compared.record()` writes them, read back as two runs, one of them slow."""
     from hwspec.acceptance.compare import Compared
     from hwspec.acceptance.expected import Expected
     from hwspec.acceptance.spans import Link
