@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("formats",),
     ("rules",),
     ("perf",),  # below generate: the roofline, diagram and cluster generators export perf's numbers
+    ("acceptance",),  # below generate: the acceptance generators write its plans
     ("generate",),
     ("live",),
     ("pipeline",),
