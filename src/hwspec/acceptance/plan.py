@@ -257,8 +257,10 @@ def round_counts(topology: ClusterTopology) -> RoundCounts:
     sizes = [len(nodes) for _, nodes in topology.leaf_groups]
     leaf = (any(n >= 2 for n in sizes) + any(n >= 3 for n in sizes) + any(n >= 3 and n % 2 for n in sizes))
     fabric = cluster.fabric
-    rails = (sum(bool(_rail_runs(topology, rail, network_env(cluster))) for rail in range(fabric.nics_per_node))
-             if fabric is not None and fabric.topology == "rail-optimized" else 0)
+    rails = 0
+    if fabric is not None and fabric.topology == "rail-optimized" and any(n >= 2 for n in sizes):
+        rails = sum(any(_rail_selectable(g.platform, rail) and _pod_share(topology, g.nodes) >= 2 for g in cluster.groups)
+                    for rail in range(fabric.nics_per_node))
     spine = spine_rounds(topology)
     return RoundCounts(node=1, domain=int(domains is not None and domains.size >= 2 and cluster.node_count >= 2),
                        leaf=leaf, rail=rails, spine=spine.rounds if spine else 0)
@@ -367,21 +369,37 @@ RailKey = tuple[int, tuple[tuple[str, str], ...], str, int]
 
 def _rail_runs(topology: ClusterTopology, rail: int, network: tuple[tuple[str, str], ...]) -> dict[RailKey, list[range]]:
     """The runs of rail `rail`: one per pod and node group (whose platform names the NIC), of
-    2 nodes or more, by what they share. A node platform whose NIC `rail` has no name a rank can
-    select it by (`rail_env`) has no rail run."""
-    cluster = topology.platform
+    2 nodes or more, by what they share, in node order. A node platform whose NIC `rail` has no
+    name a rank can select it by (`rail_env`) has no rail run."""
+    pods = topology.leaf_groups
     runs: dict[RailKey, list[range]] = {}
-    for _, pod in topology.leaf_groups:
-        for group in cluster.groups:
-            nodes = range(max(pod.start, group.nodes.start), min(pod.stop, group.nodes.stop))
-            nic = rail_nic(group.platform, rail)
-            if len(nodes) < 2 or nic is None:
-                continue
-            gpu = rail_gpu(group.platform, nic, rail)
-            env = rail_env(group.platform, nic, gpu)
-            if env is not None:
-                runs.setdefault((len(nodes), (*env, *network), net_name(nic) or nic.id, gpu), []).append(nodes)
+    for group in topology.platform.groups:
+        nic = rail_nic(group.platform, rail)
+        env = rail_env(group.platform, nic, rail_gpu(group.platform, nic, rail)) if nic is not None and group.count else None
+        if nic is None or env is None:
+            continue
+        shared = ((*env, *network), net_name(nic) or nic.id, rail_gpu(group.platform, nic, rail))
+        start, stop = group.nodes.start, group.nodes.stop
+        for _, pod in pods[topology.leaf_group_of(start):topology.leaf_group_of(stop - 1) + 1]:  # the group's pods
+            nodes = range(max(pod.start, start), min(pod.stop, stop))
+            if len(nodes) >= 2:
+                runs.setdefault((len(nodes), *shared), []).append(nodes)
     return runs
+
+
+def _rail_selectable(platform: Platform, rail: int) -> bool:
+    """Whether a rank can be confined to NIC `rail` of `platform` (`rail_env`)."""
+    nic = rail_nic(platform, rail)
+    return nic is not None and rail_env(platform, nic, 0) is not None
+
+
+def _pod_share(topology: ClusterTopology, nodes: range) -> int:
+    """The most nodes of `nodes` in one pod (leaf group)."""
+    if not nodes:
+        return 0
+    first, last = topology.leaf_group_of(nodes.start), topology.leaf_group_of(nodes.stop - 1)
+    return max(len(range(max(pod.start, nodes.start), min(pod.stop, nodes.stop)))
+               for _, pod in topology.leaf_groups[first:last + 1])
 
 
 def _spine_window(topology: ClusterTopology, spine: SpineRounds, window: int) -> list[range]:
