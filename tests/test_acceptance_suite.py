@@ -436,3 +436,65 @@ def test_a_long_cluster_names_mpijob_keeps_every_worker_host_name_a_dns_label(tm
     topology = pipeline.check(tmp_path / "cluster.yaml", platform_roots=[ROOT]).topology
     document = check_mpijob(plan_for(topology, only=["acceptance"])[f"{name}/acceptance/mpijob.yaml"])
     assert document["metadata"]["name"] == "c" * 41 + "-acceptance"  # + "-worker-999": 63 characters
+
+
+MPI_OPERATOR_MPIRUN = """#!/bin/bash
+# stand-in for Open MPI's mpirun in an MPIJob's launcher: runs each rank on this machine as the
+# worker pod it names would (hostname: the pod; the node file: the pod's own), recording the call
+printf '%s\\n' "$*" >> {log}/mpirun.log
+hosts=() np= node_file=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --hostfile) while read -r entry _; do hosts+=("$entry:1"); done < "$2"; shift 2 ;;
+    --host) IFS=, read -r -a hosts <<< "$2"; shift 2 ;;
+    -np) np=$2; shift 2 ;;
+    --map-by|--bind-to) shift 2 ;;
+    -x) shift 2 ;;
+    *) break ;;
+    esac
+done
+rank=0
+for entry in "${{hosts[@]}}"; do
+    pod=${{entry%%.*}}; pod=${{pod%%:*}}; slots=${{entry##*:}}
+    for ((slot = 0; slot < slots && rank < np; slot++, rank++)); do
+        args=()
+        for arg in "$@"; do args+=("${{arg//$HWSPEC_NODE_FILE/{pods}/$pod}}"); done
+        FAKE_POD=$pod HWSPEC_NODE_FILE={pods}/$pod OMPI_COMM_WORLD_RANK=$rank OMPI_COMM_WORLD_LOCAL_RANK=$slot \\
+            "${{args[@]}}" || exit $?
+    done
+done
+"""
+
+
+def test_run_plan_in_an_mpijobs_launcher_maps_plan_hosts_to_worker_pods_by_their_nodes(tmp_path):
+    """mpijob.yaml's launcher runs `run-plan.sh mpirun`: it asks every worker (the MPI Operator's
+    hostfile) for the node its pod is on, then runs each test with mpirun --host on the pods of the
+    run's nodes. Here pod i runs on node acc(3 - i), so a plan host is never its pod's index."""
+    files = generate(FIXTURES / "acceptance_pods.yaml", tmp_path / "out") / "acceptance-pods"
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("".join(f"job-worker-{i}.job-worker.default.svc slots=2\n" for i in range(4)))
+    for i in range(4):
+        (pods / f"job-worker-{i}").write_text(f"acc{3 - i}\n")
+    bin_dir, log = stand_ins(tmp_path, ("mpirun", MPI_OPERATOR_MPIRUN.replace("{pods}", str(pods))),
+                             ("hostname", '#!/bin/sh\necho "$FAKE_POD"\n'))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HWSPEC_DIR": str(files), "HWSPEC_HOSTFILE": str(hostfile),
+           "HWSPEC_RESULTS": str(tmp_path / "results"), "HWSPEC_BIND": "off", "NCCL_TESTS_DIR": str(bin_dir),
+           "NVBANDWIDTH": str(bin_dir / "nvbandwidth")}
+    result = subprocess.run(["bash", str(files / "acceptance" / "run-plan.sh"), "mpirun"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    calls = (log / "mpirun.log").read_text().splitlines()
+    pod = {f"acc{3 - i}": f"job-worker-{i}.job-worker.default.svc" for i in range(4)}
+    forward = f"-x HWSPEC_DIR -x HWSPEC_NODE_FILE -x NCCL_TESTS_DIR -x NVBANDWIDTH {files}/acceptance/rank.sh"
+    assert calls[0] == f"--hostfile {hostfile} --map-by ppr:1:node --bind-to none -np 4 /bin/sh -c " \
+                       'printf "%s %s\\n" "$(cat "$1")" "$(hostname)" sh /tmp/hwspec-node'
+    assert f"--host {pod['acc0']}:2,{pod['acc1']}:2 -np 4 --bind-to none {forward} -- all_reduce_perf -b 8 -e 8G -f 2 -g 1" in calls
+    assert (f"--host {pod['acc0']}:1,{pod['acc1']}:1 -np 2 --bind-to none {forward} CUDA_VISIBLE_DEVICES=1 LOCAL_RANK=1 "
+            "NCCL_IB_HCA==mlx5_1:1 -- sendrecv_perf -b 8 -e 8G -f 2 -g 1") in calls
+    assert f"--host {pod['acc3']}:1 -np 1 --bind-to none {forward} HWSPEC_BIND=off -- nvbandwidth -t host_to_device_memcpy_ce" in calls
+    topology = pipeline.check(FIXTURES / "acceptance_pods.yaml", platform_roots=[ROOT]).topology
+    expected = {f"{s.label}/{HOSTS[run[0]]}" for s in plan(topology).sets for run in s.runs()}
+    assert {str(p.relative_to(tmp_path / "results")) for p in (tmp_path / "results").glob("*/*")} == expected
+    assert len(calls) == 1 + sum(s.run_count * (5 + 3 * ("nvbandwidth" in s.tests)) for s in plan(topology).sets)
