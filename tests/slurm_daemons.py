@@ -7,6 +7,7 @@ auth/none, everything in a temporary directory; nothing is installed in /etc).""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -69,18 +70,25 @@ def slurm_dir(tmp: Path, generated: Path, fragment: str | None = None, *extra: s
         include = tmp / "fragment.conf"
         include.write_text(fragment)
     head = loopback_slurm_conf(tmp, "hwspectest", f"Include {include}", *extra)
-    head = head.replace(f"SlurmdSpoolDir={tmp}/spool", f"SlurmdSpoolDir={tmp}/spool/%n")
+    # slurmstepd's sockets live in the spool directory, and a socket's path may not pass 107
+    # characters: a short directory of this configuration's own under /tmp, one per node (slurmd()
+    # makes and removes it)
+    spool = Path("/tmp") / f"hwspec-slurmd-{hashlib.sha256(str(tmp).encode()).hexdigest()[:16]}"
+    head = head.replace(f"SlurmdSpoolDir={tmp}/spool", f"SlurmdSpoolDir={spool}/%n")
     (conf / "slurm.conf").write_text(head.replace(f"SlurmdPidFile={tmp}/slurmd.pid", f"SlurmdPidFile={tmp}/slurmd-%n.pid"))
     return conf
 
 
 @contextlib.contextmanager
 def slurmctld(programs: dict[str, str], conf: Path) -> Iterator[Scontrol]:
-    """A slurmctld running on `conf` (foreground, its own state); yields `scontrol(*args)`,
-    which returns scontrol's standard output and fails the test on an error."""
+    """A slurmctld running on `conf` (foreground, its own state, logging to slurmctld.log beside
+    `conf`); yields `scontrol(*args)`, which returns scontrol's standard output and fails the test
+    on an error. On exit, its log must hold no fatal error."""
     env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
-    daemon = subprocess.Popen([programs["slurmctld"], "-D", "-i", "-f", str(conf / "slurm.conf")],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    log_path = conf.parent / "slurmctld.log"  # a file, not a pipe: a pipe nobody reads blocks the daemon once full
+    with open(log_path, "w") as log:
+        daemon = subprocess.Popen([programs["slurmctld"], "-D", "-i", "-f", str(conf / "slurm.conf")],
+                                  stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
 
     def scontrol(*args: str) -> str:
         result = subprocess.run([programs["scontrol"], *args], capture_output=True, text=True, env=env, timeout=30)
@@ -96,20 +104,26 @@ def slurmctld(programs: dict[str, str], conf: Path) -> Iterator[Scontrol]:
     finally:
         daemon.terminate()
         try:
-            log, _ = daemon.communicate(timeout=30)
+            daemon.wait(timeout=30)
         except subprocess.TimeoutExpired:  # pragma: no cover
             daemon.kill()
-            log, _ = daemon.communicate()
-        assert "fatal" not in log, log
+            daemon.wait()
+        text = log_path.read_text()
+        assert "fatal" not in text, text
 
 
 @contextlib.contextmanager
 def slurmd(programs: dict[str, str], conf: Path, *nodes: str) -> Iterator[None]:
-    """A slurmd running as each of `nodes` on `conf` (foreground), stopped on exit; waits until
-    slurmctld sees every one of them idle when `nodes` are several."""
+    """A slurmd running as each of `nodes` on `conf` (foreground, logging to slurmd-NODE.log beside
+    `conf`), stopped on exit; waits until slurmctld sees every one of them idle when `nodes` are several."""
     env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
-    daemons = [subprocess.Popen([programs["slurmd"], "-D", "-N", node, "-f", str(conf / "slurm.conf")],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) for node in nodes]
+    spool = re.search(r"^SlurmdSpoolDir=(\S+)/%n$", (conf / "slurm.conf").read_text(), re.MULTILINE)
+    for node in nodes:  # slurm_dir's per-node spool directories, there before the daemons need them
+        if spool:
+            (Path(spool.group(1)) / node).mkdir(parents=True, exist_ok=True)
+    logs = [open(conf.parent / f"slurmd-{node}.log", "w") for node in nodes]  # files, as slurmctld's; closed below
+    daemons = [subprocess.Popen([programs["slurmd"], "-D", "-v", "-N", node, "-f", str(conf / "slurm.conf")],
+                                stdout=log, stderr=subprocess.STDOUT, text=True, env=env) for node, log in zip(nodes, logs)]
     try:
         deadline = time.monotonic() + 60
         while len(nodes) > 1:
@@ -125,10 +139,14 @@ def slurmd(programs: dict[str, str], conf: Path, *nodes: str) -> Iterator[None]:
             daemon.terminate()
         for daemon in daemons:
             try:
-                daemon.communicate(timeout=30)
+                daemon.wait(timeout=30)
             except subprocess.TimeoutExpired:  # pragma: no cover
                 daemon.kill()
-                daemon.communicate()
+                daemon.wait()
+        for log in logs:
+            log.close()
+        if spool:
+            shutil.rmtree(spool.group(1), ignore_errors=True)
 
 
 def submit(programs: dict[str, str], cwd: Path, env: dict[str, str], *sbatch_args: str) -> str:
