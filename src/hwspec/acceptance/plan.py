@@ -24,21 +24,25 @@ Round kinds, in the order they run (`AcceptancePlan.sets`):
   where U is a leaf's uplinks, s_up their speed, s_nic a NIC's speed and p the NIC ports a
   node has on one leaf (1 on a rail leaf, the node's NICs on a Clos leaf): m cross-spine nodes
   fill a leaf's uplinks and no more. The spine switches have a port per uplink and do not block.
+  Round r takes slots [r w, (r + 1) w) of every group (`_spine_window`) and pairs node j with
+  node j + T // 2 of their T in node order (an odd last node joins the last pair): no group gives
+  more than w and the others give at least as many, so partners are always under different groups.
 
-No node is in two runs of one round. Networks runs of a cluster with multi-node NVLink domains set
+No node is in two runs of one round. Network runs of a cluster with multi-node NVLink domains set
 NCCL_MNNVL_ENABLE=0, or NCCL would carry them over NVLink and leave the network untested.
 
 **Rounds**: R = 1 + D + P + K + S, independent of the node count N:
 
 - D = 1 with NVLink domains of 2 nodes or more, else 0;
 - P = [some group has >= 2 nodes] + [some group has >= 3] + [some group has an odd count >= 3];
-- K = the rails (collective NICs per node) of a rail-optimized fabric with a pod of >= 2 nodes;
+- K = the rails (collective NICs per node) of a rail-optimized fabric that have a run: a pod of
+  >= 2 nodes whose NIC i a rank can select by name (an IB verbs device, or a TCP interface);
 - S = ceil(n / w), w = min(m, n, N - n), n the largest leaf group's node count, with a spine
   tier and >= 2 leaf groups, else 0. A leaf group holds at most a leaf's down ports, so S is
   bounded by the switch, not by N (for full leaves, S = ceil(oversubscription)).
 
 Run sets are described compactly: a `RunSet` is the runs of one round that differ only in their
-nodes, held as ranges of node indices, so a 65,536-node plan is a few dozen run sets.
+nodes, held as ranges of node indices, so a 65,536-node plan is 13 run sets.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ that a manifest applied unchanged fails to pull at once instead of running somet
 NODE_FILE = "/tmp/hwspec-node"
 """Where an MPIJob worker writes its Kubernetes node name (the downward API's spec.nodeName)."""
 RESULTS_MOUNT = "/results"
-HOST_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", re.MULTILINE)
+HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 """HW805's host name syntax (a DNS label), which also keeps `,[]` out of hostlists."""
 
 
@@ -81,7 +81,7 @@ def acceptance_node(ctx: GenContext) -> Plan:
         "library": library, "conf": f"{library}.conf",
         "topo": None if missing_bus_ids(ctx.topology) else f"{library}-topo.xml",
         "gpus": len(platform.gpus), "programs": NCCL_TESTS, "nccl_args": nccl_args(max_bytes),
-        "max_bytes": max_bytes, "hbm": hbm_text, "nvbandwidth": NVBANDWIDTH_TESTS if library == "nccl" else (),
+        "hbm": hbm_text, "nvbandwidth": NVBANDWIDTH_TESTS if library == "nccl" else (),
         "suite": f"{library}-tests", "tests_var": f"{library.upper()}_TESTS_DIR",
     }
     return {"acceptance/run-node.sh": ctx.render("acceptance/run-node.sh.j2", None, **values)}
@@ -99,9 +99,11 @@ def check_hosts(cluster: Cluster) -> None:
     names = cluster.hostnames
     text = "\n".join(names)
     wrapped = f"\n{text}\n"
-    if (text.translate(_HOST_CHARACTERS) or "\n\n" in wrapped or "\n-" in wrapped or "-\n" in wrapped
+    if not (text.translate(_HOST_CHARACTERS) or "\n\n" in wrapped or "\n-" in wrapped or "-\n" in wrapped
             or max(map(len, names), default=0) > 63):
-        bad = next(name for name in names if not HOST_NAME.fullmatch(name))
+        return
+    bad = next((name for name in names if not HOST_NAME.fullmatch(name)), None)
+    if bad is not None:
         raise GenerationError(f"{cluster.file}: acceptance: host name {bad!r} is not a DNS label "
                               "(lower-case letters, digits and '-'); rule HW805 reports it")
 
