@@ -163,3 +163,119 @@ def parse_label_script(text: str) -> list[tuple[str, dict[str, str]]]:
             labels[key] = value
         rows.extend((node, labels) for node in nodes)
     return rows
+
+
+# ---------------------------------------------------------------- Kubeflow MPI Operator's MPIJob
+
+MPIJOB_API_VERSION = "kubeflow.org/v2beta1"
+QUANTITY = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+"""A resource quantity, as the CRDs' int-or-string fields give its pattern."""
+
+
+def _closed(properties: dict, required: tuple[str, ...] = ()) -> dict:
+    """An object schema of `properties` that refuses any other field: the API server prunes a
+    field its structural schema does not name, so a manifest relying on one loses it silently."""
+    schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_QUANTITIES = {"type": "object", "additionalProperties": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": QUANTITY}]}}
+_CONTAINER = _closed({
+    "name": {"type": "string"}, "image": {"type": "string"}, "command": _STRINGS, "args": _STRINGS,
+    "env": {"type": "array", "items": _closed({
+        "name": {"type": "string"}, "value": {"type": "string"},
+        "valueFrom": _closed({"fieldRef": _closed({"apiVersion": {"type": "string"}, "fieldPath": {"type": "string"}},
+                                                  ("fieldPath",))})}, ("name",))},
+    "resources": _closed({"limits": _QUANTITIES, "requests": _QUANTITIES}),
+    "securityContext": _closed({"capabilities": _closed({"add": _STRINGS, "drop": _STRINGS}),
+                                "privileged": {"type": "boolean"}}),
+    "volumeMounts": {"type": "array", "items": _closed({"name": {"type": "string"}, "mountPath": {"type": "string"},
+                                                        "readOnly": {"type": "boolean"}}, ("mountPath", "name"))},
+}, ("name",))
+_POD_TEMPLATE = _closed({
+    "metadata": _closed({"labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                         "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}),
+    "spec": _closed({
+        "containers": {"type": "array", "items": _CONTAINER},
+        "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
+        "volumes": {"type": "array", "items": _closed({
+            "name": {"type": "string"},
+            "hostPath": _closed({"path": {"type": "string"}, "type": {"type": "string"}}, ("path",)),
+            "emptyDir": _closed({"medium": {"type": "string"},
+                                 "sizeLimit": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": QUANTITY}]}}),
+        }, ("name",))},
+    }, ("containers",)),
+})
+MPIJOB_SCHEMA = {
+    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": MPIJOB_API_VERSION},
+        "kind": {"const": "MPIJob"},
+        "metadata": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "spec": _closed({
+            "mpiImplementation": {"type": "string", "enum": ["OpenMPI", "Intel"]},
+            "mpiReplicaSpecs": {"type": "object", "additionalProperties": _closed({
+                "replicas": {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1},
+                "restartPolicy": {"type": "string"},
+                "template": _POD_TEMPLATE})},
+            "runPolicy": _closed({
+                "activeDeadlineSeconds": {"type": "integer"}, "backoffLimit": {"type": "integer"},
+                "cleanPodPolicy": {"type": "string"}, "suspend": {"type": "boolean"},
+                "ttlSecondsAfterFinished": {"type": "integer"},
+                "schedulingPolicy": _closed({"minAvailable": {"type": "integer"}, "queue": {"type": "string"},
+                                             "minResources": _QUANTITIES, "priorityClass": {"type": "string"},
+                                             "scheduleTimeoutSeconds": {"type": "integer"}})}),
+            "slotsPerWorker": {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1},
+            "sshAuthMountPath": {"type": "string"},
+        }, ("mpiReplicaSpecs",)),
+    },
+}
+"""The MPIJob v2beta1 CRD's openAPIV3Schema (kubeflow/mpi-operator manifests/base/kubeflow.org_mpijobs.yaml,
+commit b302019be7af803ab4aa15e99d4e5c5b4550e357, controller-gen v0.11.1) as JSON Schema, for the
+fields hwspec's mpijob.yaml uses: spec (mpiReplicaSpecs required; mpiImplementation OpenMPI or
+Intel; runPolicy; slotsPerWorker int32; sshAuthMountPath), a replica's replicas (int32),
+restartPolicy and pod template, and of the pod template (core/v1 PodTemplateSpec as the CRD
+embeds it) containers (name required; env entries name required, valueFrom.fieldRef.fieldPath
+required; resources' limits and requests quantities; volumeMounts mountPath and name required),
+nodeSelector and volumes (name required; hostPath.path required). Every object is closed
+(`_closed`), which the CRD is not: the API server would prune an unknown field instead."""
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+"""RFC 1123 label (Kubernetes' IsDNS1123Label), at most 63 characters."""
+C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_mpijob(text: str) -> dict:
+    """Parse `text` (one YAML document) and check it as an MPIJob: against MPIJOB_SCHEMA, and
+    Kubernetes' own object rules it can be held to without a cluster: the name and every pod
+    host name the operator derives from it (`<name>-worker-<i>`, `<name>-launcher`) and the
+    workers' Service (`<name>-worker`) are DNS labels of at most 63 characters; label keys and
+    values, container and volume names (DNS labels), environment names (C identifiers),
+    absolute mount and host paths, every mount naming a volume of its pod; no `$(` in a
+    command (Kubernetes would expand it as a variable reference)."""
+    (document,) = [d for d in yaml.safe_load_all(text) if d is not None]
+    jsonschema.validate(document, MPIJOB_SCHEMA)
+    name = document["metadata"]["name"]
+    workers = document["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+    for derived in (name, f"{name}-worker", f"{name}-launcher", f"{name}-worker-{workers - 1}"):
+        assert DNS_LABEL.match(derived) and len(derived) <= 63, derived
+    for key, value in document["metadata"].get("labels", {}).items():
+        assert LABEL_KEY.match(key) and LABEL_VALUE.match(value) and len(value) <= 63, (key, value)
+    for replica in document["spec"]["mpiReplicaSpecs"].values():
+        template = replica["template"]
+        for key, value in {**template.get("metadata", {}).get("labels", {}), **template["spec"].get("nodeSelector", {})}.items():
+            assert LABEL_KEY.match(key) and LABEL_VALUE.match(value) and len(value) <= 63, (key, value)
+        volumes = {v["name"] for v in template["spec"].get("volumes", [])}
+        assert all(DNS_LABEL.match(v) and len(v) <= 63 for v in volumes), volumes
+        assert all(v["hostPath"]["path"].startswith("/") for v in template["spec"].get("volumes", []) if "hostPath" in v)
+        for container in template["spec"]["containers"]:
+            assert DNS_LABEL.match(container["name"]) and len(container["name"]) <= 63, container["name"]
+            assert all(C_IDENTIFIER.match(e["name"]) for e in container.get("env", [])), container.get("env")
+            for mount in container.get("volumeMounts", []):
+                assert mount["mountPath"].startswith("/") and mount["name"] in volumes, mount
+            assert not any("$(" in word for word in (*container.get("command", []), *container.get("args", [])))
+    return document

@@ -6,17 +6,16 @@ SlurmUser=root here, with auth/none, in a temporary directory; nothing is instal
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.consumers import ROOT, generate, is_root, loopback_slurm_conf, need_program
+from tests import slurm_daemons
+from tests.consumers import ROOT, generate
+from tests.slurm_daemons import slurm_dir, slurmctld, slurmd, submit_and_wait
 
 pytestmark = pytest.mark.consumer
 
@@ -25,28 +24,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "cluster"
 
 @pytest.fixture(scope="module")
 def slurm_programs() -> dict[str, str]:
-    if not is_root():
-        pytest.skip("slurmd and slurmctld need root to run with SlurmUser=root (CI runs as root)")
-    return {name: need_program(name, package) for name, package in
-            (("slurmd", "slurmd"), ("slurmctld", "slurmctld"), ("scontrol", "slurm-client"))}
-
-
-def slurm_dir(tmp: Path, generated: Path) -> Path:
-    """A Slurm configuration directory: a minimal site slurm.conf (select/cons_tres, Slurm's
-    default from 23.11, as the fragment asks) that `Include`s the generated fragment, with the
-    generated gres.conf and topology.conf beside it. The only change to the
-    generated files: gres.conf's /dev/nvidiaN become character devices under tmp/dev."""
-    conf = tmp / "etc"
-    dev = tmp / "dev"
-    for sub in (conf, dev, tmp / "state", tmp / "spool"):
-        sub.mkdir(parents=True, exist_ok=True)
-    gres = (generated / "slurm" / "gres.conf").read_text()
-    for index in sorted({int(i) for i in re.findall(r"File=/dev/nvidia(\d+)", gres)}):
-        os.mknod(dev / f"nvidia{index}", 0o600 | 0o020000, os.makedev(195, index))
-    (conf / "gres.conf").write_text(gres.replace("File=/dev/nvidia", f"File={dev}/nvidia"))
-    shutil.copy(generated / "slurm" / "topology.conf", conf / "topology.conf")
-    (conf / "slurm.conf").write_text(loopback_slurm_conf(tmp, "hwspectest", f"Include {generated}/slurm/slurm.conf"))
-    return conf
+    return slurm_daemons.slurm_programs()
 
 
 def slurmd_gres(programs: dict[str, str], conf: Path, node: str) -> tuple[list[dict[str, str]], str]:
@@ -94,35 +72,6 @@ def test_slurmd_with_an_untyped_node_line_ignores_the_typed_gpus(slurm_programs,
     assert "Ignoring extra GRES" in log
 
 
-@contextlib.contextmanager
-def slurmctld(programs: dict[str, str], conf: Path):
-    """A slurmctld running on `conf` (foreground, its own state); yields `scontrol(*args)`,
-    which returns scontrol's standard output and fails the test on an error."""
-    env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
-    daemon = subprocess.Popen([programs["slurmctld"], "-D", "-i", "-f", str(conf / "slurm.conf")],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-
-    def scontrol(*args: str) -> str:
-        result = subprocess.run([programs["scontrol"], *args], capture_output=True, text=True, env=env, timeout=30)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-    try:
-        deadline = time.monotonic() + 60
-        while subprocess.run([programs["scontrol"], "ping"], capture_output=True, env=env, timeout=30).returncode != 0:
-            assert daemon.poll() is None and time.monotonic() < deadline, "slurmctld did not start"
-            time.sleep(0.5)
-        yield scontrol
-    finally:
-        daemon.terminate()
-        try:
-            log, _ = daemon.communicate(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            daemon.kill()
-            log, _ = daemon.communicate()
-        assert "fatal" not in log, log
-
-
 def test_slurmctld_loads_node_lines_partition_and_topology(slurm_programs, zionex16: Path, tmp_path: Path) -> None:
     with slurmctld(slurm_programs, slurm_dir(tmp_path, zionex16)) as scontrol:
         assert scontrol("show", "topology").split() == ["SwitchName=switch0", "Level=0", "LinkSpeed=1", "Nodes=zionex[00-15]"]
@@ -143,39 +92,6 @@ def test_slurmctld_reads_rail_pods_under_the_spine(slurm_programs, tmp_path: Pat
         ("pod3", "0", "r[6-7]", None), ("spine", "1", "r[0-7]", "pod[0-3]")]
 
 
-@contextlib.contextmanager
-def slurmd(programs: dict[str, str], conf: Path, node: str):
-    """A slurmd running as `node` on `conf` (foreground), stopped on exit."""
-    env = {**os.environ, "SLURM_CONF": str(conf / "slurm.conf")}
-    daemon = subprocess.Popen([programs["slurmd"], "-D", "-N", node, "-f", str(conf / "slurm.conf")],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    try:
-        yield
-    finally:
-        daemon.terminate()
-        try:
-            daemon.communicate(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            daemon.kill()
-            daemon.communicate()
-
-
-def submit_and_wait(programs: dict[str, str], scontrol, cwd: Path, env: dict[str, str], *sbatch_args: str) -> dict[str, str]:
-    """`sbatch --parsable ARGS` (no partition or other option added) in `cwd`; waits until the
-    job leaves PENDING/RUNNING and returns `scontrol show job`'s fields."""
-    result = subprocess.run([programs["sbatch"], "--parsable", *sbatch_args], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, result.stderr
-    job = result.stdout.strip().split(";")[0]
-    deadline = time.monotonic() + 90
-    while True:
-        fields = dict(re.findall(r"(\w+)=(\S+)", scontrol("show", "job", job)))
-        if fields["JobState"] not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
-            return fields
-        assert time.monotonic() < deadline, f"job {job} still {fields['JobState']}: {fields.get('Reason')}"
-        time.sleep(0.5)
-
-
 def test_plain_sbatch_of_the_generated_train_sbatch_runs_to_completion(slurm_programs, tmp_path: Path) -> None:
     """The first thing a user does, as docs/schedulers.md writes it: `sbatch train.sbatch
     hostname`, no --partition; and a bare `sbatch --wrap` lands in the generated partition too.
@@ -183,7 +99,7 @@ def test_plain_sbatch_of_the_generated_train_sbatch_runs_to_completion(slurm_pro
     (command,) = [b.strip() for b in re.findall(r"```sh\n(.*?)```", (ROOT / "docs" / "schedulers.md").read_text(),
                                                 re.DOTALL) if b.startswith("sbatch ")]
     assert command == "sbatch train.sbatch hostname"
-    programs = {**slurm_programs, "sbatch": need_program("sbatch", "slurm-client")}
+    programs = slurm_programs
     generated = generate(FIXTURES / "one_node_loopback.yaml", tmp_path / "out") / "loopback-one"
     conf = slurm_dir(tmp_path / "slurm", generated)
     bin_dir = tmp_path / "bin"

@@ -119,3 +119,17 @@ def test_host_index_slices_of_one_family_compress_as_the_slice_itself(numbers, p
 @given(host_names, st.integers(0, 30), st.integers(0, 30))
 def test_host_index_says_in_order_as_the_slice_itself(hosts, start, stop):
     assert hostlist.HostIndex(hosts).compress_in_order(range(start, stop)) == compress_in_order(hosts[start:stop])
+
+
+@settings(derandomize=True, database=None, max_examples=400)
+@given(host_names, st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=4))
+def test_host_index_says_spans_in_order_as_their_hosts_one_after_the_other(hosts, bounds):
+    spans = [range(start, stop) for start, stop in bounds]
+    together = [host for span in spans for host in hosts[span.start:span.stop]]
+    assert hostlist.HostIndex(hosts).compress_spans_in_order(spans) == compress_in_order(together)
+
+
+def test_host_index_prints_ascending_spans_of_one_family_as_one_hostlist():
+    index = hostlist.HostIndex([f"zx{n:05d}" for n in range(64)])
+    assert index.compress_spans_in_order([range(1, 31), range(33, 63)]) == "zx[00001-00030,00033-00062]"
+    assert index.compress_spans_in_order([range(33, 63), range(1, 31)]) is None  # not in node order

@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("formats",),
     ("rules",),
     ("perf",),  # below generate: the roofline, diagram and cluster generators export perf's numbers
-    ("acceptance",),  # below generate: the acceptance suite's generator writes its expected figures and plan
+    ("acceptance",),  # below generate: the acceptance generators write its expected figures and plans
     ("generate",),
     ("live",),
     ("pipeline",),

@@ -172,6 +172,7 @@ class HostIndex:
         self.hosts = tuple(hosts)
         self.runs = _runs(list(self.hosts)) or []
         self._starts = [run.start for run in self.runs]
+        self._ascends: dict[int, bool] = {}
 
     def compress(self, nodes: range) -> str:
         """`compress(hosts[nodes.start:nodes.stop])`."""
@@ -188,6 +189,32 @@ class HostIndex:
         if not all(map(operator.lt, numbers, itertools.islice(numbers, 1, None))):
             return None
         return _format(run.prefix, numbers, run.width, run.suffix)
+
+    def compress_spans_in_order(self, spans: Sequence[range]) -> str | None:
+        """`compress_in_order` of the hosts of `spans` one after the other (`hosts[span.start:span.stop]`
+        for each span)."""
+        numbers: list[int] = []
+        found: _Run | None = None
+        for span in spans:
+            part, run = self._numbers(span)
+            if run is None or (found is not None and run is not found):
+                return compress_in_order([host for span in spans for host in self.hosts[span.start:span.stop]])
+            if numbers and part and numbers[-1] >= part[0]:
+                return None
+            numbers += part
+            found = run
+        if found is None:
+            return compress_in_order(())
+        if not self._ascending(found) and not all(map(operator.lt, numbers, itertools.islice(numbers, 1, None))):
+            return None
+        return _format(found.prefix, numbers, found.width, found.suffix)
+
+    def _ascending(self, run: _Run) -> bool:
+        """Whether `run`'s numbers ascend (then so does every slice of them), found once per run."""
+        known = self._ascends.get(run.start)
+        if known is None:
+            known = self._ascends[run.start] = all(map(operator.lt, run.numbers, itertools.islice(run.numbers, 1, None)))
+        return known
 
     def _numbers(self, nodes: range) -> tuple[list[int], _Run | None]:
         """The numbers of hosts `nodes` and their run, when one regular run holds them all."""

@@ -4,5 +4,5 @@
 Importing one module (a generation rule reads `nccl.topology_limits`) imports only that module
 and what it needs: rendering, and so jinja2, is loaded only when something is generated."""
 
-BUILTIN = ("nccl", "rccl", "launch", "roofline", "diagram", "slurm", "cluster", "domains", "health")
+BUILTIN = ("nccl", "rccl", "launch", "roofline", "diagram", "slurm", "cluster", "domains", "health", "acceptance")
 """The built-in generator modules, in registration order."""

@@ -10,6 +10,7 @@ builds it.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,11 @@ class ClusterTopology(ResolvedView[Cluster]):
         """`hostlist(nodes)` when it expands to the nodes' hostnames in node order, else None
         (`hwspec.topology.hostlist.compress_in_order`)."""
         return self._host_index.compress_in_order(nodes)
+
+    def spans_in_order(self, spans: Sequence[range]) -> str | None:
+        """The hostlist of the hostnames of `spans` (ranges of node indices) one after the other,
+        when it expands to them in that order, else None (`HostIndex.compress_spans_in_order`)."""
+        return self._host_index.compress_spans_in_order(spans)
 
     @cached_property
     def leaf_groups(self) -> tuple[tuple[str, range], ...]:

@@ -7,6 +7,13 @@ while its template hashes to the SHA-256 below and the environment has this FING
 FINGERPRINT = "jinja2 3.1.6; block_start_string='{%', block_end_string='%}', variable_start_string='{{', variable_end_string='}}', comment_start_string='{#', comment_end_string='#}', line_statement_prefix=None, line_comment_prefix=None, trim_blocks=True, lstrip_blocks=True, newline_sequence='\\n', keep_trailing_newline=True, autoescape=False, optimized=True, is_async=False; extensions=[]"
 
 TEMPLATES: dict[str, tuple[str, str]] = {  # template -> (module, SHA-256 of its source)
+    'acceptance/acceptance.sbatch.j2': ('acceptance__acceptance_sbatch', '97be7557c20db1d87c3af8fc7162908363910392b07ce69f1a4948d8fa366c9a'),
+    'acceptance/plan-runs.sh.j2': ('acceptance__plan_runs_sh', 'c92c65b93680a7d8ac51c6dc31713fd5e67601e6d381db5dabe3f19317ba80a7'),
+    'acceptance/plan.tsv.j2': ('acceptance__plan_tsv', 'b63c2a27a6cdc38165f3e9bcae9c3948fa7f74aeae879626257bb52dc9e9ddea'),
+    'acceptance/rank.sh.j2': ('acceptance__rank_sh', '49b2836f52debd6011d515379878401c6c1701374d9870cdbc9aeb2460ef5600'),
+    'acceptance/run-node.sh.j2': ('acceptance__run_node_sh', '6e8f0754f451c9826ab777d38162e7bf4cd6ed882ae9347076d7ab7d4cb4049b'),
+    'acceptance/run-plan.sh.j2': ('acceptance__run_plan_sh', '021c0642fdaa4d1171b05b4630079d7ef0be510f413eb42a8243aa0d046662c2'),
+    'acceptance/submit.sh.j2': ('acceptance__submit_sh', '57b408adaf2cd1f4de3c38bd677e4f1e46a9e3c4450e9255aedbe9e6ad56cca0'),
     'bind.sh.j2': ('bind_sh', '3f4276f6944fc5bae8d328c19c53e1fc95ec0a9ef5fa0c6cb802e0a37d2d145d'),
     'cluster/cluster.env.j2': ('cluster__cluster_env', '0847fca6dd603e3c900ee71cc769afb31a24d045130d2237fb21e96186216c1d'),
     'cluster/load_env.sh.j2': ('cluster__load_env_sh', '4b52aa47dc045179aa3e0e7525d6fc7e92701b7dfb867b33ec341f412e9ed2ae'),
