@@ -163,7 +163,7 @@ def test_host_copies_cross_the_gpus_pcie_link_at_the_copy_rate():
     figures = ex.copy_figures(t, "host_to_device_memcpy_ce")
     assert [f.pair for f in figures] == [("host", f"gpu{i}") for i in range(8)]
     first = figures[0]
-    assert first.limit is not None and first.limit.tier == "pcie" and first.limit.what == "gpu0's Gen5 x16 to its socket, 63.02 GB/s"
+    assert first.limit is not None and first.limit.tier == "pcie" and first.limit.what == "Gen5 x16 to the GPU's socket, 63.02 GB/s"
     assert first.high == pytest.approx(63.015e9, rel=1e-3)
 
 
@@ -176,10 +176,11 @@ def test_peer_copies_cover_every_ordered_pair():
 def test_the_document_covers_every_scope_and_collective_of_a_cluster():
     doc = ex.document(topology("gb200-nvl72-x4.yaml"))
     scopes = sorted({(r["scope"], r["span"]) for r in doc["runs"]})
-    assert scopes == [("cluster", "spine"), ("leaf pair", "domain"), ("nvlink domain", "domain"),
-                      ("rail", "rail"), ("spine pair", "spine")]
+    assert scopes == [("cluster", "spine"), ("domain", "domain"), ("leaf-pair", "domain"), ("rail", "rail"),
+                      ("spine-pair", "spine")]
     assert {r["test"] for r in doc["runs"]} == set(alg.COLLECTIVES)
-    assert all(len(r["sizes"]) == len(ex.SIZES) for r in doc["runs"])
+    assert all(r["bytes"] == list(ex.SIZES) and len(r["expected_busbw_gbps"]) == len(ex.SIZES) for r in doc["runs"])
+    assert {r["limit"] for r in doc["runs"]} <= set(doc["links"])
     assert "copies" not in doc
 
 

@@ -40,7 +40,6 @@ Ring and Tree only.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -229,12 +228,33 @@ def comm(span: Span) -> nt.Comm:
                    gpudirect=span.gpudirect)
 
 
-def timing(span: Span, collective: str, nbytes: int, candidate: Candidate, protocol: str,
-           release: nt.Release) -> Timing | None:
-    """One call of `nbytes` under `candidate` and `protocol`: NCCL's latency plus the bytes at
-    the candidate's achieved rate times the protocol's share (NCCL's refinements of the ring's
-    bus bandwidth); None where NCCL would not run it."""
-    c = comm(span)
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A (candidate, protocol) NCCL may run a collective with: its latency (seconds), its
+    seconds per byte at the protocol's share of the candidate's achieved rate, and Tree's
+    correction by size where it applies (NCCL's model). What varies with the size is only the
+    bytes and Tree's correction, so options are made once per collective and span."""
+
+    candidate: Candidate
+    protocol: str
+    latency_seconds: float
+    seconds_per_byte: float
+    tree_correction: tuple[float, ...] | None
+
+    def seconds(self, nbytes: int) -> float:
+        per_byte = self.seconds_per_byte
+        if self.tree_correction is not None:
+            size = nt.log2i(nbytes >> 6)
+            if size < len(self.tree_correction):
+                per_byte /= self.tree_correction[size]
+        return self.latency_seconds + nbytes * per_byte
+
+
+def option(span: Span, collective: str, candidate: Candidate, protocol: str, release: nt.Release,
+           c: nt.Comm) -> Option | None:
+    """`candidate` under `protocol` on the communicator `c` of `span`: NCCL's latency and the
+    candidate's achieved rate times the protocol's share (NCCL's refinements of the ring's bus
+    bandwidth); None where NCCL would not run it."""
     algorithm = candidate.algorithm
     modelled = algorithm if algorithm in nt.ALGORITHMS else None
     nccl_collective = collective if collective in nt.NCCL_FUNCTION else "all_gather"
@@ -250,19 +270,25 @@ def timing(span: Span, collective: str, nbytes: int, candidate: Candidate, proto
         if refined <= 0 or simple <= 0:
             return None
         seconds_per_byte *= simple / refined
-    if modelled == "Tree":
-        factors = release.tree_correction[protocol]
-        size = nt.log2i(nbytes >> 6)
-        if size < len(factors):
-            seconds_per_byte /= factors[size]
-    latency = _latency(span, collective, algorithm, protocol, release)
-    return Timing(latency + nbytes * seconds_per_byte, algorithm, protocol, latency, candidate.limit,
-                  nbytes * candidate.bound_seconds_per_byte)
+    correction = tuple(release.tree_correction[protocol]) if modelled == "Tree" else None
+    return Option(candidate, protocol, _latency(span, collective, algorithm, protocol, release, c), seconds_per_byte,
+                  correction)
 
 
-def _latency(span: Span, collective: str, algorithm: str, protocol: str, release: nt.Release) -> float:
-    """Seconds of latency of one call (NCCL's model; AlltoAll and SendRecv: one step)."""
+def options(span: Span, collective: str, found: list[Candidate], version: str | None = None,
+            protocols: tuple[str, ...] = ()) -> list[Option]:
+    """Every (candidate, protocol) of `found` NCCL may run, limited to `protocols` where a run
+    sets NCCL_PROTO, in NCCL's order (candidates as found, protocols LL, LL128, Simple)."""
+    release = release_for(version)
     c = comm(span)
+    wanted = {p.lower() for p in protocols}
+    made = (option(span, collective, candidate, protocol, release, c) for candidate in found for protocol in nt.PROTOCOLS
+            if not wanted or protocol.lower() in wanted)
+    return [o for o in made if o is not None]
+
+
+def _latency(span: Span, collective: str, algorithm: str, protocol: str, release: nt.Release, c: nt.Comm) -> float:
+    """Seconds of latency of one call (NCCL's model; AlltoAll and SendRecv: one step)."""
     if algorithm in NCCL_2_28_LATENCY_US:
         hw = NCCL_2_28_LATENCY_US[algorithm]
         if algorithm == "NVLS":
@@ -280,21 +306,22 @@ def _latency(span: Span, collective: str, algorithm: str, protocol: str, release
     return nt.latency(release, c, collective, algorithm, protocol) * 1e-6
 
 
-def fastest(span: Span, collective: str, nbytes: int, found: list[Candidate], version: str | None = None,
-            protocols: tuple[str, ...] = ()) -> Timing | None:
-    """The (candidate, protocol) of least time for one call of `nbytes` among `found`, limited to
-    `protocols` where a run sets NCCL_PROTO; its `bound_seconds` is the least bound of them all.
-    None when none is left."""
-    release = release_for(version)
-    best: Timing | None = None
-    wanted = {p.lower() for p in protocols}
-    for candidate in found:
-        for protocol in nt.PROTOCOLS:
-            if wanted and protocol.lower() not in wanted:
-                continue
-            t = timing(span, collective, nbytes, candidate, protocol, release)
-            if t is not None and math.isfinite(t.seconds) and (best is None or t.seconds < best.seconds):
-                best = t
+def fastest(made: list[Option], nbytes: int, bound_seconds_per_byte: float | None = None) -> Timing | None:
+    """The option of least time for one call of `nbytes` (the first of equal ones, NCCL's
+    order); its `bound_seconds` is the least bound of every candidate (`bound_seconds_per_byte`
+    where the caller has it). None without options."""
+    best: Option | None = None
+    least = math.inf
+    for o in made:
+        seconds = o.seconds(nbytes)
+        if seconds < least:
+            best, least = o, seconds
     if best is None:
         return None
-    return dataclasses.replace(best, bound_seconds=nbytes * min(c.bound_seconds_per_byte for c in found))
+    bound = bound_seconds_per_byte if bound_seconds_per_byte is not None else least_bound(made)
+    return Timing(least, best.candidate.algorithm, best.protocol, best.latency_seconds, best.candidate.limit, nbytes * bound)
+
+
+def least_bound(made: list[Option]) -> float:
+    """Seconds per byte of the fastest of `made`'s candidates with every link at its datasheet rate."""
+    return min(o.candidate.bound_seconds_per_byte for o in made)

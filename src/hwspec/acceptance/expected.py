@@ -120,9 +120,11 @@ def collective_figures(span: Span, collective: str, sizes: tuple[int, ...] = SIZ
            "one rank: nothing crosses a link" if span.ranks < 2 else
            f"NCCL_ALGO={env.get('NCCL_ALGO')} leaves no algorithm that runs {collective}")
     factor = alg.busbw_factor(collective, span.ranks)
+    made_options = alg.options(span, collective, found, version, protocols) if found and not untimed else []
+    bound = alg.least_bound(made_options) if made_options else None
     figures = []
     for nbytes in sizes:
-        timing = alg.fastest(span, collective, nbytes, found, version, protocols=protocols) if found and not untimed else None
+        timing = alg.fastest(made_options, nbytes, bound) if made_options else None
         if timing is None:
             note = why if untimed or not found else f"NCCL_PROTO={env.get('NCCL_PROTO')} leaves no protocol that runs {collective}"
             figures.append(Expected(collective, tool_of(span), span.nodes, span.gpus_per_node, nbytes, None, None, None,
@@ -219,11 +221,11 @@ def host_copy_link(topology: Any, gpu: Any) -> Link | None:
     narrowest = min(path, key=lambda item: getattr(platform.by_id[item].physical, "bandwidth", float("inf")))
     where = platform.locate(gpu.id, "c2c") if host.kind == "c2c" else platform.locate(narrowest)
     link = Link("c2c" if host.kind == "c2c" else "nvlink" if host.kind == "nvlink" else "pcie", host.bandwidth, efficiency,
-                source, f"{gpu.id}'s {host.link} to its socket, {gbps(host.bandwidth)}", where)
+                source, f"{host.link} to the GPU's socket, {gbps(host.bandwidth)}", where)
     socket = topology.socket_of(gpu.id)
     memory = getattr(socket, "memory_bandwidth", None)
     if socket is not None and memory is not None and memory < host.bandwidth:
-        return Link("host memory", memory, efficiency, source, f"{socket.id}'s memory, {gbps(memory)}",
+        return Link("host memory", memory, efficiency, source, f"the memory of the GPU's socket {socket.id}, {gbps(memory)}",
                     platform.locate(socket.id, "memory"))
     return link
 
@@ -235,16 +237,16 @@ def peer_copy_link(topology: Any, a: Any, b: Any) -> Link | None:
     pair = topology.gpu_pairs.get((a.id, b.id)) or topology.gpu_pairs.get((b.id, a.id))
     if platform.nvlink_topology == "nvswitch" and topology.nvlink_bandwidth(a.id) > 0 and topology.nvlink_bandwidth(b.id) > 0:
         bandwidth = min(topology.nvlink_bandwidth(a.id), topology.nvlink_bandwidth(b.id))
-        what = f"{a.id} and {b.id} through the NVSwitches, {gbps(bandwidth)}"
+        what = f"{topology.nvlink_links(a.id)} {a.fabric_kind or 'fabric'} links through the NVSwitches, {gbps(bandwidth)}"
     elif pair is not None and pair.bandwidth:
-        bandwidth, what = pair.bandwidth, f"{pair.links} link(s) between {a.id} and {b.id}, {gbps(pair.bandwidth)}"
+        bandwidth, what = pair.bandwidth, f"{pair.links} {a.fabric_kind or 'fabric'} link(s) between the pair, {gbps(pair.bandwidth)}"
     else:
         links = [g.physical for g in (a, b)]
         if any(link is None for link in links):
             return None
         bandwidth = min(link.bandwidth for link in links if link is not None)
         efficiency, source = copy_efficiency("pcie")
-        return Link("pcie", bandwidth, efficiency, source, f"PCIe between {a.id} and {b.id}, {gbps(bandwidth)}",
+        return Link("pcie", bandwidth, efficiency, source, f"PCIe between the pair, {gbps(bandwidth)}",
                     platform.locate(a.id, "pcie"))
     efficiency, source = copy_efficiency(a.fabric_kind or "unknown")
     return Link(fabric_tier_of(platform, a), bandwidth, efficiency, source, what, platform.locate(a.id, "part"))
@@ -270,11 +272,13 @@ def copy_figure(test: str, link: Link | None, pair: tuple[str, str], why: str = 
 
 def copy_figures(topology: Any, test: str) -> list[Expected]:
     """The figures of nvbandwidth `test` (`COPY_TESTS`) on a node: one per GPU for a host copy
-    (by GPU index, as nvbandwidth numbers them), one per ordered GPU pair for a peer copy."""
+    (by GPU index, as nvbandwidth numbers them), one per ordered GPU pair for a peer copy (a
+    pair's link is the same both ways: found once)."""
     gpus = topology.platform.gpus
     source, target = COPY_TESTS[test]
     if source == "gpu" and target == "gpu":
-        return [copy_figure(test, peer_copy_link(topology, a, b), (a.id, b.id)) for a in gpus for b in gpus if a is not b]
+        links = {frozenset((a.id, b.id)): peer_copy_link(topology, a, b) for i, a in enumerate(gpus) for b in gpus[i + 1:]}
+        return [copy_figure(test, links[frozenset((a.id, b.id))], (a.id, b.id)) for a in gpus for b in gpus if a is not b]
     return [copy_figure(test, host_copy_link(topology, g), ("host", g.id) if source == "host" else (g.id, "host")) for g in gpus]
 
 
@@ -295,9 +299,10 @@ METHOD = (
 
 def scopes(topology: Any) -> list[tuple[str, Span]]:
     """The spans a platform's acceptance figures cover: a node alone, and two of them on a
-    non-blocking fabric of its backend NICs (all GPUs, and one GPU each); for a cluster, a pair
-    within a leaf, a pair across the spine, one rail, one NVLink domain whole and the whole
-    cluster, where it has them. Spans of one rank are left out."""
+    non-blocking fabric of its backend NICs (all GPUs, and one GPU each); for a cluster, the
+    runs of its plan's rounds (`hwspec.acceptance.plan`, by its scope names): a pair within a
+    leaf group (`leaf-pair`), a pair across the spine (`spine-pair`), one rail, one NVLink domain
+    whole (`domain`), and the whole cluster, where it has them. Spans of one rank are left out."""
     from hwspec.acceptance.spans import cluster_span, node_span
 
     found: list[tuple[str, Span]] = []
@@ -309,63 +314,100 @@ def scopes(topology: Any) -> list[tuple[str, Span]]:
     cluster = topology.platform
     groups = [nodes for _, nodes in topology.leaf_groups]
     if groups and len(groups[0]) >= 2:
-        found.append(("leaf pair", cluster_span(topology, (groups[0].start, groups[0].start + 1))))
+        found.append(("leaf-pair", cluster_span(topology, (groups[0].start, groups[0].start + 1))))
     if len(groups) >= 2:
-        found.append(("spine pair", cluster_span(topology, (groups[0].start, groups[1].start))))
+        found.append(("spine-pair", cluster_span(topology, (groups[0].start, groups[1].start))))
     if cluster.fabric is not None and cluster.fabric.topology == "rail-optimized" and groups and len(groups[0]) >= 2:
         # a rail is its NICs' test: in an NVLink domain spanning nodes, with NCCL_MNNVL_ENABLE=0
         found.append(("rail", cluster_span(topology, tuple(groups[0]), 1, mnnvl=False)))
     domains = cluster.nvlink_domains
     if domains is not None and domains.size > 1:
-        found.append(("nvlink domain", cluster_span(topology, tuple(domains.nodes(0)))))
+        found.append(("domain", cluster_span(topology, tuple(domains.nodes(0)))))
     if not groups and cluster.node_count >= 2:
         found.append(("2 nodes", cluster_span(topology, (0, 1))))
     found.append(("cluster", cluster_span(topology, tuple(range(cluster.node_count)))))
     return [(name, span) for name, span in found if span.ranks > 1]
 
 
-def run_record(scope: str, span: Span, collective: str, figures: list[Expected]) -> dict[str, Any]:
-    """One span's figures of one collective, as expected.json lists them."""
+class Links:
+    """Each distinct link a document's figures are limited by, written once (`table()`) and named
+    by its key where a figure refers to it (`ref`): a node's 56 GPU pairs share a few links."""
+
+    def __init__(self) -> None:
+        self._keys: dict[Link, str] = {}
+
+    def ref(self, link: Link | None) -> str | None:
+        if link is None:
+            return None
+        return self._keys.setdefault(link, f"link{len(self._keys)}")
+
+    def table(self) -> dict[str, dict[str, Any]]:
+        return {key: record for link, key in self._keys.items() if (record := limit_record(link)) is not None}
+
+
+COLUMNS = ("bytes", "expected_busbw_gbps", "low_busbw_gbps", "high_busbw_gbps", "algorithm", "protocol", "judged")
+"""A run's figures in expected.json, one list per column, one entry per size."""
+
+
+def run_record(scope: str, span: Span, collective: str, figures: list[Expected], links: Links) -> dict[str, Any]:
+    """One span's figures of one collective, as expected.json lists them: the span, the link
+    limiting its largest size (a key of the document's `links`), and a list per column."""
     judged = [f.bytes for f in figures if f.judged and f.bytes is not None]
     last = figures[-1] if figures else None
+    rows = [figure_record(f) for f in figures]
     return {"scope": scope, "tool": tool_of(span), "test": collective, "nodes": span.nodes,
             "gpus_per_node": span.gpus_per_node, "span": span.kind,
             "judged_from_bytes": min(judged) if judged else None,
-            "limit": limit_record(last.limit if last else None),
+            "limit": links.ref(last.limit if last else None),
             **({"note": last.note} if last is not None and last.busbw is None else {}),
-            "sizes": [{k: v for k, v in figure_record(f).items() if k not in ("note", "limit")} for f in figures]}
+            **{column: [row[column] for row in rows] for column in COLUMNS}}
 
 
-def copy_record(test: str, figures: list[Expected]) -> dict[str, Any]:
+def copy_record(test: str, figures: list[Expected], links: Links) -> dict[str, Any]:
+    """One nvbandwidth test's figures: one entry per GPU (or GPU pair), its link a key of `links`."""
     return {"tool": "nvbandwidth", "test": test,
-            "copies": [{"from": f.pair[0] if f.pair else None, "to": f.pair[1] if f.pair else None,
+            "figures": [{"from": f.pair[0] if f.pair else None, "to": f.pair[1] if f.pair else None,
                         "expected_gbps": gb(f.busbw), "low_gbps": gb(f.low), "high_gbps": gb(f.high),
-                        "limit": limit_record(f.limit), **({"note": f.note} if f.busbw is None else {})}
+                        "limit": links.ref(f.limit), **({"note": f.note} if f.busbw is None else {})}
                        for f in figures]}
 
 
-def document(topology: Any) -> dict[str, Any]:
-    """The expected figures of a node or cluster platform (`generated/<name>/acceptance/expected.json`,
-    `hwspec expect --format json`): every scope's collectives at every size, and a node's copies."""
+Run = tuple[str, Span, str, list[Expected]]
+"""A span's figures of one collective: (scope, span, collective, figures)."""
+
+
+def document_of(topology: Any, runs: list[Run], copies: list[tuple[str, list[Expected]]]) -> dict[str, Any]:
+    """The document of `runs` and `copies` on `topology`: what expected.json and `hwspec expect
+    --format json` write."""
     from hwspec.text import visible
 
-    env = platform_environment(topology)
-    found = scopes(topology)
-    runs = [run_record(scope, span, c, collective_figures(span, c, env=env)) for scope, span in found
-            for c in alg.COLLECTIVES]
-    width, source = band(found[0][1].compute_capability if found else 0)
-    doc: dict[str, Any] = {
+    links = Links()
+    records = [run_record(scope, span, c, figures, links) for scope, span, c, figures in runs]
+    copied = [copy_record(test, figures, links) for test, figures in copies]
+    bands = {band(span.compute_capability) for _, span, _, _ in runs}
+    return {
         "schema_version": SCHEMA_VERSION,
         "platform": {"name": topology.name, "title": topology.platform.title, "file": visible(topology.file),
                      "kind": topology.kind},
         "units": "GB/s = 1e9 bytes/s; busbw as nccl-tests prints it; bytes as nccl-tests' size column",
         "method": METHOD,
-        "band": {"width": width, "source": source, "judged_latency_share": LATENCY_SHARE},
-        "runs": runs,
+        "judged_latency_share": LATENCY_SHARE,
+        "bands": [{"width": width, "source": source} for width, source in sorted(bands, key=str)],
+        "runs": records,
+        **({"copies": copied} if copied else {}),
+        "links": links.table(),
     }
-    if topology.kind == "node" and tool_of_platform(topology) == "nccl-tests":
-        doc["copies"] = [copy_record(test, copy_figures(topology, test)) for test in COPY_TESTS]
-    return doc
+
+
+def document(topology: Any) -> dict[str, Any]:
+    """The expected figures of a node or cluster platform (`generated/<name>/acceptance/expected.json`,
+    `hwspec expect --format json`): every scope's collectives at every size, and a node's copies."""
+    env = platform_environment(topology)
+    runs: list[Run] = [(scope, span, c, collective_figures(span, c, env=env)) for scope, span in scopes(topology)
+                       for c in alg.COLLECTIVES]
+    copies = ([(test, copy_figures(topology, test)) for test in COPY_TESTS]
+              if topology.kind == "node" and tool_of_platform(topology) == "nccl-tests" else [])
+    return document_of(topology, runs, copies)
 
 
 def platform_environment(topology: Any) -> dict[str, str]:

@@ -136,11 +136,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
     copies = [(t, ex.copy_figures(topology, t)) for t in ex.COPY_TESTS if t in tests
               and topology.kind == "node" and args.nodes in (None, 1) and ex.tool_of_platform(topology) == "nccl-tests"]
     if args.format == "json":
-        doc = ex.document(topology) if (args.nodes is None and args.gpus_per_node is None and not args.test
-                                        and args.nccl_version is None and not given) else {
-            "schema_version": ex.SCHEMA_VERSION, "platform": {"name": topology.name, "file": visible(topology.file)},
-            "runs": [ex.run_record(scope, span, c, figures) for scope, span, c, figures in runs],
-            **({"copies": [ex.copy_record(t, f) for t, f in copies]} if copies else {})}
+        doc = ex.document_of(topology, runs, copies)
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
         return EXIT_OK
     sys.stdout.write(text_report(topology, runs, copies))

@@ -3,6 +3,8 @@ machines, to check at bring-up and after repair that they reach their bandwidth.
 
 - A node platform: `acceptance/run-node.sh`, every test on that node with its generated
   environment (launch.env, nccl.conf or rccl.conf, bind.sh's per-rank binding).
+- Both: `acceptance/expected.json`, what the runs should show (`hwspec.acceptance.expected`,
+  `hwspec expect --format json`).
 - A cluster: `acceptance/plan.tsv` (`hwspec.acceptance.plan`: rounds of runs that share no
   link, one line per set of runs that differ only in their hosts), `run-plan.sh` (runs the plan
   with srun or Open MPI's mpirun), `rank.sh` (one rank, with its node's files), `acceptance.sbatch`
@@ -16,9 +18,11 @@ library caller may generate without the rules) and refused otherwise.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from hwspec.acceptance.expected import document as expected_document
 from hwspec.acceptance.plan import (
     GIB,
     NCCL_TESTS,
@@ -35,6 +39,7 @@ from hwspec.formats.limits import k8s_name
 from hwspec.formats.nccl_tree import collective_library, missing_bus_ids
 from hwspec.generate.domains import LABEL_CLUSTER, YAML_DUMPER
 from hwspec.generate.engine import ClusterGenContext, GenContext, GenerationError, Plan, env_value, generator, shell_word
+from hwspec.generate.roofline import dump
 from hwspec.model.cluster import Cluster
 from hwspec.topology import ClusterTopology, topology_of
 
@@ -84,7 +89,42 @@ def acceptance_node(ctx: GenContext) -> Plan:
         "hbm": hbm_text, "nvbandwidth": NVBANDWIDTH_TESTS if library == "nccl" else (),
         "suite": f"{library}-tests", "tests_var": f"{library.upper()}_TESTS_DIR",
     }
-    return {"acceptance/run-node.sh": ctx.render("acceptance/run-node.sh.j2", None, **values)}
+    return {"acceptance/run-node.sh": ctx.render("acceptance/run-node.sh.j2", None, **values),
+            "acceptance/expected.json": expected_json(ctx)}
+
+
+def expected_json(ctx: GenContext | ClusterGenContext) -> str:
+    """`acceptance/expected.json`: the platform's figures, with the provenance header as `_generated`."""
+    return dump_rows({"_generated": ctx.header_lines(), **expected_document(ctx.topology)})
+
+
+_ROW = "\x00row{}"
+
+
+def dump_rows(document: dict[str, Any]) -> str:
+    """`roofline.dump`'s JSON with every list of numbers or names (a run's column of figures) and
+    every copy (an nvbandwidth test's `figures`) on one line: sizes and GPU pairs read as rows,
+    the file stays a fraction of the size, and json's C encoder writes the rows (its indenting
+    encoder is Python)."""
+    rows: list[str] = []
+
+    def row(value: Any) -> str:
+        rows.append(json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(", ", ": ")))
+        return _ROW.format(len(rows) - 1)
+
+    def skeleton(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: skeleton(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            if key == "figures":  # an nvbandwidth test's copies: one per line
+                return [row(v) for v in value]
+            if all(not isinstance(v, (dict, list)) for v in value):
+                return row(value)
+            return [skeleton(v) for v in value]
+        return value
+
+    text = dump(skeleton(document))
+    return re.sub(r'"\\u0000row(\d+)"', lambda m: rows[int(m.group(1))], text)
 
 
 # ---------------------------------------------------------------- a cluster
@@ -164,6 +204,7 @@ def acceptance_cluster(ctx: ClusterGenContext) -> Plan:
         "acceptance/acceptance.sbatch": ctx.render("acceptance/acceptance.sbatch.j2", None, **values),
         "acceptance/submit.sh": ctx.render("acceptance/submit.sh.j2", None, **values),
         "acceptance/mpijob.yaml": mpijob(ctx, acceptance, gpus, libraries.pop()),
+        "acceptance/expected.json": expected_json(ctx),
     }
 
 
