@@ -176,11 +176,14 @@ def figure_record(figure: Expected) -> dict[str, Any]:
 
 
 def limit_record(link: Link | None) -> dict[str, Any] | None:
+    """A limiting link as documents write it: its place by entry name (`nic0.part`), never by
+    line, so that a document does not change when the platform file's lists are reordered."""
     if link is None:
         return None
-    return {"tier": link.tier, "what": link.what, "file": link.where.file, "line": link.where.line,
-            "col": link.where.col, "efficiency": link.efficiency, "efficiency_source": link.efficiency_source,
-            "suspects": list(link.suspects)}
+    from hwspec.text import visible
+
+    return {"tier": link.tier, "what": link.what, "file": visible(link.where.file), "entry": link.entry,
+            "efficiency": link.efficiency, "efficiency_source": link.efficiency_source, "suspects": list(link.suspects)}
 
 
 def gb(value: float | None) -> float | None:
@@ -219,14 +222,14 @@ def host_copy_link(topology: Any, gpu: Any) -> Link | None:
     efficiency, source = copy_efficiency(kind)
     path = topology.host_path(gpu.id) or (gpu.id,)
     narrowest = min(path, key=lambda item: getattr(platform.by_id[item].physical, "bandwidth", float("inf")))
-    where = platform.locate(gpu.id, "c2c") if host.kind == "c2c" else platform.locate(narrowest)
+    where, entry = (platform.locate(gpu.id, "c2c"), f"{gpu.id}.c2c") if host.kind == "c2c" else (platform.locate(narrowest), narrowest)
     link = Link("c2c" if host.kind == "c2c" else "nvlink" if host.kind == "nvlink" else "pcie", host.bandwidth, efficiency,
-                source, f"{host.link} to the GPU's socket, {gbps(host.bandwidth)}", where)
+                source, f"{host.link} to the GPU's socket, {gbps(host.bandwidth)}", where, entry)
     socket = topology.socket_of(gpu.id)
     memory = getattr(socket, "memory_bandwidth", None)
     if socket is not None and memory is not None and memory < host.bandwidth:
         return Link("host memory", memory, efficiency, source, f"the memory of the GPU's socket {socket.id}, {gbps(memory)}",
-                    platform.locate(socket.id, "memory"))
+                    platform.locate(socket.id, "memory"), f"{socket.id}.memory")
     return link
 
 
@@ -247,9 +250,9 @@ def peer_copy_link(topology: Any, a: Any, b: Any) -> Link | None:
         bandwidth = min(link.bandwidth for link in links if link is not None)
         efficiency, source = copy_efficiency("pcie")
         return Link("pcie", bandwidth, efficiency, source, f"PCIe between the pair, {gbps(bandwidth)}",
-                    platform.locate(a.id, "pcie"))
+                    platform.locate(a.id, "pcie"), f"{a.id}.pcie")
     efficiency, source = copy_efficiency(a.fabric_kind or "unknown")
-    return Link(fabric_tier_of(platform, a), bandwidth, efficiency, source, what, platform.locate(a.id, "part"))
+    return Link(fabric_tier_of(platform, a), bandwidth, efficiency, source, what, platform.locate(a.id, "part"), f"{a.id}.part")
 
 
 def fabric_tier_of(platform: Any, gpu: Any) -> str:

@@ -56,7 +56,8 @@ class Link:
     `bandwidth` is bytes/s per direction as the platform states it; `efficiency` the achieved
     fraction of it (a cited measurement, `efficiency_source` says which), None where none is
     known; `what` says the link as people read it; `where` is the platform line of the part or
-    entry that sets it."""
+    entry that sets it, and `entry` that place by name (`gpu0.part`, `backend`): what a
+    generated file says, which does not move when the file's lists are reordered."""
 
     tier: str
     bandwidth: float
@@ -64,6 +65,7 @@ class Link:
     efficiency_source: str
     what: str
     where: Location
+    entry: str = ""
 
     @property
     def achieved(self) -> float | None:
@@ -186,7 +188,8 @@ def intra_link(topology: Topology, gpus: tuple[Gpu, ...]) -> Link | None:
         efficiency, source = fabric_efficiency(slowest.fabric_kind)
         what = (f"{topology.nvlink_links(slowest.id)} {slowest.fabric_kind or 'fabric'} links of {slowest.id} "
                 f"({slowest.part}), {gbps(bandwidth)}")
-        return Link(fabric_tier(platform, slowest), bandwidth, efficiency, source, what, platform.locate(slowest.id, "part"))
+        return Link(fabric_tier(platform, slowest), bandwidth, efficiency, source, what, platform.locate(slowest.id, "part"),
+                    f"{slowest.id}.part")
     linked = [g for g in gpus if g.physical is not None]
     if len(linked) < len(gpus):
         return None
@@ -194,7 +197,8 @@ def intra_link(topology: Topology, gpus: tuple[Gpu, ...]) -> Link | None:
     assert slowest.physical is not None
     efficiency, source = constant("pcie_efficiency")
     return Link("pcie", slowest.physical.bandwidth, efficiency, source,
-                f"{slowest.id}'s PCIe {slowest.physical}, {gbps(slowest.physical.bandwidth)}", platform.locate(slowest.id, "pcie"))
+                f"{slowest.id}'s PCIe {slowest.physical}, {gbps(slowest.physical.bandwidth)}", platform.locate(slowest.id, "pcie"),
+                f"{slowest.id}.pcie")
 
 
 def nic_link(topology: Topology, gpus: tuple[Gpu, ...], aggregate: bool = True) -> Link | None:
@@ -226,7 +230,7 @@ def nic_link(topology: Topology, gpus: tuple[Gpu, ...], aggregate: bool = True) 
             f"({first.part}) for {slowest.id}" + (f", each shared by {shared} GPUs" if shared > 1 else "")
             + ("" if aggregate or len(topology.scale_out_nics(slowest.id)) == 1 else ", one at a time (point-to-point)")
             + f": {gbps(share(slowest))}")
-    return Link("nic", share(slowest), efficiency, source, what, topology.platform.locate(first.id, "part"))
+    return Link("nic", share(slowest), efficiency, source, what, topology.platform.locate(first.id, "part"), f"{first.id}.part")
 
 
 def nvls_link(topology: Topology, intra: Link | None, compute_capability: int) -> Link | None:
@@ -236,8 +240,11 @@ def nvls_link(topology: Topology, intra: Link | None, compute_capability: int) -
         return None
     efficiency, source = nvls_efficiency(compute_capability)
     board = topology.platform.baseboard
-    where = topology.platform.locate("baseboard", "nvswitch_generation") if board is not None else intra.where
-    return Link(intra.tier, intra.bandwidth, efficiency, source, f"NVLink SHARP in the NVSwitches, {intra.what}", where)
+    if board is not None:
+        where, entry = topology.platform.locate("baseboard", "nvswitch_generation"), "baseboard.nvswitch_generation"
+    else:
+        where, entry = intra.where, intra.entry
+    return Link(intra.tier, intra.bandwidth, efficiency, source, f"NVLink SHARP in the NVSwitches, {intra.what}", where, entry)
 
 
 def compute_capability(platforms: tuple[Platform, ...]) -> int:
@@ -323,12 +330,12 @@ def domain_links(topology: ClusterTopology, intra: Link | None, nvls: Link | Non
         efficiency, source = fabric_efficiency(gpu.fabric_kind)
         domain_intra = Link("nvswitch", bandwidth, efficiency, source,
                             f"{gpu.fabric_links} {gpu.fabric_kind} links of each GPU into the NVLink domain's switches, {gbps(bandwidth)}",
-                            cluster.locate("nvlink_domain"))
+                            cluster.locate("nvlink_domain"), "nvlink_domain")
     if nvls is None or not all(rf.nvlink_sharp(node_topology(p)) for p in cluster.node_platforms):
         return domain_intra, None
     efficiency, source = nvls_efficiency(sm)
     return domain_intra, Link("nvswitch", domain_intra.bandwidth, efficiency, source,
-                              f"NVLink SHARP in the domain's switches, {domain_intra.what}", domain_intra.where)
+                              f"NVLink SHARP in the domain's switches, {domain_intra.what}", domain_intra.where, domain_intra.entry)
 
 
 def uplink_cap(topology: ClusterTopology, nodes: tuple[int, ...], gpus: tuple[Gpu, ...], out: Link) -> tuple[Link, bool]:
@@ -357,4 +364,4 @@ def uplink_cap(topology: ClusterTopology, nodes: tuple[int, ...], gpus: tuple[Gp
         return out, True
     return Link("network", cap, out.efficiency, out.efficiency_source,
                 f"the leaves' uplinks shared by the run's GPUs: {gbps(cap)} per GPU (below {out.what})",
-                topology.platform.locate("backend")), True
+                topology.platform.locate("backend"), "backend"), True
