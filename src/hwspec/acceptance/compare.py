@@ -176,7 +176,7 @@ def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int, mn
             return (f"host {visible(missing)} is not a node of {cluster.name} (give --nodes {nodes} to compare the run as "
                     f"the cluster's first {nodes} nodes)")
         note = f"host {visible(missing)} is not a node of {cluster.name}: compared as its first {nodes} nodes"
-    found = tuple(index[h] for h in hosts) if hosts and missing is None else tuple(range(nodes))
+    found = tuple(index[h] for h in hosts) if hosts and missing is None else range(nodes)
     if not hosts:
         note = f"the output names no hosts: compared as the first {nodes} nodes of {cluster.name}"
     return cluster_span(topology, found, per_node, mnnvl), note

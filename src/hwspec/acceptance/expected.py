@@ -322,13 +322,13 @@ def scopes(topology: Any) -> list[tuple[str, Span]]:
         found.append(("spine-pair", cluster_span(topology, (groups[0].start, groups[1].start))))
     if cluster.fabric is not None and cluster.fabric.topology == "rail-optimized" and groups and len(groups[0]) >= 2:
         # a rail is its NICs' test: in an NVLink domain spanning nodes, with NCCL_MNNVL_ENABLE=0
-        found.append(("rail", cluster_span(topology, tuple(groups[0]), 1, mnnvl=False)))
+        found.append(("rail", cluster_span(topology, groups[0], 1, mnnvl=False)))
     domains = cluster.nvlink_domains
     if domains is not None and domains.size > 1:
-        found.append(("domain", cluster_span(topology, tuple(domains.nodes(0)))))
+        found.append(("domain", cluster_span(topology, domains.nodes(0))))
     if not groups and cluster.node_count >= 2:
         found.append(("2 nodes", cluster_span(topology, (0, 1))))
-    found.append(("cluster", cluster_span(topology, tuple(range(cluster.node_count)))))
+    found.append(("cluster", cluster_span(topology, range(cluster.node_count))))
     return [(name, span) for name, span in found if span.ranks > 1]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hwspec.diagnostics import Location
@@ -273,23 +274,30 @@ def node_span(topology: Topology, nodes: int = 1, gpus_per_node: int | None = No
 # ------------------------------------------------------------------ links of a cluster
 
 
-def cluster_span(topology: ClusterTopology, nodes: tuple[int, ...], gpus_per_node: int | None = None,
+def cluster_span(topology: ClusterTopology, nodes: Sequence[int], gpus_per_node: int | None = None,
                  mnnvl: bool = True) -> Span:
     """A run on cluster nodes `nodes` (indices, distinct), `gpus_per_node` ranks each (default
     all). Nodes of one multi-node NVLink domain count as one unit joined by the domain's NVLink
     (NCCL's multi-node NVLink; `mnnvl` False as with NCCL_MNNVL_ENABLE=0: every node its own);
     a run whose units sit under several leaf groups has its NIC share capped by the leaves'
-    uplinks it shares (`uplink_cap`)."""
+    uplinks it shares (`uplink_cap`). Linear in the nodes at most (a `range` of them: in the
+    node groups and leaves)."""
     cluster = topology.platform
     if not nodes:
         raise ValueError("a run spans at least one node")
-    platforms = tuple(_platform_of(topology, i) for i in nodes)
-    node = node_topology(platforms[0])
-    per_node = len(platforms[0].gpus) if gpus_per_node is None else gpus_per_node
-    gpus = platforms[0].gpus[:per_node]
+    ordered = nodes if isinstance(nodes, range) else sorted(nodes)
+    platforms = _platforms_of(topology, ordered)
+    node = node_topology(_platform_of(topology, nodes[0]))
+    per_node = len(node.platform.gpus) if gpus_per_node is None else gpus_per_node
+    gpus = node.platform.gpus[:per_node]
     sm = compute_capability(platforms)
     domains = cluster.nvlink_domains if mnnvl else None
-    units = len({domains.domain_of(i) for i in nodes}) if domains is not None and domains.size > 1 else len(nodes)
+    if domains is None or domains.size <= 1:
+        units = len(nodes)
+    elif isinstance(ordered, range) and ordered.step == 1:
+        units = domains.domain_of(ordered[-1]) - domains.domain_of(ordered[0]) + 1
+    else:
+        units = len({domains.domain_of(i) for i in nodes})
     unit_gpus = len(nodes) * per_node // units
     intra = intra_link(node, gpus)
     nvls = nvls_link(node, intra, sm) if per_node > 1 else None
@@ -300,14 +308,24 @@ def cluster_span(topology: ClusterTopology, nodes: tuple[int, ...], gpus_per_nod
     out = nic_link(node, gpus) if units > 1 else None
     p2p = nic_link(node, gpus, aggregate=False) if units > 1 else None
     if out is not None and p2p is not None:
-        out, crossing = uplink_cap(topology, nodes, gpus, out)
-        p2p, _ = uplink_cap(topology, nodes, gpus, p2p)
+        out, crossing = uplink_cap(topology, ordered, gpus, out)
+        p2p, _ = uplink_cap(topology, ordered, gpus, p2p)
         kind = "spine" if crossing else ("rail" if per_node == 1 else "leaf")
     fabric = cluster.fabric
     return Span(kind=kind, nodes=len(nodes), gpus_per_node=per_node, units=units, unit_gpus=unit_gpus, intra=intra,
                 out=out, out_p2p=p2p, nvls=nvls, sharp=bool(fabric is not None and fabric.sharp and units > 1),
                 library=collective_library(platforms[0]), compute_capability=sm,
                 gpudirect=all(node.gpudirect(n, g.id) for g in gpus for n in node.scale_out_nics(g.id)))
+
+
+def _platforms_of(topology: ClusterTopology, ordered: Sequence[int]) -> tuple[Platform, ...]:
+    """The node platforms of the groups holding any of `ordered` (ascending node indices)."""
+    found = []
+    for group in topology.platform.groups:
+        start = bisect.bisect_left(ordered, group.nodes.start)
+        if start < len(ordered) and ordered[start] < group.nodes.stop:
+            found.append(group.platform)
+    return tuple(found)
 
 
 def _platform_of(topology: ClusterTopology, node: int) -> Platform:
@@ -338,27 +356,28 @@ def domain_links(topology: ClusterTopology, intra: Link | None, nvls: Link | Non
                               f"NVLink SHARP in the domain's switches, {domain_intra.what}", domain_intra.where, domain_intra.entry)
 
 
-def uplink_cap(topology: ClusterTopology, nodes: tuple[int, ...], gpus: tuple[Gpu, ...], out: Link) -> tuple[Link, bool]:
-    """`out` capped by the leaf uplinks a run shares when its nodes sit under several leaf
-    groups: each leaf's uplink capacity divided among the run's NIC ports below it (on a
-    rail-optimized fabric only rail i's leaves carry NIC i), the tightest leaf's, as a per-GPU
-    rate (a node's `gpus` share its NICs in use). Returns the link and whether the run crosses
-    leaf groups."""
+def uplink_cap(topology: ClusterTopology, ordered: Sequence[int], gpus: tuple[Gpu, ...], out: Link) -> tuple[Link, bool]:
+    """`out` capped by the leaf uplinks a run shares when its nodes (`ordered`, ascending) sit
+    under several leaf groups: each leaf's uplink capacity divided among the run's NIC ports
+    below it (on a rail-optimized fabric only rail i's leaves carry NIC i), the tightest leaf's,
+    as a per-GPU rate (a node's `gpus` share its NICs in use). Returns the link and whether the
+    run crosses leaf groups."""
     fabric = topology.platform.fabric
     if fabric is None or not topology.leaf_groups:
         return out, False
-    if topology.leaf_group_of(min(nodes)) == topology.leaf_group_of(max(nodes)):
+    if topology.leaf_group_of(ordered[0]) == topology.leaf_group_of(ordered[-1]):
         return out, False
-    node = node_topology(_platform_of(topology, nodes[0]))
+    node = node_topology(_platform_of(topology, ordered[0]))
     used = len({n.id for g in gpus for n in node.scale_out_nics(g.id)})
+    # a rail-optimized fabric repeats one leaf layout per rail: each layout is counted once
+    layouts = {(leaf.nodes, leaf.uplinks, leaf.rail is not None) for leaf in fabric.leaves
+               if leaf.rail is None or leaf.rail < used}
     per_port = math.inf
-    ordered = sorted(nodes)
-    for leaf in fabric.leaves:
-        below = bisect.bisect_left(ordered, leaf.nodes.stop) - bisect.bisect_left(ordered, leaf.nodes.start)
-        if not below or (leaf.rail is not None and leaf.rail >= used):
-            continue
-        ports = below * (1 if leaf.rail is not None else used)
-        per_port = min(per_port, leaf.uplinks * fabric.uplink_speed / ports if fabric.spine_count else 0.0)
+    for nodes, uplinks, rail in layouts:
+        below = bisect.bisect_left(ordered, nodes.stop) - bisect.bisect_left(ordered, nodes.start)
+        if below:
+            ports = below * (1 if rail else used)
+            per_port = min(per_port, uplinks * fabric.uplink_speed / ports if fabric.spine_count else 0.0)
     cap = per_port * used / len(gpus)
     if cap >= out.bandwidth:
         return out, True

@@ -125,7 +125,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
             elif nodes > topology.platform.node_count:
                 raise ValueError(f"{topology.name} has {topology.platform.node_count} nodes, not {nodes}")
             else:
-                span = cluster_span(topology, tuple(range(nodes)), args.gpus_per_node,
+                span = cluster_span(topology, range(nodes), args.gpus_per_node,
                                     mnnvl=env.get("NCCL_MNNVL_ENABLE") != "0")
         except ValueError as exc:
             sys.stderr.write(f"hwspec: {visible(str(exc))}\n")
