@@ -32,13 +32,15 @@ def positive(text: str) -> int:
     return value
 
 
-def add_span_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--nodes` and `--gpus-per-node`: what a run spans where its output does not say."""
+def add_span_arguments(parser: argparse.ArgumentParser, results: bool = False) -> None:
+    """`--nodes` and `--gpus-per-node`: the span figures are for (`expect`), or what a run spans
+    where its output does not say (`diff` of `results`)."""
+    where = " where its output lists no ranks" if results else ""
     parser.add_argument("--nodes", type=positive, metavar="N",
-                        help="the run spans N nodes (for a node platform: N of them on a non-blocking fabric of its "
-                             "backend NICs); diff: where the output lists no ranks")
+                        help=f"the run spans N nodes{where} (of a node platform: N of them on a non-blocking fabric of its "
+                             "backend NICs; of a cluster: its first N, unless the output names its hosts)")
     parser.add_argument("--gpus-per-node", type=positive, metavar="G", dest="gpus_per_node",
-                        help="ranks per node (default: every GPU of the node)")
+                        help=f"ranks per node{where} (default: every GPU of the node)")
 
 
 def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +48,7 @@ def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
     say them, and `--plot`."""
     from hwspec.acceptance.names import COLLECTIVES
 
-    add_span_arguments(parser)
+    add_span_arguments(parser, results=True)
     parser.add_argument("--test", choices=COLLECTIVES, dest="collective", metavar="COLLECTIVE",
                         help="the collective a run is where its output does not say (no '# Collective test starting' "
                              f"line or command line): one of {', '.join(COLLECTIVES)}")
