@@ -197,6 +197,7 @@ def intra_link(topology: Topology, gpus: tuple[Gpu, ...]) -> Link | None:
     slowest = min(linked, key=lambda g: g.physical.bandwidth if g.physical else 0.0)
     assert slowest.physical is not None
     efficiency, source = constant("pcie_efficiency")
+    source += " (assumed for collectives between GPUs over PCIe: no nccl-tests measurement over PCIe is cited)"
     return Link("pcie", slowest.physical.bandwidth, efficiency, source,
                 f"{slowest.id}'s PCIe {slowest.physical}, {gbps(slowest.physical.bandwidth)}", platform.locate(slowest.id, "pcie"),
                 f"{slowest.id}.pcie")
