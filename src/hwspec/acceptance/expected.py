@@ -144,7 +144,8 @@ def collective_figures(span: Span, collective: str, sizes: tuple[int, ...] = SIZ
 
 
 def size_text(nbytes: int) -> str:
-    """A size as nccl-tests' -b/-e take it: 8 B, 64 KiB, 1 GiB."""
+    """A size as people read it, in the largest binary unit it is a whole number of: 8 B,
+    64 KiB, 9 GiB (nccl-tests' own option syntax is `hwspec.acceptance.plan.size_text`)."""
     for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
         if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
             return f"{nbytes >> shift} {unit}"
@@ -160,8 +161,8 @@ def describe(figure: Expected) -> str:
 
 
 def figure_record(figure: Expected) -> dict[str, Any]:
-    """A figure as expected.json and `hwspec expect --format json` write it: GB/s (1e9 bytes/s)."""
-    limit = figure.limit
+    """A figure's `COLUMNS` as expected.json and `hwspec expect --format json` write them: GB/s
+    (1e9 bytes/s)."""
     return {
         "bytes": figure.bytes,
         "expected_busbw_gbps": gb(figure.busbw),
@@ -170,8 +171,6 @@ def figure_record(figure: Expected) -> dict[str, Any]:
         "algorithm": figure.algorithm or None,
         "protocol": figure.protocol or None,
         "judged": figure.judged,
-        "limit": None if limit is None else limit.tier,
-        **({"note": figure.note} if figure.note else {}),
     }
 
 
