@@ -20,7 +20,7 @@ from typing import Any
 
 from hwspec.acceptance import expected as ex
 from hwspec.acceptance.algorithms import COLLECTIVES
-from hwspec.acceptance.results import CollectiveRun, CopyRun, Row, Run
+from hwspec.acceptance.results import CollectiveRun, CopyRun, Run
 from hwspec.acceptance.spans import Span, cluster_span, gbps, node_span
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.text import visible
@@ -190,17 +190,14 @@ def every_gpu(topology: Any) -> int:
     return int(min(g.gpus_per_node for g in topology.platform.groups))
 
 
-SUPPORTED = COLLECTIVES
-
-
 def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus_per_node: int | None,
                       outcome: Outcome) -> None:
     if run.collective is None:
         _unchecked(outcome, run.file, run.line, f"which collective this run is: {run.why_unknown or 'not said'}",
                    "give --test COLLECTIVE, or keep nccl-tests' '# Collective test starting' line or the command line with the output")
         return
-    if run.collective not in SUPPORTED:
-        _unchecked(outcome, run.file, run.line, f"hwspec has no figures for {run.collective}: only {', '.join(SUPPORTED)}")
+    if run.collective not in COLLECTIVES:
+        _unchecked(outcome, run.file, run.line, f"hwspec has no figures for {run.collective}: only {', '.join(COLLECTIVES)}")
         return
     library = "rccl" if run.tool == "rccl-tests" else "nccl"
     shape = run_shape(run, nodes, gpus_per_node if gpus_per_node is not None or nodes is None else every_gpu(topology))
@@ -227,7 +224,7 @@ def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus
                          Location(run.file, run.line), devices)
                 for r, f in zip(rows, figures)]
     outcome.compared.extend(compared)
-    _findings(topology, run, span, rows, compared, outcome)
+    _findings(topology, run, span, compared, outcome)
 
 
 def _scope(span: Span, hosts: tuple[str, ...]) -> str:
@@ -238,10 +235,9 @@ def _scope(span: Span, hosts: tuple[str, ...]) -> str:
     return f"over {span.nodes} nodes{shown} x {span.gpus_per_node} GPU{'s' if span.gpus_per_node > 1 else ''}"
 
 
-def _findings(topology: Any, run: CollectiveRun, span: Span, rows: list[Row], compared: list[Compared],
-              outcome: Outcome) -> None:
+def _findings(topology: Any, run: CollectiveRun, span: Span, compared: list[Compared], outcome: Outcome) -> None:
     scope = f"{run.collective} {_scope(span, compared[0].hosts if compared else ())}"
-    wrong = next((r for r in rows if r.wrong), None)
+    wrong = next((r for r in run.rows if r.wrong), None)
     if wrong is not None:
         outcome.diagnostics.append(Diagnostic(
             topology.file, 1, 1, Severity.ERROR, Code.WRONG_RESULTS,
