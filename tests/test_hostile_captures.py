@@ -206,3 +206,26 @@ def test_a_tree_whose_functions_are_counted_and_fit_the_file_limit_is_captured_w
     assert status == 0
     read = read_live(tmp_path / "cap", record=True)
     assert read.tree.kept() == 124
+
+
+def _links_leaving(capture: Path) -> list[str]:
+    """Every link of `capture` that a tool following links (cp -L, tar -h) would leave it by."""
+    inside = str(capture.resolve())
+    return sorted(str(path.relative_to(capture)) for path in capture.rglob("*")
+                  if path.is_symlink() and not os.path.realpath(path).startswith(inside + os.sep))
+
+
+def test_a_link_whose_target_leaves_the_tree_is_not_saved_in_the_capture(tmp_path, capsys, monkeypatch):
+    """A GPU's `driver` link climbing out of the tree: the reader refuses to follow it (the GPU is
+    read without a driver), and the capture holds no link it did not resolve inside the tree."""
+    tree = good_copy(tmp_path)
+    gpu = Path(os.path.realpath(tree / GPU))
+    (gpu / "driver").symlink_to("../" * 8 + "etc")  # 7 levels reach the tree's root: one more leaves it
+    nic = Path(os.path.realpath(tree / "sys/bus/pci/devices/0000:04:00.0"))
+    (nic / "driver").symlink_to("../" * 6 + "bus/pci/drivers/mlx5_core")  # sysfs's own form, inside: kept
+    monkeypatch.chdir(tmp_path)
+    status, _ = run(capsys, "capture", "--sysfs-root", tree, "cap")
+    assert status == 0
+    assert _links_leaving(tmp_path / "cap") == []
+    assert not (tmp_path / "cap" / os.path.relpath(gpu, tree) / "driver").is_symlink()
+    assert (tmp_path / "cap" / os.path.relpath(nic, tree) / "driver").is_symlink()

@@ -7,7 +7,8 @@
                           `hwspec diff SPEC --sysfs-root OUT` then sees what `--live` saw
 
 A capture is bounded (`MAX_CAPTURE_FILES`, `MAX_CAPTURE_BYTES`; each file by the reader's own
-limit), holds only links whose targets stay inside it (the reader refuses any other), and is
+limit), holds only links the reader resolved inside the root (a link it refused, even where the
+refusal only leaves a fact unknown, is not recorded: `Tree`), so none leads out of it, and is
 written whole or not at all: into a temporary sibling of `out`, renamed at the end.
 """
 

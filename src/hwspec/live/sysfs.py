@@ -116,7 +116,10 @@ class Tree:
     the opened file is the same inode): a FIFO or a device node is never opened.
 
     With `record`, every directory listed, link followed and file read is kept (`dirs`,
-    `links`, `files`), so that `hwspec capture` saves exactly what was read; with `max_files`,
+    `links`, `files`), so that `hwspec capture` saves exactly what was read; a link is kept only
+    once the whole path it is on resolved inside the root, so a link the reader refused (out of
+    the root, a loop: a GPU's `driver`, whose refusal only leaves the driver unknown) is never
+    saved, and no saved link leads out of the capture; with `max_files`,
     recording stops with a TreeError once more files and links would be kept than that (a
     directory whose entries each cost `each` of them is refused as soon as it is listed, and
     the reader counts what it will read with `count_present` before reading it).
@@ -194,6 +197,7 @@ class Tree:
         """`resolved` (components, links resolved) followed by `parts`, resolved in turn."""
         pending = list(reversed(parts))
         hops = 0
+        followed: dict[str, str] = {}  # recorded only once the whole path resolved inside the root
         while pending:
             part = pending.pop()
             if part == ".":
@@ -224,11 +228,12 @@ class Tree:
             hops += 1
             if hops > MAX_LINK_HOPS:
                 raise TreeError(self.where(rel), "too many levels of symbolic links: not a sysfs tree")
-            if self.record:
-                self.links[candidate] = target
+            followed[candidate] = target
             if target.startswith("/"):
                 resolved = []
             pending.extend(c for c in reversed(target.split("/")) if c)
+        if self.record:
+            self.links.update(followed)
         return "/".join(resolved)
 
     def flattened_link(self, rel: str) -> str | None:
