@@ -1,9 +1,10 @@
 """What the generators cannot write, stated once, below both the rules and the generators.
 
 Each generator states what keeps it from writing a platform's files as a list of `Limit`s, in one
-function: `settings_limits` (nccl.conf, launch.env), `bind_limits` (bind.sh) and `hostfile_limits`
-(hostfile, hosts.tsv) here, `topology_limits` (nccl-topo.xml) and `rccl_limits` (rccl-topo.xml)
-in `hwspec.formats.nccl_tree`, beside the tree they measure. The generation rules
+function: `settings_limits` (nccl.conf, launch.env), `bind_limits` (bind.sh), `hostfile_limits`
+(hostfile, hosts.tsv) and `cluster_limits` (a cluster's launch and acceptance files) here,
+`topology_limits` (nccl-topo.xml) and `rccl_limits` (rccl-topo.xml) in
+`hwspec.formats.nccl_tree`, beside the tree they measure. The generation rules
 (rules/builtin/generation.py, rccl.py) report those lists as located findings during `validate`,
 and the generators refuse with the same lists (`hwspec.generate.engine.refuse`, which raises
 `GenerationError`), so `validate` clean means `generate` succeeds, and `validate` imports no
@@ -132,6 +133,35 @@ def hostfile_limits(cluster: Cluster) -> list[Limit]:
                                     "an IPv6 zone is an interface name, e.g. %eth0" if field == "address" else None,
                                     reported_by="HW805" if field == "hostname" else ""))
     return limits
+
+
+def cluster_limits(cluster: Cluster) -> list[Limit]:
+    """What keeps a cluster's own launch and acceptance files (cluster.env, node-launch.sh,
+    train.sbatch, acceptance/) from being written: node platforms with different GPU counts
+    (torchrun takes one LOCAL_WORLD_SIZE, an acceptance run one rank count per node: HW810
+    reports it) or with different collective libraries (one job's ranks, NCCL's or RCCL's,
+    cannot span both). The first node group that differs from the first one, for each."""
+    limits: list[Limit] = []
+    groups = cluster.groups
+    first = groups[0] if groups else None
+    for index, group in enumerate(groups[1:], start=1):
+        if first is not None and group.gpus_per_node != first.gpus_per_node:
+            limits.append(Limit(f"nodes[{index}] ({group.platform.name}) has {group.gpus_per_node} GPUs per node, "
+                                f"nodes[0] ({first.platform.name}) has {first.gpus_per_node}", ("nodes", index, "platform"),
+                                "split the cluster, or use node platforms with equal GPU counts", reported_by="HW810"))
+            break
+    libraries = [collective_library(group.platform).upper() for group in groups]
+    other = next((index for index, library in enumerate(libraries) if library != libraries[0]), None)
+    if first is not None and other is not None:
+        limits.append(Limit(f"nodes[{other}] ({groups[other].platform.name}) runs {libraries[other]}, nodes[0] "
+                            f"({first.platform.name}) {libraries[0]}: one job's ranks, and the acceptance runs, cannot "
+                            "span both", ("nodes", other, "platform"), "split the cluster by GPU vendor"))
+    return limits
+
+
+def collective_library(platform: Platform) -> str:
+    """"rccl" when the node's GPUs are AMD's (RCCL reads the topology file), else "nccl"."""
+    return "rccl" if platform.gpus and any(g.vendor == "amd" for g in platform.gpus) else "nccl"
 
 
 def k8s_name(name: str) -> str:

@@ -35,10 +35,10 @@ from hwspec.acceptance.plan import (
     uniform_gpus,
 )
 from hwspec.cpulist import format_cpu_list
-from hwspec.formats.limits import k8s_name
+from hwspec.formats.limits import cluster_limits, k8s_name
 from hwspec.formats.nccl_tree import collective_library, missing_bus_ids
 from hwspec.generate.domains import LABEL_CLUSTER, YAML_DUMPER
-from hwspec.generate.engine import ClusterGenContext, GenContext, GenerationError, Plan, env_value, generator, shell_word
+from hwspec.generate.engine import ClusterGenContext, GenContext, GenerationError, Plan, env_value, generator, refuse, shell_word
 from hwspec.generate.roofline import dump
 from hwspec.model.cluster import Cluster
 from hwspec.topology import ClusterTopology, topology_of
@@ -176,14 +176,11 @@ def acceptance_cluster(ctx: ClusterGenContext) -> Plan:
     """`acceptance/plan.tsv`, `run-plan.sh`, `rank.sh`, `acceptance.sbatch`, `submit.sh` and
     `mpijob.yaml` (the module's docstring)."""
     cluster = ctx.platform
+    refuse(cluster, "acceptance", cluster_limits(cluster))
     gpus = uniform_gpus(cluster)
     if not gpus:
         return {}
     check_hosts(cluster)
-    libraries = {collective_library(p) for p in cluster.node_platforms}
-    if len(libraries) != 1:
-        raise GenerationError(f"{cluster.file}: acceptance runs need one collective library on every node; "
-                              f"the node platforms use {sorted(libraries)}")
     acceptance = plan(ctx.topology)
     steps = sum(s.run_count * (len(NCCL_TESTS) + (len(NVBANDWIDTH_TESTS) if "nvbandwidth" in s.tests else 0))
                 for s in acceptance.sets)
@@ -203,7 +200,7 @@ def acceptance_cluster(ctx: ClusterGenContext) -> Plan:
         "acceptance/rank.sh": ctx.render("acceptance/rank.sh.j2", None, **values),
         "acceptance/acceptance.sbatch": ctx.render("acceptance/acceptance.sbatch.j2", None, **values),
         "acceptance/submit.sh": ctx.render("acceptance/submit.sh.j2", None, **values),
-        "acceptance/mpijob.yaml": mpijob(ctx, acceptance, gpus, libraries.pop()),
+        "acceptance/mpijob.yaml": mpijob(ctx, acceptance, gpus, collective_library(cluster.groups[0].platform)),
         "acceptance/expected.json": expected_json(ctx),
     }
 

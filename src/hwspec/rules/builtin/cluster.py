@@ -292,12 +292,13 @@ def rail_declaration(ctx: ClusterContext) -> Iterator[Finding]:
                               f"but this cluster's backend is {fabric.topology}", at=("backend", "topology"))
 
 
-@rule("HW810", "uniform-gpus-per-node", "error", scope="cluster")
+@rule("HW810", "uniform-gpus-per-node", "error", scope="cluster", waivable=False)
 def uniform_gpus_per_node(ctx: ClusterContext) -> Iterator[Finding]:
     """Every node of the cluster has the same number of GPUs.
 
     torchrun and the sharding planner assume one local world size for all nodes (torchrun
-    supports only a homogeneous LOCAL_WORLD_SIZE); node groups may differ in anything else."""
+    supports only a homogeneous LOCAL_WORLD_SIZE); node groups may differ in anything else.
+    It cannot be switched off: the cluster's launch and acceptance files could not be written."""
     groups = ctx.platform.groups
     if not groups:
         return
