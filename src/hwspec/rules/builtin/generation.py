@@ -1,7 +1,7 @@
 """Generation rules: what a generator cannot write, reported during `validate`.
 
 Each generator states its own limits in one function (`topology_limits` for nccl-topo.xml,
-`settings_limits` for nccl.conf and launch.env, `hostfile_limits` for hostfile and hosts.tsv,
+`settings_limits` for nccl.conf and launch.env, `host_limits` for every file that names a cluster's hosts,
 `cluster_limits` for a cluster's launch and acceptance files;
 `bind_limits` for bind.sh holds only what HW101 reports), in `hwspec.formats` so that `validate`
 loads no generator; these rules report that list as located findings, and the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwspec.formats.limits import cluster_limits, hostfile_limits, settings_limits
+from hwspec.formats.limits import cluster_limits, host_limits, settings_limits
 from hwspec.formats.nccl_tree import topology_limits
 from hwspec.rules import ClusterContext, Context, Finding, rule
 
@@ -51,7 +51,7 @@ def hostfile_writable(ctx: ClusterContext) -> Iterator[Finding]:
 
     A hostfile line is `host slots=N`, read by MPI, DeepSpeed and people's scripts: a name
     with a blank, quote or shell character would be split or run."""
-    yield from limit_findings(ctx, hostfile_limits(ctx.platform))
+    yield from limit_findings(ctx, host_limits(ctx.platform))
 
 
 @rule("HW904", "cluster-files-writable", scope="cluster", waivable=False)
