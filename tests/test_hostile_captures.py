@@ -7,6 +7,7 @@ directories are (before their files are read)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import stat
@@ -139,16 +140,64 @@ def _dead_pid() -> int:
     return process.pid
 
 
+def _held(directory: Path) -> int:
+    """A handle of `directory` holding its lock, as a running capture holds its staging copy's."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
 def test_a_killed_captures_staging_copy_is_removed_by_the_next_capture(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     dead = capture_module._staging_prefix(Path("cap"), _dead_pid()) + "abc_1234"
-    alive = capture_module._staging_prefix(Path("cap"), os.getppid()) + "abcd1234"  # a running process's
+    alive = capture_module._staging_prefix(Path("cap"), os.getppid()) + "abcd1234"  # a running capture's
     other = capture_module._staging_prefix(Path("other"), _dead_pid()) + "abcd1234"  # another capture's name
     for name in (dead, alive, other):
         (tmp_path / name / "sys").mkdir(parents=True)
-    status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+    fd = _held(tmp_path / alive)
+    try:
+        status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+    finally:
+        os.close(fd)
     assert status == 0
     assert sorted(os.listdir(tmp_path)) == sorted([alive, "cap", other])
+
+
+def test_a_running_capture_in_another_pid_namespace_keeps_its_staging_copy(tmp_path, capsys, monkeypatch):
+    """A capture in a container writes beside this one: its process id names no process here
+    (as a dead one's), but it holds its staging copy's lock, and the copy is left to it."""
+    monkeypatch.chdir(tmp_path)
+    running = capture_module._staging_prefix(Path("cap"), _dead_pid()) + "abcd1234"
+    (tmp_path / running / "sys").mkdir(parents=True)
+    fd = _held(tmp_path / running)
+    try:
+        status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+        assert status == 0
+        assert sorted(os.listdir(tmp_path)) == sorted([running, "cap"])
+    finally:
+        os.close(fd)
+
+
+def test_a_capture_holds_its_staging_copys_lock_while_it_writes(tmp_path, monkeypatch):
+    seen = []
+    write_bytes = Path.write_bytes
+
+    def try_lock(self: Path, data: bytes) -> int:
+        if not seen:
+            staging = next(p for p in tmp_path.iterdir() if p.name.startswith(".cap.capture-"))
+            fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen.append("free")
+            except BlockingIOError:
+                seen.append("held")
+            finally:
+                os.close(fd)
+        return write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", try_lock)
+    capture_module.capture(GOOD, tmp_path / "cap")
+    assert seen == ["held"]
 
 
 def test_a_tree_past_the_file_limit_is_refused_when_its_pci_directory_is_listed(tmp_path, capsys, monkeypatch):
