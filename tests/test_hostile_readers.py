@@ -9,8 +9,11 @@ Python's allocation peak."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 
-from hwspec.live import nvml
+import pytest
+
+from hwspec.live import lstopo, nvml
 from hwspec.live.observed import Machine
 from tests.cpu_time import grows_linearly
 
@@ -35,3 +38,37 @@ def test_an_escaped_bus_id_is_located_at_its_own_line():
     lines = [d.line for d in machine.problems]
     assert lines == [2, 2 + 1 + 128]  # each entry's own line, however its bus id is written
     assert [json.loads(text.splitlines()[line - 1].rstrip(","))["bus"] for line in lines] == ["0000:10:00.0", "0000:11:00.0"]
+
+
+def matrix_xml(indexes: int, separator: str) -> str:
+    """lstopo XML of one GPU whose NVLinkBandwidth matrix has `indexes` indexes (all naming that
+    GPU, so that the matrix is read up to its rows) and indexes**2 zeros, one <u64values> a row."""
+    row = separator.join(["0"] * indexes)
+    rows = "\n".join(f"<u64values>{row}</u64values>" for _ in range(indexes))
+    return f"""<topology version="2.0">
+<object type="Machine" os_index="0" cpuset="0x000000ff" nodeset="0x00000001" gp_index="1">
+<object type="Package" os_index="0" cpuset="0x000000ff" nodeset="0x00000001" gp_index="2">
+<object type="NUMANode" os_index="0" cpuset="0x000000ff" nodeset="0x00000001" gp_index="3" local_memory="1073741824"/>
+<object type="Bridge" gp_index="4" bridge_type="0-1" depth="0" bridge_pci="0000:[00-09]">
+<object type="PCIDev" gp_index="11" pci_busid="0000:01:00.0" pci_type="0302 [10de:1db1] [10de:1212] a1">
+<object type="OSDev" gp_index="21" name="nvml1" subtype="NVML" osdev_type="1"/></object></object></object></object>
+<distances2hetero nbobjs="{indexes}" kind="25" name="NVLinkBandwidth"><indexes>{" ".join(["OSDev:21"] * indexes)}</indexes>
+{rows}
+</distances2hetero>
+</topology>
+"""
+
+
+@pytest.mark.parametrize("separator", [" ", "\n"], ids=["spaces", "line-breaks"])
+def test_the_nvlink_matrix_is_read_in_memory_a_few_times_its_size(separator):
+    """32 MB of matrix took 1.3 GB (a tuple, a text and an element reference a value)."""
+    data = matrix_xml(400, separator).encode()
+    machine = Machine()
+    tracemalloc.start()
+    try:
+        lstopo.parse(data, "m.xml", machine)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert machine.problems[0].message == "NVLinkBandwidth index OSDev:21 names 0000:01:00.0 again: its row is ignored"
+    assert peak < 6 * len(data), f"{peak / len(data):.1f} times the input"
