@@ -13,9 +13,13 @@ import tracemalloc
 
 import pytest
 
+from hwspec.cli.commands import main
+from hwspec.live import capture as capture_module
 from hwspec.live import lstopo, nvml
 from hwspec.live.observed import Machine
+from hwspec.live.sysfs import Tree
 from tests.cpu_time import grows_linearly
+from tests.test_hostile_captures import SPEC, _add_functions, good_copy
 
 ESCAPED_GPU = '{"bus": "\\u0030000:%02x:00.0", "name": "NVIDIA H100", "nvlinks": []}'
 """A GPU entry of nvml.json whose bus id starts with a JSON escape ("\\u0030" is "0")."""
@@ -72,3 +76,28 @@ def test_the_nvlink_matrix_is_read_in_memory_a_few_times_its_size(separator):
         tracemalloc.stop()
     assert machine.problems[0].message == "NVLinkBandwidth index OSDev:21 names 0000:01:00.0 again: its row is ignored"
     assert peak < 6 * len(data), f"{peak / len(data):.1f} times the input"
+
+
+@pytest.mark.parametrize("command", ["diff", "import"])
+def test_diff_and_import_refuse_a_tree_past_a_captures_files_before_reading_its_functions(tmp_path, monkeypatch, capsys, command):
+    """A tree `capture` refuses from its listings is refused by `diff` and `import` the same way,
+    before any function's class is read (40,000 functions: 7 s of CPU, then the refusal)."""
+    tree = good_copy(tmp_path)
+    _add_functions(tree, 40)
+    monkeypatch.setattr(capture_module, "MAX_CAPTURE_FILES", 124)  # what the good tree alone keeps
+    reads: list[str] = []
+    read = Tree.read
+
+    def counted(self: Tree, rel: str) -> str | None:
+        reads.append(rel)
+        return read(self, rel)
+
+    monkeypatch.setattr(Tree, "read", counted)
+    args = [SPEC, "--sysfs-root", tree] if command == "diff" else ["--sysfs-root", tree, "-o", tmp_path / "draft.yaml"]
+    status = main([command, *map(str, args)])
+    captured = capsys.readouterr()
+    errors = [line for line in (captured.out + captured.err).splitlines() if "error[" in line]
+    assert status == 2
+    assert errors == [f"{tree}/sys/bus/pci/devices:1:1: error[I101 input-syntax]: its first 18 PCI functions hold 131 files "
+                      "and links to read: more than the 124 files a capture holds"]
+    assert not [rel for rel in reads if rel.endswith("/class")]

@@ -53,8 +53,11 @@ def is_live_root(root: Path) -> bool:
 
 
 def read_live(root: Path, record: bool = False) -> LiveRead:
-    """The machine under `root` (see the module docstring); problems are in `.machine.problems`."""
-    tree = Tree(root, record=record, max_files=MAX_CAPTURE_FILES if record else None)
+    """The machine under `root` (see the module docstring); problems are in `.machine.problems`.
+    Whether `record`ed for a capture or not, the tree is read within what a capture holds
+    (MAX_CAPTURE_FILES), and one past it is refused from its listings, before its functions'
+    files are read: a tree `capture` refuses, `diff` and `import` refuse as early."""
+    tree = Tree(root, record=record, max_files=MAX_CAPTURE_FILES)  # read within what a capture holds, recorded or not
     answers: dict[str, Any] | None = None
     notes: list[str] = []
     try:
