@@ -7,6 +7,7 @@ directories are (before their files are read)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import stat
@@ -139,16 +140,64 @@ def _dead_pid() -> int:
     return process.pid
 
 
+def _held(directory: Path) -> int:
+    """A handle of `directory` holding its lock, as a running capture holds its staging copy's."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
 def test_a_killed_captures_staging_copy_is_removed_by_the_next_capture(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     dead = capture_module._staging_prefix(Path("cap"), _dead_pid()) + "abc_1234"
-    alive = capture_module._staging_prefix(Path("cap"), os.getppid()) + "abcd1234"  # a running process's
+    alive = capture_module._staging_prefix(Path("cap"), os.getppid()) + "abcd1234"  # a running capture's
     other = capture_module._staging_prefix(Path("other"), _dead_pid()) + "abcd1234"  # another capture's name
     for name in (dead, alive, other):
         (tmp_path / name / "sys").mkdir(parents=True)
-    status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+    fd = _held(tmp_path / alive)
+    try:
+        status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+    finally:
+        os.close(fd)
     assert status == 0
     assert sorted(os.listdir(tmp_path)) == sorted([alive, "cap", other])
+
+
+def test_a_running_capture_in_another_pid_namespace_keeps_its_staging_copy(tmp_path, capsys, monkeypatch):
+    """A capture in a container writes beside this one: its process id names no process here
+    (as a dead one's), but it holds its staging copy's lock, and the copy is left to it."""
+    monkeypatch.chdir(tmp_path)
+    running = capture_module._staging_prefix(Path("cap"), _dead_pid()) + "abcd1234"
+    (tmp_path / running / "sys").mkdir(parents=True)
+    fd = _held(tmp_path / running)
+    try:
+        status, _ = run(capsys, "capture", "--sysfs-root", GOOD, "cap")
+        assert status == 0
+        assert sorted(os.listdir(tmp_path)) == sorted([running, "cap"])
+    finally:
+        os.close(fd)
+
+
+def test_a_capture_holds_its_staging_copys_lock_while_it_writes(tmp_path, monkeypatch):
+    seen = []
+    write_bytes = Path.write_bytes
+
+    def try_lock(self: Path, data: bytes) -> int:
+        if not seen:
+            staging = next(p for p in tmp_path.iterdir() if p.name.startswith(".cap.capture-"))
+            fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen.append("free")
+            except BlockingIOError:
+                seen.append("held")
+            finally:
+                os.close(fd)
+        return write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", try_lock)
+    capture_module.capture(GOOD, tmp_path / "cap")
+    assert seen == ["held"]
 
 
 def test_a_tree_past_the_file_limit_is_refused_when_its_pci_directory_is_listed(tmp_path, capsys, monkeypatch):
@@ -206,3 +255,26 @@ def test_a_tree_whose_functions_are_counted_and_fit_the_file_limit_is_captured_w
     assert status == 0
     read = read_live(tmp_path / "cap", record=True)
     assert read.tree.kept() == 124
+
+
+def _links_leaving(capture: Path) -> list[str]:
+    """Every link of `capture` that a tool following links (cp -L, tar -h) would leave it by."""
+    inside = str(capture.resolve())
+    return sorted(str(path.relative_to(capture)) for path in capture.rglob("*")
+                  if path.is_symlink() and not os.path.realpath(path).startswith(inside + os.sep))
+
+
+def test_a_link_whose_target_leaves_the_tree_is_not_saved_in_the_capture(tmp_path, capsys, monkeypatch):
+    """A GPU's `driver` link climbing out of the tree: the reader refuses to follow it (the GPU is
+    read without a driver), and the capture holds no link it did not resolve inside the tree."""
+    tree = good_copy(tmp_path)
+    gpu = Path(os.path.realpath(tree / GPU))
+    (gpu / "driver").symlink_to("../" * 8 + "etc")  # 7 levels reach the tree's root: one more leaves it
+    nic = Path(os.path.realpath(tree / "sys/bus/pci/devices/0000:04:00.0"))
+    (nic / "driver").symlink_to("../" * 6 + "bus/pci/drivers/mlx5_core")  # sysfs's own form, inside: kept
+    monkeypatch.chdir(tmp_path)
+    status, _ = run(capsys, "capture", "--sysfs-root", tree, "cap")
+    assert status == 0
+    assert _links_leaving(tmp_path / "cap") == []
+    assert not (tmp_path / "cap" / os.path.relpath(gpu, tree) / "driver").is_symlink()
+    assert (tmp_path / "cap" / os.path.relpath(nic, tree) / "driver").is_symlink()

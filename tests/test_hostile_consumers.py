@@ -14,6 +14,8 @@ import pytest
 
 from hwspec import pipeline
 from hwspec.diagnostics.report import prometheus_label
+from hwspec.formats.limits import GenerationError
+from hwspec.generate.engine import generators, plan_for
 from hwspec.rules import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,3 +118,47 @@ def test_the_largest_batch_validate_accepts_is_estimated_and_compared(tmp_path):
         result = _hwspec(*command)
         assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
         assert " inf " not in result.stdout and "nan" not in result.stdout.lower()
+
+
+# ---------------------------------------------------------------- writers check what they write, whatever ran before
+
+CLUSTER_WRITERS = {"hostfile": "hostfile", "slurm": "slurm", "scheduler-topology": "kubernetes and slurm topology",
+                   "acceptance": "acceptance"}
+"""The cluster generators that write host names and addresses, and the output their refusal names."""
+
+
+def _unchecked_cluster(tmp_path: Path, node: str) -> Path:
+    """A cluster of two minimal nodes whose `node` entry (hostname and address) no rule checked."""
+    (tmp_path / "a.yaml").write_text(MINIMAL.read_text())
+    path = tmp_path / "cluster.yaml"
+    path.write_text(f"hwspec: 1\nkind: cluster\nname: unchecked\nnodes:\n  - {{platform: a.yaml, count: 2, {node}}}\n")
+    return path
+
+
+@pytest.mark.parametrize("generator", CLUSTER_WRITERS)
+@pytest.mark.parametrize(("node", "refusal"), [
+    ('hostname: "--all${i}"', "nodes[0]: hostname '--all0' is not a host name (lower-case letters, digits and '-', "
+                              "starting and ending with a letter or digit, at most 63): it starts with '-'"),
+    ('hostname: "n${i}", address: "10.0.0.${i},10.9.9.9"', "nodes[0]: address '10.0.0.0,10.9.9.9' is not an IP address"),
+], ids=["option-host-name", "address-list"])
+def test_a_writer_refuses_a_host_it_would_write_when_no_rule_ran(tmp_path, generator, node, refusal):
+    """Through the library with the rules skipped, `kubectl label --all0 ...` and `NodeAddr=a,b` are refused by the writers."""
+    path = _unchecked_cluster(tmp_path, node)
+    checked = pipeline.check(path, [])
+    assert checked.diagnostics == []
+    with pytest.raises(GenerationError) as raised:
+        plan_for(checked.topology, only=[generator])
+    assert str(raised.value) == f"{path}: {CLUSTER_WRITERS[generator]}: {refusal}"
+
+
+def test_no_cluster_generator_writes_a_host_name_no_rule_checked(tmp_path):
+    checked = pipeline.check(_unchecked_cluster(tmp_path, 'hostname: "--allq${i}"'), [])
+    for name, (_, kinds) in generators().items():
+        if "cluster" not in kinds:
+            continue
+        try:
+            plan = plan_for(checked.topology, only=[name])
+        except GenerationError:
+            continue
+        written = [path for path, text in plan.items() if "--allq" in text and not path.endswith("cluster.dot")]
+        assert written == [], name  # cluster.dot names hosts in a quoted label only

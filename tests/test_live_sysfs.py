@@ -319,3 +319,18 @@ def test_the_fault_example_of_docs_live_md_prints_what_the_page_shows():
                             env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     shown = (ROOT / "docs" / "live.md").read_text().split(f"```sh\n{fault}```\n\n```text\n", 1)[1].split("```", 1)[0]
     assert (result.returncode, result.stdout) == (1, shown)  # the output block right after the command
+
+
+def test_a_root_port_without_a_numa_node_is_drafted_on_the_socket_its_devices_name_and_diffs_clean(tmp_path, capsys):
+    """A root port reading numa_node -1 over a GPU and a NIC that read 1: the draft hangs it from
+    cpu1, where they say they are (the first socket, cpu0, gave gpu1 cpu0's close CPUs: a D108
+    on the machine the draft was made from, which a health check drains)."""
+    tree = good_copy(tmp_path)
+    (Path(os.path.realpath(tree / "sys/bus/pci/devices/0000:80:01.0")) / "numa_node").write_text("-1\n")
+    draft = tmp_path / "draft.yaml"
+    assert main(["import", "--sysfs-root", str(tree), "-o", str(draft)]) == 0
+    ports = [line for line in draft.read_text().splitlines() if "assumed: 'the input gives no NUMA node" in line]
+    assert ports == ["  upstream: {value: cpu1, assumed: 'the input gives no NUMA node here (numa:-1): attached to cpu1, "
+                     "where the devices below it say they are'}"]
+    capsys.readouterr()
+    assert main(["diff", str(draft), "--sysfs-root", str(tree)]) == 0, capsys.readouterr().out

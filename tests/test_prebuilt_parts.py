@@ -5,6 +5,8 @@ well-formed, is validated from its YAML instead."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -97,5 +99,63 @@ def test_a_record_cut_short_is_not_used_and_the_yaml_is_validated(builtin_copy: 
 
 def test_a_record_of_another_format_is_not_used(builtin_copy: Path):
     (builtin_copy / "parts.jsonl").write_text('{"format": 0, "files": {}}\n')
+    assert parts.prebuilt_file(builtin_copy / "parts" / "gpus.yaml") is None
+    assert load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb") is not None
+
+
+def _record_line(record: Path, prefix: str) -> tuple[list[str], int]:
+    lines = record.read_text().splitlines(keepends=True)
+    return lines, next(i for i, line in enumerate(lines) if line.startswith(prefix))
+
+
+def _rehash(record: Path) -> None:
+    """Record each file's records' SHA-256 again, as a build that wrote them would (so that only
+    their shape, not their hash, is what the reader is left to judge)."""
+    lines = record.read_text(encoding="utf-8").split("\n")
+    header = json.loads(lines[0])
+    for entry in header["files"].values():
+        count = sum(len(names) for names in entry["parts"].values())
+        block = "\n".join(lines[entry["line"] - 1:entry["line"] - 1 + count])
+        entry["records"] = hashlib.sha256(block.encode("utf-8")).hexdigest()
+    record.write_text("\n".join([json.dumps(header, ensure_ascii=False, separators=(",", ":")), *lines[1:]]), encoding="utf-8")
+
+
+def test_an_edited_record_is_not_used_and_the_yaml_is_validated(builtin_copy: Path):
+    """A well-formed edit of a part's record (its YAML unchanged): the record's hash no longer holds."""
+    record = builtin_copy / "parts.jsonl"
+    lines, edited = _record_line(record, '["gpus","a100-oam-40gb",')
+    lines[edited] = lines[edited].replace('"sm":80', '"sm":81')
+    record.write_text("".join(lines))
+    part = load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
+    assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
+
+
+@pytest.mark.parametrize("fault", ["deeply-nested", "values-not-a-mapping", "positions-not-lists", "written-not-names"])
+def test_a_record_of_the_wrong_shape_is_not_used_and_the_yaml_is_validated(builtin_copy: Path, fault: str):
+    record = builtin_copy / "parts.jsonl"
+    lines, broken = _record_line(record, '["gpus","a100-oam-40gb",')
+    kind, name, entry = json.loads(lines[broken])
+    if fault == "deeply-nested":
+        line = json.dumps([kind, name, {**entry, "notes": []}], separators=(",", ":"))
+        lines[broken] = line.replace('"notes":[]', '"notes":' + "[" * 100_000 + "]" * 100_000) + "\n"
+    else:
+        if fault == "values-not-a-mapping":
+            entry["model"]["values"] = list(entry["model"]["values"])
+        elif fault == "positions-not-lists":
+            entry["positions"] = [7 for _ in entry["positions"]]
+        else:
+            entry["model"]["written"] = [1, 2]
+        lines[broken] = json.dumps([kind, name, entry], ensure_ascii=False, separators=(",", ":")) + "\n"
+    record.write_text("".join(lines))
+    _rehash(record)
+    part = load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
+    assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
+
+
+def test_a_deeply_nested_header_is_not_used(builtin_copy: Path):
+    record = builtin_copy / "parts.jsonl"
+    lines = record.read_text().splitlines(keepends=True)
+    lines[0] = lines[0].replace('"about":', '"nested":' + "[" * 100_000 + "]" * 100_000 + ',"about":', 1)
+    record.write_text("".join(lines))
     assert parts.prebuilt_file(builtin_copy / "parts" / "gpus.yaml") is None
     assert load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb") is not None

@@ -90,7 +90,7 @@ class Code(enum.StrEnum):
     RULE_CLASH = ("E302", "rule clash", "Two rules share an id or a name.")
     UNKNOWN_RULE = ("E303", "unknown rule", "A platform's `rules:` names a rule that does not exist.")
     RULE_CANNOT_BE_CHANGED = ("E304", "rule cannot be changed", "A platform's `rules:` switches off or lowers a rule that reports what "
-        "generation cannot write (the generation rules HW901-HW903 and HW911, and HW101, HW206, HW805 that report such "
+        "generation cannot write (the generation rules HW901-HW904 and HW911, and HW101, HW206, HW805, HW810 that report such "
         "limits too): generate would refuse the platform anyway.")
     # estimates (hwspec.perf.estimate)
     TABLES_DO_NOT_FIT = ("E401", "tables do not fit", "`hwspec estimate`/`compare`: a workload's embedding tables need more per GPU than HBM "

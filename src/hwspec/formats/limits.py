@@ -1,9 +1,10 @@
 """What the generators cannot write, stated once, below both the rules and the generators.
 
 Each generator states what keeps it from writing a platform's files as a list of `Limit`s, in one
-function: `settings_limits` (nccl.conf, launch.env), `bind_limits` (bind.sh) and `hostfile_limits`
-(hostfile, hosts.tsv) here, `topology_limits` (nccl-topo.xml) and `rccl_limits` (rccl-topo.xml)
-in `hwspec.formats.nccl_tree`, beside the tree they measure. The generation rules
+function: `settings_limits` (nccl.conf, launch.env), `bind_limits` (bind.sh), `host_limits`
+(every file that names a cluster's hosts) and `cluster_limits` (a cluster's launch and
+acceptance files) here, `topology_limits` (nccl-topo.xml) and `rccl_limits` (rccl-topo.xml) in
+`hwspec.formats.nccl_tree`, beside the tree they measure. The generation rules
 (rules/builtin/generation.py, rccl.py) report those lists as located findings during `validate`,
 and the generators refuse with the same lists (`hwspec.generate.engine.refuse`, which raises
 `GenerationError`), so `validate` clean means `generate` succeeds, and `validate` imports no
@@ -12,12 +13,14 @@ generator code.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hwspec.formats.transports import facts, ib_verbs, interface_use
 from hwspec.model.node import Platform
+from hwspec.text import visible
 
 if TYPE_CHECKING:
     from hwspec.model.cluster import Cluster
@@ -115,23 +118,113 @@ def bind_limits(platform: Platform) -> list[Limit]:
             for g in platform.gpus if g.numa_node is None]
 
 
-def hostfile_limits(cluster: Cluster) -> list[Limit]:
-    """What keeps hostfile and hosts.tsv from being written: a host name or address with a
-    character a hostfile line (`host slots=N`) cannot carry. The first offender per group.
-    HW805 reports the host names (a DNS label is stricter); HW903 the addresses (an IPv6
-    address may carry any text as its zone)."""
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+"""Dotted-quad IPv4 exactly as ipaddress accepts it (no leading zeros, 0-255)."""
+HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+"""A host name every consumer of the generated files takes: an RFC 1123 DNS label in lower case
+(lower-case letters, digits and '-', starting and ending with a letter or digit, 1-63 characters).
+Kubernetes is the strictest: `kubernetes/label-nodes.sh` names nodes by it, and a node name is
+an RFC 1123 subdomain in lower case; hostfiles and Slurm's NodeName take short host names, so no
+'.' either. It keeps `,[]` out of hostlists and a leading '-' (an option: `kubectl label --all`)
+out of command lines."""
+HOST_NAME_SYNTAX = "lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63"
+HOST_NAME_LINES = re.compile(rf"^{HOST_NAME.pattern}$", re.MULTILINE)
+IPV4_LINES = re.compile(rf"^{IPV4.pattern}$", re.MULTILINE)
+
+
+def all_lines(pattern: re.Pattern[str], values: list[str]) -> bool:
+    """Every value is a whole line `pattern` matches (it matches no line break), in one call.
+    (Counting whole-line matches, not one match of the whole text repeating a line pattern:
+    that one keeps a backtracking state per line and is several times slower on 16,384 names.)"""
+    if not values:
+        return True
+    text = "\n".join(values)
+    return text.count("\n") == len(values) - 1 and len(pattern.findall(text)) == len(values)
+
+
+def host_name_fault(name: str) -> str:
+    """What keeps `name` from being a host name (`HOST_NAME`), in a few words."""
+    if not name:
+        return "it is empty"
+    if len(name) > 63:
+        return f"it has {len(name)} characters, more than 63"
+    if any(c.isascii() and c.isupper() for c in name):
+        return "it has upper-case letters"
+    others = sorted({c for c in name if not (c.isascii() and (c.islower() or c.isdigit() or c == "-"))})
+    if others:
+        return "it has " + ", ".join(f"'{visible(c)}'" for c in others)
+    return "it starts with '-'" if name.startswith("-") else "it ends with '-'"
+
+
+def is_ip_address(text: str) -> bool:
+    """Whether `text` is an IPv4 or IPv6 address as `ipaddress` reads it (an IPv6 zone included)."""
+    if IPV4.fullmatch(text):  # the common case without ipaddress's object
+        return True
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def host_limits(cluster: Cluster) -> list[Limit]:
+    """What keeps a cluster's hosts from being written where its writers put them unquoted
+    (label-nodes.sh's kubectl arguments, slurm.conf's NodeName= and NodeAddr=, topology files,
+    hostfile and hosts.tsv, the acceptance scripts): a host name that is not `HOST_NAME` (an
+    option `--all`, a label `a=b`), an address that is not an IP address (`10.0.0.1,10.0.0.2`
+    is two to Slurm), or one with a character a hostfile line cannot carry (an IPv6 zone is any
+    text). Every such writer refuses with this list, whatever ran before it; HW805 reports the
+    names and addresses, HW903 the characters. The first offender of each kind per group,
+    decided for all of a group's hosts at once in the common case."""
     limits = []
     for index, group in enumerate(cluster.groups):
-        for field, names in (("hostname", group.hostnames), ("address", group.addresses or ())):
-            if all(names) and SAFE_VALUE.fullmatch("".join(names)):  # one character class: all at once
-                continue
-            bad = next((name for name in names if not SAFE_VALUE.fullmatch(name) or not name), None)
-            if bad is not None:
-                limits.append(Limit(f"nodes[{index}]: {field} {bad!r} cannot be written to a hostfile: only letters, "
-                                    "digits and _./:,=@%+^- are allowed", ("nodes", index, field),
-                                    "an IPv6 zone is an interface name, e.g. %eth0" if field == "address" else None,
-                                    reported_by="HW805" if field == "hostname" else ""))
+        names, addresses = list(group.hostnames), list(group.addresses or ())
+        if not all_lines(HOST_NAME_LINES, names):
+            bad = next(name for name in names if not HOST_NAME.fullmatch(name))
+            limits.append(Limit(f"nodes[{index}]: hostname '{visible(bad)}' is not a host name ({HOST_NAME_SYNTAX}): "
+                                f"{host_name_fault(bad)}", ("nodes", index, "hostname"), reported_by="HW805"))
+        if all_lines(IPV4_LINES, addresses):
+            continue
+        wrong = next((address for address in addresses if not is_ip_address(address)), None)
+        if wrong is not None:
+            limits.append(Limit(f"nodes[{index}]: address '{visible(wrong)}' is not an IP address", ("nodes", index, "address"),
+                                reported_by="HW805"))
+        unsafe = next((address for address in addresses if not SAFE_VALUE.fullmatch(address) or not address), None)
+        if unsafe is not None and unsafe != wrong:
+            limits.append(Limit(f"nodes[{index}]: address {unsafe!r} cannot be written to a hostfile: only letters, "
+                                "digits and _./:,=@%+^- are allowed", ("nodes", index, "address"),
+                                "an IPv6 zone is an interface name, e.g. %eth0"))
     return limits
+
+
+def cluster_limits(cluster: Cluster) -> list[Limit]:
+    """What keeps a cluster's own launch and acceptance files (cluster.env, node-launch.sh,
+    train.sbatch, acceptance/) from being written: node platforms with different GPU counts
+    (torchrun takes one LOCAL_WORLD_SIZE, an acceptance run one rank count per node: HW810
+    reports it) or with different collective libraries (one job's ranks, NCCL's or RCCL's,
+    cannot span both). The first node group that differs from the first one, for each."""
+    limits: list[Limit] = []
+    groups = cluster.groups
+    first = groups[0] if groups else None
+    for index, group in enumerate(groups[1:], start=1):
+        if first is not None and group.gpus_per_node != first.gpus_per_node:
+            limits.append(Limit(f"nodes[{index}] ({group.platform.name}) has {group.gpus_per_node} GPUs per node, "
+                                f"nodes[0] ({first.platform.name}) has {first.gpus_per_node}", ("nodes", index, "platform"),
+                                "split the cluster, or use node platforms with equal GPU counts", reported_by="HW810"))
+            break
+    libraries = [collective_library(group.platform).upper() for group in groups]
+    other = next((index for index, library in enumerate(libraries) if library != libraries[0]), None)
+    if first is not None and other is not None:
+        limits.append(Limit(f"nodes[{other}] ({groups[other].platform.name}) runs {libraries[other]}, nodes[0] "
+                            f"({first.platform.name}) {libraries[0]}: one job's ranks, and the acceptance runs, cannot "
+                            "span both", ("nodes", other, "platform"), "split the cluster by GPU vendor"))
+    return limits
+
+
+def collective_library(platform: Platform) -> str:
+    """"rccl" when the node's GPUs are AMD's (RCCL reads the topology file), else "nccl"."""
+    return "rccl" if platform.gpus and any(g.vendor == "amd" for g in platform.gpus) else "nccl"
 
 
 def k8s_name(name: str) -> str:

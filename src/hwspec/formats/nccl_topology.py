@@ -409,6 +409,17 @@ _FORMATS: dict[tuple[str, str], tuple[re.Pattern[str], str]] = {
 }
 
 
+def attribute_errors(tag: str, attrs: list[tuple[str, str]], dialect: Dialect = NCCL) -> list[str]:
+    """Every way element `tag` with `attrs` breaks `dialect`'s rules of one element other than
+    a missing attribute (`missing_required`): a value's format, an unknown architecture or x86
+    vendor, too many attributes. The check generated files pass, asked of one element before
+    it is written; each message starts with `<tag>`."""
+    element = _Element(tag, 0, list(attrs))
+    errors: list[str] = []
+    _check_attributes(element, element.tag(), errors, dialect)
+    return errors
+
+
 def _check_element(element: _Element, errors: list[str], dialect: Dialect = NCCL) -> None:
     at = f"line {element.line}: {element.tag()}"
     for key in _required(element, dialect):
@@ -417,6 +428,22 @@ def _check_element(element: _Element, errors: list[str], dialect: Dialect = NCCL
     if dialect.max_children is not None and len(element.children) > dialect.max_children:
         errors.append(f"{at} has {len(element.children)} children: {dialect.limit_from} keeps at most "
                       f"{dialect.max_children} under one element")
+    _check_attributes(element, at, errors, dialect)
+    name = element.name
+    allowed = dialect.children.get(name)
+    if allowed is None:
+        return
+    for child in element.children:
+        if child.name not in allowed:
+            where = f"allowed there: {', '.join(allowed)}" if allowed else f"<{name}> takes no children"
+            errors.append(f"line {child.line}: {child.tag()} is not allowed under {element.tag()} "
+                          f"({dialect.name} ignores it and everything inside it); {where}")
+        else:
+            _check_element(child, errors, dialect)
+
+
+def _check_attributes(element: _Element, at: str, errors: list[str], dialect: Dialect) -> None:
+    """The rules of `element`'s own attributes but the required ones, each error starting with `at`."""
     if len(element.attrs) > MAX_ATTRIBUTES:
         errors.append(f"{at} has {len(element.attrs)} attributes: NCCL keeps only the first {MAX_ATTRIBUTES}")
     for key, value in element.attrs:
@@ -450,16 +477,6 @@ def _check_element(element: _Element, errors: list[str], dialect: Dialect = NCCL
         is_gpu = name == dialect.gpu_link and _gpu_tclass(element, dialect)
         if target is not None and (is_gpu or name == "pcilink") and not BUSID.fullmatch(target):
             errors.append(f"{at}: target=\"{target}\" is not a lower-case 'dddd:bb:dd.f' bus id")
-    allowed = dialect.children.get(name)
-    if allowed is None:
-        return
-    for child in element.children:
-        if child.name not in allowed:
-            where = f"allowed there: {', '.join(allowed)}" if allowed else f"<{name}> takes no children"
-            errors.append(f"line {child.line}: {child.tag()} is not allowed under {element.tag()} "
-                          f"({dialect.name} ignores it and everything inside it); {where}")
-        else:
-            _check_element(child, errors, dialect)
 
 
 def _check_semantics(root: _Element, errors: list[str], dialect: Dialect = NCCL) -> None:

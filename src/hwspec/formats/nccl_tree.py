@@ -12,15 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from hwspec.formats.limits import GenerationError, Limit
+from hwspec.formats.limits import GenerationError, Limit, collective_library
 from hwspec.formats.nccl_topology import (
     CLASS_ACCELERATOR,
     MAX_ELEMENTS,
     MAX_STRING,
+    NCCL,
     NVSWITCH_SENTINEL,
     PCIE_LINK_SPEED,
+    RCCL,
     RCCL_MAX_CHILDREN,
     RCCL_MAX_ELEMENTS,
+    Dialect,
+    attribute_errors,
     missing_required,
 )
 from hwspec.formats.transports import facts
@@ -81,11 +85,6 @@ class XmlForm:
 
 NCCL_FORM = XmlForm("nccl", "1", CLASS_GPU, "nvlink", TCLASS_GPU, MAX_ELEMENTS)
 RCCL_FORM = XmlForm("rccl", "2", CLASS_ACCELERATOR, "xgmi", CLASS_ACCELERATOR, RCCL_MAX_ELEMENTS)
-
-
-def collective_library(platform: Platform) -> str:
-    """"rccl" when the node's GPUs are AMD's (RCCL reads the topology file), else "nccl"."""
-    return "rccl" if platform.gpus and any(g.vendor == "amd" for g in platform.gpus) else "nccl"
 
 
 @dataclass
@@ -202,13 +201,27 @@ def topology_limits(topology: Topology) -> list[Limit]:
         if size > MAX_ELEMENTS:
             limits.append(Limit(f"even the skeleton topology has {size} elements; NCCL 2.21+ reads at most "
                                 f"{MAX_ELEMENTS}", (None, "gpus"), "split the node, or leave the topology to NCCL's detection"))
-        for node in _walk(system):
-            limits += _missing_attributes(platform, node)
-            for key, value in node.attrs:
-                if len(value) >= MAX_STRING:
-                    limits.append(Limit(f"{node.at or 'the node'}: {key}=\"{value[:20]}...\" in <{node.tag}> would be "
-                                        f"{len(value)} characters; NCCL reads attributes of at most {MAX_STRING - 1}",
-                                        (node.at,), "use a realistic value"))
+        limits += element_limits(platform, system, NCCL_FORM)
+    return limits
+
+
+def element_limits(platform: Platform, system: XmlNode, form: XmlForm) -> list[Limit]:
+    """What keeps the elements of `system` (the tree about to be written in `form`) from being
+    read as written: each element is asked the library's own rules of one element (the check
+    the written file passes, `hwspec.formats.nccl_topology`), and each attribute whether it is
+    within the library's length. Located at the entry the element describes."""
+    dialect, file = _DIALECTS[form.library]
+    limits: list[Limit] = []
+    for node in _walk(system):
+        limits += _missing_attributes(platform, node, dialect, file)
+        limits += [Limit(f"{node.at or 'the node'}: {file} would break {dialect.name}'s rules: {error}",
+                         _entry_of(platform, node), "use a realistic value")
+                   for error in attribute_errors(node.tag, node.attrs, dialect)]
+        for key, value in node.attrs:
+            if len(value) >= MAX_STRING:
+                limits.append(Limit(f"{node.at or 'the node'}: {key}=\"{value[:20]}...\" in <{node.tag}> would be "
+                                    f"{len(value)} characters; {dialect.name} reads attributes of at most {MAX_STRING - 1}",
+                                    (node.at,), "use a realistic value"))
     return limits
 
 
@@ -230,19 +243,29 @@ _CPU_FIELD_HINTS = {
 }
 
 
-def _missing_attributes(platform: Platform, node: XmlNode) -> list[Limit]:
-    """A limit for each attribute NCCL requires of `node` that the platform cannot give (a CPU of
-    unknown architecture, an x86 CPU of unknown vendor, an Intel CPU without family and model),
-    located at the entry it comes from; NCCL fails init on such a file."""
-    missing = missing_required(node.tag, node.attrs)
+_DIALECTS: dict[str, tuple[Dialect, str]] = {"nccl": (NCCL, "nccl-topo.xml"), "rccl": (RCCL, "rccl-topo.xml")}
+"""A form's library -> the parser rules its file is read by, and the file's name."""
+
+
+def _entry_of(platform: Platform, node: XmlNode) -> tuple:
+    """Where in the platform file an element's problem is: a CPU's at its part (its package's),
+    another element at the entry it describes."""
+    socket = platform.socket_by_id.get(node.at) if node.tag == "cpu" and node.at is not None else None
+    return (socket.package, "part") if socket is not None else (node.at, "part")
+
+
+def _missing_attributes(platform: Platform, node: XmlNode, dialect: Dialect, file: str) -> list[Limit]:
+    """A limit for each attribute the library requires of `node` that the platform cannot give
+    (a CPU of unknown architecture, an x86 CPU of unknown vendor, an Intel CPU, or for RCCL an
+    AMD one, without family and model), located at the entry it comes from; the library fails
+    init on such a file."""
+    missing = missing_required(node.tag, node.attrs, dialect)
     if not missing or node.at is None:
         return []
-    socket = platform.socket_by_id.get(node.at)
-    where = (socket.package if socket is not None else node.at, "part")
     hints = [_CPU_FIELD_HINTS[k] for k in missing if k in _CPU_FIELD_HINTS] if node.tag == "cpu" else []
     what = f"CPU {node.at}" if node.tag == "cpu" else node.at
-    return [Limit(f"{what}: its <{node.tag}> in nccl-topo.xml would lack {', '.join(repr(k) for k in missing)}, "
-                  "which NCCL requires (its init fails on such a file)", where,
+    return [Limit(f"{what}: its <{node.tag}> in {file} would lack {', '.join(repr(k) for k in missing)}, "
+                  f"which {dialect.name} requires (its init fails on such a file)", _entry_of(platform, node),
                   "; ".join(dict.fromkeys(hints)) or "fill in what the part or the input did not give")]
 
 
@@ -477,24 +500,16 @@ def elements(node: XmlNode) -> int:
     return 1 + sum(elements(child) for child in node.children)
 
 
-@dataclass(frozen=True, slots=True)
-class RcclLimit:
-    """Something rccl-topo.xml cannot say; `at` is `(id, *keys)` of the YAML place to point at."""
-
-    message: str
-    at: tuple
-
-
-def rccl_limits(topology: Topology) -> list[RcclLimit]:
+def rccl_limits(topology: Topology) -> list[Limit]:
     """Every reason rccl-topo.xml cannot be written for this node (empty for NVIDIA nodes and
     for AMD nodes RCCL can be told about)."""
     platform: Platform = topology.platform
     if collective_library(platform) != "rccl" or missing_bus_ids(topology):
         return []  # without bus ids the file is not written: HW603 reports it
-    limits: list[RcclLimit] = []
+    limits: list[Limit] = []
     others = [g.id for g in platform.gpus if g.vendor != "amd"]
     if others:
-        limits.append(RcclLimit(f"{', '.join(others)} are not AMD GPUs on a node with AMD GPUs: neither RCCL's nor "
+        limits.append(Limit(f"{', '.join(others)} are not AMD GPUs on a node with AMD GPUs: neither RCCL's nor "
                                 "NCCL's topology file can describe both", (others[0],)))
     for gpu in platform.gpus:
         if gpu.vendor != "amd":
@@ -502,32 +517,44 @@ def rccl_limits(topology: Topology) -> list[RcclLimit]:
         missing = [key for key, value in (("gcn", gpu.gcn), ("hip_arch", gpu.hip_arch),
                                           ("compute_units", gpu.compute_units)) if value is None]
         if missing:
-            limits.append(RcclLimit(_missing_rccl_identity(gpu, missing), (gpu.id, "part")))
+            limits.append(Limit(_missing_rccl_identity(gpu, missing), (gpu.id, "part")))
         if gpu.socket is None:
-            limits.append(RcclLimit(f"{gpu.id} reaches no CPU socket through the PCIe tree, so it has no place in "
-                                    "rccl-topo.xml", (gpu.id, "pcie", "upstream")))
+            limits.append(Limit(f"{gpu.id} reaches no CPU socket through the PCIe tree, so it has no place in "
+                                "rccl-topo.xml", (gpu.id, "pcie", "upstream")))
     if platform.nvlink_topology == "nvswitch":
-        limits.append(RcclLimit("an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch to join the GPUs "
+        limits.append(Limit("an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch to join the GPUs "
                                 "to; list the xGMI pairs (fully-connected or explicit)", (None, "nvlink", "topology")))
     for socket in platform.sockets:
         if socket.arch == "x86_64" and socket.vendor is not None and socket.vendor not in CPU_VENDORS:
-            limits.append(RcclLimit(f"socket {socket.id} is x86_64 with vendor {socket.vendor!r}; RCCL knows Intel and AMD",
-                                    (socket.id, "part")))
+            limits.append(Limit(f"socket {socket.id} is x86_64 with vendor {socket.vendor!r}; RCCL knows Intel and AMD",
+                                (socket.id, "part")))
     for nic in platform.nics:
         if nic.socket is None:
-            limits.append(RcclLimit(f"{nic.id} reaches no CPU socket through the PCIe tree, so it has no place in "
-                                    "rccl-topo.xml", (nic.id, "pcie", "upstream")))
+            limits.append(Limit(f"{nic.id} reaches no CPU socket through the PCIe tree, so it has no place in "
+                                "rccl-topo.xml", (nic.id, "pcie", "upstream")))
     if not limits:
         skeleton = system_tree(topology, "skeleton", RCCL_FORM)
         size = elements(skeleton)
         if size > RCCL_FORM.max_elements:
-            limits.append(RcclLimit(f"even the skeleton topology has {size} elements; RCCL reads at most "
-                                    f"{RCCL_FORM.max_elements}", (None, "gpus")))
+            limits.append(Limit(f"even the skeleton topology has {size} elements; RCCL reads at most "
+                                f"{RCCL_FORM.max_elements}", (None, "gpus")))
         crowded = most_children(skeleton)
         if crowded > RCCL_MAX_CHILDREN:
-            limits.append(RcclLimit(f"a CPU or PCIe switch has {crowded} devices below it; RCCL reads at most "
-                                    f"{RCCL_MAX_CHILDREN} children of one element", (None, "pcie")))
+            limits.append(Limit(f"a CPU or PCIe switch has {crowded} devices below it; RCCL reads at most "
+                                f"{RCCL_MAX_CHILDREN} children of one element", (None, "pcie")))
+    if not limits:
+        limits += element_limits(platform, choose_rccl_topology(topology)[1], RCCL_FORM)
     return limits
+
+
+def choose_rccl_topology(topology: Topology) -> tuple[str, XmlNode]:
+    """The most detailed form of the topology within RCCL's element and children limits (the
+    skeleton when none fits: more than 32 xGMI peers leave the links to RCCL's detection)."""
+    for detail in DETAIL_LEVELS:
+        system = system_tree(topology, detail, RCCL_FORM)
+        if elements(system) <= RCCL_FORM.max_elements and most_children(system) <= RCCL_MAX_CHILDREN:
+            break
+    return detail, system
 
 
 def _missing_rccl_identity(gpu, missing: list[str]) -> str:

@@ -12,8 +12,8 @@ machines, to check at bring-up and after repair that they reach their bandwidth.
   within Slurm's MaxStepCount) and `mpijob.yaml` (a Kubeflow MPI Operator MPIJob running the plan).
 
 Every value written into a script or the plan passes `shell_word`/`env_value`, which refuse what
-they would have to quote; host names are checked again against HW805's host name syntax (a
-library caller may generate without the rules) and refused otherwise.
+they would have to quote; host names and addresses are checked again (`host_limits`: HW805's
+syntax; a library caller may generate without the rules) and refused otherwise.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from hwspec.acceptance.plan import (
     uniform_gpus,
 )
 from hwspec.cpulist import format_cpu_list
-from hwspec.formats.limits import k8s_name
+from hwspec.formats.limits import cluster_limits, host_limits, k8s_name
 from hwspec.formats.nccl_tree import collective_library, missing_bus_ids
 from hwspec.generate.domains import LABEL_CLUSTER, YAML_DUMPER
-from hwspec.generate.engine import ClusterGenContext, GenContext, GenerationError, Plan, env_value, generator, shell_word
+from hwspec.generate.engine import ClusterGenContext, GenContext, Plan, env_value, generator, refuse, shell_word
 from hwspec.generate.roofline import dump
 from hwspec.model.cluster import Cluster
 from hwspec.topology import ClusterTopology, topology_of
@@ -58,8 +58,6 @@ that a manifest applied unchanged fails to pull at once instead of running somet
 NODE_FILE = "/tmp/hwspec-node"
 """Where an MPIJob worker writes its Kubernetes node name (the downward API's spec.nodeName)."""
 RESULTS_MOUNT = "/results"
-HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-"""HW805's host name syntax (a DNS label), which also keeps `,[]` out of hostlists."""
 
 
 def nccl_args(max_bytes: int) -> list[str]:
@@ -130,24 +128,6 @@ def dump_rows(document: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- a cluster
 
 
-_HOST_CHARACTERS = str.maketrans("", "", "abcdefghijklmnopqrstuvwxyz0123456789-\n")
-
-
-def check_hosts(cluster: Cluster) -> None:
-    """Refuse host names outside HW805's syntax: they reach scripts and hostlists unquoted.
-    Checked for all names at once (a few C-level passes), name by name only to say which."""
-    names = cluster.hostnames
-    text = "\n".join(names)
-    wrapped = f"\n{text}\n"
-    if not (text.translate(_HOST_CHARACTERS) or "\n\n" in wrapped or "\n-" in wrapped or "-\n" in wrapped
-            or max(map(len, names), default=0) > 63):
-        return
-    bad = next((name for name in names if not HOST_NAME.fullmatch(name)), None)
-    if bad is not None:
-        raise GenerationError(f"{cluster.file}: acceptance: host name {bad!r} is not a DNS label "
-                              "(lower-case letters, digits and '-'); rule HW805 reports it")
-
-
 def host_list(topology: ClusterTopology, run_set: RunSet) -> str:
     """The run set's hosts as a Slurm hostlist that expands to them in node order (a comma list
     where no hostlist does)."""
@@ -176,14 +156,10 @@ def acceptance_cluster(ctx: ClusterGenContext) -> Plan:
     """`acceptance/plan.tsv`, `run-plan.sh`, `rank.sh`, `acceptance.sbatch`, `submit.sh` and
     `mpijob.yaml` (the module's docstring)."""
     cluster = ctx.platform
+    refuse(cluster, "acceptance", [*cluster_limits(cluster), *host_limits(cluster)])
     gpus = uniform_gpus(cluster)
     if not gpus:
         return {}
-    check_hosts(cluster)
-    libraries = {collective_library(p) for p in cluster.node_platforms}
-    if len(libraries) != 1:
-        raise GenerationError(f"{cluster.file}: acceptance runs need one collective library on every node; "
-                              f"the node platforms use {sorted(libraries)}")
     acceptance = plan(ctx.topology)
     steps = sum(s.run_count * (len(NCCL_TESTS) + (len(NVBANDWIDTH_TESTS) if "nvbandwidth" in s.tests else 0))
                 for s in acceptance.sets)
@@ -203,7 +179,7 @@ def acceptance_cluster(ctx: ClusterGenContext) -> Plan:
         "acceptance/rank.sh": ctx.render("acceptance/rank.sh.j2", None, **values),
         "acceptance/acceptance.sbatch": ctx.render("acceptance/acceptance.sbatch.j2", None, **values),
         "acceptance/submit.sh": ctx.render("acceptance/submit.sh.j2", None, **values),
-        "acceptance/mpijob.yaml": mpijob(ctx, acceptance, gpus, libraries.pop()),
+        "acceptance/mpijob.yaml": mpijob(ctx, acceptance, gpus, collective_library(cluster.groups[0].platform)),
         "acceptance/expected.json": expected_json(ctx),
     }
 

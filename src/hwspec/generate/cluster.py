@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from hwspec import hostlist
 from hwspec.formats.environment import environment_limits
+from hwspec.formats.limits import cluster_limits
 from hwspec.formats.nccl_env import is_nccl
-from hwspec.generate.engine import ClusterGenContext, GenerationError, Plan, generator, refuse, render_all
+from hwspec.generate.engine import ClusterGenContext, Plan, generator, refuse, render_all
 from hwspec.generate.launch import Setting, merge_environment, nccl_conf_text
 from hwspec.model.cluster import Cluster, Leaf
 from hwspec.text import xml_escape as escape
@@ -50,11 +51,8 @@ def cluster_launch(ctx: ClusterGenContext) -> Plan:
     node-launch.sh (one per node: picks the node's platform files, runs torchrun) and
     train.sbatch (Slurm: one node-launch.sh per node via srun)."""
     cluster: Cluster = ctx.platform
-    gpus = {g.gpus_per_node for g in cluster.groups}
-    if len(gpus) != 1:
-        raise GenerationError(f"{cluster.file}: torchrun needs the same number of GPUs on every node; "
-                              f"node platforms have {sorted(gpus)}")
-    (gpus_per_node,) = gpus
+    refuse(cluster, "cluster.env, node-launch.sh and train.sbatch", cluster_limits(cluster))
+    (gpus_per_node,) = {g.gpus_per_node for g in cluster.groups}
     rails = rail_optimized(cluster)
     cluster_settings = []
     if cluster.fabric is not None:

@@ -10,8 +10,10 @@
   nodes with `kubectl label`.
 - `mnnvl_settings` (cluster nccl.conf) and `domain_env` (cluster.env) for NCCL and TorchRec.
 
-Every name written here is checked at load time (hostnames by HW805's patterns, domain names
-by `cluster_resolve.DOMAIN_NAME`) or made safe here (`k8s_name`); YAML is written by PyYAML.
+Every name written here is checked: host names and addresses here, whatever ran before
+(`host_limits`, HW805's syntax: a name starting with '-' would be an option to kubectl), domain
+names at load time (`cluster_resolve.DOMAIN_NAME`), or made safe here (`k8s_name`); YAML is
+written by PyYAML.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from typing import Any
 
 import yaml
 
-from hwspec.formats.limits import k8s_name
-from hwspec.generate.engine import ClusterGenContext, generator
+from hwspec.formats.limits import host_limits, k8s_name
+from hwspec.generate.engine import ClusterGenContext, generator, refuse
 from hwspec.generate.launch import Setting
 from hwspec.model.cluster import Cluster
 from hwspec.topology.cluster import ClusterTopology
@@ -138,7 +140,7 @@ short (at most 100 host names of 63 characters)."""
 def label_lines(hostnames: Sequence[str], runs: list[tuple[range, dict[str, str]]]) -> list[str]:
     """`label NODE... KEY=VALUE...` lines of label-nodes.sh: one per `LABEL_BATCH` nodes of each run
     (`label_runs`), in node order. kubectl takes the arguments with '=' as labels and the others
-    as node names; a host name never has one (HW805)."""
+    as node names; a host name never has one, nor a leading '-' (`host_limits`, refused first)."""
     lines = []
     for nodes, labels in runs:
         arguments = " ".join(shlex.quote(f"{key}={value}") for key, value in labels.items())
@@ -205,6 +207,7 @@ def scheduler_topology(ctx: ClusterGenContext) -> dict[str, str]:
     `kubernetes/topology.yaml` and `kubernetes/label-nodes.sh`."""
     topology: ClusterTopology = ctx.topology
     cluster = topology.platform
+    refuse(cluster, "kubernetes and slurm topology", host_limits(cluster))
     name = k8s_name(cluster.name)  # never empty: an id starts with a letter
     slurm_note = ("# Slurm 25.05+ topology.yaml(5). Slurm reads this file instead of topology.conf when both exist\n"
                   "# (install one of them beside slurm.conf). Partitions choose a topology with Topology=<name>.\n")

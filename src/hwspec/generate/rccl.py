@@ -15,17 +15,14 @@ same list at validate time, so `validate` clean means this generator succeeds.
 
 from __future__ import annotations
 
-from hwspec.formats.nccl_topology import RCCL_MAX_CHILDREN, check_rccl_xml
+from hwspec.formats.nccl_topology import check_rccl_xml
 from hwspec.formats.nccl_tree import (
     DETAIL_LEVELS,
     RCCL_FORM,
-    XmlNode,
+    choose_rccl_topology,
     collective_library,
-    elements,
     missing_bus_ids,
-    most_children,
     rccl_limits,
-    system_tree,
 )
 from hwspec.generate.engine import GenContext, GenerationError, Plan, generator
 from hwspec.generate.nccl import detection_notes
@@ -43,10 +40,6 @@ def _in_rccl_words(text: str) -> str:
     return text
 
 
-def _fits(system: XmlNode) -> bool:
-    return elements(system) <= RCCL_FORM.max_elements and most_children(system) <= RCCL_MAX_CHILDREN
-
-
 @generator("rccl-topo")
 def rccl_topo(ctx: GenContext) -> Plan:
     """An AMD node's NCCL_TOPO_FILE for RCCL (version 2, `<xgmi>` links), checked against
@@ -59,10 +52,7 @@ def rccl_topo(ctx: GenContext) -> Plan:
     if limits:
         raise GenerationError(f"{platform.file}: {RCCL_TOPO_FILE} cannot be written:\n  "
                               + "\n  ".join(limit.message for limit in limits))
-    for detail in DETAIL_LEVELS:
-        system = system_tree(topology, detail, RCCL_FORM)
-        if _fits(system):  # more than 32 xGMI peers (33+ GPUs) leave the links to RCCL's detection
-            break
+    detail, system = choose_rccl_topology(topology)
     notes = [_in_rccl_words(note) for note in detection_notes(platform)]  # RCCL's detection is NCCL's code
     text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=_in_rccl_words(DETAIL_LEVELS[detail]),
                       notes=notes)

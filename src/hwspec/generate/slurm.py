@@ -15,7 +15,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING
 
 from hwspec.cpulist import format_cpu_list as cpu_ranges
-from hwspec.formats.limits import hostfile_limits
+from hwspec.formats.limits import host_limits
 from hwspec.generate.engine import ClusterGenContext, generator, refuse
 from hwspec.topology.hostlist import compress, compress_in_order
 
@@ -116,10 +116,10 @@ def hostfile(ctx: ClusterGenContext) -> dict[str, str]:
     """`hostfile` (one `host slots=N` line per node, MPI/DeepSpeed style) and `hosts.tsv`
     (hostname, address, node platform, GPUs), in cluster node order."""
     cluster: Cluster = ctx.platform
-    refuse(cluster, "hostfile", hostfile_limits(cluster))
+    refuse(cluster, "hostfile", host_limits(cluster))
     lines: list[str] = []
     rows: list[str] = []
-    for group in cluster.groups:  # every name and address is SAFE_VALUE text: hostfile_limits refused the rest
+    for group in cluster.groups:  # every name a host name, every address SAFE_VALUE text: host_limits refused the rest
         slots = group.gpus_per_node
         addresses = group.addresses or ("-",) * group.count
         lines.append(f" slots={slots}\n".join(group.hostnames) + f" slots={slots}\n" if group.hostnames else "")
@@ -146,6 +146,7 @@ def slurm(ctx: ClusterGenContext) -> dict[str, str]:
     `slurm/gres.conf` (GPUs with Cores= from NUMA affinity and Links= from NVLink counts, one
     line per GPU per node group) and `slurm/topology.conf` (topology/tree)."""
     cluster: Cluster = ctx.platform
+    refuse(cluster, "slurm", host_limits(cluster))
     groups = []
     for group in cluster.groups:
         platform = group.platform

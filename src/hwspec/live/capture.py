@@ -7,12 +7,16 @@
                           `hwspec diff SPEC --sysfs-root OUT` then sees what `--live` saw
 
 A capture is bounded (`MAX_CAPTURE_FILES`, `MAX_CAPTURE_BYTES`; each file by the reader's own
-limit), holds only links whose targets stay inside it (the reader refuses any other), and is
-written whole or not at all: into a temporary sibling of `out`, renamed at the end.
+limit), holds only links the reader resolved inside the root (a link it refused, even where the
+refusal only leaves a fact unknown, is not recorded: `Tree`), so none leads out of it, and is
+written whole or not at all: into a temporary sibling of `out` whose lock the capture holds
+while it writes, renamed at the end (a later capture removes a sibling only once it can take
+its lock: its writer is gone).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -49,8 +53,11 @@ def is_live_root(root: Path) -> bool:
 
 
 def read_live(root: Path, record: bool = False) -> LiveRead:
-    """The machine under `root` (see the module docstring); problems are in `.machine.problems`."""
-    tree = Tree(root, record=record, max_files=MAX_CAPTURE_FILES if record else None)
+    """The machine under `root` (see the module docstring); problems are in `.machine.problems`.
+    Whether `record`ed for a capture or not, the tree is read within what a capture holds
+    (MAX_CAPTURE_FILES), and one past it is refused from its listings, before its functions'
+    files are read: a tree `capture` refuses, `diff` and `import` refuse as early."""
+    tree = Tree(root, record=record, max_files=MAX_CAPTURE_FILES)  # read within what a capture holds, recorded or not
     answers: dict[str, Any] | None = None
     notes: list[str] = []
     try:
@@ -124,14 +131,18 @@ _STAGING_SUFFIX = 8
 
 def _staging_prefix(out: Path, pid: int | None = None) -> str:
     """The name a capture into `out` is staged under, before mkdtemp's random suffix: hidden,
-    beside `out`, naming the process that writes it (so a later capture knows a leftover)."""
+    beside `out`, naming the process that writes it (for a person looking at a leftover: whether
+    it is stale is its lock's to say, `_remove_leftovers`)."""
     return f".{out.name}.capture-{os.getpid() if pid is None else pid}."
 
 
 def _remove_leftovers(out: Path) -> None:
-    """Remove the staging directories of earlier captures into `out` whose process is gone
-    (killed with SIGKILL before it could clean up): only real directories this user owns,
-    named as `_staging_prefix` names them, never one a live process is writing."""
+    """Remove the staging directories of earlier captures into `out` whose writer is gone
+    (killed with SIGKILL before it could clean up): only real directories this user owns, named
+    as `_staging_prefix` names them, and only while this process holds their lock, which a
+    running capture holds on its own (`_locked_staging`) and the kernel lets go of when its
+    process ends, whatever PID namespace it ran in (a process id says nothing across them).
+    A directory whose lock cannot be asked (a file system without locks) is left."""
     parent = out.absolute().parent
     pattern = re.compile(re.escape(f".{out.name}.capture-") + rf"(\d{{1,10}})\.[A-Za-z0-9_]{{{_STAGING_SUFFIX}}}")
     try:
@@ -139,28 +150,48 @@ def _remove_leftovers(out: Path) -> None:
     except OSError:
         return
     for entry in entries:
-        match = pattern.fullmatch(entry.name)
-        if match is None or not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+        if pattern.fullmatch(entry.name) is None or not entry.is_dir(follow_symlinks=False) \
+                or entry.stat(follow_symlinks=False).st_uid != os.getuid():
             continue
-        if _alive(int(match.group(1))):
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
             continue
-        shutil.rmtree(entry.path, ignore_errors=True)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a running capture (EWOULDBLOCK), or no locks here: left
+            os.close(fd)
+            continue
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(entry.path, follow_symlinks=False)):
+                shutil.rmtree(entry.path, ignore_errors=True)  # removed while locked: no writer can take it meanwhile
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
-def _alive(pid: int) -> bool:
-    """Whether process `pid` exists (one of another user's counts: it may be writing)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True
-    return True
+def _locked_staging(out: Path) -> tuple[Path, int]:
+    """A new staging directory beside `out` and a handle of it holding its lock (released when
+    the handle is closed or the process ends). A directory removed by another capture's clean-up
+    before it was locked (it saw it unlocked) is made again."""
+    parent = out.absolute().parent
+    while True:
+        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out), dir=parent))
+        fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.path.samestat(os.fstat(fd), os.stat(staging, follow_symlinks=False)):
+                return staging, fd
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return staging, fd  # no locks on this file system: `_remove_leftovers` leaves such directories
+        os.close(fd)
 
 
 def _write(tree: Tree, answers: dict[str, Any] | None, out: Path) -> None:
-    parent = out.absolute().parent
-    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out), dir=parent))
+    staging, fd = _locked_staging(out)
     try:
         for rel in sorted(tree.dirs):
             (staging / rel).mkdir(parents=True, exist_ok=True)
@@ -178,6 +209,8 @@ def _write(tree: Tree, answers: dict[str, Any] | None, out: Path) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        os.close(fd)
 
 
 def _inside(rel: str, target: str) -> str:

@@ -17,11 +17,18 @@ GPU pairs, GPU-NVSwitch entries NVSwitch links and GPU-Package entries links to 
 CPU, as NCCL's dump gives them (`tclass="0x068001"`); a link to a Package other than the one
 holding the GPU's NUMA node contradicts the tree (NCCL would join it to the GPU's own CPU) and
 is left out with an I104 warning.
-A matrix that cannot be read gives located I103 warnings; reading it is linear in its size.
+A matrix that cannot be read gives located I103 warnings; reading it is linear in its size, in
+time and in memory: its values are counted and checked in their text, then held in an array
+of 4 bytes a value (8 where one is 2**32 or more: at most 4 times the 2 characters a value takes
+at least), never as a text and an object apiece (which cost 40 times the input).
 """
 
 from __future__ import annotations
 
+import bisect
+import re
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hwspec.diagnostics import Code
@@ -37,6 +44,71 @@ LINK_MBPS = tuple(NVLINK_VERSION)
 HWLOC_LINK_MBPS = {"nvlink1": 20_000, "nvlink2": 25_000, "nvlink3": 25_000, "nvlink4": 25_000}
 """A GPU part's fabric kind -> the MB/s hwloc counts each of its links at (whatever the part's own
 `link_bandwidth`: an NVLink 3 bridge of 14 GB/s counts 25,000). Other kinds hwloc leaves out."""
+
+
+U64_MAX = 2**64 - 1
+CHUNK = 1 << 16
+"""Characters of a `<u64values>` text split at once (to the next blank): a value is taken apart
+a chunk at a time, so no list of every value's text is ever made."""
+_SPACE = re.compile(r"\s")
+_SUSPECT = re.compile(r"[^\s0-9]|[0-9]{20}")
+"""What a value of at most 20 decimal digits below 2**64 has none of, but for the 20-digit ones,
+which are looked at one by one."""
+_TOKEN = re.compile(r"\S+")
+_TEN_DIGITS = re.compile(r"[0-9]{10}")
+
+
+def _chunks(text: str) -> Iterator[str]:
+    """`text` in pieces of about CHUNK characters, each cut at a blank (a value is never split)."""
+    start = 0
+    while start < len(text):
+        blank = _SPACE.search(text, min(start + CHUNK, len(text)))
+        end = blank.start() if blank is not None else len(text)
+        yield text[start:end]
+        start = end + 1
+
+
+def _is_u64(token: str) -> bool:
+    return is_decimal(token) and int(token) <= U64_MAX
+
+
+def _not_u64(rows: list[Element]) -> tuple[int, str, Element] | None:
+    """How many values of `rows` are not 64-bit numbers (hwloc's u64: decimal, at most 20
+    digits, below 2**64), the first and its element; None when every one is. Each text is
+    searched once at C speed; only one with something suspect is looked at value by value."""
+    number, first = 0, None
+    for row in rows:
+        if _SUSPECT.search(row.text) is None:
+            continue
+        for match in _TOKEN.finditer(row.text):
+            if not _is_u64(match.group()):
+                number += 1
+                first = first or (match.group()[:40], row)
+    return None if first is None else (number, *first)
+
+
+class Values:
+    """The `count` values of `rows` (each a 64-bit number: `_not_u64` found none that is not) in
+    row-major order, in an array of 4 bytes a value where every one is below 2**32, else 8 (an
+    array made once at its size: growing it would copy it), and the `<u64values>` element each
+    came from (by the index of its first value)."""
+
+    def __init__(self, rows: list[Element], count: int):
+        wide = any(_TEN_DIGITS.search(row.text) for row in rows)  # 2**32 has 10 digits
+        self.numbers = array("Q" if wide else "I", [0]) * count
+        self.starts: list[int] = []
+        self.rows = rows
+        filled = 0
+        for row in rows:
+            self.starts.append(filled)
+            for chunk in _chunks(row.text):
+                values = array(self.numbers.typecode, map(int, chunk.split()))
+                self.numbers[filled:filled + len(values)] = values
+                filled += len(values)
+
+    def element(self, index: int) -> Element:
+        """The `<u64values>` element value `index` was read from."""
+        return self.rows[bisect.bisect_right(self.starts, index) - 1]
 
 
 @dataclass(frozen=True)
@@ -75,14 +147,16 @@ class NvlinkMatrix(ElementReader):
         if not is_decimal(declared) or int(declared) != n:
             self.warn(e, f"the {NVLINK_MATRIX} matrix has nbobjs=\"{declared[:20]}\" but {n} indexes: its NVLinks are not read")
             return
-        values: list[tuple[str, Element]] = [(v, c) for c in e.children if c.tag == "u64values" for v in c.text.split()]
-        if len(values) != n * n:
-            self.warn(e, f"the {NVLINK_MATRIX} matrix of {n} objects has {len(values)} values, not {n * n}: its NVLinks are not read")
+        rows = [c for c in e.children if c.tag == "u64values"]
+        count = sum(sum(len(chunk.split()) for chunk in _chunks(c.text)) for c in rows)
+        if count != n * n:
+            self.warn(e, f"the {NVLINK_MATRIX} matrix of {n} objects has {count} values, not {n * n}: its NVLinks are not read")
             return
-        bad = [(v, c) for v, c in values if not is_decimal(v)]
-        if bad:
-            self.warn(bad[0][1], f"{len(bad)} value(s) of the {NVLINK_MATRIX} matrix are not numbers of at most 20 digits (\"{bad[0][0][:20]}\"): "
-                      "its NVLinks are not read")
+        bad = _not_u64(rows)
+        if bad is not None:
+            number, first, where = bad
+            self.warn(where, f"{number} value(s) of the {NVLINK_MATRIX} matrix are not numbers of at most 20 digits "
+                      f"(\"{first[:20]}\"): its NVLinks are not read")
             return
         ends = self.ends(indexes[0], tokens)
         if not any(end is not None and end.kind == "gpu" for end in ends):
@@ -93,10 +167,10 @@ class NvlinkMatrix(ElementReader):
         for key, gpu in self.m.gpus.items():
             if key not in named:
                 gpu.unknown.add("nvlinks")
-        numbers = [int(v) for v, _ in values]
+        values = Values(rows, count)
         for i, end in enumerate(ends):
             if end is not None and end.kind == "gpu":
-                self.gpu_row(end, i, ends, numbers, values)
+                self.gpu_row(end, i, ends, values)
 
     def ends(self, at: Element, tokens: list[str]) -> list[End | None]:
         """What each index names; None (after a warning) for one that names nothing hwspec reads."""
@@ -136,16 +210,17 @@ class NvlinkMatrix(ElementReader):
         self.warn(at, f"{NVLINK_MATRIX} index {token[:40]} is neither a GPU, an NVSwitch nor a CPU: its row is ignored")
         return None
 
-    def gpu_row(self, gpu: End, i: int, ends: list[End | None], numbers: list[int], values: list[tuple[str, Element]]) -> None:
+    def gpu_row(self, gpu: End, i: int, ends: list[End | None], values: Values) -> None:
         """The NVLinks of GPU `gpu`, row `i` of the matrix."""
         n = len(ends)
+        numbers = values.numbers
         row = [(j, numbers[i * n + j]) for j in range(n) if j != i and ends[j] is not None and numbers[i * n + j]]
         fits = {f: sum(1 for _, v in row if v % f == 0) for f in LINK_MBPS}
         per_link = max(LINK_MBPS, key=lambda f: fits[f])  # max keeps the first of a tie: 25,000
         for j, value in row:
             other = ends[j]
             assert other is not None
-            element = values[i * n + j][1]
+            element = values.element(i * n + j)
             back = numbers[j * n + i]
             if back != value and (other.kind != "gpu" or i < j):
                 self.warn(element, f"{NVLINK_MATRIX}: {value} MB/s from {gpu.key} to {other.key}, but {back} back: "

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from hwspec.diagnostics import Code, Location, Severity
@@ -221,10 +223,40 @@ def parse(data: bytes, file: str, machine: Machine) -> list[str]:
                      jsonbound.line_col(text, exc.offset) if isinstance(exc, jsonbound.BoundError) else (1, 1))
         machine.problem(Location(file, line, col), Severity.ERROR, Code.INPUT_SYNTAX, f"not NVML's answers as 'hwspec capture' saves them: {exc}")
         return []
-    return apply(answers, file, machine, text.splitlines())
+    return apply(answers, file, machine, SavedLines.of(text))
 
 
-def apply(answers: Any, file: str, machine: Machine, lines: list[str] | None = None) -> list[str]:
+@dataclass(frozen=True)
+class SavedLines:
+    """Where a saved file's GPU entries are: the first line giving each bus id as `"bus"`
+    (normalised, however the JSON writes it: `"\\u0030000:03:00.0"` is `0000:03:00.0`), and
+    the file's line count. Found in one pass over the text, linear in its size."""
+
+    bus: dict[str, int]
+    count: int
+
+    @classmethod
+    def of(cls, text: str) -> SavedLines:
+        found: dict[str, int] = {}
+        line, last = 1, 0
+        for match in _BUS_VALUE.finditer(text):
+            line += text.count("\n", last, match.start())
+            last = match.start()
+            try:
+                value = json.loads(match.group(1))
+            except ValueError:
+                continue
+            bus = normalise_bus_id(value) if isinstance(value, str) else None
+            if bus is not None:
+                found.setdefault(bus, line)
+        return cls(found, text.count("\n") + (1 if text and not text.endswith("\n") else 0))
+
+
+_BUS_VALUE = re.compile(r'"bus"\s*:\s*("(?:[^"\\]|\\.)*+")')
+"""A `"bus": "..."` pair of a saved file, its string as JSON writes it (escapes and all)."""
+
+
+def apply(answers: Any, file: str, machine: Machine, lines: SavedLines | None = None) -> list[str]:
     """Give the machine's GPUs (by bus id) NVML's name, NVLink state, active links by remote
     bus id (resolved to GPUs or NVSwitches by `smi_nvlink.resolve_nvlinks`) and NVLink domain.
     `lines` (the saved file's) locate each GPU at its line. Returns a note for each fact NVML
@@ -292,13 +324,11 @@ def _links_of(links: list[Any], gpu: str, where: Location, machine: Machine) -> 
     machine.gpus[gpu].nvlink_state = state
 
 
-def _line_of(lines: list[str] | None, bus: str | None, index: int) -> int:
+def _line_of(lines: SavedLines | None, bus: str | None, index: int) -> int:
     """The line of GPU `index`'s entry: the first giving its bus id as `"bus"` (another GPU's
     line names it as an NVLink's remote end), else (as `dump` writes) line index + 2."""
     if lines is None:
         return 1
-    if bus is not None:
-        for number, line in enumerate(lines, 1):
-            if f'"bus": "{bus}"' in line.lower():
-                return number
-    return min(index + 2, len(lines)) if lines else 1
+    if bus is not None and bus in lines.bus:
+        return lines.bus[bus]
+    return min(index + 2, lines.count) if lines.count else 1

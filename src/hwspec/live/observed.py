@@ -304,6 +304,14 @@ an NCCL dump with `<gpu>` elements, hwloc's NVLink matrix; `topo -m` shows none)
             node = self.bridges.get(node.parent)
         return out
 
+    def numa_below(self, key: str) -> set[int]:
+        """The NUMA nodes the GPUs and NICs at or below `key` say they are on themselves (their
+        own `numa`, whatever their place in the tree shows)."""
+        said = [(device.key, device.numa) for device in self.gpus.values()]
+        said += [(device.key, device.numa) for device in self.nics.values()]
+        return {numa for device, numa in said
+                if numa is not None and numa >= 0 and (device == key or key in self.ancestors(device))}
+
     def numa_of(self, key: str) -> int | None:
         """The NUMA node `key` hangs off in the tree, else what the input says about it."""
         for parent in self.ancestors(key):

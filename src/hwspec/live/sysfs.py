@@ -116,10 +116,14 @@ class Tree:
     the opened file is the same inode): a FIFO or a device node is never opened.
 
     With `record`, every directory listed, link followed and file read is kept (`dirs`,
-    `links`, `files`), so that `hwspec capture` saves exactly what was read; with `max_files`,
-    recording stops with a TreeError once more files and links would be kept than that (a
+    `links`, `files`), so that `hwspec capture` saves exactly what was read; a link is kept only
+    once the whole path it is on resolved inside the root, so a link the reader refused (out of
+    the root, a loop: a GPU's `driver`, whose refusal only leaves the driver unknown) is never
+    saved, and no saved link leads out of the capture. With `max_files`, recording or not,
+    reading stops with a TreeError once more files and links would be read than that (a
     directory whose entries each cost `each` of them is refused as soon as it is listed, and
-    the reader counts what it will read with `count_present` before reading it).
+    the reader counts what it will read with `count_present` before reading it): a tree is read
+    within what a capture of it could hold, and refused as early.
 
     A component already opened as a directory (its handle held) is walked through that handle
     without asking again whether it is a link: what is read under it is read through it."""
@@ -137,6 +141,8 @@ class Tree:
         self.captured = self.root.resolve() != Path("/")
         self._fds: dict[str, int] = {}
         self._resolved: dict[str, str] = {}
+        self._read: set[str] = set()
+        """The files and links read, by path, when they are counted but not recorded."""
 
     def close(self) -> None:
         """Close the directory handles (reading again opens them, and resolves paths, again)."""
@@ -194,6 +200,7 @@ class Tree:
         """`resolved` (components, links resolved) followed by `parts`, resolved in turn."""
         pending = list(reversed(parts))
         hops = 0
+        followed: dict[str, str] = {}  # recorded only once the whole path resolved inside the root
         while pending:
             part = pending.pop()
             if part == ".":
@@ -224,11 +231,14 @@ class Tree:
             hops += 1
             if hops > MAX_LINK_HOPS:
                 raise TreeError(self.where(rel), "too many levels of symbolic links: not a sysfs tree")
-            if self.record:
-                self.links[candidate] = target
+            followed[candidate] = target
             if target.startswith("/"):
                 resolved = []
             pending.extend(c for c in reversed(target.split("/")) if c)
+        if self.record:
+            self.links.update(followed)
+        elif self.max_files is not None:
+            self._read.update(followed)
         return "/".join(resolved)
 
     def flattened_link(self, rel: str) -> str | None:
@@ -259,7 +269,7 @@ class Tree:
         root-only attribute). Raises TreeError for a file that is not a regular one (found so
         before it is opened) or too large."""
         path = self.resolve(rel, final_link=False)
-        if self.record and self.max_files is not None and len(self.files) + len(self.links) >= self.max_files:
+        if self.max_files is not None and self.kept() >= self.max_files:
             raise TreeError(self.where(rel), f"more than {self.max_files} files: more than a capture holds")
         parent, _, name = path.rpartition("/")
         try:
@@ -295,6 +305,8 @@ class Tree:
         data = b"".join(chunks)
         if self.record:
             self.files[path] = data
+        elif self.max_files is not None:
+            self._read.add(path)
         return data.decode("utf-8", "replace").strip()
 
     def list(self, rel: str, machine: Machine, each: int = 0) -> list[str]:
@@ -317,9 +329,9 @@ class Tree:
             raise TreeError(self.where(rel), f"cannot list: {os_reason(exc)}") from exc
         if self.record:
             self.dirs.add(path)
-            if self.max_files is not None and len(self.files) + len(self.links) + each * len(names) > self.max_files:
-                raise TreeError(self.where(rel), f"{len(names)} entries of {each} files or more each: more than the "
-                                f"{self.max_files} files a capture holds")
+        if self.max_files is not None and self.kept() + each * len(names) > self.max_files:
+            raise TreeError(self.where(rel), f"{len(names)} entries of {each} files or more each: more than the "
+                            f"{self.max_files} files a capture holds")
         kept = []
         for name in sorted(names):
             if name.isascii() and name.isprintable():
@@ -331,8 +343,8 @@ class Tree:
 
 
     def kept(self) -> int:
-        """The files and links recorded so far (what `max_files` bounds)."""
-        return len(self.files) + len(self.links)
+        """The files and links read so far (recorded, or counted: what `max_files` bounds)."""
+        return len(self.files) + len(self.links) + len(self._read)
 
     def count_present(self, path: str, names: frozenset[str]) -> int:
         """How many of `names` resolved directory `path` holds as a regular file or a link (the
@@ -453,7 +465,7 @@ class _Reader:
         # directory, the files every function's reading keeps, and is refused as soon as they
         # are more than the limit, before any is read (a tree of 25,000 functions, just under
         # the listing's refusal, read 50,000 files first).
-        limit = self.t.max_files if self.t.record else None
+        limit = self.t.max_files
         counting = limit is not None and len(names) * MOST_FILES_OF_A_FUNCTION > limit - self.t.kept()
         located, counted = [], 0
         for name in names:

@@ -113,7 +113,7 @@ def _prebuilt_parts(found: PrebuiltFile) -> Parts:
     record is malformed."""
     try:
         return found.parts()
-    except (KeyError, TypeError, ValueError, IndexError):  # what PrebuiltFile.parts raises
+    except ValueError:  # a record not of the shape a build writes: what PrebuiltFile.parts raises
         return _load_parts_file(found.path)
 
 

@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 
 DataPath = tuple[str | int, ...]
 
-PREBUILT_FORMAT = 1
-"""The layout of `data/parts.jsonl`; a file of another format is not used."""
+PREBUILT_FORMAT = 2
+"""The layout of `data/parts.jsonl`; a file of another format is not used. (2: each file's
+records carry their SHA-256.)"""
 
 Parts = dict[str, dict[str, "Part"]]
 """Parts by kind, then name."""
@@ -137,8 +138,9 @@ class Catalogue:
 
 
 PREBUILT_ABOUT = ("The built-in parts catalogue (data/parts/*.yaml) as it validates. Line 1: each file's SHA-256 (of the "
-                  "bytes it was validated from), its part names by kind, and the line of its first part; then one part "
-                  "a line: [kind, name, record]. Written by `python -m hwspec.model.build_parts`, read by hwspec.model.parts.")
+                  "bytes it was validated from), its part names by kind, the line of its first part and the SHA-256 of "
+                  "its parts' lines (joined by line breaks); then one part a line: [kind, name, record]. Written by "
+                  "`python -m hwspec.model.build_parts`, read by hwspec.model.parts.")
 
 
 def render_prebuilt(files: list[tuple[str, bytes, Parts]]) -> str:
@@ -146,14 +148,21 @@ def render_prebuilt(files: list[tuple[str, bytes, Parts]]) -> str:
     header: dict[str, Any] = {"about": PREBUILT_ABOUT, "format": PREBUILT_FORMAT, "files": {}}
     lines: list[str] = []
     for file, data, parts in files:
+        records = [_line([kind, name, _part_record(part)]) for kind, found in parts.items() for name, part in found.items()]
         header["files"][file] = {"sha256": hashlib.sha256(data).hexdigest(), "line": len(lines) + 2,
-                                 "parts": {kind: list(found) for kind, found in parts.items()}}
-        lines += [_line([kind, name, _part_record(part)]) for kind, found in parts.items() for name, part in found.items()]
+                                 "parts": {kind: list(found) for kind, found in parts.items()},
+                                 "records": _digest([line.encode("utf-8") for line in records])}
+        lines += records
     return "\n".join([_line(header), *lines]) + "\n"
 
 
 def _line(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _digest(lines: list[bytes]) -> str:
+    """The SHA-256 of a file's record lines, joined by line breaks as the file holds them."""
+    return hashlib.sha256(b"\n".join(lines)).hexdigest()
 
 
 def _part_record(part: Part) -> dict[str, Any]:
@@ -173,12 +182,14 @@ def _model_record(model: BaseModel) -> dict[str, Any]:
 
 class PrebuiltFile:
     """A built-in parts file in its prebuilt form: the names it defines (`index`), and its
-    parts made from their records (`parts`). Raises ValueError when its header entry is malformed."""
+    parts made from their records (`parts`). Raises ValueError when its header entry is
+    malformed or its records are not the ones it recorded (their SHA-256 differs: a record
+    edited since the build is never used)."""
 
     def __init__(self, path: Path, entry: Any, lines: list[bytes]):
         self.path, self.lines = path, lines
         parts = entry.get("parts") if isinstance(entry, dict) else None
-        if not isinstance(parts, dict) or not set(parts) <= set(PART_KINDS) or not isinstance(entry.get("line"), int):
+        if not isinstance(parts, dict) or not set(parts) <= set(PART_KINDS) or type(entry.get("line")) is not int:
             raise ValueError(f"{path.name}: no parts by kind")
         for names in parts.values():
             if not isinstance(names, list) or not all(_is_part_name(name) for name in names):
@@ -186,11 +197,14 @@ class PrebuiltFile:
         self.first: int = entry["line"]
         self.order = [(kind, name) for kind, names in parts.items() for name in names]
         self.index = {kind: frozenset(names) for kind, names in parts.items()}
+        records = lines[self.first - 1:self.first - 1 + len(self.order)] if self.first >= 2 else []
+        if len(records) != len(self.order) or entry.get("records") != _digest(records):
+            raise ValueError(f"{path.name}: its records are not the ones recorded")
         self._parts: Parts | None = None
 
     def parts(self) -> Parts:
         """The file's parts, made once (every catalogue of the run shares them); raises
-        ValueError (or KeyError, TypeError, IndexError) when a record is malformed."""
+        ValueError when a record is not as `_part_record` writes it."""
         if self._parts is None:
             self._parts = self._make()
         return self._parts
@@ -199,9 +213,7 @@ class PrebuiltFile:
         file = display_path(self.path)
         made: Parts = {}
         for number, (kind, name) in enumerate(self.order, start=self.first):
-            found_kind, found_name, record = json.loads(self.lines[number - 1])
-            if (found_kind, found_name) != (kind, name):
-                raise ValueError(f"{self.path.name}: line {number} is not {kind}.{name}")
+            record = _record(self.lines[number - 1], kind, name)
             positions = {tuple(path): (line, col) for path, line, col in record["positions"]}
             notes = {tuple(path): Provenance(source, assumed) for path, source, assumed in record["notes"]}
             if () not in positions:
@@ -211,6 +223,41 @@ class PrebuiltFile:
         return made
 
 
+def _record(line: bytes, kind: str, name: str) -> dict[str, Any]:
+    """The record of part `kind`.`name` on `line`, of the shape `_part_record` writes: its JSON
+    bounded before it is decoded (`hwspec.jsonbound`), every list and mapping checked before it
+    is used. Raises ValueError otherwise."""
+    from hwspec import jsonbound
+
+    try:
+        text = line.decode("utf-8")
+        jsonbound.check(text)
+        value = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:  # BoundError and JSONDecodeError are ValueErrors
+        raise ValueError(f"{kind}.{name}: not a record: {exc}") from None
+    if not (isinstance(value, list) and len(value) == 3 and value[:2] == [kind, name] and isinstance(value[2], dict)):
+        raise ValueError(f"{kind}.{name}: the line is not [kind, name, record] of this part")
+    record = value[2]
+    positions, notes = record.get("positions"), record.get("notes")
+    if not (isinstance(record.get("raw"), dict) and _is_model_record(record.get("model"))
+            and isinstance(positions, list) and all(_is_entry(p, int, int) for p in positions)
+            and isinstance(notes, list) and all(_is_entry(n, (str, type(None)), (str, type(None))) for n in notes)):
+        raise ValueError(f"{kind}.{name}: the record is not of the shape a build writes")
+    return record
+
+
+def _is_entry(item: Any, second: type | tuple[type, ...], third: type | tuple[type, ...]) -> bool:
+    """[path, a, b] with a path of keys and indices: a position's or a note's entry."""
+    return (isinstance(item, list) and len(item) == 3 and isinstance(item[0], list)
+            and all(type(key) in (str, int) for key in item[0]) and isinstance(item[1], second) and isinstance(item[2], third))
+
+
+def _is_model_record(record: Any) -> bool:
+    """{"written": [field names], "values": {field: value}}, as `_model_record` writes it."""
+    return (isinstance(record, dict) and isinstance(record.get("values"), dict) and isinstance(record.get("written"), list)
+            and all(isinstance(name, str) for name in record["written"]))
+
+
 def _is_part_name(name: Any) -> bool:
     return isinstance(name, str) and len(name) <= 64 and PART_NAME.fullmatch(name) is not None and name != UNKNOWN
 
@@ -218,6 +265,8 @@ def _is_part_name(name: Any) -> bool:
 def _construct(model: type[BaseModel], record: dict[str, Any]) -> BaseModel:
     """The model instance `record` describes (`_model_record`), made without validation."""
     fields = model.model_fields
+    if not _is_model_record(record):
+        raise ValueError(f"{model.__name__}: not a model's record")
     values, written = record["values"], set(record["written"])
     if set(values) != set(fields) or not written <= set(fields):
         raise ValueError(f"{model.__name__}: the record's fields are not the model's")
@@ -260,10 +309,14 @@ def prebuilt_file(path: Path) -> PrebuiltFile | None:
 def _prebuilt() -> tuple[dict[str, Any], list[bytes]]:
     """`data/parts.jsonl`'s header entries by file name, and its lines; nothing when it is
     missing, unreadable or not of `PREBUILT_FORMAT`."""
+    from hwspec import jsonbound
+
     try:
         lines = read_regular_file(prebuilt_path()).split(b"\n")
-        header = json.loads(lines[0])
-    except (HwspecError, ValueError):
+        text = lines[0].decode("utf-8")
+        jsonbound.check(text)  # nesting and numbers bounded before json decodes them
+        header = json.loads(text)
+    except (HwspecError, ValueError):  # UnicodeDecodeError, BoundError and JSONDecodeError are ValueErrors
         return {}, []
     if not isinstance(header, dict) or header.get("format") != PREBUILT_FORMAT or not isinstance(header.get("files"), dict):
         return {}, []

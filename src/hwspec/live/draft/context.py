@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hwspec.live.observed import Machine
+from hwspec.live.observed import NUMA_PREFIX, Machine
 from hwspec.spec.checks import UNKNOWN
 from hwspec.text import visible
 
@@ -42,14 +42,22 @@ class DraftContext:
         """The bus id the input gives, or `unknown` (`nvidia-smi topo -m` gives none): never an invented one."""
         return bus or UNKNOWN
 
-    def upstream(self, parent: str) -> str | dict[str, str]:
-        """The spec id of `parent`. Where the input gives no NUMA node (`numa:-1`: NCCL's
-        numaid -1, hwloc's locality of several NUMA nodes) it is the first socket, written as an
-        assumption (`{value, assumed}`), so that `diff` does not take it for a fact."""
+    def upstream(self, parent: str, below: str | None = None) -> str | dict[str, str]:
+        """The spec id of `parent`, above the entry of machine key `below`. Where the input gives
+        no NUMA node (`numa:-1`: a root port's numa_node -1, NCCL's numaid -1, hwloc's locality of
+        several NUMA nodes) it is the socket of the one NUMA node the devices at or below `below`
+        say they are on (so their close CPUs are that socket's, as the machine shows them), else
+        the first socket; either way written as an assumption (`{value, assumed}`), so that
+        `diff` does not take it for a fact."""
         if parent in self.ids:
             return self.ids[parent]
+        here = f"the input gives no NUMA node here{f' ({parent})' if parent else ''}"
+        said = self.machine.numa_below(below) if below is not None else set()
+        if len(said) == 1 and f"{NUMA_PREFIX}{min(said)}" in self.ids:
+            socket = self.ids[f"{NUMA_PREFIX}{min(said)}"]
+            return {"value": socket, "assumed": f"{here}: attached to {socket}, where the devices below it say they are"}
         first = next(iter(self.ids.values()))
-        return {"value": first, "assumed": f"the input gives no NUMA node here{f' ({parent})' if parent else ''}: attached to {first}"}
+        return {"value": first, "assumed": f"{here}: attached to {first}"}
 
 
 def note_assumed(entry: dict, assumed: list[str]) -> None:

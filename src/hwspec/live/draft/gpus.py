@@ -63,7 +63,7 @@ class GpusWriter:
                 override["pcie"] = pcie_override
             if override:
                 entry["override"] = override
-            entry["pcie"] = {"upstream": self.ctx.upstream(gpu.parent), "bus": self.ctx.bus(gpu.bus)}
+            entry["pcie"] = {"upstream": self.ctx.upstream(gpu.parent, gpu.key), "bus": self.ctx.bus(gpu.bus)}
             if link:
                 entry["pcie"]["link"] = link
             if trained:

@@ -191,7 +191,7 @@ class NicsWriter:
             link = {"gen": trained[0], "width": trained[1]}
         if pcie_override:
             entry.setdefault("override", {})["pcie"] = pcie_override
-        upstream = self.ctx.upstream(parent)
+        upstream = self.ctx.upstream(parent, nic.key)
         if parent != nic.parent:  # an assumed place, which diff does not take for a fact
             moved = (f"the input shows it under the bridge {nic.parent} without a PCI device of its own: "
                      "attached to the bridge's CPU, as NCCL attaches a NIC that is no PCI device")

@@ -55,7 +55,7 @@ class PcieWriter:
             if prefix == "rp":
                 entry["kind"] = "root-port"
             entry.update(self.switch_identity(bridge))
-            entry["upstream"] = self.ctx.upstream(bridge.parent)
+            entry["upstream"] = self.ctx.upstream(bridge.parent, key)
             entry["bus"] = self.ctx.bus(bridge.bus)
             link = bridge.link
             gen, width = (link.gen, link.width) if link else (None, None)

@@ -3,13 +3,20 @@ the node platforms' own rules run once per node platform, not once per node."""
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import re
 from collections.abc import Iterator
 from itertools import chain
 
-from hwspec.formats.limits import k8s_name
+from hwspec.formats.limits import (
+    HOST_NAME,
+    HOST_NAME_LINES,
+    HOST_NAME_SYNTAX,
+    IPV4_LINES,
+    all_lines,
+    host_name_fault,
+    is_ip_address,
+    k8s_name,
+)
 from hwspec.model.cluster import NodeGroup
 from hwspec.rules import ClusterContext, Finding, rule
 from hwspec.text import visible
@@ -125,51 +132,13 @@ def bisection_minimum(ctx: ClusterContext) -> Iterator[Finding]:
                           hint="add uplinks or spines, or lower the declared minimum")
 
 
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
-"""Dotted-quad IPv4 exactly as ipaddress accepts it (no leading zeros, 0-255)."""
-_HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-"""A host name every consumer of the generated files takes: an RFC 1123 DNS label in lower case
-(lower-case letters, digits and '-', starting and ending with a letter or digit, 1-63 characters).
-Kubernetes is the strictest: `kubernetes/label-nodes.sh` names nodes by it, and a node name is
-an RFC 1123 subdomain in lower case; hostfiles and Slurm's NodeName take short host names, so no
-'.' either."""
-_HOST_NAME_LINES = re.compile(rf"^{_HOST_NAME.pattern}$", re.MULTILINE)
-_HOST_NAME_HINT = "lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 (RFC 1123)"
-_IPV4_LINES = re.compile(rf"^{_IPV4.pattern}$", re.MULTILINE)
-
-
-def _all_lines(pattern: re.Pattern[str], values: list[str]) -> bool:
-    """Every value is a whole line `pattern` matches (it matches no line break), in one call.
-    (Counting whole-line matches, not one match of the whole text repeating a line pattern:
-    that one keeps a backtracking state per line and is several times slower on 16,384 names.)"""
-    if not values:
-        return True
-    text = "\n".join(values)
-    return text.count("\n") == len(values) - 1 and len(pattern.findall(text)) == len(values)
-
-
 def _clean_hosts(groups: tuple[NodeGroup, ...]) -> bool:
     """The common case, decided for all nodes at once: every hostname a lower-case RFC 1123 label and every
     address dotted-quad IPv4, none used twice."""
     names = list(chain.from_iterable(group.hostnames for group in groups))
     addresses = list(chain.from_iterable(group.addresses or () for group in groups))
-    return (_all_lines(_HOST_NAME_LINES, names) and len(set(names)) == len(names)
-            and _all_lines(_IPV4_LINES, addresses) and len(set(addresses)) == len(addresses))
-
-
-def _host_name_fault(name: str) -> str:
-    """What keeps `name` from being a host name (`_HOST_NAME`), in a few words."""
-    if not name:
-        return "it is empty"
-    if len(name) > 63:
-        return f"it has {len(name)} characters, more than 63"
-    if any(c.isascii() and c.isupper() for c in name):
-        return "it has upper-case letters"
-    others = sorted({c for c in name if not (c.isascii() and (c.islower() or c.isdigit() or c == "-"))})
-    if others:
-        return "it has " + ", ".join(f"'{visible(c)}'" for c in others)
-    return "it starts with '-'" if name.startswith("-") else "it ends with '-'"
+    return (all_lines(HOST_NAME_LINES, names) and len(set(names)) == len(names)
+            and all_lines(IPV4_LINES, addresses) and len(set(addresses)) == len(addresses))
 
 
 @rule("HW805", "host-names", "error", scope="cluster", waivable=False)
@@ -186,10 +155,10 @@ def host_names(ctx: ClusterContext) -> Iterator[Finding]:
     node = 0
     for index, group in enumerate(ctx.platform.groups):
         for offset, name in enumerate(group.hostnames):
-            if not _HOST_NAME.fullmatch(name):
+            if not HOST_NAME.fullmatch(name):
                 yield ctx.finding(f"nodes[{index}]: hostname '{visible(name)}' of node {node + offset} is not a host name "
-                                  f"Kubernetes accepts: {_host_name_fault(name)}", at=("nodes", index, "hostname"),
-                                  hint=_HOST_NAME_HINT)
+                                  f"Kubernetes accepts: {host_name_fault(name)}", at=("nodes", index, "hostname"),
+                                  hint=f"{HOST_NAME_SYNTAX} (RFC 1123)")
                 return
             if name in seen:
                 yield ctx.finding(f"hostname '{name}' is used by node {seen[name]} and node {node + offset}",
@@ -197,11 +166,8 @@ def host_names(ctx: ClusterContext) -> Iterator[Finding]:
                 return
             seen[name] = node + offset
         for offset, address in enumerate(group.addresses or ()):
-            try:
-                if not _IPV4.fullmatch(address):  # the common case without ipaddress's object per node
-                    ipaddress.ip_address(address)
-            except ValueError:
-                yield ctx.finding(f"nodes[{index}]: '{address}' is not an IP address", at=("nodes", index, "address"))
+            if not is_ip_address(address):
+                yield ctx.finding(f"nodes[{index}]: '{visible(address)}' is not an IP address", at=("nodes", index, "address"))
                 return
             if address in addresses:
                 yield ctx.finding(f"address {address} is used by node {addresses[address]} and node {node + offset}",
@@ -292,12 +258,13 @@ def rail_declaration(ctx: ClusterContext) -> Iterator[Finding]:
                               f"but this cluster's backend is {fabric.topology}", at=("backend", "topology"))
 
 
-@rule("HW810", "uniform-gpus-per-node", "error", scope="cluster")
+@rule("HW810", "uniform-gpus-per-node", "error", scope="cluster", waivable=False)
 def uniform_gpus_per_node(ctx: ClusterContext) -> Iterator[Finding]:
     """Every node of the cluster has the same number of GPUs.
 
     torchrun and the sharding planner assume one local world size for all nodes (torchrun
-    supports only a homogeneous LOCAL_WORLD_SIZE); node groups may differ in anything else."""
+    supports only a homogeneous LOCAL_WORLD_SIZE); node groups may differ in anything else.
+    It cannot be switched off: the cluster's launch and acceptance files could not be written."""
     groups = ctx.platform.groups
     if not groups:
         return

@@ -1,7 +1,8 @@
 """Generation rules: what a generator cannot write, reported during `validate`.
 
 Each generator states its own limits in one function (`topology_limits` for nccl-topo.xml,
-`settings_limits` for nccl.conf and launch.env, `hostfile_limits` for hostfile and hosts.tsv;
+`settings_limits` for nccl.conf and launch.env, `host_limits` for every file that names a cluster's hosts,
+`cluster_limits` for a cluster's launch and acceptance files;
 `bind_limits` for bind.sh holds only what HW101 reports), in `hwspec.formats` so that `validate`
 loads no generator; these rules report that list as located findings, and the
 generator refuses with the same list. So `validate` clean means `generate` succeeds, and a
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwspec.formats.limits import hostfile_limits, settings_limits
+from hwspec.formats.limits import cluster_limits, host_limits, settings_limits
 from hwspec.formats.nccl_tree import topology_limits
 from hwspec.rules import ClusterContext, Context, Finding, rule
 
@@ -28,7 +29,8 @@ def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
     NCCL's topology parser has fixed limits (MAX_STR_LEN, NCCL_TOPO_XML_MAX_NODES), knows
     only Intel and AMD on x86, and fails init on a `<cpu>` without the attributes it requires
     (an imported CPU whose input named no architecture); a file beyond them is refused by hwspec
-    rather than misread by NCCL on every node."""
+    rather than misread by NCCL on every node. Each element of the file about to be written is
+    asked NCCL's own rules of one element (the check the written file passes)."""
     yield from limit_findings(ctx, topology_limits(ctx.topology))
 
 
@@ -49,4 +51,14 @@ def hostfile_writable(ctx: ClusterContext) -> Iterator[Finding]:
 
     A hostfile line is `host slots=N`, read by MPI, DeepSpeed and people's scripts: a name
     with a blank, quote or shell character would be split or run."""
-    yield from limit_findings(ctx, hostfile_limits(ctx.platform))
+    yield from limit_findings(ctx, host_limits(ctx.platform))
+
+
+@rule("HW904", "cluster-files-writable", scope="cluster", waivable=False)
+def cluster_files_writable(ctx: ClusterContext) -> Iterator[Finding]:
+    """A cluster's launch and acceptance files can be written: every node platform's GPUs use one collective library.
+
+    cluster.env, node-launch.sh, train.sbatch and the acceptance runs start one job across the
+    nodes: its ranks are NCCL's or RCCL's, and neither talks to the other. (One GPU count per
+    node, which torchrun and the runs need too, is HW810's.)"""
+    yield from limit_findings(ctx, cluster_limits(ctx.platform))

@@ -12,12 +12,15 @@ from collections.abc import Iterator
 from hwspec.formats.nccl_tree import rccl_limits
 from hwspec.rules import Context, Finding, rule
 
+from ._common import limit_findings
+
 
 @rule("HW911", "rccl-topo-writable", waivable=False)
 def rccl_topo_writable(ctx: Context) -> Iterator[Finding]:
-    """An AMD node can be written as RCCL's topology file: AMD GPUs only, each with gcn, hip_arch and compute_units (its part's, or an unknown part's `override:`), xGMI pairs (no switch), devices under a CPU socket of a known x86 vendor, at most 1024 elements and 32 children per element.
+    """An AMD node can be written as RCCL's topology file: AMD GPUs only, each with gcn, hip_arch and compute_units (its part's, or an unknown part's `override:`), xGMI pairs (no switch), devices under a CPU socket of a known x86 vendor, every attribute RCCL requires known (on x86 a CPU's vendor, on Intel and AMD its family and model), at most 1024 elements and 32 children per element.
 
     RCCL reads `<gpu sm gcn arch>` and point-to-point `<xgmi>` links, and refuses or misreads a
-    file without them; hwspec refuses to write such a file rather than have RCCL guess on every node."""
-    for limit in rccl_limits(ctx.topology):
-        yield ctx.finding(limit.message, at=limit.at)
+    file without them; hwspec refuses to write such a file rather than have RCCL guess on every node.
+    Each element of the file about to be written is asked RCCL's own rules of one element (the
+    check the written file passes), so a file this rule passes is one the generator writes."""
+    yield from limit_findings(ctx, rccl_limits(ctx.topology))
