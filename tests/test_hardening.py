@@ -646,7 +646,7 @@ def test_output_directory_that_is_a_file_is_a_clear_error(tmp_path):
     (tmp_path / "out").write_text("not a directory\n")
     result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", "platforms/zionex.yaml")
     assert result.returncode == 2
-    assert result.stderr.endswith(f"hwspec: error[E902]: cannot write {tmp_path}/out: file exists\n"), result.stderr
+    assert result.stderr.endswith(f"hwspec: error[E114]: cannot write {tmp_path}/out: file exists\n"), result.stderr
     assert (tmp_path / "out").read_text() == "not a directory\n"
 
 
