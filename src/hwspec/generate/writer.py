@@ -18,7 +18,12 @@ at any moment leaves either the old set of files or the new one, never a mix:
    is owned by the user running it (`is_fresh`);
 4. symlinks are never followed below the output directory: an existing file or directory that
    is a symlink is not read and is replaced by the new regular file or directory (the link
-   itself goes, never the file it points to).
+   itself goes, never the file it points to);
+5. clean-up removes only what a run made: each hidden staging or parked directory is recorded
+   in the output directory's journal (`JOURNAL`) before it is made, and `recover` (at the start
+   of a run, for a run killed before, and at its end) removes or puts back exactly the
+   directories the journal names, then the journal. No other entry, however it is named, is
+   touched.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ import contextlib
 import errno
 import functools
 import os
+import re
+import secrets
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -39,8 +45,15 @@ from hwspec.atomic import write_atomic_bytes
 
 STAGING = ".hwspec-new."
 PARKED = ".hwspec-old."
-"""Prefixes of the hidden directories of an unfinished write: `.<platform>.hwspec-new.XXXX`
-(a new set being written) and `.<platform>.hwspec-old.XXXX` (an old set being replaced)."""
+"""Markers of the hidden directories of an unfinished write: `.<platform>.hwspec-new.XXXXXXXX`
+(a new set being written) and `.<platform>.hwspec-old.XXXXXXXX` (an old set being replaced)."""
+JOURNAL = ".hwspec-journal"
+"""The file in an output directory that names, one a line, the hidden directories a run made
+there, each written (and synced) before the directory is made: all that `recover` acts on."""
+MAX_JOURNAL_BYTES = 1 << 20
+"""A journal is read up to this size: a run records one or two names per platform."""
+_RECORDED = re.compile(r"\.(?P<platform>[^./][^/\x00]*?)(?P<marker>\.hwspec-new\.|\.hwspec-old\.)[0-9a-f]{8}")
+"""A name the journal may hold: a staging or parked directory's, beside a platform directory."""
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
@@ -274,7 +287,7 @@ def _exchange(new: Path, target: Path) -> Path | None:
     exchange = _renameat2()
     if exchange is not None and exchange(str(new), str(target)):
         return new
-    parked = target.parent / f".{target.name}{PARKED}{os.getpid()}"
+    parked = _recorded_name(target.parent, target.name, PARKED)
     os.rename(target, parked)
     os.rename(new, target)
     return parked
@@ -289,26 +302,46 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _recorded_name(out_dir: Path, platform: str, marker: str) -> Path:
+    """A new hidden name for a directory of `platform` in `out_dir` (staging or parked, by
+    `marker`), recorded in the journal before anything is made at it (call with the lock held)."""
+    while True:
+        path = out_dir / f".{platform}{marker}{secrets.token_hex(4)}"
+        if not os.path.lexists(path):
+            break
+    fd = os.open(out_dir / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, path.name.encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
+
+
+def _journal(out_dir: Path) -> list[re.Match[str]]:
+    """The names `out_dir`'s journal records (each once, in order), of those it may hold; none
+    when there is no journal, or it is not a regular file."""
+    raw = read_existing(out_dir, JOURNAL, limit=MAX_JOURNAL_BYTES) or b""
+    names = dict.fromkeys(raw.decode("utf-8", "replace").split("\n"))
+    return [match for name in names if (match := _RECORDED.fullmatch(name))]
+
+
 def recover(out_dir: Path) -> None:
-    """Clean up after a killed run (call with the lock held): a platform directory that was
-    parked and not replaced is put back; staging and parked leftovers are removed."""
-    if not out_dir.is_dir():
-        return
-    for entry in sorted(out_dir.iterdir()):
-        name = entry.name
-        if not name.startswith("."):
+    """Clean up what runs recorded in `out_dir`'s journal (call with the lock held): a parked
+    old set whose platform directory is missing (a run killed between its two renames) is put
+    back, the other recorded directories are removed, then the journal. An entry the journal
+    does not name, or that is not a directory, is never touched."""
+    for recorded in _journal(out_dir):
+        entry = out_dir / recorded.group()
+        if not (os.path.isdir(entry) and not os.path.islink(entry)):
             continue
-        for marker in (PARKED, STAGING):
-            if marker in name:
-                platform = out_dir / name[1:name.index(marker)]
-                if marker == PARKED and not os.path.lexists(platform) and entry.is_dir() and not entry.is_symlink():
-                    os.rename(entry, platform)  # the old set, parked by a run killed before the new one was in place
-                else:
-                    _remove(entry)
-                break
+        platform = out_dir / recorded["platform"]
+        if recorded["marker"] == PARKED and not os.path.lexists(platform):
+            os.rename(entry, platform)
         else:
-            if name.endswith(".tmp") and name.count(".") >= 2:
-                _remove(entry)  # a write_atomic temp file of a killed run
+            _remove(entry)
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        os.unlink(out_dir / JOURNAL)
 
 
 def write_tree(out_dir: Path, plan: dict[str, str], keep: Callable[[str], bool] = lambda _: False,
@@ -332,8 +365,11 @@ def write_tree(out_dir: Path, plan: dict[str, str], keep: Callable[[str], bool] 
     changed: list[Path] = []
     with locked(out_dir):
         recover(out_dir)
-        for platform, files in sorted(groups.items()):
-            changed.extend(_write_platform(out_dir, platform, files, keep, extra))
+        try:
+            for platform, files in sorted(groups.items()):
+                changed.extend(_write_platform(out_dir, platform, files, keep, extra))
+        finally:
+            recover(out_dir)  # whatever this run left (an old set rmtree could not remove), and its journal
     return changed
 
 
@@ -352,7 +388,8 @@ def _write_platform(out_dir: Path, platform: str, files: dict[str, bytes], keep:
     changed += [target / r for r, info in kept.items() if (stat.S_IMODE(info.st_mode), info.st_uid) != (0o644, os.geteuid())]
     if not changed and extra is None and (intact or not files):
         return []
-    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{platform}{STAGING}"))
+    staging = _recorded_name(out_dir, platform, STAGING)
+    os.mkdir(staging, 0o700)
     try:
         for relative, data in sorted(files.items()):
             _place(staging, relative, data)
