@@ -120,8 +120,16 @@ class Code(enum.StrEnum):
         "`hwspec_report` version, an `acceptance` list that is not one or holds more than 4,096 records. Located at the key; "
         "the report is not counted. A record of `acceptance` of the wrong type or past a bound is one too, at its key (the "
         "first of its report): its run is not counted, the report's other runs are.")
-    NODE_REPORTED_TWICE = ("E603", "node reported twice", "`hwspec fleet-report`: two reports name the same node (two "
-        "runs' reports in one directory?). The first one read is counted, the later one is not: a warning.")
+    NODE_REPORTED_TWICE = ("E603", "node reported twice", "`hwspec fleet-report`: a node's report read again, saying the "
+        "same (a file named twice, a copy in another directory). The first one read is counted, the later one is not: a warning.")
+    REPORT_OF_ANOTHER_NODE = ("E604", "report of another node", "`hwspec fleet-report`: a node report in a file named for "
+        "another node. A node's report counts only from its own file, `NODE.json` (`srun --output=reports/%N.json`, the "
+        "DaemonSet's `$NODE_NAME.json`), so that no file can speak for other nodes; this one is not counted (exit 1). A file "
+        "of several nodes' reports that you collected (`kubectl logs`) is read with `--collected FILE`.")
+    REPORTS_DISAGREE = ("E605", "reports disagree", "`hwspec fleet-report`: two reports of one node, or two acceptance "
+        "reports of one run (same run, collective, hosts and devices), say different things: which is true cannot be "
+        "told. The first one read is counted, the other is not, and the fleet needs a look (exit 1): give only the latest "
+        "report of each node and the latest results of each run.")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
         "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "

@@ -29,15 +29,26 @@ every run it joined: A105). For runs, memory is the host names, a fixed-size tal
 node, NIC and leaf still slow in every run it joined, and a 16-byte digest per run; never a
 record once its report is read.
 
-Invariants: every node is counted once (a second report of it is an E603 warning, not
-counted), and so is every run; every text from a report that reaches the output is shown
-`visible` (one line), and a node or host name is a host name (letters, digits, `.`, `-`, `_`),
-so a hostlist cannot be forged.
+Which report speaks for a node is decided by where it came from, not by what it says: the
+documented collection is one file per node, named for it (`srun --output=reports/%N.json`, the
+DaemonSet's `/reports/$NODE_NAME.json`), so a node report counts only from the file of its node
+(`NODE.json`, `node_of_file`). One in another node's file is an E604 error, not counted. A file
+of several nodes' reports (`kubectl logs` of the DaemonSet's pods) is read only when the
+operator names it with `add_collected` (`--collected FILE`): each of its reports speaks for the
+node it names. An acceptance report speaks for its runs, not for a node, and counts from any file.
+
+Invariants: every node is counted once, from its first report read: a later one that says the
+same (a 16-byte digest of what the fleet report uses) is an E603 warning, one that says
+something else an E605 error (exit 1), neither counted; every run is counted once the same way
+(same run, collective, hosts and devices: a second record of it that differs is an E605). Every
+text from a report that reaches the output is shown `visible` (one line), and a node or host
+name is a host name (letters, digits, `.`, `-`, `_`), so a hostlist cannot be forged.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -72,7 +83,7 @@ EXIT_CLEAN, EXIT_ATTENTION, EXIT_NOTHING_READ = 0, 1, 2
 
 @dataclass(frozen=True)
 class NodeReport:
-    """The parts of one node report a fleet report uses."""
+    """The parts of one node report a fleet report uses (`digest`: all of them)."""
 
     node: str
     spec: str
@@ -84,6 +95,20 @@ class NodeReport:
     fabric_known: bool = False
     """Whether the report says (`fabric` an object): a null `fabric` (not asked, GPUs that
     disagree) is left out of the comparison with the cluster's domains."""
+
+    def digest(self) -> bytes:
+        """16 bytes that differ between two reports that say different things to a fleet report."""
+        return hashlib.blake2b(repr(self).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class Seen:
+    """Where a node's counted report was read (`file`, line and column), its status and digest."""
+
+    file: str
+    at: tuple[int, int]
+    status: str
+    digest: bytes
 
 
 @dataclass(frozen=True)
@@ -192,19 +217,29 @@ class Fleet:
         self._cliques: CliqueCheck | None = None
         self.platforms: dict[tuple[str | None, str], PlatformTally] = {}
         self.groups: dict[tuple[str | None, str, str, str | None], FindingGroup] = {}
-        self.seen: dict[str, str] = {}  # node -> the file its counted report came from
+        self.seen: dict[str, Seen] = {}  # node -> where its counted report came from, and what it said
         self.reports_read = 0
         self.reports_refused = 0
         self.duplicates = 0
+        self.misplaced = 0  # node reports in another node's file: E604
+        self.conflicts = 0  # second reports of a node that say something else: E605
         self.problems: list[Diagnostic] = []
         self.problems_dropped = 0
 
     # ------------------------------------------------------------------ reading
 
     def add_paths(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        """The reports of files, directories (their `*.json` files) and glob patterns, each file
+        the file of one node (`node_of_file`)."""
         for path in paths:
             for file in self._files(os.fspath(path)):
                 self.add_file(file)
+
+    def add_collected(self, files: Iterable[str | os.PathLike[str]]) -> None:
+        """The reports of files of several nodes' reports that the operator collected and
+        vouches for (`--collected`): each report speaks for the node it names."""
+        for file in files:
+            self.add_file(os.fspath(file), collected=True)
 
     def _files(self, path: str) -> Iterator[str]:
         """The report files `path` stands for; an E601 (and none) when it names nothing."""
@@ -225,8 +260,8 @@ class Fleet:
         else:
             yield path
 
-    def add_file(self, file: str) -> None:
-        """Every report in `file`; an E601 when it cannot be read."""
+    def add_file(self, file: str, collected: bool = False) -> None:
+        """Every report in `file`, the file of one node unless `collected`; an E601 when it cannot be read."""
         try:
             raw = read_bounded(file, MAX_REPORT_BYTES)
         except ValueError as exc:
@@ -239,10 +274,13 @@ class Fleet:
             self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not UTF-8 (byte 0x{raw[exc.start]:02x})",
                           _Lines(prefix).at(len(prefix)))
             return
-        self.add_text(text, file)
+        self.add_text(text, file, collected)
 
-    def add_text(self, text: str, file: str) -> None:
-        """Every report in `text` (JSON objects one after another), as read from `file`."""
+    def add_text(self, text: str, file: str, collected: bool = False) -> None:
+        """Every report in `text` (JSON objects one after another), as read from `file`: the
+        file of one node (its node reports count only when they are that node's: E604), or,
+        when `collected`, a file whose reports each speak for the node they name."""
+        speaks_for = None if collected else node_of_file(file)
         lines = _Lines(text)
         position = _skip_blank(text, 0)
         if position == len(text):
@@ -279,24 +317,25 @@ class Fleet:
             except ReportError as exc:
                 self._refused(file, Code.NOT_A_NODE_REPORT, exc.message, lines.at(locate(text, position, exc.path)))
             else:
-                if records is None:
-                    self.add_report(report, file, lines.at(position) if report.node in self.seen else (1, 1))
-                else:
-                    self.add_acceptance(report, records)
+                at = lines.at(position)
+                if records is not None:
+                    self.add_acceptance(report, records, file, at)
                     if records.error is not None:
                         self._record_refused(file, records, lines.at(locate(text, position, records.error.path)))
+                elif speaks_for is None or report.node == speaks_for:
+                    self.add_report(report, file, at)
+                else:
+                    self._misplaced(report, file, at)
             position = _skip_blank(text, end)
 
     def add_report(self, report: NodeReport, file: str, at: tuple[int, int] = (1, 1)) -> None:
-        """Count `report`, read from `file` (at line and column `at`), unless its node was counted already."""
+        """Count `report` as its node's, read from `file` (at line and column `at`), unless its
+        node was counted already: then an E603 warning when it says the same, else an E605 error."""
         first = self.seen.get(report.node)
         if first is not None:
-            self.duplicates += 1
-            self._problem(file, at, Severity.WARNING, Code.NODE_REPORTED_TWICE,
-                          f"node {report.node} was reported in {visible(display_path(first))} already: "
-                          "this report is not counted")
+            self._second_report(report, file, at, first)
             return
-        self.seen[report.node] = file
+        self.seen[report.node] = Seen(file, at, report.status, report.digest())
         self.reports_read += 1
         key = (report.platform, report.spec)
         tally = self.platforms.get(key)
@@ -314,12 +353,41 @@ class Fleet:
                                                               finding.severity, finding.message, finding.where)
             group.add(report.node, finding)
 
-    def add_acceptance(self, report: NodeReport, records: Records) -> None:
-        """Count an acceptance report (one with `acceptance` records) and its runs: never a node
-        report, since its `node` is only where `hwspec diff` ran, not what its runs measured."""
+    def add_acceptance(self, report: NodeReport, records: Records, file: str = "", at: tuple[int, int] = (1, 1)) -> None:
+        """Count an acceptance report (one with `acceptance` records), read from `file` at `at`,
+        and its runs: never a node report, since its `node` is only where `hwspec diff` ran, not
+        what its runs measured. A run counted already that these records tell otherwise is an E605."""
         self.acceptance.add(report, records)
         for run in records.runs:
-            self.runs.add(run)
+            earlier = self.runs.add(run, file)
+            if earlier is not None:
+                self._problem(file, at, Severity.ERROR, Code.REPORTS_DISAGREE,
+                              f"run {run.label} ({run.collective} over {len(run.hosts)} host(s)) is {run.outcome} here but "
+                              f"was read otherwise in {visible(display_path(earlier))}: reports of one run disagree; "
+                              "this one is not counted")
+
+    def _second_report(self, report: NodeReport, file: str, at: tuple[int, int], first: Seen) -> None:
+        """Another report of a node counted already: E603 (a warning) when it says the same, else E605."""
+        if report.digest() == first.digest:
+            self.duplicates += 1
+            self._problem(file, at, Severity.WARNING, Code.NODE_REPORTED_TWICE,
+                          f"node {report.node} was reported in {visible(display_path(first.file))} already: "
+                          "this report is not counted")
+            return
+        self.conflicts += 1
+        where = f"{visible(display_path(first.file))}:{first.at[0]}"
+        says = (f"is {report.status} here but {first.status} in {where}" if report.status != first.status else
+                f"is {report.status} here and in {where}, with other findings")
+        self._problem(file, at, Severity.ERROR, Code.REPORTS_DISAGREE,
+                      f"node {report.node} {says}: reports of one node disagree; this one is not counted")
+
+    def _misplaced(self, report: NodeReport, file: str, at: tuple[int, int]) -> None:
+        """A node report in another node's file (E604): not counted."""
+        self.misplaced += 1
+        self._problem(file, at, Severity.ERROR, Code.REPORT_OF_ANOTHER_NODE,
+                      f"node {report.node}'s report in {visible(os.path.basename(file))}, which is not {report.node}.json: "
+                      "not counted (a node's report counts only from its own file; give a file of several nodes' "
+                      "reports with --collected)")
 
     def _record_refused(self, file: str, records: Records, at: tuple[int, int]) -> None:
         """An E602 at the first acceptance record of a report that failed its checks (the others
@@ -358,15 +426,16 @@ class Fleet:
     @property
     def exit_code(self) -> int:
         """2 when no report could be read; 1 when a node drifted or could not be checked, a
-        report could not be read (E601/E602) or the nodes' NVLink cliques disagree with the
-        cluster's domains (D114), or an acceptance report is not clean, a run was slow (A105
-        included) or an acceptance record was refused; 0 when every node read is clean and
-        every acceptance run read within its band."""
+        report could not be read (E601/E602), a node report was in another node's file (E604),
+        two reports of a node or a run disagree (E605) or the nodes' NVLink cliques disagree
+        with the cluster's domains (D114), or an acceptance report is not clean, a run was slow
+        (A105 included) or an acceptance record was refused; 0 when every node read is clean
+        and every acceptance run read within its band."""
         if not self.reports_read and not self.acceptance.read:
             return EXIT_NOTHING_READ
         cliques = self.cliques()
-        if (self.count("drift") or self.count("unchecked") or self.reports_refused or (cliques and cliques.findings)
-                or self.acceptance_needs_attention):
+        if (self.count("drift") or self.count("unchecked") or self.reports_refused or self.misplaced or self.conflicts
+                or (cliques and cliques.findings) or self.acceptance_needs_attention):
             return EXIT_ATTENTION
         return EXIT_CLEAN
 
@@ -375,7 +444,7 @@ class Fleet:
         """An acceptance report not clean, a run slow (A105 needs one) or an acceptance record refused."""
         reports = self.acceptance
         return bool(reports.statuses["drift"] or reports.statuses["unchecked"] or self.runs.outcomes["slow"]
-                    or reports.records_refused)
+                    or reports.records_refused or self.runs.conflicts)
 
     def sorted_platforms(self) -> list[PlatformTally]:
         """By platform name, then spec."""
@@ -390,7 +459,8 @@ class Fleet:
         return {
             "hwspec_fleet_report": 1,
             "exit_code": self.exit_code,
-            "reports": {"counted": self.reports_read, "refused": self.reports_refused, "duplicates": self.duplicates},
+            "reports": {"counted": self.reports_read, "refused": self.reports_refused, "duplicates": self.duplicates,
+                        "from_another_nodes_file": self.misplaced, "disagreeing": self.conflicts},
             "nodes": {"total": self.reports_read, **{status: self.count(status) for status in STATUS_EXIT}},
             "platforms": [{"platform": t.platform, "spec": t.spec, "nodes": t.total,
                            **{status: len(t.nodes[status]) for status in STATUS_EXIT},
@@ -416,7 +486,8 @@ class Fleet:
         return {
             "reports": {"counted": reports.read, **reports.statuses, "records_refused": reports.records_refused,
                         "runs_refused": reports.runs_refused},
-            "runs": {"read": runs.read, **runs.outcomes, "read_twice": runs.duplicates, "without_hosts": runs.without_hosts},
+            "runs": {"read": runs.read, **runs.outcomes, "read_twice": runs.duplicates, "disagreeing": runs.conflicts,
+                     "without_hosts": runs.without_hosts},
             "findings": [{"code": t.code, "severity": t.severity, "findings": t.findings, "reports": t.reports,
                           "message": t.message, "where": t.where or None} for t in reports.sorted_codes()],
             "slow_in_every_run": [{"code": c.diagnostic.code, "severity": c.diagnostic.severity.label, "kind": c.kind,
@@ -449,6 +520,14 @@ class Fleet:
 
 
 # ---------------------------------------------------------------------- one report
+
+
+def node_of_file(file: str) -> str:
+    """The node a report file speaks for: its name less `.json` (`srun --output=reports/%N.json`,
+    the DaemonSet's `$NODE_NAME.json`), the whole name when it has no such suffix."""
+    name = os.path.basename(file)
+    return name[:-len(".json")] if name.endswith(".json") else name
+
 
 
 def _past_bound(text: str, start: int, end: int | None = None) -> jsonbound.BoundError | None:
@@ -631,6 +710,8 @@ def _headline(fleet: Fleet) -> str:
     line = f"{fleet.reports_read} node(s): {counts}"
     extra = [f"{fleet.reports_refused} report(s) not read"] if fleet.reports_refused else []
     extra += [f"{fleet.duplicates} duplicate(s) not counted"] if fleet.duplicates else []
+    extra += [f"{fleet.misplaced} report(s) in another node's file not counted"] if fleet.misplaced else []
+    extra += [f"{fleet.conflicts} disagreeing report(s) not counted"] if fleet.conflicts else []
     cliques = fleet.cliques()
     extra += [f"{len(cliques.findings)} NVLink clique finding(s)"] if cliques and cliques.findings else []
     extra += [f"{fleet.acceptance.read} acceptance report(s)"] if fleet.acceptance.read else []
@@ -689,6 +770,8 @@ def _acceptance_lines(fleet: Fleet) -> list[tuple[int, str]]:
     lines: list[tuple[int, str]] = []
     if runs.duplicates:
         lines.append((0, f"{runs.duplicates} run(s) read twice: counted once"))
+    if runs.conflicts:
+        lines.append((0, f"{runs.conflicts} run(s) read again with other results (E605): counted as first read"))
     if runs.without_hosts:
         lines.append((0, f"{runs.without_hosts} run(s) name no host: counted, not attributed to a node"))
     if reports.records_refused:
