@@ -165,6 +165,7 @@ def test_the_json_report_gives_the_tallies_and_the_named_nic(tmp_path, capsys):
         "runs": {"read": 6, "slow": 2, "within": 4, "unchecked": 0, "read_twice": 0, "disagreeing": 0, "without_hosts": 0},
         "findings": [{"code": "A101", "severity": "error", "findings": 2, "reports": 2,
                       "message": "all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s", "where": "platforms/dgx-h100-16.yaml:12:3"}],
+        "findings_not_grouped": 0,
         "slow_in_every_run": [{
             "code": "A105", "severity": "error", "kind": "nic", "subject": "gpu001 device 3 (rail 3)", "hostlist": "gpu001",
             "device": 3, "runs": 2, "partners": ["gpu002", "gpu003"], "more_partners": False,

@@ -364,7 +364,7 @@ def test_a_file_that_sorts_first_cannot_speak_for_other_nodes(tmp_path, capsys):
 
 def test_a_report_in_a_file_named_for_no_node_is_not_counted(tmp_path, capsys):
     path = write(tmp_path, "report of n1.json", report("n1"))
-    status, out, err = run(capsys, path)
+    status, _, err = run(capsys, path)
     assert status == 2  # nothing counted
     assert err.splitlines()[0] == (f"{path}:1:1: error[E604]: node n1's report in report of n1.json, which is not n1.json: not "
                                    "counted (a node's report counts only from its own file; give a file of several nodes' "
@@ -410,3 +410,33 @@ def test_a_collected_file_that_disagrees_with_a_nodes_own_file_is_an_error(tmp_p
 
 def test_fleet_report_without_a_report_is_bad_usage(capsys):
     assert run(capsys) == (2, "", "hwspec fleet-report: error: give at least one REPORT or --collected FILE\n")
+
+
+# ---------------------------------------------------------------- what is kept does not grow with a report's size
+
+
+def test_a_long_text_is_kept_cut_with_its_length(tmp_path, capsys):
+    write(tmp_path, "n1.json", {**report("n1", "drift", (finding(device="d" * 300, message="m" * 20_000),)), "spec": "s" * 5000})
+    _, out, _ = run(capsys, tmp_path, "--format", "json")
+    (group,) = json.loads(out)["findings"]
+    assert (group["message"], group["device"], group["spec"]) == (
+        "m" * 1000 + "... (20000 characters)", "d" * 256 + "... (300 characters)", "s" * 1000 + "... (5000 characters)")
+
+
+def test_distinct_messages_are_counted_up_to_a_hundred(tmp_path, capsys):
+    for n in range(150):
+        write(tmp_path, f"n{n}.json", report(f"n{n}", "drift", (finding(message=f"gpu3: {n} replay errors"),)))
+    _, out, _ = run(capsys, tmp_path, "--format", "json")
+    (group,) = json.loads(out)["findings"]
+    assert (group["nodes"], group["distinct_messages"], group["more_messages"]) == (150, 100, True)
+    _, out, _ = run(capsys, tmp_path)
+    assert "    platforms/zionex.yaml:70:11: gpu3: 0 replay errors (and 99 or more other message(s))" in out.splitlines()
+
+
+def test_findings_past_the_groups_kept_are_counted(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(fleet, "MAX_GROUPS", 2)
+    write(tmp_path, "n1.json", report("n1", "drift", tuple(finding(device=f"gpu{d}") for d in range(5))))
+    _, out, _ = run(capsys, tmp_path)
+    assert out.splitlines()[-1] == "  3 finding(s) not grouped: the first 2 groups are listed"
+    _, out, _ = run(capsys, tmp_path, "--format", "json")
+    assert (len(json.loads(out)["findings"]), json.loads(out)["findings_not_grouped"]) == (2, 3)

@@ -11,8 +11,10 @@ DaemonSet) and writes a node report, version 1:
 `Fleet` reads such reports one file at a time (a file may hold several, one after another, as
 JSON Lines or concatenated) and keeps only tallies: the nodes of each platform by status, and
 the findings grouped by platform, code and device with the nodes that have them, printed as a
-Slurm hostlist. Memory is the node names and one example message per group, never a whole
-report; time is linear in the bytes read. A report that cannot be read (E601) or is not a
+Slurm hostlist. Memory is the node names (with a digest and status each) and the groups, never a
+whole report once it is read, and does not grow with a report's size: texts are cut
+(`MAX_TEXT_KEPT`, `MAX_NAME_KEPT`), distinct messages counted as digests up to
+`MAX_MESSAGES_COUNTED`, groups kept up to `MAX_GROUPS`. Time is linear in the bytes read. A report that cannot be read (E601) or is not a
 version-1 node report (E602) is a located diagnostic, counted, and leaves the tallies alone;
 unknown keys are ignored.
 
@@ -71,6 +73,16 @@ MAX_REPORT_BYTES = 16 * 2**20
 """A node report larger than this is refused (E601): thousands of findings are far below it."""
 MAX_PROBLEMS_KEPT = 1000
 """Diagnostics about reports kept for printing; the rest are only counted."""
+MAX_TEXT_KEPT = 1000
+"""A text kept from a report (a message, a spec path, where in the spec) is cut to this many
+characters, a name (a platform, code or device) to `MAX_NAME_KEPT`: what is kept of a report
+does not grow with its size."""
+MAX_NAME_KEPT = 256
+MAX_MESSAGES_COUNTED = 100
+"""Distinct messages counted per finding group (as 8-byte digests); past it, "or more"."""
+MAX_GROUPS = 10_000
+"""Finding groups kept (node reports' and acceptance reports' codes each); a finding of a
+further group is only counted (`findings_not_grouped`)."""
 STATUS_EXIT = {"clean": 0, "drift": 1, "unchecked": 2}
 """A node report's status and the exit code `hwspec diff` gives with it."""
 SEVERITIES = ("info", "warning", "error")
@@ -139,7 +151,8 @@ class PlatformTally:
 @dataclass
 class FindingGroup:
     """The nodes of one platform with a finding of one code on one device; the first message
-    seen (and where in the spec), and how many distinct messages there were."""
+    seen (and where in the spec), and the digests of its distinct messages (at most
+    MAX_MESSAGES_COUNTED: `more_messages` says there were more)."""
 
     platform: str | None
     spec: str
@@ -149,12 +162,17 @@ class FindingGroup:
     message: str
     where: str
     nodes: list[str] = field(default_factory=list)
-    messages: set[str] = field(default_factory=set)
+    messages: set[bytes] = field(default_factory=set)
+    more_messages: bool = False
 
     def add(self, node: str, finding: Finding) -> None:
         if not self.nodes or self.nodes[-1] != node:  # a node with two findings of one kind counts once
             self.nodes.append(node)
-        self.messages.add(finding.message)
+        digest = hashlib.blake2b(finding.message.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        if len(self.messages) < MAX_MESSAGES_COUNTED:
+            self.messages.add(digest)
+        elif digest not in self.messages:
+            self.more_messages = True
         if SEVERITIES.index(finding.severity) > SEVERITIES.index(self.severity):
             self.severity = finding.severity
 
@@ -179,6 +197,7 @@ class AcceptanceReports:
     def __init__(self) -> None:
         self.statuses = dict.fromkeys(STATUS_EXIT, 0)
         self.codes: dict[str, CodeTally] = {}
+        self.findings_not_grouped = 0  # findings of a code past MAX_GROUPS codes
         self.records_refused = 0
         self.runs_refused = 0
 
@@ -193,11 +212,14 @@ class AcceptanceReports:
         for finding in report.findings:
             tally = self.codes.get(finding.code)
             if tally is None:
+                if len(self.codes) == MAX_GROUPS:
+                    self.findings_not_grouped += 1
+                    continue
                 tally = self.codes[finding.code] = CodeTally(finding.code, finding.severity, finding.message, finding.where)
             tally.findings += 1
             if SEVERITIES.index(finding.severity) > SEVERITIES.index(tally.severity):
                 tally.severity = finding.severity
-        for code in {finding.code for finding in report.findings}:
+        for code in {finding.code for finding in report.findings} & self.codes.keys():
             self.codes[code].reports += 1
 
     def sorted_codes(self) -> list[CodeTally]:
@@ -221,6 +243,7 @@ class Fleet:
         self.reports_read = 0
         self.reports_refused = 0
         self.duplicates = 0
+        self.findings_not_grouped = 0  # findings of a group past MAX_GROUPS groups
         self.misplaced = 0  # node reports in another node's file: E604
         self.conflicts = 0  # second reports of a node that say something else: E605
         self.problems: list[Diagnostic] = []
@@ -349,6 +372,9 @@ class Fleet:
             group_key = (report.platform, report.spec, finding.code, finding.device)
             group = self.groups.get(group_key)
             if group is None:
+                if len(self.groups) == MAX_GROUPS:
+                    self.findings_not_grouped += 1
+                    continue
                 group = self.groups[group_key] = FindingGroup(report.platform, report.spec, finding.code, finding.device,
                                                               finding.severity, finding.message, finding.where)
             group.add(report.node, finding)
@@ -470,8 +496,10 @@ class Fleet:
                           for t in self.sorted_platforms()],
             "findings": [{"code": g.code, "severity": g.severity, "device": g.device, "platform": g.platform,
                           "spec": g.spec, "nodes": len(g.nodes), "hostlist": compress(g.nodes),
-                          "message": g.message, "where": g.where or None, "distinct_messages": len(g.messages)}
+                          "message": g.message, "where": g.where or None, "distinct_messages": len(g.messages),
+                          "more_messages": g.more_messages}
                          for g in self.sorted_groups()],
+            "findings_not_grouped": self.findings_not_grouped,
             "problems": [{"file": d.file, "line": d.line, "column": d.col, "severity": d.severity.label,
                           "code": d.code, "message": d.message} for d in self.problems],
             "problems_not_listed": self.problems_dropped,
@@ -490,6 +518,7 @@ class Fleet:
                      "without_hosts": runs.without_hosts},
             "findings": [{"code": t.code, "severity": t.severity, "findings": t.findings, "reports": t.reports,
                           "message": t.message, "where": t.where or None} for t in reports.sorted_codes()],
+            "findings_not_grouped": reports.findings_not_grouped,
             "slow_in_every_run": [{"code": c.diagnostic.code, "severity": c.diagnostic.severity.label, "kind": c.kind,
                                    "subject": c.subject, "hostlist": compress(c.hosts), "device": c.device, "runs": c.runs,
                                    "partners": list(c.partners), "more_partners": c.more_partners, "first_run": c.first.label,
@@ -558,8 +587,16 @@ def parse_report(document: Any) -> NodeReport:
         raise ReportError(("exit_code",), f"exit_code {exit_code} disagrees with status {status} "
                                           f"(exit code {STATUS_EXIT[status]})")
     findings = required(document, "findings", list)
-    return NodeReport(node, visible(required(document, "spec", str)), optional(document, (), "platform"), status,
-                      tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
+    return NodeReport(node, kept(visible(required(document, "spec", str))), kept(optional(document, (), "platform"), MAX_NAME_KEPT),
+                      status, tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
+
+
+def kept(text: str | None, limit: int = MAX_TEXT_KEPT) -> Any:
+    """`text` (already `visible`) as the fleet report keeps it: its first `limit` characters,
+    and how long it was when it is longer."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _fabric(document: dict) -> tuple[Clique | None, bool]:
@@ -572,7 +609,7 @@ def _fabric(document: dict) -> tuple[Clique | None, bool]:
     uuid = optional(fabric, ("fabric",), "cluster_uuid", str)
     if uuid is None:
         return None, True
-    return (uuid, optional(fabric, ("fabric",), "clique_id", int)), True
+    return (kept(uuid, MAX_NAME_KEPT), optional(fabric, ("fabric",), "clique_id", int)), True
 
 
 def _finding(item: Any, index: int) -> Finding:
@@ -583,11 +620,11 @@ def _finding(item: Any, index: int) -> Finding:
     if severity not in SEVERITIES:
         raise ReportError((*path, "severity"), f"findings[{index}].severity {visible(severity)!r} is not one of: "
                                                + ", ".join(SEVERITIES))
-    file = optional(item, path, "file")
+    file = kept(optional(item, path, "file"))
     line, col = (optional(item, path, key, int) for key in ("line", "col"))
     where = f"{file}:{line or 0}:{col or 0}" if file else ""
-    return Finding(visible(required(item, "code", str, path)), severity, optional(item, path, "device"),
-                   visible(required(item, "message", str, path)), where)
+    return Finding(kept(visible(required(item, "code", str, path)), MAX_NAME_KEPT), severity,
+                   kept(optional(item, path, "device"), MAX_NAME_KEPT), kept(visible(required(item, "message", str, path))), where)
 
 
 # ---------------------------------------------------------------------- where in the text
@@ -724,9 +761,14 @@ def _platform_name(tally: PlatformTally | FindingGroup) -> str:
     return tally.platform if tally.platform is not None else "(no platform)"
 
 
+def _not_grouped(findings: int) -> str:
+    return f"{findings} finding(s) not grouped: the first {MAX_GROUPS} groups are listed"
+
+
 def _messages(group: FindingGroup) -> str:
     others = len(group.messages) - 1
-    return group.message + (f" (and {others} other message(s))" if others else "")
+    more = " or more" if group.more_messages else ""
+    return group.message + (f" (and {others}{more} other message(s))" if others else "")
 
 
 def _text(fleet: Fleet) -> str:
@@ -744,6 +786,8 @@ def _text(fleet: Fleet) -> str:
         lines.append(f"  {group.code} {group.severity}: {_platform_name(group)} {group.device or '(no device)'} "
                      f"on {len(group.nodes)} node(s): {compress(group.nodes)}")
         lines.append(f"    {group.where + ': ' if group.where else ''}{_messages(group)}")
+    if fleet.findings_not_grouped:
+        lines.append(f"  {_not_grouped(fleet.findings_not_grouped)}")
     if fleet.domains is not None:
         lines += ["", _domains_headline(fleet) + ":"]
         lines += [f"  {line}" for line in _domains_lines(fleet)]
@@ -779,6 +823,8 @@ def _acceptance_lines(fleet: Fleet) -> list[tuple[int, str]]:
     for tally in reports.sorted_codes():
         lines.append((0, f"{tally.code} {tally.severity}: {tally.findings} finding(s) in {tally.reports} report(s)"))
         lines.append((1, f"{tally.where + ': ' if tally.where else ''}{tally.message}"))
+    if reports.findings_not_grouped:
+        lines.append((0, _not_grouped(reports.findings_not_grouped)))
     for culprit in judgement.culprits:
         first, *hint = culprit.diagnostic.format().split("\n")
         lines += [(0, first), *((1, line.strip()) for line in hint)]
@@ -871,6 +917,8 @@ def _markdown(fleet: Fleet) -> str:
     for group in groups:
         lines.append(f"| {_md(group.code)} | {group.severity} | {_md(_platform_name(group))} | {_md(group.device or '')} "
                      f"| {len(group.nodes)} | `{compress(group.nodes)}` | {_md(group.where)} | {_md(_messages(group))} |")
+    if fleet.findings_not_grouped:
+        lines += ["", _md(_not_grouped(fleet.findings_not_grouped)) + "."]
     if fleet.domains is not None:
         lines += ["", "## NVLink domains", "", _md(_domains_headline(fleet)) + ".", ""]
         lines += [f"- {_md(line)}" for line in _domains_lines(fleet)]
