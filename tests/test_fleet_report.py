@@ -440,3 +440,26 @@ def test_findings_past_the_groups_kept_are_counted(tmp_path, capsys, monkeypatch
     assert out.splitlines()[-1] == "  3 finding(s) not grouped: the first 2 groups are listed"
     _, out, _ = run(capsys, tmp_path, "--format", "json")
     assert (len(json.loads(out)["findings"]), json.loads(out)["findings_not_grouped"]) == (2, 3)
+
+
+@settings(max_examples=200)
+@given(entries=st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]), st.sampled_from(["n1", "n2", "n3"]),
+                                  st.sampled_from(list(fleet.STATUS_EXIT))), max_size=10))
+def test_a_node_counts_from_its_own_files_first_report_and_a_fleet_is_never_clean_on_a_report_it_did_not_count(entries):
+    """Reports of any node in the files of any node, in any order: each node counts as the first
+    report of it read from its own file says; any other report leaves the exit status at 1 or more."""
+    merged = fleet.Fleet()
+    for owner, node, status in entries:
+        merged.add_text(json.dumps(report(node, status)), f"{owner}.json")
+    first: dict[str, str] = {}
+    for owner, node, status in entries:
+        if owner == node:
+            first.setdefault(node, status)
+    assert {node: status for status in fleet.STATUS_EXIT for tally in merged.platforms.values()
+            for node in tally.nodes[status]} == first
+    others = [(owner, node, status) for owner, node, status in entries if owner != node or status != first[node]]
+    assert (merged.misplaced + merged.conflicts, merged.misplaced) == (len(others), sum(o != n for o, n, _ in others))
+    if not first:
+        assert merged.exit_code == 2
+    else:
+        assert merged.exit_code == (0 if not others and set(first.values()) == {"clean"} else 1)
