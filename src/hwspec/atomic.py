@@ -36,8 +36,8 @@ def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write `data` to `path` with `mode` (exactly, whatever the umask) via a locked temporary
     file beside it, fsync and rename, so that a reader sees the old file or the new one, never a
     part. A symlink at `path` is replaced by the file, not followed. Leftovers of earlier writes
-    of `path` killed half-way are removed first (module docstring). OSError names `path` or its
-    directory, never the temporary file, except when the rename itself fails."""
+    of `path` killed half-way are removed first (module docstring). An OSError (which may name
+    the temporary file) is the caller's to report, naming `path` (`hwspec.cli.common.cannot_write`)."""
     with contextlib.suppress(FileExistsError):  # a file in the way: mkstemp says "not a directory"
         path.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(path)
