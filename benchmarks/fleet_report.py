@@ -15,6 +15,12 @@ warm-up of each (which writes Python's bytecode cache); peak memory is each proc
 maximum resident set size (wait4's rusage). Prints one JSON object per size.
 
     .venv/bin/python benchmarks/fleet_report.py --plan 65536 --repeat 1   # an acceptance plan's reports
+    .venv/bin/python benchmarks/fleet_report.py --nodes 200 --findings-kib 1024 --repeat 1   # big reports
+
+`--findings-kib K` adds to every report about K KiB of findings whose messages all differ
+(drifted GPU links on a node that lists each lane's counters, say), and to every sixteenth
+report one finding of a device no other report names: what a fleet of large, different reports
+costs in memory against the same fleet of small ones. A report stays below 16 MiB.
 
 `--plan N` writes instead the acceptance reports (`hwspec diff PLATFORM RESULT... --format
 json`) of a bring-up plan over N nodes of 8 GPUs in leaves of 32: every node alone, two
@@ -55,8 +61,9 @@ def finding(code: str, device: str, message: str, line: int) -> dict:
             "file": "platforms/zionex.yaml", "line": line, "col": 11, "hint": None}
 
 
-def node_report(number: int) -> dict:
-    """The report of node `number`: drifted one time in 50, unchecked one in 200."""
+def node_report(number: int, findings_kib: int = 0) -> dict:
+    """The report of node `number`: drifted one time in 50, unchecked one in 200; with
+    `findings_kib`, drifted with about that many KiB of findings whose messages all differ."""
     status, findings = "clean", []
     if number % 50 == 7:
         gpu = number % 8
@@ -68,15 +75,29 @@ def node_report(number: int) -> dict:
     elif number % 200 == 11:
         status = "unchecked"
         findings.append(finding("I100", "", "cannot read /sys/bus/pci/devices: permission denied", 0) | {"device": None})
+    if findings_kib:
+        status = "drift"
+        findings += padding(number, findings_kib)
     return {"hwspec_report": 1, "node": f"gpu{number:05d}", "spec": "platforms/zionex.yaml", "platform": "zionex",
             "status": status, "exit_code": {"clean": 0, "drift": 1, "unchecked": 2}[status], "findings": findings}
 
 
-def write_reports(directory: Path, nodes: int) -> int:
+def padding(number: int, kib: int) -> list[dict]:
+    """About `kib` KiB of D106 findings of node `number`, each message its own (about 250 bytes
+    each as indented JSON), and one finding of a device of this node alone in every sixteenth."""
+    found = [finding("D106", f"gpu{lane % 8}", f"gpu{lane % 8}: NVLink {lane % 18} of node {number} lane {lane}: "
+                     f"{number * 7919 + lane} replay errors since boot, {lane * 31 % 997} CRC errors", 120)
+             for lane in range(kib * 1024 // 250)]
+    if number % 16 == 0:
+        found.append(finding("D102", f"extra{number}", f"extra{number}: a device the spec does not describe", 0))
+    return found
+
+
+def write_reports(directory: Path, nodes: int, findings_kib: int = 0) -> int:
     """One report file per node in `directory`; their total size in bytes."""
     size = 0
     for number in range(1, nodes + 1):
-        text = json.dumps(node_report(number), indent=2) + "\n"
+        text = json.dumps(node_report(number, findings_kib), indent=2) + "\n"
         (directory / f"gpu{number:05d}.json").write_text(text)
         size += len(text)
     return size
@@ -102,11 +123,11 @@ def run(argv: list[str], output: Path, allowed: tuple[int, ...]) -> tuple[float,
     return elapsed, usage.ru_maxrss / 1024
 
 
-def measure(nodes: int, repeat: int) -> dict:
+def measure(nodes: int, repeat: int, findings_kib: int = 0) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         reports = Path(tmp) / "reports"
         reports.mkdir()
-        size = write_reports(reports, nodes)
+        size = write_reports(reports, nodes, findings_kib)
         out = Path(tmp) / "fleet.json"
         cli = [*hwspec_command(), "fleet-report", str(reports), "--format", "json"]
         floor = [sys.executable, "-c", FLOOR, str(reports)]
@@ -216,13 +237,15 @@ def main() -> int:
                         help="an acceptance plan over NODES nodes instead (repeatable)")
     parser.add_argument("--sizes", type=int, default=4, help="records (message sizes) per run of a plan (default 4)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each process (default 5)")
+    parser.add_argument("--findings-kib", type=int, default=0, metavar="K",
+                        help="add about K KiB of findings, each message its own, to every report")
     args = parser.parse_args()
     if args.plan:
         for nodes in args.plan:
             print(json.dumps(measure_plan(nodes, args.sizes, args.repeat)), flush=True)
         return 0
     for nodes in args.nodes or [1000, 5000]:
-        print(json.dumps(measure(nodes, args.repeat)), flush=True)
+        print(json.dumps(measure(nodes, args.repeat, args.findings_kib)), flush=True)
     return 0
 
 

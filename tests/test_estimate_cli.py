@@ -246,4 +246,4 @@ def test_shipped_workloads_match_the_json_schema_and_point_editors_at_it(path):
 def test_plot_write_error_names_the_path_given_not_the_temporary_file(tmp_path, capsys, command):
     (tmp_path / "d.svg").mkdir()
     assert main([*command, str(MODEL_A), "--plot", str(tmp_path / "d.svg")]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"hwspec: error: cannot write {tmp_path / 'd.svg'}: is a directory"
+    assert capsys.readouterr().err.splitlines()[-1] == f"hwspec: error[E114]: cannot write {tmp_path / 'd.svg'}: is a directory"

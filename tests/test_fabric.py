@@ -137,7 +137,7 @@ def split_rack(rack: int, slot: int) -> int:
 def fleet_report(capsys, tmp_path, text: str, *options: str) -> tuple[int, str, str]:
     reports = tmp_path / "reports.json"
     reports.write_text(text)
-    status = main(["fleet-report", "--cluster", CLUSTER, str(reports), *options])
+    status = main(["fleet-report", "--cluster", CLUSTER, "--collected", str(reports), *options])
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -211,9 +211,9 @@ def test_the_json_report_gives_each_clique_with_its_hostlist(capsys, tmp_path):
 def test_without_cluster_the_fleet_report_is_what_it_was(capsys, tmp_path):
     reports = tmp_path / "reports.json"
     reports.write_text(nvl72_reports(split_rack))
-    assert main(["fleet-report", str(reports), "--format", "json"]) == 0
+    assert main(["fleet-report", "--collected", str(reports), "--format", "json"]) == 0
     assert "cluster" not in json.loads(capsys.readouterr().out)
-    assert main(["fleet-report", str(reports)]) == 0
+    assert main(["fleet-report", "--collected", str(reports)]) == 0
     assert "NVLink" not in capsys.readouterr().out
 
 
@@ -263,7 +263,7 @@ def test_the_split_rack_sample_is_what_this_module_writes():
 
 def test_docs_fleet_md_cluster_example_prints_what_the_page_shows(capsys):
     page = (ROOT / "docs" / "fleet.md").read_text()
-    command = f"hwspec fleet-report --cluster {CLUSTER} {SAMPLE}"
+    command = f"hwspec fleet-report --cluster {CLUSTER} --collected {SAMPLE}"
     shown = page.split(f"```sh\n{command}\n```\n\n```text\n", 1)[1].split("```", 1)[0]
     assert main(command.split()[1:]) == 1
     assert capsys.readouterr().out == shown

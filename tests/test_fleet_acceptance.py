@@ -162,9 +162,10 @@ def test_the_json_report_gives_the_tallies_and_the_named_nic(tmp_path, capsys):
     assert document["nodes"] == {"total": 0, "clean": 0, "drift": 0, "unchecked": 0}
     assert document["acceptance"] == {
         "reports": {"counted": 6, "clean": 4, "drift": 2, "unchecked": 0, "records_refused": 0, "runs_refused": 0},
-        "runs": {"read": 6, "slow": 2, "within": 4, "unchecked": 0, "read_twice": 0, "without_hosts": 0},
+        "runs": {"read": 6, "slow": 2, "within": 4, "unchecked": 0, "read_twice": 0, "disagreeing": 0, "without_hosts": 0},
         "findings": [{"code": "A101", "severity": "error", "findings": 2, "reports": 2,
                       "message": "all_reduce reached 216 GB/s at 16 GiB, expected 470 GB/s", "where": "platforms/dgx-h100-16.yaml:12:3"}],
+        "findings_not_grouped": 0,
         "slow_in_every_run": [{
             "code": "A105", "severity": "error", "kind": "nic", "subject": "gpu001 device 3 (rail 3)", "hostlist": "gpu001",
             "device": 3, "runs": 2, "partners": ["gpu002", "gpu003"], "more_partners": False,
@@ -318,7 +319,11 @@ def test_a_fleet_without_acceptance_reports_has_no_acceptance_key(capsys):
 
 
 def test_an_acceptance_key_of_null_is_a_node_report(tmp_path, capsys):
-    status, out, _ = run(capsys, write(tmp_path, {**pair("a", "gpu001", "gpu002"), "acceptance": None}))
+    """A node report, so it counts only from its node's file (login1.json)."""
+    path = write(tmp_path, {**pair("a", "gpu001", "gpu002"), "acceptance": None})
+    status, _, err = run(capsys, path)
+    assert (status, err.split(": ", 2)[1]) == (2, "error[E604]")
+    status, out, _ = run(capsys, path.rename(tmp_path / "login1.json"))
     assert status == 0
     assert out.splitlines() == ["hwspec fleet report: 1 node(s): 1 clean, 0 drift, 0 unchecked", "", "platforms:",
                                 "  dgx-h100-16 (platforms/dgx-h100-16.yaml): 1 node(s): 1 clean, 0 drift, 0 unchecked"]
@@ -618,3 +623,18 @@ def test_what_compared_record_writes_is_what_fleet_report_reads():
     assert parsed.error is None
     assert parsed.runs == (runs.Run("r.txt:12", "all_reduce", ("gpu003", "gpu004"), (3,), 1, "slow", False, ("r.txt", 40)),
                            runs.Run("c.txt:3", "host_to_device_memcpy_ce", (), (), 1, "within", False, None))
+
+
+def test_one_run_read_again_with_other_results_is_an_error_and_counted_as_first_read(tmp_path, capsys):
+    """The same run (label, collective, hosts, devices) within its band in one report, below it in another."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = write(tmp_path / "a", pair("a", "gpu001", "gpu002"))
+    second = write(tmp_path / "b", pair("a", "gpu001", "gpu002", "below"))
+    status, out, err = run(capsys, first, second)
+    assert status == 1
+    assert err == (f"{second}:1:1: error[E605]: run results/a.txt:12 (all_reduce over 2 host(s)) is slow here but was read "
+                   f"otherwise in {first}: reports of one run disagree; this one is not counted\n")
+    assert out.splitlines()[2:4] == [
+        "acceptance runs: 1 run(s): 0 slow, 1 within, 0 unchecked; from 2 report(s): 1 clean, 1 drift, 0 unchecked",
+        "  1 run(s) read again with other results (E605): counted as first read"]

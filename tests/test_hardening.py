@@ -453,16 +453,17 @@ def test_a_refused_file_leaves_nothing_written(tmp_path, bad):
 
 
 def test_parked_old_set_of_a_killed_run_is_restored_and_leftovers_removed(tmp_path):
-    from hwspec.generate.writer import recover
+    """What a killed run recorded in its journal (tests/test_generate_clean_up.py kills real runs)."""
+    from hwspec.generate.writer import JOURNAL, recover
 
     out = tmp_path / "out"
-    (out / ".p.hwspec-old.123").mkdir(parents=True)
-    (out / ".p.hwspec-old.123" / "nccl.conf").write_text("old\n")
-    (out / ".p.hwspec-new.abc").mkdir()
-    (out / ".p.hwspec-new.abc" / "nccl.conf").write_text("half\n")
+    (out / ".p.hwspec-old.0000007b").mkdir(parents=True)
+    (out / ".p.hwspec-old.0000007b" / "nccl.conf").write_text("old\n")
+    (out / ".p.hwspec-new.00000abc").mkdir()
+    (out / ".p.hwspec-new.00000abc" / "nccl.conf").write_text("half\n")
     (out / "q").mkdir()
-    (out / ".q.hwspec-old.9").mkdir()
-    (out / ".x.conf.k2j3.tmp").write_text("")
+    (out / ".q.hwspec-old.00000009").mkdir()
+    (out / JOURNAL).write_text(".p.hwspec-new.00000abc\n.p.hwspec-old.0000007b\n.q.hwspec-old.00000009\n")
     recover(out)
     assert sorted(p.name for p in out.iterdir()) == ["p", "q"]
     assert (out / "p" / "nccl.conf").read_text() == "old\n"
@@ -646,7 +647,7 @@ def test_output_directory_that_is_a_file_is_a_clear_error(tmp_path):
     (tmp_path / "out").write_text("not a directory\n")
     result = hwspec("generate", "--no-svg", "-o", tmp_path / "out", "platforms/zionex.yaml")
     assert result.returncode == 2
-    assert result.stderr.endswith(f"hwspec: error[E902]: cannot write {tmp_path}/out: file exists\n"), result.stderr
+    assert result.stderr.endswith(f"hwspec: error[E114]: cannot write {tmp_path}/out: file exists\n"), result.stderr
     assert (tmp_path / "out").read_text() == "not a directory\n"
 
 

@@ -1,8 +1,8 @@
 """Paths the operating system refuses (a name over 255 bytes, a symlink loop, a dangling link, a
 directory, a file used as a directory, no permission): wherever a path reaches hwspec (a
 platform file, a cluster's `platform:`, a `parts/` entry, an import or diff input, an option's
-directory or output), the outcome is a located E100 / I100 naming the OS's reason, or a one-line
-usage error (exit 2), never a traceback."""
+directory or output), the outcome is a located E100 / I100 (for an output, one E114 line)
+naming the OS's reason, or a one-line usage error (exit 2), never a traceback."""
 
 from __future__ import annotations
 
@@ -162,9 +162,9 @@ def test_option_directory_the_os_refuses_is_a_one_line_usage_error(here, capsys,
     ("loop.yaml/out", "too many levels of symbolic links"),
     ("file/out", "not a directory"),
 ])
-def test_generate_output_the_os_refuses_is_one_e902_line(here, capsys, path, reason):
+def test_generate_output_the_os_refuses_is_one_e114_line(here, capsys, path, reason):
     status, out = run(capsys, "generate", "--no-svg", "-o", path, "zionex.yaml")
-    assert (status, out.splitlines()[-1]) == (2, f"hwspec: error[E902]: cannot write {path}: {reason}")
+    assert (status, out.splitlines()[-1]) == (2, f"hwspec: error[E114]: cannot write {path}: {reason}")
 
 
 # ---------------------------------------------------------------- hwspec import / diff inputs and output
@@ -183,6 +183,6 @@ def test_live_input_the_os_refuses_is_an_i100_not_a_traceback(here, capsys, path
 
 
 @pytest.mark.parametrize("path, reason", [(LONG, "file name too long"), ("dir.yaml", "is a directory")])
-def test_import_output_the_os_refuses_is_one_line_exit_2(here, capsys, path, reason):
+def test_import_output_the_os_refuses_is_one_e114_line_exit_2(here, capsys, path, reason):
     status, out = run(capsys, "import", str(LIVE / "zionex.nccl.xml"), "-o", path)
-    assert (status, out.splitlines()[-1]) == (2, f"hwspec: cannot write {path}: {reason}")
+    assert (status, out.splitlines()[-1]) == (2, f"hwspec: error[E114]: cannot write {path}: {reason}")

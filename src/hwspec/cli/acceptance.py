@@ -229,11 +229,15 @@ def run_results_diff(args: argparse.Namespace) -> int:
         status = EXIT_UNREADABLE  # part of an input could not be read: never clean
     if args.plot is not None:
         from hwspec.acceptance.plot import render
+        from hwspec.cli.common import cannot_write
         from hwspec.perf.plot import PlotUnavailable
 
         try:
             render(outcome, args.plot)
-        except (PlotUnavailable, ValueError, OSError) as exc:
+        except OSError as exc:
+            sys.stderr.write(cannot_write(args.plot, exc))
+            return EXIT_UNREADABLE
+        except (PlotUnavailable, ValueError) as exc:
             sys.stderr.write(f"hwspec: --plot: {visible(str(exc))}\n")
             return EXIT_UNREADABLE
         sys.stderr.write(f"hwspec: plot written to {visible(str(args.plot))}\n")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from hwspec import __version__
-from hwspec.cli.common import command_policy, command_sandbox
+from hwspec.cli.common import cannot_write, command_policy, command_sandbox
 from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
 
@@ -125,7 +125,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Validate, then render every platform's plan and write it (or compare with --check)."""
     from hwspec import pipeline
-    from hwspec.diagnostics import Code, os_reason, report
+    from hwspec.diagnostics import Code, report
     from hwspec.generate import engine as generate
 
     broken_modules: list = []
@@ -187,12 +187,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     try:
         changed = generate.write_plan(plan, out_dir, names, svg=not args.no_svg)
         svgs = generate.render_svgs(plan, out_dir) if not args.no_svg else []
-    except (OSError, ValueError, generate.GenerationError) as exc:
+    except OSError as exc:
+        sys.stderr.write(cannot_write(os.fsdecode(exc.filename) if exc.filename is not None else out_dir, exc))
+        return EXIT_UNREADABLE
+    except (ValueError, generate.GenerationError) as exc:
         code = Code.GENERATION_FAILED if isinstance(exc, generate.GenerationError) else Code.OUTPUT_NOT_WRITTEN
-        message = str(exc)
-        if isinstance(exc, OSError) and exc.filename is not None:
-            message = f"cannot write {os.fsdecode(exc.filename)}: {os_reason(exc)}"
-        sys.stderr.write(f"hwspec: error[{code}]: {visible(message)}\n")
+        sys.stderr.write(f"hwspec: error[{code}]: {visible(str(exc))}\n")
         return EXIT_UNREADABLE
     sys.stderr.write(f"hwspec: {len(plan)} file(s) generated in {out_dir} ({len(changed)} changed"
                      + (f", {len(svgs)} SVG diagram(s) rendered" if svgs else "") + ")\n")
@@ -235,7 +235,11 @@ def cmd_schema(args: argparse.Namespace) -> int:
     if args.output:
         from hwspec.generate.writer import write_atomic
 
-        write_atomic(Path(args.output), text)
+        try:
+            write_atomic(Path(args.output), text)
+        except OSError as exc:
+            sys.stderr.write(cannot_write(args.output, exc))
+            return EXIT_UNREADABLE
     else:
         sys.stdout.write(text)
     return EXIT_OK

@@ -1,9 +1,11 @@
-"""What the commands share beyond argument parsing: the rules they run, and the sandbox they
-run them in. Imported by `commands`, `estimate` and `live`, so none imports another for it."""
+"""What the commands share beyond argument parsing: the rules they run, the sandbox they run
+them in, and how a file they cannot write is reported. Imported by `commands`, `estimate`,
+`live` and `acceptance`, so none imports another for it."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -46,3 +48,12 @@ def command_policy(args: argparse.Namespace) -> EnvironmentPolicy:
     from hwspec.formats.environment import EnvironmentPolicy
 
     return EnvironmentPolicy.allowing(getattr(args, "allow_env", ()))
+
+
+def cannot_write(path: str | os.PathLike[str], exc: OSError) -> str:
+    """The line (E114) saying that the operating system refused to write `path`, the output as
+    the user named it (never a temporary file beside it), and why."""
+    from hwspec.diagnostics import Code, os_reason
+    from hwspec.text import visible
+
+    return f"hwspec: error[{Code.CANNOT_WRITE_FILE}]: cannot write {visible(os.fspath(path))}: {os_reason(exc)}\n"

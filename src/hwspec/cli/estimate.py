@@ -90,17 +90,16 @@ def _estimate(figures, workload) -> tuple[dict | None, int]:
 def _plot(estimates: list[dict], path: Path | None) -> int:
     if path is None:
         return EXIT_OK
-    from hwspec.diagnostics import os_reason
+    from hwspec.cli.common import cannot_write
     from hwspec.perf.plot import PlotUnavailable, render
-    from hwspec.text import visible
 
     try:
         render(estimates, path)
     except PlotUnavailable as exc:
         sys.stderr.write(f"hwspec: {exc}\n")
         return EXIT_UNREADABLE
-    except OSError as exc:  # the message names the path given, never the temporary file beside it
-        sys.stderr.write(f"hwspec: error: cannot write {visible(str(path))}: {os_reason(exc)}\n")
+    except OSError as exc:
+        sys.stderr.write(cannot_write(path, exc))
         return EXIT_UNREADABLE
     except ValueError as exc:
         sys.stderr.write(f"hwspec: error: {exc}\n")

@@ -1,10 +1,14 @@
 """`hwspec fleet-report REPORT...`: the node reports of a fleet merged into one.
 
+A node report counts only from its node's own file (`NODE.json`), or from a file given with
+`--collected`; see `hwspec.live.fleet`.
+
 Exit status: 0 every node read is clean and every acceptance run within its band, 1 a node
-drifted or could not be checked, a report could not be read (E601/E602), an acceptance report
+drifted or could not be checked, a report could not be read (E601/E602), a node report was in
+another node's file (E604), two reports of a node or a run disagree (E605), an acceptance report
 is not clean or a run was slow (A101, A105), or, with `--cluster`, the nodes' NVLink cliques
-disagree with the cluster's NVLink domains (D114), 2 no report could be read at all, or the
-cluster file gives neither NVLink domains nor leaves.
+disagree with the cluster's NVLink domains (D114), 2 no report could be read at all, none was
+given, or the cluster file gives neither NVLink domains nor leaves.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_NO_DOMAINS = 2
-"""`--cluster` names a file that gives neither NVLink domains nor leaves (unreadable, not a cluster, none declared)."""
+EXIT_NO_DOMAINS = EXIT_USAGE = 2
+"""`--cluster` names a file that gives neither NVLink domains nor leaves (unreadable, not a cluster, none declared);
+no report given."""
 FORMATS = ("text", "json", "markdown")
 """`hwspec.live.fleet.FORMATS`, written here so that building the parser imports none of it."""
 HELP = ("merge node reports ('hwspec diff --format json') into one fleet report: nodes per platform, findings by device, "
@@ -25,9 +30,13 @@ HELP = ("merge node reports ('hwspec diff --format json') into one fleet report:
 def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
     """Add the `fleet-report` subcommand; returns its COMMANDS entry."""
     parser = sub.add_parser("fleet-report", help=HELP)
-    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
-                        help="node report files (one or more JSON reports each), directories of *.json reports, or "
-                             "quoted glob patterns ('reports/*.json')")
+    parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT",
+                        help="each node's report file, named for it (NODE.json, as srun --output=reports/%%N.json and the "
+                             "DaemonSet write them: a node report counts only from its own node's file), directories of "
+                             "them, or quoted glob patterns ('reports/*.json'); acceptance reports count from any file")
+    parser.add_argument("--collected", action="append", default=[], type=Path, metavar="FILE",
+                        help="a file of several nodes' reports you collected and vouch for (kubectl logs of the "
+                             "DaemonSet's pods): each report in it speaks for the node it names (repeatable)")
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--cluster", type=Path, metavar="CLUSTER",
                         help="the cluster file: the nodes of each of its NVLink domains ('nvlink_domain:') must report "
@@ -76,6 +85,9 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
 def cmd_fleet_report(args: argparse.Namespace) -> int:
     from hwspec.live.fleet import Fleet, render
 
+    if not args.reports and not args.collected:
+        sys.stderr.write("hwspec fleet-report: error: give at least one REPORT or --collected FILE\n")
+        return EXIT_USAGE
     domains = leaves = None
     if args.cluster is not None:
         plans = cluster_plans(args.cluster)
@@ -84,6 +96,7 @@ def cmd_fleet_report(args: argparse.Namespace) -> int:
         domains, leaves = plans
     fleet = Fleet(domains, leaves)
     fleet.add_paths(args.reports)
+    fleet.add_collected(args.collected)
     sys.stderr.write("".join(d.format() + "\n" for d in fleet.problems))
     if fleet.problems_dropped:
         sys.stderr.write(f"hwspec: {fleet.problems_dropped} more problem(s) with reports not listed\n")

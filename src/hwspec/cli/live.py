@@ -196,8 +196,8 @@ def check_draft(text: str, file: str, parts_dirs=(), sandbox: Sandbox | None = N
 
 def run_import(args: argparse.Namespace) -> int:
     from hwspec import content
-    from hwspec.cli.common import command_sandbox
-    from hwspec.diagnostics import HwspecError, os_reason, report
+    from hwspec.cli.common import cannot_write, command_sandbox
+    from hwspec.diagnostics import HwspecError, report
     from hwspec.live.draft import draft_document
     from hwspec.model.load import load_catalogue
     from hwspec.text import visible
@@ -224,7 +224,7 @@ def run_import(args: argparse.Namespace) -> int:
         try:
             write_atomic(args.output, text)
         except OSError as exc:
-            sys.stderr.write(f"hwspec: cannot write {visible(str(args.output))}: {os_reason(exc)}\n")
+            sys.stderr.write(cannot_write(args.output, exc))
             return EXIT_UNREADABLE
     else:
         sys.stdout.write(text)

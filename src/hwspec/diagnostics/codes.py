@@ -7,9 +7,9 @@ the text. `hwspec explain E105` prints an entry, the documentation site's code r
 (`hwspec.cli.docsgen.code_reference()`) renders every entry, and tests check both, and that no
 code text is written anywhere else.
 
-Exit status by code: E100-E108 mean the file could not be read or parsed (exit 2, as do the
-usage errors E301 and E302, the generation codes E901-E902 and an internal error, E903); the others, E900 among them,
-are error findings (exit 1).
+Exit status by code: E100-E108 mean the file could not be read or parsed, E114 that an output
+could not be written (exit 2, as do the usage errors E301 and E302, the generation codes E901-E902
+and an internal error, E903); the others, E900 among them, are error findings (exit 1).
 
 The live checks' codes are members too: D101-D114, a live machine (or a fleet) that differs from
 its platform file (drift, exit 1), and I100-I104, problems in the inputs `import` and `diff`
@@ -70,6 +70,10 @@ class Code(enum.StrEnum):
     MISSING_KEY = ("E111", "missing key", "A required key is missing.")
     UNKNOWN_KEY = ("E112", "unknown key", "A key the spec language does not have; the hint lists the allowed keys and the nearest one.")
     UNKNOWN_KIND = ("E113", "unknown kind", "`kind:` is not `node` or `cluster` (or a node platform was expected).")
+    CANNOT_WRITE_FILE = ("E114", "cannot write the file", "An output a command was asked to write (`generate -o DIR`, "
+        "`schema -o`, `import -o`, `--plot`) cannot be written: the operating system refused (permission denied, no space "
+        "left, a name too long, a directory or a file in the way). The message names the path and the reason; nothing "
+        "was put in place, and the old file, if any, is intact (exit 2).")
     BAD_REPEAT_BLOCK = ("E120", "repeat block", "A `repeat:` block or `${...}` expression cannot be expanded (bad range, unknown "
         "variable, not integer arithmetic, too many copies).")
     # references (hwspec.spec.references, hwspec.spec.validate, hwspec.model.load, hwspec.model.resolve_cluster)
@@ -116,8 +120,16 @@ class Code(enum.StrEnum):
         "`hwspec_report` version, an `acceptance` list that is not one or holds more than 4,096 records. Located at the key; "
         "the report is not counted. A record of `acceptance` of the wrong type or past a bound is one too, at its key (the "
         "first of its report): its run is not counted, the report's other runs are.")
-    NODE_REPORTED_TWICE = ("E603", "node reported twice", "`hwspec fleet-report`: two reports name the same node (two "
-        "runs' reports in one directory?). The first one read is counted, the later one is not: a warning.")
+    NODE_REPORTED_TWICE = ("E603", "node reported twice", "`hwspec fleet-report`: a node's report read again, saying the "
+        "same (a file named twice, a copy in another directory). The first one read is counted, the later one is not: a warning.")
+    REPORT_OF_ANOTHER_NODE = ("E604", "report of another node", "`hwspec fleet-report`: a node report in a file named for "
+        "another node. A node's report counts only from its own file, `NODE.json` (`srun --output=reports/%N.json`, the "
+        "DaemonSet's `$NODE_NAME.json`), so that no file can speak for other nodes; this one is not counted (exit 1). A file "
+        "of several nodes' reports that you collected (`kubectl logs`) is read with `--collected FILE`.")
+    REPORTS_DISAGREE = ("E605", "reports disagree", "`hwspec fleet-report`: two reports of one node, or two acceptance "
+        "reports of one run (same run, collective, hosts and devices), say different things: which is true cannot be "
+        "told. The first one read is counted, the other is not, and the fleet needs a look (exit 1): give only the latest "
+        "report of each node and the latest results of each run.")
     # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
         "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "
@@ -127,8 +139,8 @@ class Code(enum.StrEnum):
     GENERATION_FAILED = ("E901", "generation failed", "A generator refused a platform that validated clean (a limit no generation rule "
         "reports yet): a bug in hwspec. Nothing was written.")
     OUTPUT_NOT_WRITTEN = ("E902", "output not written", "The output cannot be written: two platforms of one run have the same name (their "
-        "files would share a directory), a refused path, text that is not UTF-8, or an operating-system error "
-        "(permissions, disk full). Nothing of the platform's new set was put in place.")
+        "files would share a directory), a refused path, or text that is not UTF-8 (an operating-system error is E114). "
+        "Nothing of the platform's new set was put in place.")
     INTERNAL_ERROR = ("E903", "internal error", "hwspec itself failed: an unexpected exception ended the command. It "
         "could not check (exit 2, never a finding: a health check does not drain the node on it), `diff`'s json and "
         "prometheus reports say `unchecked`, and one line names the command and the exception. Run it again with "

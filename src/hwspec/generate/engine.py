@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import shlex
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -409,38 +409,31 @@ def render_svgs(plan: Plan, out_dir: Path) -> list[Path]:
     return [safe_join(out_dir, relative[:-4] + ".svg") for relative in plan if relative.endswith(".dot")]
 
 
-def _size_of(root: Path, relative: str, directories: set[str]) -> int | None:
-    """The size of the regular file `root/relative` (as `writer.read_existing` finds it), or None."""
-    from hwspec.generate.writer import _open_existing
-
-    fd = _open_existing(root, relative, directories)
-    if fd is None:
-        return None
-    try:
-        return os.fstat(fd).st_size
-    finally:
-        os.close(fd)
-
-
 def check_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), context_lines: int = 3) -> list[str]:
     """Compare `plan` with `out_dir`. Returns one report per stale file (missing, different
-    or left over), each with a short unified diff; empty when everything is up to date."""
-    from hwspec.generate.writer import existing_matches, read_existing, safe_join
+    or left over), each with a short unified diff, or with its mode and the generated one (a
+    mode `generate` would not leave: `writer.checkout_accepts`); empty when everything is up to date."""
+    from hwspec.generate.writer import checkout_accepts, current_umask, existing_status, generated_mode, matching_file, read_existing, safe_join
 
     reports = []
     directories: set[str] = set()
+    umask = current_umask()
     for relative, text in plan.items():
         safe_join(out_dir, relative)
         data = text.encode("utf-8", "surrogatepass")
-        if existing_matches(out_dir, relative, data, directories):  # by size, then a chunk at a time
+        info = matching_file(out_dir, relative, data, directories)  # by size, then a chunk at a time
+        if info is not None:
+            mode = stat.S_IMODE(info.st_mode)
+            if not checkout_accepts(mode, data, umask):
+                reports.append(f"stale: {out_dir / relative}\nmode {mode:04o}, generated {generated_mode(data):04o}")
             continue
         # a stale file is read for its diff only up to a size of the generated one's order: a
         # file hwspec did not write may be of any size, and is never read whole
         existing = read_existing(out_dir, relative, directories, limit=max(4 * len(data), 1 << 20))
         if existing is None:
-            size = _size_of(out_dir, relative, directories)
-            reports.append(f"missing: {out_dir / relative}" if size is None else
-                           f"stale: {out_dir / relative}\n{size} bytes, {len(data)} generated: too large to show a diff")
+            status = existing_status(out_dir, relative, directories)
+            reports.append(f"missing: {out_dir / relative}" if status is None else
+                           f"stale: {out_dir / relative}\n{status.st_size} bytes, {len(data)} generated: too large to show a diff")
             continue
         current = existing.decode("utf-8", errors="replace")
         if current != text:

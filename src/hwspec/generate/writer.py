@@ -10,12 +10,20 @@ at any moment leaves either the old set of files or the new one, never a mix:
    for the whole run, so two runs into one directory take turns instead of sweeping each
    other's files;
 3. each platform's new set is written into a fresh hidden staging directory beside the old
-   one (unchanged files are hard-linked from the old set), then exchanged with the old
-   directory in one `renameat2(RENAME_EXCHANGE)` (Linux; elsewhere two renames, and a run
-   that finds the old set parked after a kill restores it first); the old set is then removed;
+   one, every file of it a new file of the user running hwspec with the mode hwspec sets
+   (`generated_mode`: never an old file's inode, mode or owner kept), then exchanged with the
+   old directory in one `renameat2(RENAME_EXCHANGE)` (Linux; elsewhere two renames, and a run
+   that finds the old set parked after a kill restores it first); the old set is then removed.
+   A set is left as it is only when every file holds the planned bytes, has hwspec's mode and
+   is owned by the user running it (`is_fresh`);
 4. symlinks are never followed below the output directory: an existing file or directory that
    is a symlink is not read and is replaced by the new regular file or directory (the link
-   itself goes, never the file it points to).
+   itself goes, never the file it points to);
+5. clean-up removes only what a run made: each hidden staging or parked directory is recorded
+   in the output directory's journal (`JOURNAL`) before it is made, and `recover` (at the start
+   of a run, for a run killed before, and at its end) removes or puts back exactly the
+   directories the journal names, then the journal. No other entry, however it is named, is
+   touched.
 """
 
 from __future__ import annotations
@@ -24,10 +32,11 @@ import contextlib
 import errno
 import functools
 import os
+import re
+import secrets
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -36,8 +45,15 @@ from hwspec.atomic import write_atomic_bytes
 
 STAGING = ".hwspec-new."
 PARKED = ".hwspec-old."
-"""Prefixes of the hidden directories of an unfinished write: `.<platform>.hwspec-new.XXXX`
-(a new set being written) and `.<platform>.hwspec-old.XXXX` (an old set being replaced)."""
+"""Markers of the hidden directories of an unfinished write: `.<platform>.hwspec-new.XXXXXXXX`
+(a new set being written) and `.<platform>.hwspec-old.XXXXXXXX` (an old set being replaced)."""
+JOURNAL = ".hwspec-journal"
+"""The file in an output directory that names, one a line, the hidden directories a run made
+there, each written (and synced) before the directory is made: all that `recover` acts on."""
+MAX_JOURNAL_BYTES = 1 << 20
+"""A journal is read up to this size: a run records one or two names per platform."""
+_RECORDED = re.compile(r"\.(?P<platform>[^./][^/\x00]*?)(?P<marker>\.hwspec-new\.|\.hwspec-old\.)[0-9a-f]{8}")
+"""A name the journal may hold: a staging or parked directory's, beside a platform directory."""
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
@@ -108,16 +124,47 @@ def read_existing(root: Path, relative: str, directories: set[str] | None = None
         return handle.read() if limit is None else handle.read(limit + 1)[:limit]
 
 
-def existing_matches(root: Path, relative: str, data: bytes, directories: set[str] | None = None) -> bool:
-    """Whether the regular file `root/relative` holds exactly `data`: its size first, then its
-    bytes a chunk at a time (an old file of any size is never read whole)."""
+def generated_mode(data: bytes) -> int:
+    """The mode of a generated file, set exactly whatever the umask: 0755 for a script (its
+    first bytes are `#!`), 0644 for any other file."""
+    return 0o755 if data.startswith(b"#!") else 0o644
+
+
+def matching_file(root: Path, relative: str, data: bytes, directories: set[str] | None = None) -> os.stat_result | None:
+    """The status of the regular file `root/relative` when it holds exactly `data` (its size
+    first, then its bytes a chunk at a time: an old file of any size is never read whole), else None."""
     fd = _open_existing(root, relative, directories)
     if fd is None:
-        return False
+        return None
     with os.fdopen(fd, "rb") as handle:
-        if os.fstat(fd).st_size != len(data):
-            return False
-        return _same_stream(handle, data)
+        info = os.fstat(fd)
+        if info.st_size != len(data) or not _same_stream(handle, data):
+            return None
+        return info
+
+
+def is_fresh(info: os.stat_result, data: bytes) -> bool:
+    """Whether a file holding `data` is as `generate` leaves it: its mode exactly
+    `generated_mode`, its owner the user running hwspec."""
+    return stat.S_IMODE(info.st_mode) == generated_mode(data) and info.st_uid == os.geteuid()
+
+
+def checkout_accepts(mode: int, data: bytes, umask: int) -> bool:
+    """Whether a file of permission bits `mode` holding `data` is up to date for `generate
+    --check`: the mode `generate` sets, or the one a checkout under `umask` gives it (git writes
+    0666, 0777 for a script, less the umask) when that grants nothing more but group write
+    (umask 002: 0664, 0775) and keeps a script executable. A world-writable, setuid, setgid or
+    sticky file is never up to date."""
+    wanted = generated_mode(data)
+    checkout = (0o777 if wanted & 0o100 else 0o666) & ~umask
+    return mode == wanted or (mode == checkout and not checkout & ~wanted & ~0o020 and checkout & 0o100 == wanted & 0o100)
+
+
+def current_umask() -> int:
+    """The process's umask (set and put back: there is no call that only reads it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _same_stream(handle: BinaryIO, data: bytes) -> bool:
@@ -131,7 +178,7 @@ def _same_stream(handle: BinaryIO, data: bytes) -> bool:
 
 def existing_same(a: Path, b: Path, relative: str) -> bool:
     """Whether `a/relative` and `b/relative` are regular files with the same bytes (sizes
-    first, then a chunk at a time)."""
+    first, then a chunk at a time), mode and owner."""
     fa = _open_existing(a, relative)
     if fa is None:
         return _open_close(b, relative) is None
@@ -140,7 +187,8 @@ def existing_same(a: Path, b: Path, relative: str) -> bool:
         if fb is None:
             return False
         with os.fdopen(fb, "rb") as second:
-            if os.fstat(fa).st_size != os.fstat(fb).st_size:
+            ia, ib = os.fstat(fa), os.fstat(fb)
+            if (ia.st_size, ia.st_mode, ia.st_uid) != (ib.st_size, ib.st_mode, ib.st_uid):
                 return False
             while chunk := first.read(_CHUNK):
                 if second.read(len(chunk)) != chunk:
@@ -153,6 +201,17 @@ def _open_close(root: Path, relative: str) -> int | None:
     if fd is not None:
         os.close(fd)
     return fd
+
+
+def existing_status(root: Path, relative: str, directories: set[str] | None = None) -> os.stat_result | None:
+    """The status of the regular file `root/relative` (as `_open_existing` finds it), or None."""
+    fd = _open_existing(root, relative, directories)
+    if fd is None:
+        return None
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 _CHUNK = 1 << 20
@@ -228,7 +287,7 @@ def _exchange(new: Path, target: Path) -> Path | None:
     exchange = _renameat2()
     if exchange is not None and exchange(str(new), str(target)):
         return new
-    parked = target.parent / f".{target.name}{PARKED}{os.getpid()}"
+    parked = _recorded_name(target.parent, target.name, PARKED)
     os.rename(target, parked)
     os.rename(new, target)
     return parked
@@ -243,26 +302,46 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _recorded_name(out_dir: Path, platform: str, marker: str) -> Path:
+    """A new hidden name for a directory of `platform` in `out_dir` (staging or parked, by
+    `marker`), recorded in the journal before anything is made at it (call with the lock held)."""
+    while True:
+        path = out_dir / f".{platform}{marker}{secrets.token_hex(4)}"
+        if not os.path.lexists(path):
+            break
+    fd = os.open(out_dir / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, path.name.encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
+
+
+def _journal(out_dir: Path) -> list[re.Match[str]]:
+    """The names `out_dir`'s journal records (each once, in order), of those it may hold; none
+    when there is no journal, or it is not a regular file."""
+    raw = read_existing(out_dir, JOURNAL, limit=MAX_JOURNAL_BYTES) or b""
+    names = dict.fromkeys(raw.decode("utf-8", "replace").split("\n"))
+    return [match for name in names if (match := _RECORDED.fullmatch(name))]
+
+
 def recover(out_dir: Path) -> None:
-    """Clean up after a killed run (call with the lock held): a platform directory that was
-    parked and not replaced is put back; staging and parked leftovers are removed."""
-    if not out_dir.is_dir():
-        return
-    for entry in sorted(out_dir.iterdir()):
-        name = entry.name
-        if not name.startswith("."):
+    """Clean up what runs recorded in `out_dir`'s journal (call with the lock held): a parked
+    old set whose platform directory is missing (a run killed between its two renames) is put
+    back, the other recorded directories are removed, then the journal. An entry the journal
+    does not name, or that is not a directory, is never touched."""
+    for recorded in _journal(out_dir):
+        entry = out_dir / recorded.group()
+        if not (os.path.isdir(entry) and not os.path.islink(entry)):
             continue
-        for marker in (PARKED, STAGING):
-            if marker in name:
-                platform = out_dir / name[1:name.index(marker)]
-                if marker == PARKED and not os.path.lexists(platform) and entry.is_dir() and not entry.is_symlink():
-                    os.rename(entry, platform)  # the old set, parked by a run killed before the new one was in place
-                else:
-                    _remove(entry)
-                break
+        platform = out_dir / recorded["platform"]
+        if recorded["marker"] == PARKED and not os.path.lexists(platform):
+            os.rename(entry, platform)
         else:
-            if name.endswith(".tmp") and name.count(".") >= 2:
-                _remove(entry)  # a write_atomic temp file of a killed run
+            _remove(entry)
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        os.unlink(out_dir / JOURNAL)
 
 
 def write_tree(out_dir: Path, plan: dict[str, str], keep: Callable[[str], bool] = lambda _: False,
@@ -286,8 +365,11 @@ def write_tree(out_dir: Path, plan: dict[str, str], keep: Callable[[str], bool] 
     changed: list[Path] = []
     with locked(out_dir):
         recover(out_dir)
-        for platform, files in sorted(groups.items()):
-            changed.extend(_write_platform(out_dir, platform, files, keep, extra))
+        try:
+            for platform, files in sorted(groups.items()):
+                changed.extend(_write_platform(out_dir, platform, files, keep, extra))
+        finally:
+            recover(out_dir)  # whatever this run left (an old set rmtree could not remove), and its journal
     return changed
 
 
@@ -299,16 +381,18 @@ def _write_platform(out_dir: Path, platform: str, files: dict[str, bytes], keep:
     # old files are compared by size, then a chunk at a time, and never read whole: one hwspec
     # did not write may be of any size (a 2 GiB file made generate hold 2 GiB, --check 10 GiB)
     directories: set[str] = set()
-    same = {r for r, data in files.items() if r in old and existing_matches(target, r, data, directories)}
-    kept = [r for r in old if r not in files and keep(r) and _open_close(target, r) is not None]
+    same = {r for r, data in files.items() if r in old and _fresh(target, r, data, directories)}
+    kept = {r: info for r in old if r not in files and keep(r) and (info := existing_status(target, r)) is not None}
     changed = [target / r for r in sorted(files) if r not in same]
     changed += [target / r for r in old if r not in files and r not in kept]
+    changed += [target / r for r, info in kept.items() if (stat.S_IMODE(info.st_mode), info.st_uid) != (0o644, os.geteuid())]
     if not changed and extra is None and (intact or not files):
         return []
-    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{platform}{STAGING}"))
+    staging = _recorded_name(out_dir, platform, STAGING)
+    os.mkdir(staging, 0o700)
     try:
         for relative, data in sorted(files.items()):
-            _place(staging, relative, data, target if relative in same else None)
+            _place(staging, relative, data)
         for relative in kept:
             _keep(staging, relative, target)
         added = extra(staging, platform) if extra is not None else []
@@ -325,38 +409,39 @@ def _write_platform(out_dir: Path, platform: str, files: dict[str, bytes], keep:
     return changed
 
 
+def _fresh(root: Path, relative: str, data: bytes, directories: set[str]) -> bool:
+    """Whether `root/relative` holds `data` as `generate` leaves it (`is_fresh`)."""
+    info = matching_file(root, relative, data, directories)
+    return info is not None and is_fresh(info, data)
+
+
 def _keep(root: Path, relative: str, old_set: Path) -> None:
-    """Put an old set's file the plan keeps (a rendered SVG) into the new set: a hard link,
-    else a copy made a chunk at a time."""
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        os.link(old_set / relative, path, follow_symlinks=False)
-        return
+    """Copy an old set's file the plan keeps (a rendered SVG) into the new set: a new file,
+    0644, copied a chunk at a time (never the old inode, mode or owner)."""
     fd = _open_existing(old_set, relative)
     if fd is None:
         return
-    with os.fdopen(fd, "rb") as source:
-        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with os.fdopen(out, "wb") as handle:
-            shutil.copyfileobj(source, handle, _CHUNK)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-def _place(root: Path, relative: str, data: bytes, unchanged_from: Path | None) -> None:
-    """Put one file of a new set into the staging directory: a hard link to the identical old
-    file when there is one (keeps its inode and time), else a new file (0755 for a script)."""
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
-    if unchanged_from is not None:
-        with contextlib.suppress(OSError):
-            os.link(unchanged_from / relative, path, follow_symlinks=False)
-            return
-    mode = 0o755 if data.startswith(b"#!") else 0o644
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
-    with os.fdopen(fd, "wb") as handle:
+    with os.fdopen(fd, "rb") as source, _created(path, 0o644) as handle:
+        shutil.copyfileobj(source, handle, _CHUNK)
+
+
+def _place(root: Path, relative: str, data: bytes) -> None:
+    """Write one file of a new set into the staging directory: a new file with `generated_mode`."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _created(path, generated_mode(data)) as handle:
         handle.write(data)
+
+
+@contextlib.contextmanager
+def _created(path: Path, mode: int) -> Iterator[BinaryIO]:
+    """A new file at `path` (never an existing one, never through a link) to write, then
+    given `mode` exactly and synced to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        yield handle
         handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(path, mode)
+        os.fchmod(fd, mode)
+        os.fsync(fd)

@@ -26,9 +26,10 @@ as such.
 Memory: the host names of the judged runs, the NICs that joined single-GPU runs, and for each
 subject still slow in every run a fixed-size tally (runs, up to `MAX_PARTNERS_KEPT` partners,
 its first slow run; for a leaf, the nodes common to all its runs); a subject with a run within
-its band keeps only its name. Plus one 16-byte digest per run, so that a run read twice (the
-same run label, collective, hosts and devices) is counted once. Never a whole record; time is
-linear in the runs' hosts.
+its band keeps only its name. Plus two 16-byte digests per run (which run it is: its label,
+collective, hosts and devices; and what it said), so that a run read twice is counted once, and
+one read again with other results is told apart (a conflict, `add` says where the first was
+read). Never a whole record; time is linear in the runs' hosts.
 """
 
 from __future__ import annotations
@@ -148,6 +149,10 @@ class Judgement:
 K = TypeVar("K")
 
 
+def _digest(values: list[object]) -> bytes:
+    return hashlib.blake2b(json.dumps(values).encode(), digest_size=16).digest()
+
+
 class RunTally:
     """Acceptance runs read so far, tallied by outcome and by node, NIC and leaf (module docstring)."""
 
@@ -157,24 +162,37 @@ class RunTally:
         self._domain_of = {host: d for d, hosts in enumerate(leaves.domains) for host in hosts} if leaves else {}
         self.outcomes = dict.fromkeys(OUTCOMES, 0)
         self.duplicates = 0
+        self.conflicts = 0
         self.without_hosts = 0
         self.nodes: dict[str, Suspect | None] = {}
         self.nics: dict[tuple[str, int], Suspect | None] = {}
         self.leaf_suspects: dict[int, LeafSuspect | None] = {}
-        self._seen: set[bytes] = set()
+        self._seen: dict[bytes, tuple[bytes, str]] = {}  # run -> (digest of all it said, where it was read)
         self._judgement: Judgement | None = None
 
     @property
     def read(self) -> int:
         return sum(self.outcomes.values())
 
-    def add(self, run: Run) -> None:
-        """Count `run`, unless a run with its label, collective, hosts and devices was counted already."""
-        key = hashlib.blake2b(json.dumps([run.label, run.collective, run.hosts, run.devices]).encode(), digest_size=16).digest()
-        if key in self._seen:
-            self.duplicates += 1
-            return
-        self._seen.add(key)
+    def add(self, run: Run, source: str = "") -> str | None:
+        """Count `run`, read from `source`, unless a run with its label, collective, hosts and
+        devices was counted already: then None when that one said the same (a duplicate), else
+        where it was read (a conflict: the first one read stays counted)."""
+        key = _digest([run.label, run.collective, run.hosts, run.devices])
+        said = _digest([run.gpus_per_node, run.outcome, run.over_nvlink, run.below])
+        first = self._seen.get(key)
+        if first is not None:
+            if first[0] == said:
+                self.duplicates += 1
+                return None
+            self.conflicts += 1
+            return first[1]
+        self._seen[key] = (said, source)
+        self._count(run)
+        return None
+
+    def _count(self, run: Run) -> None:
+        """Count a run read for the first time, by outcome and by node, NIC and leaf."""
         self._judgement = None
         self.outcomes[run.outcome] += 1
         if run.outcome == "unchecked":

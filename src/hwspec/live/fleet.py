@@ -11,8 +11,10 @@ DaemonSet) and writes a node report, version 1:
 `Fleet` reads such reports one file at a time (a file may hold several, one after another, as
 JSON Lines or concatenated) and keeps only tallies: the nodes of each platform by status, and
 the findings grouped by platform, code and device with the nodes that have them, printed as a
-Slurm hostlist. Memory is the node names and one example message per group, never a whole
-report; time is linear in the bytes read. A report that cannot be read (E601) or is not a
+Slurm hostlist. Memory is the node names (with a digest and status each) and the groups, never a
+whole report once it is read, and does not grow with a report's size: texts are cut
+(`MAX_TEXT_KEPT`, `MAX_NAME_KEPT`), distinct messages counted as digests up to
+`MAX_MESSAGES_COUNTED`, groups kept up to `MAX_GROUPS`. Time is linear in the bytes read. A report that cannot be read (E601) or is not a
 version-1 node report (E602) is a located diagnostic, counted, and leaves the tallies alone;
 unknown keys are ignored.
 
@@ -29,15 +31,26 @@ every run it joined: A105). For runs, memory is the host names, a fixed-size tal
 node, NIC and leaf still slow in every run it joined, and a 16-byte digest per run; never a
 record once its report is read.
 
-Invariants: every node is counted once (a second report of it is an E603 warning, not
-counted), and so is every run; every text from a report that reaches the output is shown
-`visible` (one line), and a node or host name is a host name (letters, digits, `.`, `-`, `_`),
-so a hostlist cannot be forged.
+Which report speaks for a node is decided by where it came from, not by what it says: the
+documented collection is one file per node, named for it (`srun --output=reports/%N.json`, the
+DaemonSet's `/reports/$NODE_NAME.json`), so a node report counts only from the file of its node
+(`NODE.json`, `node_of_file`). One in another node's file is an E604 error, not counted. A file
+of several nodes' reports (`kubectl logs` of the DaemonSet's pods) is read only when the
+operator names it with `add_collected` (`--collected FILE`): each of its reports speaks for the
+node it names. An acceptance report speaks for its runs, not for a node, and counts from any file.
+
+Invariants: every node is counted once, from its first report read: a later one that says the
+same (a 16-byte digest of what the fleet report uses) is an E603 warning, one that says
+something else an E605 error (exit 1), neither counted; every run is counted once the same way
+(same run, collective, hosts and devices: a second record of it that differs is an E605). Every
+text from a report that reaches the output is shown `visible` (one line), and a node or host
+name is a host name (letters, digits, `.`, `-`, `_`), so a hostlist cannot be forged.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -60,6 +73,16 @@ MAX_REPORT_BYTES = 16 * 2**20
 """A node report larger than this is refused (E601): thousands of findings are far below it."""
 MAX_PROBLEMS_KEPT = 1000
 """Diagnostics about reports kept for printing; the rest are only counted."""
+MAX_TEXT_KEPT = 1000
+"""A text kept from a report (a message, a spec path, where in the spec) is cut to this many
+characters, a name (a platform, code or device) to `MAX_NAME_KEPT`: what is kept of a report
+does not grow with its size."""
+MAX_NAME_KEPT = 256
+MAX_MESSAGES_COUNTED = 100
+"""Distinct messages counted per finding group (as 8-byte digests); past it, "or more"."""
+MAX_GROUPS = 10_000
+"""Finding groups kept (node reports' and acceptance reports' codes each); a finding of a
+further group is only counted (`findings_not_grouped`)."""
 STATUS_EXIT = {"clean": 0, "drift": 1, "unchecked": 2}
 """A node report's status and the exit code `hwspec diff` gives with it."""
 SEVERITIES = ("info", "warning", "error")
@@ -72,7 +95,7 @@ EXIT_CLEAN, EXIT_ATTENTION, EXIT_NOTHING_READ = 0, 1, 2
 
 @dataclass(frozen=True)
 class NodeReport:
-    """The parts of one node report a fleet report uses."""
+    """The parts of one node report a fleet report uses (`digest`: all of them)."""
 
     node: str
     spec: str
@@ -84,6 +107,20 @@ class NodeReport:
     fabric_known: bool = False
     """Whether the report says (`fabric` an object): a null `fabric` (not asked, GPUs that
     disagree) is left out of the comparison with the cluster's domains."""
+
+    def digest(self) -> bytes:
+        """16 bytes that differ between two reports that say different things to a fleet report."""
+        return hashlib.blake2b(repr(self).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class Seen:
+    """Where a node's counted report was read (`file`, line and column), its status and digest."""
+
+    file: str
+    at: tuple[int, int]
+    status: str
+    digest: bytes
 
 
 @dataclass(frozen=True)
@@ -114,7 +151,8 @@ class PlatformTally:
 @dataclass
 class FindingGroup:
     """The nodes of one platform with a finding of one code on one device; the first message
-    seen (and where in the spec), and how many distinct messages there were."""
+    seen (and where in the spec), and the digests of its distinct messages (at most
+    MAX_MESSAGES_COUNTED: `more_messages` says there were more)."""
 
     platform: str | None
     spec: str
@@ -124,12 +162,17 @@ class FindingGroup:
     message: str
     where: str
     nodes: list[str] = field(default_factory=list)
-    messages: set[str] = field(default_factory=set)
+    messages: set[bytes] = field(default_factory=set)
+    more_messages: bool = False
 
     def add(self, node: str, finding: Finding) -> None:
         if not self.nodes or self.nodes[-1] != node:  # a node with two findings of one kind counts once
             self.nodes.append(node)
-        self.messages.add(finding.message)
+        digest = hashlib.blake2b(finding.message.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        if len(self.messages) < MAX_MESSAGES_COUNTED:
+            self.messages.add(digest)
+        elif digest not in self.messages:
+            self.more_messages = True
         if SEVERITIES.index(finding.severity) > SEVERITIES.index(self.severity):
             self.severity = finding.severity
 
@@ -154,6 +197,7 @@ class AcceptanceReports:
     def __init__(self) -> None:
         self.statuses = dict.fromkeys(STATUS_EXIT, 0)
         self.codes: dict[str, CodeTally] = {}
+        self.findings_not_grouped = 0  # findings of a code past MAX_GROUPS codes
         self.records_refused = 0
         self.runs_refused = 0
 
@@ -168,11 +212,14 @@ class AcceptanceReports:
         for finding in report.findings:
             tally = self.codes.get(finding.code)
             if tally is None:
+                if len(self.codes) == MAX_GROUPS:
+                    self.findings_not_grouped += 1
+                    continue
                 tally = self.codes[finding.code] = CodeTally(finding.code, finding.severity, finding.message, finding.where)
             tally.findings += 1
             if SEVERITIES.index(finding.severity) > SEVERITIES.index(tally.severity):
                 tally.severity = finding.severity
-        for code in {finding.code for finding in report.findings}:
+        for code in {finding.code for finding in report.findings} & self.codes.keys():
             self.codes[code].reports += 1
 
     def sorted_codes(self) -> list[CodeTally]:
@@ -192,19 +239,30 @@ class Fleet:
         self._cliques: CliqueCheck | None = None
         self.platforms: dict[tuple[str | None, str], PlatformTally] = {}
         self.groups: dict[tuple[str | None, str, str, str | None], FindingGroup] = {}
-        self.seen: dict[str, str] = {}  # node -> the file its counted report came from
+        self.seen: dict[str, Seen] = {}  # node -> where its counted report came from, and what it said
         self.reports_read = 0
         self.reports_refused = 0
         self.duplicates = 0
+        self.findings_not_grouped = 0  # findings of a group past MAX_GROUPS groups
+        self.misplaced = 0  # node reports in another node's file: E604
+        self.conflicts = 0  # second reports of a node that say something else: E605
         self.problems: list[Diagnostic] = []
         self.problems_dropped = 0
 
     # ------------------------------------------------------------------ reading
 
     def add_paths(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        """The reports of files, directories (their `*.json` files) and glob patterns, each file
+        the file of one node (`node_of_file`)."""
         for path in paths:
             for file in self._files(os.fspath(path)):
                 self.add_file(file)
+
+    def add_collected(self, files: Iterable[str | os.PathLike[str]]) -> None:
+        """The reports of files of several nodes' reports that the operator collected and
+        vouches for (`--collected`): each report speaks for the node it names."""
+        for file in files:
+            self.add_file(os.fspath(file), collected=True)
 
     def _files(self, path: str) -> Iterator[str]:
         """The report files `path` stands for; an E601 (and none) when it names nothing."""
@@ -225,8 +283,8 @@ class Fleet:
         else:
             yield path
 
-    def add_file(self, file: str) -> None:
-        """Every report in `file`; an E601 when it cannot be read."""
+    def add_file(self, file: str, collected: bool = False) -> None:
+        """Every report in `file`, the file of one node unless `collected`; an E601 when it cannot be read."""
         try:
             raw = read_bounded(file, MAX_REPORT_BYTES)
         except ValueError as exc:
@@ -239,10 +297,13 @@ class Fleet:
             self._refused(file, Code.NODE_REPORT_UNREADABLE, f"not UTF-8 (byte 0x{raw[exc.start]:02x})",
                           _Lines(prefix).at(len(prefix)))
             return
-        self.add_text(text, file)
+        self.add_text(text, file, collected)
 
-    def add_text(self, text: str, file: str) -> None:
-        """Every report in `text` (JSON objects one after another), as read from `file`."""
+    def add_text(self, text: str, file: str, collected: bool = False) -> None:
+        """Every report in `text` (JSON objects one after another), as read from `file`: the
+        file of one node (its node reports count only when they are that node's: E604), or,
+        when `collected`, a file whose reports each speak for the node they name."""
+        speaks_for = None if collected else node_of_file(file)
         lines = _Lines(text)
         position = _skip_blank(text, 0)
         if position == len(text):
@@ -279,24 +340,25 @@ class Fleet:
             except ReportError as exc:
                 self._refused(file, Code.NOT_A_NODE_REPORT, exc.message, lines.at(locate(text, position, exc.path)))
             else:
-                if records is None:
-                    self.add_report(report, file, lines.at(position) if report.node in self.seen else (1, 1))
-                else:
-                    self.add_acceptance(report, records)
+                at = lines.at(position)
+                if records is not None:
+                    self.add_acceptance(report, records, file, at)
                     if records.error is not None:
                         self._record_refused(file, records, lines.at(locate(text, position, records.error.path)))
+                elif speaks_for is None or report.node == speaks_for:
+                    self.add_report(report, file, at)
+                else:
+                    self._misplaced(report, file, at)
             position = _skip_blank(text, end)
 
     def add_report(self, report: NodeReport, file: str, at: tuple[int, int] = (1, 1)) -> None:
-        """Count `report`, read from `file` (at line and column `at`), unless its node was counted already."""
+        """Count `report` as its node's, read from `file` (at line and column `at`), unless its
+        node was counted already: then an E603 warning when it says the same, else an E605 error."""
         first = self.seen.get(report.node)
         if first is not None:
-            self.duplicates += 1
-            self._problem(file, at, Severity.WARNING, Code.NODE_REPORTED_TWICE,
-                          f"node {report.node} was reported in {visible(display_path(first))} already: "
-                          "this report is not counted")
+            self._second_report(report, file, at, first)
             return
-        self.seen[report.node] = file
+        self.seen[report.node] = Seen(file, at, report.status, report.digest())
         self.reports_read += 1
         key = (report.platform, report.spec)
         tally = self.platforms.get(key)
@@ -310,16 +372,48 @@ class Fleet:
             group_key = (report.platform, report.spec, finding.code, finding.device)
             group = self.groups.get(group_key)
             if group is None:
+                if len(self.groups) == MAX_GROUPS:
+                    self.findings_not_grouped += 1
+                    continue
                 group = self.groups[group_key] = FindingGroup(report.platform, report.spec, finding.code, finding.device,
                                                               finding.severity, finding.message, finding.where)
             group.add(report.node, finding)
 
-    def add_acceptance(self, report: NodeReport, records: Records) -> None:
-        """Count an acceptance report (one with `acceptance` records) and its runs: never a node
-        report, since its `node` is only where `hwspec diff` ran, not what its runs measured."""
+    def add_acceptance(self, report: NodeReport, records: Records, file: str = "", at: tuple[int, int] = (1, 1)) -> None:
+        """Count an acceptance report (one with `acceptance` records), read from `file` at `at`,
+        and its runs: never a node report, since its `node` is only where `hwspec diff` ran, not
+        what its runs measured. A run counted already that these records tell otherwise is an E605."""
         self.acceptance.add(report, records)
         for run in records.runs:
-            self.runs.add(run)
+            earlier = self.runs.add(run, file)
+            if earlier is not None:
+                self._problem(file, at, Severity.ERROR, Code.REPORTS_DISAGREE,
+                              f"run {run.label} ({run.collective} over {len(run.hosts)} host(s)) is {run.outcome} here but "
+                              f"was read otherwise in {visible(display_path(earlier))}: reports of one run disagree; "
+                              "this one is not counted")
+
+    def _second_report(self, report: NodeReport, file: str, at: tuple[int, int], first: Seen) -> None:
+        """Another report of a node counted already: E603 (a warning) when it says the same, else E605."""
+        if report.digest() == first.digest:
+            self.duplicates += 1
+            self._problem(file, at, Severity.WARNING, Code.NODE_REPORTED_TWICE,
+                          f"node {report.node} was reported in {visible(display_path(first.file))} already: "
+                          "this report is not counted")
+            return
+        self.conflicts += 1
+        where = f"{visible(display_path(first.file))}:{first.at[0]}"
+        says = (f"is {report.status} here but {first.status} in {where}" if report.status != first.status else
+                f"is {report.status} here and in {where}, with other findings")
+        self._problem(file, at, Severity.ERROR, Code.REPORTS_DISAGREE,
+                      f"node {report.node} {says}: reports of one node disagree; this one is not counted")
+
+    def _misplaced(self, report: NodeReport, file: str, at: tuple[int, int]) -> None:
+        """A node report in another node's file (E604): not counted."""
+        self.misplaced += 1
+        self._problem(file, at, Severity.ERROR, Code.REPORT_OF_ANOTHER_NODE,
+                      f"node {report.node}'s report in {visible(os.path.basename(file))}, which is not {report.node}.json: "
+                      "not counted (a node's report counts only from its own file; give a file of several nodes' "
+                      "reports with --collected)")
 
     def _record_refused(self, file: str, records: Records, at: tuple[int, int]) -> None:
         """An E602 at the first acceptance record of a report that failed its checks (the others
@@ -358,15 +452,16 @@ class Fleet:
     @property
     def exit_code(self) -> int:
         """2 when no report could be read; 1 when a node drifted or could not be checked, a
-        report could not be read (E601/E602) or the nodes' NVLink cliques disagree with the
-        cluster's domains (D114), or an acceptance report is not clean, a run was slow (A105
-        included) or an acceptance record was refused; 0 when every node read is clean and
-        every acceptance run read within its band."""
+        report could not be read (E601/E602), a node report was in another node's file (E604),
+        two reports of a node or a run disagree (E605) or the nodes' NVLink cliques disagree
+        with the cluster's domains (D114), or an acceptance report is not clean, a run was slow
+        (A105 included) or an acceptance record was refused; 0 when every node read is clean
+        and every acceptance run read within its band."""
         if not self.reports_read and not self.acceptance.read:
             return EXIT_NOTHING_READ
         cliques = self.cliques()
-        if (self.count("drift") or self.count("unchecked") or self.reports_refused or (cliques and cliques.findings)
-                or self.acceptance_needs_attention):
+        if (self.count("drift") or self.count("unchecked") or self.reports_refused or self.misplaced or self.conflicts
+                or (cliques and cliques.findings) or self.acceptance_needs_attention):
             return EXIT_ATTENTION
         return EXIT_CLEAN
 
@@ -375,7 +470,7 @@ class Fleet:
         """An acceptance report not clean, a run slow (A105 needs one) or an acceptance record refused."""
         reports = self.acceptance
         return bool(reports.statuses["drift"] or reports.statuses["unchecked"] or self.runs.outcomes["slow"]
-                    or reports.records_refused)
+                    or reports.records_refused or self.runs.conflicts)
 
     def sorted_platforms(self) -> list[PlatformTally]:
         """By platform name, then spec."""
@@ -390,7 +485,8 @@ class Fleet:
         return {
             "hwspec_fleet_report": 1,
             "exit_code": self.exit_code,
-            "reports": {"counted": self.reports_read, "refused": self.reports_refused, "duplicates": self.duplicates},
+            "reports": {"counted": self.reports_read, "refused": self.reports_refused, "duplicates": self.duplicates,
+                        "from_another_nodes_file": self.misplaced, "disagreeing": self.conflicts},
             "nodes": {"total": self.reports_read, **{status: self.count(status) for status in STATUS_EXIT}},
             "platforms": [{"platform": t.platform, "spec": t.spec, "nodes": t.total,
                            **{status: len(t.nodes[status]) for status in STATUS_EXIT},
@@ -400,8 +496,10 @@ class Fleet:
                           for t in self.sorted_platforms()],
             "findings": [{"code": g.code, "severity": g.severity, "device": g.device, "platform": g.platform,
                           "spec": g.spec, "nodes": len(g.nodes), "hostlist": compress(g.nodes),
-                          "message": g.message, "where": g.where or None, "distinct_messages": len(g.messages)}
+                          "message": g.message, "where": g.where or None, "distinct_messages": len(g.messages),
+                          "more_messages": g.more_messages}
                          for g in self.sorted_groups()],
+            "findings_not_grouped": self.findings_not_grouped,
             "problems": [{"file": d.file, "line": d.line, "column": d.col, "severity": d.severity.label,
                           "code": d.code, "message": d.message} for d in self.problems],
             "problems_not_listed": self.problems_dropped,
@@ -416,9 +514,11 @@ class Fleet:
         return {
             "reports": {"counted": reports.read, **reports.statuses, "records_refused": reports.records_refused,
                         "runs_refused": reports.runs_refused},
-            "runs": {"read": runs.read, **runs.outcomes, "read_twice": runs.duplicates, "without_hosts": runs.without_hosts},
+            "runs": {"read": runs.read, **runs.outcomes, "read_twice": runs.duplicates, "disagreeing": runs.conflicts,
+                     "without_hosts": runs.without_hosts},
             "findings": [{"code": t.code, "severity": t.severity, "findings": t.findings, "reports": t.reports,
                           "message": t.message, "where": t.where or None} for t in reports.sorted_codes()],
+            "findings_not_grouped": reports.findings_not_grouped,
             "slow_in_every_run": [{"code": c.diagnostic.code, "severity": c.diagnostic.severity.label, "kind": c.kind,
                                    "subject": c.subject, "hostlist": compress(c.hosts), "device": c.device, "runs": c.runs,
                                    "partners": list(c.partners), "more_partners": c.more_partners, "first_run": c.first.label,
@@ -451,6 +551,14 @@ class Fleet:
 # ---------------------------------------------------------------------- one report
 
 
+def node_of_file(file: str) -> str:
+    """The node a report file speaks for: its name less `.json` (`srun --output=reports/%N.json`,
+    the DaemonSet's `$NODE_NAME.json`), the whole name when it has no such suffix."""
+    name = os.path.basename(file)
+    return name[:-len(".json")] if name.endswith(".json") else name
+
+
+
 def _past_bound(text: str, start: int, end: int | None = None) -> jsonbound.BoundError | None:
     """The first number or nesting in `text[start:end]` past `hwspec.jsonbound`'s bounds, or None."""
     try:
@@ -479,8 +587,16 @@ def parse_report(document: Any) -> NodeReport:
         raise ReportError(("exit_code",), f"exit_code {exit_code} disagrees with status {status} "
                                           f"(exit code {STATUS_EXIT[status]})")
     findings = required(document, "findings", list)
-    return NodeReport(node, visible(required(document, "spec", str)), optional(document, (), "platform"), status,
-                      tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
+    return NodeReport(node, kept(visible(required(document, "spec", str))), kept(optional(document, (), "platform"), MAX_NAME_KEPT),
+                      status, tuple(_finding(item, index) for index, item in enumerate(findings)), *_fabric(document))
+
+
+def kept(text: str | None, limit: int = MAX_TEXT_KEPT) -> Any:
+    """`text` (already `visible`) as the fleet report keeps it: its first `limit` characters,
+    and how long it was when it is longer."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _fabric(document: dict) -> tuple[Clique | None, bool]:
@@ -493,7 +609,7 @@ def _fabric(document: dict) -> tuple[Clique | None, bool]:
     uuid = optional(fabric, ("fabric",), "cluster_uuid", str)
     if uuid is None:
         return None, True
-    return (uuid, optional(fabric, ("fabric",), "clique_id", int)), True
+    return (kept(uuid, MAX_NAME_KEPT), optional(fabric, ("fabric",), "clique_id", int)), True
 
 
 def _finding(item: Any, index: int) -> Finding:
@@ -504,11 +620,11 @@ def _finding(item: Any, index: int) -> Finding:
     if severity not in SEVERITIES:
         raise ReportError((*path, "severity"), f"findings[{index}].severity {visible(severity)!r} is not one of: "
                                                + ", ".join(SEVERITIES))
-    file = optional(item, path, "file")
+    file = kept(optional(item, path, "file"))
     line, col = (optional(item, path, key, int) for key in ("line", "col"))
     where = f"{file}:{line or 0}:{col or 0}" if file else ""
-    return Finding(visible(required(item, "code", str, path)), severity, optional(item, path, "device"),
-                   visible(required(item, "message", str, path)), where)
+    return Finding(kept(visible(required(item, "code", str, path)), MAX_NAME_KEPT), severity,
+                   kept(optional(item, path, "device"), MAX_NAME_KEPT), kept(visible(required(item, "message", str, path))), where)
 
 
 # ---------------------------------------------------------------------- where in the text
@@ -631,6 +747,8 @@ def _headline(fleet: Fleet) -> str:
     line = f"{fleet.reports_read} node(s): {counts}"
     extra = [f"{fleet.reports_refused} report(s) not read"] if fleet.reports_refused else []
     extra += [f"{fleet.duplicates} duplicate(s) not counted"] if fleet.duplicates else []
+    extra += [f"{fleet.misplaced} report(s) in another node's file not counted"] if fleet.misplaced else []
+    extra += [f"{fleet.conflicts} disagreeing report(s) not counted"] if fleet.conflicts else []
     cliques = fleet.cliques()
     extra += [f"{len(cliques.findings)} NVLink clique finding(s)"] if cliques and cliques.findings else []
     extra += [f"{fleet.acceptance.read} acceptance report(s)"] if fleet.acceptance.read else []
@@ -643,9 +761,14 @@ def _platform_name(tally: PlatformTally | FindingGroup) -> str:
     return tally.platform if tally.platform is not None else "(no platform)"
 
 
+def _not_grouped(findings: int) -> str:
+    return f"{findings} finding(s) not grouped: the first {MAX_GROUPS} groups are listed"
+
+
 def _messages(group: FindingGroup) -> str:
     others = len(group.messages) - 1
-    return group.message + (f" (and {others} other message(s))" if others else "")
+    more = " or more" if group.more_messages else ""
+    return group.message + (f" (and {others}{more} other message(s))" if others else "")
 
 
 def _text(fleet: Fleet) -> str:
@@ -663,6 +786,8 @@ def _text(fleet: Fleet) -> str:
         lines.append(f"  {group.code} {group.severity}: {_platform_name(group)} {group.device or '(no device)'} "
                      f"on {len(group.nodes)} node(s): {compress(group.nodes)}")
         lines.append(f"    {group.where + ': ' if group.where else ''}{_messages(group)}")
+    if fleet.findings_not_grouped:
+        lines.append(f"  {_not_grouped(fleet.findings_not_grouped)}")
     if fleet.domains is not None:
         lines += ["", _domains_headline(fleet) + ":"]
         lines += [f"  {line}" for line in _domains_lines(fleet)]
@@ -689,6 +814,8 @@ def _acceptance_lines(fleet: Fleet) -> list[tuple[int, str]]:
     lines: list[tuple[int, str]] = []
     if runs.duplicates:
         lines.append((0, f"{runs.duplicates} run(s) read twice: counted once"))
+    if runs.conflicts:
+        lines.append((0, f"{runs.conflicts} run(s) read again with other results (E605): counted as first read"))
     if runs.without_hosts:
         lines.append((0, f"{runs.without_hosts} run(s) name no host: counted, not attributed to a node"))
     if reports.records_refused:
@@ -696,6 +823,8 @@ def _acceptance_lines(fleet: Fleet) -> list[tuple[int, str]]:
     for tally in reports.sorted_codes():
         lines.append((0, f"{tally.code} {tally.severity}: {tally.findings} finding(s) in {tally.reports} report(s)"))
         lines.append((1, f"{tally.where + ': ' if tally.where else ''}{tally.message}"))
+    if reports.findings_not_grouped:
+        lines.append((0, _not_grouped(reports.findings_not_grouped)))
     for culprit in judgement.culprits:
         first, *hint = culprit.diagnostic.format().split("\n")
         lines += [(0, first), *((1, line.strip()) for line in hint)]
@@ -788,6 +917,8 @@ def _markdown(fleet: Fleet) -> str:
     for group in groups:
         lines.append(f"| {_md(group.code)} | {group.severity} | {_md(_platform_name(group))} | {_md(group.device or '')} "
                      f"| {len(group.nodes)} | `{compress(group.nodes)}` | {_md(group.where)} | {_md(_messages(group))} |")
+    if fleet.findings_not_grouped:
+        lines += ["", _md(_not_grouped(fleet.findings_not_grouped)) + "."]
     if fleet.domains is not None:
         lines += ["", "## NVLink domains", "", _md(_domains_headline(fleet)) + ".", ""]
         lines += [f"- {_md(line)}" for line in _domains_lines(fleet)]
