@@ -363,15 +363,22 @@ class NvlinkConnection:
 
 @dataclass(frozen=True, slots=True)
 class NvSwitch:
-    """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
-    its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
+    """An NVSwitch chip: every GPU it serves (`gpus`, or every GPU of the node when None) has
+    `links_per_gpu` fabric links to it. `bus` is its PCI bus id when the OS shows it, else None
+    (NCCL's invisible NVSwitch)."""
 
     id: str
     """The switch's id (`nvswitch0`)."""
     links_per_gpu: int
-    """Fabric links every GPU of the board has to this switch."""
+    """Fabric links every GPU it serves has to this switch."""
     bus: str | None
     """PCI bus id where the OS shows the switch, else None (NCCL's invisible NVSwitch)."""
+    gpus: tuple[str, ...] | None = None
+    """The ids of the GPUs wired to it, where it serves only some (a DGX-2's boards); None: all."""
+
+    def serves(self, gpu_id: str) -> bool:
+        """Whether GPU `gpu_id` is wired to this switch."""
+        return self.gpus is None or gpu_id in self.gpus
 
 
 NVLS_MIN_NVSWITCH_GENERATION = 3
