@@ -503,6 +503,17 @@ def topology_moved(model: object) -> NoReturn:
                          "(a rule or generator has it as ctx.topology)")
 
 
+@dataclass(frozen=True, slots=True)
+class CataloguePart:
+    """A catalogue part a platform names, as a parts file writes it: `kind` (`gpus`, `nics`,
+    `cpus`, `pcie_switches`), `name`, and `entry`, its fields with every figure's `source:` and
+    `assumed:` notes (a value with a note as `{value: ..., source: ...}`)."""
+
+    kind: str
+    name: str
+    entry: Mapping[str, Any]
+
+
 @dataclass(frozen=True)
 class Platform:
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
@@ -561,6 +572,9 @@ class Platform:
     """`node`."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
+    catalogue_parts: tuple[CataloguePart, ...] = ()
+    """The catalogue parts it names (built-in or a site's), by kind and name, each as the
+    catalogue it was loaded with defines it: what an installed health check bundles."""
 
     @cached_property
     def pcie_items(self) -> tuple[Bridge | Gpu | Nic | Ssd, ...]:
