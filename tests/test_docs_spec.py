@@ -45,7 +45,7 @@ def test_the_repeat_example_replaces_zionex_gpus_and_validates_clean(tmp_path):
 def test_the_table_example_gives_the_same_gpus_as_the_arithmetic_one_and_validates_clean(tmp_path):
     from hwspec.source.expand import expand
 
-    table, arithmetic = yaml_block("gpus:\n  - repeat: {g: 0..7, bus: ["), yaml_block("gpus:\n  - repeat: {g: 0..7}\n")
+    table, arithmetic = yaml_block("gpus:\n  - repeat: {g: 0..7, bus: [\""), yaml_block("gpus:\n  - repeat: {g: 0..7}\n")
     gpus = expand(load_yaml_text(table, "docs/spec.md")).data["gpus"]
     assert gpus == expand(load_yaml_text(arithmetic, "docs/spec.md")).data["gpus"]
     assert [g["pcie"]["bus"] for g in gpus][::3] == ["0000:14:00.0", "0000:5c:00.0", "0000:d4:00.0"]
@@ -55,6 +55,13 @@ def test_the_table_example_gives_the_same_gpus_as_the_arithmetic_one_and_validat
     (tmp_path / "zionex.yaml").write_text(text[:start] + table + text[end:])
     result = validate(tmp_path / "zionex.yaml")
     assert (result.returncode, result.stdout) == (0, ""), result.stdout
+
+
+def test_the_table_of_numbers_gives_the_same_gpus_as_the_table_of_texts():
+    from hwspec.source.expand import expand
+
+    numbers, texts = yaml_block("gpus:\n  - repeat: {g: 0..7, bus: [0x"), yaml_block("gpus:\n  - repeat: {g: 0..7, bus: [\"")
+    assert expand(load_yaml_text(numbers, "docs/spec.md")).data == expand(load_yaml_text(texts, "docs/spec.md")).data
 
 
 def test_the_environment_example_validates_clean_on_a_platform(tmp_path):
