@@ -510,8 +510,11 @@ class CataloguePart:
     `assumed:` notes (a value with a note as `{value: ..., source: ...}`)."""
 
     kind: str
+    """The catalogue section: `gpus`, `nics`, `cpus` or `pcie_switches`."""
     name: str
+    """The part's name (`connectx-7-400g`)."""
     entry: Mapping[str, Any]
+    """Its fields as a parts file writes them, each figure's notes beside it."""
 
 
 @dataclass(frozen=True)

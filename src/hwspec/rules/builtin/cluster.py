@@ -177,7 +177,7 @@ def _host_name_fault(name: str) -> str:
 
 
 @rule("HW805", "host-names", "error", scope="cluster", waivable=False,
-      hint="use lower-case letters, digits and '-' (at most 63 characters) in host names, each name once")
+      hint="give each node a host name and address of its own; names of lower-case letters, digits and '-' (at most 63)")
 def host_names(ctx: ClusterContext) -> Iterator[Finding]:
     """Hostnames are unique lower-case RFC 1123 labels (what Kubernetes takes as a node name),
     and addresses are unique IPv4 or IPv6 addresses.
