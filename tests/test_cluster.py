@@ -42,7 +42,8 @@ def test_clean_rail_optimized_cluster_has_no_findings():
         "  hint: raise leaf ports, lower uplinks, or use more leaves (rail-optimized or clos)"]),
     ("oversubscription_mismatch.yaml", [
         "oversubscription_mismatch.yaml:15:21: error[HW803 oversubscription-declared]: the backend declares 2:1 "
-        "oversubscription, but the leaves wire 6 x 200 Gb/s down and 2 x 200 Gb/s up: 3:1"]),
+        "oversubscription, but the leaves wire 6 x 200 Gb/s down and 2 x 200 Gb/s up: 3:1\n"
+        "  hint: write the oversubscription the wiring gives (downlink over uplink bandwidth), or change the wiring"]),
     ("bisection_below_minimum.yaml", [
         "bisection_below_minimum.yaml:15:18: error[HW804 bisection-minimum]: bisection bandwidth is 0.4 Tb/s per "
         "direction, below the declared minimum of 10 Tb/s\n  hint: add uplinks or spines, or lower the declared minimum"]),
@@ -54,17 +55,19 @@ def test_clean_rail_optimized_cluster_has_no_findings():
         "duplicate_hostnames.yaml:7:15: error[HW805 host-names]: hostname 'node' is used by node 0 and node 1\n"
         "  hint: make the pattern depend on i or n"]),
     ("duplicate_addresses.yaml", [
-        "duplicate_addresses.yaml:8:14: error[HW805 host-names]: address 10.0.0.1 is used by node 0 and node 1"]),
+        "duplicate_addresses.yaml:8:14: error[HW805 host-names]: address 10.0.0.1 is used by node 0 and node 1\n"
+        "  hint: give each node a host name and address of its own; names of lower-case letters, digits and '-' (at most 63)"]),
     ("hostname_with_line_break.yaml", [  # the line break must not pass as the end of one good name
         "hostname_with_line_break.yaml:7:15: error[HW805 host-names]: nodes[0]: hostname 'n0\\x0ax' of node 0 is "
         "not a host name Kubernetes accepts: it has '\\x0a'\n"
         "  hint: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 (RFC 1123)"]),
     ("world_size_mismatch.yaml", [
         "world_size_mismatch.yaml:9:13: error[HW806 world-size]: world_size is declared as 100, but the nodes hold "
-        "4 x 2 = 8 GPUs"]),
+        "4 x 2 = 8 GPUs\n  hint: declare world_size as nodes x GPUs per node, or correct the node count"]),
     ("backend_speed_mismatch.yaml", [
         "backend_speed_mismatch.yaml:11:10: error[HW807 backend-matches-nodes]: nodes[0] (minimal): nic0 is "
-        "200 Gb/s rocev2, the backend network is 100 Gb/s rocev2"]),
+        "200 Gb/s rocev2, the backend network is 100 Gb/s rocev2\n"
+        "  hint: give the cluster's backend the transport and speed of the nodes' backend NICs"]),
     ("leaves_without_spine.yaml", [
         "leaves_without_spine.yaml:13:9: error[HW808 clos-connectivity]: 2 leaves have no spine tier between them: "
         "nodes on different leaves cannot reach each other\n  hint: declare leaf uplinks and a spine"]),
@@ -82,7 +85,8 @@ def test_clean_rail_optimized_cluster_has_no_findings():
         "it in the job's own environment, or have the operator accept it for this run with --allow-env PET_RDZV_ENDPOINT"]),
     ("rail_declaration_mismatch.yaml", [
         "rail_declaration_mismatch.yaml:12:13: warning[HW809 rail-declaration]: minimal declares rail_optimized: true, "
-        "but this cluster's backend is single-switch"]),
+        "but this cluster's backend is single-switch\n  hint: make the node platform's backend.rail_optimized agree with "
+        "the cluster's fabric, or leave it out of the node platform"]),
 ])
 def test_each_cluster_fault_is_caught_by_its_rule(fixture, expected):
     assert findings(fixture) == expected

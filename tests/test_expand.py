@@ -73,8 +73,8 @@ def test_bad_repeat_blocks_are_all_reported():
         "b: ${i}\n"
     ) == [
         "t.yaml:2:17: error[E120]: empty range '7..0': the end is below the start",
-        "t.yaml:4:17: error[E120]: cannot read 'lots' as a range\n  hint: write an inclusive range such as 0..7, a list of integers, or a list of texts "
-        "(a table, indexed as ${name[i]})",
+        "t.yaml:4:17: error[E120]: cannot read 'lots' as a range\n  hint: write an inclusive range such as 0..7, a list of whole "
+        "numbers, or a table: a list of texts or whole numbers, indexed as ${name[i]}",
         "t.yaml:7:9: error[E120]: unknown variable 'k' (variables here: i)",
         "t.yaml:8:4: error[E120]: '${i}' uses ${...} outside a repeat block",
     ]
@@ -143,11 +143,29 @@ def test_table_faults_are_located_errors():
     assert messages('gpus:\n  - repeat: {bus: [a, b]}\n    id: "${bus[0]}"\n') == [
         "t.yaml:2:13: error[E120]: repeat has tables but nothing to repeat over\n"
         "  hint: add a variable with a range to index them, e.g. repeat: {i: 0..1, ...}"]
-    assert messages('gpus:\n  - repeat: {g: 0..1, bus: [a, 2]}\n    id: "x"\n')[0].startswith(
-        "t.yaml:2:28: error[E120]: cannot read ['a', 2] as a range")
+    assert messages('gpus:\n  - repeat: {g: 0..1, bus: [a, 2]}\n    id: "x"\n') == [
+        "t.yaml:2:28: error[E120]: table 'bus' mixes texts and whole numbers: ['a', 2]\n"
+        "  hint: a table holds texts (quote every item: \"0x14\") or whole numbers, not both"]
 
 
 def test_a_table_is_bounded_like_a_range():
     items = ", ".join(["x"] * 4097)
     assert messages(f"gpus:\n  - repeat: {{g: 0..1, bus: [{items}]}}\n    id: x\n") == [
         "t.yaml:2:28: error[E120]: table 'bus' has 4097 items, more than 4096"]
+
+
+def test_a_table_of_whole_numbers_is_indexed_and_formatted_like_arithmetic():
+    """Bus numbers as YAML reads them (0x14 is 20): a list of whole numbers the item indexes is a
+    table, its items formatted as any ${...} value; one the item does not index is repeated over."""
+    table = 'gpus:\n  - repeat: {g: 0..2, bus: [0x14, 0x1c, 0x54]}\n    id: gpu${g}\n    bus: "0000:${bus[g]:02x}:00.0"\n    slot: ${bus[g]}\n'
+    assert expand(load_yaml_text(table, "t.yaml")).data["gpus"] == [
+        {"id": "gpu0", "bus": "0000:14:00.0", "slot": "20"}, {"id": "gpu1", "bus": "0000:1c:00.0", "slot": "28"},
+        {"id": "gpu2", "bus": "0000:54:00.0", "slot": "84"}]
+    axis = 'gpus:\n  - repeat: {g: 0..1, s: [3, 5]}\n    id: gpu${g}s${s}\n'
+    assert [g["id"] for g in expand(load_yaml_text(axis, "t.yaml")).data["gpus"]] == ["gpu0s3", "gpu0s5", "gpu1s3", "gpu1s5"]
+
+
+def test_a_format_on_an_item_of_a_table_of_texts_says_the_table_holds_texts():
+    assert messages('gpus:\n  - repeat: {g: 0..1, bus: ["14", "1c"]}\n    id: "${bus[g]:02x}"\n') == [
+        "t.yaml:3:9: error[E120]: '${bus[g]:02x}' formats an item of the table 'bus', which holds texts: write the text as it "
+        "should appear, or make the table whole numbers"]

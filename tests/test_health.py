@@ -189,7 +189,7 @@ def test_the_npd_plugin_prints_one_line_and_exits_as_npd_expects(tmp_path) -> No
         replay(installed, ROOT / dump)
         outcomes.append(run_plugin(plugin))
     assert outcomes == [(0, "hwspec: the node matches its spec\n"), (1, f"hwspec: {summary_of(installed, ROOT / GPU_X8)}\n"),
-                        (2, "hwspec: could not check the node (exit status 2)\n")]
+                        (2, "hwspec: could not check the node: I100 cannot read: no such file or directory\n")]
     assert outcomes[1][1].startswith("hwspec: D105 gpu3: PCIe link is Gen4 x16 in the spec, but Gen4 x8 in the machine")
 
 
@@ -387,14 +387,52 @@ def test_a_crash_is_logged_as_could_not_check_naming_the_missing_report(reports,
     stub_node(tmp_path, installed_zionex, reports["none"], 1, "IDLE")
     result = subprocess.run([str(installed_zionex / "health" / "slurm-healthcheck.sh")], capture_output=True, text=True,
                             timeout=60, env={})
-    assert result.stderr.startswith(f"hwspec-healthcheck: could not check n1 against {installed_zionex}/platform.yaml: hwspec "
-                                    "exited 1 without a node report saying so (no report): nothing changed: Traceback")
+    assert result.stderr == (f"hwspec-healthcheck: could not check n1 against {installed_zionex}/platform.yaml (nothing changed): "
+                             "hwspec exited 1 without a node report: Traceback (most recent call last):\n")
+
+
+def run_with(installed: Path, hwspec: str, npd: bool = True, **settings: str) -> tuple[str, str]:
+    """The Slurm check's log and (with `npd`) the NPD plugin's line, with HWSPEC=`hwspec` and
+    `settings`; each must have exited 2."""
+    values = {"HWSPEC": hwspec, "SLURMD_NODENAME": "n1", "PATH": os.environ["PATH"], **settings}
+    (installed / "health" / "site.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items()))
+    slurm = subprocess.run([str(installed / "health" / "slurm-healthcheck.sh")], capture_output=True, text=True, timeout=60, env={})
+    assert slurm.returncode == 2
+    if not npd:
+        return slurm.stderr, ""
+    plugin = subprocess.run([str(installed / "health" / "npd-plugin.sh")], capture_output=True, text=True, timeout=60,
+                            env={"PATH": os.environ["PATH"], "NODE_NAME": "n1"})
+    assert plugin.returncode == 2
+    return slurm.stderr, plugin.stdout
+
+
+def test_every_could_not_check_line_names_its_cause(installed_zionex, tmp_path) -> None:
+    spec = f"{installed_zionex}/platform.yaml"
+    missing = str(tmp_path / "no-hwspec")
+    slow = tmp_path / "slow-hwspec"
+    slow.write_text("#!/bin/sh\nsleep 5\n")
+    slow.chmod(0o755)
+    stray = tmp_path / "stray"
+    stray.write_text("#!/bin/sh\necho 'usage: stray [-x]' >&2\nexit 64\n")
+    stray.chmod(0o755)
+    slurm_log, npd_line = run_with(installed_zionex, missing)
+    assert slurm_log.startswith(f"hwspec-healthcheck: could not check n1 against {spec} (nothing changed): hwspec exited 127 "
+                                f"without a node report: ")
+    assert missing in slurm_log and "No such file or directory" in slurm_log  # timeout(1) says it could not run it
+    assert npd_line.endswith(f"{missing}: not found\n")  # the shell says it
+    assert npd_line.startswith("hwspec: could not check the node: hwspec exited 127 without a node report: ")
+    slurm_log, _ = run_with(installed_zionex, str(slow), npd=False, HWSPEC_TIMEOUT="1")  # NPD times its plugin out itself
+    assert slurm_log == f"hwspec-healthcheck: could not check n1 against {spec} (nothing changed): hwspec did not finish within 1 s (HWSPEC_TIMEOUT)\n"
+    assert run_with(installed_zionex, str(stray)) == (  # its last line on stderr, kept to safe characters
+        f"hwspec-healthcheck: could not check n1 against {spec} (nothing changed): hwspec exited 64 without a node report: usage: stray -x\n",
+        "hwspec: could not check the node: hwspec exited 64 without a node report: usage: stray -x\n")
 
 
 @pytest.mark.parametrize(("report", "status", "expected"), [
-    ("none", 1, (2, "hwspec: could not check the node (exit status 1, no node report)\n")),
-    ("cut", 1, (2, "hwspec: could not check the node (exit status 1, no node report)\n")),
-    ("clean", 1, (2, "hwspec: could not check the node (exit status 1)\n")),
+    ("none", 1, (2, "hwspec: could not check the node: hwspec exited 1 without a node report: Traceback (most recent call last):\n")),
+    ("cut", 1, (2, "hwspec: could not check the node: hwspec exited 1 without a node report: Traceback (most recent call last):\n")),
+    ("clean", 1, (2, "hwspec: could not check the node: hwspec exited 1, but its node report says clean (exit code 0)\n")),
+    ("unchecked", 2, (2, "hwspec: could not check the node: I100 cannot read: no such file or directory\n")),
     ("drift", 1, (1, f"hwspec: {GPU_X8_SUMMARY}\n")),
     ("clean", 0, (0, "hwspec: the node matches its spec\n")),
 ])
@@ -528,6 +566,81 @@ def test_docs_install_block_installs_the_generated_files_and_the_spec(tmp_path) 
     assert (installed / "platform.yaml").read_text() == ZIONEX.read_text()
     for script in ("slurm-healthcheck.sh", "npd-plugin.sh"):
         assert os.access(installed / "health" / script, os.X_OK), script
+
+
+SITE_PARTS = """hwspec: 1
+kind: parts
+nics:
+  site-hdr-hca:
+    source: "the site's procurement sheet: ConnectX-6 VPI HDR HCAs (MCX653105A-HDAT)"
+    vendor: nvidia-mellanox
+    model_name: ConnectX-6 VPI 200Gb/s
+    speed: 200 Gb/s
+    transports: [infiniband, rocev2, tcp]
+    rdma: true
+    gpudirect: true
+    pci_vendor: "0x15b3"
+    pci_device: "0x101b"
+    pcie: {gen: 4, width: 16}
+"""
+"""A site's part: zionex's backend HCAs under a name only the site's parts/ directory defines."""
+
+
+def site_checkout(tmp: Path, etc: Path) -> Path:
+    """A checkout's layout holding zionex with its backend NICs a site part (platforms/parts/),
+    generated into generated/ for install root `etc`, as docs/health.md's install block expects."""
+    repo = tmp / "checkout"
+    (repo / "platforms" / "parts").mkdir(parents=True)
+    (repo / "platforms" / "parts" / "site.yaml").write_text(SITE_PARTS)
+    (repo / "platforms" / "zionex.yaml").write_text(ZIONEX.read_text().replace("part: connectx-6-200g", "part: site-hdr-hca"))
+    result = subprocess.run([*HWSPEC, "generate", "platforms/zionex.yaml", "-o", "generated", "--no-svg", "--install-root", str(etc)],
+                            capture_output=True, text=True, timeout=300, cwd=repo, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert result.returncode == 0, result.stderr
+    return repo
+
+
+def both_checks(installed: Path, tmp: Path) -> list[tuple[int, str, int, str]]:
+    """The NPD plugin's (exit status, line) and the Slurm check's (exit status, log) on zionex's
+    clean and x8 dumps, with a stand-in scontrol."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "scontrol").write_text("#!/bin/sh\n[ \"$1\" = show ] && echo '   State=IDLE'\nexit 0\n")
+    (bin_dir / "scontrol").chmod(0o755)
+    outcomes = []
+    for dump in (CLEAN, GPU_X8):
+        replay(installed, ROOT / dump, PATH=f"{bin_dir}:{os.environ['PATH']}", SLURMD_NODENAME="n1")
+        npd = run_plugin(installed / "health" / "npd-plugin.sh")
+        slurm = subprocess.run([str(installed / "health" / "slurm-healthcheck.sh")], capture_output=True, text=True,
+                               timeout=120, env={})
+        outcomes.append((*npd, slurm.returncode, slurm.stderr))
+    return outcomes
+
+
+def test_docs_install_block_installs_a_platform_with_site_parts_that_both_checks_validate(tmp_path) -> None:
+    etc = tmp_path / "etc-hwspec"
+    repo = site_checkout(tmp_path, etc)
+    block = docs_block("mkdir -p /etc/hwspec\n").replace("/etc/hwspec", str(etc))
+    subprocess.run(["sh", "-ec", block], cwd=repo, check=True, timeout=60)
+    installed = etc / "zionex"
+    assert "  site-hdr-hca:\n" in (installed / "parts" / "platform-parts.yaml").read_text()
+    assert not (installed / "platform-parts").exists() and not (etc / "parts").exists()
+    (clean, x8) = both_checks(installed, tmp_path)
+    assert clean == (0, "hwspec: the node matches its spec\n", 0, "")
+    assert x8[:3] == (1, f"hwspec: {GPU_X8_SUMMARY}\n", 1)
+    assert "n1 differs from its spec: draining it: hwspec: D105 gpu3" in x8[3]
+
+
+def test_an_install_without_the_bundled_parts_says_which_part_it_lacks(tmp_path) -> None:
+    etc = tmp_path / "etc-hwspec"
+    repo = site_checkout(tmp_path, etc)
+    subprocess.run(["sh", "-ec", docs_block("mkdir -p /etc/hwspec\n").replace("/etc/hwspec", str(etc))], cwd=repo, check=True)
+    installed = etc / "zionex"
+    shutil.rmtree(installed / "parts")  # as installed before the parts were bundled
+    npd_status, npd_line, slurm_status, slurm_log = both_checks(installed, tmp_path)[0]
+    lacks = "E203 nics_0_: unknown NIC part _site-hdr-hca_ (+7 more)"  # the report's summary: one line of safe characters
+    assert (npd_status, npd_line) == (2, f"hwspec: could not check the node: {lacks}\n")
+    assert (slurm_status, slurm_log) == (2, f"hwspec-healthcheck: could not check n1 against {installed}/platform.yaml "
+                                            f"(nothing changed): {lacks}\n")
 
 
 def test_docs_replay_block_runs_the_check_on_a_capture(tmp_path) -> None:

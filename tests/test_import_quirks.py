@@ -97,7 +97,8 @@ def test_an_unknown_amd_gpu_without_arch_and_cu_count_is_a_located_hw911_naming_
     out = capsys.readouterr().out
     assert (f"{draft}:20:9: error[HW911 rccl-topo-writable]: gpu0: part unknown and its override: gives no hip_arch, "
             "compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count): write them under override: "
-            "(rocminfo's gfx target and compute units, or an RCCL topology dump's gcn, arch and sm)\n") in out
+            "(hip_arch: 38911, the arch HIP gives every AMD GPU (ROCm/clr hip_device.cpp); compute_units: rocminfo's "
+            "Compute Unit count; or an RCCL topology dump's gcn, arch and sm)\n") in out
     assert main(["generate", str(draft), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "error[HW911" in err and "E901" not in err and not (tmp_path / "out").exists()

@@ -270,3 +270,62 @@ def test_a_dgx2_shaped_matrix_keeps_each_gpus_link_to_each_nvswitch(tmp_path, ca
     platform = load_platform(draft)
     assert [(s.bus, s.links_per_gpu) for s in platform.baseboard.nvswitches] == [(f"0000:6{s}:00.0", 1) for s in (1, 2, 3)]
     assert main(["diff", str(draft), str(source)]) == 0
+
+
+DGX2 = Path(__file__).parent / "data" / "live" / "hwloc-nvidia-dgx2.lstopo.xml"
+"""hwloc's own lstopo of a DGX-2H (an excerpt of its tests/hwloc/xml/nvidiaDGX2.xml): 16 GPUs, 12
+NVSwitches, the matrix over three <indexes> and 79 <u64values>, ten to an element."""
+BOARD = {0: ["0000:61:00.0", "0000:62:00.0", "0000:63:00.0", "0000:65:00.0", "0000:66:00.0", "0000:67:00.0"],
+         1: ["0000:c1:00.0", "0000:c2:00.0", "0000:c3:00.0", "0000:c5:00.0", "0000:c6:00.0", "0000:c7:00.0"]}
+
+
+def test_hwlocs_dgx2_matrix_over_several_indexes_gives_each_gpu_one_link_to_each_switch_of_its_board():
+    machine = read(DGX2.read_text())
+    assert machine.problems == []
+    per_gpu = machine.nvswitch_links()
+    assert len(per_gpu) == 16 and len(machine.nvswitches) == 12
+    for index, gpu in enumerate(machine.gpus_in_order()):
+        assert per_gpu[gpu.key] == {bus: 1 for bus in BOARD[index // 8]}
+    assert {link.per_link for link in machine.nvlinks} == {25e9}
+
+
+def test_the_dgx2_drafts_its_v100_sxm3s_and_each_boards_switches_generates_them_and_diffs_clean(tmp_path, capsys):
+    draft = tmp_path / "dgx2.yaml"
+    assert main(["import", str(DGX2), "-o", str(draft)]) == 0
+    assert "NVSwitch" not in capsys.readouterr().err  # no switch left out, no note about them
+    platform = load_platform(draft)
+    assert {(g.part, g.sm) for g in platform.gpus} == {("v100-sxm3-32gb", 70)}
+    assert [(s.bus, s.links_per_gpu, s.gpus) for s in platform.baseboard.nvswitches] == [
+        (bus, 1, tuple(f"gpu{g}" for g in range(8 * board, 8 * board + 8))) for board in (0, 1) for bus in BOARD[board]]
+    assert main(["diff", str(draft), str(DGX2)]) == 0
+    assert main(["generate", str(draft), "-o", str(tmp_path / "gen"), "--no-svg"]) == 0
+    written = (tmp_path / "gen" / "dgx2" / "nccl-topo.xml").read_text()
+    assert written.count('<gpu dev="0" sm="70" rank="0">') == 1
+    assert written.count('<nvlink target="0000:61:00.0" count="1" tclass="0x068000"/>') == 8
+    assert written.count('<nvlink target="0000:c1:00.0" count="1" tclass="0x068000"/>') == 8
+    assert main(["diff", str(draft), str(tmp_path / "gen" / "dgx2" / "nccl-topo.xml")]) == 0
+
+
+def test_a_matrix_of_gpus_alone_is_read_from_hwlocs_homogeneous_distances2():
+    """hwloc writes a matrix whose objects are all of one type (GPUs alone: no switch, no CPU end) as
+    <distances2 type="OSDev" indexing="gp">, its indexes bare gp_indexes (topology-xml.c,
+    hwloc___xml_v2export_distances)."""
+    text = TWO_P100.replace('<distances2hetero nbobjs="3" kind="25" name="NVLinkBandwidth">',
+                            '<distances2 type="OSDev" nbobjs="2" kind="25" name="NVLinkBandwidth" indexing="gp">')
+    text = text.replace("</distances2hetero>", "</distances2>").replace("OSDev:21 OSDev:22 Package:2", "21 22")
+    text = text.replace('1000000 40000 40000 </u64values>\n    <u64values length="20">40000 1000000 40000 </u64values>\n'
+                        '    <u64values length="20">40000 40000 1000000 ', '1000000 40000 40000 1000000 ')
+    machine = read(text)
+    assert machine.problems == []
+    assert [(l.gpu, l.target, l.count) for l in machine.nvlinks] == [("0000:01:00.0", "0000:02:00.0", 2),
+                                                                     ("0000:02:00.0", "0000:01:00.0", 2)]
+
+
+def test_a_homogeneous_matrix_not_indexed_by_gp_index_is_not_read_and_says_why():
+    text = TWO_P100.replace('<distances2hetero nbobjs="3" kind="25" name="NVLinkBandwidth">',
+                            '<distances2 type="OSDev" nbobjs="3" kind="25" name="NVLinkBandwidth" indexing="os">')
+    machine = read(text.replace("</distances2hetero>", "</distances2>"))
+    assert [d.format() for d in machine.problems] == [
+        'l.xml:13:3: warning[I103 input-value]: the NVLinkBandwidth matrix has type="OSDev" indexing="os", not a type indexed '
+        "by gp_index (hwloc's form of a matrix of GPUs alone): its NVLinks are not read"]
+    assert machine.nvlinks == []

@@ -87,8 +87,7 @@ MI250 = """\
 """
 
 
-# status 1: no hip_arch is published for gfx90a, so HW911 asks for it before rccl-topo.xml is written
-@pytest.mark.parametrize(("cus", "part", "status"), [("110", "mi250x-gcd-64gb", 1), ("104", "mi250-gcd-64gb", 1), ("100", "unknown", 0)])
+@pytest.mark.parametrize(("cus", "part", "status"), [("110", "mi250x-gcd-64gb", 0), ("104", "mi250-gcd-64gb", 0), ("100", "unknown", 0)])
 def test_mi250x_and_mi250_sharing_a_device_id_are_told_apart_by_the_compute_units_rccl_writes_as_sm(tmp_path, cus, part, status):
     source = tmp_path / "mi250.xml"
     source.write_text(MI250.replace("CUS", cus))
@@ -164,3 +163,18 @@ def test_a_pcie_card_without_fabric_links_has_known_figures_and_a_roofline():
     assert (gpu.fabric_links, gpu.fabric_link_bandwidth) == (0, 0.0)
     assert platform.unknown_figures == ()
     assert rf.roofline(topology_of(platform))["gpu_groups"][0]["tiers"]["hbm"]["bandwidth_bytes_per_s"] == 300e9
+
+
+def test_a_gcd_whose_dump_gives_no_gfx_target_nor_cu_count_gets_what_both_parts_of_its_id_share(tmp_path, capsys):
+    """MI250X and MI250 GCDs share 1002:740c: without RCCL's sm (compute units) the GCD stays
+    `part: unknown`, with the gcn and hip_arch both parts have, marked assumed; HW911 then asks
+    for the compute units only, saying where to read them."""
+    source = tmp_path / "mi250.xml"
+    source.write_text(MI250.replace(' sm="CUS" gcn="gfx90a" arch="9999"', ""))
+    text, _ = _draft(tmp_path, str(source), status=1)
+    assert "    pci_device: \"0x740c\"\n    gcn: gfx90a\n    hip_arch: 38911\n" in text
+    assert ("  assumed: 'gcn gfx90a: what the catalogue''s parts of its device id (mi250-gcd-64gb, mi250x-gcd-64gb) all have; "
+            "hip_arch 38911: what the catalogue''s parts of its device id (mi250-gcd-64gb, mi250x-gcd-64gb) all have'\n") in text
+    assert ("error[HW911 rccl-topo-writable]: gpu0: part unknown and its override: gives no compute_units; RCCL's <gpu> needs "
+            "gcn, arch and sm (the compute-unit count): write them under override: (compute_units: rocminfo's Compute Unit "
+            "count; or an RCCL topology dump's gcn, arch and sm)") in capsys.readouterr().err

@@ -40,7 +40,7 @@ from hwspec.testing import cluster_specs, dump_yaml, node_specs
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = settings.default.max_examples
 MODELS = {"node": NodeSpec, "cluster": ClusterSpec, "parts": PartsCatalogue, "workload": WorkloadSpec}
-WHOLE_ENTRY_CHECKS = {"hwspec_link", "hwspec_numa", "hwspec_baseboard", "hwspec_batch"}
+WHOLE_ENTRY_CHECKS = {"hwspec_link", "hwspec_numa", "hwspec_baseboard", "hwspec_batch", "hwspec_fabric"}
 """Error types of the models' whole-entry checks (`hwspec.spec.checks`), which the schema does not state."""
 LEFT_OUT = {"environment", "kind"}
 

@@ -247,7 +247,9 @@ def test_amd_part_without_compute_units_is_reported_and_not_written():
     text = _mi300x_text("    part: mi300x-oam-192gb\n", "    part: mi300x-oam-192gb\n    override: {compute_units: null}\n")
     platform = load_node_text(text, file="platforms/mi300x-oam.yaml")
     assert next(limit.message for limit in rccl_limits(topology_of(platform))) == (
-        "gpu0: part mi300x-oam-192gb has no compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count)")
+        "gpu0: part mi300x-oam-192gb has no compute_units; RCCL's <gpu> needs gcn, arch and sm (the compute-unit count): "
+        "write them under the GPU's override: (compute_units: rocminfo's Compute Unit count; or an RCCL topology dump's gcn, "
+        "arch and sm), or into the part")
     findings = [f for f in check_node_text(text, file="platforms/mi300x-oam.yaml") if f.code == "HW911"]
     assert len(findings) == 8
 
@@ -281,3 +283,21 @@ def test_hw911_cannot_be_switched_off_because_generate_would_refuse_anyway():
     text += "rules:\n  HW911: {severity: off, reason: \"RCCL will cope\"}\n"
     codes = [f.code for f in check_node_text(text, file="platforms/mi300x-oam.yaml")]
     assert "E304" in codes and codes.count("HW911") == 8
+
+
+# MI250X/MI250 GCDs have 4 and 3 xGMI links: on the MI300X board they are wired as two hives of four
+# (4 x 1 link to 3 peers), which every AMD part here can carry.
+HIVES = "nvlink:\n  topology: fully-connected\n  links_per_pair: 1\n  exclude: [[0, 4], [0, 5], [0, 6], [0, 7], [1, 4], [1, 5], [1, 6], [1, 7], [2, 4], [2, 5], [2, 6], [2, 7], [3, 4], [3, 5], [3, 6], [3, 7]]\n"
+
+
+@pytest.mark.parametrize(("part", "gcn", "cus"), [("mi325x-oam-256gb", "gfx942", "304"), ("mi250x-gcd-64gb", "gfx90a", "110"),
+                                                   ("mi250-gcd-64gb", "gfx90a", "104"), ("mi355x-oam-288gb", "gfx950", "256")])
+def test_every_amd_part_is_written_to_rccl_topo_xml_with_its_gcn_arch_and_compute_units(part, gcn, cus):
+    text = (ROOT / "platforms" / "mi300x-oam.yaml").read_text(encoding="utf-8").replace("part: mi300x-oam-192gb", f"part: {part}")
+    text = re.sub(r"nvlink:\n  topology: fully-connected\n  links_per_pair: 1\n", HIVES, text)
+    assert [f.format() for f in check_node_text(text, file="amd.yaml") if f.severity.label == "error"] == []
+    written = plan_for(topology_of(load_node_text(text, file="amd.yaml")))["mi300x-oam/rccl-topo.xml"]
+    assert check_rccl_xml(written) == []
+    rccl = ElementTree.fromstring(written)
+    assert {(g.get("gcn"), g.get("arch"), g.get("sm")) for g in rccl.iter("gpu")} == {(gcn, "38911", cus)}
+    assert len(list(rccl.iter("gpu"))) == 8

@@ -159,6 +159,11 @@ FAULTS = [
         "64:16: error[HW206 nic-names]: nic1: interface eth1 is already nic0's (line 56)"
         '\n  hint: each NIC port has its own interface name',
     ], id='HW206-nic_names_duplicate'),
+    pytest.param('nic_name_not_its_bus', [
+        "65:16: error[HW208 nic-name-bus]: nic1: interface enp56s0 names bus 56, but its bus id 0000:56:00.0 is bus 86 "
+        "(Linux writes them in decimal: enp86s0...)"
+        "\n  hint: copy the name from 'ip link' or 'ibv_devices' on the node, and the bus id from 'lspci -D'",
+    ], id='HW208-nic_name_not_its_bus'),
     pytest.param('nic_names_missing', [
         "51:5: error[HW206 nic-names]: nic0: transport rocev2 needs the RDMA device name ('device:'), as nic1 has one"
         "\n  hint: e.g. 'device: mlx5_0', as 'ibv_devices' shows it; or name none and let NCCL pick them (optionally by "
@@ -297,7 +302,8 @@ FAULTS = [
     ], id='HW603-unknown_facts'),
     pytest.param('amd_gpus_on_nvswitch', [
         "48:20: error[HW911 rccl-topo-writable]: an AMD GPU fabric is point-to-point xGMI: RCCL's file has no switch "
-        "to join the GPUs to; list the xGMI pairs (fully-connected or explicit)",
+        "to join the GPUs to; list the xGMI pairs (fully-connected or explicit)"
+        "\n  hint: give each AMD GPU its part's gcn, hip_arch and compute_units (or an override: with them), and xGMI pairs",
     ], id='HW911-amd_gpus_on_nvswitch'),
     pytest.param('amd_backend_on_tcpx', [
         '53:16: error[HW204 backend-nic-rdma]: nic0: transport tcpx is not supported by connectx-7-400g '
@@ -364,3 +370,23 @@ def test_node_rules_document_invariant_and_rationale(node_rules: list[Rule]) -> 
         first, _, rest = r.doc.partition("\n\n")
         assert "\n" not in first and first.endswith("."), f"{r.id}: the first line states the invariant"
         assert len(rest.split()) >= 15, f"{r.id}: the docstring says why the invariant matters"
+
+
+def test_every_built_in_rule_says_what_to_do_about_its_findings(rules: list[Rule]) -> None:
+    assert [r.id for r in rules if not (r.hint and r.hint.strip())] == []
+
+
+def test_a_finding_without_a_hint_of_its_own_gets_its_rules(tmp_path: Path) -> None:
+    site = tmp_path / "site_rules"
+    site.mkdir()
+    (site / "eight.py").write_text(
+        "from hwspec.rules import rule\n\n\n"
+        "@rule('SITE001', 'eight-gpus', hint='order full 8-GPU nodes')\n"
+        "def eight(ctx):\n"
+        "    '''Every node has eight GPUs.'''\n"
+        "    yield ctx.finding('not eight')\n"
+        "    yield ctx.finding('still not eight', hint='its own hint')\n")
+    (found,) = [r for r in load_rules([site])]
+    checked = pipeline.check(FIXTURES / "base_2gpu.yaml", [found])
+    assert [(d.message, d.hint) for d in checked.diagnostics] == [("not eight", "order full 8-GPU nodes"),
+                                                                  ("still not eight", "its own hint")]

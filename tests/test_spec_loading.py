@@ -60,7 +60,7 @@ def test_dangling_reference_suggests_the_nearest_id():
 def test_every_problem_in_a_file_is_reported_with_its_line_and_column():
     assert errors_of("several_errors.yaml") == [
         "several_errors.yaml:6:11: error[E203]: sockets[0]: unknown CPU part 'xeon-platinum-838oh'\n"
-        "  hint: did you mean 'xeon-platinum-8380h'? known CPU parts: epyc-7763, epyc-7r13, epyc-7v12, epyc-9654, grace, mi300a-zen4, xeon-platinum-8280, xeon-platinum-8380h, xeon-platinum-8460y, xeon-platinum-8480c, xeon-platinum-8480p, xeon-platinum-8481c",
+        "  hint: did you mean 'xeon-platinum-8380h'? known CPU parts: epyc-7763, epyc-7r13, epyc-7v12, epyc-9575f, epyc-9654, epyc-9965, grace, mi300a-zen4, xeon-6776p, xeon-6980p, xeon-platinum-8280, xeon-platinum-8380h, xeon-platinum-8460y, xeon-platinum-8480c, xeon-platinum-8480p, xeon-platinum-8481c",
         "several_errors.yaml:7:16: error[E110]: sockets[0].numa_node: 'zero' is not a whole number, e.g. 2",
         "several_errors.yaml:8:24: error[E110]: sockets[0].memory.capacity: expected a size with a unit, e.g. '40 GiB' "
         "or '1.5 TB', got the bare number 256; accepted units: B, kB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB",

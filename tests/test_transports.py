@@ -57,17 +57,17 @@ def test_the_table_covers_every_transport_the_spec_names():
 
 
 def test_efa_writes_the_libfabric_provider_and_device_rdma_and_no_ib_settings(tmp_path):
-    files = _files(_platform(tmp_path, "efa", "efa-site", "rdmap${16+g}s27"))
+    files = _files(_platform(tmp_path, "efa", "efa-site", "rdmap${22+g*8}s0"))
     conf, env = _settings(files["nccl.conf"]), _settings(files["launch.env"])
     assert conf == {"NCCL_SOCKET_IFNAME": "=eth0", "NCCL_NET_GDR_LEVEL": "PIX", "NCCL_CROSS_NIC": "0",
                     "NCCL_TOPO_FILE": "/etc/hwspec/minimal/nccl-topo.xml"}
     assert env["FI_PROVIDER"] == "efa" and env["FI_EFA_USE_DEVICE_RDMA"] == "1"
     assert "FI_PROVIDER" not in conf and "NCCL_IB_DISABLE" not in env and "NCCL_IB_HCA" not in env
-    assert '<net name="rdmap16s27" dev="0" speed="100000" port="1" gdr="1"/>' in files["nccl-topo.xml"]
+    assert '<net name="rdmap22s0" dev="0" speed="100000" port="1" gdr="1"/>' in files["nccl-topo.xml"]
 
 
 def test_efa_without_gpudirect_leaves_device_rdma_unset(tmp_path):
-    path = _platform(tmp_path, "efa", "efa-site", "rdmap${16+g}s27")
+    path = _platform(tmp_path, "efa", "efa-site", "rdmap${22+g*8}s0")
     path.write_text(path.read_text().replace("gpudirect: true", "gpudirect: false"))
     env = _settings(_files(path)["launch.env"])
     assert env["FI_PROVIDER"] == "efa" and "FI_EFA_USE_DEVICE_RDMA" not in env and "NCCL_NET_GDR_LEVEL" not in env
@@ -100,7 +100,7 @@ def test_slingshot_writes_hpe_settings_and_sockets_on_the_hsn_interfaces(tmp_pat
 
 
 def test_a_platform_file_still_cannot_name_the_net_plugin(tmp_path):
-    path = _platform(tmp_path, "efa", "efa-site", "rdmap${16+g}s27")
+    path = _platform(tmp_path, "efa", "efa-site", "rdmap${22+g*8}s0")
     path.write_text(path.read_text() + "environment: {NCCL_NET_PLUGIN: ofi}\n")
     assert [d.code for d in check(path).diagnostics if d.code == "HW702"] == ["HW702"]
 
@@ -123,7 +123,7 @@ def test_a_nic_part_without_the_transport_is_hw204(tmp_path):
 
 
 def test_the_cluster_backend_transport_must_match_the_nodes(tmp_path):
-    node = _platform(tmp_path, "efa", "efa-site", "rdmap${16+g}s27")
+    node = _platform(tmp_path, "efa", "efa-site", "rdmap${22+g*8}s0")
     cluster = (ROOT / "tests" / "fixtures" / "cluster" / "backend_speed_mismatch.yaml").read_text()
     cluster = cluster.replace("../spec/minimal_node.yaml", node.name).replace("speed: 100 Gb/s", "speed: 100 Gb/s")
     path = tmp_path / "cluster_on_rocev2.yaml"

@@ -10,7 +10,8 @@
 #   drained (State has DRAIN; not DOWN, not FAIL) with its own reason (it starts with "hwspec:"):
 #   a node an admin drained, or that Slurm set down or failed, stays as it is;
 # - anything else (exit status 2: hwspec missing, an unreadable spec or sysfs, a timeout, hwspec
-#   crashing; or an exit status without the report that says it): changes nothing and logs why.
+#   crashing; or an exit status without the report that says it): changes nothing and logs why
+#   (the unchecked report's summary, a timeout, or hwspec's exit status and last line on stderr).
 # In slurm.conf:
 #   HealthCheckProgram=/etc/hwspec/hgx-h200/health/slurm-healthcheck.sh
 #   HealthCheckInterval=300
@@ -34,8 +35,8 @@ log() {
     printf '%s\n' "$me: $*" >&2
     logger -t "$me" -- "$*" 2>/dev/null || :
 }
-report=$(mktemp) || exit 2
-errors=$(mktemp) || { rm -f "$report"; exit 2; }
+report=$(mktemp) || { log "could not check $node: no temporary file (mktemp failed)"; exit 2; }
+errors=$(mktemp) || { rm -f "$report"; log "could not check $node: no temporary file (mktemp failed)"; exit 2; }
 trap 'rm -f "$report" "$errors"' EXIT
 # hwspec diff's arguments, one quoted word each (nothing here is split or expanded again): this
 # machine (--live; HWSPEC_SYSFS_ROOT: a captured sysfs tree read instead of /), or HWSPEC_INPUT:
@@ -72,6 +73,26 @@ report_says() {
     "clean 0"|"drift 1"|"unchecked 2") printf '%s\n' "$said $code" ;;
     esac
 }
+# Why a check could not be made, as one line of [A-Za-z0-9 _.:,=/@%+()-] (a drain reason's and
+# NPD's safe characters): what an unchecked report says (its summary: the spec or a part it names
+# unreadable, sysfs unreadable, ...); a timeout; else the exit status and the last line hwspec
+# wrote on stderr (file $4): hwspec not found, a crash, a stray program in its place.
+why_unchecked() {  # STATUS SAID SUMMARY STDERR-FILE
+    case "$1:$2" in
+    "2:unchecked 2")
+        printf '%s' "${3:-hwspec could not check the node}"
+        return ;;
+    124:)
+        printf 'hwspec did not finish within %s s (HWSPEC_TIMEOUT)' "${HWSPEC_TIMEOUT:-60}"
+        return ;;
+    esac
+    last=$(grep -v '^[[:space:]]*$' "$4" 2>/dev/null | tail -n 1 | tr -c 'A-Za-z0-9 _.:,=/@%+()-' ' ' | tr -s ' ' | cut -c 1-200 | sed 's/ *$//')
+    if [ -n "$2" ]; then
+        printf 'hwspec exited %s, but its node report says %s (exit code %s)' "$1" "${2% *}" "${2#* }"
+    else
+        printf 'hwspec exited %s without a node report: %s' "$1" "${last:-it wrote nothing on stderr}"
+    fi
+}
 said=$(report_says "$report")
 # the report's one-line summary: hwspec writes it in [A-Za-z0-9 _.:,=/@%+()-] only; kept to those here too
 summary=$(sed -n 's/^  "summary": "\(.*\)",$/\1/p' "$report" | head -n 1 | tr -cd 'A-Za-z0-9 _.:,=/@%+()-' | cut -c 1-160)
@@ -107,12 +128,8 @@ case "$status:$said" in
     esac
     exit 1
     ;;
-"0:"*|"1:"*)
-    log "could not check $node against $spec: hwspec exited $status without a node report saying so (${said:-no report}): nothing changed: $(head -c 300 "$errors" | tr -c 'A-Za-z0-9 _.:,=/@%+()-' ' ')"
-    exit 2
-    ;;
 *)
-    log "could not check $node against $spec (exit status $status): $(head -c 300 "$errors" | tr -c 'A-Za-z0-9 _.:,=/@%+()-' ' ')"
+    log "could not check $node against $spec (nothing changed): $(why_unchecked "$status" "$said" "$summary" "$errors")"
     exit 2
     ;;
 esac

@@ -5,7 +5,7 @@
 # Kubernetes Node Problem Detector custom plugin for nodes of hpe-ex255a-mi300a (npd-config.json
 # runs it): compares this node with its platform file (hwspec diff --live), prints one line (the
 # condition's message) and exits 0 when they match, 1 when they differ, 2 when the node cannot be
-# checked (NPD: Unknown). It goes by hwspec's node report: exit status 1 is a problem only with a
+# checked (NPD: Unknown), saying why. It goes by hwspec's node report: exit status 1 is a problem only with a
 # whole report saying "drift" (a crash is not), 0 only with one saying "clean". HWSPEC_HOST_ROOT (npd-daemonset.yaml sets /host) runs hwspec in the
 # host's root with chroot, from NPD's container; unset, it runs in place (NPD on the host).
 # Settings (the environment, or health/site.env beside it, sourced when present): HWSPEC (the
@@ -37,12 +37,13 @@ else
     fi
 fi
 set -- "$@" --format=json --node="$node"
-report=$(mktemp) || { echo "hwspec: could not check the node (no temporary file)"; exit 2; }
-trap 'rm -f "$report"' EXIT
+report=$(mktemp) || { echo "hwspec: could not check the node: no temporary file (mktemp failed)"; exit 2; }
+errors=$(mktemp) || { rm -f "$report"; echo "hwspec: could not check the node: no temporary file (mktemp failed)"; exit 2; }
+trap 'rm -f "$report" "$errors"' EXIT
 if [ -n "${HWSPEC_HOST_ROOT:-}" ]; then
-    chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} "$@" >"$report" 2>/dev/null
+    chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} "$@" >"$report" 2>"$errors"
 else
-    ${HWSPEC:-hwspec} "$@" >"$report" 2>/dev/null
+    ${HWSPEC:-hwspec} "$@" >"$report" 2>"$errors"
 fi
 status=$?
 # What the node report in file $1 says: its status (clean, drift or unchecked) and exit code as
@@ -59,6 +60,26 @@ report_says() {
     "clean 0"|"drift 1"|"unchecked 2") printf '%s\n' "$said $code" ;;
     esac
 }
+# Why a check could not be made, as one line of [A-Za-z0-9 _.:,=/@%+()-] (a drain reason's and
+# NPD's safe characters): what an unchecked report says (its summary: the spec or a part it names
+# unreadable, sysfs unreadable, ...); a timeout; else the exit status and the last line hwspec
+# wrote on stderr (file $4): hwspec not found, a crash, a stray program in its place.
+why_unchecked() {  # STATUS SAID SUMMARY STDERR-FILE
+    case "$1:$2" in
+    "2:unchecked 2")
+        printf '%s' "${3:-hwspec could not check the node}"
+        return ;;
+    124:)
+        printf 'hwspec did not finish within %s s (HWSPEC_TIMEOUT)' "${HWSPEC_TIMEOUT:-60}"
+        return ;;
+    esac
+    last=$(grep -v '^[[:space:]]*$' "$4" 2>/dev/null | tail -n 1 | tr -c 'A-Za-z0-9 _.:,=/@%+()-' ' ' | tr -s ' ' | cut -c 1-200 | sed 's/ *$//')
+    if [ -n "$2" ]; then
+        printf 'hwspec exited %s, but its node report says %s (exit code %s)' "$1" "${2% *}" "${2#* }"
+    else
+        printf 'hwspec exited %s without a node report: %s' "$1" "${last:-it wrote nothing on stderr}"
+    fi
+}
 said=$(report_says "$report")
 # the report's one-line summary: hwspec writes it in [A-Za-z0-9 _.:,=/@%+()-] only; kept to those here too
 summary=$(sed -n 's/^  "summary": "\(.*\)",$/\1/p' "$report" | head -n 1 | tr -cd 'A-Za-z0-9 _.:,=/@%+()-' | cut -c 1-160)
@@ -68,7 +89,7 @@ case "$status:$said" in
     exit "$status"
     ;;
 *)
-    printf 'hwspec: could not check the node (exit status %s%s)\n' "$status" "$([ -n "$said" ] || echo ', no node report')"
+    printf 'hwspec: could not check the node: %s\n' "$(why_unchecked "$status" "$said" "$summary" "$errors")"
     exit 2
     ;;
 esac

@@ -275,7 +275,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                          + "; run 'hwspec rules' to list them\n")
         return EXIT_UNREADABLE
     sys.stdout.write(f"{found.id} {found.name} (default severity: {found.severity.label}, scope: {found.scope})\n"
-                     f"defined in {found.file}\n\n{found.doc}\n")
+                     f"defined in {found.file}\n\n{found.doc}\n" + (f"\nWhat to do: {found.hint}\n" if found.hint else ""))
     return EXIT_OK
 
 

@@ -262,6 +262,8 @@ def rule_reference(rules: list[Any] | None = None) -> str:
                   f"Default severity **{r.severity.label}**, scope {r.scope}; {changeable}. "
                   f"Defined in `{Path(r.file).name}`.", "",
                   plain(r.doc), ""]
+        if r.hint:
+            lines += [f"What to do: {plain(r.hint)}", ""]
     return "\n".join(lines)
 
 

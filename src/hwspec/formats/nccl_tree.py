@@ -557,14 +557,26 @@ def choose_rccl_topology(topology: Topology) -> tuple[str, XmlNode]:
     return detail, system
 
 
+RCCL_IDENTITY_SOURCES = {
+    "gcn": "gcn: rocminfo's gfx target (gfx942)",
+    "hip_arch": "hip_arch: 38911, the arch HIP gives every AMD GPU (ROCm/clr hip_device.cpp)",
+    "compute_units": "compute_units: rocminfo's Compute Unit count",
+}
+"""Where each field RCCL's <gpu> needs is found on the machine, for the message that asks for it
+(an RCCL topology dump of the node gives all three as its gpu's gcn, arch and sm)."""
+
+
 def _missing_rccl_identity(gpu, missing: list[str]) -> str:
-    """What to fill in for an AMD GPU that RCCL's <gpu> cannot be written for: RCCL requires
-    gcn, arch and sm (the compute-unit count) and does not detect them when the file omits them."""
+    """What to fill in for an AMD GPU that RCCL's <gpu> cannot be written for, and where to find
+    it: RCCL requires gcn, arch and sm (the compute-unit count) and does not detect them when the
+    file omits them."""
     needs = "RCCL's <gpu> needs gcn, arch and sm (the compute-unit count)"
+    how = "; ".join(RCCL_IDENTITY_SOURCES[key] for key in missing)
+    dump = "or an RCCL topology dump's gcn, arch and sm"
     if gpu.part == UNKNOWN:
-        return (f"{gpu.id}: part unknown and its override: gives no {', '.join(missing)}; {needs}: write them under "
-                "override: (rocminfo's gfx target and compute units, or an RCCL topology dump's gcn, arch and sm)")
-    return f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; {needs}"
+        return f"{gpu.id}: part unknown and its override: gives no {', '.join(missing)}; {needs}: write them under override: ({how}; {dump})"
+    return (f"{gpu.id}: part {gpu.part} has no {', '.join(missing)}; {needs}: write them under the GPU's override: "
+            f"({how}; {dump}), or into the part")
 
 
 def most_children(node: XmlNode) -> int:

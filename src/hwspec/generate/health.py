@@ -12,6 +12,12 @@ pkg/custompluginmonitor/types/config.go `CustomPluginConfig`, types.go `CustomRu
 pkg/types/types.go `Condition`): `Validate()` there wants `plugin` "custom", each rule's timeout
 within the global one and each permanent rule's condition among `conditions`.
 
+- `parts/platform-parts.yaml`: every catalogue part the platform names (built-in or a site's),
+  with its figures' sources, as a parts file. Installed with the rest of the directory it is the
+  `parts/` beside `<install dir>/platform.yaml`, which hwspec reads with the platform file: the
+  check validates with the parts the platform was generated with, without the site's parts
+  directory, and with an hwspec on the node whose own catalogue lacks or differs from them.
+
 Every path written into the scripts is the install dir (checked by `install_root`) and the
 platform name (an id), written through `shell_word`, which refuses anything it would have to quote;
 nothing else from the platform file reaches them. The spec is expected at
@@ -44,6 +50,28 @@ INVOKE_INTERVAL, TIMEOUT = "300s", "60s"
 def spec_path(install_dir: str) -> str:
     """Where the scripts expect the platform file on the node."""
     return f"{install_dir}/platform.yaml"
+
+
+PARTS_FILE = "parts/platform-parts.yaml"
+"""The bundled parts, relative to the install dir: the `parts/` beside its platform.yaml."""
+
+
+def parts_bundle(ctx: GenContext) -> str | None:
+    """The parts file of every catalogue part the platform names, or None when it names none."""
+    import yaml
+
+    parts = ctx.platform.catalogue_parts
+    if not parts:
+        return None
+    document: dict[str, Any] = {"hwspec": 1, "kind": "parts"}
+    for part in parts:
+        document.setdefault(part.kind, {})[part.name] = part.entry
+    about = (f"# The catalogue parts {ctx.platform.name} names, as this hwspec defined them when it generated this\n"
+             "# directory. Installed with it, this is the parts/ beside the installed platform.yaml, which hwspec\n"
+             "# reads with the platform file: the health checks validate with these parts, without the site's\n"
+             "# parts directory and whatever the node's hwspec has in its own catalogue.\n")
+    return ctx.header("hash") + about + yaml.dump(document, Dumper=YAML_DUMPER, sort_keys=False,
+                                                  default_flow_style=False, width=1000)
 
 
 def npd_config(plugin: str, platform_name: str) -> dict[str, Any]:
@@ -98,8 +126,8 @@ def npd_daemonset(platform_name: str, config: str) -> list[dict[str, Any]]:
 
 @generator("health")
 def health(ctx: GenContext) -> Plan:
-    """`health/slurm-healthcheck.sh`, `health/npd-plugin.sh`, `health/npd-config.json` and
-    `health/npd-daemonset.yaml` (see the module's docstring)."""
+    """`health/slurm-healthcheck.sh`, `health/npd-plugin.sh`, `health/npd-config.json`,
+    `health/npd-daemonset.yaml` and `parts/platform-parts.yaml` (see the module's docstring)."""
     import yaml
 
     install_dir = ctx.install_dir
@@ -112,10 +140,14 @@ def health(ctx: GenContext) -> Plan:
                   f"{k8s_name(ctx.platform.name)}:\n#   kubectl apply -f npd-daemonset.yaml\n"
                 + yaml.dump_all(npd_daemonset(ctx.platform.name, f"{install_dir}/health/npd-config.json"),
                                 Dumper=YAML_DUMPER, sort_keys=False, default_flow_style=False, width=1000))
-    return {
+    files = {
         # rendered without the automatic header: the shebang must stay on the first line
         "health/slurm-healthcheck.sh": ctx.render("health/slurm-healthcheck.sh.j2", None, **values),
         "health/npd-plugin.sh": ctx.render("health/npd-plugin.sh.j2", None, **values),
         "health/npd-config.json": json.dumps(config, indent=2) + "\n",
         "health/npd-daemonset.yaml": manifest,
     }
+    bundle = parts_bundle(ctx)
+    if bundle is not None:
+        files[PARTS_FILE] = bundle
+    return files

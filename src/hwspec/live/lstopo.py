@@ -9,8 +9,9 @@ names. hwloc gives a link only as a bandwidth, so Gen3 x16 and Gen4 x8 look the 
 keep `gen`/`width` None and `Link.forms()` says which pairs the bandwidth is exactly. A display
 controller is a GPU only when `observed.is_accelerator` says so (not BMC graphics, not a Xeon
 Phi). A PCI device whose locality is not one NUMA node hangs from `numa:-1`: unknown, not 0.
-NVLinks come from hwloc's NVLinkBandwidth matrix, where the file has one (`lstopo_nvlinks`): then
-the file lists every NVLink (of versions 1 to 4) of the GPUs it names.
+NVLinks come from hwloc's NVLinkBandwidth matrix, where the file has one (`lstopo_nvlinks`: a
+`<distances2hetero>`, or a `<distances2>` of GPUs alone): then the file lists every NVLink (of
+versions 1 to 4) of the GPUs it names.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ class _Reader(ElementReader):
         objects: dict[str, Element] = {}
         matrices: list[Element] = []
         for e in walk(root):
-            if e.tag == "distances2hetero":
+            if e.tag in ("distances2hetero", "distances2"):
                 matrices.append(e)
             if e.tag != "object":
                 continue

@@ -1,14 +1,18 @@
-"""hwloc's NVLink matrix (`<distances2hetero name="NVLinkBandwidth">`) -> `Machine.nvlinks`.
+"""hwloc's NVLink matrix (`NVLinkBandwidth`) -> `Machine.nvlinks`.
 
-hwloc's NVML backend (2.x and 3.x, `topology-nvml.c`) writes one matrix of every GPU's active
-NVLinks. Its objects (`<indexes>`, `Type:gp_index`) are the GPUs' NVML OS devices
-(`OSDev:332`), then the other ends of their links: an NVSwitch (its PCI device, `PCIDev:...`,
-subtype NVSwitch) or, on POWER8/POWER9, the CPU side object above the GPU (a `Package`). The
-values (`<u64values>`, row-major, possibly split over several elements) are MB/s per
-direction: for each pair, hwloc's per-link figure summed over the links between the two,
-20,000 for NVLink 1 and 25,000 for NVLink 2 to 4 (links of other versions are left out), the
-same both ways. The diagonal is hwloc's artificial 1,000,000 (local faster than remote), not
-a link.
+hwloc's NVML backend (2.1 and later, `topology-nvml.c`) writes one matrix of every GPU's active
+NVLinks. Its objects are the GPUs' NVML OS devices (`OSDev:802`), then the other ends of their
+links: an NVSwitch (its PCI device, `PCIDev:449`, subtype NVSwitch) or, on POWER8/POWER9, the CPU
+side object above the GPU (a `Package`). Objects of several types make it a
+`<distances2hetero>`, whose `<indexes>` name each object `Type:gp_index`; a matrix of GPUs alone
+(no switch, no CPU end) is a `<distances2 type="OSDev" indexing="gp">`, whose `<indexes>` are the
+bare gp_indexes. Either way hwloc's exporter (`topology-xml.c`, `EXPORT_ARRAY`) writes ten
+indexes or values per element, so a matrix of more than ten objects has several `<indexes>` and
+its values several `<u64values>`, read in order as one list each (as hwloc's importer does). The
+values are row-major MB/s per direction: for each pair, hwloc's per-link figure summed over the
+links between the two, 20,000 for NVLink 1 and 25,000 for NVLink 2 to 4 (links of other versions
+are left out), the same both ways. The diagonal (hwloc's artificial 1,000,000, or 0 in some
+releases) is not a link.
 
 A GPU's links are all of one version, so its per-link figure is the one that divides every
 entry of its row; where both do (every entry a multiple of 100,000: five NVLink 1 links to one
@@ -131,17 +135,16 @@ class NvlinkMatrix(ElementReader):
         self.read = False
 
     def matrix(self, e: Element) -> None:
-        """Read one `<distances2hetero>`: its NVLinks into the machine, or warnings saying why not."""
+        """Read one `<distances2hetero>` or `<distances2>`: its NVLinks into the machine, or
+        warnings saying why not."""
         if e.attrs.get("name") != NVLINK_MATRIX:
             return
         if self.read:
             self.warn(e, f"a second {NVLINK_MATRIX} matrix: ignored (the first is read)", Code.INPUT_IGNORED)
             return
-        indexes = [c for c in e.children if c.tag == "indexes"]
-        if len(indexes) != 1:
-            self.warn(e, f"the {NVLINK_MATRIX} matrix has {len(indexes)} <indexes>, not one: its NVLinks are not read")
+        tokens = self.tokens(e)
+        if tokens is None:
             return
-        tokens = indexes[0].text.split()
         n = len(tokens)
         declared = e.attrs.get("nbobjs", "")
         if not is_decimal(declared) or int(declared) != n:
@@ -158,7 +161,7 @@ class NvlinkMatrix(ElementReader):
             self.warn(where, f"{number} value(s) of the {NVLINK_MATRIX} matrix are not numbers of at most 20 digits "
                       f"(\"{first[:20]}\"): its NVLinks are not read")
             return
-        ends = self.ends(indexes[0], tokens)
+        ends = self.ends(tokens)
         if not any(end is not None and end.kind == "gpu" for end in ends):
             return
         self.read = True
@@ -172,14 +175,31 @@ class NvlinkMatrix(ElementReader):
             if end is not None and end.kind == "gpu":
                 self.gpu_row(end, i, ends, values)
 
-    def ends(self, at: Element, tokens: list[str]) -> list[End | None]:
+    def tokens(self, e: Element) -> list[tuple[str, Element]] | None:
+        """Each object the matrix names, `Type:gp_index`, with the `<indexes>` element naming it,
+        over all its `<indexes>` in order; None (after a warning) where they cannot be read. A
+        homogeneous `<distances2>` gives its objects' type once (`type=`) and bare gp_indexes."""
+        elements = [c for c in e.children if c.tag == "indexes"]
+        if not elements:
+            self.warn(e, f"the {NVLINK_MATRIX} matrix has no <indexes>: its NVLinks are not read")
+            return None
+        if e.tag == "distances2hetero":
+            return [(token, c) for c in elements for token in c.text.split()]
+        kind, indexing = e.attrs.get("type", ""), e.attrs.get("indexing", "")
+        if not kind or indexing != "gp":
+            self.warn(e, f"the {NVLINK_MATRIX} matrix has type=\"{kind[:20]}\" indexing=\"{indexing[:20]}\", not a type "
+                      "indexed by gp_index (hwloc's form of a matrix of GPUs alone): its NVLinks are not read")
+            return None
+        return [(f"{kind}:{token}", c) for c in elements for token in c.text.split()]
+
+    def ends(self, tokens: list[tuple[str, Element]]) -> list[End | None]:
         """What each index names; None (after a warning) for one that names nothing hwspec reads."""
         out: list[End | None] = []
         seen: set[tuple[str, str]] = set()
-        for token in tokens:
-            end = self.end(at, token)
+        for token, element in tokens:
+            end = self.end(element, token)
             if end is not None and (end.kind, end.key) in seen:
-                self.warn(at, f"{NVLINK_MATRIX} index {token[:40]} names {end.key} again: its row is ignored")
+                self.warn(element, f"{NVLINK_MATRIX} index {token[:40]} names {end.key} again: its row is ignored")
                 end = None
             if end is not None:
                 seen.add((end.kind, end.key))

@@ -9,16 +9,18 @@ all of them, each pointing at the line and column where it is written.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hwspec import content
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity, display_path, os_reason, real_path
-from hwspec.model.node import Platform
-from hwspec.model.parts import Catalogue, Parts, PrebuiltFile, part_from_document, prebuilt_file
+from hwspec.model.node import CataloguePart, Platform
+from hwspec.model.parts import Catalogue, Part, Parts, PrebuiltFile, part_from_document, prebuilt_file
 from hwspec.model.resolve_node import resolve_node
 from hwspec.source.expand import Expanded, read_document
 from hwspec.source.loader import SourceDoc
@@ -165,7 +167,35 @@ def load_node(doc: SourceDoc, expanded: Expanded, catalogue: Catalogue) -> Platf
     errors += _c2c_diagnostics(spec, parts, Written(doc, expanded))
     if errors:
         raise HwspecError(errors)
-    return resolve_node(spec, parts, doc, expanded)
+    platform = resolve_node(spec, parts, doc, expanded)
+    return dataclasses.replace(platform, catalogue_parts=_catalogue_parts(spec, catalogue))
+
+
+def _catalogue_parts(spec: NodeSpec, catalogue: Catalogue) -> tuple[CataloguePart, ...]:
+    """Every catalogue part the platform names, by kind and name, as `catalogue` defines it."""
+    named = sorted({(kind, entry.part) for section, kind, _ in PART_SECTIONS for entry in getattr(spec, section)
+                    if entry.part not in (None, UNKNOWN)})
+    found = ((kind, name, catalogue.get(kind, name)) for kind, name in named)
+    return tuple(CataloguePart(kind, name, part_entry(part)) for kind, name, part in found if part is not None)
+
+
+def part_entry(part: Part) -> dict[str, Any]:
+    """A part as a parts file writes it: its entry with each value's note put back where the
+    file wrote it (`{value: ..., source: ...}`; a mapping's note is already among its keys)."""
+    entry = copy.deepcopy(part.raw)
+    for path, note in part.notes.items():
+        if not path:
+            continue
+        *parents, last = path
+        holder: Any = entry
+        for key in parents:
+            holder = holder[key]
+        if isinstance(holder[last], dict):
+            continue
+        wrapped = {"value": holder[last]}
+        wrapped.update({key: text for key, text in (("source", note.source), ("assumed", note.assumed)) if text})
+        holder[last] = wrapped
+    return entry
 
 
 def _c2c_diagnostics(spec: NodeSpec, parts: dict[str, BaseModel], where: Written) -> list[Diagnostic]:

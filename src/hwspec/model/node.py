@@ -363,15 +363,22 @@ class NvlinkConnection:
 
 @dataclass(frozen=True, slots=True)
 class NvSwitch:
-    """An NVSwitch chip: every GPU of the board has `links_per_gpu` fabric links to it. `bus` is
-    its PCI bus id when the OS shows it, else None (NCCL's invisible NVSwitch)."""
+    """An NVSwitch chip: every GPU it serves (`gpus`, or every GPU of the node when None) has
+    `links_per_gpu` fabric links to it. `bus` is its PCI bus id when the OS shows it, else None
+    (NCCL's invisible NVSwitch)."""
 
     id: str
     """The switch's id (`nvswitch0`)."""
     links_per_gpu: int
-    """Fabric links every GPU of the board has to this switch."""
+    """Fabric links every GPU it serves has to this switch."""
     bus: str | None
     """PCI bus id where the OS shows the switch, else None (NCCL's invisible NVSwitch)."""
+    gpus: tuple[str, ...] | None = None
+    """The ids of the GPUs wired to it, where it serves only some (a DGX-2's boards); None: all."""
+
+    def serves(self, gpu_id: str) -> bool:
+        """Whether GPU `gpu_id` is wired to this switch."""
+        return self.gpus is None or gpu_id in self.gpus
 
 
 NVLS_MIN_NVSWITCH_GENERATION = 3
@@ -496,6 +503,20 @@ def topology_moved(model: object) -> NoReturn:
                          "(a rule or generator has it as ctx.topology)")
 
 
+@dataclass(frozen=True, slots=True)
+class CataloguePart:
+    """A catalogue part a platform names, as a parts file writes it: `kind` (`gpus`, `nics`,
+    `cpus`, `pcie_switches`), `name`, and `entry`, its fields with every figure's `source:` and
+    `assumed:` notes (a value with a note as `{value: ..., source: ...}`)."""
+
+    kind: str
+    """The catalogue section: `gpus`, `nics`, `cpus` or `pcie_switches`."""
+    name: str
+    """The part's name (`connectx-7-400g`)."""
+    entry: Mapping[str, Any]
+    """Its fields as a parts file writes them, each figure's notes beside it."""
+
+
 @dataclass(frozen=True)
 class Platform:
     """A resolved node platform. Device lists are sorted: sockets by NUMA node, GPUs and NICs
@@ -554,6 +575,9 @@ class Platform:
     """`node`."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """Extra settings as written (`environment:`): NCCL_* names for NCCL, the rest for the launcher."""
+    catalogue_parts: tuple[CataloguePart, ...] = ()
+    """The catalogue parts it names (built-in or a site's), by kind and name, each as the
+    catalogue it was loaded with defines it: what an installed health check bundles."""
 
     @cached_property
     def pcie_items(self) -> tuple[Bridge | Gpu | Nic | Ssd, ...]:

@@ -360,7 +360,8 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
             wiring = "explicit"
         baseboard = m.Baseboard(kind=board.kind, slots=board.slots, ports_per_slot=board.ports_per_slot,
                                 links_per_port=board.links_per_port, wiring=wiring, ports=dict(sorted(ports.items())),
-                                nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus) for s in board.nvswitches or ()),
+                                nvswitches=tuple(m.NvSwitch(s.id, s.links_per_gpu, s.bus, tuple(s.gpus) if s.gpus is not None else None)
+                                                 for s in board.nvswitches or ()),
                                 nvswitch_generation=(board.nvswitch_generation if board.nvswitch_generation is not None
                                                      else _nvswitch_generation(wiring, gpus)),
                                 nvswitch_generation_written=board.nvswitch_generation is not None)
@@ -388,7 +389,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
                 if not switches:  # switches not described: all of the GPU's links to one NVSwitch
                     nvlinks.append(m.NvlinkConnection(gpu.id, "nvswitch", gpu.fabric_links,
                                                       None if rate is None else gpu.fabric_links * rate))
-                for switch in switches:
+                for switch in (s for s in switches if s.serves(gpu.id)):
                     nvlinks.append(m.NvlinkConnection(gpu.id, switch.id, switch.links_per_gpu,
                                                       None if rate is None else switch.links_per_gpu * rate))
         else:

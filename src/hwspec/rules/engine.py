@@ -76,6 +76,8 @@ class Rule:
     check: RuleCheck
     file: str
     waivable: bool = True
+    hint: str | None = None
+    """What to do about a finding, for those the rule yields without a hint of their own."""
 
     @property
     def summary(self) -> str:
@@ -89,28 +91,31 @@ class Rule:
 
 @overload
 def rule(id: str, name: str, severity: str = "error", scope: Literal["node"] = "node",
-         waivable: bool = True) -> Callable[[NodeCheck], NodeCheck]: ...
+         waivable: bool = True, hint: str | None = None) -> Callable[[NodeCheck], NodeCheck]: ...
 
 
 @overload
 def rule(id: str, name: str, severity: str = "error", *, scope: Literal["cluster"],
-         waivable: bool = True) -> Callable[[ClusterCheck], ClusterCheck]: ...
+         waivable: bool = True, hint: str | None = None) -> Callable[[ClusterCheck], ClusterCheck]: ...
 
 
 def rule(id: str, name: str, severity: str = "error", scope: str = "node",
-         waivable: bool = True) -> Callable[[Any], Any]:
+         waivable: bool = True, hint: str | None = None) -> Callable[[Any], Any]:
     """Mark a function as rule `id` (`HW201`) named `name` (`backend-nic-per-gpu`).
 
     A node rule (`scope="node"`, the default) takes a `Context`, a cluster rule
     (`scope="cluster"`) a `ClusterContext`; either yields `Finding`s made by `ctx.finding`.
     A rule that is not `waivable` (the generation rules: what a generator cannot write) cannot
-    be switched off or lowered under a platform's `rules:` (E304): generation would refuse anyway."""
+    be switched off or lowered under a platform's `rules:` (E304): generation would refuse anyway.
+    `hint` says what to do about a finding: each finding yielded without a hint of its own gets
+    it (every built-in rule has one)."""
     if scope not in ("node", "cluster"):
         raise ValueError(f"rule {id}: scope must be 'node' or 'cluster', not {scope!r}")
 
     def mark(check: Any) -> Any:
         check.__hwspec_rule__ = (id, name, Severity.parse(severity), scope)
         check.__hwspec_waivable__ = waivable
+        check.__hwspec_hint__ = hint
         return check
 
     return mark
@@ -293,8 +298,9 @@ def load_rules(directories: Iterable[Path], failures: list[Diagnostic] | None = 
                 if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
                     continue  # not a rule, or a rule imported from elsewhere (registered there)
                 rule_id, rule_name, severity, scope = meta
+                hint = getattr(check, "__hwspec_hint__", None)
                 found = Rule(rule_id, rule_name, severity, scope, check=check, file=shown,
-                             waivable=getattr(check, "__hwspec_waivable__", True))
+                             waivable=getattr(check, "__hwspec_waivable__", True), hint=hint if isinstance(hint, str) else None)
                 line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
                 clash = rules.get(found.id) or names.get(found.name)
                 if clash is not None:
@@ -427,8 +433,8 @@ def _run_one(current: Rule, context: Context | ClusterContext, box: Box | None, 
         return [Diagnostic(where.file, where.line, where.col, Severity.ERROR, Code.RULE_FAILED,
                            f"rule {current.id} {current.name} failed: {failure}",
                            f"this is a bug in {current.file}")]
-    return [Diagnostic(f.location.file, f.location.line, f.location.col, severity, current.id, f.message, f.hint,
-                       name=current.name) for f in findings]
+    return [Diagnostic(f.location.file, f.location.line, f.location.col, severity, current.id, f.message,
+                       f.hint if f.hint is not None else current.hint, name=current.name) for f in findings]
 
 
 def _findings(current: Rule, context: Context | ClusterContext) -> tuple[list[Finding], str | None]:

@@ -55,8 +55,9 @@ PATTERN_PATHS = frozenset({("nvlink_domain", "name")})
 """Keys whose values are per-node patterns (`zx${i:04}`), expanded later per node, not here."""
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
 _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
-_INDEXED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[(.*)\]\s*$", re.DOTALL)
-"""`${name[expr]}`: item `expr` of the table `name`."""
+_INDEXED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[(.*)\]\s*(?::([^\[\]]*))?$", re.DOTALL)
+"""`${name[expr]}`: item `expr` of the table `name`; `${name[expr]:fmt}` formats an item of a
+table of whole numbers."""
 _ALLOWED_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 
 
@@ -267,8 +268,9 @@ class Substituted(str):
     number is expected (`slot: ${g}`), unlike a string written in the file (`slot: "2"`)."""
 
 
-Tables = dict[str, tuple[str, ...]]
-"""A repeat block's tables (variables given a list of texts), by name."""
+Tables = dict[str, tuple[str, ...] | tuple[int, ...]]
+"""A repeat block's tables (variables given a list of texts, or of whole numbers the item
+indexes), by name."""
 
 
 def substitute(text: str, variables: dict[str, int], tables: Tables | None = None) -> str:
@@ -280,7 +282,7 @@ def substitute(text: str, variables: dict[str, int], tables: Tables | None = Non
     def one(match: re.Match[str]) -> str:
         indexed = _INDEXED.match(match.group(1))
         if indexed is not None:
-            name, expr = indexed.groups()
+            name, expr, spec = indexed.groups()
             if name not in tables:
                 known = ", ".join(sorted(tables)) or "none"
                 raise ValueError(f"'{match.group(0)}' indexes '{name}', which is no table of this repeat block (tables: {known})")
@@ -288,7 +290,13 @@ def substitute(text: str, variables: dict[str, int], tables: Tables | None = Non
             if not 0 <= index < len(table):
                 raise ValueError(f"'{match.group(0)}' is item {index} of '{name}', which has {len(table)} "
                                  f"(indexes 0..{len(table) - 1})")
-            return table[index]
+            item = table[index]
+            if spec is None:
+                return str(item)
+            if isinstance(item, str):
+                raise ValueError(f"'{match.group(0)}' formats an item of the table '{name}', which holds texts: "
+                                 "write the text as it should appear, or make the table whole numbers")
+            return _format(item, spec, match.group(0))
         expr, _, spec = match.group(1).partition(":")
         if expr.strip() in tables:
             raise ValueError(f"'{match.group(0)}' names the table '{expr.strip()}': take one item, e.g. ${{{expr.strip()}[i]}}")
@@ -297,9 +305,26 @@ def substitute(text: str, variables: dict[str, int], tables: Tables | None = Non
     return Substituted(_PLACEHOLDER.sub(one, text))
 
 
-def _parse_repeat(spec: Any, path: DataPath) -> tuple[list[dict[str, int]], Tables]:
+def _indexed_names(node: Any) -> frozenset[str]:
+    """The names a repeat block's item indexes (`${name[expr]}`), in any of its strings."""
+    if isinstance(node, str):
+        return frozenset(m.group(1) for p in _PLACEHOLDER.finditer(node) if (m := _INDEXED.match(p.group(1))))
+    if isinstance(node, dict):
+        return frozenset().union(*(_indexed_names(v) for v in node.values()))
+    if isinstance(node, list):
+        return frozenset().union(*(_indexed_names(v) for v in node))
+    return frozenset()
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_repeat(spec: Any, path: DataPath, indexed: frozenset[str] = frozenset()) -> tuple[list[dict[str, int]], Tables]:
     """The points a repeat block repeats its item for (one value per variable each), and its
-    tables (variables given a list of texts, not repeated over: indexed as ${name[expr]})."""
+    tables: variables given a list of texts, or a list of whole numbers that the item indexes
+    (`indexed`), not repeated over but indexed as ${name[expr]}. A list of whole numbers the
+    item does not index is repeated over."""
     if not isinstance(spec, dict) or not spec:
         raise _ExpandError(path, "repeat needs a mapping of variables to ranges, e.g. repeat: {i: 0..7}")
     axes: list[list[tuple[str, int]]] = []
@@ -307,14 +332,19 @@ def _parse_repeat(spec: Any, path: DataPath) -> tuple[list[dict[str, int]], Tabl
     for name, value in spec.items():
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise _ExpandError(path + (name,), f"'{name}' is not a variable name")
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        texts = isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+        numbers = isinstance(value, list) and bool(value) and all(_whole(v) for v in value)
+        if texts or (numbers and name in indexed):
             if len(value) > MAX_REPEAT_ITEMS:
                 raise _ExpandError(path + (name,), f"table '{name}' has {len(value)} items, more than {MAX_REPEAT_ITEMS}")
             tables[name] = tuple(value)
             continue
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, list) and not (texts or numbers) and value and all(isinstance(v, str) or _whole(v) for v in value):
+            raise _ExpandError(path + (name,), f"table '{name}' mixes texts and whole numbers: {value!r}"[:200],
+                               hint="a table holds texts (quote every item: \"0x14\") or whole numbers, not both")
+        if _whole(value):
             values = [value]
-        elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        elif isinstance(value, list) and all(_whole(v) for v in value):
             values = list(value)
         elif isinstance(value, str) and (m := _RANGE.match(value)):
             lo, hi = int(m.group(1)), int(m.group(2))
@@ -325,8 +355,8 @@ def _parse_repeat(spec: Any, path: DataPath) -> tuple[list[dict[str, int]], Tabl
             values = list(range(lo, hi + 1))
         else:
             raise _ExpandError(path + (name,), f"cannot read {value!r} as a range",
-                               hint="write an inclusive range such as 0..7, a list of integers, or a list of texts "
-                                    "(a table, indexed as ${name[i]})")
+                               hint="write an inclusive range such as 0..7, a list of whole numbers, or a table: a list "
+                                    "of texts or whole numbers, indexed as ${name[i]}")
         axes.append([(name, v) for v in values])
     if not axes:
         raise _ExpandError(path, "repeat has tables but nothing to repeat over",
@@ -379,8 +409,8 @@ def expand(doc: SourceDoc) -> Expanded:
             for index, item in enumerate(node):
                 if isinstance(item, dict) and "repeat" in item:
                     try:
-                        combos, inner = _parse_repeat(item["repeat"], written + (index, "repeat"))
                         body = {k: v for k, v in item.items() if k != "repeat"}
+                        combos, inner = _parse_repeat(item["repeat"], written + (index, "repeat"), _indexed_names(body))
                         for combo in combos:
                             items.append(walk(body, written + (index,), out + (len(items),), {**variables, **combo},
                                               {**{k: v for k, v in tables.items() if k not in combo}, **inner}))

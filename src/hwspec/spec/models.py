@@ -380,10 +380,14 @@ Wiring = Literal["fully-connected", "hybrid-cube-mesh"]
 
 
 class NvSwitchSpec(Spec):
-    """An NVSwitch chip on the baseboard and how many fabric links every GPU has to it."""
+    """An NVSwitch chip on the baseboard and how many fabric links each GPU it serves has to it."""
 
     id: Id
     links_per_gpu: WholeNumber = Field(ge=1, le=64, description="Fabric links from each GPU to this switch (HGX H100: 5, 5, 4, 4).")
+    gpus: list[Id] | None = Field(None, min_length=1, max_length=64,
+                                  description="The GPUs wired to this switch, where it serves only some (a DGX-2's two "
+                                              "boards: each switch serves the eight GPUs of its own); all of the "
+                                              "node's GPUs when absent.")
     bus: BusId | None = Field(None, description="The switch's PCI bus id where the OS shows it (NCCL names NVLink "
                                                  "targets by it); without one, NCCL's 'invisible NVSwitch' is written.")
 

@@ -42,6 +42,7 @@ REFERENCES: tuple[tuple[DataPath, tuple[str, ...], str], ...] = (
     (("gpus", "*", "c2c", "socket"), ("socket",), "a socket"),
     (("cpu_interconnect", "links", "*", "*"), ("socket", "package"), "a socket"),
     (("nvlink", "topology", "*", "gpus", "*"), ("gpu",), "a GPU"),
+    (("baseboard", "nvswitches", "*", "gpus", "*"), ("gpu",), "a GPU"),
     (("nvlink", "cpu_links", "*", "gpu"), ("gpu",), "a GPU"),
     (("nvlink", "cpu_links", "*", "socket"), ("socket",), "a socket"),
 )

@@ -23,7 +23,7 @@ def root(context, missing=missing, environment=environment):
     yield str((undefined(name='header') if l_0_header is missing else l_0_header))
     yield '# Kubernetes Node Problem Detector custom plugin for nodes of '
     yield str(t_1(environment.getattr((undefined(name='platform') if l_0_platform is missing else l_0_platform), 'name')))
-    yield ' (npd-config.json\n# runs it): compares this node with its platform file (hwspec diff --live), prints one line (the\n# condition\'s message) and exits 0 when they match, 1 when they differ, 2 when the node cannot be\n# checked (NPD: Unknown). It goes by hwspec\'s node report: exit status 1 is a problem only with a\n# whole report saying "drift" (a crash is not), 0 only with one saying "clean". HWSPEC_HOST_ROOT (npd-daemonset.yaml sets /host) runs hwspec in the\n# host\'s root with chroot, from NPD\'s container; unset, it runs in place (NPD on the host).\n# Settings (the environment, or health/site.env beside it, sourced when present): HWSPEC (the\n# hwspec command), HWSPEC_SPEC (the platform file), NODE_NAME (the DaemonSet sets it),\n# HWSPEC_SYSFS_ROOT and HWSPEC_INPUT (below).\nset -fu\nPATH=${PATH:+$PATH:}/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin\nsite=${HWSPEC_HOST_ROOT:-}'
+    yield ' (npd-config.json\n# runs it): compares this node with its platform file (hwspec diff --live), prints one line (the\n# condition\'s message) and exits 0 when they match, 1 when they differ, 2 when the node cannot be\n# checked (NPD: Unknown), saying why. It goes by hwspec\'s node report: exit status 1 is a problem only with a\n# whole report saying "drift" (a crash is not), 0 only with one saying "clean". HWSPEC_HOST_ROOT (npd-daemonset.yaml sets /host) runs hwspec in the\n# host\'s root with chroot, from NPD\'s container; unset, it runs in place (NPD on the host).\n# Settings (the environment, or health/site.env beside it, sourced when present): HWSPEC (the\n# hwspec command), HWSPEC_SPEC (the platform file), NODE_NAME (the DaemonSet sets it),\n# HWSPEC_SYSFS_ROOT and HWSPEC_INPUT (below).\nset -fu\nPATH=${PATH:+$PATH:}/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin\nsite=${HWSPEC_HOST_ROOT:-}'
     yield str(t_1((undefined(name='install_dir') if l_0_install_dir is missing else l_0_install_dir)))
     yield '/health/site.env\nif [ -r "$site" ]; then\n    set -a\n    . "$site"\n    set +a\nfi\nspec=${HWSPEC_SPEC:-'
     yield str(t_1((undefined(name='spec') if l_0_spec is missing else l_0_spec)))
@@ -34,14 +34,14 @@ def root(context, missing=missing, environment=environment):
         for event in gen:
             yield event
     finally: gen.close()
-    yield 'report=$(mktemp) || { echo "hwspec: could not check the node (no temporary file)"; exit 2; }\ntrap \'rm -f "$report"\' EXIT\nif [ -n "${HWSPEC_HOST_ROOT:-}" ]; then\n    chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} "$@" >"$report" 2>/dev/null\nelse\n    ${HWSPEC:-hwspec} "$@" >"$report" 2>/dev/null\nfi\nstatus=$?\n'
+    yield 'report=$(mktemp) || { echo "hwspec: could not check the node: no temporary file (mktemp failed)"; exit 2; }\nerrors=$(mktemp) || { rm -f "$report"; echo "hwspec: could not check the node: no temporary file (mktemp failed)"; exit 2; }\ntrap \'rm -f "$report" "$errors"\' EXIT\nif [ -n "${HWSPEC_HOST_ROOT:-}" ]; then\n    chroot "$HWSPEC_HOST_ROOT" ${HWSPEC:-hwspec} "$@" >"$report" 2>"$errors"\nelse\n    ${HWSPEC:-hwspec} "$@" >"$report" 2>"$errors"\nfi\nstatus=$?\n'
     template = environment.get_template('health/report-status.sh.j2', 'health/npd-plugin.sh.j2')
     gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
     try:
         for event in gen:
             yield event
     finally: gen.close()
-    yield 'said=$(report_says "$report")\n# the report\'s one-line summary: hwspec writes it in [A-Za-z0-9 _.:,=/@%+()-] only; kept to those here too\nsummary=$(sed -n \'s/^  "summary": "\\(.*\\)",$/\\1/p\' "$report" | head -n 1 | tr -cd \'A-Za-z0-9 _.:,=/@%+()-\' | cut -c 1-160)\ncase "$status:$said" in\n"0:clean 0"|"1:drift 1")\n    printf \'hwspec: %s\\n\' "${summary:-see hwspec diff}"\n    exit "$status"\n    ;;\n*)\n    printf \'hwspec: could not check the node (exit status %s%s)\\n\' "$status" "$([ -n "$said" ] || echo \', no node report\')"\n    exit 2\n    ;;\nesac\n'
+    yield 'said=$(report_says "$report")\n# the report\'s one-line summary: hwspec writes it in [A-Za-z0-9 _.:,=/@%+()-] only; kept to those here too\nsummary=$(sed -n \'s/^  "summary": "\\(.*\\)",$/\\1/p\' "$report" | head -n 1 | tr -cd \'A-Za-z0-9 _.:,=/@%+()-\' | cut -c 1-160)\ncase "$status:$said" in\n"0:clean 0"|"1:drift 1")\n    printf \'hwspec: %s\\n\' "${summary:-see hwspec diff}"\n    exit "$status"\n    ;;\n*)\n    printf \'hwspec: could not check the node: %s\\n\' "$(why_unchecked "$status" "$said" "$summary" "$errors")"\n    exit 2\n    ;;\nesac\n'
 
 blocks = {}
-debug_info = '2=22&3=24&14=26&20=28&22=30&31=37'
+debug_info = '2=22&3=24&14=26&20=28&22=30&32=37'

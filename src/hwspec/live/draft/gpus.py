@@ -46,7 +46,7 @@ class GpusWriter:
             if chosen.part:
                 part = chosen.part
                 spec_part = catalogue[part]
-                exact = not self.switches_uniform()  # without listed switches, 'nvswitch' uses all of the part's links
+                exact = not self.board_drawable()  # without listed switches, 'nvswitch' uses all of the part's links
                 if links_needed > spec_part.fabric.links or (exact and any(t == NVSWITCH for (g, t) in counts if g == gpu.key)
                                                              and links_needed != spec_part.fabric.links):
                     override["fabric"] = {"links": links_needed}
@@ -57,6 +57,7 @@ class GpusWriter:
                 override = self.gpu_identity(gpu, links_needed)
                 if chosen.candidates:
                     self.ctx.notes.append(candidates_note(ident, f"the GPU {gpu.vendor}:{gpu.device}", chosen.candidates))
+                    self.shared_identity(override, [catalogue[n] for n in chosen.candidates], chosen.candidates, assumed)
             entry["part"] = part
             link, pcie_override, trained = self.pcie.device_link(gpu.link, part_link, assumed, "GPU")
             if pcie_override:
@@ -101,6 +102,20 @@ class GpusWriter:
         if links:
             seen["fabric"] = {"kind": "xgmi", "links": links} if vendor == "amd" else {"links": links}
         return {k: v for k, v in seen.items() if v is not None}
+
+    @staticmethod
+    def shared_identity(override: dict[str, Any], parts: list[Any], names: tuple[str, ...], assumed: list[str]) -> None:
+        """Complete the identity of a GPU left `part: unknown` between catalogue parts of its
+        device id with what those parts all agree on and the input does not give: CUDA's `sm`
+        (NCCL's `<gpu sm>`), an AMD GPU's `gcn` and `hip_arch` (RCCL's `gcn` and `arch`, which it
+        does not detect). Each such value is noted in `assumed` with the parts it comes from."""
+        keys = ("sm",) if override.get("vendor") == "nvidia" else ("gcn", "hip_arch") if override.get("vendor") == "amd" else ()
+        for key in keys:
+            values = {getattr(part, key) for part in parts}
+            if key in override or len(values) != 1 or next(iter(values)) in (None, 0):
+                continue
+            override[key] = next(iter(values))
+            assumed.append(f"{key} {override[key]}: what the catalogue's parts of its device id ({', '.join(names)}) all have")
 
     def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
         """(`baseboard:`, `nvlink:`) from the NVLink `counts` the input shows: an HGX board for links to
@@ -223,30 +238,40 @@ class GpusWriter:
                                   f"inactive, {active} active "
                                   "(nvidia-smi nvlink -s): the draft describes the active ones")
 
-    def switches_uniform(self) -> bool:
-        """Whether every GPU has links to the same NVSwitches, the same number to each."""
-        per_gpu = self.m.nvswitch_links()
-        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
-        return len(shapes) == 1 and set(per_gpu) == set(self.m.gpus)
+    def switch_shapes(self) -> dict[str | None, dict[str, int]]:
+        """NVSwitch bus id (None: unnamed) -> {GPU key: links to it}, switches by bus id."""
+        shapes: dict[str | None, dict[str, int]] = {}
+        for gpu_key, links in self.m.nvswitch_links().items():
+            for bus, count in links.items():
+                shapes.setdefault(bus, {})[gpu_key] = count
+        return dict(sorted(shapes.items(), key=lambda kv: (kv[0] is None, kv[0] or "")))
+
+    def board_drawable(self) -> bool:
+        """Whether each NVSwitch has the same number of links from every GPU linked to it (an
+        HGX board: all GPUs to every switch; a DGX-2: each board's GPUs to its own switches)."""
+        shapes = self.switch_shapes()
+        return bool(shapes) and all(len(set(per_gpu.values())) == 1 for per_gpu in shapes.values())
 
     def nvswitch_board(self, gpus, entries: list[dict]) -> dict | None:
-        """An HGX-style board with the NVSwitch chips the input names, when every GPU has the
-        same links to the same switches; else None."""
-        if not self.switches_uniform():
-            self.ctx.notes.append("the GPUs have different links to the NVSwitches: the board's switches are left out")
+        """An HGX-style board with the NVSwitch chips the input names, when each switch has the
+        same links from every GPU linked to it; a switch only some GPUs are linked to lists them
+        (`gpus:`). Else None."""
+        if not self.board_drawable():
+            self.ctx.notes.append("the GPUs have different numbers of links to one NVSwitch: the board's switches are left out")
             return None
-        per_gpu = self.m.nvswitch_links()
-        shapes = {tuple(sorted(links.items(), key=lambda kv: kv[0] or "")) for links in per_gpu.values()}
         for i, entry in enumerate(entries):
             items = list(entry.items())
             entry.clear()
             entry.update(items[:2] + [("slot", i)] + items[2:])
+        every = set(self.m.gpus)
         switches = []
-        for i, (bus, links) in enumerate(shapes.pop()):
+        for i, (bus, per_gpu) in enumerate(self.switch_shapes().items()):
             switch: dict[str, Any] = {"id": f"nvs{i}"}
             if bus:
                 switch["bus"] = bus
-            switch["links_per_gpu"] = links
+            switch["links_per_gpu"] = next(iter(per_gpu.values()))
+            if set(per_gpu) != every:
+                switch["gpus"] = [self.ctx.ids[g.key] for g in gpus if g.key in per_gpu]
             switches.append(switch)
         return {"kind": "hgx", "slots": len(gpus), "wiring": "nvswitch", "nvswitches": switches,
                 "source": f"observed: {self.ctx.source()}",

@@ -10,7 +10,8 @@ from hwspec.rules import Context, Finding, rule
 from ._common import gbit, gbyte, id_list, link_text, physical_field
 
 
-@rule("HW401", "nic-path-bandwidth")
+@rule("HW401", "nic-path-bandwidth",
+      hint="put the NIC on a link at least its speed, or lower the NIC's speed to what its slot trains at")
 def nic_path_bandwidth(ctx: Context) -> Iterator[Finding]:
     """Every PCIe link between a NIC and the point where its traffic turns is at least as fast as the NIC.
 
@@ -41,7 +42,8 @@ def _cards(nics: tuple[Nic, ...]) -> dict[str, list[Nic]]:
     return cards
 
 
-@rule("HW402", "switch-uplink-traffic", severity="warning")
+@rule("HW402", "switch-uplink-traffic", severity="warning",
+      hint="spread the NICs over switches, or accept the shared uplink with a rules: entry and its reason")
 def switch_uplink_traffic(ctx: Context) -> Iterator[Finding]:
     """The NIC traffic that must cross a PCIe bridge's uplink fits in it.
 

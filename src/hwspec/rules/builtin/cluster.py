@@ -30,7 +30,8 @@ def _tbit(rate: float) -> str:
     return f"{number(rate * 8 / 1e12)} Tb/s"
 
 
-@rule("HW801", "rail-alignment", "error", scope="cluster")
+@rule("HW801", "rail-alignment", "error", scope="cluster",
+      hint="cable NIC i of every node to rail i, or declare the fabric not rail-optimized")
 def rail_alignment(ctx: ClusterContext) -> Iterator[Finding]:
     """On a rail-optimized fabric, local rank i of every node uses NIC i, the NIC on rail i.
 
@@ -71,7 +72,8 @@ def _rails_of_rank(rank: int, gpus: int, rails: int) -> list[int]:
     return [r for r in range(rails) if r * gpus < (rank + 1) * rails and rank * rails < (r + 1) * gpus]
 
 
-@rule("HW802", "switch-ports", "error", scope="cluster")
+@rule("HW802", "switch-ports", "error", scope="cluster",
+      hint="lower hosts per leaf or uplinks, or use switches with more ports")
 def switch_ports(ctx: ClusterContext) -> Iterator[Finding]:
     """No switch has more cables than ports: leaf hosts + uplinks, and the spine tier's uplinks.
 
@@ -93,7 +95,8 @@ def switch_ports(ctx: ClusterContext) -> Iterator[Finding]:
                           at=("backend", "spine"))
 
 
-@rule("HW803", "oversubscription-declared", "error", scope="cluster")
+@rule("HW803", "oversubscription-declared", "error", scope="cluster",
+      hint="write the oversubscription the wiring gives (downlink over uplink bandwidth), or change the wiring")
 def oversubscription_declared(ctx: ClusterContext) -> Iterator[Finding]:
     """A declared leaf oversubscription equals the ratio of the wiring: downlink over uplink bandwidth.
 
@@ -117,7 +120,8 @@ def oversubscription_declared(ctx: ClusterContext) -> Iterator[Finding]:
                           f"{gbit(fabric.uplink_speed)} up: {number(actual)}:1", at=("backend", "oversubscription"))
 
 
-@rule("HW804", "bisection-minimum", "error", scope="cluster")
+@rule("HW804", "bisection-minimum", "error", scope="cluster",
+      hint="add uplinks or spine switches, or lower the declared bisection minimum")
 def bisection_minimum(ctx: ClusterContext) -> Iterator[Finding]:
     """The bisection bandwidth computed from the wiring meets the declared minimum.
 
@@ -141,7 +145,8 @@ def _clean_hosts(groups: tuple[NodeGroup, ...]) -> bool:
             and all_lines(IPV4_LINES, addresses) and len(set(addresses)) == len(addresses))
 
 
-@rule("HW805", "host-names", "error", scope="cluster", waivable=False)
+@rule("HW805", "host-names", "error", scope="cluster", waivable=False,
+      hint="give each node a host name and address of its own; names of lower-case letters, digits and '-' (at most 63)")
 def host_names(ctx: ClusterContext) -> Iterator[Finding]:
     """Hostnames are unique lower-case RFC 1123 labels (what Kubernetes takes as a node name),
     and addresses are unique IPv4 or IPv6 addresses.
@@ -177,7 +182,8 @@ def host_names(ctx: ClusterContext) -> Iterator[Finding]:
         node += group.count
 
 
-@rule("HW806", "world-size", "error", scope="cluster")
+@rule("HW806", "world-size", "error", scope="cluster",
+      hint="declare world_size as nodes x GPUs per node, or correct the node count")
 def world_size(ctx: ClusterContext) -> Iterator[Finding]:
     """The declared world size equals nodes x GPUs per node.
 
@@ -189,7 +195,8 @@ def world_size(ctx: ClusterContext) -> Iterator[Finding]:
                           f"{cluster.world_size} GPUs", at=("world_size",))
 
 
-@rule("HW807", "backend-matches-nodes", "error", scope="cluster")
+@rule("HW807", "backend-matches-nodes", "error", scope="cluster",
+      hint="give the cluster's backend the transport and speed of the nodes' backend NICs")
 def backend_matches_nodes(ctx: ClusterContext) -> Iterator[Finding]:
     """The backend network's transport and per-NIC speed match the nodes' backend NICs.
 
@@ -208,7 +215,8 @@ def backend_matches_nodes(ctx: ClusterContext) -> Iterator[Finding]:
                 break
 
 
-@rule("HW808", "clos-connectivity", "error", scope="cluster")
+@rule("HW808", "clos-connectivity", "error", scope="cluster",
+      hint="connect every leaf to every spine, or add the spine tier the leaves need")
 def clos_connectivity(ctx: ClusterContext) -> Iterator[Finding]:
     """Every leaf reaches every spine, and leaves that must talk have a spine tier between them.
 
@@ -241,7 +249,8 @@ def clos_connectivity(ctx: ClusterContext) -> Iterator[Finding]:
                               f"a spine cannot reach every leaf", at=("backend", "spine", "ports"))
 
 
-@rule("HW809", "rail-declaration", "warning", scope="cluster")
+@rule("HW809", "rail-declaration", "warning", scope="cluster",
+      hint="make the node platform's backend.rail_optimized agree with the cluster's fabric, or leave it out of the node platform")
 def rail_declaration(ctx: ClusterContext) -> Iterator[Finding]:
     """A node platform's `backend.rail_optimized`, where it declares one, agrees with the cluster's fabric.
 
@@ -258,7 +267,8 @@ def rail_declaration(ctx: ClusterContext) -> Iterator[Finding]:
                               f"but this cluster's backend is {fabric.topology}", at=("backend", "topology"))
 
 
-@rule("HW810", "uniform-gpus-per-node", "error", scope="cluster", waivable=False)
+@rule("HW810", "uniform-gpus-per-node", "error", scope="cluster", waivable=False,
+      hint="group nodes of different GPU counts into clusters of their own")
 def uniform_gpus_per_node(ctx: ClusterContext) -> Iterator[Finding]:
     """Every node of the cluster has the same number of GPUs.
 
@@ -276,7 +286,8 @@ def uniform_gpus_per_node(ctx: ClusterContext) -> Iterator[Finding]:
                               at=("nodes", index, "platform"), hint="split the cluster, or use node platforms with equal GPU counts")
 
 
-@rule("HW811", "cluster-nccl-variable-known", "warning", scope="cluster")
+@rule("HW811", "cluster-nccl-variable-known", "warning", scope="cluster",
+      hint="check the name against NCCL's environment variables; remove it, or keep it for a newer NCCL")
 def cluster_nccl_variable_known(ctx: ClusterContext) -> Iterator[Finding]:
     """Every NCCL_* name under the cluster's `environment:` is a variable NCCL reads.
 
@@ -286,7 +297,8 @@ def cluster_nccl_variable_known(ctx: ClusterContext) -> Iterator[Finding]:
     yield from unknown_nccl_names(ctx)
 
 
-@rule("HW812", "cluster-environment-policy", scope="cluster", waivable=False)
+@rule("HW812", "cluster-environment-policy", scope="cluster", waivable=False,
+      hint="set what loads code or names files in the job's own environment, not in the cluster file")
 def cluster_environment_policy(ctx: ClusterContext) -> Iterator[Finding]:
     """Every name under the cluster's `environment:` is a tunable: nothing that loads code, names a file or changes where the job connects.
 
@@ -299,7 +311,8 @@ def cluster_environment_policy(ctx: ClusterContext) -> Iterator[Finding]:
 cluster_environment_policy.__doc__ = (cluster_environment_policy.__doc__ or "").rstrip() + POLICY_DOC
 
 
-@rule("HW813", "kubernetes-names-distinct", "error", scope="cluster")
+@rule("HW813", "kubernetes-names-distinct", "error", scope="cluster",
+      hint="rename node platforms whose Kubernetes names collide")
 def kubernetes_names_distinct(ctx: ClusterContext) -> Iterator[Finding]:
     """The cluster's node platforms have distinct names as Kubernetes writes them ('_' as '-', at most 63 characters).
 

@@ -12,7 +12,8 @@ from hwspec.spec.checks import UNKNOWN
 from ._common import FABRIC_AT, connection_at, gbyte, id_list, in_file_order
 
 
-@rule("HW301", "nvlink-embeds-in-baseboard")
+@rule("HW301", "nvlink-embeds-in-baseboard",
+      hint="lower the pair's links, or describe the board's wiring (baseboard.wiring, links_per_port) as it is built")
 def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
     """Every logical GPU pair has at most as many links as the baseboard wires between their slots, times links_per_port.
 
@@ -51,7 +52,8 @@ def nvlink_embeds_in_baseboard(ctx: Context) -> Iterator[Finding]:
                 hint="leave the pair out (nvlink.exclude), lower its link count, or correct the baseboard wiring")
 
 
-@rule("HW302", "nvlink-link-budget")
+@rule("HW302", "nvlink-link-budget",
+      hint="lower links_per_pair or the per-pair counts, or leave pairs out")
 def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
     """No GPU uses more fabric links than its part has (`fabric.links`), its NVLinks to a CPU included.
 
@@ -73,7 +75,8 @@ def nvlink_link_budget(ctx: Context) -> Iterator[Finding]:
                               at=FABRIC_AT, hint="lower links_per_pair or the per-pair counts, or leave pairs out")
 
 
-@rule("HW303", "nvlink-symmetric")
+@rule("HW303", "nvlink-symmetric",
+      hint="list each GPU pair once, with the two GPU ids it joins")
 def nvlink_symmetric(ctx: Context) -> Iterator[Finding]:
     """Each GPU pair is listed once in the logical fabric, and no GPU is linked to itself.
 
@@ -98,7 +101,8 @@ def nvlink_symmetric(ctx: Context) -> Iterator[Finding]:
                               hint="keep one entry with the pair's total link count")
 
 
-@rule("HW304", "nvlink-connected")
+@rule("HW304", "nvlink-connected",
+      hint="list the missing NVLink pairs, or split the GPUs into hives of equal size as the board wires them")
 def nvlink_connected(ctx: Context) -> Iterator[Finding]:
     """When the node has a GPU fabric, it joins the node's GPUs into one connected graph, or into hives of equal size.
 
@@ -120,7 +124,8 @@ def nvlink_connected(ctx: Context) -> Iterator[Finding]:
                           at=FABRIC_AT, hint="link the islands, or leave fewer pairs out of the pattern")
 
 
-@rule("HW305", "fabric-uniform")
+@rule("HW305", "fabric-uniform",
+      hint="give every GPU the same links, or say nvlink.symmetric: false where the board is uneven")
 def fabric_uniform(ctx: Context) -> Iterator[Finding]:
     """Every GPU has the same fabric bandwidth, unless `nvlink.symmetric: false` says otherwise.
 
@@ -142,7 +147,8 @@ def fabric_uniform(ctx: Context) -> Iterator[Finding]:
                           at=FABRIC_AT, hint="give every GPU the same links, or set nvlink.symmetric: false")
 
 
-@rule("HW306", "baseboard-ports")
+@rule("HW306", "baseboard-ports",
+      hint="wire each port between two different slots, within ports_per_slot")
 def baseboard_ports(ctx: Context) -> Iterator[Finding]:
     """Wired ports join two different slots of the board, and no slot has more than `ports_per_slot`.
 
@@ -170,7 +176,8 @@ def baseboard_ports(ctx: Context) -> Iterator[Finding]:
                               at=(None, "baseboard", "wiring"), hint="correct the wiring or ports_per_slot")
 
 
-@rule("HW307", "gpu-slot")
+@rule("HW307", "gpu-slot",
+      hint="give each GPU its own slot, below baseboard.slots")
 def gpu_slot(ctx: Context) -> Iterator[Finding]:
     """Each GPU's baseboard slot exists on the board and holds only that GPU.
 
@@ -195,7 +202,8 @@ def gpu_slot(ctx: Context) -> Iterator[Finding]:
             taken[gpu.slot] = gpu.id
 
 
-@rule("HW308", "nvswitch-generation", severity="warning")
+@rule("HW308", "nvswitch-generation", severity="warning",
+      hint="write baseboard.nvswitch_generation as the board's documentation gives it, or use GPU parts whose NVLink generation is known")
 def nvswitch_generation(ctx: Context) -> Iterator[Finding]:
     """An NVSwitch board's generation is known (written, or the one its GPUs' NVLink attaches to), and a written one agrees with the GPUs'.
 

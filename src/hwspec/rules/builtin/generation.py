@@ -22,7 +22,8 @@ from hwspec.rules import ClusterContext, Context, Finding, rule
 from ._common import limit_findings
 
 
-@rule("HW901", "nccl-topo-writable", waivable=False)
+@rule("HW901", "nccl-topo-writable", waivable=False,
+      hint="fill in what the finding names (a CPU's vendor, family and model, a socket for each device), or shrink the node")
 def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
     """nccl-topo.xml can be written within NCCL's limits: every GPU and NIC under a CPU socket, an x86 vendor NCCL knows, every attribute NCCL requires known (a CPU's arch; on x86 its vendor, on Intel its family and model), an affinity mask within 255 characters, at most 256 elements.
 
@@ -34,7 +35,8 @@ def nccl_topo_writable(ctx: Context) -> Iterator[Finding]:
     yield from limit_findings(ctx, topology_limits(ctx.topology))
 
 
-@rule("HW902", "nccl-settings-writable", waivable=False)
+@rule("HW902", "nccl-settings-writable", waivable=False,
+      hint="name at most 32 backend RDMA NICs, or select them with backend.ib_hca")
 def nccl_settings_writable(ctx: Context) -> Iterator[Finding]:
     """nccl.conf and launch.env can name the backend: at most 32 named RDMA backend NICs, and interface lists within 1023 characters.
 
@@ -45,7 +47,8 @@ def nccl_settings_writable(ctx: Context) -> Iterator[Finding]:
     yield from limit_findings(ctx, settings_limits(ctx.platform))
 
 
-@rule("HW903", "hostfile-writable", scope="cluster", waivable=False)
+@rule("HW903", "hostfile-writable", scope="cluster", waivable=False,
+      hint="shorten host names and addresses to what a hostfile line carries")
 def hostfile_writable(ctx: ClusterContext) -> Iterator[Finding]:
     """hostfile and hosts.tsv can carry every host name and address.
 

@@ -9,7 +9,8 @@ from hwspec.rules import Context, Finding, rule
 from ._common import POLICY_DOC, id_list, refused_names, unknown_nccl_names
 
 
-@rule("HW601", "declared-counts")
+@rule("HW601", "declared-counts",
+      hint="describe every socket and GPU the node has, or correct declares")
 def declared_counts(ctx: Context) -> Iterator[Finding]:
     """The number of sockets and GPUs described equals `declares.sockets` and `declares.gpus`, when declared.
 
@@ -27,7 +28,8 @@ def declared_counts(ctx: Context) -> Iterator[Finding]:
                               at=(None, "declares", field), hint=f"correct the {field} list or the declared count")
 
 
-@rule("HW701", "nccl-variable-known", severity="warning")
+@rule("HW701", "nccl-variable-known", severity="warning",
+      hint="check the name against NCCL's environment variables; remove it, or keep it for a newer NCCL")
 def nccl_variable_known(ctx: Context) -> Iterator[Finding]:
     """Every NCCL_* name under `environment:` is a variable NCCL reads.
 
@@ -37,7 +39,8 @@ def nccl_variable_known(ctx: Context) -> Iterator[Finding]:
     yield from unknown_nccl_names(ctx)
 
 
-@rule("HW702", "environment-policy", waivable=False)
+@rule("HW702", "environment-policy", waivable=False,
+      hint="set what loads code or names files in the job's own environment, not in the platform file")
 def environment_policy(ctx: Context) -> Iterator[Finding]:
     """Every name under `environment:` is a tunable: nothing that loads code, names a file or changes where the job connects.
 

@@ -11,7 +11,8 @@ from hwspec.spec.units import format_bytes
 from ._common import in_file_order
 
 
-@rule("HW106", "shared-memory")
+@rule("HW106", "shared-memory",
+      hint="name an APU of the socket's own package in shared_with, from one socket only")
 def shared_memory(ctx: Context) -> Iterator[Finding]:
     """A socket's `memory: {shared_with: gpu}` names an APU in its own package, and no other socket names it.
 
@@ -42,7 +43,8 @@ def shared_memory(ctx: Context) -> Iterator[Finding]:
                               at=at, hint=f"name the GPU under {socket.id} (the APU in the same package), or move {gpu_id}")
 
 
-@rule("HW107", "apu-memory")
+@rule("HW107", "apu-memory",
+      hint="write the APU socket's memory as {shared_with: <the APU's id>}, with no capacity of its own")
 def apu_memory(ctx: Context) -> Iterator[Finding]:
     """An APU's socket says its memory is the APU's HBM (`memory: {shared_with: gpu}`), not DDR of its own.
 

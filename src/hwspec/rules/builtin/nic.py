@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from hwspec.formats.nccl_tree import collective_library
@@ -13,7 +14,8 @@ from hwspec.topology.node import RDMA_TRANSPORTS, served_field
 from ._common import id_list, in_file_order, place
 
 
-@rule("HW201", "backend-nic-per-gpu")
+@rule("HW201", "backend-nic-per-gpu",
+      hint="give each GPU a backend NIC of its own (gpu: on the NIC), or drop backend.nic_per_gpu")
 def backend_nic_per_gpu(ctx: Context) -> Iterator[Finding]:
     """Where `backend.nic_per_gpu` is declared, every GPU has backend NICs of its own: at least one, none shared with another GPU, and every backend NIC names its GPU.
 
@@ -54,7 +56,8 @@ def _also_serves(nic: Nic, gpu: Gpu) -> str:
     return f" ({nic.id} also serves {id_list(others)})" if others else ""
 
 
-@rule("HW202", "backend-nic-locality")
+@rule("HW202", "backend-nic-locality",
+      hint="move the NIC (or the GPU) under the same PCIe switch, or name the GPUs it really serves")
 def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
     """A backend NIC sits under the same PCIe switch or root port as each GPU it serves, or, for a GPU attached over NVLink-C2C (or an APU sharing its socket's memory), on the GPU's own socket.
 
@@ -78,7 +81,8 @@ def backend_nic_locality(ctx: Context) -> Iterator[Finding]:
                           at=_pair_at(ctx, nic, gpu), hint=_move_hint(ctx, nic, gpu))
 
 
-@rule("HW203", "backend-nic-numa")
+@rule("HW203", "backend-nic-numa",
+      hint="serve the GPU from a NIC on its own NUMA node ('numactl -H', the device's numa_node in sysfs)")
 def backend_nic_numa(ctx: Context) -> Iterator[Finding]:
     """A backend NIC is on the same NUMA node as each GPU it serves.
 
@@ -107,7 +111,8 @@ def _move_hint(ctx: Context, nic: Nic, gpu: Gpu) -> str:
     return f"move {nic.id} {where}" + (f", or pair it with {' or '.join(near)}" if near else "")
 
 
-@rule("HW204", "backend-nic-rdma")
+@rule("HW204", "backend-nic-rdma",
+      hint="choose a NIC part that carries the backend's transport, RDMA and GPUDirect, or change the backend")
 def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
     """Backend NICs can do what the backend declares: RDMA, its transport, and GPUDirect when declared.
 
@@ -135,7 +140,8 @@ def backend_nic_rdma(ctx: Context) -> Iterator[Finding]:
                               at=(nic.id, "part"), hint="use a GPUDirect-capable part, or do not declare backend.gpudirect")
 
 
-@rule("HW207", "gpudirect-agrees", severity="warning")
+@rule("HW207", "gpudirect-agrees", severity="warning",
+      hint="check 'gdr' in NCCL's topology dump for the GPU and the NIC: GPUDirect RDMA needs both, the peer-memory module loaded")
 def gpudirect_agrees(ctx: Context) -> Iterator[Finding]:
     """A backend NIC port's stated GPUDirect support (its `gpudirect` override: the `gdr` the machine reports) agrees with the GPUs' (`backend.gpudirect`).
 
@@ -162,7 +168,8 @@ def gpudirect_agrees(ctx: Context) -> Iterator[Finding]:
                                "import again; else leave both as the machine reports them")
 
 
-@rule("HW205", "ingestion-nic-placement")
+@rule("HW205", "ingestion-nic-placement",
+      hint="attach ingestion and frontend NICs to a socket or root port, outside the GPUs' switches")
 def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
     """Ingestion and frontend NICs attach to a CPU (a socket or root port), never below a PCIe switch that also holds a GPU.
 
@@ -183,7 +190,8 @@ def ingestion_nic_placement(ctx: Context) -> Iterator[Finding]:
                 break
 
 
-@rule("HW206", "nic-names", waivable=False)
+@rule("HW206", "nic-names", waivable=False,
+      hint="name each NIC's RDMA device and interface once ('ibdev2netdev', 'ip link'), all backend NICs or none")
 def nic_names(ctx: Context) -> Iterator[Finding]:
     """NIC device and interface names are unique; backend RDMA NICs are all named or all left to NCCL; each NIC has the interface its transport needs.
 
@@ -224,7 +232,8 @@ def nic_names(ctx: Context) -> Iterator[Finding]:
                                   at=(nic.id, "interface"), hint="each NIC port has its own interface name")
 
 
-@rule("HW210", "rccl-transport")
+@rule("HW210", "rccl-transport",
+      hint="use a transport RCCL has (infiniband, rocev2, slingshot or tcp) for the AMD node's backend")
 def rccl_transport(ctx: Context) -> Iterator[Finding]:
     """An AMD node's backend transport is one RCCL can use: infiniband, rocev2, slingshot (HPE's aws-ofi-nccl build for RCCL) or tcp.
 
@@ -237,3 +246,51 @@ def rccl_transport(ctx: Context) -> Iterator[Finding]:
     usable = ", ".join(name for name, net in TRANSPORTS.items() if net.rccl)
     yield ctx.finding(f"backend.transport is {p.backend.transport}, which RCCL (the library of this node's AMD GPUs) "
                       f"cannot use", at=("backend", "transport"), hint=f"use one RCCL supports: {usable}")
+
+
+PCI_PATH_NAME = re.compile(r"(en|ib|sl|wl|ww|roce|iw|rdma)(?:P(\d+))?p(\d+)s(\d+)(?:f(\d+))?(?:n[A-Za-z0-9_]+|d\d+)?")
+"""A network interface or RDMA device name made from its PCI location, as systemd's predictable
+names (systemd.net-naming-scheme(7): `[P<domain>]p<bus>s<slot>[f<function>]`, `enp23s0f1np1`) and
+rdma-core's rdma_rename NAME_PCI (`ibp23s0`, EFA's `rdmap16s27`) write them: every number decimal."""
+
+
+@rule("HW208", "nic-name-bus",
+      hint="copy the name from 'ip link' or 'ibv_devices' on the node, and the bus id from 'lspci -D'")
+def nic_name_bus(ctx: Context) -> Iterator[Finding]:
+    """A NIC name made from a PCI location (`enp23s0f1`, `ibp23s0`, `rdmap16s27`) names the bus, slot and function of the NIC's bus id.
+
+    Linux writes those numbers in decimal: the device at 0000:17:00.0 (bus 0x17) is `ibp23s0`,
+    never `ibp17s0`. A name that says another location is a typo in the name or in the bus id,
+    and the generated NCCL_SOCKET_IFNAME or NCCL_IB_HCA would select another device, or none."""
+    for nic in in_file_order(ctx.platform, ctx.platform.nics):
+        for key, name in (("interface", nic.interface), ("device", nic.device)):
+            match = PCI_PATH_NAME.fullmatch(name or "")
+            if match is None or nic.bus is None:
+                continue
+            where = pci_location(nic.bus)
+            prefix, domain, bus, slot, function = match.groups()
+            said = {"domain": int(domain or 0), "bus": int(bus), "slot": int(slot)}
+            if function is not None:
+                said["function"] = int(function)
+            wrong = [part for part, value in said.items() if where[part] != value]
+            if wrong:
+                named = ", ".join(f"{part} {said[part]}" for part in wrong)
+                actual = ", ".join(f"{part} {where[part]}" for part in wrong)
+                yield ctx.finding(f"{nic.id}: {key} {name} names {named}, but its bus id {nic.bus} is {actual} "
+                                  f"(Linux writes them in decimal: {prefix}{location_name(where, function is not None)}...)",
+                                  at=(nic.id, key))
+
+
+def pci_location(bus_id: str) -> dict[str, int]:
+    """A bus id (`0000:17:00.1`) as the numbers a PCI path name writes: domain, bus, slot, function."""
+    domain, bus, rest = bus_id.split(":")
+    slot, function = rest.split(".")
+    return {"domain": int(domain, 16), "bus": int(bus, 16), "slot": int(slot, 16), "function": int(function, 16)}
+
+
+def location_name(where: dict[str, int], with_function: bool) -> str:
+    """The location part of a PCI path name (`P1p23s0f1`): the domain only when not 0, the
+    function only where the name has one."""
+    domain = f"P{where['domain']}" if where["domain"] else ""
+    function = f"f{where['function']}" if with_function else ""
+    return f"{domain}p{where['bus']}s{where['slot']}{function}"

@@ -13,7 +13,8 @@ from hwspec.spec.units import format_bytes
 from ._common import gbyte, in_file_order
 
 
-@rule("HW501", "numa-unique")
+@rule("HW501", "numa-unique",
+      hint="give each socket (NUMA node) its own numa_node and CPU list, as 'numactl -H' shows them")
 def numa_unique(ctx: Context) -> Iterator[Finding]:
     """Each socket has its own NUMA node id, and no CPU is listed for two sockets.
 
@@ -39,7 +40,8 @@ def numa_unique(ctx: Context) -> Iterator[Finding]:
                               at=(socket.id, "cpus"), hint="copy each node's CPU list from 'lscpu' or 'numactl -H'")
 
 
-@rule("HW502", "memory-total")
+@rule("HW502", "memory-total",
+      hint="make the sockets' memory add up to declares.memory, or correct the declaration")
 def memory_total(ctx: Context) -> Iterator[Finding]:
     """The sockets' memory adds up to `declares.memory`, when it is declared.
 
@@ -57,7 +59,8 @@ def memory_total(ctx: Context) -> Iterator[Finding]:
                       at=(None, "declares", "memory"), hint="correct the per-socket memory or the declared total")
 
 
-@rule("HW503", "hbm-matches-part", severity="warning")
+@rule("HW503", "hbm-matches-part", severity="warning",
+      hint="use the part that has this HBM (a catalogue part or one in parts/), not a per-GPU override")
 def hbm_matches_part(ctx: Context) -> Iterator[Finding]:
     """A GPU has its part's HBM: capacity and bandwidth are not overridden per GPU.
 
@@ -79,7 +82,8 @@ def hbm_matches_part(ctx: Context) -> Iterator[Finding]:
                               hint="name (or add) the part with this memory instead of overriding it")
 
 
-@rule("HW504", "cores-per-rank", severity="warning")
+@rule("HW504", "cores-per-rank", severity="warning",
+      hint="check the CPU list ('numactl -H') and the part's threads_per_core")
 def cores_per_rank(ctx: Context) -> Iterator[Finding]:
     """Every NUMA node with GPUs has at least one physical core (in its CPU list) per GPU.
 
@@ -99,7 +103,8 @@ def cores_per_rank(ctx: Context) -> Iterator[Finding]:
                               at=(socket.id, "cpus"), hint="check the CPU list ('numactl -H') and the part's threads_per_core")
 
 
-@rule("HW505", "c2c-socket-numa")
+@rule("HW505", "c2c-socket-numa",
+      hint="hang the GPU's PCIe presence off the socket its C2C links go to (c2c.socket)")
 def c2c_socket_numa(ctx: Context) -> Iterator[Finding]:
     """A GPU attached over NVLink-C2C reaches the same socket through its PCIe presence.
 
@@ -115,7 +120,8 @@ def c2c_socket_numa(ctx: Context) -> Iterator[Finding]:
                               at=(gpu.id, "c2c", "socket"), hint=f"name the same socket in {gpu.id}'s 'c2c' and 'pcie'")
 
 
-@rule("HW506", "nvlink-cpu-socket")
+@rule("HW506", "nvlink-cpu-socket",
+      hint="write the GPU's cpu_links to the socket its PCIe presence reaches, in one entry")
 def nvlink_cpu_socket(ctx: Context) -> Iterator[Finding]:
     """A GPU's NVLinks to a CPU (POWER8/POWER9, `nvlink.cpu_links`) go to the socket its PCIe presence reaches, in one entry.
 

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from hwspec.rules import ClusterContext, Finding, rule
 
 
-@rule("HW821", "nvlink-domain-size", "error", scope="cluster")
+@rule("HW821", "nvlink-domain-size", "error", scope="cluster",
+      hint="make the node count a multiple of the domain size, or the domain size a divisor of it")
 def nvlink_domain_size(ctx: ClusterContext) -> Iterator[Finding]:
     """The domain size divides the node count: every NVLink domain is complete.
 
@@ -26,7 +27,8 @@ def nvlink_domain_size(ctx: ClusterContext) -> Iterator[Finding]:
                           hint=f"use a multiple of {domains.size} nodes, or turn the rule off with a reason for a partial rack")
 
 
-@rule("HW822", "nvlink-domain-switch-ports", "error", scope="cluster")
+@rule("HW822", "nvlink-domain-switch-ports", "error", scope="cluster",
+      hint="give the domain the NVLink switch trays its GPUs' NVLinks need")
 def nvlink_domain_switch_ports(ctx: ClusterContext) -> Iterator[Finding]:
     """A domain's NVLink switch trays have a port for every NVLink of its GPUs.
 
@@ -56,7 +58,8 @@ def nvlink_domain_switch_ports(ctx: ClusterContext) -> Iterator[Finding]:
                           hint="add switch trays, or make domains smaller")
 
 
-@rule("HW823", "nvlink-domain-gpus", "error", scope="cluster")
+@rule("HW823", "nvlink-domain-gpus", "error", scope="cluster",
+      hint="put nodes whose GPUs are wired to NVLink switches in the domain, or drop the domain")
 def nvlink_domain_gpus(ctx: ClusterContext) -> Iterator[Finding]:
     """The nodes of a multi-node NVLink domain have NVLink GPUs wired to NVLink switches.
 
@@ -84,7 +87,8 @@ def nvlink_domain_gpus(ctx: ClusterContext) -> Iterator[Finding]:
                               at=("nodes", index, "platform"), hint="declare nvlink: {topology: nvswitch} on the node platform")
 
 
-@rule("HW824", "nvlink-domain-one-platform", "error", scope="cluster")
+@rule("HW824", "nvlink-domain-one-platform", "error", scope="cluster",
+      hint="build each NVLink domain from nodes of one platform")
 def nvlink_domain_one_platform(ctx: ClusterContext) -> Iterator[Finding]:
     """All nodes of an NVLink domain are of one node platform.
 
@@ -104,7 +108,8 @@ def nvlink_domain_one_platform(ctx: ClusterContext) -> Iterator[Finding]:
                               hint=f"make each node group a multiple of {domains.size} nodes")
 
 
-@rule("HW825", "nvlink-domain-in-leaf", "warning", scope="cluster")
+@rule("HW825", "nvlink-domain-in-leaf", "warning", scope="cluster",
+      hint="place each NVLink domain's nodes under one leaf")
 def nvlink_domain_in_leaf(ctx: ClusterContext) -> Iterator[Finding]:
     """Each NVLink domain sits under one leaf switch (one pod of a rail-optimized fabric).
 

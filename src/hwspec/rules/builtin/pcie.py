@@ -10,7 +10,8 @@ from hwspec.rules import Context, Finding, rule
 from ._common import gbyte, id_list, in_file_order, link_text, number, pcie_field, physical_field
 
 
-@rule("HW101", "pcie-tree", waivable=False)
+@rule("HW101", "pcie-tree", waivable=False,
+      hint="set each entry's upstream to a socket or a bridge that reaches one (lspci -t shows the tree)")
 def pcie_tree(ctx: Context) -> Iterator[Finding]:
     """Every PCIe bridge and device reaches a CPU socket through the PCIe tree, and root ports sit on a socket.
 
@@ -48,7 +49,8 @@ def pcie_tree(ctx: Context) -> Iterator[Finding]:
                               hint=f"set {bridge.id}'s upstream to a socket, or make it 'kind: switch'")
 
 
-@rule("HW102", "bus-id-unique")
+@rule("HW102", "bus-id-unique",
+      hint="copy each bus id from 'lspci -D'; the ports of one NIC card go under its ports:, sharing the card's bus")
 def bus_id_unique(ctx: Context) -> Iterator[Finding]:
     """Every PCI bus id is used once across bridges, GPUs, NICs and SSDs (ports of one NIC share it).
 
@@ -80,7 +82,8 @@ def _same_adapter(a: object, b: object) -> bool:
     return isinstance(a, Nic) and isinstance(b, Nic) and (a.card_id == b.card_id or (a.part == b.part and a.port != b.port))
 
 
-@rule("HW103", "pcie-oversubscription", severity="warning")
+@rule("HW103", "pcie-oversubscription", severity="warning",
+      hint="check the switch's uplink in 'lspci -vv' (LnkSta), or raise max_oversubscription where the vendor documents it")
 def pcie_oversubscription(ctx: Context) -> Iterator[Finding]:
     """The links below a PCIe bridge add up to at most `max_oversubscription` times its uplink bandwidth (physical links).
 
@@ -130,7 +133,8 @@ def _link_owner(item: object) -> str:
     return item.card_id if isinstance(item, Nic) else item.id  # type: ignore[attr-defined]
 
 
-@rule("HW104", "pcie-link-exceeds-bridge")
+@rule("HW104", "pcie-link-exceeds-bridge",
+      hint="give the bridge its part or its gen: (what the switch chip supports), or correct the device's link")
 def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
     """No device or bridge trains at a newer PCIe generation than the bridge it hangs off supports (physical links).
 
@@ -161,7 +165,8 @@ def pcie_link_exceeds_bridge(ctx: Context) -> Iterator[Finding]:
                      "the OS shows differently (a VM's virtual bridge) is written as 'link', the trained one as 'link.physical'")
 
 
-@rule("HW105", "device-link-capability")
+@rule("HW105", "device-link-capability",
+      hint="check the link in 'lspci -vv' (LnkSta) and the part; a link the part cannot train is a typo or the wrong part")
 def device_link_capability(ctx: Context) -> Iterator[Finding]:
     """A GPU or NIC's physical link is no faster or wider than its part's host interface (`pcie` of the part).
 

@@ -15,7 +15,8 @@ from hwspec.rules import Context, Finding, rule
 from ._common import limit_findings
 
 
-@rule("HW911", "rccl-topo-writable", waivable=False)
+@rule("HW911", "rccl-topo-writable", waivable=False,
+      hint="give each AMD GPU its part's gcn, hip_arch and compute_units (or an override: with them), and xGMI pairs")
 def rccl_topo_writable(ctx: Context) -> Iterator[Finding]:
     """An AMD node can be written as RCCL's topology file: AMD GPUs only, each with gcn, hip_arch and compute_units (its part's, or an unknown part's `override:`), xGMI pairs (no switch), devices under a CPU socket of a known x86 vendor, every attribute RCCL requires known (on x86 a CPU's vendor, on Intel and AMD its family and model), at most 1024 elements and 32 children per element.
 

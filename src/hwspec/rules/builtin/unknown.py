@@ -13,7 +13,8 @@ from hwspec.rules import Context, Finding, rule
 from hwspec.spec.checks import UNKNOWN
 
 
-@rule("HW603", "unknown-facts", severity="warning")
+@rule("HW603", "unknown-facts", severity="warning",
+      hint="fill in the facts the findings name (part, bus id, memory), then generate again")
 def unknown_facts(ctx: Context) -> Iterator[Finding]:
     """Every device with `unknown` facts is reported once, naming them all and what to fill in; one more finding names the outputs that wait, for which facts of which devices.
 
