@@ -57,7 +57,8 @@ def hostfile_writable(ctx: ClusterContext) -> Iterator[Finding]:
     yield from limit_findings(ctx, host_limits(ctx.platform))
 
 
-@rule("HW904", "cluster-files-writable", scope="cluster", waivable=False)
+@rule("HW904", "cluster-files-writable", scope="cluster", waivable=False,
+      hint="split the cluster: NVIDIA nodes (NCCL) and AMD nodes (RCCL) in clusters of their own")
 def cluster_files_writable(ctx: ClusterContext) -> Iterator[Finding]:
     """A cluster's launch and acceptance files can be written: every node platform's GPUs use one collective library.
 
