@@ -153,3 +153,65 @@ def test_unnamed_topo_m_nics_match_the_drafts_unnamed_nics_and_never_a_named_spe
     assert [d.message for d in diff(named, read_inputs([unnamed])) if d.code == "D101"] == [
         f"nic0 (mlx5_0/eth1, 0000:16:00.0) is not in the machine: no NIC with name mlx5_0/eth1 in {unnamed}",
         f"nic1 (mlx5_1/eth2, 0000:1e:00.0) is not in the machine: no NIC with name mlx5_1/eth2 in {unnamed}"]
+
+
+# ------------------------------------------------------------------ each NIC port against its own net
+
+CARD_DUMP = Path("tests/data/live/dual-port-pex-gen2-upstream.nccl.xml")
+"""Two dual-port ConnectX-7 cards, each port's <net> with gdr="1", as the GPUs."""
+
+
+def _card_without_gdr(tmp_path: Path) -> Path:
+    """The card dump with both ports of the first card at gdr="0" (the GPUs still 1)."""
+    text = CARD_DUMP.read_text()
+    for name in ("mlx5_0", "mlx5_1"):
+        line = next(line for line in text.splitlines() if f'name="{name}"' in line)
+        text = text.replace(line, line.replace('gdr="1"', 'gdr="0"'))
+    path = tmp_path / "card-gdr0.nccl.xml"
+    path.write_text(text)
+    return path
+
+
+def _draft_of(path: Path) -> str:
+    from hwspec import content
+    from hwspec.live.draft import draft_text
+    from hwspec.model.load import load_catalogue
+
+    text, _ = draft_text(read_inputs([path]), load_catalogue([content.builtin_dir("parts")]), "card")
+    return text
+
+
+def _diff_text(tmp_path: Path, spec_text: str, dump: Path) -> list[str]:
+    spec = tmp_path / "card.yaml"
+    spec.write_text(spec_text)
+    return [d.format().split("\n")[0] for d in diff(load_platform(spec), read_inputs([dump]))]
+
+
+def test_a_cards_ports_with_their_own_gpudirect_override_diff_clean_against_their_nets(tmp_path):
+    dump = _card_without_gdr(tmp_path)
+    text = _draft_of(dump)
+    assert "  part: connectx-7-2x200g\n  override: {gpudirect: false}\n" in text
+    assert _diff_text(tmp_path, text, dump) == []
+
+
+def test_each_port_is_compared_with_its_own_net_once(tmp_path):
+    dump = _card_without_gdr(tmp_path)
+    declared = _draft_of(dump).replace("  override: {gpudirect: false}\n", "", 1)
+    findings = _diff_text(tmp_path, declared, dump)
+    line = next(i for i, text in enumerate(declared.splitlines(), 1) if text.startswith("backend:"))
+    col = declared.splitlines()[line - 1].index("gpudirect: true") + len("gpudirect: ") + 1
+    assert findings == [
+        f"{tmp_path}/card.yaml:{line}:{col}: error[D109 gpudirect]: the spec declares GPUDirect RDMA, but nic0p1 (mlx5_0) "
+        f"has gdr=0 in the machine (seen at {dump}:14)",
+        f"{tmp_path}/card.yaml:{line}:{col}: error[D109 gpudirect]: the spec declares GPUDirect RDMA, but nic0p2 (mlx5_1) "
+        f"has gdr=0 in the machine (seen at {dump}:15)"]
+
+
+def test_a_port_the_spec_keeps_from_gpudirect_is_a_d109_where_the_machine_does_it(tmp_path):
+    text = _draft_of(_card_without_gdr(tmp_path))
+    findings = _diff_text(tmp_path, text, CARD_DUMP)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row == "  override: {gpudirect: false}")
+    assert findings == [
+        f"{tmp_path}/card.yaml:{line}:25: error[D109 gpudirect]: {port} ({name}) has no GPUDirect RDMA in the spec, but gdr=1 "
+        f"in the machine: nccl-topo.xml keeps NCCL from using it (seen at {CARD_DUMP}:{at})"
+        for port, name, at in (("nic0p1", "mlx5_0", 14), ("nic0p2", "mlx5_1", 15))]
