@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Code, Severity
+from hwspec.diagnostics import Code, Location, Severity
 from hwspec.live.observed import (
     CPU,
     CPU_VENDORS,
@@ -57,6 +57,11 @@ def parse_cpumap(text: str) -> tuple[int, ...] | None:
 
 
 class _Reader(ElementReader):
+    def __init__(self, file: str, machine: Machine):
+        super().__init__(file, machine)
+        self.repeated_nics: list[tuple[Location, list[str]]] = []
+        """Each `<nic>` under a `<cpu>` that repeated NICs without a PCI device, with their names."""
+
     def int_attr(self, e: Element, key: str, required: bool = False) -> int | None:
         value = e.attrs.get(key)
         if value is None:
@@ -150,9 +155,29 @@ class _Reader(ElementReader):
             if child.tag == "pci":
                 self.pci(child, parent)
             elif child.tag == "nic":
-                self.nic(child, None, parent, key=f"{parent}/nic{len(self.m.nics)}")
+                self.cpu_nic(child, parent)
             else:
                 self.warn(child, f"<{child.tag}> under <cpu> is ignored", Code.INPUT_IGNORED)
+
+    def cpu_nic(self, e: Element, parent: str) -> None:
+        """A `<nic>` directly under `<cpu>`: the NICs NCCL found without a PCI device (a virtual,
+        bridge or tunnel interface). NCCL 2.22+ builds one topology per local rank, attaching
+        such a NIC to the first `<cpu>` of its own (the CPU of its GPU: xml.cc `ncclTopoFillNet`,
+        "Virtual NIC, no PCI device, attach to first CPU"), then fuses the ranks' topologies
+        (`ncclTopoFuseXml`), so a dump repeats every one under each CPU that has a GPU. A net
+        whose name an earlier `<nic>` without a PCI device gave is that interface again (Linux
+        names an interface once): it is read once, where it is first listed."""
+        known = {port.name for nic in self.m.nics.values() if nic.bus is None and nic.parent.startswith(NUMA_PREFIX)
+                 for port in nic.ports if port.name}
+        repeats = [c for c in e.children if c.tag == "net" and c.attrs.get("name") in known]
+        if repeats:
+            self.repeated_nics.append((self.at(e), [c.attrs.get("name", "") for c in repeats]))
+            names = ", ".join(c.attrs.get("name", "") for c in repeats)
+            self.warn(e, f"<nic> repeats {len(repeats)} NIC(s) without a PCI device listed under an earlier <cpu> ({names}): "
+                      "NCCL 2.22+ writes them under every CPU with a GPU; read once", Code.INPUT_IGNORED)
+        rest = [c for c in e.children if c not in repeats]
+        if rest:
+            self.nic(e, None, parent, key=f"{parent}/nic{len(self.m.nics)}", children=rest)
 
     def pci(self, e: Element, parent: str) -> None:
         bus = self.busid(e)
@@ -266,11 +291,11 @@ class _Reader(ElementReader):
         self.warn(e, text, Code.INPUT_IGNORED)
         self.m.notes.append(f"{self.at(e)}: {text}")
 
-    def nic(self, e: Element, nic: Nic | None, parent: str, key: str) -> None:
+    def nic(self, e: Element, nic: Nic | None, parent: str, key: str, children: list[Element] | None = None) -> None:
         if nic is None:  # a NIC without PCI device (virtual, fused): keyed by position
             nic = Nic(key, self.at(e), parent)
             self.m.nics[key] = nic
-        for child in e.children:
+        for child in e.children if children is None else children:
             if child.tag != "net":
                 self.warn(child, f"<{child.tag}> under <nic> is ignored", Code.INPUT_IGNORED)
                 continue
@@ -304,6 +329,8 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         return
     reader = _Reader(file, machine)
     reader.system(root)
+    if reader.repeated_nics:
+        machine.notes.append(repeated_nics_note(machine, reader.repeated_nics))
     gpus = set(machine.gpus)
     for link in machine.nvlinks:
         if link.target not in (NVSWITCH, CPU) and link.target not in gpus:
@@ -324,3 +351,15 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         machine.listed.add("tcp-nics")
     if any(g.sm is not None for g in machine.gpus.values()):  # <gpu> elements: NCCL lists their NVLinks, to CPUs too
         machine.listed.update(("nvlinks", "cpu-nvlinks"))
+
+
+def repeated_nics_note(machine: Machine, repeats: list[tuple[Location, list[str]]]) -> str:
+    """The draft's note on the NICs without a PCI device that a dump repeats under several CPUs
+    (`_Reader.cpu_nic`): which, how often, and where each is drafted."""
+    names = list(dict.fromkeys(name for _, group in repeats for name in group))
+    first = next(n for n in machine.nics.values() if n.bus is None and any(p.name == names[0] for p in n.ports))
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    lines = ", ".join(str(where.line) for where, _ in repeats)
+    return (f"{first.where}: {len(names)} NIC(s) without a PCI device ({shown}) are repeated under {len(repeats) + 1} CPUs "
+            f"(again at lines {lines}): NCCL 2.22+ fuses its ranks' topologies and each rank attaches such a NIC to its "
+            "own first CPU; drafted once each, where first listed")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
+from hwspec.formats.nccl_sockets import default_socket_interfaces
 from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
 from hwspec.live.draft.pcie import PcieWriter
 from hwspec.live.identify import candidates_note, choose
@@ -122,7 +124,7 @@ class NicsWriter:
         `backend:` section (None where the input says nothing of a backend)."""
         catalogue = self.ctx.parts("nics")
         gpu_bridges = {self.m.gpus[k].parent for k in self.m.gpus}
-        order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
+        order = self.socket_interfaces_used(sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key)))
         backend_entries: list[tuple[Nic, dict]] = []
         other_pairs: list[tuple[Nic, dict]] = []
         stated = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
@@ -140,6 +142,27 @@ class NicsWriter:
         self.name_entries([e for _, e in backend_entries], other_entries)
         served = self.pair_with_gpus(backend_entries)
         return [e for _, e in backend_entries] + other_entries, self.backend(backend_entries, served)
+
+    def socket_interfaces_used(self, nics: list[Nic]) -> list[Nic]:
+        """`nics` less the interfaces without a PCI device that NCCL's socket transport does not
+        take when NCCL_SOCKET_IFNAME is unset (`default_socket_interfaces` over every interface
+        the input names: a docker or libvirt bridge, the loopback, beside others), each left out
+        with a note; a NIC left with no port is left out whole. Such an interface is known by its
+        name alone, and NCCL lists it only where NCCL_SOCKET_IFNAME named it."""
+        names = [p.name for n in nics for p in n.ports if p.name and not RDMA_NAME.match(p.name)]
+        used = set(default_socket_interfaces(names))
+        kept: list[Nic] = []
+        for nic in nics:
+            unused = [p for p in nic.ports if nic.bus is None and p.name and not RDMA_NAME.match(p.name) and p.name not in used]
+            if unused:
+                self.ctx.notes.append(f"{nic.where}: {', '.join(p.name or '' for p in unused)} left out: no PCI device, and "
+                                      "NCCL's socket transport does not take such an interface unless NCCL_SOCKET_IFNAME names it "
+                                      "(it takes ib* first, else every interface but docker*, lo* and virbr*)")
+            if not unused:
+                kept.append(nic)
+            elif len(unused) < len(nic.ports):
+                kept.append(replace(nic, ports=[p for p in nic.ports if p not in unused]))
+        return kept
 
     def port_entry(self, nic: Nic, port: NicPort | None, parent: str, near_gpu: bool, gpus_gdr: bool | None,
                    catalogue: dict[str, Any]) -> tuple[bool, dict]:
@@ -286,10 +309,10 @@ class NicsWriter:
         as NCCL writes a virtio NIC or Azure's eth0, or under a bridge a sandbox shows) is drafted:
         on its CPU, as NCCL attaches such a NIC, with `bus: unknown`. nccl-topo.xml leaves one
         outside the backend to NCCL's detection and writes a backend one under its `<cpu>`."""
-        names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
+        names = [p.name for p in nic.ports if p.name] or ["a NIC"]
         numa = self.m.numa_of(nic.key)
-        self.ctx.notes.append(f"{nic.where}: {names} has no PCI device in the input (virtual, fused, or hidden by a "
-                          "sandbox): drafted with bus unknown on its CPU, where NCCL attaches it")
+        self.ctx.notes.append(f"{nic.where}: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no PCI device in the input "
+                              "(virtual, fused, or hidden by a sandbox): drafted with bus unknown on its CPU, where NCCL attaches it")
         return nic.parent if nic.parent.startswith(NUMA_PREFIX) or numa is None else f"{NUMA_PREFIX}{numa}"
 
     @staticmethod
