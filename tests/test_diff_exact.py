@@ -70,12 +70,29 @@ REAL = ROOT.parent / "shared/data/real-machines"
 FABRIC_FAULTS = {"smi-gb200-tray-clique-split.xml", "smi-gb200-tray-registering.xml"}
 """Samples of a node whose GPUs disagree on their NVLink clique or are still registering: a
 fault of the machine, not of a spec, so no draft describes it away (D113: tests/test_fabric.py)."""
-LIVE_FILES = sorted(p for p in (ROOT / "tests/data/live").iterdir() if p.suffix in (".xml", ".txt") and p.name not in FABRIC_FAULTS)
-REAL_FILES = sorted(p for p in REAL.iterdir() if p.suffix in (".xml", ".txt")) if REAL.is_dir() else []
+LIVE_FILES = sorted(p for p in (*(ROOT / "tests/data/live").iterdir(), *(ROOT / "tests/data").glob("*.xml"))
+                    if p.suffix in (".xml", ".txt") and p.name not in FABRIC_FAULTS)
 
 
-def draft_findings(paths: list[Path]) -> list[str]:
-    """`diff` of the draft `import` writes from `paths` against the same inputs."""
+def real_inputs(folder: Path) -> list[Path]:
+    """Every file under `folder` that `import` reads (by its content, as `import` tells them
+    apart: NCCL/RCCL dumps, lstopo, nvidia-smi outputs), a sysfs capture's files apart."""
+    from hwspec.live.inputs import sniff
+
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*") if p.is_file() and "capture" not in p.relative_to(folder).parts
+                  and p.suffix in (".xml", ".txt") and sniff(p.read_bytes()) is not None)
+
+
+REAL_FILES = real_inputs(REAL)
+SYSFS_ROOTS = sorted([ROOT / "tests/data/sysfs/good", ROOT / "tests/data/sysfs/nvswitch-board", *REAL.glob("*/capture")])
+"""The sysfs captures of healthy machines (the others hold one fault each: tests/test_live_sysfs.py)."""
+
+
+def draft_findings(paths: list[Path], importable: bool = False) -> list[str]:
+    """`diff` of the draft `import` writes from `paths` against the same inputs; with
+    `importable`, an input `import` refuses fails the test instead of comparing nothing."""
     from hwspec import content
     from hwspec.live.draft import draft_text
     from hwspec.model.load import load_catalogue
@@ -83,6 +100,7 @@ def draft_findings(paths: list[Path]) -> list[str]:
 
     machine = read_inputs(paths)
     if any(d.code in ("I100", "I101") for d in machine.problems) or not (machine.gpus or machine.nics or machine.numa):
+        assert not importable, [d.format() for d in machine.problems]
         return []  # not importable: nothing to compare
     text, _ = draft_text(machine, load_catalogue([content.builtin_dir("parts")]), "drafted")
     try:
@@ -97,11 +115,31 @@ def test_the_draft_of_every_live_sample_diffs_clean_against_it(path):
     assert draft_findings([path]) == []
 
 
-@pytest.mark.parametrize("path", REAL_FILES or [None], ids=lambda p: p.name if p else "absent")
+@pytest.mark.parametrize("path", REAL_FILES or [None], ids=lambda p: str(p.relative_to(REAL)) if p else "absent")
 def test_the_draft_of_every_real_machine_file_diffs_clean_against_it(path):
     if path is None:
         pytest.skip("../shared/data/real-machines is absent")
-    assert draft_findings([path]) == []
+    assert draft_findings([path], importable=True) == []
+
+
+def test_every_real_machine_input_held_is_compared():
+    if not REAL_FILES:
+        pytest.skip("../shared/data/real-machines is absent")
+    held = {str(p.relative_to(REAL)) for p in REAL_FILES}
+    assert {"h200-vm/nccl-2.28.9-dump.xml", "h200-vm/lstopo-2.9.xml", "h200-vm/nvidia-smi-topo-m.txt",
+            "rwkv-2xrtx4090.nccl.xml", "hwloc-power8-4xp100.lstopo.xml"} <= held
+
+
+@pytest.mark.parametrize("root", SYSFS_ROOTS, ids=lambda p: p.parent.name + "/" + p.name)
+def test_the_draft_of_every_healthy_sysfs_capture_diffs_clean_against_it(root):
+    from hwspec import content
+    from hwspec.live.draft import draft_text
+    from hwspec.live.sysfs import read_sysfs
+    from hwspec.model.load import load_catalogue
+    from hwspec.testing import load_node_text
+
+    text, _ = draft_text(read_sysfs(root), load_catalogue([content.builtin_dir("parts")]), "drafted")
+    assert [d.format() for d in diff(load_node_text(text, "drafted.yaml"), read_sysfs(root))] == []
 
 
 @settings(max_examples=settings().max_examples, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
