@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SPEC = "tests/fixtures/rules/base_2gpu.yaml"
 DUMP = Path("tests/data/live/base-2gpu.nccl.xml")
 FE0 = ('    <pci busid="0000:30:00.0" class="0x020000" link_speed="8.0 GT/s PCIe" link_width="16">\n'
-       '      <nic>\n        <net name="eth0" dev="2" speed="100000" port="1" gdr="0"/>\n      </nic>\n    </pci>\n')
+       '      <nic>\n        <net name="eth0" dev="2" speed="100000" port="0" gdr="0"/>\n      </nic>\n    </pci>\n')
 NIC0 = ('        <pci busid="0000:16:00.0" class="0x020000" link_speed="16.0 GT/s PCIe" link_width="16">\n'
         '          <nic>\n            <net name="mlx5_0" dev="0" speed="200000" port="1" gdr="1"/>\n          </nic>\n'
         '        </pci>\n')

@@ -122,9 +122,9 @@ class _Differ:
                 port_names = ", ".join(q.name for q in observed_nic.ports if q.name) or "unnamed"
                 self.add(Code.EXTRA_DEVICE, p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: "
                          f"{observed_nic.bus or key} ({port_names})", observed_nic.where)
-        spec_numa = {s.numa_node: s for s in p.sockets}
+        spec_numa = {s.os_node: s for s in p.sockets}
         for socket in p.sockets:
-            if "numa" in m.listed and socket.numa_node not in m.numa:
+            if "numa" in m.listed and socket.os_node not in m.numa:
                 self.add(Code.MISSING_DEVICE, p.locate(socket.id, "numa_node"),
                          f"{socket.id}: NUMA node {socket.numa_node} is not in the machine (it has {sorted(m.numa)})")
         for numa, node in m.numa.items():
@@ -157,7 +157,7 @@ class _Differ:
         for key, nics in by_key.items():
             free = list(self.m.nics[key].ports)
             rules = (lambda nic, q: q.name is not None and q.name in (nic.device, nic.interface),
-                     lambda nic, q: q.port == nic.port,
+                     lambda nic, q: (q.position or q.port if nic.card else q.port) == nic.port,
                      lambda nic, q: True)
             for rule in rules:
                 for nic in nics:
@@ -224,7 +224,7 @@ class _Differ:
     def one_numa_node(self) -> bool:
         """Whether the spec has one NUMA node and the machine shows no other: a device there
         without a NUMA node (-1, as Linux and NCCL report on a one-node machine) is on it."""
-        spec_nodes = {s.numa_node for s in self.p.sockets}
+        spec_nodes = {s.os_node for s in self.p.sockets}
         return len(spec_nodes) == 1 and {n for n in self.m.numa if n >= 0} <= spec_nodes
 
     def placement_assumed(self, ident: str, device) -> bool:
@@ -423,7 +423,7 @@ class _Differ:
 
     def cpus(self) -> None:
         for socket in self.p.sockets:
-            node = self.m.numa.get(socket.numa_node)
+            node = self.m.numa.get(socket.os_node)
             if node is None or node.cpus is None:
                 continue
             if tuple(sorted(node.cpus)) != tuple(sorted(socket.cpus)):

@@ -42,8 +42,9 @@ def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[
     return [(entry, tuple(gpu_ids)) for entry in entries]
 
 
-_PORT_KEYS = ("device", "interface", "port")
-"""What a drafted per-port entry holds of its own; the rest is the card's."""
+_PORT_KEYS = ("device", "interface", "port", "_position")
+"""What a drafted per-port entry holds of its own; the rest is the card's. `port` is the verbs
+port (NCCL_IB_HCA's), `_position` the port's place on its card where the input gives one."""
 
 
 def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
@@ -56,7 +57,7 @@ def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
     if any(rest != shared[0] for rest in shared[1:]) or len({backend for backend, _ in function}) > 1:
         return function
     card = dict(shared[0])
-    ports = [{"_port": entry.get("port", 1), **{k: entry[k] for k in ("device", "interface") if k in entry}}
+    ports = [{"_port": entry.get("_position", entry.get("port", 1)), **{k: entry[k] for k in ("device", "interface") if k in entry}}
              for _, entry in function]
     if len({p["_port"] for p in ports}) < len(ports):
         return function  # the input numbers two ports alike: kept apart
@@ -208,10 +209,14 @@ class NicsWriter:
             entry["interface"] = interface
         if port is not None and port.port != 1:
             entry["port"] = port.port
-        link, pcie_override, trained = self.pcie.device_link(nic.link, known.pcie if known else None, assumed, "NIC")
-        if nic.shown_as and link is None and trained is None:
-            trained = self.pcie.sandboxed_link(nic, assumed)
-            link = {"gen": trained[0], "width": trained[1]}
+        if port is not None and port.position is not None:
+            entry["_position"] = port.position
+        link: dict | None
+        trained: tuple[int, int] | None
+        if nic.shown_as:  # the sandbox's bridge function: its link is what NCCL reads, the NIC's own is a guess
+            link, pcie_override, trained = self.pcie.sandboxed_link(nic, assumed)
+        else:
+            link, pcie_override, trained = self.pcie.device_link(nic.link, known.pcie if known else None, assumed, "NIC")
         if pcie_override:
             entry.setdefault("override", {})["pcie"] = pcie_override
         upstream = self.ctx.upstream(parent)
@@ -242,6 +247,7 @@ class NicsWriter:
                 if number != position + 1:
                     port["port"] = number
         for entry in (*backend_entries, *other_entries):
+            entry.pop("_position", None)
             trained = entry.pop("_link")
             if trained:
                 self.ctx.links[entry["id"]] = trained
@@ -322,7 +328,7 @@ class NicsWriter:
         if transport == "tcp" and name:
             return name
         if transport in ("rocev2", "tcp", "slingshot") and nic.interfaces:
-            return nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
+            return nic.interfaces[min(len(nic.interfaces), (port.position or port.port if port else 1)) - 1]
         return None
 
     def nic_part(self, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:
