@@ -247,3 +247,13 @@ def test_plot_write_error_names_the_path_given_not_the_temporary_file(tmp_path, 
     (tmp_path / "d.svg").mkdir()
     assert main([*command, str(MODEL_A), "--plot", str(tmp_path / "d.svg")]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"hwspec: error[E114]: cannot write {tmp_path / 'd.svg'}: is a directory"
+
+
+@pytest.mark.parametrize(("a", "b", "row"), [
+    ("mi300x-oam", "mi300x-oam", r"xGMI per GPU\s+448 GB/s\s+448 GB/s"),
+    ("hgx-h100", "hgx-b200", r"NVLink per GPU\s+450 GB/s\s+900 GB/s"),
+    ("mi300x-oam", "hgx-h100", r"GPU fabric per GPU \(xGMI / NVLink\)\s+448 GB/s\s+450 GB/s"),
+])
+def test_compare_names_the_gpu_fabric_each_platform_has(a, b, row, capsys):
+    assert main(["compare", str(ROOT / "platforms" / f"{a}.yaml"), str(ROOT / "platforms" / f"{b}.yaml")]) == 0
+    assert re.search(rf"^  {row}\s", capsys.readouterr().out, re.M)

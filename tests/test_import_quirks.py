@@ -26,9 +26,11 @@ def test_nvlink_entries_targeting_their_own_gpu_are_ignored_with_a_note_not_erro
     text, err = _import(tmp_path, "vm-self-nvlink.nccl.xml", capsys)
     file = "vm-self-nvlink.nccl.xml"  # shown relative to the working directory
     assert (f"{file}:6:11: warning[I102 input-ignored]: 12 NVLink(s) of 0000:05:00.0 target the GPU itself "
-            "(a VM's passed-through PCIe GPU): not a link between GPUs, ignored\n") in err
+            "(a VM's passed-through PCIe GPU): not a link between GPUs, ignored; NCCL links the GPU to itself with them and counts "
+            "them in its NVLink bandwidth (topo.cc ncclTopoAddNvLinks, search.cc getTotalBw), which nccl-topo.xml leaves out\n") in err
     assert (f"{file}:13: 12 NVLink(s) of 0000:06:00.0 target the GPU itself (a VM's passed-through "
-            "PCIe GPU): not a link between GPUs, ignored\n") in text
+            "PCIe GPU): not a link between GPUs, ignored; NCCL links the GPU to itself with them and counts them in its NVLink "
+            "bandwidth (topo.cc ncclTopoAddNvLinks, search.cc getTotalBw), which nccl-topo.xml leaves out\n") in text
     assert "nvlink:" not in text and "baseboard:" not in text
     assert err.endswith("from 1 NUMA node(s), 2 GPU(s), 0 NIC(s): validates with no error; check its 'assumed:' notes\n")
 
@@ -193,5 +195,7 @@ def test_a_cpu_without_a_numa_node_keeps_its_identity_so_the_draft_validates_and
     dump.write_text((LIVE / "nic-without-pci.nccl.xml").read_text().replace('numaid="0"', 'numaid="-1"'))
     draft = tmp_path / "draft.yaml"
     assert main(["import", str(dump), "-o", str(draft)]) == 0
-    assert "sockets:\n- id: cpu0\n  part: epyc-7v12\n  numa_node: 0\n" in draft.read_text()  # its CPUID names the part
+    # its CPUID names the part; its NUMA node stays -1, as NCCL wrote it
+    assert "sockets:\n- id: cpu0\n  part: epyc-7v12\n  numa_node: -1\n" in draft.read_text()
     assert main(["generate", str(draft), "-o", str(tmp_path / "out"), "--no-svg"]) == 0
+    assert '<cpu numaid="-1" ' in next((tmp_path / "out" / "draft").glob("*-topo.xml")).read_text()

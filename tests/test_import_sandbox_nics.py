@@ -83,13 +83,15 @@ def test_a_sysfs_sandbox_node_keeps_rdma_end_to_end(tmp_path, capsys):
 def test_an_nccl_dump_with_each_nic_alone_under_a_host_bridge_keeps_rdma_end_to_end(tmp_path, capsys):
     machine = read_inputs([LIVE / "gvisor-rdma-host-bridges.nccl.xml"])
     assert sorted(machine.bridges) == ["0000:00:04.0", "0000:00:06.0"]
-    assert [(n.bus, n.vendor, n.link, n.shown_as) for n in machine.nics.values()] == [
-        ("0000:00:05.0", None, None, "0x060000"), ("0000:00:07.0", None, None, "0x060000")]
+    # the bridge function's link (link_speed="", link_width="0") is what NCCL reads for the NIC
+    assert [(n.bus, n.vendor, (n.link.width_zero, n.link.speed_unstated) if n.link else None, n.shown_as)
+            for n in machine.nics.values()] == [
+        ("0000:00:05.0", None, (True, True), "0x060000"), ("0000:00:07.0", None, (True, True), "0x060000")]
     text, xml, conf = _end_to_end(tmp_path, capsys, [str(LIVE / "gvisor-rdma-host-bridges.nccl.xml")])
     assert ("gvisor-rdma-host-bridges.nccl.xml:8: the NIC 0000:00:05.0 reads PCI class 0x060000 (a bridge's), as a "
             "sandbox shows a NIC's function; it holds only the <nic>, so it is the NIC's device, as NCCL reads it") in text
     assert text.count("  role: backend\n  transport: rocev2\n") == 2
-    assert ('    <pci busid="0000:00:05.0" class="0x020000" link_speed="32.0 GT/s PCIe" link_width="16">\n'
+    assert ('    <pci busid="0000:00:05.0" class="0x020000" link_speed="8.0 GT/s PCIe" link_width="0">\n'
             '      <nic>\n        <net name="mlx5_0" dev="0" speed="400000" port="1" gdr="1"/>\n') in xml
     assert "NCCL_IB_DISABLE" not in conf and "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n" in conf
     assert main(["diff", str(tmp_path / "node.yaml"), str(LIVE / "gvisor-rdma-host-bridges.nccl.xml")]) == 0

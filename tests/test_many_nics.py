@@ -136,7 +136,10 @@ def test_nccl_conf_judges_gpudirect_per_pair_and_names_every_nic() -> None:
     assert "NCCL_NET_GDR_LEVEL=PIX\n" in conf  # every GPU with each of its four NICs under one switch
     assert "NCCL_IB_HCA==" + ",".join(f"rdma{i}:1" for i in range(32)) + "\n" in conf
     xml = _plan(FOUR_PER_GPU, "nccl-topo")
-    assert len(re.findall(r'<net name="rdma\d+" dev="\d+" speed="100000" port="1" gdr="1"/>', xml)) == 32
+    # each GPU's four NICs are devices 0-3 of one PCI bus: NCCL numbers their <net port> 1-4 (net_ib.cc
+    # portNum + realPort, the devices before it on that bus), while NCCL_IB_HCA names each one's verbs port 1
+    ports = re.findall(r'<net name="rdma(\d+)" dev="\d+" speed="100000" port="(\d)" gdr="1"/>', xml)
+    assert sorted((int(nic), int(port)) for nic, port in ports) == [(nic, nic % 4 + 1) for nic in range(32)]
 
 
 def test_the_diagram_draws_a_gpu_with_all_of_its_own_nics_and_a_shared_nic_apart() -> None:

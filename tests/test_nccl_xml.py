@@ -339,6 +339,8 @@ def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, mo
     platform = load_platform(Path("dual.yaml"))
     text = plan_for(topology_of(platform), only=["nccl-topo"])["dual/nccl-topo.xml"]
     assert check_nccl_xml(text) == []
+    # mlx5_0's verbs port 2 is written as NCCL writes it: port 2 plus the one port of the device before it
+    # (net_ib.cc ncclIbGetPhysProperties, portNum + realPort)
     assert text.split("\n", 1)[1] == """\
 <system version="1">
   <cpu numaid="0" affinity="00ffffff,ffffffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="85">
@@ -349,7 +351,7 @@ def test_ports_share_their_adapter_and_unused_branches_are_left_out(tmp_path, mo
       <pci busid="0000:16:00.0" class="0x020700" link_speed="16.0 GT/s PCIe" link_width="16">
         <nic>
           <net name="mlx5_0" dev="0" speed="200000" port="1" guid="0x16000" gdr="1"/>
-          <net name="mlx5_0" dev="1" speed="200000" port="2" guid="0x16000" gdr="1"/>
+          <net name="mlx5_0" dev="1" speed="200000" port="3" guid="0x16000" gdr="1"/>
         </nic>
       </pci>
     </pci>

@@ -134,6 +134,26 @@ def net_name(nic: Nic) -> str | None:
     return nic.interface or nic.device
 
 
+def nccl_net_port(platform: Platform, nic: Nic) -> int:
+    """`<net port>` as NCCL writes it. NCCL's socket net gives every interface port 0
+    (net_socket.cc `ncclNetSocketGetProperties`). Its IB net gives the verbs port plus the number
+    of IB devices it enumerated before this one on the same PCI bus (net_ib.cc
+    `ncclIbGetPhysProperties`: `portNum + realPort`, counted by `ncclIbGetPciPath`): here the
+    backend IB-verbs NICs by bus id and place on their card. Other nets get the verbs port. NCCL
+    keeps a file's `port` (it fills only a missing one) and tells the ports of one NIC apart by
+    guid and port, so the file gives the value its own detection would."""
+    net = facts(nic.transport)
+    if net.net == "Socket":
+        return 0
+    if not net.ib_verbs or nic.bus is None:
+        return platform.rdma_port(nic)
+    bus = nic.bus.rsplit(":", 1)[0]
+    same_bus = sorted((n for n in platform.backend_nics if facts(n.transport).ib_verbs and n.bus and n.bus.rsplit(":", 1)[0] == bus),
+                      key=lambda n: (n.bus or "", n.port, n.id))
+    before = next((i for i, n in enumerate(same_bus) if n.id == nic.id), 0)
+    return platform.rdma_port(nic) + before
+
+
 def card_guid(nic: Nic) -> str:
     """The `<net guid>` the ports of one multi-port card share: NCCL counts nets with one guid as
     ports of one NIC (its asic), told apart by `port`. NCCL keeps a file's guid (it fills only a
@@ -330,7 +350,7 @@ def system_tree(topology: Topology, detail: str = "complete", form: XmlForm | No
                 # the ports of one card are one NIC to NCCL: one guid (its asic), told apart by port
                 guid = [("guid", card_guid(item))] if len(named) > 1 else []
                 nets = [XmlNode("net", [("name", name), ("dev", str(net_dev(n))), *_net_speed(n),
-                                        ("port", str(n.port)), *guid, *_net_gdr(platform, n, detect)],
+                                        ("port", str(nccl_net_port(platform, n))), *guid, *_net_gdr(platform, n, detect)],
                                 at=n.id)
                         for n, name in named]
                 if cpu_attached(item):  # NCCL's form of a NIC that is no PCI device: its <nic> under <cpu>

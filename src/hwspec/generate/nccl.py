@@ -19,6 +19,7 @@ as with the cloud vendors' files). The file says which form it is in a comment.
 
 from __future__ import annotations
 
+from hwspec.formats.nccl_cpu_links import cpu_link_note
 from hwspec.formats.nccl_topology import check_nccl_xml
 from hwspec.formats.nccl_tree import (
     DETAIL_LEVELS,
@@ -65,8 +66,9 @@ def nccl_topo(ctx: GenContext) -> Plan:
         return {}  # NCCL names every device by bus id: not written until they are known (HW603 says so)
     refuse(platform, "nccl-topo.xml", topology_limits(ctx.topology))
     detail, system = choose_topology(ctx.topology)
+    cpu_links = cpu_link_note(system)  # which NCCL releases read the GPUs' NVLinks to their CPU (POWER8/POWER9)
     text = ctx.render("nccl-topo.xml.j2", "xml", system=system, detail=detail, note=DETAIL_LEVELS[detail],
-                      notes=detection_notes(platform))
+                      notes=detection_notes(platform) + ([cpu_links] if cpu_links else []))
     problems = check_nccl_xml(text)
     if problems:  # a limit topology_limits does not know yet: a bug, but never a written file
         raise GenerationError(f"{platform.file}: nccl-topo.xml fails the NCCL compatibility check:\n  "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
+from hwspec.formats.nccl_tree import net_gdr
 from hwspec.formats.transports import facts
 from hwspec.live.observed import CPU, NUMA_PREFIX, NVSWITCH, Machine, NicPort, NvlinkDomain, PciNode
 from hwspec.live.observed import Nic as ObservedNic
@@ -24,6 +25,7 @@ DIFF_CODES = tuple(code for code in Code if code.value.startswith("D") and code 
 
 REGISTERED = "Completed"
 """The fabric state of a GPU whose registration with the fabric manager finished (NVML, nvidia-smi -q)."""
+GDR_HINT = "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches"
 FABRIC_HINT = ("start the fabric manager and IMEX ('systemctl status nvidia-fabricmanager nvidia-imex') and check "
                "'nvidia-smi -q' (Fabric: State, CliqueId, ClusterUUID)")
 
@@ -55,6 +57,7 @@ class _Differ:
         self.findings: list[Diagnostic] = []
         self.gpu_key: dict[str, str] = {}  # spec GPU id -> machine key
         self.nic_key: dict[str, str] = {}
+        self.nic_port: dict[str, NicPort] = {}  # spec NIC id -> its port of the machine's NIC (`match_ports`)
 
     def add(self, code: Code, at: Location, message: str, seen: Location | None = None, hint: str | None = None) -> None:
         related = ((seen, "observed here"),) if seen else ()
@@ -90,6 +93,7 @@ class _Differ:
             if key is not None:
                 self.nic_key[nic.id] = key
         self.match_unnamed_nics()
+        self.match_ports()
         source = ", ".join(file for file, _ in m.sources)
         for gpu in p.gpus:
             if gpu.id not in self.gpu_key:
@@ -118,9 +122,9 @@ class _Differ:
                 port_names = ", ".join(q.name for q in observed_nic.ports if q.name) or "unnamed"
                 self.add(Code.EXTRA_DEVICE, p.locate(None, "nics"), f"the machine has a NIC the spec does not describe: "
                          f"{observed_nic.bus or key} ({port_names})", observed_nic.where)
-        spec_numa = {s.numa_node: s for s in p.sockets}
+        spec_numa = {s.os_node: s for s in p.sockets}
         for socket in p.sockets:
-            if "numa" in m.listed and socket.numa_node not in m.numa:
+            if "numa" in m.listed and socket.os_node not in m.numa:
                 self.add(Code.MISSING_DEVICE, p.locate(socket.id, "numa_node"),
                          f"{socket.id}: NUMA node {socket.numa_node} is not in the machine (it has {sorted(m.numa)})")
         for numa, node in m.numa.items():
@@ -140,6 +144,29 @@ class _Differ:
         nameless = [nic.id for nic in self.p.nics if nic.id not in self.nic_key and not (nic.device or nic.interface)]
         for ident, key in zip(nameless, unnamed):
             self.nic_key[ident] = key
+
+    def match_ports(self) -> None:
+        """Each spec NIC's port among the ports of the machine's NIC it matched, one to one (a
+        card's ports are spec NICs of one machine NIC; a dump lists the nets without a PCI device
+        under one `<nic>`): by name (device or interface) first, then by port number, then the
+        ports left in order. A port serves one spec NIC at most, so each is compared once."""
+        by_key: dict[str, list[Nic]] = {}
+        for nic in self.p.nics:
+            if nic.id in self.nic_key:
+                by_key.setdefault(self.nic_key[nic.id], []).append(nic)
+        for key, nics in by_key.items():
+            free = list(self.m.nics[key].ports)
+            rules = (lambda nic, q: q.name is not None and q.name in (nic.device, nic.interface),
+                     lambda nic, q: (q.position or q.port if nic.card else q.port) == nic.port,
+                     lambda nic, q: True)
+            for rule in rules:
+                for nic in nics:
+                    if nic.id in self.nic_port:
+                        continue
+                    port = next((q for q in free if rule(nic, q)), None)
+                    if port is not None:
+                        self.nic_port[nic.id] = port
+                        free.remove(port)
 
     # ------------------------------------------------------------ checks
 
@@ -197,7 +224,7 @@ class _Differ:
     def one_numa_node(self) -> bool:
         """Whether the spec has one NUMA node and the machine shows no other: a device there
         without a NUMA node (-1, as Linux and NCCL report on a one-node machine) is on it."""
-        spec_nodes = {s.numa_node for s in self.p.sockets}
+        spec_nodes = {s.os_node for s in self.p.sockets}
         return len(spec_nodes) == 1 and {n for n in self.m.numa if n >= 0} <= spec_nodes
 
     def placement_assumed(self, ident: str, device) -> bool:
@@ -258,8 +285,8 @@ class _Differ:
             self.placement(nic.id, nic, seen_nic)
             self.numa(nic.id, nic, seen_nic)
             self.link(nic.id, nic, seen_nic, p.locate(nic.id, "pcie", "link"))
-            port = next((q for q in seen_nic.ports if q.port == nic.port), seen_nic.ports[0] if len(seen_nic.ports) == 1 else None)
-            self.nic_port(nic, seen_nic, port)
+            port = self.nic_port.get(nic.id)
+            self.port_state(nic, seen_nic, port)
             if port is not None:
                 if port.speed is not None and nic.speed is not None and port.speed < nic.speed:
                     self.add(Code.NIC_IDENTITY, p.locate(nic.id, "part"), f"{nic.id} runs at {nic.speed * 8 / 1e9:g} Gb/s in the spec, "
@@ -273,7 +300,7 @@ class _Differ:
             if seen_bridge is not None:
                 self.link(bridge.id, bridge, seen_bridge, p.locate(bridge.id, "link"))
 
-    def nic_port(self, nic: Nic, seen: ObservedNic, port: NicPort | None) -> None:
+    def port_state(self, nic: Nic, seen: ObservedNic, port: NicPort | None) -> None:
         """D112 when the inputs list every port (sysfs) and the spec's port is absent or not up."""
         if "nic-ports" not in self.m.listed or nic.role == "management":
             return
@@ -396,7 +423,7 @@ class _Differ:
 
     def cpus(self) -> None:
         for socket in self.p.sockets:
-            node = self.m.numa.get(socket.numa_node)
+            node = self.m.numa.get(socket.os_node)
             if node is None or node.cpus is None:
                 continue
             if tuple(sorted(node.cpus)) != tuple(sorted(socket.cpus)):
@@ -414,6 +441,10 @@ class _Differ:
                          f"but {cpu_list(seen.cpus)} in the machine", seen.where)
 
     def gpudirect(self) -> None:
+        """D109 where the spec declares GPUDirect RDMA (`backend.gpudirect: true`): a GPU the
+        machine gives gdr=0, and each backend NIC whose own GPUDirect (`net_gdr`: its part's or
+        its `gpudirect` override, what nccl-topo.xml writes as its net's gdr) is not its own
+        port's gdr, either way (NCCL uses GPUDirect RDMA where both the GPU and the net say 1)."""
         backend = self.p.backend
         if backend is None or backend.gpudirect is not True:
             return  # not declared, or left to NCCL's detection
@@ -422,15 +453,19 @@ class _Differ:
             seen = self.m.gpus.get(self.gpu_key.get(gpu.id, ""))
             if seen is not None and seen.gdr is False:
                 self.add(Code.GPUDIRECT, at, f"the spec declares GPUDirect RDMA, but {gpu.id} has gdr=0 in the machine", seen.where,
-                         "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
+                         GDR_HINT)
         for nic in self.p.backend_nics:
-            seen_nic = self.m.nics.get(self.nic_key.get(nic.id, ""))
-            if seen_nic is None:
+            port = self.nic_port.get(nic.id)
+            if port is None or port.gdr is None or port.gdr == net_gdr(self.p, nic):
                 continue
-            for port in seen_nic.ports:
-                if port.gdr is False:
-                    self.add(Code.GPUDIRECT, at, f"the spec declares GPUDirect RDMA, but {nic.id} ({port.name}) has gdr=0 in the machine", port.where,
-                             "load nvidia-peermem (or nv_peer_mem) and check the ACS settings of the switches")
+            place = self.p.locate(nic.id, "override", "gpudirect") if "gpudirect" in nic.overridden else at
+            if port.gdr:
+                self.add(Code.GPUDIRECT, place, f"{nic.id} ({port.name}) has no GPUDirect RDMA in the spec, but gdr=1 in the "
+                         "machine: nccl-topo.xml keeps NCCL from using it", port.where,
+                         "drop the NIC's 'gpudirect: false' override, or name the part that supports it")
+            else:
+                self.add(Code.GPUDIRECT, place, f"the spec declares GPUDirect RDMA, but {nic.id} ({port.name}) has gdr=0 in the machine",
+                         port.where, GDR_HINT)
 
     def fabric(self) -> None:
         """D113: where the inputs show the GPUs' fabric (NVML, nvidia-smi -q -x), every GPU is

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hwspec.diagnostics import Code, Severity
+from hwspec.diagnostics import Code, Location, Severity
 from hwspec.live.observed import (
     CPU,
     CPU_VENDORS,
@@ -57,6 +57,14 @@ def parse_cpumap(text: str) -> tuple[int, ...] | None:
 
 
 class _Reader(ElementReader):
+    def __init__(self, file: str, machine: Machine):
+        super().__init__(file, machine)
+        self.repeated_nics: list[tuple[Location, list[str]]] = []
+        """Each `<nic>` under a `<cpu>` that repeated NICs without a PCI device, with their names."""
+        self.rdma_nets: list[tuple[int, Nic, NicPort]] = []
+        """(`dev`, NIC, port) of every `<net>` named as an RDMA device, in input order, its
+        `port` still NCCL's (`verbs_ports` makes it the verbs port)."""
+
     def int_attr(self, e: Element, key: str, required: bool = False) -> int | None:
         value = e.attrs.get(key)
         if value is None:
@@ -91,9 +99,10 @@ class _Reader(ElementReader):
                 lanes = int(width)
             else:  # NCCL writes 0 for devices passed through to a VM and reads it as x16
                 zero = True
-        if gen is None and lanes is None:
+        unstated = speed is not None and not speed.strip()  # NCCL writes "" where it read no speed
+        if gen is None and lanes is None and not zero and not unstated:
             return None
-        return Link.of(gen, lanes, zero)
+        return Link.of(gen, lanes, zero, unstated)
 
     def pci_id(self, e: Element, key: str) -> str | None:
         value = e.attrs.get(key)
@@ -150,9 +159,29 @@ class _Reader(ElementReader):
             if child.tag == "pci":
                 self.pci(child, parent)
             elif child.tag == "nic":
-                self.nic(child, None, parent, key=f"{parent}/nic{len(self.m.nics)}")
+                self.cpu_nic(child, parent)
             else:
                 self.warn(child, f"<{child.tag}> under <cpu> is ignored", Code.INPUT_IGNORED)
+
+    def cpu_nic(self, e: Element, parent: str) -> None:
+        """A `<nic>` directly under `<cpu>`: the NICs NCCL found without a PCI device (a virtual,
+        bridge or tunnel interface). NCCL 2.22+ builds one topology per local rank, attaching
+        such a NIC to the first `<cpu>` of its own (the CPU of its GPU: xml.cc `ncclTopoFillNet`,
+        "Virtual NIC, no PCI device, attach to first CPU"), then fuses the ranks' topologies
+        (`ncclTopoFuseXml`), so a dump repeats every one under each CPU that has a GPU. A net
+        whose name an earlier `<nic>` without a PCI device gave is that interface again (Linux
+        names an interface once): it is read once, where it is first listed."""
+        known = {port.name for nic in self.m.nics.values() if nic.bus is None and nic.parent.startswith(NUMA_PREFIX)
+                 for port in nic.ports if port.name}
+        repeats = [c for c in e.children if c.tag == "net" and c.attrs.get("name") in known]
+        if repeats:
+            self.repeated_nics.append((self.at(e), [c.attrs.get("name", "") for c in repeats]))
+            names = ", ".join(c.attrs.get("name", "") for c in repeats)
+            self.warn(e, f"<nic> repeats {len(repeats)} NIC(s) without a PCI device listed under an earlier <cpu> ({names}): "
+                      "NCCL 2.22+ writes them under every CPU with a GPU; read once", Code.INPUT_IGNORED)
+        rest = [c for c in e.children if c not in repeats]
+        if rest:
+            self.nic(e, None, parent, key=f"{parent}/nic{len(self.m.nics)}", children=rest)
 
     def pci(self, e: Element, parent: str) -> None:
         bus = self.busid(e)
@@ -179,10 +208,10 @@ class _Reader(ElementReader):
             # NCCL reads a <pci> holding a <nic> as the NIC's own device, whatever its class: a
             # sandbox (gVisor) shows an RDMA device's function as a host bridge (0x060000)
             fabric = "infiniband" if pci_class.startswith("0x0207") else "ethernet" if pci_class.startswith("0x02") else None
-            if bridge_class:  # its ids and link are the bridge's the sandbox shows, not the NIC's
+            if bridge_class:  # its ids are the bridge's the sandbox shows, not the NIC's; its link is what NCCL reads for the NIC
                 self.m.notes.append(f"{where}: the NIC {bus} reads PCI class {pci_class[:20]} (a bridge's), as a sandbox "
                                     "shows a NIC's function; it holds only the <nic>, so it is the NIC's device, as NCCL reads it")
-                nic = Nic(bus, where, parent, bus, fabric=fabric, shown_as=pci_class[:20])
+                nic = Nic(bus, where, parent, bus, link, fabric=fabric, shown_as=pci_class[:20])
             else:
                 nic = Nic(bus, where, parent, bus, link, vendor, device, fabric=fabric)
             self.m.nics[bus] = nic
@@ -260,26 +289,38 @@ class _Reader(ElementReader):
         return match.group(1) or f"gfx{match.group(3)}"
 
     def self_link(self, e: Element, gpu: Gpu, count: int) -> None:
-        """An NVLink entry whose target is its own GPU (NCCL dumps of PCIe A100s in a VM): no
-        link between GPUs, so it is left out, with a warning and a note in the draft."""
-        text = f"{count} NVLink(s) of {gpu.key} target the GPU itself (a VM's passed-through PCIe GPU): not a link between GPUs, ignored"
+        """An NVLink entry whose target is its own GPU (NCCL dumps of PCIe A100s in a VM, Azure's
+        NC A100 v4 file): left out, with a warning and a note in the draft that say what NCCL
+        makes of it. NCCL looks a GPU target up by its bus id, finds the GPU itself and links it to
+        itself (topo.cc `ncclTopoAddNvLinks`), a link its search counts in the GPU's NVLink
+        bandwidth (search.cc `getTotalBw` sums every NVLink of the GPU) though it reaches no other
+        GPU; no platform can state such a link, so hwspec's nccl-topo.xml does not give it."""
+        text = (f"{count} NVLink(s) of {gpu.key} target the GPU itself (a VM's passed-through PCIe GPU): not a link between "
+                "GPUs, ignored; NCCL links the GPU to itself with them and counts them in its NVLink bandwidth "
+                "(topo.cc ncclTopoAddNvLinks, search.cc getTotalBw), which nccl-topo.xml leaves out")
         self.warn(e, text, Code.INPUT_IGNORED)
         self.m.notes.append(f"{self.at(e)}: {text}")
 
-    def nic(self, e: Element, nic: Nic | None, parent: str, key: str) -> None:
+    def nic(self, e: Element, nic: Nic | None, parent: str, key: str, children: list[Element] | None = None) -> None:
         if nic is None:  # a NIC without PCI device (virtual, fused): keyed by position
             nic = Nic(key, self.at(e), parent)
             self.m.nics[key] = nic
-        for child in e.children:
+        for child in e.children if children is None else children:
             if child.tag != "net":
                 self.warn(child, f"<{child.tag}> under <nic> is ignored", Code.INPUT_IGNORED)
                 continue
             speed = self.net_speed(child)
             port = self.int_attr(child, "port")
             gdr = child.attrs.get("gdr")
-            nic.ports.append(NicPort(child.attrs.get("name"), self.at(child), port if port and port > 0 else 1,
+            name = child.attrs.get("name")
+            nic.ports.append(NicPort(name, self.at(child), port if port and port > 0 else 1,
                                      speed * 1e6 / 8 if speed else None,
                                      None if gdr is None else gdr == "1"))
+            if name and RDMA_NAME.match(name):
+                dev = self.int_attr(child, "dev")
+                self.rdma_nets.append((len(self.rdma_nets) if dev is None else dev, nic, nic.ports[-1]))
+            else:  # NCCL's socket net writes port 0 for every interface: its place under the <nic> tells them apart
+                nic.ports[-1].position = len(nic.ports)
 
     def net_speed(self, e: Element) -> int | None:
         """A `<net speed>` in Mb/s, or None where it is absent, not positive, or beyond any NIC
@@ -304,6 +345,9 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         return
     reader = _Reader(file, machine)
     reader.system(root)
+    if reader.repeated_nics:
+        machine.notes.append(repeated_nics_note(machine, reader.repeated_nics))
+    verbs_ports(reader.rdma_nets)
     gpus = set(machine.gpus)
     for link in machine.nvlinks:
         if link.target not in (NVSWITCH, CPU) and link.target not in gpus:
@@ -324,3 +368,35 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
         machine.listed.add("tcp-nics")
     if any(g.sm is not None for g in machine.gpus.values()):  # <gpu> elements: NCCL lists their NVLinks, to CPUs too
         machine.listed.update(("nvlinks", "cpu-nvlinks"))
+
+
+def repeated_nics_note(machine: Machine, repeats: list[tuple[Location, list[str]]]) -> str:
+    """The draft's note on the NICs without a PCI device that a dump repeats under several CPUs
+    (`_Reader.cpu_nic`): which, how often, and where each is drafted."""
+    names = list(dict.fromkeys(name for _, group in repeats for name in group))
+    first = next(n for n in machine.nics.values() if n.bus is None and any(p.name == names[0] for p in n.ports))
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    lines = ", ".join(str(where.line) for where, _ in repeats)
+    return (f"{first.where}: {len(names)} NIC(s) without a PCI device ({shown}) are repeated under {len(repeats) + 1} CPUs "
+            f"(again at lines {lines}): NCCL 2.22+ fuses its ranks' topologies and each rank attaches such a NIC to its "
+            "own first CPU; drafted once each, where first listed")
+
+
+def verbs_ports(nets: list[tuple[int, Nic, NicPort]]) -> None:
+    """Turn NCCL's `<net port>` of RDMA devices into the verbs port, keeping NCCL's count as the
+    port's `position`. NCCL's IB net writes `port` = the verbs port plus the number of IB
+    devices it enumerated before this one on the same PCI bus (net_ib.cc `ncclIbGetPhysProperties`:
+    `portNum + realPort`; `ncclIbGetPciPath` counts the earlier devices whose sysfs path matches
+    but for its last four characters, the device and function digits, NCCL_IB_MERGE_VFS being on
+    by default), in the order of their `dev`. So the second function of a dual-port ConnectX
+    (mlx5_1, verbs port 1) reads port="2", and NCCL_IB_HCA=mlx5_1:2 would name no port; a
+    ConnectX-3's second port (mlx4_0 port 2) reads port="3". A `port` lower than the count is
+    not NCCL's sum: it is kept as given."""
+    seen: dict[str, int] = {}
+    for _, nic, port in sorted(nets, key=lambda net: net[0]):
+        bus = nic.bus.rsplit(":", 1)[0] if nic.bus else nic.key  # the bus: its device and function digits dropped
+        before = seen.get(bus, 0)
+        seen[bus] = before + 1
+        port.position = before + 1
+        if port.port - before >= 1:
+            port.port -= before

@@ -46,11 +46,14 @@ class Link:
     down: str | None = None
     """The link is down or untrained, with what the input read (sysfs: `speed Unknown, width
     63`): the device cannot be reached at its speed, whatever the spec says."""
+    speed_unstated: bool = False
+    """The input writes the speed empty (NCCL's `link_speed=""`, where it could read none: a
+    device whose parent is the root complex of a VM): NCCL reads it as Gen3 (`NCCL_EMPTY_SPEED_GEN`)."""
 
     @classmethod
-    def of(cls, gen: int | None, width: int | None, width_zero: bool = False) -> Link:
+    def of(cls, gen: int | None, width: int | None, width_zero: bool = False, speed_unstated: bool = False) -> Link:
         bandwidth = PcieLink(gen, width).bandwidth if gen in PCIE_GEN_RATES and width else None
-        return cls(gen, width, bandwidth, width_zero)
+        return cls(gen, width, bandwidth, width_zero, speed_unstated=speed_unstated)
 
     def forms(self) -> list[tuple[int, int]]:
         """The (gen, width) pairs this link may be, widest first: the one the input gives, or,
@@ -74,10 +77,17 @@ class Link:
             return f"Gen{self.gen} x{self.width}"
         if self.gen:
             return f"Gen{self.gen} x0 (passed through to a VM)" if self.width_zero else f"Gen{self.gen}"
+        if self.speed_unstated:
+            return f"x{0 if self.width_zero else self.width} at no stated speed" if self.width_zero or self.width else "no stated speed"
         if self.bandwidth:
             return f"{self.bandwidth / 1e9:.2f} GB/s"
         return "unknown"
 
+
+NCCL_EMPTY_SPEED_GEN = 3
+"""The generation NCCL reads an empty or unknown `link_speed` as: its fallback of 60 (8 GT/s x
+8b/10b per lane in 100 Mb/s, Gen3) in `kvDictPciGen` (topo.cc `ncclTopoAddPci`, read at NVIDIA/nccl
+ab2b89c4, 2.21.5, and 1708736f, 2.27.3); a width of 0 it reads as x16 (`if (width == 0) width = 16`)."""
 
 LINK_WIDTHS = (16, 8, 4, 2, 1, 32, 12)
 """The widths a PCIe link trains at, in the order a link known by its bandwidth is read (widest first)."""
@@ -194,11 +204,16 @@ class NicPort:
     name: str | None
     where: Location
     port: int = 1
+    """The port's number on its RDMA device as the verbs stack numbers it (`ibv_devinfo`, sysfs
+    `ports/N`, NCCL_IB_HCA's `mlx5_0:1`); 1 for a network interface."""
     speed: float | None = None
     """Bytes/s per direction."""
     gdr: bool | None = None
     up: bool | None = None
     """The port is active (RDMA state ACTIVE, interface operstate up); None: the input does not say."""
+    position: int | None = None
+    """The port's place among the RDMA ports of its PCI device, from 1, where the input numbers
+    them so (NCCL's dump: its `port` is the verbs port plus the ports before it); None: `port`."""
 
 
 @dataclass

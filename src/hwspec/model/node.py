@@ -95,7 +95,9 @@ class NumaNode:
     id: str
     """The id the file gives (`cpu0`), or the NUMA node's own (`cpu0n1`) under sub-NUMA clustering."""
     numa_node: int
-    """The OS's NUMA node number (what `numactl --cpunodebind` takes)."""
+    """The NUMA node number as the machine reports it for its devices; -1 where it reports none
+    (a VM without NUMA tables: sysfs `numa_node` -1, NCCL's `<cpu numaid="-1">`), which the OS
+    still calls node 0 (`os_node`)."""
     part: str
     """The catalogue part, or "unknown": then the figures the source does not give are None."""
     model_name: str
@@ -130,6 +132,11 @@ class NumaNode:
     def __post_init__(self) -> None:
         if not self.package:
             object.__setattr__(self, "package", self.id)
+
+    @property
+    def os_node(self) -> int:
+        """The node `numactl` binds to and sysfs lists (`node0` where the machine reports -1)."""
+        return max(self.numa_node, 0)
 
 
 @dataclass(frozen=True, slots=True)

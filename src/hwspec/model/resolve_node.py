@@ -314,7 +314,7 @@ def resolve_node(spec: NodeSpec, parts: dict[str, Any], doc: SourceDoc, expanded
             threads_per_core=None if s.part == UNKNOWN else cpu_part.threads_per_core,  # type: ignore[union-attr]
             cpus=parse_cpu_list(d.cpus) if d.cpus else derived_cpus[d.id],
             **_memory(d.memory, parts), overridden=_overridden(s.override), package=s.id))
-    numa = {s.id: s.numa_node for s in sockets}
+    numa = {s.id: s.os_node for s in sockets}
     upstream = {b.id: b.upstream for b in spec.pcie}
 
     def socket_of(parent: str) -> str | None:

@@ -25,6 +25,23 @@ def _cpu_gpu_traffic(f: Figures) -> str:
     return "input only (single node)"
 
 
+FABRIC_NAMES = (("nvlink", "NVLink"), ("xgmi", "xGMI"))
+"""Part fabric kinds (`fabric.kind`, by prefix) -> what the GPU fabric is called."""
+
+
+def fabric_name(f: Figures) -> str:
+    """What the GPUs' fabric of `f` is called: NVLink or xGMI (AMD's Infinity Fabric links), or
+    "GPU fabric" where the parts do not say or name several."""
+    names = {next((name for prefix, name in FABRIC_NAMES if kind.startswith(prefix)), "GPU fabric") for kind in f.fabric_kinds}
+    return names.pop() if len(names) == 1 else "GPU fabric"
+
+
+def _fabric_label(a: Figures, b: Figures) -> str:
+    """The GPU fabric row's label: "NVLink per GPU", "xGMI per GPU", or both names where they differ."""
+    name_a, name_b = fabric_name(a), fabric_name(b)
+    return f"{name_a} per GPU" if name_a == name_b else f"GPU fabric per GPU ({name_a} / {name_b})"
+
+
 def platform_rows(a: Figures, b: Figures) -> list[dict[str, Any]]:
     """The side-by-side rows: {"row", "a", "b", "a_value", "b_value"} (values None for text rows).
     A ratio b/a is shown for numeric rows."""
@@ -46,7 +63,7 @@ def platform_rows(a: Figures, b: Figures) -> list[dict[str, Any]]:
     value("per-GPU injection bandwidth", a.injection_bandwidth, b.injection_bandwidth, gbps)
     value("per-GPU ingestion bandwidth", a.ingestion_bandwidth, b.ingestion_bandwidth, gbps)
     value("Host link per GPU (PCIe or NVLink-C2C, all at once)", a.pcie_host_shared_bandwidth, b.pcie_host_shared_bandwidth, gbps)
-    value("NVLink per GPU", a.nvlink_bandwidth, b.nvlink_bandwidth, gbps)
+    value(_fabric_label(a, b), a.nvlink_bandwidth, b.nvlink_bandwidth, gbps)
     value("HBM per GPU", a.hbm_capacity, b.hbm_capacity, lambda v: gib(int(v)))
     value("HBM bandwidth per GPU", a.hbm_bandwidth, b.hbm_bandwidth, gbps)
     value("host DDR per GPU", a.ddr_capacity, b.ddr_capacity, lambda v: gib(int(v)))

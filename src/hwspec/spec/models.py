@@ -322,7 +322,9 @@ class SocketSpec(PartRef):
     or it lists its `numa_nodes`, each with its own CPUs and memory."""
 
     id: Id
-    numa_node: OptionalWholeNumber = Field(None, ge=0, le=1023, description="The socket's NUMA node, when it is one.")
+    numa_node: OptionalWholeNumber = Field(None, ge=-1, le=1023, description=(
+        "The socket's NUMA node, when it is one; -1 where the machine reports no NUMA node for its devices (a VM "
+        "without NUMA tables: sysfs numa_node -1, NCCL's <cpu numaid=\"-1\">), as nccl-topo.xml then writes it."))
     cpus: CpuList | None = Field(None, description="Logical CPUs of this NUMA node; derived from the part when absent.")
     memory: SocketMemory | None = None
     numa_nodes: list[NumaNodeSpec] | None = Field(None, min_length=1, max_length=64,

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
+from hwspec.formats.nccl_sockets import default_socket_interfaces
 from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
 from hwspec.live.draft.pcie import PcieWriter
 from hwspec.live.identify import candidates_note, choose
@@ -40,8 +42,9 @@ def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[
     return [(entry, tuple(gpu_ids)) for entry in entries]
 
 
-_PORT_KEYS = ("device", "interface", "port")
-"""What a drafted per-port entry holds of its own; the rest is the card's."""
+_PORT_KEYS = ("device", "interface", "port", "_position")
+"""What a drafted per-port entry holds of its own; the rest is the card's. `port` is the verbs
+port (NCCL_IB_HCA's), `_position` the port's place on its card where the input gives one."""
 
 
 def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
@@ -54,7 +57,7 @@ def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
     if any(rest != shared[0] for rest in shared[1:]) or len({backend for backend, _ in function}) > 1:
         return function
     card = dict(shared[0])
-    ports = [{"_port": entry.get("port", 1), **{k: entry[k] for k in ("device", "interface") if k in entry}}
+    ports = [{"_port": entry.get("_position", entry.get("port", 1)), **{k: entry[k] for k in ("device", "interface") if k in entry}}
              for _, entry in function]
     if len({p["_port"] for p in ports}) < len(ports):
         return function  # the input numbers two ports alike: kept apart
@@ -122,7 +125,7 @@ class NicsWriter:
         `backend:` section (None where the input says nothing of a backend)."""
         catalogue = self.ctx.parts("nics")
         gpu_bridges = {self.m.gpus[k].parent for k in self.m.gpus}
-        order = sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key))
+        order = self.socket_interfaces_used(sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key)))
         backend_entries: list[tuple[Nic, dict]] = []
         other_pairs: list[tuple[Nic, dict]] = []
         stated = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
@@ -140,6 +143,27 @@ class NicsWriter:
         self.name_entries([e for _, e in backend_entries], other_entries)
         served = self.pair_with_gpus(backend_entries)
         return [e for _, e in backend_entries] + other_entries, self.backend(backend_entries, served)
+
+    def socket_interfaces_used(self, nics: list[Nic]) -> list[Nic]:
+        """`nics` less the interfaces without a PCI device that NCCL's socket transport does not
+        take when NCCL_SOCKET_IFNAME is unset (`default_socket_interfaces` over every interface
+        the input names: a docker or libvirt bridge, the loopback, beside others), each left out
+        with a note; a NIC left with no port is left out whole. Such an interface is known by its
+        name alone, and NCCL lists it only where NCCL_SOCKET_IFNAME named it."""
+        names = [p.name for n in nics for p in n.ports if p.name and not RDMA_NAME.match(p.name)]
+        used = set(default_socket_interfaces(names))
+        kept: list[Nic] = []
+        for nic in nics:
+            unused = [p for p in nic.ports if nic.bus is None and p.name and not RDMA_NAME.match(p.name) and p.name not in used]
+            if unused:
+                self.ctx.notes.append(f"{nic.where}: {', '.join(p.name or '' for p in unused)} left out: no PCI device, and "
+                                      "NCCL's socket transport does not take such an interface unless NCCL_SOCKET_IFNAME names it "
+                                      "(it takes ib* first, else every interface but docker*, lo* and virbr*)")
+            if not unused:
+                kept.append(nic)
+            elif len(unused) < len(nic.ports):
+                kept.append(replace(nic, ports=[p for p in nic.ports if p not in unused]))
+        return kept
 
     def port_entry(self, nic: Nic, port: NicPort | None, parent: str, near_gpu: bool, gpus_gdr: bool | None,
                    catalogue: dict[str, Any]) -> tuple[bool, dict]:
@@ -185,10 +209,14 @@ class NicsWriter:
             entry["interface"] = interface
         if port is not None and port.port != 1:
             entry["port"] = port.port
-        link, pcie_override, trained = self.pcie.device_link(nic.link, known.pcie if known else None, assumed, "NIC")
-        if nic.shown_as and link is None and trained is None:
-            trained = self.pcie.sandboxed_link(nic, assumed)
-            link = {"gen": trained[0], "width": trained[1]}
+        if port is not None and port.position is not None:
+            entry["_position"] = port.position
+        link: dict | None
+        trained: tuple[int, int] | None
+        if nic.shown_as:  # the sandbox's bridge function: its link is what NCCL reads, the NIC's own is a guess
+            link, pcie_override, trained = self.pcie.sandboxed_link(nic, assumed)
+        else:
+            link, pcie_override, trained = self.pcie.device_link(nic.link, known.pcie if known else None, assumed, "NIC")
         if pcie_override:
             entry.setdefault("override", {})["pcie"] = pcie_override
         upstream = self.ctx.upstream(parent, nic.key)
@@ -219,6 +247,7 @@ class NicsWriter:
                 if number != position + 1:
                     port["port"] = number
         for entry in (*backend_entries, *other_entries):
+            entry.pop("_position", None)
             trained = entry.pop("_link")
             if trained:
                 self.ctx.links[entry["id"]] = trained
@@ -286,10 +315,10 @@ class NicsWriter:
         as NCCL writes a virtio NIC or Azure's eth0, or under a bridge a sandbox shows) is drafted:
         on its CPU, as NCCL attaches such a NIC, with `bus: unknown`. nccl-topo.xml leaves one
         outside the backend to NCCL's detection and writes a backend one under its `<cpu>`."""
-        names = ", ".join(p.name for p in nic.ports if p.name) or "a NIC"
+        names = [p.name for p in nic.ports if p.name] or ["a NIC"]
         numa = self.m.numa_of(nic.key)
-        self.ctx.notes.append(f"{nic.where}: {names} has no PCI device in the input (virtual, fused, or hidden by a "
-                          "sandbox): drafted with bus unknown on its CPU, where NCCL attaches it")
+        self.ctx.notes.append(f"{nic.where}: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no PCI device in the input "
+                              "(virtual, fused, or hidden by a sandbox): drafted with bus unknown on its CPU, where NCCL attaches it")
         return nic.parent if nic.parent.startswith(NUMA_PREFIX) or numa is None else f"{NUMA_PREFIX}{numa}"
 
     @staticmethod
@@ -299,7 +328,7 @@ class NicsWriter:
         if transport == "tcp" and name:
             return name
         if transport in ("rocev2", "tcp", "slingshot") and nic.interfaces:
-            return nic.interfaces[min(len(nic.interfaces), (port.port if port else 1)) - 1]
+            return nic.interfaces[min(len(nic.interfaces), (port.position or port.port if port else 1)) - 1]
         return None
 
     def nic_part(self, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from hwspec.live.draft.context import DraftContext, note_assumed
-from hwspec.live.observed import NUMA_PREFIX, Link, Nic
+from hwspec.live.observed import NCCL_EMPTY_SPEED_GEN, NUMA_PREFIX, Link, Nic
 from hwspec.model.node import PcieLink
 
 
@@ -59,10 +59,15 @@ class PcieWriter:
             entry["bus"] = self.ctx.bus(bridge.bus)
             link = bridge.link
             gen, width = (link.gen, link.width) if link else (None, None)
-            if gen is None or width is None:
-                gen, width = self._guess_link(link, key, assumed)
-            entry["link"] = {"gen": gen, "width": width}
-            self.ctx.links[ident] = (gen, width)
+            if link is not None and (link.width_zero or link.speed_unstated):
+                entry["link"] = self.as_nccl_reads(link, self.fastest_gen_below(key), assumed)
+                trained = entry["link"].get("physical", {}).get("value", entry["link"])  # hwspec's figures: the physical link
+                self.ctx.links[ident] = (trained["gen"], trained["width"])
+            else:
+                if gen is None or width is None:
+                    gen, width = self._guess_link(link, key, assumed)
+                entry["link"] = {"gen": gen, "width": width}
+                self.ctx.links[ident] = (gen, width)
             note_assumed(entry, assumed)
             out.append(entry)
         return out
@@ -86,6 +91,29 @@ class PcieWriter:
             fields["pci"] = ids
         return fields
 
+    def fastest_gen_below(self, key: str) -> int | None:
+        """The fastest PCIe generation the input gives a device or bridge below bridge `key`."""
+        gens = [d.link.gen for d in (*self.m.gpus.values(), *self.m.nics.values(), *self.m.bridges.values())
+                if d.link and d.link.gen and key in self.m.ancestors(d.key)]
+        return max(gens, default=None)
+
+    @staticmethod
+    def as_nccl_reads(link: Link, physical_gen: int | None, assumed: list[str]) -> dict[str, Any]:
+        """A bridge link the input states at width 0 or with an empty speed (a VM's host bridge, a
+        device under the root complex) as NCCL reads it, so that nccl-topo.xml gives NCCL what its
+        own dump does: the width as stated (0, which NCCL reads as x16) and the speed as stated, an
+        empty one as Gen3 (`NCCL_EMPTY_SPEED_GEN`); with a `physical` link for hwspec's own figures
+        where width 0 leaves none (x16 at the generation given, or the fastest below)."""
+        gen = link.gen or NCCL_EMPTY_SPEED_GEN
+        if link.gen is None:
+            assumed.append(f"the input gives this link no speed (link_speed=\"\"): Gen{gen}, as NCCL reads it")
+        written: dict[str, Any] = {"gen": gen, "width": 0 if link.width_zero else link.width or 16}
+        if link.width_zero:
+            fast = link.gen or physical_gen or gen
+            written["physical"] = {"value": {"gen": fast, "width": 16}, "assumed": (
+                f"the machine reports width 0 for this bridge (a VM's; NCCL reads it as x16): Gen{fast} x16 assumed")}
+        return written
+
     def _guess_link(self, link: Link | None, key: str, assumed: list[str]) -> tuple[int, int]:
         """A bridge link the input does not give in full: the widest (gen, width) whose
         bandwidth it is exactly (hwloc), else x16 at the fastest generation of the devices below."""
@@ -104,14 +132,23 @@ class PcieWriter:
         assumed.append(f"the input does not give this link in full: taken as Gen{gen} x{width}")
         return gen, width
 
-    def sandboxed_link(self, nic: Nic, assumed: list[str]) -> tuple[int, int]:
-        """The link of a NIC whose function a sandbox shows as a bridge without a link (`Nic.shown_as`):
-        x16 at the GPUs' fastest generation (Gen4 without GPUs), as a bridge's link is guessed."""
+    def sandboxed_link(self, nic: Nic, assumed: list[str]) -> tuple[dict, None, tuple[int, int]]:
+        """(pcie.link to write, no part override, the (gen, width) it trains at) of a NIC whose
+        function a sandbox shows as a bridge (`Nic.shown_as`): its own link is taken as x16 at the
+        GPUs' fastest generation (Gen4 without GPUs), as a bridge's is guessed. Where the input
+        gives the bridge function a link (NCCL's `link_speed=""`, `link_width="0"`), that is what
+        NCCL reads for the NIC: written as presented (`as_nccl_reads`), the guess as `physical`."""
         gens = [g.link.gen for g in self.m.gpus.values() if g.link and g.link.gen]
         gen = max(gens, default=4)
-        assumed.append(f"the input shows this NIC's function as class {nic.shown_as} without a link (a sandbox): "
-                       f"taken as Gen{gen} x16, the GPUs' generation")
-        return gen, 16
+        if nic.link is None:
+            assumed.append(f"the input shows this NIC's function as class {nic.shown_as} without a link (a sandbox): "
+                           f"taken as Gen{gen} x16, the GPUs' generation")
+            return {"gen": gen, "width": 16}, None, (gen, 16)
+        written = self.as_nccl_reads(nic.link, gen, assumed)
+        written["physical"] = {"value": {"gen": gen, "width": 16}, "assumed": (
+            f"the input shows this NIC's function as class {nic.shown_as} (a sandbox): its own link taken as Gen{gen} x16, "
+            "the GPUs' generation")}
+        return written, None, (gen, 16)
 
     @staticmethod
     def _link_not_above(bandwidth: float, assumed: list[str]) -> tuple[int, int]:
@@ -145,6 +182,8 @@ class PcieWriter:
         link is what the input gives, and none (trained at None) where it gives none."""
         if part_link is None:
             return self._unknown_part_link(link, assumed)
+        if link is not None and link.speed_unstated and link.gen is None:
+            return self._unstated_speed_link(link, (part_link.generation, part_link.width), assumed, what)
         gen = link.gen if link and link.gen else None
         width = link.width if link and link.width else None
         if link is not None and link.bandwidth and gen is None:
@@ -173,11 +212,27 @@ class PcieWriter:
             return None, override, (gen, width)
         return {"gen": gen, "width": width}, override, (gen, width)
 
+    @staticmethod
+    def _unstated_speed_link(link: Link, physical: tuple[int, int], assumed: list[str],
+                             what: str) -> tuple[dict, None, tuple[int, int]]:
+        """A device link the input gives without a speed (NCCL's `link_speed=""`, often at width 0:
+        a VM's device under the root complex): written as NCCL reads it, Gen3 at the stated width
+        (0 stays 0, which NCCL reads as x16), so that nccl-topo.xml gives NCCL what its own dump
+        does; `physical` is the part's (or x16 at Gen3 without one), assumed."""
+        gen, width = NCCL_EMPTY_SPEED_GEN, 0 if link.width_zero else link.width or 16
+        assumed.append(f"the input gives the {what}'s link no speed (link_speed=\"\"): Gen{gen}, as NCCL reads it")
+        written = {"gen": gen, "width": width, "physical": {"value": {"gen": physical[0], "width": physical[1]}, "assumed": (
+            f"the input gives no speed for the {what}'s link: Gen{physical[0]} x{physical[1]} assumed")}}
+        return written, None, physical
+
     def _unknown_part_link(self, link: Link | None, assumed: list[str]) -> tuple[dict | None, None, tuple[int, int] | None]:
         """The link of a device whose part is unknown: as the input gives it (a hwloc bandwidth as
         its widest exact form); a VM's width 0 as presented; nothing where the input gives none."""
         if link is None:
             return None, None, None
+        if link.speed_unstated and link.gen is None:
+            written, _, trained = self._unstated_speed_link(link, (NCCL_EMPTY_SPEED_GEN, link.width or 16), assumed, "device")
+            return written, None, trained
         gen, width = link.gen, link.width
         if link.bandwidth and gen is None:
             forms = link.forms()

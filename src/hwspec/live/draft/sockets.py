@@ -33,7 +33,9 @@ class SocketsWriter:
         a socket of its own."""
         numa_ids = sorted(self.m.numa)
         if not numa_ids:
-            numa_ids = sorted({n for n in (self.m.numa_of(k) for k in (*self.m.gpus, *self.m.nics)) if n is not None and n >= 0}) or [0]
+            # a CPU the input gives as numaid -1 (NCCL's dump of a VM without NUMA tables) stays -1, as NCCL writes it
+            numa_ids = sorted({n for n in (self.m.numa_of(k) for k in (*self.m.gpus, *self.m.nics)) if n is not None and n >= 0}) \
+                or [-1 if self.m.unknown_numa_cpu is not None else 0]
         groups: list[list[int]] = [[n] for n in numa_ids]
         packages = [self.m.numa[n].package if n in self.m.numa else None for n in numa_ids]
         known = [p for p in packages if p is not None]

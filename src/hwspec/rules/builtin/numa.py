@@ -20,15 +20,17 @@ def numa_unique(ctx: Context) -> Iterator[Finding]:
 
     NUMA ids and CPU lists become the launcher's CPU and memory binding (numactl, taskset). A
     shared id or CPU binds two GPUs' workers to one socket's cores and memory while the other
-    socket idles.
+    socket idles. NUMA node -1 (a machine that reports none) is the OS's node 0, so only a
+    machine of one NUMA node has it.
     """
     p = ctx.platform
     numa: dict[int, str] = {}
     cpus: dict[int, str] = {}
     for socket in in_file_order(p, p.sockets):
-        other = numa.setdefault(socket.numa_node, socket.id)
+        other = numa.setdefault(socket.os_node, socket.id)
         if other != socket.id:
-            yield ctx.finding(f"{socket.id}: NUMA node {socket.numa_node} is already {other}'s",
+            shown = f"{socket.numa_node} (node 0 to the OS)" if socket.numa_node < 0 else str(socket.numa_node)
+            yield ctx.finding(f"{socket.id}: NUMA node {shown} is already {other}'s",
                               at=(socket.id, "numa_node"), hint="number NUMA nodes as 'numactl -H' shows them")
         shared: dict[str, list[int]] = {}
         for cpu in socket.cpus:
