@@ -118,12 +118,21 @@ MEASURED_FABRICS = {a.fabric: a for a in cal.ARCHITECTURES}
 """NVLink generations with a cited nccl-tests measurement (`calibration.ARCHITECTURES`)."""
 
 
-def fabric_efficiency(kind: str | None) -> tuple[float | None, str]:
-    """Achieved busbw fraction of a GPU fabric of `kind` (the parts' `fabric.kind`) and its
-    source: each NVLink generation's measured ring busbw, xGMI's measured link rate; None for a
-    kind no measurement covers (NVLink2, unknown)."""
+XGMI_MEASURED = ("gfx94",)
+"""gfx targets whose xGMI links the cited measurement covers (`xgmi_efficiency`: MI300X, gfx942;
+MI300A and MI325X share it). Other generations' links (MI250X's gfx90a, MI355X's gfx950) run at
+other rates: unchecked."""
+
+
+def fabric_efficiency(gpu: Gpu) -> tuple[float | None, str]:
+    """Achieved busbw fraction of the GPU's fabric (its part's `fabric.kind`) and its source: each
+    NVLink generation's measured ring busbw, xGMI's measured link rate on the gfx targets it was
+    measured on; None for a fabric no measurement covers (NVLink2, other xGMI, unknown)."""
+    kind = gpu.fabric_kind
     if kind == "xgmi":
-        return constant("xgmi_efficiency")
+        if gpu.gcn is not None and gpu.gcn.startswith(XGMI_MEASURED):
+            return constant("xgmi_efficiency")
+        return None, f"no cited measurement of xGMI on {gpu.gcn or 'an unknown gfx target'} (xgmi_efficiency is gfx942's)"
     arch = MEASURED_FABRICS.get(kind or "")
     if arch is None:
         return None, f"no cited nccl-tests measurement over {kind or 'an unknown fabric'}"
@@ -186,7 +195,7 @@ def intra_link(topology: Topology, gpus: tuple[Gpu, ...]) -> Link | None:
     if topology.nvlink_connected and all(topology.nvlink_bandwidth(g.id) > 0 for g in gpus):
         slowest = min(gpus, key=lambda g: topology.nvlink_bandwidth(g.id))
         bandwidth = topology.nvlink_bandwidth(slowest.id)
-        efficiency, source = fabric_efficiency(slowest.fabric_kind)
+        efficiency, source = fabric_efficiency(slowest)
         what = (f"{topology.nvlink_links(slowest.id)} {slowest.fabric_kind or 'fabric'} links of {slowest.id} "
                 f"({slowest.part}), {gbps(bandwidth)}")
         return Link(fabric_tier(platform, slowest), bandwidth, efficiency, source, what, platform.locate(slowest.id, "part"),
@@ -346,7 +355,7 @@ def domain_links(topology: ClusterTopology, intra: Link | None, nvls: Link | Non
         domain_intra = intra
     else:
         gpu = cluster.node_platforms[0].gpus[0]
-        efficiency, source = fabric_efficiency(gpu.fabric_kind)
+        efficiency, source = fabric_efficiency(gpu)
         domain_intra = Link("nvswitch", bandwidth, efficiency, source,
                             f"{gpu.fabric_links} {gpu.fabric_kind} links of each GPU into the NVLink domain's switches, {gbps(bandwidth)}",
                             cluster.locate("nvlink_domain"), "nvlink_domain")
