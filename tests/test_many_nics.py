@@ -18,7 +18,8 @@ from hwspec.diagnostics import HwspecError
 from hwspec.generate.engine import plan_for
 from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
-from hwspec.model.load import load_catalogue, load_platform
+from hwspec.model.load import load_platform
+from hwspec.model.parts import load_catalogue
 from hwspec.model.workload import load_workload
 from hwspec.perf import roofline as rf
 from hwspec.perf.calculon import calculon_system

@@ -84,7 +84,7 @@ class LoadedNodes(dict):
         tick keeps its time; each list of parts directories is read once per run); None when
         something cannot be read (the load itself reports it)."""
         from hwspec.diagnostics import display_path
-        from hwspec.model.load import parts_directories, parts_files
+        from hwspec.model.parts import parts_directories, parts_files
         from hwspec.source.loader import read_regular_file
 
         try:
@@ -116,7 +116,8 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
     (`{node file: platform}`), each loaded once however many nodes use it. A cluster's node
     platforms must be inside the cluster file's directory tree or one of `platform_roots`
     (symlinks resolved): a cluster file cannot make hwspec read any file on disk."""
-    from hwspec.model.load import load_catalogue, load_node, parts_directories
+    from hwspec.model.load import load_node
+    from hwspec.model.parts import catalogue_for
     from hwspec.source.expand import read_document
 
     parts_dirs = tuple(map(Path, parts_dirs))
@@ -126,7 +127,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
     doc, expanded = read_document(Path(path))
     kind = expanded.data.get("kind")
     if kind == "node":
-        platform = load_node(doc, expanded, load_catalogue(parts_directories(Path(path), parts_dirs)))
+        platform = load_node(doc, expanded, catalogue_for(Path(path), parts_dirs))
         if loaded is not None and key is not None:
             loaded[key] = platform
         return platform, {}
@@ -171,7 +172,7 @@ def load_any(path: Path, parts_dirs: Iterable[Path] = (), platform_roots: Iterab
 
         return load_workload_document(doc, expanded), {}
     if kind == "parts":
-        from hwspec.model.load import load_parts_file
+        from hwspec.model.parts import load_parts_file
 
         return PartsFile(Path(path), load_parts_file(Path(path))), {}
     pos = doc.locate(("kind",))

@@ -305,7 +305,7 @@ PART_SECTIONS = (("cpus", "CPUs", "CPU"), ("gpus", "GPUs", "GPU"), ("nics", "NIC
 def builtin_catalogue() -> Any:
     """The built-in parts catalogue (`hwspec.model.parts.Catalogue`), read as the loader reads it."""
     from hwspec import content
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
 
     return load_catalogue([content.builtin_dir("parts")])
 

@@ -199,7 +199,7 @@ def run_import(args: argparse.Namespace) -> int:
     from hwspec.cli.common import cannot_write, command_sandbox
     from hwspec.diagnostics import HwspecError, report
     from hwspec.live.draft import draft_document
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
     from hwspec.text import visible
 
     machine, fatal = _read(args)

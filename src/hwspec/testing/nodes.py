@@ -114,7 +114,7 @@ _FIRST_BUS = 0x10
 @cache
 def _catalogue():
     from hwspec import content
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
 
     return load_catalogue([content.builtin_dir("parts")])
 
