@@ -5,7 +5,7 @@ hwspec's own, a site's `--generators DIR` and an installed package's are declare
 A node generator receives a `GenContext` (`ctx.topology` a `Topology`, `ctx.platform` a
 `Platform`), a cluster generator (`scope="cluster"`) a `ClusterGenContext` (a
 `ClusterTopology` and a `Cluster`); each returns `{path relative to the platform's output dir: text}`.
-A run renders the generators it is given (`plan_for(..., generators=...)`); a site's run
+A run renders the generators it is given (`plan_for(..., generators=...)`); a site's runs
 contained when the run has a sandbox (`hwspec.rules.sandbox`, as the command line's rules do).
 Templates come from `templates/` (or a site's `--templates DIR`, searched first) through a
 jinja2 environment with StrictUndefined, `trim_blocks`/`lstrip_blocks`, and per-target
@@ -43,6 +43,7 @@ from hwspec.topology import ClusterTopology, Topology
 
 if TYPE_CHECKING:
     import jinja2
+
 
 class UnsafeValue(ValueError):
     pass
