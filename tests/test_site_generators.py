@@ -6,8 +6,6 @@ whatever it raises, prints, exits with or returns, it is an E904 and nothing is 
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -203,33 +201,38 @@ def test_two_generators_writing_one_file_are_refused(tmp_path):
 # ---------------------------------------------------------------- an installed package's: the entry-point group
 
 
-def installed(site_packages: Path, entry_points: str, **modules: str) -> dict[str, str]:
-    """`site_packages` holding the package `acme_hwspec` (a module per keyword) and its
-    `.dist-info` declaring `entry_points` (entry_points.txt), as pip installs it; the environment
-    of a `hwspec` that has it on its path."""
-    package = site_packages / "acme_hwspec"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    for name, source in modules.items():
-        (package / f"{name}.py").write_text(textwrap.dedent(source))
-    info = site_packages / "acme_hwspec-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-hwspec\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site_packages), str(ROOT / "src")])}
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """Installs the package `acme_hwspec` (a module per keyword) with a `.dist-info` declaring
+    `entry_points` (entry_points.txt), as pip lays it out, in a directory put on `sys.path`
+    (where `importlib.metadata` finds it); gone, with its modules, after the test."""
+
+    def install(entry_points: str, **modules: str) -> None:
+        site_packages = tmp_path / "site-packages"
+        package = site_packages / "acme_hwspec"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        for name, source in modules.items():
+            (package / f"{name}.py").write_text(textwrap.dedent(source))
+        info = site_packages / "acme_hwspec-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-hwspec\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+        monkeypatch.syspath_prepend(str(site_packages))
+
+    yield install
+    for name in [m for m in sys.modules if m == "acme_hwspec" or m.startswith("acme_hwspec.")]:
+        del sys.modules[name]
 
 
-def hwspec(env: dict[str, str], *argv: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hwspec", *map(str, argv)], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
-
-
-def test_an_installed_package_s_entry_point_adds_its_generators_to_every_generate(tmp_path):
-    env = installed(tmp_path / "site-packages", "[hwspec.generators]\nacme = acme_hwspec.generators\n", generators=INVENTORY)
-    listed = hwspec(env, "generators", cwd=tmp_path)
-    assert "inventory           node     acme_hwspec.generators, entry point acme: inventory.tsv: each GPU" in listed.stdout
-    result = hwspec(env, "generate", "--no-svg", "-o", "out", BASE, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+def test_an_installed_package_s_entry_point_adds_its_generators_to_every_generate(tmp_path, capsys, installed):
+    installed("[hwspec.generators]\nacme = acme_hwspec.generators\n", generators=INVENTORY)
+    status, out, _ = run(capsys, "generators")
+    assert status == 0
+    assert "inventory           node     acme_hwspec.generators, entry point acme: inventory.tsv: each GPU with the NICs that " \
+           "serve it." in out.splitlines()
+    status, out, err = run(capsys, "generate", "--no-svg", "-o", tmp_path / "out", BASE)
+    assert (status, out) == (0, ""), err
     assert (tmp_path / "out/base-2gpu/inventory.tsv").read_text().endswith("gpu0\tnic0\ngpu1\tnic1\n")
 
 
@@ -239,11 +242,11 @@ def test_an_installed_package_s_entry_point_adds_its_generators_to_every_generat
     ("acme = acme_hwspec.generators", "X = 1\n", "error[E905]: cannot load generators: module acme_hwspec.generators holds no @generator function"),
     ("acme = acme_hwspec.generators", "raise SystemExit(4)\n", "error[E904]: the generator module called sys.exit(4) while it was imported"),
 ], ids=["a-function", "no-generators", "exits-on-import"])
-def test_an_entry_point_that_names_no_module_of_generators_stops_generate(tmp_path, declared, module, message):
-    env = installed(tmp_path / "site-packages", f"[hwspec.generators]\n{declared}\n", generators=module)
-    result = hwspec(env, "generate", "--no-svg", "-o", "out", BASE, cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr.startswith(f"entry point acme = {declared.split(' = ')[1]}:1:1: {message}\n"), result.stderr
+def test_an_entry_point_that_names_no_module_of_generators_stops_generate(tmp_path, capsys, installed, declared, module, message):
+    installed(f"[hwspec.generators]\n{declared}\n", generators=module)
+    status, out, err = run(capsys, "generate", "--no-svg", "-o", tmp_path / "out", BASE)
+    assert (status, out) == (2, "")
+    assert err.startswith(f"entry point acme = {declared.split(' = ')[1]}:1:1: {message}\n"), err
     assert not (tmp_path / "out").exists()
 
 
