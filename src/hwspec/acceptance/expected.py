@@ -224,8 +224,9 @@ def host_copy_link(topology: Any, gpu: Any) -> Link | None:
     where, entry = (platform.locate(gpu.id, "c2c"), f"{gpu.id}.c2c") if host.kind == "c2c" else (platform.locate(narrowest), narrowest)
     link = Link("c2c" if host.kind == "c2c" else "nvlink" if host.kind == "nvlink" else "pcie", host.bandwidth, efficiency,
                 source, f"{host.link} to the GPU's socket, {gbps(host.bandwidth)}", where, entry)
-    socket = topology.socket_of(gpu.id)
-    memory = getattr(socket, "memory_bandwidth", None)
+    socket_id = topology.socket_of(gpu.id)
+    socket = platform.socket_by_id[socket_id] if socket_id is not None else None
+    memory = socket.memory_bandwidth if socket is not None else None
     if socket is not None and memory is not None and memory < host.bandwidth:
         return Link("host memory", memory, efficiency, source, f"the memory of the GPU's socket {socket.id}, {gbps(memory)}",
                     platform.locate(socket.id, "memory"), f"{socket.id}.memory")

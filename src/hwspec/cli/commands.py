@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from hwspec import __version__
-from hwspec.cli.common import cannot_write, command_policy, command_sandbox
+from hwspec.cli.common import cannot_write, command_policy, command_sandbox, load_command_generators
 from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
 
@@ -68,13 +68,18 @@ def _add_rules_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
                         help="also load rules from DIR (repeatable)")
     parser.add_argument("--rule-time-limit", metavar="SECONDS", type=_seconds, default=None,
-                        help="stop a rule (or a rule module's import) after SECONDS and report E900 "
-                             "(default 10, or HWSPEC_RULE_TIME_LIMIT; 0: no limit)")
+                        help="stop a rule or a site generator (or its module's import) after SECONDS and report "
+                             "E900 (a generator's: E904) (default 10, or HWSPEC_RULE_TIME_LIMIT; 0: no limit)")
     parser.add_argument("--allow-env", metavar="NAME[,NAME...]", type=_env_names, action="extend", default=[],
                         dest="allow_env",
                         help="let platform files set these environment: names although HW702/HW812 refuse them "
                              "(they load code, name files or move the rendezvous: grant only what your site "
                              "reviewed; repeatable)")
+
+
+def _add_generators_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--generators", metavar="DIR", action="append", default=[], type=Path,
+                        help="also load generators from DIR: every *.py in it, as --rules DIR loads rules (repeatable)")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -132,6 +137,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
+    generators = load_command_generators(args)
+    if generators is None:
+        return EXIT_UNREADABLE
     try:
         generate.install_root(args.install_root)
     except generate.GenerationError as exc:
@@ -165,9 +173,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         owners[name] = path
         try:
             plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered,
-                                           policy=command_policy(args)))
+                                           policy=command_policy(args), generators=generators, sandbox=command_sandbox(args)))
         except generate.GenerationError as exc:
-            sys.stderr.write(f"hwspec: error[{Code.GENERATION_FAILED}]: {visible(str(exc))}\n")
+            code = Code.GENERATOR_FAILED if isinstance(exc, generate.GeneratorFailed) else Code.GENERATION_FAILED
+            sys.stderr.write(f"hwspec: error[{code}]: {visible(str(exc))}\n")
             failed = True
             continue
         names.append(checked.platform.name)
@@ -256,6 +265,18 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_generators(args: argparse.Namespace) -> int:
+    """Every generator a `generate` with the same `--generators DIR`s runs: name, scope, where
+    it is defined, and the first line of its docstring."""
+    generators = load_command_generators(args)
+    if generators is None:
+        return EXIT_UNREADABLE
+    width = max((len(g.name) for g in generators), default=0)
+    for g in generators:
+        sys.stdout.write(f"{g.name:<{width}}  {g.scope:<7}  {g.origin}: {g.summary}\n")
+    return EXIT_OK
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     from hwspec.diagnostics.codes import Code, lookup
     from hwspec.spec.translate import nearest
@@ -340,6 +361,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "roofline": (cmd_roofline, "print a platform's roofline parameters (peaks, tiers, ridge points, collective bounds)"),
     "schema": (cmd_schema, "print the JSON Schema of platform files (for editors)"),
     "rules": (cmd_rules, "list every rule"),
+    "generators": (cmd_generators, "list every generator (hwspec's own, installed packages', --generators DIR's)"),
     "explain": (cmd_explain, "print a rule's invariant and rationale"),
     "import": (cmd_import, "draft a platform file from a live node (NCCL dump, lstopo XML, nvidia-smi topo -m)"),
     "diff": (cmd_diff, "compare a live node with its platform file"),
@@ -368,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--check", action="store_true", help="compare with DIR instead of writing: exit 1 when stale")
     gen.add_argument("--templates", metavar="DIR", action="append", default=[], type=Path,
                      help="site templates, searched before the built-in ones (repeatable)")
+    _add_generators_option(gen)
     gen.add_argument("--no-svg", action="store_true", help="do not render SVG diagrams even when graphviz is installed")
     gen.add_argument("-v", "--verbose", action="store_true",
                      help="print each device's unknown facts (HW603), not only the outputs that wait for them")
@@ -393,6 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    _add_generators_option(sub.add_parser("generators", help=COMMANDS["generators"][1]))
 
     for name in ("rules", "explain"):
         p = sub.add_parser(name, help=COMMANDS[name][1])
@@ -451,7 +476,7 @@ def _run(argv: list[str] | None) -> int:
         parser.print_help()
         return EXIT_UNREADABLE
     for option, dest in (("--parts", "parts"), ("--templates", "templates"), ("--platform-root", "platform_roots"),
-                         ("--rules", "rules")):
+                         ("--rules", "rules"), ("--generators", "generators")):
         for directory in getattr(args, dest, ()):
             problem = _not_a_directory(directory)
             if problem:

@@ -12,7 +12,10 @@
   by graphviz's `dot`;
 * `model_reference()`: the resolved model's classes (`Platform`, `Gpu`, `Nic`, ...) with their
   attributes, types and docstrings, and the public strategies of `hwspec.testing` with their
-  signatures, from the code itself; spliced into internals.md at `MODEL_REFERENCE_MARKER`.
+  signatures, from the code itself; spliced into internals.md at `MODEL_REFERENCE_MARKER`;
+* `query_reference()`: every query of `Topology` and `ClusterTopology`, what it takes and returns
+  and its docstring, under the sections of the code; spliced into site-rules.md at
+  `QUERY_REFERENCE_MARKER`.
 
 `GENERATED_PAGES` maps each page's path under docs/ to its renderer: the mkdocs hook
 (docs/hooks.py) adds them to the site at build time, so nothing generated is committed and
@@ -695,8 +698,101 @@ def model_reference() -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- the topology's queries
+
+
+QUERY_REFERENCE_MARKER = "<!-- generated: topology queries -->"
+"""The line of docs/site-rules.md that the mkdocs hook replaces with `query_reference()`."""
+
+QUERY_CLASSES = (("hwspec.topology.node", "Topology", "`ctx.topology` of a node rule or generator; `topology_of(platform)`"),
+                 ("hwspec.topology.cluster", "ClusterTopology", "`ctx.topology` of a cluster rule or generator; `topology_of(cluster)`"))
+"""(module, class, who gets one): the topologies whose queries `query_reference` lists."""
+
+_SECTION_COMMENT = re.compile(r"^\s*# -{5,} (.+?)\s*$")
+
+
+def _member_sections(cls: type) -> dict[str, str]:
+    """Each member defined in `cls`'s own body -> the section it is under: the text of the last
+    `# ----- section` comment above it in the class's source ("" before the first)."""
+    node = _class_nodes(cls.__module__)[cls.__name__]
+    lines = Path(inspect.getsourcefile(cls) or "").read_text().splitlines()
+    sections: dict[str, str] = {}
+    current, line = "", node.lineno
+    for statement in node.body:
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        for text in lines[line:first - 1]:
+            match = _SECTION_COMMENT.match(text)
+            if match:
+                current = match.group(1)
+        line = statement.end_lineno or first
+        names = ([statement.name] if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                 [statement.target.id] if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) else
+                 [t.id for t in statement.targets if isinstance(t, ast.Name)] if isinstance(statement, ast.Assign) else [])
+        sections.update(dict.fromkeys(names, current))
+    return sections
+
+
+def _annotation_text(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+
+
+def topology_queries(cls: type) -> list[tuple[str, str, str, str]]:
+    """(section, query as called, what it returns, docstring) for every public member of the
+    topology class `cls`: the members of its bases (`name`, `locate()`, ...) and those of `cls`
+    above its first section comment (`platform`, `graph`) in section "the model", then `cls`'s
+    others in source order under its source's section comments.
+    Methods show their parameters (`nics_of(gpu_id: str)`), attributes and properties their name."""
+    rows: list[tuple[str, str, str, str]] = []
+    seen: set[str] = set()
+    for klass in reversed([k for k in cls.__mro__ if k.__module__.startswith("hwspec.topology.")]):
+        sections = _member_sections(klass)
+        docs = attribute_docs(klass)
+        own = klass is cls
+        for name in sections:
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            section = (sections[name] if own else "") or "the model"
+            value = vars(klass).get(name)
+            if isinstance(value, (property, functools.cached_property)):
+                function: Any = value.fget if isinstance(value, property) else value.func
+                rows.append((section, name, _annotation_text(inspect.signature(function).return_annotation), inspect.getdoc(value) or ""))
+            elif inspect.isfunction(value):
+                signature = _unquoted(inspect.signature(value))
+                shown = signature.replace(parameters=list(signature.parameters.values())[1:], return_annotation=inspect.Signature.empty)
+                rows.append((section, f"{name}{shown}", _annotation_text(signature.return_annotation), inspect.getdoc(value) or ""))
+            else:
+                annotation = vars(klass).get("__annotations__", {}).get(name)
+                rows.append((section, name, _annotation_text(annotation) if annotation is not None else type(value).__name__,
+                             docs.get(name, "")))
+    return rows
+
+
+def query_reference() -> str:
+    """The query reference of docs/site-rules.md: for `Topology` and `ClusterTopology`, every
+    public query (`topology_queries`) with what it takes and returns and its docstring, under the
+    sections the code groups them in; generated from the classes when the site is built."""
+    lines: list[str] = []
+    for module_name, name, who in QUERY_CLASSES:
+        cls = getattr(importlib.import_module(module_name), name)
+        lines += [f"### {name} {{ #{anchor(name)} }}", "", f"`{module_name}.{name}`: {who}.", ""]
+        if cls.__doc__:
+            lines += [plain(inspect.cleandoc(cls.__doc__)), ""]
+        section = None
+        for where, query, returns, doc in topology_queries(cls):
+            if where != section:
+                if section is not None:
+                    lines.append("")
+                lines += [f"#### {name}: {where}", "", "| query | returns | what |", "|---|---|---|"]
+                section = where
+            lines.append(f"| `{_code_cell(query)}` | `{_code_cell(returns)}` | {cell(doc)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 GENERATED_SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
     "internals.md": {MODEL_REFERENCE_MARKER: model_reference},
+    "site-rules.md": {QUERY_REFERENCE_MARKER: query_reference},
 }
 """Page under docs/ -> {marker line: the function whose text replaces it} (docs/hooks.py)."""
 

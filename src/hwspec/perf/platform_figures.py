@@ -88,7 +88,7 @@ def _node_scale_out(topology) -> tuple[str, bool]:
     """Transport of the NICs the GPUs' inter-node traffic uses, and whether all of them are GPUDirect."""
     platform = topology.platform
     pairs = [(n, g.id) for g in platform.gpus for n in topology.scale_out_nics(g.id)]
-    transport = ",".join(sorted({n.transport for n, _ in pairs})) or "none"
+    transport = ",".join(sorted({platform.nic_by_id[n].transport for n, _ in pairs})) or "none"
     gpudirect = bool(pairs) and all(topology.gpudirect(n, gpu_id) for n, gpu_id in pairs)
     return transport, gpudirect
 
@@ -97,7 +97,7 @@ def _collectives_on_host_nics(topology) -> bool:
     """Whether some GPU's inter-node collectives leave by an ingestion/frontend NIC (a node
     without backend NICs of its own, like Zion): ingestion and collectives then share it."""
     platform = topology.platform
-    return any(n.role in ("ingestion", "frontend") for g in platform.gpus for n in topology.scale_out_nics(g.id))
+    return any(platform.nic_by_id[n].role in ("ingestion", "frontend") for g in platform.gpus for n in topology.scale_out_nics(g.id))
 
 
 def _min_nodes(docs: list[dict[str, Any]], fn) -> float:
