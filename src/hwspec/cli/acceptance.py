@@ -80,6 +80,8 @@ def load_topology(path: Path, parts: list[Path]) -> Any:
     reasons are written on stderr."""
     from hwspec import pipeline
     from hwspec.diagnostics import HwspecError, report
+    from hwspec.model.cluster import Cluster
+    from hwspec.model.node import Platform
     from hwspec.topology import topology_of
 
     try:
@@ -87,8 +89,8 @@ def load_topology(path: Path, parts: list[Path]) -> Any:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return None
-    if getattr(platform, "kind", None) not in ("node", "cluster"):
-        sys.stderr.write(f"hwspec: {visible(str(path))} is a {getattr(platform, 'kind', 'other')} file; give a node or cluster platform\n")
+    if not isinstance(platform, Platform | Cluster):
+        sys.stderr.write(f"hwspec: {visible(str(path))} is a {platform.kind} file; give a node or cluster platform\n")
         return None
     return topology_of(platform)
 

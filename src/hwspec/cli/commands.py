@@ -154,9 +154,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if checked.failed():
             failed = True
             continue
-        if checked.topology is None:
+        topology = checked.topology
+        if topology is None:
             continue  # a workload or parts file: checked, nothing to generate
-        name = checked.platform.name
+        name = topology.name
         if name in owners:
             sys.stderr.write(f"hwspec: error[{Code.OUTPUT_NOT_WRITTEN}]: {visible(str(owners[name]))} and {visible(str(path))} "
                              f"are both named '{name}': their files would overwrite each other in {visible(str(args.output))}/{name}/\n")
@@ -164,13 +165,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
             continue
         owners[name] = path
         try:
-            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered,
+            plan.update(generate.plan_for(topology, args.templates, root=args.install_root, rendered=rendered,
                                            policy=command_policy(args)))
         except generate.GenerationError as exc:
             sys.stderr.write(f"hwspec: error[{Code.GENERATION_FAILED}]: {visible(str(exc))}\n")
             failed = True
             continue
-        names.append(checked.platform.name)
+        names.append(name)
     if failed:
         sys.stderr.write("hwspec: nothing written: fix the errors above first\n" if not args.check else "hwspec: check aborted by errors\n")
         return EXIT_UNREADABLE
@@ -284,6 +285,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
     from hwspec.perf import roofline, roofline_report
+    from hwspec.topology.cluster import ClusterTopology
 
     rules = _rules(args)
     if rules is None:
@@ -293,20 +295,21 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE
-    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+    topology = checked.topology
+    if checked.platform is not None and topology is None:  # a workload or parts file
         sys.stderr.write(f"hwspec: {visible(args.platform)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return EXIT_UNREADABLE
     if checked.failed():
         shown = visible(args.platform)
         sys.stderr.write(f"hwspec: {shown} has errors: fix them first ('hwspec validate {shown}')\n")
         return EXIT_FINDINGS
-    if getattr(checked.platform, "kind", "node") == "cluster":
+    if isinstance(topology, ClusterTopology):
         from hwspec.perf import cluster_roofline
 
-        document = cluster_roofline.cluster_roofline(checked.topology)
+        document = cluster_roofline.cluster_roofline(topology)
         text = cluster_roofline.cluster_text_report
     else:
-        document, text = roofline.roofline(checked.topology), roofline_report.text_report
+        document, text = roofline.roofline(checked.node_topology()), roofline_report.text_report
     if args.format == "json":
         import json
 

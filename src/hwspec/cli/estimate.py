@@ -35,7 +35,7 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return None, EXIT_UNREADABLE
-    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+    if checked.platform is not None and checked.topology is None:  # a workload or parts file
         sys.stderr.write(f"hwspec: {visible(path)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return None, EXIT_UNREADABLE
     if checked.failed():

@@ -54,6 +54,7 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
     from hwspec.diagnostics import HwspecError, display_path, report
     from hwspec.live.cliques import DomainPlan, short
     from hwspec.live.culprits import LeafPlan
+    from hwspec.model.cluster import Cluster
     from hwspec.text import visible
     from hwspec.topology import topology_of
 
@@ -62,7 +63,7 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return None
-    if getattr(cluster, "kind", None) != "cluster":
+    if not isinstance(cluster, Cluster):
         sys.stderr.write(f"hwspec: {visible(str(path))} is not a cluster file: no NVLink domains to compare the nodes' cliques with\n")
         return None
     hosts = cluster.hostnames
@@ -74,7 +75,7 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
     plan = None
     if domains is not None:
         members = tuple(tuple(short(hosts[n]) for n in domains.nodes(d)) for d in range(domains.count))
-        at = cluster.source_map.doc.locate_key(("nvlink_domain",))  # the key's line, not its block's first field
+        at = cluster.source_map.locate_key(None, "nvlink_domain")  # the key's line, not its block's first field
         plan = DomainPlan(display_path(path), at, domains.names, members)
     leaves = LeafPlan(display_path(path), tuple(name for name, _ in groups),
                       tuple(tuple(short(hosts[n]) for n in nodes) for _, nodes in groups),

@@ -246,6 +246,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import HwspecError, report
     from hwspec.live.diff import diff
+    from hwspec.model.node import Platform
 
     if args.inputs and not (args.live or args.sysfs_root is not None):
         from hwspec.cli.acceptance import results_among, run_results_diff
@@ -266,9 +267,8 @@ def run_diff(args: argparse.Namespace) -> int:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return write_diff_report(args, exc.diagnostics, EXIT_UNREADABLE)
-    if getattr(platform, "kind", "node") != "node":
-        kind = getattr(platform, "kind", "cluster")
-        sys.stderr.write(f"hwspec: {visible(args.spec)} is a {kind} file: diff compares one node with its node platform file\n")
+    if not isinstance(platform, Platform):
+        sys.stderr.write(f"hwspec: {visible(args.spec)} is a {platform.kind} file: diff compares one node with its node platform file\n")
         return write_diff_report(args, [], EXIT_UNREADABLE)
     machine, fatal = _read(args)
     if fatal:
