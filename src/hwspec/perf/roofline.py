@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hwspec.model.node import Gpu, known
+from hwspec.model.node import Gpu, Nic, known
 from hwspec.text import visible
 from hwspec.topology.node import Topology
 
@@ -259,7 +259,7 @@ def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
     return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=f"{kind} shared by {who}")
 
 
-def _transport(nics: Iterable) -> str:
+def _transport(nics: Iterable[Nic]) -> str:
     kinds = sorted({n.transport for n in nics})
     return ",".join(kinds)
 
@@ -425,4 +425,5 @@ def slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s") 
     values = [group["tiers"][tier] for group in doc["gpu_groups"]]
     if not values or any(v is None for v in values):
         return None
-    return min(v[key] for v in values)
+    least: float = min(v[key] for v in values)  # a JSON document's number
+    return least

@@ -63,7 +63,8 @@ def row(document: dict[str, Any]) -> dict[str, Any]:
 
 def hbm_fraction(document: dict[str, Any]) -> float:
     """The share of the busiest GPU's tables its HBM holds (the rest spills to host DDR or SSD)."""
-    return sum(t["fraction"] for t in document["placement"]["tiers"] if t["tier"] == "hbm")
+    held: float = sum(t["fraction"] for t in document["placement"]["tiers"] if t["tier"] == "hbm")  # a JSON document's numbers
+    return held
 
 
 def with_efficiency(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
