@@ -16,12 +16,15 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from hwspec import __version__
 from hwspec.cli.common import cannot_write, command_policy, command_sandbox
 from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
+
+if TYPE_CHECKING:
+    from hwspec.diagnostics import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -90,7 +93,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
 
-    broken_modules: list = []
+    broken_modules: list[Diagnostic] = []
     rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
@@ -128,7 +131,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hwspec.diagnostics import Code, report
     from hwspec.generate import engine as generate
 
-    broken_modules: list = []
+    broken_modules: list[Diagnostic] = []
     rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
@@ -205,7 +208,7 @@ WAITING = "waiting for the unknown facts of devices"
 """How HW603's finding that names the waiting outputs starts (rules/builtin/unknown.py)."""
 
 
-def summarised(diagnostics: list, path: Path) -> list:
+def summarised(diagnostics: list[Diagnostic], path: Path) -> list[Diagnostic]:
     """`diagnostics` with HW603's one finding per device with unknown facts left out, for
     `generate`: the finding that says which outputs wait for which facts of which devices stays,
     one per platform, its hint saying where the devices' own findings are (validate, or

@@ -30,7 +30,14 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from hwspec.model.parts import Catalogue, Part
+    from hwspec.rules.engine import Rule
+    from hwspec.source.expand import Provenance
 
 FIELDS_PAGE = "reference/fields.md"
 RULES_PAGE = "reference/rules.md"
@@ -231,7 +238,7 @@ def _model_section(model: str, raw: dict[str, Any], described: dict[str, Any], u
 # ---------------------------------------------------------------- rules
 
 
-def builtin_rules() -> list[Any]:
+def builtin_rules() -> list[Rule]:
     """The built-in rules, loaded by path as `hwspec rules` loads them, by id."""
     from hwspec import content
     from hwspec.rules import load_rules
@@ -239,7 +246,7 @@ def builtin_rules() -> list[Any]:
     return sorted(load_rules([content.builtin_dir("rules")]), key=lambda r: r.id)
 
 
-def rule_reference(rules: list[Any] | None = None) -> str:
+def rule_reference(rules: list[Rule] | None = None) -> str:
     """The rule pages: a table of every rule, then each rule's heading (`HW202 backend-nic-locality`,
     anchor `#hw202`), its default severity, scope, whether a platform may change it, and its
     docstring (the invariant, then why it matters), as `hwspec explain ID` prints it."""
@@ -302,8 +309,8 @@ PART_SECTIONS = (("cpus", "CPUs", "CPU"), ("gpus", "GPUs", "GPU"), ("nics", "NIC
 """(catalogue section, heading, what one part is), in the order the page lists them."""
 
 
-def builtin_catalogue() -> Any:
-    """The built-in parts catalogue (`hwspec.model.parts.Catalogue`), read as the loader reads it."""
+def builtin_catalogue() -> Catalogue:
+    """The built-in parts catalogue, read as the loader reads it."""
     from hwspec import content
     from hwspec.model.load import load_catalogue
 
@@ -324,7 +331,7 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _field_description(model: Any, path: tuple[str, ...], described: dict[str, Any]) -> str:
+def _field_description(model: type[BaseModel] | None, path: tuple[str, ...], described: dict[str, Any]) -> str:
     """What the field at `path` under `model` (a pydantic model class) means: the model's
     description, else the committed schema's (`described`, by model name); nested models are
     followed, a mapping's entries take the mapping's description."""
@@ -363,7 +370,7 @@ def _figure_rows(raw: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[
             yield prefix + (key,), value
 
 
-def _provenance_text(note: Any) -> str:
+def _provenance_text(note: Provenance | None) -> str:
     words = []
     if note is not None and note.source:
         words.append(note.source)
@@ -372,7 +379,7 @@ def _provenance_text(note: Any) -> str:
     return "; ".join(words)
 
 
-def _part_section(part: Any, what: str, model: Any, described: dict[str, Any]) -> list[str]:
+def _part_section(part: Part, what: str, model: type[BaseModel], described: dict[str, Any]) -> list[str]:
     """One part: its heading (anchored by name), what it is and where it is written, its own
     source, then a row per figure: the key, the value with its unit, what the key means and the
     source given for that value, or for its block (on the block's first row)."""
@@ -427,7 +434,7 @@ sockets:
 """How a platform file names the site part (a fragment of its `sockets:`)."""
 
 
-def parts_reference(catalogue: Any | None = None) -> str:
+def parts_reference(catalogue: Catalogue | None = None) -> str:
     """The parts page: a table of every part by kind, then each part's section (heading and
     anchor = its name, so the site's search finds `epyc-7r13`), then how to add a site part."""
     from hwspec.spec.parts import PART_KINDS
@@ -444,11 +451,12 @@ def parts_reference(catalogue: Any | None = None) -> str:
         "where the catalogue assumes it.",
         "",
     ]
+    parts = catalogue.parts  # every part by kind and name, as `get` gives each
     for section, heading, _what in PART_SECTIONS:
         names = catalogue.names(section)
         lines += [f"## {heading}", "", "| part | model | file |", "|---|---|---|"]
         for name in names:
-            part = catalogue.get(section, name)
+            part = parts[section][name]
             model_name = cell(str(part.raw.get("model_name", "")))
             lines.append(f"| [`{name}`](#{anchor(name)}) | {model_name} | `{Path(part.file).name}` |")
         lines.append("")
@@ -459,7 +467,7 @@ def parts_reference(catalogue: Any | None = None) -> str:
     for section, heading, what in PART_SECTIONS:
         lines += [f"## {heading}: figures", ""]
         for name in catalogue.names(section):
-            lines += _part_section(catalogue.get(section, name), what, getattr(models, PART_KINDS[section]), described)
+            lines += _part_section(parts[section][name], what, getattr(models, PART_KINDS[section]), described)
     lines += [
         "## Adding a site part",
         "",
