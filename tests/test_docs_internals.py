@@ -28,11 +28,11 @@ def first_column(text: str) -> list[str]:
     return [name for row in re.findall(r"^\| ([^|]+) \|", text, re.MULTILINE) for name in re.findall(r"`(\w+)`", row)]
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_each_python_example_runs_in_a_fresh_interpreter(index):
     """`import hwspec` alone, from the repository root, as a user would."""
     examples = re.findall(r"^```python\n(.*?)^```", PAGE, re.DOTALL | re.MULTILINE)
-    assert len(examples) == 3
+    assert len(examples) == 4
     result = subprocess.run([sys.executable, "-c", examples[index]], cwd=ROOT, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
