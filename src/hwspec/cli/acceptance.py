@@ -146,7 +146,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
     runs = [(scope, span, c, ex.collective_figures(span, c, version=args.nccl_version, env=env))
             for scope, span in scopes for c in COLLECTIVES if c in tests and span.ranks > 1]
     copies = [(t, ex.copy_figures(topology, t)) for t in ex.COPY_TESTS if t in tests
-              and topology.kind == "node" and args.nodes in (None, 1) and ex.tool_of_platform(topology) == "nccl-tests"]
+              and isinstance(topology, Topology) and args.nodes in (None, 1) and ex.tool_of_platform(topology) == "nccl-tests"]
     if args.format == "json":
         doc = ex.document_of(topology, runs, copies)
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
