@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hwspec.model.node import Gpu, Nic, known
+from hwspec.model.node import Gpu, Nic, Platform, known
 from hwspec.text import visible
 from hwspec.topology.node import Topology
 
@@ -360,7 +360,7 @@ def _header(platform: Any) -> dict[str, Any]:
     }
 
 
-def host_memory_only(platform: Any) -> bool:
+def host_memory_only(platform: Platform) -> bool:
     """Whether every unknown figure of `platform` is a NUMA node's memory (an imported draft's
     `capacity: unknown`/`bandwidth: unknown`): the roofline then still gives every other tier, with
     `host_ddr` null where its memory is unknown and `unknown` naming it; consumers that need
