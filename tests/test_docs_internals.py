@@ -122,3 +122,5 @@ def test_every_public_name_of_hwspec_testing_is_listed_with_each_strategys_param
             assert docsgen.plain(inspect.getdoc(value)) in section, name
     nodes = page.split("\n### node_specs { #node_specs }\n", 1)[1]
     assert "    min_gpus: int = 1,\n    max_gpus: int = 16,\n" in nodes
+    assert "ForwardRef" not in page and "hypothesis.strategies." not in page  # every strategy's type as written
+    assert "hostile_node_specs(**kwargs: Any) -> st.SearchStrategy[tuple[Path_, str, dict[str, Any]]]\n" in page

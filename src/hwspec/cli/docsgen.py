@@ -28,6 +28,7 @@ import importlib
 import inspect
 import json
 import re
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -594,8 +595,14 @@ class _Shown:
 
 
 def _unquoted(signature: inspect.Signature) -> inspect.Signature:
-    def shown(annotation: Any) -> Any:
-        return _Shown(annotation) if isinstance(annotation, str) else annotation
+    def shown(annotation: object) -> object:
+        if isinstance(annotation, str):
+            return _Shown(annotation)
+        # hypothesis' composite returns SearchStrategy[<the function's return annotation>], text here
+        (argument, *more) = typing.get_args(annotation) or (None,)
+        if getattr(typing.get_origin(annotation), "__name__", "") == "SearchStrategy" and isinstance(argument, typing.ForwardRef) and not more:
+            return _Shown(f"st.SearchStrategy[{argument.__forward_arg__}]")
+        return annotation
 
     parameters = [p.replace(annotation=shown(p.annotation)) for p in signature.parameters.values()]
     return signature.replace(parameters=parameters, return_annotation=shown(signature.return_annotation))
