@@ -29,11 +29,11 @@ def first_column(text: str) -> list[str]:
     return [name for row in re.findall(r"^\| ([^|]+) \|", text, re.MULTILINE) for name in re.findall(r"`(\w+)`", row)]
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_each_python_example_runs_in_a_fresh_interpreter(index):
     """`import hwspec` alone, from the repository root, as a user would."""
     examples = re.findall(r"^```python\n(.*?)^```", PAGE, re.DOTALL | re.MULTILINE)
-    assert len(examples) == 3
+    assert len(examples) == 4
     result = subprocess.run([sys.executable, "-c", examples[index]], cwd=ROOT, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -123,3 +123,5 @@ def test_every_public_name_of_hwspec_testing_is_listed_with_each_strategys_param
             assert docsgen.plain(inspect.getdoc(value)) in section, name
     nodes = page.split("\n### node_specs { #node_specs }\n", 1)[1]
     assert "    min_gpus: int = 1,\n    max_gpus: int = 16,\n" in nodes
+    assert "ForwardRef" not in page and "hypothesis.strategies." not in page  # every strategy's type as written
+    assert "hostile_node_specs(**kwargs: Any) -> st.SearchStrategy[tuple[Path_, str, dict[str, Any]]]\n" in page

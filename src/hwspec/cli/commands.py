@@ -16,12 +16,15 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from hwspec import __version__
 from hwspec.cli.common import cannot_write, command_policy, command_sandbox, load_command_generators
 from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
+
+if TYPE_CHECKING:
+    from hwspec.diagnostics import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -95,7 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
 
-    broken_modules: list = []
+    broken_modules: list[Diagnostic] = []
     rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
@@ -133,7 +136,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hwspec.diagnostics import Code, report
     from hwspec.generate import engine as generate
 
-    broken_modules: list = []
+    broken_modules: list[Diagnostic] = []
     rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
@@ -162,9 +165,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if checked.failed():
             failed = True
             continue
-        if checked.topology is None:
+        topology = checked.topology
+        if topology is None:
             continue  # a workload or parts file: checked, nothing to generate
-        name = checked.platform.name
+        name = topology.name
         if name in owners:
             sys.stderr.write(f"hwspec: error[{Code.OUTPUT_NOT_WRITTEN}]: {visible(str(owners[name]))} and {visible(str(path))} "
                              f"are both named '{name}': their files would overwrite each other in {visible(str(args.output))}/{name}/\n")
@@ -172,14 +176,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
             continue
         owners[name] = path
         try:
-            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered,
+            plan.update(generate.plan_for(topology, args.templates, root=args.install_root, rendered=rendered,
                                            policy=command_policy(args), generators=generators, sandbox=command_sandbox(args)))
         except generate.GenerationError as exc:
             code = Code.GENERATOR_FAILED if isinstance(exc, generate.GeneratorFailed) else Code.GENERATION_FAILED
             sys.stderr.write(f"hwspec: error[{code}]: {visible(str(exc))}\n")
             failed = True
             continue
-        names.append(checked.platform.name)
+        names.append(name)
     if failed:
         sys.stderr.write("hwspec: nothing written: fix the errors above first\n" if not args.check else "hwspec: check aborted by errors\n")
         return EXIT_UNREADABLE
@@ -213,7 +217,7 @@ WAITING = "waiting for the unknown facts of devices"
 """How HW603's finding that names the waiting outputs starts (rules/builtin/unknown.py)."""
 
 
-def summarised(diagnostics: list, path: Path) -> list:
+def summarised(diagnostics: list[Diagnostic], path: Path) -> list[Diagnostic]:
     """`diagnostics` with HW603's one finding per device with unknown facts left out, for
     `generate`: the finding that says which outputs wait for which facts of which devices stays,
     one per platform, its hint saying where the devices' own findings are (validate, or
@@ -305,6 +309,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
     from hwspec.perf import roofline, roofline_report
+    from hwspec.topology.cluster import ClusterTopology
 
     rules = _rules(args)
     if rules is None:
@@ -314,20 +319,21 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE
-    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+    topology = checked.topology
+    if checked.platform is not None and topology is None:  # a workload or parts file
         sys.stderr.write(f"hwspec: {visible(args.platform)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return EXIT_UNREADABLE
     if checked.failed():
         shown = visible(args.platform)
         sys.stderr.write(f"hwspec: {shown} has errors: fix them first ('hwspec validate {shown}')\n")
         return EXIT_FINDINGS
-    if getattr(checked.platform, "kind", "node") == "cluster":
+    if isinstance(topology, ClusterTopology):
         from hwspec.perf import cluster_roofline
 
-        document = cluster_roofline.cluster_roofline(checked.topology)
+        document = cluster_roofline.cluster_roofline(topology)
         text = cluster_roofline.cluster_text_report
     else:
-        document, text = roofline.roofline(checked.topology), roofline_report.text_report
+        document, text = roofline.roofline(checked.node_topology()), roofline_report.text_report
     if args.format == "json":
         import json
 

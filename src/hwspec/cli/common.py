@@ -1,21 +1,31 @@
 """What the commands share beyond argument parsing: the rules and generators they run, the
-sandbox they run them in, and how a file they cannot write is reported. Imported by `commands`, `estimate`,
-`live` and `acceptance`, so none imports another for it."""
+sandbox they run them in, how a file they cannot write is reported, and the types of a
+subcommand (`Command`, `SubParsers`). Imported by `commands`, `estimate`, `live` and
+`acceptance`, so none imports another for it."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
+    from hwspec.diagnostics import Diagnostic
     from hwspec.formats.environment import EnvironmentPolicy
     from hwspec.generate.registry import Generator
+    from hwspec.rules.engine import Rule
     from hwspec.rules.sandbox import Sandbox
 
+    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    """What `add_subparsers` returns, which each command family adds its parsers to."""
 
-def load_command_rules(args: argparse.Namespace, failures: list | None = None) -> list | None:
+Command: TypeAlias = tuple[Callable[[argparse.Namespace], int], str]
+"""A subcommand's function (parsed arguments -> exit status) and its one-line help (`COMMANDS`)."""
+
+
+def load_command_rules(args: argparse.Namespace, failures: list[Diagnostic] | None = None) -> list[Rule] | None:
     """The built-in rules plus `--rules DIR`s; None (after printing why) when they cannot be
     used: a `--rules DIR` that is not a directory (E301), two rules with one id or name (E302).
 

@@ -31,9 +31,17 @@ import importlib
 import inspect
 import json
 import re
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from hwspec.model.parts import Catalogue, Part
+    from hwspec.rules.engine import Rule
+    from hwspec.source.expand import Provenance
 
 FIELDS_PAGE = "reference/fields.md"
 RULES_PAGE = "reference/rules.md"
@@ -234,7 +242,7 @@ def _model_section(model: str, raw: dict[str, Any], described: dict[str, Any], u
 # ---------------------------------------------------------------- rules
 
 
-def builtin_rules() -> list[Any]:
+def builtin_rules() -> list[Rule]:
     """The built-in rules, loaded by path as `hwspec rules` loads them, by id."""
     from hwspec import content
     from hwspec.rules import load_rules
@@ -242,7 +250,7 @@ def builtin_rules() -> list[Any]:
     return sorted(load_rules([content.builtin_dir("rules")]), key=lambda r: r.id)
 
 
-def rule_reference(rules: list[Any] | None = None) -> str:
+def rule_reference(rules: list[Rule] | None = None) -> str:
     """The rule pages: a table of every rule, then each rule's heading (`HW202 backend-nic-locality`,
     anchor `#hw202`), its default severity, scope, whether a platform may change it, and its
     docstring (the invariant, then why it matters), as `hwspec explain ID` prints it."""
@@ -305,8 +313,8 @@ PART_SECTIONS = (("cpus", "CPUs", "CPU"), ("gpus", "GPUs", "GPU"), ("nics", "NIC
 """(catalogue section, heading, what one part is), in the order the page lists them."""
 
 
-def builtin_catalogue() -> Any:
-    """The built-in parts catalogue (`hwspec.model.parts.Catalogue`), read as the loader reads it."""
+def builtin_catalogue() -> Catalogue:
+    """The built-in parts catalogue, read as the loader reads it."""
     from hwspec import content
     from hwspec.model.parts import load_catalogue
 
@@ -327,7 +335,7 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _field_description(model: Any, path: tuple[str, ...], described: dict[str, Any]) -> str:
+def _field_description(model: type[BaseModel] | None, path: tuple[str, ...], described: dict[str, Any]) -> str:
     """What the field at `path` under `model` (a pydantic model class) means: the model's
     description, else the committed schema's (`described`, by model name); nested models are
     followed, a mapping's entries take the mapping's description."""
@@ -366,7 +374,7 @@ def _figure_rows(raw: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[
             yield prefix + (key,), value
 
 
-def _provenance_text(note: Any) -> str:
+def _provenance_text(note: Provenance | None) -> str:
     words = []
     if note is not None and note.source:
         words.append(note.source)
@@ -375,7 +383,7 @@ def _provenance_text(note: Any) -> str:
     return "; ".join(words)
 
 
-def _part_section(part: Any, what: str, model: Any, described: dict[str, Any]) -> list[str]:
+def _part_section(part: Part, what: str, model: type[BaseModel], described: dict[str, Any]) -> list[str]:
     """One part: its heading (anchored by name), what it is and where it is written, its own
     source, then a row per figure: the key, the value with its unit, what the key means and the
     source given for that value, or for its block (on the block's first row)."""
@@ -430,7 +438,7 @@ sockets:
 """How a platform file names the site part (a fragment of its `sockets:`)."""
 
 
-def parts_reference(catalogue: Any | None = None) -> str:
+def parts_reference(catalogue: Catalogue | None = None) -> str:
     """The parts page: a table of every part by kind, then each part's section (heading and
     anchor = its name, so the site's search finds `epyc-7r13`), then how to add a site part."""
     from hwspec.spec.parts import PART_KINDS
@@ -447,11 +455,12 @@ def parts_reference(catalogue: Any | None = None) -> str:
         "where the catalogue assumes it.",
         "",
     ]
+    parts = catalogue.parts  # every part by kind and name, as `get` gives each
     for section, heading, _what in PART_SECTIONS:
         names = catalogue.names(section)
         lines += [f"## {heading}", "", "| part | model | file |", "|---|---|---|"]
         for name in names:
-            part = catalogue.get(section, name)
+            part = parts[section][name]
             model_name = cell(str(part.raw.get("model_name", "")))
             lines.append(f"| [`{name}`](#{anchor(name)}) | {model_name} | `{Path(part.file).name}` |")
         lines.append("")
@@ -462,7 +471,7 @@ def parts_reference(catalogue: Any | None = None) -> str:
     for section, heading, what in PART_SECTIONS:
         lines += [f"## {heading}: figures", ""]
         for name in catalogue.names(section):
-            lines += _part_section(catalogue.get(section, name), what, getattr(models, PART_KINDS[section]), described)
+            lines += _part_section(parts[section][name], what, getattr(models, PART_KINDS[section]), described)
     lines += [
         "## Adding a site part",
         "",
@@ -589,8 +598,14 @@ class _Shown:
 
 
 def _unquoted(signature: inspect.Signature) -> inspect.Signature:
-    def shown(annotation: Any) -> Any:
-        return _Shown(annotation) if isinstance(annotation, str) else annotation
+    def shown(annotation: object) -> object:
+        if isinstance(annotation, str):
+            return _Shown(annotation)
+        # hypothesis' composite returns SearchStrategy[<the function's return annotation>], text here
+        (argument, *more) = typing.get_args(annotation) or (None,)
+        if getattr(typing.get_origin(annotation), "__name__", "") == "SearchStrategy" and isinstance(argument, typing.ForwardRef) and not more:
+            return _Shown(f"st.SearchStrategy[{argument.__forward_arg__}]")
+        return annotation
 
     parameters = [p.replace(annotation=shown(p.annotation)) for p in signature.parameters.values()]
     return signature.replace(parameters=parameters, return_annotation=shown(signature.return_annotation))

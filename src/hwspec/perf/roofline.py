@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hwspec.model.node import Gpu, known
+from hwspec.model.node import Gpu, Nic, Platform, known
 from hwspec.text import visible
 from hwspec.topology.node import Topology
 
@@ -262,7 +262,7 @@ def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
     return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=f"{kind} shared by {who}")
 
 
-def _transport(nics: Iterable) -> str:
+def _transport(nics: Iterable[Nic]) -> str:
     kinds = sorted({n.transport for n in nics})
     return ",".join(kinds)
 
@@ -363,7 +363,7 @@ def _header(platform: Any) -> dict[str, Any]:
     }
 
 
-def host_memory_only(platform: Any) -> bool:
+def host_memory_only(platform: Platform) -> bool:
     """Whether every unknown figure of `platform` is a NUMA node's memory (an imported draft's
     `capacity: unknown`/`bandwidth: unknown`): the roofline then still gives every other tier, with
     `host_ddr` null where its memory is unknown and `unknown` naming it; consumers that need
@@ -428,4 +428,5 @@ def slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s") 
     values = [group["tiers"][tier] for group in doc["gpu_groups"]]
     if not values or any(v is None for v in values):
         return None
-    return min(v[key] for v in values)
+    least: float = min(v[key] for v in values)  # a JSON document's number
+    return least
