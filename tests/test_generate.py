@@ -158,9 +158,46 @@ def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_d
         "launch.env", "nccl.conf", "health/slurm-healthcheck.sh", "health/npd-plugin.sh", "health/npd-config.json",
         "health/npd-daemonset.yaml", "acceptance/run-node.sh"}
     assert again["roofline.json"] is first["roofline.json"]
+    # run-node.sh reads the install dir, its expected.json beside it does not: made once (`once`)
+    assert again["acceptance/expected.json"] is first["acceptance/expected.json"]
     calls.clear()
     generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex", generators=counted)  # no run's outputs: all rendered
     assert sorted(calls) == rendered_first
+
+
+def test_once_makes_a_text_once_per_run_unless_it_read_the_deployment():
+    """`Generation.once`: a text made from the topology and the header alone is made once per
+    run (a cluster's render of its node platform reuses it); one whose making read a deployment
+    value is made every time, as is everything without a run's `rendered` (a library call)."""
+    import functools
+
+    from hwspec.generate import engine as generate
+
+    topology = topology_of(check(ROOT / "platforms" / "zionex.yaml").platform)
+    env = generate.template_environment()
+    made: list[str] = []
+    rendered = generate.Rendered()
+
+    def context(install_dir: str, run: generate.Rendered | None = rendered) -> generate.GenContext:
+        return generate.GenContext(topology, env, "acceptance-node", "platforms/zionex.yaml", install_dir, rendered=run)
+
+    def plain(ctx: generate.GenContext) -> str:
+        made.append("plain")
+        return ctx.platform.name
+
+    def deployed(ctx: generate.GenContext) -> str:
+        made.append("deployed")
+        return ctx.install_dir
+
+    for install_dir in ("/etc/hwspec/zionex", "/etc/hwspec/zionex-16/nodes/zionex"):
+        ctx = context(install_dir)
+        assert ctx.once("plain", functools.partial(plain, ctx)) == "zionex"
+        assert ctx.once("deployed", functools.partial(deployed, ctx)) == install_dir
+    assert made == ["plain", "deployed", "deployed"]
+    made.clear()
+    ctx = context("/etc/hwspec/zionex", run=None)
+    ctx.once("plain", lambda: plain(ctx)), ctx.once("plain", lambda: plain(ctx))
+    assert made == ["plain", "plain"]
 
 
 # ---------------------------------------------------------------- unknown facts (HW603) in generate's output

@@ -92,8 +92,11 @@ def acceptance_node(ctx: GenContext) -> Plan:
 
 
 def expected_json(ctx: GenContext | ClusterGenContext) -> str:
-    """`acceptance/expected.json`: the platform's figures, with the provenance header as `_generated`."""
-    return dump_rows({"_generated": ctx.header_lines(), **expected_document(ctx.topology)})
+    """`acceptance/expected.json`: the platform's figures, with the provenance header as `_generated`.
+    They read no deployment value: made once per run (`once`), a node platform that a cluster
+    renders again under its own install dir reuses them."""
+    return ctx.once("acceptance/expected.json",
+                    lambda: dump_rows({"_generated": ctx.header_lines(), **expected_document(ctx.topology)}))
 
 
 _ROW = "\x00row{}"

@@ -174,6 +174,23 @@ class Generation:
         return render_all(topology, self.env, install_dir=install_dir, rail_optimized=rail_optimized, source=source,
                           rendered=self.rendered, policy=self.policy, generators=self.generators, box=self.box)
 
+    def once(self, what: str, make: Callable[[], str]) -> str:
+        """The text `make()` returns, made once per run for this generator, topology and source
+        (`Rendered.derived`): for a part of a generator's output that reads no deployment value
+        where the rest does (a node's expected.json beside its run-node.sh), so that a node
+        platform a cluster renders again reuses it. Made every time without a run's `rendered`
+        (a library call), or when `make` read a deployment value after all."""
+        if self.rendered is None:
+            return make()
+        key = (id(self.topology), self.name, self.env, self.source, what)
+        text = self.rendered.derived.get(key)
+        if text is None:
+            read = set(self.deployment_read)
+            text = make()
+            if self.deployment_read == read:
+                self.rendered.keep_derived(key, self.topology, text)
+        return text
+
     def header_lines(self) -> list[str]:
         """The provenance lines. The source path is hostile text (a directory may be called
         anything): it is shown `visible` (one printable line), and shell-quoted where the
@@ -264,6 +281,10 @@ RenderKey = tuple[int, str, "jinja2.Environment", GeneratorFunc, str]
 """An output's identity in one run: the topology's id, the generator's name, the template
 environment, the generator function and the source as shown."""
 
+DerivedKey = tuple[int, str, "jinja2.Environment", str, str]
+"""A text `Generation.once` made, in one run: the topology's id, the generator's name, the template
+environment, the source as shown and what the text is."""
+
 
 class Rendered:
     """Generator outputs already rendered in one run (`hwspec generate` makes one): a cluster
@@ -273,6 +294,8 @@ class Rendered:
 
     def __init__(self) -> None:
         self.outputs: dict[RenderKey, list[tuple[dict[str, Any], Plan]]] = {}
+        self.derived: dict[DerivedKey, str] = {}
+        """Texts generators made with `Generation.once`."""
         self.topologies: list[Topology | ClusterTopology] = []  # kept, so that the ids in the keys stay theirs for the run
 
     def find(self, key: RenderKey, deployment: dict[str, Any]) -> Plan | None:
@@ -283,6 +306,10 @@ class Rendered:
     def keep(self, key: RenderKey, topology: Topology | ClusterTopology, read: dict[str, Any], files: Plan) -> None:
         self.topologies.append(topology)
         self.outputs.setdefault(key, []).append((read, files))
+
+    def keep_derived(self, key: DerivedKey, topology: Topology | ClusterTopology, text: str) -> None:
+        self.topologies.append(topology)
+        self.derived[key] = text
 
 
 def plan_for(topology: Topology | ClusterTopology, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
