@@ -416,11 +416,22 @@ class Topology(ResolvedView[Platform]):
         """Sum of a GPU's logical fabric bandwidth as written (every connection naming it),
         bytes/s per direction; connections of unknown bandwidth (an unknown part) count nothing:
         consumers of figures check `Platform.unknown_figures` first."""
-        return sum(c.bandwidth or 0.0 for c in self.platform.nvlinks if gpu_id in (c.a, c.b))
+        return self._fabric_totals.get(gpu_id, (0, 0))[0]
 
     def nvlink_links(self, gpu_id: str) -> int:
         """Fabric links of one GPU as written (every connection naming it)."""
-        return sum(c.links for c in self.platform.nvlinks if gpu_id in (c.a, c.b))
+        return self._fabric_totals.get(gpu_id, (0, 0))[1]
+
+    @cached_property
+    def _fabric_totals(self) -> dict[str, tuple[float, int]]:
+        """`nvlink_bandwidth` and `nvlink_links` of every GPU (or switch) a connection names,
+        summed once per topology over its connections in file order (a connection of a GPU to
+        itself counts once)."""
+        connections: dict[str, list[NvlinkConnection]] = {}
+        for c in self.platform.nvlinks:
+            for end in dict.fromkeys((c.a, c.b)):
+                connections.setdefault(end, []).append(c)
+        return {end: (sum(c.bandwidth or 0.0 for c in named), sum(c.links for c in named)) for end, named in connections.items()}
 
     @cached_property
     def _direct_nvlink(self) -> frozenset[frozenset[str]]:
