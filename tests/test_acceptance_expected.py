@@ -173,6 +173,22 @@ def test_peer_copies_cover_every_ordered_pair():
     assert len(figures) == 56 and figures[0].pair == ("gpu0", "gpu1") and figures[-1].pair == ("gpu7", "gpu6")
 
 
+def test_copy_figures_are_the_same_with_the_links_a_document_finds_once_per_kind():
+    t = topology("hgx-h100.yaml")
+    for test, between in ex.COPY_TESTS.items():
+        links = ex.copy_links(t, peer=between == ("gpu", "gpu"))
+        assert ex.copy_figures(t, test, links) == ex.copy_figures(t, test)
+
+
+def test_a_run_record_has_a_list_per_column_an_entry_per_figure():
+    span = node_span(topology("hgx-h100.yaml"))
+    figures = ex.collective_figures(span, "all_reduce", (8, 2**34))
+    record = ex.run_record("node", span, "all_reduce", figures, ex.Links())
+    assert tuple(ex.figure_columns(figures)) == ex.COLUMNS
+    assert record["bytes"] == [8, 2**34] and record["judged"] == [f.judged for f in figures]
+    assert record["expected_busbw_gbps"] == [ex.gb(f.busbw) for f in figures]
+
+
 def test_the_document_covers_every_scope_and_collective_of_a_cluster():
     doc = ex.document(topology("gb200-nvl72-x4.yaml"))
     scopes = sorted({(r["scope"], r["span"]) for r in doc["runs"]})

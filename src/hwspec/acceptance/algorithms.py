@@ -240,6 +240,8 @@ class Option:
     latency_seconds: float
     seconds_per_byte: float
     tree_correction: tuple[float, ...] | None
+    limit: Link
+    """The candidate's link at its limit (`Candidate.limit`), found once, not per size."""
 
     def seconds(self, nbytes: int) -> float:
         per_byte = self.seconds_per_byte
@@ -272,7 +274,7 @@ def option(span: Span, collective: str, candidate: Candidate, protocol: str, rel
         seconds_per_byte *= simple / refined
     correction = tuple(release.tree_correction[protocol]) if modelled == "Tree" else None
     return Option(candidate, protocol, _latency(span, collective, algorithm, protocol, release, c), seconds_per_byte,
-                  correction)
+                  correction, candidate.limit)
 
 
 def options(span: Span, collective: str, found: list[Candidate], version: str | None = None,
@@ -319,7 +321,7 @@ def fastest(made: list[Option], nbytes: int, bound_seconds_per_byte: float | Non
     if best is None:
         return None
     bound = bound_seconds_per_byte if bound_seconds_per_byte is not None else least_bound(made)
-    return Timing(least, best.candidate.algorithm, best.protocol, best.latency_seconds, best.candidate.limit, nbytes * bound)
+    return Timing(least, best.candidate.algorithm, best.protocol, best.latency_seconds, best.limit, nbytes * bound)
 
 
 def least_bound(made: list[Option]) -> float:

@@ -125,12 +125,13 @@ def collective_figures(span: Span, collective: str, sizes: tuple[int, ...] = SIZ
     factor = alg.busbw_factor(collective, span.ranks)
     made_options = alg.options(span, collective, found, version, protocols) if found and not untimed else []
     bound = alg.least_bound(made_options) if made_options else None
+    tool, nodes, gpus_per_node = tool_of(span), span.nodes, span.gpus_per_node
     figures = []
     for nbytes in sizes:
         timing = alg.fastest(made_options, nbytes, bound) if made_options else None
         if timing is None:
             note = why if untimed or not found else f"NCCL_PROTO={env.get('NCCL_PROTO')} leaves no protocol that runs {collective}"
-            figures.append(Expected(collective, tool_of(span), span.nodes, span.gpus_per_node, nbytes, None, None, None,
+            figures.append(Expected(collective, tool, nodes, gpus_per_node, nbytes, None, None, None,
                                     "", "", None, False, f"unchecked: {note}", band_source))
             continue
         busbw = nbytes / timing.seconds * factor
@@ -140,7 +141,7 @@ def collective_figures(span: Span, collective: str, sizes: tuple[int, ...] = SIZ
         note = ("" if judged else
                 f"not judged: latency is {timing.latency_seconds / timing.seconds:.0%} of the time at this size (NCCL's model)"
                 if latency_bound else f"not judged: {band_source}")
-        figures.append(Expected(collective, tool_of(span), span.nodes, span.gpus_per_node, nbytes, busbw,
+        figures.append(Expected(collective, tool, nodes, gpus_per_node, nbytes, busbw,
                                 busbw * (1 - width) if judged and width is not None else None, high,
                                 timing.algorithm, timing.protocol, timing.limit, judged, note, band_source))
     return figures
@@ -163,17 +164,17 @@ def describe(figure: Expected) -> str:
     return f"{shown} ({figure.limit.what if figure.limit else ''}, {figure.algorithm}/{figure.protocol})"
 
 
-def figure_record(figure: Expected) -> dict[str, Any]:
-    """A figure's `COLUMNS` as expected.json and `hwspec expect --format json` write them: GB/s
-    (1e9 bytes/s)."""
+def figure_columns(figures: list[Expected]) -> dict[str, list[Any]]:
+    """The figures' `COLUMNS` as expected.json and `hwspec expect --format json` write them, one
+    list per column with an entry per figure: GB/s (1e9 bytes/s)."""
     return {
-        "bytes": figure.bytes,
-        "expected_busbw_gbps": gb(figure.busbw),
-        "low_busbw_gbps": gb(figure.low),
-        "high_busbw_gbps": gb(figure.high),
-        "algorithm": figure.algorithm or None,
-        "protocol": figure.protocol or None,
-        "judged": figure.judged,
+        "bytes": [f.bytes for f in figures],
+        "expected_busbw_gbps": [gb(f.busbw) for f in figures],
+        "low_busbw_gbps": [gb(f.low) for f in figures],
+        "high_busbw_gbps": [gb(f.high) for f in figures],
+        "algorithm": [f.algorithm or None for f in figures],
+        "protocol": [f.protocol or None for f in figures],
+        "judged": [f.judged for f in figures],
     }
 
 
@@ -270,9 +271,11 @@ def fabric_tier_of(platform: Platform, gpu: Gpu) -> str:
     return fabric_tier(platform, gpu)
 
 
-def copy_figure(test: str, link: Link | None, pair: tuple[str, str], why: str = "") -> Expected:
-    """The figure of one copy over `link` (None: unknown, with `why`)."""
-    width, band_source = copy_band("host" not in pair)
+def copy_figure(test: str, link: Link | None, pair: tuple[str, str], why: str = "",
+                band: tuple[float | None, str] | None = None) -> Expected:
+    """The figure of one copy over `link` (None: unknown, with `why`); `band` is the copy's
+    `copy_band`, where the caller has it."""
+    width, band_source = copy_band("host" not in pair) if band is None else band
     if link is None or link.achieved is None:
         note = f"unchecked: {why or (link.efficiency_source if link is not None else 'the link is not known')}"
         return Expected(test, "nvbandwidth", 1, 1, None, None, None, None, "copy engine", "", link, False, note, band_source, pair)
@@ -282,16 +285,34 @@ def copy_figure(test: str, link: Link | None, pair: tuple[str, str], why: str = 
                     "copy engine", "", link, judged, "" if judged else f"not judged: {band_source}", band_source, pair)
 
 
-def copy_figures(topology: Topology, test: str) -> list[Expected]:
+CopyLinks = dict[frozenset[str], Link | None]
+"""The link each copy of a node crosses (`copy_links`): by its GPU for a host copy, by its GPU
+pair (either way) for a peer copy."""
+
+
+def copy_links(topology: Topology, peer: bool) -> CopyLinks:
+    """The links of a node's host copies (`peer` false: a GPU's, to and from the host alike) or
+    of its peer copies (a pair's, the same both ways: found once)."""
+    gpus = topology.platform.gpus
+    if peer:
+        return {frozenset((a.id, b.id)): peer_copy_link(topology, a, b) for i, a in enumerate(gpus) for b in gpus[i + 1:]}
+    return {frozenset((g.id,)): host_copy_link(topology, g) for g in gpus}
+
+
+def copy_figures(topology: Topology, test: str, links: CopyLinks | None = None) -> list[Expected]:
     """The figures of nvbandwidth `test` (`COPY_TESTS`) on a node: one per GPU for a host copy
-    (by GPU index, as nvbandwidth numbers them), one per ordered GPU pair for a peer copy (a
-    pair's link is the same both ways: found once)."""
+    (by GPU index, as nvbandwidth numbers them), one per ordered GPU pair for a peer copy.
+    `links` are the node's `copy_links` of the test's kind, where the caller has them (the
+    tests of one kind cross the same links)."""
     gpus = topology.platform.gpus
     source, target = COPY_TESTS[test]
-    if source == "gpu" and target == "gpu":
-        links = {frozenset((a.id, b.id)): peer_copy_link(topology, a, b) for i, a in enumerate(gpus) for b in gpus[i + 1:]}
-        return [copy_figure(test, links[frozenset((a.id, b.id))], (a.id, b.id)) for a in gpus for b in gpus if a is not b]
-    return [copy_figure(test, host_copy_link(topology, g), ("host", g.id) if source == "host" else (g.id, "host")) for g in gpus]
+    peer = source == "gpu" and target == "gpu"
+    links = copy_links(topology, peer) if links is None else links
+    band = copy_band(peer)
+    if peer:
+        return [copy_figure(test, links[frozenset((a.id, b.id))], (a.id, b.id), band=band) for a in gpus for b in gpus if a is not b]
+    return [copy_figure(test, links[frozenset((g.id,))], ("host", g.id) if source == "host" else (g.id, "host"), band=band)
+            for g in gpus]
 
 
 # ------------------------------------------------------------------ a platform's figures, as a document
@@ -366,13 +387,12 @@ def run_record(scope: str, span: Span, collective: str, figures: list[Expected],
     limiting its largest size (a key of the document's `links`), and a list per column."""
     judged = [f.bytes for f in figures if f.judged and f.bytes is not None]
     last = figures[-1] if figures else None
-    rows = [figure_record(f) for f in figures]
     return {"scope": scope, "tool": tool_of(span), "test": collective, "nodes": span.nodes,
             "gpus_per_node": span.gpus_per_node, "span": span.kind,
             "judged_from_bytes": min(judged) if judged else None,
             "limit": links.ref(last.limit if last else None),
             **({"note": last.note} if last is not None and last.busbw is None else {}),
-            **{column: [row[column] for row in rows] for column in COLUMNS}}
+            **figure_columns(figures)}
 
 
 def copy_record(test: str, figures: list[Expected], links: Links) -> dict[str, Any]:
@@ -417,8 +437,10 @@ def document(topology: Topology | ClusterTopology) -> dict[str, Any]:
     env = platform_environment(topology)
     runs: list[Run] = [(scope, span, c, collective_figures(span, c, env=env)) for scope, span in scopes(topology)
                        for c in alg.COLLECTIVES]
-    copies = ([(test, copy_figures(topology, test)) for test in COPY_TESTS]
-              if isinstance(topology, Topology) and tool_of_platform(topology) == "nccl-tests" else [])
+    copies: list[tuple[str, list[Expected]]] = []
+    if isinstance(topology, Topology) and tool_of_platform(topology) == "nccl-tests":
+        links = {peer: copy_links(topology, peer) for peer in (False, True)}
+        copies = [(test, copy_figures(topology, test, links[COPY_TESTS[test] == ("gpu", "gpu")])) for test in COPY_TESTS]
     return document_of(topology, runs, copies)
 
 
