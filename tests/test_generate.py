@@ -158,8 +158,10 @@ def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_d
         "launch.env", "nccl.conf", "health/slurm-healthcheck.sh", "health/npd-plugin.sh", "health/npd-config.json",
         "health/npd-daemonset.yaml", "acceptance/run-node.sh"}
     assert again["roofline.json"] is first["roofline.json"]
-    # run-node.sh reads the install dir, its expected.json beside it does not: made once (`once`)
+    # run-node.sh and the health checks read the install dir, expected.json and the parts bundle
+    # beside them do not: made once (`once`)
     assert again["acceptance/expected.json"] is first["acceptance/expected.json"]
+    assert again["parts/platform-parts.yaml"] is first["parts/platform-parts.yaml"]
     calls.clear()
     generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex", generators=counted)  # no run's outputs: all rendered
     assert sorted(calls) == rendered_first

@@ -147,7 +147,8 @@ def health(ctx: GenContext) -> Plan:
         "health/npd-config.json": json.dumps(config, indent=2) + "\n",
         "health/npd-daemonset.yaml": manifest,
     }
-    bundle = parts_bundle(ctx)
-    if bundle is not None:
+    # the bundle reads no deployment value: made once per run (a cluster's render of the node reuses it)
+    bundle = ctx.once(PARTS_FILE, lambda: parts_bundle(ctx) or "")
+    if bundle:
         files[PARTS_FILE] = bundle
     return files
