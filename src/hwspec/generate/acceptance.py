@@ -102,6 +102,7 @@ def expected_json(ctx: GenContext | ClusterGenContext) -> str:
 _ROW = "\x00row{}"
 _ROW_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
 """One row's JSON (json.dumps with these options, without making an encoder for each row)."""
+_CONTAINERS = frozenset((dict, list))
 
 
 def dump_rows(document: dict[str, Any]) -> str:
@@ -121,7 +122,7 @@ def dump_rows(document: dict[str, Any]) -> str:
         if isinstance(value, list):
             if key == "figures":  # an nvbandwidth test's copies: one per line
                 return [row(v) for v in value]
-            if all(not isinstance(v, (dict, list)) for v in value):
+            if _CONTAINERS.isdisjoint(map(type, value)):  # numbers, names, nulls
                 return row(value)
             return [skeleton(v) for v in value]
         return value
