@@ -226,6 +226,20 @@ def test_a_node_platform_s_rules_run_once_per_run(tmp_path, monkeypatch):
     assert all(c.platform is not None and not c.failed() for c in checked)
 
 
+def test_a_cluster_s_host_limits_are_decided_once_and_each_caller_gets_its_own_list(monkeypatch):
+    """HW903 and every writer of hosts ask `host_limits`; the model never changes, so its hosts
+    are checked once (at 65,536 nodes, passes over 131,072 names and addresses)."""
+    from hwspec.formats import limits
+
+    cluster = pipeline.check(FIXTURES / "address_zone_unsafe.yaml", platform_roots=[FIXTURES.parent]).platform
+    calls: list[str] = []
+    real = limits.all_lines
+    monkeypatch.setattr(limits, "all_lines", lambda pattern, values: calls.append(pattern.pattern) or real(pattern, values))
+    first, again = limits.host_limits(cluster), limits.host_limits(cluster)
+    assert first == again and first is not again and [limit.reported_by for limit in first] == [""]
+    assert calls == []  # HW903 decided them during the check
+
+
 def test_a_backend_nic_of_unknown_speed_is_an_hw807_saying_so_not_a_failed_rule(tmp_path):
     """A node's backend NIC of an unknown part has no speed: HW807 says the NIC's speed is
     unknown (HW603 on the node says what to fill in) instead of failing on it."""

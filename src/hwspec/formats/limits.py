@@ -169,6 +169,11 @@ def is_ip_address(text: str) -> bool:
     return True
 
 
+_HOST_LIMITS = "_hwspec_host_limits"
+"""Where a cluster model's instance dict keeps its `host_limits` (as `functools.cached_property`
+keeps a value on a frozen dataclass, and `hwspec.topology.node.held` the model's topology)."""
+
+
 def host_limits(cluster: Cluster) -> list[Limit]:
     """What keeps a cluster's hosts from being written where its writers put them unquoted
     (label-nodes.sh's kubectl arguments, slurm.conf's NodeName= and NodeAddr=, topology files,
@@ -177,7 +182,16 @@ def host_limits(cluster: Cluster) -> list[Limit]:
     is two to Slurm), or one with a character a hostfile line cannot carry (an IPv6 zone is any
     text). Every such writer refuses with this list, whatever ran before it; HW805 reports the
     names and addresses, HW903 the characters. The first offender of each kind per group,
-    decided for all of a group's hosts at once in the common case."""
+    decided for all of a group's hosts at once in the common case, and once per cluster model
+    (which never changes): the generation rule and each of the four generators that write hosts
+    ask, and at 65,536 nodes an answer is passes over 131,072 names and addresses."""
+    kept: tuple[Limit, ...] | None = vars(cluster).get(_HOST_LIMITS)
+    if kept is None:
+        kept = vars(cluster)[_HOST_LIMITS] = tuple(_host_limits(cluster))
+    return list(kept)
+
+
+def _host_limits(cluster: Cluster) -> list[Limit]:
     limits = []
     for index, group in enumerate(cluster.groups):
         names, addresses = list(group.hostnames), list(group.addresses or ())
