@@ -254,8 +254,9 @@ def _uplink_nodes(fabric: Fabric, uplinks: int, rail: int | None) -> int:
     return max(1, math.floor(uplinks * fabric.uplink_speed / (ports * fabric.nic_speed) + 1e-9))
 
 
-def round_counts(topology: ClusterTopology) -> RoundCounts:
-    """The formula's round counts for a cluster (the module's docstring), from the fabric alone."""
+def round_counts(topology: ClusterTopology, spine: SpineRounds | None) -> RoundCounts:
+    """The formula's round counts for a cluster (the module's docstring), from the fabric alone;
+    `spine` is its `spine_rounds`."""
     cluster = topology.platform
     domains = cluster.nvlink_domains
     sizes = [len(nodes) for _, nodes in topology.leaf_groups]
@@ -265,7 +266,6 @@ def round_counts(topology: ClusterTopology) -> RoundCounts:
     if fabric is not None and fabric.topology == "rail-optimized" and any(n >= 2 for n in sizes):
         rails = sum(any(_rail_selectable(g.platform, rail) and _pod_share(topology, g.nodes) >= 2 for g in cluster.groups)
                     for rail in range(fabric.nics_per_node))
-    spine = spine_rounds(topology)
     return RoundCounts(node=1, domain=int(domains is not None and domains.size >= 2 and cluster.node_count >= 2),
                        leaf=leaf, rail=rails, spine=spine.rounds if spine else 0)
 
@@ -323,7 +323,7 @@ def plan(topology: ClusterTopology) -> AcceptancePlan:
         found = [s for s in found if s.run_count]
         index = len({s.round for s in sets})
         sets.extend(replace(s, round=index, label=f"r{index:02d}-{s.label}") for s in found)
-    return AcceptancePlan(tuple(sets), round_counts(topology), spine, max_message_bytes(cluster.node_platforms))
+    return AcceptancePlan(tuple(sets), round_counts(topology, spine), spine, max_message_bytes(cluster.node_platforms))
 
 
 def network_env(cluster: Cluster) -> tuple[tuple[str, str], ...]:

@@ -321,9 +321,9 @@ def cluster_span(topology: ClusterTopology, nodes: Sequence[int], gpus_per_node:
     out = nic_link(node, gpus) if units > 1 else None
     p2p = nic_link(node, gpus, aggregate=False) if units > 1 else None
     if out is not None and p2p is not None:
-        out, crossing = uplink_cap(topology, ordered, gpus, out)
-        p2p, _ = uplink_cap(topology, ordered, gpus, p2p)
-        kind = "spine" if crossing else ("rail" if per_node == 1 else "leaf")
+        cap = uplink_cap(topology, ordered, gpus)
+        out, p2p = capped(topology, out, cap), capped(topology, p2p, cap)
+        kind = "spine" if cap is not None else ("rail" if per_node == 1 else "leaf")
     fabric = cluster.fabric
     return Span(kind=kind, nodes=len(nodes), gpus_per_node=per_node, units=units, unit_gpus=unit_gpus, intra=intra,
                 out=out, out_p2p=p2p, nvls=nvls, sharp=bool(fabric is not None and fabric.sharp and units > 1),
@@ -369,17 +369,18 @@ def domain_links(topology: ClusterTopology, intra: Link | None, nvls: Link | Non
                               f"NVLink SHARP in the domain's switches, {domain_intra.what}", domain_intra.where, domain_intra.entry)
 
 
-def uplink_cap(topology: ClusterTopology, ordered: Sequence[int], gpus: tuple[Gpu, ...], out: Link) -> tuple[Link, bool]:
-    """`out` capped by the leaf uplinks a run shares when its nodes (`ordered`, ascending) sit
-    under several leaf groups: each leaf's uplink capacity divided among the run's NIC ports
-    below it (on a rail-optimized fabric only rail i's leaves carry NIC i), the tightest leaf's,
-    as a per-GPU rate (a node's `gpus` share its NICs in use). Returns the link and whether the
-    run crosses leaf groups."""
+def uplink_cap(topology: ClusterTopology, ordered: Sequence[int], gpus: tuple[Gpu, ...]) -> float | None:
+    """The per-GPU rate the leaf uplinks a run shares allow when its nodes (`ordered`,
+    ascending) sit under several leaf groups: each leaf's uplink capacity divided among the
+    run's NIC ports below it (on a rail-optimized fabric only rail i's leaves carry NIC i), the
+    tightest leaf's, per GPU (a node's `gpus` share its NICs in use); None when the run stays
+    under one leaf group (or the fabric has none). Found once per run, for each of its links
+    out of a node (`capped`)."""
     fabric = topology.platform.fabric
     if fabric is None or not topology.leaf_groups:
-        return out, False
+        return None
     if topology.leaf_group_of(ordered[0]) == topology.leaf_group_of(ordered[-1]):
-        return out, False
+        return None
     node = node_topology(_platform_of(topology, ordered[0]))
     used = len({n for g in gpus for n in node.scale_out_nics(g.id)})
     # a rail-optimized fabric repeats one leaf layout per rail: each layout is counted once
@@ -391,9 +392,13 @@ def uplink_cap(topology: ClusterTopology, ordered: Sequence[int], gpus: tuple[Gp
         if below:
             ports = below * (1 if rail else used)
             per_port = min(per_port, uplinks * fabric.uplink_speed / ports if fabric.spine_count else 0.0)
-    cap = per_port * used / len(gpus)
-    if cap >= out.bandwidth:
-        return out, True
+    return per_port * used / len(gpus)
+
+
+def capped(topology: ClusterTopology, out: Link, cap: float | None) -> Link:
+    """`out` capped by the leaf uplinks a run shares (`uplink_cap`; None: none shared)."""
+    if cap is None or cap >= out.bandwidth:
+        return out
     return Link("network", cap, out.efficiency, out.efficiency_source,
                 f"the leaves' uplinks shared by the run's GPUs: {gbps(cap)} per GPU (below {out.what})",
-                topology.platform.locate("backend"), "backend"), True
+                topology.platform.locate("backend"), "backend")
