@@ -202,6 +202,24 @@ def test_once_makes_a_text_once_per_run_unless_it_read_the_deployment():
     assert made == ["plain", "plain"]
 
 
+def test_a_topology_s_file_limits_are_decided_once_for_the_rule_and_the_generator(monkeypatch):
+    """HW901 reports `topology_limits`, the nccl-topo generator refuses with them (and HW911 and
+    rccl-topo with `rccl_limits`): the topology never changes, so they are decided once."""
+    from hwspec.formats import nccl_tree
+    from hwspec.generate.engine import Rendered
+
+    decided: list[str] = []
+    for name in ("_topology_limits", "_rccl_limits"):
+        real = getattr(nccl_tree, name)
+        monkeypatch.setattr(nccl_tree, name, lambda topology, _real=real, _name=name: decided.append(_name) or _real(topology))
+    checked = check(ROOT / "platforms" / "zionex.yaml")
+    assert checked.topology is not None and not checked.failed()
+    plan_for(checked.topology, rendered=Rendered())
+    assert sorted(decided) == ["_rccl_limits", "_topology_limits"]
+    first = nccl_tree.topology_limits(checked.topology)
+    assert first == nccl_tree.topology_limits(checked.topology) and first is not nccl_tree.topology_limits(checked.topology)
+
+
 # ---------------------------------------------------------------- unknown facts (HW603) in generate's output
 
 

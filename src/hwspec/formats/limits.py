@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from hwspec.formats.transports import facts, ib_verbs, interface_use
 from hwspec.model.node import Platform
@@ -35,6 +36,21 @@ MAX_IB_HCAS = 32
 
 class GenerationError(Exception):
     """A generator could not produce valid output (message names the platform and file)."""
+
+
+Judged = TypeVar("Judged")
+
+
+def kept(judged: Judged, name: str, limits: Callable[[Judged], list[Limit]]) -> list[Limit]:
+    """`limits(judged)` of a model or topology that never changes, decided once: the generation
+    rule that reports them and the generator that refuses with them both ask. Kept in its
+    instance dict under `name` (as `functools.cached_property` keeps a value on a frozen
+    dataclass, and `hwspec.topology.node.held` a model's topology); each caller gets a list
+    of its own."""
+    found: tuple[Limit, ...] | None = vars(judged).get(name)
+    if found is None:
+        found = vars(judged)[name] = tuple(limits(judged))
+    return list(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +185,6 @@ def is_ip_address(text: str) -> bool:
     return True
 
 
-_HOST_LIMITS = "_hwspec_host_limits"
-"""Where a cluster model's instance dict keeps its `host_limits` (as `functools.cached_property`
-keeps a value on a frozen dataclass, and `hwspec.topology.node.held` the model's topology)."""
-
-
 def host_limits(cluster: Cluster) -> list[Limit]:
     """What keeps a cluster's hosts from being written where its writers put them unquoted
     (label-nodes.sh's kubectl arguments, slurm.conf's NodeName= and NodeAddr=, topology files,
@@ -183,12 +194,9 @@ def host_limits(cluster: Cluster) -> list[Limit]:
     text). Every such writer refuses with this list, whatever ran before it; HW805 reports the
     names and addresses, HW903 the characters. The first offender of each kind per group,
     decided for all of a group's hosts at once in the common case, and once per cluster model
-    (which never changes): the generation rule and each of the four generators that write hosts
-    ask, and at 65,536 nodes an answer is passes over 131,072 names and addresses."""
-    kept: tuple[Limit, ...] | None = vars(cluster).get(_HOST_LIMITS)
-    if kept is None:
-        kept = vars(cluster)[_HOST_LIMITS] = tuple(_host_limits(cluster))
-    return list(kept)
+    (`kept`): the generation rule and each of the four generators that write hosts ask, and at
+    65,536 nodes an answer is passes over 131,072 names and addresses."""
+    return kept(cluster, "_hwspec_host_limits", _host_limits)
 
 
 def _host_limits(cluster: Cluster) -> list[Limit]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from hwspec.formats.limits import GenerationError, Limit
+from hwspec.formats.limits import GenerationError, Limit, kept
 from hwspec.formats.limits import collective_library as collective_library  # generators and rules import it from here
 from hwspec.formats.nccl_topology import (
     CLASS_ACCELERATOR,
@@ -192,7 +192,12 @@ def topology_limits(topology: Topology) -> list[Limit]:
     mask longer than NCCL's 255-character attribute, a node whose smallest form (the
     skeleton) still has more than NCCL's 256 elements, any other attribute of the form that
     would be written longer than NCCL reads (a CPUID family, compute capability, port or speed
-    with hundreds of digits). Nothing to check without GPUs (no file)."""
+    with hundreds of digits). Nothing to check without GPUs (no file). Decided once per
+    topology (`kept`: HW901 and the generator ask)."""
+    return kept(topology, "_hwspec_nccl_topology_limits", _topology_limits)
+
+
+def _topology_limits(topology: Topology) -> list[Limit]:
     platform = topology.platform
     if not platform.gpus or collective_library(platform) != "nccl":
         return []  # AMD GPUs get rccl-topo.xml, with RCCL's own form and limits
@@ -523,7 +528,12 @@ def elements(node: XmlNode) -> int:
 
 def rccl_limits(topology: Topology) -> list[Limit]:
     """Every reason rccl-topo.xml cannot be written for this node (empty for NVIDIA nodes and
-    for AMD nodes RCCL can be told about)."""
+    for AMD nodes RCCL can be told about). Decided once per topology (`kept`: HW911 and the
+    generator ask)."""
+    return kept(topology, "_hwspec_rccl_limits", _rccl_limits)
+
+
+def _rccl_limits(topology: Topology) -> list[Limit]:
     platform: Platform = topology.platform
     if collective_library(platform) != "rccl" or missing_bus_ids(topology):
         return []  # without bus ids the file is not written: HW603 reports it
