@@ -264,8 +264,8 @@ def round_counts(topology: ClusterTopology, spine: SpineRounds | None) -> RoundC
     fabric = cluster.fabric
     rails = 0
     if fabric is not None and fabric.topology == "rail-optimized" and any(n >= 2 for n in sizes):
-        rails = sum(any(_rail_selectable(g.platform, rail) and _pod_share(topology, g.nodes) >= 2 for g in cluster.groups)
-                    for rail in range(fabric.nics_per_node))
+        paired = [g for g in cluster.groups if _pod_share(topology, g.nodes) >= 2]  # found once, not once per rail
+        rails = sum(any(_rail_selectable(g.platform, rail) for g in paired) for rail in range(fabric.nics_per_node))
     return RoundCounts(node=1, domain=int(domains is not None and domains.size >= 2 and cluster.node_count >= 2),
                        leaf=leaf, rail=rails, spine=spine.rounds if spine else 0)
 
