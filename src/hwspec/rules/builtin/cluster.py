@@ -9,15 +9,13 @@ from itertools import chain
 
 from hwspec.formats.limits import (
     HOST_NAME,
-    HOST_NAME_LINES,
     HOST_NAME_SYNTAX,
-    IPV4_LINES,
-    all_lines,
+    host_limits,
     host_name_fault,
     is_ip_address,
     k8s_name,
 )
-from hwspec.model.cluster import NodeGroup
+from hwspec.model.cluster import Cluster
 from hwspec.rules import ClusterContext, Finding, rule
 from hwspec.text import visible
 from hwspec.topology import topology_of
@@ -136,13 +134,15 @@ def bisection_minimum(ctx: ClusterContext) -> Iterator[Finding]:
                           hint="add uplinks or spines, or lower the declared minimum")
 
 
-def _clean_hosts(groups: tuple[NodeGroup, ...]) -> bool:
-    """The common case, decided for all nodes at once: every hostname a lower-case RFC 1123 label and every
-    address dotted-quad IPv4, none used twice."""
-    names = list(chain.from_iterable(group.hostnames for group in groups))
-    addresses = list(chain.from_iterable(group.addresses or () for group in groups))
-    return (all_lines(HOST_NAME_LINES, names) and len(set(names)) == len(names)
-            and all_lines(IPV4_LINES, addresses) and len(set(addresses)) == len(addresses))
+def _clean_hosts(cluster: Cluster) -> bool:
+    """The common case, decided for all nodes at once: every hostname a lower-case RFC 1123
+    label and every address an IP address (no limit `host_limits` gives HW805 to report, decided
+    once per cluster for this rule, HW903 and every writer of hosts), none used twice."""
+    if any(limit.reported_by == "HW805" for limit in host_limits(cluster)):
+        return False
+    names = list(chain.from_iterable(group.hostnames for group in cluster.groups))
+    addresses = list(chain.from_iterable(group.addresses or () for group in cluster.groups))
+    return len(set(names)) == len(names) and len(set(addresses)) == len(addresses)
 
 
 @rule("HW805", "host-names", "error", scope="cluster", waivable=False,
@@ -153,7 +153,7 @@ def host_names(ctx: ClusterContext) -> Iterator[Finding]:
 
     Hostfiles, Slurm, Kubernetes and the rendezvous all key on names; a duplicate silently drops
     a node or double-books one, and a name Kubernetes refuses makes label-nodes.sh fail."""
-    if _clean_hosts(ctx.platform.groups):
+    if _clean_hosts(ctx.platform):
         return
     seen: dict[str, int] = {}
     addresses: dict[str, int] = {}
