@@ -250,6 +250,49 @@ def test_the_index_install_command_is_the_readme_quick_start():
 # ---------------------------------------------------------------- the site builds
 
 
+def _distribution(requirement: str) -> str:
+    """A requirement's distribution name, normalized (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", requirement).group()).lower()
+
+
+RENDER_WITH_OTHER_EXTRAS_BLOCKED = r"""
+import importlib.abc, json, sys
+from pathlib import Path
+blocked = set(json.loads(sys.argv[1]))
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ImportError(f"{name} comes with another extra than docs")
+
+sys.meta_path.insert(0, Refuse())
+from hwspec.cli.docsgen import GENERATED_PAGES, GENERATED_SECTIONS, diagram_images
+for render in [*GENERATED_PAGES.values(), *(r for section in GENERATED_SECTIONS.values() for r in section.values())]:
+    render()
+diagram_images(Path.cwd(), Path.cwd() / "docs", None)
+"""
+
+
+@pytest.mark.slow  # a process that renders every generated page
+def test_what_the_site_s_hooks_render_needs_only_hwspec_s_dependencies_and_the_docs_extra():
+    """The README builds the site from a virtual environment with `.[docs]` alone (CI builds it
+    from .venv-docs, so): rendered with every package only another extra installs refused, the
+    generated pages still render (internals.md documents hwspec.testing, so hypothesis is in docs)."""
+    import importlib.metadata
+    import json
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    needed = {_distribution(r) for r in project["dependencies"] + project["optional-dependencies"]["docs"]}
+    others = {_distribution(r) for extra in project["optional-dependencies"].values() for r in extra} - needed
+    blocked = sorted(module for module, distributions in importlib.metadata.packages_distributions().items()
+                     if any(_distribution(d) in others for d in distributions) and module.isidentifier())
+    assert "pytest" in blocked  # the test extra's own
+    result = subprocess.run([sys.executable, "-c", RENDER_WITH_OTHER_EXTRAS_BLOCKED, json.dumps(blocked)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 @pytest.mark.consumer
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None,
                     reason="mkdocs and its Material theme are not installed (pip install -e '.[docs]')")
