@@ -311,27 +311,56 @@ def test_rule_printing_is_kept_out_of_the_sarif_report(tmp_path):
     assert "fd noise" in result.stderr and "child noise" in result.stderr
 
 
-def test_each_rule_has_its_own_time_limit_and_stdout_in_one_platform_s_run(tmp_path):
-    """The rules of a platform share one box: each still gets the whole limit (three rules of
-    0.6 s under a 1 s limit all finish), and what one rule does to stdout (fd 1 moved, sys.stdout
-    gone) does not reach the next one's output or the report."""
+def test_each_rule_runs_under_its_own_timer_and_stdout_in_one_platform_s_run(tmp_path):
+    """The rules of a platform share one box: each still runs under a timer of at most the limit,
+    whatever the rule before it did to the timer (the first disarms it, the second sets 1000 s),
+    and what one rule does to stdout (fd 1 moved, sys.stdout gone) does not reach the next one's
+    output or the report. (That each is armed with the whole limit, not what is left of a shared
+    one: test_each_item_of_a_box_is_armed_with_the_whole_limit, without a clock.)"""
     (tmp_path / "rules").mkdir()
-    (tmp_path / "rules" / "slow.py").write_text(
-        "import os, sys, time\nfrom hwspec.rules import rule\n\n\n"
-        "@rule('SITE010', 'first', 'warning')\ndef first(ctx):\n    \"\"\"Moves stdout.\"\"\"\n    time.sleep(0.6)\n"
-        "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n    sys.stdout = None\n    yield ctx.finding('first')\n\n\n"
-        "@rule('SITE011', 'second', 'warning')\ndef second(ctx):\n    \"\"\"Prints.\"\"\"\n    time.sleep(0.6)\n"
-        "    print('second noise')\n    os.write(1, b'second fd noise\\n')\n    yield ctx.finding('second')\n\n\n"
-        "@rule('SITE012', 'third', 'warning')\ndef third(ctx):\n    \"\"\"Sleeps.\"\"\"\n    time.sleep(0.6)\n"
-        "    yield ctx.finding('third')\n")
+    (tmp_path / "rules" / "timers.py").write_text(
+        "import os, signal, sys\nfrom hwspec.rules import rule\n\n\n"
+        "def armed():\n    return 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30\n\n\n"
+        "@rule('SITE010', 'first', 'warning')\ndef first(ctx):\n    \"\"\"Disarms the timer, moves stdout.\"\"\"\n"
+        "    timed = armed()\n    signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n    sys.stdout = None\n    yield ctx.finding(f'first timed {timed}')\n\n\n"
+        "@rule('SITE011', 'second', 'warning')\ndef second(ctx):\n    \"\"\"Sets a long timer, prints.\"\"\"\n"
+        "    timed = armed()\n    signal.setitimer(signal.ITIMER_REAL, 1000)\n"
+        "    print('second noise')\n    os.write(1, b'second fd noise\\n')\n    yield ctx.finding(f'second timed {timed}')\n\n\n"
+        "@rule('SITE012', 'third', 'warning')\ndef third(ctx):\n    \"\"\"Looks.\"\"\"\n"
+        "    yield ctx.finding(f'third timed {armed()}')\n")
     copy_zionex(tmp_path)
-    result = hwspec("validate", "--format", "json", "--rules", "rules", "--rule-time-limit", "1", "zionex.yaml",
+    result = hwspec("validate", "--format", "json", "--rules", "rules", "--rule-time-limit", "30", "zionex.yaml",
                     cwd=tmp_path, timeout=60)
     no_traceback(result)
     assert result.returncode == 0, result.stderr
     assert [(d["code"], d["message"]) for d in json.loads(result.stdout)] == [
-        ("SITE010", "first"), ("SITE011", "second"), ("SITE012", "third")]
+        ("SITE010", "first timed True"), ("SITE011", "second timed True"), ("SITE012", "third timed True")]
     assert "second noise" in result.stderr and "second fd noise" in result.stderr
+
+
+def test_each_item_of_a_box_is_armed_with_the_whole_limit(monkeypatch):
+    """Each rule of a platform gets the whole limit, not what the rules before it left of one
+    (three rules of 0.6 s under a 1 s limit all finish): each item arms the timer with the limit
+    itself, its repeat 0.1 s, whatever time has passed. The timer calls are recorded, not made."""
+    import signal
+
+    from hwspec.rules import sandbox
+
+    armed = []
+
+    def setitimer(which, seconds, interval=0.0):
+        assert which == signal.ITIMER_REAL
+        if seconds:
+            armed.append((seconds, interval))
+        return 0.0, 0.0  # no caller's timer to pause
+
+    monkeypatch.setattr(sandbox.signal, "setitimer", setitimer)
+    with sandbox.Box(limit=1.0) as box:
+        for _ in range(3):
+            with box.item():
+                pass
+    assert armed == [(1.0, 0.1)] * 3
 
 
 def test_rule_module_exiting_at_import_is_e900_in_the_report(tmp_path):
@@ -598,26 +627,28 @@ def test_report_of_a_non_utf8_file_name_is_written_in_every_format(tmp_path, fmt
 
 
 def test_rule_time_limit_keeps_a_callers_alarm(tmp_path):
-    """A caller's own SIGALRM timer (a test's hang guard) survives the rule sandbox and still fires."""
+    """A caller's own SIGALRM timer (a test's hang guard) survives the rule sandbox: after the
+    rules, it is armed again with what is left of it, under the caller's own handler. (Its length,
+    10 minutes, is a guard: the run takes well under a second of it; nothing here reads a clock.)"""
     import signal
-    import time
 
     from hwspec.model.load import load_platform
     from hwspec.rules import Sandbox, load_rules, run_rules
     from hwspec.topology.node import Topology
 
-    fired = []
-    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))
+    def caller(signum, frame):
+        raise AssertionError("the caller's 10-minute timer fired")
+
+    previous = signal.signal(signal.SIGALRM, caller)
     try:
-        signal.setitimer(signal.ITIMER_REAL, 1.5)
+        signal.setitimer(signal.ITIMER_REAL, 600)
         platform = load_platform(PLATFORMS / "zionex.yaml")
         from hwspec import pipeline
 
         assert run_rules(Topology(platform), load_rules(pipeline.rule_directories()), sandbox=Sandbox()) == []
-        remaining = signal.getitimer(signal.ITIMER_REAL)[0]
-        assert 0 < remaining <= 1.5
-        time.sleep(remaining + 0.2)
-        assert fired
+        remaining, interval = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < remaining <= 600 and interval == 0
+        assert signal.getsignal(signal.SIGALRM) is caller
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
