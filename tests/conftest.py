@@ -2,17 +2,22 @@
 
 * ``ci`` (the default): derandomized, no example database, few examples, so that the whole
   property suite is reproducible and runs in well under two minutes on a 2-core machine;
+* ``fast``: ``ci`` with a quarter of its examples, for the fast loop a contributor runs before
+  every commit (``-m 'not slow and not consumer'``): a run whose ``-m`` leaves out the ``slow``
+  tests gets it, so the whole suite (and CI) still runs every property at ``ci``'s count;
 * ``deep``: many more examples, random seeds, and the local example database (.hypothesis/),
   so that a failure found once is replayed first next time.
 
 Select one with ``HWSPEC_HYPOTHESIS_PROFILE=deep python -m pytest tests/test_properties*.py
-tests/test_fuzz.py``. Tests that pin their own ``@settings(max_examples=...)`` keep it; the
-property tests scale theirs from the profile's ``max_examples``.
+tests/test_fuzz.py`` (the variable wins over the fast loop's choice). The property tests scale
+their counts from the profile's ``max_examples``; a test with a count of its own writes it as
+``max_examples=pinned(N)`` (tests/examples.py): N under ``ci`` and ``deep``, a quarter under ``fast``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -43,4 +48,16 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+settings.register_profile("fast", parent=settings.get_profile("ci"), max_examples=5)
 settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))
+
+
+def leaves_out_slow(markexpr: str) -> bool:
+    """Whether a `-m` expression leaves out the slow tests (the fast loop's `not slow and not consumer`)."""
+    return re.search(r"\bnot\s+slow\b", markexpr) is not None
+
+
+def pytest_configure(config) -> None:
+    # before collection: the property modules read the profile's max_examples when imported
+    if PROFILE_ENV not in os.environ and leaves_out_slow(config.option.markexpr or ""):
+        settings.load_profile("fast")
