@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hwspec.cli import docsgen
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -158,9 +159,7 @@ def test_every_yaml_example_loads_and_every_full_platform_in_one_validates_clean
             if isinstance(data, dict) and "hwspec" in data:
                 target = tmp_path / "platforms" / f"docs-example-{checked}.yaml"
                 target.write_text(block)
-                result = subprocess.run([sys.executable, "-m", "hwspec", "validate", target.name], cwd=target.parent,
-                                        env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, capture_output=True, text=True,
-                                        timeout=300)
+                result = run_hwspec("validate", target.name, cwd=target.parent)
                 assert (result.returncode, result.stdout) == (0, ""), (page, result.stdout)
                 checked += 1
     assert checked >= 1

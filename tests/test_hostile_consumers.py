@@ -17,6 +17,7 @@ from hwspec.diagnostics.report import prometheus_label
 from hwspec.formats.limits import GenerationError
 from hwspec.generate.engine import generators, plan_for
 from hwspec.rules import load_rules
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 MINIMAL = ROOT / "tests" / "fixtures" / "spec" / "minimal_node.yaml"
@@ -78,8 +79,7 @@ WORKLOAD = ROOT / "workloads" / "model-a.yaml"
 
 
 def _hwspec(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hwspec", *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return run_hwspec(*args, cwd=cwd)
 
 
 def test_an_interface_list_past_nccls_value_limit_is_a_located_hw902_at_validate():

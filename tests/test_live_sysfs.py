@@ -4,8 +4,10 @@ refused cleanly, and the CI machine itself imported and diffed live."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,9 +79,7 @@ def test_sub_numa_clustering_turned_on_is_found_as_the_extra_nodes_and_the_split
 
 
 def test_a_port_that_is_down_is_a_d112_at_the_nic_device_line(tmp_path, capsys):
-    tree = tmp_path / "tree"
-    subprocess.run([sys.executable, str(TREES / "build.py"), str(tmp_path)], check=True)
-    (tmp_path / "good").rename(tree)
+    tree = good_copy(tmp_path)
     state = next(tree.glob("sys/devices/pci0000:80/**/mlx5_1/ports/1/state"))
     state.write_text("1: DOWN\n")
     assert main(["diff", SPEC, "--sysfs-root", str(tree), "--format", "github"]) == 1
@@ -88,7 +88,10 @@ def test_a_port_that_is_down_is_a_d112_at_the_nic_device_line(tmp_path, capsys):
 
 
 def test_the_committed_trees_are_what_build_py_writes(tmp_path):
-    subprocess.run([sys.executable, str(TREES / "build.py"), str(tmp_path)], check=True)
+    spec = importlib.util.spec_from_file_location("sysfs_build", ROOT / TREES / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    build.main(tmp_path)
     for tree in ("good", "gpu-x8", "nvlink-down", "nic-moved", "snc-on", "hca-port-missing", "gpu-link-down", "nvswitch-board"):
         assert snapshot(tmp_path / tree) == snapshot(TREES / tree), tree
 
@@ -126,8 +129,8 @@ def test_a_capture_of_this_machine_replays_as_the_live_read_and_holds_only_links
 
 def test_capture_of_a_capture_is_the_same_capture_with_its_nvml_answers(tmp_path):
     assert main(["capture", str(tmp_path / "again"), "--sysfs-root", str(TREES / "nvlink-down")]) == 0
-    assert snapshot(tmp_path / "again") == {k: v for k, v in snapshot(TREES / "nvlink-down").items()
-                                            if k in snapshot(tmp_path / "again")}
+    again = snapshot(tmp_path / "again")
+    assert again == {k: v for k, v in snapshot(TREES / "nvlink-down").items() if k in again}
     assert (tmp_path / "again" / "nvml.json").read_bytes() == (TREES / "nvlink-down" / "nvml.json").read_bytes()
 
 
@@ -153,7 +156,8 @@ def test_diff_needs_live_files_or_live_and_not_both(args, message, capsys):
 
 
 def good_copy(tmp_path: Path) -> Path:
-    subprocess.run([sys.executable, str(TREES / "build.py"), str(tmp_path)], check=True)
+    """A copy of the committed `good` tree, to break (what build.py writes: test_the_committed_trees_are_what_build_py_writes)."""
+    shutil.copytree(ROOT / TREES / "good", tmp_path / "good", symlinks=True)
     return tmp_path / "good"
 
 
