@@ -10,5 +10,5 @@ CI_EXAMPLES = 20
 
 def pinned(count: int) -> int:
     """`count` under `ci` and `deep`; in proportion under a profile that runs fewer examples than
-    `ci` (the fast loop's `fast`: a quarter), so that the fast loop runs every property, briefly."""
+    `ci` (the fast loop's `fast`: 3/20 of it), so that the fast loop runs every property, briefly."""
     return min(count, max(1, count * settings.default.max_examples // CI_EXAMPLES))

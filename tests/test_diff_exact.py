@@ -110,11 +110,13 @@ def draft_findings(paths: list[Path], importable: bool = False) -> list[str]:
     return [d.format() for d in diff(drafted, read_inputs(paths))]
 
 
+@pytest.mark.slow  # imports and diffs every live sample (about 50)
 @pytest.mark.parametrize("path", LIVE_FILES, ids=lambda p: p.name)
 def test_the_draft_of_every_live_sample_diffs_clean_against_it(path):
     assert draft_findings([path]) == []
 
 
+@pytest.mark.slow  # imports and diffs every real machine's file
 @pytest.mark.parametrize("path", REAL_FILES or [None], ids=lambda p: str(p.relative_to(REAL)) if p else "absent")
 def test_the_draft_of_every_real_machine_file_diffs_clean_against_it(path):
     if path is None:

@@ -109,6 +109,7 @@ def test_the_pages_show_exactly_the_diagrams_the_hook_draws_and_without_dot_plac
     assert not (DOCS / "images").exists()
 
 
+@pytest.mark.slow  # renders every site diagram with graphviz's dot
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed (apt-get install graphviz)")
 def test_the_site_diagrams_are_what_hwspec_generate_renders(tmp_path):
     images = docsgen.diagram_images(ROOT, DOCS, shutil.which("dot"))
@@ -184,6 +185,7 @@ TUTORIAL_EDITS = [
 """The tutorial's two mistakes, as (line in node.yaml, the line the page shows instead)."""
 
 
+@pytest.mark.slow  # runs the tutorial's commands as a shell does, each running hwspec
 def test_the_tutorial_runs_as_written(tmp_path):
     """In an empty directory: node.yaml is the page's node; both mistakes are made after the first
     `validate`, the unit is put back after `explain`, the NICs after the validation that reports
@@ -217,6 +219,7 @@ def test_the_tutorial_runs_as_written(tmp_path):
     assert (work / "hwspec.schema.json").stat().st_size > 100_000
 
 
+@pytest.mark.slow  # runs the page's commands in a shell, each running hwspec
 def test_the_clouds_recipe_commands_print_what_it_shows(tmp_path):
     env = hwspec_on_path(tmp_path)
     steps = commands_and_outputs((DOCS / "recipes" / "clouds.md").read_text())

@@ -477,6 +477,7 @@ def run_limited_each(commands: list[list[str]], timeout: int = 300) -> list[tupl
     return [tuple(r) for r in json.loads(result.stdout)]
 
 
+@pytest.mark.slow  # a memory-limited process reads 5 MiB bombs
 def test_resource_bombs_stay_within_memory(tmp_path):
     """One subprocess, several files that ask for far more than MEMORY_LIMIT if expanded
     naively: every one gets its own error, nothing runs out of memory."""

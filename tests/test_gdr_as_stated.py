@@ -35,6 +35,7 @@ def stated_gdr(path: Path) -> dict[tuple[str, str], str]:
     return out
 
 
+@pytest.mark.slow  # imports, validates and generates every NCCL/RCCL dump (about 35)
 @pytest.mark.parametrize("dump", DUMPS, ids=lambda p: p.name)
 def test_generated_gdr_equals_the_inputs_gdr_per_gpu_and_port(dump, tmp_path, capsys):
     stated = stated_gdr(dump)

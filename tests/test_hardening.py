@@ -52,6 +52,7 @@ HOSTILE_DIRECTORY_NAMES = [
 ]
 
 
+@pytest.mark.slow  # a hwspec process and bash per name
 @pytest.mark.parametrize("name", HOSTILE_DIRECTORY_NAMES, ids=repr)
 def test_hostile_directory_name_never_runs_as_code(tmp_path, name):
     """The platform path reaches every header; sourcing launch.env or running bind.sh must not
@@ -101,6 +102,7 @@ def test_regenerate_command_of_a_dash_path_is_not_an_option(tmp_path):
     assert "from \\x2d-x/zionex.yaml." in xml and "generate ./\\x2d-x/zionex.yaml -->" in xml
 
 
+@pytest.mark.slow  # a hwspec process
 def test_non_utf8_directory_name_generates(tmp_path):
     """A directory whose name is not UTF-8 (surrogate-escaped by Python) is shown as its bytes."""
     work = tmp_path / "w"
@@ -115,6 +117,7 @@ def test_non_utf8_directory_name_generates(tmp_path):
     assert document["platform"]["file"] == "bad\\xff/zionex.yaml"
 
 
+@pytest.mark.slow  # a hwspec process
 def test_lone_surrogate_in_title_is_refused_at_its_position(tmp_path):
     text = (PLATFORMS / "zionex.yaml").read_text()
     lines = text.splitlines(keepends=True)
@@ -194,6 +197,7 @@ def test_nul_in_path_message(capsys):
 # ---------------------------------------------------------------- blocking I/O
 
 
+@pytest.mark.slow  # a hwspec process
 def test_fifo_as_platform_file_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "fifo.yaml")
     result = hwspec("validate", "fifo.yaml", cwd=tmp_path, timeout=30)
@@ -201,12 +205,14 @@ def test_fifo_as_platform_file_is_refused_without_blocking(tmp_path):
     assert result.stdout == "fifo.yaml:1:1: error[E100]: cannot read file: it is a FIFO, not a regular file\n"
 
 
+@pytest.mark.slow  # a hwspec process
 def test_device_as_platform_file_is_refused(tmp_path):
     result = hwspec("validate", "/dev/zero", cwd=tmp_path, timeout=30)
     assert result.returncode == 2
     assert result.stdout == "/dev/zero:1:1: error[E100]: cannot read file: it is a character device, not a regular file\n"
 
 
+@pytest.mark.slow  # a hwspec process
 def test_fifo_in_parts_directory_is_refused_without_blocking(tmp_path):
     copy_zionex(tmp_path)
     (tmp_path / "parts").mkdir()
@@ -282,6 +288,7 @@ ESCAPING_RULES = {
 }
 
 
+@pytest.mark.slow  # a hwspec process per escape, two of them spinning to the 1 s limit
 @pytest.mark.parametrize("fault", sorted(ESCAPING_RULES))
 def test_site_rule_escape_is_e900_and_keeps_the_json_report(tmp_path, fault):
     imports, body, message = ESCAPING_RULES[fault]
@@ -299,6 +306,7 @@ def test_site_rule_escape_is_e900_and_keeps_the_json_report(tmp_path, fault):
     assert "noise on stdout" in result.stderr
 
 
+@pytest.mark.slow  # a hwspec process
 def test_rule_printing_is_kept_out_of_the_sarif_report(tmp_path):
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "chatty.py").write_text(
@@ -315,6 +323,7 @@ def test_rule_printing_is_kept_out_of_the_sarif_report(tmp_path):
     assert "fd noise" in result.stderr and "child noise" in result.stderr
 
 
+@pytest.mark.slow  # a hwspec process
 def test_each_rule_runs_under_its_own_timer_and_stdout_in_one_platform_s_run(tmp_path):
     """The rules of a platform share one box: each still runs under a timer of at most the limit,
     whatever the rule before it did to the timer (the first disarms it, the second sets 1000 s),
@@ -544,6 +553,7 @@ def test_a_killed_generate_leaves_the_old_set_or_the_new_set(tmp_path):
         assert not out.exists() or not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow  # races hwspec processes
 def test_concurrent_generates_into_one_directory_both_succeed(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -616,6 +626,7 @@ def test_unparseable_platform_file_content_is_not_echoed(tmp_path):
            "characters (not shown)\n" in result.stdout
 
 
+@pytest.mark.slow  # a hwspec process per format
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
 def test_report_of_a_non_utf8_file_name_is_written_in_every_format(tmp_path, fmt):
     directory = os.fsencode(tmp_path) + b"/bad\xff"

@@ -56,6 +56,7 @@ def test_a_label_value_that_is_not_utf8_is_written_visibly():
     assert prometheus_label("nod\u00e9\\\n") == '"nod\u00e9\\\\\\n"'  # UTF-8 text as it is: only the 3 escapes
 
 
+@pytest.mark.slow  # a hwspec process (its bytes on stdout)
 def test_the_exposition_of_a_non_utf8_node_and_spec_path_is_utf8(tmp_path):
     spec = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"spec\xfe.yaml")))
     spec.write_bytes((ROOT / "tests/data/sysfs/good-node.yaml").read_bytes())

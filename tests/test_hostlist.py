@@ -77,6 +77,7 @@ def test_compress_in_order_refuses_what_expands_in_another_order(hosts, in_order
     assert compress_in_order(hosts) == in_order
 
 
+@pytest.mark.slow  # 100,000 hosts
 def test_hostlists_stay_one_range_past_100000_hosts():
     hosts = [f"zx{i:05}" for i in range(131_072)]  # zx00000 ... zx99999, zx100000 ... zx131071
     assert hostlist._families_fast(hosts) is not None  # split into runs, not host by host

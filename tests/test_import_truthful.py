@@ -149,6 +149,7 @@ def differing_trusted_attributes(source: str, generated: str) -> list[str]:
     return differing
 
 
+@pytest.mark.slow  # imports, validates and diffs every real dump
 @pytest.mark.skipif(not REAL_FILES, reason="../shared/data/real-machines is absent")
 @pytest.mark.parametrize("source", REAL_FILES, ids=lambda p: p.name)
 def test_a_real_dump_drafts_only_parts_its_ids_name_and_validates_and_diffs_clean(tmp_path, capsys, source):

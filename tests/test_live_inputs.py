@@ -229,6 +229,7 @@ def test_mutated_samples_never_raise(sample, data):
     assert all(d.line >= 0 for d in m.problems)
 
 
+@pytest.mark.slow  # grows each input to show its reader linear (seconds of CPU)
 def test_parsing_is_linear_in_the_input(tmp_path):
     """A flat file of 20,000 bridges parses in well under a second per 10,000 (no quadratic step)."""
     def body(n: int) -> str:

@@ -87,6 +87,7 @@ def test_a_port_that_is_down_is_a_d112_at_the_nic_device_line(tmp_path, capsys):
     assert "line=110,col=11,title=D112 nic-port::nic1: port 1 of mlx5_1 is up in the spec, but not up in the machine" in out
 
 
+@pytest.mark.slow  # writes all eight synthetic trees
 def test_the_committed_trees_are_what_build_py_writes(tmp_path):
     spec = importlib.util.spec_from_file_location("sysfs_build", ROOT / TREES / "build.py")
     build = importlib.util.module_from_spec(spec)
@@ -107,6 +108,7 @@ def snapshot(root: Path) -> dict[str, str | bytes]:
 # ------------------------------------------------------------ the CI machine itself, and capture
 
 
+@pytest.mark.slow  # two hwspec processes on this machine
 def test_the_ci_machine_is_imported_live_and_its_draft_diffs_live_clean(tmp_path):
     drafted = hwspec("import", "--live", "-o", "node.yaml", cwd=tmp_path)
     assert drafted.returncode == 0, drafted.stderr
@@ -116,6 +118,7 @@ def test_the_ci_machine_is_imported_live_and_its_draft_diffs_live_clean(tmp_path
     assert checked.stderr.endswith("hwspec: node.yaml against this machine (/): the machine matches its spec\n")
 
 
+@pytest.mark.slow  # three hwspec processes on this machine
 def test_a_capture_of_this_machine_replays_as_the_live_read_and_holds_only_links_inside_it(tmp_path):
     assert hwspec("capture", "cap", cwd=tmp_path).returncode == 0
     assert hwspec("import", "--live", "-o", "node.yaml", cwd=tmp_path).returncode == 0
@@ -308,6 +311,7 @@ def docs_blocks(kind: str) -> list[str]:
     return re.findall(rf"^```{kind}\n(.*?)^```$", (ROOT / "docs" / "live.md").read_text(), re.M | re.S)
 
 
+@pytest.mark.slow  # runs the page's blocks in a shell, each running hwspec on this machine
 def test_the_live_and_capture_examples_of_docs_live_md_run_clean_on_this_machine(tmp_path):
     live, capture, *_ = docs_blocks("sh")  # the first two; the fault example is the last
     for block in (live, capture):
@@ -317,6 +321,7 @@ def test_the_live_and_capture_examples_of_docs_live_md_run_clean_on_this_machine
     assert (tmp_path / "node.yaml").is_file() and (tmp_path / "node-capture" / "proc" / "cpuinfo").is_file()
 
 
+@pytest.mark.slow  # runs the page's command in a shell, running hwspec
 def test_the_fault_example_of_docs_live_md_prints_what_the_page_shows():
     *_, fault = docs_blocks("sh")
     result = subprocess.run(["bash", "-c", fault], cwd=ROOT, capture_output=True, text=True, timeout=60,

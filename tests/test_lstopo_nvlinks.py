@@ -191,6 +191,7 @@ def test_a_file_without_the_matrix_lists_no_nvlinks():
     assert machine.nvlinks == [] and "nvlinks" not in machine.listed
 
 
+@pytest.mark.slow  # grows the matrix to show its reader linear (seconds of CPU)
 def test_reading_the_matrix_grows_linearly_with_its_values():
     def run(n: int) -> None:
         devices = "".join(f'<object type="PCIDev" gp_index="1{i:04}" pci_busid="0000:{i // 32:02x}:{i % 32:02x}.0" '

@@ -49,6 +49,7 @@ def pci_links(path: Path) -> dict[str, float]:
 DUMPS = sorted([*LIVE.glob("*.nccl.xml"), *HERE.glob("data/*.xml"), *REAL.glob("*.nccl.xml"), *REAL.glob("*/nccl-*-dump.xml")])
 
 
+@pytest.mark.slow  # imports and generates every NCCL dump (about 30)
 @pytest.mark.parametrize("dump", DUMPS, ids=lambda p: p.name)
 def test_nccl_reads_every_link_of_the_dump_the_same_from_hwspecs_file(dump, tmp_path, capsys):
     draft = tmp_path / "node.yaml"

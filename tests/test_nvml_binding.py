@@ -183,6 +183,7 @@ def crashing_hwspec(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT / 'src'}"}
 
 
+@pytest.mark.slow  # a hwspec process per format, crashed
 @pytest.mark.parametrize("fmt", ["json", "prometheus", "sarif", "github", "text"])
 def test_the_hwspec_process_that_crashes_exits_2_and_its_report_says_unchecked(fmt, tmp_path):
     result = subprocess.run([*HWSPEC, "diff", "tests/data/sysfs/good-node.yaml", "--sysfs-root", "tests/data/sysfs/good",
@@ -205,6 +206,7 @@ def test_the_hwspec_process_that_crashes_exits_2_and_its_report_says_unchecked(f
         assert result.stdout == ""
 
 
+@pytest.mark.slow  # a hwspec process
 def test_hwspec_debug_shows_the_traceback(tmp_path):
     result = subprocess.run([*HWSPEC, "diff", "tests/data/sysfs/good-node.yaml", "--sysfs-root", "tests/data/sysfs/good"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -38,6 +38,7 @@ def test_the_real_machines_are_among_the_inputs_when_present() -> None:
     assert any(p.parent == REAL for p in INPUTS)
 
 
+@pytest.mark.slow  # imports, validates and generates every input file (about 70)
 @pytest.mark.parametrize("path", INPUTS, ids=_name)
 def test_an_imported_draft_that_validates_generates(path: Path, tmp_path: Path, capsys) -> None:
     draft = tmp_path / "draft.yaml"
