@@ -1,7 +1,7 @@
 """mkdocs hook: adds what hwspec generates to the site at build time, from the hwspec that runs
 mkdocs: the reference pages (hwspec.cli.docsgen.GENERATED_PAGES: fields, rules, codes, parts),
 the generated sections of hand-written pages (GENERATED_SECTIONS: the Python API in
-internals.md) and the diagrams the diagrams page and the tutorial show (diagram_images: drawn
+internals.md, the topology queries in site-rules.md) and the diagrams the diagrams page and the tutorial show (diagram_images: drawn
 by hwspec's diagram generators, rendered by graphviz's `dot`). Nothing generated is committed,
 so nothing can go stale."""
 

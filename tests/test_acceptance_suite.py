@@ -25,6 +25,7 @@ from hypothesis import given, note, settings
 
 from hwspec import pipeline
 from hwspec.acceptance.plan import NCCL_TESTS, NVBANDWIDTH_TESTS, plan
+from hwspec.acceptance.results import read_result
 from hwspec.cpulist import parse_cpu_list
 from hwspec.generate.engine import plan_for
 from hwspec.hostlist import compress
@@ -175,7 +176,15 @@ def test_run_node_runs_every_test_once_per_gpu_with_the_nodes_environment_and_bi
     names = sorted(p.name for p in (tmp_path / "results").iterdir())
     assert names == sorted([f"{p}.txt" for p in NCCL_TESTS] + [f"nvbandwidth-{t}.txt" for t in NVBANDWIDTH_TESTS])
     for name in names:
-        assert (tmp_path / "results" / name).read_text() == OUTPUT.read_text(), name
+        command, output = (tmp_path / "results" / name).read_text().split("\n", 1)
+        assert output == OUTPUT.read_text(), name
+        test = name.removesuffix(".txt")
+        assert command == (f"# {bin_dir}/nvbandwidth -t {test.removeprefix('nvbandwidth-')}" if test.startswith("nvbandwidth-") else
+                           f"# {bin_dir}/mpirun -np 8 -H localhost:8 --bind-to none {files}/bind.sh {bin_dir}/{test} -b 8 -e 16G -f 2 -g 1"), name
+    # the command heading each file tells hwspec diff which collective ran
+    for program in NCCL_TESTS:
+        (run,) = read_result(tmp_path / "results" / f"{program}.txt").runs
+        assert run.collective == program.removesuffix("_perf")
     assert result.stdout == f"Compare with the platform:\n  hwspec diff {files}/platform.yaml {tmp_path}/results/*\n"
 
 
@@ -322,7 +331,19 @@ def check_results_and_records(files: Path, results: Path, log: Path, rounds: set
     found = {str(p.relative_to(results)) for p in results.glob("*/*/*")}
     assert found == expected_files
     for path in found:
-        assert (results / path).read_text() == OUTPUT.read_text(), path
+        text = (results / path).read_text()
+        if Path(path).name.startswith("nvbandwidth-"):
+            assert text == OUTPUT.read_text(), path
+            continue
+        command, output = text.split("\n", 1)
+        assert output == OUTPUT.read_text(), path
+        program = Path(path).stem
+        run_set = next(s for s in acceptance.sets if path.startswith(f"{s.label}/"))
+        settings = " ".join(f"{k}={v}" for k, v in run_set.env)
+        assert command == f"# {settings + ' ' if settings else ''}{program} -b 8 -e 8G -f 2 -g 1", path
+        (read,) = read_result(results / path).runs
+        assert (read.collective, {k: read.env[k] for k in dict(run_set.env) if k.startswith("NCCL_")}) == (
+            program.removesuffix("_perf"), {k: v for k, v in run_set.env if k.startswith("NCCL_")}), path
     copies = [r for r in runs if r["program"] == "nvbandwidth"]
     if rounds is None or 0 in rounds:
         assert sorted((r["host"], r["args"][1], r["env"]["HWSPEC_BIND"]) for r in copies) == sorted(

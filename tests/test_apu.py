@@ -66,7 +66,7 @@ def test_an_apu_socket_takes_its_gpus_hbm_and_the_node_counts_it_once(node):
     assert [(s.id, s.memory_shared_with, s.memory_capacity) for s in node.sockets] == [
         (f"apu{i}", f"gpu{i}", HBM) for i in range(4)]
     assert node.memory_capacity == 0 and node.memory_bandwidth == 0
-    assert topology_of(node).memory_shared_with("gpu2").id == "apu2"
+    assert topology_of(node).memory_shared_with("gpu2") == "apu2"
     assert topology_of(node).host_link("gpu0") is None
 
 
@@ -149,7 +149,7 @@ def test_shared_with_that_names_no_gpu_is_a_located_bad_reference(tmp_path, monk
 
 def test_one_hbm_named_by_two_sockets_is_hw106(tmp_path, monkeypatch):
     platform = _load(tmp_path, monkeypatch, TWO_APUS.replace("memory: {shared_with: gpu1}", "memory: {shared_with: gpu0}"))
-    assert platform.memory_capacity == 0 and topology_of(platform).memory_shared_with("gpu0").id == "apu0"
+    assert platform.memory_capacity == 0 and topology_of(platform).memory_shared_with("gpu0") == "apu0"
     assert _rule(platform, "HW106") == [
         "apus.yaml:6:71: error[HW106 shared-memory]: apu1: memory is shared with gpu0, whose HBM is already apu0's memory"
         "\n  hint: an APU's HBM is the memory of one NUMA node: name the GPU of this socket's own package"]

@@ -35,7 +35,7 @@ def test_the_tray_gpus_carry_their_grace_and_the_parts_c2c_links(tray):
     assert [(g.c2c_socket, g.c2c_links, g.c2c_link_bandwidth) for g in gpus.values()] == [
         ("grace0", 5, 45e9), ("grace0", 5, 45e9), ("grace1", 5, 45e9), ("grace1", 5, 45e9)]
     assert gpus["gpu0"].c2c_bandwidth == 225e9
-    assert topology_of(tray).c2c_socket("gpu2").id == "grace1"
+    assert topology_of(tray).c2c_socket("gpu2") == "grace1"
 
 
 def test_a_gpu_without_c2c_has_none(tray):

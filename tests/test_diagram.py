@@ -250,7 +250,7 @@ def test_sockets_are_clusters_holding_their_switches_and_pairs(zionex_view):
         assert f'"cluster_{switch.id}"' in {c.id for c in diagram.iter_clusters(socket_cluster.items)}
     for gpu in (g for g in platform.gpus if g.id in drawn):
         pair = clusters[f'"cluster_pair_{gpu.id}"']
-        nics = [f'"{nic.id}"' for nic in topology_of(platform).nics_of(gpu.id)]
+        nics = [f'"{nic}"' for nic in topology_of(platform).nics_of(gpu.id)]
         assert [line.split(" ", 1)[0] for line in pair.items if "class=" in line] == [f'"{gpu.id}"', *nics]
 
 

@@ -95,7 +95,7 @@ def draft_findings(paths: list[Path], importable: bool = False) -> list[str]:
     `importable`, an input `import` refuses fails the test instead of comparing nothing."""
     from hwspec import content
     from hwspec.live.draft import draft_text
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
     from hwspec.testing import load_node_text
 
     machine = read_inputs(paths)
@@ -137,7 +137,7 @@ def test_the_draft_of_every_healthy_sysfs_capture_diffs_clean_against_it(root):
     from hwspec import content
     from hwspec.live.draft import draft_text
     from hwspec.live.sysfs import read_sysfs
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
     from hwspec.testing import load_node_text
 
     text, _ = draft_text(read_sysfs(root), load_catalogue([content.builtin_dir("parts")]), "drafted")
@@ -215,7 +215,7 @@ def _card_without_gdr(tmp_path: Path) -> Path:
 def _draft_of(path: Path) -> str:
     from hwspec import content
     from hwspec.live.draft import draft_text
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
 
     text, _ = draft_text(read_inputs([path]), load_catalogue([content.builtin_dir("parts")]), "card")
     return text

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hwspec.generate.engine import generators, plan_for
+from hwspec.generate.engine import plan_for
+from hwspec.generate.registry import builtin_generators
 from hwspec.testing import node_specs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,11 +30,11 @@ def first_column(text: str) -> list[str]:
 
 
 @pytest.mark.slow  # a fresh interpreter per example
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_each_python_example_runs_in_a_fresh_interpreter(index):
     """`import hwspec` alone, from the repository root, as a user would."""
     examples = re.findall(r"^```python\n(.*?)^```", PAGE, re.DOTALL | re.MULTILINE)
-    assert len(examples) == 3
+    assert len(examples) == 4
     result = subprocess.run([sys.executable, "-c", examples[index]], cwd=ROOT, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -44,7 +45,7 @@ def test_the_plan_for_table_lists_its_keyword_arguments_and_every_generator():
     keywords = [name for name in inspect.signature(plan_for).parameters if name != "topology"]
     assert first_column(text) == keywords
     (only_row,) = [row for row in text.splitlines() if row.startswith("| `only` |")]
-    assert sorted(re.findall(r"`([a-z-]+)`", only_row.split("|")[3])) == sorted(generators())
+    assert sorted(re.findall(r"`([a-z-]+)`", only_row.split("|")[3])) == sorted(g.name for g in builtin_generators())
 
 
 def test_the_node_platforms_table_lists_every_parameter():
@@ -123,3 +124,5 @@ def test_every_public_name_of_hwspec_testing_is_listed_with_each_strategys_param
             assert docsgen.plain(inspect.getdoc(value)) in section, name
     nodes = page.split("\n### node_specs { #node_specs }\n", 1)[1]
     assert "    min_gpus: int = 1,\n    max_gpus: int = 16,\n" in nodes
+    assert "ForwardRef" not in page and "hypothesis.strategies." not in page  # every strategy's type as written
+    assert "hostile_node_specs(**kwargs: Any) -> st.SearchStrategy[tuple[Path_, str, dict[str, Any]]]\n" in page

@@ -105,3 +105,31 @@ def test_the_page_s_rules_pass_mypy_strict_and_a_type_error_in_them_does_not(tmp
     errors = sorted(line.split(":", 1)[0] + ":" + line.split(": ", 1)[1] for line in result.stdout.splitlines()
                     if ": error: " in line)
     assert errors == sorted(f"{name}:{message}" for name, (_, message) in TYPE_ERRORS.items()), result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- the generated query reference
+
+
+def test_the_query_reference_has_a_row_for_every_public_query_of_both_topologies():
+    """Generated from the classes: every public name of `Topology` and `ClusterTopology` (and the
+    `platform` each is annotated with) has its row, in the class's section."""
+    from hwspec.cli import docsgen
+    from hwspec.topology.cluster import ClusterTopology
+    from hwspec.topology.node import Topology
+
+    page = docsgen.query_reference()
+    for cls in (Topology, ClusterTopology):
+        part = page.split(f"### {cls.__name__} {{", 1)[1].split("\n### ", 1)[0]
+        rows = re.findall(r"^\| `(\w+)", part, re.MULTILINE)
+        assert sorted(rows) == sorted({name for name in dir(cls) if not name.startswith("_")} | {"platform"})
+    assert "| `nics_of(gpu_id: str)` | `tuple[str, ...]` | The backend NICs that name GPU `gpu_id`" in page
+    assert "#### Topology: NICs\n\n| query | returns | what |\n|---|---|---|\n| `nics_of(gpu_id: str)` |" in page
+    assert "| `leaf_group_of(node: int)` | `int` | Index into `leaf_groups`" in page
+
+
+def test_the_page_has_no_hand_written_query_table_only_the_generated_one():
+    from hwspec.cli import docsgen
+
+    assert PAGE.count(docsgen.QUERY_REFERENCE_MARKER) == 1
+    assert docsgen.GENERATED_SECTIONS["site-rules.md"] == {docsgen.QUERY_REFERENCE_MARKER: docsgen.query_reference}
+    assert "| query on `ctx.topology` |" not in PAGE and "| on `ctx.topology` |" not in PAGE

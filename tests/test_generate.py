@@ -135,31 +135,32 @@ def test_generated_bind_sh_is_executable_after_generate(tmp_path):
     assert (tmp_path / "zionex" / "nccl-topo.xml").stat().st_mode & 0o777 == 0o644
 
 
-def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_did_not_read_it(monkeypatch):
+def test_a_node_platform_rendered_again_in_another_deployment_reuses_only_what_did_not_read_it():
     """A cluster renders its node platform's files again under its own install dir: outputs of
     generators that never read the deployment (install_dir, rail_optimized) are reused, the
     others are rendered again and differ."""
+    import dataclasses
+
     from hwspec.generate import engine as generate
+    from hwspec.generate.registry import builtin_generators
 
     node = check(ROOT / "platforms" / "zionex.yaml").platform
     env = generate.template_environment()
     calls: list[str] = []
-    for name, (func, kinds) in generate.generators().items():
-        monkeypatch.setitem(generate._REGISTRY, name,
-                            (lambda ctx, _f=func: calls.append(ctx.name) or _f(ctx), kinds))
+    counted = [dataclasses.replace(g, func=lambda ctx, _f=g.func: calls.append(ctx.name) or _f(ctx)) for g in builtin_generators()]
     rendered = generate.Rendered()
-    first = generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex", rendered=rendered)
+    first = generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex", rendered=rendered, generators=counted)
     rendered_first = sorted(calls)
     calls.clear()
     again = generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex-16/nodes/zionex", rail_optimized=True,
-                                rendered=rendered)
+                                rendered=rendered, generators=counted)
     assert sorted(calls) == ["acceptance-node", "health", "launch-env", "nccl-conf"] and len(rendered_first) > 4
     assert {path for path in first if first[path] != again[path]} == {
         "launch.env", "nccl.conf", "health/slurm-healthcheck.sh", "health/npd-plugin.sh", "health/npd-config.json",
         "health/npd-daemonset.yaml", "acceptance/run-node.sh"}
     assert again["roofline.json"] is first["roofline.json"]
     calls.clear()
-    generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex")  # no run's outputs: all rendered
+    generate.render_all(topology_of(node), env, install_dir="/etc/hwspec/zionex", generators=counted)  # no run's outputs: all rendered
     assert sorted(calls) == rendered_first
 
 

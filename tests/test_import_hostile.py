@@ -22,7 +22,7 @@ from hwspec.cli.commands import main
 from hwspec.diagnostics import HwspecError, display_path
 from hwspec.live.draft import draft_platform, draft_text
 from hwspec.live.merge import read_inputs
-from hwspec.model.load import load_catalogue
+from hwspec.model.parts import load_catalogue
 from hwspec.source.expand import expand
 from hwspec.source.loader import load_yaml_text
 from hwspec.testing import ImportInput, hostile_import_inputs

@@ -305,7 +305,7 @@ def test_a_platform_s_topology_is_built_once_by_topology_of_and_the_model_has_no
         "topology = topology_of(platform)\n"
         "copy = dataclasses.replace(platform)\n"
         "print(type(topology).__name__, topology is topology_of(platform), topology.platform is platform,\n"
-        "      topology.nics_of('gpu0')[0].id, topology_of(copy) is topology, topology_of(copy).platform is copy)\n")
+        "      topology.nics_of('gpu0')[0], topology_of(copy) is topology, topology_of(copy).platform is copy)\n")
     assert out.splitlines() == [
         "[] False",
         "Topology True True nic0 False True",

@@ -26,7 +26,8 @@ from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
 from hwspec.live.nccl import parse as parse_nccl
 from hwspec.live.observed import Machine
-from hwspec.model.load import load_catalogue, load_platform
+from hwspec.model.load import load_platform
+from hwspec.model.parts import load_catalogue
 from hwspec.testing import check_node_text, load_node_text, node_yaml
 from hwspec.topology import topology_of
 

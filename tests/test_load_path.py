@@ -41,6 +41,21 @@ def test_loading_a_node_file_never_climbs_back_to_a_higher_layer(file):
     assert {"source", "spec", "model"} <= {to for _, _, to, _ in walk_path.walk(tree, walk_path.layer_of).steps}
 
 
+@pytest.mark.parametrize("file", ["platforms/hgx-h100.yaml", "tests/fixtures/spec/several_errors.yaml"])
+def test_the_catalogue_is_one_module_on_a_node_files_path(file):
+    """The parts catalogue lives in `hwspec.model.parts` alone (issue 46): loading a node file
+    enters `hwspec.model.load` once, from the pipeline, and no module calls back into one
+    already on the stack (the catalogue's prebuilt parts once climbed from parts into load)."""
+    walk_path = walk_path_module()
+    import hwspec.pipeline
+
+    hwspec.pipeline.check(ROOT / file)
+    steps = walk_path.walk(walk_path.record(ROOT / file)).steps
+    assert [(source, function) for kind, source, to, function in steps
+            if to == "hwspec.model.load" and kind != "return"] == [("hwspec.pipeline", "load_node")]
+    assert [step for step in steps if step[0] == "climb"] == []
+
+
 def test_a_callback_into_the_callers_layer_counts_as_a_climb():
     """The walk sees what the test above forbids: a lower layer calling back up."""
     walk_path = walk_path_module()

@@ -18,7 +18,8 @@ from hwspec.diagnostics import HwspecError
 from hwspec.generate.engine import plan_for
 from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
-from hwspec.model.load import load_catalogue, load_platform
+from hwspec.model.load import load_platform
+from hwspec.model.parts import load_catalogue
 from hwspec.model.workload import load_workload
 from hwspec.perf import roofline as rf
 from hwspec.perf.calculon import calculon_system
@@ -69,9 +70,9 @@ def test_a_nic_naming_its_gpus_wrongly_is_a_located_error(name: str, expected: s
 
 def test_gpu_is_shorthand_for_a_one_gpu_list_and_the_topology_answers_both_ways() -> None:
     p5, p4d = _node(FOUR_PER_GPU), _node(ONE_PER_TWO_GPUS)
-    assert [n.id for n in topology_of(p5).nics_of("gpu1")] == ["nic4", "nic5", "nic6", "nic7"]
+    assert topology_of(p5).nics_of("gpu1") == ("nic4", "nic5", "nic6", "nic7")
     assert topology_of(p5).gpus_of("nic5") == ("gpu1",)
-    assert [n.id for n in topology_of(p4d).nics_of("gpu3")] == ["nic1"]
+    assert topology_of(p4d).nics_of("gpu3") == ("nic1",)
     assert topology_of(p4d).gpus_of("nic1") == ("gpu2", "gpu3")
     assert topology_of(p4d).gpus_of("dpu0") == ()  # a host NIC serves no GPU
 

@@ -154,6 +154,19 @@ def test_nvlink_to_a_gpu_not_in_the_file_is_rejected():
     ]
 
 
+def test_a_gpu_whose_pci_has_no_busid_is_reported_once_not_matched_by_its_links():
+    """Its links have no source to be symmetric with: the missing busid is the finding (mixing
+    it with the other GPUs' links once failed with a TypeError)."""
+    def gpu(busid: str, rank: int, target: str) -> str:
+        return (f'    <pci{busid} class="0x030200" link_speed="16.0 GT/s PCIe" link_width="16">\n'
+                f'      <gpu dev="{rank}" sm="80" rank="{rank}" gdr="1">\n'
+                f'        <nvlink target="{target}" count="2" tclass="0x030200"/>\n      </gpu>\n    </pci>\n')
+    text = ('<system version="1">\n  <cpu numaid="0" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="85">\n'
+            + gpu("", 0, "0000:1c:00.0") + gpu(' busid="0000:1c:00.0"', 1, "0000:2c:00.0")
+            + gpu(' busid="0000:2c:00.0"', 2, "0000:1c:00.0") + "  </cpu>\n</system>\n")
+    assert check_nccl_xml(text) == ["line 3: <pci> is missing required attribute 'busid'"]
+
+
 def test_ranks_must_be_0_to_n_minus_1_and_net_devs_unique():
     text = replace_once(TWO_GPUS, 'rank="1"', 'rank="0"')
     text = replace_once(text, "</nic>", '</nic>\n      <nic>\n        <net name="mlx5_1" dev="0"/>\n      </nic>')

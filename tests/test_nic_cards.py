@@ -155,7 +155,7 @@ def test_a_dual_port_dump_behind_pex_switches_drafts_one_card_per_function_clean
     assert main(["diff", str(draft), str(PEX_DUMP)]) == 0
     topology = topology_of(load_platform(draft))
     assert [topology.scale_out_share(g) for g in ("gpu0", "gpu1")] == [50e9, 50e9]
-    assert [topology.path_type("gpu0", n.id) for n in topology.nics_of("gpu0")] == ["PXB", "PXB"]
+    assert [topology.path_type("gpu0", n) for n in topology.nics_of("gpu0")] == ["PXB", "PXB"]
     xml = next(iter(plan_for(topology, only=["nccl-topo"]).values()))
     assert xml.count('<pci busid="0000:19:00.0"') == 1
     assert ('<net name="mlx5_0" dev="0" speed="200000" port="1" guid="0x19000" gdr="1"/>\n'

@@ -15,7 +15,7 @@ import pytest
 
 from hwspec.cli.commands import main
 from hwspec.diagnostics import HwspecError
-from hwspec.model.load import load_catalogue
+from hwspec.model.parts import load_catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
 ZIONEX = ROOT / "platforms" / "zionex.yaml"

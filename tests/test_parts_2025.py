@@ -13,7 +13,7 @@ import pytest
 
 from hwspec.formats.nccl_topology import check_rccl_xml
 from hwspec.generate.engine import plan_for
-from hwspec.model.load import load_catalogue
+from hwspec.model.parts import load_catalogue
 from hwspec.testing import check_node_text, load_node_text
 from hwspec.topology import topology_of
 

@@ -1,5 +1,5 @@
 """The parts an installed health check carries (`parts/platform-parts.yaml`) define each part as
-the catalogue does: every built-in part, written as a parts file by `part_entry`, validates to
+the catalogue does: every built-in part, written as a parts file by `Part.entry`, validates to
 the same model with the same source and assumed notes."""
 
 from __future__ import annotations
@@ -8,17 +8,17 @@ from pathlib import Path
 
 import yaml
 
-from hwspec.model.load import load_catalogue, load_parts_file, part_entry, parts_directories
+from hwspec.model.parts import catalogue_for, load_parts_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_built_in_part_written_as_a_parts_file_validates_to_the_same_part_and_notes(tmp_path):
-    catalogue = load_catalogue(parts_directories(ROOT / "platforms" / "zionex.yaml"))
+    catalogue = catalogue_for(ROOT / "platforms" / "zionex.yaml")
     document: dict = {"hwspec": 1, "kind": "parts"}
     for kind, parts in catalogue.parts.items():
         for name, part in parts.items():
-            document.setdefault(kind, {})[name] = part_entry(part)
+            document.setdefault(kind, {})[name] = part.entry()
     written = tmp_path / "bundle.yaml"
     written.write_text(yaml.safe_dump(document, sort_keys=False))
     again = load_parts_file(written).parts

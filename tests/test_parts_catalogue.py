@@ -12,7 +12,8 @@ import pytest
 from hwspec import content
 from hwspec.cli.commands import main
 from hwspec.live.identify import ids_assumed
-from hwspec.model.load import load_catalogue, load_platform
+from hwspec.model.load import load_platform
+from hwspec.model.parts import load_catalogue
 from hwspec.topology import topology_of
 
 LIVE = Path(__file__).resolve().parent / "data" / "live"

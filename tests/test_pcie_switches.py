@@ -13,8 +13,8 @@ from hwspec import content
 from hwspec.generate.engine import plan_for
 from hwspec.live.draft import draft_text
 from hwspec.live.merge import read_inputs
-from hwspec.model.load import load_catalogue
 from hwspec.model.node import PcieLink
+from hwspec.model.parts import load_catalogue
 from hwspec.perf.roofline import per_gpu
 from hwspec.testing import check_node_text, load_node_text
 from hwspec.topology import topology_of

@@ -14,7 +14,7 @@ import pytest
 
 from hwspec import content
 from hwspec.diagnostics import HwspecError
-from hwspec.model import build_parts, load, parts
+from hwspec.model import build_parts, parts
 from hwspec.source.expand import expand
 from hwspec.source.loader import load_yaml_file
 
@@ -39,11 +39,11 @@ def _same_model(made, validated, where: str) -> None:
     assert made == validated, where
 
 
-@pytest.mark.parametrize("path", load.parts_files(BUILTIN), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", parts.parts_files(BUILTIN), ids=lambda p: p.name)
 def test_each_prebuilt_part_is_the_part_validated_from_its_yaml(path: Path):
     prebuilt = parts.prebuilt_file(path)
     assert prebuilt is not None
-    made, validated = prebuilt.parts(), load._load_parts_file(path)
+    made, validated = prebuilt.parts(), parts.load_parts_file(path).parts
     assert {k: list(v) for k, v in made.items()} == {k: list(v) for k, v in validated.items()}
     doc = load_yaml_file(path)
     expanded = expand(doc)
@@ -75,7 +75,7 @@ def test_a_builtin_file_changed_since_it_was_validated_is_validated_from_its_yam
     gpus.write_text(text.replace("    sm: 80\n", "    sm: -80\n", 1))
     line = text[:text.index("    sm: 80\n")].count("\n") + 1
     with pytest.raises(HwspecError) as raised:
-        load.load_catalogue([builtin_copy / "parts"])
+        parts.load_catalogue([builtin_copy / "parts"])
     assert [(d.file, d.line, d.col, d.code.value) for d in raised.value.diagnostics] == [(str(gpus), line, 9, "E110")]
 
 
@@ -86,21 +86,21 @@ def test_a_malformed_record_is_not_used_and_the_yaml_is_validated(builtin_copy: 
     raw, model = lines[broken].split('"model":', 1)
     lines[broken] = raw.replace('"sm":80', '"sm":81') + '"model":' + model.replace('"sm":80', '"no_such_field":80', 1)
     record.write_text("".join(lines))
-    part = load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
+    part = parts.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
     assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
 
 
 def test_a_record_cut_short_is_not_used_and_the_yaml_is_validated(builtin_copy: Path):
     record = builtin_copy / "parts.jsonl"
     record.write_text("".join(record.read_text().splitlines(keepends=True)[:3]))
-    part = load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
+    part = parts.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
     assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
 
 
 def test_a_record_of_another_format_is_not_used(builtin_copy: Path):
     (builtin_copy / "parts.jsonl").write_text('{"format": 0, "files": {}}\n')
     assert parts.prebuilt_file(builtin_copy / "parts" / "gpus.yaml") is None
-    assert load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb") is not None
+    assert parts.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb") is not None
 
 
 def _record_line(record: Path, prefix: str) -> tuple[list[str], int]:
@@ -126,7 +126,7 @@ def test_an_edited_record_is_not_used_and_the_yaml_is_validated(builtin_copy: Pa
     lines, edited = _record_line(record, '["gpus","a100-oam-40gb",')
     lines[edited] = lines[edited].replace('"sm":80', '"sm":81')
     record.write_text("".join(lines))
-    part = load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
+    part = parts.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
     assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
 
 
@@ -148,7 +148,7 @@ def test_a_record_of_the_wrong_shape_is_not_used_and_the_yaml_is_validated(built
         lines[broken] = json.dumps([kind, name, entry], ensure_ascii=False, separators=(",", ":")) + "\n"
     record.write_text("".join(lines))
     _rehash(record)
-    part = load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
+    part = parts.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb")
     assert part is not None and (part.raw["sm"], part.model.sm) == (80, 80)
 
 
@@ -158,4 +158,4 @@ def test_a_deeply_nested_header_is_not_used(builtin_copy: Path):
     lines[0] = lines[0].replace('"about":', '"nested":' + "[" * 100_000 + "]" * 100_000 + ',"about":', 1)
     record.write_text("".join(lines))
     assert parts.prebuilt_file(builtin_copy / "parts" / "gpus.yaml") is None
-    assert load.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb") is not None
+    assert parts.load_catalogue([builtin_copy / "parts"]).get("gpus", "a100-oam-40gb") is not None

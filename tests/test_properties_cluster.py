@@ -71,7 +71,7 @@ def test_rail_layout_is_consistent(files):
         assert ports == len(leaf.nodes)
     # local rank i uses the NICs on its rails: NIC i with one NIC per GPU, NICs k*i..k*i+k-1 with k each
     for gpu in platform.gpus:
-        own = topology_of(platform).nics_of(gpu.id)
+        own = [platform.nic_by_id[n] for n in topology_of(platform).nics_of(gpu.id)]
         if own and all(n.gpus == (gpu.id,) for n in own):
             assert [nics.index(n) for n in own] == [len(own) * gpu.index + k for k in range(len(own))]
 

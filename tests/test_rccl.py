@@ -14,7 +14,7 @@ import pytest
 from hwspec.formats.nccl_topology import check_nccl_xml, check_rccl_xml
 from hwspec.generate.engine import plan_for
 from hwspec.generate.rccl import rccl_limits
-from hwspec.model.load import load_catalogue
+from hwspec.model.parts import load_catalogue
 from hwspec.pipeline import check
 from hwspec.testing import check_node_text, load_node_text
 from hwspec.topology import topology_of

@@ -15,7 +15,8 @@ from hwspec.live.inputs import read_input, sniff
 from hwspec.live.merge import read_inputs
 from hwspec.live.observed import NVSWITCH, Machine
 from hwspec.live.smi_nvlink import parse
-from hwspec.model.load import load_catalogue, load_platform
+from hwspec.model.load import load_platform
+from hwspec.model.parts import load_catalogue
 from tests.cpu_time import grows_linearly
 
 ROOT = Path(__file__).resolve().parent.parent

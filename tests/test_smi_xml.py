@@ -119,7 +119,7 @@ def test_diff_of_a_spec_against_smi_compares_bus_ids_and_models():
 def test_the_draft_notes_the_nvlink_domain():
     from hwspec import content
     from hwspec.live.draft import draft_text
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
 
     _, notes = draft_text(read_inputs([LIVE / "smi-gb200-tray.xml"]), load_catalogue([content.builtin_dir("parts")]), "tray")
     assert notes == ["gpu0, gpu1, gpu2, gpu3 are in the multi-node NVLink domain 00000001-0000-0000-0000-000000000001, "

@@ -106,7 +106,7 @@ def test_minimal_node_resolves_topology_and_units():
     assert platform.memory_capacity == 256 * 2**30
     assert platform.sockets[0].memory_bandwidth == 80e9
     assert platform.gpus[0].socket == "cpu0" and platform.gpus[0].numa_node == 0
-    assert [topology_of(platform).nics_of(g) for g in ("gpu0", "gpu1")] == [(platform.nics[0],), (platform.nics[1],)]
+    assert [topology_of(platform).nics_of(g) for g in ("gpu0", "gpu1")] == [(platform.nics[0].id,), (platform.nics[1].id,)]
     assert [(c.a, c.b, c.links, c.bandwidth) for c in platform.nvlinks] == [("gpu0", "gpu1", 12, 300e9)]
     assert platform.nics[0].speed == 25e9
     assert platform.gpus[0].link.bandwidth == pytest.approx(31.5e9, rel=1e-3)
@@ -121,7 +121,8 @@ def test_shipped_zionex_matches_the_reference():
     assert [topology_of(platform).nvlink_bandwidth(g.id) for g in platform.gpus] == [300e9] * 8
     assert len(platform.backend_nics) == 8 and {n.speed for n in platform.backend_nics} == {25e9}
     for gpu in platform.gpus:
-        (nic,) = topology_of(platform).nics_of(gpu.id)
+        (nic_id,) = topology_of(platform).nics_of(gpu.id)
+        nic = platform.nic_by_id[nic_id]
         assert nic.upstream == gpu.upstream and nic.transport == "rocev2"
     assert {n.upstream for n in platform.host_nics} == {"cpu0", "cpu1", "cpu2", "cpu3"}
     assert platform.backend.gpudirect and platform.backend.nic_per_gpu

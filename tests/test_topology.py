@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import json
+import re
+from functools import cached_property
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from hwspec.perf import cluster_roofline
 from hwspec.perf import roofline as rf
 from hwspec.perf.torchrec import torchrec_topology
 from hwspec.topology import topology_of
+from hwspec.topology.cluster import ClusterTopology
 from hwspec.topology.node import Topology, climb
 
 ROOT = Path(__file__).parent.parent
@@ -63,11 +67,46 @@ def test_pcie_queries_on_zionex(zionex):
     assert t.pcie_path_type("gpu0", "fe0") == "PHB"
     assert t.pcie_path_type("gpu0", "nic2") == "SYS"
     assert t.path_type("gpu0", "gpu1") == "NVL"
-    assert t.numa_node("nic2") == 1 and t.socket_of("gpu0").id == "cpu0"
+    assert t.numa_node("nic2") == 1 and t.socket_of("gpu0") == "cpu0"
     assert t.host_path("gpu0") == ("gpu0", "sw0", "rp0")
     assert t.gpus_crossing["sw0"] == 2 and t.gpus_crossing["gpu0"] == 1
-    assert [g.id for g in t.gpus_on("cpu0")] == ["gpu0", "gpu1"]
+    assert t.gpus_on("cpu0") == ("gpu0", "gpu1")
     assert t.cpus(0) == zionex.sockets[0].cpus
+
+
+ENTRY_TYPES = re.compile(r"\b(NumaNode|Bridge|Gpu|Nic|Ssd|PcieDevice)\b")
+"""The model's entry classes: no query takes or gives one (it names them by id)."""
+
+
+def query_annotations(cls: type) -> dict[str, str]:
+    """Every public query of `cls` -> its parameters' and return annotations, as written."""
+    found = {}
+    for name in dir(cls):
+        value = inspect.getattr_static(cls, name)
+        if name.startswith("_"):
+            continue
+        function = value.fget if isinstance(value, property) else value.func if isinstance(value, cached_property) else value
+        if inspect.isfunction(function):
+            signature = inspect.signature(function)
+            found[name] = " ".join(str(p.annotation) for p in signature.parameters.values()) + " -> " + str(signature.return_annotation)
+    return found
+
+
+@pytest.mark.parametrize("cls", [Topology, ClusterTopology])
+def test_every_query_names_the_platform_s_entries_by_id_in_and_out(cls):
+    queries = query_annotations(cls)
+    assert len(queries) >= (40 if cls is Topology else 10)  # the walk finds them: 47 and 15 when this was written
+    assert {name: text for name, text in queries.items() if ENTRY_TYPES.search(text)} == {}
+
+
+def test_nics_of_and_gpus_of_answer_each_other_in_ids():
+    p4d = load_platform(FIXTURES / "many_nics" / "nic_per_two_gpus.yaml")  # one NIC per two GPUs, as on an AWS p4d
+    topology = topology_of(p4d)
+    served = {(gpu.id, nic) for gpu in p4d.gpus for nic in topology.nics_of(gpu.id)}
+    assert served == {(gpu, nic.id) for nic in p4d.nics for gpu in topology.gpus_of(nic.id)}
+    assert topology.nics_of("gpu3") == ("nic1",) and topology.gpus_of("nic1") == ("gpu2", "gpu3")
+    assert topology.collective_nics == tuple(n.id for n in p4d.backend_nics)
+    assert all(topology.socket_of(nic) == p4d.nic_by_id[nic].socket for nic in topology.collective_nics)
 
 
 def test_nvlink_islands_need_no_graph(zionex):
@@ -85,7 +124,7 @@ def test_two_gpus_on_one_nic_get_half_of_it_in_the_node_and_the_cluster_roofline
     # its own and was given a share of the ingestion NIC. Both GPUs' collectives go through nic0.
     node = load_platform(FIXTURES / "topology" / "shared_nic_node.yaml")
     t = topology_of(node)
-    assert [n.id for n in t.scale_out_nics("gpu1")] == ["nic0"] and t.scale_out_users("nic0") == 2
+    assert t.scale_out_nics("gpu1") == ("nic0",) and t.scale_out_users("nic0") == 2
     assert [t.scale_out_share(g.id) for g in node.gpus] == [12.5e9, 12.5e9]
     doc = rf.roofline(t)
     assert {g["tiers"]["backend_nic"]["bandwidth_bytes_per_s"] for g in doc["gpu_groups"]} == {12.5e9}

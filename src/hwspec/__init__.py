@@ -5,8 +5,9 @@ rules -> findings; resolved platform + topology -> generators -> plan -> write o
 
 The public API is what `__all__` lists; each name is imported on first use, so that
 `import hwspec` (and `hwspec --help`) loads none of the layers. Everything else is internal
-and may change between releases. `hwspec.rules` (for site rules) and `hwspec.testing` (the
-hypothesis strategies) are public modules of their own.
+and may change between releases. A site generator imports what it needs from here (`generator`,
+`GenContext`, `ClusterGenContext`, `Plan`, `GenerationError`); `hwspec.rules` (for site rules)
+and `hwspec.testing` (the hypothesis strategies) are public modules of their own.
 """
 
 from __future__ import annotations
@@ -34,10 +35,17 @@ _EXPORTS: dict[str, str] = {
     "Finding": "hwspec.rules.engine",
     "load_rules": "hwspec.rules.engine",
     "run_rules": "hwspec.rules.engine",
-    # generation
+    # generation, and writing a generator
     "plan_for": "hwspec.generate.engine",
     "write_plan": "hwspec.generate.engine",
     "check_plan": "hwspec.generate.engine",
+    "generator": "hwspec.generate.registry",
+    "GenContext": "hwspec.generate.engine",
+    "ClusterGenContext": "hwspec.generate.engine",
+    "Plan": "hwspec.generate.registry",
+    "GenerationError": "hwspec.generate.engine",
+    "Generator": "hwspec.generate.registry",
+    "load_generators": "hwspec.generate.registry",
     # diagnostics
     "Code": "hwspec.diagnostics.codes",
     "Location": "hwspec.diagnostics.diagnostic",
@@ -47,15 +55,17 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "Checked", "Cluster", "ClusterContext", "ClusterTopology", "Code", "Context", "Diagnostic", "Finding", "HwspecError",
-    "Location", "Platform", "Severity", "Topology", "__version__", "check", "check_plan", "load_platform", "load_rules",
-    "plan_for", "rule", "run_rules", "topology_of", "write_plan",
+    "Checked", "Cluster", "ClusterContext", "ClusterGenContext", "ClusterTopology", "Code", "Context", "Diagnostic", "Finding",
+    "GenContext", "GenerationError", "Generator", "HwspecError", "Location", "Plan", "Platform", "Severity", "Topology",
+    "__version__", "check", "check_plan", "generator", "load_generators", "load_platform", "load_rules", "plan_for", "rule",
+    "run_rules", "topology_of", "write_plan",
 ]
 
 if TYPE_CHECKING:
     from hwspec.diagnostics.codes import Code
     from hwspec.diagnostics.diagnostic import Diagnostic, HwspecError, Location, Severity
-    from hwspec.generate.engine import check_plan, plan_for, write_plan
+    from hwspec.generate.engine import ClusterGenContext, GenContext, GenerationError, check_plan, plan_for, write_plan
+    from hwspec.generate.registry import Generator, Plan, generator, load_generators
     from hwspec.model.cluster import Cluster
     from hwspec.model.node import Platform
     from hwspec.pipeline import Checked, check, load_platform

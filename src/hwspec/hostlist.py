@@ -254,7 +254,7 @@ def _families_per_host(unique: list[str]) -> tuple[dict[Family, list[int]], list
     return families, order
 
 
-def _join(families: dict[Family, list[int]], order: list) -> str:
+def _join(families: dict[Family, list[int]], order: Sequence[Family | str]) -> str:
     parts = []
     for item in order:
         if isinstance(item, str):

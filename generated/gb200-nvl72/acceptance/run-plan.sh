@@ -190,20 +190,30 @@ run_one() {  # POSITION RESULTS RANKS TESTS ENV HOSTS: every test of one run
         return
     fi
     echo "$me: $label run $position ($hosts): all_reduce_perf" >&2
+    # the run's settings and command first, as a comment: hwspec diff reads which test ran and its NCCL settings
+    printf '# %sall_reduce_perf -b 8 -e 16G -f 2 -g 1\n' "${words[*]+${words[*]} }" > "$out/all_reduce_perf.txt"
     launch "$hosts" "$nodes" "$ranks" "${mpi:-}" ${words[@]+"${words[@]}"} -- all_reduce_perf -b 8 -e 16G -f 2 -g 1 \
-        > "$out/all_reduce_perf.txt" < /dev/null || failed=1
+        >> "$out/all_reduce_perf.txt" < /dev/null || failed=1
     echo "$me: $label run $position ($hosts): all_gather_perf" >&2
+    # the run's settings and command first, as a comment: hwspec diff reads which test ran and its NCCL settings
+    printf '# %sall_gather_perf -b 8 -e 16G -f 2 -g 1\n' "${words[*]+${words[*]} }" > "$out/all_gather_perf.txt"
     launch "$hosts" "$nodes" "$ranks" "${mpi:-}" ${words[@]+"${words[@]}"} -- all_gather_perf -b 8 -e 16G -f 2 -g 1 \
-        > "$out/all_gather_perf.txt" < /dev/null || failed=1
+        >> "$out/all_gather_perf.txt" < /dev/null || failed=1
     echo "$me: $label run $position ($hosts): reduce_scatter_perf" >&2
+    # the run's settings and command first, as a comment: hwspec diff reads which test ran and its NCCL settings
+    printf '# %sreduce_scatter_perf -b 8 -e 16G -f 2 -g 1\n' "${words[*]+${words[*]} }" > "$out/reduce_scatter_perf.txt"
     launch "$hosts" "$nodes" "$ranks" "${mpi:-}" ${words[@]+"${words[@]}"} -- reduce_scatter_perf -b 8 -e 16G -f 2 -g 1 \
-        > "$out/reduce_scatter_perf.txt" < /dev/null || failed=1
+        >> "$out/reduce_scatter_perf.txt" < /dev/null || failed=1
     echo "$me: $label run $position ($hosts): alltoall_perf" >&2
+    # the run's settings and command first, as a comment: hwspec diff reads which test ran and its NCCL settings
+    printf '# %salltoall_perf -b 8 -e 16G -f 2 -g 1\n' "${words[*]+${words[*]} }" > "$out/alltoall_perf.txt"
     launch "$hosts" "$nodes" "$ranks" "${mpi:-}" ${words[@]+"${words[@]}"} -- alltoall_perf -b 8 -e 16G -f 2 -g 1 \
-        > "$out/alltoall_perf.txt" < /dev/null || failed=1
+        >> "$out/alltoall_perf.txt" < /dev/null || failed=1
     echo "$me: $label run $position ($hosts): sendrecv_perf" >&2
+    # the run's settings and command first, as a comment: hwspec diff reads which test ran and its NCCL settings
+    printf '# %ssendrecv_perf -b 8 -e 16G -f 2 -g 1\n' "${words[*]+${words[*]} }" > "$out/sendrecv_perf.txt"
     launch "$hosts" "$nodes" "$ranks" "${mpi:-}" ${words[@]+"${words[@]}"} -- sendrecv_perf -b 8 -e 16G -f 2 -g 1 \
-        > "$out/sendrecv_perf.txt" < /dev/null || failed=1
+        >> "$out/sendrecv_perf.txt" < /dev/null || failed=1
     case ,$tests, in
     *,nvbandwidth,*)
         echo "$me: $label run $position ($head): nvbandwidth -t host_to_device_memcpy_ce" >&2

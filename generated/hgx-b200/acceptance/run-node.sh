@@ -92,7 +92,9 @@ run() {  # NAME COMMAND...: COMMAND's standard output into RESULTS/NAME.txt
     local name=$1
     shift
     printf '%s: %s > %s\n' "$me" "$*" "$results/$name.txt" >&2
-    "$@" > "$results/$name.txt" < /dev/null
+    # the command first, as a comment: hwspec diff reads which test ran and its settings from it
+    printf '# %s\n' "$*" > "$results/$name.txt"
+    "$@" >> "$results/$name.txt" < /dev/null
     local status=$?
     if [ $status -ne 0 ]; then
         echo "$me: $name exited with status $status" >&2

@@ -24,6 +24,7 @@ from hwspec.acceptance.results import CollectiveRun, CopyRun, Run
 from hwspec.acceptance.spans import Span, cluster_span, gbps, node_span
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.text import visible
+from hwspec.topology import ClusterTopology, Topology
 
 EXIT_CLEAN, EXIT_DRIFT, EXIT_UNCHECKED = 0, 1, 2
 
@@ -94,7 +95,7 @@ def verdict(figure: ex.Expected, measured: float) -> str:
     return "below" if figure.low is not None and measured < figure.low else "within"
 
 
-def check(topology: Any, runs: list[Run], nodes: int | None = None, gpus_per_node: int | None = None,
+def check(topology: Topology | ClusterTopology, runs: list[Run], nodes: int | None = None, gpus_per_node: int | None = None,
           collective: str | None = None) -> Outcome:
     """Compare every run with the figures of `topology` (a node `Topology` or a `ClusterTopology`).
     `nodes` and `gpus_per_node` say what a run spans, and `collective` which collective it is,
@@ -151,13 +152,13 @@ def run_shape(run: CollectiveRun, nodes: int | None, gpus_per_node: int | None) 
     return (), nodes, per_node
 
 
-def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int, mnnvl: bool = True,
+def span_of(topology: Topology | ClusterTopology, hosts: tuple[str, ...], nodes: int, per_node: int, mnnvl: bool = True,
             assume_first: bool = False) -> tuple[Span, str] | str:
     """The span of a run over `hosts` (or `nodes` nodes where it names none) of `per_node`
     ranks each (`mnnvl` False: the run set NCCL_MNNVL_ENABLE=0), and a note when it is taken as
     a cluster's first nodes; or why there is none. On a cluster, hosts that are not its nodes are
     compared as its first nodes only with `assume_first` (the user's --nodes)."""
-    if topology.kind == "node":
+    if isinstance(topology, Topology):
         gpus = len(topology.platform.gpus)
         if per_node > gpus:
             return f"{per_node} ranks per node, but {topology.platform.name} has {gpus} GPUs"
@@ -182,15 +183,15 @@ def span_of(topology: Any, hosts: tuple[str, ...], nodes: int, per_node: int, mn
     return cluster_span(topology, found, per_node, mnnvl), note
 
 
-def every_gpu(topology: Any) -> int:
+def every_gpu(topology: Topology | ClusterTopology) -> int:
     """GPUs per node of a node platform, or of a cluster's smallest nodes: a run's ranks per node
     where neither its output nor the command line says."""
-    if topology.kind == "node":
+    if isinstance(topology, Topology):
         return len(topology.platform.gpus)
     return int(min(g.gpus_per_node for g in topology.platform.groups))
 
 
-def _check_collective(topology: Any, run: CollectiveRun, nodes: int | None, gpus_per_node: int | None,
+def _check_collective(topology: Topology | ClusterTopology, run: CollectiveRun, nodes: int | None, gpus_per_node: int | None,
                       outcome: Outcome) -> None:
     if run.collective is None:
         _unchecked(outcome, run.file, run.line, f"which collective this run is: {run.why_unknown or 'not said'}",
@@ -235,7 +236,7 @@ def _scope(span: Span, hosts: tuple[str, ...]) -> str:
     return f"over {span.nodes} nodes{shown} x {span.gpus_per_node} GPU{'s' if span.gpus_per_node > 1 else ''}"
 
 
-def _findings(topology: Any, run: CollectiveRun, span: Span, compared: list[Compared], outcome: Outcome) -> None:
+def _findings(topology: Topology | ClusterTopology, run: CollectiveRun, span: Span, compared: list[Compared], outcome: Outcome) -> None:
     scope = f"{run.collective} {_scope(span, compared[0].hosts if compared else ())}"
     wrong = next((r for r in run.rows if r.wrong), None)
     if wrong is not None:
@@ -271,7 +272,7 @@ def _findings(topology: Any, run: CollectiveRun, span: Span, compared: list[Comp
         _unchecked(outcome, run.file, run.line, f"{scope}: no row with a busbw to compare")
 
 
-def _low(topology: Any, scope: str, c: Compared, below: int, judged: int) -> Diagnostic:
+def _low(topology: Topology | ClusterTopology, scope: str, c: Compared, below: int, judged: int) -> Diagnostic:
     """A101 for a run below its band, at the limiting part, naming the size shown, the expected
     figure, what limits it and the first suspects."""
     f = c.figure
@@ -288,8 +289,8 @@ def _low(topology: Any, scope: str, c: Compared, below: int, judged: int) -> Dia
 # ------------------------------------------------------------------ copies
 
 
-def _check_copies(topology: Any, run: CopyRun, outcome: Outcome) -> None:
-    if topology.kind != "node":
+def _check_copies(topology: Topology | ClusterTopology, run: CopyRun, outcome: Outcome) -> None:
+    if not isinstance(topology, Topology):
         _unchecked(outcome, run.file, run.line, f"nvbandwidth {run.testcase}: compare it with the node platform, not the cluster")
         return
     if run.testcase not in ex.COPY_TESTS:

@@ -24,7 +24,10 @@ from typing import Any
 from hwspec.acceptance import algorithms as alg
 from hwspec.acceptance import names
 from hwspec.acceptance.spans import Link, Span, constant, gbps
+from hwspec.model.cluster import Cluster
+from hwspec.model.node import Gpu, NumaNode, Platform
 from hwspec.perf import calibration as cal
+from hwspec.topology import ClusterTopology, Topology
 
 SIZES = tuple(2**k for k in range(3, 35))
 """nccl-tests sizes the figures cover: 8 B to 16 GiB, doubling (`-b 8 -e 16G -f 2`)."""
@@ -210,7 +213,7 @@ def copy_efficiency(kind: str) -> tuple[float | None, str]:
     return constant(name)
 
 
-def host_copy_link(topology: Any, gpu: Any) -> Link | None:
+def host_copy_link(topology: Topology, gpu: Gpu) -> Link | None:
     """A GPU's link to host memory as nvbandwidth's host copies cross it (`Topology.host_link`,
     the GPU alone), or its NUMA node's memory where that is slower; None where unknown."""
     platform = topology.platform
@@ -220,19 +223,26 @@ def host_copy_link(topology: Any, gpu: Any) -> Link | None:
     kind = host.kind if host.kind != "nvlink" else "nvlink to its CPU"
     efficiency, source = copy_efficiency(kind)
     path = topology.host_path(gpu.id) or (gpu.id,)
-    narrowest = min(path, key=lambda item: getattr(platform.by_id[item].physical, "bandwidth", float("inf")))
+
+    def uplink(item: str) -> float:  # a host path holds the GPU and bridges, never its socket
+        entry = platform.by_id[item]
+        physical = None if isinstance(entry, NumaNode) else entry.physical
+        return physical.bandwidth if physical is not None else float("inf")
+
+    narrowest = min(path, key=uplink)
     where, entry = (platform.locate(gpu.id, "c2c"), f"{gpu.id}.c2c") if host.kind == "c2c" else (platform.locate(narrowest), narrowest)
     link = Link("c2c" if host.kind == "c2c" else "nvlink" if host.kind == "nvlink" else "pcie", host.bandwidth, efficiency,
                 source, f"{host.link} to the GPU's socket, {gbps(host.bandwidth)}", where, entry)
-    socket = topology.socket_of(gpu.id)
-    memory = getattr(socket, "memory_bandwidth", None)
+    socket_id = topology.socket_of(gpu.id)
+    socket = platform.socket_by_id[socket_id] if socket_id is not None else None
+    memory = socket.memory_bandwidth if socket is not None else None
     if socket is not None and memory is not None and memory < host.bandwidth:
         return Link("host memory", memory, efficiency, source, f"the memory of the GPU's socket {socket.id}, {gbps(memory)}",
                     platform.locate(socket.id, "memory"), f"{socket.id}.memory")
     return link
 
 
-def peer_copy_link(topology: Any, a: Any, b: Any) -> Link | None:
+def peer_copy_link(topology: Topology, a: Gpu, b: Gpu) -> Link | None:
     """The link a copy between GPUs `a` and `b` crosses: their NVLink (through the switches, or
     their direct links), else their PCIe links (the narrower); None where unknown."""
     platform = topology.platform
@@ -254,7 +264,7 @@ def peer_copy_link(topology: Any, a: Any, b: Any) -> Link | None:
     return Link(fabric_tier_of(platform, a), bandwidth, efficiency, source, what, platform.locate(a.id, "part"), f"{a.id}.part")
 
 
-def fabric_tier_of(platform: Any, gpu: Any) -> str:
+def fabric_tier_of(platform: Platform, gpu: Gpu) -> str:
     from hwspec.acceptance.spans import fabric_tier
 
     return fabric_tier(platform, gpu)
@@ -272,7 +282,7 @@ def copy_figure(test: str, link: Link | None, pair: tuple[str, str], why: str = 
                     "copy engine", "", link, judged, "" if judged else f"not judged: {band_source}", band_source, pair)
 
 
-def copy_figures(topology: Any, test: str) -> list[Expected]:
+def copy_figures(topology: Topology, test: str) -> list[Expected]:
     """The figures of nvbandwidth `test` (`COPY_TESTS`) on a node: one per GPU for a host copy
     (by GPU index, as nvbandwidth numbers them), one per ordered GPU pair for a peer copy (a
     pair's link is the same both ways: found once)."""
@@ -299,7 +309,7 @@ METHOD = (
 )
 
 
-def scopes(topology: Any) -> list[tuple[str, Span]]:
+def scopes(topology: Topology | ClusterTopology) -> list[tuple[str, Span]]:
     """The spans a platform's acceptance figures cover: a node alone, and two of them on a
     non-blocking fabric of its backend NICs (all GPUs, and one GPU each); for a cluster, the
     runs of its plan's rounds (`hwspec.acceptance.plan`, by its scope names): a pair within a
@@ -308,7 +318,7 @@ def scopes(topology: Any) -> list[tuple[str, Span]]:
     from hwspec.acceptance.spans import cluster_span, node_span
 
     found: list[tuple[str, Span]] = []
-    if topology.kind == "node":
+    if isinstance(topology, Topology):
         found.append(("node", node_span(topology)))
         if topology.collective_nics:
             found += [("2 nodes", node_span(topology, 2)), ("2 nodes, 1 GPU each", node_span(topology, 2, 1))]
@@ -378,7 +388,7 @@ Run = tuple[str, Span, str, list[Expected]]
 """A span's figures of one collective: (scope, span, collective, figures)."""
 
 
-def document_of(topology: Any, runs: list[Run], copies: list[tuple[str, list[Expected]]]) -> dict[str, Any]:
+def document_of(topology: Topology | ClusterTopology, runs: list[Run], copies: list[tuple[str, list[Expected]]]) -> dict[str, Any]:
     """The document of `runs` and `copies` on `topology`: what expected.json and `hwspec expect
     --format json` write."""
     from hwspec.text import visible
@@ -401,27 +411,28 @@ def document_of(topology: Any, runs: list[Run], copies: list[tuple[str, list[Exp
     }
 
 
-def document(topology: Any) -> dict[str, Any]:
+def document(topology: Topology | ClusterTopology) -> dict[str, Any]:
     """The expected figures of a node or cluster platform (`generated/<name>/acceptance/expected.json`,
     `hwspec expect --format json`): every scope's collectives at every size, and a node's copies."""
     env = platform_environment(topology)
     runs: list[Run] = [(scope, span, c, collective_figures(span, c, env=env)) for scope, span in scopes(topology)
                        for c in alg.COLLECTIVES]
     copies = ([(test, copy_figures(topology, test)) for test in COPY_TESTS]
-              if topology.kind == "node" and tool_of_platform(topology) == "nccl-tests" else [])
+              if isinstance(topology, Topology) and tool_of_platform(topology) == "nccl-tests" else [])
     return document_of(topology, runs, copies)
 
 
-def platform_environment(topology: Any) -> dict[str, str]:
+def platform_environment(topology: Topology | ClusterTopology) -> dict[str, str]:
     """The NCCL settings a platform's generated configs give every run (its `environment:`, a
     cluster's over its first node platform's): NCCL_COLLNET_ENABLE=1 there turns SHARP on."""
     platform = topology.platform
-    nodes = platform.node_platforms if topology.kind == "cluster" else ()
+    nodes = platform.node_platforms if isinstance(platform, Cluster) else ()
     merged = {**(dict(nodes[0].environment) if nodes else {}), **dict(platform.environment)}
     return {k: v for k, v in merged.items() if k.startswith(("NCCL_", "RCCL_"))}
 
 
-def tool_of_platform(topology: Any) -> str:
+def tool_of_platform(topology: Topology) -> str:
+    """The benchmark a node runs: rccl-tests on AMD GPUs, else nccl-tests."""
     from hwspec.formats.nccl_tree import collective_library
 
     return "rccl-tests" if collective_library(topology.platform) == "rccl" else "nccl-tests"

@@ -217,29 +217,32 @@ def nic_link(topology: Topology, gpus: tuple[Gpu, ...], aggregate: bool = True) 
     divided among those of `gpus` that use it, summed over a GPU's NICs (`aggregate`; else its
     best single NIC's share: point-to-point traffic, AlltoAll and SendRecv, goes out by one NIC
     per GPU), the smallest GPU's (`Topology.scale_out_nics`); None without collective NICs."""
+    by_id = topology.platform.nic_by_id
     users: dict[str, int] = {}
     for gpu in gpus:
-        for nic in topology.scale_out_nics(gpu.id):
-            users[nic.id] = users.get(nic.id, 0) + 1
+        for nic_id in topology.scale_out_nics(gpu.id):
+            users[nic_id] = users.get(nic_id, 0) + 1
     if not users:
         return None
 
+    def used(gpu: Gpu) -> list[Nic]:
+        return [by_id[n] for n in topology.scale_out_nics(gpu.id)]
+
     def shares(gpu: Gpu) -> list[float]:
-        return [(n.speed or 0.0) / users[n.id] for n in topology.scale_out_nics(gpu.id)]
+        return [(n.speed or 0.0) / users[n.id] for n in used(gpu)]
 
     def share(gpu: Gpu) -> float:
         return sum(shares(gpu)) if aggregate else max(shares(gpu))
 
     slowest = min(gpus, key=share)
-    nics = topology.scale_out_nics(slowest.id) if aggregate else (
-        max(topology.scale_out_nics(slowest.id), key=lambda n: (n.speed or 0.0) / users[n.id]),)
+    nics = used(slowest) if aggregate else [max(used(slowest), key=lambda n: (n.speed or 0.0) / users[n.id])]
     first: Nic = nics[0]
     transport = first.transport
     efficiency, source = network_efficiency(transport)
     shared = max(users[n.id] for n in nics)
     what = (f"{len(nics)} x {(first.speed or 0.0) * 8 / 1e9:g} Gb/s {transport} NIC{'s' if len(nics) > 1 else ''} "
             f"({first.part}) for {slowest.id}" + (f", each shared by {shared} GPUs" if shared > 1 else "")
-            + ("" if aggregate or len(topology.scale_out_nics(slowest.id)) == 1 else ", one at a time (point-to-point)")
+            + ("" if aggregate or len(used(slowest)) == 1 else ", one at a time (point-to-point)")
             + f": {gbps(share(slowest))}")
     return Link("nic", share(slowest), efficiency, source, what, topology.platform.locate(first.id, "part"), f"{first.id}.part")
 
@@ -378,7 +381,7 @@ def uplink_cap(topology: ClusterTopology, ordered: Sequence[int], gpus: tuple[Gp
     if topology.leaf_group_of(ordered[0]) == topology.leaf_group_of(ordered[-1]):
         return out, False
     node = node_topology(_platform_of(topology, ordered[0]))
-    used = len({n.id for g in gpus for n in node.scale_out_nics(g.id)})
+    used = len({n for g in gpus for n in node.scale_out_nics(g.id)})
     # a rail-optimized fabric repeats one leaf layout per rail: each layout is counted once
     layouts = {(leaf.nodes, leaf.uplinks, leaf.rail is not None) for leaf in fabric.leaves
                if leaf.rail is None or leaf.rail < used}

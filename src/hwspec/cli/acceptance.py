@@ -12,9 +12,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwspec.text import visible
+
+if TYPE_CHECKING:
+    from hwspec.acceptance.compare import Compared, Outcome
+    from hwspec.acceptance.expected import Expected, Run
+    from hwspec.cli.common import Command, SubParsers
+    from hwspec.diagnostics import Code, Diagnostic
+    from hwspec.topology import ClusterTopology, Topology
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -57,7 +64,7 @@ def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
                              "needs matplotlib)")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
+def add_parser(sub: SubParsers) -> dict[str, Command]:
     """Add the `expect` subcommand; returns its COMMANDS entry."""
     from hwspec.acceptance.names import COLLECTIVES, COPY_TESTS
 
@@ -75,11 +82,13 @@ def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
     return {"expect": (cmd_expect, HELP)}
 
 
-def load_topology(path: Path, parts: list[Path]) -> Any:
+def load_topology(path: Path, parts: list[Path]) -> Topology | ClusterTopology | None:
     """The node or cluster topology of the platform at `path` (no rules run), or None after the
     reasons are written on stderr."""
     from hwspec import pipeline
     from hwspec.diagnostics import HwspecError, report
+    from hwspec.model.cluster import Cluster
+    from hwspec.model.node import Platform
     from hwspec.topology import topology_of
 
     try:
@@ -87,8 +96,8 @@ def load_topology(path: Path, parts: list[Path]) -> Any:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return None
-    if getattr(platform, "kind", None) not in ("node", "cluster"):
-        sys.stderr.write(f"hwspec: {visible(str(path))} is a {getattr(platform, 'kind', 'other')} file; give a node or cluster platform\n")
+    if not isinstance(platform, Platform | Cluster):
+        sys.stderr.write(f"hwspec: {visible(str(path))} is a {platform.kind} file; give a node or cluster platform\n")
         return None
     return topology_of(platform)
 
@@ -107,6 +116,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
     from hwspec.acceptance import expected as ex
     from hwspec.acceptance.algorithms import COLLECTIVES
     from hwspec.acceptance.spans import cluster_span, node_span
+    from hwspec.topology import Topology
 
     topology = load_topology(args.platform, args.parts)
     given = _env(args.env)
@@ -122,7 +132,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
     else:
         nodes = args.nodes or 1
         try:
-            if topology.kind == "node":
+            if isinstance(topology, Topology):
                 span = node_span(topology, nodes, args.gpus_per_node)
             elif nodes > topology.platform.node_count:
                 raise ValueError(f"{topology.name} has {topology.platform.node_count} nodes, not {nodes}")
@@ -136,7 +146,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
     runs = [(scope, span, c, ex.collective_figures(span, c, version=args.nccl_version, env=env))
             for scope, span in scopes for c in COLLECTIVES if c in tests and span.ranks > 1]
     copies = [(t, ex.copy_figures(topology, t)) for t in ex.COPY_TESTS if t in tests
-              and topology.kind == "node" and args.nodes in (None, 1) and ex.tool_of_platform(topology) == "nccl-tests"]
+              and isinstance(topology, Topology) and args.nodes in (None, 1) and ex.tool_of_platform(topology) == "nccl-tests"]
     if args.format == "json":
         doc = ex.document_of(topology, runs, copies)
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
@@ -145,7 +155,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def text_report(topology: Any, runs: list[tuple[str, Any, str, list[Any]]], copies: list[tuple[str, list[Any]]]) -> str:
+def text_report(topology: Topology | ClusterTopology, runs: list[Run], copies: list[tuple[str, list[Expected]]]) -> str:
     """The figures as tables for people: GB/s = 1e9 bytes/s; `*` marks the judged sizes."""
     from hwspec.acceptance.expected import band, size_text
     from hwspec.perf.tables import number, table
@@ -244,7 +254,7 @@ def run_results_diff(args: argparse.Namespace) -> int:
     return _report(args, topology, outcome, problems, status)
 
 
-def acceptance_codes() -> list[Any]:
+def acceptance_codes() -> list[Code]:
     """The codes `diff` of results may report (SARIF describes them all)."""
     from hwspec.diagnostics import Code
 
@@ -252,16 +262,18 @@ def acceptance_codes() -> list[Any]:
             Code.INPUT_UNREADABLE, Code.INPUT_SYNTAX, Code.INPUT_VALUE]
 
 
-def _report(args: argparse.Namespace, topology: Any, outcome: Any, problems: list[Any], status: int) -> int:
+def _report(args: argparse.Namespace, topology: Topology | ClusterTopology | None, outcome: Outcome, problems: list[Diagnostic],
+            status: int) -> int:
     """Write the report of a results check in `args.format` and return `status`. json and
     prometheus always write one (`unchecked` included), naming the node and the spec; json adds
     `acceptance`, one record per size compared."""
     from hwspec.acceptance.compare import EXIT_DRIFT, EXIT_UNCHECKED
     from hwspec.diagnostics import report
     from hwspec.live.health import node_name, with_devices
+    from hwspec.topology import Topology
 
     diagnostics = [*outcome.diagnostics, *problems]
-    node_platform = topology.platform if topology is not None and topology.kind == "node" else None
+    node_platform = topology.platform if isinstance(topology, Topology) else None
     if args.format in ("json", "prometheus"):
         findings = with_devices(diagnostics, node_platform)
         if args.format == "json":
@@ -283,7 +295,7 @@ def _report(args: argparse.Namespace, topology: Any, outcome: Any, problems: lis
     return status
 
 
-def results_table(outcome: Any) -> str:
+def results_table(outcome: Outcome) -> str:
     """The sizes compared, a table per run as nccl-tests prints its own: GB/s; `*` judged."""
     from hwspec.acceptance.expected import size_text
     from hwspec.perf.tables import number, table
@@ -292,7 +304,7 @@ def results_table(outcome: Any) -> str:
         return "-" if value is None else number(value / 1e9)
 
     out: list[str] = []
-    runs: dict[tuple[str, str, int], list[Any]] = {}
+    runs: dict[tuple[str, str, int], list[Compared]] = {}
     for c in outcome.compared:
         runs.setdefault((c.where.file, c.test, c.where.line if c.bytes is None else 0), []).append(c)
     for (file, test, _), rows in runs.items():

@@ -16,12 +16,15 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from hwspec import __version__
-from hwspec.cli.common import cannot_write, command_policy, command_sandbox
+from hwspec.cli.common import cannot_write, command_policy, command_sandbox, load_command_generators
 from hwspec.cli.common import load_command_rules as _rules
 from hwspec.text import visible
+
+if TYPE_CHECKING:
+    from hwspec.diagnostics import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -68,13 +71,18 @@ def _add_rules_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", metavar="DIR", action="append", default=[], type=Path,
                         help="also load rules from DIR (repeatable)")
     parser.add_argument("--rule-time-limit", metavar="SECONDS", type=_seconds, default=None,
-                        help="stop a rule (or a rule module's import) after SECONDS and report E900 "
-                             "(default 10, or HWSPEC_RULE_TIME_LIMIT; 0: no limit)")
+                        help="stop a rule or a site generator (or its module's import) after SECONDS and report "
+                             "E900 (a generator's: E904) (default 10, or HWSPEC_RULE_TIME_LIMIT; 0: no limit)")
     parser.add_argument("--allow-env", metavar="NAME[,NAME...]", type=_env_names, action="extend", default=[],
                         dest="allow_env",
                         help="let platform files set these environment: names although HW702/HW812 refuse them "
                              "(they load code, name files or move the rendezvous: grant only what your site "
                              "reviewed; repeatable)")
+
+
+def _add_generators_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--generators", metavar="DIR", action="append", default=[], type=Path,
+                        help="also load generators from DIR: every *.py in it, as --rules DIR loads rules (repeatable)")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
 
-    broken_modules: list = []
+    broken_modules: list[Diagnostic] = []
     rules = _rules(args, broken_modules)
     if rules is None:
         return EXIT_UNREADABLE
@@ -128,9 +136,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hwspec.diagnostics import Code, report
     from hwspec.generate import engine as generate
 
-    broken_modules: list = []
+    broken_modules: list[Diagnostic] = []
     rules = _rules(args, broken_modules)
     if rules is None:
+        return EXIT_UNREADABLE
+    generators = load_command_generators(args)
+    if generators is None:
         return EXIT_UNREADABLE
     try:
         generate.install_root(args.install_root)
@@ -154,9 +165,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if checked.failed():
             failed = True
             continue
-        if checked.topology is None:
+        topology = checked.topology
+        if topology is None:
             continue  # a workload or parts file: checked, nothing to generate
-        name = checked.platform.name
+        name = topology.name
         if name in owners:
             sys.stderr.write(f"hwspec: error[{Code.OUTPUT_NOT_WRITTEN}]: {visible(str(owners[name]))} and {visible(str(path))} "
                              f"are both named '{name}': their files would overwrite each other in {visible(str(args.output))}/{name}/\n")
@@ -164,13 +176,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
             continue
         owners[name] = path
         try:
-            plan.update(generate.plan_for(checked.topology, args.templates, root=args.install_root, rendered=rendered,
-                                           policy=command_policy(args)))
+            plan.update(generate.plan_for(topology, args.templates, root=args.install_root, rendered=rendered,
+                                           policy=command_policy(args), generators=generators, sandbox=command_sandbox(args)))
         except generate.GenerationError as exc:
-            sys.stderr.write(f"hwspec: error[{Code.GENERATION_FAILED}]: {visible(str(exc))}\n")
+            code = Code.GENERATOR_FAILED if isinstance(exc, generate.GeneratorFailed) else Code.GENERATION_FAILED
+            sys.stderr.write(f"hwspec: error[{code}]: {visible(str(exc))}\n")
             failed = True
             continue
-        names.append(checked.platform.name)
+        names.append(name)
     if failed:
         sys.stderr.write("hwspec: nothing written: fix the errors above first\n" if not args.check else "hwspec: check aborted by errors\n")
         return EXIT_UNREADABLE
@@ -204,7 +217,7 @@ WAITING = "waiting for the unknown facts of devices"
 """How HW603's finding that names the waiting outputs starts (rules/builtin/unknown.py)."""
 
 
-def summarised(diagnostics: list, path: Path) -> list:
+def summarised(diagnostics: list[Diagnostic], path: Path) -> list[Diagnostic]:
     """`diagnostics` with HW603's one finding per device with unknown facts left out, for
     `generate`: the finding that says which outputs wait for which facts of which devices stays,
     one per platform, its hint saying where the devices' own findings are (validate, or
@@ -256,6 +269,18 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_generators(args: argparse.Namespace) -> int:
+    """Every generator a `generate` with the same `--generators DIR`s runs: name, scope, where
+    it is defined, and the first line of its docstring."""
+    generators = load_command_generators(args)
+    if generators is None:
+        return EXIT_UNREADABLE
+    width = max((len(g.name) for g in generators), default=0)
+    for g in generators:
+        sys.stdout.write(f"{g.name:<{width}}  {g.scope:<7}  {g.origin}: {g.summary}\n")
+    return EXIT_OK
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     from hwspec.diagnostics.codes import Code, lookup
     from hwspec.spec.translate import nearest
@@ -284,6 +309,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import report
     from hwspec.perf import roofline, roofline_report
+    from hwspec.topology.cluster import ClusterTopology
 
     rules = _rules(args)
     if rules is None:
@@ -293,20 +319,21 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return EXIT_UNREADABLE
-    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+    topology = checked.topology
+    if checked.platform is not None and topology is None:  # a workload or parts file
         sys.stderr.write(f"hwspec: {visible(args.platform)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return EXIT_UNREADABLE
     if checked.failed():
         shown = visible(args.platform)
         sys.stderr.write(f"hwspec: {shown} has errors: fix them first ('hwspec validate {shown}')\n")
         return EXIT_FINDINGS
-    if getattr(checked.platform, "kind", "node") == "cluster":
+    if isinstance(topology, ClusterTopology):
         from hwspec.perf import cluster_roofline
 
-        document = cluster_roofline.cluster_roofline(checked.topology)
+        document = cluster_roofline.cluster_roofline(topology)
         text = cluster_roofline.cluster_text_report
     else:
-        document, text = roofline.roofline(checked.topology), roofline_report.text_report
+        document, text = roofline.roofline(checked.node_topology()), roofline_report.text_report
     if args.format == "json":
         import json
 
@@ -340,6 +367,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "roofline": (cmd_roofline, "print a platform's roofline parameters (peaks, tiers, ridge points, collective bounds)"),
     "schema": (cmd_schema, "print the JSON Schema of platform files (for editors)"),
     "rules": (cmd_rules, "list every rule"),
+    "generators": (cmd_generators, "list every generator (hwspec's own, installed packages', --generators DIR's)"),
     "explain": (cmd_explain, "print a rule's invariant and rationale"),
     "import": (cmd_import, "draft a platform file from a live node (NCCL dump, lstopo XML, nvidia-smi topo -m)"),
     "diff": (cmd_diff, "compare a live node with its platform file"),
@@ -368,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--check", action="store_true", help="compare with DIR instead of writing: exit 1 when stale")
     gen.add_argument("--templates", metavar="DIR", action="append", default=[], type=Path,
                      help="site templates, searched before the built-in ones (repeatable)")
+    _add_generators_option(gen)
     gen.add_argument("--no-svg", action="store_true", help="do not render SVG diagrams even when graphviz is installed")
     gen.add_argument("-v", "--verbose", action="store_true",
                      help="print each device's unknown facts (HW603), not only the outputs that wait for them")
@@ -393,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help=COMMANDS["schema"][1])
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    _add_generators_option(sub.add_parser("generators", help=COMMANDS["generators"][1]))
 
     for name in ("rules", "explain"):
         p = sub.add_parser(name, help=COMMANDS[name][1])
@@ -451,7 +482,7 @@ def _run(argv: list[str] | None) -> int:
         parser.print_help()
         return EXIT_UNREADABLE
     for option, dest in (("--parts", "parts"), ("--templates", "templates"), ("--platform-root", "platform_roots"),
-                         ("--rules", "rules")):
+                         ("--rules", "rules"), ("--generators", "generators")):
         for directory in getattr(args, dest, ()):
             problem = _not_a_directory(directory)
             if problem:

@@ -1,20 +1,31 @@
-"""What the commands share beyond argument parsing: the rules they run, the sandbox they run
-them in, and how a file they cannot write is reported. Imported by `commands`, `estimate`,
-`live` and `acceptance`, so none imports another for it."""
+"""What the commands share beyond argument parsing: the rules and generators they run, the
+sandbox they run them in, how a file they cannot write is reported, and the types of a
+subcommand (`Command`, `SubParsers`). Imported by `commands`, `estimate`, `live` and
+`acceptance`, so none imports another for it."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
+    from hwspec.diagnostics import Diagnostic
     from hwspec.formats.environment import EnvironmentPolicy
+    from hwspec.generate.registry import Generator
+    from hwspec.rules.engine import Rule
     from hwspec.rules.sandbox import Sandbox
 
+    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    """What `add_subparsers` returns, which each command family adds its parsers to."""
 
-def load_command_rules(args: argparse.Namespace, failures: list | None = None) -> list | None:
+Command: TypeAlias = tuple[Callable[[argparse.Namespace], int], str]
+"""A subcommand's function (parsed arguments -> exit status) and its one-line help (`COMMANDS`)."""
+
+
+def load_command_rules(args: argparse.Namespace, failures: list[Diagnostic] | None = None) -> list[Rule] | None:
     """The built-in rules plus `--rules DIR`s; None (after printing why) when they cannot be
     used: a `--rules DIR` that is not a directory (E301), two rules with one id or name (E302).
 
@@ -30,6 +41,23 @@ def load_command_rules(args: argparse.Namespace, failures: list | None = None) -
     set_time_limit(getattr(args, "rule_time_limit", None))
     try:
         return load_rules(rule_directories(args.rules), failures)
+    except HwspecError as exc:
+        sys.stderr.write(render(exc.diagnostics, "text"))
+        return None
+
+
+def load_command_generators(args: argparse.Namespace) -> list[Generator] | None:
+    """hwspec's own generators, the installed packages' and the `--generators DIR`s'; None
+    (after printing why) when they cannot be used: a directory that is not one or an entry
+    point that names no module of generators (E905), a module that fails to import (E904), two
+    generators of one name (E906). Nothing is generated then: a run without one of them would
+    remove its files."""
+    from hwspec.diagnostics import HwspecError
+    from hwspec.diagnostics.report import render
+    from hwspec.generate.registry import load_generators
+
+    try:
+        return load_generators(getattr(args, "generators", ()))
     except HwspecError as exc:
         sys.stderr.write(render(exc.diagnostics, "text"))
         return None

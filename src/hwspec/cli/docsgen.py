@@ -12,7 +12,10 @@
   by graphviz's `dot`;
 * `model_reference()`: the resolved model's classes (`Platform`, `Gpu`, `Nic`, ...) with their
   attributes, types and docstrings, and the public strategies of `hwspec.testing` with their
-  signatures, from the code itself; spliced into internals.md at `MODEL_REFERENCE_MARKER`.
+  signatures, from the code itself; spliced into internals.md at `MODEL_REFERENCE_MARKER`;
+* `query_reference()`: every query of `Topology` and `ClusterTopology`, what it takes and returns
+  and its docstring, under the sections of the code; spliced into site-rules.md at
+  `QUERY_REFERENCE_MARKER`.
 
 `GENERATED_PAGES` maps each page's path under docs/ to its renderer: the mkdocs hook
 (docs/hooks.py) adds them to the site at build time, so nothing generated is committed and
@@ -28,9 +31,17 @@ import importlib
 import inspect
 import json
 import re
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from hwspec.model.parts import Catalogue, Part
+    from hwspec.rules.engine import Rule
+    from hwspec.source.expand import Provenance
 
 FIELDS_PAGE = "reference/fields.md"
 RULES_PAGE = "reference/rules.md"
@@ -231,7 +242,7 @@ def _model_section(model: str, raw: dict[str, Any], described: dict[str, Any], u
 # ---------------------------------------------------------------- rules
 
 
-def builtin_rules() -> list[Any]:
+def builtin_rules() -> list[Rule]:
     """The built-in rules, loaded by path as `hwspec rules` loads them, by id."""
     from hwspec import content
     from hwspec.rules import load_rules
@@ -239,7 +250,7 @@ def builtin_rules() -> list[Any]:
     return sorted(load_rules([content.builtin_dir("rules")]), key=lambda r: r.id)
 
 
-def rule_reference(rules: list[Any] | None = None) -> str:
+def rule_reference(rules: list[Rule] | None = None) -> str:
     """The rule pages: a table of every rule, then each rule's heading (`HW202 backend-nic-locality`,
     anchor `#hw202`), its default severity, scope, whether a platform may change it, and its
     docstring (the invariant, then why it matters), as `hwspec explain ID` prints it."""
@@ -302,10 +313,10 @@ PART_SECTIONS = (("cpus", "CPUs", "CPU"), ("gpus", "GPUs", "GPU"), ("nics", "NIC
 """(catalogue section, heading, what one part is), in the order the page lists them."""
 
 
-def builtin_catalogue() -> Any:
-    """The built-in parts catalogue (`hwspec.model.parts.Catalogue`), read as the loader reads it."""
+def builtin_catalogue() -> Catalogue:
+    """The built-in parts catalogue, read as the loader reads it."""
     from hwspec import content
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
 
     return load_catalogue([content.builtin_dir("parts")])
 
@@ -324,7 +335,7 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _field_description(model: Any, path: tuple[str, ...], described: dict[str, Any]) -> str:
+def _field_description(model: type[BaseModel] | None, path: tuple[str, ...], described: dict[str, Any]) -> str:
     """What the field at `path` under `model` (a pydantic model class) means: the model's
     description, else the committed schema's (`described`, by model name); nested models are
     followed, a mapping's entries take the mapping's description."""
@@ -363,7 +374,7 @@ def _figure_rows(raw: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[
             yield prefix + (key,), value
 
 
-def _provenance_text(note: Any) -> str:
+def _provenance_text(note: Provenance | None) -> str:
     words = []
     if note is not None and note.source:
         words.append(note.source)
@@ -372,7 +383,7 @@ def _provenance_text(note: Any) -> str:
     return "; ".join(words)
 
 
-def _part_section(part: Any, what: str, model: Any, described: dict[str, Any]) -> list[str]:
+def _part_section(part: Part, what: str, model: type[BaseModel], described: dict[str, Any]) -> list[str]:
     """One part: its heading (anchored by name), what it is and where it is written, its own
     source, then a row per figure: the key, the value with its unit, what the key means and the
     source given for that value, or for its block (on the block's first row)."""
@@ -427,7 +438,7 @@ sockets:
 """How a platform file names the site part (a fragment of its `sockets:`)."""
 
 
-def parts_reference(catalogue: Any | None = None) -> str:
+def parts_reference(catalogue: Catalogue | None = None) -> str:
     """The parts page: a table of every part by kind, then each part's section (heading and
     anchor = its name, so the site's search finds `epyc-7r13`), then how to add a site part."""
     from hwspec.spec.parts import PART_KINDS
@@ -444,11 +455,12 @@ def parts_reference(catalogue: Any | None = None) -> str:
         "where the catalogue assumes it.",
         "",
     ]
+    parts = catalogue.parts  # every part by kind and name, as `get` gives each
     for section, heading, _what in PART_SECTIONS:
         names = catalogue.names(section)
         lines += [f"## {heading}", "", "| part | model | file |", "|---|---|---|"]
         for name in names:
-            part = catalogue.get(section, name)
+            part = parts[section][name]
             model_name = cell(str(part.raw.get("model_name", "")))
             lines.append(f"| [`{name}`](#{anchor(name)}) | {model_name} | `{Path(part.file).name}` |")
         lines.append("")
@@ -459,7 +471,7 @@ def parts_reference(catalogue: Any | None = None) -> str:
     for section, heading, what in PART_SECTIONS:
         lines += [f"## {heading}: figures", ""]
         for name in catalogue.names(section):
-            lines += _part_section(catalogue.get(section, name), what, getattr(models, PART_KINDS[section]), described)
+            lines += _part_section(parts[section][name], what, getattr(models, PART_KINDS[section]), described)
     lines += [
         "## Adding a site part",
         "",
@@ -586,8 +598,14 @@ class _Shown:
 
 
 def _unquoted(signature: inspect.Signature) -> inspect.Signature:
-    def shown(annotation: Any) -> Any:
-        return _Shown(annotation) if isinstance(annotation, str) else annotation
+    def shown(annotation: object) -> object:
+        if isinstance(annotation, str):
+            return _Shown(annotation)
+        # hypothesis' composite returns SearchStrategy[<the function's return annotation>], text here
+        (argument, *more) = typing.get_args(annotation) or (None,)
+        if getattr(typing.get_origin(annotation), "__name__", "") == "SearchStrategy" and isinstance(argument, typing.ForwardRef) and not more:
+            return _Shown(f"st.SearchStrategy[{argument.__forward_arg__}]")
+        return annotation
 
     parameters = [p.replace(annotation=shown(p.annotation)) for p in signature.parameters.values()]
     return signature.replace(parameters=parameters, return_annotation=shown(signature.return_annotation))
@@ -695,8 +713,101 @@ def model_reference() -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- the topology's queries
+
+
+QUERY_REFERENCE_MARKER = "<!-- generated: topology queries -->"
+"""The line of docs/site-rules.md that the mkdocs hook replaces with `query_reference()`."""
+
+QUERY_CLASSES = (("hwspec.topology.node", "Topology", "`ctx.topology` of a node rule or generator; `topology_of(platform)`"),
+                 ("hwspec.topology.cluster", "ClusterTopology", "`ctx.topology` of a cluster rule or generator; `topology_of(cluster)`"))
+"""(module, class, who gets one): the topologies whose queries `query_reference` lists."""
+
+_SECTION_COMMENT = re.compile(r"^\s*# -{5,} (.+?)\s*$")
+
+
+def _member_sections(cls: type) -> dict[str, str]:
+    """Each member defined in `cls`'s own body -> the section it is under: the text of the last
+    `# ----- section` comment above it in the class's source ("" before the first)."""
+    node = _class_nodes(cls.__module__)[cls.__name__]
+    lines = Path(inspect.getsourcefile(cls) or "").read_text().splitlines()
+    sections: dict[str, str] = {}
+    current, line = "", node.lineno
+    for statement in node.body:
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        for text in lines[line:first - 1]:
+            match = _SECTION_COMMENT.match(text)
+            if match:
+                current = match.group(1)
+        line = statement.end_lineno or first
+        names = ([statement.name] if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                 [statement.target.id] if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) else
+                 [t.id for t in statement.targets if isinstance(t, ast.Name)] if isinstance(statement, ast.Assign) else [])
+        sections.update(dict.fromkeys(names, current))
+    return sections
+
+
+def _annotation_text(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+
+
+def topology_queries(cls: type) -> list[tuple[str, str, str, str]]:
+    """(section, query as called, what it returns, docstring) for every public member of the
+    topology class `cls`: the members of its bases (`name`, `locate()`, ...) and those of `cls`
+    above its first section comment (`platform`, `graph`) in section "the model", then `cls`'s
+    others in source order under its source's section comments.
+    Methods show their parameters (`nics_of(gpu_id: str)`), attributes and properties their name."""
+    rows: list[tuple[str, str, str, str]] = []
+    seen: set[str] = set()
+    for klass in reversed([k for k in cls.__mro__ if k.__module__.startswith("hwspec.topology.")]):
+        sections = _member_sections(klass)
+        docs = attribute_docs(klass)
+        own = klass is cls
+        for name in sections:
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            section = (sections[name] if own else "") or "the model"
+            value = vars(klass).get(name)
+            if isinstance(value, (property, functools.cached_property)):
+                function: Any = value.fget if isinstance(value, property) else value.func
+                rows.append((section, name, _annotation_text(inspect.signature(function).return_annotation), inspect.getdoc(value) or ""))
+            elif inspect.isfunction(value):
+                signature = _unquoted(inspect.signature(value))
+                shown = signature.replace(parameters=list(signature.parameters.values())[1:], return_annotation=inspect.Signature.empty)
+                rows.append((section, f"{name}{shown}", _annotation_text(signature.return_annotation), inspect.getdoc(value) or ""))
+            else:
+                annotation = vars(klass).get("__annotations__", {}).get(name)
+                rows.append((section, name, _annotation_text(annotation) if annotation is not None else type(value).__name__,
+                             docs.get(name, "")))
+    return rows
+
+
+def query_reference() -> str:
+    """The query reference of docs/site-rules.md: for `Topology` and `ClusterTopology`, every
+    public query (`topology_queries`) with what it takes and returns and its docstring, under the
+    sections the code groups them in; generated from the classes when the site is built."""
+    lines: list[str] = []
+    for module_name, name, who in QUERY_CLASSES:
+        cls = getattr(importlib.import_module(module_name), name)
+        lines += [f"### {name} {{ #{anchor(name)} }}", "", f"`{module_name}.{name}`: {who}.", ""]
+        if cls.__doc__:
+            lines += [plain(inspect.cleandoc(cls.__doc__)), ""]
+        section = None
+        for where, query, returns, doc in topology_queries(cls):
+            if where != section:
+                if section is not None:
+                    lines.append("")
+                lines += [f"#### {name}: {where}", "", "| query | returns | what |", "|---|---|---|"]
+                section = where
+            lines.append(f"| `{_code_cell(query)}` | `{_code_cell(returns)}` | {cell(doc)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 GENERATED_SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
     "internals.md": {MODEL_REFERENCE_MARKER: model_reference},
+    "site-rules.md": {QUERY_REFERENCE_MARKER: query_reference},
 }
 """Page under docs/ -> {marker line: the function whose text replaces it} (docs/hooks.py)."""
 

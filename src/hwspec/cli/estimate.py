@@ -9,10 +9,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwspec.text import visible
+
+if TYPE_CHECKING:
+    from hwspec.cli.common import Command, SubParsers
+    from hwspec.model.workload import Workload
+    from hwspec.perf.platform_figures import Figures
+    from hwspec.topology import ClusterTopology, Topology
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 PLACEMENTS = ("gpu", "cpu-host")
@@ -20,7 +27,7 @@ PLACEMENT_HELP = ("where the embedding tables live and are looked up, instead of
                   "gpu (HBM, spilling to host DDR and SSD) or cpu-host (the CPU sockets' DDR, Zion's design)")
 
 
-def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
+def _platform(path: Path, args: argparse.Namespace) -> tuple[Topology | ClusterTopology | None, int]:
     """The checked platform's topology, or None and the exit status (after printing why)."""
     from hwspec import pipeline
     from hwspec.cli.common import command_policy, command_sandbox
@@ -35,7 +42,7 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     sys.stderr.write(report.render(checked.diagnostics, "text"))
     if checked.unreadable:
         return None, EXIT_UNREADABLE
-    if getattr(checked.platform, "kind", None) in ("workload", "parts"):
+    if checked.platform is not None and checked.topology is None:  # a workload or parts file
         sys.stderr.write(f"hwspec: {visible(path)} is a {checked.platform.kind} file; give the platform (node or cluster) file here\n")
         return None, EXIT_UNREADABLE
     if checked.failed():
@@ -44,7 +51,7 @@ def _platform(path: Path, args: argparse.Namespace) -> tuple[Any, int]:
     return checked.topology, EXIT_OK
 
 
-def _workload(path: Path) -> tuple[Any, int]:
+def _workload(path: Path) -> tuple[Workload | None, int]:
     from hwspec.diagnostics import HwspecError, report
     from hwspec.model.workload import load_workload
     from hwspec.pipeline import READ_ERROR_CODES
@@ -57,14 +64,14 @@ def _workload(path: Path) -> tuple[Any, int]:
         return None, EXIT_UNREADABLE if unreadable else EXIT_FINDINGS
 
 
-def placed(workload, placement: str | None):
+def placed(workload: Workload, placement: str | None) -> Workload:
     """`workload` with its embeddings placed as `--placement` says (None: as the file says)."""
     import dataclasses
 
     return workload if placement is None else dataclasses.replace(workload, placement=placement)
 
 
-def _figures(topology) -> tuple[Any, int]:
+def _figures(topology: Topology | ClusterTopology) -> tuple[Figures | None, int]:
     """The platform's figures, or None and the exit status after reporting unknown ones (E403)."""
     from hwspec.diagnostics import HwspecError, report
     from hwspec.perf.platform_figures import figures
@@ -76,7 +83,7 @@ def _figures(topology) -> tuple[Any, int]:
         return None, EXIT_FINDINGS
 
 
-def _estimate(figures, workload) -> tuple[dict | None, int]:
+def _estimate(figures: Figures, workload: Workload) -> tuple[dict[str, Any] | None, int]:
     from hwspec.diagnostics import HwspecError, report
     from hwspec.perf.estimate import estimate
 
@@ -87,7 +94,7 @@ def _estimate(figures, workload) -> tuple[dict | None, int]:
         return None, EXIT_FINDINGS
 
 
-def _plot(estimates: list[dict], path: Path | None) -> int:
+def _plot(estimates: list[dict[str, Any]], path: Path | None) -> int:
     if path is None:
         return EXIT_OK
     from hwspec.cli.common import cannot_write
@@ -117,7 +124,7 @@ def _check_plot_path(path: Path | None) -> bool:
     return True
 
 
-def _dump(document: dict) -> str:
+def _dump(document: dict[str, Any]) -> str:
     import json
 
     return json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
@@ -144,12 +151,13 @@ def node_counts(text: str) -> list[int]:
     return sorted(counts)
 
 
-def _scaling(topology, args: argparse.Namespace) -> int:
+def _scaling(topology: Topology | ClusterTopology, args: argparse.Namespace) -> int:
     """`hwspec estimate CLUSTER WORKLOAD --nodes ...`: the scaling table."""
     from hwspec.diagnostics import HwspecError, report
     from hwspec.perf import scaling
+    from hwspec.topology import ClusterTopology
 
-    if topology.kind != "cluster":
+    if not isinstance(topology, ClusterTopology):
         sys.stderr.write(f"hwspec: --nodes re-sizes a cluster, but {visible(args.platform)} is a node platform: give a cluster "
                          "file of these nodes (see platforms/zionex-16.yaml), or leave out --nodes\n")
         return EXIT_UNREADABLE
@@ -214,9 +222,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         found.append(platform_figures)
         platforms.append(topology.platform)
     a, b = found
-    estimates: list[dict] = []
-    scaled: list[dict] = []
+    estimates: list[dict[str, Any]] = []
+    scaled: list[dict[str, Any]] = []
     if args.workload is not None:
+        from hwspec.model.cluster import Cluster
         from hwspec.perf.scaling import against_one_node
 
         workload, status = _workload(args.workload)
@@ -228,7 +237,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             if document is None:
                 return status
             estimates.append(document)
-            if platform.kind == "cluster":
+            if isinstance(platform, Cluster):
                 scaled.append(against_one_node(platform, side, document))
     document = compare.comparison(a, b, *estimates)
     if len(scaled) == 2:
@@ -237,9 +246,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _plot(estimates, args.plot) if estimates else EXIT_OK
 
 
-def add_parsers(sub: argparse._SubParsersAction, add_common) -> dict[str, tuple[Any, str]]:
+def add_parsers(sub: SubParsers, add_common: Callable[[argparse.ArgumentParser], None]) -> dict[str, Command]:
     """Add the `estimate` and `compare` subcommands; returns their COMMANDS entries."""
-    commands = {
+    commands: dict[str, Command] = {
         "estimate": (cmd_estimate, "estimate a workload's per-iteration time and QPS bounds on a platform, term by term"),
         "compare": (cmd_compare, "two platforms side by side (and, with a workload, what the change buys it)"),
     }

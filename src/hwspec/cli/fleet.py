@@ -16,7 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hwspec.cli.common import Command, SubParsers
+    from hwspec.live.cliques import DomainPlan
+    from hwspec.live.culprits import LeafPlan
 
 EXIT_NO_DOMAINS = EXIT_USAGE = 2
 """`--cluster` names a file that gives neither NVLink domains nor leaves (unreadable, not a cluster, none declared);
@@ -27,7 +32,7 @@ HELP = ("merge node reports ('hwspec diff --format json') into one fleet report:
         "acceptance runs and what is slow in every run it joins")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
+def add_parser(sub: SubParsers) -> dict[str, Command]:
     """Add the `fleet-report` subcommand; returns its COMMANDS entry."""
     parser = sub.add_parser("fleet-report", help=HELP)
     parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT",
@@ -45,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> dict[str, tuple[Any, str]]:
     return {"fleet-report": (cmd_fleet_report, HELP)}
 
 
-def cluster_plans(path: Path) -> tuple[Any, Any] | None:
+def cluster_plans(path: Path) -> tuple[DomainPlan | None, LeafPlan | None] | None:
     """The NVLink domains (`hwspec.live.cliques.DomainPlan`) and leaf groups
     (`hwspec.live.culprits.LeafPlan`) of the cluster file at `path`, either None where the
     cluster has none; None after saying on stderr why there are neither (unreadable, not a
@@ -54,6 +59,7 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
     from hwspec.diagnostics import HwspecError, display_path, report
     from hwspec.live.cliques import DomainPlan, short
     from hwspec.live.culprits import LeafPlan
+    from hwspec.model.cluster import Cluster
     from hwspec.text import visible
     from hwspec.topology import topology_of
 
@@ -62,7 +68,7 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return None
-    if getattr(cluster, "kind", None) != "cluster":
+    if not isinstance(cluster, Cluster):
         sys.stderr.write(f"hwspec: {visible(str(path))} is not a cluster file: no NVLink domains to compare the nodes' cliques with\n")
         return None
     hosts = cluster.hostnames
@@ -74,7 +80,7 @@ def cluster_plans(path: Path) -> tuple[Any, Any] | None:
     plan = None
     if domains is not None:
         members = tuple(tuple(short(hosts[n]) for n in domains.nodes(d)) for d in range(domains.count))
-        at = cluster.source_map.doc.locate_key(("nvlink_domain",))  # the key's line, not its block's first field
+        at = cluster.source_map.locate_key(None, "nvlink_domain")  # the key's line, not its block's first field
         plan = DomainPlan(display_path(path), at, domains.names, members)
     leaves = LeafPlan(display_path(path), tuple(name for name, _ in groups),
                       tuple(tuple(short(hosts[n]) for n in nodes) for _, nodes in groups),

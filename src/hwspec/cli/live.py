@@ -10,12 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hwspec.text import visible
 
 if TYPE_CHECKING:
+    from hwspec.diagnostics import Diagnostic
+    from hwspec.live.observed import Machine
+    from hwspec.model.node import Platform
     from hwspec.rules.sandbox import Sandbox
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
@@ -81,7 +85,7 @@ def run_capture(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _read_live(args: argparse.Namespace):
+def _read_live(args: argparse.Namespace) -> Machine:
     """The machine `--live`/`--sysfs-root` reads, with the usage problems of the command line."""
     from hwspec.diagnostics import Code, Location, Severity
     from hwspec.live.capture import read_live
@@ -114,7 +118,7 @@ def add_diff_report_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the node's name in the json and prometheus reports (default: the short host name)")
 
 
-def _node_fabric(machine) -> tuple[str | None, int | None] | None:
+def _node_fabric(machine: Machine | None) -> tuple[str | None, int | None] | None:
     """The NVLink clique every GPU of `machine` is in; (None, None) when its inputs answered for
     the fabric (NVML, `-q -x`) and no GPU is in a domain; None when they did not answer, or its
     GPUs disagree (diff's D113 says so): then the node's clique is not known."""
@@ -128,7 +132,8 @@ def _node_fabric(machine) -> tuple[str | None, int | None] | None:
     return (None, None) if all(gpu.fabric is None for gpu in machine.gpus.values()) else None
 
 
-def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: int, platform=None, machine=None) -> int:
+def write_diff_report(args: argparse.Namespace, diagnostics: list[Diagnostic], exit_code: int, platform: Platform | None = None,
+                      machine: Machine | None = None) -> int:
     """Write diff's report of `diagnostics` on stdout in `args.format` and return `exit_code`.
     json and prometheus always write one, naming the node and the spec, "could not check"
     included (exit status 2); the other formats write the diagnostics only where a comparison
@@ -152,7 +157,7 @@ def write_diff_report(args: argparse.Namespace, diagnostics: list, exit_code: in
     return exit_code
 
 
-def _read(args: argparse.Namespace):
+def _read(args: argparse.Namespace) -> tuple[Machine, bool]:
     from hwspec.diagnostics import Code, Location, Severity
     from hwspec.live.merge import read_inputs
     from hwspec.live.observed import FATAL_INPUT_CODES
@@ -176,7 +181,7 @@ def _read(args: argparse.Namespace):
     return machine, fatal
 
 
-def check_draft(text: str, file: str, parts_dirs=(), sandbox: Sandbox | None = None) -> list:
+def check_draft(text: str, file: str, parts_dirs: Iterable[Path] = (), sandbox: Sandbox | None = None) -> list[Diagnostic]:
     """Every diagnostic of the draft `text` as `hwspec validate` reports it (loader, then the
     built-in rules, in `sandbox` when given), with `file` as the file name. Checked through a
     temporary copy, so that nothing is written when the draft is printed."""
@@ -199,7 +204,7 @@ def run_import(args: argparse.Namespace) -> int:
     from hwspec.cli.common import cannot_write, command_sandbox
     from hwspec.diagnostics import HwspecError, report
     from hwspec.live.draft import draft_document
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
     from hwspec.text import visible
 
     machine, fatal = _read(args)
@@ -246,6 +251,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from hwspec import pipeline
     from hwspec.diagnostics import HwspecError, report
     from hwspec.live.diff import diff
+    from hwspec.model.node import Platform
 
     if args.inputs and not (args.live or args.sysfs_root is not None):
         from hwspec.cli.acceptance import results_among, run_results_diff
@@ -266,9 +272,8 @@ def run_diff(args: argparse.Namespace) -> int:
     except HwspecError as exc:
         sys.stderr.write(report.render(exc.diagnostics, "text"))
         return write_diff_report(args, exc.diagnostics, EXIT_UNREADABLE)
-    if getattr(platform, "kind", "node") != "node":
-        kind = getattr(platform, "kind", "cluster")
-        sys.stderr.write(f"hwspec: {visible(args.spec)} is a {kind} file: diff compares one node with its node platform file\n")
+    if not isinstance(platform, Platform):
+        sys.stderr.write(f"hwspec: {visible(args.spec)} is a {platform.kind} file: diff compares one node with its node platform file\n")
         return write_diff_report(args, [], EXIT_UNREADABLE)
     machine, fatal = _read(args)
     if fatal:

@@ -9,7 +9,7 @@ code text is written anywhere else.
 
 Exit status by code: E100-E108 mean the file could not be read or parsed, E114 that an output
 could not be written (exit 2, as do the usage errors E301 and E302, the generation codes E901-E902
-and an internal error, E903); the others, E900 among them, are error findings (exit 1).
+and E904-E906, and an internal error, E903); the others, E900 among them, are error findings (exit 1).
 
 The live checks' codes are members too: D101-D114, a live machine (or a fleet) that differs from
 its platform file (drift, exit 1), and I100-I104, problems in the inputs `import` and `diff`
@@ -130,7 +130,7 @@ class Code(enum.StrEnum):
         "reports of one run (same run, collective, hosts and devices), say different things: which is true cannot be "
         "told. The first one read is counted, the other is not, and the fleet needs a look (exit 1): give only the latest "
         "report of each node and the latest results of each run.")
-    # engine and generation (hwspec.rules.engine, hwspec.cli.commands)
+    # engine and generation (hwspec.rules.engine, hwspec.generate.registry, hwspec.cli.commands)
     RULE_FAILED = ("E900", "rule failed", "A rule raised, called sys.exit, was interrupted, ran past its time limit "
         "(`--rule-time-limit`, default 10 s), changed the working directory (put back) or yielded something that is "
         "not a finding; the message names the rule. Or a rule module failed to import in one of those ways: located "
@@ -145,6 +145,17 @@ class Code(enum.StrEnum):
         "could not check (exit 2, never a finding: a health check does not drain the node on it), `diff`'s json and "
         "prometheus reports say `unchecked`, and one line names the command and the exception. Run it again with "
         "HWSPEC_DEBUG=1 for the traceback, and report it.")
+    GENERATOR_FAILED = ("E904", "generator failed", "A site's generator (`--generators DIR`, or an installed package's "
+        "entry point in the `hwspec.generators` group) raised, called sys.exit, was interrupted, ran past its time limit "
+        "(`--rule-time-limit`, default 10 s, as a rule), changed the working directory (put back) or returned something "
+        "that is not a plan (a dict of relative paths the writer accepts to text); or its module failed to import in one "
+        "of those ways, located at the failing line. The message names the generator and its file; what it printed went "
+        "to stderr. Nothing was written (exit 2): a bug in the generator's file.")
+    CANNOT_LOAD_GENERATORS = ("E905", "cannot load generators", "A `--generators DIR` is not a directory, or an entry "
+        "point of the `hwspec.generators` group names something other than a module, or a module without generators: "
+        "a usage error (exit 2), nothing is generated.")
+    GENERATOR_CLASH = ("E906", "generator clash", "Two generators share a name (a site's cannot take a built-in one's): "
+        "a usage error (exit 2), nothing is generated.")
     # a live machine against its platform file (hwspec.live.diff), a fleet against its cluster (hwspec.live.cliques)
     MISSING_DEVICE = ("D101", "missing-device", "A socket, GPU or NIC of the spec is not in the machine.")
     EXTRA_DEVICE = ("D102", "extra-device", "The machine has a NUMA node, GPU or NIC the spec does not describe.")

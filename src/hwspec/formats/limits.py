@@ -48,7 +48,7 @@ class Limit:
     list, so `validate` clean means `generate` succeeds."""
 
     message: str
-    at: tuple = (None,)
+    at: tuple[str | int | None, ...] = (None,)
     hint: str | None = None
     reported_by: str = ""
     """A rule that already reports this fact where it belongs (HW101 for a device outside the
@@ -88,22 +88,23 @@ def _interface_list_limits(platform: Platform) -> list[Limit]:
         socket = list(platform.collective_nics)
     else:
         socket = [n for n in platform.host_nics if n.interface or interface_use(n.transport, n.role) == "socket"]
-    lists: list[tuple[str, str, list]] = []
-    if socket and all(n.interface for n in socket):
-        lists.append(("NCCL_SOCKET_IFNAME", "=", socket))
+    lists: list[tuple[str, str, list[tuple[str, str]]]] = []  # (variable, prefix, [(NIC id, interface)]) of each list
+    named = [(n.id, n.interface) for n in socket if n.interface]
+    if socket and len(named) == len(socket):
+        lists.append(("NCCL_SOCKET_IFNAME", "=", named))
     if net is not None and net.data_ifname is not None:
-        lists.append((net.data_ifname, "", [n for n in platform.backend_nics if n.interface]))
+        lists.append((net.data_ifname, "", [(n.id, n.interface) for n in platform.backend_nics if n.interface]))
     limits = []
     for name, prefix, nics in lists:
         if name in platform.environment:
             continue
-        total = len(prefix) + sum(len(n.interface) for n in nics) + len(nics) - 1
+        total = len(prefix) + sum(len(interface) for _, interface in nics) + len(nics) - 1
         length = len(prefix) - 1
-        for nic in nics:
-            length += 1 + len(nic.interface)
+        for nic, interface in nics:
+            length += 1 + len(interface)
             if length > NCCL_CONF_MAX:
                 limits.append(Limit(f"{name} would list {len(nics)} interfaces in {total} characters; NCCL reads at most "
-                                    f"{NCCL_CONF_MAX} of a value, and the list passes them at {nic.id}", (nic.id, "interface"),
+                                    f"{NCCL_CONF_MAX} of a value, and the list passes them at {nic}", (nic, "interface"),
                                     f"use shorter interface names, or set {name} under environment: as a prefix filter "
                                     "(e.g. 'ens') that NCCL matches itself"))
                 break

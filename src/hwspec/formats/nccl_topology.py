@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from hwspec.spec.checks import BUS_ID as BUSID
@@ -484,30 +485,32 @@ def _check_semantics(root: _Element, errors: list[str], dialect: Dialect = NCCL)
     elements = list(_walk(root, dialect))
     busids: dict[str, int] = {}
     for e in elements:
-        if e.name == "pci" and e.get("busid") is not None:
-            busid = e.get("busid")
+        busid = e.get("busid")
+        if e.name == "pci" and busid is not None:
             if busid in busids:
                 errors.append(f"line {e.line}: <pci busid=\"{busid}\"> repeats the bus id of line {busids[busid]}")
             else:
                 busids[busid] = e.line
 
-    gpus = [e for e in elements if e.name == "gpu" and e.get("rank") is not None and _UINT.fullmatch(e.get("rank"))]
+    gpus = [(e, text) for e in elements if e.name == "gpu" and (text := e.get("rank")) is not None and _UINT.fullmatch(text)]
     ranks: dict[int, int] = {}
-    for gpu in gpus:
-        rank = int(gpu.get("rank"))
+    for gpu, text in gpus:
+        rank = int(text)
         if rank in ranks:
             errors.append(f"line {gpu.line}: <gpu rank=\"{rank}\"> repeats the rank of line {ranks[rank]}")
         ranks.setdefault(rank, gpu.line)
     expected = set(range(len(gpus)))
     if set(ranks) != expected:
-        found = ", ".join(sorted((g.get("rank") for g in gpus), key=int))
+        found = ", ".join(sorted((text for _, text in gpus), key=int))
         missing = sorted(expected - set(ranks))
         errors.append(f"file: GPU ranks must be 0..{len(gpus) - 1}, each once; found {found}"
                       + (f" (missing {', '.join(map(str, missing))})" if missing else ""))
 
     devs: dict[str, int] = {}
-    for net in (e for e in elements if e.name == "net" and e.get("dev") is not None):
+    for net in elements:
         dev = net.get("dev")
+        if net.name != "net" or dev is None:
+            continue
         if dev in devs:
             errors.append(f"line {net.line}: <net dev=\"{dev}\"> repeats the dev of line {devs[dev]}")
         else:
@@ -515,8 +518,9 @@ def _check_semantics(root: _Element, errors: list[str], dialect: Dialect = NCCL)
 
     gpu_bus: dict[str, _Element] = {}
     for gpu in (e for e in elements if e.name == "gpu"):
-        if gpu.parent is not None and gpu.parent.name == "pci" and gpu.parent.get("busid"):
-            gpu_bus[gpu.parent.get("busid")] = gpu
+        busid = gpu.parent.get("busid") if gpu.parent is not None and gpu.parent.name == "pci" else None
+        if busid:
+            gpu_bus[busid] = gpu
     counts: dict[tuple[str, str], tuple[int, int]] = {}
     link_name = "NVLink" if dialect.gpu_link == "nvlink" else "xGMI"
     for link in (e for e in elements if e.name == dialect.gpu_link and _gpu_tclass(e, dialect)):
@@ -524,6 +528,8 @@ def _check_semantics(root: _Element, errors: list[str], dialect: Dialect = NCCL)
         if target is None or count is None or not _UINT.fullmatch(count) or link.parent is None or link.parent.parent is None:
             continue
         source = link.parent.parent.get("busid")
+        if source is None:
+            continue  # its <pci> lacks busid, reported as a missing attribute: nothing to match the other end with
         if target not in gpu_bus:
             errors.append(f"line {link.line}: <{link.name} target=\"{target}\"> names no GPU in this file")
             continue
@@ -533,14 +539,14 @@ def _check_semantics(root: _Element, errors: list[str], dialect: Dialect = NCCL)
         key = (source, target)
         previous = counts.get(key, (0, link.line))[0]
         counts[key] = (previous + int(count), link.line)
-    for (source, target), (count, line) in sorted(counts.items()):
+    for (source, target), (total, line) in sorted(counts.items()):
         back = counts.get((target, source), (0, 0))[0]
-        if back != count:
-            errors.append(f"line {line}: {link_name} count from {source} to {target} is {count} "
+        if back != total:
+            errors.append(f"line {line}: {link_name} count from {source} to {target} is {total} "
                           f"but from {target} to {source} is {back}: {link_name} counts must be symmetric")
 
 
-def _walk(element: _Element, dialect: Dialect = NCCL):
+def _walk(element: _Element, dialect: Dialect = NCCL) -> Iterator[_Element]:
     """The elements the library reads: misplaced ones (already reported) are skipped with their subtree."""
     yield element
     for child in element.children:

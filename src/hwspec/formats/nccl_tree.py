@@ -9,10 +9,11 @@ rendered text is checked against the libraries' parser rules by `hwspec.formats.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from hwspec.formats.limits import GenerationError, Limit, collective_library
+from hwspec.formats.limits import GenerationError, Limit
+from hwspec.formats.limits import collective_library as collective_library  # generators and rules import it from here
 from hwspec.formats.nccl_topology import (
     CLASS_ACCELERATOR,
     MAX_ELEMENTS,
@@ -267,7 +268,7 @@ _DIALECTS: dict[str, tuple[Dialect, str]] = {"nccl": (NCCL, "nccl-topo.xml"), "r
 """A form's library -> the parser rules its file is read by, and the file's name."""
 
 
-def _entry_of(platform: Platform, node: XmlNode) -> tuple:
+def _entry_of(platform: Platform, node: XmlNode) -> tuple[str | None, str]:
     """Where in the platform file an element's problem is: a CPU's at its part (its package's),
     another element at the entry it describes."""
     socket = platform.socket_by_id.get(node.at) if node.tag == "cpu" and node.at is not None else None
@@ -289,7 +290,7 @@ def _missing_attributes(platform: Platform, node: XmlNode, dialect: Dialect, fil
                   "; ".join(dict.fromkeys(hints)) or "fill in what the part or the input did not give")]
 
 
-def _walk(node: XmlNode):
+def _walk(node: XmlNode) -> Iterator[XmlNode]:
     yield node
     for child in node.children:
         yield from _walk(child)
@@ -586,7 +587,7 @@ RCCL_IDENTITY_SOURCES = {
 (an RCCL topology dump of the node gives all three as its gpu's gcn, arch and sm)."""
 
 
-def _missing_rccl_identity(gpu, missing: list[str]) -> str:
+def _missing_rccl_identity(gpu: Gpu, missing: list[str]) -> str:
     """What to fill in for an AMD GPU that RCCL's <gpu> cannot be written for, and where to find
     it: RCCL requires gcn, arch and sm (the compute-unit count) and does not detect them when the
     file omits them."""

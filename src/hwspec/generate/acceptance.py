@@ -151,7 +151,7 @@ def plan_rows(topology: ClusterTopology, acceptance: AcceptancePlan) -> list[lis
 PLAN_COLUMNS = ("round", "scope", "results", "runs", "nodes", "layout", "ranks", "gpus", "nics", "tests", "env", "hosts")
 
 
-@generator("acceptance", kinds=("cluster",))
+@generator("acceptance", scope="cluster")
 def acceptance_cluster(ctx: ClusterGenContext) -> Plan:
     """`acceptance/plan.tsv`, `run-plan.sh`, `rank.sh`, `acceptance.sbatch`, `submit.sh` and
     `mpijob.yaml` (the module's docstring)."""

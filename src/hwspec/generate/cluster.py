@@ -14,7 +14,7 @@ from hwspec import hostlist
 from hwspec.formats.environment import environment_limits
 from hwspec.formats.limits import cluster_limits
 from hwspec.formats.nccl_env import is_nccl
-from hwspec.generate.engine import ClusterGenContext, Plan, generator, refuse, render_all
+from hwspec.generate.engine import ClusterGenContext, Plan, generator, refuse
 from hwspec.generate.launch import Setting, merge_environment, nccl_conf_text
 from hwspec.model.cluster import Cluster, Leaf
 from hwspec.text import xml_escape as escape
@@ -26,7 +26,7 @@ def rail_optimized(cluster: Cluster) -> bool | None:
     return None if cluster.fabric is None else cluster.fabric.topology == "rail-optimized"
 
 
-@generator("cluster-nodes", kinds=("cluster",))
+@generator("cluster-nodes", scope="cluster")
 def cluster_nodes(ctx: ClusterGenContext) -> Plan:
     """`nodes/<platform>/...`: every node generator's files for each distinct node platform,
     installed under HWSPEC_DIR/nodes/<platform>, with NCCL_CROSS_NIC from the cluster's rails."""
@@ -38,14 +38,13 @@ def cluster_nodes(ctx: ClusterGenContext) -> Plan:
         if node.name in seen:
             continue
         seen.add(node.name)
-        files = render_all(topology_of(node), ctx.env, install_dir=f"{ctx.install_dir}/nodes/{node.name}",
-                           rail_optimized=rail_optimized(cluster), source=node.file, rendered=ctx.rendered,
-                           policy=ctx.policy)
+        files = ctx.render_node(topology_of(node), install_dir=f"{ctx.install_dir}/nodes/{node.name}",
+                                rail_optimized=rail_optimized(cluster), source=node.file)
         plan.update({f"nodes/{node.name}/{path}": text for path, text in files.items()})
     return plan
 
 
-@generator("cluster-launch", kinds=("cluster",))
+@generator("cluster-launch", scope="cluster")
 def cluster_launch(ctx: ClusterGenContext) -> Plan:
     """nccl.conf (cluster-wide NCCL settings), cluster.env (torchrun rendezvous),
     node-launch.sh (one per node: picks the node's platform files, runs torchrun) and
@@ -85,7 +84,7 @@ def cluster_launch(ctx: ClusterGenContext) -> Plan:
     }
 
 
-@generator("cluster-roofline", kinds=("cluster",))
+@generator("cluster-roofline", scope="cluster")
 def cluster_roofline_json(ctx: ClusterGenContext) -> Plan:
     """roofline.json (aggregates, injection, bisection, hierarchical collective bounds) and
     torchrec-topology.json (Topology kwargs and TopologyFactory configs with world_size and
@@ -149,7 +148,7 @@ def _links_table(rows: list[tuple[str, str]]) -> str:
             f'<tr><td colspan="2"><b>links</b></td></tr>{cells}</table>>];')
 
 
-@generator("cluster-diagram", kinds=("cluster",))
+@generator("cluster-diagram", scope="cluster")
 def cluster_diagram(ctx: ClusterGenContext) -> Plan:
     """cluster.dot: blocks of hosts (`host_blocks`), in NVLink domain frames, wired to their
     leaves (a rail-optimized pod's leaves as one box) and the spines; node groups and switch

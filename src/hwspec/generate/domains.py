@@ -201,7 +201,7 @@ def _yaml(data: object, *documents: object) -> str:
     return yaml.dump_all([data, *documents], Dumper=YAML_DUMPER, sort_keys=False, default_flow_style=False, width=1000)
 
 
-@generator("scheduler-topology", kinds=("cluster",))
+@generator("scheduler-topology", scope="cluster")
 def scheduler_topology(ctx: ClusterGenContext) -> dict[str, str]:
     """`slurm/topology.yaml`, `slurm/topology-block.conf` (with NVLink domains),
     `kubernetes/topology.yaml` and `kubernetes/label-nodes.sh`."""

@@ -1,9 +1,12 @@
 """Generation: resolved topology -> plan `{relative path: text}` -> write or check.
 
-Generators are pure functions registered with `@generator(name)` in `hwspec/generate/`.
+Generators are pure functions marked with `@generator(name)` (`hwspec.generate.registry`: how
+hwspec's own, a site's `--generators DIR` and an installed package's are declared and found).
 A node generator receives a `GenContext` (`ctx.topology` a `Topology`, `ctx.platform` a
-`Platform`), a cluster generator (`kinds=("cluster",)`) a `ClusterGenContext` (a
+`Platform`), a cluster generator (`scope="cluster"`) a `ClusterGenContext` (a
 `ClusterTopology` and a `Cluster`); each returns `{path relative to the platform's output dir: text}`.
+A run renders the generators it is given (`plan_for(..., generators=...)`); a site's runs
+contained when the run has a sandbox (`hwspec.rules.sandbox`, as the command line's rules do).
 Templates come from `templates/` (or a site's `--templates DIR`, searched first) through a
 jinja2 environment with StrictUndefined, `trim_blocks`/`lstrip_blocks`, and per-target
 escaping filters. Every file starts with a provenance header in its target's comment syntax.
@@ -13,21 +16,27 @@ Output is deterministic: no timestamps, no absolute paths, sorted iteration ever
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import importlib
 import shlex
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hwspec import __version__, content
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.formats.limits import SAFE_VALUE, Limit
 from hwspec.formats.limits import GenerationError as GenerationError  # generators and callers raise and catch it from here
+from hwspec.generate.registry import ClusterGenerator as ClusterGenerator
+from hwspec.generate.registry import Generator as Generator
+from hwspec.generate.registry import GeneratorFunc, installed_generators
+from hwspec.generate.registry import NodeGenerator as NodeGenerator
+from hwspec.generate.registry import Plan as Plan
+from hwspec.generate.registry import generator as generator
 from hwspec.model.cluster import Cluster
 from hwspec.model.node import Platform
+from hwspec.rules.sandbox import Box, Escape, Sandbox, describe, type_name
 from hwspec.text import XML_COMMENT_DASH, comment, visible
 from hwspec.text import xml_escape as escape
 from hwspec.topology import ClusterTopology, Topology
@@ -35,50 +44,15 @@ from hwspec.topology import ClusterTopology, Topology
 if TYPE_CHECKING:
     import jinja2
 
-Plan = dict[str, str]
-"""Generated files: `{path relative to the platform's output directory: text}`."""
-NodeGenerator = TypeVar("NodeGenerator", bound=Callable[["GenContext"], Plan])
-"""A node generator: a function of a `GenContext` that returns a plan."""
-ClusterGenerator = TypeVar("ClusterGenerator", bound=Callable[["ClusterGenContext"], Plan])
-"""A cluster generator: a function of a `ClusterGenContext` that returns a plan."""
-GeneratorFunc = Callable[[Any], Plan]
-"""A generator as the registry holds it: it takes the `GenContext` or `ClusterGenContext` that
-`render_all` makes for the topology's kind."""
-_REGISTRY: dict[str, tuple[GeneratorFunc, tuple[str, ...]]] = {}
 
 class UnsafeValue(ValueError):
     pass
 
 
-@overload
-def generator(name: str, kinds: tuple[Literal["node"]] = ("node",)) -> Callable[[NodeGenerator], NodeGenerator]: ...
-
-
-@overload
-def generator(name: str, kinds: tuple[Literal["cluster"]]) -> Callable[[ClusterGenerator], ClusterGenerator]: ...
-
-
-def generator(name: str, kinds: tuple[str, ...] = ("node",)) -> Callable[[Any], Any]:
-    """Register a generator for platforms of `kinds`: `("node",)` (the default; it takes a
-    `GenContext`) or `("cluster",)` (it takes a `ClusterGenContext`)."""
-
-    def register(func: GeneratorFunc) -> GeneratorFunc:
-        if name in _REGISTRY and _REGISTRY[name][0] is not func:
-            raise ValueError(f"generator {name!r} registered twice")
-        _REGISTRY[name] = (func, kinds)
-        return func
-
-    return register
-
-
-def generators() -> dict[str, tuple[GeneratorFunc, tuple[str, ...]]]:
-    """All registered generators by name (imports the built-in ones)."""
-    from hwspec.generate import BUILTIN
-
-    for module in BUILTIN:
-        importlib.import_module(f"hwspec.generate.{module}")  # registers on import
-
-    return dict(sorted(_REGISTRY.items()))
+class GeneratorFailed(GenerationError):
+    """A site's generator failed (E904): it raised, left its box (exit, interrupt, time limit,
+    working directory) or returned something that is not a plan. The message names it and
+    its file."""
 
 
 # ------------------------------------------------------------------ escaping filters
@@ -131,42 +105,74 @@ def install_root(root: str) -> str:
 COMMENT_SYNTAX = {"xml": ("<!--", "-->"), "hash": ("#", ""), "slash": ("//", "")}
 
 
-@dataclass
 class Generation:
     """What every generator sees (`GenContext` for a node, `ClusterGenContext` for a cluster
-    narrow `topology` and `platform`). `topology` is the resolved topology and `platform` its
-    model, `env` the jinja2 environment, `name` the generator's name (used in headers),
-    `source` the platform file as shown.
+    narrow `topology` and `platform`), made by the engine for each generator of a run.
 
     Deployment context: `install_dir` is where the files are installed on the machines
     (default /etc/hwspec/<platform>); `rail_optimized`, when set, is the rail layout of the
-    cluster the node is part of, which overrides the node platform's own declaration."""
-
-    topology: Topology | ClusterTopology
-    env: jinja2.Environment
-    name: str
-    source: str
-    install_dir: str = ""
-    rail_optimized: bool | None = None
-    rendered: Rendered | None = field(default=None, repr=False, compare=False)
-    """The run's outputs so far, for a cluster generator that renders its node platforms."""
-    deployment_read: set[str] = field(default_factory=set, repr=False, compare=False)
-    """Which of DEPLOYMENT the generator has read: output that read neither is the same in
-    every deployment, so `render_all` reuses it (a node platform that a cluster also renders)."""
-    policy: EnvironmentPolicy = STRICT
-    """The operator's grants for `environment:` (`hwspec.formats.environment`): a generator
-    that writes `environment:` entries refuses the names it refuses (as HW702/HW812 do)."""
+    cluster the node is part of, which overrides the node platform's own declaration. Reading
+    either is recorded (`deployment_read`): output that read neither is the same in every
+    deployment, so a run reuses it (a node platform that a cluster also renders)."""
 
     DEPLOYMENT: ClassVar[frozenset[str]] = frozenset({"install_dir", "rail_optimized"})
+    """The deployment values whose reading `deployment_read` records."""
 
-    def __getattribute__(self, name: str) -> Any:
-        if name in Generation.DEPLOYMENT:
-            object.__getattribute__(self, "deployment_read").add(name)
-        return object.__getattribute__(self, name)
+    topology: Topology | ClusterTopology
+    """The resolved topology being rendered (its model is `topology.platform`)."""
+    env: jinja2.Environment
+    """The run's jinja2 environment: site templates (`--templates DIR`) before the built-in ones."""
+    name: str
+    """The generator's name (written into each file's header)."""
+    source: str
+    """The platform file as shown in headers."""
+    rendered: Rendered | None
+    """The run's outputs so far, for a cluster generator that renders its node platforms."""
+    policy: EnvironmentPolicy
+    """The operator's grants for `environment:` (`hwspec.formats.environment`): a generator
+    that writes `environment:` entries refuses the names it refuses (as HW702/HW812 do)."""
+    generators: tuple[Generator, ...]
+    """The run's generators (what `render_node` renders)."""
+    box: Box | None
+    """The run's sandbox, entered, for the site generators `render_node` runs; None when the
+    run has none, or when this generator is a site's (already in its box)."""
+    deployment_read: set[str]
+    """Which of DEPLOYMENT the generator has read."""
 
-    def __post_init__(self) -> None:
-        if not object.__getattribute__(self, "install_dir"):
-            self.install_dir = f"{INSTALL_ROOT}/{self.topology.name}"
+    def __init__(self, topology: Topology | ClusterTopology, env: jinja2.Environment, name: str, source: str,
+                 install_dir: str = "", rail_optimized: bool | None = None, rendered: Rendered | None = None,
+                 policy: EnvironmentPolicy = STRICT, generators: Iterable[Generator] = (), box: Box | None = None):
+        self.topology, self.env, self.name, self.source = topology, env, name, source
+        self.rendered, self.policy, self.generators, self.box = rendered, policy, tuple(generators), box
+        self._install_dir = install_dir or f"{INSTALL_ROOT}/{topology.name}"
+        self._rail_optimized = rail_optimized
+        self.deployment_read = set()
+
+    @property
+    def install_dir(self) -> str:
+        """Where the files are installed on the machines (default /etc/hwspec/<platform>);
+        reading it records "install_dir" in `deployment_read`."""
+        self.deployment_read.add("install_dir")
+        return self._install_dir
+
+    @property
+    def rail_optimized(self) -> bool | None:
+        """The rail layout of the cluster the node is rendered for (None: the node's own
+        declaration holds); reading it records "rail_optimized" in `deployment_read`."""
+        self.deployment_read.add("rail_optimized")
+        return self._rail_optimized
+
+    def deployment(self) -> dict[str, Any]:
+        """The deployment values by name (DEPLOYMENT), without recording them as read."""
+        return {"install_dir": self._install_dir, "rail_optimized": self._rail_optimized}
+
+    def render_node(self, topology: Topology, install_dir: str, rail_optimized: bool | None, source: str) -> Plan:
+        """Every node generator's files for `topology` in this run (its environment, generators,
+        outputs so far, policy and sandbox), installed in `install_dir` with the cluster's
+        `rail_optimized`, the headers naming `source`: what a cluster generator writes for its
+        node platforms."""
+        return render_all(topology, self.env, install_dir=install_dir, rail_optimized=rail_optimized, source=source,
+                          rendered=self.rendered, policy=self.policy, generators=self.generators, box=self.box)
 
     def header_lines(self) -> list[str]:
         """The provenance lines. The source path is hostile text (a directory may be called
@@ -185,12 +191,12 @@ class Generation:
         return "".join(f"{start} {line}\n" for line in self.header_lines())
 
     def render(self, template: str, syntax: str | None, **values: Any) -> str:
-        """Render `template` with `values` (plus `platform`, `topology`), prefixed by the header."""
+        """Render `template` with `values` (plus `platform`, `topology`), prefixed by the header
+        in `syntax` (none when None)."""
         body = self.env.get_template(template).render(platform=self.topology.platform, topology=self.topology, **values)
         return (self.header(syntax) if syntax else "") + body
 
 
-@dataclass
 class GenContext(Generation):
     """What a node generator sees: `topology`, the node's `Topology` (`hwspec.topology.node`),
     and `platform`, its `Platform`; the rest is `Generation`'s."""
@@ -203,11 +209,11 @@ class GenContext(Generation):
         return self.topology.platform
 
 
-@dataclass
 class ClusterGenContext(Generation):
     """What a cluster generator sees: `topology`, the cluster's `ClusterTopology`
     (`hwspec.topology.cluster`), and `platform`, its `Cluster` (a node group's topology is
-    `hwspec.topology.topology_of(group.platform)`); the rest is `Generation`'s."""
+    `hwspec.topology.topology_of(group.platform)`, its files `render_node`); the rest is
+    `Generation`'s."""
 
     topology: ClusterTopology
 
@@ -280,50 +286,53 @@ class Rendered:
 
 
 def plan_for(topology: Topology | ClusterTopology, template_dirs: Iterable[Path] = (), only: Iterable[str] = (),
-             root: str = INSTALL_ROOT, rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT) -> Plan:
+             root: str = INSTALL_ROOT, rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT,
+             generators: Iterable[Generator] | None = None, sandbox: Sandbox | None = None) -> Plan:
     """Render every generator for `topology` (a node's or cluster's) into
     `{<platform name>/<path>: text}` (sorted), for installation under `root`/<platform name>/
     on the machines. `rendered` (one per run) lets a cluster reuse its node platforms' files;
-    `policy` is the operator's grants for `environment:` (by default, tunables only)."""
+    `policy` is the operator's grants for `environment:` (by default, tunables only).
+
+    `generators` are the run's (`hwspec.generate.registry.load_generators`); by default hwspec's
+    own and the installed packages' (`installed_generators()`, which raises HwspecError when one
+    cannot be loaded). With `sandbox`, a site's generators run contained, as rules do with one
+    (`hwspec.rules.sandbox`); without, as plain calls. A site generator that fails raises
+    `GeneratorFailed`, any generator that refuses the topology `GenerationError`."""
     env = template_environment(template_dirs)
     install_dir = f"{install_root(root).rstrip('/')}/{topology.name}"
-    plan = {f"{topology.name}/{path}": text
-            for path, text in render_all(topology, env, only=only, install_dir=install_dir, rendered=rendered,
-                                            policy=policy).items()}
-    return dict(sorted(plan.items()))
+    run = tuple(installed_generators() if generators is None else generators)
+    contain = sandbox is not None and any(g.site for g in run)
+    with sandbox.box() if sandbox is not None and contain else contextlib.nullcontext() as box:
+        files = render_all(topology, env, only=only, install_dir=install_dir, rendered=rendered, policy=policy,
+                           generators=run, box=box)
+    return dict(sorted((f"{topology.name}/{path}", text) for path, text in files.items()))
 
 
 def render_all(topology: Topology | ClusterTopology, env: jinja2.Environment, only: Iterable[str] = (),
                install_dir: str = "", rail_optimized: bool | None = None, source: str | None = None,
-               rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT) -> Plan:
-    """Every generator of `topology`'s kind, as `{path inside its directory: text}`.
+               rendered: Rendered | None = None, policy: EnvironmentPolicy = STRICT,
+               generators: Iterable[Generator] | None = None, box: Box | None = None) -> Plan:
+    """Every generator of `generators` (by default `installed_generators()`) whose scope is
+    `topology`'s kind, as `{path inside its directory: text}`; a site's each in an item of `box`
+    when given (an entered `Sandbox.box()`).
 
-    Cluster generators call this for their node platforms with the cluster's deployment
-    context (`install_dir`, `rail_optimized`), the run's `rendered` (`ctx.rendered`) and its
-    `policy` (`ctx.policy`)."""
-    import jinja2
-
+    A cluster generator renders its node platforms with `ctx.render_node`, which calls this
+    with the cluster's deployment context and the run's state."""
     wanted = set(only)
     plan: Plan = {}
     platform = topology.platform
-    for name, (func, kinds) in generators().items():
-        if topology.kind not in kinds or (wanted and name not in wanted):
+    run = tuple(installed_generators() if generators is None else generators)
+    for current in run:
+        if current.scope != topology.kind or (wanted and current.name not in wanted):
             continue
-        context: Generation
-        if isinstance(topology, ClusterTopology):
-            context = ClusterGenContext(topology, env, name, source or platform.file, install_dir, rail_optimized,
-                                        rendered=rendered, policy=policy)
-        else:
-            context = GenContext(topology, env, name, source or platform.file, install_dir, rail_optimized,
-                                 rendered=rendered, policy=policy)
-        deployment = {"install_dir": object.__getattribute__(context, "install_dir"), "rail_optimized": rail_optimized}
-        key = (id(topology), name, env, func, context.source)
+        kind = ClusterGenContext if isinstance(topology, ClusterTopology) else GenContext
+        context = kind(topology, env, current.name, source or platform.file, install_dir, rail_optimized, rendered=rendered,
+                       policy=policy, generators=run, box=None if current.site else box)
+        deployment = context.deployment()
+        key = (id(topology), current.name, env, current.func, context.source)
         files = rendered.find(key, deployment) if rendered is not None else None
         if files is None:
-            try:
-                files = func(context)
-            except (UnsafeValue, jinja2.TemplateError) as exc:
-                raise GenerationError(f"{platform.file}: generator {name} failed: {exc}") from exc
+            files = _run(current, context, box) if current.site else _run_builtin(current, context)
             if rendered is not None:
                 rendered.keep(key, topology, {f: deployment[f] for f in context.deployment_read}, files)
         for relative, text in files.items():
@@ -331,6 +340,56 @@ def render_all(topology: Topology | ClusterTopology, env: jinja2.Environment, on
                 raise GenerationError(f"{platform.file}: generators both write {relative}")
             plan[relative] = text
     return plan
+
+
+def _run_builtin(current: Generator, context: Generation) -> Plan:
+    """One of hwspec's own generators, as a plain call: a value a writer refuses or a template
+    error is a GenerationError (E901); anything else is a bug in hwspec, and goes up."""
+    import jinja2
+
+    try:
+        return current.func(context)
+    except (UnsafeValue, jinja2.TemplateError) as exc:
+        raise GenerationError(f"{context.topology.platform.file}: generator {current.name} failed: {exc}") from exc
+
+
+def _run(current: Generator, context: Generation, box: Box | None) -> Plan:
+    """A site's generator, in an item of `box` when given: its plan, checked (`_checked_plan`).
+    A value a writer refuses or a template error is a GenerationError (E901), as for hwspec's
+    own; an exception, leaving the box or a plan that is not one is a GeneratorFailed (E904),
+    described in the box (its exception's `__str__` is site code too)."""
+    import jinja2
+
+    who = f"{context.topology.platform.file}: generator {current.name} ({current.origin})"
+    refused: str | None = None
+    try:
+        with box.item() if box is not None else contextlib.nullcontext():
+            try:
+                return _checked_plan(current.func(context), context.topology.name)
+            except (UnsafeValue, jinja2.TemplateError) as exc:
+                refused = f"{who} failed: {describe(exc)}"
+            except Exception as exc:
+                failure = f"failed: {describe(exc)}"
+    except Escape as exc:
+        failure = exc.what
+    if refused is not None:
+        raise GenerationError(refused)
+    raise GeneratorFailed(f"{who} {failure}")
+
+
+def _checked_plan(files: object, platform: str) -> Plan:
+    """`files` when it is a plan: a dict of paths the writer accepts inside the platform's
+    directory (`writer.check_relative`) to text. Raises TypeError or ValueError saying what it is not."""
+    from hwspec.generate.writer import check_relative
+
+    if type(files) is not dict:
+        raise TypeError(f"returned a {visible(type_name(files))}, not a plan (a dict of relative path to text)")
+    for relative, text in files.items():
+        if type(relative) is not str or type(text) is not str:
+            raise TypeError(f"returned a plan with a {visible(type_name(relative))} key and a {visible(type_name(text))} value; "
+                            "a plan maps relative paths (str) to text (str)")
+        check_relative(relative, Path(platform))
+    return files
 
 
 def write_plan(plan: Plan, out_dir: Path, platforms: Iterable[str] = (), svg: bool = False) -> list[Path]:

@@ -68,7 +68,11 @@ class Rank:
 
 
 def ranks(topology: Topology) -> list[Rank]:
-    return [Rank(g.index, g, topology.nics_of(g.id), topology.socket_of(g.id)) for g in topology.platform.gpus]
+    p = topology.platform
+    sockets = {g.id: topology.socket_of(g.id) for g in p.gpus}
+    return [Rank(g.index, g, tuple(p.nic_by_id[n] for n in topology.nics_of(g.id)),
+                 p.socket_by_id[socket] if (socket := sockets[g.id]) is not None else None)
+            for g in p.gpus]
 
 
 def topo_file(install_dir: str, library: str = "nccl") -> str:
@@ -103,7 +107,7 @@ def gdr_level(topology: Topology) -> str | None:
 
 def gdr_over_c2c(topology: Topology) -> bool:
     """A GPU reaches a backend NIC that serves it over its NVLink-C2C (NCCL's P2C path)."""
-    return any(topology.path_type(gpu.id, nic.id) == "P2C"
+    return any(topology.path_type(gpu.id, nic) == "P2C"
                for gpu in topology.platform.gpus for nic in topology.nics_of(gpu.id))
 
 
@@ -137,7 +141,7 @@ def _socket_ifname(topology: Topology, net: TransportFacts | None) -> list[Setti
     NICs names its interface: an exact list of some would leave the others out, so otherwise
     the setting is left to NCCL's own choice of interfaces, and said so."""
     if net is not None and net.socket_on_backend:
-        nics = list(topology.collective_nics)
+        nics = list(topology.platform.collective_nics)
         why = ("TCP backend: collectives and bootstrap run over these interfaces" if net.name == "tcp" else
                f"{net.name} backend: bootstrap and socket traffic on the backend interfaces, by exact name")
         whose = f"its {net.name} backend NICs"

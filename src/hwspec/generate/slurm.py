@@ -111,7 +111,7 @@ def gpu_links(platform: Platform, gpu: Gpu) -> str:
     return ",".join("-1" if other.id == gpu.id else str(counts[other.id]) for other in platform.gpus)
 
 
-@generator("hostfile", kinds=("cluster",))
+@generator("hostfile", scope="cluster")
 def hostfile(ctx: ClusterGenContext) -> dict[str, str]:
     """`hostfile` (one `host slots=N` line per node, MPI/DeepSpeed style) and `hosts.tsv`
     (hostname, address, node platform, GPUs), in cluster node order."""
@@ -139,7 +139,7 @@ def gpu_device_file(gpu: Gpu) -> str:
     return f"/dev/nvidia{gpu.index}"
 
 
-@generator("slurm", kinds=("cluster",))
+@generator("slurm", scope="cluster")
 def slurm(ctx: ClusterGenContext) -> dict[str, str]:
     """`slurm/slurm.conf` (a fragment to `Include`: GresTypes, TopologyPlugin, one node line
     per node group with sockets, cores, threads, memory and typed GPUs, and a partition),

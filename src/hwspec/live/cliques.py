@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.hostlist import compress
@@ -44,7 +45,7 @@ class CliqueCheck:
     findings: tuple[Diagnostic, ...]
     missing: tuple[str, ...]
     unknown: tuple[str, ...]
-    cliques: tuple[dict, ...]
+    cliques: tuple[dict[str, Any], ...]
     """Each finding's nodes per clique, for the JSON report: {"domain", "cliques": [...]}."""
 
 

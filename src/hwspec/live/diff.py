@@ -9,13 +9,16 @@ Only what the inputs show is compared: a value they do not give is never a diffe
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from hwspec.cpulist import format_cpu_list as cpu_list
 from hwspec.diagnostics import Code, Diagnostic, Location, Severity
 from hwspec.formats.nccl_tree import net_gdr
 from hwspec.formats.transports import facts
 from hwspec.live.observed import CPU, NUMA_PREFIX, NVSWITCH, Machine, NicPort, NvlinkDomain, PciNode
+from hwspec.live.observed import Gpu as ObservedGpu
 from hwspec.live.observed import Nic as ObservedNic
-from hwspec.model.node import Nic, Platform
+from hwspec.model.node import Bridge, Nic, PcieDevice, PcieLink, Platform
 from hwspec.text import visible
 from hwspec.topology import topology_of
 from hwspec.topology.node import served_field
@@ -42,7 +45,7 @@ def nvlink_leaves_the_node(platform: Platform) -> bool:
             and (board is None or all(switch.bus is None for switch in board.nvswitches)))
 
 
-def node_fabric(gpus) -> NvlinkDomain | None:
+def node_fabric(gpus: Collection[ObservedGpu]) -> NvlinkDomain | None:
     """The NVLink domain and clique every one of `gpus` (observed) shows, or None when one
     shows none or two differ (the node then has no one clique)."""
     domains = {(g.fabric.cluster_uuid, g.fabric.clique_id) if g.fabric else None for g in gpus}
@@ -183,7 +186,7 @@ class _Differ:
         bridges = self.p.bridge_by_id
         return [(b, bridges[b].bus) for b in topology_of(self.p).bridges_above(ident)]
 
-    def placement(self, ident: str, device, seen: PciNode) -> None:
+    def placement(self, ident: str, device: PcieDevice, seen: PciNode) -> None:
         """D103 when the chain of bridges above the device differs from the spec's: another
         length, or another bus id at a level where both give one. The socket at the chain's
         top is D104's (`numa`)."""
@@ -208,7 +211,7 @@ class _Differ:
                  f"{ident} ({device.bus}) is under {spec_text} in the spec, but {moved}under {observed_text} in the machine",
                  seen.where)
 
-    def numa(self, ident: str, device, seen: PciNode) -> None:
+    def numa(self, ident: str, device: PcieDevice, seen: PciNode) -> None:
         """D104 when the device's NUMA node differs from the spec's. A machine that gives none
         (-1) differs from a spec that states one, not from one that assumes it (an import draft)
         nor from a spec of one NUMA node where the machine shows no other."""
@@ -227,13 +230,13 @@ class _Differ:
         spec_nodes = {s.os_node for s in self.p.sockets}
         return len(spec_nodes) == 1 and {n for n in self.m.numa if n >= 0} <= spec_nodes
 
-    def placement_assumed(self, ident: str, device) -> bool:
+    def placement_assumed(self, ident: str, device: PcieDevice) -> bool:
         """Whether the spec marks as `assumed` the socket the device's chain of bridges hangs from."""
         chain = self.spec_chain(ident)
         provenance = self.p.provenance(chain[-1][0], "upstream") if chain else self.p.provenance(ident, "pcie", "upstream")
         return provenance is not None and provenance.assumed is not None
 
-    def link(self, ident: str, item, seen: PciNode, at: Location) -> None:
+    def link(self, ident: str, item: PcieDevice | Bridge, seen: PciNode, at: Location) -> None:
         """D105 when the observed link is slower or narrower than the spec's: than both its
         presented and its physical form when they differ (a VM shows the presented one)."""
         link = seen.link
@@ -249,7 +252,7 @@ class _Differ:
         if not forms:
             return
 
-        def below(form) -> list[str]:
+        def below(form: PcieLink) -> list[str]:
             problems = []
             if link.gen is not None and link.gen < form.gen:
                 problems.append("slower")
@@ -475,7 +478,7 @@ class _Differ:
             return
         matched = [(gpu.id, self.m.gpus[self.gpu_key[gpu.id]]) for gpu in self.p.gpus
                    if gpu.id in self.gpu_key and "fabric" not in self.m.gpus[self.gpu_key[gpu.id]].unknown]
-        in_domain = [(ident, seen) for ident, seen in matched if seen.fabric is not None]
+        in_domain = [(ident, seen.fabric) for ident, seen in matched if seen.fabric is not None]
         if not in_domain:
             if matched and nvlink_leaves_the_node(self.p):
                 self.add(Code.NVLINK_CLIQUE, self.p.locate(None, "nvlink", "topology"),
@@ -484,21 +487,20 @@ class _Differ:
                          matched[0][1].where, FABRIC_HINT)
             return
         self.cliques(matched, in_domain)
-        for ident, seen in in_domain:
-            state = seen.fabric.state if seen.fabric else None
-            if state is not None and state != REGISTERED:
+        for ident, fabric in in_domain:
+            if fabric.state is not None and fabric.state != REGISTERED:
                 self.add(Code.NVLINK_CLIQUE, self.p.locate(ident), f"{ident}: fabric state {REGISTERED} expected (registered with "
-                         f"the fabric manager), but {state} in the machine", seen.fabric.where if seen.fabric else seen.where,
-                         FABRIC_HINT)
+                         f"the fabric manager), but {fabric.state} in the machine", fabric.where, FABRIC_HINT)
 
-    def cliques(self, matched, in_domain) -> None:
+    def cliques(self, matched: list[tuple[str, ObservedGpu]], in_domain: list[tuple[str, NvlinkDomain]]) -> None:
         """D113 for each GPU outside the clique most of the node's GPUs are in (the first such
-        GPU's clique on a tie), naming the GPUs that are in it."""
+        GPU's clique on a tie), naming the GPUs that are in it. `in_domain` holds the matched
+        GPUs that show a domain, with it."""
         members: dict[tuple[str, int | None], list[str]] = {}
-        for ident, seen in in_domain:
-            members.setdefault((seen.fabric.cluster_uuid, seen.fabric.clique_id), []).append(ident)
+        for ident, domain in in_domain:
+            members.setdefault((domain.cluster_uuid, domain.clique_id), []).append(ident)
         majority = max(members, key=lambda key: len(members[key]))  # max keeps the first of equals
-        expected = next(seen.fabric for _, seen in in_domain if (seen.fabric.cluster_uuid, seen.fabric.clique_id) == majority)
+        expected = next(domain for _, domain in in_domain if (domain.cluster_uuid, domain.clique_id) == majority)
         peers = ", ".join(members[majority])
         for ident, seen in matched:
             fabric = seen.fabric

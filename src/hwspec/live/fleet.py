@@ -599,7 +599,7 @@ def kept(text: str | None, limit: int = MAX_TEXT_KEPT) -> Any:
     return f"{text[:limit]}... ({len(text)} characters)"
 
 
-def _fabric(document: dict) -> tuple[Clique | None, bool]:
+def _fabric(document: dict[str, Any]) -> tuple[Clique | None, bool]:
     """The report's `fabric` (an extra key) as ((cluster UUID, clique id) or None for no NVLink
     domain, whether it is known): absent or null is not known; an object whose `cluster_uuid` is
     null is known to be in no domain."""

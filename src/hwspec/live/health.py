@@ -6,8 +6,12 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from hwspec.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from hwspec.model.node import Platform
 
 
 def node_name(given: str | None = None) -> str:
@@ -28,7 +32,7 @@ def device_of(diagnostic: Diagnostic, device_ids: Iterable[str]) -> str | None:
     return match.group(1) if match else None
 
 
-def with_devices(diagnostics: list[Diagnostic], platform) -> list[tuple[Diagnostic, str | None]]:
+def with_devices(diagnostics: list[Diagnostic], platform: Platform | None) -> list[tuple[Diagnostic, str | None]]:
     """Each diagnostic with `device_of` it among `platform`'s sockets, bridges, GPUs, NICs and
     SSDs (every device None without a platform)."""
     ids = list(platform.by_id) if platform is not None else []

@@ -17,7 +17,13 @@ in the order they narrow the choice:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from hwspec.live.observed import Gpu
+
+if TYPE_CHECKING:
+    from hwspec.model.parts import Catalogue
+    from hwspec.spec.models import GpuPart
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,7 @@ class Identified:
     candidates: tuple[str, ...] = ()
 
 
-def ids_assumed(catalogue, kind: str, name: str) -> bool:
+def ids_assumed(catalogue: Catalogue, kind: str, name: str) -> bool:
     """Whether the catalogue part's `pci_device` carries an `assumed:` note."""
     part = catalogue.parts.get(kind, {}).get(name)
     if part is None:
@@ -38,7 +44,7 @@ def ids_assumed(catalogue, kind: str, name: str) -> bool:
     return bool(note and note.assumed)
 
 
-def choose(catalogue, kind: str, names: list[str], model_name: str | None) -> Identified:
+def choose(catalogue: Catalogue, kind: str, names: list[str], model_name: str | None) -> Identified:
     """The one part among `names` (all fitting the observed ids and kind-specific facts), by the
     sourced-ids and model-name rules above; else None with the tied candidates."""
     if len(names) > 1:
@@ -53,7 +59,7 @@ def choose(catalogue, kind: str, names: list[str], model_name: str | None) -> Id
     return Identified(None, tuple(sorted(names)))
 
 
-def gpu_fits(part: Any, gpu: Any) -> bool:
+def gpu_fits(part: GpuPart, gpu: Gpu) -> bool:
     """Whether a GPU part fits the observed GPU's ids, `sm` and `gcn`. RCCL writes an AMD GPU's
     compute units as `sm`; it is compared with the part's `compute_units` where both are known."""
     if not gpu.vendor or (part.pci_vendor, part.pci_device) != (gpu.vendor, gpu.device):
@@ -63,9 +69,9 @@ def gpu_fits(part: Any, gpu: Any) -> bool:
     if gpu.sm is None:
         return True
     if part.vendor == "nvidia":
-        return bool(part.sm == gpu.sm)
+        return part.sm == gpu.sm
     if part.vendor == "amd" and part.compute_units is not None:
-        return bool(part.compute_units == gpu.sm)
+        return part.compute_units == gpu.sm
     return True
 
 

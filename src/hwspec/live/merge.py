@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hwspec.diagnostics import Code, Severity
+from hwspec.diagnostics import Code, Location, Severity
 from hwspec.live.inputs import read_input
 from hwspec.live.observed import NVSWITCH, Gpu, Machine, NvLink, NvlinkPort
 from hwspec.live.smi_nvlink import resolve_nvlinks
@@ -36,7 +36,7 @@ def read_inputs(paths: Iterable[Path], fmt: str | None = None) -> Machine:
     return base
 
 
-def _conflict(base: Machine, what: str, mine, theirs, where_mine, where_theirs) -> None:
+def _conflict(base: Machine, what: str, mine: object, theirs: object, where_mine: Location, where_theirs: Location) -> None:
     base.problem(where_theirs, Severity.WARNING, Code.INPUT_CONTRADICTION,
                  f"{what}: {theirs} here, but {mine} in {where_mine}; keeping {mine}")
 

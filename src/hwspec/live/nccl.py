@@ -354,7 +354,7 @@ def parse(data: bytes, file: str, machine: Machine) -> None:
             machine.problem(link.where, Severity.WARNING, Code.INPUT_CONTRADICTION, f"NVLink target {link.target} is not a GPU in this file")
     machine.nvlinks[:] = [l for l in machine.nvlinks if l.target in (NVSWITCH, CPU) or l.target in gpus]
     counts = machine.nvlink_counts()
-    reported: set[frozenset] = set()
+    reported: set[frozenset[str]] = set()
     for (a, b), (count, where) in counts.items():
         back = counts.get((b, a), (0, None))[0]
         if b not in (NVSWITCH, CPU) and back != count and frozenset((a, b)) not in reported:

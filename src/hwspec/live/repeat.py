@@ -17,10 +17,17 @@ BUSID = re.compile(r"([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])")
 _DECIMAL = re.compile(r"(0|[1-9][0-9]*)")
 MIN_RUN = 3
 
+Entry = dict[str, Any]
+"""One mapping of a draft as `hwspec.live.draft`'s writers build it (a spec entry, a section, an
+`override:`): keys in writing order, values what YAML holds (text, numbers, lists, mappings)."""
+KeyPath = tuple[str, ...]
+"""Keys from an entry down to one of its values."""
 
-def _flatten(entry: Any, path: tuple = ()) -> dict[tuple, Any] | None:
+
+def _flatten(entry: object, path: KeyPath = ()) -> dict[KeyPath, object] | None:
+    """Every value of `entry` by its key path (a mapping as ("dict", its keys)); None when it holds a list."""
     if isinstance(entry, dict):
-        out: dict[tuple, Any] = {path: ("dict", tuple(entry))}
+        out: dict[KeyPath, object] = {path: ("dict", tuple(entry))}
         for key, value in entry.items():
             inner = _flatten(value, path + (key,))
             if inner is None:
@@ -98,13 +105,13 @@ def _string_pattern(values: list[str], var: str) -> str | None:
     return "".join(out)
 
 
-def _template(run: list[dict], var: str) -> dict | None:
+def _template(run: list[Entry], var: str) -> Entry | None:
     """The repeat body for `run`, or None when the run is not regular."""
     maybe_flats = [_flatten(e) for e in run]
     flats = [f for f in maybe_flats if f is not None]
     if len(flats) != len(maybe_flats) or len({tuple(f) for f in flats}) != 1:
         return None
-    patterns: dict[tuple, Any] = {}
+    patterns: dict[KeyPath, object] = {}
     varied = False
     for path in flats[0]:
         column = [f[path] for f in flats]
@@ -112,11 +119,13 @@ def _template(run: list[dict], var: str) -> dict | None:
             patterns[path] = column[0]
             continue
         varied = True
-        if all(type(c) is int for c in column):
-            expr = _int_expression(column, var, hexa=False)
+        ints = [c for c in column if type(c) is int]  # not bool
+        texts = [c for c in column if isinstance(c, str)]
+        if len(ints) == len(column):
+            expr = _int_expression(ints, var, hexa=False)
             pattern = None if expr is None else f"${{{expr}}}"
-        elif all(isinstance(c, str) for c in column):
-            pattern = _string_pattern(column, var)
+        elif len(texts) == len(column):
+            pattern = _string_pattern(texts, var)
         else:
             pattern = None
         if pattern is None:
@@ -125,13 +134,13 @@ def _template(run: list[dict], var: str) -> dict | None:
     if not varied:
         return None  # identical entries are not folded: they are a mistake to show, not hide
 
-    def build(path: tuple) -> Any:
+    def build(path: KeyPath) -> object:
         value = patterns[path]
         if isinstance(value, tuple) and value and value[0] == "dict":
             return {key: build(path + (key,)) for key in value[1]}
         return value
 
-    return build(())
+    return {key: build((key,)) for key in run[0]}
 
 
 WINDOW = 8
@@ -139,13 +148,13 @@ WINDOW = 8
 need up to k entries to show themselves): linear work on irregular lists."""
 
 
-def fold(entries: list[dict], var: str = "i") -> list[dict]:
+def fold(entries: list[Entry], var: str = "i") -> list[Entry]:
     """`entries` with regular runs folded into repeat blocks (the longest run from each
     position, left to right)."""
-    out: list[dict] = []
+    out: list[Entry] = []
     start = 0
     while start < len(entries):
-        best: tuple[dict, int] | None = None
+        best: tuple[Entry, int] | None = None
         end, misses = start + MIN_RUN, 0
         while end <= len(entries) and misses < WINDOW:
             body = _template(entries[start:end], var)

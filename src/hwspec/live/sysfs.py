@@ -550,7 +550,8 @@ class _Reader:
             return ()
         return ("rsmi",) if driver == "amdgpu" else ()
 
-    def gpu(self, bus, where, parent, pci_class, vendor, device, numa, current) -> Gpu:
+    def gpu(self, bus: str, where: Location, parent: str, pci_class: str, vendor: str | None, device: str | None, numa: int,
+            current: Link | None) -> Gpu:
         maximum = self.link(bus, "max")
         link = current
         if current is not None and not current.down and maximum is not None and maximum.gen is not None and current.width:

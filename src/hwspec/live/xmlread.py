@@ -8,6 +8,7 @@ as `XmlError` with the position expat reports, never as a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NoReturn
 from xml.parsers import expat
@@ -78,14 +79,14 @@ def parse_xml(data: bytes) -> Element:
         if texts:
             texts[-1].append(data)
 
-    def entity_decl(*_args) -> None:
+    def entity_decl(*_args: object) -> None:
         refuse("entity declarations are not accepted (they can expand without bound)")
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = characters
     parser.EntityDeclHandler = entity_decl
-    def external_entity(*_args) -> NoReturn:
+    def external_entity(*_args: object) -> NoReturn:
         refuse("external entities are not read")
 
     parser.ExternalEntityRefHandler = external_entity
@@ -102,7 +103,7 @@ def parse_xml(data: bytes) -> Element:
     return root[0]
 
 
-def walk(element: Element):
+def walk(element: Element) -> Iterator[Element]:
     """Every element below and including `element`, in document order (iteratively)."""
     pending = [element]
     while pending:

@@ -58,6 +58,8 @@ class SourceMap(Protocol):
 
     def locate(self, entity: str | None = None, *fields: str | int) -> Location: ...
 
+    def locate_key(self, entity: str | None = None, *fields: str | int) -> Location: ...
+
     def provenance(self, entity: str, *fields: str | int) -> Any: ...
 
 
@@ -609,6 +611,11 @@ class Platform:
         return {g.id: g for g in self.gpus}
 
     @cached_property
+    def nic_by_id(self) -> dict[str, Nic]:
+        """NICs by id."""
+        return {n.id: n for n in self.nics}
+
+    @cached_property
     def bridge_by_id(self) -> dict[str, Bridge]:
         """PCIe switches and root ports by id."""
         return {b.id: b for b in self.bridges}
@@ -637,7 +644,7 @@ class Platform:
     def collective_nics(self) -> tuple[Nic, ...]:
         """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
         without any (Zion), the host NICs running the backend transport (also
-        `topology.collective_nics`; here because cluster resolution needs it)."""
+        `topology.collective_nics` by id; here because cluster resolution needs it)."""
         if self.backend_nics:
             return self.backend_nics
         transport = self.backend.transport if self.backend else "tcp"

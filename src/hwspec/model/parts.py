@@ -1,38 +1,50 @@
-"""Catalogue parts, and the built-in catalogue in the form it was validated to.
+"""The parts catalogue, in one module: where a platform's parts come from, loading them, looking
+them up, and the built-in catalogue in the form it was validated to.
+
+    catalogue_for(platform_file, extra)      the catalogue a platform file sees: the two below
+    parts_directories(platform_file, extra)  the built-in catalogue, the `parts/` beside the file, `extra`
+    load_catalogue(directories)              their parts files as one `Catalogue` (later files win)
+    load_parts_file(path)                    one parts file (`kind: parts`) as a `Catalogue`
+    Catalogue.names(kind), .get(kind, name)  the lookups a platform's load makes; `.parts` every part
+    Part.entry()                             a part as a parts file writes it
 
 A `Part` is one entry of a parts file: its kind and name, the entry as written (after
 `expand`), its validated spec model, the file:line:col of each of its values and its
-`source`/`assumed` notes. A `Catalogue` holds the parts of several files, later files winning.
+`source`/`assumed` notes. Loading raises `HwspecError` with every problem found, each located.
 
 The built-in catalogue (`data/parts/*.yaml`, package data) is validated when hwspec is built,
 not on every run: `data/parts.jsonl` (`prebuilt_path`) records, for each built-in file, the
 SHA-256 of its bytes and its parts as they validated (every field's value and which fields the
-file wrote, the positions, the notes). It is JSON Lines, read with `json.loads`: data, never
-code; a part's line is parsed when a part of its file is first asked for. A run
-makes a part's model from its record with pydantic's `model_construct`, which validates
-nothing. A built-in file is used in its prebuilt form only when its bytes hash to the recorded
-hash; otherwise, or when its record is not as `PrebuiltFile` expects, it is validated from its
-YAML, as a site's parts file is. tests/test_prebuilt_parts.py holds `data/parts.jsonl` to what
-the YAML validates to; `python -m hwspec.model.build_parts` writes it again.
+file wrote, the positions, the notes), and the SHA-256 of those records. It is JSON Lines,
+bounded (`hwspec.jsonbound`) before `json.loads` reads it: data, never code; a part's line is
+parsed when a part of its file is first asked for. A run makes a part's model from its record
+with pydantic's `model_construct`, which validates nothing. A built-in file is used in its
+prebuilt form only when its bytes hash to the recorded hash and its records to theirs;
+otherwise, or when a record is not of the shape a build writes, it is validated from its YAML,
+as a site's parts file is. `python -m hwspec.model.build_parts` writes the file (the writer
+lives there: it runs at build time only); tests/test_prebuilt_parts.py holds it to the YAML.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
+import os
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwspec import content
-from hwspec.diagnostics import HwspecError, Location, display_path
-from hwspec.source.expand import Provenance
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path, os_reason, real_path
+from hwspec.source.expand import Provenance, read_document
 from hwspec.source.loader import read_regular_file
 from hwspec.spec.checks import PART_NAME, UNKNOWN
 from hwspec.spec.parts import PART_KINDS, paths, spec_model
+from hwspec.spec.translate import validate_document
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -42,17 +54,18 @@ if TYPE_CHECKING:
 
 DataPath = tuple[str | int, ...]
 
+Parts = dict[str, dict[str, "Part"]]
+"""Parts by kind, then name."""
+
+PartIndex = Mapping[str, frozenset[str]]
+"""The part names a parts file defines, by kind."""
+
 PREBUILT_FORMAT = 2
 """The layout of `data/parts.jsonl`; a file of another format is not used. (2: each file's
 records carry their SHA-256.)"""
 
-Parts = dict[str, dict[str, "Part"]]
-"""Parts by kind, then name."""
 
-
-def prebuilt_path() -> Path:
-    """`data/parts.jsonl`: the built-in catalogue as it validated, beside `data/parts/`."""
-    return content.builtin_dir("parts").with_name("parts.jsonl")
+# ---------------------------------------------------------------- parts and catalogues
 
 
 class Part:
@@ -88,19 +101,24 @@ class Part:
         """The `source`/`assumed` note of the value at `path` (the entry itself: `()`), if it has one."""
         return self.notes.get(path)
 
-
-def part_from_document(kind: str, name: str, model: Any, doc: SourceDoc, expanded: Expanded) -> Part:
-    """The part `kind`.`name` of a loaded parts document, with `model` its validated spec model."""
-    here = (kind, name)
-    raw = expanded.data[kind][name]
-    positions = {}
-    for path in paths(raw):
-        at = doc.locate(expanded.written_path(here + path))
-        positions[path] = (at.line, at.col)
-    notes = {path[2:]: note for path, note in expanded.provenance.items() if path[:2] == here}
-    return Part(kind, name, raw, model, doc.file, positions, notes)
-
-
+    def entry(self) -> dict[str, Any]:
+        """The part as a parts file writes it: a copy of `raw` with each value's note put back
+        where the file wrote it (`{value: ..., source: ...}`; a mapping's note is already among
+        its keys). A parts file of such entries loads to the same parts (tests/test_parts_bundle.py)."""
+        entry = copy.deepcopy(self.raw)
+        for path, note in self.notes.items():
+            if not path:
+                continue
+            *parents, last = path
+            holder: Any = entry
+            for key in parents:
+                holder = holder[key]
+            if isinstance(holder[last], dict):
+                continue
+            wrapped = {"value": holder[last]}
+            wrapped.update({key: text for key, text in (("source", note.source), ("assumed", note.assumed)) if text})
+            holder[last] = wrapped
+        return entry
 
 
 class Catalogue:
@@ -111,14 +129,18 @@ class Catalogue:
     for the files whose parts it names. The function raises HwspecError (the file's problems)
     when the file does not validate."""
 
-    def __init__(self, files: list[tuple[Mapping[str, frozenset[str]], Callable[[], Parts]]]):
+    def __init__(self, files: list[tuple[PartIndex, Callable[[], Parts]]]):
         self.files = [(index, functools.cache(make)) for index, make in files]
         """Each parts file in load order: the part names it defines by kind, and its parts."""
 
     def names(self, kind: str) -> list[str]:
+        """The names of the parts of `kind` (`gpus`, `nics`, ...) in any file, sorted; no file's
+        parts are made to answer."""
         return sorted({name for index, _ in self.files for name in index.get(kind, ())})
 
     def get(self, kind: str, name: str) -> Part | None:
+        """Part `kind`.`name` as the last file that defines it defines it, or None; makes that
+        file's parts (once) and no other's. Raises HwspecError when that file does not validate."""
         for index, parts in reversed(self.files):
             if name in index.get(kind, ()):
                 return parts().get(kind, {}).get(name)
@@ -134,50 +156,148 @@ class Catalogue:
         return merged
 
 
+# ---------------------------------------------------------------- where parts come from, and loading them
+
+
+def catalogue_for(platform_file: Path, extra: Iterable[Path] = ()) -> Catalogue:
+    """The catalogue the platform file `platform_file` sees: `load_catalogue` of its
+    `parts_directories` (`extra`: `--parts`). Raises HwspecError with every problem found."""
+    return load_catalogue(parts_directories(platform_file, extra))
+
+
+def parts_directories(platform_file: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """The parts directories a platform file sees, in load order (later ones win): the built-in
+    catalogue, then `parts/` beside the platform file (symlinks resolved; when it exists and is
+    not the built-in one), then `extra` (`--parts`)."""
+    dirs = [content.builtin_dir("parts")]
+    local = real_path(platform_file).parent / "parts"
+    if os.path.isdir(local) and real_path(local) != dirs[0]:  # builtin_dir is resolved
+        dirs.append(local)
+    dirs.extend(Path(d) for d in extra)
+    return dirs
+
+
+def parts_files(directory: Path) -> list[Path]:
+    """The `*.yaml` files in the parts `directory` (symlinks resolved), sorted. Raises
+    HwspecError (E100, with the OS's reason) when the directory cannot be listed; a file
+    that cannot be read is left for its load to report."""
+    directory = real_path(directory)
+    try:
+        with os.scandir(directory) as entries:
+            names = [entry.name for entry in entries if entry.name.endswith(".yaml")]
+    except OSError as exc:
+        message = f"cannot read parts directory: {os_reason(exc)}"
+        raise HwspecError([Diagnostic(display_path(directory), 1, 1, Severity.ERROR, Code.CANNOT_READ_FILE, message)]) from None
+    return [directory / name for name in sorted(names)]
+
+
+def load_catalogue(directories: Iterable[Path]) -> Catalogue:
+    """The parts files in `directories` (builtin first, then the platform's own: see
+    `parts_directories`). A site's are loaded and validated here, whatever the platform uses of
+    them. The built-in ones (package data) were validated when hwspec was built: each is read
+    in that form (`prebuilt_file`), its parts made when one of them is first asked for; a
+    built-in file that differs from what was validated is validated here like a site's. Raises
+    HwspecError with every problem found."""
+    builtin = real_path(content.builtin_dir("parts"))
+    files: list[tuple[PartIndex, Callable[[], Parts]]] = []
+    errors: list[Diagnostic] = []
+    for directory in directories:
+        try:
+            found_paths = parts_files(directory)
+        except HwspecError as exc:
+            errors.extend(exc.diagnostics)
+            continue
+        prebuilt = real_path(directory) == builtin
+        for path in found_paths:
+            try:
+                found = _prebuilt_file(path, _stamp(path)) if prebuilt else None
+                if found is not None:
+                    files.append((found.index, functools.partial(_prebuilt_parts, found)))
+                else:  # a site's file, or a built-in one changed since it was validated: validated now
+                    parts = _load_parts_file(path)
+                    files.append((_index(parts), functools.partial(dict, parts)))
+            except HwspecError as exc:
+                errors.extend(exc.diagnostics)
+    if errors:
+        raise HwspecError(errors)
+    return Catalogue(files)
+
+
+def load_parts_file(path: Path) -> Catalogue:
+    """The parts of one parts file (`kind: parts`), validated from its YAML as `load_catalogue`
+    validates each file of a site's parts directory. Raises HwspecError with every problem found."""
+    parts = _load_parts_file(Path(path))
+    return Catalogue([(_index(parts), lambda: parts)])
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """The file's version as far as caches go: modification time and size."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None  # the loader reports the unreadable file
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _load_parts_file(path: Path) -> Parts:
+    """A parts file's parts by kind and name, validated from its YAML; parsed once per version of the file."""
+    return _parse_parts_file(path, _stamp(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_parts_file(path: Path, stamp: tuple[int, int] | None) -> Parts:
+    doc, expanded = read_document(path)
+    catalogue = validate_document(spec_model("PartsCatalogue"), doc, expanded)
+    parts: Parts = {}
+    for kind in PART_KINDS:
+        for name, part in getattr(catalogue, kind).items():
+            parts.setdefault(kind, {})[name] = _part_from_document(kind, name, part, doc, expanded)
+    return parts
+
+
+def _part_from_document(kind: str, name: str, model: Any, doc: SourceDoc, expanded: Expanded) -> Part:
+    """The part `kind`.`name` of a loaded parts document, with `model` its validated spec model."""
+    here = (kind, name)
+    raw = expanded.data[kind][name]
+    positions = {}
+    for path in paths(raw):
+        at = doc.locate(expanded.written_path(here + path))
+        positions[path] = (at.line, at.col)
+    notes = {path[2:]: note for path, note in expanded.provenance.items() if path[:2] == here}
+    return Part(kind, name, raw, model, doc.file, positions, notes)
+
+
+def _index(parts: Parts) -> dict[str, frozenset[str]]:
+    """The names of a file's parts by kind, as `Catalogue` looks them up."""
+    return {kind: frozenset(names) for kind, names in parts.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _prebuilt_file(path: Path, stamp: tuple[int, int] | None) -> PrebuiltFile | None:
+    """`prebuilt_file`, once per version of the file."""
+    return prebuilt_file(path)
+
+
+def _prebuilt_parts(found: PrebuiltFile) -> Parts:
+    """A built-in file's parts from its prebuilt record, or validated from its YAML when the
+    record is malformed."""
+    try:
+        return found.parts()
+    except ValueError:  # a record not of the shape a build writes: what PrebuiltFile.parts raises
+        return _load_parts_file(found.path)
+
+
 # ---------------------------------------------------------------- the prebuilt built-in catalogue
 
 
-PREBUILT_ABOUT = ("The built-in parts catalogue (data/parts/*.yaml) as it validates. Line 1: each file's SHA-256 (of the "
-                  "bytes it was validated from), its part names by kind, the line of its first part and the SHA-256 of "
-                  "its parts' lines (joined by line breaks); then one part a line: [kind, name, record]. Written by "
-                  "`python -m hwspec.model.build_parts`, read by hwspec.model.parts.")
+def prebuilt_path() -> Path:
+    """`data/parts.jsonl`: the built-in catalogue as it validated, beside `data/parts/`."""
+    return content.builtin_dir("parts").with_name("parts.jsonl")
 
 
-def render_prebuilt(files: list[tuple[str, bytes, Parts]]) -> str:
-    """The text of `data/parts.jsonl` for built-in parts files given as (file name, bytes, parts)."""
-    header: dict[str, Any] = {"about": PREBUILT_ABOUT, "format": PREBUILT_FORMAT, "files": {}}
-    lines: list[str] = []
-    for file, data, parts in files:
-        records = [_line([kind, name, _part_record(part)]) for kind, found in parts.items() for name, part in found.items()]
-        header["files"][file] = {"sha256": hashlib.sha256(data).hexdigest(), "line": len(lines) + 2,
-                                 "parts": {kind: list(found) for kind, found in parts.items()},
-                                 "records": _digest([line.encode("utf-8") for line in records])}
-        lines += records
-    return "\n".join([_line(header), *lines]) + "\n"
-
-
-def _line(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _digest(lines: list[bytes]) -> str:
-    """The SHA-256 of a file's record lines, joined by line breaks as the file holds them."""
+def records_sha256(lines: list[bytes]) -> str:
+    """The SHA-256 of a file's record lines, joined by line breaks as `data/parts.jsonl` holds them."""
     return hashlib.sha256(b"\n".join(lines)).hexdigest()
-
-
-def _part_record(part: Part) -> dict[str, Any]:
-    return {"raw": part.raw, "model": _model_record(part.model),
-            "positions": [[list(path), line, col] for path, (line, col) in part.positions.items()],
-            "notes": [[list(path), note.source, note.assumed] for path, note in part.notes.items()]}
-
-
-def _model_record(model: BaseModel) -> dict[str, Any]:
-    """Every field's value (a nested model as its own record) and the fields the file wrote."""
-    values = {}
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        values[name] = _model_record(value) if hasattr(value, "model_fields_set") else value
-    return {"written": sorted(model.model_fields_set), "values": values}
 
 
 class PrebuiltFile:
@@ -198,13 +318,13 @@ class PrebuiltFile:
         self.order = [(kind, name) for kind, names in parts.items() for name in names]
         self.index = {kind: frozenset(names) for kind, names in parts.items()}
         records = lines[self.first - 1:self.first - 1 + len(self.order)] if self.first >= 2 else []
-        if len(records) != len(self.order) or entry.get("records") != _digest(records):
+        if len(records) != len(self.order) or entry.get("records") != records_sha256(records):
             raise ValueError(f"{path.name}: its records are not the ones recorded")
         self._parts: Parts | None = None
 
     def parts(self) -> Parts:
         """The file's parts, made once (every catalogue of the run shares them); raises
-        ValueError when a record is not as `_part_record` writes it."""
+        ValueError when a record is not as `build_parts.part_record` writes it."""
         if self._parts is None:
             self._parts = self._make()
         return self._parts
@@ -224,9 +344,9 @@ class PrebuiltFile:
 
 
 def _record(line: bytes, kind: str, name: str) -> dict[str, Any]:
-    """The record of part `kind`.`name` on `line`, of the shape `_part_record` writes: its JSON
-    bounded before it is decoded (`hwspec.jsonbound`), every list and mapping checked before it
-    is used. Raises ValueError otherwise."""
+    """The record of part `kind`.`name` on `line`, of the shape `build_parts.part_record`
+    writes: its JSON bounded before it is decoded (`hwspec.jsonbound`), every list and mapping
+    checked before it is used. Raises ValueError otherwise."""
     from hwspec import jsonbound
 
     try:
@@ -253,7 +373,7 @@ def _is_entry(item: Any, second: type | tuple[type, ...], third: type | tuple[ty
 
 
 def _is_model_record(record: Any) -> bool:
-    """{"written": [field names], "values": {field: value}}, as `_model_record` writes it."""
+    """{"written": [field names], "values": {field: value}}, as `build_parts.model_record` writes it."""
     return (isinstance(record, dict) and isinstance(record.get("values"), dict) and isinstance(record.get("written"), list)
             and all(isinstance(name, str) for name in record["written"]))
 
@@ -263,7 +383,7 @@ def _is_part_name(name: Any) -> bool:
 
 
 def _construct(model: type[BaseModel], record: dict[str, Any]) -> BaseModel:
-    """The model instance `record` describes (`_model_record`), made without validation."""
+    """The model instance `record` describes (`build_parts.model_record`), made without validation."""
     fields = model.model_fields
     if not _is_model_record(record):
         raise ValueError(f"{model.__name__}: not a model's record")

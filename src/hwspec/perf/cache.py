@@ -67,7 +67,8 @@ def harmonic(n: float, s: float) -> float:
     ends = (m ** -s + n ** -s) / 2
     first = s / 12 * (m ** (-s - 1) - n ** (-s - 1))
     second = s * (s + 1) * (s + 2) / 720 * (m ** (-s - 3) - n ** (-s - 3))
-    return head + integral + ends + first - second
+    total: float = head + integral + ends + first - second  # typeshed types int ** float as Any (a negative base gives a complex)
+    return total
 
 
 def hit_rate(cached_rows: float, rows: int, skew: float) -> float:

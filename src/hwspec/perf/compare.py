@@ -7,6 +7,7 @@ direction, FLOP/s, seconds). Text uses GB/s = 1e9 bytes/s, TFLOPS = 1e12 FLOP/s,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hwspec.perf.estimate import RESOURCES, ms, qps
@@ -50,7 +51,7 @@ def platform_rows(a: Figures, b: Figures) -> list[dict[str, Any]]:
     def text(label: str, va: str, vb: str) -> None:
         rows.append({"row": label, "a": va, "b": vb, "a_value": None, "b_value": None})
 
-    def value(label: str, va: float | None, vb: float | None, fmt) -> None:
+    def value(label: str, va: float | None, vb: float | None, fmt: Callable[[float], str]) -> None:
         rows.append({"row": label, "a": fmt(va) if va else "-", "b": fmt(vb) if vb else "-", "a_value": va, "b_value": vb})
 
     text("GPUs", f"{a.gpus} x {a.gpu_model}", f"{b.gpus} x {b.gpu_model}")

@@ -11,11 +11,13 @@ These queries belong on the topology objects; they live here until they move the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwspec.model.node import known
 from hwspec.perf import roofline as rf
-from hwspec.topology import topology_of
+from hwspec.topology import ClusterTopology, Topology, topology_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,32 +86,32 @@ def _peaks(doc: dict[str, Any]) -> dict[str, float]:
     return {d: min(g["compute"][d]["dense_flop_per_s"] for g in groups) for d in sorted(dtypes)}
 
 
-def _node_scale_out(topology) -> tuple[str, bool]:
+def _node_scale_out(topology: Topology) -> tuple[str, bool]:
     """Transport of the NICs the GPUs' inter-node traffic uses, and whether all of them are GPUDirect."""
     platform = topology.platform
     pairs = [(n, g.id) for g in platform.gpus for n in topology.scale_out_nics(g.id)]
-    transport = ",".join(sorted({n.transport for n, _ in pairs})) or "none"
+    transport = ",".join(sorted({platform.nic_by_id[n].transport for n, _ in pairs})) or "none"
     gpudirect = bool(pairs) and all(topology.gpudirect(n, gpu_id) for n, gpu_id in pairs)
     return transport, gpudirect
 
 
-def _collectives_on_host_nics(topology) -> bool:
+def _collectives_on_host_nics(topology: Topology) -> bool:
     """Whether some GPU's inter-node collectives leave by an ingestion/frontend NIC (a node
     without backend NICs of its own, like Zion): ingestion and collectives then share it."""
     platform = topology.platform
-    return any(n.role in ("ingestion", "frontend") for g in platform.gpus for n in topology.scale_out_nics(g.id))
+    return any(platform.nic_by_id[n].role in ("ingestion", "frontend") for g in platform.gpus for n in topology.scale_out_nics(g.id))
 
 
-def _min_nodes(docs: list[dict[str, Any]], fn) -> float:
+def _min_nodes(docs: list[dict[str, Any]], fn: Callable[[dict[str, Any]], float]) -> float:
     return min(fn(d) for d in docs)
 
 
-def check_known(topology) -> None:
+def check_known(topology: Topology | ClusterTopology) -> None:
     """Raise HwspecError (E403, located at the entry) when a node platform of `topology` has
     unknown figures: an estimate is never computed from a figure nobody gave."""
     from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
 
-    platforms = topology.platform.node_platforms if topology.kind == "cluster" else [topology.platform]
+    platforms = topology.platform.node_platforms if isinstance(topology, ClusterTopology) else [topology.platform]
     problems = []
     for platform in platforms:
         numa_nodes = {s.id for s in platform.sockets}
@@ -123,11 +125,11 @@ def check_known(topology) -> None:
         raise HwspecError(problems)
 
 
-def figures(topology) -> Figures:
+def figures(topology: Topology | ClusterTopology) -> Figures:
     """The `Figures` of a node (`Topology`) or cluster (`ClusterTopology`). Raises HwspecError
     (E403) when a figure is unknown (`check_known`)."""
     check_known(topology)
-    if topology.kind == "cluster":
+    if isinstance(topology, ClusterTopology):
         from hwspec.perf.cluster_roofline import cluster_roofline_and_phases
 
         cluster = topology.platform
@@ -188,16 +190,16 @@ def figures(topology) -> Figures:
         fabric_kinds=tuple(sorted({g.fabric_kind for t in node_topologies for g in t.platform.gpus if g.fabric_kind})),
         intra_algbw=_intra_algbw(docs),
         collective_phases=phases,
-        host_memory_capacity=float(min(t.platform.memory_capacity for t in node_topologies)),
-        host_memory_bandwidth=float(min(t.platform.memory_bandwidth for t in node_topologies)),
+        host_memory_capacity=float(min(known(t.platform.memory_capacity) for t in node_topologies)),  # check_known above
+        host_memory_bandwidth=float(min(known(t.platform.memory_bandwidth) for t in node_topologies)),
         compute_capability=min((g.sm or 0 for t in node_topologies for g in t.platform.gpus), default=0),
         nvlink_units=_nvlink_units(topology),
     )
 
 
-def _nvlink_units(topology) -> int | None:
+def _nvlink_units(topology: Topology | ClusterTopology) -> int | None:
     """A cluster's NVLink domains where they span nodes (`Figures.nvlink_units`), else None."""
-    domains = topology.platform.nvlink_domains if topology.kind == "cluster" else None
+    domains = topology.platform.nvlink_domains if isinstance(topology, ClusterTopology) else None
     return domains.count if domains is not None and domains.size > 1 else None
 
 

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hwspec.model.node import Gpu, known
+from hwspec.model.node import Gpu, Nic, Platform, known
 from hwspec.text import visible
 from hwspec.topology.node import Topology
 
@@ -188,12 +188,14 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
     n_gpus = len(platform.gpus)
     tiers: dict[str, dict[str, Any] | None] = {}
     hbm: dict[str, Any] = {"capacity_bytes": gpu.hbm_capacity, "bandwidth_bytes_per_s": gpu.hbm_bandwidth}
+    sockets = platform.socket_by_id
     shared = topology.memory_shared_with(gpu.id)
     if shared is not None:  # which NUMA node: the group's numa_nodes, the node's unified_memory
-        hbm["shared_with_cpu_cores"] = shared.cores
+        hbm["shared_with_cpu_cores"] = sockets[shared].cores
     tiers["hbm"] = hbm
 
-    socket = topology.socket_of(gpu.id)
+    socket_id = topology.socket_of(gpu.id)
+    socket = sockets[socket_id] if socket_id is not None else None
     if socket is not None and socket.memory_shared_with is not None:
         # The NUMA node's memory is an HBM (this GPU's, or, as HW106 reports, another's), counted as HBM.
         tiers["host_ddr"] = {"capacity_bytes": 0, "bandwidth_bytes_per_s": 0.0, "same_memory_as": "hbm"}
@@ -236,12 +238,13 @@ def _gpu_tiers(topology: Topology, gpu: Gpu) -> dict[str, dict[str, Any] | None]
 
 def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
     """The GPU's share of the collective NICs (`Topology.scale_out_share`)."""
-    nics = topology.scale_out_nics(gpu.id)
+    by_id = topology.platform.nic_by_id
+    nics = [by_id[n] for n in topology.scale_out_nics(gpu.id)]
     if not nics:
         return None
     sharing = max(topology.scale_out_users(n.id) for n in nics)
     share = topology.scale_out_share(gpu.id)
-    own = [n for n in topology.nics_of(gpu.id) if n in nics]
+    own = [by_id[n] for n in topology.nics_of(gpu.id) if by_id[n] in nics]
     if len(own) == len(nics) == 1 and own[0].gpus == (gpu.id,):
         via = "backend NIC of its own" if sharing == 1 else "backend NIC of its own, shared with the GPUs no NIC serves"
         return _tier(share, transport=own[0].transport, shared_by_gpus=sharing, via=via)
@@ -259,7 +262,7 @@ def _scale_out_tier(topology: Topology, gpu: Gpu) -> dict[str, Any] | None:
     return _tier(share, transport=_transport(nics), shared_by_gpus=sharing, nics=len(nics), via=f"{kind} shared by {who}")
 
 
-def _transport(nics: Iterable) -> str:
+def _transport(nics: Iterable[Nic]) -> str:
     kinds = sorted({n.transport for n in nics})
     return ",".join(kinds)
 
@@ -360,7 +363,7 @@ def _header(platform: Any) -> dict[str, Any]:
     }
 
 
-def host_memory_only(platform: Any) -> bool:
+def host_memory_only(platform: Platform) -> bool:
     """Whether every unknown figure of `platform` is a NUMA node's memory (an imported draft's
     `capacity: unknown`/`bandwidth: unknown`): the roofline then still gives every other tier, with
     `host_ddr` null where its memory is unknown and `unknown` naming it; consumers that need
@@ -412,7 +415,7 @@ def _node(topology: Topology) -> dict[str, Any]:
 def _unified_memory(topology: Topology) -> dict[str, Any]:
     """`unified_memory` for a node whose GPUs share their HBM with CPU cores (APUs): which sockets'
     memory is which GPU's HBM. Nothing for other nodes. `ddr_*` then counts only memory of its own."""
-    shared = {g.id: s.id for g in topology.platform.gpus if (s := topology.memory_shared_with(g.id)) is not None}
+    shared = {g.id: s for g in topology.platform.gpus if (s := topology.memory_shared_with(g.id)) is not None}
     if not shared:
         return {}
     return {"unified_memory": {"sockets_sharing_gpu_hbm": {socket: gpu for gpu, socket in shared.items()},
@@ -425,4 +428,5 @@ def slowest(doc: dict[str, Any], tier: str, key: str = "bandwidth_bytes_per_s") 
     values = [group["tiers"][tier] for group in doc["gpu_groups"]]
     if not values or any(v is None for v in values):
         return None
-    return min(v[key] for v in values)
+    least: float = min(v[key] for v in values)  # a JSON document's number
+    return least

@@ -19,6 +19,7 @@ import dataclasses
 from typing import Any
 
 from hwspec.diagnostics import Code, Diagnostic, HwspecError, Severity
+from hwspec.model.cluster import Cluster
 from hwspec.model.workload import Workload
 from hwspec.perf.estimate import estimate, ms, qps
 from hwspec.perf.platform_figures import figures
@@ -63,7 +64,8 @@ def row(document: dict[str, Any]) -> dict[str, Any]:
 
 def hbm_fraction(document: dict[str, Any]) -> float:
     """The share of the busiest GPU's tables its HBM holds (the rest spills to host DDR or SSD)."""
-    return sum(t["fraction"] for t in document["placement"]["tiers"] if t["tier"] == "hbm")
+    held: float = sum(t["fraction"] for t in document["placement"]["tiers"] if t["tier"] == "hbm")  # a JSON document's numbers
+    return held
 
 
 def with_efficiency(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -74,7 +76,7 @@ def with_efficiency(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "efficiency": {b: v / base[b] for b, v in r["per_gpu_qps"].items() if base.get(b)}} for r in rows]
 
 
-def scaling(cluster: Any, workload: Workload, node_counts: list[int]) -> tuple[dict[str, Any], list[Diagnostic]]:
+def scaling(cluster: Cluster, workload: Workload, node_counts: list[int]) -> tuple[dict[str, Any], list[Diagnostic]]:
     """The scaling document of `workload` on `cluster` (a resolved `Cluster`) at each of
     `node_counts` (distinct, ascending), and the diagnostics of the counts it could not estimate.
     A count the workload cannot run at (E401-E403: tables that do not fit on few nodes) is a row
@@ -109,7 +111,7 @@ def scaling(cluster: Any, workload: Workload, node_counts: list[int]) -> tuple[d
     return document, problems
 
 
-def against_one_node(cluster: Any, workload: Workload, document: dict[str, Any]) -> dict[str, Any]:
+def against_one_node(cluster: Cluster, workload: Workload, document: dict[str, Any]) -> dict[str, Any]:
     """Per-GPU QPS of `document` (`workload` estimated on `cluster` as written) and, by bound, its
     efficiency over the same cluster re-sized to one node at the same per-GPU batch, and the share
     of the tables HBM holds in both (few nodes spill more of a fixed-size model). Where the

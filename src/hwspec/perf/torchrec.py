@@ -63,7 +63,7 @@ def _scale_out_note(topology: Topology) -> str:
     gpus = topology.platform.gpus
     if not any(topology.nics_of(g.id) for g in gpus):
         return "the node's NICs divided among the GPUs (no per-GPU NIC)"
-    alone = all(topology.scale_out_users(n.id) == 1 and n in topology.nics_of(g.id)
+    alone = all(topology.scale_out_users(n) == 1 and n in topology.nics_of(g.id)
                 for g in gpus for n in topology.scale_out_nics(g.id))
     if alone and all(len(topology.scale_out_nics(g.id)) == 1 for g in gpus):
         return "the GPU's own backend NIC"

@@ -1,12 +1,10 @@
 """The rule engine: rules are functions in `rules/builtin/*.py` (and a site's `--rules DIR`), discovered by path.
 
-A rule module is plain Python loaded under a private module name (never `import validators`:
-a popular PyPI package has that name); helpers shared by the modules of one directory live in
-its `_*.py` files and are imported relatively (`from ._common import gbit`). A site's rule
-modules and their helpers are compiled from their `.py` source on every load (`_SourceLoader`):
-a `__pycache__/*.pyc` beside them is never read (it could hold code nobody reviewed, with a
-header matching the source's size and time) and none is written. The built-in rules are part
-of hwspec and load as its other modules do. A rule is any
+A rule module is plain Python loaded by path under a private module name, its helpers in the
+directory's `_*.py` files imported relatively (`from ._common import gbit`); a site's are
+compiled from source, never from bytecode beside them, and the built-in rules are part of
+hwspec and load as its other modules do (`hwspec.rules.modules`, which loads a site's
+generators too). A rule is any
 function defined in a rule module and decorated with `@rule(id, name, severity)`; its
 docstring's first line states the invariant and the rest says why it matters (`hwspec
 explain ID` prints it). A node rule receives a `Context` (`ctx.platform` a `Platform`,
@@ -25,12 +23,7 @@ with `run_rules(..., sandbox=Sandbox(limit))`. Rule modules are always imported 
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import inspect
-import sys
-import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +34,8 @@ from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.model.cluster import Cluster
 from hwspec.model.node import Platform
-from hwspec.rules.sandbox import Box, Escape, Sandbox, contained, describe, type_name
+from hwspec.rules.modules import ModuleDirectories, marked
+from hwspec.rules.sandbox import Box, Escape, Sandbox, describe, type_name
 from hwspec.spec.translate import nearest
 from hwspec.text import visible
 from hwspec.topology import ClusterTopology, Topology, topology_of
@@ -197,73 +191,10 @@ def context_for(topology: Topology | ClusterTopology, policy: EnvironmentPolicy 
     return Context(topology, policy)
 
 
-_PACKAGES: dict[str, str] = {}
-"""Private package name per rule directory, numbered in the order directories are first loaded."""
-
-_PREFIX = "hwspec._rules_"
-
-
-class _SourceLoader(importlib.machinery.SourceFileLoader):
-    """A rule module's loader: compiles the `.py` source itself, never reads or writes bytecode
-    (`SourceFileLoader.get_code` would take a `__pycache__/*.pyc` whose header matches the
-    source's size and modification time, whatever code it holds)."""
-
-    def get_code(self, fullname: str) -> types.CodeType:
-        return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
-
-
-class _RulesFinder(importlib.abc.MetaPathFinder):
-    """Finds the modules of the private rule packages (`from ._common import gbit`) as `.py`
-    source files only, ahead of the path finder and its bytecode-reading loaders."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if not fullname.startswith(_PREFIX) or fullname.count(".") < 2:
-            return None
-        parent, _, stem = fullname.rpartition(".")
-        package = sys.modules.get(parent)
-        for directory in getattr(package, "__path__", None) or ():
-            source = Path(directory) / f"{stem}.py"
-            if source.is_file():
-                return _spec(fullname, source)
-            init = Path(directory) / stem / "__init__.py"
-            if init.is_file():
-                return _spec(fullname, init, package=True)
-        return None
-
-
-def _spec(name: str, path: Path, package: bool = False) -> importlib.machinery.ModuleSpec:
-    """The spec of the rule module (or helper package) `name` at `path`: loaded from source, or,
-    for hwspec's own rules (`rules/builtin/`), by Python's source loader as every other module
-    of hwspec is (its bytecode beside it is hwspec's own, as trusted as the rest of the package)."""
-    builtin = path.is_relative_to(content.builtin_dir("rules"))
-    loader = importlib.machinery.SourceFileLoader(name, str(path)) if builtin else _SourceLoader(name, str(path))
-    spec = importlib.util.spec_from_file_location(
-        name, path, loader=loader,
-        submodule_search_locations=[str(path.parent)] if package else None)
-    assert spec is not None
-    return spec
-
-
-_FINDER = _RulesFinder()
-
-
-def _package(directory: Path) -> str:
-    """A private package for one rule directory, so that its rule modules can import the
-    directory's `_*.py` helpers relatively (`from ._common import gbit`) without the
-    directory being an importable package (and without clashing with another site's helpers)."""
-    name = _PACKAGES.setdefault(str(directory), f"{_PREFIX}{len(_PACKAGES)}")
-    if _FINDER not in sys.meta_path:
-        sys.meta_path.insert(0, _FINDER)
-    if name not in sys.modules:
-        package = types.ModuleType(name, f"rules in {directory}")
-        package.__path__ = [str(directory)]
-        package.__package__ = name
-        sys.modules[name] = package
-    return name
-
-
-def _module_name(path: Path) -> str:
-    return f"{_package(path.parent)}.{path.stem}"
+RULE_MODULES = ModuleDirectories("hwspec._rules_", "rule", Code.RULE_FAILED, "none of its rules ran",
+                                 trusted=lambda: content.builtin_dir("rules"))
+"""How rule modules load (`hwspec.rules.modules`): hwspec's own from `rules/builtin/` as its other
+modules do, a site's compiled from source; an import that fails is an E900."""
 
 
 def load_rules(directories: Iterable[Path], failures: list[Diagnostic] | None = None) -> list[Rule]:
@@ -285,19 +216,14 @@ def load_rules(directories: Iterable[Path], failures: list[Diagnostic] | None = 
             errors.append(Diagnostic(display_path(directory), 1, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
                                      "cannot load rules: not a directory"))
             continue
-        for path in sorted(directory.glob("*.py")):
-            if path.name.startswith("_"):
-                continue
-            module = _load_module(path)
+        for path in RULE_MODULES.modules(directory):
+            module = RULE_MODULES.load(path)
             if isinstance(module, Diagnostic):
                 failed.append(module)
                 continue
             shown = display_path(path)
-            for _, check in sorted(vars(module).items()):
-                meta = getattr(check, "__hwspec_rule__", None)
-                if meta is None or not callable(check) or getattr(check, "__module__", None) != module.__name__:
-                    continue  # not a rule, or a rule imported from elsewhere (registered there)
-                rule_id, rule_name, severity, scope = meta
+            for _, check in marked(module, "__hwspec_rule__"):  # a rule imported from elsewhere is registered there
+                rule_id, rule_name, severity, scope = check.__hwspec_rule__
                 hint = getattr(check, "__hwspec_hint__", None)
                 found = Rule(rule_id, rule_name, severity, scope, check=check, file=shown,
                              waivable=getattr(check, "__hwspec_waivable__", True), hint=hint if isinstance(hint, str) else None)
@@ -315,47 +241,6 @@ def load_rules(directories: Iterable[Path], failures: list[Diagnostic] | None = 
     if errors:
         raise HwspecError(errors)
     return sorted(rules.values(), key=lambda r: r.id)
-
-
-def _load_module(path: Path) -> types.ModuleType | Diagnostic:
-    """The rule module at `path`, imported in a box, or its E900 when the import fails."""
-    shown = display_path(path)
-    hint = f"none of its rules ran; this is a bug in {shown}"
-    try:
-        with contained():
-            try:
-                return _import(path)
-            except Exception as exc:  # a site's broken rule file must not give a traceback
-                line, why = _error_line(exc, path), describe(exc)  # in the box: describing runs the module's code
-    except Escape as exc:  # the module's top level exited, was interrupted, hung or moved the working directory
-        return Diagnostic(shown, 1, 1, Severity.ERROR, Code.RULE_FAILED,
-                          f"the rule module {exc.what} while it was imported", hint)
-    return Diagnostic(shown, line, 1, Severity.ERROR, Code.RULE_FAILED, f"the rule module failed to import: {why}", hint)
-
-
-def _import(path: Path) -> types.ModuleType:
-    name = _module_name(path)
-    spec = _spec(name, path)
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
-
-
-def _error_line(exc: BaseException, path: Path) -> int:
-    if isinstance(exc, SyntaxError) and exc.lineno:
-        return exc.lineno
-    import traceback  # only a rule module that fails to load needs it
-
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if Path(frame.filename).resolve() == path and frame.lineno:
-            return frame.lineno
-    return 1
 
 
 def _check_finding(f: Any) -> None:

@@ -47,6 +47,11 @@ class DocumentSourceMap:
     def locate(self, entity: str | None = None, *fields: str | int) -> Location:
         return self.at(self.path_of(entity, *fields))
 
+    def locate_key(self, entity: str | None = None, *fields: str | int) -> Location:
+        """Where the key of `entity`'s `fields` is written (the key's line, not its value's), as
+        `locate` when there is no key."""
+        return self.doc.locate_key(self.expanded.written_path(self.path_of(entity, *fields)))
+
     def provenance(self, entity: str, *fields: str | int) -> Provenance | None:
         if entity in self.inherited and (not fields or fields[0] not in self.inherited[entity][1]):
             own = self.expanded.provenance.get(tuple(self.entity_paths.get(entity, ())) + tuple(fields))

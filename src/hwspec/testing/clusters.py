@@ -6,19 +6,24 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
-from hwspec.testing.nodes import _builtin_rules, _layouts, _parts, dump_yaml, takes_parameters_of
+from hwspec.testing.nodes import YamlDict, _builtin_rules, _layouts, _parts, dump_yaml, takes_parameters_of
+
+if TYPE_CHECKING:
+    from hwspec.model.cluster import Cluster
+    from hwspec.pipeline import Checked
+    from hwspec.rules.engine import Rule
 
 
 @dataclass(frozen=True)
 class ClusterFiles:
     """A cluster file and the node platform file it names (`nodes[*].platform` is `node_file`)."""
 
-    cluster: dict
-    node: dict
+    cluster: dict[str, Any]
+    node: dict[str, Any]
     node_file: str = "node.yaml"
     cluster_file: str = "cluster.yaml"
 
@@ -31,7 +36,7 @@ class ClusterFiles:
         return target
 
 
-def check_cluster_files(files: ClusterFiles, rules: Sequence | None = None, directory: Path | str | None = None):
+def check_cluster_files(files: ClusterFiles, rules: Sequence[Rule] | None = None, directory: Path | str | None = None) -> Checked:
     """Write `files` into `directory` (default: a fresh temporary directory, removed afterwards)
     and check the cluster with `hwspec.pipeline.check` (node rules once, then cluster rules).
     Returns the `Checked`; its platform and diagnostics stay usable after the files are gone."""
@@ -44,7 +49,7 @@ def check_cluster_files(files: ClusterFiles, rules: Sequence | None = None, dire
         return check(files.write(temporary), rules)
 
 
-def _collective_nics(node: dict) -> list[dict]:
+def _collective_nics(node: YamlDict) -> list[YamlDict]:
     """The NICs carrying collectives (Platform.collective_nics), from the spec dict."""
     nics = node.get("nics", [])
     backend = [n for n in nics if n["role"] == "backend"]
@@ -55,7 +60,7 @@ def _collective_nics(node: dict) -> list[dict]:
 
 
 @st.composite
-def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_network: bool | None = None,
+def _cluster_files(draw: st.DrawFn, /, *, min_nodes: int = 1, max_nodes: int = 16, backend_network: bool | None = None,
                    nvlink_domains: bool = False, **node_kwargs: Any) -> ClusterFiles:
     if backend_network:
         node_kwargs.setdefault("nic_modes", ("per-gpu", "shared", "several-per-gpu", "serving-leaf"))
@@ -63,7 +68,7 @@ def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_net
         node_kwargs.setdefault("nvlink", ("nvswitch",))
     layout = draw(_layouts(**node_kwargs))
     node = layout.spec
-    domain: dict[str, Any] | None = None
+    domain: YamlDict | None = None
     if nvlink_domains:
         domain = _nvlink_domain(draw, node, min_nodes, max_nodes)
         count = domain["count"]
@@ -72,14 +77,14 @@ def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_net
     prefix = draw(st.sampled_from(("node", "zx", "gpu-")), label="hostname prefix")
     variable = draw(st.sampled_from(("i", "n")), label="hostname variable")
     fmt = draw(st.sampled_from(("", ":03", ":04")), label="hostname format")
-    group: dict[str, Any] = {"platform": "node.yaml", "count": count}
+    group: YamlDict = {"platform": "node.yaml", "count": count}
     first = draw(st.integers(0, 3), label="first") if variable == "i" else 0
     if first:
         group["first"] = first
     group["hostname"] = f"{prefix}${{{variable}{fmt}}}"
     if draw(st.booleans(), label="addresses"):
         group["address"] = "10.1.${n//256}.${n%256}"
-    cluster: dict[str, Any] = {"hwspec": 1, "kind": "cluster", "name": "cluster", "nodes": [group]}
+    cluster: YamlDict = {"hwspec": 1, "kind": "cluster", "name": "cluster", "nodes": [group]}
     if draw(st.booleans(), label="world_size"):
         cluster["world_size"] = count * len(node["gpus"])
 
@@ -100,7 +105,7 @@ def _cluster_files(draw, *, min_nodes: int = 1, max_nodes: int = 16, backend_net
     return ClusterFiles(cluster, node)
 
 
-def _nvlink_domain(draw, node: dict, min_nodes: int, max_nodes: int) -> dict[str, Any]:
+def _nvlink_domain(draw: st.DrawFn, node: YamlDict, min_nodes: int, max_nodes: int) -> YamlDict:
     """An `nvlink_domain` section the rules accept, and the node count it needs: 1-4 nodes per
     domain, a whole number of domains within min_nodes..max_nodes, switch trays with a port
     for every GPU link (plus spares)."""
@@ -112,7 +117,7 @@ def _nvlink_domain(draw, node: dict, min_nodes: int, max_nodes: int) -> dict[str
     links = size * sum(catalogue[g["part"]].fabric.links for g in node["gpus"])
     trays = draw(st.integers(1, 4), label="switch trays")
     ports = -(-links // trays) + draw(st.integers(0, 8), label="spare switch ports")
-    spec: dict[str, Any] = {"nodes": size, "name": draw(st.sampled_from(("nvl${d}", "rack${d:02}", "blk-${d}.a")),
+    spec: YamlDict = {"nodes": size, "name": draw(st.sampled_from(("nvl${d}", "rack${d:02}", "blk-${d}.a")),
                                                         label="domain name pattern"),
                             "switch_trays": trays, "switch_ports": max(1, ports)}
     if draw(st.booleans(), label="clique id"):
@@ -120,7 +125,7 @@ def _nvlink_domain(draw, node: dict, min_nodes: int, max_nodes: int) -> dict[str
     return {"count": size * domains, "spec": spec}
 
 
-def _network(draw, node: dict, count: int, rails: int, speed: float, transport: str, block: int = 1) -> dict:
+def _network(draw: st.DrawFn, node: YamlDict, count: int, rails: int, speed: float, transport: str, block: int = 1) -> YamlDict:
     """A backend network the rules accept: ports suffice, every leaf reaches the spine, and
     every leaf (pod) holds whole blocks of `block` nodes (NVLink domains, HW825)."""
     from hwspec.spec.units import format_byte_rate
@@ -133,7 +138,7 @@ def _network(draw, node: dict, count: int, rails: int, speed: float, transport: 
     else:
         topology = draw(st.sampled_from(("single-switch", "rail-optimized", "clos")), label="backend topology")
     spare = draw(st.integers(0, 4), label="spare leaf ports")
-    network: dict[str, Any] = {"transport": transport, "speed": format_byte_rate(speed), "topology": topology}
+    network: YamlDict = {"transport": transport, "speed": format_byte_rate(speed), "topology": topology}
     if topology == "single-switch":
         network["leaf"] = {"ports": max(2, count * rails + spare)}
         return network
@@ -172,17 +177,13 @@ def cluster_specs(*, min_nodes: int = 1, max_nodes: int = 16, backend_network: b
                           nvlink_domains=nvlink_domains, **node_kwargs)
 
 
-def _loaded_cluster(files: ClusterFiles):
-    from hwspec.diagnostics import HwspecError
-
-    checked = check_cluster_files(files)
-    if checked.platform is None:
-        raise HwspecError(checked.diagnostics)
-    return checked.platform
+def _loaded_cluster(files: ClusterFiles) -> Cluster:
+    """The cluster of `files`; HwspecError with the diagnostics when it does not load."""
+    return check_cluster_files(files).cluster_topology().platform
 
 
 @takes_parameters_of(cluster_specs)
-def clusters(**kwargs: Any) -> st.SearchStrategy:
+def clusters(**kwargs: Any) -> st.SearchStrategy[Cluster]:
     """Resolved `hwspec.model.cluster.Cluster`s of `cluster_specs(...)` with the same parameters, loaded from files in a
     temporary directory by `hwspec.pipeline.check` (removed once loaded; `Cluster.file` names it)."""
     return cluster_specs(**kwargs).map(_loaded_cluster)

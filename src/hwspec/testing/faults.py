@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hwspec.spec.units import format_bytes, parse_bytes
 from hwspec.testing.clusters import ClusterFiles, _cluster_files
-from hwspec.testing.nodes import _FIRST_BUS, _Layout, _layouts, _parts
+from hwspec.testing.nodes import _FIRST_BUS, YamlDict, _Layout, _layouts, _parts
 
 Path_ = tuple[str | int, ...]
 
@@ -31,25 +31,33 @@ class Fault:
     description: str
 
 
+Needs = dict[str, int | tuple[str, ...]]
+"""What a mutation needs of the base spec, as `node_specs` arguments: `min_gpus`/`min_sockets`
+(a lower bound) and `nvlink`/`nic_modes` (the choices it applies to)."""
+Apply = Callable[[st.DrawFn, _Layout], tuple[Fault, YamlDict]]
+"""A mutation: draws where to put the fault into a copy of the layout's spec."""
+
+
 @dataclass(frozen=True)
 class _Mutation:
     rule: str
-    needs: dict
-    apply: Callable[[Any, _Layout], tuple[Fault, dict]]
+    needs: Needs
+    apply: Apply
 
 
 _MUTATIONS: list[_Mutation] = []
 
 
-def _mutation(rule: str, **needs: Any):
-    def register(func: Callable[[Any, _Layout], tuple[Fault, dict]]):
+def _mutation(rule: str, **needs: int | tuple[str, ...]) -> Callable[[Apply], Apply]:
+    """Register the decorated mutation as one for `rule`, applying where `needs` hold."""
+    def register(func: Apply) -> Apply:
         _MUTATIONS.append(_Mutation(rule, needs, func))
         return func
 
     return register
 
 
-def _file_order(spec: dict) -> list[tuple[str, int, dict]]:
+def _file_order(spec: YamlDict) -> list[tuple[str, int, YamlDict]]:
     """(section, index, entry) of every PCIe item in the order the YAML writes them."""
     return [(section, i, e) for section in ("pcie", "gpus", "nics", "ssds") for i, e in enumerate(spec.get(section, []))]
 
@@ -59,7 +67,7 @@ def _bus_path(section: str, index: int) -> Path_:
 
 
 @_mutation("HW101")
-def _pcie_cycle(draw, layout: _Layout):
+def _pcie_cycle(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     i = draw(st.integers(0, len(spec["pcie"]) - 1), label="bridge")
     bridge = spec["pcie"][i]
@@ -68,7 +76,7 @@ def _pcie_cycle(draw, layout: _Layout):
 
 
 @_mutation("HW102")
-def _duplicate_bus(draw, layout: _Layout):
+def _duplicate_bus(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     items = _file_order(spec)
     j = draw(st.integers(1, len(items) - 1), label="second device")
@@ -80,7 +88,7 @@ def _duplicate_bus(draw, layout: _Layout):
 
 
 @_mutation("HW103")
-def _narrow_uplink(draw, layout: _Layout):
+def _narrow_uplink(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     leaf = draw(st.sampled_from(layout.leaves), label="leaf")
     i = layout.index("pcie", leaf)
@@ -89,7 +97,7 @@ def _narrow_uplink(draw, layout: _Layout):
 
 
 @_mutation("HW104")
-def _link_newer_than_switch(draw, layout: _Layout):
+def _link_newer_than_switch(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     i = draw(st.integers(0, len(spec["gpus"]) - 1), label="GPU")
     gpu = spec["gpus"][i]
@@ -99,7 +107,7 @@ def _link_newer_than_switch(draw, layout: _Layout):
 
 
 @_mutation("HW105")
-def _link_wider_than_part(draw, layout: _Layout):
+def _link_wider_than_part(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     devices = [("gpus", i) for i in range(len(spec["gpus"]))] + [("nics", i) for i in range(len(spec.get("nics", [])))]
     section, i = draw(st.sampled_from(devices), label="device")
@@ -110,11 +118,13 @@ def _link_wider_than_part(draw, layout: _Layout):
 
 
 def _part_gen(section: str, part: str) -> int:
-    return _parts(section)[part].pcie.generation
+    """The PCIe generation of GPU (`section` "gpus") or NIC ("nics") part `part`."""
+    parts = _parts("gpus") if section == "gpus" else _parts("nics")
+    return parts[part].pcie.generation
 
 
 @_mutation("HW201", nic_modes=("per-gpu",))
-def _gpu_loses_nic(draw, layout: _Layout):
+def _gpu_loses_nic(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     backend = [i for i, n in enumerate(spec["nics"]) if n["role"] == "backend"]
     k = draw(st.sampled_from(backend), label="backend NIC")
@@ -124,7 +134,7 @@ def _gpu_loses_nic(draw, layout: _Layout):
 
 
 @_mutation("HW202", nic_modes=("per-gpu",))
-def _nic_on_other_switch(draw, layout: _Layout):
+def _nic_on_other_switch(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     backend = [i for i, n in enumerate(spec["nics"]) if n["role"] == "backend"]
     k = draw(st.sampled_from(backend), label="backend NIC")
@@ -137,7 +147,7 @@ def _nic_on_other_switch(draw, layout: _Layout):
 
 
 @_mutation("HW204", nic_modes=("per-gpu", "shared"))
-def _nic_transport(draw, layout: _Layout):
+def _nic_transport(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     backend = [i for i, n in enumerate(spec["nics"]) if n["role"] == "backend"]
     k = draw(st.sampled_from(backend), label="backend NIC")
@@ -145,7 +155,7 @@ def _nic_transport(draw, layout: _Layout):
     return Fault("HW204", ("nics", k, "transport"), f"{spec['nics'][k]['id']} runs tcp on an RDMA backend"), spec
 
 
-def _fresh_host_nic(spec: dict, upstream: str, interface: str | None = None) -> dict:
+def _fresh_host_nic(spec: YamlDict, upstream: str, interface: str | None = None) -> YamlDict:
     used = {e["pcie"]["bus"] if "pcie" in e else e["bus"] for _, _, e in _file_order(spec)}
     bus = next(f"0000:{b:02x}:00.0" for b in range(_FIRST_BUS, 0x100) if f"0000:{b:02x}:00.0" not in used)
     ids = {n["id"] for n in spec.get("nics", [])}
@@ -155,7 +165,7 @@ def _fresh_host_nic(spec: dict, upstream: str, interface: str | None = None) -> 
 
 
 @_mutation("HW205")
-def _host_nic_on_gpu_switch(draw, layout: _Layout):
+def _host_nic_on_gpu_switch(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     leaf = draw(st.sampled_from(layout.leaves), label="GPU switch")
     nics = spec.setdefault("nics", [])
@@ -172,7 +182,7 @@ def _host_nic_on_gpu_switch(draw, layout: _Layout):
 
 
 @_mutation("HW206")
-def _duplicate_interface(draw, layout: _Layout):
+def _duplicate_interface(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     nics = spec.setdefault("nics", [])
     named = [i for i, n in enumerate(nics) if "interface" in n]
@@ -193,19 +203,19 @@ _PAIRED = ("fully-connected", "ring", "hybrid-cube-mesh", "fully-connected-minus
 
 
 @_mutation("HW301", nvlink=_PAIRED, min_gpus=2)
-def _no_baseboard(draw, layout: _Layout):
+def _no_baseboard(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     del spec["baseboard"]
     return Fault("HW301", ("nvlink", "topology"), "the baseboard carrying the NVLink pairs removed"), spec
 
 
-def _ring_pair(draw, spec: dict) -> tuple[int, dict]:
+def _ring_pair(draw: st.DrawFn, spec: YamlDict) -> tuple[int, YamlDict]:
     pairs = spec["nvlink"]["topology"]
     k = draw(st.integers(0, len(pairs) - 1), label="ring pair")
     return k, pairs[k]
 
 
-def _carried(spec: dict, pair: dict) -> int:
+def _carried(spec: YamlDict, pair: YamlDict) -> int:
     """NVLink links the baseboard carries between the slots of an explicit pair's GPUs."""
     from hwspec.model.resolve_node import HYBRID_CUBE_MESH
 
@@ -219,11 +229,12 @@ def _carried(spec: dict, pair: dict) -> int:
         ports = HYBRID_CUBE_MESH.get((a, b), 0)
     else:
         ports = sum(1 for p in wiring if sorted(p) == [a, b])
-    return ports * board.get("links_per_port", 1)
+    per_port: int = board.get("links_per_port", 1)
+    return ports * per_port
 
 
 @_mutation("HW301", nvlink=("ring",), min_gpus=2)
-def _pair_beyond_board(draw, layout: _Layout):
+def _pair_beyond_board(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     k, pair = _ring_pair(draw, spec)
     pair["links"] = _carried(spec, pair) + 1
@@ -232,7 +243,7 @@ def _pair_beyond_board(draw, layout: _Layout):
 
 
 @_mutation("HW302", nvlink=("ring",), min_gpus=2)
-def _over_link_budget(draw, layout: _Layout):
+def _over_link_budget(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     _, pair = _ring_pair(draw, spec)
     pair["links"] = layout.gpu_links + 1
@@ -241,7 +252,7 @@ def _over_link_budget(draw, layout: _Layout):
 
 
 @_mutation("HW303", nvlink=("ring",), min_gpus=2)
-def _self_link(draw, layout: _Layout):
+def _self_link(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     k, pair = _ring_pair(draw, spec)
     pair["gpus"][1] = pair["gpus"][0]
@@ -249,7 +260,7 @@ def _self_link(draw, layout: _Layout):
 
 
 @_mutation("HW305", nvlink=("ring",), min_gpus=3)
-def _asymmetric(draw, layout: _Layout):
+def _asymmetric(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     _, pair = _ring_pair(draw, spec)
     pair["links"] = layout.per_pair - 1 if layout.per_pair > 1 else layout.per_pair + 1
@@ -258,7 +269,7 @@ def _asymmetric(draw, layout: _Layout):
 
 
 @_mutation("HW307", nvlink=_PAIRED, min_gpus=2)
-def _slot_taken(draw, layout: _Layout):
+def _slot_taken(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     j = draw(st.integers(1, len(spec["gpus"]) - 1), label="second GPU")
     i = draw(st.integers(0, j - 1), label="first GPU")
@@ -267,7 +278,7 @@ def _slot_taken(draw, layout: _Layout):
 
 
 @_mutation("HW501", min_sockets=2)
-def _numa_taken(draw, layout: _Layout):
+def _numa_taken(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = copy.deepcopy(layout.spec)
     j = draw(st.integers(1, len(spec["sockets"]) - 1), label="second socket")
     i = draw(st.integers(0, j - 1), label="first socket")
@@ -275,7 +286,7 @@ def _numa_taken(draw, layout: _Layout):
     return Fault("HW501", ("sockets", j, "numa_node"), f"{spec['sockets'][j]['id']} given {spec['sockets'][i]['id']}'s NUMA node"), spec
 
 
-def _with_declares(spec: dict) -> dict:
+def _with_declares(spec: YamlDict) -> YamlDict:
     """The spec with a `declares` mapping in its usual place (after `name`)."""
     if "declares" in spec:
         return spec
@@ -285,7 +296,7 @@ def _with_declares(spec: dict) -> dict:
 
 
 @_mutation("HW502")
-def _memory_total(draw, layout: _Layout):
+def _memory_total(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = _with_declares(copy.deepcopy(layout.spec))
     total = sum(parse_bytes(s["memory"]["capacity"]) for s in spec["sockets"])
     extra = parse_bytes(spec["sockets"][0]["memory"]["capacity"])
@@ -294,7 +305,7 @@ def _memory_total(draw, layout: _Layout):
 
 
 @_mutation("HW601")
-def _gpu_count(draw, layout: _Layout):
+def _gpu_count(draw: st.DrawFn, layout: _Layout) -> tuple[Fault, YamlDict]:
     spec = _with_declares(copy.deepcopy(layout.spec))
     field_ = draw(st.sampled_from(("gpus", "sockets")), label="declared count")
     wrong = len(spec[field_]) + draw(st.integers(1, 2), label="off by")
@@ -306,11 +317,11 @@ FAULT_RULES = tuple(sorted({m.rule for m in _MUTATIONS}))
 """The node rules `faulty_node_specs` has mutations for."""
 
 
-def _merge_needs(kwargs: dict, needs: dict) -> dict | None:
-    """`kwargs` narrowed by a mutation's needs; None when they cannot both hold."""
+def _merge_needs(kwargs: dict[str, Any], needs: Needs) -> dict[str, Any] | None:
+    """`kwargs` (`node_specs` arguments) narrowed by a mutation's needs; None when they cannot both hold."""
     merged = dict(kwargs)
     for key, value in needs.items():
-        if key.startswith("min_"):
+        if isinstance(value, int):  # min_gpus, min_sockets
             merged[key] = max(value, merged.get(key, 1))
             if merged[key] > merged.get("max_" + key[4:], {"min_gpus": 16, "min_sockets": 8}[key]):
                 return None
@@ -322,7 +333,7 @@ def _merge_needs(kwargs: dict, needs: dict) -> dict | None:
     return merged
 
 
-def faulty_node_specs(*, rules: Iterable[str] | None = None, **node_kwargs: Any) -> st.SearchStrategy[tuple[Fault, dict]]:
+def faulty_node_specs(*, rules: Iterable[str] | None = None, **node_kwargs: Any) -> st.SearchStrategy[tuple[Fault, dict[str, Any]]]:
     """`(Fault, spec)`: a valid `node_specs(**node_kwargs)` spec with exactly one fault put in,
     labelled with the rule that must report it and the key path of the fault (see `Fault`).
 
@@ -340,15 +351,17 @@ def faulty_node_specs(*, rules: Iterable[str] | None = None, **node_kwargs: Any)
         raise ValueError(f"none of the faults for {', '.join(sorted(wanted))} fit {node_kwargs}")
 
     @st.composite
-    def fault(draw) -> tuple[Fault, dict]:
-        mutation, kwargs = draw(st.sampled_from(choices), label="fault")
+    def fault(draw: st.DrawFn) -> tuple[Fault, YamlDict]:
+        # sampled_from's overloads give Any for elements holding Any (the keyword arguments): the type is restated
+        chosen: tuple[_Mutation, dict[str, Any]] = draw(st.sampled_from(choices), label="fault")
+        mutation, kwargs = chosen
         return mutation.apply(draw, draw(_layouts(**kwargs)))
 
     return fault()
 
 
 @st.composite
-def _cluster_fault(draw, rules: frozenset[str], kwargs: dict) -> tuple[Fault, ClusterFiles]:
+def _cluster_fault(draw: st.DrawFn, rules: frozenset[str], kwargs: dict[str, Any]) -> tuple[Fault, ClusterFiles]:
     rule = draw(st.sampled_from(sorted(rules)), label="cluster fault")
     if rule == "HW805":
         files = draw(_cluster_files(**{**kwargs, "min_nodes": max(2, kwargs.get("min_nodes", 1))}))

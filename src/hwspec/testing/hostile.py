@@ -7,13 +7,13 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from hypothesis import strategies as st
 
 from hwspec.testing.clusters import ClusterFiles, cluster_specs
 from hwspec.testing.faults import Path_
-from hwspec.testing.nodes import node_specs
+from hwspec.testing.nodes import YamlDict, node_specs
 from hwspec.text import xml_escape
 
 HOSTILE_PIECES = ("\n", "\r", "\r\n", "$(touch PWNED)", "`touch PWNED`", "'", '"', "--", "-->", "<!--", "\x00",
@@ -61,13 +61,17 @@ DANGEROUS_ENV_NAMES = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "PATH", "PYT
 set them (`hwspec.formats.environment` refuses them all)."""
 
 
-def hostile_env_values() -> st.SearchStrategy[Any]:
+EnvValue: TypeAlias = str | int | float | bool
+"""What YAML may put under an `environment:` name (`hostile_env_values`)."""
+
+
+def hostile_env_values() -> st.SearchStrategy[EnvValue]:
     """What YAML may put under an `environment:` name: hostile text, integers, floats (NaN and
     infinities included), booleans."""
     return hostile_texts() | st.integers() | st.floats() | st.booleans()
 
 
-def hostile_environments(max_size: int = 4) -> st.SearchStrategy[dict[str, Any]]:
+def hostile_environments(max_size: int = 4) -> st.SearchStrategy[dict[str, EnvValue]]:
     """An `environment:` mapping of 1-`max_size` entries: names that must be refused
     (`DANGEROUS_ENV_NAMES`), vendor tunables, any variable-shaped name, or hostile text; values
     from `hostile_env_values()` or a tunable's plain value."""
@@ -80,7 +84,7 @@ def hostile_environments(max_size: int = 4) -> st.SearchStrategy[dict[str, Any]]
 
 
 @st.composite
-def hostile_environment_specs(draw, **kwargs: Any) -> tuple[dict[str, Any], dict]:
+def hostile_environment_specs(draw: st.DrawFn, /, **kwargs: Any) -> tuple[dict[str, EnvValue], dict[str, Any]]:
     """`(environment, spec)`: a valid `node_specs(**kwargs)` spec whose `environment:` is
     `environment` (from `hostile_environments()`). Validate refuses it at its place (HW702 for a
     name the policy refuses, E110 for a malformed name or value), or every name is a tunable and
@@ -91,7 +95,7 @@ def hostile_environment_specs(draw, **kwargs: Any) -> tuple[dict[str, Any], dict
     return environment, spec
 
 
-def _set(spec: dict, path: Path_, value: Any) -> bool:
+def _set(spec: YamlDict, path: Path_, value: object) -> bool:
     """Put `value` at `path` in `spec` when the parent exists; False when it does not."""
     node: Any = spec
     for key in path[:-1]:
@@ -110,7 +114,7 @@ def _set(spec: dict, path: Path_, value: Any) -> bool:
 
 
 @st.composite
-def hostile_node_specs(draw, **kwargs: Any) -> tuple[Path_, str, dict]:
+def hostile_node_specs(draw: st.DrawFn, /, **kwargs: Any) -> tuple[Path_, str, dict[str, Any]]:
     """`(path, kind, spec)`: a valid `node_specs(**kwargs)` spec with hostile text at `path`,
     where `kind` is "text" (free text, `TEXT_FIELDS`: validate accepts it unless it cannot be
     encoded, and generated files show it safely) or "name" (`NAME_FIELDS`: validate refuses a
@@ -125,7 +129,7 @@ def hostile_node_specs(draw, **kwargs: Any) -> tuple[Path_, str, dict]:
 
 
 @st.composite
-def hostile_cluster_specs(draw, **kwargs: Any) -> tuple[Path_, ClusterFiles]:
+def hostile_cluster_specs(draw: st.DrawFn, /, **kwargs: Any) -> tuple[Path_, ClusterFiles]:
     """`(path, files)`: a valid `cluster_specs(**kwargs)` cluster with hostile text in its title,
     a host name pattern, an address pattern or its node platform path."""
     files = draw(cluster_specs(**kwargs))
@@ -280,7 +284,7 @@ _FIELDS: dict[str, tuple[str, dict[str, str], Callable[[str], str], Callable[[st
 
 
 @st.composite
-def hostile_import_inputs(draw, formats: tuple[str, ...] = IMPORT_FORMATS) -> ImportInput:
+def hostile_import_inputs(draw: st.DrawFn, formats: tuple[str, ...] = IMPORT_FORMATS) -> ImportInput:
     """An `ImportInput` in one of `formats`: `hostile_texts()` in every free-text field that
     reaches the draft (NIC device and interface names, CPU architecture, CPU and GPU model
     names, a `topo -m` column header) and a `hostile_names()` file name."""

@@ -70,7 +70,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeAlias, TypeVar, overload
 
 from hypothesis import strategies as st
 
@@ -81,17 +81,27 @@ from hwspec.spec.units import format_bytes, parse_bytes
 from hwspec.topology import topology_of
 
 if TYPE_CHECKING:
+    from hwspec.diagnostics import Diagnostic
     from hwspec.model.node import Platform
+    from hwspec.model.parts import Catalogue
+    from hwspec.rules.engine import Rule
+    from hwspec.spec.models import CpuPart, GpuPart, NicPart
+    from hwspec.spec.models import PcieLink as PartLink
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
+YamlDict: TypeAlias = dict[str, Any]
+"""A mapping as a platform file's YAML holds it (the spec, a section, an entry): keys in writing
+order, values text, numbers, booleans, lists and mappings."""
 
-def takes_parameters_of(source: Callable[P, Any]) -> Callable[[Callable[..., R]], Callable[P, R]]:
+
+def takes_parameters_of(source: Callable[P, object]) -> Callable[[Callable[..., R]], Callable[P, R]]:
     """Give a strategy that forwards its keyword arguments to `source` the parameters of `source`,
     as `help()`, `inspect.signature`, editors and type checkers see them (not `**kwargs`)."""
     def give(wrapper: Callable[..., R]) -> Callable[P, R]:
         returns = inspect.signature(wrapper).return_annotation
+        # a function object takes any attribute; typeshed does not declare __signature__, which inspect reads
         wrapper.__signature__ = inspect.signature(source).replace(return_annotation=returns)  # type: ignore[attr-defined]
         return wrapper
     return give
@@ -112,19 +122,33 @@ _FIRST_BUS = 0x10
 
 
 @cache
-def _catalogue():
+def _catalogue() -> Catalogue:
     from hwspec import content
-    from hwspec.model.load import load_catalogue
+    from hwspec.model.parts import load_catalogue
 
     return load_catalogue([content.builtin_dir("parts")])
 
 
-def _parts(kind: str) -> dict[str, Any]:
+@overload
+def _parts(kind: Literal["cpus"]) -> dict[str, CpuPart]: ...
+
+
+@overload
+def _parts(kind: Literal["gpus"]) -> dict[str, GpuPart]: ...
+
+
+@overload
+def _parts(kind: Literal["nics"]) -> dict[str, NicPart]: ...
+
+
+def _parts(kind: str) -> dict[str, CpuPart] | dict[str, GpuPart] | dict[str, NicPart]:
+    """The built-in catalogue's parts of `kind` by name, in name order: each part's validated
+    spec model, of the class its kind validates with (`hwspec.spec.parts.PART_KINDS`)."""
     return {name: part.model for name, part in sorted(_catalogue().parts.get(kind, {}).items())}
 
 
 @cache
-def _builtin_rules() -> tuple:
+def _builtin_rules() -> tuple[Rule, ...]:
     from hwspec.pipeline import rule_directories
     from hwspec.rules.engine import load_rules
 
@@ -135,12 +159,12 @@ def _bandwidth(gen: int, width: int) -> float:
     return PcieLink(gen, width).bandwidth
 
 
-def _trained(part_link, gen: int) -> tuple[int, int]:
+def _trained(part_link: PartLink, gen: int) -> tuple[int, int]:
     """(gen, width) a device of this part trains at below a bridge of generation `gen`."""
     return min(part_link.generation, gen), part_link.width
 
 
-def _backend_nic_fits(nic, gen: int, mode: str) -> bool:
+def _backend_nic_fits(nic: NicPart, gen: int, mode: str) -> bool:
     """Whether `nic` can be a backend NIC of `mode` in a chain of generation `gen`."""
     if not (nic.rdma and nic.gpudirect) or not {"rocev2", "infiniband"} & set(nic.transports):
         return False
@@ -149,11 +173,11 @@ def _backend_nic_fits(nic, gen: int, mode: str) -> bool:
     return mode not in ("shared", "serving-leaf") or _bandwidth(gen, 16) >= nic.speed  # HW401: every uplink to the CPU
 
 
-def _host_nic_fits(nic) -> bool:
+def _host_nic_fits(nic: NicPart) -> bool:
     return "tcp" in nic.transports and _bandwidth(nic.pcie.generation, nic.pcie.width) >= nic.speed
 
 
-def dump_yaml(spec: dict) -> str:
+def dump_yaml(spec: dict[str, Any]) -> str:
     """A platform dict as YAML text, keys in the dict's order: block style, with mappings and
     lists that hold only scalars in flow style (`link: {gen: 4, width: 16}`), as people write
     them. Every key and its scalar (or flow) value share a line, and every string loads back as
@@ -162,7 +186,7 @@ def dump_yaml(spec: dict) -> str:
     return source_dump_yaml(spec)
 
 
-def load_node_text(text: str | bytes, file: str = "node.yaml"):
+def load_node_text(text: str | bytes, file: str = "node.yaml") -> Platform:
     """Load node platform YAML `text` through the real loader (source -> expand -> spec ->
     parts -> resolve) with the built-in parts catalogue. Raises HwspecError."""
     from hwspec.model.load import load_node
@@ -173,7 +197,7 @@ def load_node_text(text: str | bytes, file: str = "node.yaml"):
     return load_node(doc, expand(doc), _catalogue())
 
 
-def check_node_text(text: str | bytes, rules: Sequence | None = None, file: str = "node.yaml") -> list:
+def check_node_text(text: str | bytes, rules: Sequence[Rule] | None = None, file: str = "node.yaml") -> list[Diagnostic]:
     """Every diagnostic for node platform YAML `text`: the loader's (when it does not load) or
     the node rules' (`rules`, default: the built-in ones). Empty means clean."""
     from hwspec.diagnostics import HwspecError
@@ -193,7 +217,7 @@ def check_node_text(text: str | bytes, rules: Sequence | None = None, file: str 
 class _Layout:
     """A drawn node spec plus what mutations need to know about it."""
 
-    spec: dict
+    spec: YamlDict
     nic_mode: str
     pattern: str
     per_pair: int
@@ -235,13 +259,13 @@ def _check_choice(name: str, values: Iterable[str] | None, known: Sequence[str])
     return values
 
 
-def _rccl_writable(part) -> bool:
+def _rccl_writable(part: GpuPart) -> bool:
     """Whether an AMD part carries what RCCL's <gpu> needs (gcn, hip_arch, compute units); other vendors pass."""
     return part.vendor != "amd" or None not in (part.gcn, part.hip_arch, part.compute_units)
 
 
 @st.composite
-def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
+def _layouts(draw: st.DrawFn, /, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
              gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
              nic_modes: Iterable[str] | None = None, name: str = "node") -> _Layout:
     """A valid node spec and what mutations need to know of it, drawn in the order the steps
@@ -279,7 +303,7 @@ def _layouts(draw, *, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int 
     # a NIC serving a leaf's GPUs lines up with rails only when every leaf holds as many GPUs (HW801)
     rails_align = nics.mode != "serving-leaf" or len(set(leaf_sizes)) == 1
     backend = _backend(draw, nics.mode, nics.transport, rails_align)
-    spec: dict[str, Any] = {"hwspec": 1, "kind": "node", "name": name}
+    spec: YamlDict = {"hwspec": 1, "kind": "node", "name": name}
     if declares:
         spec["declares"] = declares
     spec["sockets"] = socket_entries
@@ -310,11 +334,11 @@ class _Parts:
     n_sockets: int
     cpu_part: str
     gpu_name: str
-    gpu: Any
+    gpu: GpuPart
 
 
 @st.composite
-def _sizes_and_parts(draw, min_sockets: int, max_sockets: int, min_gpus: int, max_gpus: int,
+def _sizes_and_parts(draw: st.DrawFn, min_sockets: int, max_sockets: int, min_gpus: int, max_gpus: int,
                      gpu_names: tuple[str, ...], patterns_allowed: tuple[str, ...]) -> _Parts:
     """Sizes first, as small integers (failures shrink to 1 socket and 1 GPU), then a CPU part
     whose CPUs NCCL's attributes can hold and a GPU part with the links for an allowed pattern."""
@@ -349,14 +373,14 @@ class _BackendNics:
 
     mode: str
     nic_name: str | None
-    nic: Any
+    nic: NicPart | None
     gens: list[int]
     transport: str | None
     per_gpu: int
 
 
 @st.composite
-def _backend_nic_choice(draw, modes_allowed: tuple[str, ...], n_gpus: int) -> _BackendNics:
+def _backend_nic_choice(draw: st.DrawFn, modes_allowed: tuple[str, ...], n_gpus: int) -> _BackendNics:
     """The mode, then a part that fits it, then the generations that part fits."""
     nic_catalogue = _parts("nics")
     options: list[tuple[str, str | None]] = []
@@ -377,7 +401,7 @@ def _backend_nic_choice(draw, modes_allowed: tuple[str, ...], n_gpus: int) -> _B
 
 
 @st.composite
-def _leaves(draw, n_gpus: int, n_sockets: int, nics: _BackendNics) -> tuple[list[int], list[int]]:
+def _leaves(draw: st.DrawFn, n_gpus: int, n_sockets: int, nics: _BackendNics) -> tuple[list[int], list[int]]:
     """(GPUs per leaf switch, the socket of each leaf): the GPUs in contiguous blocks."""
     cuts = sorted(draw(st.sets(st.integers(1, n_gpus - 1), max_size=n_gpus - 1), label="leaf cuts")) if n_gpus > 1 else []
     if nics.mode == "several-per-gpu":  # RCCL reads at most 32 children of one switch (HW911): split larger leaves
@@ -397,18 +421,18 @@ class _PcieTree:
     def __init__(self, layout: _Layout, parts: _Parts, nics: _BackendNics):
         self.layout, self.parts, self.nics = layout, parts, nics
         self.buses = iter(range(_FIRST_BUS, 0x100))
-        self.bridges: list[dict] = []
-        self.gpus: list[dict] = []
-        self.backend_nics: list[dict] = []
+        self.bridges: list[YamlDict] = []
+        self.gpus: list[YamlDict] = []
+        self.backend_nics: list[YamlDict] = []
         self.counters = {"rp": 0, "top": 0, "sw": 0}
 
     def bus_id(self) -> str:
         return f"0000:{next(self.buses):02x}:00.0"
 
-    def bridge(self, prefix: str, upstream: str, gen: int, socket: str, top: str | None, root_port: bool = False) -> dict:
+    def bridge(self, prefix: str, upstream: str, gen: int, socket: str, top: str | None, root_port: bool = False) -> YamlDict:
         ident = f"{prefix}{self.counters[prefix]}"
         self.counters[prefix] += 1
-        entry: dict[str, Any] = {"id": ident}
+        entry: YamlDict = {"id": ident}
         if root_port:
             entry["kind"] = "root-port"
         entry.update(upstream=upstream, bus=self.bus_id(), link={"gen": gen, "width": 16})
@@ -417,15 +441,15 @@ class _PcieTree:
         self.layout.top_of[ident] = top or ident
         return entry
 
-    def attach(self, upstream: str, part_link: Any, gen: int) -> dict:
-        pcie: dict[str, Any] = {"upstream": upstream, "bus": self.bus_id()}
+    def attach(self, upstream: str, part_link: PartLink, gen: int) -> YamlDict:
+        pcie: YamlDict = {"upstream": upstream, "bus": self.bus_id()}
         trained = _trained(part_link, gen)
         if trained != (part_link.generation, part_link.width):
             pcie["link"] = {"gen": trained[0], "width": trained[1]}
         return pcie
 
     @staticmethod
-    def oversubscribe(entry: dict, children: list[tuple[int, int]]) -> None:
+    def oversubscribe(entry: YamlDict, children: list[tuple[int, int]]) -> None:
         ratio = sum(_bandwidth(*c) for c in children) / _bandwidth(entry["link"]["gen"], entry["link"]["width"])
         if ratio > 2:
             entry["max_oversubscription"] = math.ceil(ratio)
@@ -454,7 +478,7 @@ class _PcieTree:
             children.append(_trained(nics.nic.pcie, gen))
         self.oversubscribe(entry, children)
 
-    def draw_switches(self, draw: Any, socket: str, mine: list[int]) -> None:
+    def draw_switches(self, draw: st.DrawFn, socket: str, mine: list[int]) -> None:
         """The switches of one socket over its leaves (`mine`: their GPU counts): maybe a root
         port, maybe a second level of top switches over 1-4 leaves, one generation per chain."""
         if not mine:
@@ -482,7 +506,7 @@ class _PcieTree:
                 self.leaf(parent, gen, size, socket, top)
 
 
-def _host_devices(draw: Any, tree: _PcieTree, sockets: list[str]) -> tuple[list[dict], list[dict]]:
+def _host_devices(draw: st.DrawFn, tree: _PcieTree, sockets: list[str]) -> tuple[list[YamlDict], list[YamlDict]]:
     """Host (ingestion/frontend) NICs and SSDs on sockets, with bus ids after the tree's."""
     host_parts = [n for n, part in _parts("nics").items() if _host_nic_fits(part)]
     host_nics = []
@@ -501,7 +525,7 @@ def _host_devices(draw: Any, tree: _PcieTree, sockets: list[str]) -> tuple[list[
     return host_nics, ssds
 
 
-def _host_side(draw: Any, sockets: list[str], parts: _Parts) -> tuple[list[dict], dict[str, Any]]:
+def _host_side(draw: st.DrawFn, sockets: list[str], parts: _Parts) -> tuple[list[YamlDict], YamlDict]:
     """The socket entries (DDR per socket) and `declares` (any of sockets, gpus, memory)."""
     socket_entries, total = [], 0
     for i, socket in enumerate(sockets):
@@ -510,7 +534,7 @@ def _host_side(draw: Any, sockets: list[str], parts: _Parts) -> tuple[list[dict]
         total += parse_bytes(capacity)
         socket_entries.append({"id": socket, "part": parts.cpu_part, "numa_node": i,
                                "memory": {"capacity": capacity, "bandwidth": bandwidth}})
-    declares: dict[str, Any] = {}
+    declares: YamlDict = {}
     if draw(st.booleans(), label="declares sockets"):
         declares["sockets"] = parts.n_sockets
     if draw(st.booleans(), label="declares gpus"):
@@ -520,8 +544,8 @@ def _host_side(draw: Any, sockets: list[str], parts: _Parts) -> tuple[list[dict]
     return socket_entries, declares
 
 
-def _backend_nic(i: int, part: str, transport: str, gpus: list[str], pcie: dict) -> dict:
-    entry: dict[str, Any] = {"id": f"nic{i}", "part": part, "role": "backend", "transport": transport}
+def _backend_nic(i: int, part: str, transport: str, gpus: list[str], pcie: YamlDict) -> YamlDict:
+    entry: YamlDict = {"id": f"nic{i}", "part": part, "role": "backend", "transport": transport}
     if len(gpus) == 1:
         entry["gpu"] = gpus[0]
     elif gpus:
@@ -533,11 +557,11 @@ def _backend_nic(i: int, part: str, transport: str, gpus: list[str], pcie: dict)
     return entry
 
 
-def _backend(draw, mode: str, transport: str | None, rails_align: bool = True) -> dict | None:
+def _backend(draw: st.DrawFn, mode: str, transport: str | None, rails_align: bool = True) -> YamlDict | None:
     if mode == "none":
         if not draw(st.booleans(), label="backend section"):
             return None
-        backend: dict[str, Any] = {"transport": "tcp"}
+        backend: YamlDict = {"transport": "tcp"}
     elif mode in ("per-gpu", "several-per-gpu"):
         backend = {"transport": transport, "nic_per_gpu": True, "gpudirect": True}
     else:
@@ -552,7 +576,7 @@ def _backend(draw, mode: str, transport: str | None, rails_align: bool = True) -
     return backend
 
 
-def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -> tuple[dict | None, dict | None]:
+def _fabric(draw: st.DrawFn, layout: _Layout, gpus: list[YamlDict], pattern: str, links: int) -> tuple[YamlDict | None, YamlDict | None]:
     """(baseboard, nvlink) for `pattern`; sets GPU slots and `layout.per_pair`."""
     from hwspec.model.resolve_node import HYBRID_CUBE_MESH
 
@@ -577,7 +601,7 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
         entry.clear()
         entry.update(items[:2] + [("slot", slot)] + items[2:])
 
-    nvlink: dict[str, Any]
+    nvlink: YamlDict
     pairs: dict[tuple[int, int], int] = {}  # slot pair -> logical links
     if pattern == "hybrid-cube-mesh":
         nvlink = {"topology": "hybrid-cube-mesh"}
@@ -587,7 +611,7 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
         order = draw(st.permutations(range(n)), label="ring order")
         ring = [(order[i], order[(i + 1) % n]) for i in range(n if n > 2 else 1)]
         nvlink = {"topology": [{"gpus": [gpus[a]["id"], gpus[b]["id"]], "links": per_pair} for a, b in ring]}
-        pairs = {tuple(sorted((slots[a], slots[b]))): per_pair for a, b in ring}
+        pairs = {(min(slots[a], slots[b]), max(slots[a], slots[b])): per_pair for a, b in ring}
         layout.per_pair = per_pair
     else:
         excluded: set[tuple[int, int]] = set()
@@ -596,7 +620,7 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
             per_pair = draw(st.integers(1, links // (n - 2)), label="links per pair")
             order = draw(st.permutations(range(n)), label="matching")
             exclude = [sorted((slots[order[i]], slots[order[i + 1]])) for i in range(0, n, 2)]
-            excluded = {tuple(p) for p in exclude}
+            excluded = {(a, b) for a, b in exclude}
         else:
             per_pair = draw(st.integers(1, links // (n - 1)), label="links per pair") if n > 1 else 1
         nvlink = {"topology": "fully-connected"}
@@ -611,7 +635,7 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
     widest = max(pairs.values(), default=1)
     wirings = ["fully-connected", "explicit"] + (["hybrid-cube-mesh"] if pattern == "hybrid-cube-mesh" else [])
     wiring = draw(st.sampled_from(wirings), label="baseboard wiring")
-    board: dict[str, Any] = {}
+    board: YamlDict = {}
     kind = draw(st.sampled_from(("oam-ubb", "hgx", "custom")), label="baseboard kind")
     if kind != "oam-ubb":
         board["kind"] = kind
@@ -646,7 +670,7 @@ def _fabric(draw, layout: _Layout, gpus: list[dict], pattern: str, links: int) -
 def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1, max_gpus: int = 16,
                gpu_parts: Iterable[str] | None = None, nvlink: Iterable[str] | None = None,
                nic_modes: Iterable[str] | None = None, name: str = "node",
-               virtual_links: bool = False, numa_nodes: bool = False) -> st.SearchStrategy[dict]:
+               virtual_links: bool = False, numa_nodes: bool = False) -> st.SearchStrategy[dict[str, Any]]:
     """Valid node platform specs as plain dicts (what a YAML file holds).
 
     `min_/max_sockets` (1-8) and `min_/max_gpus` (1-16) bound the sizes; `gpu_parts` limits the
@@ -663,7 +687,7 @@ def node_specs(*, min_sockets: int = 1, max_sockets: int = 8, min_gpus: int = 1,
     return specs.flatmap(lambda spec: present_virtually(spec)) if virtual_links else specs
 
 
-ENVIRONMENT_SETTINGS: dict[str, tuple] = {
+ENVIRONMENT_SETTINGS: dict[str, tuple[str | int | bool, ...]] = {
     "NCCL_IB_QPS_PER_CONNECTION": (1, 2, 4, 8),
     "NCCL_IB_TIMEOUT": (18, 20, 22),
     "NCCL_IB_ADAPTIVE_ROUTING": (True, False),
@@ -677,7 +701,7 @@ ENVIRONMENT_SETTINGS: dict[str, tuple] = {
 
 
 @st.composite
-def with_environment(draw, spec: dict) -> dict:
+def with_environment(draw: st.DrawFn, spec: dict[str, Any]) -> dict[str, Any]:
     """`spec` with an `environment:` of 0-4 settings from ENVIRONMENT_SETTINGS (NCCL names
     NCCL knows, launcher names; one may replace a setting hwspec writes, NCCL_CROSS_NIC)."""
     spec = copy.deepcopy(spec)
@@ -688,7 +712,7 @@ def with_environment(draw, spec: dict) -> dict:
 
 
 @st.composite
-def group_numa_nodes(draw, spec: dict) -> dict:
+def group_numa_nodes(draw: st.DrawFn, spec: dict[str, Any]) -> dict[str, Any]:
     """`spec` with some pairs of consecutive sockets grouped into one physical socket (`pkgN`)
     listing them as its `numa_nodes`: ids, NUMA numbers, memory and CPU lists stay as they
     were (the CPU lists written out), so every device, binding and figure is unchanged;
@@ -698,7 +722,7 @@ def group_numa_nodes(draw, spec: dict) -> dict:
     spec = copy.deepcopy(spec)
     cpus = {s.id: s.cpus for s in load_node_text(dump_yaml(spec)).sockets}
     sockets, i = spec["sockets"], 0
-    grouped: list[dict[str, Any]] = []
+    grouped: list[YamlDict] = []
     while i < len(sockets):
         if i + 1 < len(sockets) and draw(st.booleans(), label=f"group {sockets[i]['id']}"):
             pair = sockets[i:i + 2]
@@ -715,15 +739,16 @@ def group_numa_nodes(draw, spec: dict) -> dict:
     return spec
 
 
-def _physical_link(entry: dict, part_link: Any) -> dict:
-    """The link an entry trains at, as written: its own `link`, else its part's interface."""
-    if "link" in entry:
+def _physical_link(entry: YamlDict, part_link: PartLink | None) -> YamlDict:
+    """The link an entry trains at, as written: its own `link`, else its part's interface (a
+    bridge has its own: no part)."""
+    if "link" in entry or part_link is None:
         return dict(entry["link"])
     return {"gen": part_link.generation, "width": part_link.width}
 
 
 @st.composite
-def present_virtually(draw, spec: dict) -> dict:
+def present_virtually(draw: st.DrawFn, spec: dict[str, Any]) -> dict[str, Any]:
     """`spec` with some links presented as a VM shows them: a bridge as Gen1 x1, a GPU or NIC
     with width 0 at its trained generation; each keeps its trained link as `link.physical`,
     so every bandwidth, rule and roofline figure is unchanged."""

@@ -27,6 +27,11 @@ class ClusterTopology(ResolvedView[Cluster]):
     """The resolved cluster: `platform` (the `Cluster` model) and its derived queries."""
 
     kind = "cluster"
+    platform: Cluster
+    """The cluster's resolved model (`hwspec.model.cluster.Cluster`): its node `groups`, each
+    with its node `platform`, its `fabric` and `nvlink_domains`."""
+
+    # -------------------------------------------------------------- node platforms
 
     @property
     def node_topologies(self) -> tuple[Topology, ...]:
@@ -38,6 +43,8 @@ class ClusterTopology(ResolvedView[Cluster]):
         bytes/s per direction; 0 without GPUs."""
         topology = node_topology(platform)
         return min((topology.scale_out_share(g.id) for g in platform.gpus), default=0.0)
+
+    # -------------------------------------------------------------- hostnames
 
     @cached_property
     def _host_index(self) -> HostIndex:
@@ -57,6 +64,8 @@ class ClusterTopology(ResolvedView[Cluster]):
         """The hostlist of the hostnames of `spans` (ranges of node indices) one after the other,
         when it expands to them in that order, else None (`HostIndex.compress_spans_in_order`)."""
         return self._host_index.compress_spans_in_order(spans)
+
+    # -------------------------------------------------------------- the fabric and NVLink domains
 
     @cached_property
     def leaf_groups(self) -> tuple[tuple[str, range], ...]:

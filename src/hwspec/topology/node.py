@@ -9,8 +9,16 @@ PCIe), the CPUs of a NUMA node. These facts have no
 other home: code that needs one asks the topology, never walks `upstream` itself.
 
 Invariants: the topology never changes after it is built (queries are cached); every walk is
-cycle-safe (a PCIe cycle, which rule HW101 reports, ends a walk instead of looping); ids are
-the model's ids; bandwidths are bytes/s per direction.
+cycle-safe (a PCIe cycle, which rule HW101 reports, ends a walk instead of looping); bandwidths
+are bytes/s per direction.
+
+Queries name the platform's entries (sockets, bridges, GPUs, NICs, SSDs) by id, both ways: an
+argument that names an entry is its id, as the file writes it, and an answer that names entries
+gives their ids (`nics_of("gpu0") == ("nic0",)`, `socket_of("nic0") == "cpu0"`). An id is what
+`ctx.finding(at=...)` points at and what a report prints; the entry behind it is the model's
+(`platform.by_id[id]`, or `gpu_by_id`, `nic_by_id`, `socket_by_id`, `bridge_by_id`). What is
+not an entry is answered as a value: connections (`NvlinkConnection`, `CpuNvlink`), `HostLink`,
+path types, counts and bandwidths.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from hwspec.diagnostics import Location
 from hwspec.model.cluster import Cluster
-from hwspec.model.node import Bridge, CpuNvlink, Gpu, Nic, NumaNode, NvlinkConnection, Platform, RuleSetting, climb
+from hwspec.model.node import CpuNvlink, Nic, NumaNode, NvlinkConnection, Platform, RuleSetting, climb
 
 if TYPE_CHECKING:  # networkx is imported only by the code that asks for the graph
     import networkx as nx
@@ -123,6 +131,9 @@ class Topology(ResolvedView[Platform]):
     """The resolved node: `platform` (the model) plus its derived, cached topology queries."""
 
     kind = "node"
+    platform: Platform
+    """The node's resolved model (`hwspec.model.node.Platform`): its entries by id are
+    `platform.by_id`, `gpu_by_id`, `nic_by_id`, `socket_by_id`, `bridge_by_id`."""
 
     @cached_property
     def graph(self) -> nx.Graph[str]:
@@ -179,17 +190,16 @@ class Topology(ResolvedView[Platform]):
                 todo.extend(self.children.get(child, ()))
         return frozenset(found)
 
-    def socket_of(self, item_id: str) -> NumaNode | None:
+    def socket_of(self, item_id: str) -> str | None:
         """The socket `item_id` reaches through the PCIe tree (itself for a socket), or None."""
         p = self.platform
         if item_id in p.socket_by_id:
-            return p.socket_by_id[item_id]
-        item = p.by_id.get(item_id)
-        socket = getattr(item, "socket", None)
-        return p.socket_by_id.get(socket) if socket else None
+            return item_id
+        socket = getattr(p.by_id.get(item_id), "socket", None)
+        return socket if isinstance(socket, str) and socket in p.socket_by_id else None
 
-    def memory_shared_with(self, gpu_id: str) -> NumaNode | None:
-        """The NUMA node whose memory is `gpu_id`'s HBM (an APU: MI300A, `memory: {shared_with: gpu}`),
+    def memory_shared_with(self, gpu_id: str) -> str | None:
+        """The socket (NUMA node) whose memory is `gpu_id`'s HBM (an APU: MI300A, `memory: {shared_with: gpu}`),
         None for a GPU whose HBM is its own. The one place that says a GPU and CPU cores share a
         pool: the roofline, TorchRec, Calculon and the estimate then count that pool once, as HBM.
         (A GPU reaching a CPU's separate memory coherently over NVLink-C2C, GH200, is not this:
@@ -197,17 +207,17 @@ class Topology(ResolvedView[Platform]):
         return self._memory_shared_with.get(gpu_id)
 
     @cached_property
-    def _memory_shared_with(self) -> dict[str, NumaNode]:
-        shared: dict[str, NumaNode] = {}
+    def _memory_shared_with(self) -> dict[str, str]:
+        shared: dict[str, str] = {}
         for socket in self.platform.sockets:  # by NUMA node: the first of several claims wins (HW106 reports the others)
             if socket.memory_shared_with is not None:
-                shared.setdefault(socket.memory_shared_with, socket)
+                shared.setdefault(socket.memory_shared_with, socket.id)
         return shared
 
     def numa_node(self, item_id: str) -> int | None:
         """The NUMA node of a socket or device (None when it reaches no socket)."""
         socket = self.socket_of(item_id)
-        return socket.numa_node if socket is not None else None
+        return self.platform.socket_by_id[socket].numa_node if socket is not None else None
 
     def common_bridge(self, a: str, b: str) -> str | None:
         """The lowest PCIe switch or root port above both `a` and `b`, or None (they meet at a
@@ -227,8 +237,8 @@ class Topology(ResolvedView[Platform]):
             sa, sb = self.socket_of(a), self.socket_of(b)
             if sa is None or sb is None:
                 return None
-            if sa.id == sb.id:
-                common = sa.id
+            if sa == sb:
+                common = sa
             else:
                 return tuple(up_a) + tuple(reversed(up_b))
         return tuple(up_a[:up_a.index(common) + 1]) + tuple(reversed(up_b[:up_b.index(common)]))
@@ -242,7 +252,7 @@ class Topology(ResolvedView[Platform]):
             between = self.pcie_path(a, b)
             return "PIX" if between is not None and len(between) <= 3 else "PXB"
         sa, sb = self.socket_of(a), self.socket_of(b)
-        return "PHB" if sa is not None and sb is not None and sa.id == sb.id else "SYS"
+        return "PHB" if sa is not None and sa == sb else "SYS"
 
     def path_type(self, a: str, b: str) -> PathType:
         """NCCL's path type between two devices: NVL for two GPUs with a direct NVLink
@@ -261,8 +271,7 @@ class Topology(ResolvedView[Platform]):
         for gpu_id, other in ((a, b), (b, a)):
             gpu, nic = p.gpu_by_id.get(gpu_id), p.by_id.get(other)
             if gpu is not None and gpu.c2c_socket is not None and isinstance(nic, Nic):
-                socket = self.socket_of(nic.id)
-                return socket is not None and socket.id == gpu.c2c_socket
+                return self.socket_of(nic.id) == gpu.c2c_socket
         return False
 
     def gpudirect_path(self, gpu_id: str, nic_id: str) -> bool:
@@ -273,12 +282,16 @@ class Topology(ResolvedView[Platform]):
         if self.path_type(gpu_id, nic_id) in GPUDIRECT_PATHS:
             return True
         shared, nic_socket = self.memory_shared_with(gpu_id), self.socket_of(nic_id)
-        return shared is not None and nic_socket is not None and shared.package == nic_socket.package
+        if shared is None or nic_socket is None:
+            return False
+        sockets = self.platform.socket_by_id
+        return sockets[shared].package == sockets[nic_socket].package
 
-    def c2c_socket(self, gpu_id: str) -> NumaNode | None:
+    def c2c_socket(self, gpu_id: str) -> str | None:
         """The socket a GPU is attached to over NVLink-C2C, or None (no C2C)."""
         gpu = self.platform.gpu_by_id.get(gpu_id)
-        return self.platform.socket_by_id.get(gpu.c2c_socket) if gpu is not None and gpu.c2c_socket else None
+        socket = gpu.c2c_socket if gpu is not None else None
+        return socket if socket is not None and socket in self.platform.socket_by_id else None
 
     def host_path(self, item_id: str) -> tuple[str, ...] | None:
         """`item_id` and the bridges up to (not including) its socket, the items whose
@@ -329,7 +342,7 @@ class Topology(ResolvedView[Platform]):
                 counts[item] = counts.get(item, 0) + 1
         return counts
 
-    # -------------------------------------------------------------- host: NUMA nodes and CPUs
+    # -------------------------------------------------------------- NUMA nodes and CPUs
 
     def cpus(self, numa_node: int) -> tuple[int, ...]:
         """The logical CPUs of a NUMA node (empty for an unknown node)."""
@@ -346,16 +359,16 @@ class Topology(ResolvedView[Platform]):
         the GPUs (local ranks) on it; all of them when it has no GPU. May be 0 (HW504 warns)."""
         return self.physical_cores(socket_id) // max(1, len(self.gpus_on(socket_id)))
 
-    def gpus_on(self, socket_id: str) -> tuple[Gpu, ...]:
-        """The GPUs whose PCIe tree leads to `socket_id`, by index."""
+    def gpus_on(self, socket_id: str) -> tuple[str, ...]:
+        """The GPUs whose PCIe tree leads to `socket_id`, by bus id."""
         return self._gpus_on.get(socket_id, ())
 
     @cached_property
-    def _gpus_on(self) -> dict[str, tuple[Gpu, ...]]:
-        on: dict[str, list[Gpu]] = {}
+    def _gpus_on(self) -> dict[str, tuple[str, ...]]:
+        on: dict[str, list[str]] = {}
         for gpu in self.platform.gpus:
             if gpu.socket is not None:
-                on.setdefault(gpu.socket, []).append(gpu)
+                on.setdefault(gpu.socket, []).append(gpu.id)
         return {socket: tuple(gpus) for socket, gpus in on.items()}
 
     # -------------------------------------------------------------- the GPU fabric
@@ -452,7 +465,7 @@ class Topology(ResolvedView[Platform]):
 
     # -------------------------------------------------------------- NICs
 
-    def nics_of(self, gpu_id: str) -> tuple[Nic, ...]:
+    def nics_of(self, gpu_id: str) -> tuple[str, ...]:
         """The backend NICs that name GPU `gpu_id` among the GPUs they serve, by bus id (the
         order NCCL numbers them in; never the order the file lists them, so no generated file
         depends on it); empty when none does."""
@@ -461,25 +474,25 @@ class Topology(ResolvedView[Platform]):
     def gpus_of(self, nic_id: str) -> tuple[str, ...]:
         """The GPUs backend NIC `nic_id` serves, as written (empty for a NIC that names none,
         and for a host NIC)."""
-        nic = self.platform.by_id.get(nic_id)
-        return nic.gpus if isinstance(nic, Nic) and nic.role == "backend" else ()
+        nic = self.platform.nic_by_id.get(nic_id)
+        return nic.gpus if nic is not None and nic.role == "backend" else ()
 
     @cached_property
-    def _nics_by_gpu(self) -> dict[str, tuple[Nic, ...]]:
-        mapping: dict[str, list[Nic]] = {}
+    def _nics_by_gpu(self) -> dict[str, tuple[str, ...]]:
+        mapping: dict[str, list[str]] = {}
         for nic in self.platform.backend_nics:  # by bus id
             for gpu_id in nic.gpus:
-                mapping.setdefault(gpu_id, []).append(nic)
+                mapping.setdefault(gpu_id, []).append(nic.id)
         return {gpu_id: tuple(nics) for gpu_id, nics in mapping.items()}
 
-    @property
-    def collective_nics(self) -> tuple[Nic, ...]:
-        """The NICs that carry inter-node collectives: the backend NICs, or, on a platform
-        without any (Zion), the host NICs running the backend transport (`Platform.collective_nics`:
-        cluster resolution needs it, below this layer)."""
-        return self.platform.collective_nics
+    @cached_property
+    def collective_nics(self) -> tuple[str, ...]:
+        """The NICs that carry inter-node collectives, by bus id: the backend NICs, or, on a
+        platform without any (Zion), the host NICs running the backend transport (the entries
+        are `Platform.collective_nics`: cluster resolution needs them, below this layer)."""
+        return tuple(n.id for n in self.platform.collective_nics)
 
-    def scale_out_nics(self, gpu_id: str) -> tuple[Nic, ...]:
+    def scale_out_nics(self, gpu_id: str) -> tuple[str, ...]:
         """The collective NICs a GPU's inter-node traffic uses: the NICs that serve it
         (`nics_of`); without any, the collective NICs that serve no GPU, or else all collective
         NICs (shared)."""
@@ -495,73 +508,75 @@ class Topology(ResolvedView[Platform]):
         over the GPU's NICs. A GPU with four 100 Gb/s NICs of its own gets 50 GB/s; two GPUs
         on one NIC get half of it each. NICs of unknown speed count nothing (consumers of
         figures check `Platform.unknown_figures`)."""
-        users = self._scale_out[1]
-        return sum((n.speed or 0.0) / users[n.id] for n in self.scale_out_nics(gpu_id))
+        users, nics = self._scale_out[1], self.platform.nic_by_id
+        return sum((nics[n].speed or 0.0) / users[n] for n in self.scale_out_nics(gpu_id))
 
     @cached_property
-    def _scale_out(self) -> tuple[dict[str, tuple[Nic, ...]], dict[str, int]]:
+    def _scale_out(self) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
         p = self.platform
         collective = self.collective_nics
-        unpaired = tuple(n for n in collective if not any(g in p.gpu_by_id for g in n.gpus))
+        unpaired = tuple(n.id for n in p.collective_nics if not any(g in p.gpu_by_id for g in n.gpus))
         fallback = unpaired or collective
-        uses: dict[str, tuple[Nic, ...]] = {}
+        uses: dict[str, tuple[str, ...]] = {}
         users: dict[str, int] = {}
         for gpu in p.gpus:
             mine = tuple(n for n in self.nics_of(gpu.id) if n in collective) or fallback
             uses[gpu.id] = mine
             for n in mine:
-                users[n.id] = users.get(n.id, 0) + 1
+                users[n] = users.get(n, 0) + 1
         return uses, users
 
-    def gpudirect(self, nic: Nic, gpu_id: str) -> bool:
-        """Whether `nic` moves GPU `gpu_id`'s data by GPUDirect RDMA: a backend NIC that serves
-        that GPU, with GPUDirect supported by its part and declared (or detected) for the backend."""
-        backend = self.platform.backend
-        return bool(nic.role == "backend" and gpu_id in nic.gpus and nic.gpudirect
+    def gpudirect(self, nic_id: str, gpu_id: str) -> bool:
+        """Whether NIC `nic_id` moves GPU `gpu_id`'s data by GPUDirect RDMA: a backend NIC that
+        serves that GPU, with GPUDirect supported by its part and declared (or detected) for the
+        backend."""
+        nic, backend = self.platform.nic_by_id.get(nic_id), self.platform.backend
+        return bool(nic is not None and nic.role == "backend" and gpu_id in nic.gpus and nic.gpudirect
                     and backend is not None and backend.gpudirect)
 
-    def gpudirect_any(self, nic: Nic) -> bool:
-        """Whether `nic` moves the data of at least one of its GPUs by GPUDirect RDMA."""
-        return any(self.gpudirect(nic, g) for g in nic.gpus)
+    def gpudirect_any(self, nic_id: str) -> bool:
+        """Whether NIC `nic_id` moves the data of at least one of its GPUs by GPUDirect RDMA."""
+        return any(self.gpudirect(nic_id, g) for g in self.gpus_of(nic_id))
 
-    def turn_point(self, nic: Nic, gpu_id: str) -> str | None:
-        """Where a NIC's traffic for GPU `gpu_id` turns: the bridge NIC and GPU share under
-        GPUDirect RDMA, else the NIC's socket (None when it reaches none)."""
-        if self.gpudirect(nic, gpu_id):
-            shared = self.common_bridge(nic.id, gpu_id)
+    def turn_point(self, nic_id: str, gpu_id: str) -> str | None:
+        """Where NIC `nic_id`'s traffic for GPU `gpu_id` turns: the bridge NIC and GPU share
+        under GPUDirect RDMA, else the NIC's socket (None when it reaches none)."""
+        if self.gpudirect(nic_id, gpu_id):
+            shared = self.common_bridge(nic_id, gpu_id)
             if shared is not None:
                 return shared
-        return nic.socket
+        return self.socket_of(nic_id)
 
-    def nic_path(self, nic: Nic, gpu_id: str | None = None) -> list[Bridge | Nic]:
-        """The items whose upstream link a NIC's traffic to GPU `gpu_id` crosses: the NIC itself,
-        then each bridge above it below its turn point. Without `gpu_id`, the longest such path
-        over the GPUs the NIC serves: every link any of its traffic crosses."""
+    def nic_path(self, nic_id: str, gpu_id: str | None = None) -> tuple[str, ...]:
+        """The items whose upstream link NIC `nic_id`'s traffic to GPU `gpu_id` crosses: the NIC
+        itself, then each bridge above it below its turn point. Without `gpu_id`, the longest
+        such path over the GPUs the NIC serves: every link any of its traffic crosses."""
         if gpu_id is None:
-            paths = [self.nic_path(nic, g) for g in nic.gpus] or [self._path_below(nic, nic.socket)]
+            nic = self.platform.nic_by_id[nic_id]
+            paths = [self.nic_path(nic_id, g) for g in nic.gpus] or [self._path_below(nic_id, self.socket_of(nic_id))]
             return max(paths, key=len)
-        return self._path_below(nic, self.turn_point(nic, gpu_id))
+        return self._path_below(nic_id, self.turn_point(nic_id, gpu_id))
 
-    def _path_below(self, nic: Nic, stop: str | None) -> list[Bridge | Nic]:
-        path: list[Bridge | Nic] = [nic]
-        for bridge_id in self.bridges_above(nic.id):
+    def _path_below(self, nic_id: str, stop: str | None) -> tuple[str, ...]:
+        path = [nic_id]
+        for bridge_id in self.bridges_above(nic_id):
             if bridge_id == stop:
                 break
-            path.append(self.platform.bridge_by_id[bridge_id])
-        return path
+            path.append(bridge_id)
+        return tuple(path)
 
     def gdr_path_type(self) -> PathType | None:
         """The farthest GPU-to-NIC distance (PCIe, or P2C over NVLink-C2C) on the node under GPUDirect
         RDMA, judged per pair: each GPU to every GPUDirect-capable backend NIC that serves it, or,
         for a GPU no capable NIC serves, to its nearest capable NIC; None without such NICs."""
         p = self.platform
-        capable = [n for n in p.backend_nics if n.transport != "tcp" and n.rdma and n.gpudirect]
+        capable = [n.id for n in p.backend_nics if n.transport != "tcp" and n.rdma and n.gpudirect]
         if not capable or not p.gpus:
             return None
         worst = 0
         for gpu in p.gpus:
             own = [n for n in self.nics_of(gpu.id) if n in capable]
-            distances = [PATH_TYPES.index(self.path_type(gpu.id, nic.id)) for nic in own or capable]
+            distances = [PATH_TYPES.index(self.path_type(gpu.id, nic)) for nic in own or capable]
             worst = max(worst, max(distances) if own else min(distances))
         return PATH_TYPES[worst]
 

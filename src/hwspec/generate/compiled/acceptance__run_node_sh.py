@@ -146,7 +146,7 @@ def root(context, missing=missing, environment=environment):
     yield 'if [ -n "${missing[*]}" ]; then\n    printf \'%s\\n\' "$me: not found: ${missing[*]}: set '
     yield str((undefined(name='tests_var') if l_0_tests_var is missing else l_0_tests_var))
     yield str((', NVBANDWIDTH' if (undefined(name='nvbandwidth') if l_0_nvbandwidth is missing else l_0_nvbandwidth) else ''))
-    yield ' or MPIRUN, or put them on PATH" >&2\n    exit 2\nfi\nif ! mkdir -p -- "$results"; then\n    echo "$me: cannot create $results" >&2\n    exit 2\nfi\n\nfailed=0\nrun() {  # NAME COMMAND...: COMMAND\'s standard output into RESULTS/NAME.txt\n    local name=$1\n    shift\n    printf \'%s: %s > %s\\n\' "$me" "$*" "$results/$name.txt" >&2\n    "$@" > "$results/$name.txt" < /dev/null\n    local status=$?\n    if [ $status -ne 0 ]; then\n        echo "$me: $name exited with status $status" >&2\n        failed=1\n    fi\n}\n'
+    yield ' or MPIRUN, or put them on PATH" >&2\n    exit 2\nfi\nif ! mkdir -p -- "$results"; then\n    echo "$me: cannot create $results" >&2\n    exit 2\nfi\n\nfailed=0\nrun() {  # NAME COMMAND...: COMMAND\'s standard output into RESULTS/NAME.txt\n    local name=$1\n    shift\n    printf \'%s: %s > %s\\n\' "$me" "$*" "$results/$name.txt" >&2\n    # the command first, as a comment: hwspec diff reads which test ran and its settings from it\n    printf \'# %s\\n\' "$*" > "$results/$name.txt"\n    "$@" >> "$results/$name.txt" < /dev/null\n    local status=$?\n    if [ $status -ne 0 ]; then\n        echo "$me: $name exited with status $status" >&2\n        failed=1\n    fi\n}\n'
     for l_1_program in (undefined(name='programs') if l_0_programs is missing else l_0_programs):
         _loop_vars = {}
         pass
@@ -174,4 +174,4 @@ def root(context, missing=missing, environment=environment):
     yield 'printf \'Compare with the platform:\\n  hwspec diff %q %q/*\\n\' "${HWSPEC_SPEC:-$dir/platform.yaml}" "$results"\nexit $failed\n'
 
 blocks = {}
-debug_info = '2=43&8=47&9=49&10=51&11=62&14=68&15=72&17=80&18=82&20=89&22=92&23=96&30=105&31=107&40=114&41=121&43=123&44=126&50=129&70=131&73=133&74=137&76=142&85=146&105=149&106=153&108=164&109=168'
+debug_info = '2=43&8=47&9=49&10=51&11=62&14=68&15=72&17=80&18=82&20=89&22=92&23=96&30=105&31=107&40=114&41=121&43=123&44=126&50=129&70=131&73=133&74=137&76=142&85=146&107=149&108=153&110=164&111=168'

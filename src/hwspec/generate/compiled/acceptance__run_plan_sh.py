@@ -72,11 +72,17 @@ def root(context, missing=missing, environment=environment):
         pass
         yield '    echo "$me: $label run $position ($hosts): '
         yield str(l_1_program)
-        yield '" >&2\n    launch "$hosts" "$nodes" "$ranks" "${mpi:-}" ${words[@]+"${words[@]}"} -- '
+        yield '" >&2\n    # the run\'s settings and command first, as a comment: hwspec diff reads which test ran and its NCCL settings\n    printf \'# %s'
         yield str(l_1_program)
         yield ' '
         yield str(t_1(context.eval_ctx, (undefined(name='nccl_args') if l_0_nccl_args is missing else l_0_nccl_args), ' '))
-        yield ' \\\n        > "$out/'
+        yield '\\n\' "${words[*]+${words[*]} }" > "$out/'
+        yield str(l_1_program)
+        yield '.txt"\n    launch "$hosts" "$nodes" "$ranks" "${mpi:-}" ${words[@]+"${words[@]}"} -- '
+        yield str(l_1_program)
+        yield ' '
+        yield str(t_1(context.eval_ctx, (undefined(name='nccl_args') if l_0_nccl_args is missing else l_0_nccl_args), ' '))
+        yield ' \\\n        >> "$out/'
         yield str(l_1_program)
         yield '.txt" < /dev/null || failed=1\n'
     l_1_program = missing
@@ -95,4 +101,4 @@ def root(context, missing=missing, environment=environment):
     yield '        ;;\n    esac\n    if [ $failed -ne 0 ]; then\n        touch "$work/failed.$label.$position"\n    fi\n}\n\ncurrent=\nwhile IFS=$\'\\t\' read -r -u 3 run_round position label ranks tests env hosts; do\n    if [ "$run_round" != "$current" ]; then\n        wait\n        current=$run_round\n        echo "$me: round $current" >&2\n    fi\n    if [ "$parallel" -gt 0 ]; then\n        while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do\n            wait -n\n        done\n    fi\n    run_one "$position" "$label" "$ranks" "$tests" "$env" "$hosts" &\ndone 3< "$work/runs"\nwait\nfailed=$(find "$work" -name \'failed.*\' | wc -l)\nprintf \'Compare each run with the cluster:\\n  hwspec diff %q %q/<results>/<host>/*\\n\' "${HWSPEC_SPEC:-$dir/platform.yaml}" "$results" >&2\nif [ "$failed" -gt 0 ]; then\n    echo "$me: $failed run(s) had a failed test (see above)" >&2\n    exit 1\nfi\n'
 
 blocks = {}
-debug_info = '2=38&11=42&12=46&13=48&43=50&52=52&67=59&69=63&70=65&75=67&135=69&136=73&137=75&138=79&142=83&143=87&144=89'
+debug_info = '2=38&11=42&12=46&13=48&43=50&52=52&67=59&69=63&70=65&75=67&135=69&136=73&138=75&139=81&140=85&144=89&145=93&146=95'

@@ -31,7 +31,7 @@ def tree_items(platform: Platform, summarise: bool) -> tuple[list[Any], set[str]
     topology = topology_of(platform)
     children = topology.children
     # a GPU is drawn together with the NICs that serve it alone (a NIC shared by GPUs stands apart)
-    own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}
+    own_nics = {g.id: [n for n in topology.nics_of(g.id) if topology.gpus_of(n) == (g.id,)] for g in platform.gpus}
 
     def below(parent: str) -> list[Any]:
         """Items for the devices directly below `parent`, recursing into bridges."""

@@ -58,7 +58,7 @@ def drawing_width(platform: Platform) -> float:
     tables under it aside: label lengths times a mean character width, shapes and frames added.
     Deterministic, without graphviz."""
     topology = topology_of(platform)
-    own_nics = {g.id: [n.id for n in topology.nics_of(g.id) if n.gpus == (g.id,)] for g in platform.gpus}
+    own_nics = {g.id: [n for n in topology.nics_of(g.id) if topology.gpus_of(n) == (g.id,)] for g in platform.gpus}
     return _row_width([_subtree_width(platform, s.id, own_nics) for s in platform.sockets])
 
 

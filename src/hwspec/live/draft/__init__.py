@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hwspec.live.draft.context import DraftContext, file_text
+from hwspec.live.draft.context import DraftContext, Entry, file_text
 from hwspec.live.draft.gpus import GpusWriter
 from hwspec.live.draft.nics import NicsWriter
 from hwspec.live.draft.pcie import PcieWriter
@@ -38,6 +38,9 @@ from hwspec.live.observed import Machine
 from hwspec.live.repeat import fold
 from hwspec.source.dumper import dump_yaml
 from hwspec.text import comment
+
+if TYPE_CHECKING:
+    from hwspec.model.parts import Catalogue
 
 ID_SAFE = re.compile(r"[^a-z0-9_-]+")
 
@@ -67,7 +70,7 @@ def _name(text: str) -> str:
     return name[:64]
 
 
-def draft_platform(machine: Machine, catalogue, name: str) -> Draft:
+def draft_platform(machine: Machine, catalogue: Catalogue, name: str) -> Draft:
     """The draft platform for `machine` (dict in writing order) with notes for the user."""
     name = _name(name)
     ctx = DraftContext(machine, catalogue)
@@ -106,13 +109,13 @@ def draft_platform(machine: Machine, catalogue, name: str) -> Draft:
     return Draft(spec, flat, ctx.notes)
 
 
-def _expanded_equal(folded: dict, flat: dict) -> bool:
+def _expanded_equal(folded: Entry, flat: Entry) -> bool:
     """Whether `folded` (with repeat blocks) means what `flat` means: both expanded by the
     loader's own expansion, scalars compared as text."""
     from hwspec.source.expand import expand
     from hwspec.source.loader import load_yaml_text
 
-    def norm(x: Any) -> Any:
+    def norm(x: object) -> object:
         if isinstance(x, dict):
             return {k: norm(v) for k, v in x.items()}
         if isinstance(x, list):
@@ -126,13 +129,13 @@ def _expanded_equal(folded: dict, flat: dict) -> bool:
     return norm(data[0]) == norm(data[1])
 
 
-def draft_text(machine: Machine, catalogue, name: str) -> tuple[str, list[str]]:
+def draft_text(machine: Machine, catalogue: Catalogue, name: str) -> tuple[str, list[str]]:
     """The draft as YAML text (repeat blocks checked by expansion) and the notes."""
     text, draft = draft_document(machine, catalogue, name)
     return text, draft.notes
 
 
-def draft_document(machine: Machine, catalogue, name: str) -> tuple[str, Draft]:
+def draft_document(machine: Machine, catalogue: Catalogue, name: str) -> tuple[str, Draft]:
     """The draft as YAML text (repeat blocks checked by expansion) and the `Draft` it writes."""
     draft = draft_platform(machine, catalogue, name)
     spec = draft.spec

@@ -1,15 +1,20 @@
 """What the writers of one draft share (`DraftContext`): the machine, the catalogue, the spec ids
 given so far, the links the devices train at and the notes for the user; and the few helpers
-every writer uses (`UNKNOWN`, `note_assumed`, `file_text`)."""
+every writer uses (`UNKNOWN`, `note_assumed`, `file_text`), and `Entry`, what they write."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Literal, overload
 
 from hwspec.live.observed import NUMA_PREFIX, Machine
-from hwspec.spec.checks import UNKNOWN
+from hwspec.live.repeat import Entry as Entry  # what every writer writes, and `fold` folds
+from hwspec.spec.checks import UNKNOWN as UNKNOWN  # every writer's
 from hwspec.text import visible
+
+if TYPE_CHECKING:
+    from hwspec.model.parts import Catalogue
+    from hwspec.spec.models import CpuPart, GpuPart, NicPart, PcieSwitchPart
 
 
 @dataclass
@@ -20,8 +25,8 @@ class DraftContext:
     machine's own first) are for the user."""
 
     machine: Machine
-    catalogue: Any
-    """The parts catalogue (`hwspec.model.parts.Catalogue`) the devices are recognised from."""
+    catalogue: Catalogue
+    """The parts catalogue the devices are recognised from."""
     ids: dict[str, str] = field(default_factory=dict)
     links: dict[str, tuple[int, int]] = field(default_factory=dict)
     notes: list[str] = field(init=False)
@@ -29,8 +34,22 @@ class DraftContext:
     def __post_init__(self) -> None:
         self.notes = list(self.machine.notes)
 
-    def parts(self, kind: str) -> dict[str, Any]:
-        """The catalogue's parts of `kind` (`gpus`, `nics`, ...) by name, in name order."""
+    @overload
+    def parts(self, kind: Literal["cpus"]) -> dict[str, CpuPart]: ...
+
+    @overload
+    def parts(self, kind: Literal["gpus"]) -> dict[str, GpuPart]: ...
+
+    @overload
+    def parts(self, kind: Literal["nics"]) -> dict[str, NicPart]: ...
+
+    @overload
+    def parts(self, kind: Literal["pcie_switches"]) -> dict[str, PcieSwitchPart]: ...
+
+    def parts(self, kind: str) -> dict[str, CpuPart] | dict[str, GpuPart] | dict[str, NicPart] | dict[str, PcieSwitchPart]:
+        """The catalogue's parts of `kind` (`gpus`, `nics`, ...) by name, in name order: each
+        part's validated spec model, of the class its kind validates with
+        (`hwspec.spec.parts.PART_KINDS`)."""
         return {name: part.model for name, part in sorted(self.catalogue.parts.get(kind, {}).items())}
 
     def source(self) -> str:
@@ -60,7 +79,7 @@ class DraftContext:
         return {"value": first, "assumed": f"{here}: attached to {first}"}
 
 
-def note_assumed(entry: dict, assumed: list[str]) -> None:
+def note_assumed(entry: Entry, assumed: list[str]) -> None:
     """Write `assumed` (each reason once) into `entry`, where there is any."""
     if assumed:
         entry["assumed"] = "; ".join(dict.fromkeys(assumed))

@@ -4,13 +4,20 @@ what a node platform cannot say (NVLink domains, inactive links)."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
+from hwspec.diagnostics import Location
+from hwspec.live.draft.context import UNKNOWN, DraftContext, Entry, note_assumed
 from hwspec.live.draft.pcie import PcieWriter
 from hwspec.live.identify import candidates_note, choose, gpu_fits
 from hwspec.live.lstopo_nvlinks import HWLOC_LINK_MBPS
-from hwspec.live.observed import CPU, NUMA_PREFIX, NVSWITCH
+from hwspec.live.observed import CPU, NUMA_PREFIX, NVSWITCH, Gpu
+
+if TYPE_CHECKING:
+    from hwspec.spec.models import GpuPart
+
+Counts = dict[tuple[str, str], tuple[int, Location]]
+"""NVLinks by (GPU key, target key): how many, and where the input shows them (`Machine.nvlink_counts`)."""
 
 GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
 """PCI vendor ids of the spec's GPU vendors; another id is `other`."""
@@ -23,7 +30,7 @@ class GpusWriter:
     def __init__(self, ctx: DraftContext, pcie: PcieWriter):
         self.ctx, self.m, self.pcie = ctx, ctx.machine, pcie
 
-    def entries(self) -> tuple[list[dict], dict | None, dict | None]:
+    def entries(self) -> tuple[list[Entry], Entry | None, Entry | None]:
         """The GPU entries (`gpu0`... in bus order: the CUDA order), and the `baseboard:` and
         `nvlink:` sections their NVLinks show (None where they show none)."""
         gpus = self.m.gpus_in_order()
@@ -85,7 +92,7 @@ class GpusWriter:
                 self.ctx.notes.append(f"{ident}: the input's NVLinks were counted at {figure / 1e6:g} MB/s each, but hwloc counts "
                                       f"the links of {part} ({kind}) at {known}: check the NVLink counts")
 
-    def gpu_identity(self, gpu, links: int) -> dict[str, Any]:
+    def gpu_identity(self, gpu: Gpu, links: int) -> Entry:
         """The `override` of a GPU whose part is unknown: what the input gives of it. `topo -m`
         (nvidia-smi) shows NVIDIA GPUs without ids; AMD's dialect (RCCL's) is `gcn`, `arch` and `sm`
         holding the compute-unit count, not CUDA's compute capability."""
@@ -104,7 +111,7 @@ class GpusWriter:
         return {k: v for k, v in seen.items() if v is not None}
 
     @staticmethod
-    def shared_identity(override: dict[str, Any], parts: list[Any], names: tuple[str, ...], assumed: list[str]) -> None:
+    def shared_identity(override: Entry, parts: list[GpuPart], names: tuple[str, ...], assumed: list[str]) -> None:
         """Complete the identity of a GPU left `part: unknown` between catalogue parts of its
         device id with what those parts all agree on and the input does not give: CUDA's `sm`
         (NCCL's `<gpu sm>`), an AMD GPU's `gcn` and `hip_arch` (RCCL's `gcn` and `arch`, which it
@@ -117,7 +124,7 @@ class GpusWriter:
             override[key] = next(iter(values))
             assumed.append(f"{key} {override[key]}: what the catalogue's parts of its device id ({', '.join(names)}) all have")
 
-    def fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
+    def fabric(self, gpus: list[Gpu], entries: list[Entry], counts: Counts) -> tuple[Entry | None, Entry | None]:
         """(`baseboard:`, `nvlink:`) from the NVLink `counts` the input shows: an HGX board for links to
         NVSwitches, else the GPU pairs as a named pattern or a list; GPU `entries` get their slots.
         NVLinks to a CPU (POWER8/POWER9) become `nvlink.cpu_links`, beside the GPU fabric (an empty
@@ -140,7 +147,7 @@ class GpusWriter:
                 return self.ctx.ids[parent]
         return next(iter(self.ctx.ids.values()))
 
-    def gpu_fabric(self, gpus, entries: list[dict], counts) -> tuple[dict | None, dict | None]:
+    def gpu_fabric(self, gpus: list[Gpu], entries: list[Entry], counts: Counts) -> tuple[Entry | None, Entry | None]:
         """(`baseboard:`, `nvlink:`) of the GPU-to-GPU and GPU-to-NVSwitch `counts`."""
         if not counts:
             self.unlinked_nvswitches()
@@ -172,9 +179,9 @@ class GpusWriter:
         values = set(pairs.values())
         missing = sorted(all_pairs - set(pairs))
         degree: Counter[int] = Counter()
-        for (a, b) in pairs:
-            degree[a] += 1
-            degree[b] += 1
+        for (i, j) in pairs:
+            degree[i] += 1
+            degree[j] += 1
         matching = len(missing) * 2 == n and len({x for p in missing for x in p}) == n
         board: dict[str, Any] = {"kind": "custom", "slots": n}
         nvlink: dict[str, Any]
@@ -193,9 +200,9 @@ class GpusWriter:
         if board.get("links_per_port") == 1:
             del board["links_per_port"]
         bandwidth: Counter[int] = Counter()
-        for (a, b), c in pairs.items():
-            bandwidth[a] += c
-            bandwidth[b] += c
+        for (i, j), c in pairs.items():
+            bandwidth[i] += c
+            bandwidth[j] += c
         if len({bandwidth[i] for i in range(n)}) > 1:
             nvlink["symmetric"] = False
         nvlink["source"] = source
@@ -252,7 +259,7 @@ class GpusWriter:
         shapes = self.switch_shapes()
         return bool(shapes) and all(len(set(per_gpu.values())) == 1 for per_gpu in shapes.values())
 
-    def nvswitch_board(self, gpus, entries: list[dict]) -> dict | None:
+    def nvswitch_board(self, gpus: list[Gpu], entries: list[Entry]) -> Entry | None:
         """An HGX-style board with the NVSwitch chips the input names, when each switch has the
         same links from every GPU linked to it; a switch only some GPUs are linked to lists them
         (`gpus:`). Else None."""

@@ -6,13 +6,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwspec.formats.nccl_sockets import default_socket_interfaces
-from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
+from hwspec.live.draft.context import UNKNOWN, DraftContext, Entry, note_assumed
 from hwspec.live.draft.pcie import PcieWriter
 from hwspec.live.identify import candidates_note, choose
 from hwspec.live.observed import NUMA_PREFIX, RDMA_NAME, Nic, NicPort
+
+if TYPE_CHECKING:
+    from hwspec.spec.models import NicPart
 
 CXI_NAME = re.compile(r"cxi[0-9]+")
 """The device names HPE's cxi driver gives Slingshot NICs (libfabric's cxi provider)."""
@@ -31,7 +34,7 @@ def libfabric_transport(nic: Nic, name: str | None) -> str | None:
     return None
 
 
-def _serving(entries: list[dict], gpu_ids: list[str]) -> list[tuple[dict, tuple[str, ...]]]:
+def _serving(entries: list[Entry], gpu_ids: list[str]) -> list[tuple[Entry, tuple[str, ...]]]:
     """Which GPUs the backend NICs under one bridge serve, from placement alone (NCCL dumps and
     lstopo show no pairing): each NIC serves every GPU under the bridge, which is what the
     placement says (a p5's four EFA devices beside one GPU; a DGX switch's two NICs beside two
@@ -47,7 +50,7 @@ _PORT_KEYS = ("device", "interface", "port", "_position")
 port (NCCL_IB_HCA's), `_position` the port's place on its card where the input gives one."""
 
 
-def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
+def _as_card(function: list[tuple[bool, Entry]]) -> list[tuple[bool, Entry]]:
     """The entries of one PCI function's ports as one card with `ports:` when it has several that
     agree on everything but their names and port numbers (one part, role, transport, link); else
     as they are (one entry per port)."""
@@ -67,22 +70,22 @@ def _as_card(function: list[tuple[bool, dict]]) -> list[tuple[bool, dict]]:
     return [(function[0][0], card)]
 
 
-def _merge_functions(pairs: list[tuple[Nic, dict]]) -> list[tuple[Nic, dict]]:
+def _merge_functions(pairs: list[tuple[Nic, Entry]]) -> list[tuple[Nic, Entry]]:
     """Single-port NIC entries that are functions of one PCI device (bus ids alike but for the
     function digit) with the same PCI ids, under the same bridge, agreeing on everything but their
     names, drafted as one card with `ports:`: a multi-function device has one PCIe link (a
     dual-port ConnectX shows each port as a function and mlx5 device of its own). Only a group
     holding function 0 is a device's own ports: SR-IOV virtual functions (another device id, no
     function 0 of theirs) stay apart. In input order otherwise."""
-    groups: dict[tuple, list[tuple[Nic, dict]]] = {}
-    order: list[tuple] = []
+    groups: dict[tuple[str | int, ...], list[tuple[Nic, Entry]]] = {}
+    order: list[tuple[str | int, ...]] = []
     for nic, entry in pairs:
-        key: tuple = (nic.bus.rsplit(".", 1)[0], nic.parent, nic.vendor, nic.device) \
+        key: tuple[str | int, ...] = (nic.bus.rsplit(".", 1)[0], nic.parent, nic.vendor, nic.device) \
             if nic.bus and nic.vendor and nic.device and "ports" not in entry else ("alone", id(entry))
         if key not in groups:
             order.append(key)
         groups.setdefault(key, []).append((nic, entry))
-    out: list[tuple[Nic, dict]] = []
+    out: list[tuple[Nic, Entry]] = []
     for key in order:
         group = groups[key]
         # a device's own ports start at function 0 (virtual functions of an SR-IOV device do not)
@@ -92,10 +95,10 @@ def _merge_functions(pairs: list[tuple[Nic, dict]]) -> list[tuple[Nic, dict]]:
     return out
 
 
-def _functions_as_card(group: list[tuple[Nic, dict]]) -> dict | None:
+def _functions_as_card(group: list[tuple[Nic, Entry]]) -> Entry | None:
     """One card for the functions in `group`, each a port (its bus where it is not the card's);
     None when they differ in more than their names (then they stay apart)."""
-    def shared(entry: dict) -> dict:
+    def shared(entry: Entry) -> Entry:
         rest = {k: v for k, v in entry.items() if k not in (*_PORT_KEYS, "_key", "_link", "pcie")}
         return {**rest, "pcie": {k: v for k, v in entry["pcie"].items() if k != "bus"}}
 
@@ -104,7 +107,7 @@ def _functions_as_card(group: list[tuple[Nic, dict]]) -> dict | None:
         return None
     ports = []
     for number, (_nic, entry) in enumerate(group, 1):
-        port = {"_port": number, **{k: entry[k] for k in ("device", "interface") if k in entry}}
+        port: Entry = {"_port": number, **{k: entry[k] for k in ("device", "interface") if k in entry}}
         if entry["pcie"]["bus"] != first["pcie"]["bus"]:
             port["bus"] = entry["pcie"]["bus"]
         ports.append(port)
@@ -120,14 +123,14 @@ class NicsWriter:
     def __init__(self, ctx: DraftContext, pcie: PcieWriter):
         self.ctx, self.m, self.pcie = ctx, ctx.machine, pcie
 
-    def entries(self) -> tuple[list[dict], dict | None]:
+    def entries(self) -> tuple[list[Entry], Entry | None]:
         """The NIC entries (backend NICs first, `nic0`...; then the others, `fe0`...) and the
         `backend:` section (None where the input says nothing of a backend)."""
         catalogue = self.ctx.parts("nics")
         gpu_bridges = {self.m.gpus[k].parent for k in self.m.gpus}
         order = self.socket_interfaces_used(sorted(self.m.nics.values(), key=lambda n: (n.bus is None, n.bus or n.key)))
-        backend_entries: list[tuple[Nic, dict]] = []
-        other_pairs: list[tuple[Nic, dict]] = []
+        backend_entries: list[tuple[Nic, Entry]] = []
+        other_pairs: list[tuple[Nic, Entry]] = []
         stated = [g.gdr for g in self.m.gpus.values() if g.gdr is not None]
         gpus_gdr = all(stated) if stated else None  # the GPUs' gdr as the input states it: backend.gpudirect below
         for nic in order:
@@ -166,7 +169,7 @@ class NicsWriter:
         return kept
 
     def port_entry(self, nic: Nic, port: NicPort | None, parent: str, near_gpu: bool, gpus_gdr: bool | None,
-                   catalogue: dict[str, Any]) -> tuple[bool, dict]:
+                   catalogue: dict[str, NicPart]) -> tuple[bool, Entry]:
         """(whether it is a backend NIC, its entry) for one port of `nic` (None: the input lists
         no port), drafted under `parent`; the entry's id is given later (`name_entries`)."""
         assumed: list[str] = []
@@ -211,7 +214,7 @@ class NicsWriter:
             entry["port"] = port.port
         if port is not None and port.position is not None:
             entry["_position"] = port.position
-        link: dict | None
+        link: Entry | None
         trained: tuple[int, int] | None
         if nic.shown_as:  # the sandbox's bridge function: its link is what NCCL reads, the NIC's own is a guess
             link, pcie_override, trained = self.pcie.sandboxed_link(nic, assumed)
@@ -232,7 +235,7 @@ class NicsWriter:
         note_assumed(entry, assumed)
         return is_backend, entry
 
-    def name_entries(self, backend_entries: list[dict], other_entries: list[dict]) -> None:
+    def name_entries(self, backend_entries: list[Entry], other_entries: list[Entry]) -> None:
         """Give the entries their ids (`nic0`..., `fe0`...) and their ports theirs (`nic0p1`),
         and record their machine keys and trained links in the context."""
         for i, entry in enumerate(backend_entries):
@@ -253,7 +256,7 @@ class NicsWriter:
                 self.ctx.links[entry["id"]] = trained
             self.ctx.ids.setdefault(entry.pop("_key"), entry["id"])  # a function's first port names it
 
-    def pair_with_gpus(self, backend_entries: list[tuple[Nic, dict]]) -> set[str]:
+    def pair_with_gpus(self, backend_entries: list[tuple[Nic, Entry]]) -> set[str]:
         """Write the GPUs each backend NIC serves (`gpu:`/`gpus:` after its transport): those
         below the lowest bridge above it that has any (the GPUs NCCL finds nearest, PIX or PXB:
         a GPU and a NIC on two downstream ports of one PEX switch). The ids of the GPUs served."""
@@ -261,7 +264,7 @@ class NicsWriter:
         for gpu in self.m.gpus_in_order():
             for bridge in self.pcie.bridges_above(gpu.parent):
                 gpus_by_bridge.setdefault(bridge, []).append(self.ctx.ids[gpu.key])
-        by_bridge: dict[str, list[dict]] = {}
+        by_bridge: dict[str, list[Entry]] = {}
         for nic, entry in backend_entries:
             # on a NUMA node itself, a NIC is placed beside no GPU
             nearest = next((b for b in self.pcie.bridges_above(nic.parent) if b in gpus_by_bridge), None) if nic.bus else None
@@ -280,7 +283,7 @@ class NicsWriter:
                 served.update(gpu_ids)
         return served
 
-    def backend(self, backend_entries: list[tuple[Nic, dict]], served: set[str]) -> dict[str, Any] | None:
+    def backend(self, backend_entries: list[tuple[Nic, Entry]], served: set[str]) -> Entry | None:
         """`backend:` as the input shows it: its transport (the backend NICs' most common),
         `nic_per_gpu` where every GPU has NICs of its own, and whether GPUDirect RDMA works (the
         GPUs' gdr, else the NICs'; `detect` where the input does not say). None without backend
@@ -331,7 +334,7 @@ class NicsWriter:
             return nic.interfaces[min(len(nic.interfaces), (port.position or port.port if port else 1)) - 1]
         return None
 
-    def nic_part(self, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, dict | None]:
+    def nic_part(self, nic: Nic, speed: float | None, transport: str, gdr: bool | None) -> tuple[str, Entry | None]:
         """(`part`, `override`) of one NIC port: the one catalogue NIC with the observed PCI
         vendor/device that runs the transport (at the observed speed, where the input gives one),
         as `identify.choose` settles ties; else `unknown` with what the input gives: the PCI ids,

@@ -4,11 +4,18 @@ links every device trains at (as the input gives them, else guessed and marked `
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hwspec.live.draft.context import DraftContext, note_assumed
-from hwspec.live.observed import NCCL_EMPTY_SPEED_GEN, NUMA_PREFIX, Link, Nic
+from hwspec.live.draft.context import DraftContext, Entry, note_assumed
+from hwspec.live.observed import NCCL_EMPTY_SPEED_GEN, NUMA_PREFIX, Bridge, Link, Nic
 from hwspec.model.node import PcieLink
+
+if TYPE_CHECKING:
+    from hwspec.spec.models import PcieLink as PartLink
+
+Written = tuple[Entry | None, Entry | None, tuple[int, int] | None]
+"""A device's `pcie.link` to write (None: the part's), its part's `pcie` override (None: none) and
+the (gen, width) it trains at (None: unknown)."""
 
 
 class PcieWriter:
@@ -40,7 +47,7 @@ class PcieWriter:
             visit(root)
         return ordered
 
-    def bridges(self) -> list[dict]:
+    def bridges(self) -> list[Entry]:
         """Root ports (bridges on a NUMA node) and switches on the way to a GPU or NIC."""
         counters = {"rp": 0, "sw": 0}
         out = []
@@ -72,7 +79,7 @@ class PcieWriter:
             out.append(entry)
         return out
 
-    def switch_identity(self, bridge) -> dict[str, Any]:
+    def switch_identity(self, bridge: Bridge) -> Entry:
         """`part` and `pci` of a bridge from the ids the input shows: the catalogue switch part
         whose vendor/device they are (the family entry where several chips share the id), and
         the observed ids the part does not imply (all of them without a part). Nothing when the
@@ -132,7 +139,7 @@ class PcieWriter:
         assumed.append(f"the input does not give this link in full: taken as Gen{gen} x{width}")
         return gen, width
 
-    def sandboxed_link(self, nic: Nic, assumed: list[str]) -> tuple[dict, None, tuple[int, int]]:
+    def sandboxed_link(self, nic: Nic, assumed: list[str]) -> tuple[Entry, None, tuple[int, int]]:
         """(pcie.link to write, no part override, the (gen, width) it trains at) of a NIC whose
         function a sandbox shows as a bridge (`Nic.shown_as`): its own link is taken as x16 at the
         GPUs' fastest generation (Gen4 without GPUs), as a bridge's is guessed. Where the input
@@ -160,7 +167,7 @@ class PcieWriter:
                        f"taken as Gen{gen} x{width}, the fastest not above it")
         return gen, width
 
-    def max_oversubscription(self, bridges: list[dict], devices: list[dict]) -> None:
+    def max_oversubscription(self, bridges: list[Entry], devices: list[Entry]) -> None:
         """Set `max_oversubscription` where the links below a bridge add up to more than 2x its uplink (HW103)."""
         below: dict[str, float] = {}
         for entry in (*bridges, *devices):
@@ -175,7 +182,7 @@ class PcieWriter:
             if ratio > 2:
                 entry["max_oversubscription"] = math.ceil(ratio)
 
-    def device_link(self, link: Link | None, part_link, assumed: list[str], what: str) -> tuple[dict | None, dict | None, tuple[int, int] | None]:
+    def device_link(self, link: Link | None, part_link: PartLink | None, assumed: list[str], what: str) -> Written:
         """(pcie.link to write or None, part pcie override or None, the (gen, width) it trains at)
         for an observed device link. A width-0 link (a device passed through to a VM) is written
         as presented with the part's width as `physical`. Without a part (`part: unknown`) the
@@ -214,7 +221,7 @@ class PcieWriter:
 
     @staticmethod
     def _unstated_speed_link(link: Link, physical: tuple[int, int], assumed: list[str],
-                             what: str) -> tuple[dict, None, tuple[int, int]]:
+                             what: str) -> tuple[Entry, None, tuple[int, int]]:
         """A device link the input gives without a speed (NCCL's `link_speed=""`, often at width 0:
         a VM's device under the root complex): written as NCCL reads it, Gen3 at the stated width
         (0 stays 0, which NCCL reads as x16), so that nccl-topo.xml gives NCCL what its own dump
@@ -225,7 +232,7 @@ class PcieWriter:
             f"the input gives no speed for the {what}'s link: Gen{physical[0]} x{physical[1]} assumed")}}
         return written, None, physical
 
-    def _unknown_part_link(self, link: Link | None, assumed: list[str]) -> tuple[dict | None, None, tuple[int, int] | None]:
+    def _unknown_part_link(self, link: Link | None, assumed: list[str]) -> tuple[Entry | None, None, tuple[int, int] | None]:
         """The link of a device whose part is unknown: as the input gives it (a hwloc bandwidth as
         its widest exact form); a VM's width 0 as presented; nothing where the input gives none."""
         if link is None:
@@ -247,7 +254,7 @@ class PcieWriter:
             return None, None, None
         return {"gen": gen, "width": width}, None, (gen, width)
 
-    def virtual_bridges(self, bridges: list[dict]) -> None:
+    def virtual_bridges(self, bridges: list[Entry]) -> None:
         """A bridge presented slower than a device below it is a VM's virtual one when it shows
         QEMU's default Gen1 x1, or when the machine is a VM (a device reports width 0): it gets
         `physical`, the fastest link below it. Other slower bridges

@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from hwspec.cpulist import format_cpu_list as cpu_list
-from hwspec.live.draft.context import UNKNOWN, DraftContext, note_assumed
-from hwspec.live.observed import NUMA_PREFIX
+from hwspec.live.draft.context import UNKNOWN, DraftContext, Entry, note_assumed
+from hwspec.live.observed import NUMA_PREFIX, NumaNode
 from hwspec.spec.units import format_bytes
 
 SPEC_ARCH = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64", "ppc64": "ppc64"}
@@ -27,7 +27,7 @@ class SocketsWriter:
     def __init__(self, ctx: DraftContext):
         self.ctx, self.m = ctx, ctx.machine
 
-    def entries(self) -> list[dict]:
+    def entries(self) -> list[Entry]:
         """One entry per socket. NUMA nodes of one package (lstopo on a sub-NUMA-clustered or
         NPS machine) become the socket's `numa_nodes`; a NUMA node whose package is unknown is
         a socket of its own."""
@@ -63,7 +63,7 @@ class SocketsWriter:
             out.append(entry)
         return out
 
-    def cpu_part(self, node) -> dict[str, Any]:
+    def cpu_part(self, node: NumaNode | None) -> Entry:
         """`part` for the CPU of NUMA node `node`: the catalogue CPU of its CPUID vendor/family/model
         (and of its model name where the input gives one: family/model name a core generation, not
         a SKU, so a Xeon 8174 is not the catalogue's 8280), else `unknown` with the identity the

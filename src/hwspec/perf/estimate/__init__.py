@@ -41,10 +41,11 @@ from hwspec.perf.estimate.exchanges import cross_node_alltoall_algbw, inter_node
 from hwspec.perf.estimate.expected import bottom_mlp_share
 from hwspec.perf.estimate.nccl import alltoall_latency, collective_seconds, collectives_per_iteration, nccl_comm
 from hwspec.perf.estimate.placement import host_figures, placement
-from hwspec.perf.estimate.report import ms, qps, text_report
+from hwspec.perf.estimate.report import qps, text_report
 from hwspec.perf.estimate.shards import busiest, with_table_row_wise
 from hwspec.perf.estimate.term import RESOURCES, TERMS, Term
 from hwspec.perf.estimate.terms import table_terms
+from hwspec.perf.tables import ms
 
 __all__ = [
     "RESOURCES",

@@ -70,7 +70,7 @@ class Term:
                 "bound_by": self.bound_by, "detail": self.detail}
 
 
-def _error(workload: Workload, path: tuple, code: Code, message: str, hint: str | None = None) -> HwspecError:
+def _error(workload: Workload, path: tuple[str | int, ...], code: Code, message: str, hint: str | None = None) -> HwspecError:
     pos = workload.locate(*path)
     return HwspecError([Diagnostic(workload.file, pos.line, pos.col, Severity.ERROR, code, message, hint)])
 

@@ -25,8 +25,8 @@ def nic_path_bandwidth(ctx: Context) -> Iterator[Finding]:
         if nic.socket is None or any(n.speed is None for n in ports):  # an unknown speed: HW603 reports it
             continue
         assert nic.speed is not None
-        path = max((ctx.topology.nic_path(n) for n in ports), key=len)
-        for item in path:
+        path = max((ctx.topology.nic_path(n.id) for n in ports), key=len)
+        for item in (p.bridge_by_id.get(i) or p.nic_by_id[i] for i in path):
             if item.physical is not None and item.physical.bandwidth < nic.speed:
                 where = f"{item.id}'s {link_text(item.physical, 'uplink')}" if isinstance(item, Bridge) else f"a {link_text(item.physical)}"
                 yield ctx.finding(f"{nic.card_id}: {gbit(nic.speed)} NIC ({gbyte(nic.speed)}) sits behind {where}",
@@ -57,8 +57,8 @@ def switch_uplink_traffic(ctx: Context) -> Iterator[Finding]:
     for nic in p.nics:
         if nic.socket is None:
             continue
-        for item in ctx.topology.nic_path(nic)[1:]:
-            crossing.setdefault(item.id, {}).setdefault(nic.card_id, []).append(nic)
+        for item in ctx.topology.nic_path(nic.id)[1:]:
+            crossing.setdefault(item, {}).setdefault(nic.card_id, []).append(nic)
     for bridge in p.bridges:
         cards = crossing.get(bridge.id, {})
         if any(n.speed is None for ports in cards.values() for n in ports):

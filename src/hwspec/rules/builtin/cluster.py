@@ -51,15 +51,15 @@ def rail_alignment(ctx: ClusterContext) -> Iterator[Finding]:
                               f"{fabric.nics_per_node} rails", at=("nodes", index, "platform"),
                               hint="every node of a rail-optimized cluster needs one NIC per rail")
             continue
-        rail_of = {nic.id: position for position, nic in enumerate(nics)}
+        rail_of = {nic_id: position for position, nic_id in enumerate(nics)}
         for gpu in platform.gpus:
             rails = _rails_of_rank(gpu.index, len(platform.gpus), len(nics))
-            wrong = next((n for n in topology.nics_of(gpu.id) if rail_of.get(n.id) not in rails), None)
+            wrong = next((n for n in topology.nics_of(gpu.id) if rail_of.get(n) not in rails), None)
             if wrong is not None:
                 expected = f"rail {rails[0]}" if len(rails) == 1 else f"rails {rails[0]}-{rails[-1]}"
                 yield ctx.finding(
-                    f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {wrong.id}, which is on rail "
-                    f"{rail_of[wrong.id]}, not {expected}", at=platform.locate(*served_field(platform, wrong, gpu.id)),
+                    f"{platform.name}: local rank {gpu.index} ({gpu.id}) uses {wrong}, which is on rail "
+                    f"{rail_of[wrong]}, not {expected}", at=platform.locate(*served_field(platform, platform.nic_by_id[wrong], gpu.id)),
                     hint="pair GPU i with the i-th backend NIC by bus id, or use a Clos topology" if len(nics) == len(platform.gpus)
                     else "pair GPU i with the i-th group of backend NICs by bus id (GPUs with several NICs, or sharing "
                          "them), or use a Clos topology")
@@ -206,7 +206,7 @@ def backend_matches_nodes(ctx: ClusterContext) -> Iterator[Finding]:
     if fabric is None:
         return
     for index, group in enumerate(ctx.platform.groups):
-        for nic in topology_of(group.platform).collective_nics:
+        for nic in group.platform.collective_nics:
             if nic.speed != fabric.nic_speed or nic.transport != fabric.transport:
                 what = f"{gbit(nic.speed)} {nic.transport}" if nic.speed is not None else f"{nic.transport} of unknown speed"
                 yield ctx.finding(f"nodes[{index}] ({group.platform.name}): {nic.id} is {what}, "

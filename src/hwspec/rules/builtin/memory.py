@@ -58,7 +58,8 @@ def apu_memory(ctx: Context) -> Iterator[Finding]:
     for gpu in in_file_order(p, p.gpus):
         if gpu.form_factor != "apu" or topology.memory_shared_with(gpu.id) is not None:
             continue
-        socket = topology.socket_of(gpu.id)
+        socket_id = topology.socket_of(gpu.id)
+        socket = p.socket_by_id[socket_id] if socket_id is not None else None
         if socket is not None and socket.memory_shared_with is not None:
             continue  # its socket names another GPU's HBM: HW106 reports that
         where = socket.id if socket is not None else "no socket"

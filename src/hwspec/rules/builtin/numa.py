@@ -101,7 +101,7 @@ def cores_per_rank(ctx: Context) -> Iterator[Finding]:
         if gpus and t.cores_per_rank(socket.id) < 1:
             yield ctx.finding(f"{socket.id} (NUMA {socket.numa_node}) has {t.physical_cores(socket.id)} physical core(s) "
                               f"in its CPU list ({len(socket.cpus)} CPUs, {socket.threads_per_core} per core) for "
-                              f"{len(gpus)} GPUs ({', '.join(g.id for g in gpus)})",
+                              f"{len(gpus)} GPUs ({', '.join(gpus)})",
                               at=(socket.id, "cpus"), hint="check the CPU list ('numactl -H') and the part's threads_per_core")
 
 
