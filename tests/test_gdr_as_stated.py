@@ -11,9 +11,9 @@ import pytest
 
 from hwspec.cli.commands import main
 from hwspec.live.xmlread import parse_xml
+from tests.shared_data import REAL_MACHINES as REAL
 
 HERE = Path(__file__).resolve().parent
-REAL = HERE.parents[1] / "shared" / "data" / "real-machines"
 DUMPS = sorted([*HERE.glob("data/*.xml"), *HERE.glob("data/live/*.nccl.xml"), *HERE.glob("data/live/*.rccl.xml"),
                 *REAL.glob("*.nccl.xml"), *REAL.glob("*.rccl.xml"), *REAL.glob("*/nccl-*-dump.xml")])
 

@@ -14,8 +14,8 @@ from hwspec.live.lstopo import parse
 from hwspec.live.observed import CPU, NVSWITCH, Machine
 from hwspec.model.load import load_platform
 from tests.cpu_time import grows_linearly
+from tests.shared_data import REAL_MACHINES as REAL
 
-REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
 P100 = "0302 [10de:15f9] [10de:116b] a1"
 V100 = "0302 [10de:1db1] [10de:1212] a1"
 NVSWITCH_TYPE = "0680 [10de:1af1] [10de:1712] a1"

@@ -22,10 +22,11 @@ from hwspec.cli.commands import main
 from hwspec.live import capture, nvml
 from tests.consumers import HWSPEC, ROOT
 from tests.nvml_library import GPU_IS_LOST, NOT_SUPPORTED, UNKNOWN, FakeNvmlLibrary, answers_of, installed
+from tests.shared_data import REAL_MACHINES
 
 pynvml = pytest.importorskip("pynvml", reason="nvidia-ml-py is in the test extra")
 BOARD = ROOT / "tests" / "data" / "sysfs" / "nvswitch-board"
-H200_VM = ROOT.parent / "shared" / "data" / "real-machines" / "h200-vm" / "capture"
+H200_VM = REAL_MACHINES / "h200-vm" / "capture"
 DEVICE_QUERIES = ("nvmlDeviceGetName", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetNvLinkState",
                   "nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetGpuFabricInfo")
 

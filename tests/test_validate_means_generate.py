@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from hwspec.cli.commands import main
+from tests.shared_data import REAL_MACHINES as REAL
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL = ROOT.parent / "shared" / "data" / "real-machines"
 DATA = ROOT / "tests" / "data"
 SUFFIXES = (".xml", ".txt")
 
