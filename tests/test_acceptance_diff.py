@@ -163,6 +163,7 @@ def test_a_host_that_is_not_the_clusters_is_compared_only_when_nodes_say_so(tmp_
     assert status == 0 and "compared as its first 2 nodes" in out
 
 
+@pytest.mark.slow  # matplotlib (its import alone is half a second)
 def test_the_plot_draws_every_run(tmp_path, capsys):
     pytest.importorskip("matplotlib", reason="--plot needs matplotlib: pip install -e '.[test]' (or '.[plot]')")
     result = write(tmp_path, "pair.txt", nccl_tests("all_reduce", ["gpu01", "gpu02"], 8, dict.fromkeys(BIG, 216.0)))
@@ -191,6 +192,7 @@ def test_expect_refuses_a_span_the_platform_does_not_have(capsys):
     assert status == 2 and err == "hwspec: hgx-h100 has 8 GPUs, not 9\n"
 
 
+@pytest.mark.slow  # runs the page's commands in a shell, each running hwspec
 def test_the_pages_first_commands_run_as_written(tmp_path):
     """docs/acceptance.md's first block, in a directory holding the platforms and a results/
     folder with one saved output: expect prints the two-node figures, diff finds them clean."""

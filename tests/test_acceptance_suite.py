@@ -151,6 +151,7 @@ def expected_environment(files: Path, conf: str, topo: str) -> dict[str, str]:
     return {**env, "NCCL_TOPO_FILE": str(files / topo), "NCCL_CONF_FILE": str(files / conf), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
+@pytest.mark.slow  # runs run-node.sh, a stand-in process per test and GPU
 def test_run_node_runs_every_test_once_per_gpu_with_the_nodes_environment_and_binding(tmp_path):
     result, files, bin_dir, log = run_node("hgx-h100", tmp_path, NCCL_TESTS_DIR=str(tmp_path / "bin"),
                                            NVBANDWIDTH=str(tmp_path / "bin" / "nvbandwidth"))
@@ -187,6 +188,7 @@ def test_run_node_runs_every_test_once_per_gpu_with_the_nodes_environment_and_bi
     assert result.stdout == f"Compare with the platform:\n  hwspec diff {files}/platform.yaml {tmp_path}/results/*\n"
 
 
+@pytest.mark.slow  # runs run-node.sh, a stand-in process per test and GPU
 def test_run_node_on_an_amd_node_runs_rccl_tests_with_rccl_conf_and_no_copy_test(tmp_path):
     result, files, bin_dir, log = run_node("mi300x-oam", tmp_path, RCCL_TESTS_DIR=str(tmp_path / "bin"))
     assert result.returncode == 0, result.stderr
@@ -202,6 +204,7 @@ def test_run_node_on_an_amd_node_runs_rccl_tests_with_rccl_conf_and_no_copy_test
     assert "nvbandwidth is CUDA-only" in (files / "acceptance" / "run-node.sh").read_text()
 
 
+@pytest.mark.slow  # runs run-node.sh
 def test_a_missing_program_stops_run_node_before_anything_runs(tmp_path):
     (tmp_path / "tests").mkdir()
     result, _, _, log = run_node("hgx-h100", tmp_path, NCCL_TESTS_DIR=str(tmp_path / "tests"))
@@ -487,6 +490,7 @@ done
 """
 
 
+@pytest.mark.slow  # runs the whole plan's script, a stand-in process per run
 def test_run_plan_in_an_mpijobs_launcher_maps_plan_hosts_to_worker_pods_by_their_nodes(tmp_path):
     """mpijob.yaml's launcher runs `run-plan.sh mpirun`: it asks every worker (the MPI Operator's
     hostfile) for the node its pod is on, then runs each test with mpirun --host on the pods of the

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.acceptance_validation import CASES, HEALTHY, MATCH, RESEARCH, ROOT, TABLE, Case, Row, table, validate
+from tests.cli import run_hwspec
 from tests.shared_data import REAL_MEASUREMENTS, need
 
 PAGE = ROOT / "docs" / "acceptance.md"
@@ -74,15 +75,12 @@ def test_the_docs_finding_is_what_diff_prints(tmp_path):
     """docs/acceptance.md's example command prints the finding the page shows, run from the
     repository root as the page's paths say."""
     import re
-    import subprocess
-    import sys
 
     need(REAL_MEASUREMENTS)
     text = PAGE.read_text()
     section = text.split("### How to read a finding", 1)[1]
     command = re.search(r"```sh\n(hwspec diff .*?)\n```", section).group(1)
     shown = re.search(r"```text\n(.*?)```", section, re.DOTALL).group(1)
-    result = subprocess.run([sys.executable, "-m", "hwspec", *command.split()[1:]], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
+    result = run_hwspec(*command.split()[1:], cwd=ROOT)
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith(shown)

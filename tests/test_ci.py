@@ -99,6 +99,7 @@ def _run_steps(repo: Path) -> list[subprocess.CompletedProcess]:
                            capture_output=True, text=True, timeout=300) for command in _hwspec_steps()]
 
 
+@pytest.mark.slow  # runs the workflow's steps in a shell, each running hwspec
 def test_the_workflows_hwspec_steps_pass_on_a_clean_repository(tmp_path: Path) -> None:
     repo = _repository(tmp_path / "repo", CLEAN)
     results = _run_steps(repo)
@@ -106,6 +107,7 @@ def test_the_workflows_hwspec_steps_pass_on_a_clean_repository(tmp_path: Path) -
     assert json.loads((repo / "hwspec.sarif").read_text())["runs"][0]["results"] == []
 
 
+@pytest.mark.slow  # runs the workflow's steps in a shell, each running hwspec
 def test_the_workflows_hwspec_steps_upload_then_fail_on_a_faulty_platform(tmp_path: Path) -> None:
     repo = _repository(tmp_path / "repo", FAULTY)
     write, annotate, _ = _run_steps(repo)
@@ -134,6 +136,7 @@ def test_the_workflow_is_valid_against_githubs_workflow_schema(tmp_path: Path) -
 # ---------------------------------------------------------------- the annotation example
 
 
+@pytest.mark.slow  # runs the page's command in a shell, running hwspec
 def test_the_annotation_example_prints_what_the_page_shows(tmp_path: Path) -> None:
     repo = _repository(tmp_path / "repo", FAULTY)
     shown = subprocess.run(["bash", "-c", block("sh", "cd platforms && ").strip()], cwd=repo, env=_env(),
@@ -153,6 +156,7 @@ def test_the_hooks_are_the_two_the_page_configures() -> None:
     assert configured == list(_manifest()) == ["hwspec-validate", "hwspec-generate-check"]
 
 
+@pytest.mark.slow  # runs each hook's entry as pre-commit does, each running hwspec
 def test_the_hooks_entries_run_as_pre_commit_runs_them(tmp_path: Path) -> None:
     """Each hook's entry with the staged files its `files` pattern selects (or none), in the
     repository root: the faulty platform fails validation, and a platform changed after

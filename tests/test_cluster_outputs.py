@@ -275,6 +275,7 @@ def test_label_nodes_calls_kubectl_once_per_hundred_nodes_of_a_run():
     assert parse_label_script("\n".join(lines)) == [(name, {"a/b": "x" if k < 230 else "y"}) for k, name in enumerate(names)]
 
 
+@pytest.mark.slow  # runs the scale benchmark
 def test_scale_benchmark_runs_at_small_sizes():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--sizes", "16", "256"],
                          capture_output=True, text=True, timeout=300)

@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from hwspec.diagnostics import Code, Diagnostic, Severity
 from hwspec.diagnostics.codes import lookup
 from hwspec.diagnostics.report import render
@@ -47,6 +49,7 @@ def g(machine, where):
     assert sorted(code_texts(source)) == [" E101 ", "D105", "E100", "E105", "E901", "E902", "I101", "[D113 ", "[E902]"]
 
 
+@pytest.mark.slow  # parses every module of the package
 def test_no_code_text_outside_the_registry():
     """Every emission site names a `Code` member: a typo is an AttributeError, not a new code,
     and `hwspec explain`, the code reference and the reports cannot disagree on what a code means."""

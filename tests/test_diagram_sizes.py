@@ -110,6 +110,7 @@ def test_the_devices_and_repeats_tables_escape_what_they_show(p5_like):
     assert "NVIDIA H100 80GB HBM3" in table
 
 
+@pytest.mark.slow  # renders PNGs with graphviz's dot
 @needs_dot
 def test_the_docs_render_a_png_with_the_commands_they_show(tmp_path):
     text = (ROOT / "docs" / "diagrams.md").read_text()

@@ -16,6 +16,7 @@ from hwspec.live.merge import read_inputs
 from hwspec.model.load import load_platform
 from hwspec.testing import hostile_import_inputs, node_yaml
 from hwspec.topology import topology_of
+from tests.shared_data import REAL_MACHINES as REAL
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "tests/fixtures/rules/base_2gpu.yaml"
@@ -66,7 +67,6 @@ def test_a_nic_one_bridge_deeper_under_the_same_switch_is_a_d103(tmp_path):
 
 # ------------------------------------------------------------------ a draft diffs clean against its own input
 
-REAL = ROOT.parent / "shared/data/real-machines"
 FABRIC_FAULTS = {"smi-gb200-tray-clique-split.xml", "smi-gb200-tray-registering.xml"}
 """Samples of a node whose GPUs disagree on their NVLink clique or are still registering: a
 fault of the machine, not of a spec, so no draft describes it away (D113: tests/test_fabric.py)."""
@@ -110,11 +110,13 @@ def draft_findings(paths: list[Path], importable: bool = False) -> list[str]:
     return [d.format() for d in diff(drafted, read_inputs(paths))]
 
 
+@pytest.mark.slow  # imports and diffs every live sample (about 50)
 @pytest.mark.parametrize("path", LIVE_FILES, ids=lambda p: p.name)
 def test_the_draft_of_every_live_sample_diffs_clean_against_it(path):
     assert draft_findings([path]) == []
 
 
+@pytest.mark.slow  # imports and diffs every real machine's file
 @pytest.mark.parametrize("path", REAL_FILES or [None], ids=lambda p: str(p.relative_to(REAL)) if p else "absent")
 def test_the_draft_of_every_real_machine_file_diffs_clean_against_it(path):
     if path is None:

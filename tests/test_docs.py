@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hwspec.cli import docsgen
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -108,6 +109,7 @@ def test_the_pages_show_exactly_the_diagrams_the_hook_draws_and_without_dot_plac
     assert not (DOCS / "images").exists()
 
 
+@pytest.mark.slow  # renders every site diagram with graphviz's dot
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed (apt-get install graphviz)")
 def test_the_site_diagrams_are_what_hwspec_generate_renders(tmp_path):
     images = docsgen.diagram_images(ROOT, DOCS, shutil.which("dot"))
@@ -158,9 +160,7 @@ def test_every_yaml_example_loads_and_every_full_platform_in_one_validates_clean
             if isinstance(data, dict) and "hwspec" in data:
                 target = tmp_path / "platforms" / f"docs-example-{checked}.yaml"
                 target.write_text(block)
-                result = subprocess.run([sys.executable, "-m", "hwspec", "validate", target.name], cwd=target.parent,
-                                        env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, capture_output=True, text=True,
-                                        timeout=300)
+                result = run_hwspec("validate", target.name, cwd=target.parent)
                 assert (result.returncode, result.stdout) == (0, ""), (page, result.stdout)
                 checked += 1
     assert checked >= 1
@@ -185,6 +185,7 @@ TUTORIAL_EDITS = [
 """The tutorial's two mistakes, as (line in node.yaml, the line the page shows instead)."""
 
 
+@pytest.mark.slow  # runs the tutorial's commands as a shell does, each running hwspec
 def test_the_tutorial_runs_as_written(tmp_path):
     """In an empty directory: node.yaml is the page's node; both mistakes are made after the first
     `validate`, the unit is put back after `explain`, the NICs after the validation that reports
@@ -218,6 +219,7 @@ def test_the_tutorial_runs_as_written(tmp_path):
     assert (work / "hwspec.schema.json").stat().st_size > 100_000
 
 
+@pytest.mark.slow  # runs the page's commands in a shell, each running hwspec
 def test_the_clouds_recipe_commands_print_what_it_shows(tmp_path):
     env = hwspec_on_path(tmp_path)
     steps = commands_and_outputs((DOCS / "recipes" / "clouds.md").read_text())
@@ -248,6 +250,49 @@ def test_the_index_install_command_is_the_readme_quick_start():
 
 
 # ---------------------------------------------------------------- the site builds
+
+
+def _distribution(requirement: str) -> str:
+    """A requirement's distribution name, normalized (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", requirement).group()).lower()
+
+
+RENDER_WITH_OTHER_EXTRAS_BLOCKED = r"""
+import importlib.abc, json, sys
+from pathlib import Path
+blocked = set(json.loads(sys.argv[1]))
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ImportError(f"{name} comes with another extra than docs")
+
+sys.meta_path.insert(0, Refuse())
+from hwspec.cli.docsgen import GENERATED_PAGES, GENERATED_SECTIONS, diagram_images
+for render in [*GENERATED_PAGES.values(), *(r for section in GENERATED_SECTIONS.values() for r in section.values())]:
+    render()
+diagram_images(Path.cwd(), Path.cwd() / "docs", None)
+"""
+
+
+@pytest.mark.slow  # a process that renders every generated page
+def test_what_the_site_s_hooks_render_needs_only_hwspec_s_dependencies_and_the_docs_extra():
+    """The README builds the site from a virtual environment with `.[docs]` alone (CI builds it
+    from .venv-docs, so): rendered with every package only another extra installs refused, the
+    generated pages still render (internals.md documents hwspec.testing, so hypothesis is in docs)."""
+    import importlib.metadata
+    import json
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    needed = {_distribution(r) for r in project["dependencies"] + project["optional-dependencies"]["docs"]}
+    others = {_distribution(r) for extra in project["optional-dependencies"].values() for r in extra} - needed
+    blocked = sorted(module for module, distributions in importlib.metadata.packages_distributions().items()
+                     if any(_distribution(d) in others for d in distributions) and module.isidentifier())
+    assert "pytest" in blocked  # the test extra's own
+    result = subprocess.run([sys.executable, "-c", RENDER_WITH_OTHER_EXTRAS_BLOCKED, json.dumps(blocked)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 @pytest.mark.consumer

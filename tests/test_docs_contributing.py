@@ -155,6 +155,9 @@ def test_the_lint_types_and_docs_commands_are_what_ci_runs():
     ruff, mypy, mkdocs = lines(".venv/bin/ruff")
     assert ruff in ci and mypy in ci
     assert mkdocs.replace("/tmp/hwspec-site", '"$site_dir"') in ci
+    venv = "python3 -m venv .venv-docs && .venv-docs/bin/pip install -q -e '.[docs]'"
+    assert " ".join(section("Before every commit").split()).count(venv) == 1
+    assert venv.split(" && ") == [line for line in ci if line.startswith(("python3 -m venv .venv-docs", ".venv-docs/bin/pip"))]
 
 
 def test_the_regenerate_commands_are_what_the_stale_file_tests_ask_for():

@@ -29,6 +29,7 @@ def first_column(text: str) -> list[str]:
     return [name for row in re.findall(r"^\| ([^|]+) \|", text, re.MULTILINE) for name in re.findall(r"`(\w+)`", row)]
 
 
+@pytest.mark.slow  # a fresh interpreter per example
 @pytest.mark.parametrize("index", range(4))
 def test_each_python_example_runs_in_a_fresh_interpreter(index):
     """`import hwspec` alone, from the repository root, as a user would."""

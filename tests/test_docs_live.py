@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.test_docs import hwspec_on_path, run_shown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +25,7 @@ STAND_INS = {
 """What each tool the capture block runs does here: exit 64 on any other arguments."""
 
 
+@pytest.mark.slow  # runs the page's blocks in a shell, each running hwspec
 def test_the_tool_capture_and_import_blocks_run_with_stand_in_tools(tmp_path):
     capture, anywhere = re.findall(r"```sh\n(.*?)```", SECTION.split("\n### ", 1)[0], re.DOTALL)
     env = hwspec_on_path(tmp_path)

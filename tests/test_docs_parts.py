@@ -4,15 +4,14 @@ example of a site part validates as the page says."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from hwspec.cli import docsgen
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS_DIR = ROOT / "src" / "hwspec" / "data" / "parts"
@@ -78,11 +77,9 @@ def test_the_site_part_example_validates_in_a_parts_directory_beside_the_platfor
     node = (ROOT / "platforms" / "hgx-h100.yaml").read_text().replace("part: xeon-platinum-8480p", "part: xeon-platinum-8275cl")
     assert fragment in node
     (platforms / "node.yaml").write_text(node)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
     def validate() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "hwspec", "validate", "node.yaml"], cwd=platforms, env=env,
-                              capture_output=True, text=True, timeout=300)
+        return run_hwspec("validate", "node.yaml", cwd=platforms)
 
     result = validate()
     assert (result.returncode, result.stdout) == (0, ""), result.stdout

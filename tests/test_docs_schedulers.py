@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.scheduler_formats import check_kueue_manifests, parse_label_script
@@ -38,6 +39,7 @@ def test_every_shell_example_is_one_of_the_tested_commands():
         "KUBECTL='echo kubectl' sh out/gb200-nvl72/kubernetes/label-nodes.sh"]
 
 
+@pytest.mark.slow  # runs the page's commands in a shell, each running hwspec
 def test_generate_then_label_dry_run_print_one_kubectl_label_per_run_of_nodes(tmp_path):
     generate, _, dry_run = (b.strip() for b in blocks("sh"))
     (tmp_path / "platforms").symlink_to(ROOT / "platforms")

@@ -40,6 +40,7 @@ def test_the_site_rule_finds_nothing_on_zionex_and_the_gpu_count_on_a_two_gpu_no
     assert (finding.code, finding.message) == ("SITE001", "2 GPUs, expected 8")
 
 
+@pytest.mark.slow  # runs the page's command in a shell, running hwspec
 def test_the_site_rule_example_runs_as_the_page_shows(tmp_path):
     """In a directory holding the page's rule as site_rules/eight_gpus.py and a two-GPU node."""
     (tmp_path / "site_rules").mkdir()
@@ -50,6 +51,7 @@ def test_the_site_rule_example_runs_as_the_page_shows(tmp_path):
     assert (result.returncode, printed(result)) == (1, shown)
 
 
+@pytest.mark.slow  # runs the page's commands in a shell, each running hwspec
 def test_the_rules_override_is_accepted_as_written(tmp_path):
     """`severity: off` unquoted is YAML's false: accepted as off, and it silences the platform's HW103."""
     (override,) = fenced(PAGE, "yaml")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from hwspec.source.loader import load_yaml_text
 from hwspec.spec.models import NodeSpec
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs" / "spec.md").read_text()
@@ -22,9 +21,7 @@ def yaml_block(starts: str) -> str:
 
 
 def validate(path: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "hwspec", "validate", path.name], cwd=path.parent, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return run_hwspec("validate", path.name, cwd=path.parent)
 
 
 def test_the_outline_names_only_real_sections():

@@ -5,7 +5,6 @@ generators, unless the operator grants them on the command line (`--allow-env`).
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,8 @@ from hwspec.generate.engine import GenerationError, plan_for
 from hwspec.pipeline import check
 from hwspec.testing import hostile_environment_specs
 from hwspec.testing.nodes import dump_yaml
+from tests.cli import run_hwspec
+from tests.examples import pinned
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -118,7 +119,7 @@ def test_a_granted_name_is_generated_into_launch_env_and_nccl_conf(tmp_path):
 
 
 def _hwspec(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hwspec", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return run_hwspec(*args, cwd=cwd)
 
 
 def test_allow_env_on_the_command_line_grants_names_for_validate_and_generate(tmp_path):
@@ -173,7 +174,7 @@ def _as_text(value: object) -> str:
     return {True: "1", False: "0"}.get(value, str(value)) if isinstance(value, (bool, int, float)) else str(value)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=pinned(25), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(hostile_environment_specs(max_sockets=2, max_gpus=2))
 def test_a_hostile_environment_is_refused_or_sourced_as_written(tmp_path_factory, drawn):
     """Whatever a platform file's `environment:` says, validate refuses it at its place, or bash

@@ -184,6 +184,7 @@ def test_compare_without_workload_prints_only_the_platforms(capsys):
 # ---------------------------------------------------------------- plot
 
 
+@pytest.mark.slow  # matplotlib (its import alone is half a second)
 def test_svg_plot_is_byte_identical_across_runs_and_undated(tmp_path, capsys):
     first, second = tmp_path / "a.svg", tmp_path / "b.svg"
     assert main(["compare", str(ZION16), str(ZIONEX16), str(MODEL_A), "--plot", str(first)]) == 0
@@ -193,6 +194,7 @@ def test_svg_plot_is_byte_identical_across_runs_and_undated(tmp_path, capsys):
     assert data.startswith(b"<?xml") and b"<dc:date>" not in data
 
 
+@pytest.mark.slow  # matplotlib (its import alone is half a second)
 def test_png_plot_is_written(tmp_path, capsys):
     out = tmp_path / "estimate.png"
     assert main(["estimate", str(ZIONEX16), str(MODEL_A), "--plot", str(out)]) == 0
@@ -242,6 +244,7 @@ def test_shipped_workloads_match_the_json_schema_and_point_editors_at_it(path):
     assert list(validator.iter_errors(data))
 
 
+@pytest.mark.slow  # matplotlib (its import alone is half a second)
 @pytest.mark.parametrize("command", [["estimate", str(ZIONEX16)], ["compare", str(ZION16), str(ZIONEX16)]])
 def test_plot_write_error_names_the_path_given_not_the_temporary_file(tmp_path, capsys, command):
     (tmp_path / "d.svg").mkdir()

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hwspec.diagnostics import HwspecError
 from hwspec.source.expand import Pattern, Provenance, evaluate, expand, substitute
 from hwspec.source.loader import load_yaml_text
+from tests.examples import pinned
 
 
 def expanded(text: str):
@@ -85,7 +86,7 @@ def test_repeat_refuses_huge_expansions():
         "t.yaml:2:17: error[E120]: range '0..99999' is longer than 4096"]
 
 
-@settings(derandomize=True, database=None, max_examples=300)
+@settings(derandomize=True, database=None, max_examples=pinned(300))
 @given(st.lists(st.one_of(st.sampled_from(["zx", "-", "{", "}", "{}", ".", ""]),
                           st.sampled_from(["${n}", "${i:05}", "${n//256%256}", "${n%256:x}", "${i:{<4}", "${n*3:>6}"])),
                 max_size=6),

@@ -16,6 +16,7 @@ from hwspec.cli.commands import main
 from hwspec.live import fleet, runs
 from hwspec.live.culprits import LeafPlan, RunTally
 from hwspec.testing import hostile_texts
+from tests.examples import pinned
 
 ROOT = Path(__file__).resolve().parent.parent
 EIGHT = tuple(range(8))
@@ -512,7 +513,7 @@ def hostile_records(draw: st.DrawFn) -> list[Any]:
     return records
 
 
-@settings(max_examples=60)
+@settings(max_examples=pinned(60))
 @given(records=hostile_records())
 def test_hostile_records_are_e602s_the_rest_counts_and_every_format_stays_one_line_per_fact(records):
     merged = fleet.Fleet()
@@ -586,7 +587,7 @@ def expected_judgement(plan: list[tuple[str, tuple[str, ...], tuple[int, ...], b
     return named, suspects - named_nodes - explained, unnamed_nics
 
 
-@settings(max_examples=150)
+@settings(max_examples=pinned(150))
 @given(plan=plans())
 @example(plan=[("results/0.txt:1", hosts(1, 2, 3), EIGHT, True, False), ("results/1.txt:1", hosts(1, 2, 3), EIGHT, True, False),
                ("results/2.txt:1", hosts(4, 5), EIGHT, False, False)])  # two partners met in one run

@@ -19,6 +19,7 @@ from hwspec.cli import fleet as fleet_cli
 from hwspec.cli.commands import main
 from hwspec.live import fleet
 from hwspec.testing import hostile_texts
+from tests.examples import pinned
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path("tests/data/fleet")
@@ -256,7 +257,7 @@ def test_a_report_past_a_bound_is_counted_and_the_next_one_in_the_file_still_cou
     assert out.splitlines()[0] == "hwspec fleet report: 1 node(s): 1 clean, 0 drift, 0 unchecked (2 report(s) not read)"
 
 
-@settings(max_examples=30)
+@settings(max_examples=pinned(30))
 @given(text=hostile_texts())
 def test_hostile_text_in_a_report_is_shown_on_one_line_in_every_format(text):
     """A message, device, platform or spec holding line breaks, terminal escapes or Markdown
@@ -442,7 +443,7 @@ def test_findings_past_the_groups_kept_are_counted(tmp_path, capsys, monkeypatch
     assert (len(json.loads(out)["findings"]), json.loads(out)["findings_not_grouped"]) == (2, 3)
 
 
-@settings(max_examples=200)
+@settings(max_examples=pinned(200))
 @given(entries=st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]), st.sampled_from(["n1", "n2", "n3"]),
                                   st.sampled_from(list(fleet.STATUS_EXIT))), max_size=10))
 def test_a_node_counts_from_its_own_files_first_report_and_a_fleet_is_never_clean_on_a_report_it_did_not_count(entries):

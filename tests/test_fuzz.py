@@ -442,14 +442,42 @@ def test_hostile_text_in_a_cluster_title_hostname_or_address(case):
 
 def run_limited(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
     """`python -m hwspec ARGS` with at most MEMORY_LIMIT of address space."""
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
     return subprocess.run([sys.executable, "-m", "hwspec", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout, preexec_fn=limit)
+                          timeout=timeout, preexec_fn=_limit_memory)
 
 
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+ONE_PROCESS = r"""
+import contextlib, io, json, sys, traceback
+from hwspec.cli.commands import main
+results = []
+for argv in json.loads(sys.stdin.read()):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except BaseException:
+            traceback.print_exc()
+            status = None
+    results.append([status, out.getvalue(), err.getvalue()])
+json.dump(results, sys.stdout)
+"""
+
+
+def run_limited_each(commands: list[list[str]], timeout: int = 300) -> list[tuple[int | None, str, str]]:
+    """(exit status, stdout, stderr) of each `hwspec ARGV` of `commands`, run one after the other
+    in one Python process under MEMORY_LIMIT (one start-up for all of them; an exception is a
+    traceback in that command's stderr and status None)."""
+    result = subprocess.run([sys.executable, "-c", ONE_PROCESS], input=json.dumps(commands), capture_output=True,
+                            text=True, cwd=ROOT, timeout=timeout, preexec_fn=_limit_memory)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [tuple(r) for r in json.loads(result.stdout)]
+
+
+@pytest.mark.slow  # a memory-limited process reads 5 MiB bombs
 def test_resource_bombs_stay_within_memory(tmp_path):
     """One subprocess, several files that ask for far more than MEMORY_LIMIT if expanded
     naively: every one gets its own error, nothing runs out of memory."""
@@ -482,19 +510,44 @@ def corpus_entries() -> list[Path]:
     return sorted(p for p in CORPUS.iterdir() if p.name != "generate" and (p.is_dir() or p.suffix == ".yaml"))
 
 
-@pytest.mark.parametrize("entry", corpus_entries(), ids=lambda p: p.name)
-def test_corpus_input_ends_in_diagnostics(entry):
-    """Every crash ever found, through `python -m hwspec validate` under the memory limit."""
-    target = entry / "cluster.yaml" if entry.is_dir() else entry
-    result = run_limited("validate", str(target.relative_to(ROOT)))
-    assert result.returncode in (1, 2), result.stdout[-2000:] + result.stderr[-2000:]
-    assert "Traceback" not in result.stderr and "error[" in result.stdout, result.stderr[-3000:]
+CORPUS_ENTRIES = corpus_entries()
+CORPUS_GENERATES = sorted((CORPUS / "generate").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("entry", sorted((CORPUS / "generate").glob("*.yaml")), ids=lambda p: p.name)
-def test_corpus_platform_generates(entry, tmp_path):
-    """Inputs that validate and once crashed `generate` or `roofline`: both now succeed."""
+def _corpus_target(entry: Path) -> str:
+    return str((entry / "cluster.yaml" if entry.is_dir() else entry).relative_to(ROOT))
+
+
+def _generate_commands(entry: Path, out: Path) -> list[list[str]]:
     relative = str(entry.relative_to(ROOT))
-    for args in (["validate", relative], ["generate", "--no-svg", "-o", str(tmp_path), relative], ["roofline", relative]):
-        result = run_limited(*args)
-        assert result.returncode == 0 and "Traceback" not in result.stderr, f"{args}\n{result.stderr[-3000:]}"
+    return [["validate", relative], ["generate", "--no-svg", "-o", str(out), relative], ["roofline", relative]]
+
+
+@pytest.fixture(scope="module")
+def corpus_validated() -> dict[Path, tuple[int | None, str, str]]:
+    """`hwspec validate` of every corpus entry, all in one process under the memory limit."""
+    return dict(zip(CORPUS_ENTRIES, run_limited_each([["validate", _corpus_target(e)] for e in CORPUS_ENTRIES])))
+
+
+@pytest.fixture(scope="module")
+def corpus_generated(tmp_path_factory) -> dict[Path, list[tuple[list[str], tuple[int | None, str, str]]]]:
+    """validate, generate and roofline of every generate-corpus input, all in one process under the memory limit."""
+    out = tmp_path_factory.mktemp("corpus-generated")
+    commands = {entry: _generate_commands(entry, out / entry.stem) for entry in CORPUS_GENERATES}
+    results = iter(run_limited_each([argv for entry in CORPUS_GENERATES for argv in commands[entry]]))
+    return {entry: [(argv, next(results)) for argv in commands[entry]] for entry in CORPUS_GENERATES}
+
+
+@pytest.mark.parametrize("entry", CORPUS_ENTRIES, ids=lambda p: p.name)
+def test_corpus_input_ends_in_diagnostics(entry, corpus_validated):
+    """Every crash ever found, through `hwspec validate` under the memory limit."""
+    status, out, err = corpus_validated[entry]
+    assert status in (1, 2), out[-2000:] + err[-2000:]
+    assert "Traceback" not in err and "error[" in out, err[-3000:]
+
+
+@pytest.mark.parametrize("entry", CORPUS_GENERATES, ids=lambda p: p.name)
+def test_corpus_platform_generates(entry, corpus_generated):
+    """Inputs that validate and once crashed `generate` or `roofline`: both now succeed."""
+    for argv, (status, _, err) in corpus_generated[entry]:
+        assert status == 0 and "Traceback" not in err, f"{argv}\n{err[-3000:]}"

@@ -11,9 +11,9 @@ import pytest
 
 from hwspec.cli.commands import main
 from hwspec.live.xmlread import parse_xml
+from tests.shared_data import REAL_MACHINES as REAL
 
 HERE = Path(__file__).resolve().parent
-REAL = HERE.parents[1] / "shared" / "data" / "real-machines"
 DUMPS = sorted([*HERE.glob("data/*.xml"), *HERE.glob("data/live/*.nccl.xml"), *HERE.glob("data/live/*.rccl.xml"),
                 *REAL.glob("*.nccl.xml"), *REAL.glob("*.rccl.xml"), *REAL.glob("*/nccl-*-dump.xml")])
 
@@ -35,6 +35,7 @@ def stated_gdr(path: Path) -> dict[tuple[str, str], str]:
     return out
 
 
+@pytest.mark.slow  # imports, validates and generates every NCCL/RCCL dump (about 35)
 @pytest.mark.parametrize("dump", DUMPS, ids=lambda p: p.name)
 def test_generated_gdr_equals_the_inputs_gdr_per_gpu_and_port(dump, tmp_path, capsys):
     stated = stated_gdr(dump)

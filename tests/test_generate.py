@@ -36,6 +36,7 @@ def full_plan() -> dict[str, str]:
     return plan
 
 
+@pytest.mark.slow  # hwspec processes under other hash seeds
 def test_plans_are_deterministic_across_runs_and_hash_seeds(tmp_path):
     first, second = full_plan(), full_plan()
     assert first == second

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hwspec.generate.engine import write_plan
 from hwspec.generate.writer import JOURNAL, recover
 
@@ -86,6 +88,7 @@ def test_a_journal_naming_what_hwspec_did_not_make_removes_nothing(tmp_path):
                                                                                           "health/check.sh": "#!/bin/sh\nexit 0\n"}
 
 
+@pytest.mark.slow  # a hwspec process, killed
 def test_a_killed_runs_staging_directory_is_removed_by_the_next_run(tmp_path):
     out = tmp_path / "out"
     write_plan(OLD, out)
@@ -95,6 +98,7 @@ def test_a_killed_runs_staging_directory_is_removed_by_the_next_run(tmp_path):
     assert hidden(out) == [] and tree(out / "p")["nccl.conf"] == "NCCL_A=1\n"
 
 
+@pytest.mark.slow  # a hwspec process, killed
 def test_a_killed_runs_parked_old_set_is_put_back_by_the_next_run(tmp_path):
     out = tmp_path / "out"
     write_plan(OLD, out)

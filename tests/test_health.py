@@ -28,6 +28,7 @@ from hwspec.diagnostics import Diagnostic, Severity
 from hwspec.diagnostics.report import SUMMARY_LIMIT, prometheus, summary
 from hwspec.live.health import device_of
 from tests import test_consumer_slurm
+from tests.cli import run_hwspec
 from tests.consumers import HWSPEC, ROOT, loopback_slurm_conf
 from tests.test_consumer_slurm import slurmctld
 
@@ -152,9 +153,7 @@ def test_an_unchecked_node_has_check_ok_0_and_drift_0(capsys, tmp_path) -> None:
 def install(tmp: Path, platform: Path = ZIONEX) -> Path:
     """`platform` generated with its install root at `tmp` and installed there as
     `platform.yaml`. Returns the platform's install dir; `replay` says what its scripts compare."""
-    result = subprocess.run([*HWSPEC, "generate", str(platform), "-o", str(tmp), "--no-svg", "--install-root", str(tmp)],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    result = run_hwspec("generate", str(platform), "-o", str(tmp), "--no-svg", "--install-root", str(tmp), cwd=ROOT)
     assert result.returncode == 0, result.stderr
     installed = tmp / "zionex"
     shutil.copy(platform, installed / "platform.yaml")
@@ -181,6 +180,7 @@ def run_plugin(plugin: Path, cwd: Path = ROOT) -> tuple[int, str]:
     return result.returncode, result.stdout
 
 
+@pytest.mark.slow  # runs the NPD plugin three times, each running hwspec
 def test_the_npd_plugin_prints_one_line_and_exits_as_npd_expects(tmp_path) -> None:
     installed = install(tmp_path)
     plugin = installed / "health" / "npd-plugin.sh"
@@ -206,6 +206,7 @@ def test_without_hwspec_input_the_scripts_check_this_machine_with_live_and_the_s
     assert seen.read_text() == f"[diff][{installed}/platform.yaml][--live][--sysfs-root=/captures/n 1][--format=json][--node=-n1]"
 
 
+@pytest.mark.slow  # runs the NPD plugin, which runs hwspec
 def test_hostile_input_paths_reach_hwspec_as_one_argument_and_run_nothing(tmp_path) -> None:
     installed = install(tmp_path)
     hostile = "-$(touch PWNED); `touch PWNED` *'\".xml"
@@ -217,6 +218,7 @@ def test_hostile_input_paths_reach_hwspec_as_one_argument_and_run_nothing(tmp_pa
     assert not (tmp_path / "PWNED").exists()
 
 
+@pytest.mark.slow  # a hwspec process
 def test_a_platform_named_with_shell_text_is_a_located_e110_and_nothing_is_generated(tmp_path) -> None:
     hostile = tmp_path / "hostile.yaml"
     hostile.write_text(ZIONEX.read_text().replace("\nname: zionex\n", '\nname: "zx$(touch PWNED);`id`"\n', 1))
@@ -230,6 +232,7 @@ def test_a_platform_named_with_shell_text_is_a_located_e110_and_nothing_is_gener
     assert not (tmp_path / "out").exists() and not (tmp_path / "PWNED").exists()
 
 
+@pytest.mark.slow  # runs the installed checks
 def test_a_hostile_platform_path_reaches_the_scripts_in_comments_only_and_runs_nothing(tmp_path) -> None:
     where = tmp_path / "we ird\n$(touch PWNED);`touch PWNED`'\""
     where.mkdir()
@@ -243,8 +246,8 @@ def test_a_hostile_platform_path_reaches_the_scripts_in_comments_only_and_runs_n
     assert not (tmp_path / "PWNED").exists()
 
 
-def test_the_npd_config_meets_npds_schema_and_its_validate_rules(tmp_path) -> None:
-    config = json.loads((install(tmp_path) / "health" / "npd-config.json").read_text())
+def test_the_npd_config_meets_npds_schema_and_its_validate_rules(installed_zionex) -> None:
+    config = json.loads((installed_zionex / "health" / "npd-config.json").read_text())
     jsonschema.validate(config, json.loads(NPD_SCHEMA.read_text()))
     # CustomPluginConfig.Validate(): plugin "custom", rule timeouts within the global one, and
     # each permanent rule's condition among the default conditions
@@ -252,28 +255,28 @@ def test_the_npd_config_meets_npds_schema_and_its_validate_rules(tmp_path) -> No
     assert all(rule["timeout"] == config["pluginConfig"]["timeout"] for rule in config["rules"])
     assert {r["condition"] for r in config["rules"] if r["type"] == "permanent"} <= {c["type"] for c in config["conditions"]}
     # the rule's path is inside NPD's container, where the DaemonSet mounts the host's root at /host
-    assert config["rules"][0]["path"] == f"/host{tmp_path}/zionex/health/npd-plugin.sh"
+    assert config["rules"][0]["path"] == f"/host{installed_zionex}/health/npd-plugin.sh"
 
 
 @pytest.mark.parametrize(("mistake", "where"), [
     ({"plugin": "kmsg"}, "plugin"), ({"pluginConfig": {"invoke_intervall": "300s"}}, "pluginConfig"),
     ({"rules": [{"type": "permanent", "reason": "R", "path": "/p"}]}, "rules/0"),
     ({"pluginConfig": {"timeout": "60 seconds"}}, "pluginConfig/timeout")])
-def test_the_npd_schema_refuses_what_npd_would_refuse_or_ignore(tmp_path, mistake, where) -> None:
-    config = {**json.loads((install(tmp_path) / "health" / "npd-config.json").read_text()), **mistake}
+def test_the_npd_schema_refuses_what_npd_would_refuse_or_ignore(installed_zionex, mistake, where) -> None:
+    config = {**json.loads((installed_zionex / "health" / "npd-config.json").read_text()), **mistake}
     with pytest.raises(jsonschema.ValidationError) as error:
         jsonschema.validate(config, json.loads(NPD_SCHEMA.read_text()))
     assert "/".join(map(str, error.value.absolute_path)) == where
 
 
-def test_the_npd_daemonset_runs_npd_with_the_hwspec_config_on_the_platforms_nodes(tmp_path) -> None:
-    documents = list(yaml.safe_load_all((install(tmp_path) / "health" / "npd-daemonset.yaml").read_text()))
+def test_the_npd_daemonset_runs_npd_with_the_hwspec_config_on_the_platforms_nodes(installed_zionex) -> None:
+    documents = list(yaml.safe_load_all((installed_zionex / "health" / "npd-daemonset.yaml").read_text()))
     assert [(d["apiVersion"], d["kind"]) for d in documents] == [
         ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("apps/v1", "DaemonSet")]
     pod = documents[2]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert pod["nodeSelector"] == {"topology.hwspec.io/platform": "zionex"}
-    assert f"--config.custom-plugin-monitor=/host{tmp_path}/zionex/health/npd-config.json" in container["command"]
+    assert f"--config.custom-plugin-monitor=/host{installed_zionex}/health/npd-config.json" in container["command"]
     assert {"name": "HWSPEC_HOST_ROOT", "value": "/host"} in container["env"]
     assert pod["volumes"] == [{"name": "host", "hostPath": {"path": "/", "type": "Directory"}}]
     assert documents[2]["spec"]["selector"]["matchLabels"] == documents[2]["spec"]["template"]["metadata"]["labels"]
@@ -294,8 +297,7 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("reports")
     made = {}
     for name, dump in (("clean", CLEAN), ("drift", GPU_X8), ("unchecked", Path("no-such-dump.xml"))):
-        result = subprocess.run([*HWSPEC, "diff", str(ZIONEX), str(dump), "--format", "json", "--node", "n1"],
-                                capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        result = run_hwspec("diff", str(ZIONEX), str(dump), "--format", "json", "--node", "n1", cwd=ROOT)
         made[name] = out / f"{name}.json"
         made[name].write_text(result.stdout)
     made["cut"] = out / "cut.json"  # a drift report whose writer died half-way
@@ -369,6 +371,7 @@ def test_the_slurm_health_check_acts_only_on_what_the_report_says(case, reports,
     assert (calls.read_text().splitlines() if calls.exists() else [], result.returncode) == (updates, exit_status), result.stderr
 
 
+@pytest.mark.slow  # runs the installed check, which runs hwspec
 def test_a_pcie_link_that_is_down_drains_the_node(installed_zionex, tmp_path) -> None:
     """The real hwspec on a captured tree whose GPU 0 link never trained (tests/data/sysfs)."""
     calls = stub_node(tmp_path, installed_zionex, Path("/dev/null"), 0, "IDLE")
@@ -616,6 +619,7 @@ def both_checks(installed: Path, tmp: Path) -> list[tuple[int, str, int, str]]:
     return outcomes
 
 
+@pytest.mark.slow  # installs a site checkout and runs both health checks, each running hwspec
 def test_docs_install_block_installs_a_platform_with_site_parts_that_both_checks_validate(tmp_path) -> None:
     etc = tmp_path / "etc-hwspec"
     repo = site_checkout(tmp_path, etc)
@@ -630,6 +634,7 @@ def test_docs_install_block_installs_a_platform_with_site_parts_that_both_checks
     assert "n1 differs from its spec: draining it: hwspec: D105 gpu3" in x8[3]
 
 
+@pytest.mark.slow  # installs a site checkout and runs both health checks, each running hwspec
 def test_an_install_without_the_bundled_parts_says_which_part_it_lacks(tmp_path) -> None:
     etc = tmp_path / "etc-hwspec"
     repo = site_checkout(tmp_path, etc)
@@ -643,6 +648,7 @@ def test_an_install_without_the_bundled_parts_says_which_part_it_lacks(tmp_path)
                                             f"(nothing changed): {lacks}\n")
 
 
+@pytest.mark.slow  # runs the installed check, which runs hwspec
 def test_docs_replay_block_runs_the_check_on_a_capture(tmp_path) -> None:
     installed = install(tmp_path)
     block = docs_block("HWSPEC_INPUT=").replace("/etc/hwspec/", f"{tmp_path}/")
@@ -651,6 +657,7 @@ def test_docs_replay_block_runs_the_check_on_a_capture(tmp_path) -> None:
     assert result.stdout == f"hwspec: {summary_of(installed, GPU_X8)}\n"
 
 
+@pytest.mark.slow  # runs the installed check, which runs hwspec
 def test_docs_nhc_line_runs_the_check_nhc_expects_exit_0_from(tmp_path) -> None:
     installed = install(tmp_path)
     line = docs_block("* || check_cmd_status").strip()

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hwspec.pipeline import rule_directories
 from hwspec.rules import load_rules
 
@@ -30,6 +32,7 @@ class _Planted:
         return (open, (self.marker, "w"))
 
 
+@pytest.mark.slow  # a hwspec process
 def test_a_planted_template_cache_entry_does_not_run(tmp_path: Path) -> None:
     """jinja2's FileSystemBytecodeCache keeps `_jinja2-cache-<uid>` under $TMPDIR and unpickles
     each entry before it checks it: an entry planted for every built-in template would run in

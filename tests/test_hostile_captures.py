@@ -200,6 +200,7 @@ def test_a_capture_holds_its_staging_copys_lock_while_it_writes(tmp_path, monkey
     assert seen == ["held"]
 
 
+@pytest.mark.slow  # writes 25,000 links
 def test_a_tree_past_the_file_limit_is_refused_when_its_pci_directory_is_listed(tmp_path, capsys, monkeypatch):
     """40,000 PCI functions took 15-28 s to read before the capture was refused."""
     tree = good_copy(tmp_path)

@@ -18,6 +18,7 @@ from hwspec.formats.limits import GenerationError
 from hwspec.generate.engine import plan_for
 from hwspec.generate.registry import builtin_generators
 from hwspec.rules import load_rules
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 MINIMAL = ROOT / "tests" / "fixtures" / "spec" / "minimal_node.yaml"
@@ -56,6 +57,7 @@ def test_a_label_value_that_is_not_utf8_is_written_visibly():
     assert prometheus_label("nod\u00e9\\\n") == '"nod\u00e9\\\\\\n"'  # UTF-8 text as it is: only the 3 escapes
 
 
+@pytest.mark.slow  # a hwspec process (its bytes on stdout)
 def test_the_exposition_of_a_non_utf8_node_and_spec_path_is_utf8(tmp_path):
     spec = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"spec\xfe.yaml")))
     spec.write_bytes((ROOT / "tests/data/sysfs/good-node.yaml").read_bytes())
@@ -79,8 +81,7 @@ WORKLOAD = ROOT / "workloads" / "model-a.yaml"
 
 
 def _hwspec(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hwspec", *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return run_hwspec(*args, cwd=cwd)
 
 
 def test_an_interface_list_past_nccls_value_limit_is_a_located_hw902_at_validate():

@@ -31,6 +31,7 @@ def nvml_text(gpus: int) -> str:
     return '{"nvml": 1, "gpus": [\n' + (",\n" + padding).join(ESCAPED_GPU % (0x10 + i) for i in range(gpus)) + "\n]}\n"
 
 
+@pytest.mark.slow  # grows the file to show its reader linear
 def test_escaped_bus_ids_of_nvml_answers_are_located_in_time_linear_in_the_file():
     assert grows_linearly(lambda gpus: nvml.parse(nvml_text(gpus).encode(), "nvml.json", Machine()), 16, 64)
 
@@ -63,6 +64,7 @@ def matrix_xml(indexes: int, separator: str) -> str:
 """
 
 
+@pytest.mark.slow  # reads a matrix of tens of MB
 @pytest.mark.parametrize("separator", [" ", "\n"], ids=["spaces", "line-breaks"])
 def test_the_nvlink_matrix_is_read_in_memory_a_few_times_its_size(separator):
     """32 MB of matrix took 1.3 GB (a tuple, a text and an element reference a value)."""

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from hwspec import hostlist
 from hwspec.hostlist import compress, compress_in_order, expand
+from tests.examples import pinned
 
 
 @pytest.mark.parametrize("hosts, expression", [
@@ -26,7 +27,7 @@ def test_compress_matches_slurm_syntax(hosts, expression):
     assert expand(expression) == hosts
 
 
-@settings(derandomize=True, database=None, max_examples=200)
+@settings(derandomize=True, database=None, max_examples=pinned(200))
 @given(st.sets(st.integers(0, 999), min_size=1, max_size=60), st.sampled_from(["n", "zx-", "rack1-n"]), st.integers(0, 4))
 def test_expand_inverts_compress(numbers, prefix, width):
     hosts = [f"{prefix}{n:0{width}d}" for n in sorted(numbers)]
@@ -44,14 +45,14 @@ host_names = st.lists(st.builds("{}{}{}".format, st.sampled_from(["n", "zx-", "a
                                 st.sampled_from(["", "-ib", "b", "x9", ",", "[x]"])), max_size=30)
 
 
-@settings(derandomize=True, database=None, max_examples=400)
+@settings(derandomize=True, database=None, max_examples=pinned(400))
 @given(host_names)
 def test_fast_path_compresses_as_the_per_host_path(hosts):
     hostlist._compress.cache_clear()
     assert compress(hosts) == per_host(hosts)
 
 
-@settings(derandomize=True, database=None, max_examples=400)
+@settings(derandomize=True, database=None, max_examples=pinned(400))
 @given(host_names)
 def test_compress_in_order_is_given_exactly_when_expand_gives_the_list_back(hosts):
     hostlist._compress.cache_clear()
@@ -76,6 +77,7 @@ def test_compress_in_order_refuses_what_expands_in_another_order(hosts, in_order
     assert compress_in_order(hosts) == in_order
 
 
+@pytest.mark.slow  # 100,000 hosts
 def test_hostlists_stay_one_range_past_100000_hosts():
     hosts = [f"zx{i:05}" for i in range(131_072)]  # zx00000 ... zx99999, zx100000 ... zx131071
     assert hostlist._families_fast(hosts) is not None  # split into runs, not host by host
@@ -91,7 +93,7 @@ def test_a_host_with_a_line_break_takes_the_per_host_path():
     assert compress(["a1\nb2", "c3"]) == per_host(["a1\nb2", "c3"]) == "a1\nb2,c3"
 
 
-@settings(derandomize=True, database=None, max_examples=300)
+@settings(derandomize=True, database=None, max_examples=pinned(300))
 @given(st.lists(st.integers(0, 1200), min_size=2, max_size=40), st.sampled_from(["n", "zx-", "a1b", "", "r7-"]),
        st.sampled_from(["", "-ib", "b"]), st.lists(st.integers(0, 4), min_size=1, max_size=3))
 def test_one_family_compresses_as_the_per_host_path(numbers, prefix, suffix, widths):
@@ -100,14 +102,14 @@ def test_one_family_compresses_as_the_per_host_path(numbers, prefix, suffix, wid
     assert compress(hosts) == per_host(hosts)
 
 
-@settings(derandomize=True, database=None, max_examples=400)
+@settings(derandomize=True, database=None, max_examples=pinned(400))
 @given(host_names, st.integers(0, 30), st.integers(0, 30))
 def test_host_index_slices_compress_as_the_slice_itself(hosts, start, stop):
     index = hostlist.HostIndex(hosts)
     assert index.compress(range(start, stop)) == (compress(hosts[start:stop]) if start < stop else "")
 
 
-@settings(derandomize=True, database=None, max_examples=200)
+@settings(derandomize=True, database=None, max_examples=pinned(200))
 @given(st.lists(st.integers(0, 1200), min_size=1, max_size=40), st.sampled_from(["n", "zx-"]),
        st.lists(st.integers(0, 4), min_size=1, max_size=3), st.integers(0, 40), st.integers(0, 40))
 def test_host_index_slices_of_one_family_compress_as_the_slice_itself(numbers, prefix, widths, start, stop):
@@ -115,13 +117,13 @@ def test_host_index_slices_of_one_family_compress_as_the_slice_itself(numbers, p
     assert hostlist.HostIndex(hosts).compress(range(start, stop)) == (compress(hosts[start:stop]) if start < stop else "")
 
 
-@settings(derandomize=True, database=None, max_examples=400)
+@settings(derandomize=True, database=None, max_examples=pinned(400))
 @given(host_names, st.integers(0, 30), st.integers(0, 30))
 def test_host_index_says_in_order_as_the_slice_itself(hosts, start, stop):
     assert hostlist.HostIndex(hosts).compress_in_order(range(start, stop)) == compress_in_order(hosts[start:stop])
 
 
-@settings(derandomize=True, database=None, max_examples=400)
+@settings(derandomize=True, database=None, max_examples=pinned(400))
 @given(host_names, st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=4))
 def test_host_index_says_spans_in_order_as_their_hosts_one_after_the_other(hosts, bounds):
     spans = [range(start, stop) for start, stop in bounds]

@@ -15,6 +15,7 @@ from hwspec.diagnostics import HwspecError
 from hwspec.generate.engine import plan_for
 from hwspec.model.load import load_platform
 from hwspec.topology import topology_of
+from tests.shared_data import REAL_MACHINES as REAL
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rules" / "unknown_facts.yaml"
 BASE = FIXTURE.read_text()
@@ -87,7 +88,6 @@ def test_a_catalogue_may_not_define_a_part_called_unknown(tmp_path):
 
 # ------------------------------------------------------------------ import: the draft says only what the input says
 
-REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
 REAL_FILES = sorted([*REAL.glob("*.xml"), *REAL.glob("*.txt")]) if REAL.is_dir() else []
 LIVE = Path(__file__).resolve().parent / "data" / "live"
 
@@ -149,6 +149,7 @@ def differing_trusted_attributes(source: str, generated: str) -> list[str]:
     return differing
 
 
+@pytest.mark.slow  # imports, validates and diffs every real dump
 @pytest.mark.skipif(not REAL_FILES, reason="../shared/data/real-machines is absent")
 @pytest.mark.parametrize("source", REAL_FILES, ids=lambda p: p.name)
 def test_a_real_dump_drafts_only_parts_its_ids_name_and_validates_and_diffs_clean(tmp_path, capsys, source):

@@ -5,17 +5,17 @@ HWSPEC_DIR, the comments); nothing keeps pointing at /etc/hwspec."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _generate(out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hwspec", "generate", "platforms/zionex.yaml", "platforms/zionex-16.yaml",
-                           "-o", str(out), "--no-svg", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run_hwspec("generate", "platforms/zionex.yaml", "platforms/zionex-16.yaml", "-o", str(out), "--no-svg", *args, cwd=ROOT)
 
 
 def test_every_generated_path_follows_the_install_root(tmp_path: Path) -> None:

@@ -264,6 +264,7 @@ def generator_code(modules: list[str]) -> list[str]:
     return [m for m in modules if m == "jinja2" or m.startswith(("hwspec.generate", "jinja2."))]
 
 
+@pytest.mark.slow  # a fresh interpreter per case
 @pytest.mark.parametrize("paths", [["platforms/zionex.yaml"], ["platforms"]], ids=["zionex", "every-shipped-platform"])
 def test_validate_imports_no_generator_code(paths: list[str]) -> None:
     """The generation rules read the generators' limits from hwspec.formats: `validate` loads
@@ -274,6 +275,7 @@ def test_validate_imports_no_generator_code(paths: list[str]) -> None:
     assert generator_code(modules) == []
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_generate_check_does_import_the_generators() -> None:
     """What the test above looks for is what generating loads."""
     rc, modules = modules_after(["generate", "--check", "--no-svg", "platforms/zionex.yaml"])
@@ -289,6 +291,7 @@ def run_python(code: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_a_platform_s_topology_is_built_once_by_topology_of_and_the_model_has_no_hook_for_it() -> None:
     """The model does not import the topology layer and has no `.topology`: a platform loaded
     with only the model imported has none, and `topology_of` builds it on the first call, the
@@ -309,6 +312,7 @@ def test_a_platform_s_topology_is_built_once_by_topology_of_and_the_model_has_no
     ]
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_platforms_from_hwspec_testing_have_their_topology() -> None:
     """docs/property-testing.md's property test reads `topology_of(platform).children` of
     node_platforms()' platforms, with nothing but hwspec.testing and hwspec.rules imported."""

@@ -79,6 +79,7 @@ def inputs_of(shape: str, inputs: str) -> list[Path]:
 # ------------------------------------------------------------------ import
 
 
+@pytest.mark.slow  # imports and validates every sample
 @pytest.mark.parametrize("inputs", INPUT_SETS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_draft_of_every_sample_validates_and_matches_its_input(shape, inputs, tmp_path):
@@ -353,6 +354,7 @@ def test_the_committed_samples_are_what_make_samples_writes():
         assert (LIVE / name).read_text() == text, f"{name} is stale: run tests/data/live/make_samples.py"
 
 
+@pytest.mark.slow  # runs the page's commands as a shell does, each running hwspec
 def test_the_sample_commands_of_docs_live_run_as_written(tmp_path):
     body = (ROOT / "docs" / "live.md").read_text().split("\n### The samples\n", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```sh\n(.*?)```", body, re.DOTALL)
@@ -398,6 +400,7 @@ def test_fold_writes_regular_runs_as_repeat_blocks_people_would_write():
     assert fold([{"id": "gpu0"}, {"id": "gpu1"}]) == [{"id": "gpu0"}, {"id": "gpu1"}]  # two entries read better written out
 
 
+@pytest.mark.slow  # folds 2,000 entries to show the fold linear
 def test_fold_is_linear_on_irregular_lists():
     import random
     import time

@@ -15,6 +15,7 @@ from hwspec.live.inputs import read_input
 from hwspec.live.merge import read_inputs
 from hwspec.live.observed import FATAL_INPUT_CODES, NVSWITCH, Machine
 from tests.cpu_time import grows_linearly
+from tests.examples import pinned
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVE = ROOT / "tests/data/live"
@@ -214,7 +215,7 @@ def test_every_truncation_of_every_sample_gives_located_diagnostics_never_a_trac
             assert d.file == sample.name and d.line >= 1 and d.col >= 1, (cut, d)
 
 
-@settings(max_examples=60)
+@settings(max_examples=pinned(60))
 @given(st.sampled_from(SAMPLES), st.data())
 def test_mutated_samples_never_raise(sample, data):
     """Random byte changes anywhere in a sample: each parser reports, never raises."""
@@ -228,6 +229,7 @@ def test_mutated_samples_never_raise(sample, data):
     assert all(d.line >= 0 for d in m.problems)
 
 
+@pytest.mark.slow  # grows each input to show its reader linear (seconds of CPU)
 def test_parsing_is_linear_in_the_input(tmp_path):
     """A flat file of 20,000 bridges parses in well under a second per 10,000 (no quadratic step)."""
     def body(n: int) -> str:

@@ -4,8 +4,10 @@ refused cleanly, and the CI machine itself imported and diffed live."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,9 +79,7 @@ def test_sub_numa_clustering_turned_on_is_found_as_the_extra_nodes_and_the_split
 
 
 def test_a_port_that_is_down_is_a_d112_at_the_nic_device_line(tmp_path, capsys):
-    tree = tmp_path / "tree"
-    subprocess.run([sys.executable, str(TREES / "build.py"), str(tmp_path)], check=True)
-    (tmp_path / "good").rename(tree)
+    tree = good_copy(tmp_path)
     state = next(tree.glob("sys/devices/pci0000:80/**/mlx5_1/ports/1/state"))
     state.write_text("1: DOWN\n")
     assert main(["diff", SPEC, "--sysfs-root", str(tree), "--format", "github"]) == 1
@@ -87,8 +87,12 @@ def test_a_port_that_is_down_is_a_d112_at_the_nic_device_line(tmp_path, capsys):
     assert "line=110,col=11,title=D112 nic-port::nic1: port 1 of mlx5_1 is up in the spec, but not up in the machine" in out
 
 
+@pytest.mark.slow  # writes all eight synthetic trees
 def test_the_committed_trees_are_what_build_py_writes(tmp_path):
-    subprocess.run([sys.executable, str(TREES / "build.py"), str(tmp_path)], check=True)
+    spec = importlib.util.spec_from_file_location("sysfs_build", ROOT / TREES / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    build.main(tmp_path)
     for tree in ("good", "gpu-x8", "nvlink-down", "nic-moved", "snc-on", "hca-port-missing", "gpu-link-down", "nvswitch-board"):
         assert snapshot(tmp_path / tree) == snapshot(TREES / tree), tree
 
@@ -104,6 +108,7 @@ def snapshot(root: Path) -> dict[str, str | bytes]:
 # ------------------------------------------------------------ the CI machine itself, and capture
 
 
+@pytest.mark.slow  # two hwspec processes on this machine
 def test_the_ci_machine_is_imported_live_and_its_draft_diffs_live_clean(tmp_path):
     drafted = hwspec("import", "--live", "-o", "node.yaml", cwd=tmp_path)
     assert drafted.returncode == 0, drafted.stderr
@@ -113,6 +118,7 @@ def test_the_ci_machine_is_imported_live_and_its_draft_diffs_live_clean(tmp_path
     assert checked.stderr.endswith("hwspec: node.yaml against this machine (/): the machine matches its spec\n")
 
 
+@pytest.mark.slow  # three hwspec processes on this machine
 def test_a_capture_of_this_machine_replays_as_the_live_read_and_holds_only_links_inside_it(tmp_path):
     assert hwspec("capture", "cap", cwd=tmp_path).returncode == 0
     assert hwspec("import", "--live", "-o", "node.yaml", cwd=tmp_path).returncode == 0
@@ -126,8 +132,8 @@ def test_a_capture_of_this_machine_replays_as_the_live_read_and_holds_only_links
 
 def test_capture_of_a_capture_is_the_same_capture_with_its_nvml_answers(tmp_path):
     assert main(["capture", str(tmp_path / "again"), "--sysfs-root", str(TREES / "nvlink-down")]) == 0
-    assert snapshot(tmp_path / "again") == {k: v for k, v in snapshot(TREES / "nvlink-down").items()
-                                            if k in snapshot(tmp_path / "again")}
+    again = snapshot(tmp_path / "again")
+    assert again == {k: v for k, v in snapshot(TREES / "nvlink-down").items() if k in again}
     assert (tmp_path / "again" / "nvml.json").read_bytes() == (TREES / "nvlink-down" / "nvml.json").read_bytes()
 
 
@@ -153,7 +159,8 @@ def test_diff_needs_live_files_or_live_and_not_both(args, message, capsys):
 
 
 def good_copy(tmp_path: Path) -> Path:
-    subprocess.run([sys.executable, str(TREES / "build.py"), str(tmp_path)], check=True)
+    """A copy of the committed `good` tree, to break (what build.py writes: test_the_committed_trees_are_what_build_py_writes)."""
+    shutil.copytree(ROOT / TREES / "good", tmp_path / "good", symlinks=True)
     return tmp_path / "good"
 
 
@@ -304,6 +311,7 @@ def docs_blocks(kind: str) -> list[str]:
     return re.findall(rf"^```{kind}\n(.*?)^```$", (ROOT / "docs" / "live.md").read_text(), re.M | re.S)
 
 
+@pytest.mark.slow  # runs the page's blocks in a shell, each running hwspec on this machine
 def test_the_live_and_capture_examples_of_docs_live_md_run_clean_on_this_machine(tmp_path):
     live, capture, *_ = docs_blocks("sh")  # the first two; the fault example is the last
     for block in (live, capture):
@@ -313,6 +321,7 @@ def test_the_live_and_capture_examples_of_docs_live_md_run_clean_on_this_machine
     assert (tmp_path / "node.yaml").is_file() and (tmp_path / "node-capture" / "proc" / "cpuinfo").is_file()
 
 
+@pytest.mark.slow  # runs the page's command in a shell, running hwspec
 def test_the_fault_example_of_docs_live_md_prints_what_the_page_shows():
     *_, fault = docs_blocks("sh")
     result = subprocess.run(["bash", "-c", fault], cwd=ROOT, capture_output=True, text=True, timeout=60,

@@ -4,14 +4,11 @@ device with no NUMA locality is not put on NUMA node 0."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from hwspec.live.lstopo import parse
 from hwspec.live.observed import Link, Machine
-
-REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
+from tests.shared_data import REAL_MACHINES as REAL
 
 
 def lstopo(devices: str, nodesets: str = "0x00000001", numa: str = "") -> Machine:

@@ -14,8 +14,8 @@ from hwspec.live.lstopo import parse
 from hwspec.live.observed import CPU, NVSWITCH, Machine
 from hwspec.model.load import load_platform
 from tests.cpu_time import grows_linearly
+from tests.shared_data import REAL_MACHINES as REAL
 
-REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
 P100 = "0302 [10de:15f9] [10de:116b] a1"
 V100 = "0302 [10de:1db1] [10de:1212] a1"
 NVSWITCH_TYPE = "0680 [10de:1af1] [10de:1712] a1"
@@ -191,6 +191,7 @@ def test_a_file_without_the_matrix_lists_no_nvlinks():
     assert machine.nvlinks == [] and "nvlinks" not in machine.listed
 
 
+@pytest.mark.slow  # grows the matrix to show its reader linear (seconds of CPU)
 def test_reading_the_matrix_grows_linearly_with_its_values():
     def run(n: int) -> None:
         devices = "".join(f'<object type="PCIDev" gp_index="1{i:04}" pci_busid="0000:{i // 32:02x}:{i % 32:02x}.0" '

@@ -7,14 +7,13 @@ value verbatim after it, cut to 1023 characters, and never override (setenv(...,
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hwspec.generate.engine import GenerationError
 from hwspec.generate.launch import nccl_conf_text
+from tests.cli import run_hwspec
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFS = sorted((ROOT / "generated").rglob("nccl.conf"))
@@ -80,8 +79,7 @@ def test_a_platform_path_with_an_equals_sign_stays_a_comment(tmp_path: Path) -> 
     odd.parent.mkdir()
     shutil.copy(source, odd)
     shutil.copytree(ROOT / "src/hwspec/data/parts", odd.parent / "parts")
-    result = subprocess.run([sys.executable, "-m", "hwspec", "generate", str(odd), "-o", str(tmp_path / "out"), "--no-svg"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = run_hwspec("generate", str(odd), "-o", str(tmp_path / "out"), "--no-svg", cwd=ROOT)
     assert result.returncode == 0, result.stderr
     text = (tmp_path / "out" / "zionex" / "nccl.conf").read_text()
     assert "site%3Da" in text

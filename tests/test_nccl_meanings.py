@@ -15,10 +15,10 @@ from hwspec.live.merge import read_inputs
 from hwspec.live.nccl import verbs_ports
 from hwspec.live.observed import Location, Nic, NicPort
 from hwspec.live.xmlread import parse_xml
+from tests.shared_data import REAL_MACHINES as REAL
 
 HERE = Path(__file__).resolve().parent
 LIVE = HERE / "data" / "live"
-REAL = HERE.parents[1] / "shared" / "data" / "real-machines"
 SHARED_BUS = LIVE / "rdma-devices-sharing-a-bus.nccl.xml"
 
 NCCL_LANE_RATE = {"2.5 GT/s": 15, "5 GT/s": 30, "8 GT/s": 60, "16 GT/s": 120, "32 GT/s": 240, "2.5 GT/s PCIe": 15,
@@ -49,6 +49,7 @@ def pci_links(path: Path) -> dict[str, float]:
 DUMPS = sorted([*LIVE.glob("*.nccl.xml"), *HERE.glob("data/*.xml"), *REAL.glob("*.nccl.xml"), *REAL.glob("*/nccl-*-dump.xml")])
 
 
+@pytest.mark.slow  # imports and generates every NCCL dump (about 30)
 @pytest.mark.parametrize("dump", DUMPS, ids=lambda p: p.name)
 def test_nccl_reads_every_link_of_the_dump_the_same_from_hwspecs_file(dump, tmp_path, capsys):
     draft = tmp_path / "node.yaml"

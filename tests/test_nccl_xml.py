@@ -16,6 +16,7 @@ from hwspec.formats.nccl_tree import cpumap, net_speed
 from hwspec.generate.engine import GenerationError, plan_for
 from hwspec.pipeline import check
 from hwspec.topology import topology_of
+from tests.examples import pinned
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
@@ -395,7 +396,7 @@ _ATTRIBUTES = st.lists(st.tuples(st.sampled_from(["id", "busid", "x", "id", "a" 
                                  st.sampled_from([" ", "  ", "\n", "\t"])), max_size=4)
 
 
-@settings(derandomize=True, database=None, max_examples=300)
+@settings(derandomize=True, database=None, max_examples=pinned(300))
 @given(st.lists(st.tuples(st.sampled_from(["system", "cpu", "pci", "gpu", "nvlink", "x.y", "a" * 255]), _ATTRIBUTES,
                           st.sampled_from([">", "/>", " >", " />"])), min_size=1, max_size=5))
 def test_the_one_step_tag_reader_reports_as_the_long_way(tags):

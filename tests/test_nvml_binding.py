@@ -22,10 +22,11 @@ from hwspec.cli.commands import main
 from hwspec.live import capture, nvml
 from tests.consumers import HWSPEC, ROOT
 from tests.nvml_library import GPU_IS_LOST, NOT_SUPPORTED, UNKNOWN, FakeNvmlLibrary, answers_of, installed
+from tests.shared_data import REAL_MACHINES
 
 pynvml = pytest.importorskip("pynvml", reason="nvidia-ml-py is in the test extra")
 BOARD = ROOT / "tests" / "data" / "sysfs" / "nvswitch-board"
-H200_VM = ROOT.parent / "shared" / "data" / "real-machines" / "h200-vm" / "capture"
+H200_VM = REAL_MACHINES / "h200-vm" / "capture"
 DEVICE_QUERIES = ("nvmlDeviceGetName", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetNvLinkState",
                   "nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetGpuFabricInfo")
 
@@ -183,6 +184,7 @@ def crashing_hwspec(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT / 'src'}"}
 
 
+@pytest.mark.slow  # a hwspec process per format, crashed
 @pytest.mark.parametrize("fmt", ["json", "prometheus", "sarif", "github", "text"])
 def test_the_hwspec_process_that_crashes_exits_2_and_its_report_says_unchecked(fmt, tmp_path):
     result = subprocess.run([*HWSPEC, "diff", "tests/data/sysfs/good-node.yaml", "--sysfs-root", "tests/data/sysfs/good",
@@ -205,6 +207,7 @@ def test_the_hwspec_process_that_crashes_exits_2_and_its_report_says_unchecked(f
         assert result.stdout == ""
 
 
+@pytest.mark.slow  # a hwspec process
 def test_hwspec_debug_shows_the_traceback(tmp_path):
     result = subprocess.run([*HWSPEC, "diff", "tests/data/sysfs/good-node.yaml", "--sysfs-root", "tests/data/sysfs/good"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -77,6 +77,7 @@ def test_import_output_the_os_refuses_is_one_e114_line(tmp_path, capsys):
     assert (status, err.splitlines()[-1]) == (2, f"hwspec: error[E114]: cannot write {tmp_path}/draft.yaml: is a directory")
 
 
+@pytest.mark.slow  # matplotlib (its import alone is half a second)
 @pytest.mark.parametrize("command", [["estimate", ZIONEX16, MODEL_A], ["diff", H100, "{result}"]], ids=["estimate", "diff"])
 def test_plot_output_the_os_refuses_is_one_e114_line(tmp_path, capsys, command):
     pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
@@ -110,6 +111,7 @@ def test_a_killed_commands_temporary_file_is_removed_by_its_next_run(tmp_path, c
     assert hidden(tmp_path) == [] and out.exists()
 
 
+@pytest.mark.slow  # matplotlib (its import alone is half a second)
 def test_a_killed_plots_temporary_file_is_removed_by_the_next_plot(tmp_path, capsys):
     pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
     plot = tmp_path / "estimate.svg"

@@ -15,9 +15,9 @@ from hwspec.live.identify import ids_assumed
 from hwspec.model.load import load_platform
 from hwspec.model.parts import load_catalogue
 from hwspec.topology import topology_of
+from tests.shared_data import REAL_MACHINES as REAL
 
 LIVE = Path(__file__).resolve().parent / "data" / "live"
-REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
 CATALOGUE = load_catalogue([content.builtin_dir("parts")])
 ID_KINDS = ("gpus", "nics", "pcie_switches")
 

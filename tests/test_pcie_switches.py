@@ -18,8 +18,7 @@ from hwspec.model.parts import load_catalogue
 from hwspec.perf.roofline import per_gpu
 from hwspec.testing import check_node_text, load_node_text
 from hwspec.topology import topology_of
-
-REAL = Path(__file__).resolve().parents[2] / "shared/data/real-machines"
+from tests.shared_data import REAL_MACHINES as REAL
 
 # A p5-like slice: a Gen5 switch (Broadcom PEX890xx) under a Gen4 root port, a Gen5 GPU and
 # NIC below it, a TCP ingestion NIC on the CPU listed before the RDMA NICs by bus id.

@@ -23,6 +23,7 @@ from hwspec.perf.planner import Choice, candidates, largest_first, plan, why, wi
 from hwspec.perf.platform_figures import figures
 from hwspec.pipeline import load_any
 from hwspec.topology import topology_of
+from tests.examples import pinned
 from tests.test_estimate import TINY
 
 HBM_ONLY = dataclasses.replace(TINY, hbm_capacity=1e6, ddr_capacity=0.0, ssd_capacity=0.0)
@@ -181,6 +182,7 @@ def test_the_paper_workloads_state_their_plans_so_planning_changes_nothing():
         assert plan(TINY, w, estimate_plan).workload == w
 
 
+@pytest.mark.slow  # plans the paper's workloads on 16 nodes (about 1.5 s of CPU each)
 @pytest.mark.parametrize("platform, name, kinds, qps_overlapped, qps_expected", [
     ("zionex-16", "model-a", ["table-wise"] * 4, 3.097e6, 1.417e6),
     ("zionex-16", "model-f", ["table-row-wise"], 2.338e6, 1.674e6),
@@ -209,7 +211,7 @@ def expected_seconds(figures, w) -> float | None:
         return None
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=pinned(40), deadline=None)
 @given(groups=st.lists(st.tuples(st.integers(1, 4), st.sampled_from([10, 3000, 20000, 60000]), st.sampled_from([2, 4, 8]),
                                  st.sampled_from([1, 5, 40])), min_size=1, max_size=3),
        one_node=st.booleans())
@@ -240,6 +242,7 @@ def test_a_group_of_more_identical_tables_than_gpus_may_split_table_wise_one_per
                                                                      ("many~table-row-wise", 5, "table-row-wise")]
 
 
+@pytest.mark.slow  # plans model-i on 16 nodes
 def test_model_i_on_16_zionex_nodes_splits_as_torchrec_does_128_table_wise_and_72_table_row_wise():
     # TorchRec 1.8's planner gives model-I's 200 identical tables on 128 GPUs one table-wise table per
     # GPU and the other 72 table-row-wise (the issue's check); hwspec's planner finds the same split.

@@ -22,6 +22,7 @@ def test_every_public_name_is_the_object_its_module_defines(name):
     assert name in dir(hwspec)
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_a_platform_from_the_public_loader_has_its_topology_in_a_fresh_interpreter():
     """The model cannot import the topology layer: `hwspec.topology_of` builds a loaded
     platform's topology with nothing else imported first."""

@@ -82,11 +82,14 @@ def test_shell_quick_start_test_command_is_what_ci_runs():
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None,
                     reason="mkdocs and its Material theme are not installed (pip install -e '.[docs]')")
 def test_shell_docs_build_command_is_what_ci_runs_and_builds_the_site(tmp_path):
-    """The Documentation section's command installs the `docs` extra and builds strict, as CI does."""
+    """The Documentation section's command installs the `docs` extra and builds strict, as CI does
+    (from a virtual environment of its own, .venv-docs, with nothing else in it)."""
     install, build = sh_block(".venv/bin/pip install -q -e '.[docs]'").split(" && ")
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert install in ci
-    assert f"NO_MKDOCS_2_WARNING=1 {build}".replace("--site-dir site", '--site-dir "$site_dir"') in ci
+    assert "python3 -m venv .venv-docs" in ci
+    assert install.replace(".venv/", ".venv-docs/") in ci
+    assert f"NO_MKDOCS_2_WARNING=1 {build}".replace("--site-dir site", '--site-dir "$site_dir"').replace(".venv/", ".venv-docs/") in ci
+    assert [line for line in ci if line.startswith(".venv-docs/bin/pip")] == [install.replace(".venv/", ".venv-docs/")]
     built = subprocess.run([sys.executable, "-m", "mkdocs", *build.split()[1:-1], str(tmp_path / "site")], cwd=ROOT,
                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-3000:]

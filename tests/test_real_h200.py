@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from hwspec.cli.commands import main
-from tests.consumers import ROOT
+from tests.shared_data import REAL_MACHINES
 
-MACHINE = ROOT.parent / "shared" / "data" / "real-machines" / "h200-vm"
+MACHINE = REAL_MACHINES / "h200-vm"
 CAPTURE, NCCL_DUMP = MACHINE / "capture", MACHINE / "nccl-2.28.9-dump.xml"
 pytestmark = pytest.mark.skipif(not CAPTURE.is_dir(), reason="the real H200 capture is not beside this checkout (../shared)")
 

@@ -756,7 +756,7 @@ def test_work_is_linear_in_the_lines() -> None:
     "all_reduce_perf " + "NCCL_" + "A" * 4 * 2**20 + "=1",
     "# Collective test starting: " + "x" * 4 * 2**20,
     "0: " * 2**20 + "#  size count busbw",
-    "#  size  busbw " + "algbw " * 700_000 + "\n" + "8 " * 2 * 2**20,
+    pytest.param("#  size  busbw " + "algbw " * 700_000 + "\n" + "8 " * 2 * 2**20, marks=pytest.mark.slow),  # a second of CPU
     "SUM a_ce " + "9" * 4 * 2**20,
     "#Rank " * 700_000 + "busbw",
     "nvbandwidth Version: " + "a:" * 2 * 2**20,
@@ -772,6 +772,7 @@ def test_a_4_mib_pathological_line_reads(line: str) -> None:
     assert calls[0] <= 100 + 2 * line.count(",")  # JSON: one look for each item's start
 
 
+@pytest.mark.slow  # reads 4 MiB of rows
 def test_4_mib_of_rows_reads() -> None:
     rows = "".join(f"{8 * index:>12}  {2 * index:>12}  float  sum  -1  1.00  1.00  1.00  0  1.00  1.00  1.00  0\n"
                    for index in range(1, 50_000))
@@ -780,6 +781,7 @@ def test_4_mib_of_rows_reads() -> None:
     assert problems(found) == [] and len(collective(found).rows) == 49_999
 
 
+@pytest.mark.slow  # reads a thousand bad rows
 def test_many_bad_rows_list_a_thousand_warnings() -> None:
     """200,000 rows of the wrong width: a thousand warnings and their count; the table's error still listed."""
     found = parse_text(HEADER + "1 1\n" * 200_000, "bad.txt")

@@ -201,6 +201,7 @@ def test_a_rule_module_that_fails_to_import_is_a_located_e900_in_the_sarif_repor
 # ---------------------------------------------------------------- 4, 5. what a rule leaves behind
 
 
+@pytest.mark.slow  # a hwspec process
 def test_an_atexit_handler_that_prints_cannot_corrupt_the_json_report(tmp_path: Path) -> None:
     site_rules(tmp_path / "rules", noisy='''
         import atexit
@@ -221,6 +222,7 @@ def test_an_atexit_handler_that_prints_cannot_corrupt_the_json_report(tmp_path: 
     assert "registered" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow  # a hwspec process
 def test_a_non_daemon_thread_started_by_a_rule_does_not_keep_the_process_alive(tmp_path: Path) -> None:
     site_rules(tmp_path / "rules", lingers='''
         import threading, time
@@ -241,6 +243,7 @@ def test_a_non_daemon_thread_started_by_a_rule_does_not_keep_the_process_alive(t
 # ---------------------------------------------------------------- what else a rule may do to the process
 
 
+@pytest.mark.slow  # a hwspec process whose rules install handlers and close stdout
 def test_a_rule_installing_signal_handlers_and_closing_stdout_leaves_the_next_rule_contained(tmp_path: Path) -> None:
     """A rule that ignores SIGALRM does not free the next rule from the time limit; one that
     closes file descriptor 1 and replaces sys.stdout and sys.stderr does not lose the report."""

@@ -15,6 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests.cli import run_hwspec
+
 ROOT = Path(__file__).resolve().parent.parent
 ON_SOCKET = ROOT / "tests" / "fixtures" / "rules" / "backend_nic_on_socket.yaml"   # one HW202 error
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
@@ -24,8 +26,7 @@ ON_SOCKET_ANNOTATION = (",line=57,col=22,title=HW202 backend-nic-locality::gpu0 
 
 
 def _validate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hwspec", "validate", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return run_hwspec("validate", *args, cwd=cwd)
 
 
 def _git_repository(root: Path) -> Path:

@@ -147,6 +147,7 @@ def test_a_global_batch_is_held_per_gpu_and_must_divide_into_whole_samples(tmp_p
 # ---------------------------------------------------------------- the command
 
 
+@pytest.mark.slow  # a hwspec process
 def test_estimate_nodes_runs_as_a_process_and_prints_json_rows():
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run([sys.executable, "-m", "hwspec", "estimate", str(ZIONEX16), str(MODEL_A), "--nodes", "1,8-9,16",

@@ -175,6 +175,7 @@ def test_every_truncation_gives_located_diagnostics_never_a_traceback():
         assert all(d.file == "cut.txt" and d.line >= 1 and d.col >= 1 for d in m.problems), cut
 
 
+@pytest.mark.slow  # grows the input to show its reader linear
 def test_parsing_is_linear_in_the_input(tmp_path):
     """Long lines and many of them: no regular expression or merge step grows faster than the input."""
     def body(n: int) -> str:

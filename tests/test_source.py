@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hwspec.diagnostics import HwspecError, Location
 from hwspec.source.dumper import dump_yaml
 from hwspec.source.loader import MAX_DEPTH, MAX_FILE_BYTES, SourceDoc, load_yaml_file, load_yaml_text
+from tests.examples import pinned
 
 FIXTURES = Path(__file__).parent / "fixtures" / "source"
 
@@ -344,7 +345,7 @@ def test_multi_document_file():
 
 # --- properties -----------------------------------------------------------------------------
 
-SETTINGS = settings(derandomize=True, database=None, max_examples=200)
+SETTINGS = settings(derandomize=True, database=None, max_examples=pinned(200))
 YAMLISH = st.text(alphabet=st.sampled_from(list("ab1:-[]{}?!&*<>,|'\"#%@ \t\n.~\\\x00\ufeffé")), max_size=40)
 
 

@@ -253,6 +253,7 @@ def _modules_after(argv: list[str]) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a fresh interpreter per case
 @pytest.mark.parametrize("argv", [["validate", "platforms/zionex.yaml"], ["generate", "--check", "platforms/zionex.yaml"],
                                   ["generate", "--check", "--no-svg"]],
                          ids=["validate", "generate-check", "generate-check-every-shipped-platform-and-cluster"])

@@ -18,6 +18,8 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 LOCAL = {"hwspec", "tests", "conftest"}
@@ -162,10 +164,12 @@ def unguarded_imports() -> list[str]:
     return found
 
 
+@pytest.mark.slow  # parses every test module
 def test_every_test_import_is_installed_by_the_test_extra_or_skipped_for() -> None:
     assert unguarded_imports() == []
 
 
+@pytest.mark.slow  # parses every test module
 def test_every_importorskip_says_why_and_how_to_install_it() -> None:
     bare = [f"tests/{m.path.name}:{node.lineno}" for m in _modules().values() for node in ast.walk(m.tree)
             if _importorskip(node) and not any(k.arg == "reason" for k in node.keywords)]  # type: ignore[attr-defined]

@@ -160,6 +160,7 @@ def _mentions(node: ast.AST, name: str) -> bool:
                or (isinstance(n, ast.Constant) and n.value == name) for n in ast.walk(node))
 
 
+@pytest.mark.slow  # parses every module of the package
 def test_only_the_topology_walks_the_pcie_tree():
     """No loop outside `hwspec.topology.node.climb` follows `upstream` links: every path, bridge
     and socket question is a topology query (the check the closing note of issue 10 names)."""
@@ -172,6 +173,7 @@ def test_only_the_topology_walks_the_pcie_tree():
     assert "climb(" in (ROOT / "src/hwspec/topology/node.py").read_text()
 
 
+@pytest.mark.slow  # parses every module of the package
 def test_networkx_is_imported_only_by_the_graph_views():
     """networkx costs a third of a second to import: only the on-demand graph views use it
     (imports for type checkers only do not count)."""

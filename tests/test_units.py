@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -30,8 +31,9 @@ from hwspec.spec.units import (
     parse_flop_rate,
     parse_transfer_rate,
 )
+from tests.examples import pinned
 
-PROPERTY = settings(derandomize=True, database=None, max_examples=200)
+PROPERTY = settings(derandomize=True, database=None, max_examples=pinned(200))
 
 SIZE_LIST = "B, kB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB"
 RATE_LIST = ("b/s, kb/s, Mb/s, Gb/s, Tb/s, bit/s, kbit/s, Mbit/s, Gbit/s, Tbit/s, bps, kbps, Mbps, Gbps, Tbps, "
@@ -443,6 +445,7 @@ def written(kind: str) -> st.SearchStrategy[str]:
     return st.tuples(SPACE, NUMBERS, SPACE, UNIT_STRATEGIES[kind], SPACE).map("".join)
 
 
+@functools.cache
 def schema_pattern(kind: str) -> str:
     return KINDS_MODEL.model_json_schema()["properties"][FIELD[kind]]["pattern"]
 

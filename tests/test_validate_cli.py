@@ -323,6 +323,7 @@ def test_platform_names_an_unknown_rule(capsys: pytest.CaptureFixture[str], tmp_
 # ---------------------------------------------------------------- as a process
 
 
+@pytest.mark.slow  # a hwspec process
 def test_python_dash_m_reports_instead_of_raising(tmp_path: Path) -> None:
     bad = write(tmp_path / "bad.yaml", "hwspec: 1\nkind: [node\n")
     broken = write(tmp_path / "site" / "broken.py", '''
@@ -340,6 +341,7 @@ def test_python_dash_m_reports_instead_of_raising(tmp_path: Path) -> None:
     assert "error[E103]" in done.stdout and "error[E900]: rule SITE900 broken failed: KeyError: 'gpu9'" in done.stdout
 
 
+@pytest.mark.slow  # hwspec processes, their collector watched
 @pytest.mark.parametrize(("call", "frozen"), [("cli.main()", True), ("cli.main(['validate', 'platforms/zionex.yaml'])", False)],
                          ids=["the-command", "a-library-call"])
 def test_the_command_collects_cycles_rarely_and_not_at_exit_and_a_library_call_does_not_change_the_collector(call, frozen):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from hwspec.cli.commands import main
+from tests.shared_data import REAL_MACHINES as REAL
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL = ROOT.parent / "shared" / "data" / "real-machines"
 DATA = ROOT / "tests" / "data"
 SUFFIXES = (".xml", ".txt")
 
@@ -38,6 +38,7 @@ def test_the_real_machines_are_among_the_inputs_when_present() -> None:
     assert any(p.parent == REAL for p in INPUTS)
 
 
+@pytest.mark.slow  # imports, validates and generates every input file (about 70)
 @pytest.mark.parametrize("path", INPUTS, ids=_name)
 def test_an_imported_draft_that_validates_generates(path: Path, tmp_path: Path, capsys) -> None:
     draft = tmp_path / "draft.yaml"
