@@ -36,3 +36,18 @@ def test_the_cli_vs_floor_benchmark_runs_quick():
     assert result.returncode in (0, 1), result.stderr[-3000:]
     assert set(json.loads(result.stdout)["targets"]) == {"validate_node", "generate_check_shipped", "generate_16384",
                                                          "peak_mib_generate_16384"}
+
+
+def test_the_page_states_the_guards_the_benchmark_checks():
+    """The guards are set at 2026-11-29's figures (issue 46): what the page says is what exits 1."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import cli_vs_floor
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert cli_vs_floor.TARGETS == {"validate_node": 5.0, "generate_check_shipped": 9.0, "generate_16384": 11.0,
+                                    "generate_65536": 11.0}
+    assert cli_vs_floor.PEAK_TARGET_MIB == 150.0
+    page = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    assert ("validate of a node <= 5x the floor, `generate --check` of the shipped platforms <= 9x, `generate` of 16,384 "
+            "and of 65,536 nodes <= 11x each, peak memory < 150 MiB") in page
