@@ -22,9 +22,12 @@ HANG_GUARD = 120
 
 
 @contextlib.contextmanager
-def _hang_guard(seconds: int) -> Iterator[None]:
-    def expire(signum, frame):
-        raise AssertionError(f"hwspec ran longer than {seconds} s")
+def hang_guard(seconds: int, what: str = "hwspec") -> Iterator[None]:
+    """Fail the test, rather than wait forever, when the body runs past `seconds` (SIGALRM: a
+    guard against a hang, never a measure of speed); the message says `what` ran too long."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise AssertionError(f"{what} ran longer than {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.alarm(seconds)
@@ -47,7 +50,7 @@ def run_hwspec(*args: str | os.PathLike, cwd: Path | None = None, env: dict[str,
             previous = os.environ.get(name)
             os.environ[name] = value
             stack.callback(_restore, name, previous)
-        stack.enter_context(_hang_guard(HANG_GUARD))
+        stack.enter_context(hang_guard(HANG_GUARD))
         stack.enter_context(contextlib.redirect_stdout(out))
         stack.enter_context(contextlib.redirect_stderr(err))
         try:

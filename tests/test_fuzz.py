@@ -19,7 +19,6 @@ import json
 import os
 import re
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from hwspec.testing import (
     hostile_texts,
     node_specs,
 )
+from tests.cli import hang_guard
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
@@ -55,26 +55,6 @@ FUZZ = settings(max_examples=EXAMPLES * 2, deadline=timedelta(seconds=10))
 # ------------------------------------------------------------------ running validate
 
 
-class Hang(AssertionError):
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int = TIME_LIMIT):
-    """Fail (instead of waiting forever) when the body runs longer than `seconds`."""
-
-    def expire(signum, frame):
-        raise Hang(f"validate ran longer than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def validate(files: dict[str, bytes], target: str) -> tuple[int, str, str]:
     """Write `files` into a fresh directory, run `hwspec validate target` in-process, and check
     `pipeline.check` agrees. Returns (status, stdout, stderr); any exception propagates."""
@@ -83,7 +63,7 @@ def validate(files: dict[str, bytes], target: str) -> tuple[int, str, str]:
             (Path(directory) / name).write_bytes(raw)
         path = Path(directory) / target
         out, err = io.StringIO(), io.StringIO()
-        with time_limit():
+        with hang_guard(TIME_LIMIT, "validate"):
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 status = main(["validate", str(path)])
             checked = pipeline.check(path)
@@ -355,7 +335,7 @@ def inside(directory: Path):
 
 def run_cli(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with time_limit(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with hang_guard(TIME_LIMIT, "validate"), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(list(args))
     return status, out.getvalue(), err.getvalue()
 

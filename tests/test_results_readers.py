@@ -15,7 +15,6 @@ import json
 import math
 import os
 import re
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from hypothesis import strategies as st
 from hwspec.acceptance import nccl_tests, nvbandwidth, results, values
 from hwspec.acceptance.results import CollectiveRun, CopyRun, RankDevice, Results, Row, parse_text, read_bytes, read_result, sniff
 from hwspec.diagnostics import Severity
+from tests.cli import hang_guard
 from tests.shared_data import REAL_MEASUREMENTS
 
 
@@ -719,22 +719,6 @@ def regex_calls() -> Iterator[list[int]]:
             setattr(module, name, pattern)
 
 
-@contextlib.contextmanager
-def hang_guard(seconds: int = 30) -> Iterator[None]:
-    """Fail, rather than wait forever, if a read runs past `seconds` (a guard, not a measure)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"the read ran longer than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def test_work_is_linear_in_the_lines() -> None:
     """Twice the output costs twice the regular-expression calls (plus a constant), for tables,
     prose, settings and matrices alike."""
@@ -766,7 +750,7 @@ def test_work_is_linear_in_the_lines() -> None:
 ])
 def test_a_4_mib_pathological_line_reads(line: str) -> None:
     """One 4 MiB line shaped to make a backtracking expression (or a quadratic join) blow up."""
-    with hang_guard(), regex_calls() as calls:
+    with hang_guard(30, "the read"), regex_calls() as calls:
         found = parse_text(line, "pathological.txt")
     assert found.failed or found.runs
     assert calls[0] <= 100 + 2 * line.count(",")  # JSON: one look for each item's start
@@ -776,7 +760,7 @@ def test_a_4_mib_pathological_line_reads(line: str) -> None:
 def test_4_mib_of_rows_reads() -> None:
     rows = "".join(f"{8 * index:>12}  {2 * index:>12}  float  sum  -1  1.00  1.00  1.00  0  1.00  1.00  1.00  0\n"
                    for index in range(1, 50_000))
-    with hang_guard():
+    with hang_guard(30, "the read"):
         found = parse_text(HEADER + rows, "many.txt")
     assert problems(found) == [] and len(collective(found).rows) == 49_999
 
@@ -848,7 +832,7 @@ def test_mutated_outputs(seed: int, mutations: list[tuple[str, float, float, byt
     """Real and inline outputs cut, doubled, spliced and salted: never an exception, every
     guarantee kept, and work linear in the size (bounded regular-expression calls per line)."""
     data = mutate(SEEDS[seed], mutations)
-    with hang_guard(), regex_calls() as calls:
+    with hang_guard(30, "the read"), regex_calls() as calls:
         found = read_bytes(data, "fuzz.txt")
     check(found)
     assert calls[0] <= 40 * (data.count(b"\n") + 1) + 50 * (data.count(b"{") + 1)
@@ -856,5 +840,5 @@ def test_mutated_outputs(seed: int, mutations: list[tuple[str, float, float, byt
 
 @given(st.binary(max_size=3000))
 def test_arbitrary_bytes(data: bytes) -> None:
-    with hang_guard():
+    with hang_guard(30, "the read"):
         check(read_bytes(data, "fuzz.bin"))
