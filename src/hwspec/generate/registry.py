@@ -63,7 +63,8 @@ NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 _MARK = "__hwspec_generator__"
 
-GENERATOR_MODULES = ModuleDirectories("hwspec._generators_", "generator", Code.GENERATOR_FAILED, "nothing was generated")
+GENERATOR_MODULES = ModuleDirectories("hwspec._generators_", "generator", Code.GENERATOR_FAILED, "nothing was generated",
+                                      Code.CANNOT_LOAD_GENERATORS)
 """How a `--generators DIR`'s modules load (`hwspec.rules.modules`)."""
 
 
@@ -186,18 +187,11 @@ def directory_generators(directories: Iterable[Path]) -> tuple[list[Generator], 
     each module that fails to import (E904, at the failing line)."""
     found: list[Generator] = []
     problems: list[Diagnostic] = []
-    for directory in directories:
-        directory = Path(directory).resolve()
-        if not directory.is_dir():
-            problems.append(Diagnostic(display_path(directory), 1, 1, Severity.ERROR, Code.CANNOT_LOAD_GENERATORS,
-                                       "cannot load generators: not a directory"))
-            continue
-        for path in GENERATOR_MODULES.modules(directory):
-            module = GENERATOR_MODULES.load(path)
-            if isinstance(module, Diagnostic):
-                problems.append(module)
-            else:
-                found += generators_in(module, display_path(path), site=True)
+    for shown, module in GENERATOR_MODULES.each_module(directories):
+        if isinstance(module, Diagnostic):
+            problems.append(module)
+        else:
+            found += generators_in(module, shown, site=True)
     return found, problems
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from hwspec import content
-from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity, display_path
+from hwspec.diagnostics import Code, Diagnostic, HwspecError, Location, Severity
 from hwspec.formats.environment import STRICT, EnvironmentPolicy
 from hwspec.model.cluster import Cluster
 from hwspec.model.node import Platform
@@ -191,7 +191,7 @@ def context_for(topology: Topology | ClusterTopology, policy: EnvironmentPolicy 
     return Context(topology, policy)
 
 
-RULE_MODULES = ModuleDirectories("hwspec._rules_", "rule", Code.RULE_FAILED, "none of its rules ran",
+RULE_MODULES = ModuleDirectories("hwspec._rules_", "rule", Code.RULE_FAILED, "none of its rules ran", Code.CANNOT_LOAD_RULES,
                                  trusted=lambda: content.builtin_dir("rules"))
 """How rule modules load (`hwspec.rules.modules`): hwspec's own from `rules/builtin/` as its other
 modules do, a site's compiled from source; an import that fails is an E900."""
@@ -210,30 +210,22 @@ def load_rules(directories: Iterable[Path], failures: list[Diagnostic] | None = 
     names: dict[str, Rule] = {}
     errors: list[Diagnostic] = []
     failed: list[Diagnostic] = []
-    for directory in directories:
-        directory = Path(directory).resolve()
-        if not directory.is_dir():
-            errors.append(Diagnostic(display_path(directory), 1, 1, Severity.ERROR, Code.CANNOT_LOAD_RULES,
-                                     "cannot load rules: not a directory"))
+    for shown, module in RULE_MODULES.each_module(directories):
+        if isinstance(module, Diagnostic):
+            (errors if module.code is Code.CANNOT_LOAD_RULES else failed).append(module)
             continue
-        for path in RULE_MODULES.modules(directory):
-            module = RULE_MODULES.load(path)
-            if isinstance(module, Diagnostic):
-                failed.append(module)
+        for _, check in marked(module, "__hwspec_rule__"):  # a rule imported from elsewhere is registered there
+            rule_id, rule_name, severity, scope = check.__hwspec_rule__
+            hint = getattr(check, "__hwspec_hint__", None)
+            found = Rule(rule_id, rule_name, severity, scope, check=check, file=shown,
+                         waivable=getattr(check, "__hwspec_waivable__", True), hint=hint if isinstance(hint, str) else None)
+            line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
+            clash = rules.get(found.id) or names.get(found.name)
+            if clash is not None:
+                errors.append(Diagnostic(found.file, line, 1, Severity.ERROR, Code.RULE_CLASH,
+                                         f"rule {found.id} {found.name} clashes with {clash.id} {clash.name} in {clash.file}"))
                 continue
-            shown = display_path(path)
-            for _, check in marked(module, "__hwspec_rule__"):  # a rule imported from elsewhere is registered there
-                rule_id, rule_name, severity, scope = check.__hwspec_rule__
-                hint = getattr(check, "__hwspec_hint__", None)
-                found = Rule(rule_id, rule_name, severity, scope, check=check, file=shown,
-                             waivable=getattr(check, "__hwspec_waivable__", True), hint=hint if isinstance(hint, str) else None)
-                line = check.__code__.co_firstlineno  # the first decorator's line, as inspect gives it
-                clash = rules.get(found.id) or names.get(found.name)
-                if clash is not None:
-                    errors.append(Diagnostic(found.file, line, 1, Severity.ERROR, Code.RULE_CLASH,
-                                             f"rule {found.id} {found.name} clashes with {clash.id} {clash.name} in {clash.file}"))
-                    continue
-                rules[found.id], names[found.name] = found, found
+            rules[found.id], names[found.name] = found, found
     if failures is not None:
         failures.extend(failed)
     else:

@@ -25,7 +25,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +90,27 @@ class ModuleDirectories:
     "the `what` module ..." with `consequence` before its hint's "this is a bug in FILE", and
     modules below the directory `trusted()` gives (hwspec's own) load as hwspec's other modules do."""
 
-    def __init__(self, prefix: str, what: str, failed: Code, consequence: str, trusted: Callable[[], Path] | None = None):
+    def __init__(self, prefix: str, what: str, failed: Code, consequence: str, not_a_directory: Code,
+                 trusted: Callable[[], Path] | None = None):
         self.prefix, self.what, self.failed, self.consequence, self.trusted = prefix, what, failed, consequence, trusted
+        self.not_a_directory = not_a_directory
 
     def modules(self, directory: Path) -> list[Path]:
         """The modules of `directory`, sorted: every `*.py` but the `_*.py` helpers."""
         return [path for path in sorted(directory.glob("*.py")) if not path.name.startswith("_")]
+
+    def each_module(self, directories: Iterable[Path]) -> Iterator[tuple[str, types.ModuleType | Diagnostic]]:
+        """The modules of each of `directories` in turn (`modules`), each as (its path as shown,
+        the module or the diagnostic of its failure, `load`); a directory that is not one is a
+        `not_a_directory` diagnostic ("cannot load rules: not a directory") in its place."""
+        for directory in directories:
+            directory = Path(directory).resolve()
+            if not directory.is_dir():
+                yield display_path(directory), Diagnostic(display_path(directory), 1, 1, Severity.ERROR, self.not_a_directory,
+                                                          f"cannot load {self.what}s: not a directory")
+                continue
+            for path in self.modules(directory):
+                yield display_path(path), self.load(path)
 
     def load(self, path: Path) -> types.ModuleType | Diagnostic:
         """The module at `path` (resolved), imported in a box, or the diagnostic of its failure."""
